@@ -1,0 +1,73 @@
+package faultnet_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+
+	"github.com/troupe-go/troupe/internal/faultnet"
+)
+
+// Cut a connection at a seeded random point of its 32-byte handshake.
+func ExampleBetween() {
+	rng := faultnet.NewRand(1)
+	at := faultnet.MustBetween(rng, 0, 32)
+	client, server := faultnet.Pipe([]faultnet.Fault{faultnet.CutWriteAt(at)}, nil)
+	defer server.Close()
+
+	n, err := client.Write(make([]byte, 32))
+	got, _ := io.ReadAll(server)
+	fmt.Println(int64(n) == at, errors.Is(err, faultnet.ErrCut), int64(len(got)) == at)
+	// Output: true true true
+}
+
+// A stall delivers nothing until Resume, without closing.
+func ExampleConn_Stall() {
+	a, b := faultnet.Pipe(nil, nil)
+	defer a.Close()
+	defer b.Close()
+	a.Stall()
+	go func() { _, _ = a.Write([]byte("held")) }()
+	a.Resume()
+	buf := make([]byte, 4)
+	_, _ = io.ReadFull(b, buf)
+	fmt.Println(string(buf))
+	// Output: held
+}
+
+// Every connection of a Network gets faults from a seeded plan: here the
+// dialing side is cut somewhere in its first 64 KiB.
+func ExampleNetwork_SetPlan() {
+	ctx := context.Background()
+	fn := faultnet.NewNetwork(42)
+	fn.SetPlan(func(info faultnet.ConnInfo, rng *rand.Rand) []faultnet.Fault {
+		if info.Accepted {
+			return nil
+		}
+		return []faultnet.Fault{faultnet.CutWriteAt(faultnet.MustBetween(rng, 0, 64<<10))}
+	})
+	ln, err := fn.Listen(ctx, "127.0.0.1:0")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer ln.Close()
+	go func() {
+		c, err := ln.Accept()
+		if err == nil {
+			_, _ = io.Copy(io.Discard, c)
+			c.Close()
+		}
+	}()
+	c, err := fn.Dialer("client").DialContext(ctx, "tcp", ln.Addr().String())
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer c.Close()
+	_, err = c.Write(make([]byte, 64<<10))
+	fmt.Println(errors.Is(err, faultnet.ErrCut))
+	// Output: true
+}
