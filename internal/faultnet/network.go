@@ -11,8 +11,10 @@ import (
 
 // ConnInfo describes a connection a Network is about to wrap, for a Plan.
 type ConnInfo struct {
-	// Seq numbers the Network's connections from 0, in the order they were
-	// made (dialed or accepted).
+	// Seq numbers the Network's dialed connections from 0 in dial order,
+	// and its accepted connections from 0 in accept order, separately, so
+	// that a test dialing from one goroutine gets the same numbering on
+	// every run.
 	Seq int
 	// From is the dialing endpoint's name, To the listening one's.
 	From, To string
@@ -22,7 +24,8 @@ type ConnInfo struct {
 
 // Plan chooses the faults of one connection. rng is seeded from the
 // Network's seed and ConnInfo.Seq, so a plan that only uses rng and info
-// is reproducible.
+// is reproducible. Plans run under the Network's lock, one at a time; they
+// must not call the Network.
 type Plan func(info ConnInfo, rng *rand.Rand) []Fault
 
 // PartitionMode says what a dial across a partition does.
@@ -46,7 +49,7 @@ type Network struct {
 
 	mu      sync.Mutex
 	plan    Plan
-	seq     int
+	seq     [2]int // next Seq for dialed [0] and accepted [1] connections
 	conns   []*tracked
 	parts   map[pair]PartitionMode
 	dialers map[string]string // local address of a dialed conn → dialer's name
@@ -139,11 +142,16 @@ func (n *Network) applyLocked() {
 
 // wrapLocked applies the plan to a new connection and tracks it.
 func (n *Network) wrapLocked(c net.Conn, from, to string, accepted bool) *Conn {
-	info := ConnInfo{Seq: n.seq, From: from, To: to, Accepted: accepted}
-	n.seq++
+	side := 0
+	if accepted {
+		side = 1
+	}
+	info := ConnInfo{Seq: n.seq[side], From: from, To: to, Accepted: accepted}
+	n.seq[side]++
 	var faults []Fault
 	if n.plan != nil {
-		faults = n.plan(info, NewRand(n.seed^uint64(info.Seq)*0xbf58476d1ce4e5b9))
+		stream := uint64(info.Seq)<<1 | uint64(side)
+		faults = n.plan(info, rand.New(rand.NewPCG(n.seed, stream*0xbf58476d1ce4e5b9+1)))
 	}
 	fc := Wrap(c, faults...)
 	t := &tracked{c: fc, from: from, to: to}
