@@ -1,0 +1,551 @@
+package actor
+
+import (
+	"context"
+	"fmt"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/troupe-go/troupe/internal/host"
+)
+
+// envelope is one queued message and, for asks, where its reply goes.
+type envelope[M any] struct {
+	msg  M
+	slot replier
+}
+
+// cell is one key's activation: mailbox, state and scheduling. A
+// goroutine runs it while it has work and lingers a tick or two after; an
+// idle cell holds no goroutine.
+type cell[S, M any] struct {
+	k   *kind[S, M]
+	key string
+
+	mu      sync.Mutex
+	in      []envelope[M]
+	pending atomic.Int32 // queued, not yet started (includes the running batch)
+	waiters atomic.Int32 // senders waiting for room
+	room    chan struct{}
+	wake    chan struct{}
+	cur     replier // slot of the ask being handled, for abort
+
+	running bool // a goroutine owns the cell
+	parked  bool // ... and waits on wake
+	backoff bool // restarting after a failure
+	gone    bool // removed from the table; senders must look again
+	started bool // the activation ran its start (state initialised)
+
+	idleSince int64 // unix nanoseconds the cell last went idle
+
+	state    S
+	behavior Handler[S, M]
+	x        *extra[M]
+}
+
+// extra holds what few cells need, to keep idle cells small.
+type extra[M any] struct {
+	timers   map[string]*timerEntry
+	gen      uint64
+	failures int
+	restartT *time.Timer
+
+	runCancel   context.CancelFunc
+	runActive   bool
+	runGen      uint64
+	runFailures int
+	runT        *time.Timer
+}
+
+type timerEntry struct{ t *time.Timer }
+
+func (c *cell[S, M]) ext() *extra[M] {
+	if c.x == nil {
+		c.x = &extra[M]{}
+	}
+	return c.x
+}
+
+// push queues a message. retry means the cell was passivated meanwhile and
+// the caller must look the key up again.
+func (c *cell[S, M]) push(ctx context.Context, m M, s replier) (err error, retry bool) {
+	k := c.k
+	c.mu.Lock()
+	for {
+		if c.gone {
+			c.mu.Unlock()
+			return nil, true
+		}
+		if k.h.Closed() {
+			c.mu.Unlock()
+			return ErrSystemClosed, false
+		}
+		if int(c.pending.Load()) < k.def.s.mailbox {
+			break
+		}
+		if k.def.s.overflow == Refuse {
+			c.mu.Unlock()
+			k.h.Emit(host.Event{Kind: host.MailboxFull, Type: k.def.name, Key: c.key})
+			return ErrMailboxFull, false
+		}
+		if c.room == nil {
+			c.room = make(chan struct{})
+		}
+		room := c.room
+		c.waiters.Add(1)
+		c.mu.Unlock()
+		select {
+		case <-room:
+		case <-ctx.Done():
+			c.waiters.Add(-1)
+			k.h.Emit(host.Event{Kind: host.MailboxFull, Type: k.def.name, Key: c.key})
+			return fmt.Errorf("%w: waited for room until: %w", ErrMailboxFull, ctx.Err()), false
+		}
+		c.waiters.Add(-1)
+		c.mu.Lock()
+	}
+	c.in = append(c.in, envelope[M]{msg: m, slot: s})
+	c.pending.Add(1)
+	start, wake := false, false
+	switch {
+	case !c.running && !c.backoff:
+		c.running, start = true, true
+	case c.parked:
+		c.parked, wake = false, true
+	}
+	c.mu.Unlock()
+	if start {
+		k.h.Enter()
+		go c.loop()
+	} else if wake {
+		select {
+		case c.wake <- struct{}{}:
+		default:
+		}
+	}
+	return nil, false
+}
+
+// taken accounts for a message leaving the mailbox.
+func (c *cell[S, M]) taken() {
+	c.pending.Add(-1)
+	if c.waiters.Load() > 0 {
+		c.mu.Lock()
+		if c.room != nil {
+			close(c.room)
+			c.room = nil
+		}
+		c.mu.Unlock()
+	}
+}
+
+// lingerTicks is how many linger ticks an idle goroutine waits for work
+// before it exits: enough to keep ping-pong style traffic on one
+// goroutine, short enough that idle actors cost no goroutine.
+const lingerTicks = 2
+
+func (c *cell[S, M]) loop() {
+	h := c.k.h
+	defer h.Leave()
+	ctx := &Context[S, M]{cell: c}
+	var work []envelope[M]
+	idle := 0
+	c.mu.Lock()
+	if c.wake == nil {
+		c.wake = make(chan struct{}, 1)
+	}
+	for {
+		if len(c.in) == 0 {
+			if idle >= lingerTicks || h.Closed() || !c.started {
+				c.running = false
+				c.wake = nil
+				c.idleSince = time.Now().UnixNano()
+				released := !c.started
+				c.mu.Unlock()
+				if released {
+					c.k.forget(c, "released", time.Time{})
+				}
+				return
+			}
+			tick, _ := h.Tick()
+			c.parked = true
+			wake := c.wake
+			c.mu.Unlock()
+			select {
+			case <-wake:
+			case <-tick:
+				idle++
+			}
+			c.mu.Lock()
+			c.parked = false
+			continue
+		}
+		idle = 0
+		work, c.in = c.in, work[:0]
+		c.mu.Unlock()
+		if !c.handleBatch(ctx, work) {
+			return // failed: restart scheduled, goroutine released
+		}
+		clear(work)
+		c.mu.Lock()
+	}
+}
+
+// handleBatch handles work in order. It returns false when the goroutine
+// must exit because the activation failed.
+func (c *cell[S, M]) handleBatch(ctx *Context[S, M], work []envelope[M]) bool {
+	h := c.k.h
+	for i := range work {
+		e := &work[i]
+		select {
+		case <-h.HardStop():
+			c.failAll(work[i:], ErrSystemClosed)
+			return true
+		default:
+		}
+		if e.slot != nil {
+			if !e.slot.begin() {
+				c.taken()
+				h.Emit(host.Event{Kind: host.MessageDropped, Type: c.k.def.name, Key: c.key, Reason: "asker stopped waiting"})
+				continue
+			}
+			c.mu.Lock()
+			c.cur = e.slot
+			c.mu.Unlock()
+		}
+		c.taken()
+		err := c.invoke(ctx, e)
+		if e.slot != nil {
+			c.mu.Lock()
+			c.cur = nil
+			c.mu.Unlock()
+			if err != nil {
+				e.slot.fail(&FailedError{Actor: c.k.def.name + "/" + c.key, Cause: err})
+			} else if !e.slot.settled() {
+				e.slot.fail(ErrNoReply)
+			}
+		}
+		ctx.slot = nil
+		if err != nil {
+			c.failed(err, work[i+1:])
+			return false
+		}
+		if c.x != nil {
+			c.x.failures = 0
+		}
+		if ctx.release {
+			ctx.release = false
+			c.end("released")
+		}
+	}
+	return true
+}
+
+func (c *cell[S, M]) invoke(ctx *Context[S, M], e *envelope[M]) (err error) {
+	ctx.slot = e.slot
+	defer func() {
+		if r := recover(); r != nil {
+			err = &PanicError{Value: r, Stack: debug.Stack()}
+		}
+	}()
+	if !c.started {
+		c.activate()
+	}
+	hd := c.behavior
+	if hd == nil {
+		hd = c.k.def.handler
+	}
+	return hd(ctx, e.msg)
+}
+
+// activate starts an activation: initial state, event, run body.
+func (c *cell[S, M]) activate() {
+	var s S
+	if c.k.def.init != nil {
+		s = c.k.def.init(c.key)
+	}
+	c.state = s
+	c.behavior = nil
+	c.started = true
+	c.k.h.Emit(host.Event{Kind: host.ActivationStarted, Type: c.k.def.name, Key: c.key})
+	if c.k.def.run != nil {
+		c.startRun()
+	}
+}
+
+// end finishes the activation: timers and body stop, state is dropped.
+func (c *cell[S, M]) end(reason string) {
+	c.mu.Lock()
+	c.stopTimersLocked()
+	c.stopRunLocked()
+	var zero S
+	c.state, c.behavior, c.started = zero, nil, false
+	c.mu.Unlock()
+	c.k.h.Emit(host.Event{Kind: host.ActivationEnded, Type: c.k.def.name, Key: c.key, Reason: reason})
+}
+
+// failed schedules a restart after backoff, keeping the unhandled rest
+// of the batch at the head of the mailbox.
+func (c *cell[S, M]) failed(err error, rest []envelope[M]) {
+	h := c.k.h
+	h.Restarts.Add(1)
+	h.Emit(host.Event{Kind: host.ActivationFailed, Type: c.k.def.name, Key: c.key, Err: err})
+	h.Logger.Warn("troupe: actor failed", "actor", c.k.def.name, "key", c.key, "err", err)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(rest) > 0 {
+		in := make([]envelope[M], 0, len(rest)+len(c.in))
+		in = append(append(in, rest...), c.in...)
+		c.in = in
+	}
+	x := c.ext()
+	x.failures++
+	delay := backoffDelay(c.k.bmin, c.k.bmax, x.failures)
+	c.behavior = nil
+	c.running, c.backoff = false, true
+	c.wake = nil
+	c.idleSince = time.Now().UnixNano()
+	if h.Closed() {
+		c.backoff = false
+		c.drainLocked(ErrSystemClosed)
+		return
+	}
+	x.restartT = time.AfterFunc(delay, c.restart)
+}
+
+func backoffDelay(min, max time.Duration, failures int) time.Duration {
+	d := min
+	for i := 1; i < failures && d < max; i++ {
+		d *= 2
+	}
+	return clamp(d, min, max)
+}
+
+func clamp(d, lo, hi time.Duration) time.Duration {
+	if d < lo {
+		return lo
+	}
+	if d > hi {
+		return hi
+	}
+	return d
+}
+
+// restart ends the backoff and resumes the mailbox.
+func (c *cell[S, M]) restart() {
+	c.mu.Lock()
+	if !c.backoff {
+		c.mu.Unlock()
+		return
+	}
+	c.backoff = false
+	if c.x != nil {
+		c.x.restartT = nil
+	}
+	if c.k.h.Closed() {
+		c.drainLocked(ErrSystemClosed)
+		c.mu.Unlock()
+		return
+	}
+	start := len(c.in) > 0 && !c.running
+	if start {
+		c.running = true
+	}
+	c.mu.Unlock()
+	if start {
+		c.k.h.Enter()
+		go c.loop()
+	}
+}
+
+// drainLocked fails everything queued; the caller holds c.mu.
+func (c *cell[S, M]) drainLocked(err error) {
+	in := c.in
+	c.in = nil
+	c.pending.Add(-int32(len(in)))
+	go c.failAll(in, err) // outside the lock: completing slots runs pipe callbacks
+}
+
+func (c *cell[S, M]) failAll(es []envelope[M], err error) {
+	for _, e := range es {
+		if e.slot != nil {
+			e.slot.abort(err)
+		}
+		c.k.h.Emit(host.Event{Kind: host.MessageDropped, Type: c.k.def.name, Key: c.key, Reason: err.Error()})
+	}
+}
+
+// passivatable reports whether the cell may leave the table; c.mu held.
+func (c *cell[S, M]) passivatable(idleBefore time.Time) bool {
+	if c.gone || c.running || c.backoff || c.pending.Load() != 0 || len(c.in) != 0 {
+		return false
+	}
+	if x := c.x; x != nil && (len(x.timers) > 0 || x.runActive || x.runT != nil) {
+		return false
+	}
+	return idleBefore.IsZero() || c.idleSince < idleBefore.UnixNano()
+}
+
+func (c *cell[S, M]) setTimer(name string, d time.Duration, msg M, repeat bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.k.h.Closed() {
+		return
+	}
+	x := c.ext()
+	if x.timers == nil {
+		x.timers = make(map[string]*timerEntry)
+	}
+	if old := x.timers[name]; old != nil {
+		old.t.Stop()
+	}
+	e := &timerEntry{}
+	e.t = time.AfterFunc(d, func() { c.fire(name, e, d, msg, repeat) })
+	x.timers[name] = e
+}
+
+func (c *cell[S, M]) fire(name string, e *timerEntry, d time.Duration, msg M, repeat bool) {
+	c.mu.Lock()
+	if c.gone || c.x == nil || c.x.timers[name] != e {
+		c.mu.Unlock()
+		return
+	}
+	if repeat {
+		e.t.Reset(d)
+	} else {
+		delete(c.x.timers, name)
+	}
+	c.mu.Unlock()
+	if err := c.k.deliver(context.Background(), c.key, msg, nil); err != nil {
+		c.k.h.Emit(host.Event{Kind: host.MessageDropped, Type: c.k.def.name, Key: c.key, Reason: "timer " + name + ": " + err.Error(), Err: err})
+	}
+}
+
+func (c *cell[S, M]) cancelTimer(name string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.x == nil || c.x.timers[name] == nil {
+		return false
+	}
+	c.x.timers[name].t.Stop()
+	delete(c.x.timers, name)
+	return true
+}
+
+func (c *cell[S, M]) stopTimersLocked() {
+	if c.x == nil {
+		return
+	}
+	for name, e := range c.x.timers {
+		e.t.Stop()
+		delete(c.x.timers, name)
+	}
+}
+
+// startRun starts the proactive body for the current activation.
+func (c *cell[S, M]) startRun() {
+	h := c.k.h
+	ctx, cancel := context.WithCancel(context.Background())
+	c.mu.Lock()
+	if h.Closed() {
+		c.mu.Unlock()
+		cancel()
+		return
+	}
+	x := c.ext()
+	x.runGen++
+	gen := x.runGen
+	x.runCancel, x.runActive, x.runT = cancel, true, nil
+	c.mu.Unlock()
+	self := Ref[M]{to: c.k, typ: c.k.def.name, key: c.key}
+	body := c.k.def.run
+	h.Enter()
+	go func() {
+		defer h.Leave()
+		defer cancel()
+		err := runSafely(ctx, body, self)
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if x.runGen != gen {
+			return // this activation's body was stopped
+		}
+		x.runActive, x.runCancel = false, nil
+		if err == nil || ctx.Err() != nil || h.Closed() {
+			x.runFailures = 0
+			return
+		}
+		x.runFailures++
+		h.Restarts.Add(1)
+		h.Emit(host.Event{Kind: host.ActivationFailed, Type: c.k.def.name, Key: c.key, Err: err, Reason: "run body"})
+		h.Logger.Warn("troupe: actor body failed", "actor", c.k.def.name, "key", c.key, "err", err)
+		delay := backoffDelay(c.k.bmin, c.k.bmax, x.runFailures)
+		x.runT = time.AfterFunc(delay, func() {
+			c.mu.Lock()
+			ok := x.runGen == gen && x.runT != nil && c.started
+			x.runT = nil
+			c.mu.Unlock()
+			if ok {
+				c.startRun()
+			}
+		})
+	}()
+}
+
+func runSafely[M any](ctx context.Context, body RunFunc[M], self Ref[M]) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = &PanicError{Value: r, Stack: debug.Stack()}
+		}
+	}()
+	return body(ctx, self)
+}
+
+func (c *cell[S, M]) stopRunLocked() {
+	x := c.x
+	if x == nil {
+		return
+	}
+	x.runGen++
+	if x.runCancel != nil {
+		x.runCancel()
+	}
+	if x.runT != nil {
+		x.runT.Stop()
+	}
+	x.runCancel, x.runActive, x.runT = nil, false, nil
+}
+
+// stop begins shutdown for this cell: timers and body stop, a cell in
+// backoff fails its mailbox, a lingering goroutine is woken to exit.
+func (c *cell[S, M]) stop() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.stopTimersLocked()
+	c.stopRunLocked()
+	if c.backoff {
+		if c.x != nil && c.x.restartT != nil {
+			c.x.restartT.Stop()
+		}
+		c.backoff = false
+		c.drainLocked(ErrSystemClosed)
+	}
+	if c.parked {
+		select {
+		case c.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// abort cancels the running ask and fails what is queued.
+func (c *cell[S, M]) abort() {
+	c.mu.Lock()
+	cur := c.cur
+	c.drainLocked(ErrSystemClosed)
+	c.mu.Unlock()
+	if cur != nil {
+		cur.abort(ErrSystemClosed)
+	}
+}

@@ -1,0 +1,113 @@
+package actor
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/troupe-go/troupe/internal/host"
+)
+
+// Context is what a handler gets with each message: the actor's identity,
+// its state, its timers and the system. It is a context.Context that is
+// cancelled when the asker of the current message stops waiting or when
+// the system's Close deadline passes. A Context is valid only inside the
+// handler call it was passed to.
+type Context[S, M any] struct {
+	cell    *cell[S, M]
+	slot    replier // the current message's reply slot; nil for tells
+	release bool
+}
+
+// Self returns the ref of this actor.
+func (c *Context[S, M]) Self() Ref[M] {
+	return Ref[M]{to: c.cell.k, typ: c.cell.k.def.name, key: c.cell.key}
+}
+
+// Key returns this actor's key.
+func (c *Context[S, M]) Key() string { return c.cell.key }
+
+// System returns the system hosting this actor. Pass it to Def.Ref to
+// reach any actor.
+func (c *Context[S, M]) System() System { return c }
+
+// Runtime implements System.
+func (c *Context[S, M]) Runtime() *host.Host { return c.cell.k.h }
+
+// Logger returns the system's logger with this actor's identity attached.
+func (c *Context[S, M]) Logger() *slog.Logger {
+	return c.cell.k.h.Logger.With("actor", c.cell.k.def.name, "key", c.cell.key)
+}
+
+// State returns the actor's current state. Treat it as a value: to change
+// it, build a new value and SetState it (see the package doc on state).
+func (c *Context[S, M]) State() S { return c.cell.state }
+
+// SetState replaces the state. The last completed SetState or Update is
+// what the actor restarts from after a failure.
+func (c *Context[S, M]) SetState(s S) { c.cell.state = s }
+
+// Update replaces the state with f(state).
+func (c *Context[S, M]) Update(f func(S) S) { c.cell.state = f(c.cell.state) }
+
+// Become makes h handle the following messages, keeping the state. A
+// restart or a new activation goes back to the definition's handler.
+func (c *Context[S, M]) Become(h Handler[S, M]) { c.cell.behavior = h }
+
+// Release ends this activation once the current message is handled: its
+// timers stop, a running body is cancelled, its state is dropped. A later
+// message starts a fresh activation.
+func (c *Context[S, M]) Release() { c.release = true }
+
+// After sends msg to this actor once, after d. A timer with the same name
+// is replaced.
+func (c *Context[S, M]) After(name string, d time.Duration, msg M) {
+	c.cell.setTimer(name, d, msg, false)
+}
+
+// Every sends msg to this actor every d until cancelled. A timer with the
+// same name is replaced. A key with live timers does not idle out.
+func (c *Context[S, M]) Every(name string, d time.Duration, msg M) {
+	c.cell.setTimer(name, d, msg, true)
+}
+
+// CancelTimer stops the named timer; it reports whether one was live.
+func (c *Context[S, M]) CancelTimer(name string) bool { return c.cell.cancelTimer(name) }
+
+// Deadline implements context.Context: the asker's deadline, if any.
+func (c *Context[S, M]) Deadline() (time.Time, bool) {
+	if c.slot != nil {
+		return c.slot.deadline()
+	}
+	return time.Time{}, false
+}
+
+// Done implements context.Context.
+func (c *Context[S, M]) Done() <-chan struct{} {
+	if c.slot != nil {
+		return c.slot.stopped()
+	}
+	return c.cell.k.h.HardStop()
+}
+
+// Err implements context.Context.
+func (c *Context[S, M]) Err() error {
+	if c.slot != nil && c.slot.cancelled() {
+		return context.Canceled
+	}
+	select {
+	case <-c.cell.k.h.HardStop():
+		return context.Canceled
+	default:
+		return nil
+	}
+}
+
+// Value implements context.Context. It carries the system, so refs decoded
+// from messages can be used with Tell and Ask inside handlers.
+func (c *Context[S, M]) Value(key any) any {
+	if _, ok := key.(hostKey); ok {
+		return c.cell.k.h
+	}
+	return nil
+}

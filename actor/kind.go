@@ -1,0 +1,177 @@
+package actor
+
+import (
+	"context"
+	"hash/maphash"
+	"sync"
+	"time"
+
+	"github.com/troupe-go/troupe/internal/host"
+)
+
+const shardCount = 64
+
+// kind is the runtime of one definition inside one system: the table of
+// its live activations, sharded by key.
+type kind[S, M any] struct {
+	def    *Def[S, M]
+	h      *host.Host
+	seed   maphash.Seed
+	idle   time.Duration
+	ask    time.Duration
+	bmin   time.Duration
+	bmax   time.Duration
+	shards [shardCount]shard[S, M]
+}
+
+type shard[S, M any] struct {
+	mu sync.RWMutex
+	m  map[string]*cell[S, M]
+	_  [32]byte // keep neighbouring shards' locks off one cache line
+}
+
+// Instantiate creates the runtime of d inside h. The runtime calls it when
+// a system registers the definition; applications never call it.
+func (d *Def[S, M]) Instantiate(h *host.Host) host.Kind {
+	k := &kind[S, M]{def: d, h: h, seed: maphash.MakeSeed(),
+		idle: d.s.idle, ask: d.s.askTimeout, bmin: d.s.backoffMin, bmax: d.s.backoffMax}
+	if h.IdleTimeout > 0 && k.idle == DefaultIdleTimeout {
+		k.idle = h.IdleTimeout
+	}
+	if h.AskTimeout > 0 && k.ask == DefaultAskTimeout {
+		k.ask = h.AskTimeout
+	}
+	if h.BackoffMin > 0 && k.bmin == DefaultBackoffMin {
+		k.bmin = h.BackoffMin
+	}
+	if h.BackoffMax > 0 && k.bmax == DefaultBackoffMax {
+		k.bmax = h.BackoffMax
+	}
+	for i := range k.shards {
+		k.shards[i].m = make(map[string]*cell[S, M])
+	}
+	return k
+}
+
+func (k *kind[S, M]) Name() string              { return k.def.name }
+func (k *kind[S, M]) askTimeout() time.Duration { return k.ask }
+func (k *kind[S, M]) host() *host.Host          { return k.h }
+
+func (k *kind[S, M]) shard(key string) *shard[S, M] {
+	return &k.shards[maphash.String(k.seed, key)%shardCount]
+}
+
+// cell returns the live cell of key, creating it.
+func (k *kind[S, M]) cell(key string) *cell[S, M] {
+	sh := k.shard(key)
+	sh.mu.RLock()
+	c := sh.m[key]
+	sh.mu.RUnlock()
+	if c != nil {
+		return c
+	}
+	sh.mu.Lock()
+	if c = sh.m[key]; c == nil {
+		c = &cell[S, M]{k: k, key: key}
+		sh.m[key] = c
+		k.h.Active.Add(1)
+	}
+	sh.mu.Unlock()
+	return c
+}
+
+func (k *kind[S, M]) deliver(ctx context.Context, key string, m M, s replier) error {
+	if key == "" {
+		return ErrInvalidRef
+	}
+	for {
+		if k.h.Closed() {
+			return ErrSystemClosed
+		}
+		c := k.cell(key)
+		err, retry := c.push(ctx, m, s)
+		if !retry {
+			return err
+		}
+	}
+}
+
+// forget removes c from the table if it is still passivatable; the caller
+// must not hold c.mu.
+func (k *kind[S, M]) forget(c *cell[S, M], reason string, idleBefore time.Time) bool {
+	sh := k.shard(c.key)
+	sh.mu.Lock()
+	c.mu.Lock()
+	ok := c.passivatable(idleBefore)
+	if ok {
+		c.gone = true
+		delete(sh.m, c.key)
+	}
+	c.mu.Unlock()
+	sh.mu.Unlock()
+	if ok {
+		k.h.Active.Add(-1)
+		if c.started {
+			k.h.Emit(host.Event{Kind: host.ActivationEnded, Type: k.def.name, Key: c.key, Reason: reason})
+		}
+	}
+	return ok
+}
+
+// each calls f for every live cell, outside the shard locks.
+func (k *kind[S, M]) each(f func(*cell[S, M])) {
+	var batch []*cell[S, M]
+	for i := range k.shards {
+		sh := &k.shards[i]
+		sh.mu.RLock()
+		batch = batch[:0]
+		for _, c := range sh.m {
+			batch = append(batch, c)
+		}
+		sh.mu.RUnlock()
+		for _, c := range batch {
+			f(c)
+		}
+	}
+}
+
+// Sweep passivates cells idle for the idle timeout.
+func (k *kind[S, M]) Sweep(now time.Time) {
+	before := now.Add(-k.idle)
+	k.each(func(c *cell[S, M]) {
+		c.mu.Lock()
+		ok := c.passivatable(before)
+		c.mu.Unlock()
+		if ok {
+			k.forget(c, "idle", before)
+		}
+	})
+}
+
+// Deepest reports the longest mailbox.
+func (k *kind[S, M]) Deepest() int {
+	deepest := 0
+	k.each(func(c *cell[S, M]) {
+		if n := int(c.pending.Load()); n > deepest {
+			deepest = n
+		}
+	})
+	return deepest
+}
+
+// Queued reports the messages waiting in all mailboxes.
+func (k *kind[S, M]) Queued() int {
+	total := 0
+	k.each(func(c *cell[S, M]) { total += int(c.pending.Load()) })
+	return total
+}
+
+// Stop stops timers and bodies; queued work drains.
+func (k *kind[S, M]) Stop() {
+	k.each(func(c *cell[S, M]) { c.stop() })
+}
+
+// Abort cancels running handlers and fails queued messages.
+func (k *kind[S, M]) Abort() {
+	k.each(func(c *cell[S, M]) { c.abort() })
+}

@@ -1,0 +1,173 @@
+package actor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Reply marks a message as a request to actors whose message type is M,
+// answered with an R. Embed it in the request type:
+//
+//	type Get struct{ actor.Reply[CounterMsg, int] }
+//
+// Ask then returns an int, Respond accepts only an int, and asking an actor
+// of another message type does not compile. The request type must also
+// implement M, like every other message of that actor.
+type Reply[M, R any] struct{}
+
+func (Reply[M, R]) troupeRequest(M, R) {}
+
+// Request is satisfied by the message types that embed Reply[M, R].
+type Request[M, R any] interface{ troupeRequest(M, R) }
+
+// Tell sends msg to the actor without waiting for it to be handled. Under
+// the Refuse overflow policy it never blocks; under Wait it waits for
+// mailbox room until ctx ends. Tell is a method so that any message type
+// implementing M is accepted as it is.
+func (r Ref[M]) Tell(ctx context.Context, msg M) error {
+	to, err := r.resolve(ctx)
+	if err != nil {
+		return err
+	}
+	return to.deliver(ctx, r.key, msg, nil)
+}
+
+// Ask sends the request q to ref and waits for the handler's reply. When ctx
+// has no deadline, the definition's ask timeout applies. If ctx ends first,
+// the request is dropped if still queued, or the handler's context is
+// cancelled if it is running, and the error wraps ctx's error (or
+// context.DeadlineExceeded for the ask timeout). A handler that fails gives
+// an error wrapping ErrActorFailed.
+func Ask[M any, Q Request[M, R], R any](ctx context.Context, ref Ref[M], q Q) (R, error) {
+	var zero R
+	m, ok := any(q).(M)
+	if !ok {
+		return zero, fmt.Errorf("%w: %T does not implement the message type of %s", ErrInvalidRef, q, ref)
+	}
+	to, err := ref.resolve(ctx)
+	if err != nil {
+		return zero, err
+	}
+	h := to.host()
+	h.AsksOut.Add(1)
+	defer h.AsksOut.Add(-1)
+	s := newSlot[R](ctx)
+	var timeout <-chan time.Time
+	if s.dl.IsZero() {
+		d := to.askTimeout()
+		t := time.NewTimer(d)
+		defer t.Stop()
+		timeout = t.C
+		s.dl = time.Now().Add(d)
+	}
+	if err := to.deliver(ctx, ref.key, m, s); err != nil {
+		return zero, err
+	}
+	var cause error
+	select {
+	case <-s.done:
+		return s.val, s.err
+	case <-ctx.Done():
+		cause = ctx.Err()
+	case <-timeout:
+		cause = context.DeadlineExceeded
+	}
+	if !s.cancel() {
+		<-s.done
+		return s.val, s.err
+	}
+	return zero, &askError{ref: ref.String(), cause: cause}
+}
+
+// askError wraps the reason an asker stopped waiting.
+type askError struct {
+	ref   string
+	cause error
+}
+
+func (e *askError) Error() string { return fmt.Sprintf("troupe: ask %s: %v", e.ref, e.cause) }
+func (e *askError) Unwrap() error { return e.cause }
+
+// Respond answers the request q that the handler is handling with r. A
+// reply of the wrong type does not compile. Respond after a Tell (nobody
+// waits) does nothing; a second Respond to the same ask is ignored.
+func Respond[S, M any, Q Request[M, R], R any](c *Context[S, M], q Q, r R) error {
+	if c.slot == nil {
+		return nil
+	}
+	s, ok := c.slot.(*slot[R])
+	if !ok {
+		return fmt.Errorf("%w: %T", ErrWrongReply, q)
+	}
+	s.complete(r, nil)
+	return nil
+}
+
+// Deferred is a reply that a handler gives later, after its message has
+// returned: from a piped answer, a timer or another goroutine.
+type Deferred[R any] struct{ s *slot[R] }
+
+// Defer takes over the reply to the request q being handled: the ask stays
+// open when the handler returns, until Resolve, Fail or the asker's
+// deadline. After a Tell it returns a Deferred whose calls do nothing.
+func Defer[S, M any, Q Request[M, R], R any](c *Context[S, M], q Q) Deferred[R] {
+	s, _ := c.slot.(*slot[R])
+	if s != nil {
+		s.mu.Lock()
+		s.deferred = true
+		s.mu.Unlock()
+	}
+	return Deferred[R]{s: s}
+}
+
+// Resolve answers the deferred request; it reports whether the asker
+// still waited.
+func (d Deferred[R]) Resolve(r R) bool { return d.s != nil && d.s.complete(r, nil) }
+
+// Fail answers the deferred request with an error wrapping ErrActorFailed.
+func (d Deferred[R]) Fail(err error) bool {
+	var zero R
+	return d.s != nil && d.s.complete(zero, &FailedError{Actor: "deferred reply", Cause: err})
+}
+
+// Pipe asks ref with q without blocking the handler. When the answer (or
+// the failure) arrives, wrap turns it into a message that is told to this
+// actor, so the handler sees it in order with the rest of its mail. The
+// definition's ask timeout bounds the wait.
+func Pipe[S, M, M2 any, Q Request[M2, R], R any](c *Context[S, M], ref Ref[M2], q Q, wrap func(R, error) M) {
+	self := c.Self()
+	back := func(r R, err error) {
+		m := wrap(r, err)
+		if terr := self.Tell(context.Background(), m); terr != nil && !errors.Is(terr, ErrSystemClosed) {
+			c.cell.k.h.Logger.Warn("troupe: piped answer not delivered", "actor", self.String(), "err", terr)
+		}
+	}
+	var zero R
+	m2, ok := any(q).(M2)
+	if !ok {
+		back(zero, fmt.Errorf("%w: %T does not implement the message type of %s", ErrInvalidRef, q, ref))
+		return
+	}
+	to, err := ref.resolve(c)
+	if err != nil {
+		back(zero, err)
+		return
+	}
+	d := to.askTimeout()
+	s := &slot[R]{dl: time.Now().Add(d)}
+	t := time.AfterFunc(d, func() {
+		if s.cancel() {
+			back(zero, &askError{ref: ref.String(), cause: context.DeadlineExceeded})
+		}
+	})
+	s.onDone = func(r R, err error) {
+		t.Stop()
+		back(r, err)
+	}
+	if err := to.deliver(c, ref.key, m2, s); err != nil {
+		t.Stop()
+		back(zero, err)
+	}
+}

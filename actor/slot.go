@@ -1,0 +1,150 @@
+package actor
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// Slot states.
+const (
+	slotQueued int32 = iota
+	slotRunning
+	slotDone
+	slotCancelled
+)
+
+// replier is the untyped face of a reply slot that the runtime handles.
+type replier interface {
+	// begin moves a queued slot to running; false means the asker gave up.
+	begin() bool
+	// fail completes the slot with err unless it is already complete.
+	fail(err error)
+	// responded reports whether the slot was completed (or deferred).
+	settled() bool
+	// stopped is closed when the asker stops waiting.
+	stopped() <-chan struct{}
+	// cancelled reports whether the asker stopped waiting.
+	cancelled() bool
+	deadline() (time.Time, bool)
+	// abort cancels the slot from the runtime side (system stopping).
+	abort(err error)
+}
+
+// slot carries exactly one outcome from a handler to an asker.
+type slot[R any] struct {
+	mu       sync.Mutex
+	state    int32
+	deferred bool
+	stop     chan struct{} // made on demand: closed when the asker gives up
+	done     chan struct{} // closed when the outcome is set (unless onDone)
+	onDone   func(R, error)
+	dl       time.Time
+	val      R
+	err      error
+}
+
+func newSlot[R any](ctx context.Context) *slot[R] {
+	s := &slot[R]{done: make(chan struct{})}
+	s.dl, _ = ctx.Deadline()
+	return s
+}
+
+func (s *slot[R]) begin() bool {
+	s.mu.Lock()
+	ok := s.state == slotQueued
+	if ok {
+		s.state = slotRunning
+	}
+	s.mu.Unlock()
+	return ok
+}
+
+// complete sets the outcome; false means it was already set or cancelled.
+func (s *slot[R]) complete(v R, err error) bool {
+	s.mu.Lock()
+	if s.state == slotDone || s.state == slotCancelled {
+		s.mu.Unlock()
+		return false
+	}
+	s.state = slotDone
+	s.val, s.err = v, err
+	s.mu.Unlock()
+	s.finish(v, err)
+	return true
+}
+
+func (s *slot[R]) finish(v R, err error) {
+	if s.onDone != nil {
+		s.onDone(v, err)
+		return
+	}
+	close(s.done)
+}
+
+func (s *slot[R]) fail(err error) {
+	var zero R
+	s.complete(zero, err)
+}
+
+func (s *slot[R]) settled() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.state == slotDone || s.state == slotCancelled || s.deferred
+}
+
+func (s *slot[R]) stopped() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stop == nil {
+		s.stop = make(chan struct{})
+		if s.state == slotCancelled {
+			close(s.stop)
+		}
+	}
+	return s.stop
+}
+
+func (s *slot[R]) cancelled() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.state == slotCancelled
+}
+
+func (s *slot[R]) deadline() (time.Time, bool) { return s.dl, !s.dl.IsZero() }
+
+// cancel is the asker giving up. It reports false when the outcome was
+// already set, in which case the asker must take it.
+func (s *slot[R]) cancel() bool {
+	s.mu.Lock()
+	switch s.state {
+	case slotDone:
+		s.mu.Unlock()
+		return false
+	case slotCancelled:
+		s.mu.Unlock()
+		return true
+	}
+	s.state = slotCancelled
+	if s.stop != nil {
+		close(s.stop)
+	}
+	s.mu.Unlock()
+	return true
+}
+
+func (s *slot[R]) abort(err error) {
+	s.mu.Lock()
+	if s.state == slotDone || s.state == slotCancelled {
+		s.mu.Unlock()
+		return
+	}
+	s.state = slotDone
+	s.err = err
+	if s.stop != nil {
+		close(s.stop)
+	}
+	s.mu.Unlock()
+	var zero R
+	s.finish(zero, err)
+}

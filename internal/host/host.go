@@ -1,0 +1,278 @@
+// Package host holds the untyped services one actor system shares between
+// all of its actor types: the registry of types, counters, the observer,
+// the linger clock and the shutdown sequence. The typed machinery lives in
+// package actor; package system builds a Host from its Config. Nothing
+// outside this module can import it.
+package host
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// EventKind names what an Event reports.
+type EventKind uint8
+
+// The events a Host reports to its observer.
+const (
+	ActivationStarted EventKind = iota + 1
+	ActivationEnded
+	ActivationFailed
+	MessageDropped
+	MailboxFull
+)
+
+// Event is one observation about an actor.
+type Event struct {
+	Kind   EventKind
+	Type   string
+	Key    string
+	Reason string
+	Err    error
+}
+
+// Kind is the runtime side of one registered actor definition.
+type Kind interface {
+	Name() string
+	// Sweep passivates activations idle since before cutoff.
+	Sweep(now time.Time)
+	// Deepest reports the longest mailbox of this type.
+	Deepest() int
+	// Stop begins shutdown: timers stop, queued work drains.
+	Stop()
+	// Abort cancels running handlers and fails what is still queued.
+	Abort()
+	// Queued reports the messages waiting in this type's mailboxes.
+	Queued() int
+}
+
+// Settings are the defaults a Host applies to every actor type.
+type Settings struct {
+	Logger      *slog.Logger
+	Observer    func(Event)
+	IdleTimeout time.Duration
+	AskTimeout  time.Duration
+	BackoffMin  time.Duration
+	BackoffMax  time.Duration
+	// Linger is how long an actor's goroutine waits for more work
+	// before it exits and leaves the actor idle.
+	Linger time.Duration
+}
+
+// Host is shared by every actor type of one system.
+type Host struct {
+	Settings
+
+	closed   atomic.Bool
+	hardStop chan struct{}
+	stopOnce sync.Once
+
+	mu    sync.Mutex
+	kinds map[string]Kind
+	order []Kind
+
+	// goroutine accounting for Close: a counter, not a WaitGroup, because
+	// timers may start goroutines while Close already waits.
+	gmu     sync.Mutex
+	running int
+	idle    chan struct{} // closed when running drops to zero during close
+
+	tickMu sync.Mutex
+	tick   chan struct{}
+	tickN  atomic.Uint64
+
+	clockDone chan struct{}
+	clockStop chan struct{}
+
+	Active    atomic.Int64
+	Queued    atomic.Int64
+	AsksOut   atomic.Int64
+	Restarts  atomic.Int64
+	Dropped   atomic.Int64
+	lastSweep time.Time
+}
+
+// New returns a running Host. Call Stop and Wait to end it.
+func New(s Settings) *Host {
+	if s.Logger == nil {
+		s.Logger = slog.New(slog.DiscardHandler)
+	}
+	h := &Host{
+		Settings:  s,
+		hardStop:  make(chan struct{}),
+		kinds:     make(map[string]Kind),
+		tick:      make(chan struct{}),
+		clockDone: make(chan struct{}),
+		clockStop: make(chan struct{}),
+	}
+	go h.clock()
+	return h
+}
+
+// Register adds a kind; it reports false when the name is taken.
+func (h *Host) Register(k Kind) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if _, dup := h.kinds[k.Name()]; dup {
+		return false
+	}
+	h.kinds[k.Name()] = k
+	h.order = append(h.order, k)
+	return true
+}
+
+// Kind returns the registered kind with that name, or nil.
+func (h *Host) Kind(name string) Kind {
+	h.mu.Lock()
+	k := h.kinds[name]
+	h.mu.Unlock()
+	return k
+}
+
+// Kinds returns every registered kind in registration order.
+func (h *Host) Kinds() []Kind {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]Kind(nil), h.order...)
+}
+
+// Closed reports whether the host refuses new work.
+func (h *Host) Closed() bool { return h.closed.Load() }
+
+// HardStop is closed when Close's deadline passed and handlers must stop.
+func (h *Host) HardStop() <-chan struct{} { return h.hardStop }
+
+// Emit sends an event to the observer, if any.
+func (h *Host) Emit(e Event) {
+	if h.Observer != nil {
+		h.Observer(e)
+	}
+}
+
+// Enter accounts for a goroutine the runtime starts. It reports false
+// once the host is closed and every goroutine has already left.
+func (h *Host) Enter() {
+	h.gmu.Lock()
+	h.running++
+	h.gmu.Unlock()
+}
+
+// Leave is the counterpart of Enter.
+func (h *Host) Leave() {
+	h.gmu.Lock()
+	h.running--
+	if h.running == 0 && h.idle != nil {
+		close(h.idle)
+		h.idle = nil
+	}
+	h.gmu.Unlock()
+}
+
+// Tick returns the channel the next linger tick closes, and the number of
+// the tick that closes it.
+func (h *Host) Tick() (<-chan struct{}, uint64) {
+	h.tickMu.Lock()
+	c := h.tick
+	h.tickMu.Unlock()
+	return c, h.tickN.Load()
+}
+
+// TickCount is the number of linger ticks so far.
+func (h *Host) TickCount() uint64 { return h.tickN.Load() }
+
+func (h *Host) clock() {
+	defer close(h.clockDone)
+	period := h.Linger
+	if period <= 0 {
+		period = 10 * time.Millisecond
+	}
+	t := time.NewTicker(period)
+	defer t.Stop()
+	for {
+		select {
+		case <-h.clockStop:
+			h.advance()
+			return
+		case now := <-t.C:
+			h.advance()
+			h.maybeSweep(now)
+		}
+	}
+}
+
+func (h *Host) advance() {
+	h.tickMu.Lock()
+	old := h.tick
+	h.tick = make(chan struct{})
+	h.tickN.Add(1)
+	h.tickMu.Unlock()
+	close(old)
+}
+
+func (h *Host) maybeSweep(now time.Time) {
+	every := h.IdleTimeout / 4
+	if every < h.Linger {
+		every = h.Linger
+	}
+	if now.Sub(h.lastSweep) < every {
+		return
+	}
+	h.lastSweep = now
+	for _, k := range h.Kinds() {
+		k.Sweep(now)
+	}
+}
+
+// Close refuses new work, lets activations drain until ctx ends, then
+// cancels what still runs. It waits for every goroutine the runtime
+// started; it returns ctx's error if handlers outlived the deadline and
+// the grace after cancellation.
+func (h *Host) Close(ctx context.Context) error {
+	if h.closed.Swap(true) {
+		<-h.clockDone
+		return nil
+	}
+	for _, k := range h.Kinds() {
+		k.Stop()
+	}
+	h.advance() // wake lingering goroutines so they see the close
+	err := h.waitIdle(ctx)
+	if err != nil {
+		h.stopOnce.Do(func() { close(h.hardStop) })
+		for _, k := range h.Kinds() {
+			k.Abort()
+		}
+		// Cancelled handlers get a short grace to return.
+		grace, cancel := context.WithTimeout(context.Background(), time.Second)
+		_ = h.waitIdle(grace)
+		cancel()
+		err = fmt.Errorf("troupe: close cut work short: %w", err)
+	}
+	h.stopOnce.Do(func() { close(h.hardStop) })
+	close(h.clockStop)
+	<-h.clockDone
+	return err
+}
+
+func (h *Host) waitIdle(ctx context.Context) error {
+	h.gmu.Lock()
+	if h.running == 0 {
+		h.gmu.Unlock()
+		return nil
+	}
+	if h.idle == nil {
+		h.idle = make(chan struct{})
+	}
+	idle := h.idle
+	h.gmu.Unlock()
+	select {
+	case <-idle:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

@@ -1,0 +1,123 @@
+package system
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/troupe-go/troupe/actor"
+	"github.com/troupe-go/troupe/internal/host"
+)
+
+// Definition is an actor definition a system can host: any *actor.Def.
+type Definition interface {
+	Name() string
+	Err() error
+	Instantiate(*host.Host) host.Kind
+}
+
+// Config configures a System. The zero value works: it hosts no actor
+// types, logs nothing and uses the defaults below.
+type Config struct {
+	// Actors are the definitions this system hosts. Every node of a
+	// cluster registers the same ones.
+	Actors []Definition
+
+	// Logger receives the runtime's logs. Nil discards them.
+	Logger *slog.Logger
+
+	// Observer, if set, is called synchronously for every activation
+	// start, end and failure, dropped message and full mailbox. It must
+	// be fast and must not block: it runs on the actors' goroutines.
+	Observer func(Event)
+
+	// IdleTimeout passivates keys without messages, timers or a running
+	// body for this long, for definitions that do not set their own.
+	// Default 1 minute.
+	IdleTimeout time.Duration
+
+	// AskTimeout bounds asks whose context has no deadline, for
+	// definitions that do not set their own. Default 10 s.
+	AskTimeout time.Duration
+
+	// BackoffMin and BackoffMax bound the restart delay after a failure
+	// (doubling per consecutive failure), for definitions that do not set
+	// their own. Defaults 100 ms and 10 s.
+	BackoffMin, BackoffMax time.Duration
+
+	// Linger is how long an actor's goroutine waits for more work before
+	// leaving the actor idle (it exits after one to two Linger periods).
+	// Default 10 ms.
+	Linger time.Duration
+}
+
+// Default values applied for zero Config fields.
+const (
+	DefaultIdleTimeout = actor.DefaultIdleTimeout
+	DefaultAskTimeout  = actor.DefaultAskTimeout
+	DefaultBackoffMin  = actor.DefaultBackoffMin
+	DefaultBackoffMax  = actor.DefaultBackoffMax
+	DefaultLinger      = 10 * time.Millisecond
+)
+
+// Validate reports every problem with cfg: negative or inconsistent
+// durations, nil, invalid or duplicate definitions. The error names the
+// field or the definition.
+func (cfg Config) Validate() error {
+	var errs []error
+	bad := func(field string, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%w: %s: %s", ErrInvalidConfig, field, fmt.Sprintf(format, args...)))
+	}
+	for _, f := range []struct {
+		name string
+		d    time.Duration
+	}{{"IdleTimeout", cfg.IdleTimeout}, {"AskTimeout", cfg.AskTimeout}, {"BackoffMin", cfg.BackoffMin},
+		{"BackoffMax", cfg.BackoffMax}, {"Linger", cfg.Linger}} {
+		if f.d < 0 {
+			bad(f.name, "%v is negative", f.d)
+		}
+	}
+	c := cfg.withDefaults()
+	if c.BackoffMax < c.BackoffMin {
+		bad("BackoffMax", "%v is below BackoffMin %v", c.BackoffMax, c.BackoffMin)
+	}
+	seen := make(map[string]int)
+	for i, d := range cfg.Actors {
+		if d == nil {
+			bad(fmt.Sprintf("Actors[%d]", i), "nil definition")
+			continue
+		}
+		if err := d.Err(); err != nil {
+			errs = append(errs, fmt.Errorf("Actors[%d]: %w", i, err))
+		}
+		if j, dup := seen[d.Name()]; dup {
+			errs = append(errs, fmt.Errorf("%w: %q is Actors[%d] and Actors[%d]", ErrDuplicateActor, d.Name(), j, i))
+			continue
+		}
+		seen[d.Name()] = i
+	}
+	return errors.Join(errs...)
+}
+
+func (cfg Config) withDefaults() Config {
+	if cfg.IdleTimeout == 0 {
+		cfg.IdleTimeout = DefaultIdleTimeout
+	}
+	if cfg.AskTimeout == 0 {
+		cfg.AskTimeout = DefaultAskTimeout
+	}
+	if cfg.BackoffMin == 0 {
+		cfg.BackoffMin = DefaultBackoffMin
+	}
+	if cfg.BackoffMax == 0 {
+		cfg.BackoffMax = DefaultBackoffMax
+	}
+	if cfg.Linger == 0 {
+		cfg.Linger = DefaultLinger
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	return cfg
+}

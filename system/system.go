@@ -1,0 +1,112 @@
+package system
+
+import (
+	"context"
+
+	"github.com/troupe-go/troupe/actor"
+	"github.com/troupe-go/troupe/internal/host"
+)
+
+// System hosts actors in this process. It is safe for concurrent use.
+type System struct {
+	h *host.Host
+}
+
+// EventKind says what an Event reports.
+type EventKind uint8
+
+// Event kinds.
+const (
+	ActivationStarted EventKind = EventKind(host.ActivationStarted)
+	ActivationEnded   EventKind = EventKind(host.ActivationEnded)
+	ActivationFailed  EventKind = EventKind(host.ActivationFailed)
+	MessageDropped    EventKind = EventKind(host.MessageDropped)
+	MailboxFull       EventKind = EventKind(host.MailboxFull)
+)
+
+func (k EventKind) String() string {
+	switch k {
+	case ActivationStarted:
+		return "activation-started"
+	case ActivationEnded:
+		return "activation-ended"
+	case ActivationFailed:
+		return "activation-failed"
+	case MessageDropped:
+		return "message-dropped"
+	case MailboxFull:
+		return "mailbox-full"
+	}
+	return "unknown"
+}
+
+// Event is one observation the runtime reports to Config.Observer.
+type Event struct {
+	Kind  EventKind
+	Actor actor.ID
+	// Reason explains ends and drops ("idle", "released", ...).
+	Reason string
+	// Err is the failure, for ActivationFailed.
+	Err error
+}
+
+// Stats is a snapshot of the runtime's load.
+type Stats struct {
+	// Active is the number of activated keys (idle ones included).
+	Active int
+	// Queued is the number of messages waiting in mailboxes.
+	Queued int
+	// DeepestMailbox is the longest mailbox.
+	DeepestMailbox int
+	// AsksInFlight is the number of asks waiting for a reply.
+	AsksInFlight int
+	// Restarts counts failures that restarted an actor or its body.
+	Restarts int64
+}
+
+// New starts a system hosting cfg.Actors. It fails if cfg does not
+// validate.
+func New(cfg Config) (*System, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	c := cfg.withDefaults()
+	settings := host.Settings{
+		Logger: c.Logger, IdleTimeout: c.IdleTimeout, AskTimeout: c.AskTimeout,
+		BackoffMin: c.BackoffMin, BackoffMax: c.BackoffMax, Linger: c.Linger,
+	}
+	if obs := cfg.Observer; obs != nil {
+		settings.Observer = func(e host.Event) {
+			obs(Event{Kind: EventKind(e.Kind), Actor: actor.ID{Type: e.Type, Key: e.Key}, Reason: e.Reason, Err: e.Err})
+		}
+	}
+	h := host.New(settings)
+	for _, d := range cfg.Actors {
+		h.Register(d.Instantiate(h))
+	}
+	return &System{h: h}, nil
+}
+
+// Runtime implements actor.System.
+func (s *System) Runtime() *host.Host { return s.h }
+
+// Close stops the system: new messages fail with actor.ErrSystemClosed,
+// activations drain their mailboxes until ctx ends, then running handlers
+// are cancelled and what is still queued fails. Timers stop. Close waits
+// for every goroutine the runtime started; it returns ctx's error when the
+// deadline cut work short. Calling Close again returns nil.
+func (s *System) Close(ctx context.Context) error { return s.h.Close(ctx) }
+
+// Stats returns a snapshot of the runtime's load.
+func (s *System) Stats() Stats {
+	st := Stats{
+		Active:       int(s.h.Active.Load()),
+		AsksInFlight: int(s.h.AsksOut.Load()),
+		Restarts:     s.h.Restarts.Load(),
+	}
+	for _, k := range s.h.Kinds() {
+		st.Queued += k.Queued()
+		st.DeepestMailbox = max(st.DeepestMailbox, k.Deepest())
+	}
+	return st
+}
