@@ -1,0 +1,85 @@
+package ring
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// seededMembers returns n distinct members with addresses and incarnations
+// drawn from a PCG seeded with seed, so every run sees the same cluster.
+func seededMembers(seed uint64, n int) []Member {
+	rng := rand.New(rand.NewPCG(seed, 0x7472_6f75_7065))
+	seen := make(map[Member]bool, n)
+	ms := make([]Member, 0, n)
+	for len(ms) < n {
+		m := Member{
+			Addr:        fmt.Sprintf("10.%d.%d.%d:7400", rng.IntN(256), rng.IntN(256), rng.IntN(256)),
+			Incarnation: rng.Uint64(),
+		}
+		if !seen[m] {
+			seen[m] = true
+			ms = append(ms, m)
+		}
+	}
+	return ms
+}
+
+// seededKeyTokens returns the tokens of k keys of one actor type.
+func seededKeyTokens(k int) []Token {
+	ts := make([]Token, k)
+	for i := range ts {
+		ts[i] = KeyToken("counter", fmt.Sprintf("key-%d", i))
+	}
+	return ts
+}
+
+// shares returns each member's exact fraction of the token space as primary,
+// indexed like r.members.
+func shares(r *Ring) []float64 {
+	s := make([]float64, r.Len())
+	for i, t := range r.tokens {
+		prev := r.tokens[(i+len(r.tokens)-1)%len(r.tokens)]
+		s[r.owners[i]] += float64(uint64(t-prev)) / math.Exp2(64)
+	}
+	return s
+}
+
+// ringOfPositions builds a ring whose virtual nodes are exactly the given
+// positions, named by member address, bypassing the digests. It lets a test
+// state a walk as a picture: tokens 10, 20, 30... in the order given.
+func ringOfPositions(addrs ...string) *Ring {
+	index := map[string]int32{}
+	var ms []Member
+	for _, a := range addrs {
+		if _, ok := index[a]; !ok {
+			index[a] = int32(len(ms))
+			ms = append(ms, Member{Addr: a})
+		}
+	}
+	vs := make([]vnode, len(addrs))
+	for i, a := range addrs {
+		vs[i] = vnode{token: Token(10 * (i + 1)), owner: index[a]}
+	}
+	return assemble(ms, vs)
+}
+
+func allLive(Member) bool { return true }
+
+func liveExcept(dead ...Member) Liveness {
+	return func(m Member) bool {
+		for _, d := range dead {
+			if m == d {
+				return false
+			}
+		}
+		return true
+	}
+}

@@ -1,0 +1,270 @@
+package ring
+
+import (
+	"cmp"
+	"slices"
+)
+
+// Ring is an immutable consistent-hash ring over a set of members. Build one
+// with New, or derive one from another with With and Without. A nil *Ring is
+// the empty ring. A Ring is safe for concurrent use: nothing in it changes
+// after construction.
+type Ring struct {
+	members []Member // canonical order, no duplicates
+	tokens  []Token  // sorted virtual-node positions
+	owners  []int32  // owners[i] indexes members: the member of tokens[i]
+	version Version
+}
+
+// vnode is one virtual node during construction.
+type vnode struct {
+	token Token
+	owner int32
+}
+
+// compareVNodes orders virtual nodes by token and breaks ties by the
+// canonical order of their members, so equal tokens sort alike everywhere.
+// Two equal tokens of one member need no order: they name the same member.
+func compareVNodes(a, b vnode) int {
+	if c := cmp.Compare(a.token, b.token); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.owner, b.owner)
+}
+
+// New returns the ring of members. The order of members does not matter and
+// duplicates count once: the same set gives the same ring on every node.
+// New does not validate addresses; membership does.
+func New(members []Member) *Ring {
+	ms := slices.Clone(members)
+	slices.SortFunc(ms, Member.Compare)
+	ms = slices.Compact(ms)
+	vs := make([]vnode, 0, len(ms)*VirtualNodes)
+	var toks []Token
+	for i, m := range ms {
+		toks = appendVNodeTokens(toks[:0], m)
+		for _, t := range toks {
+			vs = append(vs, vnode{token: t, owner: int32(i)})
+		}
+	}
+	slices.SortFunc(vs, compareVNodes)
+	return assemble(ms, vs)
+}
+
+func assemble(members []Member, vs []vnode) *Ring {
+	r := &Ring{
+		members: members,
+		tokens:  make([]Token, len(vs)),
+		owners:  make([]int32, len(vs)),
+		version: versionOf(members),
+	}
+	for i, v := range vs {
+		r.tokens[i] = v.token
+		r.owners[i] = v.owner
+	}
+	return r
+}
+
+// With returns the ring with m added, or r itself if m is already a member.
+// It reuses r's positions instead of digesting every member again, and gives
+// exactly the ring New would give for the same set.
+func (r *Ring) With(m Member) *Ring {
+	pos, found := r.index(m)
+	if found {
+		return r
+	}
+	ms := slices.Insert(r.Members(), pos, m)
+	add := make([]vnode, 0, VirtualNodes)
+	for _, t := range appendVNodeTokens(make([]Token, 0, VirtualNodes), m) {
+		add = append(add, vnode{token: t, owner: int32(pos)})
+	}
+	slices.SortFunc(add, compareVNodes)
+	vs := make([]vnode, 0, r.vnodeCount()+len(add))
+	i, j := 0, 0
+	for i < r.vnodeCount() || j < len(add) {
+		if i < r.vnodeCount() {
+			old := vnode{token: r.tokens[i], owner: r.owners[i]}
+			if old.owner >= int32(pos) {
+				old.owner++
+			}
+			if j == len(add) || compareVNodes(old, add[j]) <= 0 {
+				vs = append(vs, old)
+				i++
+				continue
+			}
+		}
+		vs = append(vs, add[j])
+		j++
+	}
+	return assemble(ms, vs)
+}
+
+// Without returns the ring with m removed, or r itself if m is not a member.
+func (r *Ring) Without(m Member) *Ring {
+	pos, found := r.index(m)
+	if !found {
+		return r
+	}
+	ms := slices.Delete(slices.Clone(r.members), pos, pos+1)
+	vs := make([]vnode, 0, r.vnodeCount()-VirtualNodes)
+	for i, o := range r.owners {
+		switch {
+		case o == int32(pos):
+			continue
+		case o > int32(pos):
+			o--
+		}
+		vs = append(vs, vnode{token: r.tokens[i], owner: o})
+	}
+	return assemble(ms, vs)
+}
+
+func (r *Ring) index(m Member) (int, bool) {
+	if r == nil {
+		return 0, false
+	}
+	return slices.BinarySearchFunc(r.members, m, Member.Compare)
+}
+
+func (r *Ring) vnodeCount() int {
+	if r == nil {
+		return 0
+	}
+	return len(r.tokens)
+}
+
+// Len returns the number of members.
+func (r *Ring) Len() int {
+	if r == nil {
+		return 0
+	}
+	return len(r.members)
+}
+
+// Contains reports whether m is a member of the ring.
+func (r *Ring) Contains(m Member) bool {
+	_, found := r.index(m)
+	return found
+}
+
+// Members returns a copy of the members in canonical order (see
+// Member.Compare).
+func (r *Ring) Members() []Member {
+	if r == nil {
+		return nil
+	}
+	return slices.Clone(r.members)
+}
+
+// Version returns the placement version of the ring's member set.
+func (r *Ring) Version() Version {
+	if r == nil {
+		return versionOf(nil)
+	}
+	return r.version
+}
+
+// successor returns the index of the first virtual node at or clockwise
+// after t. The ring must not be empty.
+func (r *Ring) successor(t Token) int {
+	i, _ := slices.BinarySearch(r.tokens, t)
+	if i == len(r.tokens) {
+		return 0
+	}
+	return i
+}
+
+// seenWords is how many 64-bit words of "already chosen" marks a replica walk
+// keeps on the stack: rings of up to 1024 members walk without allocating.
+const seenWords = 16
+
+// AppendReplicas appends to dst the first n distinct members met walking
+// clockwise from t, skipping further virtual nodes of members already chosen,
+// and returns the extended slice. Fewer than n are appended when the ring has
+// fewer members; none when n < 1. The first appended member is the key's
+// primary. With room in dst and at most 1024 members it does not allocate.
+func (r *Ring) AppendReplicas(dst []Member, t Token, n int) []Member {
+	n = min(n, r.Len())
+	if n < 1 {
+		return dst
+	}
+	i := r.successor(t)
+	first := r.owners[i]
+	dst = append(dst, r.members[first])
+	if n == 1 {
+		return dst
+	}
+	var stack [seenWords]uint64
+	seen := stack[:]
+	if len(r.members) > 64*seenWords {
+		seen = make([]uint64, (len(r.members)+63)/64)
+	}
+	seen[first>>6] |= 1 << (first & 63)
+	for got := 1; got < n; {
+		if i++; i == len(r.tokens) {
+			i = 0
+		}
+		o := r.owners[i]
+		if seen[o>>6]&(1<<(o&63)) != 0 {
+			continue
+		}
+		seen[o>>6] |= 1 << (o & 63)
+		dst = append(dst, r.members[o])
+		got++
+	}
+	return dst
+}
+
+// Liveness reports whether a member may own keys: true while the caller's
+// membership view holds it alive or suspect, false once it is dead. The ring
+// keeps dead members until membership removes them; Liveness is how the
+// caller's view reaches the ring without the ring holding any state. A nil
+// Liveness treats every member as live.
+type Liveness func(Member) bool
+
+// Owner returns the owner of t among its first n replicas: the first of them,
+// in walk order, that live accepts. n is the key's replica count; when the
+// primary is dead, ownership passes to the next replica without changing the
+// replica set. Owner does not allocate for rings of up to 1024 members
+// (beyond what live does).
+//
+// It returns ErrReplicaCount if n < 1, ErrEmptyRing if the ring has no
+// members and ErrNoLiveReplica if no replica is live.
+func (r *Ring) Owner(t Token, n int, live Liveness) (Member, error) {
+	switch {
+	case n < 1:
+		return Member{}, ErrReplicaCount
+	case r.Len() == 0:
+		return Member{}, ErrEmptyRing
+	}
+	n = min(n, len(r.members))
+	i := r.successor(t)
+	first := r.owners[i]
+	if live == nil || live(r.members[first]) {
+		return r.members[first], nil
+	}
+	if n == 1 {
+		return Member{}, ErrNoLiveReplica
+	}
+	var stack [seenWords]uint64
+	seen := stack[:]
+	if len(r.members) > 64*seenWords {
+		seen = make([]uint64, (len(r.members)+63)/64)
+	}
+	seen[first>>6] |= 1 << (first & 63)
+	for got := 1; got < n; {
+		if i++; i == len(r.tokens) {
+			i = 0
+		}
+		o := r.owners[i]
+		if seen[o>>6]&(1<<(o&63)) != 0 {
+			continue
+		}
+		seen[o>>6] |= 1 << (o & 63)
+		if live(r.members[o]) {
+			return r.members[o], nil
+		}
+		got++
+	}
+	return Member{}, ErrNoLiveReplica
+}
