@@ -1,0 +1,325 @@
+package flow
+
+import (
+	"fmt"
+	"time"
+)
+
+// Default credit parameters. They match the transport's handshake defaults.
+const (
+	// DefaultWindow is the initial per-stream window in bytes (256 KiB).
+	DefaultWindow = 256 << 10
+	// DefaultMaxWindow is the largest window auto-tuning grows to (8 MiB).
+	DefaultMaxWindow = 8 << 20
+	// DefaultGrantBytes is how many consumed bytes make a grant worth sending
+	// on their own (32 KiB).
+	DefaultGrantBytes = 32 << 10
+	// DefaultGrantDelay is how long a grant may wait for more consumption
+	// before it is due anyway (2 ms).
+	DefaultGrantDelay = 2 * time.Millisecond
+)
+
+// Grant is the content of a credit frame: the receiver's cumulative count of
+// consumed bytes on one stream and its current window. Both only grow, so a
+// grant is idempotent: applying an old or duplicated one changes nothing, and
+// a grant can be repeated on a new connection after a resume.
+type Grant struct {
+	// Consumed is the cumulative number of uncompressed payload bytes the
+	// receiver has consumed (or credited early) on the stream.
+	Consumed int64
+	// Window is the receiver's window in bytes. The sender may have at most
+	// Window bytes sent but not consumed.
+	Window int64
+}
+
+// SendCredit is the sender's view of one stream's credit, in uncompressed
+// payload bytes: available = window - (sent - consumedByPeer).
+//
+// It is not safe for concurrent use; the session serialises calls.
+type SendCredit struct {
+	window    int64
+	maxWindow int64
+	sent      int64
+	consumed  int64
+}
+
+// NewSendCredit returns the credit of a fresh stream whose receiver starts
+// with window bytes and may grow it up to maxWindow bytes (growth beyond is
+// clamped, which bounds the sender's resend buffer). A window of 0 means
+// [DefaultWindow]; a maxWindow below the window means no growth.
+func NewSendCredit(window, maxWindow int64) SendCredit {
+	if window <= 0 {
+		window = DefaultWindow
+	}
+	if maxWindow < window {
+		maxWindow = window
+	}
+	return SendCredit{window: window, maxWindow: maxWindow}
+}
+
+// Available returns how many bytes may be sent now. It is never negative and
+// never more than [SendCredit.Window].
+func (c *SendCredit) Available() int64 { return c.window - (c.sent - c.consumed) }
+
+// Window returns the window in bytes as last granted by the peer.
+func (c *SendCredit) Window() int64 { return c.window }
+
+// Sent returns the cumulative number of bytes sent on the stream: the stream
+// offset of the next byte.
+func (c *SendCredit) Sent() int64 { return c.sent }
+
+// Consumed returns the cumulative number of bytes the peer has said it
+// consumed.
+func (c *SendCredit) Consumed() int64 { return c.consumed }
+
+// Spend records that n bytes are being sent. It fails with
+// [ErrCreditExhausted] if n exceeds [SendCredit.Available].
+func (c *SendCredit) Spend(n int64) error {
+	if n < 0 || n > c.Available() {
+		return fmt.Errorf("%w: spending %d bytes with %d available", ErrCreditExhausted, n, c.Available())
+	}
+	c.sent += n
+	return nil
+}
+
+// Apply applies a grant from the peer and reports whether it added credit.
+// Stale and duplicate grants are ignored. A grant that claims more bytes
+// consumed than were sent, or a non-positive window, fails with
+// [ErrInvalidGrant] and changes nothing.
+func (c *SendCredit) Apply(g Grant) (grew bool, err error) {
+	if g.Consumed > c.sent {
+		return false, fmt.Errorf("%w: peer consumed %d bytes but only %d were sent", ErrInvalidGrant, g.Consumed, c.sent)
+	}
+	if g.Window <= 0 {
+		return false, fmt.Errorf("%w: window %d", ErrInvalidGrant, g.Window)
+	}
+	before := c.Available()
+	if g.Consumed > c.consumed {
+		c.consumed = g.Consumed
+	}
+	if w := min(g.Window, c.maxWindow); w > c.window {
+		c.window = w
+	}
+	return c.Available() > before, nil
+}
+
+// Resume checks the byte count the peer says it received, carried by the
+// handshake of a new connection, and returns the stream offset from which the
+// session must resend. The count must lie between what the peer already said
+// it consumed and what was sent; otherwise it fails with [ErrResumeOffset]
+// (the peer is not the process it was, or the counts are corrupt). Credit
+// itself needs no change: resent bytes keep their stream offsets, so they were
+// paid for when first sent.
+func (c *SendCredit) Resume(peerReceived int64) (resendFrom int64, err error) {
+	if peerReceived < c.consumed || peerReceived > c.sent {
+		return 0, fmt.Errorf("%w: peer received %d, consumed %d, sent %d", ErrResumeOffset, peerReceived, c.consumed, c.sent)
+	}
+	return peerReceived, nil
+}
+
+// RecvConfig configures a [RecvCredit]. The zero value means the defaults.
+type RecvConfig struct {
+	// Window is the initial window in bytes, agreed at the handshake.
+	// Default [DefaultWindow].
+	Window int64
+	// MaxWindow is the cap for window auto-tuning, in bytes. Default
+	// [DefaultMaxWindow]; a value equal to Window turns auto-tuning off.
+	MaxWindow int64
+	// GrantBytes is how many newly consumed bytes make a grant due at once.
+	// Default min([DefaultGrantBytes], Window/2). The sender's minimum
+	// congestion window ([EstimatorConfig.MinCwnd]) must be at least this
+	// large, or a sender held by its cwnd would wait for the GrantDelay.
+	GrantBytes int64
+	// GrantDelay is how long newly consumed bytes may wait for more before a
+	// grant is due anyway. Default [DefaultGrantDelay].
+	GrantDelay time.Duration
+}
+
+func (c RecvConfig) withDefaults() RecvConfig {
+	if c.Window == 0 {
+		c.Window = DefaultWindow
+	}
+	if c.MaxWindow == 0 {
+		c.MaxWindow = max(DefaultMaxWindow, c.Window)
+	}
+	if c.GrantBytes == 0 {
+		c.GrantBytes = min(DefaultGrantBytes, max(c.Window/2, 1))
+	}
+	if c.GrantDelay == 0 {
+		c.GrantDelay = DefaultGrantDelay
+	}
+	return c
+}
+
+// Validate reports the first field that makes no sense, wrapping
+// [ErrInvalidConfig]. Zero fields are valid: they mean the default.
+func (c RecvConfig) Validate() error {
+	switch d := c.withDefaults(); {
+	case c.Window < 0:
+		return fmt.Errorf("%w: RecvConfig.Window %d is negative", ErrInvalidConfig, c.Window)
+	case d.MaxWindow < d.Window:
+		return fmt.Errorf("%w: RecvConfig.MaxWindow %d is below Window %d", ErrInvalidConfig, c.MaxWindow, d.Window)
+	case c.GrantBytes < 0 || d.GrantBytes > d.Window:
+		return fmt.Errorf("%w: RecvConfig.GrantBytes %d is outside 1..Window", ErrInvalidConfig, c.GrantBytes)
+	case c.GrantDelay < 0:
+		return fmt.Errorf("%w: RecvConfig.GrantDelay %v is negative", ErrInvalidConfig, c.GrantDelay)
+	}
+	return nil
+}
+
+// RecvCredit is the receiver's side of one stream's credit.
+//
+// Bytes of a frame that leaves its envelope incomplete are credited on
+// arrival, so an envelope larger than the window cannot stall; bytes of the
+// frame that completes an envelope are held until the application consumes
+// the envelope, so the window bounds what the peer can make us hold unread.
+// The receiver grants credit by sending [Grant]s; [RecvCredit.Grant] says when
+// one is worth sending. The window grows toward the bandwidth-delay product
+// when the peer uses it up within a few round trips (as quic-go does).
+//
+// It is not safe for concurrent use; the session serialises calls. It
+// survives a resume: keep it across connections and call
+// [RecvCredit.Resume].
+type RecvCredit struct {
+	cfg      RecvConfig
+	window   int64
+	received int64
+	consumed int64
+	held     int64
+	adv      Grant // last grant handed out (initially the handshake window)
+	forced   bool
+	// pendingSince is when consumed first went past adv.Consumed.
+	pendingSince time.Time
+	// Auto-tuning epoch: when it started and the consumed count then.
+	epochStart  time.Time
+	epochOffset int64
+}
+
+// NewRecvCredit returns the receiver credit of a fresh stream.
+func NewRecvCredit(cfg RecvConfig) (RecvCredit, error) {
+	if err := cfg.Validate(); err != nil {
+		return RecvCredit{}, err
+	}
+	cfg = cfg.withDefaults()
+	return RecvCredit{cfg: cfg, window: cfg.Window, adv: Grant{Window: cfg.Window}}, nil
+}
+
+// Arrive records a data frame of n payload bytes. last says whether the frame
+// completes its envelope. If it does not, its bytes are credited at once and
+// held is 0; if it does, its bytes are held until the application consumes
+// the envelope, and the caller must pass held to [RecvCredit.Consume] then
+// (also when it drops the envelope undelivered). A frame beyond the granted
+// window fails with [ErrCreditOverrun] and is not recorded.
+func (r *RecvCredit) Arrive(n int64, last bool, now time.Time) (held int64, err error) {
+	if n < 0 {
+		return 0, fmt.Errorf("%w: negative frame length %d", ErrCreditOverrun, n)
+	}
+	if limit := r.adv.Consumed + r.adv.Window; r.received+n > limit {
+		return 0, fmt.Errorf("%w: %d bytes at offset %d, granted up to %d", ErrCreditOverrun, n, r.received, limit)
+	}
+	r.received += n
+	if last {
+		r.held += n
+		return n, nil
+	}
+	r.credit(n, now)
+	return 0, nil
+}
+
+// Consume credits n held bytes of complete envelopes that the application
+// consumed. It fails with [ErrConsumeUnheld] if fewer bytes are held.
+func (r *RecvCredit) Consume(n int64, now time.Time) error {
+	if n < 0 || n > r.held {
+		return fmt.Errorf("%w: consuming %d with %d held", ErrConsumeUnheld, n, r.held)
+	}
+	r.held -= n
+	r.credit(n, now)
+	return nil
+}
+
+func (r *RecvCredit) credit(n int64, now time.Time) {
+	if n == 0 {
+		return
+	}
+	if r.consumed == r.adv.Consumed {
+		r.pendingSince = now
+	}
+	r.consumed += n
+}
+
+// Grant returns the grant to send now, if one is worth sending, and records it
+// as sent. A grant is worth sending when GrantBytes were consumed since the
+// last one, when the peer may be blocked (less than GrantBytes of its credit
+// left) and anything was consumed, when consumed bytes waited GrantDelay, when
+// the window grew, and after [RecvCredit.Resume]. rtt is the current round
+// trip estimate (0 if unknown) used to auto-tune the window; now is the
+// current time.
+func (r *RecvCredit) Grant(now time.Time, rtt time.Duration) (g Grant, ok bool) {
+	delta := r.consumed - r.adv.Consumed
+	remaining := r.adv.Consumed + r.adv.Window - r.received
+	due := r.forced ||
+		delta >= r.cfg.GrantBytes ||
+		(delta > 0 && remaining < r.cfg.GrantBytes) ||
+		(delta > 0 && !now.Before(r.pendingSince.Add(r.cfg.GrantDelay)))
+	if delta > 0 {
+		r.autoTune(now, rtt)
+	}
+	if !due && r.window == r.adv.Window {
+		return Grant{}, false
+	}
+	r.adv = Grant{Consumed: r.consumed, Window: r.window}
+	r.forced = false
+	return r.adv, true
+}
+
+// autoTune doubles the window when more than half of it was consumed in less
+// than four round trips' worth of time for that fraction: the window, not the
+// link, was then the limit.
+func (r *RecvCredit) autoTune(now time.Time, rtt time.Duration) {
+	if r.epochStart.IsZero() {
+		r.epochStart, r.epochOffset = now, r.adv.Consumed
+	}
+	inEpoch := r.consumed - r.epochOffset
+	if inEpoch <= r.window/2 {
+		return
+	}
+	fraction := float64(inEpoch) / float64(r.window)
+	if rtt > 0 && now.Sub(r.epochStart) < time.Duration(4*fraction*float64(rtt)) {
+		r.window = min(2*r.window, r.cfg.MaxWindow)
+	}
+	r.epochStart, r.epochOffset = now, r.consumed
+}
+
+// Deadline returns when a grant becomes due by GrantDelay, or the zero time if
+// no consumed bytes wait. The session arms a timer for it and then calls
+// [RecvCredit.Grant].
+func (r *RecvCredit) Deadline() time.Time {
+	if r.consumed == r.adv.Consumed && !r.forced {
+		return time.Time{}
+	}
+	return r.pendingSince.Add(r.cfg.GrantDelay)
+}
+
+// Resume prepares the stream for a new connection: the last grant may have
+// been lost with the old one, so the next call to [RecvCredit.Grant] returns a
+// grant whatever was consumed. The received count ([RecvCredit.Received]) is
+// what the resume handshake carries.
+func (r *RecvCredit) Resume() { r.forced = true }
+
+// Received returns the cumulative number of payload bytes received on the
+// stream: the offset from which the peer resends after a resume.
+func (r *RecvCredit) Received() int64 { return r.received }
+
+// Consumed returns the cumulative number of bytes credited so far, granted or
+// not.
+func (r *RecvCredit) Consumed() int64 { return r.consumed }
+
+// Held returns the bytes of complete envelopes not yet consumed.
+func (r *RecvCredit) Held() int64 { return r.held }
+
+// Window returns the current window in bytes (possibly not yet granted).
+func (r *RecvCredit) Window() int64 { return r.window }
+
+// Granted returns the last grant handed out by [RecvCredit.Grant] (initially
+// the handshake window with nothing consumed).
+func (r *RecvCredit) Granted() Grant { return r.adv }

@@ -1,0 +1,519 @@
+package flow
+
+import (
+	"fmt"
+	"time"
+)
+
+// BBR constants (Cardwell et al., "BBR: Congestion-Based Congestion
+// Control", and draft-cardwell-iccrg-bbr-congestion-control).
+const (
+	// startupGain is 2/ln 2: the smallest gain that doubles the delivery
+	// rate every round trip.
+	startupGain = 2.885
+	drainGain   = 1 / startupGain
+	// cwndGain keeps about two bandwidth-delay products in flight, so
+	// batched credit returns do not starve the pipe.
+	cwndGain = 2.0
+	// fullBandwidthGrowth and fullBandwidthRounds: startup ends when the
+	// bandwidth estimate grew less than 25% over three rounds.
+	fullBandwidthGrowth = 1.25
+	fullBandwidthRounds = 3
+)
+
+// probePhases is the length of the steady-state gain cycle.
+const probePhases = 8
+
+// probeGain returns the pacing gain of a phase of the steady-state cycle, one
+// phase per min RTT: probe for more bandwidth, drain the queue the probe
+// made, cruise.
+func probeGain(phase int) float64 {
+	switch phase {
+	case 0:
+		return 1.25
+	case 1:
+		return 0.75
+	}
+	return 1
+}
+
+// Mode is the estimator's phase.
+type Mode uint8
+
+const (
+	// ModeStartup grows the sending rate by startupGain per round trip until
+	// the delivery rate stops growing.
+	ModeStartup Mode = iota
+	// ModeDrain paces below the estimate until the queue startup built is
+	// gone.
+	ModeDrain
+	// ModeProbeBandwidth paces at the estimate with a small probing cycle.
+	ModeProbeBandwidth
+)
+
+// String returns the mode name.
+func (m Mode) String() string {
+	switch m {
+	case ModeStartup:
+		return "startup"
+	case ModeDrain:
+		return "drain"
+	case ModeProbeBandwidth:
+		return "probe-bandwidth"
+	}
+	return "mode(?)"
+}
+
+// EstimatorConfig configures an [Estimator]. The zero value means the
+// defaults.
+type EstimatorConfig struct {
+	// MinCwnd is the congestion window floor in bytes, at least the peer's
+	// [RecvConfig.GrantBytes]. Default 64 KiB (four 16 KiB frames).
+	MinCwnd int64
+	// InitialCwnd is the congestion window in bytes before the first
+	// measurement. Default 2 × MinCwnd.
+	InitialCwnd int64
+	// InitialRTT is the round trip assumed before the first sample; it sets
+	// the first pacing rate (startup gain × InitialCwnd / InitialRTT).
+	// Default 10 ms.
+	InitialRTT time.Duration
+	// BandwidthRounds is the length of the delivery-rate max filter in round
+	// trips. Default 10.
+	BandwidthRounds int
+	// MinRTTWindow is the length of the min-RTT filter. Default 10 s.
+	MinRTTWindow time.Duration
+}
+
+func (c EstimatorConfig) withDefaults() EstimatorConfig {
+	if c.MinCwnd == 0 {
+		c.MinCwnd = 64 << 10
+	}
+	if c.InitialCwnd == 0 {
+		c.InitialCwnd = 2 * c.MinCwnd
+	}
+	if c.InitialRTT == 0 {
+		c.InitialRTT = 10 * time.Millisecond
+	}
+	if c.BandwidthRounds == 0 {
+		c.BandwidthRounds = 10
+	}
+	if c.MinRTTWindow == 0 {
+		c.MinRTTWindow = 10 * time.Second
+	}
+	return c
+}
+
+// Validate reports the first field that makes no sense, wrapping
+// [ErrInvalidConfig]. Zero fields are valid: they mean the default.
+func (c EstimatorConfig) Validate() error {
+	switch d := c.withDefaults(); {
+	case c.MinCwnd < 0:
+		return fmt.Errorf("%w: EstimatorConfig.MinCwnd %d is negative", ErrInvalidConfig, c.MinCwnd)
+	case d.InitialCwnd < d.MinCwnd:
+		return fmt.Errorf("%w: EstimatorConfig.InitialCwnd %d is below MinCwnd %d", ErrInvalidConfig, c.InitialCwnd, d.MinCwnd)
+	case c.InitialRTT < 0:
+		return fmt.Errorf("%w: EstimatorConfig.InitialRTT %v is negative", ErrInvalidConfig, c.InitialRTT)
+	case c.BandwidthRounds < 0:
+		return fmt.Errorf("%w: EstimatorConfig.BandwidthRounds %d is negative", ErrInvalidConfig, c.BandwidthRounds)
+	case c.MinRTTWindow < 0:
+		return fmt.Errorf("%w: EstimatorConfig.MinRTTWindow %v is negative", ErrInvalidConfig, c.MinRTTWindow)
+	}
+	return nil
+}
+
+// RateSample is one delivery-rate measurement, taken when credit returns.
+type RateSample struct {
+	// Delivered is the number of bytes delivered over Interval.
+	Delivered int64
+	// Interval is the longer of the send and the credit-return intervals of
+	// the measured bytes.
+	Interval time.Duration
+	// RTT is the time from sending the newest credited frame to its credit
+	// returning; it includes the receiver's consumption and grant delay.
+	RTT time.Duration
+	// Rate is Delivered/Interval in bytes per second.
+	Rate float64
+	// AppLimited says the measured frame was sent while the sender had
+	// nothing more to send or no credit: such a sample may raise the
+	// bandwidth estimate but never lowers it.
+	AppLimited bool
+}
+
+// sendRecord is what the estimator remembers of one sent frame. Times are
+// nanoseconds since the estimator's base time.
+type sendRecord struct {
+	start, end    int64 // stream byte offsets [start, end)
+	sent          int64 // when it was sent
+	delivered     int64 // delivered count when it was sent
+	deliveredTime int64 // when that count was last raised
+	firstSent     int64 // send time of the frame that opened the interval
+	appLimited    bool
+}
+
+// recordRing is a growable FIFO of send records; it reuses its storage.
+type recordRing struct {
+	buf  []sendRecord
+	head int
+	n    int
+}
+
+func (r *recordRing) push(rec sendRecord) {
+	if r.n == len(r.buf) {
+		buf := make([]sendRecord, max(16, 2*len(r.buf)))
+		for i := range r.n {
+			buf[i] = r.buf[(r.head+i)%len(r.buf)]
+		}
+		r.buf, r.head = buf, 0
+	}
+	r.buf[(r.head+r.n)%len(r.buf)] = rec
+	r.n++
+}
+
+func (r *recordRing) front() *sendRecord { return &r.buf[r.head] }
+
+func (r *recordRing) pop() {
+	r.head = (r.head + 1) % len(r.buf)
+	r.n--
+}
+
+type estStream struct {
+	id      StreamID
+	acked   int64 // highest consumed count seen
+	records recordRing
+}
+
+// Estimator measures the path from returning credit as BBR does and derives
+// the pacing rate and congestion window. Each sent frame is recorded under
+// its stream byte offset with its send time, the bytes delivered so far and
+// whether the sender was app- or credit-limited; a grant that moves a
+// stream's consumed count acknowledges the frames below it and yields a
+// delivery-rate sample. The bandwidth estimate is the maximum sample over
+// BandwidthRounds round trips; the path delay is the minimum RTT over
+// MinRTTWindow (ping RTTs count too).
+//
+// Keep one Estimator per peer across connections: its measures survive a
+// resume (call [Estimator.Resume]). It is not safe for concurrent use; the
+// session serialises calls. All times are passed in.
+type Estimator struct {
+	cfg     EstimatorConfig
+	base    time.Time
+	streams []estStream
+
+	delivered     int64
+	deliveredTime int64
+	firstSent     int64
+	inflight      int64
+	// appLimitedUntil is non-zero while sends are app-limited: until the
+	// delivered count passes it.
+	appLimitedUntil int64
+
+	round              int64
+	nextRoundDelivered int64
+
+	bw     windowedMax // bytes/s over rounds
+	minRTT windowedMax // negated nanoseconds over time
+
+	mode        Mode
+	filledPipe  bool
+	fullBw      float64
+	fullBwCount int
+	cycleIndex  int
+	cycleStamp  int64
+
+	pacingRate float64
+	cwnd       int64
+	last       RateSample
+}
+
+// NewEstimator returns an estimator with no measurements, in startup.
+func NewEstimator(cfg EstimatorConfig) (*Estimator, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	e := &Estimator{cfg: cfg, cwnd: cfg.InitialCwnd}
+	e.pacingRate = startupGain * float64(cfg.InitialCwnd) / cfg.InitialRTT.Seconds()
+	return e, nil
+}
+
+func (e *Estimator) ns(now time.Time) int64 {
+	if e.base.IsZero() {
+		e.base = now
+	}
+	return int64(now.Sub(e.base))
+}
+
+func (e *Estimator) stream(id StreamID) *estStream {
+	for i := range e.streams {
+		if e.streams[i].id == id {
+			return &e.streams[i]
+		}
+	}
+	e.streams = append(e.streams, estStream{id: id})
+	return &e.streams[len(e.streams)-1]
+}
+
+// SetAppLimited records that the sender has nothing to send, or no credit to
+// send it with: frames sent until what is in flight now is delivered are
+// marked app-limited, so their samples cannot lower the estimate.
+func (e *Estimator) SetAppLimited() {
+	e.appLimitedUntil = max(e.delivered+e.inflight, 1)
+}
+
+// OnSend records a frame of n payload bytes sent at now on stream, ending at
+// stream byte offset end (the stream's sent count after the frame). Offsets
+// must increase per stream, except after [Estimator.Resume].
+func (e *Estimator) OnSend(stream StreamID, end int64, n int, now time.Time) {
+	t := e.ns(now)
+	st := e.stream(stream)
+	start := end - int64(n)
+	if end <= st.acked || n <= 0 {
+		return
+	}
+	start = max(start, st.acked)
+	if e.inflight == 0 {
+		e.firstSent, e.deliveredTime = t, t
+	}
+	st.records.push(sendRecord{
+		start: start, end: end, sent: t,
+		delivered: e.delivered, deliveredTime: e.deliveredTime, firstSent: e.firstSent,
+		appLimited: e.appLimitedUntil != 0,
+	})
+	e.inflight += end - start
+}
+
+// OnCredit records that the peer's cumulative consumed count on stream is
+// now consumed, at now, and updates the model. It returns the delivery-rate
+// sample it took, if any (stale and duplicate counts give none).
+func (e *Estimator) OnCredit(stream StreamID, consumed int64, now time.Time) (RateSample, bool) {
+	t := e.ns(now)
+	st := e.stream(stream)
+	if consumed <= st.acked {
+		return RateSample{}, false
+	}
+	newly := consumed - st.acked
+	var newest sendRecord
+	found := false
+	for st.records.n > 0 {
+		r := st.records.front()
+		if r.start >= consumed {
+			break
+		}
+		lo, hi := max(r.start, st.acked), min(r.end, consumed)
+		e.inflight -= hi - lo
+		if r.end > consumed {
+			r.start = consumed // partly credited: the rest stays in flight
+			break
+		}
+		newest, found = *r, true
+		st.records.pop()
+	}
+	st.acked = consumed
+	e.delivered += newly
+	e.deliveredTime = t
+	if !found {
+		e.updateModel(t, newly)
+		return RateSample{}, false
+	}
+
+	roundStart := newest.delivered >= e.nextRoundDelivered
+	if roundStart {
+		e.nextRoundDelivered = e.delivered
+		e.round++
+	}
+	if e.appLimitedUntil != 0 && e.delivered > e.appLimitedUntil {
+		e.appLimitedUntil = 0
+	}
+	e.firstSent = newest.sent
+
+	rtt := t - newest.sent
+	if rtt > 0 {
+		e.OnRTT(time.Duration(rtt), now)
+	}
+	s := RateSample{
+		Delivered:  e.delivered - newest.delivered,
+		Interval:   time.Duration(max(newest.sent-newest.firstSent, t-newest.deliveredTime)),
+		RTT:        time.Duration(rtt),
+		AppLimited: newest.appLimited,
+	}
+	// An interval shorter than the path delay measures a burst, not the
+	// path.
+	if s.Interval > 0 && s.Interval >= e.MinRTT() {
+		s.Rate = float64(s.Delivered) / s.Interval.Seconds()
+		if bw, ok := e.bw.get(); !s.AppLimited || !ok || s.Rate >= bw {
+			e.bw.update(int64(e.cfg.BandwidthRounds), e.round, s.Rate)
+		}
+	}
+	if roundStart {
+		e.checkFullPipe(s.AppLimited)
+	}
+	e.last = s
+	e.updateModel(t, newly)
+	return s, true
+}
+
+// OnRTT feeds a round-trip sample (a ping's, or a frame's) into the min-RTT
+// filter.
+func (e *Estimator) OnRTT(rtt time.Duration, now time.Time) {
+	if rtt <= 0 {
+		return
+	}
+	e.minRTT.update(int64(e.cfg.MinRTTWindow), e.ns(now), -float64(rtt))
+}
+
+// checkFullPipe ends startup once the bandwidth estimate grew less than 25%
+// over three rounds of samples that were not app-limited.
+func (e *Estimator) checkFullPipe(appLimited bool) {
+	if e.filledPipe || appLimited {
+		return
+	}
+	bw, _ := e.bw.get()
+	if bw >= e.fullBw*fullBandwidthGrowth {
+		e.fullBw, e.fullBwCount = bw, 0
+		return
+	}
+	e.fullBwCount++
+	if e.fullBwCount >= fullBandwidthRounds {
+		e.filledPipe = true
+	}
+}
+
+func (e *Estimator) updateModel(t, acked int64) {
+	switch e.mode {
+	case ModeStartup:
+		if e.filledPipe {
+			e.mode = ModeDrain
+		}
+	}
+	if e.mode == ModeDrain && e.inflight <= e.BDP() {
+		e.enterProbeBandwidth(t)
+	}
+	if e.mode == ModeProbeBandwidth && e.nextPhase(t) {
+		e.cycleIndex = (e.cycleIndex + 1) % probePhases
+		e.cycleStamp = t
+	}
+	e.setPacingRate()
+	e.setCwnd(acked)
+}
+
+func (e *Estimator) enterProbeBandwidth(t int64) {
+	e.mode = ModeProbeBandwidth
+	// BBR starts at a random phase other than the drain one; a phase chosen
+	// from the round count is as good and keeps runs reproducible.
+	e.cycleIndex = int(e.round % probePhases)
+	if e.cycleIndex == 1 {
+		e.cycleIndex = 2
+	}
+	e.cycleStamp = t
+}
+
+func (e *Estimator) nextPhase(t int64) bool {
+	elapsed := time.Duration(t - e.cycleStamp)
+	full := elapsed > e.MinRTT()
+	switch g := probeGain(e.cycleIndex); {
+	case g > 1:
+		// Probe until a round trip passed and the extra is in flight, or
+		// give up after three when credit or the application held it back.
+		return (full && float64(e.inflight) >= g*float64(e.BDP())) || elapsed > 3*e.MinRTT()
+	case g < 1:
+		return full || e.inflight <= e.BDP()
+	default:
+		return full
+	}
+}
+
+func (e *Estimator) gains() (pacing, cwnd float64) {
+	switch e.mode {
+	case ModeStartup:
+		return startupGain, startupGain
+	case ModeDrain:
+		return drainGain, startupGain
+	default:
+		return probeGain(e.cycleIndex), cwndGain
+	}
+}
+
+func (e *Estimator) setPacingRate() {
+	bw, ok := e.bw.get()
+	if !ok {
+		return
+	}
+	g, _ := e.gains()
+	if rate := g * bw; e.filledPipe || rate > e.pacingRate {
+		e.pacingRate = rate
+	}
+}
+
+func (e *Estimator) setCwnd(acked int64) {
+	if _, ok := e.bw.get(); !ok {
+		return
+	}
+	_, g := e.gains()
+	target := max(int64(g*float64(e.BDP())), e.cfg.MinCwnd)
+	switch {
+	case e.filledPipe:
+		e.cwnd = min(e.cwnd+acked, target)
+	case e.cwnd < target || e.delivered < e.cfg.InitialCwnd:
+		e.cwnd += acked
+	}
+	e.cwnd = max(e.cwnd, e.cfg.MinCwnd)
+}
+
+// Resume forgets what was in flight on the broken connection (the session
+// resends it and records the resends with [Estimator.OnSend]) and keeps the
+// path measures.
+func (e *Estimator) Resume() {
+	for i := range e.streams {
+		e.streams[i].records.head, e.streams[i].records.n = 0, 0
+	}
+	e.inflight = 0
+	e.appLimitedUntil = 0
+}
+
+// Bandwidth returns the bandwidth estimate in bytes per second (0 before the
+// first sample).
+func (e *Estimator) Bandwidth() float64 {
+	bw, _ := e.bw.get()
+	return bw
+}
+
+// MinRTT returns the minimum round trip over the filter window, or
+// InitialRTT before the first sample.
+func (e *Estimator) MinRTT() time.Duration {
+	if v, ok := e.minRTT.get(); ok {
+		return time.Duration(-v)
+	}
+	return e.cfg.InitialRTT
+}
+
+// BDP returns the bandwidth-delay product in bytes (InitialCwnd before the
+// first bandwidth sample).
+func (e *Estimator) BDP() int64 {
+	bw, ok := e.bw.get()
+	if !ok {
+		return e.cfg.InitialCwnd
+	}
+	return int64(bw * e.MinRTT().Seconds())
+}
+
+// PacingRate returns the rate to pace data at, in bytes per second.
+func (e *Estimator) PacingRate() float64 { return e.pacingRate }
+
+// CWnd returns the congestion window in bytes: data may be sent while
+// [Estimator.Inflight] is below it.
+func (e *Estimator) CWnd() int64 { return e.cwnd }
+
+// Inflight returns the bytes sent and not yet credited by the peer.
+func (e *Estimator) Inflight() int64 { return e.inflight }
+
+// Delivered returns the cumulative number of bytes credited by the peer.
+func (e *Estimator) Delivered() int64 { return e.delivered }
+
+// Mode returns the current phase.
+func (e *Estimator) Mode() Mode { return e.mode }
+
+// Round returns the number of round trips counted so far.
+func (e *Estimator) Round() int64 { return e.round }
+
+// LastSample returns the most recent delivery-rate sample.
+func (e *Estimator) LastSample() RateSample { return e.last }

@@ -1,0 +1,607 @@
+package flow
+
+import (
+	"fmt"
+	"time"
+)
+
+// StreamID names a logical stream of a connection, as the wire frames do.
+type StreamID uint32
+
+// DefaultMaxFrame is the default data frame payload in bytes (16 KiB): small
+// enough that a small envelope waits at most one frame time (2.6 ms at
+// 50 Mbit/s) behind a large one.
+const DefaultMaxFrame = 16 << 10
+
+// StreamConfig describes one stream to a [Scheduler].
+type StreamConfig struct {
+	// ID is the stream's wire id; ids must be distinct.
+	ID StreamID
+	// Class is the scheduling class. Default [ClassData].
+	Class Class
+	// Window is the peer's initial receive window for the stream in bytes,
+	// from the handshake. Default [DefaultWindow].
+	Window int64
+	// MaxWindow is the largest window the peer may grow the stream's to, in
+	// bytes; it bounds the stream's resend buffer. Default
+	// [DefaultMaxWindow] (or Window if larger).
+	MaxWindow int64
+}
+
+// Config configures a [Scheduler]. The zero value of every field means its
+// default; Streams must name at least one stream.
+type Config struct {
+	// MaxFrame is the largest data frame payload in bytes, at most the frame
+	// limit agreed at the handshake. An envelope of at most MaxFrame bytes
+	// is small: it goes ahead of the frames of larger ones. Default
+	// [DefaultMaxFrame].
+	MaxFrame int
+	// PacerBurst is the pacer's bucket size in bytes. Default 2 × MaxFrame.
+	PacerBurst int64
+	// Estimator configures the path estimator the scheduler paces by.
+	Estimator EstimatorConfig
+	// Streams lists the streams, in priority order within a class.
+	Streams []StreamConfig
+}
+
+func (c Config) withDefaults() Config {
+	if c.MaxFrame == 0 {
+		c.MaxFrame = DefaultMaxFrame
+	}
+	if c.PacerBurst == 0 {
+		c.PacerBurst = 2 * int64(c.MaxFrame)
+	}
+	return c
+}
+
+// Validate reports the first field that makes no sense, wrapping
+// [ErrInvalidConfig].
+func (c Config) Validate() error {
+	if c.MaxFrame < 0 {
+		return fmt.Errorf("%w: Config.MaxFrame %d is negative", ErrInvalidConfig, c.MaxFrame)
+	}
+	if c.PacerBurst < 0 {
+		return fmt.Errorf("%w: Config.PacerBurst %d is negative", ErrInvalidConfig, c.PacerBurst)
+	}
+	if len(c.Streams) == 0 {
+		return fmt.Errorf("%w: Config.Streams is empty", ErrInvalidConfig)
+	}
+	for i, s := range c.Streams {
+		if s.Class > ClassMembership {
+			return fmt.Errorf("%w: Config.Streams[%d].Class %d is unknown", ErrInvalidConfig, i, s.Class)
+		}
+		if s.Window < 0 || s.MaxWindow < 0 {
+			return fmt.Errorf("%w: Config.Streams[%d] has a negative window", ErrInvalidConfig, i)
+		}
+		for _, t := range c.Streams[:i] {
+			if t.ID == s.ID {
+				return fmt.Errorf("%w: Config.Streams[%d].ID %d is a duplicate", ErrInvalidConfig, i, s.ID)
+			}
+		}
+	}
+	return c.Estimator.Validate()
+}
+
+// FrameKind says what a [Frame] carries.
+type FrameKind uint8
+
+const (
+	// FrameData carries a part of an envelope's payload.
+	FrameData FrameKind = iota
+	// FrameAbort tells the receiver to discard the partly received envelope
+	// Envelope of Stream: it was cancelled after some of its frames went.
+	// Receivers must ignore an abort for an envelope they do not hold, so
+	// the session may resend aborts freely after a resume.
+	FrameAbort
+)
+
+// Frame is the scheduler's decision: one frame to write now.
+type Frame struct {
+	Kind   FrameKind
+	Stream StreamID
+	// Envelope is the per-stream envelope id, assigned when the envelope's
+	// first frame is written: ids increase in the order envelopes start.
+	Envelope uint64
+	// First and Last mark the envelope's first and last frames (both for an
+	// envelope that fits one frame).
+	First, Last bool
+	// Offset and Len locate the payload within the envelope.
+	Offset, Len int
+	// Payload is the envelope's payload[Offset:Offset+Len], or nil for an
+	// envelope enqueued by size.
+	Payload []byte
+	// StreamOffset is the stream byte offset of the payload's first byte:
+	// the position the resend buffer and the receiver's count refer to.
+	StreamOffset int64
+	// Handle is the envelope's handle from Enqueue.
+	Handle Handle
+}
+
+// Handle identifies an enqueued envelope, for [Scheduler.Cancel]. It goes
+// stale once the envelope is fully written or dropped.
+type Handle struct {
+	slot int32
+	gen  uint32
+}
+
+// CancelResult says what [Scheduler.Cancel] did.
+type CancelResult uint8
+
+const (
+	// CancelUnknown: the handle was stale: the envelope was fully written,
+	// or already cancelled.
+	CancelUnknown CancelResult = iota
+	// CancelDropped: no frame of the envelope was written; it is gone.
+	CancelDropped
+	// CancelAborted: some frames were written; the rest are dropped and the
+	// scheduler will emit a [FrameAbort] for it.
+	CancelAborted
+)
+
+const none = -1
+
+type envState uint8
+
+const (
+	envFree     envState = iota
+	envWaiting           // behind an earlier envelope of its key
+	envReady             // in its stream's small or large list
+	envAborting          // in the abort list
+)
+
+// envelope is a slot of the scheduler's slab; links are slot indices.
+type envelope struct {
+	gen       uint32
+	state     envState
+	large     bool
+	stream    int32
+	key       uint64
+	payload   []byte
+	size      int
+	sent      int
+	id        uint64
+	prevKey   int32 // same-key FIFO, oldest first
+	nextKey   int32
+	prev      int32 // the list the state says
+	next      int32
+	freeNext  int32
+	keyLinked bool
+}
+
+type list struct{ head, tail int32 }
+
+type streamKey struct {
+	stream int32
+	key    uint64
+}
+
+type schedStream struct {
+	cfg    StreamConfig
+	credit SendCredit
+	small  list
+	large  list
+	nextID uint64
+}
+
+// Scheduler decides the next frame to write on a connection. Control streams
+// go first, then membership, both ahead of the pace and the congestion
+// window; then data streams, paced and held by the congestion window, where
+// envelopes that fit one frame go before frames of larger ones and large
+// envelopes are split and interleave round robin. Every stream spends its own
+// credit. Per (stream, key) an envelope starts only after the previous one is
+// fully written, so messages to one key keep their order.
+//
+// The session keeps the Scheduler, its [Estimator] and its credits across
+// connections, so queued envelopes, credit and path measures survive a
+// resume. Control frames that are not stream data (credit, ping, goodbye) are
+// the session's: it writes them before asking the scheduler.
+//
+// It is not safe for concurrent use; the session serialises calls. In steady
+// state, once its slab and key map have grown to the working set, it does not
+// allocate.
+type Scheduler struct {
+	cfg     Config
+	streams []schedStream
+	order   []int32 // stream indices in priority order: control, membership, data
+	nData   int     // data streams are order[len(order)-nData:]
+	slots   []envelope
+	free    int32
+	keys    map[streamKey]int32 // newest envelope of each key
+	aborts  list
+	pending int
+
+	smallCursor, largeCursor int
+
+	est   *Estimator
+	pacer Pacer
+}
+
+// NewScheduler returns a scheduler for the configured streams with a fresh
+// estimator.
+func NewScheduler(cfg Config) (*Scheduler, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	est, err := NewEstimator(cfg.Estimator)
+	if err != nil {
+		return nil, err
+	}
+	s := &Scheduler{
+		cfg:    cfg,
+		free:   none,
+		keys:   make(map[streamKey]int32),
+		aborts: list{none, none},
+		est:    est,
+		pacer:  NewPacer(cfg.PacerBurst),
+	}
+	for _, sc := range cfg.Streams {
+		s.streams = append(s.streams, schedStream{
+			cfg:    sc,
+			credit: NewSendCredit(sc.Window, sc.MaxWindow),
+			small:  list{none, none},
+			large:  list{none, none},
+		})
+	}
+	for _, c := range [...]Class{ClassControl, ClassMembership, ClassData} {
+		for i, st := range s.streams {
+			if st.cfg.Class == c {
+				s.order = append(s.order, int32(i))
+				if c == ClassData {
+					s.nData++
+				}
+			}
+		}
+	}
+	return s, nil
+}
+
+// Estimator returns the scheduler's path estimator, to feed ping RTTs and
+// record resent frames.
+func (s *Scheduler) Estimator() *Estimator { return s.est }
+
+// Pacer returns the scheduler's pacer, to pace resent frames.
+func (s *Scheduler) Pacer() *Pacer { return &s.pacer }
+
+// Credit returns the send credit of a stream, or nil if it is unknown.
+func (s *Scheduler) Credit(id StreamID) *SendCredit {
+	if i := s.index(id); i >= 0 {
+		return &s.streams[i].credit
+	}
+	return nil
+}
+
+// Pending returns the number of envelopes queued or being written, and of
+// aborts not yet emitted.
+func (s *Scheduler) Pending() int { return s.pending }
+
+func (s *Scheduler) index(id StreamID) int {
+	for i := range s.streams {
+		if s.streams[i].cfg.ID == id {
+			return i
+		}
+	}
+	return none
+}
+
+// Enqueue queues an envelope with its payload for stream, in the FIFO of key
+// on that stream. key is any stable hash of the destination key: a collision
+// only orders two keys' envelopes more strictly. The scheduler keeps payload
+// until the envelope's last frame is written; frames carry sub-slices of it.
+func (s *Scheduler) Enqueue(stream StreamID, key uint64, payload []byte) (Handle, error) {
+	return s.enqueue(stream, key, payload, len(payload))
+}
+
+// EnqueueSize is Enqueue for a caller that keeps the payload itself: frames
+// carry offsets and a nil Payload.
+func (s *Scheduler) EnqueueSize(stream StreamID, key uint64, size int) (Handle, error) {
+	if size < 0 {
+		return Handle{}, fmt.Errorf("%w: negative envelope size %d", ErrInvalidConfig, size)
+	}
+	return s.enqueue(stream, key, nil, size)
+}
+
+func (s *Scheduler) enqueue(stream StreamID, key uint64, payload []byte, size int) (Handle, error) {
+	si := s.index(stream)
+	if si < 0 {
+		return Handle{}, fmt.Errorf("%w: %d", ErrUnknownStream, stream)
+	}
+	slot := s.alloc()
+	e := &s.slots[slot]
+	e.stream, e.key, e.payload, e.size, e.sent = int32(si), key, payload, size, 0
+	e.large = size > s.cfg.MaxFrame
+	e.prevKey, e.nextKey, e.prev, e.next = none, none, none, none
+	e.keyLinked = true
+	s.pending++
+	k := streamKey{int32(si), key}
+	if tail, ok := s.keys[k]; ok {
+		s.slots[tail].nextKey = slot
+		e.prevKey = tail
+		e.state = envWaiting
+	} else {
+		s.makeReady(slot)
+	}
+	s.keys[k] = slot
+	return Handle{slot: slot, gen: e.gen}, nil
+}
+
+func (s *Scheduler) alloc() int32 {
+	if s.free != none {
+		slot := s.free
+		s.free = s.slots[slot].freeNext
+		return slot
+	}
+	s.slots = append(s.slots, envelope{})
+	return int32(len(s.slots) - 1)
+}
+
+func (s *Scheduler) release(slot int32) {
+	e := &s.slots[slot]
+	e.gen++
+	e.state = envFree
+	e.payload = nil
+	e.freeNext = s.free
+	s.free = slot
+	s.pending--
+}
+
+func (s *Scheduler) listOf(e *envelope) *list {
+	if e.state == envAborting {
+		return &s.aborts
+	}
+	st := &s.streams[e.stream]
+	if e.large {
+		return &st.large
+	}
+	return &st.small
+}
+
+func (s *Scheduler) pushBack(l *list, slot int32) {
+	e := &s.slots[slot]
+	e.prev, e.next = l.tail, none
+	if l.tail != none {
+		s.slots[l.tail].next = slot
+	} else {
+		l.head = slot
+	}
+	l.tail = slot
+}
+
+func (s *Scheduler) unlink(l *list, slot int32) {
+	e := &s.slots[slot]
+	if e.prev != none {
+		s.slots[e.prev].next = e.next
+	} else {
+		l.head = e.next
+	}
+	if e.next != none {
+		s.slots[e.next].prev = e.prev
+	} else {
+		l.tail = e.prev
+	}
+	e.prev, e.next = none, none
+}
+
+func (s *Scheduler) makeReady(slot int32) {
+	e := &s.slots[slot]
+	e.state = envReady
+	s.pushBack(s.listOf(e), slot)
+}
+
+// unkey removes the envelope at the head of its key FIFO and lets the next
+// one of the key become ready.
+func (s *Scheduler) unkey(slot int32) {
+	e := &s.slots[slot]
+	if !e.keyLinked {
+		return
+	}
+	e.keyLinked = false
+	if e.prevKey != none {
+		s.slots[e.prevKey].nextKey = e.nextKey
+	}
+	if e.nextKey != none {
+		s.slots[e.nextKey].prevKey = e.prevKey
+	} else {
+		k := streamKey{e.stream, e.key}
+		if e.prevKey != none {
+			s.keys[k] = e.prevKey
+		} else {
+			delete(s.keys, k)
+		}
+	}
+	next := e.nextKey
+	wasHead := e.prevKey == none
+	e.prevKey, e.nextKey = none, none
+	if wasHead && next != none {
+		s.makeReady(next)
+	}
+}
+
+// Cancel drops what of an envelope was not yet written. If some frames were
+// written, the scheduler emits a [FrameAbort] for it ahead of other frames.
+func (s *Scheduler) Cancel(h Handle) CancelResult {
+	if h.slot < 0 || int(h.slot) >= len(s.slots) {
+		return CancelUnknown
+	}
+	e := &s.slots[h.slot]
+	if e.gen != h.gen || e.state == envFree || e.state == envAborting {
+		return CancelUnknown
+	}
+	if e.state == envReady {
+		s.unlink(s.listOf(e), h.slot)
+	}
+	s.unkey(h.slot)
+	if e.sent == 0 {
+		s.release(h.slot)
+		return CancelDropped
+	}
+	e.state = envAborting
+	e.payload = nil
+	s.pushBack(&s.aborts, h.slot)
+	return CancelAborted
+}
+
+// Next returns the frame to write now. If ok is false, wait > 0 is how long
+// pacing holds the next data frame (call again then, or sooner on any
+// event); wait == 0 means nothing can be written until something changes:
+// an Enqueue, a grant, a Cancel, or credit lowering the in-flight bytes below
+// the congestion window.
+func (s *Scheduler) Next(now time.Time) (f Frame, wait time.Duration, ok bool) {
+	if slot := s.aborts.head; slot != none {
+		s.unlink(&s.aborts, slot)
+		e := &s.slots[slot]
+		f = Frame{Kind: FrameAbort, Stream: s.streams[e.stream].cfg.ID, Envelope: e.id,
+			StreamOffset: s.streams[e.stream].credit.Sent(), Handle: Handle{slot, e.gen}}
+		s.release(slot)
+		return f, 0, true
+	}
+	bypass := len(s.order) - s.nData
+	for _, si := range s.order[:bypass] {
+		st := &s.streams[si]
+		for _, l := range [...]*list{&st.small, &st.large} {
+			if l.head != none {
+				if n, can := s.fits(st, &s.slots[l.head]); can {
+					return s.emit(l, n, now), 0, true
+				}
+			}
+		}
+	}
+	if s.nData == 0 {
+		return Frame{}, 0, false
+	}
+	if s.est.Inflight() >= s.est.CWnd() {
+		return Frame{}, 0, false
+	}
+	data := s.order[bypass:]
+	l, n := s.pick(data, &s.smallCursor, false)
+	if l == nil {
+		l, n = s.pick(data, &s.largeCursor, true)
+	}
+	if l == nil {
+		// Idle or held by credit: what goes next measures the application
+		// or the peer, not the path.
+		s.est.SetAppLimited()
+		return Frame{}, 0, false
+	}
+	s.pacer.SetRate(s.est.PacingRate(), now)
+	if d := s.pacer.Delay(ClassData, n, now); d > 0 {
+		return Frame{}, d, false
+	}
+	return s.emit(l, n, now), 0, true
+}
+
+// pick returns the list, among the data streams round robin from cursor, whose
+// head can be written, and how many bytes of it.
+func (s *Scheduler) pick(data []int32, cursor *int, large bool) (*list, int) {
+	for i := range data {
+		c := (*cursor + i) % len(data)
+		st := &s.streams[data[c]]
+		l := &st.small
+		if large {
+			l = &st.large
+		}
+		if l.head == none {
+			continue
+		}
+		if n, can := s.fits(st, &s.slots[l.head]); can {
+			*cursor = (c + 1) % len(data)
+			return l, n
+		}
+	}
+	return nil, 0
+}
+
+// fits returns how many bytes of e's next frame the stream's credit allows.
+// A frame is cut short by credit only if at least an eighth of the window is
+// available, to avoid a trickle of tiny frames; the receiver grants credit
+// when its peer may be blocked, so waiting cannot stall.
+func (s *Scheduler) fits(st *schedStream, e *envelope) (int, bool) {
+	want := min(e.size-e.sent, s.cfg.MaxFrame)
+	avail := st.credit.Available()
+	if int64(want) <= avail {
+		return want, true
+	}
+	if avail > 0 && avail >= st.credit.Window()/8 {
+		return int(avail), true
+	}
+	return 0, false
+}
+
+func (s *Scheduler) emit(l *list, n int, now time.Time) Frame {
+	slot := l.head
+	e := &s.slots[slot]
+	st := &s.streams[e.stream]
+	f := Frame{
+		Kind:         FrameData,
+		Stream:       st.cfg.ID,
+		First:        e.sent == 0,
+		Offset:       e.sent,
+		Len:          n,
+		StreamOffset: st.credit.Sent(),
+		Handle:       Handle{slot, e.gen},
+	}
+	if f.First {
+		e.id = st.nextID
+		st.nextID++
+	}
+	f.Envelope = e.id
+	if e.payload != nil {
+		f.Payload = e.payload[e.sent : e.sent+n : e.sent+n]
+	}
+	_ = st.credit.Spend(int64(n)) // fits checked the credit
+	e.sent += n
+	s.est.OnSend(st.cfg.ID, st.credit.Sent(), n, now)
+	s.pacer.Spend(n, now)
+	if e.sent < e.size {
+		if e.large {
+			// Round robin: the next frame of this envelope waits its turn.
+			s.unlink(l, slot)
+			s.pushBack(l, slot)
+		}
+		return f
+	}
+	f.Last = true
+	s.unlink(l, slot)
+	s.unkey(slot)
+	s.release(slot)
+	return f
+}
+
+// ApplyGrant applies a grant from the peer for stream, at now: it adds credit
+// and feeds the estimator. Stale grants are ignored; an impossible one fails
+// with [ErrInvalidGrant] and changes nothing.
+func (s *Scheduler) ApplyGrant(stream StreamID, g Grant, now time.Time) error {
+	si := s.index(stream)
+	if si < 0 {
+		return fmt.Errorf("%w: %d", ErrUnknownStream, stream)
+	}
+	if _, err := s.streams[si].credit.Apply(g); err != nil {
+		return fmt.Errorf("stream %d: %w", stream, err)
+	}
+	s.est.OnCredit(stream, g.Consumed, now)
+	return nil
+}
+
+// ResumeStream checks the byte count the peer received on stream, from the
+// resume handshake, and returns the offset to resend from (see
+// [SendCredit.Resume]).
+func (s *Scheduler) ResumeStream(stream StreamID, peerReceived int64) (int64, error) {
+	si := s.index(stream)
+	if si < 0 {
+		return 0, fmt.Errorf("%w: %d", ErrUnknownStream, stream)
+	}
+	from, err := s.streams[si].credit.Resume(peerReceived)
+	if err != nil {
+		return 0, fmt.Errorf("stream %d: %w", stream, err)
+	}
+	return from, nil
+}
+
+// Resume prepares for a new connection: the estimator forgets what was in
+// flight and keeps its measures, and the pacer starts with a full bucket.
+// Queued envelopes stay queued; partly written ones continue where they
+// stopped once the session has resent what the peer did not receive.
+func (s *Scheduler) Resume(now time.Time) {
+	s.est.Resume()
+	s.pacer.Reset(now)
+}
