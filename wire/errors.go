@@ -1,0 +1,152 @@
+package wire
+
+import (
+	"errors"
+	"fmt"
+)
+
+// ErrMalformedFrame reports bytes that do not follow the frame format of
+// docs/wire.md: a bad type, flag, stream or payload layout. The connection
+// that produced them is closed; nothing it carried after them is trusted.
+var ErrMalformedFrame = errors.New("troupe: malformed frame")
+
+// ErrFrameTooLarge reports a frame whose payload, or whose decompressed
+// chunk, exceeds the agreed frame limit.
+var ErrFrameTooLarge = errors.New("troupe: frame exceeds the frame limit")
+
+// ErrMessageTooLarge reports an envelope larger than the agreed message
+// limit, either on Send or announced by a peer.
+var ErrMessageTooLarge = errors.New("troupe: envelope exceeds the message limit")
+
+// ErrUnsupportedVersion reports a frame carrying a frame-protocol version
+// this binary does not speak. Versions only move forward; an old binary
+// refuses newer frames with this error instead of guessing.
+var ErrUnsupportedVersion = errors.New("troupe: unsupported frame protocol version")
+
+// ErrCreditOverrun reports a peer that sent more bytes on a stream than it
+// had credit for: a protocol violation that closes the connection.
+var ErrCreditOverrun = errors.New("troupe: peer overran its stream credit")
+
+// ErrUnknownType reports an envelope whose type name is not registered.
+var ErrUnknownType = errors.New("troupe: unknown envelope type")
+
+// ErrDuplicateType reports a second registration of a type name or Go type.
+var ErrDuplicateType = errors.New("troupe: envelope type registered twice")
+
+// ErrDecompress reports a compressed chunk that does not decode, decodes to
+// a length other than the one announced, or would exceed the frame limit.
+var ErrDecompress = errors.New("troupe: bad compressed chunk")
+
+// ErrClosed reports a call on a transport, session or connection that has
+// been closed.
+var ErrClosed = errors.New("troupe: transport closed")
+
+// ErrPeerRestarted reports a send that cannot complete because the peer
+// came back with a new process incarnation: the peer has lost whatever it
+// had not yet handed to the layer above, so the send fails explicitly
+// rather than vanishing.
+var ErrPeerRestarted = errors.New("troupe: peer restarted")
+
+// ErrPeerDead reports a send that cannot complete because the layer above
+// declared the peer dead, or because the peer stayed unreachable past the
+// resume grace (2 × KeepaliveAfter + KeepaliveTimeout).
+var ErrPeerDead = errors.New("troupe: peer dead")
+
+// ErrUnknownStream reports a stream id outside the ones this transport
+// serves.
+var ErrUnknownStream = errors.New("troupe: unknown stream")
+
+// ErrHandshakeTimeout reports a handshake that did not complete within
+// Config.HandshakeTimeout.
+var ErrHandshakeTimeout = errors.New("troupe: handshake timed out")
+
+// FrameError describes a frame that could not be decoded. It unwraps to
+// ErrMalformedFrame, ErrFrameTooLarge, ErrUnsupportedVersion,
+// ErrMessageTooLarge or ErrDecompress, so callers may match either the
+// sentinel with errors.Is or the fields with errors.As.
+type FrameError struct {
+	Type   FrameType // type from the header, or 0 if the header was unreadable
+	Stream StreamID  // stream from the header
+	Detail string    // what was wrong, for humans
+	Err    error     // one of the sentinels above
+}
+
+func (e *FrameError) Error() string {
+	return fmt.Sprintf("%v: %s frame on stream %d: %s", e.Err, e.Type, e.Stream, e.Detail)
+}
+
+func (e *FrameError) Unwrap() error { return e.Err }
+
+func frameErr(err error, h Header, format string, args ...any) error {
+	return &FrameError{Type: h.Type, Stream: h.Stream, Detail: fmt.Sprintf(format, args...), Err: err}
+}
+
+// RefuseReason says why a handshake was refused.
+type RefuseReason uint8
+
+// Refusal reasons. Their numeric values travel in goodbye frames and never
+// change meaning.
+const (
+	RefusedUnknown     RefuseReason = 0 // the peer gave a reason this binary does not know
+	RefusedCluster     RefuseReason = 1 // cluster names differ
+	RefusedVersion     RefuseReason = 2 // frame protocol versions differ
+	RefusedLimits      RefuseReason = 3 // frame, message or window limits differ
+	RefusedTLS         RefuseReason = 4 // the TLS handshake failed: wrong CA, missing or bad certificate
+	RefusedIdentity    RefuseReason = 5 // the node identity is invalid, or is our own
+	RefusedMalformed   RefuseReason = 6 // the handshake bytes could not be decoded
+	RefusedCompression RefuseReason = 7 // no compression codec in common although one was required
+	RefusedTimeout     RefuseReason = 8 // the handshake did not complete in time
+)
+
+func (r RefuseReason) String() string {
+	switch r {
+	case RefusedCluster:
+		return "cluster name mismatch"
+	case RefusedVersion:
+		return "protocol version mismatch"
+	case RefusedLimits:
+		return "limits mismatch"
+	case RefusedTLS:
+		return "tls handshake failed"
+	case RefusedIdentity:
+		return "bad node identity"
+	case RefusedMalformed:
+		return "malformed handshake"
+	case RefusedCompression:
+		return "no common compression codec"
+	case RefusedTimeout:
+		return "handshake timed out"
+	default:
+		return fmt.Sprintf("unknown reason %d", uint8(r))
+	}
+}
+
+// Refused is the error of a handshake that one side rejected. ByPeer tells
+// whether the remote side refused us (true) or we refused it (false).
+// Match it with errors.As:
+//
+//	var r *wire.Refused
+//	if errors.As(err, &r) && r.Reason == wire.RefusedCluster { ... }
+type Refused struct {
+	Reason RefuseReason
+	ByPeer bool
+	Detail string // human-readable specifics, e.g. both cluster names
+	Err    error  // the underlying cause, if any (a TLS error, a decode error)
+}
+
+func (e *Refused) Error() string {
+	who := "refused peer"
+	if e.ByPeer {
+		who = "refused by peer"
+	}
+	s := "troupe: handshake " + who + ": " + e.Reason.String()
+	if e.Detail != "" {
+		s += ": " + e.Detail
+	}
+	if e.Err != nil {
+		s += ": " + e.Err.Error()
+	}
+	return s
+}
+
+func (e *Refused) Unwrap() error { return e.Err }
