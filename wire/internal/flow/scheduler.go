@@ -473,9 +473,11 @@ func (s *Scheduler) Next(now time.Time) (f Frame, wait time.Duration, ok bool) {
 		return Frame{}, 0, false
 	}
 	data := s.order[bypass:]
-	l, n := s.pick(data, &s.smallCursor, false)
+	cursor := &s.smallCursor
+	l, n, c := s.pick(data, *cursor, false)
 	if l == nil {
-		l, n = s.pick(data, &s.largeCursor, true)
+		cursor = &s.largeCursor
+		l, n, c = s.pick(data, *cursor, true)
 	}
 	if l == nil {
 		// Idle or held by credit: what goes next measures the application
@@ -487,14 +489,15 @@ func (s *Scheduler) Next(now time.Time) (f Frame, wait time.Duration, ok bool) {
 	if d := s.pacer.Delay(ClassData, n, now); d > 0 {
 		return Frame{}, d, false
 	}
+	*cursor = (c + 1) % len(data) // the stream had its turn
 	return s.emit(l, n, now), 0, true
 }
 
-// pick returns the list, among the data streams round robin from cursor, whose
-// head can be written, and how many bytes of it.
-func (s *Scheduler) pick(data []int32, cursor *int, large bool) (*list, int) {
+// pick returns the list, among the data streams round robin from cursor,
+// whose head can be written, how many bytes of it, and the stream's position.
+func (s *Scheduler) pick(data []int32, cursor int, large bool) (*list, int, int) {
 	for i := range data {
-		c := (*cursor + i) % len(data)
+		c := (cursor + i) % len(data)
 		st := &s.streams[data[c]]
 		l := &st.small
 		if large {
@@ -504,11 +507,10 @@ func (s *Scheduler) pick(data []int32, cursor *int, large bool) (*list, int) {
 			continue
 		}
 		if n, can := s.fits(st, &s.slots[l.head]); can {
-			*cursor = (c + 1) % len(data)
-			return l, n
+			return l, n, c
 		}
 	}
-	return nil, 0
+	return nil, 0, 0
 }
 
 // fits returns how many bytes of e's next frame the stream's credit allows.
