@@ -54,21 +54,20 @@ func Moves(before, after *Ring, n int) []Move {
 	// Segment i is (bounds[i-1], bounds[i]], segment 0 wrapping around;
 	// within a segment both rings have the same next virtual node.
 	var moves []Move
-	var wasB, wasA []Member
+	var b, a []Member // scratch, copied only into new moves
 	for i, end := range bounds {
 		start := bounds[(i+len(bounds)-1)%len(bounds)]
-		b := before.AppendReplicas(nil, end, n)
-		a := after.AppendReplicas(nil, end, n)
+		b = before.AppendReplicas(b[:0], end, n)
+		a = after.AppendReplicas(a[:0], end, n)
 		if slices.Equal(a, b) {
 			continue
 		}
 		if k := len(moves) - 1; k >= 0 && moves[k].Range.End == start &&
-			slices.Equal(wasB, b) && slices.Equal(wasA, a) {
+			slices.Equal(moves[k].Before, b) && slices.Equal(moves[k].After, a) {
 			moves[k].Range.End = end
 			continue
 		}
-		moves = append(moves, Move{Range: Range{Start: start, End: end}, Before: b, After: a})
-		wasB, wasA = b, a
+		moves = append(moves, Move{Range: Range{Start: start, End: end}, Before: slices.Clone(b), After: slices.Clone(a)})
 	}
 	// The last move may continue into the first across the wrap.
 	if k := len(moves) - 1; k > 0 && moves[k].Range.End == moves[0].Range.Start &&

@@ -1,0 +1,209 @@
+package ring
+
+import (
+	"errors"
+	"slices"
+	"testing"
+)
+
+func TestReplicaWalkSkipsRepeatedVirtualNodes(t *testing.T) {
+	// Positions after the key: A1, A2, B1, A3, C1.
+	r := ringOfPositions("A", "A", "B", "A", "C")
+	got := r.AppendReplicas(nil, 5, 3)
+	want := []Member{{Addr: "A"}, {Addr: "B"}, {Addr: "C"}}
+	if !slices.Equal(got, want) {
+		t.Errorf("three replicas after A1 A2 B1 A3 C1 = %v, want %v", got, want)
+	}
+}
+
+func TestReplicaWalkStartsAtTheFirstPositionAtOrAfterTheKey(t *testing.T) {
+	r := ringOfPositions("A", "B", "C") // tokens 10, 20, 30
+	cases := []struct {
+		key  Token
+		want string
+	}{
+		{0, "A"}, {10, "A"}, {11, "B"}, {20, "B"}, {21, "C"}, {30, "C"},
+		{31, "A"}, {^Token(0), "A"}, // past the largest token the walk wraps to the smallest
+	}
+	for _, c := range cases {
+		if got := r.AppendReplicas(nil, c.key, 1); len(got) != 1 || got[0].Addr != c.want {
+			t.Errorf("primary of token %d = %v, want %s", c.key, got, c.want)
+		}
+	}
+}
+
+func TestReplicaWalkWrapsAroundTheRing(t *testing.T) {
+	r := ringOfPositions("A", "B", "B", "C") // tokens 10, 20, 30, 40
+	got := r.AppendReplicas(nil, 35, 3)
+	want := []Member{{Addr: "C"}, {Addr: "A"}, {Addr: "B"}}
+	if !slices.Equal(got, want) {
+		t.Errorf("replicas from token 35 = %v, want %v (C, then wrapping to A and B)", got, want)
+	}
+}
+
+func TestReplicaCountIsCappedByTheMemberCount(t *testing.T) {
+	r := New(seededMembers(3, 3))
+	if got := r.AppendReplicas(nil, KeyToken("counter", "a"), 5); len(got) != 3 {
+		t.Errorf("asked 5 replicas of a 3-member ring, got %d, want 3", len(got))
+	}
+}
+
+func TestAppendReplicasAppendsToTheCallersSlice(t *testing.T) {
+	r := ringOfPositions("A", "B")
+	prefix := []Member{{Addr: "X"}}
+	got := r.AppendReplicas(prefix, 5, 2)
+	want := []Member{{Addr: "X"}, {Addr: "A"}, {Addr: "B"}}
+	if !slices.Equal(got, want) {
+		t.Errorf("AppendReplicas onto [X] = %v, want %v", got, want)
+	}
+}
+
+func TestNoReplicasForCountBelowOne(t *testing.T) {
+	r := ringOfPositions("A", "B")
+	if got := r.AppendReplicas(nil, 5, 0); len(got) != 0 {
+		t.Errorf("AppendReplicas with n=0 = %v, want nothing", got)
+	}
+}
+
+func TestOwnerIsThePrimaryWhileItIsLive(t *testing.T) {
+	r := ringOfPositions("A", "B", "C")
+	m, err := r.Owner(5, 3, allLive)
+	if err != nil || m.Addr != "A" {
+		t.Errorf("Owner = %v, %v; want the primary A", m, err)
+	}
+}
+
+func TestOwnerPassesToTheNextLiveReplica(t *testing.T) {
+	r := ringOfPositions("A", "A", "B", "A", "C")
+	m, err := r.Owner(5, 3, liveExcept(Member{Addr: "A"}, Member{Addr: "B"}))
+	if err != nil || m.Addr != "C" {
+		t.Errorf("Owner with A and B dead = %v, %v; want the third replica C", m, err)
+	}
+}
+
+func TestOwnerLooksOnlyAmongTheKeysReplicas(t *testing.T) {
+	r := ringOfPositions("A", "B", "C")
+	_, err := r.Owner(5, 2, liveExcept(Member{Addr: "A"}, Member{Addr: "B"}))
+	if !errors.Is(err, ErrNoLiveReplica) {
+		t.Errorf("Owner with both of 2 replicas dead returned %v, want ErrNoLiveReplica (C is live but holds no copy)", err)
+	}
+}
+
+func TestDeadMemberStaysInTheReplicaSet(t *testing.T) {
+	r := ringOfPositions("A", "B", "C")
+	dead := Member{Addr: "B"}
+	replicas := r.AppendReplicas(nil, 5, 3)
+	if !slices.Contains(replicas, dead) {
+		t.Fatalf("replicas %v lack B before any failure", replicas)
+	}
+	if m, _ := r.Owner(15, 3, liveExcept(dead)); m.Addr != "C" {
+		t.Errorf("owner of a key whose primary B is dead = %v, want C", m)
+	}
+	if got := r.AppendReplicas(nil, 5, 3); !slices.Equal(got, replicas) {
+		t.Errorf("replicas changed to %v when B died, want still %v: the ring drops a member only when membership removes it", got, replicas)
+	}
+}
+
+func TestNilLivenessTreatsEveryMemberAsLive(t *testing.T) {
+	r := ringOfPositions("A", "B")
+	if m, err := r.Owner(15, 2, nil); err != nil || m.Addr != "B" {
+		t.Errorf("Owner with nil liveness = %v, %v; want B", m, err)
+	}
+}
+
+func TestOwnerOfEmptyRingFails(t *testing.T) {
+	for _, r := range []*Ring{nil, New(nil)} {
+		if _, err := r.Owner(1, 3, allLive); !errors.Is(err, ErrEmptyRing) {
+			t.Errorf("Owner on an empty ring returned %v, want ErrEmptyRing", err)
+		}
+	}
+}
+
+func TestOwnerRejectsReplicaCountBelowOne(t *testing.T) {
+	r := ringOfPositions("A")
+	if _, err := r.Owner(1, 0, allLive); !errors.Is(err, ErrReplicaCount) {
+		t.Errorf("Owner with n=0 returned %v, want ErrReplicaCount", err)
+	}
+}
+
+func TestOwnerIsAllocationFree(t *testing.T) {
+	r := New(seededMembers(2, 20))
+	tok := KeyToken("counter", "a")
+	primary := r.AppendReplicas(nil, tok, 1)[0]
+	live := liveExcept(primary)
+	allocs := testing.AllocsPerRun(100, func() {
+		if _, err := r.Owner(tok, 3, live); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs != 0 {
+		t.Errorf("Owner walking past a dead primary allocated %v times per call, want 0", allocs)
+	}
+}
+
+func TestNewIgnoresDuplicateMembers(t *testing.T) {
+	ms := seededMembers(4, 5)
+	once, twice := New(ms), New(append(slices.Clone(ms), ms...))
+	if once.Len() != 5 || twice.Len() != 5 || once.Version() != twice.Version() {
+		t.Errorf("rings of 5 members given once and twice have %d and %d members, versions %s and %s; want 5 and equal",
+			once.Len(), twice.Len(), once.Version(), twice.Version())
+	}
+	if len(twice.tokens) != 5*VirtualNodes {
+		t.Errorf("ring of 5 members has %d positions, want %d", len(twice.tokens), 5*VirtualNodes)
+	}
+}
+
+func TestSameAddressWithAnotherIncarnationIsAnotherMember(t *testing.T) {
+	r := New([]Member{{"10.0.0.1:7400", 1}, {"10.0.0.1:7400", 2}})
+	if r.Len() != 2 {
+		t.Errorf("ring of one address at incarnations 1 and 2 has %d members, want 2", r.Len())
+	}
+}
+
+func TestVersionChangesWithTheMemberSet(t *testing.T) {
+	ms := seededMembers(5, 4)
+	base := New(ms).Version()
+	restarted := slices.Clone(ms)
+	restarted[0].Incarnation++
+	for name, other := range map[string]*Ring{
+		"one member fewer":         New(ms[1:]),
+		"one member restarted":     New(restarted),
+		"one member more":          New(seededMembers(5, 5)),
+		"members in another order": New([]Member{ms[3], ms[1], ms[0], ms[2]}),
+	} {
+		same := other.Version() == base
+		if want := name == "members in another order"; same != want {
+			t.Errorf("%s: version equal to the original = %v, want %v", name, same, want)
+		}
+	}
+}
+
+func TestWithAnExistingMemberReturnsTheSameRing(t *testing.T) {
+	ms := seededMembers(6, 3)
+	r := New(ms)
+	if r.With(ms[1]) != r {
+		t.Error("With of an existing member built a new ring, want the receiver")
+	}
+	if r.Without(Member{Addr: "absent"}) != r {
+		t.Error("Without of a non-member built a new ring, want the receiver")
+	}
+}
+
+func TestMembersAreInCanonicalOrderAndACopy(t *testing.T) {
+	r := New([]Member{{"b", 1}, {"a", 2}, {"a", 1}})
+	got := r.Members()
+	want := []Member{{"a", 1}, {"a", 2}, {"b", 1}}
+	if !slices.Equal(got, want) {
+		t.Fatalf("Members = %v, want %v", got, want)
+	}
+	got[0].Addr = "changed"
+	if r.Members()[0].Addr != "a" {
+		t.Error("changing the slice Members returned changed the ring")
+	}
+}
+
+func TestMemberString(t *testing.T) {
+	if got, want := (Member{"10.0.0.5:7400", 3}).String(), "10.0.0.5:7400#3"; got != want {
+		t.Errorf("String = %q, want %q", got, want)
+	}
+}
