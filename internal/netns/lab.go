@@ -69,10 +69,10 @@ func (c Config) Validate() error {
 // Lab is a set of hosts in their own namespaces, joined by a bridge. Its
 // methods are safe for concurrent use.
 type Lab struct {
-	cfg     Config
-	id      string
-	hosts   []*Host
-	switch_ string // namespace holding the bridge
+	cfg   Config
+	id    string
+	hosts []*Host
+	sw    string // namespace holding the bridge
 
 	mu    sync.Mutex
 	rules map[*Host][]string // nft rules in each host's output chain
@@ -125,7 +125,7 @@ func New(ctx context.Context, t testing.TB, cfg Config) *Lab {
 	var rnd [3]byte
 	_, _ = rand.Read(rnd[:])
 	id := fmt.Sprintf("%s%d-%s", Prefix, os.Getpid(), hex.EncodeToString(rnd[:]))
-	l := &Lab{cfg: cfg, id: id, switch_: id + "-sw", rules: make(map[*Host][]string)}
+	l := &Lab{cfg: cfg, id: id, sw: id + "-sw", rules: make(map[*Host][]string)}
 	base := cfg.Subnet.Addr().As4()
 	for i := range cfg.Hosts {
 		a := base
@@ -152,10 +152,10 @@ func (l *Lab) Host(i int) *Host { return l.hosts[i] }
 func (l *Lab) Hosts() []*Host { return append([]*Host(nil), l.hosts...) }
 
 // Switch returns the name of the namespace holding the bridge.
-func (l *Lab) Switch() string { return l.switch_ }
+func (l *Lab) Switch() string { return l.sw }
 
 func (l *Lab) namespaces() []string {
-	ns := []string{l.switch_}
+	ns := []string{l.sw}
 	for _, h := range l.hosts {
 		ns = append(ns, h.NS)
 	}
@@ -170,21 +170,21 @@ func (l *Lab) build(ctx context.Context) error {
 	}
 	// One ip process per namespace: link creation runs from the root
 	// namespace but only names the lab's namespaces.
-	batches := map[string]*strings.Builder{"": {}, l.switch_: {}}
+	batches := map[string]*strings.Builder{"": {}, l.sw: {}}
 	line := func(ns, format string, args ...any) {
 		if batches[ns] == nil {
 			batches[ns] = &strings.Builder{}
 		}
 		fmt.Fprintf(batches[ns], format+"\n", args...)
 	}
-	line(l.switch_, "link add br0 type bridge")
-	line(l.switch_, "link set br0 up")
-	line(l.switch_, "link set lo up")
+	line(l.sw, "link add br0 type bridge")
+	line(l.sw, "link set br0 up")
+	line(l.sw, "link set lo up")
 	for _, h := range l.hosts {
-		line("", "link add eth0 netns %s type veth peer name %s netns %s", h.NS, h.Port, l.switch_)
+		line("", "link add eth0 netns %s type veth peer name %s netns %s", h.NS, h.Port, l.sw)
 	}
 	for _, h := range l.hosts {
-		line(l.switch_, "link set %s master br0 up", h.Port)
+		line(l.sw, "link set %s master br0 up", h.Port)
 		line(h.NS, "link set lo up")
 		line(h.NS, "addr add %s/%d dev eth0", h.Addr, l.cfg.Subnet.Bits())
 		line(h.NS, "link set eth0 up")

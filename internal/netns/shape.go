@@ -31,7 +31,7 @@ func (l *Lab) LimitIngress(ctx context.Context, h *Host, r Rate) error {
 	if err := l.own(h); err != nil {
 		return err
 	}
-	return l.tbf(ctx, l.switch_, h.Port, r)
+	return l.tbf(ctx, l.sw, h.Port, r)
 }
 
 // Unlimit removes both caps of host h.
@@ -41,7 +41,7 @@ func (l *Lab) Unlimit(ctx context.Context, h *Host) error {
 	}
 	// Deleting a missing root qdisc fails; only the end state matters.
 	_ = l.run(ctx, nil, "tc", "-n", h.NS, "qdisc", "del", "dev", "eth0", "root")
-	_ = l.run(ctx, nil, "tc", "-n", l.switch_, "qdisc", "del", "dev", h.Port, "root")
+	_ = l.run(ctx, nil, "tc", "-n", l.sw, "qdisc", "del", "dev", h.Port, "root")
 	return nil
 }
 
