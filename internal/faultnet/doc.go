@@ -22,6 +22,10 @@
 // Offsets are exact when one goroutine writes (and one reads) at a time, the
 // usual discipline for a transport; concurrent writers share the count.
 //
+// On TCP, Linux turns a Cut into an RST when this side still has unread
+// received bytes; a Reset may discard bytes the peer has not read yet. Both
+// are what a real crash does.
+//
 // Errors after a fault are *net.OpError values whose cause is ErrCut or
 // ErrReset, so errors.Is tells injected faults from real ones.
 //

@@ -71,3 +71,25 @@ func ExampleNetwork_SetPlan() {
 	fmt.Println(errors.Is(err, faultnet.ErrCut))
 	// Output: true
 }
+
+// Cut "during a resume": the first connection from a node is cut mid-stream
+// at a seeded offset, and its redial (Seq 1) is cut inside its first 40
+// bytes, the handshake that carries the resume counts.
+func ExamplePlan() {
+	plan := func(info faultnet.ConnInfo, rng *rand.Rand) []faultnet.Fault {
+		if info.Accepted {
+			return nil
+		}
+		switch info.Seq {
+		case 0:
+			return []faultnet.Fault{faultnet.CutWriteAt(faultnet.MustBetween(rng, 1<<10, 1<<20))}
+		case 1:
+			return []faultnet.Fault{faultnet.CutWriteAt(faultnet.MustBetween(rng, 0, 40))}
+		}
+		return nil
+	}
+	fn := faultnet.NewNetwork(7)
+	fn.SetPlan(plan)
+	fmt.Println("plan set")
+	// Output: plan set
+}

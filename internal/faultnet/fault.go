@@ -69,6 +69,9 @@ func CutReadAt(n int64) Fault { return Fault{Kind: Cut, Dir: Read, At: n} }
 // ResetWriteAt resets the connection once n bytes have been written.
 func ResetWriteAt(n int64) Fault { return Fault{Kind: Reset, Dir: Write, At: n} }
 
+// ResetReadAt resets the connection once n bytes have been read.
+func ResetReadAt(n int64) Fault { return Fault{Kind: Reset, Dir: Read, At: n} }
+
 // StallWriteAt stops writes once n bytes have been written.
 func StallWriteAt(n int64) Fault { return Fault{Kind: Stall, Dir: Write, At: n} }
 
