@@ -3,6 +3,7 @@ package actor
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
@@ -38,7 +39,8 @@ type cell[S, M any] struct {
 	gone    bool // removed from the table; senders must look again
 	started bool // the activation ran its start (state initialised)
 
-	idleSince int64 // unix nanoseconds the cell last went idle
+	idleSince int64  // unix nanoseconds the cell last went idle
+	exitTick  uint64 // linger tick (+1) at which its goroutine last exited
 
 	state    S
 	behavior Handler[S, M]
@@ -152,22 +154,32 @@ func (c *cell[S, M]) loop() {
 	ctx := &Context[S, M]{cell: c}
 	var work []envelope[M]
 	idle := 0
+	handled := 0 // batches handled by this goroutine
 	c.mu.Lock()
-	if c.wake == nil {
-		c.wake = make(chan struct{}, 1)
-	}
+	// A cell that went idle only a tick or two ago is warm: traffic comes
+	// in bursts, so its goroutine spins and lingers before exiting. A cold
+	// cell's goroutine exits as soon as its mailbox is empty, so a million
+	// one-message activations do not leave a million goroutines waiting.
+	warm := c.exitTick != 0 && h.TickCount()+1-c.exitTick <= lingerTicks
 	for {
 		if len(c.in) == 0 {
-			if idle >= lingerTicks || h.Closed() || !c.started {
+			if !warm || idle >= lingerTicks || h.Closed() || !c.started {
 				c.running = false
 				c.wake = nil
 				c.idleSince = time.Now().UnixNano()
+				c.exitTick = h.TickCount() + 1
 				released := !c.started
 				c.mu.Unlock()
 				if released {
 					c.k.forget(c, "released", time.Time{})
 				}
 				return
+			}
+			if idle == 0 && c.spin() {
+				continue
+			}
+			if c.wake == nil {
+				c.wake = make(chan struct{}, 1)
 			}
 			tick, _ := h.Tick()
 			c.parked = true
@@ -183,6 +195,10 @@ func (c *cell[S, M]) loop() {
 			continue
 		}
 		idle = 0
+		handled++
+		if handled > 1 {
+			warm = true
+		}
 		work, c.in = c.in, work[:0]
 		c.mu.Unlock()
 		if !c.handleBatch(ctx, work) {
@@ -191,6 +207,25 @@ func (c *cell[S, M]) loop() {
 		clear(work)
 		c.mu.Lock()
 	}
+}
+
+// spinYields is how many times an emptied cell yields the processor,
+// looking for more work, before it parks. A sender usually delivers
+// again within a few yields; parking and waking would cost more.
+const spinYields = 8
+
+// spin yields while nothing is pending; it reports whether work arrived.
+// The caller holds c.mu on entry and on return; spin drops it meanwhile.
+func (c *cell[S, M]) spin() bool {
+	c.mu.Unlock()
+	for range spinYields {
+		runtime.Gosched()
+		if c.pending.Load() > 0 {
+			break
+		}
+	}
+	c.mu.Lock()
+	return len(c.in) > 0
 }
 
 // handleBatch handles work in order. It returns false when the goroutine
