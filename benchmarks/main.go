@@ -1,0 +1,328 @@
+// Command benchmarks runs the same workloads on Troupe and on Proto.Actor
+// Go in one process, alternating between them over several rounds, and
+// prints the median of each and a ratio line per workload:
+//
+//	ratio <workload> <troupe/protoactor>
+//
+// Higher is better for Troupe: rates are divided as they are, times and
+// bytes inversely. See README.md.
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"runtime/pprof"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
+
+// options are the command line.
+type options struct {
+	only       []string
+	systems    []string
+	rounds     int
+	warmup     bool
+	sz         sizes
+	mailbox    int
+	cpuprofile string
+	quietLog   bool
+}
+
+func parse(args []string, stderr io.Writer) (options, error) {
+	var o options
+	fs := flag.NewFlagSet("benchmarks", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	only := fs.String("only", "", "comma-separated workloads to run (default all: tell,tell-many,ask,pingpong,activate)")
+	systems := fs.String("systems", "troupe,protoactor", "comma-separated systems to run (one alone prints no ratio; for profiling)")
+	fs.IntVar(&o.rounds, "rounds", 5, "rounds; each measures every workload once on each system")
+	fs.BoolVar(&o.warmup, "warmup", true, "run every workload once at a tenth of its size before the rounds, unreported")
+	fs.IntVar(&o.sz.TellN, "tell-n", 2_000_000, "tell: messages")
+	fs.IntVar(&o.sz.ManySenders, "many-senders", 4, "tell-many: sender goroutines")
+	fs.IntVar(&o.sz.ManyKeys, "many-keys", 64, "tell-many: actors")
+	manyN := fs.Int("many-n", 2_000_000, "tell-many: messages in all (rounded down to a multiple of senders*keys)")
+	fs.IntVar(&o.sz.AskN, "ask-n", 100_000, "ask: sequential asks")
+	fs.IntVar(&o.sz.Pairs, "pairs", 4, "pingpong: actor pairs")
+	fs.IntVar(&o.sz.PingPongM, "pingpong-m", 200_000, "pingpong: messages per pair")
+	fs.IntVar(&o.sz.ActivateKeys, "activate-keys", 1_000_000, "activate: keys")
+	fs.DurationVar(&o.sz.ActivateQuiet, "activate-quiet", 50*time.Millisecond, "activate: extra settle time after the runtime's goroutines left, before the heap is read")
+	fs.IntVar(&o.mailbox, "troupe-mailbox", troupeMailbox, "Troupe's mailbox bound (Wait overflow) in the throughput workloads")
+	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of the rounds to this file")
+	fs.BoolVar(&o.quietLog, "q", false, "do not log each measurement to stderr")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if fs.NArg() > 0 {
+		return o, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	names := make([]string, len(workloads))
+	for i, w := range workloads {
+		names[i] = w.name
+	}
+	o.only = names
+	if *only != "" {
+		o.only = strings.Split(*only, ",")
+		for _, n := range o.only {
+			if !slices.Contains(names, n) {
+				return o, fmt.Errorf("-only: unknown workload %q (have %s)", n, strings.Join(names, ","))
+			}
+		}
+	}
+	o.systems = strings.Split(*systems, ",")
+	for _, s := range o.systems {
+		if s != "troupe" && s != "protoactor" {
+			return o, fmt.Errorf("-systems: unknown system %q (have troupe,protoactor)", s)
+		}
+	}
+	if o.sz.ManySenders < 1 || o.sz.ManyKeys < 1 || *manyN < o.sz.ManySenders*o.sz.ManyKeys {
+		return o, errors.New("-many-n must be at least -many-senders * -many-keys, both positive")
+	}
+	o.sz.ManyPer = *manyN / (o.sz.ManySenders * o.sz.ManyKeys)
+	for _, v := range []struct {
+		name string
+		n    int
+	}{{"rounds", o.rounds}, {"tell-n", o.sz.TellN}, {"ask-n", o.sz.AskN}, {"pairs", o.sz.Pairs},
+		{"pingpong-m", o.sz.PingPongM}, {"activate-keys", o.sz.ActivateKeys}, {"troupe-mailbox", o.mailbox}} {
+		if v.n < 1 {
+			return o, fmt.Errorf("-%s must be positive, got %d", v.name, v.n)
+		}
+	}
+	return o, nil
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	o, err := parse(args, stderr)
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		fmt.Fprintln(stderr, "benchmarks:", err)
+		return 2
+	}
+	var peers []peer
+	for _, s := range o.systems {
+		switch s {
+		case "troupe":
+			peers = append(peers, troupePeer{mailbox: o.mailbox})
+		case "protoactor":
+			peers = append(peers, protoPeer{})
+		}
+	}
+	var keys []string
+	if slices.Contains(o.only, "activate") {
+		keys = activationKeys(o.sz.ActivateKeys)
+	}
+	logf := func(format string, args ...any) {
+		if !o.quietLog {
+			fmt.Fprintf(stderr, format, args...)
+		}
+	}
+	header(stdout, o)
+
+	if o.warmup {
+		small := o.sz.scaled(10)
+		for _, w := range selected(o.only) {
+			for _, p := range peers {
+				if _, err := w.run(p, small, keys[:min(len(keys), small.ActivateKeys)]); err != nil {
+					fmt.Fprintf(stderr, "benchmarks: warmup %s on %s: %v\n", w.name, p.Name(), err)
+					return 1
+				}
+			}
+		}
+	}
+
+	if o.cpuprofile != "" {
+		f, err := os.Create(o.cpuprofile)
+		if err != nil {
+			fmt.Fprintln(stderr, "benchmarks:", err)
+			return 1
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fmt.Fprintln(stderr, "benchmarks:", err)
+			return 1
+		}
+		defer pprof.StopCPUProfile()
+	}
+
+	// results[workload][peer] holds one measurement per round.
+	results := make(map[string]map[string][]measurement)
+	for r := range o.rounds {
+		order := slices.Clone(peers)
+		if r%2 == 1 {
+			slices.Reverse(order)
+		}
+		for _, w := range selected(o.only) {
+			if results[w.name] == nil {
+				results[w.name] = make(map[string][]measurement)
+			}
+			for _, p := range order {
+				m, err := w.run(p, o.sz, keys)
+				if err != nil {
+					fmt.Fprintf(stderr, "benchmarks: round %d %s on %s: %v\n", r+1, w.name, p.Name(), err)
+					return 1
+				}
+				results[w.name][p.Name()] = append(results[w.name][p.Name()], m)
+				logf("round %d/%d %-9s %-10s %s\n", r+1, o.rounds, w.name, p.Name(), describe(w.name, []measurement{m}))
+			}
+		}
+	}
+
+	fmt.Fprintln(stdout)
+	report(stdout, o, peers, results)
+	return 0
+}
+
+func selected(only []string) []workload {
+	var ws []workload
+	for _, w := range workloads {
+		if slices.Contains(only, w.name) {
+			ws = append(ws, w)
+		}
+	}
+	return ws
+}
+
+// scaled divides the workload sizes by f, keeping each at least 1.
+func (sz sizes) scaled(f int) sizes {
+	s := sz
+	for _, v := range []*int{&s.TellN, &s.ManyPer, &s.AskN, &s.PingPongM, &s.ActivateKeys} {
+		*v = max(1, *v/f)
+	}
+	return s
+}
+
+func header(w io.Writer, o options) {
+	paVersion := "unknown"
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, d := range bi.Deps {
+			if d.Path == "github.com/asynkron/protoactor-go" {
+				paVersion = d.Version
+			}
+		}
+	}
+	fmt.Fprintf(w, "go %s %s/%s, GOMAXPROCS %d, %d CPUs; protoactor-go %s\n",
+		runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.GOMAXPROCS(0), runtime.NumCPU(), paVersion)
+	fmt.Fprintf(w, "rounds %d; tell %d msgs; tell-many %d senders x %d keys x %d; ask %d; pingpong %d pairs x %d; activate %d keys; troupe mailbox %d (wait)\n",
+		o.rounds, o.sz.TellN, o.sz.ManySenders, o.sz.ManyKeys, o.sz.ManyPer*o.sz.ManySenders,
+		o.sz.AskN, o.sz.Pairs, o.sz.PingPongM, o.sz.ActivateKeys, o.mailbox)
+}
+
+// summary is the median over rounds of each figure of one workload on one
+// system.
+type summary struct {
+	primary, perActr float64
+	p50, p99         time.Duration
+}
+
+func summarize(ms []measurement) summary {
+	var s summary
+	s.primary = median(ms, func(m measurement) float64 { return m.primary })
+	s.perActr = median(ms, func(m measurement) float64 { return m.perActr })
+	s.p50 = time.Duration(median(ms, func(m measurement) float64 { return float64(m.p50) }))
+	s.p99 = time.Duration(median(ms, func(m measurement) float64 { return float64(m.p99) }))
+	return s
+}
+
+// describe prints the medians of ms for workload w.
+func describe(w string, ms []measurement) string {
+	s := summarize(ms)
+	switch w {
+	case "ask":
+		return fmt.Sprintf("%s asks/s  p50 %v  p99 %v", si(s.primary), s.p50, s.p99)
+	case "activate":
+		return fmt.Sprintf("%.3f s  %.0f B/actor", s.primary, s.perActr)
+	}
+	return fmt.Sprintf("%s msgs/s", si(s.primary))
+}
+
+func report(w io.Writer, o options, peers []peer, results map[string]map[string][]measurement) {
+	for _, wl := range selected(o.only) {
+		byPeer := results[wl.name]
+		for _, p := range peers {
+			fmt.Fprintf(w, "%-9s %-10s %s\n", wl.name, p.Name(), describe(wl.name, byPeer[p.Name()]))
+		}
+		tr, okT := byPeer["troupe"]
+		pr, okP := byPeer["protoactor"]
+		if !okT || !okP {
+			continue
+		}
+		t, p := summarize(tr), summarize(pr)
+		switch wl.name {
+		case "activate":
+			fmt.Fprintf(w, "ratio %s %.2f\n", wl.name, p.primary/t.primary)
+			fmt.Fprintf(w, "  heap per idle actor protoactor/troupe %.2f\n", p.perActr/t.perActr)
+		case "ask":
+			fmt.Fprintf(w, "ratio %s %.2f\n", wl.name, t.primary/p.primary)
+			fmt.Fprintf(w, "  p50 latency protoactor/troupe %.2f, p99 %.2f\n", float64(p.p50)/float64(t.p50), float64(p.p99)/float64(t.p99))
+		default:
+			fmt.Fprintf(w, "ratio %s %.2f\n", wl.name, t.primary/p.primary)
+		}
+	}
+	targets(w, o, results)
+}
+
+// targets checks Troupe against the goals of issue 2.
+func targets(w io.Writer, o options, results map[string]map[string][]measurement) {
+	var lines []string
+	check := func(name string, ok bool, got string) {
+		verdict := "MISSED"
+		if ok {
+			verdict = "met"
+		}
+		lines = append(lines, fmt.Sprintf("  %-34s %-7s %s", name, verdict, got))
+	}
+	ratio := func(wl string) (summary, summary, bool) {
+		tr, okT := results[wl]["troupe"]
+		pr, okP := results[wl]["protoactor"]
+		if !okT || !okP {
+			return summary{}, summary{}, false
+		}
+		return summarize(tr), summarize(pr), true
+	}
+	if t, p, ok := ratio("tell"); ok {
+		check("tell >= 1.5x protoactor", t.primary >= 1.5*p.primary, fmt.Sprintf("%.2fx", t.primary/p.primary))
+	}
+	if t, p, ok := ratio("ask"); ok {
+		check("ask >= 3x protoactor", t.primary >= 3*p.primary, fmt.Sprintf("%.2fx", t.primary/p.primary))
+	}
+	if tr, ok := results["ask"]["troupe"]; ok {
+		t := summarize(tr)
+		check("ask p50 <= 1.5us", t.p50 <= 1500*time.Nanosecond, t.p50.String())
+	}
+	if t, p, ok := ratio("pingpong"); ok {
+		check("pingpong >= 6x protoactor", t.primary >= 6*p.primary, fmt.Sprintf("%.2fx", t.primary/p.primary))
+	}
+	if tr, ok := results["activate"]["troupe"]; ok {
+		t := summarize(tr)
+		check("idle actor <= 300 B heap", t.perActr <= 300, fmt.Sprintf("%.0f B", t.perActr))
+		if o.sz.ActivateKeys == 1_000_000 {
+			check("1M activations <= 2 s", t.primary <= 2, fmt.Sprintf("%.3f s", t.primary))
+		}
+	}
+	if len(lines) > 0 {
+		fmt.Fprintln(w, "targets (troupe):")
+		for _, l := range lines {
+			fmt.Fprintln(w, l)
+		}
+	}
+}
+
+// si prints a rate with a k or M suffix.
+func si(v float64) string {
+	switch {
+	case v >= 1e6:
+		return strconv.FormatFloat(v/1e6, 'f', 2, 64) + "M"
+	case v >= 1e3:
+		return strconv.FormatFloat(v/1e3, 'f', 1, 64) + "k"
+	}
+	return strconv.FormatFloat(v, 'f', 0, 64)
+}

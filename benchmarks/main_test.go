@@ -1,0 +1,94 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+)
+
+// tiny are sizes that run every workload in milliseconds; the test checks
+// that the workloads work, not how fast.
+var tiny = sizes{
+	TellN: 2000, ManySenders: 2, ManyKeys: 8, ManyPer: 50, AskN: 200,
+	Pairs: 2, PingPongM: 200, ActivateKeys: 500, ActivateQuiet: time.Millisecond,
+}
+
+func TestEveryWorkloadRunsOnEverySystem(t *testing.T) {
+	keys := activationKeys(tiny.ActivateKeys)
+	for _, p := range []peer{troupePeer{mailbox: troupeMailbox}, protoPeer{}} {
+		for _, w := range workloads {
+			t.Run(w.name+"/"+p.Name(), func(t *testing.T) {
+				m, err := w.run(p, tiny, keys)
+				if err != nil {
+					t.Fatalf("%s on %s failed: %v", w.name, p.Name(), err)
+				}
+				if m.primary <= 0 {
+					t.Errorf("%s on %s measured %v, want a positive figure", w.name, p.Name(), m.primary)
+				}
+				if w.name == "ask" && (m.p50 <= 0 || m.p99 < m.p50) {
+					t.Errorf("ask on %s: p50 %v, p99 %v; want 0 < p50 <= p99", p.Name(), m.p50, m.p99)
+				}
+			})
+		}
+	}
+}
+
+func TestTroupeTellWaitsForRoomInASmallMailbox(t *testing.T) {
+	if _, err := (troupePeer{mailbox: 4}).Tell(1000); err != nil {
+		t.Fatalf("tell through a 4-message mailbox with Wait overflow failed: %v", err)
+	}
+}
+
+func TestRunPrintsMediansAndARatioPerWorkload(t *testing.T) {
+	var out, errOut bytes.Buffer
+	args := []string{"-rounds", "2", "-q", "-tell-n", "1000", "-many-n", "512", "-ask-n", "100",
+		"-pingpong-m", "100", "-activate-keys", "300", "-activate-quiet", "1ms"}
+	if code := run(args, &out, &errOut); code != 0 {
+		t.Fatalf("run exited %d; stderr:\n%s", code, errOut.String())
+	}
+	for _, w := range []string{"tell", "tell-many", "ask", "pingpong", "activate"} {
+		if !strings.Contains(out.String(), "\nratio "+w+" ") {
+			t.Errorf("output has no line %q:\n%s", "ratio "+w+" <x>", out.String())
+		}
+		for _, sys := range []string{"troupe", "protoactor"} {
+			if !strings.Contains(out.String(), "\n"+fmt.Sprintf("%-9s %-10s ", w, sys)) {
+				t.Errorf("output lacks the median of %s on %s:\n%s", w, sys, out.String())
+			}
+		}
+	}
+}
+
+func TestOnlySelectsWorkloads(t *testing.T) {
+	var out, errOut bytes.Buffer
+	if code := run([]string{"-only", "ask", "-rounds", "1", "-q", "-ask-n", "50"}, &out, &errOut); code != 0 {
+		t.Fatalf("run exited %d; stderr:\n%s", code, errOut.String())
+	}
+	if !strings.Contains(out.String(), "ratio ask ") || strings.Contains(out.String(), "ratio tell") {
+		t.Errorf("-only ask should print the ask ratio alone:\n%s", out.String())
+	}
+}
+
+func TestUnknownWorkloadIsRejected(t *testing.T) {
+	var out, errOut bytes.Buffer
+	if code := run([]string{"-only", "nope"}, &out, &errOut); code != 2 {
+		t.Fatalf("run -only nope exited %d, want 2; stderr:\n%s", code, errOut.String())
+	}
+	if !strings.Contains(errOut.String(), `unknown workload "nope"`) {
+		t.Errorf("stderr should name the unknown workload, got:\n%s", errOut.String())
+	}
+}
+
+func TestPercentileIsNearestRank(t *testing.T) {
+	lat := make([]time.Duration, 100)
+	for i := range lat {
+		lat[i] = time.Duration(100 - i) // unsorted on purpose
+	}
+	if got := percentile(lat, 0.50); got != 50 {
+		t.Errorf("p50 of 1..100 = %d, want 50", got)
+	}
+	if got := percentile(lat, 0.99); got != 99 {
+		t.Errorf("p99 of 1..100 = %d, want 99", got)
+	}
+}
