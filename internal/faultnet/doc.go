@@ -33,9 +33,10 @@
 //
 // A Network hands out wrapped listeners and dialers, applies a seeded fault
 // plan to every connection it makes, and partitions endpoints by name (the
-// listen address of each node). A partition fails new dials (refused at once,
-// or held until the context ends) and stalls the connections already open
-// between the two endpoints until Heal, as a real partition would.
+// listen address of each node). A partition fails new dials (Refuse: at
+// once; Blackhole: when the context ends) or swallows them (Swallow: the dial
+// succeeds and nothing is ever carried), and stalls the connections already
+// open between the two endpoints until Heal, as a real partition would.
 //
 //	fn := faultnet.NewNetwork(1)
 //	lnA, _ := fn.Listen(ctx, "127.0.0.1:0")
@@ -53,4 +54,6 @@
 // SilentRelay accepts TCP connections and never carries a byte onward: the
 // dial succeeds and the handshake never completes. It models a middlebox that
 // swallows a connection, the case the simultaneous-dial rule must survive.
+// Point a node's address map at SilentRelay.Addr for real sockets, or use a
+// Swallow partition for the same effect without one.
 package faultnet

@@ -38,6 +38,11 @@ const (
 	// Blackhole holds the dial until its context ends, like dropped SYNs;
 	// the error wraps both ErrPartitioned and the context's error.
 	Blackhole
+	// Swallow lets the dial succeed, but nothing reaches the listener and
+	// nothing comes back, like a relay that accepts and never carries:
+	// writes succeed until PipeBuffer bytes are queued, reads wait for
+	// their deadline. No socket is used.
+	Swallow
 )
 
 // Network wraps listeners and dialers on real loopback sockets so that every
@@ -109,7 +114,9 @@ func (n *Network) ResetAll() {
 }
 
 // Partition separates endpoints a and b: dials between them behave as mode
-// says, and open connections between them stall until Heal.
+// says, and open connections between them stall until Heal. Only
+// connections dialed through this Network's Dialers know their dialing
+// endpoint, so only those are stalled.
 func (n *Network) Partition(a, b string, mode PartitionMode) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -220,8 +227,16 @@ func (d *Dialer) DialContext(ctx context.Context, network, addr string) (net.Con
 	n.mu.Unlock()
 	if parted {
 		opErr := func(err error) error { return &net.OpError{Op: "dial", Net: network, Err: err} }
-		if mode == Refuse {
+		switch mode {
+		case Refuse:
 			return nil, opErr(ErrPartitioned)
+		case Swallow:
+			// The far end of the pipe is never read or written.
+			near, _ := Pipe(nil, nil)
+			n.mu.Lock()
+			defer n.mu.Unlock()
+			n.conns = append(n.conns, &tracked{c: near, from: d.from, to: addr})
+			return near, nil
 		}
 		<-ctx.Done()
 		return nil, opErr(fmt.Errorf("%w: %w", ErrPartitioned, ctx.Err()))

@@ -197,3 +197,30 @@ func TestSilentRelayAcceptsAndNeverAnswers(t *testing.T) {
 		t.Fatalf("Accepted() = %d, want 1", got)
 	}
 }
+
+func TestSwallowedDialSucceedsAndNeverCarries(t *testing.T) {
+	ctx := testCtx(t)
+	fn := faultnet.NewNetwork(1)
+	a, b := newNode(t, ctx, fn), newNode(t, ctx, fn)
+	fn.Partition(a.name, b.name, faultnet.Swallow)
+
+	c, err := a.dial.DialContext(ctx, "tcp", b.name)
+	if err != nil {
+		t.Fatalf("dial across a Swallow partition = %v, want success", err)
+	}
+	defer c.Close()
+	if _, err := c.Write([]byte("HELLO handshake")); err != nil {
+		t.Fatalf("write to a swallowed connection: %v", err)
+	}
+	_ = c.SetReadDeadline(time.Now().Add(30 * time.Millisecond))
+	if _, err := c.Read(make([]byte, 1)); !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("read from a swallowed connection = %v, want no answer (deadline)", err)
+	}
+	acceptCtx, cancel := context.WithTimeout(ctx, 30*time.Millisecond)
+	defer cancel()
+	go func() { <-acceptCtx.Done(); b.ln.(interface{ Close() error }).Close() }()
+	if s, err := b.ln.Accept(); err == nil {
+		s.Close()
+		t.Fatal("the listener accepted a connection that a Swallow partition should have kept from it")
+	}
+}
