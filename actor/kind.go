@@ -14,14 +14,16 @@ const shardCount = 64
 // kind is the runtime of one definition inside one system: the table of
 // its live activations, sharded by key.
 type kind[S, M any] struct {
-	def    *Def[S, M]
-	h      *host.Host
-	seed   maphash.Seed
-	idle   time.Duration
-	ask    time.Duration
-	bmin   time.Duration
-	bmax   time.Duration
-	shards [shardCount]shard[S, M]
+	def  *Def[S, M]
+	h    *host.Host
+	seed maphash.Seed
+	idle time.Duration
+	ask  time.Duration
+	bmin time.Duration
+	bmax time.Duration
+	// lastSweep is touched only by the host's clock goroutine.
+	lastSweep time.Time
+	shards    [shardCount]shard[S, M]
 }
 
 type shard[S, M any] struct {
@@ -137,6 +139,10 @@ func (k *kind[S, M]) each(f func(*cell[S, M])) {
 
 // Sweep passivates cells idle for the idle timeout.
 func (k *kind[S, M]) Sweep(now time.Time) {
+	if now.Sub(k.lastSweep) < k.idle/4 {
+		return
+	}
+	k.lastSweep = now
 	before := now.Add(-k.idle)
 	k.each(func(c *cell[S, M]) {
 		c.mu.Lock()

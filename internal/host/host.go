@@ -38,7 +38,8 @@ type Event struct {
 // Kind is the runtime side of one registered actor definition.
 type Kind interface {
 	Name() string
-	// Sweep passivates activations idle since before cutoff.
+	// Sweep is called every linger tick; it passivates activations idle
+	// for their timeout, scanning at most every quarter of it.
 	Sweep(now time.Time)
 	// Deepest reports the longest mailbox of this type.
 	Deepest() int
@@ -88,12 +89,11 @@ type Host struct {
 	clockDone chan struct{}
 	clockStop chan struct{}
 
-	Active    atomic.Int64
-	Queued    atomic.Int64
-	AsksOut   atomic.Int64
-	Restarts  atomic.Int64
-	Dropped   atomic.Int64
-	lastSweep time.Time
+	Active   atomic.Int64
+	Queued   atomic.Int64
+	AsksOut  atomic.Int64
+	Restarts atomic.Int64
+	Dropped  atomic.Int64
 }
 
 // New returns a running Host. Call Stop and Wait to end it.
@@ -214,14 +214,6 @@ func (h *Host) advance() {
 }
 
 func (h *Host) maybeSweep(now time.Time) {
-	every := h.IdleTimeout / 4
-	if every < h.Linger {
-		every = h.Linger
-	}
-	if now.Sub(h.lastSweep) < every {
-		return
-	}
-	h.lastSweep = now
 	for _, k := range h.Kinds() {
 		k.Sweep(now)
 	}

@@ -1,0 +1,79 @@
+// Package actor is the typed API of Troupe: actor definitions, refs,
+// Tell, Ask and the handler's Context.
+//
+// # Definitions
+//
+// An actor type is declared once, at package scope, with a stable name, a
+// state type S, a message type M and a handler:
+//
+//	type CounterMsg interface{ counterMsg() } // sealed: only this package's types
+//
+//	type Add struct{ N int }
+//	type Get struct{ actor.Reply[CounterMsg, int] } // a request answered with an int
+//
+//	func (Add) counterMsg() {}
+//	func (Get) counterMsg() {}
+//
+//	var Counter = actor.Define("counter", func(c *actor.Context[int, CounterMsg], m CounterMsg) error {
+//		switch m := m.(type) {
+//		case Add:
+//			c.SetState(c.State() + m.N)
+//		case Get:
+//			return actor.Respond(c, m, c.State())
+//		}
+//		return nil
+//	}, actor.WithMailbox(1000, actor.Refuse))
+//
+// The name is the actor's identity across processes and versions: keep it
+// stable. Options set the mailbox bound and overflow policy, the idle
+// timeout, the ask timeout and the restart backoff; WithInit sets each
+// key's initial state and WithRun makes the actor proactive. Problems with
+// a definition are reported when a system registers it, naming the
+// definition and the field.
+//
+// # Refs and messages
+//
+// Def.Ref(sys, key) names one key of the type in a system. A Ref is a
+// value: comparable, printable (type/key) and encodable inside messages
+// and state. Taking a ref activates nothing; the first message does.
+//
+// Ref.Tell sends without waiting. Ask sends a request and returns its
+// reply, typed by the Reply marker the request embeds: Ask(ctx, counter,
+// Get{}) returns an int, Respond accepts only an int, and asking an actor
+// whose message type is not the request's does not compile. When ctx has no
+// deadline the definition's ask timeout applies (default 10 s). An ask
+// whose caller stops waiting is dropped if still queued, and cancels the
+// handler's Context if running.
+//
+// # Handlers and state
+//
+// One message at a time per key, in the order each sender sent them. The
+// Context gives the actor's ref, its state, timers, the system, and a way
+// to ask without blocking (Pipe) or to reply later (Defer).
+//
+// State is a value the runtime keeps for the key. SetState and Update are
+// the commit points: after a failure (a returned error or a panic) the
+// actor restarts, after a backoff, from the state of its last completed
+// SetState or Update, with its mailbox kept. A handler must therefore not
+// change the state in place: do not write into a map or slice that the
+// current state holds, or through a pointer it holds, and then fail, or
+// the "saved" state has changed too. Build a new value and set it:
+//
+//	c.Update(func(s Cart) Cart {
+//		s.Items = append(slices.Clip(s.Items), item) // copy on write
+//		return s
+//	})
+//
+// maps.Clone and slices.Clone make the copy easy; a state of plain values
+// (structs of numbers and strings) needs none. State types must be
+// encodable (no funcs or channels): later, replicated and durable actors
+// store and ship them.
+//
+// # Failures
+//
+// A handler error or panic reaches an asker as an error wrapping
+// ErrActorFailed (errors.As gives *FailedError and its cause, a
+// *PanicError for panics); a panic never crashes the process. Return an
+// error only when the actor cannot go on: expected outcomes belong in the
+// reply type.
+package actor
