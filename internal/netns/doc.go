@@ -12,7 +12,9 @@
 // # Requirements
 //
 // Root, and the ip, tc and nft commands (Debian: apt-get install -y iproute2
-// nftables). New skips the test with a message naming what is missing. The
+// nftables). New skips the test with a message naming what is missing; with
+// CI set in the environment and running as root, it fails instead, so a
+// broken CI install cannot hide behind skips. The
 // kernel needs veth, bridge, tbf and nf_tables; netem is not required (this
 // package has no delay: use internal/delayproxy for that).
 //
@@ -50,7 +52,8 @@
 // # Shaping and filtering
 //
 // LimitEgress and LimitIngress put a tbf qdisc on a host's link (egress on
-// eth0, ingress on the switch port toward the host). Block, Drop, Reject and
+// eth0, ingress on the switch port toward the host); ShapeEgress and
+// ShapeIngress take every tbf parameter (burst, queue latency). Block, Drop, Reject and
 // Loss add nftables rules in the sending host's output chain between chosen
 // hosts: silently dropped packets (a dial times out), TCP resets (a dial is
 // refused, an open connection is reset) and random loss

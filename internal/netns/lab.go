@@ -108,11 +108,17 @@ func Missing() string {
 }
 
 // New builds a Lab for the test, or skips the test when Missing says this
-// process cannot. It fails the test if building fails, and deletes
+// process cannot (under CI=true as root, a missing tool fails the test
+// instead). It fails the test if building fails, and deletes
 // everything it made when the test ends.
 func New(ctx context.Context, t testing.TB, cfg Config) *Lab {
 	t.Helper()
 	if why := Missing(); why != "" {
+		// In CI (root) a missing tool is a broken setup, not a reason to
+		// skip: fail so the install step gets fixed.
+		if os.Getenv("CI") != "" && os.Geteuid() == 0 {
+			t.Fatalf("netns: CI runs as root but %s", why)
+		}
 		t.Skipf("netns: skipping test that needs network namespaces: %s", why)
 	}
 	if err := cfg.Validate(); err != nil {

@@ -160,14 +160,9 @@ func TestHostsHaveNoRouteOutOfTheLab(t *testing.T) {
 	}
 }
 
-func TestEgressCapRoughlyLimitsThroughput(t *testing.T) {
-	ctx := testCtx(t, 30*time.Second)
-	lab := netns.New(ctx, t, netns.Config{Hosts: 2})
-	h0, h1 := lab.Host(0), lab.Host(1)
-	const rate = 16 * netns.Mbit
-	if err := lab.LimitEgress(ctx, h0, rate); err != nil {
-		t.Fatal(err)
-	}
+// throughput sends size bytes from h0 to h1 and returns bits per second.
+func throughput(t *testing.T, ctx context.Context, h0, h1 *netns.Host, size int) float64 {
+	t.Helper()
 	ln, err := h1.Listen(ctx, "tcp4", addr(h1, 7000))
 	if err != nil {
 		t.Fatal(err)
@@ -188,7 +183,7 @@ func TestEgressCapRoughlyLimitsThroughput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const size = 1 << 20 // 0.52 s at 16 Mbit/s
+	defer c.Close()
 	start := time.Now()
 	_ = c.SetDeadline(time.Now().Add(20 * time.Second))
 	if _, err := c.Write(make([]byte, size)); err != nil {
@@ -197,19 +192,53 @@ func TestEgressCapRoughlyLimitsThroughput(t *testing.T) {
 	_ = c.(*net.TCPConn).CloseWrite()
 	n := <-received
 	elapsed := time.Since(start)
-	c.Close()
-	if n != size {
+	if n != int64(size) {
 		t.Fatalf("received %d bytes, want %d", n, size)
 	}
-	bps := float64(n*8) / elapsed.Seconds()
-	t.Logf("%d bytes in %v: %.1f Mbit/s under a %d Mbit/s cap", n, elapsed, bps/1e6, rate/netns.Mbit)
-	// A loose sanity bound: the cap must hold within 2x (unshaped veth
-	// carries gigabits per second).
-	if bps > 2*float64(rate) {
-		t.Fatalf("throughput %.1f Mbit/s exceeds twice the %d Mbit/s cap", bps/1e6, rate/netns.Mbit)
-	}
-	if err := lab.Unlimit(ctx, h0); err != nil {
+	return float64(n*8) / elapsed.Seconds()
+}
+
+// A loose sanity bound: a cap must hold within 2x (an unshaped veth carries
+// gigabits per second), and 1 MiB at 16 Mbit/s takes about half a second.
+const (
+	testRate = 16 * netns.Mbit
+	testSize = 1 << 20
+)
+
+func TestEgressCapRoughlyLimitsThroughput(t *testing.T) {
+	ctx := testCtx(t, 30*time.Second)
+	lab := netns.New(ctx, t, netns.Config{Hosts: 2})
+	if err := lab.LimitEgress(ctx, lab.Host(0), testRate); err != nil {
 		t.Fatal(err)
+	}
+	bps := throughput(t, ctx, lab.Host(0), lab.Host(1), testSize)
+	t.Logf("%.1f Mbit/s under a %d Mbit/s egress cap", bps/1e6, testRate/netns.Mbit)
+	if bps > 2*float64(testRate) {
+		t.Fatalf("throughput %.1f Mbit/s exceeds twice the %d Mbit/s cap", bps/1e6, testRate/netns.Mbit)
+	}
+	if err := lab.Unlimit(ctx, lab.Host(0)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestIngressCapRoughlyLimitsThroughput(t *testing.T) {
+	ctx := testCtx(t, 30*time.Second)
+	lab := netns.New(ctx, t, netns.Config{Hosts: 2})
+	if err := lab.ShapeIngress(ctx, lab.Host(1), netns.TBF{Rate: testRate, Latency: 50 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	bps := throughput(t, ctx, lab.Host(0), lab.Host(1), testSize)
+	t.Logf("%.1f Mbit/s under a %d Mbit/s ingress cap", bps/1e6, testRate/netns.Mbit)
+	if bps > 2*float64(testRate) {
+		t.Fatalf("throughput %.1f Mbit/s exceeds twice the %d Mbit/s cap", bps/1e6, testRate/netns.Mbit)
+	}
+}
+
+func TestShapeRejectsAMissingRate(t *testing.T) {
+	ctx := testCtx(t, 30*time.Second)
+	lab := netns.New(ctx, t, netns.Config{Hosts: 1})
+	if err := lab.ShapeEgress(ctx, lab.Host(0), netns.TBF{}); !errors.Is(err, netns.ErrBadRate) {
+		t.Fatalf("ShapeEgress without a rate = %v, want ErrBadRate", err)
 	}
 }
 
