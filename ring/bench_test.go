@@ -3,6 +3,7 @@ package ring
 import (
 	"encoding/binary"
 	"hash"
+	"slices"
 	"sync"
 	"testing"
 
@@ -187,4 +188,28 @@ func BenchmarkMoves100Join(b *testing.B) {
 	for b.Loop() {
 		_ = Moves(before, after, 3)
 	}
+}
+
+var sinkInt int
+
+// BenchmarkSuccessor100 compares the bucket index Ring uses to find a key's
+// next position with a plain binary search over the same sorted tokens.
+func BenchmarkSuccessor100(b *testing.B) {
+	r := New(seededMembers(1, 100))
+	toks := seededKeyTokens(4096)
+	b.Run("bucket", func(b *testing.B) {
+		i := 0
+		for b.Loop() {
+			sinkInt += r.successor(toks[i&4095])
+			i++
+		}
+	})
+	b.Run("binary-search", func(b *testing.B) {
+		i := 0
+		for b.Loop() {
+			j, _ := slices.BinarySearch(r.tokens, toks[i&4095])
+			sinkInt += j
+			i++
+		}
+	})
 }

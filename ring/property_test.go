@@ -269,3 +269,19 @@ func TestPropertyPlacementAnswersBeforeAndNow(t *testing.T) {
 		}
 	})
 }
+
+func TestPropertySuccessorIsTheFirstPositionAtOrAfterTheToken(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		r := New(membersGen(6).Filter(func(ms []Member) bool { return len(ms) > 0 }).Draw(t, "members"))
+		near := rapid.SampledFrom(r.tokens).Draw(t, "position")
+		for _, tok := range []Token{tokenGen().Draw(t, "token"), near - 1, near, near + 1} {
+			want, _ := slices.BinarySearch(r.tokens, tok)
+			if want == len(r.tokens) {
+				want = 0
+			}
+			if got := r.successor(tok); got != want {
+				t.Fatalf("successor(%#x) = %d, want %d", uint64(tok), got, want)
+			}
+		}
+	})
+}

@@ -14,6 +14,12 @@ type Ring struct {
 	tokens  []Token  // sorted virtual-node positions
 	owners  []int32  // owners[i] indexes members: the member of tokens[i]
 	version Version
+
+	// bucket[p] is the index of the first position whose top bits are at
+	// least p, for p up to 2^bits (a power of two at least len(tokens)), so
+	// a search narrows to about one position with one load.
+	bucket []uint32
+	shift  uint // 64 - bits
 }
 
 // vnode is one virtual node during construction.
@@ -62,7 +68,25 @@ func assemble(members []Member, vs []vnode) *Ring {
 		r.tokens[i] = v.token
 		r.owners[i] = v.owner
 	}
+	r.indexBuckets()
 	return r
+}
+
+func (r *Ring) indexBuckets() {
+	bits := uint(1)
+	for 1<<bits < len(r.tokens) {
+		bits++
+	}
+	r.shift = 64 - bits
+	r.bucket = make([]uint32, 1<<bits+1)
+	i := 0
+	for p := range 1 << bits {
+		for i < len(r.tokens) && uint64(r.tokens[i])>>r.shift < uint64(p) {
+			i++
+		}
+		r.bucket[p] = uint32(i)
+	}
+	r.bucket[1<<bits] = uint32(len(r.tokens))
 }
 
 // With returns the ring with m added, or r itself if m is already a member.
@@ -167,11 +191,20 @@ func (r *Ring) Version() Version {
 // successor returns the index of the first virtual node at or clockwise
 // after t. The ring must not be empty.
 func (r *Ring) successor(t Token) int {
-	i, _ := slices.BinarySearch(r.tokens, t)
-	if i == len(r.tokens) {
+	p := uint64(t) >> r.shift
+	lo, hi := int(r.bucket[p]), int(r.bucket[p+1])
+	if hi-lo > 8 { // rare: a crowded bucket
+		i, _ := slices.BinarySearch(r.tokens[lo:hi], t)
+		lo += i
+	} else {
+		for lo < hi && r.tokens[lo] < t {
+			lo++
+		}
+	}
+	if lo == len(r.tokens) {
 		return 0
 	}
-	return i
+	return lo
 }
 
 // seenWords is how many 64-bit words of "already chosen" marks a replica walk

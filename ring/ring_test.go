@@ -207,3 +207,20 @@ func TestMemberString(t *testing.T) {
 		t.Errorf("String = %q, want %q", got, want)
 	}
 }
+
+func TestCrowdedPositionsAreSearchedCorrectly(t *testing.T) {
+	addrs := make([]string, 40) // 40 positions at tokens 10..400, all in one bucket
+	for i := range addrs {
+		addrs[i] = string(rune('A' + i%26))
+	}
+	r := ringOfPositions(addrs...)
+	for tok := Token(0); tok <= 410; tok++ {
+		want := 0 // at or below the first position, or past the last: wrap to 0
+		if tok > 10 && tok <= 400 {
+			want = int((tok+9)/10) - 1 // position i sits at token 10(i+1)
+		}
+		if got := r.successor(tok); got != want {
+			t.Fatalf("successor(%d) = %d, want %d", tok, got, want)
+		}
+	}
+}
