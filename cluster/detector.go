@@ -1,0 +1,202 @@
+package cluster
+
+import (
+	"slices"
+	"time"
+)
+
+// The failure detector judges members by elapsed silence. It watches only
+// the active neighbours and the members it is probing; verdicts about
+// everyone else arrive by gossip.
+//
+// Evidence of life is the last membership message from the process (sent by
+// the loop that owns placement) or, up to DeadAfter beyond that, the last
+// bytes of any kind from its address (fed by Heard). Silence is measured
+// from the later of that evidence and the moment this node started watching
+// the process.
+//
+// Verdicts: after SuspectAfter of silence an observer marks the member
+// suspect and adds itself to the record's accusers; after SuspectAfter +
+// DeadAfter it declares the member dead, provided the record carries enough
+// accusers (see needed). Both timeouts stretch by (1 + health) when this
+// node doubts itself, and a node that hears nobody, or whose own ticks ran
+// late, accuses no one.
+
+// maxProbes bounds outstanding probes: one starts per Heartbeat and each
+// lasts at most until its target is dead.
+func (c *Core) maxProbes() int {
+	return int((c.t.SuspectAfter+c.t.DeadAfter)/c.t.Heartbeat) + 2
+}
+
+// evidence returns the last sign of life from id.
+func (c *Core) evidence(id NodeID) time.Time {
+	ev := c.lastFrame[id]
+	if b := c.lastBytes[id.Addr]; !ev.IsZero() && b.After(ev) {
+		ev = minTime(b, ev.Add(c.t.DeadAfter))
+	}
+	return ev
+}
+
+// silence is how long id has been silent while watched.
+func (c *Core) silence(id NodeID) time.Duration {
+	base := c.evidence(id)
+	if w := c.watchFrom[id]; w.After(base) {
+		base = w
+	}
+	return c.now.Sub(base)
+}
+
+// needed is the number of distinct accusers required before id is declared
+// dead: Confirmations, capped by the number of other live members that
+// could observe it, and never below one. In a three-node cluster both
+// survivors must agree; in a two-node cluster the survivor decides alone.
+func (c *Core) needed(id NodeID) int {
+	others := c.seenAlive + c.suspects
+	if c.liveRecord(id) {
+		others--
+	}
+	return max(1, min(c.cfg.Confirmations, others-0))
+}
+
+func (c *Core) canAccuse() bool {
+	return c.joined && !c.isolated && !c.now.Before(c.quietUntil)
+}
+
+func (c *Core) stretch() time.Duration { return time.Duration(1 + c.health) }
+
+// detect issues suspicions and death verdicts for watched members.
+func (c *Core) detect() {
+	if !c.canAccuse() {
+		return
+	}
+	suspectAfter := c.t.SuspectAfter * c.stretch()
+	deadAfter := c.t.DeadAfter * c.stretch()
+	watched := slices.Clone(c.active)
+	for _, p := range c.probes {
+		watched = append(watched, p.id)
+	}
+	for _, id := range watched {
+		m, ok := c.table.Get(id)
+		if !ok || !(m.Status.SeenAlive() || m.Status == StatusSuspect) {
+			continue
+		}
+		s := c.silence(id)
+		if s < suspectAfter {
+			continue
+		}
+		if m.Status != StatusSuspect || !slices.Contains(m.Accusers, c.self.ID.Addr) {
+			rec := m.Clone()
+			rec.Status = StatusSuspect
+			rec.Accusers = append(rec.Accusers, c.self.ID.Addr)
+			c.log.Info("suspecting member", "member", id.String(), "silence", s)
+			c.applyLocal(rec)
+			m, _ = c.table.Get(id)
+		}
+		if s >= suspectAfter+deadAfter && m.Status == StatusSuspect && len(m.Accusers) >= c.needed(id) {
+			rec := m.Clone()
+			rec.Status = StatusDead
+			c.log.Info("declaring member dead", "member", id.String(), "silence", s, "accusers", m.Accusers)
+			c.applyLocal(rec)
+		}
+	}
+}
+
+// applyLocal merges a record this node produced about another member.
+func (c *Core) applyLocal(rec Member) {
+	for _, ch := range c.table.Apply(rec) {
+		c.onChange(ch)
+	}
+}
+
+// probe starts a probe of the least-recently-heard live member that is not
+// a neighbour, and pings every outstanding probe. Without it, members whose
+// neighbours all sit across a partition would be kept alive forever by the
+// absence of verdicts.
+func (c *Core) probe() {
+	if len(c.probes) < c.maxProbes() {
+		if id, ok := c.leastRecentlyHeard(); ok {
+			c.probes = append(c.probes, pending{id: id, since: c.now})
+			c.watchFrom[id] = c.now
+		}
+	}
+	for _, p := range c.probes {
+		c.send(p.id.Addr, Message{Type: MsgPing, To: p.id, Records: c.piggyback()})
+	}
+}
+
+func (c *Core) leastRecentlyHeard() (NodeID, bool) {
+	n := c.table.Len()
+	if n == 0 {
+		return NodeID{}, false
+	}
+	var best NodeID
+	var bestAt time.Time
+	found := false
+	start := c.rng.IntN(n)
+	for i := range n {
+		m := c.table.at((start + i) % n)
+		if m.ID == c.self.ID || !(m.Status.SeenAlive() || m.Status == StatusSuspect) || c.inActive(m.ID) ||
+			slices.ContainsFunc(c.probes, func(p pending) bool { return p.id == m.ID }) {
+			continue
+		}
+		if ev := c.evidence(m.ID); !found || ev.Before(bestAt) {
+			best, bestAt, found = m.ID, ev, true
+		}
+	}
+	return best, found
+}
+
+// noteLateTick detects that this node's own loop ran late (CPU starvation,
+// a pause): silence it measured meanwhile says more about itself than
+// about its peers, so it raises its health score and accuses no one for a
+// SuspectAfter.
+func (c *Core) noteLateTick(now time.Time) {
+	if c.lastTick.IsZero() || now.Sub(c.lastTick) <= 2*c.t.Heartbeat {
+		return
+	}
+	c.health = min(maxHealth, c.health+2)
+	c.quietUntil = now.Add(c.t.SuspectAfter)
+	c.setHealthy(false)
+}
+
+// updateHealth runs once per Heartbeat: the score falls while this node
+// hears somebody and rises while it hears nobody; a node that heard nobody
+// for SuspectAfter is isolated.
+func (c *Core) updateHealth() {
+	if c.members <= 1 {
+		c.health, c.isolated = 0, false
+		c.setHealthy(c.now.After(c.quietUntil) || c.now.Equal(c.quietUntil))
+		return
+	}
+	if c.now.Sub(c.lastAny) <= 2*c.t.Heartbeat {
+		c.health = max(0, c.health-1)
+	} else {
+		c.health = min(maxHealth, c.health+1)
+	}
+	base := c.lastAny
+	if c.joinedAt.After(base) {
+		base = c.joinedAt
+	}
+	c.isolated = c.now.Sub(base) > c.t.SuspectAfter
+	c.setHealthy(c.health == 0 && !c.isolated && !c.now.Before(c.quietUntil))
+}
+
+func (c *Core) setHealthy(h bool) {
+	if h == c.healthy {
+		return
+	}
+	c.healthy = h
+	c.emit(Event{Kind: EventLocalHealth, Healthy: h})
+	if h {
+		c.log.Info("local health restored")
+	} else {
+		c.log.Info("doubting local observations", "health", c.health, "isolated", c.isolated)
+	}
+}
+
+func minTime(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
+}
