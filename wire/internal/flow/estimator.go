@@ -416,7 +416,10 @@ func (e *Estimator) nextPhase(t int64) bool {
 		// give up after three when credit or the application held it back.
 		return (full && float64(e.inflight) >= g*float64(e.BDP())) || elapsed > 3*e.MinRTT()
 	case g < 1:
-		return full || e.inflight <= e.BDP()
+		// Unlike BBR v1, stay until the queue is gone (as BBR v2's
+		// probe-down does): an overestimate or a probe must not leave a
+		// standing queue that small envelopes wait behind.
+		return e.inflight <= e.BDP() || elapsed > 4*e.MinRTT()
 	default:
 		return full
 	}

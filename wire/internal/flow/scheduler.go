@@ -51,6 +51,17 @@ func (c Config) withDefaults() Config {
 	if c.PacerBurst == 0 {
 		c.PacerBurst = 2 * int64(c.MaxFrame)
 	}
+	streams := make([]StreamConfig, len(c.Streams))
+	for i, s := range c.Streams {
+		if s.Window == 0 {
+			s.Window = DefaultWindow
+		}
+		if s.MaxWindow == 0 {
+			s.MaxWindow = max(DefaultMaxWindow, s.Window)
+		}
+		streams[i] = s
+	}
+	c.Streams = streams
 	return c
 }
 
@@ -209,6 +220,8 @@ type Scheduler struct {
 	keys    map[streamKey]int32 // newest envelope of each key
 	aborts  list
 	pending int
+	// dataQueued is the unwritten bytes of envelopes on data streams.
+	dataQueued int64
 
 	smallCursor, largeCursor int
 
@@ -313,6 +326,9 @@ func (s *Scheduler) enqueue(stream StreamID, key uint64, payload []byte, size in
 	e.prevKey, e.nextKey, e.prev, e.next = none, none, none, none
 	e.keyLinked = true
 	s.pending++
+	if s.streams[si].cfg.Class == ClassData {
+		s.dataQueued += int64(size)
+	}
 	k := streamKey{int32(si), key}
 	if tail, ok := s.keys[k]; ok {
 		s.slots[tail].nextKey = slot
@@ -430,6 +446,9 @@ func (s *Scheduler) Cancel(h Handle) CancelResult {
 	if e.state == envReady {
 		s.unlink(s.listOf(e), h.slot)
 	}
+	if s.streams[e.stream].cfg.Class == ClassData {
+		s.dataQueued -= int64(e.size - e.sent)
+	}
 	s.unkey(h.slot)
 	if e.sent == 0 {
 		s.release(h.slot)
@@ -490,7 +509,28 @@ func (s *Scheduler) Next(now time.Time) (f Frame, wait time.Duration, ok bool) {
 		return Frame{}, d, false
 	}
 	*cursor = (c + 1) % len(data) // the stream had its turn
+	if s.limitedAfter(data, int64(n)) {
+		s.est.SetAppLimited()
+	}
 	return s.emit(l, n, now), 0, true
+}
+
+// limitedAfter reports whether, after writing n more bytes, what holds the
+// sender back is the application (too little queued) or the peer (too
+// little credit) rather than the congestion window: samples of such sends
+// measure the application or the receiver, not the path.
+func (s *Scheduler) limitedAfter(data []int32, n int64) bool {
+	room := s.est.CWnd() - s.est.Inflight() - n
+	if s.dataQueued-n < room {
+		return true
+	}
+	var credit int64
+	for _, si := range data {
+		if st := &s.streams[si]; st.small.head != none || st.large.head != none {
+			credit += st.credit.Available()
+		}
+	}
+	return credit-n < room
 }
 
 // pick returns the list, among the data streams round robin from cursor,
@@ -552,6 +592,9 @@ func (s *Scheduler) emit(l *list, n int, now time.Time) Frame {
 	}
 	_ = st.credit.Spend(int64(n)) // fits checked the credit
 	e.sent += n
+	if st.cfg.Class == ClassData {
+		s.dataQueued -= int64(n)
+	}
 	s.est.OnSend(st.cfg.ID, st.credit.Sent(), n, now)
 	s.pacer.Spend(n, now)
 	if e.sent < e.size {

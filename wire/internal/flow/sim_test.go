@@ -1,0 +1,216 @@
+package flow
+
+import (
+	"container/heap"
+	"time"
+)
+
+// sim is a deterministic simulated connection in virtual time: a Scheduler
+// writes frames into a bottleneck link (a FIFO at rate bytes/s, then a
+// one-way delay), a receiver with RecvCredit per stream consumes complete
+// envelopes (at once, or at a limited rate) and sends grants back over the
+// same delay, unlimited in rate. Nothing sleeps; events run in time order.
+type sim struct {
+	t        fataler
+	now      time.Time
+	s        *Scheduler
+	recv     map[StreamID]*RecvCredit
+	rate     float64       // bottleneck bytes per second
+	oneWay   time.Duration // propagation delay each way
+	linkFree time.Time     // when the bottleneck finishes its queue
+	// consumeRate, if positive, is how fast the receiving application
+	// consumes, in bytes per second.
+	consumeRate float64
+	consumeFree time.Time
+
+	events   eventHeap
+	seq      int
+	wakeAt   time.Time // pending sender wake-up, zero if none
+	grantAt  map[StreamID]time.Time
+	onArrive func(f Frame, at time.Time)
+	onWrite  func(f Frame)
+	written  int64
+}
+
+type simEvent struct {
+	at  time.Time
+	seq int
+	run func()
+}
+
+type eventHeap []simEvent
+
+func (h eventHeap) Len() int { return len(h) }
+func (h eventHeap) Less(i, j int) bool {
+	if !h[i].at.Equal(h[j].at) {
+		return h[i].at.Before(h[j].at)
+	}
+	return h[i].seq < h[j].seq
+}
+func (h eventHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *eventHeap) Push(x any)   { *h = append(*h, x.(simEvent)) }
+func (h *eventHeap) Pop() any {
+	old := *h
+	e := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return e
+}
+
+func newSim(t fataler, cfg Config, recv RecvConfig, rate float64, rtt time.Duration) *sim {
+	t.Helper()
+	m := &sim{
+		t: t, now: t0, s: mustScheduler(t, cfg), recv: map[StreamID]*RecvCredit{},
+		rate: rate, oneWay: rtt / 2, grantAt: map[StreamID]time.Time{},
+	}
+	for _, sc := range cfg.Streams {
+		r := mustRecv(t, recv)
+		m.recv[sc.ID] = &r
+	}
+	return m
+}
+
+func (m *sim) at(when time.Time, run func()) {
+	m.seq++
+	heap.Push(&m.events, simEvent{at: when, seq: m.seq, run: run})
+}
+
+// runUntil processes events until virtual time end.
+func (m *sim) runUntil(end time.Time) {
+	m.pump()
+	for m.events.Len() > 0 {
+		ev := m.events[0]
+		if ev.at.After(end) {
+			break
+		}
+		heap.Pop(&m.events)
+		m.now = ev.at
+		ev.run()
+	}
+	m.now = end
+}
+
+// pump writes every frame the scheduler allows now.
+func (m *sim) pump() {
+	for {
+		f, wait, ok := m.s.Next(m.now)
+		if !ok {
+			if wait > 0 {
+				m.wake(m.now.Add(wait))
+			}
+			return
+		}
+		if m.onWrite != nil {
+			m.onWrite(f)
+		}
+		m.written += int64(f.Len)
+		start := m.now
+		if m.linkFree.After(start) {
+			start = m.linkFree
+		}
+		m.linkFree = start.Add(time.Duration(float64(f.Len+frameOverhead) / m.rate * float64(time.Second)))
+		m.at(m.linkFree.Add(m.oneWay), func() { m.arrive(f) })
+	}
+}
+
+// frameOverhead is a header's worth of bytes on the link.
+const frameOverhead = 16
+
+func (m *sim) wake(at time.Time) {
+	if !m.wakeAt.IsZero() && !m.wakeAt.After(at) && m.wakeAt.After(m.now) {
+		return
+	}
+	m.wakeAt = at
+	m.at(at, func() {
+		if m.wakeAt.Equal(at) {
+			m.wakeAt = time.Time{}
+		}
+		m.pump()
+	})
+}
+
+func (m *sim) arrive(f Frame) {
+	if m.onArrive != nil {
+		m.onArrive(f, m.now)
+	}
+	if f.Kind != FrameData {
+		return
+	}
+	r := m.recv[f.Stream]
+	held, err := r.Arrive(int64(f.Len), f.Last, m.now)
+	if err != nil {
+		m.t.Fatalf("at %v: %v", m.now.Sub(t0), err)
+	}
+	if held > 0 || f.Last {
+		if m.consumeRate <= 0 {
+			_ = r.Consume(held, m.now)
+		} else {
+			start := m.now
+			if m.consumeFree.After(start) {
+				start = m.consumeFree
+			}
+			m.consumeFree = start.Add(time.Duration(float64(held) / m.consumeRate * float64(time.Second)))
+			m.at(m.consumeFree, func() {
+				_ = r.Consume(held, m.now)
+				m.maybeGrant(f.Stream)
+			})
+		}
+	}
+	m.maybeGrant(f.Stream)
+}
+
+func (m *sim) maybeGrant(stream StreamID) {
+	r := m.recv[stream]
+	if g, ok := r.Grant(m.now, m.s.Estimator().MinRTT()); ok {
+		m.at(m.now.Add(m.oneWay), func() {
+			if err := m.s.ApplyGrant(stream, g, m.now); err != nil {
+				m.t.Fatalf("at %v: %v", m.now.Sub(t0), err)
+			}
+			m.pump()
+		})
+		return
+	}
+	if d := r.Deadline(); !d.IsZero() && !m.grantAt[stream].Equal(d) {
+		m.grantAt[stream] = d
+		m.at(d, func() { m.maybeGrant(stream) })
+	}
+}
+
+// enqueue adds an envelope at the current virtual time and writes what can go.
+func (m *sim) enqueue(stream StreamID, key uint64, size int) Handle {
+	h := mustEnqueue(m.t, m.s, stream, key, size)
+	m.pump()
+	return h
+}
+
+// every runs f at now, now+period, ... until end.
+func (m *sim) every(period time.Duration, end time.Time, f func()) {
+	var tick func()
+	tick = func() {
+		f()
+		if next := m.now.Add(period); !next.After(end) {
+			m.at(next, tick)
+		}
+	}
+	m.at(m.now, tick)
+}
+
+// simConfig is a scheduler configuration with production-sized frames.
+func simConfig() Config {
+	return Config{Streams: []StreamConfig{
+		{ID: stControl, Class: ClassControl},
+		{ID: stMembership, Class: ClassMembership},
+		{ID: stApp, Class: ClassData},
+		{ID: stRepl, Class: ClassData},
+	}}
+}
+
+// keepBacklogged keeps envelopes of size bytes queued on stream until end,
+// as a bulk transfer does.
+func (m *sim) keepBacklogged(stream StreamID, size int, end time.Time) {
+	m.every(time.Millisecond, end, func() {
+		for m.s.dataQueued < int64(4*size) {
+			mustEnqueue(m.t, m.s, stream, uint64(m.seq), size)
+		}
+		m.pump()
+	})
+}
