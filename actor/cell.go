@@ -301,9 +301,11 @@ func (c *cell[S, M]) activate() {
 	if c.k.def.init != nil {
 		s = c.k.def.init(c.key)
 	}
+	c.mu.Lock()
 	c.state = s
 	c.behavior = nil
 	c.started = true
+	c.mu.Unlock()
 	c.k.h.Emit(host.Event{Kind: host.ActivationStarted, Type: c.k.def.name, Key: c.key})
 	if c.k.def.run != nil {
 		c.startRun()

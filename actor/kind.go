@@ -37,16 +37,16 @@ type shard[S, M any] struct {
 func (d *Def[S, M]) Instantiate(h *host.Host) host.Kind {
 	k := &kind[S, M]{def: d, h: h, seed: maphash.MakeSeed(),
 		idle: d.s.idle, ask: d.s.askTimeout, bmin: d.s.backoffMin, bmax: d.s.backoffMax}
-	if h.IdleTimeout > 0 && k.idle == DefaultIdleTimeout {
+	if h.IdleTimeout > 0 && !d.s.idleSet {
 		k.idle = h.IdleTimeout
 	}
-	if h.AskTimeout > 0 && k.ask == DefaultAskTimeout {
+	if h.AskTimeout > 0 && !d.s.askSet {
 		k.ask = h.AskTimeout
 	}
-	if h.BackoffMin > 0 && k.bmin == DefaultBackoffMin {
+	if h.BackoffMin > 0 && !d.s.backoffSet {
 		k.bmin = h.BackoffMin
 	}
-	if h.BackoffMax > 0 && k.bmax == DefaultBackoffMax {
+	if h.BackoffMax > 0 && !d.s.backoffSet {
 		k.bmax = h.BackoffMax
 	}
 	for i := range k.shards {
@@ -105,6 +105,7 @@ func (k *kind[S, M]) forget(c *cell[S, M], reason string, idleBefore time.Time) 
 	sh.mu.Lock()
 	c.mu.Lock()
 	ok := c.passivatable(idleBefore)
+	wasStarted := c.started
 	if ok {
 		c.gone = true
 		delete(sh.m, c.key)
@@ -113,7 +114,7 @@ func (k *kind[S, M]) forget(c *cell[S, M], reason string, idleBefore time.Time) 
 	sh.mu.Unlock()
 	if ok {
 		k.h.Active.Add(-1)
-		if c.started {
+		if wasStarted {
 			k.h.Emit(host.Event{Kind: host.ActivationEnded, Type: k.def.name, Key: c.key, Reason: reason})
 		}
 	}
