@@ -79,6 +79,9 @@ type settings struct {
 	problems    []*DefinitionError
 	mailboxSet  bool
 	replicasSet bool
+	// set by the options, so a system's defaults apply only to the
+	// settings a definition left alone (even when it set the default).
+	idleSet, askSet, backoffSet bool
 }
 
 func (s *settings) problem(field, format string, args ...any) {
@@ -106,7 +109,7 @@ func WithIdleTimeout(d time.Duration) Option {
 		if d <= 0 {
 			s.problem("WithIdleTimeout", "%v must be positive", d)
 		}
-		s.idle = d
+		s.idle, s.idleSet = d, true
 	}
 }
 
@@ -116,7 +119,7 @@ func WithAskTimeout(d time.Duration) Option {
 		if d <= 0 {
 			s.problem("WithAskTimeout", "%v must be positive", d)
 		}
-		s.askTimeout = d
+		s.askTimeout, s.askSet = d, true
 	}
 }
 
@@ -127,7 +130,7 @@ func WithBackoff(min, max time.Duration) Option {
 		if min <= 0 || max < min {
 			s.problem("WithBackoff", "need 0 < min <= max, got %v and %v", min, max)
 		}
-		s.backoffMin, s.backoffMax = min, max
+		s.backoffMin, s.backoffMax, s.backoffSet = min, max, true
 	}
 }
 
