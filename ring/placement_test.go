@@ -121,3 +121,39 @@ func TestMovesBetweenEqualRingsAreNone(t *testing.T) {
 		t.Errorf("Moves between two rings of the same members gave %d moves, want none", len(moves))
 	}
 }
+
+func TestServingStaysWithThePreviousOwnerUntilTheRangeIsReceived(t *testing.T) {
+	ms := seededMembers(28, 4)
+	joiner := ms[3]
+	p := NewPlacement(New(ms[:3])).Next(New(ms))
+	mv := p.Moves(1)[0]
+	tok := mv.Range.End
+	if got, _ := p.Serving(tok, 1, nil); got != mv.Before[0] {
+		t.Fatalf("Serving a moved key before its range arrived = %v, want the previous owner %v", got, mv.Before[0])
+	}
+	p = p.Received(mv.Range)
+	if got, _ := p.Serving(tok, 1, nil); got != joiner {
+		t.Errorf("Serving a moved key once its range arrived = %v, want the joiner %v", got, joiner)
+	}
+}
+
+func TestReceivedLeavesTheReceiverUnchanged(t *testing.T) {
+	ms := seededMembers(29, 4)
+	p := NewPlacement(New(ms[:3])).Next(New(ms))
+	mv := p.Moves(1)[0]
+	_ = p.Received(mv.Range)
+	if got, _ := p.Serving(mv.Range.End, 1, nil); got != mv.Before[0] {
+		t.Errorf("Received changed the Placement it was called on: Serving = %v, want still %v", got, mv.Before[0])
+	}
+}
+
+func TestReceivingTheWholeRingServesEverythingFromTheCurrentRing(t *testing.T) {
+	ms := seededMembers(30, 3)
+	p := NewPlacement(New(ms[:2])).Next(New(ms)).Received(Range{5, 5})
+	for _, tok := range seededKeyTokens(200) {
+		now, _ := p.OwnerNow(tok, 1, nil)
+		if got, _ := p.Serving(tok, 1, nil); got != now {
+			t.Fatalf("Serving %#x after the whole ring arrived = %v, want the current owner %v", uint64(tok), got, now)
+		}
+	}
+}

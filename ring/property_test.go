@@ -285,3 +285,38 @@ func TestPropertySuccessorIsTheFirstPositionAtOrAfterTheToken(t *testing.T) {
 		}
 	})
 }
+
+func TestPropertyServingFollowsTheReceivedRanges(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		before := New(membersGen(6).Draw(t, "before"))
+		after := New(membersGen(6).Draw(t, "after"))
+		n := rapid.IntRange(1, 3).Draw(t, "n")
+		p := NewPlacement(before).Next(after)
+		var got []Range
+		for range rapid.IntRange(0, 6).Draw(t, "marks") {
+			g := Range{tokenGen().Draw(t, "start"), tokenGen().Draw(t, "end")}
+			if moves := p.Moves(n); len(moves) > 0 && rapid.Bool().Draw(t, "a moved range") {
+				g = rapid.SampledFrom(moves).Draw(t, "move").Range
+			}
+			p = p.Received(g)
+			got = append(got, g)
+		}
+		var probes []Token
+		for range 20 {
+			probes = append(probes, tokenGen().Draw(t, "token"))
+		}
+		for _, g := range got {
+			probes = append(probes, g.Start, g.Start+1, g.End, g.End+1)
+		}
+		for _, tok := range probes {
+			in := slices.ContainsFunc(got, func(g Range) bool { return g.Contains(tok) })
+			want, wantErr := before.Owner(tok, n, nil)
+			if !p.InHandoff() || in {
+				want, wantErr = after.Owner(tok, n, nil)
+			}
+			if m, err := p.Serving(tok, n, nil); m != want || err != wantErr {
+				t.Fatalf("Serving(%#x) with received %v = %v, %v; want %v, %v", uint64(tok), got, m, err, want, wantErr)
+			}
+		}
+	})
+}
