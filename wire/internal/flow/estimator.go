@@ -24,15 +24,21 @@ const (
 // probePhases is the length of the steady-state gain cycle.
 const probePhases = 8
 
+// DefaultProbeGain is the default pacing gain of the steady state's probing
+// phase. BBR uses 1.25; the queue such a probe builds (a quarter of a BDP,
+// 5.6 ms at 50 Mbit/s and 20 ms) is what a small envelope then waits behind,
+// so Troupe probes more gently and finds a higher rate a little later.
+const DefaultProbeGain = 1.1
+
 // probeGain returns the pacing gain of a phase of the steady-state cycle, one
 // phase per min RTT: probe for more bandwidth, drain the queue the probe
 // made, cruise.
-func probeGain(phase int) float64 {
+func (e *Estimator) probeGain(phase int) float64 {
 	switch phase {
 	case 0:
-		return 1.25
+		return e.cfg.ProbeGain
 	case 1:
-		return 0.75
+		return 2 - e.cfg.ProbeGain
 	}
 	return 1
 }
@@ -82,6 +88,10 @@ type EstimatorConfig struct {
 	BandwidthRounds int
 	// MinRTTWindow is the length of the min-RTT filter. Default 10 s.
 	MinRTTWindow time.Duration
+	// ProbeGain is the pacing gain, above 1 and at most 1.5, with which the
+	// steady state probes for more bandwidth one round trip in eight; the
+	// next round trip drains at 2 - ProbeGain. Default [DefaultProbeGain].
+	ProbeGain float64
 }
 
 func (c EstimatorConfig) withDefaults() EstimatorConfig {
@@ -100,6 +110,9 @@ func (c EstimatorConfig) withDefaults() EstimatorConfig {
 	if c.MinRTTWindow == 0 {
 		c.MinRTTWindow = 10 * time.Second
 	}
+	if c.ProbeGain == 0 {
+		c.ProbeGain = DefaultProbeGain
+	}
 	return c
 }
 
@@ -117,6 +130,8 @@ func (c EstimatorConfig) Validate() error {
 		return fmt.Errorf("%w: EstimatorConfig.BandwidthRounds %d is negative", ErrInvalidConfig, c.BandwidthRounds)
 	case c.MinRTTWindow < 0:
 		return fmt.Errorf("%w: EstimatorConfig.MinRTTWindow %v is negative", ErrInvalidConfig, c.MinRTTWindow)
+	case d.ProbeGain <= 1 || d.ProbeGain > 1.5:
+		return fmt.Errorf("%w: EstimatorConfig.ProbeGain %v is outside (1, 1.5]", ErrInvalidConfig, c.ProbeGain)
 	}
 	return nil
 }
@@ -410,7 +425,7 @@ func (e *Estimator) enterProbeBandwidth(t int64) {
 func (e *Estimator) nextPhase(t int64) bool {
 	elapsed := time.Duration(t - e.cycleStamp)
 	full := elapsed > e.MinRTT()
-	switch g := probeGain(e.cycleIndex); {
+	switch g := e.probeGain(e.cycleIndex); {
 	case g > 1:
 		// Probe until a round trip passed and the extra is in flight, or
 		// give up after three when credit or the application held it back.
@@ -432,7 +447,7 @@ func (e *Estimator) gains() (pacing, cwnd float64) {
 	case ModeDrain:
 		return drainGain, startupGain
 	default:
-		return probeGain(e.cycleIndex), cwndGain
+		return e.probeGain(e.cycleIndex), cwndGain
 	}
 }
 

@@ -165,6 +165,7 @@ func TestWindowedMaxForgetsOldMaximum(t *testing.T) {
 func TestEstimatorConfigValidateNamesTheField(t *testing.T) {
 	for _, cfg := range []EstimatorConfig{
 		{MinCwnd: -1}, {MinCwnd: 100, InitialCwnd: 50}, {InitialRTT: -1}, {BandwidthRounds: -1}, {MinRTTWindow: -1},
+		{ProbeGain: 0.9}, {ProbeGain: 2},
 	} {
 		if _, err := NewEstimator(cfg); err == nil {
 			t.Errorf("NewEstimator(%+v) accepted it, want ErrInvalidConfig", cfg)
@@ -315,5 +316,17 @@ func TestEstimatorFollowsRateDrop(t *testing.T) {
 	m.runUntil(t0.Add(20 * time.Second))
 	if got := m.s.Estimator().MinRTT(); got > 2*l.rtt {
 		t.Errorf("min RTT %v after the drop, want the queue drained (about %v)", got, l.rtt)
+	}
+}
+
+func TestEstimatorFindsRateIncrease(t *testing.T) {
+	l := links[0]
+	m := newSim(t, simConfig(), RecvConfig{}, l.rate, l.rtt)
+	m.keepBacklogged(stApp, 64<<10, t0.Add(20*time.Second))
+	m.runUntil(t0.Add(5 * time.Second))
+	m.rate = 2 * l.rate
+	m.runUntil(t0.Add(8 * time.Second))
+	if got := m.s.Estimator().Bandwidth(); !within(got, 2*l.rate, 0.15) {
+		t.Errorf("3 s after the link doubled to %.3g the estimate is %.3g, want ±15%%", 2*l.rate, got)
 	}
 }

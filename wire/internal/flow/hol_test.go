@@ -1,0 +1,60 @@
+package flow
+
+import (
+	"slices"
+	"testing"
+	"time"
+)
+
+// holRun sends a large envelope on key 1 of the application stream and,
+// while it crosses, a 100-byte envelope on key 2 every millisecond. It
+// returns how long each small envelope waited beyond its own time on the
+// link: its arrival minus its enqueue, the one-way delay and its
+// serialisation.
+func holRun(t *testing.T, l link, large int, cfg Config) []time.Duration {
+	m := newSim(t, cfg, RecvConfig{}, l.rate, l.rtt)
+	m.enqueue(stApp, 1, large)
+	enqueued := map[Handle]time.Time{}
+	var waits []time.Duration
+	own := time.Duration(float64(100+frameOverhead) / l.rate * float64(time.Second))
+	m.onArrive = func(f Frame, at time.Time) {
+		if start, ok := enqueued[f.Handle]; ok && f.Last {
+			waits = append(waits, at.Sub(start)-m.oneWay-own)
+		}
+	}
+	// Leave startup and drain behind: they build a queue by design.
+	m.runUntil(t0.Add(time.Second))
+	end := t0.Add(9 * time.Second)
+	m.every(time.Millisecond, end, func() { enqueued[m.enqueue(stApp, 2, 100)] = m.now })
+	m.runUntil(end.Add(time.Second))
+	if m.s.Pending() == 0 {
+		t.Fatal("the large envelope finished before the small ones; the test measures nothing")
+	}
+	slices.Sort(waits)
+	return waits
+}
+
+func quantile(sorted []time.Duration, q float64) time.Duration {
+	return sorted[int(q*float64(len(sorted)-1))]
+}
+
+// A 100-byte envelope on one key must not wait for a 64 MiB envelope on
+// another: about one frame time, the frame the link is busy with.
+func TestSmallEnvelopeWaitsAboutOneFrameBehindLargeOne(t *testing.T) {
+	l := links[0] // 50 Mbit/s, 20 ms
+	waits := holRun(t, l, 64<<20, simConfig())
+	frame := time.Duration(float64(DefaultMaxFrame+frameOverhead) / l.rate * float64(time.Second))
+	p50, p99, worst := quantile(waits, 0.5), quantile(waits, 0.99), waits[len(waits)-1]
+	fifo := time.Duration(float64(64<<20) / l.rate * float64(time.Second))
+	t.Logf("%d small envelopes: wait p50 %v p99 %v max %v; frame time %v; a FIFO would wait up to %v",
+		len(waits), p50, p99, worst, frame, fifo)
+	if len(waits) < 7900 {
+		t.Errorf("%d small envelopes arrived, want all 8000", len(waits))
+	}
+	if p99 > 2*frame {
+		t.Errorf("p99 wait %v, want at most two frame times (%v)", p99, 2*frame)
+	}
+	if worst > 4*frame {
+		t.Errorf("worst wait %v, want at most four frame times (%v)", worst, 4*frame)
+	}
+}
