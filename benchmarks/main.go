@@ -256,16 +256,24 @@ func report(w io.Writer, o options, peers []peer, results map[string]map[string]
 			continue
 		}
 		t, p := summarize(tr), summarize(pr)
+		better := func(t, p float64) float64 { return t / p } // rates
+		if wl.name == "activate" {
+			better = func(t, p float64) float64 { return p / t } // seconds
+		}
+		fmt.Fprintf(w, "ratio %s %.2f\n", wl.name, better(t.primary, p.primary))
 		switch wl.name {
 		case "activate":
-			fmt.Fprintf(w, "ratio %s %.2f\n", wl.name, p.primary/t.primary)
 			fmt.Fprintf(w, "  heap per idle actor protoactor/troupe %.2f\n", p.perActr/t.perActr)
 		case "ask":
-			fmt.Fprintf(w, "ratio %s %.2f\n", wl.name, t.primary/p.primary)
 			fmt.Fprintf(w, "  p50 latency protoactor/troupe %.2f, p99 %.2f\n", float64(p.p50)/float64(t.p50), float64(p.p99)/float64(t.p99))
-		default:
-			fmt.Fprintf(w, "ratio %s %.2f\n", wl.name, t.primary/p.primary)
 		}
+		// The same ratio round by round: their spread shows how much the
+		// machine's noise moved the figure above.
+		var per []string
+		for i := range min(len(tr), len(pr)) {
+			per = append(per, strconv.FormatFloat(better(tr[i].primary, pr[i].primary), 'f', 2, 64))
+		}
+		fmt.Fprintf(w, "  per round %s\n", strings.Join(per, " "))
 	}
 	targets(w, o, results)
 }
