@@ -70,9 +70,9 @@ func (c *cell[S, M]) ext() *extra[M] {
 	return c.x
 }
 
-// push queues a message. retry means the cell was passivated meanwhile and
+// push queues a message; force ignores the mailbox bound. retry means the cell was passivated meanwhile and
 // the caller must look the key up again.
-func (c *cell[S, M]) push(ctx context.Context, m M, s replier) (err error, retry bool) {
+func (c *cell[S, M]) push(ctx context.Context, m M, s replier, force bool) (err error, retry bool) {
 	k := c.k
 	c.mu.Lock()
 	for {
@@ -84,7 +84,7 @@ func (c *cell[S, M]) push(ctx context.Context, m M, s replier) (err error, retry
 			c.mu.Unlock()
 			return ErrSystemClosed, false
 		}
-		if int(c.pending.Load()) < k.def.s.mailbox {
+		if force || int(c.pending.Load()) < k.def.s.mailbox {
 			break
 		}
 		if k.def.s.overflow == Refuse {

@@ -83,6 +83,16 @@ func (k *kind[S, M]) cell(key string) *cell[S, M] {
 }
 
 func (k *kind[S, M]) deliver(ctx context.Context, key string, m M, s replier) error {
+	return k.push(ctx, key, m, s, false)
+}
+
+// deliverAnswer queues a piped answer whatever the mailbox bound: the
+// actor asked for it, and the goroutine delivering it must not block.
+func (k *kind[S, M]) deliverAnswer(key string, m M) error {
+	return k.push(context.Background(), key, m, nil, true)
+}
+
+func (k *kind[S, M]) push(ctx context.Context, key string, m M, s replier, force bool) error {
 	if key == "" {
 		return ErrInvalidRef
 	}
@@ -91,7 +101,7 @@ func (k *kind[S, M]) deliver(ctx context.Context, key string, m M, s replier) er
 			return ErrSystemClosed
 		}
 		c := k.cell(key)
-		err, retry := c.push(ctx, m, s)
+		err, retry := c.push(ctx, m, s, force)
 		if !retry {
 			return err
 		}

@@ -134,14 +134,15 @@ func (d Deferred[R]) Fail(err error) bool {
 
 // Pipe asks ref with q without blocking the handler. When the answer (or
 // the failure) arrives, wrap turns it into a message that is told to this
-// actor, so the handler sees it in order with the rest of its mail. The
-// definition's ask timeout bounds the wait.
+// actor, so the handler sees it in order with the rest of its mail; it is
+// queued even when the mailbox is at its bound, since the actor asked for
+// it. wrap runs on whichever goroutine completes the ask: keep it to
+// building the message. The target's ask timeout bounds the wait.
 func Pipe[S, M, M2 any, Q Request[M2, R], R any](c *Context[S, M], ref Ref[M2], q Q, wrap func(R, error) M) {
-	self := c.Self()
+	k, key := c.cell.k, c.cell.key
 	back := func(r R, err error) {
-		m := wrap(r, err)
-		if terr := self.Tell(context.Background(), m); terr != nil && !errors.Is(terr, ErrSystemClosed) {
-			c.cell.k.h.Logger.Warn("troupe: piped answer not delivered", "actor", self.String(), "err", terr)
+		if terr := k.deliverAnswer(key, wrap(r, err)); terr != nil && !errors.Is(terr, ErrSystemClosed) {
+			k.h.Logger.Warn("troupe: piped answer not delivered", "actor", k.def.name, "key", key, "err", terr)
 		}
 	}
 	var zero R
