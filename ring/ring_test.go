@@ -2,7 +2,9 @@ package ring
 
 import (
 	"errors"
+	"fmt"
 	"slices"
+	"sync"
 	"testing"
 )
 
@@ -222,5 +224,43 @@ func TestCrowdedPositionsAreSearchedCorrectly(t *testing.T) {
 		if got := r.successor(tok); got != want {
 			t.Fatalf("successor(%d) = %d, want %d", tok, got, want)
 		}
+	}
+}
+
+func TestSingleMemberOwnsEveryKey(t *testing.T) {
+	only := seededMembers(31, 1)[0]
+	r := New([]Member{only})
+	for _, tok := range append(seededKeyTokens(100), 0, ^Token(0)) {
+		if got := r.AppendReplicas(nil, tok, 3); len(got) != 1 || got[0] != only {
+			t.Fatalf("replicas of %#x in a one-member ring = %v, want [%v]", uint64(tok), got, only)
+		}
+	}
+}
+
+func TestRingIsSafeForConcurrentLookups(t *testing.T) {
+	r := New(seededMembers(32, 10))
+	toks := seededKeyTokens(200)
+	want := make([]Member, len(toks))
+	for i, tok := range toks {
+		want[i], _ = r.Owner(tok, 3, nil)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan string, 4)
+	for range 4 {
+		wg.Go(func() {
+			var dst []Member
+			for i, tok := range toks {
+				dst = r.AppendReplicas(dst[:0], tok, 3)
+				if got, _ := r.Owner(tok, 3, nil); got != want[i] || dst[0] != want[i] {
+					errs <- fmt.Sprintf("concurrent lookup of %#x gave %v and %v, want %v", uint64(tok), got, dst[0], want[i])
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
 	}
 }
