@@ -236,6 +236,7 @@ func (c *cell[S, M]) handleBatch(ctx *Context[S, M], work []envelope[M]) bool {
 		e := &work[i]
 		select {
 		case <-h.HardStop():
+			c.pending.Add(-int32(len(work) - i))
 			c.failAll(work[i:], ErrSystemClosed)
 			return true
 		default:
@@ -402,6 +403,10 @@ func (c *cell[S, M]) drainLocked(err error) {
 	in := c.in
 	c.in = nil
 	c.pending.Add(-int32(len(in)))
+	if c.room != nil { // senders waiting for room must see the close
+		close(c.room)
+		c.room = nil
+	}
 	go c.failAll(in, err) // outside the lock: completing slots runs pipe callbacks
 }
 
