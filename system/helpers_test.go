@@ -1,0 +1,218 @@
+package system_test
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/troupe-go/troupe/actor"
+	"github.com/troupe-go/troupe/system"
+)
+
+// waitLimit bounds every wait: generous for a loaded machine under -race.
+const waitLimit = 10 * time.Second
+
+// Msg is the message type of the test actors, which tests build around
+// closures to observe and steer the handler.
+type Msg interface{ msg() }
+
+// Do asks the actor to perform Op; the reply is a string.
+type Do struct {
+	actor.Reply[Msg, string]
+	Op string
+}
+
+// Note tells the actor to perform Op.
+type Note struct {
+	Op     string
+	Sender int
+	Seq    int
+}
+
+func (Do) msg()   {}
+func (Note) msg() {}
+
+func opOf(m Msg) string {
+	switch m := m.(type) {
+	case Do:
+		return m.Op
+	case Note:
+		return m.Op
+	}
+	return ""
+}
+
+var errBroken = errors.New("broken on purpose")
+
+// newSystem starts a system and closes it when the test ends.
+func newSystem(t testing.TB, cfg system.Config, defs ...system.Definition) *system.System {
+	t.Helper()
+	cfg.Actors = append(cfg.Actors, defs...)
+	sys, err := system.New(cfg)
+	if err != nil {
+		t.Fatalf("system.New: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+		defer cancel()
+		if err := sys.Close(ctx); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	return sys
+}
+
+func ctxT(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func recv[T any](t testing.TB, ch <-chan T, what string) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(waitLimit):
+		t.Fatalf("timed out waiting for %s", what)
+		panic("unreachable")
+	}
+}
+
+// waitUntil polls cond, for state with no event to wait on (Stats).
+func waitUntil(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(waitLimit)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting until %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func mustIs(t testing.TB, err, target error) {
+	t.Helper()
+	if !errors.Is(err, target) {
+		t.Fatalf("got error %v, want one matching %v", err, target)
+	}
+}
+
+// events records what the observer sees.
+type events struct {
+	mu     sync.Mutex
+	all    []system.Event
+	change chan struct{}
+}
+
+func newEvents() *events { return &events{change: make(chan struct{})} }
+
+func (e *events) observe(ev system.Event) {
+	e.mu.Lock()
+	e.all = append(e.all, ev)
+	close(e.change)
+	e.change = make(chan struct{})
+	e.mu.Unlock()
+}
+
+func (e *events) waitFor(t testing.TB, what string, match func(system.Event) bool) system.Event {
+	t.Helper()
+	deadline := time.After(waitLimit)
+	for {
+		e.mu.Lock()
+		for _, ev := range e.all {
+			if match(ev) {
+				e.mu.Unlock()
+				return ev
+			}
+		}
+		ch := e.change
+		e.mu.Unlock()
+		select {
+		case <-ch:
+		case <-deadline:
+			t.Fatalf("timed out waiting for event: %s; saw %v", what, e.snapshot())
+		}
+	}
+}
+
+func (e *events) count(match func(system.Event) bool) int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	n := 0
+	for _, ev := range e.all {
+		if match(ev) {
+			n++
+		}
+	}
+	return n
+}
+
+func (e *events) snapshot() []system.Event {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([]system.Event(nil), e.all...)
+}
+
+func is(kind system.EventKind, key string) func(system.Event) bool {
+	return func(ev system.Event) bool { return ev.Kind == kind && ev.Actor.Key == key }
+}
+
+// gate blocks handlers until the test opens it.
+type gate struct {
+	entered chan string
+	open    chan struct{}
+}
+
+func newGate() *gate { return &gate{entered: make(chan string, 64), open: make(chan struct{})} }
+
+func (g *gate) pass(op string) {
+	g.entered <- op
+	<-g.open
+}
+
+// opLog records, in order, what handlers saw.
+type opLog struct {
+	mu  sync.Mutex
+	ops []string
+}
+
+func (l *opLog) add(op string) {
+	l.mu.Lock()
+	l.ops = append(l.ops, op)
+	l.mu.Unlock()
+}
+
+func (l *opLog) get() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]string(nil), l.ops...)
+}
+
+// probe defines an actor that logs every op into l, counts its state up
+// by one per message, blocks at g on "block", fails on "error" and
+// "panic", and answers Do with "<op> <state>".
+func probe(name string, g *gate, l *opLog, opts ...actor.Option) *actor.Def[int, Msg] {
+	return actor.Define(name, func(c *actor.Context[int, Msg], m Msg) error {
+		op := opOf(m)
+		if l != nil {
+			l.add(c.Key() + ":" + op)
+		}
+		switch op {
+		case "block":
+			g.pass(op)
+		case "error":
+			return errBroken
+		case "panic":
+			panic("boom")
+		}
+		c.Update(func(n int) int { return n + 1 })
+		if d, ok := m.(Do); ok {
+			return actor.Respond(c, d, op+" "+strconv.Itoa(c.State()))
+		}
+		return nil
+	}, opts...)
+}
