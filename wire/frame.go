@@ -23,7 +23,7 @@ const (
 	FrameHello   FrameType = 1 // handshake: identity, version, codecs, limits
 	FrameResume  FrameType = 2 // handshake: per-stream received byte counts
 	FrameData    FrameType = 3 // one chunk of one envelope on one stream
-	FrameCredit  FrameType = 4 // cumulative bytes consumed on one stream
+	FrameCredit  FrameType = 4 // cumulative bytes consumed on one stream, and the window
 	FramePing    FrameType = 5 // liveness and RTT probe
 	FramePong    FrameType = 6 // answer to a ping, echoing its payload
 	FrameAbort   FrameType = 7 // a partly sent envelope was cancelled
@@ -227,7 +227,7 @@ func appendFrame(dst []byte, t FrameType, f Flags, s StreamID, payload []byte) [
 // length of the envelope, then on a compressed chunk the uvarint
 // uncompressed length of the chunk, then the chunk bytes to the end.
 type dataFrame struct {
-	Envelope uint64 // per-stream envelope id, increasing from 1
+	Envelope uint64 // per-stream envelope id, increasing from 0 in the order envelopes start
 	Offset   uint64 // position of Chunk within the envelope
 	Total    uint64 // whole envelope length; only with FlagFirst
 	RawLen   uint64 // uncompressed chunk length; only with FlagCompressed
@@ -256,7 +256,7 @@ func appendData(dst []byte, flags Flags, d dataFrame) []byte {
 func parseData(h Header, p []byte, maxFrame, maxMessage int) (dataFrame, error) {
 	var d dataFrame
 	var ok bool
-	if d.Envelope, p, ok = uvarint(p); !ok || d.Envelope == 0 {
+	if d.Envelope, p, ok = uvarint(p); !ok {
 		return d, frameErr(ErrMalformedFrame, h, "bad envelope id")
 	}
 	if d.Offset, p, ok = uvarint(p); !ok {
@@ -307,8 +307,33 @@ func (d dataFrame) chunkLen(f Flags) uint64 {
 	return uint64(len(d.Chunk))
 }
 
-// parseUvarintPayload decodes a payload that is exactly one uvarint: credit
-// (cumulative bytes consumed) and abort (envelope id).
+// credit is the payload of a FrameCredit frame: the cumulative bytes of the
+// stream the receiver consumed, and its current window (which may have
+// grown past the handshake window by auto-tuning).
+type credit struct {
+	Consumed uint64
+	Window   uint64
+}
+
+func appendCredit(dst []byte, c credit) []byte {
+	dst = binary.AppendUvarint(dst, c.Consumed)
+	return binary.AppendUvarint(dst, c.Window)
+}
+
+func parseCredit(h Header, p []byte) (credit, error) {
+	var c credit
+	var ok bool
+	if c.Consumed, p, ok = uvarint(p); !ok {
+		return c, frameErr(ErrMalformedFrame, h, "bad consumed count")
+	}
+	if c.Window, p, ok = uvarint(p); !ok || c.Window == 0 || c.Window > 1<<40 || len(p) != 0 {
+		return c, frameErr(ErrMalformedFrame, h, "bad window")
+	}
+	return c, nil
+}
+
+// parseUvarintPayload decodes a payload that is exactly one uvarint: the
+// envelope id of an abort.
 func parseUvarintPayload(h Header, p []byte) (uint64, error) {
 	v, rest, ok := uvarint(p)
 	if !ok || len(rest) != 0 {
@@ -402,3 +427,6 @@ func uvarint(p []byte) (uint64, []byte, bool) {
 	}
 	return v, p[n:], true
 }
+
+func binaryAppendUvarint(b []byte, v uint64) []byte { return binary.AppendUvarint(b, v) }
+func binaryAppendUint64(b []byte, v uint64) []byte  { return binary.BigEndian.AppendUint64(b, v) }

@@ -119,7 +119,6 @@ func TestDataPayloadRejects(t *testing.T) {
 		d     dataFrame
 		want  error
 	}{
-		{"envelope id zero", FlagFirst | FlagLast, dataFrame{Envelope: 0, Total: 1, Chunk: []byte("x")}, ErrMalformedFrame},
 		{"first chunk at a nonzero offset", FlagFirst, dataFrame{Envelope: 1, Offset: 3, Total: 9, Chunk: []byte("x")}, ErrMalformedFrame},
 		{"later chunk at offset zero", 0, dataFrame{Envelope: 1, Chunk: []byte("x")}, ErrMalformedFrame},
 		{"total over the message limit", FlagFirst, dataFrame{Envelope: 1, Total: DefaultMaxMessage + 1, Chunk: []byte("x")}, ErrMessageTooLarge},
@@ -145,8 +144,15 @@ func TestOtherPayloadsReject(t *testing.T) {
 	if _, err := parsePing(Header{Type: FramePing}, []byte{1, 2}); !errors.Is(err, ErrMalformedFrame) {
 		t.Errorf("short ping: want ErrMalformedFrame, got %v", err)
 	}
-	if _, err := parseUvarintPayload(Header{Type: FrameCredit}, []byte{1, 2}); !errors.Is(err, ErrMalformedFrame) {
-		t.Errorf("credit with trailing bytes: want ErrMalformedFrame, got %v", err)
+	if _, err := parseUvarintPayload(Header{Type: FrameAbort}, []byte{1, 2}); !errors.Is(err, ErrMalformedFrame) {
+		t.Errorf("abort with trailing bytes: want ErrMalformedFrame, got %v", err)
+	}
+	if _, err := parseCredit(Header{Type: FrameCredit}, []byte{1, 0}); !errors.Is(err, ErrMalformedFrame) {
+		t.Errorf("credit with a zero window: want ErrMalformedFrame, got %v", err)
+	}
+	c := credit{Consumed: 1 << 33, Window: 256 << 10}
+	if got, err := parseCredit(Header{Type: FrameCredit}, appendCredit(nil, c)); err != nil || got != c {
+		t.Errorf("credit round trip: got %+v, %v", got, err)
 	}
 	if _, err := parseGoodbye(Header{Type: FrameGoodbye}, []byte{9, 0}); !errors.Is(err, ErrMalformedFrame) {
 		t.Errorf("unknown goodbye code: want ErrMalformedFrame, got %v", err)

@@ -1,0 +1,522 @@
+package wire
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// liveConn is the active connection of a session, with its reader and
+// writer goroutines.
+type liveConn struct {
+	*hsConn
+	s         *session
+	gen       uint64
+	heardNano atomic.Int64
+	done      chan struct{} // closed when the writer has finished
+	wake      chan struct{} // nudges the writer; capacity 1
+	stop      chan struct{} // closed by Close
+	closeOnce sync.Once
+	enc       codec // writer's codec
+	dec       codec // reader's codec
+}
+
+func (c *liveConn) heard() time.Time { return time.Unix(0, c.heardNano.Load()) }
+
+func (c *liveConn) Close() error {
+	var err error
+	c.closeOnce.Do(func() {
+		close(c.stop)
+		err = c.hsConn.Close()
+	})
+	return err
+}
+
+// fresh reports whether this side cannot resume with peer: it holds no
+// session with exactly that identity, or the peer does not know our
+// current incarnation.
+func (s *session) freshLocked(peer hello) bool {
+	return s.id != peer.Node || peer.Known != s.t.loc.node.Incarnation
+}
+
+// resumeAsAcceptor arbitrates a completed handshake, then exchanges resume
+// frames: ours first, then the dialer's.
+func (s *session) resumeAsAcceptor(ctx context.Context, hc *hsConn) error {
+	t := s.t
+	self := t.loc.node
+	s.mu.Lock()
+	if s.dialing && self.Compare(hc.peer.Node) < 0 {
+		// Our own dial wins the simultaneous-dial rule if it completes;
+		// give it half the handshake timeout (a relay may have swallowed
+		// it).
+		done := s.dialDone
+		s.mu.Unlock()
+		timer := time.NewTimer(t.cfg.HandshakeTimeout / 2)
+		select {
+		case <-done:
+		case <-timer.C:
+		case <-ctx.Done():
+		}
+		timer.Stop()
+		s.mu.Lock()
+		if s.conn != nil && s.conn.opener(self) == self {
+			s.mu.Unlock()
+			return supersede(hc)
+		}
+		if s.dialing && s.dialCancel != nil {
+			s.dialCancel()
+		}
+	}
+	if c := s.conn; c != nil && c.opener(self).Compare(hc.peer.Node) < 0 && time.Since(s.upAt) < t.cfg.HandshakeTimeout {
+		// A connection opened by the smaller identity was just
+		// established: this one is the losing half of a simultaneous
+		// dial.
+		s.mu.Unlock()
+		return supersede(hc)
+	}
+	s.fenceLocked()
+	s.activating = hc
+	counts := s.countsLocked()
+	fresh := s.freshLocked(hc.peer)
+	s.mu.Unlock()
+
+	if err := writeResume(hc, fresh, counts); err != nil {
+		hc.Close()
+		return err
+	}
+	theirFresh, theirs, err := readResume(ctx, hc)
+	if err != nil {
+		hc.Close()
+		return err
+	}
+	return s.activate(hc, fresh || theirFresh, theirs)
+}
+
+// resumeAsDialer waits for the acceptor's verdict, then answers with our
+// counts.
+func (s *session) resumeAsDialer(ctx context.Context, hc *hsConn) error {
+	theirFresh, theirs, err := readResume(ctx, hc)
+	if err != nil {
+		hc.Close()
+		return err
+	}
+	s.mu.Lock()
+	s.fenceLocked()
+	s.activating = hc
+	counts := s.countsLocked()
+	fresh := s.freshLocked(hc.peer)
+	s.mu.Unlock()
+	if err := writeResume(hc, fresh, counts); err != nil {
+		hc.Close()
+		return err
+	}
+	return s.activate(hc, fresh || theirFresh, theirs)
+}
+
+func supersede(hc *hsConn) error {
+	hc.SetWriteDeadline(time.Now().Add(time.Second))
+	hc.Write(appendFrame(nil, FrameGoodbye, 0, 0, appendGoodbye(nil, goodbye{Code: goodbyeSuperseded})))
+	hc.Close()
+	return errSuperseded
+}
+
+// fenceLocked stops the active connection: from now on nothing it
+// delivers is counted.
+func (s *session) fenceLocked() {
+	if s.conn != nil {
+		s.gen++
+		s.conn.Close()
+		s.conn = nil
+		s.downAt = time.Now()
+	}
+}
+
+func writeResume(hc *hsConn, fresh bool, c resumeCounts) error {
+	var f Flags
+	if fresh {
+		f = FlagFresh
+	}
+	_, err := hc.Write(appendFrame(nil, FrameResume, f, 0, appendResume(nil, c)))
+	return err
+}
+
+func readResume(ctx context.Context, hc *hsConn) (bool, resumeCounts, error) {
+	if dl, ok := ctx.Deadline(); ok {
+		hc.SetReadDeadline(dl)
+		defer hc.SetReadDeadline(time.Time{})
+	}
+	f, err := newFrameReader(hc.r, maxHelloSize).read()
+	if err != nil {
+		return false, resumeCounts{}, tlsRefusal(err)
+	}
+	switch f.Type {
+	case FrameResume:
+		c, err := parseResume(f.Header, f.Payload)
+		return f.Flags&FlagFresh != 0, c, err
+	case FrameGoodbye:
+		g, err := parseGoodbye(f.Header, f.Payload)
+		if err != nil {
+			return false, resumeCounts{}, err
+		}
+		switch g.Code {
+		case goodbyeSuperseded:
+			return false, resumeCounts{}, errSuperseded
+		case goodbyeRefused:
+			return false, resumeCounts{}, &Refused{Reason: g.Refuse, ByPeer: true, Detail: g.Detail}
+		}
+		return false, resumeCounts{}, fmt.Errorf("%w: goodbye during handshake", ErrClosed)
+	}
+	return false, resumeCounts{}, frameErr(ErrMalformedFrame, f.Header, "want resume")
+}
+
+// activate makes hc the session's connection, unless another one took its
+// place meanwhile.
+func (s *session) activate(hc *hsConn, fresh bool, theirs resumeCounts) error {
+	t := s.t
+	enc, err := newCodec(hc.codec, t.cfg.Limits.MaxFrame)
+	if err != nil {
+		hc.Close()
+		return err
+	}
+	dec, _ := newCodec(hc.codec, t.cfg.Limits.MaxFrame)
+	s.mu.Lock()
+	if s.activating != hc || s.closing || t.isClosed() {
+		s.mu.Unlock()
+		closeCodecs(enc, dec)
+		hc.Close()
+		return errSuperseded
+	}
+	s.activating = nil
+	now := time.Now()
+	prev := s.id
+	s.resumeLocked(hc.peer.Node, fresh, theirs, now)
+	s.gen++
+	c := &liveConn{hsConn: hc, s: s, gen: s.gen, done: make(chan struct{}), wake: make(chan struct{}, 1), stop: make(chan struct{}), enc: enc, dec: dec}
+	c.heardNano.Store(now.UnixNano())
+	s.conn = c
+	s.upAt = now
+	s.downAt = time.Time{}
+	s.pongs, s.pingWant = nil, false
+	if s.dialCancel != nil && s.dialing {
+		s.dialCancel()
+	}
+	if !s.up || prev != hc.peer.Node {
+		s.up = true
+		t.emit(PeerEvent{Peer: hc.peer.Node, Up: true})
+	}
+	t.wg.Add(2)
+	go c.readLoop()
+	go c.writeLoop()
+	s.kick()
+	s.mu.Unlock()
+	return nil
+}
+
+func closeCodecs(cs ...codec) {
+	for _, c := range cs {
+		if c != nil {
+			c.close()
+		}
+	}
+}
+
+// keepaliveReader counts every byte heard and turns silence into pings
+// and, if the silence lasts, into an error.
+type keepaliveReader struct {
+	c      *liveConn
+	pinged bool
+}
+
+func (k *keepaliveReader) Read(p []byte) (int, error) {
+	cfg := &k.c.s.t.cfg
+	for {
+		n, err := k.c.hsConn.Conn.Read(p)
+		if n > 0 {
+			k.c.heardNano.Store(time.Now().UnixNano())
+			k.pinged = false
+		}
+		var ne net.Error
+		if err != nil && errors.As(err, &ne) && ne.Timeout() {
+			silent := time.Since(k.c.heard())
+			switch {
+			case silent < cfg.KeepaliveAfter:
+				k.c.SetReadDeadline(k.c.heard().Add(cfg.KeepaliveAfter))
+			case !k.pinged:
+				k.pinged = true
+				s := k.c.s
+				s.mu.Lock()
+				s.pingWant = true
+				s.kick()
+				s.mu.Unlock()
+				k.c.SetReadDeadline(time.Now().Add(cfg.KeepaliveTimeout))
+			default:
+				return n, fmt.Errorf("troupe: peer silent for %v: %w", silent.Round(time.Millisecond), err)
+			}
+			if n > 0 {
+				return n, nil
+			}
+			continue
+		}
+		if n > 0 {
+			k.c.SetReadDeadline(time.Now().Add(cfg.KeepaliveAfter))
+		}
+		return n, err
+	}
+}
+
+func (c *liveConn) readLoop() {
+	s, t := c.s, c.s.t
+	defer t.wg.Done()
+	c.SetReadDeadline(time.Now().Add(t.cfg.KeepaliveAfter))
+	// Bytes the handshake reader already buffered come first.
+	r := io.MultiReader(bufferedOf(c.r), bufio.NewReaderSize(&keepaliveReader{c: c}, 64<<10))
+	fr := newFrameReader(r, t.cfg.Limits.MaxFrame)
+	var scratch []byte
+	var err error
+	for {
+		var f frame
+		f, err = fr.read()
+		if err != nil {
+			break
+		}
+		var d dataFrame
+		var chunk []byte
+		if f.Type == FrameData {
+			d, err = parseData(f.Header, f.Payload, t.cfg.Limits.MaxFrame, t.cfg.Limits.MaxMessage)
+			if err != nil {
+				break
+			}
+			chunk = d.Chunk
+			if f.Flags&FlagCompressed != 0 {
+				if c.dec == nil {
+					err = frameErr(ErrMalformedFrame, f.Header, "compressed chunk on an uncompressed connection")
+					break
+				}
+				scratch, err = c.dec.decompress(scratch[:0], d.Chunk, int(d.RawLen), t.cfg.Limits.MaxFrame)
+				if err != nil {
+					err = frameErr(ErrDecompress, f.Header, "%v", err)
+					break
+				}
+				chunk = scratch
+			}
+		}
+		now := time.Now()
+		s.mu.Lock()
+		if s.gen != c.gen {
+			// Fenced: a newer connection owns the session.
+			s.mu.Unlock()
+			c.Close()
+			closeCodecs(c.dec)
+			return
+		}
+		err = c.handleLocked(f, d, chunk, now)
+		s.mu.Unlock()
+		if err != nil {
+			break
+		}
+	}
+	closeCodecs(c.dec)
+	c.broken(err)
+}
+
+func bufferedOf(r *bufio.Reader) io.Reader {
+	n := r.Buffered()
+	b, _ := r.Peek(n)
+	return bytesReader(append([]byte(nil), b...))
+}
+
+type bytesReaderT struct{ b []byte }
+
+func bytesReader(b []byte) io.Reader { return &bytesReaderT{b} }
+
+func (r *bytesReaderT) Read(p []byte) (int, error) {
+	if len(r.b) == 0 {
+		return 0, io.EOF
+	}
+	n := copy(p, r.b)
+	r.b = r.b[n:]
+	return n, nil
+}
+
+// errGoodbye ends a read loop on an orderly goodbye.
+var errGoodbye = errors.New("troupe: peer said goodbye")
+
+func (c *liveConn) handleLocked(f frame, d dataFrame, chunk []byte, now time.Time) error {
+	s := c.s
+	switch f.Type {
+	case FrameData:
+		return s.applyDataLocked(f.Header, d, chunk, now)
+	case FrameCredit:
+		cr, err := parseCredit(f.Header, f.Payload)
+		if err != nil {
+			return err
+		}
+		return s.applyCreditLocked(f.Stream, cr, now)
+	case FrameAbort:
+		id, err := parseUvarintPayload(f.Header, f.Payload)
+		if err != nil {
+			return err
+		}
+		delete(s.partial[f.Stream], id)
+		return nil
+	case FramePing:
+		tok, err := parsePing(f.Header, f.Payload)
+		if err != nil {
+			return err
+		}
+		s.pongs = append(s.pongs, tok)
+		s.kick()
+		return nil
+	case FramePong:
+		tok, err := parsePing(f.Header, f.Payload)
+		if err != nil {
+			return err
+		}
+		if tok == s.pingToken && !s.pingSent.IsZero() {
+			s.sched.Estimator().OnRTT(now.Sub(s.pingSent), now)
+			s.pingSent = time.Time{}
+		}
+		return nil
+	case FrameGoodbye:
+		g, err := parseGoodbye(f.Header, f.Payload)
+		if err != nil {
+			return err
+		}
+		if g.Code == goodbyeClose {
+			return errGoodbye
+		}
+		return fmt.Errorf("troupe: peer closed the connection: code %d %s", g.Code, g.Detail)
+	default:
+		return frameErr(ErrMalformedFrame, f.Header, "unexpected after the handshake")
+	}
+}
+
+// broken handles the end of a connection: unless fenced already, the
+// session loses it and, after anything but a goodbye, redials.
+func (c *liveConn) broken(err error) {
+	s := c.s
+	c.Close()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.gen != c.gen {
+		return
+	}
+	s.gen++
+	s.conn = nil
+	s.downAt = time.Now()
+	s.lastHeard = c.heard()
+	s.kick()
+	if s.t.isClosed() || s.closing {
+		return
+	}
+	var fe *FrameError
+	if errors.As(err, &fe) || errors.Is(err, ErrCreditOverrun) {
+		s.t.log.Warn("troupe: wire: protocol error", "peer", s.id, "err", err)
+	}
+	if errors.Is(err, errGoodbye) {
+		s.dropLocked(fmt.Errorf("%w: peer left", ErrPeerDead))
+		return
+	}
+	s.t.log.Debug("troupe: wire: connection broken", "peer", s.id, "err", err)
+	s.ensureDialLocked()
+}
+
+func (c *liveConn) writeLoop() {
+	s, t := c.s, c.s.t
+	defer t.wg.Done()
+	defer close(c.done)
+	defer closeCodecs(c.enc)
+	var frames []outFrame
+	var buf []byte
+	minBytes := t.cfg.Compression.minBytes()
+	for {
+		s.mu.Lock()
+		if s.gen != c.gen {
+			s.mu.Unlock()
+			return
+		}
+		closing := s.closing
+		var wait time.Duration
+		frames, wait = s.nextFramesLocked(time.Now(), frames[:0], 256<<10)
+		s.mu.Unlock()
+
+		if len(frames) > 0 {
+			buf = buf[:0]
+			for i := range frames {
+				buf = c.encode(buf, &frames[i], minBytes)
+			}
+			if _, err := c.Write(buf); err != nil {
+				c.Close() // the reader notices and handles the break
+				return
+			}
+			if closing {
+				c.Close()
+				return
+			}
+			continue
+		}
+		var timer *time.Timer
+		var fire <-chan time.Time
+		if wait > 0 {
+			timer = time.NewTimer(wait)
+			fire = timer.C
+		}
+		select {
+		case <-c.wake:
+		case <-fire:
+		case <-c.stop:
+		case <-t.ctx.Done():
+		}
+		if timer != nil {
+			timer.Stop()
+		}
+		select {
+		case <-c.stop:
+			return
+		default:
+		}
+	}
+}
+
+func (c *liveConn) encode(buf []byte, f *outFrame, minBytes int) []byte {
+	var flags Flags
+	start := len(buf)
+	buf = appendHeader(buf, Header{Version: ProtocolVersion, Type: f.typ, Stream: f.stream})
+	switch f.typ {
+	case FrameData:
+		d := dataFrame{Envelope: f.data.env, Offset: uint64(f.data.offset), Total: uint64(f.data.total), Chunk: f.data.payload}
+		if f.data.first {
+			flags |= FlagFirst
+		}
+		if f.data.last {
+			flags |= FlagLast
+		}
+		if c.enc != nil && len(d.Chunk) >= minBytes {
+			z := c.enc.compress(nil, d.Chunk)
+			if len(z) < len(d.Chunk) {
+				flags |= FlagCompressed
+				d.RawLen = uint64(len(d.Chunk))
+				d.Chunk = z
+			}
+		}
+		buf = appendData(buf, flags, d)
+	case FrameAbort:
+		buf = binaryAppendUvarint(buf, f.data.env)
+	case FrameCredit:
+		buf = appendCredit(buf, credit{Consumed: f.u1, Window: f.u2})
+	case FramePing, FramePong:
+		buf = binaryAppendUint64(buf, f.u1)
+	case FrameGoodbye:
+		buf = appendGoodbye(buf, f.bye)
+	}
+	buf[start+2] = byte(flags)
+	n := len(buf) - start - HeaderSize
+	buf[start+4], buf[start+5], buf[start+6], buf[start+7] = byte(n>>24), byte(n>>16), byte(n>>8), byte(n)
+	return buf
+}

@@ -1,0 +1,443 @@
+package wire
+
+import (
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/troupe-go/troupe/wire/internal/flow"
+)
+
+// sentFrame is a data or abort frame as written, kept until the peer
+// credits it so it can be written again after a resume.
+type sentFrame struct {
+	abort   bool
+	stream  StreamID
+	env     uint64
+	first   bool
+	last    bool
+	offset  int    // of the chunk within the envelope
+	total   int    // envelope length, on a first chunk
+	payload []byte // the chunk, uncompressed; a sub-slice of the caller's payload
+	pos     int64  // stream position of the chunk's first byte
+}
+
+func (f *sentFrame) end() int64 { return f.pos + int64(len(f.payload)) }
+
+// outFrame is a frame the writer will encode once the session lock is
+// released.
+type outFrame struct {
+	typ    FrameType
+	stream StreamID
+	data   sentFrame // data and abort
+	u1, u2 uint64    // credit: consumed, window; ping and pong: token
+	bye    goodbye
+}
+
+// pendingEnv is an envelope queued in the scheduler and not yet fully
+// written.
+type pendingEnv struct {
+	receipt *Receipt
+	size    int
+}
+
+// awaitCredit is a fully written envelope whose receipt resolves when the
+// peer's consumed count reaches end.
+type awaitCredit struct {
+	end     int64
+	receipt *Receipt
+}
+
+// partialEnv is an envelope being received.
+type partialEnv struct {
+	buf   []byte
+	total int
+}
+
+// delivery is a complete envelope waiting for its stream's handler.
+type delivery struct {
+	payload []byte
+	held    int64
+	epoch   uint64
+}
+
+// session is everything one node holds about another across connections:
+// queued and unacknowledged data, receive counts and credit, path
+// measures. All fields are guarded by mu; the connection goroutines, the
+// deliverers and callers of Send serialise on it.
+type session struct {
+	t    *Transport
+	key  string
+	addr string // advertised address; empty for a client
+
+	mu    sync.Mutex
+	cond  *sync.Cond // signals deliverers
+	id    NodeID     // peer identity of the session; zero before the first handshake
+	epoch uint64     // bumps when the session starts afresh
+
+	sched   *flow.Scheduler
+	queued  map[flow.Handle]*pendingEnv
+	await   [NumStreams][]awaitCredit
+	resend  [NumStreams][]sentFrame // written and not yet credited, by position
+	replay  []sentFrame             // to write again first, after a resume
+	recv    [NumStreams]flow.RecvCredit
+	partial [NumStreams]map[uint64]*partialEnv
+	started [NumStreams]int64 // highest envelope id started by the peer, -1 if none
+	inbox   [NumStreams][]delivery
+
+	pongs     []uint64
+	pingWant  bool
+	pingToken uint64
+	pingSent  time.Time
+
+	conn      *liveConn // the active connection, nil while none
+	gen       uint64    // bumps whenever the active connection changes: fences old ones
+	wake      chan struct{}
+	upAt      time.Time // when the active connection was established
+	downAt    time.Time // when the session last lost its connection
+	lastHeard time.Time
+
+	dialing    bool
+	dialDone   chan struct{} // closed when the in-flight dial ends
+	dialCancel func()
+	activating *hsConn // connection in its resume exchange
+	closing    bool
+	up         bool // a peer-up event was reported and no peer-down since
+}
+
+func newSession(t *Transport, key, addr string) (*session, error) {
+	s := &session{t: t, key: key, addr: addr, queued: map[flow.Handle]*pendingEnv{}}
+	s.cond = sync.NewCond(&s.mu)
+	if err := s.resetLocked(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// resetLocked starts the session afresh: new scheduler, credit and
+// counters.
+func (s *session) resetLocked() error {
+	lim := s.t.cfg.Limits
+	cfg := flow.Config{MaxFrame: min(flow.DefaultMaxFrame, lim.chunkSize())}
+	for id := range StreamID(NumStreams) {
+		class := flow.ClassData
+		switch id {
+		case StreamControl:
+			class = flow.ClassControl
+		case StreamMembership:
+			class = flow.ClassMembership
+		}
+		cfg.Streams = append(cfg.Streams, flow.StreamConfig{ID: flow.StreamID(id), Class: class, Window: int64(lim.Window)})
+	}
+	sched, err := flow.NewScheduler(cfg)
+	if err != nil {
+		return err
+	}
+	s.sched = sched
+	for i := range s.recv {
+		s.recv[i], err = flow.NewRecvCredit(flow.RecvConfig{Window: int64(lim.Window)})
+		if err != nil {
+			return err
+		}
+		s.partial[i] = map[uint64]*partialEnv{}
+		s.started[i] = -1
+		s.resend[i] = nil
+		s.await[i] = nil
+	}
+	s.replay = nil
+	s.epoch++
+	return nil
+}
+
+// failAllLocked resolves every pending receipt with err and starts afresh.
+func (s *session) failAllLocked(err error) {
+	for h, p := range s.queued {
+		p.receipt.resolve(err)
+		delete(s.queued, h)
+	}
+	for i := range s.await {
+		for _, a := range s.await[i] {
+			a.receipt.resolve(err)
+		}
+	}
+	if rerr := s.resetLocked(); rerr != nil {
+		s.t.log.Error("troupe: wire: reset session", "peer", s.id, "err", rerr)
+	}
+}
+
+// kick wakes the writer of the active connection, if any.
+func (s *session) kick() {
+	if s.conn == nil {
+		return
+	}
+	select {
+	case s.conn.wake <- struct{}{}:
+	default:
+	}
+}
+
+// enqueueLocked queues an envelope.
+func (s *session) enqueueLocked(stream StreamID, key uint64, payload []byte, r *Receipt) (flow.Handle, error) {
+	h, err := s.sched.Enqueue(flow.StreamID(stream), key, payload)
+	if err != nil {
+		return h, err
+	}
+	s.queued[h] = &pendingEnv{receipt: r, size: len(payload)}
+	r.handle, r.epoch, r.queued = h, s.epoch, true
+	s.kick()
+	return h, nil
+}
+
+// cancelLocked drops what of an envelope was not yet written.
+func (s *session) cancelLocked(r *Receipt, err error) {
+	if !r.queued || r.epoch != s.epoch {
+		return
+	}
+	p, ok := s.queued[r.handle]
+	if !ok || p.receipt != r {
+		return
+	}
+	if s.sched.Cancel(r.handle) != flow.CancelUnknown {
+		delete(s.queued, r.handle)
+		r.queued = false
+		r.resolve(err)
+		s.kick()
+	}
+}
+
+// nextFramesLocked collects the frames to write now, up to about budget
+// bytes, and how long to wait before asking again if none (0: until
+// woken).
+func (s *session) nextFramesLocked(now time.Time, out []outFrame, budget int) ([]outFrame, time.Duration) {
+	if s.closing {
+		return append(out, outFrame{typ: FrameGoodbye, bye: goodbye{Code: goodbyeClose}}), 0
+	}
+	for _, tok := range s.pongs {
+		out = append(out, outFrame{typ: FramePong, u1: tok})
+	}
+	s.pongs = s.pongs[:0]
+	if s.pingWant {
+		s.pingWant = false
+		s.pingToken++
+		s.pingSent = now
+		out = append(out, outFrame{typ: FramePing, u1: s.pingToken})
+	}
+	rtt := s.sched.Estimator().MinRTT()
+	var wait time.Duration
+	for i := range s.recv {
+		if g, ok := s.recv[i].Grant(now, rtt); ok {
+			out = append(out, outFrame{typ: FrameCredit, stream: StreamID(i), u1: uint64(g.Consumed), u2: uint64(g.Window)})
+		} else if d := s.recv[i].Deadline(); !d.IsZero() {
+			if w := max(d.Sub(now), time.Microsecond); wait == 0 || w < wait {
+				wait = w
+			}
+		}
+	}
+	size := 0
+	for len(s.replay) > 0 && size < budget {
+		f := s.replay[0]
+		s.replay = s.replay[1:]
+		typ := FrameData
+		if f.abort {
+			typ = FrameAbort
+		} else {
+			s.sched.Estimator().OnSend(flow.StreamID(f.stream), f.end(), len(f.payload), now)
+		}
+		out = append(out, outFrame{typ: typ, stream: f.stream, data: f})
+		size += len(f.payload) + HeaderSize
+	}
+	for size < budget {
+		f, w, ok := s.sched.Next(now)
+		if !ok {
+			if w > 0 && (wait == 0 || w < wait) {
+				wait = w
+			}
+			break
+		}
+		st := StreamID(f.Stream)
+		sf := sentFrame{stream: st, env: f.Envelope, first: f.First, last: f.Last, offset: f.Offset, payload: f.Payload, pos: f.StreamOffset}
+		if f.Kind == flow.FrameAbort {
+			sf = sentFrame{abort: true, stream: st, env: f.Envelope, pos: f.StreamOffset}
+			out = append(out, outFrame{typ: FrameAbort, stream: st, data: sf})
+			s.resend[st] = append(s.resend[st], sf)
+			continue
+		}
+		p := s.queued[f.Handle]
+		if f.First && p != nil {
+			sf.total = p.size
+		}
+		if f.Last && p != nil {
+			delete(s.queued, f.Handle)
+			p.receipt.queued = false
+			s.await[st] = append(s.await[st], awaitCredit{end: sf.end(), receipt: p.receipt})
+		}
+		s.resend[st] = append(s.resend[st], sf)
+		out = append(out, outFrame{typ: FrameData, stream: st, data: sf})
+		size += len(sf.payload) + HeaderSize
+	}
+	return out, wait
+}
+
+// applyCreditLocked applies a credit frame: more credit, trimmed resend
+// buffer, resolved receipts.
+func (s *session) applyCreditLocked(st StreamID, c credit, now time.Time) error {
+	if err := s.sched.ApplyGrant(flow.StreamID(st), flow.Grant{Consumed: int64(c.Consumed), Window: int64(c.Window)}, now); err != nil {
+		return fmt.Errorf("%w: %v", ErrMalformedFrame, err)
+	}
+	consumed := int64(c.Consumed)
+	rs := s.resend[st]
+	i := 0
+	for i < len(rs) && (rs[i].end() < consumed || (!rs[i].abort && rs[i].end() == consumed)) {
+		i++
+	}
+	s.resend[st] = rs[i:]
+	as := s.await[st]
+	j := 0
+	for j < len(as) && as[j].end <= consumed {
+		as[j].receipt.resolve(nil)
+		j++
+	}
+	s.await[st] = as[j:]
+	s.kick()
+	return nil
+}
+
+// applyDataLocked records a received data frame (chunk already
+// decompressed).
+func (s *session) applyDataLocked(h Header, d dataFrame, chunk []byte, now time.Time) error {
+	st := h.Stream
+	last := h.Flags&FlagLast != 0
+	if h.Flags&FlagFirst != 0 && int64(d.Envelope) <= s.started[st] {
+		// After a resume the peer rewrites an empty envelope that sat
+		// exactly at the position we reported: it may have arrived.
+		if len(chunk) == 0 {
+			return nil
+		}
+		return frameErr(ErrMalformedFrame, h, "envelope %d started again", d.Envelope)
+	}
+	held, err := s.recv[st].Arrive(int64(len(chunk)), last, now)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrCreditOverrun, err)
+	}
+	if !last {
+		s.kick() // bytes credited on arrival may make a grant due
+	}
+	parts := s.partial[st]
+	p := parts[d.Envelope]
+	if h.Flags&FlagFirst != 0 {
+		if p != nil {
+			return frameErr(ErrMalformedFrame, h, "envelope %d started twice", d.Envelope)
+		}
+		p = &partialEnv{total: int(d.Total)}
+		parts[d.Envelope] = p
+		s.started[st] = int64(d.Envelope)
+	} else if p == nil {
+		return frameErr(ErrMalformedFrame, h, "chunk of unknown envelope %d", d.Envelope)
+	}
+	if int(d.Offset) != len(p.buf) || len(p.buf)+len(chunk) > p.total {
+		return frameErr(ErrMalformedFrame, h, "chunk at %d+%d, envelope has %d of %d", d.Offset, len(chunk), len(p.buf), p.total)
+	}
+	// Grow with what arrives rather than trusting the announced total.
+	p.buf = append(p.buf, chunk...)
+	if last {
+		if len(p.buf) != p.total {
+			return frameErr(ErrMalformedFrame, h, "last chunk leaves envelope at %d of %d", len(p.buf), p.total)
+		}
+		delete(parts, d.Envelope)
+		s.inbox[st] = append(s.inbox[st], delivery{payload: p.buf, held: held, epoch: s.epoch})
+		s.cond.Broadcast()
+	}
+	return nil
+}
+
+// deliver runs the handler of one stream until the transport closes.
+func (s *session) deliver(st StreamID) {
+	defer s.t.wg.Done()
+	for {
+		s.mu.Lock()
+		for len(s.inbox[st]) == 0 && !s.t.isClosed() {
+			s.cond.Wait()
+		}
+		if s.t.isClosed() {
+			s.mu.Unlock()
+			return
+		}
+		d := s.inbox[st][0]
+		s.inbox[st] = s.inbox[st][1:]
+		from := s.id
+		s.mu.Unlock()
+
+		if h := s.t.handlers[st]; h != nil {
+			h.Receive(from, d.payload)
+		}
+
+		s.mu.Lock()
+		if d.epoch == s.epoch {
+			if err := s.recv[st].Consume(d.held, time.Now()); err != nil {
+				s.t.log.Error("troupe: wire: consume", "peer", s.id, "err", err)
+			}
+			s.kick()
+		}
+		s.mu.Unlock()
+	}
+}
+
+// countsLocked snapshots the received byte counts, after the old
+// connection has been fenced.
+func (s *session) countsLocked() resumeCounts {
+	var c resumeCounts
+	for i := range s.recv {
+		c[i] = uint64(s.recv[i].Received())
+	}
+	return c
+}
+
+// resumeLocked applies a resume exchange: either start afresh, or rewrite
+// what the peer did not receive.
+func (s *session) resumeLocked(peer NodeID, fresh bool, theirs resumeCounts, now time.Time) {
+	if !fresh {
+		var replay []sentFrame
+		for i := range s.resend {
+			from, err := s.sched.ResumeStream(flow.StreamID(i), int64(theirs[i]))
+			if err != nil {
+				s.t.log.Warn("troupe: wire: resume impossible, starting afresh", "peer", peer, "err", err)
+				fresh = true
+				break
+			}
+			for _, f := range s.resend[i] {
+				// Frames without bytes (aborts, empty envelopes) at the
+				// boundary may or may not have arrived; the receiver
+				// ignores them twice.
+				if f.pos >= from && (f.end() > from || len(f.payload) == 0) {
+					replay = append(replay, f)
+				}
+			}
+		}
+		if !fresh {
+			// Rewrite in the original order of positions per stream;
+			// streams are independent so their interleaving is free.
+			s.replay = replay
+			s.sched.Resume(now)
+			for i := range s.recv {
+				s.recv[i].Resume()
+			}
+			s.id = peer
+			return
+		}
+	}
+	switch {
+	case s.id.IsZero():
+		// First connection: nothing was written yet, queued envelopes
+		// simply start.
+		for i := range s.recv {
+			s.recv[i].Resume()
+		}
+	case s.id != peer:
+		s.failAllLocked(fmt.Errorf("%w: %v is now %v", ErrPeerRestarted, s.id, peer))
+		s.t.emit(PeerEvent{Peer: s.id, Up: false, Err: ErrPeerRestarted})
+		s.up = false
+	default:
+		s.failAllLocked(fmt.Errorf("%w: %v dropped the session", ErrPeerDead, peer))
+	}
+	s.id = peer
+}

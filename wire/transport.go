@@ -1,0 +1,487 @@
+package wire
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"sync"
+	"time"
+)
+
+// Handler receives the envelopes of one stream. Receive is called for one
+// peer and stream at a time, in the order the peer sent the envelopes of
+// each key; it owns payload. Credit for the envelope returns to the peer
+// when Receive returns, so a slow handler slows that peer's stream (and
+// only that stream).
+type Handler interface {
+	Receive(from NodeID, payload []byte)
+}
+
+// HandlerFunc adapts a function to Handler.
+type HandlerFunc func(from NodeID, payload []byte)
+
+// Receive calls f.
+func (f HandlerFunc) Receive(from NodeID, payload []byte) { f(from, payload) }
+
+// PeerEvent reports a peer becoming reachable (Up) or lost. Err says why
+// a peer was lost: ErrPeerRestarted, ErrPeerDead, or nil for an orderly
+// goodbye.
+type PeerEvent struct {
+	Peer NodeID
+	Up   bool
+	Err  error
+}
+
+// Transport is one node's end of the wire protocol: it accepts and dials
+// connections, keeps a session per peer across connections, and moves
+// envelopes on streams. Its methods are safe for concurrent use.
+type Transport struct {
+	cfg      Config
+	loc      *local
+	log      *slog.Logger
+	handlers [NumStreams]Handler
+	onEvent  func(PeerEvent)
+
+	ctx    context.Context // ends at Close
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu       sync.Mutex
+	sessions map[string]*session
+	lns      map[net.Listener]struct{}
+	closed   bool
+	rng      *rand.Rand
+	events   []PeerEvent
+	emitting bool
+}
+
+// New returns a transport for cfg. Handlers must be set with Handle before
+// the first connection.
+func New(cfg Config) (*Transport, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	ctx, cancel := context.WithCancel(context.Background())
+	t := &Transport{
+		cfg: cfg,
+		loc: &local{
+			cluster: cfg.ClusterName,
+			node:    NodeID{Addr: cfg.Advertise, Incarnation: cfg.Incarnation},
+			limits:  cfg.Limits,
+			codecs:  cfg.Compression.offers(),
+			tls:     cfg.TLS,
+			timeout: cfg.HandshakeTimeout,
+		},
+		log:      cfg.Logger,
+		ctx:      ctx,
+		cancel:   cancel,
+		sessions: map[string]*session{},
+		lns:      map[net.Listener]struct{}{},
+		rng:      rand.New(rand.NewPCG(cfg.Incarnation, 0x74726f757065)),
+	}
+	return t, nil
+}
+
+// Self returns this node's identity.
+func (t *Transport) Self() NodeID { return t.loc.node }
+
+// Handle sets the handler of a stream. Call it before traffic flows.
+func (t *Transport) Handle(s StreamID, h Handler) {
+	t.handlers[s] = h
+}
+
+// OnPeerEvent sets the function told about peers coming up and going
+// down. It is called from one goroutine at a time, in order, and must not
+// block. Call it before traffic flows.
+func (t *Transport) OnPeerEvent(f func(PeerEvent)) { t.onEvent = f }
+
+func (t *Transport) isClosed() bool {
+	select {
+	case <-t.ctx.Done():
+		return true
+	default:
+		return false
+	}
+}
+
+// emit queues an event and delivers the queue unless another goroutine is
+// already delivering; events keep their order.
+func (t *Transport) emit(e PeerEvent) {
+	if t.onEvent == nil {
+		return
+	}
+	t.mu.Lock()
+	t.events = append(t.events, e)
+	if t.emitting {
+		t.mu.Unlock()
+		return
+	}
+	t.emitting = true
+	t.mu.Unlock()
+	// Delivered from a fresh goroutine so that callers holding a session
+	// lock never run user code.
+	t.wg.Add(1)
+	go func() {
+		defer t.wg.Done()
+		for {
+			t.mu.Lock()
+			if len(t.events) == 0 {
+				t.emitting = false
+				t.mu.Unlock()
+				return
+			}
+			ev := t.events[0]
+			t.events = t.events[1:]
+			t.mu.Unlock()
+			t.onEvent(ev)
+		}
+	}()
+}
+
+// Serve accepts connections on ln until Close, then returns ErrClosed.
+// The listener is closed when Serve returns.
+func (t *Transport) Serve(ln net.Listener) error {
+	t.mu.Lock()
+	if t.closed {
+		t.mu.Unlock()
+		ln.Close()
+		return ErrClosed
+	}
+	t.lns[ln] = struct{}{}
+	t.wg.Add(1)
+	t.mu.Unlock()
+	defer t.wg.Done()
+	defer ln.Close()
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			if t.isClosed() {
+				return ErrClosed
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				continue
+			}
+			return err
+		}
+		t.wg.Add(1)
+		go func() {
+			defer t.wg.Done()
+			t.accept(c)
+		}()
+	}
+}
+
+// sessionFor returns the session of a peer, creating it if create is set.
+func (t *Transport) sessionFor(id NodeID, create bool) (*session, error) {
+	key := id.Addr
+	if key == "" {
+		key = "client/" + id.String()
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return nil, ErrClosed
+	}
+	if s := t.sessions[key]; s != nil || !create {
+		return s, nil
+	}
+	s, err := newSession(t, key, id.Addr)
+	if err != nil {
+		return nil, err
+	}
+	t.sessions[key] = s
+	for st := range StreamID(NumStreams) {
+		t.wg.Add(1)
+		go s.deliver(st)
+	}
+	return s, nil
+}
+
+// Send queues payload for the peer on stream, behind earlier envelopes
+// with the same key, and returns without waiting for delivery. The
+// Receipt tells when the peer's layer above took it, or why it never
+// will. payload must not be modified afterwards.
+//
+// ctx governs the envelope until its last byte is written: if it ends
+// first, what was not yet written is dropped (the peer discards a
+// partial envelope) and the receipt resolves with ctx's error.
+//
+// to.Addr names the peer (empty for a client that dialed us, with its
+// full identity); a non-zero to.Incarnation that is older than the
+// session's fails at once with ErrPeerRestarted.
+func (t *Transport) Send(ctx context.Context, to NodeID, stream StreamID, key uint64, payload []byte) (*Receipt, error) {
+	if stream >= NumStreams {
+		return nil, fmt.Errorf("%w: %d", ErrUnknownStream, stream)
+	}
+	if len(payload) > t.cfg.Limits.MaxMessage {
+		return nil, fmt.Errorf("%w: %d bytes, limit %d", ErrMessageTooLarge, len(payload), t.cfg.Limits.MaxMessage)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if to.Addr == t.loc.node.Addr && to.Addr != "" {
+		return nil, fmt.Errorf("troupe: send to self %v", to)
+	}
+	s, err := t.sessionFor(to, to.Addr != "")
+	if err != nil {
+		return nil, err
+	}
+	if s == nil {
+		return nil, fmt.Errorf("%w: unknown client %v", ErrPeerDead, to)
+	}
+	r := newReceipt()
+	if ctx.Done() != nil {
+		r.stop = context.AfterFunc(ctx, func() {
+			s.mu.Lock()
+			s.cancelLocked(r, ctx.Err())
+			s.mu.Unlock()
+		})
+	}
+	s.mu.Lock()
+	if to.Incarnation != 0 && !s.id.IsZero() && s.id.Incarnation != to.Incarnation {
+		cur := s.id
+		s.mu.Unlock()
+		r.resolve(nil)
+		return nil, fmt.Errorf("%w: %v is now %v", ErrPeerRestarted, to, cur)
+	}
+	_, err = s.enqueueLocked(stream, key, payload, r)
+	if err == nil {
+		if cerr := ctx.Err(); cerr != nil {
+			s.cancelLocked(r, cerr)
+		}
+		if s.conn == nil {
+			s.ensureDialLocked()
+		}
+	}
+	s.mu.Unlock()
+	if err != nil {
+		r.resolve(err)
+		return nil, err
+	}
+	return r, nil
+}
+
+// PeerDead is the hook for the membership layer: the peer is declared dead,
+// so whatever waits for it fails now with ErrPeerDead instead of waiting
+// out the resume grace, and its session is dropped.
+func (t *Transport) PeerDead(id NodeID) {
+	s, _ := t.sessionFor(id, false)
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	if s.id != id && !(s.id.IsZero() && id.Incarnation == 0) {
+		s.mu.Unlock()
+		return
+	}
+	s.dropLocked(fmt.Errorf("%w: declared dead", ErrPeerDead))
+	s.mu.Unlock()
+}
+
+// LastHeard returns when any byte last arrived from the peer at addr (or
+// the client id), for the failure detector.
+func (t *Transport) LastHeard(id NodeID) (time.Time, bool) {
+	s, _ := t.sessionFor(id, false)
+	if s == nil {
+		return time.Time{}, false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c := s.conn; c != nil {
+		return c.heard(), true
+	}
+	return s.lastHeard, !s.lastHeard.IsZero()
+}
+
+// Close says goodbye on every connection, fails pending sends with
+// ErrClosed and waits for the transport's goroutines to end.
+func (t *Transport) Close() error {
+	t.mu.Lock()
+	if t.closed {
+		t.mu.Unlock()
+		return nil
+	}
+	t.closed = true
+	for ln := range t.lns {
+		ln.Close()
+	}
+	sessions := make([]*session, 0, len(t.sessions))
+	for _, s := range t.sessions {
+		sessions = append(sessions, s)
+	}
+	t.mu.Unlock()
+
+	for _, s := range sessions {
+		s.mu.Lock()
+		s.closing = true
+		c := s.conn
+		s.kick()
+		s.mu.Unlock()
+		if c != nil {
+			// The writer says goodbye; give it a moment, then cut.
+			select {
+			case <-c.done:
+			case <-time.After(time.Second):
+			}
+		}
+	}
+	t.cancel()
+	for _, s := range sessions {
+		s.mu.Lock()
+		if s.conn != nil {
+			s.conn.Close()
+		}
+		s.failAllLocked(ErrClosed)
+		s.cond.Broadcast()
+		s.mu.Unlock()
+	}
+	t.wg.Wait()
+	return nil
+}
+
+// dropLocked ends the session: pending sends fail with err, the
+// connection closes, and the next contact starts afresh.
+func (s *session) dropLocked(err error) {
+	s.failAllLocked(err)
+	if s.conn != nil {
+		s.gen++
+		s.conn.Close()
+		s.conn = nil
+	}
+	if s.dialCancel != nil {
+		s.dialCancel()
+	}
+	if s.up {
+		s.up = false
+		s.t.emit(PeerEvent{Peer: s.id, Err: err})
+	}
+	s.id = NodeID{}
+}
+
+// ensureDialLocked starts the dial loop if the peer has an address and no
+// loop runs.
+func (s *session) ensureDialLocked() {
+	if s.addr == "" || s.dialing || s.t.isClosed() || s.closing {
+		return
+	}
+	s.dialing = true
+	s.dialDone = make(chan struct{})
+	ctx, cancel := context.WithCancel(s.t.ctx)
+	s.dialCancel = cancel
+	s.t.wg.Add(1)
+	go s.dialLoop(ctx)
+}
+
+// wanted reports whether the session still needs a connection: it has
+// data queued or unacknowledged, or a live session to resume.
+func (s *session) wantedLocked() bool {
+	if s.closing || s.conn != nil {
+		return false
+	}
+	if !s.id.IsZero() {
+		return true
+	}
+	return len(s.queued) > 0
+}
+
+// dialLoop dials until the session has a connection, the peer is given
+// up on, or the transport closes: at once, then with jittered backoff
+// from RedialMin to RedialMax.
+func (s *session) dialLoop(ctx context.Context) {
+	t := s.t
+	defer t.wg.Done()
+	defer func() {
+		s.mu.Lock()
+		s.dialing = false
+		close(s.dialDone)
+		s.dialCancel()
+		s.mu.Unlock()
+	}()
+	backoff := t.cfg.RedialMin
+	for {
+		s.mu.Lock()
+		if !s.wantedLocked() || ctx.Err() != nil {
+			s.mu.Unlock()
+			return
+		}
+		if !s.downAt.IsZero() && !s.id.IsZero() && time.Since(s.downAt) > t.cfg.resumeGrace() {
+			s.dropLocked(fmt.Errorf("%w: unreachable for %v", ErrPeerDead, t.cfg.resumeGrace()))
+			s.mu.Unlock()
+			return
+		}
+		known := s.id.Incarnation
+		s.mu.Unlock()
+
+		err := s.dialOnce(ctx, known)
+		if err == nil || errors.Is(err, errSuperseded) {
+			return
+		}
+		t.log.Debug("troupe: wire: dial failed", "addr", s.addr, "err", err)
+		t.mu.Lock()
+		wait := backoff/2 + time.Duration(t.rng.Int64N(int64(backoff/2)+1))
+		t.mu.Unlock()
+		backoff = min(2*backoff, t.cfg.RedialMax)
+		timer := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return
+		case <-timer.C:
+		}
+	}
+}
+
+var errSuperseded = errors.New("troupe: connection superseded")
+
+func (s *session) dialOnce(ctx context.Context, known uint64) error {
+	t := s.t
+	hctx, cancel := context.WithTimeout(ctx, t.cfg.HandshakeTimeout)
+	defer cancel()
+	c, err := t.cfg.Dialer.DialContext(hctx, "tcp", t.cfg.dialAddress(s.addr))
+	if err != nil {
+		return err
+	}
+	if err := setNotSentLowat(c, t.cfg.NotSentLowat); err != nil {
+		t.log.Debug("troupe: wire: TCP_NOTSENT_LOWAT", "err", err)
+	}
+	hc, err := dialHandshake(hctx, c, t.loc, s.addr, known)
+	if err != nil {
+		return err
+	}
+	return s.resumeAsDialer(hctx, hc)
+}
+
+// accept runs the acceptor's side of a new connection.
+func (t *Transport) accept(c net.Conn) {
+	if err := setNotSentLowat(c, t.cfg.NotSentLowat); err != nil {
+		t.log.Debug("troupe: wire: TCP_NOTSENT_LOWAT", "err", err)
+	}
+	ctx, cancel := context.WithTimeout(t.ctx, t.cfg.HandshakeTimeout)
+	defer cancel()
+	hc, err := acceptHandshake(ctx, c, t.loc, func(id NodeID) uint64 {
+		s, _ := t.sessionFor(id, false)
+		if s == nil {
+			return 0
+		}
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return s.id.Incarnation
+	})
+	if err != nil {
+		t.log.Debug("troupe: wire: handshake refused", "remote", c.RemoteAddr(), "err", err)
+		return
+	}
+	s, err := t.sessionFor(hc.peer.Node, true)
+	if err != nil {
+		hc.Close()
+		return
+	}
+	if err := s.resumeAsAcceptor(ctx, hc); err != nil {
+		t.log.Debug("troupe: wire: resume failed", "peer", hc.peer.Node, "err", err)
+	}
+}

@@ -1,0 +1,150 @@
+package wire
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"testing"
+	"time"
+)
+
+// testNode is a transport listening on loopback with recording handlers.
+type testNode struct {
+	t   *Transport
+	ln  net.Listener
+	mu  sync.Mutex
+	got map[StreamID][][]byte
+	ev  []PeerEvent
+	sig chan struct{}
+}
+
+func newTestNode(t *testing.T, mutate func(*Config)) *testNode {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{ClusterName: "test", Advertise: ln.Addr().String()}
+	if mutate != nil {
+		mutate(&cfg)
+	}
+	tr, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := &testNode{t: tr, ln: ln, got: map[StreamID][][]byte{}, sig: make(chan struct{}, 1)}
+	for st := range StreamID(NumStreams) {
+		tr.Handle(st, HandlerFunc(func(from NodeID, p []byte) {
+			n.mu.Lock()
+			n.got[st] = append(n.got[st], p)
+			n.mu.Unlock()
+			n.signal()
+		}))
+	}
+	tr.OnPeerEvent(func(e PeerEvent) {
+		n.mu.Lock()
+		n.ev = append(n.ev, e)
+		n.mu.Unlock()
+		n.signal()
+	})
+	go tr.Serve(ln)
+	t.Cleanup(func() { tr.Close() })
+	return n
+}
+
+func (n *testNode) signal() {
+	select {
+	case n.sig <- struct{}{}:
+	default:
+	}
+}
+
+// waitFor polls cond on every signal, failing after a generous bound.
+func (n *testNode) waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.After(20 * time.Second)
+	for {
+		n.mu.Lock()
+		ok := cond()
+		n.mu.Unlock()
+		if ok {
+			return
+		}
+		select {
+		case <-n.sig:
+		case <-time.After(10 * time.Millisecond):
+		case <-deadline:
+			t.Fatalf("timed out waiting for %s", what)
+		}
+	}
+}
+
+func waitReceipt(t *testing.T, r *Receipt) error {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	err := r.Wait(ctx)
+	if errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil {
+		t.Fatal("receipt did not resolve")
+	}
+	return err
+}
+
+func TestTransportDeliversEnvelopesInOrderAndResolvesReceipts(t *testing.T) {
+	a, b := newTestNode(t, nil), newTestNode(t, nil)
+	ctx := context.Background()
+	var last *Receipt
+	for i := range 100 {
+		r, err := a.t.Send(ctx, b.t.Self(), StreamApplication, 7, []byte(fmt.Sprintf("msg %03d", i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		last = r
+	}
+	if err := waitReceipt(t, last); err != nil {
+		t.Fatalf("last receipt: %v", err)
+	}
+	b.waitFor(t, "100 envelopes", func() bool { return len(b.got[StreamApplication]) == 100 })
+	for i, p := range b.got[StreamApplication] {
+		if want := fmt.Sprintf("msg %03d", i); string(p) != want {
+			t.Fatalf("envelope %d: got %q, want %q", i, p, want)
+		}
+	}
+}
+
+func TestTransportCarriesEnvelopesLargerThanTheWindowBothWays(t *testing.T) {
+	a, b := newTestNode(t, nil), newTestNode(t, nil)
+	big := bytes.Repeat([]byte("0123456789abcdef"), (DefaultMaxMessage)/16)
+	ra, err := a.t.Send(context.Background(), b.t.Self(), StreamReplication, 1, big)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rb, err := b.t.Send(context.Background(), a.t.Self(), StreamReplication, 1, big[:1<<20])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := waitReceipt(t, ra); err != nil {
+		t.Fatal(err)
+	}
+	if err := waitReceipt(t, rb); err != nil {
+		t.Fatal(err)
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(b.got[StreamReplication]) != 1 || !bytes.Equal(b.got[StreamReplication][0], big) {
+		t.Fatalf("the 4 MiB envelope did not arrive intact")
+	}
+}
+
+func TestTransportReportsPeerUp(t *testing.T) {
+	a, b := newTestNode(t, nil), newTestNode(t, nil)
+	r, _ := a.t.Send(context.Background(), b.t.Self(), StreamControl, 0, []byte("hi"))
+	waitReceipt(t, r)
+	a.waitFor(t, "peer up", func() bool { return len(a.ev) > 0 && a.ev[0].Up && a.ev[0].Peer == b.t.Self() })
+	if heard, ok := a.t.LastHeard(b.t.Self()); !ok || time.Since(heard) > time.Minute {
+		t.Fatalf("LastHeard: %v %v", heard, ok)
+	}
+}
