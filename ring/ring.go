@@ -62,14 +62,20 @@ func assemble(members []Member, vs []vnode) *Ring {
 		members: members,
 		tokens:  make([]Token, len(vs)),
 		owners:  make([]int32, len(vs)),
-		version: versionOf(members),
 	}
 	for i, v := range vs {
 		r.tokens[i] = v.token
 		r.owners[i] = v.owner
 	}
-	r.indexBuckets()
+	r.finish()
 	return r
+}
+
+// finish derives the version and the bucket index once members, tokens and
+// owners are in place.
+func (r *Ring) finish() {
+	r.version = versionOf(r.members)
+	r.indexBuckets()
 }
 
 func (r *Ring) indexBuckets() {
@@ -103,7 +109,8 @@ func (r *Ring) With(m Member) *Ring {
 		add = append(add, vnode{token: t, owner: int32(pos)})
 	}
 	slices.SortFunc(add, compareVNodes)
-	vs := make([]vnode, 0, r.vnodeCount()+len(add))
+	size := r.vnodeCount() + len(add)
+	next := &Ring{members: ms, tokens: make([]Token, 0, size), owners: make([]int32, 0, size)}
 	i, j := 0, 0
 	for i < r.vnodeCount() || j < len(add) {
 		if i < r.vnodeCount() {
@@ -112,15 +119,18 @@ func (r *Ring) With(m Member) *Ring {
 				old.owner++
 			}
 			if j == len(add) || compareVNodes(old, add[j]) <= 0 {
-				vs = append(vs, old)
+				next.tokens = append(next.tokens, old.token)
+				next.owners = append(next.owners, old.owner)
 				i++
 				continue
 			}
 		}
-		vs = append(vs, add[j])
+		next.tokens = append(next.tokens, add[j].token)
+		next.owners = append(next.owners, add[j].owner)
 		j++
 	}
-	return assemble(ms, vs)
+	next.finish()
+	return next
 }
 
 // Without returns the ring with m removed, or r itself if m is not a member.
@@ -130,7 +140,8 @@ func (r *Ring) Without(m Member) *Ring {
 		return r
 	}
 	ms := slices.Delete(slices.Clone(r.members), pos, pos+1)
-	vs := make([]vnode, 0, r.vnodeCount()-VirtualNodes)
+	size := r.vnodeCount() - VirtualNodes
+	next := &Ring{members: ms, tokens: make([]Token, 0, size), owners: make([]int32, 0, size)}
 	for i, o := range r.owners {
 		switch {
 		case o == int32(pos):
@@ -138,9 +149,11 @@ func (r *Ring) Without(m Member) *Ring {
 		case o > int32(pos):
 			o--
 		}
-		vs = append(vs, vnode{token: r.tokens[i], owner: o})
+		next.tokens = append(next.tokens, r.tokens[i])
+		next.owners = append(next.owners, o)
 	}
-	return assemble(ms, vs)
+	next.finish()
+	return next
 }
 
 func (r *Ring) index(m Member) (int, bool) {
