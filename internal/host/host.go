@@ -64,6 +64,12 @@ type Settings struct {
 	Linger time.Duration
 }
 
+// registry is an immutable snapshot of the registered kinds.
+type registry struct {
+	byName map[string]Kind
+	order  []Kind
+}
+
 // Host is shared by every actor type of one system.
 type Host struct {
 	Settings
@@ -72,9 +78,8 @@ type Host struct {
 	hardStop chan struct{}
 	stopOnce sync.Once
 
-	mu    sync.Mutex
-	kinds map[string]Kind
-	order []Kind
+	mu  sync.Mutex // serialises Register
+	reg atomic.Pointer[registry]
 
 	// goroutine accounting for Close: a counter, not a WaitGroup, because
 	// timers may start goroutines while Close already waits.
@@ -104,7 +109,6 @@ func New(s Settings) *Host {
 	h := &Host{
 		Settings:  s,
 		hardStop:  make(chan struct{}),
-		kinds:     make(map[string]Kind),
 		tick:      make(chan struct{}),
 		clockDone: make(chan struct{}),
 		clockStop: make(chan struct{}),
@@ -113,31 +117,45 @@ func New(s Settings) *Host {
 	return h
 }
 
-// Register adds a kind; it reports false when the name is taken.
+// Register adds a kind; it reports false when the name is taken. Kinds
+// are registered while the system starts; lookups are lock-free.
 func (h *Host) Register(k Kind) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if _, dup := h.kinds[k.Name()]; dup {
-		return false
+	old := h.reg.Load()
+	if old != nil {
+		if _, dup := old.byName[k.Name()]; dup {
+			return false
+		}
 	}
-	h.kinds[k.Name()] = k
-	h.order = append(h.order, k)
+	next := &registry{byName: make(map[string]Kind)}
+	if old != nil {
+		for n, v := range old.byName {
+			next.byName[n] = v
+		}
+		next.order = append(next.order, old.order...)
+	}
+	next.byName[k.Name()] = k
+	next.order = append(next.order, k)
+	h.reg.Store(next)
 	return true
 }
 
 // Kind returns the registered kind with that name, or nil.
 func (h *Host) Kind(name string) Kind {
-	h.mu.Lock()
-	k := h.kinds[name]
-	h.mu.Unlock()
-	return k
+	if r := h.reg.Load(); r != nil {
+		return r.byName[name]
+	}
+	return nil
 }
 
-// Kinds returns every registered kind in registration order.
+// Kinds returns every registered kind in registration order; the caller
+// must not modify the slice.
 func (h *Host) Kinds() []Kind {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return append([]Kind(nil), h.order...)
+	if r := h.reg.Load(); r != nil {
+		return r.order
+	}
+	return nil
 }
 
 // Closed reports whether the host refuses new work.
