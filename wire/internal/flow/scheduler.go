@@ -129,7 +129,8 @@ type Frame struct {
 }
 
 // Handle identifies an enqueued envelope, for [Scheduler.Cancel]. It goes
-// stale once the envelope is fully written or dropped.
+// stale once the envelope is fully written or dropped. The zero Handle is
+// never valid.
 type Handle struct {
 	slot int32
 	gen  uint32
@@ -347,7 +348,8 @@ func (s *Scheduler) alloc() int32 {
 		s.free = s.slots[slot].freeNext
 		return slot
 	}
-	s.slots = append(s.slots, envelope{})
+	// Generations start at 1 so that the zero Handle is never valid.
+	s.slots = append(s.slots, envelope{gen: 1})
 	return int32(len(s.slots) - 1)
 }
 

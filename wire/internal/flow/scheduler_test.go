@@ -219,6 +219,11 @@ func TestSchedulerCancelOfWrittenEnvelopeIsUnknown(t *testing.T) {
 	if got := s.Cancel(Handle{slot: 99}); got != CancelUnknown {
 		t.Errorf("Cancel of a never issued handle = %v, want CancelUnknown", got)
 	}
+	fresh := mustScheduler(t, testConfig(1<<20))
+	mustEnqueue(t, fresh, stApp, 1, 10)
+	if got := fresh.Cancel(Handle{}); got != CancelUnknown {
+		t.Errorf("Cancel of the zero Handle = %v, want CancelUnknown", got)
+	}
 }
 
 func TestSchedulerCancelOfQueuedMiddleEnvelopeKeepsKeyOrder(t *testing.T) {
