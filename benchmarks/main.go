@@ -9,6 +9,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -165,7 +166,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 				results[w.name] = make(map[string][]measurement)
 			}
 			for _, p := range order {
-				m, err := w.run(p, o.sz, keys)
+				m, err := measure(o.cpuprofile != "", w, p, o.sz, keys)
 				if err != nil {
 					fmt.Fprintf(stderr, "benchmarks: round %d %s on %s: %v\n", r+1, w.name, p.Name(), err)
 					return 1
@@ -179,6 +180,19 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintln(stdout)
 	report(stdout, o, peers, results)
 	return 0
+}
+
+// measure runs w once on p. When profiling, the run carries the pprof
+// labels workload and system, which the goroutines it starts (senders,
+// actors) inherit: `go tool pprof -tagfocus system=troupe` keeps them.
+func measure(profiling bool, w workload, p peer, sz sizes, keys []string) (m measurement, err error) {
+	if !profiling {
+		return w.run(p, sz, keys)
+	}
+	pprof.Do(context.Background(), pprof.Labels("workload", w.name, "system", p.Name()), func(context.Context) {
+		m, err = w.run(p, sz, keys)
+	})
+	return m, err
 }
 
 func selected(only []string) []workload {
