@@ -57,8 +57,8 @@ func Ask[M any, Q Request[M, R], R any](ctx context.Context, ref Ref[M], q Q) (R
 	var timeout <-chan time.Time
 	if s.dl.IsZero() {
 		d := to.askTimeout()
-		t := time.NewTimer(d)
-		defer t.Stop()
+		t := h.Timer(d)
+		defer h.PutTimer(t)
 		timeout = t.C
 		s.dl = time.Now().Add(d)
 	}

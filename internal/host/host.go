@@ -94,11 +94,11 @@ type Host struct {
 	clockDone chan struct{}
 	clockStop chan struct{}
 
+	timers sync.Pool // stopped *time.Timer, reused by asks
+
 	Active   atomic.Int64
-	Queued   atomic.Int64
 	AsksOut  atomic.Int64
 	Restarts atomic.Int64
-	Dropped  atomic.Int64
 }
 
 // New returns a running Host. Call Stop and Wait to end it.
@@ -156,6 +156,24 @@ func (h *Host) Kinds() []Kind {
 		return r.order
 	}
 	return nil
+}
+
+// Timer returns a timer that fires after d; give it back with PutTimer.
+// Asks without a deadline use one each, so reusing them saves two
+// allocations per ask.
+func (h *Host) Timer(d time.Duration) *time.Timer {
+	if t, ok := h.timers.Get().(*time.Timer); ok {
+		t.Reset(d)
+		return t
+	}
+	return time.NewTimer(d)
+}
+
+// PutTimer stops t and keeps it for reuse. Since Go 1.23 a stopped
+// timer's channel holds no stale tick, so a reused timer is clean.
+func (h *Host) PutTimer(t *time.Timer) {
+	t.Stop()
+	h.timers.Put(t)
 }
 
 // Closed reports whether the host refuses new work.
