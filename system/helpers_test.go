@@ -216,3 +216,5 @@ func probe(name string, g *gate, l *opLog, opts ...actor.Option) *actor.Def[int,
 		return nil
 	}, opts...)
 }
+
+func errorsIs(err, target error) bool { return errors.Is(err, target) }
