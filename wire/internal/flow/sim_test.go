@@ -30,6 +30,14 @@ type sim struct {
 	onArrive func(f Frame, at time.Time)
 	onWrite  func(f Frame)
 	written  int64
+
+	// epoch counts connections; what an old one still carries is dropped
+	// (fenced) on arrival.
+	epoch int
+	// resend holds each stream's written frames until the peer credits
+	// them, as the session's resend buffer does.
+	resend map[StreamID][]Frame
+	resent int // frames written again after cuts
 }
 
 type simEvent struct {
@@ -61,6 +69,7 @@ func newSim(t fataler, cfg Config, recv RecvConfig, rate float64, rtt time.Durat
 	m := &sim{
 		t: t, now: t0, s: mustScheduler(t, cfg), recv: map[StreamID]*RecvCredit{},
 		rate: rate, oneWay: rtt / 2, grantAt: map[StreamID]time.Time{},
+		resend: map[StreamID][]Frame{},
 	}
 	for _, sc := range cfg.Streams {
 		r := mustRecv(t, recv)
@@ -103,13 +112,60 @@ func (m *sim) pump() {
 			m.onWrite(f)
 		}
 		m.written += int64(f.Len)
-		start := m.now
-		if m.linkFree.After(start) {
-			start = m.linkFree
-		}
-		m.linkFree = start.Add(time.Duration(float64(f.Len+frameOverhead) / m.rate * float64(time.Second)))
-		m.at(m.linkFree.Add(m.oneWay), func() { m.arrive(f) })
+		m.resend[f.Stream] = append(m.resend[f.Stream], f)
+		m.transmit(f)
 	}
+}
+
+// transmit puts a frame on the link of the current connection.
+func (m *sim) transmit(f Frame) {
+	start := m.now
+	if m.linkFree.After(start) {
+		start = m.linkFree
+	}
+	m.linkFree = start.Add(time.Duration(float64(f.Len+frameOverhead) / m.rate * float64(time.Second)))
+	epoch := m.epoch
+	m.at(m.linkFree.Add(m.oneWay), func() {
+		if epoch == m.epoch {
+			m.arrive(f)
+		}
+	})
+}
+
+// cut breaks the connection: everything on the link is lost, and resume
+// follows the package's recipe on a new connection at once.
+func (m *sim) cut() {
+	m.epoch++
+	m.linkFree = m.now
+	var replay []Frame
+	for _, sc := range m.s.cfg.Streams {
+		r := m.recv[sc.ID]
+		r.Resume()
+		from, err := m.s.ResumeStream(sc.ID, r.Received())
+		if err != nil {
+			m.t.Fatalf("resume of stream %d: %v", sc.ID, err)
+		}
+		for _, f := range m.resend[sc.ID] {
+			// A frame without bytes at the boundary may or may not have
+			// arrived; the receiver must take it twice.
+			if f.StreamOffset >= from && (f.StreamOffset+int64(f.Len) > from || f.Len == 0) {
+				replay = append(replay, f)
+			}
+		}
+	}
+	m.s.Resume(m.now)
+	m.resent += len(replay)
+	for _, f := range replay {
+		if f.Kind == FrameData {
+			m.s.Estimator().OnSend(f.Stream, f.StreamOffset+int64(f.Len), f.Len, m.now)
+		}
+		m.s.Pacer().Spend(f.Len, m.now)
+		m.transmit(f)
+	}
+	for _, sc := range m.s.cfg.Streams {
+		m.maybeGrant(sc.ID)
+	}
+	m.pump()
 }
 
 // frameOverhead is a header's worth of bytes on the link.
@@ -161,10 +217,20 @@ func (m *sim) arrive(f Frame) {
 func (m *sim) maybeGrant(stream StreamID) {
 	r := m.recv[stream]
 	if g, ok := r.Grant(m.now, m.s.Estimator().MinRTT()); ok {
+		epoch := m.epoch
 		m.at(m.now.Add(m.oneWay), func() {
+			if epoch != m.epoch {
+				return
+			}
 			if err := m.s.ApplyGrant(stream, g, m.now); err != nil {
 				m.t.Fatalf("at %v: %v", m.now.Sub(t0), err)
 			}
+			rs := m.resend[stream]
+			i := 0
+			for i < len(rs) && rs[i].StreamOffset+int64(rs[i].Len) <= g.Consumed && (rs[i].Len > 0 || rs[i].StreamOffset < g.Consumed) {
+				i++
+			}
+			m.resend[stream] = rs[i:]
 			m.pump()
 		})
 		return
