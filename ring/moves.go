@@ -33,8 +33,8 @@ type Move struct {
 }
 
 // Moves returns the ranges whose first n replicas differ between before and
-// after, in clockwise order of their End, adjacent ranges with the same
-// change merged. Handoff uses it to find what each member must send and
+// after, disjoint, ordered by End from the smallest token (only the first may
+// wrap past zero), adjacent ranges with the same change merged. Handoff uses it to find what each member must send and
 // receive when the member set changes. Either ring may be nil (empty); n < 1
 // gives no moves.
 func Moves(before, after *Ring, n int) []Move {
