@@ -7,12 +7,13 @@ import (
 )
 
 // holRun sends a large envelope on key 1 of the application stream and,
-// while it crosses, a 100-byte envelope on key 2 every millisecond. It
+// while it crosses, a 100-byte envelope on key 2 of stream small every
+// millisecond. It
 // returns how long each small envelope waited beyond its own time on the
 // link: its arrival minus its enqueue, the one-way delay and its
 // serialisation.
-func holRun(t *testing.T, l link, large int, cfg Config) []time.Duration {
-	m := newSim(t, cfg, RecvConfig{}, l.rate, l.rtt)
+func holRun(t *testing.T, l link, large int, small StreamID) []time.Duration {
+	m := newSim(t, simConfig(), RecvConfig{}, l.rate, l.rtt)
 	m.enqueue(stApp, 1, large)
 	enqueued := map[Handle]time.Time{}
 	var waits []time.Duration
@@ -25,7 +26,7 @@ func holRun(t *testing.T, l link, large int, cfg Config) []time.Duration {
 	// Leave startup and drain behind: they build a queue by design.
 	m.runUntil(t0.Add(time.Second))
 	end := t0.Add(9 * time.Second)
-	m.every(time.Millisecond, end, func() { enqueued[m.enqueue(stApp, 2, 100)] = m.now })
+	m.every(time.Millisecond, end, func() { enqueued[m.enqueue(small, 2, 100)] = m.now })
 	m.runUntil(end.Add(time.Second))
 	if m.s.Pending() == 0 {
 		t.Fatal("the large envelope finished before the small ones; the test measures nothing")
@@ -42,7 +43,7 @@ func quantile(sorted []time.Duration, q float64) time.Duration {
 // another: about one frame time, the frame the link is busy with.
 func TestSmallEnvelopeWaitsAboutOneFrameBehindLargeOne(t *testing.T) {
 	l := links[0] // 50 Mbit/s, 20 ms
-	waits := holRun(t, l, 64<<20, simConfig())
+	waits := holRun(t, l, 64<<20, stApp)
 	frame := time.Duration(float64(DefaultMaxFrame+frameOverhead) / l.rate * float64(time.Second))
 	p50, p99, worst := quantile(waits, 0.5), quantile(waits, 0.99), waits[len(waits)-1]
 	fifo := time.Duration(float64(64<<20) / l.rate * float64(time.Second))
@@ -56,5 +57,18 @@ func TestSmallEnvelopeWaitsAboutOneFrameBehindLargeOne(t *testing.T) {
 	}
 	if worst > 4*frame {
 		t.Errorf("worst wait %v, want at most four frame times (%v)", worst, 4*frame)
+	}
+}
+
+// Membership goes ahead of the pace: it waits for at most the frame the link
+// is busy with and what the pacer already let onto the link.
+func TestMembershipEnvelopeWaitsAboutOneFrameBehindData(t *testing.T) {
+	l := links[0]
+	waits := holRun(t, l, 64<<20, stMembership)
+	frame := time.Duration(float64(DefaultMaxFrame+frameOverhead) / l.rate * float64(time.Second))
+	p99, worst := quantile(waits, 0.99), waits[len(waits)-1]
+	t.Logf("%d membership envelopes: wait p50 %v p99 %v max %v; frame time %v", len(waits), quantile(waits, 0.5), p99, worst, frame)
+	if p99 > 2*frame {
+		t.Errorf("p99 wait %v, want at most two frame times (%v)", p99, 2*frame)
 	}
 }
