@@ -382,6 +382,18 @@ func (s *session) deliver(st StreamID) {
 	}
 }
 
+// pristineLocked reports whether nothing was received from the peer and
+// the peer credited nothing: the session's resend buffers still start at
+// position 0.
+func (s *session) pristineLocked() bool {
+	for i := range s.recv {
+		if s.recv[i].Received() != 0 || s.sched.Credit(flow.StreamID(i)).Consumed() != 0 {
+			return false
+		}
+	}
+	return true
+}
+
 // countsLocked snapshots the received byte counts, after the old
 // connection has been fenced.
 func (s *session) countsLocked() resumeCounts {
@@ -395,6 +407,13 @@ func (s *session) countsLocked() resumeCounts {
 // resumeLocked applies a resume exchange: either start afresh, or rewrite
 // what the peer did not receive.
 func (s *session) resumeLocked(peer NodeID, fresh bool, theirs resumeCounts, now time.Time) {
+	if fresh && s.id == peer && s.pristineLocked() {
+		// The peer never completed the resume exchange of our first
+		// connection (it was cut after our half): it holds nothing from
+		// us and we hold nothing from it, so resending everything from
+		// position 0 is exact.
+		fresh, theirs = false, resumeCounts{}
+	}
 	if !fresh {
 		var replay []sentFrame
 		for i := range s.resend {
