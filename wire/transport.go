@@ -421,6 +421,16 @@ func (s *session) dialLoop(ctx context.Context) {
 		if err == nil || errors.Is(err, errSuperseded) {
 			return
 		}
+		var refused *Refused
+		if errors.As(err, &refused) && refused.Reason != RefusedTimeout {
+			// A refusal is a configuration mismatch; retrying will not
+			// cure it. What waits for this peer fails with the reason.
+			t.log.Warn("troupe: wire: handshake refused", "addr", s.addr, "err", err)
+			s.mu.Lock()
+			s.failAllLocked(err)
+			s.mu.Unlock()
+			return
+		}
 		t.log.Debug("troupe: wire: dial failed", "addr", s.addr, "err", err)
 		t.mu.Lock()
 		wait := backoff/2 + time.Duration(t.rng.Int64N(int64(backoff/2)+1))
