@@ -4,6 +4,8 @@ import (
 	"math"
 	"testing"
 	"time"
+
+	"pgregory.net/rapid"
 )
 
 func mustEstimator(t fataler, cfg EstimatorConfig) *Estimator {
@@ -329,4 +331,66 @@ func TestEstimatorFindsRateIncrease(t *testing.T) {
 	if got := m.s.Estimator().Bandwidth(); !within(got, 2*l.rate, 0.15) {
 		t.Errorf("3 s after the link doubled to %.3g the estimate is %.3g, want ±15%%", 2*l.rate, got)
 	}
+}
+
+// Random sends, credits (in order, stale, partial), app-limited marks, pings
+// and resumes on two streams: in-flight is exactly what was sent and not
+// credited, the window never drops below its floor, pacing stays positive,
+// and an app-limited sample never lowers the bandwidth estimate.
+func TestEstimatorProperties(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		e := mustEstimator(t, EstimatorConfig{})
+		now := t0
+		type stream struct{ sent, credited int64 }
+		streams := map[StreamID]*stream{1: {}, 2: {}}
+		var inflight int64
+		for range rapid.IntRange(1, 400).Draw(t, "ops") {
+			now = now.Add(time.Duration(rapid.Int64Range(0, int64(5*time.Millisecond)).Draw(t, "tick")))
+			id := StreamID(rapid.IntRange(1, 2).Draw(t, "stream"))
+			st := streams[id]
+			switch rapid.IntRange(0, 5).Draw(t, "op") {
+			case 0, 1:
+				n := rapid.IntRange(1, 64<<10).Draw(t, "n")
+				st.sent += int64(n)
+				inflight += int64(n)
+				e.OnSend(id, st.sent, n, now)
+			case 2, 3:
+				consumed := rapid.Int64Range(0, st.sent).Draw(t, "consumed")
+				before := e.Bandwidth()
+				s, ok := e.OnCredit(id, consumed, now)
+				if consumed > st.credited {
+					inflight -= consumed - st.credited
+					st.credited = consumed
+				}
+				if ok && s.AppLimited && e.Bandwidth() < before {
+					t.Fatalf("app-limited sample %+v lowered the estimate from %.0f to %.0f", s, before, e.Bandwidth())
+				}
+			case 4:
+				e.SetAppLimited()
+			case 5:
+				if rapid.Bool().Draw(t, "resume") {
+					e.Resume()
+					inflight = 0
+					// The session resends what was not credited.
+					for sid, s := range streams {
+						if s.sent > s.credited {
+							e.OnSend(sid, s.sent, int(s.sent-s.credited), now)
+							inflight += s.sent - s.credited
+						}
+					}
+				} else {
+					e.OnRTT(time.Duration(rapid.Int64Range(1, int64(time.Second)).Draw(t, "rtt")), now)
+				}
+			}
+			if e.Inflight() != inflight {
+				t.Fatalf("Inflight() = %d, want %d sent and not credited", e.Inflight(), inflight)
+			}
+			if e.CWnd() < e.cfg.MinCwnd {
+				t.Fatalf("CWnd() = %d below the floor %d", e.CWnd(), e.cfg.MinCwnd)
+			}
+			if !(e.PacingRate() > 0) {
+				t.Fatalf("PacingRate() = %v, want positive", e.PacingRate())
+			}
+		}
+	})
 }

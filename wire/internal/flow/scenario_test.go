@@ -154,7 +154,7 @@ func (sc *scenario) run(args []string) error {
 		sc.names[h], sc.byKey[args[4]] = args[4], h
 		return err
 	case "cancel":
-		sc.printf("%s", [...]string{"unknown", "dropped", "aborted"}[sc.s.Cancel(sc.byKey[args[1]])])
+		sc.printf("%v", sc.s.Cancel(sc.byKey[args[1]]))
 	case "next":
 		n := 1
 		if len(args) > 1 {

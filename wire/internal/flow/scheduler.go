@@ -150,6 +150,30 @@ const (
 	CancelAborted
 )
 
+// String returns the result's name.
+func (r CancelResult) String() string {
+	switch r {
+	case CancelUnknown:
+		return "unknown"
+	case CancelDropped:
+		return "dropped"
+	case CancelAborted:
+		return "aborted"
+	}
+	return "cancel-result(?)"
+}
+
+// String returns the kind's name.
+func (k FrameKind) String() string {
+	switch k {
+	case FrameData:
+		return "data"
+	case FrameAbort:
+		return "abort"
+	}
+	return "frame-kind(?)"
+}
+
 const none = -1
 
 type envState uint8
