@@ -110,20 +110,21 @@ func (c *cell[S, M]) push(ctx context.Context, m M, s replier, force bool) (err 
 	}
 	c.in = append(c.in, envelope[M]{msg: m, slot: s})
 	c.pending.Add(1)
-	start, wake := false, false
+	start := false
+	var wake chan struct{} // taken under the lock: failed and an exiting loop reset c.wake
 	switch {
 	case !c.running && !c.backoff:
 		c.running, start = true, true
 	case c.parked:
-		c.parked, wake = false, true
+		c.parked, wake = false, c.wake
 	}
 	c.mu.Unlock()
 	if start {
 		k.h.Enter()
 		go c.loop()
-	} else if wake {
+	} else if wake != nil {
 		select {
-		case c.wake <- struct{}{}:
+		case wake <- struct{}{}:
 		default:
 		}
 	}
