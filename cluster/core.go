@@ -273,7 +273,7 @@ func (c *Core) markRemoved() {
 // tombstones. Call it at least every Heartbeat; more often sharpens
 // detection. A time earlier than the last is ignored.
 func (c *Core) Tick(now time.Time) {
-	if c.removed || now.Before(c.now) {
+	if c.removed || now.Before(c.now) || (now.Equal(c.lastTick) && !c.lastTick.IsZero()) {
 		return
 	}
 	c.noteLateTick(now)
@@ -292,7 +292,8 @@ func (c *Core) Tick(now time.Time) {
 	c.flush()
 }
 
-// Step processes one message received from the network.
+// Step processes one message received from the network, at the time of
+// the last Tick.
 func (c *Core) Step(m Message) {
 	if c.removed || m.From.Addr == "" || m.From == c.self.ID {
 		return
@@ -465,7 +466,7 @@ func (c *Core) send(addr string, m Message) {
 
 // fullTable is every record including this node's own, for joins and
 // anti-entropy.
-func (c *Core) fullTable() []Member { return c.table.Records() }
+func (c *Core) fullTable() []Member { return c.table.snapshot() }
 
 // piggyback takes the next batch of gossip for one message.
 func (c *Core) piggyback() []Member {
@@ -574,10 +575,13 @@ func (c *Core) antiEntropy() {
 // node that sees a majority only, and forgets tombstones older than
 // TombstoneTTL.
 func (c *Core) removeDeadAndCollect() {
+	if c.members == c.seenAlive+c.suspects && c.table.Len() == c.members {
+		return // no tombstones
+	}
 	var forget []NodeID
 	var remove []Member
 	c.table.each(func(m Member) {
-		if m.ID == c.self.ID {
+		if m.ID == c.self.ID || (m.Status != StatusDead && m.Status != StatusLeft) {
 			return
 		}
 		age := c.now.Sub(c.since[m.ID])

@@ -134,13 +134,20 @@ func (c *Core) leastRecentlyHeard() (NodeID, bool) {
 	found := false
 	start := c.rng.IntN(n)
 	for i := range n {
-		m := c.table.at((start + i) % n)
-		if m.ID == c.self.ID || !(m.Status.SeenAlive() || m.Status == StatusSuspect) || c.inActive(m.ID) ||
-			slices.ContainsFunc(c.probes, func(p pending) bool { return p.id == m.ID }) {
+		m := &c.table.recs[(start+i)%n]
+		if !(m.Status.SeenAlive() || m.Status == StatusSuspect) || m.ID == c.self.ID {
 			continue
 		}
-		if ev := c.evidence(m.ID); !found || ev.Before(bestAt) {
-			best, bestAt, found = m.ID, ev, true
+		ev := c.lastFrame[m.ID]
+		if found && !ev.Before(bestAt) {
+			continue
+		}
+		if c.inActive(m.ID) || slices.ContainsFunc(c.probes, func(p pending) bool { return p.id == m.ID }) {
+			continue
+		}
+		best, bestAt, found = m.ID, ev, true
+		if ev.IsZero() {
+			break // never heard: nothing is older
 		}
 	}
 	return best, found

@@ -81,7 +81,6 @@ func (s *sim) start(a string, seeds ...string) *simNode {
 	n.gen++
 	n.core, n.down, n.paused, n.events = core, false, false, nil
 	n.ep = s.net.Endpoint(a, func(from string, m Message) {
-		n.core.Tick(s.net.Now())
 		n.core.Step(m)
 		s.drain(n)
 	})

@@ -51,6 +51,15 @@ func (t *Table) Records() []Member {
 	return out
 }
 
+// snapshot returns a deep copy of every record in insertion order.
+func (t *Table) snapshot() []Member {
+	out := make([]Member, len(t.recs))
+	for i, r := range t.recs {
+		out[i] = r.Clone()
+	}
+	return out
+}
+
 // each calls fn for every record in insertion order; fn must not modify the
 // table.
 func (t *Table) each(fn func(m Member)) {

@@ -1,0 +1,185 @@
+package cluster
+
+import (
+	"math"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+)
+
+// Large simulations on the in-memory network, in virtual time. The sizes
+// and the figures they log are the ones reported in docs/membership.md.
+
+// simSize returns the cluster size for the large simulation: 200 by
+// default (100 with -short) so the package stays fast under -race; set
+// TROUPE_SIM_NODES=1000 for the full-size run.
+func simSize(t *testing.T) int {
+	if v := os.Getenv("TROUPE_SIM_NODES"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 3 {
+			t.Fatalf("TROUPE_SIM_NODES=%q: want a number >= 3", v)
+		}
+		return n
+	}
+	if testing.Short() {
+		return 100
+	}
+	return 200
+}
+
+// bootLarge starts n nodes that already know each other (their tables are
+// preloaded, as after a long-settled join; joining itself is measured by
+// the fifty-node test and the join below), then lets the overlay form.
+func bootLarge(t *testing.T, s *sim, n int) []string {
+	t.Helper()
+	var addrs []string
+	for i := range n {
+		addrs = append(addrs, addr(i))
+		s.start(addrs[i])
+	}
+	recs := make([]Member, n)
+	for i, a := range addrs {
+		recs[i] = s.nodes[a].core.Self()
+	}
+	for _, a := range addrs {
+		preload(s.nodes[a].core, recs)
+	}
+	s.run(20 * fast.Heartbeat)
+	if !s.allSee(addrs, addrs, StatusAlive) {
+		t.Fatalf("expected %d preloaded nodes to stay all alive while the overlay forms", n)
+	}
+	return addrs
+}
+
+// preload installs records without gossiping them.
+func preload(c *Core, recs []Member) {
+	for _, r := range recs {
+		if r.ID == c.self.ID {
+			continue
+		}
+		for _, ch := range c.table.Apply(r) {
+			c.account(ch.Prev, ch.Cur, ch.IsNew)
+			c.since[ch.Cur.ID] = c.now
+		}
+	}
+	c.memberSetDirty = true
+}
+
+type convergence struct {
+	time   time.Duration
+	rounds float64
+}
+
+func (c convergence) String() string {
+	return c.time.String() + " (" + strconv.FormatFloat(c.rounds, 'f', 1, 64) + " heartbeat rounds)"
+}
+
+func TestSimulationConvergesAfterJoinAndDeath(t *testing.T) {
+	n := simSize(t)
+	for _, lazy := range []bool{false, true} {
+		name := "eager"
+		if lazy {
+			name = "lazy"
+		}
+		t.Run(name, func(t *testing.T) {
+			s := newSim(t, simOptions{
+				seed: 1000, tick: fast.Heartbeat,
+				mem:    MemOptions{MinDelay: time.Millisecond, MaxDelay: 5 * time.Millisecond},
+				config: func(c *Config) { c.LazyGossip = lazy },
+			})
+			start := time.Now()
+			addrs := bootLarge(t, s, n)
+			bootWall := time.Since(start)
+
+			// Join: one more node through a random member.
+			joiner := addr(n)
+			s.start(joiner, addrs[n/2])
+			all := append(addrs, joiner)
+			d, ok := s.until(30*fast.AntiEntropy, func() bool { return s.allSee(all, []string{joiner}, StatusAlive) })
+			if !ok {
+				t.Fatalf("expected all %d nodes to see the joiner; not after %v", n, d)
+			}
+			join := convergence{d, float64(d) / float64(fast.Heartbeat)}
+
+			// Death: kill one node; measure first verdict and full spread.
+			victim := addrs[n/3]
+			vid := s.nodes[victim].core.ID()
+			killed := s.net.Now()
+			s.kill(victim)
+			d, ok = s.until(30*fast.AntiEntropy, func() bool { return s.allSee(all, []string{victim}, StatusDead) })
+			if !ok {
+				t.Fatalf("expected all survivors to see the victim dead; not after %v", d)
+			}
+			var first time.Time
+			for _, a := range all {
+				for _, e := range s.nodes[a].events {
+					if e.Kind == EventMemberUpdated && e.Member.ID == vid && e.Member.Status == StatusDead && (first.IsZero() || e.At.Before(first)) {
+						first = e.At
+					}
+				}
+			}
+			spread := s.net.Now().Sub(first)
+			death := convergence{d, float64(spread) / float64(fast.Heartbeat)}
+			expect := 3 * math.Log2(float64(n))
+			t.Logf("N=%d gossip=%s boot(wall)=%v join: all see the joiner after %v; death: first dead verdict %v after kill, all see dead %v after kill, spread %v = %.1f rounds (3*log2 N = %.1f)",
+				n, name, bootWall.Round(time.Millisecond), join, first.Sub(killed), d, spread, death.rounds, expect)
+			if join.rounds > expect || death.rounds > expect {
+				t.Errorf("expected convergence within 3*log2(N) = %.1f heartbeat rounds; join took %.1f, death spread %.1f", expect, join.rounds, death.rounds)
+			}
+			for _, a := range all {
+				if a == victim {
+					continue
+				}
+				for _, b := range all {
+					if b != victim && b != a && s.everDeclared(a, s.nodes[b].core.ID(), StatusDead) {
+						t.Fatalf("expected no false death in the simulation; %s declared %s dead", a, b)
+					}
+				}
+			}
+			st := s.net.Stats()
+			t.Logf("messages sent %d, per node per virtual second %.1f", st.Sent, float64(st.Sent)/float64(len(all))/s.net.Now().Sub(time.Unix(0, 0)).Seconds())
+		})
+	}
+}
+
+func TestFiftyNodesJoiningAtOnceAllSeeAllFifty(t *testing.T) {
+	for _, tm := range []struct {
+		name string
+		t    Timings
+	}{{"fast", FastTimings()}, {"default", DefaultTimings()}} {
+		t.Run(tm.name, func(t *testing.T) {
+			s := newSim(t, simOptions{seed: 50, timings: tm.t, mem: MemOptions{MinDelay: 200 * time.Microsecond, MaxDelay: 2 * time.Millisecond}})
+			var addrs []string
+			for i := range 50 {
+				addrs = append(addrs, addr(i))
+			}
+			start := s.net.Now()
+			for _, a := range addrs {
+				s.start(a, addrs[0], addrs[1], addrs[2])
+			}
+			// Per node: when it first saw all fifty alive.
+			seen := make(map[string]time.Duration)
+			limit := 2 * time.Second
+			for s.net.Now().Sub(start) < 10*limit && len(seen) < len(addrs) {
+				s.run(time.Millisecond)
+				for _, a := range addrs {
+					if _, ok := seen[a]; !ok && s.allSee([]string{a}, addrs, StatusAlive) {
+						seen[a] = s.net.Now().Sub(start)
+					}
+				}
+			}
+			if len(seen) < len(addrs) {
+				t.Fatalf("expected all 50 nodes to see all 50; only %d did within %v", len(seen), 10*limit)
+			}
+			var worst time.Duration
+			for _, d := range seen {
+				worst = max(worst, d)
+			}
+			t.Logf("50 nodes joining at once (%s timings): every node sees all 50 alive within %v (max)", tm.name, worst)
+			if worst > limit {
+				t.Errorf("expected every one of 50 nodes to see all 50 within %v; the last took %v", limit, worst)
+			}
+		})
+	}
+}
