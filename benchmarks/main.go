@@ -284,10 +284,14 @@ func report(w io.Writer, o options, peers []peer, results map[string]map[string]
 		// The same ratio round by round: their spread shows how much the
 		// machine's noise moved the figure above.
 		var per []string
+		var paired []measurement
 		for i := range min(len(tr), len(pr)) {
-			per = append(per, strconv.FormatFloat(better(tr[i].primary, pr[i].primary), 'f', 2, 64))
+			r := better(tr[i].primary, pr[i].primary)
+			per = append(per, strconv.FormatFloat(r, 'f', 2, 64))
+			paired = append(paired, measurement{primary: r})
 		}
-		fmt.Fprintf(w, "  per round %s\n", strings.Join(per, " "))
+		fmt.Fprintf(w, "  per round %s (median %.2f)\n", strings.Join(per, " "),
+			median(paired, func(m measurement) float64 { return m.primary }))
 	}
 	targets(w, o, results)
 }
