@@ -140,10 +140,11 @@
 // stream and send recv.Received() in the handshake; with the peer's counts,
 // from, err := sched.ResumeStream(stream, peerReceived) (an error means the
 // resume is impossible: fail the pending envelopes); sched.Resume(now); then
-// write the resend buffer's frames from offset from, pacing them with
-// sched.Pacer() and recording each with sched.Estimator().OnSend, before any
-// new frame. Count a frame as received only once it was read whole, so
-// resend offsets fall on frame boundaries.
+// write the resend buffer's frames from offset from (and frames without
+// payload at exactly from, which may or may not have arrived), each when
+// sched.Resend(stream, offset, len, now) returns no wait, before any new
+// frame. Count a frame as received only once it was read whole, so resend
+// offsets fall on frame boundaries.
 //
 // # Status
 //
@@ -164,6 +165,6 @@
 //     that stream does not overtake the head.
 //   - No weights between data streams: application and replication take
 //     equal turns while both have data.
-//   - Resent frames are paced and recorded by the session, not the
-//     scheduler; a helper that walks the resend buffer could live here.
+//   - The resend buffer itself is the session's: the scheduler paces and
+//     records resent frames ([Scheduler.Resend]) but does not hold them.
 package flow

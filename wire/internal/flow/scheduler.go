@@ -668,6 +668,31 @@ func (s *Scheduler) ResumeStream(stream StreamID, peerReceived int64) (int64, er
 	return from, nil
 }
 
+// Resend paces and records a frame that the session writes again after a
+// resume, from its resend buffer: n payload bytes of stream at streamOffset.
+// It returns how long pacing holds the frame; on 0 the frame must be written
+// now, and it has been charged to the pacer and recorded by the estimator.
+// Control and membership frames, and frames without payload (aborts), are
+// never held. Resent bytes keep their stream offsets, so they take no credit.
+// Write resent frames before any new frame from [Scheduler.Next].
+func (s *Scheduler) Resend(stream StreamID, streamOffset int64, n int, now time.Time) (time.Duration, error) {
+	si := s.index(stream)
+	if si < 0 {
+		return 0, fmt.Errorf("%w: %d", ErrUnknownStream, stream)
+	}
+	if n <= 0 {
+		return 0, nil
+	}
+	class := s.streams[si].cfg.Class
+	s.pacer.SetRate(s.est.PacingRate(), now)
+	if d := s.pacer.Delay(class, n, now); d > 0 {
+		return d, nil
+	}
+	s.pacer.Spend(n, now)
+	s.est.OnSend(stream, streamOffset+int64(n), n, now)
+	return 0, nil
+}
+
 // Resume prepares for a new connection: the estimator forgets what was in
 // flight and keeps its measures, and the pacer starts with a full bucket.
 // Queued envelopes stay queued; partly written ones continue where they

@@ -540,3 +540,44 @@ func TestSchedulerProperties(t *testing.T) {
 		}
 	})
 }
+
+func TestSchedulerResendIsPacedAndRecordedButTakesNoCredit(t *testing.T) {
+	s := mustScheduler(t, testConfig(1000))
+	mustEnqueue(t, s, stApp, 1, 300)
+	frames, now := untilBlocked(s, t0)
+	credit := s.Credit(stApp).Available()
+	s.Resume(now)
+	var waited time.Duration
+	for _, f := range frames {
+		for {
+			wait, err := s.Resend(f.Stream, f.StreamOffset, f.Len, now)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if wait == 0 {
+				break
+			}
+			waited += wait
+			now = now.Add(wait)
+		}
+	}
+	if waited == 0 {
+		t.Error("resending 300 bytes with a 200-byte pacer burst never waited; want data resends paced")
+	}
+	if got := s.Estimator().Inflight(); got != 300 {
+		t.Errorf("estimator in flight after resending 300 bytes = %d, want 300", got)
+	}
+	if got := s.Credit(stApp).Available(); got != credit {
+		t.Errorf("credit after resending = %d, want unchanged %d", got, credit)
+	}
+	for _, st := range []StreamID{stControl, stMembership} {
+		for range 10 {
+			if wait, _ := s.Resend(st, 0, 100, now); wait != 0 {
+				t.Fatalf("resend on stream %d waited %v, want control and membership never paced", st, wait)
+			}
+		}
+	}
+	if _, err := s.Resend(99, 0, 1, now); !errors.Is(err, ErrUnknownStream) {
+		t.Errorf("Resend on stream 99 = %v, want ErrUnknownStream", err)
+	}
+}

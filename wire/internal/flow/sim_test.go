@@ -37,7 +37,8 @@ type sim struct {
 	// resend holds each stream's written frames until the peer credits
 	// them, as the session's resend buffer does.
 	resend map[StreamID][]Frame
-	resent int // frames written again after cuts
+	resent int     // frames written again after cuts
+	replay []Frame // frames to write again before any new one
 }
 
 type simEvent struct {
@@ -98,8 +99,22 @@ func (m *sim) runUntil(end time.Time) {
 	m.now = end
 }
 
-// pump writes every frame the scheduler allows now.
+// pump writes what the resend buffer must write again, then every frame
+// the scheduler allows now.
 func (m *sim) pump() {
+	for len(m.replay) > 0 {
+		f := m.replay[0]
+		wait, err := m.s.Resend(f.Stream, f.StreamOffset, f.Len, m.now)
+		if err != nil {
+			m.t.Fatalf("resend: %v", err)
+		}
+		if wait > 0 {
+			m.wake(m.now.Add(wait))
+			return
+		}
+		m.replay = m.replay[1:]
+		m.transmit(f)
+	}
 	for {
 		f, wait, ok := m.s.Next(m.now)
 		if !ok {
@@ -155,13 +170,7 @@ func (m *sim) cut() {
 	}
 	m.s.Resume(m.now)
 	m.resent += len(replay)
-	for _, f := range replay {
-		if f.Kind == FrameData {
-			m.s.Estimator().OnSend(f.Stream, f.StreamOffset+int64(f.Len), f.Len, m.now)
-		}
-		m.s.Pacer().Spend(f.Len, m.now)
-		m.transmit(f)
-	}
+	m.replay = replay
 	for _, sc := range m.s.cfg.Streams {
 		m.maybeGrant(sc.ID)
 	}
