@@ -97,7 +97,11 @@ func (t *Transport) Handle(s StreamID, h Handler) {
 // OnPeerEvent sets the function told about peers coming up and going
 // down. It is called from one goroutine at a time, in order, and must not
 // block. Call it before traffic flows.
-func (t *Transport) OnPeerEvent(f func(PeerEvent)) { t.onEvent = f }
+func (t *Transport) OnPeerEvent(f func(PeerEvent)) {
+	t.mu.Lock()
+	t.onEvent = f
+	t.mu.Unlock()
+}
 
 func (t *Transport) isClosed() bool {
 	select {
@@ -111,10 +115,11 @@ func (t *Transport) isClosed() bool {
 // emit queues an event and delivers the queue unless another goroutine is
 // already delivering; events keep their order.
 func (t *Transport) emit(e PeerEvent) {
+	t.mu.Lock()
 	if t.onEvent == nil {
+		t.mu.Unlock()
 		return
 	}
-	t.mu.Lock()
 	t.events = append(t.events, e)
 	if t.emitting {
 		t.mu.Unlock()
@@ -136,8 +141,9 @@ func (t *Transport) emit(e PeerEvent) {
 			}
 			ev := t.events[0]
 			t.events = t.events[1:]
+			f := t.onEvent
 			t.mu.Unlock()
-			t.onEvent(ev)
+			f(ev)
 		}
 	}()
 }

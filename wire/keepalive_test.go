@@ -1,0 +1,88 @@
+package wire
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/troupe-go/troupe/internal/faultnet"
+)
+
+func fastKeepalive(c *Config) {
+	c.KeepaliveAfter = 30 * time.Millisecond
+	c.KeepaliveTimeout = 30 * time.Millisecond
+}
+
+func TestAnIdleConnectionStaysUpOnPings(t *testing.T) {
+	fp := newFaultPair(t, 8, nil, fastKeepalive)
+	defer fp.close()
+	a, b := fp.nodes[0], fp.nodes[1]
+	r, _ := a.Send(context.Background(), b.Self(), StreamControl, 0, tagged(0, StreamControl, 0, 0, 10))
+	if err := waitReceipt(t, r); err != nil {
+		t.Fatal(err)
+	}
+	l1, _, _ := activeConn(a, b.Self())
+	time.Sleep(300 * time.Millisecond) // ten keepalive periods of silence from the layers above
+	l2, _, ok := activeConn(a, b.Self())
+	if !ok || l1 != l2 {
+		t.Fatalf("the idle connection was replaced: %s then %s (%v)", l1, l2, ok)
+	}
+	heard, _ := a.LastHeard(b.Self())
+	if since := time.Since(heard); since > 200*time.Millisecond {
+		t.Fatalf("pongs should count as hearing from the peer; last heard %v ago", since)
+	}
+}
+
+func TestASilentConnectionIsGivenUpAndTheSessionResumes(t *testing.T) {
+	fp := newFaultPair(t, 9, nil, fastKeepalive)
+	defer fp.close()
+	a, b := fp.nodes[0], fp.nodes[1]
+	r, _ := a.Send(context.Background(), b.Self(), StreamApplication, 1, tagged(0, StreamApplication, 1, 0, 10))
+	if err := waitReceipt(t, r); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range fp.fn.Conns() {
+		c.Stall() // a path that silently stops carrying
+	}
+	var all []sent
+	for i := 1; i <= 20; i++ {
+		p := tagged(0, StreamApplication, 1, uint32(i), 5000)
+		r, err := a.Send(context.Background(), b.Self(), StreamApplication, 1, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _, tag := tagOf(p)
+		all = append(all, sent{from: 0, tag: tag, r: r})
+	}
+	checkDelivered(t, fp, all)
+}
+
+func TestAPeerUnreachablePastTheGraceIsDeclaredDead(t *testing.T) {
+	fp := newFaultPair(t, 10, nil, fastKeepalive)
+	defer fp.close()
+	a, b := fp.nodes[0], fp.nodes[1]
+	events := make(chan PeerEvent, 16)
+	a.OnPeerEvent(func(e PeerEvent) { events <- e })
+	r, _ := a.Send(context.Background(), b.Self(), StreamApplication, 1, tagged(0, StreamApplication, 1, 0, 10))
+	if err := waitReceipt(t, r); err != nil {
+		t.Fatal(err)
+	}
+	fp.fn.Partition(fp.addrs[0], fp.addrs[1], faultnet.Refuse)
+	fp.fn.CutAll()
+	r, _ = a.Send(context.Background(), b.Self(), StreamApplication, 1, tagged(0, StreamApplication, 1, 1, 10))
+	if err := waitReceipt(t, r); !errors.Is(err, ErrPeerDead) {
+		t.Fatalf("after 2×KeepaliveAfter+KeepaliveTimeout unreachable: want ErrPeerDead, got %v", err)
+	}
+	timeout := time.After(10 * time.Second)
+	for {
+		select {
+		case e := <-events:
+			if !e.Up && e.Peer == b.Self() && errors.Is(e.Err, ErrPeerDead) {
+				return
+			}
+		case <-timeout:
+			t.Fatal("no peer-down event")
+		}
+	}
+}
