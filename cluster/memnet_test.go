@@ -6,7 +6,9 @@ import (
 	"time"
 )
 
-func ping(from string) Message { return Message{Type: MsgPing, From: NodeID{Addr: from, Incarnation: 1}} }
+func ping(from string) Message {
+	return Message{Type: MsgPing, From: NodeID{Addr: from, Incarnation: 1}}
+}
 
 func TestMemNetworkDeliversAfterTheDelay(t *testing.T) {
 	n := NewMemNetwork(MemOptions{MinDelay: 10 * time.Millisecond, MaxDelay: 10 * time.Millisecond})
