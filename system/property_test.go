@@ -21,7 +21,7 @@ type propOp struct {
 	Key    int
 	Ask    bool
 	Cancel int    // for asks: 0 waits for the reply, 1 is cancelled at once, n>1 times out after n µs
-	Fail   string // "", "error" or "panic"
+	Fail   string // "", "error", "panic" or "release" (the handler releases its activation)
 	Yield  int    // how often the handler yields, to widen race windows
 }
 
@@ -49,7 +49,25 @@ type propWorld struct {
 	last       map[string]int // key/sender -> last seq handled
 	violations []string
 	inside     map[string]*atomic.Int32
-	tellsSeen  atomic.Int64
+	active     map[string]bool // key -> between ActivationStarted and ActivationEnded
+}
+
+// observe checks that each key's activations start and end alternately.
+func (w *propWorld) observe(e system.Event) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	switch e.Kind {
+	case system.ActivationStarted:
+		if w.active[e.Actor.Key] {
+			w.violations = append(w.violations, fmt.Sprintf("%v started twice without ending", e.Actor))
+		}
+		w.active[e.Actor.Key] = true
+	case system.ActivationEnded:
+		if !w.active[e.Actor.Key] {
+			w.violations = append(w.violations, fmt.Sprintf("%v ended (%s) without having started", e.Actor, e.Reason))
+		}
+		w.active[e.Actor.Key] = false
+	}
 }
 
 func (w *propWorld) violate(format string, args ...any) {
@@ -73,7 +91,7 @@ func TestRuntimeInvariantsUnderRandomInterleavings(t *testing.T) {
 			if o.Ask {
 				o.Cancel = rapid.SampledFrom([]int{0, 0, 1, 2, 50, 300}).Draw(rt, "cancel")
 			}
-			o.Fail = rapid.SampledFrom([]string{"", "", "", "", "error", "panic"}).Draw(rt, "fail")
+			o.Fail = rapid.SampledFrom([]string{"", "", "", "", "error", "panic", "release"}).Draw(rt, "fail")
 			o.Yield = rapid.IntRange(0, 3).Draw(rt, "yield")
 			return o
 		})
@@ -87,7 +105,7 @@ func TestRuntimeInvariantsUnderRandomInterleavings(t *testing.T) {
 }
 
 func checkInterleaving(rt *rapid.T, keys int, scripts [][]propOp) {
-	w := &propWorld{handled: map[string]int{}, last: map[string]int{}, inside: map[string]*atomic.Int32{}}
+	w := &propWorld{handled: map[string]int{}, last: map[string]int{}, inside: map[string]*atomic.Int32{}, active: map[string]bool{}}
 	for k := range keys {
 		w.inside["k"+strconv.Itoa(k)] = new(atomic.Int32)
 	}
@@ -118,11 +136,15 @@ func checkInterleaving(rt *rapid.T, keys int, scripts [][]propOp) {
 			return errBroken
 		case "panic":
 			panic("boom " + id)
+		case "release":
+			c.Release()
 		}
 		return actor.Respond(c, p, id)
-	})
+	}, actor.WithIdleTimeout(time.Millisecond)) // passivate often, racing with new messages
 	sys, err := system.New(system.Config{
 		Actors:     []system.Definition{def},
+		Observer:   w.observe,
+		Linger:     time.Millisecond,
 		BackoffMin: 20 * time.Microsecond, BackoffMax: 100 * time.Microsecond,
 		AskTimeout: waitLimit,
 	})
@@ -224,12 +246,12 @@ func checkAskOutcome(w *propWorld, o propOp, id, got string, err error) {
 		if got != id {
 			w.violate("ask %s answered %q: a reply crossed to the wrong asker", id, got)
 		}
-		if o.Fail != "" {
+		if o.Fail == "error" || o.Fail == "panic" {
 			w.violate("ask %s of a failing handler (%s) answered %q", id, o.Fail, got)
 		}
 	case errors.Is(err, actor.ErrActorFailed):
 		var pe *actor.PanicError
-		if o.Fail == "" || o.Fail == "error" && !errors.Is(err, errBroken) || o.Fail == "panic" && !errors.As(err, &pe) {
+		if o.Fail == "" || o.Fail == "release" || o.Fail == "error" && !errors.Is(err, errBroken) || o.Fail == "panic" && !errors.As(err, &pe) {
 			w.violate("ask %s (fail %q) got %v", id, o.Fail, err)
 		}
 		if got != "" {
