@@ -233,14 +233,16 @@ func header(w io.Writer, o options) {
 // summary is the median over rounds of each figure of one workload on one
 // system.
 type summary struct {
-	primary, perActr float64
-	p50, p99         time.Duration
+	primary, perActr, gcCycles, gcCPU float64
+	p50, p99                          time.Duration
 }
 
 func summarize(ms []measurement) summary {
 	var s summary
 	s.primary = median(ms, func(m measurement) float64 { return m.primary })
 	s.perActr = median(ms, func(m measurement) float64 { return m.perActr })
+	s.gcCycles = median(ms, func(m measurement) float64 { return m.gcCycles })
+	s.gcCPU = median(ms, func(m measurement) float64 { return m.gcCPU })
 	s.p50 = time.Duration(median(ms, func(m measurement) float64 { return float64(m.p50) }))
 	s.p99 = time.Duration(median(ms, func(m measurement) float64 { return float64(m.p99) }))
 	return s
@@ -253,7 +255,7 @@ func describe(w string, ms []measurement) string {
 	case "ask":
 		return fmt.Sprintf("%s asks/s  p50 %v  p99 %v", si(s.primary), s.p50, s.p99)
 	case "activate":
-		return fmt.Sprintf("%.3f s  %.0f B/actor", s.primary, s.perActr)
+		return fmt.Sprintf("%.3f s  %.0f B/actor  (meanwhile %.0f GCs, %.2f GC cpu-s)", s.primary, s.perActr, s.gcCycles, s.gcCPU)
 	}
 	return fmt.Sprintf("%s msgs/s", si(s.primary))
 }

@@ -23,9 +23,10 @@ type peer interface {
 	// pairs pairs, one message in flight per pair, and waits for all.
 	PingPong(pairs, m int) (time.Duration, error)
 	// Activate sends one message to each of len(keys) fresh actors, waits
-	// until all were handled and the runtime is quiet, and reports the time
-	// and the heap the idle activated actors hold.
-	Activate(keys []string, quiet time.Duration) (d time.Duration, heapBytes int64, err error)
+	// until all were handled and the runtime is quiet, and reports the time,
+	// the garbage collection meanwhile and the heap the idle activated
+	// actors hold.
+	Activate(keys []string, quiet time.Duration) (activation, error)
 }
 
 // sizes are the workload parameters.
@@ -41,12 +42,22 @@ type sizes struct {
 	ActivateQuiet time.Duration // settle time after the goroutines left, before the heap is read
 }
 
+// activation is what Activate measured.
+type activation struct {
+	d        time.Duration // sending the messages until the last was handled
+	gcCycles uint32        // garbage collections that ended within d
+	gcCPU    float64       // the runtime's estimate of GC CPU seconds within d
+	heap     int64         // live heap growth once idle
+}
+
 // measurement is one run of one workload on one peer.
 type measurement struct {
-	primary float64 // msgs/s, or seconds for activate
-	p50     time.Duration
-	p99     time.Duration
-	perActr float64 // heap bytes per idle actor (activate)
+	primary  float64 // msgs/s, or seconds for activate
+	p50      time.Duration
+	p99      time.Duration
+	perActr  float64 // heap bytes per idle actor (activate)
+	gcCycles float64 // activate
+	gcCPU    float64 // activate
 }
 
 // workload is a named benchmark and how to run it on a peer.
@@ -76,8 +87,9 @@ var workloads = []workload{
 		return measurement{primary: rate(sz.Pairs*sz.PingPongM, d)}, err
 	}},
 	{"activate", func(p peer, sz sizes, keys []string) (measurement, error) {
-		d, heap, err := p.Activate(keys, sz.ActivateQuiet)
-		return measurement{primary: d.Seconds(), perActr: float64(heap) / float64(len(keys))}, err
+		a, err := p.Activate(keys, sz.ActivateQuiet)
+		return measurement{primary: a.d.Seconds(), perActr: float64(a.heap) / float64(len(keys)),
+			gcCycles: float64(a.gcCycles), gcCPU: a.gcCPU}, err
 	}},
 }
 

@@ -171,7 +171,7 @@ func (a *paActivated) Receive(ctx pa.Context) {
 // Activate spawns one named actor per key and sends it one message: the
 // Proto.Actor way to bring up an actor for a key (Troupe activates on the
 // first message).
-func (protoPeer) Activate(keys []string, quiet time.Duration) (d time.Duration, heap int64, err error) {
+func (protoPeer) Activate(keys []string, quiet time.Duration) (a activation, err error) {
 	sys := newProto()
 	defer sys.Shutdown()
 	var handled atomic.Int64
@@ -181,21 +181,23 @@ func (protoPeer) Activate(keys []string, quiet time.Duration) (d time.Duration, 
 		return &paActivated{handled: &handled, want: want, done: done}
 	})
 	base := markHeap()
+	gc := watchGC()
 	start := time.Now()
 	for _, k := range keys {
 		pid, err := sys.Root.SpawnNamed(props, k)
 		if err != nil {
-			return 0, 0, err
+			return a, err
 		}
 		sys.Root.Send(pid, paTouch{})
 	}
 	<-done
-	d = time.Since(start)
-	heap = settle(base, quiet)
+	a.d = time.Since(start)
+	a.gcCycles, a.gcCPU = gc.stop()
+	a.heap = settle(base, quiet)
 	if got := registered(sys); got < len(keys) {
-		return 0, 0, errorf("protoactor: %d processes registered after activating %d", got, len(keys))
+		return a, errorf("protoactor: %d processes registered after activating %d", got, len(keys))
 	}
-	return d, heap, nil
+	return a, nil
 }
 
 // registered counts the processes in sys's registry.

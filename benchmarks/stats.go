@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"runtime"
+	"runtime/metrics"
 	"slices"
 	"strconv"
 	"time"
@@ -61,6 +62,35 @@ func settle(base heapMark, quiet time.Duration) int64 {
 	}
 	time.Sleep(quiet)
 	return int64(markHeap().heap) - int64(base.heap)
+}
+
+// gcWatch counts garbage collection over a timed region.
+type gcWatch struct {
+	cycles uint32
+	cpu    float64
+}
+
+var gcSamples = []metrics.Sample{{Name: "/cpu/classes/gc/total:cpu-seconds"}}
+
+func readGC() gcWatch {
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	metrics.Read(gcSamples)
+	w := gcWatch{cycles: ms.NumGC}
+	if gcSamples[0].Value.Kind() == metrics.KindFloat64 {
+		w.cpu = gcSamples[0].Value.Float64()
+	}
+	return w
+}
+
+func watchGC() gcWatch { return readGC() }
+
+// stop reports the collections that ended since w and the GC CPU time
+// the runtime accounted meanwhile (it accounts at the end of a cycle, so a
+// cycle still running is not counted).
+func (w gcWatch) stop() (cycles uint32, cpu float64) {
+	now := readGC()
+	return now.cycles - w.cycles, now.cpu - w.cpu
 }
 
 func firstErr(errs ...error) error {

@@ -181,7 +181,7 @@ func (p troupePeer) PingPong(pairs, m int) (d time.Duration, err error) {
 	return time.Since(start), nil
 }
 
-func (p troupePeer) Activate(keys []string, quiet time.Duration) (d time.Duration, heap int64, err error) {
+func (p troupePeer) Activate(keys []string, quiet time.Duration) (a activation, err error) {
 	var handled atomic.Int64
 	done := make(chan struct{})
 	want := int64(len(keys))
@@ -193,22 +193,24 @@ func (p troupePeer) Activate(keys []string, quiet time.Duration) (d time.Duratio
 	})
 	sys, err := newTroupe(def)
 	if err != nil {
-		return 0, 0, err
+		return a, err
 	}
 	defer func() { err = firstErr(err, closeTroupe(sys)) }()
 	ctx := context.Background()
 	base := markHeap()
+	gc := watchGC()
 	start := time.Now()
 	for _, k := range keys {
 		if err := def.Ref(sys, k).Tell(ctx, touch{}); err != nil {
-			return 0, 0, err
+			return a, err
 		}
 	}
 	<-done
-	d = time.Since(start)
-	heap = settle(base, quiet)
+	a.d = time.Since(start)
+	a.gcCycles, a.gcCPU = gc.stop()
+	a.heap = settle(base, quiet)
 	if got := sys.Stats().Active; got != len(keys) {
-		return 0, 0, errorf("troupe: %d keys active after activating %d", got, len(keys))
+		return a, errorf("troupe: %d keys active after activating %d", got, len(keys))
 	}
-	return d, heap, nil
+	return a, nil
 }
