@@ -22,7 +22,7 @@ type Conn struct {
 	held    []byte // bytes read from inner while reads were stalled
 	stallW  bool
 	stallR  bool
-	parted  bool  // stalled by a Network partition
+	parted  bool  // reads stalled by a Network partition
 	broken  error // ErrCut or ErrReset once the connection was broken
 	closed  bool
 	rdl     time.Time
@@ -245,8 +245,11 @@ func (c *Conn) SetWriteDeadline(t time.Time) error {
 	return c.inner.SetWriteDeadline(t)
 }
 
-func (c *Conn) readStalledLocked() bool  { return c.stallR || c.parted }
-func (c *Conn) writeStalledLocked() bool { return c.stallW || c.parted }
+func (c *Conn) readStalledLocked() bool { return c.stallR || c.parted }
+
+// A partition holds bytes at the receiving end: writes go on until the
+// buffers between the two ends fill, as across a real partition.
+func (c *Conn) writeStalledLocked() bool { return c.stallW }
 
 func (c *Conn) signalLocked() {
 	close(c.changed)

@@ -36,7 +36,12 @@
 // listen address of each node). A partition fails new dials (Refuse: at
 // once; Blackhole: when the context ends) or swallows them (Swallow: the dial
 // succeeds and nothing is ever carried), and stalls the connections already
-// open between the two endpoints until Heal, as a real partition would.
+// open between the two endpoints until Heal, as a real partition would:
+// writes succeed until the buffers fill, reads deliver nothing, and after
+// Heal every byte arrives in order.
+//
+// ListenPipe gives the same Network an in-process listener with no socket at
+// all: plans and partitions work alike, and delivery is deterministic.
 //
 //	fn := faultnet.NewNetwork(1)
 //	lnA, _ := fn.Listen(ctx, "127.0.0.1:0")

@@ -18,3 +18,9 @@ var ErrPartitioned = errors.New("troupe: faultnet: endpoints partitioned")
 
 // ErrInvalidRange is returned by Between when the range is empty or negative.
 var ErrInvalidRange = errors.New("troupe: faultnet: invalid offset range")
+
+// ErrAddrInUse is returned by ListenPipe for a name already listening.
+var ErrAddrInUse = errors.New("troupe: faultnet: address in use")
+
+// ErrRefused is returned by a dial to a pipe listener that closed.
+var ErrRefused = errors.New("troupe: faultnet: connection refused")

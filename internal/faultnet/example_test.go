@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net"
 
 	"github.com/troupe-go/troupe/internal/faultnet"
 )
@@ -92,4 +93,30 @@ func ExamplePlan() {
 	fn.SetPlan(plan)
 	fmt.Println("plan set")
 	// Output: plan set
+}
+
+// Two in-process nodes on a Network, no sockets: a partition holds the
+// bytes, Heal delivers them.
+func ExampleNetwork_ListenPipe() {
+	ctx := context.Background()
+	fn := faultnet.NewNetwork(1)
+	ln, _ := fn.ListenPipe("node-b")
+	defer ln.Close()
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		c, _ := ln.Accept()
+		accepted <- c
+	}()
+	c, _ := fn.Dialer("node-a").DialContext(ctx, "pipe", "node-b")
+	defer c.Close()
+	s := <-accepted
+	defer s.Close()
+
+	fn.Partition("node-a", "node-b", faultnet.Refuse)
+	_, _ = c.Write([]byte("held")) // accepted by the buffers, not delivered
+	fn.HealAll()
+	buf := make([]byte, 4)
+	_, _ = io.ReadFull(s, buf)
+	fmt.Println(string(buf))
+	// Output: held
 }

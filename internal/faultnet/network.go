@@ -58,6 +58,7 @@ type Network struct {
 	conns   []*tracked
 	parts   map[pair]PartitionMode
 	dialers map[string]string // local address of a dialed conn → dialer's name
+	pipes   map[string]*pipeListener
 }
 
 type tracked struct {
@@ -77,7 +78,7 @@ func orderedPair(a, b string) pair {
 
 // NewNetwork returns a Network whose plans draw from seed.
 func NewNetwork(seed uint64) *Network {
-	return &Network{seed: seed, parts: make(map[pair]PartitionMode), dialers: make(map[string]string)}
+	return &Network{seed: seed, parts: make(map[pair]PartitionMode), dialers: make(map[string]string), pipes: make(map[string]*pipeListener)}
 }
 
 // SetPlan sets the plan applied to connections made from now on; nil means
@@ -114,9 +115,10 @@ func (n *Network) ResetAll() {
 }
 
 // Partition separates endpoints a and b: dials between them behave as mode
-// says, and open connections between them stall until Heal. Only
-// connections dialed through this Network's Dialers know their dialing
-// endpoint, so only those are stalled.
+// says, and open connections between them stall until Heal: writes succeed
+// until the buffers fill (the kernel's, or a Pipe's), reads deliver nothing.
+// The bytes are held at the reading end, so both ends must come from this
+// Network: a Dialer, and Listen, WrapListener or ListenPipe.
 func (n *Network) Partition(a, b string, mode PartitionMode) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -240,6 +242,12 @@ func (d *Dialer) DialContext(ctx context.Context, network, addr string) (net.Con
 		}
 		<-ctx.Done()
 		return nil, opErr(fmt.Errorf("%w: %w", ErrPartitioned, ctx.Err()))
+	}
+	n.mu.Lock()
+	pl := n.pipes[addr]
+	n.mu.Unlock()
+	if pl != nil {
+		return pl.dial(ctx, d.from)
 	}
 	var nd net.Dialer
 	c, err := nd.DialContext(ctx, network, addr)

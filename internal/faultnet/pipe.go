@@ -19,10 +19,16 @@ const PipeBuffer = 64 << 10
 // wait for the reader, as with TCP. Reset on an end makes the peer's reads
 // and writes fail with ECONNRESET at once, discarding buffered bytes.
 func Pipe(aFaults, bFaults []Fault) (*Conn, *Conn) {
-	p := &pipe{changed: make(chan struct{})}
-	a := &pipeEnd{p: p, in: &p.ab[1], out: &p.ab[0], local: pipeAddr("pipe-a"), remote: pipeAddr("pipe-b")}
-	b := &pipeEnd{p: p, in: &p.ab[0], out: &p.ab[1], local: pipeAddr("pipe-b"), remote: pipeAddr("pipe-a")}
+	a, b := newPipe("pipe-a", "pipe-b")
 	return Wrap(a, aFaults...), Wrap(b, bFaults...)
+}
+
+// newPipe returns the raw ends of a buffered pipe named for its endpoints.
+func newPipe(aName, bName string) (*pipeEnd, *pipeEnd) {
+	p := &pipe{changed: make(chan struct{})}
+	a := &pipeEnd{p: p, in: &p.ab[1], out: &p.ab[0], local: pipeAddr(aName), remote: pipeAddr(bName)}
+	b := &pipeEnd{p: p, in: &p.ab[0], out: &p.ab[1], local: pipeAddr(bName), remote: pipeAddr(aName)}
+	return a, b
 }
 
 type pipeAddr string
