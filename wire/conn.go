@@ -434,6 +434,10 @@ func (c *liveConn) writeLoop() {
 	defer closeCodecs(c.enc)
 	var frames []outFrame
 	var buf []byte
+	var vec [][]byte
+	// Only a plain TCP socket writes a vector in one system call; TLS
+	// and wrapped connections would write each piece separately.
+	_, writev := c.hsConn.Conn.(*net.TCPConn)
 	minBytes := t.cfg.Compression.minBytes()
 	for {
 		s.mu.Lock()
@@ -447,11 +451,29 @@ func (c *liveConn) writeLoop() {
 		s.mu.Unlock()
 
 		if len(frames) > 0 {
+			// Headers and small payloads are encoded into buf; chunks
+			// of data frames are written from the caller's payload
+			// without a copy (writev on TCP).
 			buf = buf[:0]
+			vec = vec[:0]
+			mark := 0
 			for i := range frames {
-				buf = c.encode(buf, &frames[i], minBytes)
+				var chunk []byte
+				buf, chunk = c.encode(buf, &frames[i], minBytes)
+				switch {
+				case len(chunk) == 0:
+				case !writev:
+					buf = append(buf, chunk...)
+				default:
+					vec = append(vec, buf[mark:], chunk)
+					mark = len(buf)
+				}
 			}
-			if _, err := c.Write(buf); err != nil {
+			if mark < len(buf) {
+				vec = append(vec, buf[mark:])
+			}
+			nb := net.Buffers(vec)
+			if _, err := nb.WriteTo(c.hsConn.Conn); err != nil {
 				c.Close() // the reader notices and handles the break
 				return
 			}
@@ -484,7 +506,10 @@ func (c *liveConn) writeLoop() {
 	}
 }
 
-func (c *liveConn) encode(buf []byte, f *outFrame, minBytes int) []byte {
+// encode appends the frame to buf, except for the chunk of a data frame,
+// which it returns to be written after buf.
+func (c *liveConn) encode(buf []byte, f *outFrame, minBytes int) ([]byte, []byte) {
+	var chunk []byte
 	var flags Flags
 	start := len(buf)
 	buf = appendHeader(buf, Header{Version: ProtocolVersion, Type: f.typ, Stream: f.stream})
@@ -505,6 +530,8 @@ func (c *liveConn) encode(buf []byte, f *outFrame, minBytes int) []byte {
 				d.Chunk = z
 			}
 		}
+		chunk = d.Chunk
+		d.Chunk = nil
 		buf = appendData(buf, flags, d)
 	case FrameAbort:
 		buf = binaryAppendUvarint(buf, f.data.env)
@@ -516,7 +543,7 @@ func (c *liveConn) encode(buf []byte, f *outFrame, minBytes int) []byte {
 		buf = appendGoodbye(buf, f.bye)
 	}
 	buf[start+2] = byte(flags)
-	n := len(buf) - start - HeaderSize
+	n := len(buf) - start - HeaderSize + len(chunk)
 	buf[start+4], buf[start+5], buf[start+6], buf[start+7] = byte(n>>24), byte(n>>16), byte(n>>8), byte(n)
-	return buf
+	return buf, chunk
 }

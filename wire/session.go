@@ -328,7 +328,10 @@ func (s *session) applyDataLocked(h Header, d dataFrame, chunk []byte, now time.
 		if p != nil {
 			return frameErr(ErrMalformedFrame, h, "envelope %d started twice", d.Envelope)
 		}
-		p = &partialEnv{total: int(d.Total)}
+		// Reserve up to a window up front; beyond that the buffer grows
+		// with what actually arrives, so a peer announcing large
+		// envelopes cannot make us reserve memory it never sends.
+		p = &partialEnv{total: int(d.Total), buf: make([]byte, 0, min(int(d.Total), s.t.cfg.Limits.Window))}
 		parts[d.Envelope] = p
 		s.started[st] = int64(d.Envelope)
 	} else if p == nil {

@@ -148,3 +148,29 @@ func TestTransportReportsPeerUp(t *testing.T) {
 		t.Fatalf("LastHeard: %v %v", heard, ok)
 	}
 }
+
+func TestTransportOverMutualTLSDeliversAndRefusesStrangers(t *testing.T) {
+	ca, other := newTestCA(t, "cluster"), newTestCA(t, "intruder")
+	a := newTestNode(t, func(c *Config) { c.TLS = ca.node(t, "a") })
+	b := newTestNode(t, func(c *Config) { c.TLS = ca.node(t, "b") })
+	big := bytes.Repeat([]byte("x"), 300<<10)
+	r, err := a.t.Send(context.Background(), b.t.Self(), StreamApplication, 1, big)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := waitReceipt(t, r); err != nil {
+		t.Fatalf("send over mTLS: %v", err)
+	}
+	stranger := newTestNode(t, func(c *Config) {
+		c.TLS = other.node(t, "s")
+		c.TLS.CA = ca.pool
+	})
+	r, err = stranger.t.Send(context.Background(), b.t.Self(), StreamApplication, 1, []byte("let me in"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ref *Refused
+	if err := waitReceipt(t, r); !errors.As(err, &ref) || ref.Reason != RefusedTLS {
+		t.Fatalf("a node with a certificate from another CA: want *Refused{tls}, got %v", err)
+	}
+}

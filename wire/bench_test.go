@@ -1,0 +1,177 @@
+package wire
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"io"
+	"math/rand/v2"
+	"net"
+	"testing"
+)
+
+func benchPair(b *testing.B, mutate func(*Config)) (a, z *Transport) {
+	b.Helper()
+	var trs [2]*Transport
+	for i := range trs {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			b.Fatal(err)
+		}
+		cfg := Config{ClusterName: "bench", Advertise: ln.Addr().String(), Incarnation: uint64(i + 1)}
+		if mutate != nil {
+			mutate(&cfg)
+		}
+		tr, err := New(cfg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		go tr.Serve(ln)
+		b.Cleanup(func() { tr.Close() })
+		trs[i] = tr
+	}
+	return trs[0], trs[1]
+}
+
+func randomBytes(n int) []byte {
+	r := rand.New(rand.NewPCG(1, 1))
+	p := make([]byte, n)
+	for i := range p {
+		p[i] = byte(r.Uint32())
+	}
+	return p
+}
+
+func benchBulk(b *testing.B, mutate func(*Config)) {
+	a, z := benchPair(b, mutate)
+	payload := randomBytes(1 << 20)
+	// Connect first so the handshake is not measured.
+	r, _ := a.Send(context.Background(), z.Self(), StreamReplication, 0, payload[:1])
+	r.Wait(context.Background())
+	b.SetBytes(int64(len(payload)))
+	b.ResetTimer()
+	var last *Receipt
+	for range b.N {
+		var err error
+		last, err = a.Send(context.Background(), z.Self(), StreamReplication, 0, payload)
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := last.Wait(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// BenchmarkBulk sends 1 MiB incompressible envelopes on one stream.
+func BenchmarkBulk(b *testing.B) { benchBulk(b, nil) }
+
+// BenchmarkBulkNoCompression is BenchmarkBulk without a codec offered.
+func BenchmarkBulkNoCompression(b *testing.B) {
+	benchBulk(b, func(c *Config) { c.Compression.Disable = true })
+}
+
+// BenchmarkBulkPlainTCP copies the same bytes over a plain loopback TCP
+// connection: the baseline for BenchmarkBulk.
+func BenchmarkBulkPlainTCP(b *testing.B) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ln.Close()
+	done := make(chan int64)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			done <- 0
+			return
+		}
+		n, _ := io.Copy(io.Discard, c)
+		c.Close()
+		done <- n
+	}()
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		b.Fatal(err)
+	}
+	payload := randomBytes(1 << 20)
+	b.SetBytes(int64(len(payload)))
+	b.ResetTimer()
+	for range b.N {
+		if _, err := c.Write(payload); err != nil {
+			b.Fatal(err)
+		}
+	}
+	c.Close()
+	<-done
+}
+
+// BenchmarkSmallEnvelopes sends 100-byte envelopes on one stream and key.
+func BenchmarkSmallEnvelopes(b *testing.B) {
+	a, z := benchPair(b, nil)
+	payload := randomBytes(100)
+	r, _ := a.Send(context.Background(), z.Self(), StreamApplication, 0, payload)
+	r.Wait(context.Background())
+	b.SetBytes(int64(len(payload)))
+	b.ResetTimer()
+	var last *Receipt
+	for range b.N {
+		last, _ = a.Send(context.Background(), z.Self(), StreamApplication, 0, payload)
+	}
+	if err := last.Wait(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// BenchmarkSmallNaive sends 100-byte messages as a naive sender does: a
+// 4-byte length and the payload in one write per message, read back with
+// a buffered reader. The baseline for BenchmarkSmallEnvelopes.
+func BenchmarkSmallNaive(b *testing.B) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ln.Close()
+	done := make(chan int)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			done <- 0
+			return
+		}
+		defer c.Close()
+		br := bufio.NewReader(c)
+		var hdr [4]byte
+		buf := make([]byte, 1<<16)
+		n := 0
+		for {
+			if _, err := io.ReadFull(br, hdr[:]); err != nil {
+				done <- n
+				return
+			}
+			if _, err := io.ReadFull(br, buf[:binary.BigEndian.Uint32(hdr[:])]); err != nil {
+				done <- n
+				return
+			}
+			n++
+		}
+	}()
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		b.Fatal(err)
+	}
+	payload := randomBytes(100)
+	msg := binary.BigEndian.AppendUint32(nil, uint32(len(payload)))
+	msg = append(msg, payload...)
+	b.SetBytes(int64(len(payload)))
+	b.ResetTimer()
+	for range b.N {
+		if _, err := c.Write(msg); err != nil {
+			b.Fatal(err)
+		}
+	}
+	c.Close()
+	if n := <-done; n != b.N {
+		b.Fatalf("received %d of %d", n, b.N)
+	}
+}
