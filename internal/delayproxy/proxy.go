@@ -21,9 +21,11 @@ type Config struct {
 	// when Listener is set.
 	Listen string
 	// Listener, if set, is used instead of listening on Listen; the proxy
-	// closes it on shutdown.
+	// closes it on shutdown. Its receive buffers are not resized, so set
+	// QueueDelay's effect yourself if it matters.
 	Listener net.Listener
-	// Dial, if set, replaces net.Dialer for reaching Target.
+	// Dial, if set, replaces net.Dialer for reaching Target (for example
+	// netns Host.Dial). Its receive buffers are not resized either.
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
 
 	// Delay is the one-way delay added in each direction. Default 0.
@@ -34,9 +36,10 @@ type Config struct {
 	// Bandwidth caps each direction, in bytes per second, shared by all
 	// connections. Default 0: no cap.
 	Bandwidth int64
-	// QueueDelay is how much traffic, in time at Bandwidth, may queue at
-	// the cap before the sender is pushed back. Default 20 ms. Only with
-	// a Bandwidth.
+	// QueueDelay is about how much traffic, in time at Bandwidth, may
+	// queue at the cap before the sender is pushed back: the proxy books
+	// that much ahead and sizes its socket receive buffers to match.
+	// Default 20 ms. Only with a Bandwidth.
 	QueueDelay time.Duration
 	// MaxInFlight bounds the bytes held in one direction's delay line.
 	// Default 16 MiB.
