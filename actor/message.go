@@ -107,7 +107,10 @@ func Respond[S, M any, Q Request[M, R], R any](c *Context[S, M], q Q, r R) error
 
 // Deferred is a reply that a handler gives later, after its message has
 // returned: from a piped answer, a timer or another goroutine.
-type Deferred[R any] struct{ s *slot[R] }
+type Deferred[R any] struct {
+	s     *slot[R]
+	actor string
+}
 
 // Defer takes over the reply to the request q being handled: the ask stays
 // open when the handler returns, until Resolve, Fail or the asker's
@@ -119,7 +122,7 @@ func Defer[S, M any, Q Request[M, R], R any](c *Context[S, M], q Q) Deferred[R] 
 		s.deferred = true
 		s.mu.Unlock()
 	}
-	return Deferred[R]{s: s}
+	return Deferred[R]{s: s, actor: c.cell.k.def.name + "/" + c.cell.key}
 }
 
 // Resolve answers the deferred request; it reports whether the asker
@@ -129,7 +132,7 @@ func (d Deferred[R]) Resolve(r R) bool { return d.s != nil && d.s.complete(r, ni
 // Fail answers the deferred request with an error wrapping ErrActorFailed.
 func (d Deferred[R]) Fail(err error) bool {
 	var zero R
-	return d.s != nil && d.s.complete(zero, &FailedError{Actor: "deferred reply", Cause: err})
+	return d.s != nil && d.s.complete(zero, &FailedError{Actor: d.actor, Cause: err})
 }
 
 // Pipe asks ref with q without blocking the handler. When the answer (or
