@@ -76,7 +76,8 @@ func (h *Host) ListenPacket(ctx context.Context, network, addr string) (net.Pack
 	return pc, err
 }
 
-// Dial connects from inside the host. Use IP literals.
+// Dial connects from inside the host. Use IP literals. The method value
+// h.Dial fits hooks that take a dial function.
 func (h *Host) Dial(ctx context.Context, network, addr string) (net.Conn, error) {
 	var c net.Conn
 	err := h.Do(func() error {
@@ -86,10 +87,4 @@ func (h *Host) Dial(ctx context.Context, network, addr string) (net.Conn, error)
 		return err
 	})
 	return c, err
-}
-
-// Dialer returns a dial function bound to the host, for code that takes one
-// (for example a transport's Dial hook).
-func (h *Host) Dialer() func(ctx context.Context, network, addr string) (net.Conn, error) {
-	return h.Dial
 }
