@@ -19,18 +19,28 @@ const (
 	DefaultGrantDelay = 2 * time.Millisecond
 )
 
-// Grant is the content of a credit frame: the receiver's cumulative count of
-// consumed bytes on one stream and its current window. Both only grow, so a
-// grant is idempotent: applying an old or duplicated one changes nothing, and
-// a grant can be repeated on a new connection after a resume.
+// Grant is the content of a credit frame: the receiver's cumulative counts of
+// consumed and received bytes on one stream, and its current window. All
+// only grow, so a grant is idempotent: applying an old or duplicated one
+// changes nothing, and a grant can be repeated on a new connection after a
+// resume.
 type Grant struct {
 	// Consumed is the cumulative number of uncompressed payload bytes the
-	// receiver has consumed (or credited early) on the stream.
+	// receiver has consumed (or credited early) on the stream. Credit is
+	// computed from it.
 	Consumed int64
 	// Window is the receiver's window in bytes. The sender may have at most
 	// Window bytes sent but not consumed.
 	Window int64
+	// Received is the cumulative number of payload bytes the receiver has
+	// read from the connection, at least Consumed. It acknowledges the path
+	// for the [Estimator], which must not mistake a slow consumer for a slow
+	// link. Zero means "not carried": the estimator then uses Consumed.
+	Received int64
 }
+
+// acked returns what the grant acknowledges as delivered by the path.
+func (g Grant) acked() int64 { return max(g.Received, g.Consumed) }
 
 // SendCredit is the sender's view of one stream's credit, in uncompressed
 // payload bytes: available = window - (sent - consumedByPeer).
@@ -93,6 +103,9 @@ func (c *SendCredit) Apply(g Grant) (grew bool, err error) {
 	if g.Window <= 0 {
 		return false, fmt.Errorf("%w: window %d", ErrInvalidGrant, g.Window)
 	}
+	if g.Received > c.sent || (g.Received != 0 && g.Received < g.Consumed) {
+		return false, fmt.Errorf("%w: peer received %d of %d sent and consumed %d", ErrInvalidGrant, g.Received, c.sent, g.Consumed)
+	}
 	before := c.Available()
 	if g.Consumed > c.consumed {
 		c.consumed = g.Consumed
@@ -125,13 +138,14 @@ type RecvConfig struct {
 	// MaxWindow is the cap for window auto-tuning, in bytes. Default
 	// [DefaultMaxWindow]; a value equal to Window turns auto-tuning off.
 	MaxWindow int64
-	// GrantBytes is how many newly consumed bytes make a grant due at once.
+	// GrantBytes is how many newly consumed, or newly received, bytes make a
+	// grant due at once.
 	// Default min([DefaultGrantBytes], Window/2). The sender's minimum
 	// congestion window ([EstimatorConfig.MinCwnd]) must be at least this
 	// large, or a sender held by its cwnd would wait for the GrantDelay.
 	GrantBytes int64
-	// GrantDelay is how long newly consumed bytes may wait for more before a
-	// grant is due anyway. Default [DefaultGrantDelay].
+	// GrantDelay is how long newly consumed or received bytes may wait for
+	// more before a grant is due anyway. Default [DefaultGrantDelay].
 	GrantDelay time.Duration
 }
 
@@ -188,7 +202,8 @@ type RecvCredit struct {
 	held     int64
 	adv      Grant // last grant handed out (initially the handshake window)
 	forced   bool
-	// pendingSince is when consumed first went past adv.Consumed.
+	// pendingSince is when consumed or received first went past the last
+	// grant.
 	pendingSince time.Time
 	// Auto-tuning epoch: when it started and the consumed count then.
 	epochStart  time.Time
@@ -217,6 +232,9 @@ func (r *RecvCredit) Arrive(n int64, last bool, now time.Time) (held int64, err 
 	if limit := r.adv.Consumed + r.adv.Window; r.received+n > limit {
 		return 0, fmt.Errorf("%w: %d bytes at offset %d, granted up to %d", ErrCreditOverrun, n, r.received, limit)
 	}
+	if n > 0 && !r.pending() {
+		r.pendingSince = now
+	}
 	r.received += n
 	if last {
 		r.held += n
@@ -241,33 +259,42 @@ func (r *RecvCredit) credit(n int64, now time.Time) {
 	if n == 0 {
 		return
 	}
-	if r.consumed == r.adv.Consumed {
+	if !r.pending() {
 		r.pendingSince = now
 	}
 	r.consumed += n
 }
 
+// pending reports whether bytes were consumed or received since the last
+// grant.
+func (r *RecvCredit) pending() bool {
+	return r.consumed > r.adv.Consumed || r.received > r.adv.Received
+}
+
 // Grant returns the grant to send now, if one is worth sending, and records it
-// as sent. A grant is worth sending when GrantBytes were consumed since the
-// last one, when the peer may be blocked (less than GrantBytes of its credit
-// left) and anything was consumed, when consumed bytes waited GrantDelay, when
-// the window grew, and after [RecvCredit.Resume]. rtt is the current round
-// trip estimate (0 if unknown) used to auto-tune the window; now is the
-// current time.
+// as sent. A grant is worth sending when GrantBytes were consumed or received
+// since the last one, when the peer may be blocked (less than GrantBytes of
+// its credit left) and anything was consumed, when consumed or received bytes
+// waited GrantDelay, when the window grew, and after [RecvCredit.Resume].
+// Grants for received bytes keep the sender's estimator measuring the path
+// while the application consumes slowly. rtt is the current round trip
+// estimate (0 if unknown) used to auto-tune the window; now is the current
+// time.
 func (r *RecvCredit) Grant(now time.Time, rtt time.Duration) (g Grant, ok bool) {
 	delta := r.consumed - r.adv.Consumed
 	remaining := r.adv.Consumed + r.adv.Window - r.received
 	due := r.forced ||
 		delta >= r.cfg.GrantBytes ||
+		r.received-r.adv.Received >= r.cfg.GrantBytes ||
 		(delta > 0 && remaining < r.cfg.GrantBytes) ||
-		(delta > 0 && !now.Before(r.pendingSince.Add(r.cfg.GrantDelay)))
+		(r.pending() && !now.Before(r.pendingSince.Add(r.cfg.GrantDelay)))
 	if delta > 0 {
 		r.autoTune(now, rtt)
 	}
 	if !due && r.window == r.adv.Window {
 		return Grant{}, false
 	}
-	r.adv = Grant{Consumed: r.consumed, Window: r.window}
+	r.adv = Grant{Consumed: r.consumed, Window: r.window, Received: r.received}
 	r.forced = false
 	return r.adv, true
 }
@@ -291,10 +318,10 @@ func (r *RecvCredit) autoTune(now time.Time, rtt time.Duration) {
 }
 
 // Deadline returns when a grant becomes due by GrantDelay, or the zero time if
-// no consumed bytes wait. The session arms a timer for it and then calls
-// [RecvCredit.Grant].
+// no consumed or received bytes wait. The session arms a timer for it and
+// then calls [RecvCredit.Grant].
 func (r *RecvCredit) Deadline() time.Time {
-	if r.consumed == r.adv.Consumed && !r.forced {
+	if !r.pending() && !r.forced {
 		return time.Time{}
 	}
 	return r.pendingSince.Add(r.cfg.GrantDelay)

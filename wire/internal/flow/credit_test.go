@@ -33,12 +33,12 @@ func TestSendCreditAvailableIsWindowMinusUnconsumed(t *testing.T) {
 		grant     Grant
 		available int64
 	}{
-		{"fresh stream has the whole window", 100, nil, Grant{0, 100}, 100},
-		{"sending takes credit", 100, []int64{30, 20}, Grant{0, 100}, 50},
-		{"a grant returns consumed bytes", 100, []int64{30, 20}, Grant{40, 100}, 90},
-		{"all consumed restores the window", 100, []int64{100}, Grant{100, 100}, 100},
-		{"a larger window adds credit", 100, []int64{100}, Grant{50, 200}, 150},
-		{"a smaller window is ignored", 100, []int64{60}, Grant{0, 50}, 40},
+		{"fresh stream has the whole window", 100, nil, Grant{Consumed: 0, Window: 100}, 100},
+		{"sending takes credit", 100, []int64{30, 20}, Grant{Consumed: 0, Window: 100}, 50},
+		{"a grant returns consumed bytes", 100, []int64{30, 20}, Grant{Consumed: 40, Window: 100}, 90},
+		{"all consumed restores the window", 100, []int64{100}, Grant{Consumed: 100, Window: 100}, 100},
+		{"a larger window adds credit", 100, []int64{100}, Grant{Consumed: 50, Window: 200}, 150},
+		{"a smaller window is ignored", 100, []int64{60}, Grant{Consumed: 0, Window: 50}, 40},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -61,7 +61,7 @@ func TestSendCreditAvailableIsWindowMinusUnconsumed(t *testing.T) {
 func TestSendCreditIgnoresStaleAndDuplicateGrants(t *testing.T) {
 	c := NewSendCredit(100, 100)
 	_ = c.Spend(100)
-	for _, g := range []Grant{{60, 100}, {60, 100}, {30, 100}, {0, 100}} {
+	for _, g := range []Grant{{Consumed: 60, Window: 100}, {Consumed: 60, Window: 100}, {Consumed: 30, Window: 100}, {Consumed: 0, Window: 100}} {
 		if _, err := c.Apply(g); err != nil {
 			t.Fatalf("Apply(%+v): %v", g, err)
 		}
@@ -74,13 +74,13 @@ func TestSendCreditIgnoresStaleAndDuplicateGrants(t *testing.T) {
 func TestSendCreditRejectsGrantClaimingMoreThanSent(t *testing.T) {
 	c := NewSendCredit(100, 100)
 	_ = c.Spend(10)
-	if _, err := c.Apply(Grant{11, 100}); !errors.Is(err, ErrInvalidGrant) {
+	if _, err := c.Apply(Grant{Consumed: 11, Window: 100}); !errors.Is(err, ErrInvalidGrant) {
 		t.Fatalf("Apply(consumed 11 of 10 sent) = %v, want ErrInvalidGrant", err)
 	}
 	if c.Available() != 90 || c.Consumed() != 0 {
 		t.Errorf("a rejected grant changed the credit: available %d consumed %d, want 90 and 0", c.Available(), c.Consumed())
 	}
-	if _, err := c.Apply(Grant{5, 0}); !errors.Is(err, ErrInvalidGrant) {
+	if _, err := c.Apply(Grant{Consumed: 5, Window: 0}); !errors.Is(err, ErrInvalidGrant) {
 		t.Errorf("Apply(window 0) = %v, want ErrInvalidGrant", err)
 	}
 }
@@ -97,7 +97,7 @@ func TestSendCreditRefusesSpendBeyondAvailable(t *testing.T) {
 
 func TestSendCreditClampsWindowGrowthToMaxWindow(t *testing.T) {
 	c := NewSendCredit(100, 400)
-	if _, err := c.Apply(Grant{0, 1 << 30}); err != nil {
+	if _, err := c.Apply(Grant{Window: 1 << 30}); err != nil {
 		t.Fatal(err)
 	}
 	if got := c.Window(); got != 400 {
@@ -108,7 +108,7 @@ func TestSendCreditClampsWindowGrowthToMaxWindow(t *testing.T) {
 func TestSendCreditResumeAcceptsOnlyOffsetsBetweenConsumedAndSent(t *testing.T) {
 	c := NewSendCredit(100, 100)
 	_ = c.Spend(80)
-	_, _ = c.Apply(Grant{30, 100})
+	_, _ = c.Apply(Grant{Consumed: 30, Window: 100})
 	for _, tt := range []struct {
 		received int64
 		ok       bool
@@ -159,8 +159,8 @@ func TestRecvCreditHoldsCompleteEnvelopeUntilConsumed(t *testing.T) {
 	if err != nil || held != 70 {
 		t.Fatalf("Arrive(70, last) = %d, %v; want 70 held", held, err)
 	}
-	if g, ok := r.Grant(t0, 0); ok {
-		t.Fatalf("Grant before consumption = %+v, want none: nothing was consumed", g)
+	if g, _ := r.Grant(t0, 0); g.Consumed != 0 || g.Received != 70 {
+		t.Fatalf("Grant before consumption = %+v; want 70 received acknowledged and nothing credited", g)
 	}
 	if err := r.Consume(70, t0); err != nil {
 		t.Fatal(err)
@@ -212,16 +212,17 @@ func TestRecvCreditGrantIsDue(t *testing.T) {
 	tests := []struct {
 		name     string
 		arrive   int64
+		ackFirst bool // grant (acknowledge) the arrival before consuming
 		consume  int64
 		at       time.Duration
-		wantDue  bool
-		consumed int64
+		want     Grant // zero: not due
 	}{
-		{"not before GrantBytes are consumed", 300, 100, 0, false, 0},
-		{"once GrantBytes are consumed", 300, 256, 0, true, 256},
-		{"when the peer may be blocked", 900, 10, 0, true, 10},
-		{"after the grant delay", 300, 10, DefaultGrantDelay, true, 10},
-		{"not before the grant delay", 300, 10, DefaultGrantDelay - 1, false, 0},
+		{"not before GrantBytes are consumed or received", 200, false, 100, 0, Grant{}},
+		{"once GrantBytes are consumed", 300, true, 256, 0, Grant{Consumed: 256, Window: 1000, Received: 300}},
+		{"once GrantBytes are received", 256, false, 0, 0, Grant{Consumed: 0, Window: 1000, Received: 256}},
+		{"when the peer may be blocked", 850, true, 10, 0, Grant{Consumed: 10, Window: 1000, Received: 850}},
+		{"after the grant delay", 200, false, 10, DefaultGrantDelay, Grant{Consumed: 10, Window: 1000, Received: 200}},
+		{"not before the grant delay", 200, false, 10, DefaultGrantDelay - 1, Grant{}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -229,12 +230,17 @@ func TestRecvCreditGrantIsDue(t *testing.T) {
 			if _, err := r.Arrive(tt.arrive, true, t0); err != nil {
 				t.Fatal(err)
 			}
+			if tt.ackFirst {
+				if _, ok := r.Grant(t0, 0); !ok {
+					t.Fatalf("receipt of %d bytes was not acknowledged", tt.arrive)
+				}
+			}
 			if err := r.Consume(tt.consume, t0); err != nil {
 				t.Fatal(err)
 			}
 			g, ok := r.Grant(t0.Add(tt.at), 0)
-			if ok != tt.wantDue || (ok && g.Consumed != tt.consumed) {
-				t.Errorf("Grant() = %+v, %v; want due=%v with consumed %d", g, ok, tt.wantDue, tt.consumed)
+			if ok != (tt.want != Grant{}) || (ok && g != tt.want) {
+				t.Errorf("Grant() = %+v, %v; want %+v (zero: none due)", g, ok, tt.want)
 			}
 		})
 	}

@@ -24,21 +24,29 @@
 // sender ([SendCredit]) may have at most a window of bytes sent and not yet
 // consumed by the receiver: available = window - (sent - consumed). The
 // receiver ([RecvCredit]) grants credit with a [Grant]: its cumulative
-// consumed count and its current window. Both only grow, so grants are
-// idempotent: a stale or duplicated grant changes nothing, and the last one
-// can be repeated on a new connection. A grant claiming more than was sent is
-// [ErrInvalidGrant]; bytes beyond the granted window are [ErrCreditOverrun].
-// Both are protocol errors: close the connection.
+// consumed count, its current window, and its cumulative received count. All
+// only grow, so grants are idempotent: a stale or duplicated grant changes
+// nothing, and the last one can be repeated on a new connection. A grant
+// claiming more than was sent is [ErrInvalidGrant]; bytes beyond the granted
+// window are [ErrCreditOverrun]. Both are protocol errors: close the
+// connection.
+//
+// The received count is what lets the sender tell a slow link from a slow
+// consumer: credit follows consumption, but the estimator measures the path
+// from what was received. A credit frame should carry all three fields; a
+// grant with Received 0 is accepted and measured by Consumed, and then a
+// consumer slower than the link drags the pacing rate of the whole connection
+// down to its own.
 //
 // The receiver credits the bytes of a frame that leaves its envelope
 // incomplete as soon as it arrives, so an envelope larger than the window
 // cannot stall; it holds the bytes of the frame that completes an envelope
 // until the application has consumed the envelope, so the window bounds what
 // a peer can make us hold unread. [RecvCredit.Grant] says when a grant is
-// worth a frame: GrantBytes (32 KiB) consumed since the last one, anything
-// consumed while the peer has less than GrantBytes of credit left, anything
-// consumed GrantDelay (2 ms) ago, or a grown window. Frequent grants matter:
-// they are the estimator's acknowledgements.
+// worth a frame: GrantBytes (32 KiB) consumed or received since the last one,
+// anything consumed while the peer has less than GrantBytes of credit left,
+// anything consumed or received GrantDelay (2 ms) ago, or a grown window.
+// Frequent grants matter: they are the estimator's acknowledgements.
 //
 // The receiver auto-tunes its window toward the bandwidth-delay product, as
 // quic-go does: when more than half the window was consumed in less than four
@@ -50,17 +58,21 @@
 //
 // # Estimation
 //
-// [Estimator] follows BBR (Cardwell et al.). Each data frame written is
-// recorded under its stream byte offset with its send time, the bytes
-// delivered so far and whether the sender was app-limited (nothing queued) or
-// credit-limited (the peer's credit, not the congestion window, held it
-// back). A grant that moves a stream's consumed count acknowledges the frames
-// below it and yields a delivery-rate sample: bytes delivered over the longer
+// [Estimator] follows BBR (Cardwell et al.). Each frame written is recorded
+// under its stream byte offset with its send time, the bytes delivered so far
+// and whether the sender was app-limited (nothing queued) or credit-limited
+// (the peer's credit, not the congestion window, held it back). A grant that
+// moves a stream's received count acknowledges the frames below it and
+// yields a delivery-rate sample: bytes delivered over the longer
 // of the send and acknowledgement intervals. The bandwidth estimate is the
 // maximum sample over about ten round trips; a sample from an app- or
 // credit-limited send may raise it but never lowers it, since it measures the
 // application or the receiver, not the path. The path delay is the minimum
-// RTT over about ten seconds, fed by frames and by pings ([Estimator.OnRTT]).
+// RTT over about ten seconds, fed by frames and by pings ([Estimator.OnRTT]);
+// when no sample has matched it for ten seconds, ProbeRTT holds in-flight at
+// MinCwnd for 200 ms and a round trip so the queue drains and the path's
+// delay is seen again (this is what keeps connections that share a
+// bottleneck from inflating each other's RTT without bound).
 //
 // Startup paces at 2.885 times the estimate (doubling per round trip) until
 // the estimate grows less than 25% over three rounds; drain then empties the
@@ -154,9 +166,11 @@
 // over random workloads, head-of-line latency, zero allocations).
 //
 // Known gaps:
-//   - No ProbeRTT phase: the min-RTT filter relies on the probe cycle's drain
-//     and on pings to see the empty path again; a standing queue that lasts
-//     longer than ten seconds would inflate it.
+//   - Connections that share a bottleneck (one node's peers behind one
+//     uplink) keep about one BDP queued between them, as BBR v1 flows do,
+//     and a connection with a longer RTT takes more than its share; small
+//     envelopes then wait behind that queue. Loss and ECN, which BBR v2 uses
+//     to bound it, are invisible above TCP; a delay signal could serve.
 //   - Ack aggregation from batched grants can overestimate the bandwidth by
 //     a few percent for up to ten round trips (seen as 5% in startup at
 //     50 Mbit/s); the probe drain removes the queue it causes.

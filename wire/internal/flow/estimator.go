@@ -55,7 +55,15 @@ const (
 	ModeDrain
 	// ModeProbeBandwidth paces at the estimate with a small probing cycle.
 	ModeProbeBandwidth
+	// ModeProbeRTT holds in-flight at MinCwnd for about 200 ms and a round
+	// trip when the min RTT was not refreshed for MinRTTWindow, so the path's
+	// queue drains and the true delay is seen again.
+	ModeProbeRTT
 )
+
+// probeRTTDuration is how long ProbeRTT holds in-flight down once it got
+// there.
+const probeRTTDuration = 200 * time.Millisecond
 
 // String returns the mode name.
 func (m Mode) String() string {
@@ -66,6 +74,8 @@ func (m Mode) String() string {
 		return "drain"
 	case ModeProbeBandwidth:
 		return "probe-bandwidth"
+	case ModeProbeRTT:
+		return "probe-rtt"
 	}
 	return "mode(?)"
 }
@@ -225,8 +235,17 @@ type Estimator struct {
 	round              int64
 	nextRoundDelivered int64
 
-	bw     windowedMax // bytes/s over rounds
-	minRTT windowedMax // negated nanoseconds over time
+	bw windowedMax // bytes/s over rounds
+	// minRTT is the path delay in nanoseconds (0 before the first sample);
+	// minRTTStamp is when it was last set or confirmed. rttExpired says the
+	// last sample found it older than MinRTTWindow.
+	minRTT      int64
+	minRTTStamp int64
+	rttExpired  bool
+
+	priorCwnd         int64
+	probeRTTDone      int64 // when ProbeRTT may end; 0 until in-flight is down
+	probeRTTRoundDone bool
 
 	mode        Mode
 	filledPipe  bool
@@ -327,7 +346,7 @@ func (e *Estimator) OnCredit(stream StreamID, consumed int64, now time.Time) (Ra
 	e.delivered += newly
 	e.deliveredTime = t
 	if !found {
-		e.updateModel(t, newly)
+		e.updateModel(t, newly, false)
 		return RateSample{}, false
 	}
 
@@ -363,17 +382,24 @@ func (e *Estimator) OnCredit(stream StreamID, consumed int64, now time.Time) (Ra
 		e.checkFullPipe(s.AppLimited)
 	}
 	e.last = s
-	e.updateModel(t, newly)
+	e.updateModel(t, newly, roundStart)
 	return s, true
 }
 
 // OnRTT feeds a round-trip sample (a ping's, or a frame's) into the min-RTT
-// filter.
+// filter: a sample at or below the minimum replaces it, and so does any
+// sample once the minimum is older than MinRTTWindow, which also starts a
+// ProbeRTT phase at the next credit.
 func (e *Estimator) OnRTT(rtt time.Duration, now time.Time) {
 	if rtt <= 0 {
 		return
 	}
-	e.minRTT.update(int64(e.cfg.MinRTTWindow), e.ns(now), -float64(rtt))
+	t := e.ns(now)
+	expired := e.minRTT != 0 && t-e.minRTTStamp > int64(e.cfg.MinRTTWindow)
+	e.rttExpired = e.rttExpired || expired
+	if e.minRTT == 0 || int64(rtt) <= e.minRTT || expired {
+		e.minRTT, e.minRTTStamp = int64(rtt), t
+	}
 }
 
 // checkFullPipe ends startup once the bandwidth estimate grew less than 25%
@@ -393,12 +419,19 @@ func (e *Estimator) checkFullPipe(appLimited bool) {
 	}
 }
 
-func (e *Estimator) updateModel(t, acked int64) {
+func (e *Estimator) updateModel(t, acked int64, roundStart bool) {
 	switch e.mode {
 	case ModeStartup:
 		if e.filledPipe {
 			e.mode = ModeDrain
 		}
+	}
+	if e.rttExpired && e.mode != ModeProbeRTT {
+		e.mode, e.priorCwnd, e.probeRTTDone = ModeProbeRTT, e.cwnd, 0
+	}
+	e.rttExpired = false
+	if e.mode == ModeProbeRTT {
+		e.probeRTT(t, roundStart)
 	}
 	if e.mode == ModeDrain && e.inflight <= e.BDP() {
 		e.enterProbeBandwidth(t)
@@ -409,6 +442,30 @@ func (e *Estimator) updateModel(t, acked int64) {
 	}
 	e.setPacingRate()
 	e.setCwnd(acked)
+}
+
+// probeRTT waits for in-flight to fall to MinCwnd, holds it there for
+// probeRTTDuration and a round trip, then takes the delay seen as fresh and
+// resumes.
+func (e *Estimator) probeRTT(t int64, roundStart bool) {
+	switch {
+	case e.probeRTTDone == 0 && e.inflight <= e.cfg.MinCwnd:
+		e.probeRTTDone = t + int64(probeRTTDuration)
+		e.probeRTTRoundDone = false
+		e.nextRoundDelivered = e.delivered
+	case e.probeRTTDone != 0:
+		e.probeRTTRoundDone = e.probeRTTRoundDone || roundStart
+		if e.probeRTTRoundDone && t > e.probeRTTDone {
+			e.minRTTStamp = t
+			e.cwnd = max(e.cwnd, e.priorCwnd)
+			e.probeRTTDone = 0
+			if e.filledPipe {
+				e.enterProbeBandwidth(t)
+			} else {
+				e.mode = ModeStartup
+			}
+		}
+	}
 }
 
 func (e *Estimator) enterProbeBandwidth(t int64) {
@@ -446,6 +503,8 @@ func (e *Estimator) gains() (pacing, cwnd float64) {
 		return startupGain, startupGain
 	case ModeDrain:
 		return drainGain, startupGain
+	case ModeProbeRTT:
+		return 1, 1
 	default:
 		return e.probeGain(e.cycleIndex), cwndGain
 	}
@@ -464,6 +523,10 @@ func (e *Estimator) setPacingRate() {
 
 func (e *Estimator) setCwnd(acked int64) {
 	if _, ok := e.bw.get(); !ok {
+		return
+	}
+	if e.mode == ModeProbeRTT {
+		e.cwnd = e.cfg.MinCwnd
 		return
 	}
 	_, g := e.gains()
@@ -498,8 +561,8 @@ func (e *Estimator) Bandwidth() float64 {
 // MinRTT returns the minimum round trip over the filter window, or
 // InitialRTT before the first sample.
 func (e *Estimator) MinRTT() time.Duration {
-	if v, ok := e.minRTT.get(); ok {
-		return time.Duration(-v)
+	if e.minRTT != 0 {
+		return time.Duration(e.minRTT)
 	}
 	return e.cfg.InitialRTT
 }

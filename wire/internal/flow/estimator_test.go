@@ -283,12 +283,14 @@ func TestEstimatorHoldsBandwidthWhileAppLimited(t *testing.T) {
 	}
 }
 
-// The same when the receiving application, not the sender's, is slow: the
-// sender is held by credit, and those samples must not lower the estimate.
+// The same when the receiving application, not the sender's, is slow: grants
+// acknowledge what was received, so the estimator still measures the link,
+// and the sender, held by credit, marks its samples credit-limited.
 func TestEstimatorHoldsBandwidthWhileCreditLimited(t *testing.T) {
 	l := links[0]
 	m := newSim(t, simConfig(), RecvConfig{}, l.rate, l.rtt)
-	m.keepBacklogged(stApp, 64<<10, t0.Add(30*time.Second))
+	// Envelopes of one frame: all their bytes wait for the consumer.
+	m.keepBacklogged(stApp, 8<<10, t0.Add(30*time.Second))
 	m.runUntil(t0.Add(5 * time.Second))
 	learned := m.s.Estimator().Bandwidth()
 	m.consumeRate = l.rate / 4
@@ -393,4 +395,42 @@ func TestEstimatorProperties(t *testing.T) {
 			}
 		}
 	})
+}
+
+// Without a new minimum for MinRTTWindow, the estimator drains to MinCwnd,
+// holds it about 200 ms and a round trip, takes the delay it then sees as the
+// path's, and resumes with its window.
+func TestEstimatorProbesRTTWhenMinimumIsStale(t *testing.T) {
+	e := mustEstimator(t, EstimatorConfig{})
+	now := feed(e, t0, 2000, 10_000, time.Millisecond, 20*time.Millisecond, false)
+	cwnd := e.CWnd()
+	// The path's delay rises to 30 ms for longer than the filter window.
+	now = feed(e, now, 11_000, 10_000, time.Millisecond, 30*time.Millisecond, false)
+	if e.Mode() != ModeProbeRTT {
+		t.Fatalf("mode %v after 11 s without a new minimum, want probe-rtt", e.Mode())
+	}
+	// The sender obeys the floor: one frame in flight at a time.
+	for i := 0; e.Mode() == ModeProbeRTT; i++ {
+		if i > 100 {
+			t.Fatal("ProbeRTT did not end within 100 round trips")
+		}
+		now = feed(e, now.Add(time.Millisecond), 1, 10_000, time.Millisecond, 30*time.Millisecond, false)
+	}
+	if e.MinRTT() != 30*time.Millisecond {
+		t.Errorf("MinRTT() = %v after 11 s at 30 ms, want 30ms", e.MinRTT())
+	}
+	if e.Mode() != ModeProbeBandwidth || e.CWnd() < cwnd {
+		t.Errorf("after ProbeRTT: mode %v cwnd %d; want probe-bandwidth with the window restored (>= %d)", e.Mode(), e.CWnd(), cwnd)
+	}
+}
+
+func TestEstimatorProbeRTTHoldsInflightAtFloor(t *testing.T) {
+	e := mustEstimator(t, EstimatorConfig{})
+	now := feed(e, t0, 2000, 10_000, time.Millisecond, 20*time.Millisecond, false)
+	e.OnRTT(25*time.Millisecond, now.Add(11*time.Second))
+	e.OnSend(1, e.stream(1).acked+1000, 1000, now.Add(11*time.Second))
+	e.OnCredit(1, e.stream(1).acked+1000, now.Add(11*time.Second+25*time.Millisecond))
+	if e.Mode() != ModeProbeRTT || e.CWnd() != e.cfg.MinCwnd {
+		t.Errorf("11 s after the last minimum: mode %v cwnd %d; want probe-rtt with cwnd at the %d floor", e.Mode(), e.CWnd(), e.cfg.MinCwnd)
+	}
 }

@@ -639,7 +639,8 @@ func (s *Scheduler) emit(l *list, n int, now time.Time) Frame {
 }
 
 // ApplyGrant applies a grant from the peer for stream, at now: it adds credit
-// and feeds the estimator. Stale grants are ignored; an impossible one fails
+// (from Consumed) and feeds the estimator (from Received, or Consumed if the
+// grant does not carry it). Stale grants are ignored; an impossible one fails
 // with [ErrInvalidGrant] and changes nothing.
 func (s *Scheduler) ApplyGrant(stream StreamID, g Grant, now time.Time) error {
 	si := s.index(stream)
@@ -649,7 +650,7 @@ func (s *Scheduler) ApplyGrant(stream StreamID, g Grant, now time.Time) error {
 	if _, err := s.streams[si].credit.Apply(g); err != nil {
 		return fmt.Errorf("stream %d: %w", stream, err)
 	}
-	s.est.OnCredit(stream, g.Consumed, now)
+	s.est.OnCredit(stream, g.acked(), now)
 	return nil
 }
 

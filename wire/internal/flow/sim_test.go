@@ -11,20 +11,17 @@ import (
 // envelopes (at once, or at a limited rate) and sends grants back over the
 // same delay, unlimited in rate. Nothing sleeps; events run in time order.
 type sim struct {
-	t        fataler
-	now      time.Time
-	s        *Scheduler
-	recv     map[StreamID]*RecvCredit
-	rate     float64       // bottleneck bytes per second
-	oneWay   time.Duration // propagation delay each way
-	linkFree time.Time     // when the bottleneck finishes its queue
+	*world
+	*simLink
+	t      fataler
+	s      *Scheduler
+	recv   map[StreamID]*RecvCredit
+	oneWay time.Duration // propagation delay each way
 	// consumeRate, if positive, is how fast the receiving application
 	// consumes, in bytes per second.
 	consumeRate float64
 	consumeFree time.Time
 
-	events   eventHeap
-	seq      int
 	wakeAt   time.Time // pending sender wake-up, zero if none
 	grantAt  map[StreamID]time.Time
 	onArrive func(f Frame, at time.Time)
@@ -39,6 +36,21 @@ type sim struct {
 	resend map[StreamID][]Frame
 	resent int     // frames written again after cuts
 	replay []Frame // frames to write again before any new one
+}
+
+// world is virtual time and its events, shared by the connections of a
+// simulation.
+type world struct {
+	now    time.Time
+	events eventHeap
+	seq    int
+	sims   []*sim
+}
+
+// simLink is a bottleneck: a FIFO drained at rate bytes per second.
+type simLink struct {
+	rate     float64
+	linkFree time.Time // when the bottleneck finishes its queue
 }
 
 type simEvent struct {
@@ -67,11 +79,20 @@ func (h *eventHeap) Pop() any {
 
 func newSim(t fataler, cfg Config, recv RecvConfig, rate float64, rtt time.Duration) *sim {
 	t.Helper()
+	return newSimOn(t, &world{now: t0}, &simLink{rate: rate}, cfg, recv, rtt)
+}
+
+// newSimOn adds a connection to a world, through a link it may share with
+// others.
+func newSimOn(t fataler, w *world, l *simLink, cfg Config, recv RecvConfig, rtt time.Duration) *sim {
+	t.Helper()
 	m := &sim{
-		t: t, now: t0, s: mustScheduler(t, cfg), recv: map[StreamID]*RecvCredit{},
-		rate: rate, oneWay: rtt / 2, grantAt: map[StreamID]time.Time{},
+		world: w, simLink: l,
+		t: t, s: mustScheduler(t, cfg), recv: map[StreamID]*RecvCredit{},
+		oneWay: rtt / 2, grantAt: map[StreamID]time.Time{},
 		resend: map[StreamID][]Frame{},
 	}
+	w.sims = append(w.sims, m)
 	for _, sc := range cfg.Streams {
 		r := mustRecv(t, recv)
 		m.recv[sc.ID] = &r
@@ -79,14 +100,16 @@ func newSim(t fataler, cfg Config, recv RecvConfig, rate float64, rtt time.Durat
 	return m
 }
 
-func (m *sim) at(when time.Time, run func()) {
+func (m *world) at(when time.Time, run func()) {
 	m.seq++
 	heap.Push(&m.events, simEvent{at: when, seq: m.seq, run: run})
 }
 
 // runUntil processes events until virtual time end.
-func (m *sim) runUntil(end time.Time) {
-	m.pump()
+func (m *world) runUntil(end time.Time) {
+	for _, c := range m.sims {
+		c.pump()
+	}
 	for m.events.Len() > 0 {
 		ev := m.events[0]
 		if ev.at.After(end) {
