@@ -360,32 +360,19 @@ func (p *Proxy) pump(pr *pair, dir int, rng *rand.Rand) {
 	defer func() { <-writerDone }()
 	defer close(line)
 
-	var last time.Time
+	sched := schedule{link: &p.links[dir], rng: rng}
 	buf := make([]byte, chunkSize)
 	for {
 		n, err := src.Read(buf)
-		now := time.Now()
-		s := p.Shape()
-		var c chunk
+		c := chunk{at: sched.due(time.Now(), n, p.Shape())}
 		if n > 0 {
-			txEnd := p.links[dir].reserve(now, n, s.Bandwidth)
-			data := buf[:n]
+			c.data = buf[:n]
 			if n > chunkSize/4 {
 				buf = make([]byte, chunkSize) // hand the full buffer over
 			} else {
-				data = append([]byte(nil), data...) // small: copy, keep buf
+				c.data = append([]byte(nil), c.data...) // small: copy, keep buf
 			}
-			c = chunk{data: data, at: txEnd.Add(s.Delay)}
-			if s.Jitter > 0 {
-				c.at = c.at.Add(time.Duration(rng.Int64N(int64(s.Jitter))))
-			}
-		} else {
-			c = chunk{at: now.Add(s.Delay)}
 		}
-		if c.at.Before(last) {
-			c.at = last // never reorder
-		}
-		last = c.at
 		if err != nil {
 			c.eof = errors.Is(err, io.EOF)
 			c.err = !c.eof
