@@ -19,6 +19,7 @@ const (
 	DefaultRedialMin        = 100 * time.Millisecond
 	DefaultRedialMax        = 15 * time.Second
 	DefaultNotSentLowat     = 16 << 10
+	DefaultSendQueue        = 64 << 20
 )
 
 // Dialer opens connections. *net.Dialer satisfies it; tests pass
@@ -128,6 +129,10 @@ type Config struct {
 	// next does not queue behind it. Default 16 KiB; negative leaves the
 	// socket as it is.
 	NotSentLowat int
+	// SendQueue bounds, in bytes per peer, the envelopes queued and not
+	// yet fully written; a Send beyond it fails with ErrQueueFull.
+	// Default 64 MiB; at least Limits.MaxMessage.
+	SendQueue int
 	// Dialer opens outgoing connections. Default: a *net.Dialer.
 	Dialer Dialer
 	// Logger receives connection events. Nil discards them.
@@ -161,6 +166,9 @@ func (c *Config) Validate() error {
 			return fmt.Errorf("troupe: Config.%s %v is negative", name, d)
 		}
 	}
+	if c.SendQueue != 0 && c.SendQueue < c.Limits.withDefaults().MaxMessage {
+		return fmt.Errorf("troupe: Config.SendQueue %d below Limits.MaxMessage", c.SendQueue)
+	}
 	if c.RedialMax != 0 && c.RedialMin > c.RedialMax {
 		return fmt.Errorf("troupe: Config.RedialMin %v above RedialMax %v", c.RedialMin, c.RedialMax)
 	}
@@ -185,6 +193,9 @@ func (c Config) withDefaults() Config {
 	def(&c.KeepaliveTimeout, DefaultKeepaliveTimeout)
 	def(&c.RedialMin, DefaultRedialMin)
 	def(&c.RedialMax, DefaultRedialMax)
+	if c.SendQueue == 0 {
+		c.SendQueue = max(DefaultSendQueue, c.Limits.MaxMessage)
+	}
 	if c.NotSentLowat == 0 {
 		c.NotSentLowat = DefaultNotSentLowat
 	}

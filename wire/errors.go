@@ -52,6 +52,11 @@ var ErrPeerRestarted = errors.New("troupe: peer restarted")
 // resume grace (2 × KeepaliveAfter + KeepaliveTimeout).
 var ErrPeerDead = errors.New("troupe: peer dead")
 
+// ErrQueueFull reports a send refused because the envelopes queued for the
+// peer and not yet written already fill Config.SendQueue. It is temporary:
+// the queue drains as the peer takes what it was sent.
+var ErrQueueFull = errors.New("troupe: send queue full")
+
 // ErrUnknownStream reports a stream id outside the ones this transport
 // serves.
 var ErrUnknownStream = errors.New("troupe: unknown stream")

@@ -75,15 +75,16 @@ type session struct {
 	id    NodeID     // peer identity of the session; zero before the first handshake
 	epoch uint64     // bumps when the session starts afresh
 
-	sched   *flow.Scheduler
-	queued  map[flow.Handle]*pendingEnv
-	await   [NumStreams][]awaitCredit
-	resend  [NumStreams][]sentFrame // written and not yet credited, by position
-	replay  []sentFrame             // to write again first, after a resume
-	recv    [NumStreams]flow.RecvCredit
-	partial [NumStreams]map[uint64]*partialEnv
-	started [NumStreams]int64 // highest envelope id started by the peer, -1 if none
-	inbox   [NumStreams][]delivery
+	sched       *flow.Scheduler
+	queued      map[flow.Handle]*pendingEnv
+	queuedBytes int // sum of the sizes in queued
+	await       [NumStreams][]awaitCredit
+	resend      [NumStreams][]sentFrame // written and not yet credited, by position
+	replay      []sentFrame             // to write again first, after a resume
+	recv        [NumStreams]flow.RecvCredit
+	partial     [NumStreams]map[uint64]*partialEnv
+	started     [NumStreams]int64 // highest envelope id started by the peer, -1 if none
+	inbox       [NumStreams][]delivery
 
 	pongs     []uint64
 	pingWant  bool
@@ -155,6 +156,7 @@ func (s *session) failAllLocked(err error) {
 		p.receipt.resolve(err)
 		delete(s.queued, h)
 	}
+	s.queuedBytes = 0
 	for i := range s.await {
 		for _, a := range s.await[i] {
 			a.receipt.resolve(err)
@@ -178,11 +180,15 @@ func (s *session) kick() {
 
 // enqueueLocked queues an envelope.
 func (s *session) enqueueLocked(stream StreamID, key uint64, payload []byte, r *Receipt) (flow.Handle, error) {
+	if s.queuedBytes+len(payload) > s.t.cfg.SendQueue {
+		return flow.Handle{}, fmt.Errorf("%w: %d bytes queued for %s", ErrQueueFull, s.queuedBytes, s.key)
+	}
 	h, err := s.sched.Enqueue(flow.StreamID(stream), key, payload)
 	if err != nil {
 		return h, err
 	}
 	s.queued[h] = &pendingEnv{receipt: r, size: len(payload)}
+	s.queuedBytes += len(payload)
 	r.handle, r.epoch, r.queued = h, s.epoch, true
 	s.kick()
 	return h, nil
@@ -199,6 +205,7 @@ func (s *session) cancelLocked(r *Receipt, err error) {
 	}
 	if s.sched.Cancel(r.handle) != flow.CancelUnknown {
 		delete(s.queued, r.handle)
+		s.queuedBytes -= p.size
 		r.queued = false
 		r.resolve(err)
 		s.kick()
@@ -268,6 +275,7 @@ func (s *session) nextFramesLocked(now time.Time, out []outFrame, budget int) ([
 		}
 		if f.Last && p != nil {
 			delete(s.queued, f.Handle)
+			s.queuedBytes -= p.size
 			p.receipt.queued = false
 			s.await[st] = append(s.await[st], awaitCredit{end: sf.end(), receipt: p.receipt})
 		}

@@ -322,20 +322,25 @@ func (t *Transport) Close() error {
 	}
 	t.mu.Unlock()
 
+	// Every writer says goodbye; give them a moment together, then cut.
+	var writers []chan struct{}
 	for _, s := range sessions {
 		s.mu.Lock()
 		s.closing = true
-		c := s.conn
+		if c := s.conn; c != nil {
+			writers = append(writers, c.done)
+		}
 		s.kick()
 		s.mu.Unlock()
-		if c != nil {
-			// The writer says goodbye; give it a moment, then cut.
-			select {
-			case <-c.done:
-			case <-time.After(time.Second):
-			}
+	}
+	grace := time.NewTimer(time.Second)
+	for _, done := range writers {
+		select {
+		case <-done:
+		case <-grace.C:
 		}
 	}
+	grace.Stop()
 	t.cancel()
 	for _, s := range sessions {
 		s.mu.Lock()

@@ -174,3 +174,15 @@ func TestTransportOverMutualTLSDeliversAndRefusesStrangers(t *testing.T) {
 		t.Fatalf("a node with a certificate from another CA: want *Refused{tls}, got %v", err)
 	}
 }
+
+func TestSendBeyondTheQueueBoundFailsWithErrQueueFull(t *testing.T) {
+	a := newTestNode(t, func(c *Config) { c.SendQueue = DefaultMaxMessage })
+	// The peer does not exist, so nothing drains.
+	to := NodeID{Addr: "127.0.0.1:1"}
+	if _, err := a.t.Send(context.Background(), to, StreamApplication, 1, make([]byte, DefaultMaxMessage-10)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.t.Send(context.Background(), to, StreamApplication, 1, make([]byte, 11)); !errors.Is(err, ErrQueueFull) {
+		t.Fatalf("want ErrQueueFull, got %v", err)
+	}
+}
