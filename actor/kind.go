@@ -116,6 +116,11 @@ func (k *kind[S, M]) forget(c *cell[S, M], reason string, idleBefore time.Time) 
 	c.mu.Lock()
 	ok := c.passivatable(idleBefore)
 	wasStarted := c.started
+	if idleBefore.IsZero() && wasStarted {
+		// A release, overtaken: between the released goroutine's exit and
+		// this call, a new message activated the cell again. Keep it.
+		ok = false
+	}
 	if ok {
 		c.gone = true
 		delete(sh.m, c.key)

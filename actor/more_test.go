@@ -1,0 +1,163 @@
+package actor_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/troupe-go/troupe/actor"
+	"github.com/troupe-go/troupe/system"
+)
+
+func TestHandlerContextCarriesTheAsksDeadline(t *testing.T) {
+	deadlines := make(chan time.Time, 1)
+	def := actor.Define("deadline", func(c *actor.Context[int, ProbeMsg], m ProbeMsg) error {
+		dl, _ := c.Deadline()
+		deadlines <- dl
+		return actor.Respond(c, m.(Do), "")
+	})
+	sys := newSystem(t, system.Config{}, def)
+	want := time.Now().Add(time.Hour)
+	ctx, cancel := context.WithDeadline(context.Background(), want)
+	defer cancel()
+	if _, err := actor.Ask(ctx, def.Ref(sys, "k"), Do{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := recv(t, deadlines, "the deadline"); !got.Equal(want) {
+		t.Errorf("c.Deadline() = %v, want the asker's %v", got, want)
+	}
+}
+
+func TestStateSetBeforeAFailureIsWhatTheActorRestartsFrom(t *testing.T) {
+	def := actor.Define("saved", func(c *actor.Context[int, ProbeMsg], m ProbeMsg) error {
+		switch op := opOf(m); op {
+		case "set-then-fail":
+			c.SetState(5)
+			return errBroken
+		case "update-panics":
+			c.Update(func(n int) int { panic("no") })
+		case "get":
+			return actor.Respond(c, m.(Do), fmt.Sprint(c.State()))
+		}
+		return nil
+	})
+	sys := newSystem(t, system.Config{}, def)
+	ctx := ctxT(t)
+	ref := def.Ref(sys, "k")
+	for _, op := range []string{"set-then-fail", "update-panics"} {
+		if err := ref.Tell(ctx, Note{Op: op}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The SetState completed before the error; the Update never did.
+	if got, err := actor.Ask(ctx, ref, Do{Op: "get"}); err != nil || got != "5" {
+		t.Errorf("state after failures = %q, %v; want 5", got, err)
+	}
+}
+
+func TestAfterReplacesAnEveryOfTheSameName(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := &opLog{}
+		def := actor.Define("replace", func(c *actor.Context[int, ProbeMsg], m ProbeMsg) error {
+			switch op := opOf(m); op {
+			case "arm":
+				c.Every("t", 10*time.Millisecond, Note{Op: "every"})
+				c.After("t", 25*time.Millisecond, Note{Op: "after"})
+			default:
+				l.add(op)
+			}
+			return nil
+		})
+		sys := newSystem(t, system.Config{}, def)
+		if err := def.Ref(sys, "k").Tell(context.Background(), Note{Op: "arm"}); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Second)
+		synctest.Wait()
+		if want := []string{"after"}; !slices.Equal(l.get(), want) {
+			t.Errorf("delivered %v, want %v", l.get(), want)
+		}
+	})
+}
+
+func TestTimerMessageThatFindsTheMailboxFullIsDroppedAndObserved(t *testing.T) {
+	g, evs := newGate(), newEvents()
+	def := actor.Define("busy-timer", func(c *actor.Context[int, ProbeMsg], m ProbeMsg) error {
+		switch opOf(m) {
+		case "arm":
+			c.After("late", time.Millisecond, Note{Op: "tick"})
+			g.pass("arm")
+		}
+		return nil
+	}, actor.WithMailbox(1, actor.Refuse))
+	sys := newSystem(t, system.Config{Observer: evs.observe}, def)
+	ref := def.Ref(sys, "k")
+	if err := ref.Tell(ctxT(t), Note{Op: "arm"}); err != nil {
+		t.Fatal(err)
+	}
+	recv(t, g.entered, "the handler to arm and block")
+	if err := ref.Tell(ctxT(t), Note{Op: "fills"}); err != nil {
+		t.Fatal(err)
+	}
+	ev := evs.waitFor(t, "the timer's message to be dropped", is(system.MessageDropped, "k"))
+	close(g.open)
+	if !strings.Contains(ev.Reason, "late") {
+		t.Errorf("MessageDropped reason %q does not name the timer", ev.Reason)
+	}
+	mustIs(t, ev.Err, actor.ErrMailboxFull)
+}
+
+func TestSenderWaitingForRoomIsReleasedByClose(t *testing.T) {
+	g := newGate()
+	def := gatedProbe("waiters", g, &opLog{}, actor.WithMailbox(1, actor.Wait))
+	sys, err := system.New(system.Config{Actors: []system.Definition{def}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := def.Ref(sys, "k")
+	if err := ref.Tell(context.Background(), Note{Op: "block"}); err != nil {
+		t.Fatal(err)
+	}
+	recv(t, g.entered, "the handler to block")
+	if err := ref.Tell(context.Background(), Note{Op: "fills"}); err != nil {
+		t.Fatal(err)
+	}
+	waiting := make(chan error, 1)
+	go func() { waiting <- ref.Tell(context.Background(), Note{Op: "waits forever"}) }()
+	waitUntil(t, "the sender waits", func() bool { return sys.Stats().Queued == 1 })
+
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	go func() {
+		<-ctx.Done()
+		close(g.open) // the gate ignores cancellation; let it go after the deadline
+	}()
+	mustIs(t, sys.Close(ctx), context.DeadlineExceeded)
+	err = recv(t, waiting, "the waiting sender to be released by Close")
+	if err == nil {
+		t.Fatal("a sender that waited for room through Close got its message accepted")
+	}
+	mustIs(t, err, actor.ErrSystemClosed)
+}
+
+func TestReleaseAfterRespondingStillAnswers(t *testing.T) {
+	evs := newEvents()
+	def := actor.Define("one-shot", func(c *actor.Context[int, ProbeMsg], m ProbeMsg) error {
+		c.Release()
+		return actor.Respond(c, m.(Do), c.Key())
+	})
+	sys := newSystem(t, system.Config{Observer: evs.observe}, def)
+	for range 3 {
+		if got, err := actor.Ask(ctxT(t), def.Ref(sys, "k"), Do{}); err != nil || got != "k" {
+			t.Fatalf("Ask = %q, %v", got, err)
+		}
+	}
+	waitUntil(t, "three releases", func() bool { return evs.count(is(system.ActivationEnded, "k")) == 3 })
+	if n := evs.count(is(system.ActivationStarted, "k")); n != 3 {
+		t.Errorf("ActivationStarted events = %d, want 3", n)
+	}
+}
