@@ -9,7 +9,7 @@ import (
 	"github.com/troupe-go/troupe/internal/host"
 )
 
-const shardCount = 64
+const shardCount = 64 // locate takes the top 6 bits of a key's hash
 
 // kind is the runtime of one definition inside one system: the table of
 // its live activations, sharded by key.
@@ -28,8 +28,8 @@ type kind[S, M any] struct {
 
 type shard[S, M any] struct {
 	mu sync.RWMutex
-	m  map[string]*cell[S, M]
-	_  [32]byte // keep neighbouring shards' locks off one cache line
+	t  cellTable[S, M]
+	_  [24]byte // keep neighbouring shards' locks off one cache line
 }
 
 // Instantiate creates the runtime of d inside h. The runtime calls it when
@@ -49,9 +49,6 @@ func (d *Def[S, M]) Instantiate(h *host.Host) host.Kind {
 	if h.BackoffMax > 0 && !d.s.backoffSet {
 		k.bmax = h.BackoffMax
 	}
-	for i := range k.shards {
-		k.shards[i].m = make(map[string]*cell[S, M])
-	}
 	return k
 }
 
@@ -59,23 +56,26 @@ func (k *kind[S, M]) Name() string              { return k.def.name }
 func (k *kind[S, M]) askTimeout() time.Duration { return k.ask }
 func (k *kind[S, M]) host() *host.Host          { return k.h }
 
-func (k *kind[S, M]) shard(key string) *shard[S, M] {
-	return &k.shards[maphash.String(k.seed, key)%shardCount]
+// locate returns key's hash and shard: the top bits pick the shard, the
+// low bits the slot inside the shard's table.
+func (k *kind[S, M]) locate(key string) (uint64, *shard[S, M]) {
+	h := fixHash(maphash.String(k.seed, key))
+	return h, &k.shards[h>>58]
 }
 
 // cell returns the live cell of key, creating it.
 func (k *kind[S, M]) cell(key string) *cell[S, M] {
-	sh := k.shard(key)
+	h, sh := k.locate(key)
 	sh.mu.RLock()
-	c := sh.m[key]
+	c := sh.t.get(h, key)
 	sh.mu.RUnlock()
 	if c != nil {
 		return c
 	}
 	sh.mu.Lock()
-	if c = sh.m[key]; c == nil {
+	if c = sh.t.get(h, key); c == nil {
 		c = &cell[S, M]{k: k, key: key}
-		sh.m[key] = c
+		sh.t.put(h, c)
 		k.h.Active.Add(1)
 	}
 	sh.mu.Unlock()
@@ -111,7 +111,7 @@ func (k *kind[S, M]) push(ctx context.Context, key string, m M, s replier, force
 // forget removes c from the table if it is still passivatable; the caller
 // must not hold c.mu.
 func (k *kind[S, M]) forget(c *cell[S, M], reason string, idleBefore time.Time) bool {
-	sh := k.shard(c.key)
+	h, sh := k.locate(c.key)
 	sh.mu.Lock()
 	c.mu.Lock()
 	ok := c.passivatable(idleBefore)
@@ -123,7 +123,7 @@ func (k *kind[S, M]) forget(c *cell[S, M], reason string, idleBefore time.Time) 
 	}
 	if ok {
 		c.gone = true
-		delete(sh.m, c.key)
+		sh.t.remove(h, c)
 	}
 	c.mu.Unlock()
 	sh.mu.Unlock()
@@ -143,9 +143,7 @@ func (k *kind[S, M]) each(f func(*cell[S, M])) {
 		sh := &k.shards[i]
 		sh.mu.RLock()
 		batch = batch[:0]
-		for _, c := range sh.m {
-			batch = append(batch, c)
-		}
+		sh.t.each(func(c *cell[S, M]) { batch = append(batch, c) })
 		sh.mu.RUnlock()
 		for _, c := range batch {
 			f(c)
