@@ -319,7 +319,8 @@ func (r *RecvCredit) autoTune(now time.Time, rtt time.Duration) {
 
 // Deadline returns when a grant becomes due by GrantDelay, or the zero time if
 // no consumed or received bytes wait. The session arms a timer for it and
-// then calls [RecvCredit.Grant].
+// then calls [RecvCredit.Grant]. After [RecvCredit.Resume] the time returned
+// is already past: a grant is due at once.
 func (r *RecvCredit) Deadline() time.Time {
 	if !r.pending() && !r.forced {
 		return time.Time{}

@@ -203,7 +203,7 @@ func (r *recordRing) pop() {
 
 type estStream struct {
 	id      StreamID
-	acked   int64 // highest consumed count seen
+	acked   int64 // highest acknowledged count seen
 	records recordRing
 }
 
@@ -211,7 +211,7 @@ type estStream struct {
 // the pacing rate and congestion window. Each sent frame is recorded under
 // its stream byte offset with its send time, the bytes delivered so far and
 // whether the sender was app- or credit-limited; a grant that moves a
-// stream's consumed count acknowledges the frames below it and yields a
+// stream's received count acknowledges the frames below it and yields a
 // delivery-rate sample. The bandwidth estimate is the maximum sample over
 // BandwidthRounds round trips; the path delay is the minimum RTT over
 // MinRTTWindow (ping RTTs count too).
@@ -316,33 +316,34 @@ func (e *Estimator) OnSend(stream StreamID, end int64, n int, now time.Time) {
 	e.inflight += end - start
 }
 
-// OnCredit records that the peer's cumulative consumed count on stream is
-// now consumed, at now, and updates the model. It returns the delivery-rate
-// sample it took, if any (stale and duplicate counts give none).
-func (e *Estimator) OnCredit(stream StreamID, consumed int64, now time.Time) (RateSample, bool) {
+// OnCredit records that the peer's cumulative count of bytes received on
+// stream (its consumed count, if its grants carry no received count) is now
+// acked, at now, and updates the model. It returns the delivery-rate sample
+// it took, if any (stale and duplicate counts give none).
+func (e *Estimator) OnCredit(stream StreamID, acked int64, now time.Time) (RateSample, bool) {
 	t := e.ns(now)
 	st := e.stream(stream)
-	if consumed <= st.acked {
+	if acked <= st.acked {
 		return RateSample{}, false
 	}
-	newly := consumed - st.acked
+	newly := acked - st.acked
 	var newest sendRecord
 	found := false
 	for st.records.n > 0 {
 		r := st.records.front()
-		if r.start >= consumed {
+		if r.start >= acked {
 			break
 		}
-		lo, hi := max(r.start, st.acked), min(r.end, consumed)
+		lo, hi := max(r.start, st.acked), min(r.end, acked)
 		e.inflight -= hi - lo
-		if r.end > consumed {
-			r.start = consumed // partly credited: the rest stays in flight
+		if r.end > acked {
+			r.start = acked // partly acknowledged: the rest stays in flight
 			break
 		}
 		newest, found = *r, true
 		st.records.pop()
 	}
-	st.acked = consumed
+	st.acked = acked
 	e.delivered += newly
 	e.deliveredTime = t
 	if !found {
@@ -420,11 +421,8 @@ func (e *Estimator) checkFullPipe(appLimited bool) {
 }
 
 func (e *Estimator) updateModel(t, acked int64, roundStart bool) {
-	switch e.mode {
-	case ModeStartup:
-		if e.filledPipe {
-			e.mode = ModeDrain
-		}
+	if e.mode == ModeStartup && e.filledPipe {
+		e.mode = ModeDrain
 	}
 	if e.rttExpired && e.mode != ModeProbeRTT {
 		e.mode, e.priorCwnd, e.probeRTTDone = ModeProbeRTT, e.cwnd, 0
@@ -541,8 +539,8 @@ func (e *Estimator) setCwnd(acked int64) {
 }
 
 // Resume forgets what was in flight on the broken connection (the session
-// resends it and records the resends with [Estimator.OnSend]) and keeps the
-// path measures.
+// resends it, recording the resends with [Estimator.OnSend] or
+// [Scheduler.Resend]) and keeps the path measures.
 func (e *Estimator) Resume() {
 	for i := range e.streams {
 		e.streams[i].records.head, e.streams[i].records.n = 0, 0

@@ -1,10 +1,9 @@
 package flow
 
 // windowedMax tracks the maximum of a series over a sliding window of "time"
-// (rounds for bandwidth, nanoseconds for RTT), keeping the best, second best
-// and third best samples of successive sub-windows as Kathleen Nichols'
-// algorithm does (Linux lib/win_minmax.c). It needs constant memory and time.
-// A minimum is tracked by feeding negated values.
+// (round trips, for the bandwidth estimate), keeping the best, second best and
+// third best samples of successive sub-windows as Kathleen Nichols' algorithm
+// does (Linux lib/win_minmax.c). It needs constant memory and time.
 type windowedMax struct {
 	s     [3]filterSample
 	valid bool
