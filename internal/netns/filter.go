@@ -47,16 +47,27 @@ func (l *Lab) Loss(ctx context.Context, from, to *Host, percent int) error {
 }
 
 // Partition drops every packet between hosts of different groups. Hosts in
-// no group are untouched. Earlier rules stay; Heal removes all.
+// no group are untouched. Earlier rules stay; Heal removes all. Each host's
+// rules load in one atomic nft transaction.
 func (l *Lab) Partition(ctx context.Context, groups ...[]*Host) error {
+	perHost := make(map[*Host][]string)
 	for i, g := range groups {
 		for _, other := range groups[i+1:] {
 			for _, a := range g {
 				for _, b := range other {
-					if err := l.Drop(ctx, a, b); err != nil {
+					if err := l.own(a, b); err != nil {
 						return err
 					}
+					perHost[a] = append(perHost[a], fmt.Sprintf("ip daddr %s drop", b.Addr))
+					perHost[b] = append(perHost[b], fmt.Sprintf("ip daddr %s drop", a.Addr))
 				}
+			}
+		}
+	}
+	for _, h := range l.hosts { // in index order, for reproducible logs
+		if rules := perHost[h]; len(rules) > 0 {
+			if err := l.addRules(ctx, h, rules...); err != nil {
+				return err
 			}
 		}
 	}
@@ -90,16 +101,21 @@ func (l *Lab) addRule(ctx context.Context, from, to *Host, rules ...string) erro
 	if err := l.own(from, to); err != nil {
 		return err
 	}
+	return l.addRules(ctx, from, rules...)
+}
+
+// addRules appends rules to host h's output chain in one transaction.
+func (l *Lab) addRules(ctx context.Context, h *Host, rules ...string) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	var b strings.Builder
 	for _, r := range rules {
 		fmt.Fprintf(&b, "add rule inet troupe output %s\n", r)
 	}
-	if err := l.nft(ctx, from, b.String()); err != nil {
+	if err := l.nft(ctx, h, b.String()); err != nil {
 		return err
 	}
-	l.rules[from] = append(l.rules[from], rules...)
+	l.rules[h] = append(l.rules[h], rules...)
 	return nil
 }
 
