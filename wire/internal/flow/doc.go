@@ -174,9 +174,8 @@
 //   - Ack aggregation from batched grants can overestimate the bandwidth by
 //     a few percent for up to ten round trips (seen as 5% in startup at
 //     50 Mbit/s); the probe drain removes the queue it causes.
-//   - The scheduler looks only at the head of each stream's small queue, so
-//     when a stream's credit is below one frame a later, smaller envelope of
-//     that stream does not overtake the head.
+//   - When a stream's credit is below one frame, the scheduler looks only
+//     eight envelopes down its small queue for one that fits.
 //   - No weights between data streams: application and replication take
 //     equal turns while both have data.
 //   - The resend buffer itself is the session's: the scheduler paces and

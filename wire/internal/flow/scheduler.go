@@ -294,11 +294,13 @@ func NewScheduler(cfg Config) (*Scheduler, error) {
 	return s, nil
 }
 
-// Estimator returns the scheduler's path estimator, to feed ping RTTs and
-// record resent frames.
+// Estimator returns the scheduler's path estimator, to feed it ping RTTs and
+// read its measures.
 func (s *Scheduler) Estimator() *Estimator { return s.est }
 
-// Pacer returns the scheduler's pacer, to pace resent frames.
+// Pacer returns the scheduler's pacer. [Scheduler.Next] and
+// [Scheduler.Resend] use it; a session needs it only to write frames of its
+// own at the pace.
 func (s *Scheduler) Pacer() *Pacer { return &s.pacer }
 
 // Credit returns the send credit of a stream, or nil if it is unknown.
@@ -503,12 +505,11 @@ func (s *Scheduler) Next(now time.Time) (f Frame, wait time.Duration, ok bool) {
 	bypass := len(s.order) - s.nData
 	for _, si := range s.order[:bypass] {
 		st := &s.streams[si]
-		for _, l := range [...]*list{&st.small, &st.large} {
-			if l.head != none {
-				if n, can := s.fits(st, &s.slots[l.head]); can {
-					return s.emit(l, n, now), 0, true
-				}
-			}
+		if slot, n := s.fitting(st, false); slot != none {
+			return s.emit(&st.small, slot, n, now), 0, true
+		}
+		if slot, n := s.fitting(st, true); slot != none {
+			return s.emit(&st.large, slot, n, now), 0, true
 		}
 	}
 	if s.nData == 0 {
@@ -519,10 +520,10 @@ func (s *Scheduler) Next(now time.Time) (f Frame, wait time.Duration, ok bool) {
 	}
 	data := s.order[bypass:]
 	cursor := &s.smallCursor
-	l, n, c := s.pick(data, *cursor, false)
+	l, slot, n, c := s.pick(data, *cursor, false)
 	if l == nil {
 		cursor = &s.largeCursor
-		l, n, c = s.pick(data, *cursor, true)
+		l, slot, n, c = s.pick(data, *cursor, true)
 	}
 	if l == nil {
 		// Idle or held by credit: what goes next measures the application
@@ -538,7 +539,7 @@ func (s *Scheduler) Next(now time.Time) (f Frame, wait time.Duration, ok bool) {
 	if s.limitedAfter(data, int64(n)) {
 		s.est.SetAppLimited()
 	}
-	return s.emit(l, n, now), 0, true
+	return s.emit(l, slot, n, now), 0, true
 }
 
 // limitedAfter reports whether, after writing n more bytes, what holds the
@@ -560,23 +561,50 @@ func (s *Scheduler) limitedAfter(data []int32, n int64) bool {
 }
 
 // pick returns the list, among the data streams round robin from cursor,
-// whose head can be written, how many bytes of it, and the stream's position.
-func (s *Scheduler) pick(data []int32, cursor int, large bool) (*list, int, int) {
+// with an envelope that can be written, the envelope's slot, how many bytes of
+// it, and the stream's position.
+func (s *Scheduler) pick(data []int32, cursor int, large bool) (*list, int32, int, int) {
 	for i := range data {
 		c := (cursor + i) % len(data)
 		st := &s.streams[data[c]]
-		l := &st.small
-		if large {
-			l = &st.large
-		}
-		if l.head == none {
-			continue
-		}
-		if n, can := s.fits(st, &s.slots[l.head]); can {
-			return l, n, c
+		if slot, n := s.fitting(st, large); slot != none {
+			if large {
+				return &st.large, slot, n, c
+			}
+			return &st.small, slot, n, c
 		}
 	}
-	return nil, 0, 0
+	return nil, none, 0, 0
+}
+
+// smallScan is how far down a stream's small queue the scheduler looks for
+// an envelope that fits the credit when the head does not: the envelopes
+// there belong to different keys, so any may go first.
+const smallScan = 8
+
+// fitting returns the envelope of the stream's small or large queue to write
+// next and how many bytes of it, or none. Large envelopes take turns from
+// the head; a small one further down may pass a head that does not fit.
+func (s *Scheduler) fitting(st *schedStream, large bool) (int32, int) {
+	if large {
+		if slot := st.large.head; slot != none {
+			if n, ok := s.fits(st, &s.slots[slot]); ok {
+				return slot, n
+			}
+		}
+		return none, 0
+	}
+	slot := st.small.head
+	for range smallScan {
+		if slot == none {
+			break
+		}
+		if n, ok := s.fits(st, &s.slots[slot]); ok {
+			return slot, n
+		}
+		slot = s.slots[slot].next
+	}
+	return none, 0
 }
 
 // fits returns how many bytes of e's next frame the stream's credit allows.
@@ -595,8 +623,7 @@ func (s *Scheduler) fits(st *schedStream, e *envelope) (int, bool) {
 	return 0, false
 }
 
-func (s *Scheduler) emit(l *list, n int, now time.Time) Frame {
-	slot := l.head
+func (s *Scheduler) emit(l *list, slot int32, n int, now time.Time) Frame {
 	e := &s.slots[slot]
 	st := &s.streams[e.stream]
 	f := Frame{

@@ -581,3 +581,15 @@ func TestSchedulerResendIsPacedAndRecordedButTakesNoCredit(t *testing.T) {
 		t.Errorf("Resend on stream 99 = %v, want ErrUnknownStream", err)
 	}
 }
+
+func TestSchedulerSmallEnvelopePassesOneThatDoesNotFitCredit(t *testing.T) {
+	s := mustScheduler(t, testConfig(400))
+	mustEnqueue(t, s, stApp, 1, 360)
+	untilBlocked(s, t0)
+	mustEnqueue(t, s, stApp, 2, 90)
+	fits := mustEnqueue(t, s, stApp, 3, 30)
+	frames, _ := untilBlocked(s, t0.Add(time.Second))
+	if len(frames) != 1 || frames[0].Handle != fits {
+		t.Fatalf("frames = %s; want only the 30-byte envelope: 40 bytes of credit fit it, not the 90-byte one ahead", describe(frames))
+	}
+}
