@@ -434,3 +434,16 @@ func TestEstimatorProbeRTTHoldsInflightAtFloor(t *testing.T) {
 		t.Errorf("11 s after the last minimum: mode %v cwnd %d; want probe-rtt with cwnd at the %d floor", e.Mode(), e.CWnd(), e.cfg.MinCwnd)
 	}
 }
+
+// A writer whose pacing timer fires only every millisecond still fills a
+// 10 Gbit/s link: the pacer's bucket holds a millisecond of sending.
+func TestFastLinkWithCoarseTimer(t *testing.T) {
+	const rate = 1.25e9
+	m := newSim(t, simConfig(), RecvConfig{MaxWindow: 64 << 20}, rate, time.Millisecond)
+	m.timerGranularity = time.Millisecond
+	res := runBulk(t, m, 2*time.Second)
+	t.Logf("goodput %.3g of %.3g B/s, bw estimate %.3g, min RTT %v", res.goodput, rate, res.bw, res.rtt)
+	if !within(res.goodput, rate, 0.1) {
+		t.Errorf("goodput %.3g, want the link rate %.3g ±10%% despite a 1 ms timer", res.goodput, rate)
+	}
+}

@@ -36,25 +36,39 @@ func (c Class) String() string {
 	return "class(?)"
 }
 
+// DefaultBurstTime is how much sending time a pacer's bucket holds at least
+// (1 ms): a writer woken by a timer every millisecond can still keep a fast
+// link busy.
+const DefaultBurstTime = time.Millisecond
+
 // Pacer is a token bucket refilled at the pacing rate. A send of n bytes may
 // go when the bucket holds min(n, burst) tokens; sending takes n tokens, and
 // the bucket may go into debt for a frame larger than the burst, so the long
-// run rate is exact. Bytes of bypass classes never wait but are still
-// charged, so the total stays at the pace.
+// run rate is exact. The burst is the larger of a byte floor and the rate
+// times a burst time, so pacing at gigabit rates does not need microsecond
+// timers. Bytes of bypass classes never wait but are still charged, so the
+// total stays at the pace.
 //
 // The zero value does not pace (rate 0 means unlimited). It is not safe for
 // concurrent use; the session serialises calls.
 type Pacer struct {
-	rate   float64 // bytes per second; 0 means unpaced
-	burst  float64 // bytes
-	tokens float64 // bytes; negative is debt
-	last   time.Time
+	rate      float64 // bytes per second; 0 means unpaced
+	minBurst  float64 // bytes
+	burstTime time.Duration
+	burst     float64 // bytes: max(minBurst, rate × burstTime)
+	tokens    float64 // bytes; negative is debt
+	last      time.Time
 }
 
-// NewPacer returns a pacer with a burst of burst bytes, unpaced until
-// [Pacer.SetRate].
-func NewPacer(burst int64) Pacer {
-	return Pacer{burst: float64(max(burst, 1)), tokens: float64(max(burst, 1))}
+// NewPacer returns a pacer whose bucket holds at least minBurst bytes and at
+// least burstTime of sending at the rate (0 means [DefaultBurstTime]),
+// unpaced until [Pacer.SetRate].
+func NewPacer(minBurst int64, burstTime time.Duration) Pacer {
+	if burstTime <= 0 {
+		burstTime = DefaultBurstTime
+	}
+	b := float64(max(minBurst, 1))
+	return Pacer{minBurst: b, burstTime: burstTime, burst: b, tokens: b}
 }
 
 // SetRate sets the pacing rate in bytes per second from now on; 0 or less
@@ -62,7 +76,11 @@ func NewPacer(burst int64) Pacer {
 func (p *Pacer) SetRate(bytesPerSecond float64, now time.Time) {
 	p.refill(now)
 	p.rate = max(bytesPerSecond, 0)
+	p.burst = max(p.minBurst, p.rate*p.burstTime.Seconds())
 }
+
+// Burst returns the bucket size in bytes.
+func (p *Pacer) Burst() float64 { return p.burst }
 
 // Rate returns the pacing rate in bytes per second (0 means unpaced).
 func (p *Pacer) Rate() float64 { return p.rate }

@@ -27,7 +27,7 @@ func TestPacerDelayIsDeficitOverRate(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p := NewPacer(2000)
+			p := NewPacer(2000, 0)
 			p.SetRate(1e6, t0) // 1000 bytes per millisecond
 			p.Spend(tt.spend, t0)
 			if got := p.Delay(ClassData, tt.ask, t0); got != tt.want {
@@ -38,7 +38,7 @@ func TestPacerDelayIsDeficitOverRate(t *testing.T) {
 }
 
 func TestPacerBypassClassesNeverWait(t *testing.T) {
-	p := NewPacer(2000)
+	p := NewPacer(2000, 0)
 	p.SetRate(1e3, t0)
 	p.Spend(1<<20, t0)
 	for _, c := range []Class{ClassControl, ClassMembership} {
@@ -52,7 +52,7 @@ func TestPacerBypassClassesNeverWait(t *testing.T) {
 }
 
 func TestPacerRefillIsCappedAtBurst(t *testing.T) {
-	p := NewPacer(2000)
+	p := NewPacer(2000, 0)
 	p.SetRate(1e6, t0)
 	later := t0.Add(time.Hour)
 	p.Spend(4000, later)
@@ -62,7 +62,7 @@ func TestPacerRefillIsCappedAtBurst(t *testing.T) {
 }
 
 func TestPacerRateChangeAppliesFromNow(t *testing.T) {
-	p := NewPacer(10_000)
+	p := NewPacer(10_000, 0)
 	p.SetRate(1e6, t0)
 	p.Spend(10_000, t0)
 	// 2 ms at 1 MB/s refills 2000 bytes; then the rate doubles.
@@ -75,7 +75,7 @@ func TestPacerRateChangeAppliesFromNow(t *testing.T) {
 // Over a long run the pacer lets exactly rate × time bytes through, plus
 // one burst, whatever the frame sizes.
 func TestPacerLongRunRateIsExact(t *testing.T) {
-	p := NewPacer(32 << 10)
+	p := NewPacer(32<<10, 0)
 	p.SetRate(6.25e6, t0)
 	now := t0
 	sent := 0
@@ -88,5 +88,17 @@ func TestPacerLongRunRateIsExact(t *testing.T) {
 	elapsed := now.Sub(t0).Seconds()
 	if rate := float64(sent-32<<10) / elapsed; !within(rate, 6.25e6, 0.001) {
 		t.Errorf("long-run rate %.0f B/s, want 6.25e6 ±0.1%%", rate)
+	}
+}
+
+func TestPacerBurstHoldsAMillisecondAtHighRates(t *testing.T) {
+	p := NewPacer(32<<10, 0)
+	p.SetRate(1.25e9, t0) // 10 Gbit/s
+	if got := p.Burst(); got != 1.25e6 {
+		t.Errorf("Burst() at 1.25 GB/s = %.0f, want 1.25e6 bytes (1 ms): a writer woken every millisecond must keep the link busy", got)
+	}
+	p.SetRate(6.25e6, t0)
+	if got := p.Burst(); got != 32<<10 {
+		t.Errorf("Burst() at 6.25 MB/s = %.0f, want the 32 KiB floor", got)
 	}
 }

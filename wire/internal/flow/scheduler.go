@@ -36,8 +36,13 @@ type Config struct {
 	// is small: it goes ahead of the frames of larger ones. Default
 	// [DefaultMaxFrame].
 	MaxFrame int
-	// PacerBurst is the pacer's bucket size in bytes. Default 2 × MaxFrame.
+	// PacerBurst is the least size of the pacer's bucket, in bytes. Default
+	// 2 × MaxFrame.
 	PacerBurst int64
+	// PacerBurstTime is how much sending time at the pacing rate the
+	// pacer's bucket holds at least; it sets the bucket size at high rates.
+	// Default [DefaultBurstTime].
+	PacerBurstTime time.Duration
 	// Estimator configures the path estimator the scheduler paces by.
 	Estimator EstimatorConfig
 	// Streams lists the streams, in priority order within a class.
@@ -73,6 +78,9 @@ func (c Config) Validate() error {
 	}
 	if c.PacerBurst < 0 {
 		return fmt.Errorf("%w: Config.PacerBurst %d is negative", ErrInvalidConfig, c.PacerBurst)
+	}
+	if c.PacerBurstTime < 0 {
+		return fmt.Errorf("%w: Config.PacerBurstTime %v is negative", ErrInvalidConfig, c.PacerBurstTime)
 	}
 	if len(c.Streams) == 0 {
 		return fmt.Errorf("%w: Config.Streams is empty", ErrInvalidConfig)
@@ -271,7 +279,7 @@ func NewScheduler(cfg Config) (*Scheduler, error) {
 		keys:   make(map[streamKey]int32),
 		aborts: list{none, none},
 		est:    est,
-		pacer:  NewPacer(cfg.PacerBurst),
+		pacer:  NewPacer(cfg.PacerBurst, cfg.PacerBurstTime),
 	}
 	for _, sc := range cfg.Streams {
 		s.streams = append(s.streams, schedStream{

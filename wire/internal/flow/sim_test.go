@@ -34,8 +34,11 @@ type sim struct {
 	// resend holds each stream's written frames until the peer credits
 	// them, as the session's resend buffer does.
 	resend map[StreamID][]Frame
-	resent int     // frames written again after cuts
-	replay []Frame // frames to write again before any new one
+	// timerGranularity, if positive, rounds the writer's pacing wake-ups
+	// up to a multiple of it, as a coarse timer would.
+	timerGranularity time.Duration
+	resent           int     // frames written again after cuts
+	replay           []Frame // frames to write again before any new one
 }
 
 // world is virtual time and its events, shared by the connections of a
@@ -204,6 +207,10 @@ func (m *sim) cut() {
 const frameOverhead = 16
 
 func (m *sim) wake(at time.Time) {
+	if m.timerGranularity > 0 {
+		// A real writer sleeps on a timer that fires late, not early.
+		at = t0.Add((at.Sub(t0) + m.timerGranularity - 1).Truncate(m.timerGranularity))
+	}
 	if !m.wakeAt.IsZero() && !m.wakeAt.After(at) && m.wakeAt.After(m.now) {
 		return
 	}
