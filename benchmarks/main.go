@@ -132,7 +132,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		small := o.sz.scaled(10)
 		for _, w := range selected(o.only) {
 			for _, p := range peers {
-				if _, err := w.run(p, small, keys[:min(len(keys), small.ActivateKeys)]); err != nil {
+				if _, err := w.run(p, &clock{}, small, keys[:min(len(keys), small.ActivateKeys)]); err != nil {
 					fmt.Fprintf(stderr, "benchmarks: warmup %s on %s: %v\n", w.name, p.Name(), err)
 					return 1
 				}
@@ -187,10 +187,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 // actors) inherit: `go tool pprof -tagfocus system=troupe` keeps them.
 func measure(profiling bool, w workload, p peer, sz sizes, keys []string) (m measurement, err error) {
 	if !profiling {
-		return w.run(p, sz, keys)
+		return w.run(p, &clock{}, sz, keys)
 	}
 	pprof.Do(context.Background(), pprof.Labels("workload", w.name, "system", p.Name()), func(context.Context) {
-		m, err = w.run(p, sz, keys)
+		m, err = w.run(p, &clock{}, sz, keys)
 	})
 	return m, err
 }
@@ -233,13 +233,14 @@ func header(w io.Writer, o options) {
 // summary is the median over rounds of each figure of one workload on one
 // system.
 type summary struct {
-	primary, perActr, gcCycles, gcCPU float64
-	p50, p99                          time.Duration
+	primary, cpuPerOp, perActr, gcCycles, gcCPU float64
+	p50, p99                                    time.Duration
 }
 
 func summarize(ms []measurement) summary {
 	var s summary
 	s.primary = median(ms, func(m measurement) float64 { return m.primary })
+	s.cpuPerOp = median(ms, func(m measurement) float64 { return m.cpuPerOp })
 	s.perActr = median(ms, func(m measurement) float64 { return m.perActr })
 	s.gcCycles = median(ms, func(m measurement) float64 { return m.gcCycles })
 	s.gcCPU = median(ms, func(m measurement) float64 { return m.gcCPU })
@@ -251,13 +252,15 @@ func summarize(ms []measurement) summary {
 // describe prints the medians of ms for workload w.
 func describe(w string, ms []measurement) string {
 	s := summarize(ms)
+	cpu := time.Duration(s.cpuPerOp).String()
 	switch w {
 	case "ask":
-		return fmt.Sprintf("%s asks/s  p50 %v  p99 %v", si(s.primary), s.p50, s.p99)
+		return fmt.Sprintf("%s asks/s  p50 %v  p99 %v  cpu %s/ask", si(s.primary), s.p50, s.p99, cpu)
 	case "activate":
-		return fmt.Sprintf("%.3f s  %.0f B/actor  (meanwhile %.0f GCs, %.2f GC cpu-s)", s.primary, s.perActr, s.gcCycles, s.gcCPU)
+		return fmt.Sprintf("%.3f s  %.0f B/actor  cpu %s/key (%.0f GCs, %.2f GC cpu-s)",
+			s.primary, s.perActr, cpu, s.gcCycles, s.gcCPU)
 	}
-	return fmt.Sprintf("%s msgs/s", si(s.primary))
+	return fmt.Sprintf("%s msgs/s  cpu %s/msg", si(s.primary), cpu)
 }
 
 func report(w io.Writer, o options, peers []peer, results map[string]map[string][]measurement) {
@@ -277,6 +280,7 @@ func report(w io.Writer, o options, peers []peer, results map[string]map[string]
 			better = func(t, p float64) float64 { return p / t } // seconds
 		}
 		fmt.Fprintf(w, "ratio %s %.2f\n", wl.name, better(t.primary, p.primary))
+		fmt.Fprintf(w, "  cpu per op protoactor/troupe %.2f\n", p.cpuPerOp/t.cpuPerOp)
 		switch wl.name {
 		case "activate":
 			fmt.Fprintf(w, "  heap per idle actor protoactor/troupe %.2f\n", p.perActr/t.perActr)

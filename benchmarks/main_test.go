@@ -20,12 +20,12 @@ func TestEveryWorkloadRunsOnEverySystem(t *testing.T) {
 	for _, p := range []peer{troupePeer{mailbox: troupeMailbox}, protoPeer{}} {
 		for _, w := range workloads {
 			t.Run(w.name+"/"+p.Name(), func(t *testing.T) {
-				m, err := w.run(p, tiny, keys)
+				m, err := w.run(p, &clock{}, tiny, keys)
 				if err != nil {
 					t.Fatalf("%s on %s failed: %v", w.name, p.Name(), err)
 				}
-				if m.primary <= 0 {
-					t.Errorf("%s on %s measured %v, want a positive figure", w.name, p.Name(), m.primary)
+				if m.primary <= 0 || m.cpuPerOp < 0 {
+					t.Errorf("%s on %s measured %v (cpu %v ns/op), want a positive figure", w.name, p.Name(), m.primary, m.cpuPerOp)
 				}
 				if w.name == "ask" && (m.p50 <= 0 || m.p99 < m.p50) {
 					t.Errorf("ask on %s: p50 %v, p99 %v; want 0 < p50 <= p99", p.Name(), m.p50, m.p99)
@@ -36,7 +36,7 @@ func TestEveryWorkloadRunsOnEverySystem(t *testing.T) {
 }
 
 func TestTroupeTellWaitsForRoomInASmallMailbox(t *testing.T) {
-	if _, err := (troupePeer{mailbox: 4}).Tell(1000); err != nil {
+	if err := (troupePeer{mailbox: 4}).Tell(&clock{}, 1000); err != nil {
 		t.Fatalf("tell through a 4-message mailbox with Wait overflow failed: %v", err)
 	}
 }

@@ -1,32 +1,31 @@
 package main
 
-import (
-	"time"
-)
+import "time"
 
 // peer is one actor system under test. Every method builds a fresh system,
-// runs one workload on it, closes it and reports what it measured; setup
-// and teardown are outside the timed region. The Troupe and Proto.Actor
+// runs one workload on it, closes it and reports what it measured. The
+// method marks the measured region on clk (clk.start, clk.stop); setup
+// and teardown stay outside it. The Troupe and Proto.Actor
 // implementations do the same work message for message.
 type peer interface {
 	Name() string
 	// Tell sends n messages from one goroutine to one actor and waits
 	// until the actor has counted all n.
-	Tell(n int) (time.Duration, error)
+	Tell(clk *clock, n int) error
 	// TellMany has senders goroutines send per messages to each of keys
 	// actors (round-robin) and waits until every actor counted its share.
-	TellMany(senders, keys, per int) (time.Duration, error)
+	TellMany(clk *clock, senders, keys, per int) error
 	// Ask asks one actor n times in sequence from a goroutine outside the
 	// system and returns the latency of each round trip.
-	Ask(n int) (total time.Duration, lat []time.Duration, err error)
+	Ask(clk *clock, n int) (lat []time.Duration, err error)
 	// PingPong bounces a ball m times between the two actors of each of
 	// pairs pairs, one message in flight per pair, and waits for all.
-	PingPong(pairs, m int) (time.Duration, error)
-	// Activate sends one message to each of len(keys) fresh actors, waits
-	// until all were handled and the runtime is quiet, and reports the time,
-	// the garbage collection meanwhile and the heap the idle activated
-	// actors hold.
-	Activate(keys []string, quiet time.Duration) (activation, error)
+	PingPong(clk *clock, pairs, m int) error
+	// Activate sends one message to each of len(keys) fresh actors and
+	// waits until all were handled; then, once the runtime's goroutines
+	// have left and quiet more has passed, it reports how much the live
+	// heap grew: what the idle activated actors hold.
+	Activate(clk *clock, keys []string, quiet time.Duration) (heapBytes int64, err error)
 }
 
 // sizes are the workload parameters.
@@ -42,62 +41,52 @@ type sizes struct {
 	ActivateQuiet time.Duration // settle time after the goroutines left, before the heap is read
 }
 
-// activation is what Activate measured.
-type activation struct {
-	d        time.Duration // sending the messages until the last was handled
-	gcCycles uint32        // garbage collections that ended within d
-	gcCPU    float64       // the runtime's estimate of GC CPU seconds within d
-	heap     int64         // live heap growth once idle
-}
-
 // measurement is one run of one workload on one peer.
 type measurement struct {
 	primary  float64 // msgs/s, or seconds for activate
+	cpuPerOp float64 // process CPU nanoseconds per message (per key for activate)
 	p50      time.Duration
 	p99      time.Duration
 	perActr  float64 // heap bytes per idle actor (activate)
-	gcCycles float64 // activate
-	gcCPU    float64 // activate
+	gcCycles float64 // collections that ended in the measured region
+	gcCPU    float64 // the runtime's estimate of their CPU seconds
 }
 
 // workload is a named benchmark and how to run it on a peer.
 type workload struct {
 	name string
-	run  func(p peer, sz sizes, keys []string) (measurement, error)
+	run  func(p peer, clk *clock, sz sizes, keys []string) (measurement, error)
 }
 
 var workloads = []workload{
-	{"tell", func(p peer, sz sizes, _ []string) (measurement, error) {
-		d, err := p.Tell(sz.TellN)
-		return measurement{primary: rate(sz.TellN, d)}, err
+	{"tell", func(p peer, clk *clock, sz sizes, _ []string) (measurement, error) {
+		err := p.Tell(clk, sz.TellN)
+		return clk.rate(sz.TellN), err
 	}},
-	{"tell-many", func(p peer, sz sizes, _ []string) (measurement, error) {
-		d, err := p.TellMany(sz.ManySenders, sz.ManyKeys, sz.ManyPer)
-		return measurement{primary: rate(sz.ManySenders*sz.ManyKeys*sz.ManyPer, d)}, err
+	{"tell-many", func(p peer, clk *clock, sz sizes, _ []string) (measurement, error) {
+		err := p.TellMany(clk, sz.ManySenders, sz.ManyKeys, sz.ManyPer)
+		return clk.rate(sz.ManySenders * sz.ManyKeys * sz.ManyPer), err
 	}},
-	{"ask", func(p peer, sz sizes, _ []string) (measurement, error) {
-		d, lat, err := p.Ask(sz.AskN)
+	{"ask", func(p peer, clk *clock, sz sizes, _ []string) (measurement, error) {
+		lat, err := p.Ask(clk, sz.AskN)
 		if err != nil {
 			return measurement{}, err
 		}
-		return measurement{primary: rate(sz.AskN, d), p50: percentile(lat, 0.50), p99: percentile(lat, 0.99)}, nil
+		m := clk.rate(sz.AskN)
+		m.p50, m.p99 = percentile(lat, 0.50), percentile(lat, 0.99)
+		return m, nil
 	}},
-	{"pingpong", func(p peer, sz sizes, _ []string) (measurement, error) {
-		d, err := p.PingPong(sz.Pairs, sz.PingPongM)
-		return measurement{primary: rate(sz.Pairs*sz.PingPongM, d)}, err
+	{"pingpong", func(p peer, clk *clock, sz sizes, _ []string) (measurement, error) {
+		err := p.PingPong(clk, sz.Pairs, sz.PingPongM)
+		return clk.rate(sz.Pairs * sz.PingPongM), err
 	}},
-	{"activate", func(p peer, sz sizes, keys []string) (measurement, error) {
-		a, err := p.Activate(keys, sz.ActivateQuiet)
-		return measurement{primary: a.d.Seconds(), perActr: float64(a.heap) / float64(len(keys)),
-			gcCycles: float64(a.gcCycles), gcCPU: a.gcCPU}, err
+	{"activate", func(p peer, clk *clock, sz sizes, keys []string) (measurement, error) {
+		heap, err := p.Activate(clk, keys, sz.ActivateQuiet)
+		m := clk.rate(len(keys))
+		m.primary = clk.wall.Seconds()
+		m.perActr = float64(heap) / float64(len(keys))
+		return m, err
 	}},
-}
-
-func rate(n int, d time.Duration) float64 {
-	if d <= 0 {
-		return 0
-	}
-	return float64(n) / d.Seconds()
 }
 
 func activationKeys(n int) []string {

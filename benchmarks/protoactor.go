@@ -59,20 +59,21 @@ func counterProps(target int, reached func()) *pa.Props {
 	return pa.PropsFromProducer(func() pa.Actor { return &paCounter{target: target, reached: reached} })
 }
 
-func (protoPeer) Tell(n int) (time.Duration, error) {
+func (protoPeer) Tell(clk *clock, n int) error {
 	sys := newProto()
 	defer sys.Shutdown()
 	done := make(chan struct{})
 	pid := sys.Root.Spawn(counterProps(n, func() { close(done) }))
-	start := time.Now()
+	clk.start()
 	for range n {
 		sys.Root.Send(pid, paAdd{N: 1})
 	}
 	<-done
-	return time.Since(start), nil
+	clk.stop()
+	return nil
 }
 
-func (protoPeer) TellMany(senders, keys, per int) (time.Duration, error) {
+func (protoPeer) TellMany(clk *clock, senders, keys, per int) error {
 	sys := newProto()
 	defer sys.Shutdown()
 	var wg sync.WaitGroup
@@ -82,13 +83,13 @@ func (protoPeer) TellMany(senders, keys, per int) (time.Duration, error) {
 	for i := range pids {
 		pid, err := sys.Root.SpawnNamed(props, activationKey(i))
 		if err != nil {
-			return 0, err
+			return err
 		}
 		pids[i] = pid
 	}
 	var sent sync.WaitGroup
 	sent.Add(senders)
-	start := time.Now()
+	clk.start()
 	for s := range senders {
 		go func() {
 			defer sent.Done()
@@ -101,26 +102,28 @@ func (protoPeer) TellMany(senders, keys, per int) (time.Duration, error) {
 	}
 	sent.Wait()
 	wg.Wait()
-	return time.Since(start), nil
+	clk.stop()
+	return nil
 }
 
-func (protoPeer) Ask(n int) (time.Duration, []time.Duration, error) {
+func (protoPeer) Ask(clk *clock, n int) ([]time.Duration, error) {
 	sys := newProto()
 	defer sys.Shutdown()
 	pid := sys.Root.Spawn(counterProps(-1, nil))
 	if _, err := sys.Root.RequestFuture(pid, paGet{}, paAskTimeout).Result(); err != nil {
-		return 0, nil, err
+		return nil, err
 	}
 	lat := make([]time.Duration, n)
-	start := time.Now()
+	clk.start()
 	for i := range lat {
 		t0 := time.Now()
 		if _, err := sys.Root.RequestFuture(pid, paGet{}, paAskTimeout).Result(); err != nil {
-			return 0, nil, err
+			return nil, err
 		}
 		lat[i] = time.Since(t0)
 	}
-	return time.Since(start), lat, nil
+	clk.stop()
+	return lat, nil
 }
 
 type paPinger struct{ done func() }
@@ -137,7 +140,7 @@ func (a *paPinger) Receive(ctx pa.Context) {
 	ctx.Send(b.Peer, paBall{Left: b.Left - 1, Peer: ctx.Self()})
 }
 
-func (protoPeer) PingPong(pairs, m int) (time.Duration, error) {
+func (protoPeer) PingPong(clk *clock, pairs, m int) error {
 	sys := newProto()
 	defer sys.Shutdown()
 	var wg sync.WaitGroup
@@ -148,12 +151,13 @@ func (protoPeer) PingPong(pairs, m int) (time.Duration, error) {
 		as[i], bs[i] = sys.Root.Spawn(props), sys.Root.Spawn(props)
 	}
 	wg.Add(pairs)
-	start := time.Now()
+	clk.start()
 	for i := range pairs {
 		sys.Root.Send(as[i], paBall{Left: m, Peer: bs[i]})
 	}
 	wg.Wait()
-	return time.Since(start), nil
+	clk.stop()
+	return nil
 }
 
 type paActivated struct {
@@ -171,7 +175,7 @@ func (a *paActivated) Receive(ctx pa.Context) {
 // Activate spawns one named actor per key and sends it one message: the
 // Proto.Actor way to bring up an actor for a key (Troupe activates on the
 // first message).
-func (protoPeer) Activate(keys []string, quiet time.Duration) (a activation, err error) {
+func (protoPeer) Activate(clk *clock, keys []string, quiet time.Duration) (heap int64, err error) {
 	sys := newProto()
 	defer sys.Shutdown()
 	var handled atomic.Int64
@@ -181,23 +185,21 @@ func (protoPeer) Activate(keys []string, quiet time.Duration) (a activation, err
 		return &paActivated{handled: &handled, want: want, done: done}
 	})
 	base := markHeap()
-	gc := watchGC()
-	start := time.Now()
+	clk.start()
 	for _, k := range keys {
 		pid, err := sys.Root.SpawnNamed(props, k)
 		if err != nil {
-			return a, err
+			return 0, err
 		}
 		sys.Root.Send(pid, paTouch{})
 	}
 	<-done
-	a.d = time.Since(start)
-	a.gcCycles, a.gcCPU = gc.stop()
-	a.heap = settle(base, quiet)
+	clk.stop()
+	heap = settle(base, quiet)
 	if got := registered(sys); got < len(keys) {
-		return a, errorf("protoactor: %d processes registered after activating %d", got, len(keys))
+		return 0, errorf("protoactor: %d processes registered after activating %d", got, len(keys))
 	}
-	return a, nil
+	return heap, nil
 }
 
 // registered counts the processes in sys's registry.

@@ -6,6 +6,7 @@ import (
 	"runtime/metrics"
 	"slices"
 	"strconv"
+	"syscall"
 	"time"
 )
 
@@ -64,33 +65,69 @@ func settle(base heapMark, quiet time.Duration) int64 {
 	return int64(markHeap().heap) - int64(base.heap)
 }
 
-// gcWatch counts garbage collection over a timed region.
-type gcWatch struct {
+// clock measures the region a peer marks: wall time, the CPU time of the
+// whole process (user and system, every goroutine, the GC included) and
+// the garbage collections that ended meanwhile. CPU time is much less
+// disturbed than wall time by other processes on the machine.
+type clock struct {
+	wall     time.Duration
+	cpu      time.Duration
+	gcCycles uint32
+	gcCPU    float64 // the runtime's estimate; a cycle still running is not counted
+
+	t0   time.Time
+	cpu0 time.Duration
+	gc0  gcMark
+}
+
+func (c *clock) start() {
+	c.gc0 = readGC()
+	c.cpu0 = processCPU()
+	c.t0 = time.Now()
+}
+
+func (c *clock) stop() {
+	c.wall = time.Since(c.t0)
+	c.cpu = processCPU() - c.cpu0
+	gc := readGC()
+	c.gcCycles, c.gcCPU = gc.cycles-c.gc0.cycles, gc.cpu-c.gc0.cpu
+}
+
+// rate turns the clock into a measurement of n operations.
+func (c *clock) rate(n int) measurement {
+	m := measurement{gcCycles: float64(c.gcCycles), gcCPU: c.gcCPU}
+	if c.wall > 0 {
+		m.primary = float64(n) / c.wall.Seconds()
+	}
+	if n > 0 {
+		m.cpuPerOp = float64(c.cpu.Nanoseconds()) / float64(n)
+	}
+	return m
+}
+
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+type gcMark struct {
 	cycles uint32
 	cpu    float64
 }
 
-var gcSamples = []metrics.Sample{{Name: "/cpu/classes/gc/total:cpu-seconds"}}
-
-func readGC() gcWatch {
+func readGC() gcMark {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
-	metrics.Read(gcSamples)
-	w := gcWatch{cycles: ms.NumGC}
-	if gcSamples[0].Value.Kind() == metrics.KindFloat64 {
-		w.cpu = gcSamples[0].Value.Float64()
+	sample := []metrics.Sample{{Name: "/cpu/classes/gc/total:cpu-seconds"}}
+	metrics.Read(sample)
+	g := gcMark{cycles: ms.NumGC}
+	if sample[0].Value.Kind() == metrics.KindFloat64 {
+		g.cpu = sample[0].Value.Float64()
 	}
-	return w
-}
-
-func watchGC() gcWatch { return readGC() }
-
-// stop reports the collections that ended since w and the GC CPU time
-// the runtime accounted meanwhile (it accounts at the end of a cycle, so a
-// cycle still running is not counted).
-func (w gcWatch) stop() (cycles uint32, cpu float64) {
-	now := readGC()
-	return now.cycles - w.cycles, now.cpu - w.cpu
+	return g
 }
 
 func firstErr(errs ...error) error {

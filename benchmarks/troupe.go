@@ -71,33 +71,34 @@ func closeTroupe(sys *system.System) error {
 	return sys.Close(ctx)
 }
 
-func (p troupePeer) Tell(n int) (d time.Duration, err error) {
+func (p troupePeer) Tell(clk *clock, n int) (err error) {
 	done := make(chan struct{})
 	def := p.counterDef(n, func() { close(done) })
 	sys, err := newTroupe(def)
 	if err != nil {
-		return 0, err
+		return err
 	}
 	defer func() { err = firstErr(err, closeTroupe(sys)) }()
 	ref := def.Ref(sys, "c")
 	ctx := context.Background()
-	start := time.Now()
+	clk.start()
 	for range n {
 		if err := ref.Tell(ctx, add{N: 1}); err != nil {
-			return 0, err
+			return err
 		}
 	}
 	<-done
-	return time.Since(start), nil
+	clk.stop()
+	return nil
 }
 
-func (p troupePeer) TellMany(senders, keys, per int) (d time.Duration, err error) {
+func (p troupePeer) TellMany(clk *clock, senders, keys, per int) (err error) {
 	var wg sync.WaitGroup
 	wg.Add(keys)
 	def := p.counterDef(senders*per, wg.Done)
 	sys, err := newTroupe(def)
 	if err != nil {
-		return 0, err
+		return err
 	}
 	defer func() { err = firstErr(err, closeTroupe(sys)) }()
 	refs := make([]actor.Ref[countMsg], keys)
@@ -106,7 +107,7 @@ func (p troupePeer) TellMany(senders, keys, per int) (d time.Duration, err error
 	}
 	ctx := context.Background()
 	errs := make(chan error, senders)
-	start := time.Now()
+	clk.start()
 	for s := range senders {
 		go func() {
 			for range per {
@@ -122,38 +123,40 @@ func (p troupePeer) TellMany(senders, keys, per int) (d time.Duration, err error
 	}
 	for range senders {
 		if err := <-errs; err != nil {
-			return 0, err
+			return err
 		}
 	}
 	wg.Wait()
-	return time.Since(start), nil
+	clk.stop()
+	return nil
 }
 
-func (p troupePeer) Ask(n int) (total time.Duration, lat []time.Duration, err error) {
+func (p troupePeer) Ask(clk *clock, n int) (lat []time.Duration, err error) {
 	def := p.counterDef(-1, nil)
 	sys, err := newTroupe(def)
 	if err != nil {
-		return 0, nil, err
+		return nil, err
 	}
 	defer func() { err = firstErr(err, closeTroupe(sys)) }()
 	ref := def.Ref(sys, "c")
 	ctx := context.Background()
 	if _, err := actor.Ask(ctx, ref, get{}); err != nil { // activate outside the timed region
-		return 0, nil, err
+		return nil, err
 	}
 	lat = make([]time.Duration, n)
-	start := time.Now()
+	clk.start()
 	for i := range lat {
 		t0 := time.Now()
 		if _, err := actor.Ask(ctx, ref, get{}); err != nil {
-			return 0, nil, err
+			return nil, err
 		}
 		lat[i] = time.Since(t0)
 	}
-	return time.Since(start), lat, nil
+	clk.stop()
+	return lat, nil
 }
 
-func (p troupePeer) PingPong(pairs, m int) (d time.Duration, err error) {
+func (p troupePeer) PingPong(clk *clock, pairs, m int) (err error) {
 	var wg sync.WaitGroup
 	def := actor.Define("pinger", func(c *actor.Context[struct{}, ballMsg], msg ballMsg) error {
 		b := msg.(ball)
@@ -165,23 +168,24 @@ func (p troupePeer) PingPong(pairs, m int) (d time.Duration, err error) {
 	}, actor.WithMailbox(p.mailbox, actor.Wait))
 	sys, err := newTroupe(def)
 	if err != nil {
-		return 0, err
+		return err
 	}
 	defer func() { err = firstErr(err, closeTroupe(sys)) }()
 	ctx := context.Background()
 	wg.Add(pairs)
-	start := time.Now()
+	clk.start()
 	for i := range pairs {
 		a, b := def.Ref(sys, "a"+activationKey(i)), def.Ref(sys, "b"+activationKey(i))
 		if err := a.Tell(ctx, ball{Left: m, Peer: b}); err != nil {
-			return 0, err
+			return err
 		}
 	}
 	wg.Wait()
-	return time.Since(start), nil
+	clk.stop()
+	return nil
 }
 
-func (p troupePeer) Activate(keys []string, quiet time.Duration) (a activation, err error) {
+func (p troupePeer) Activate(clk *clock, keys []string, quiet time.Duration) (heap int64, err error) {
 	var handled atomic.Int64
 	done := make(chan struct{})
 	want := int64(len(keys))
@@ -193,24 +197,22 @@ func (p troupePeer) Activate(keys []string, quiet time.Duration) (a activation, 
 	})
 	sys, err := newTroupe(def)
 	if err != nil {
-		return a, err
+		return 0, err
 	}
 	defer func() { err = firstErr(err, closeTroupe(sys)) }()
 	ctx := context.Background()
 	base := markHeap()
-	gc := watchGC()
-	start := time.Now()
+	clk.start()
 	for _, k := range keys {
 		if err := def.Ref(sys, k).Tell(ctx, touch{}); err != nil {
-			return a, err
+			return 0, err
 		}
 	}
 	<-done
-	a.d = time.Since(start)
-	a.gcCycles, a.gcCPU = gc.stop()
-	a.heap = settle(base, quiet)
+	clk.stop()
+	heap = settle(base, quiet)
 	if got := sys.Stats().Active; got != len(keys) {
-		return a, errorf("troupe: %d keys active after activating %d", got, len(keys))
+		return 0, errorf("troupe: %d keys active after activating %d", got, len(keys))
 	}
-	return a, nil
+	return heap, nil
 }
