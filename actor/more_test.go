@@ -2,9 +2,11 @@ package actor_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -159,5 +161,66 @@ func TestReleaseAfterRespondingStillAnswers(t *testing.T) {
 	waitUntil(t, "three releases", func() bool { return evs.count(is(system.ActivationEnded, "k")) == 3 })
 	if n := evs.count(is(system.ActivationStarted, "k")); n != 3 {
 		t.Errorf("ActivationStarted events = %d, want 3", n)
+	}
+}
+
+func TestInitPanicFailsTheMessageAndTheNextMessageRetries(t *testing.T) {
+	var inits atomic.Int32
+	def := actor.Define("bad-init", func(c *actor.Context[int, ProbeMsg], m ProbeMsg) error {
+		return actor.Respond(c, m.(Do), fmt.Sprint(c.State()))
+	}).WithInit(func(string) int {
+		if inits.Add(1) == 1 {
+			panic("init boom")
+		}
+		return 42
+	})
+	evs := newEvents()
+	sys := newSystem(t, system.Config{Observer: evs.observe}, def)
+	ctx := ctxT(t)
+	_, err := actor.Ask(ctx, def.Ref(sys, "k"), Do{})
+	mustIs(t, err, actor.ErrActorFailed)
+	var pe *actor.PanicError
+	if !errors.As(err, &pe) || pe.Value != "init boom" {
+		t.Fatalf("error = %v, want the init's panic", err)
+	}
+	if got, err := actor.Ask(ctx, def.Ref(sys, "k"), Do{}); err != nil || got != "42" {
+		t.Fatalf("Ask after a failed init = %q, %v; want a fresh activation with 42", got, err)
+	}
+	if n := evs.count(is(system.ActivationStarted, "k")); n != 1 {
+		t.Errorf("ActivationStarted events = %d, want 1: the failed init never started", n)
+	}
+}
+
+func TestReleaseResetsBecome(t *testing.T) {
+	var other actor.Handler[int, ProbeMsg] = func(c *actor.Context[int, ProbeMsg], m ProbeMsg) error {
+		if d, ok := m.(Do); ok {
+			return actor.Respond(c, d, "other")
+		}
+		c.Release()
+		return nil
+	}
+	def := actor.Define("shifty", func(c *actor.Context[int, ProbeMsg], m ProbeMsg) error {
+		if d, ok := m.(Do); ok {
+			return actor.Respond(c, d, "initial")
+		}
+		c.Become(other)
+		return nil
+	})
+	sys := newSystem(t, system.Config{}, def)
+	ctx := ctxT(t)
+	ref := def.Ref(sys, "k")
+	for _, step := range []struct {
+		tell bool
+		want string
+	}{{want: "initial"}, {tell: true}, {want: "other"}, {tell: true}, {want: "initial"}} {
+		if step.tell {
+			if err := ref.Tell(ctx, Note{}); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		if got, err := actor.Ask(ctx, ref, Do{}); err != nil || got != step.want {
+			t.Fatalf("Ask = %q, %v; want %q", got, err, step.want)
+		}
 	}
 }
