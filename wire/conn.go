@@ -424,7 +424,23 @@ func (c *liveConn) broken(err error) {
 		return
 	}
 	s.t.log.Debug("troupe: wire: connection broken", "peer", s.id, "err", err)
-	s.ensureDialLocked()
+	if s.addr != "" {
+		s.ensureDialLocked()
+		return
+	}
+	// Nobody can dial a client: wait for it to dial again, for at most
+	// the resume grace.
+	gen := s.gen
+	if s.grace != nil {
+		s.grace.Stop()
+	}
+	s.grace = time.AfterFunc(s.t.cfg.resumeGrace(), func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.gen == gen && s.conn == nil && !s.closing {
+			s.dropLocked(fmt.Errorf("%w: client gone for %v", ErrPeerDead, s.t.cfg.resumeGrace()))
+		}
+	})
 }
 
 func (c *liveConn) writeLoop() {

@@ -86,3 +86,45 @@ func TestAPeerUnreachablePastTheGraceIsDeclaredDead(t *testing.T) {
 		}
 	}
 }
+
+func TestAClientResumesAfterACutAndIsDroppedAfterTheGrace(t *testing.T) {
+	fp := newFaultPair(t, 12, nil, fastKeepalive)
+	defer fp.close()
+	node := fp.nodes[1]
+	client, err := New(Config{ClusterName: "test", Incarnation: 77, Dialer: fp.fn.Dialer("client"),
+		RedialMin: 5 * time.Millisecond, RedialMax: 50 * time.Millisecond,
+		KeepaliveAfter: 30 * time.Millisecond, KeepaliveTimeout: 30 * time.Millisecond,
+		Limits: Limits{MaxFrame: 64 << 10, Window: 64 << 10}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	replies := make(chan []byte, 16)
+	client.Handle(StreamApplication, HandlerFunc(func(_ NodeID, p []byte) { replies <- p }))
+	r, _ := client.Send(context.Background(), node.Self(), StreamApplication, 1, tagged(9, StreamApplication, 1, 0, 10))
+	if err := waitReceipt(t, r); err != nil {
+		t.Fatal(err)
+	}
+	// The node answers the client by its identity; nobody can dial it.
+	fp.fn.CutAll()
+	r, err = node.Send(context.Background(), client.Self(), StreamApplication, 1, []byte("reply"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The client redials (it knows the node's address) and the session resumes.
+	r2, _ := client.Send(context.Background(), node.Self(), StreamApplication, 1, tagged(9, StreamApplication, 1, 1, 10))
+	if err := waitReceipt(t, r2); err != nil {
+		t.Fatal(err)
+	}
+	if err := waitReceipt(t, r); err != nil {
+		t.Fatalf("reply to a client across a cut: %v", err)
+	}
+	// Now the client goes away for good (no goodbye): the node gives up
+	// after the resume grace.
+	fp.fn.Partition("client", fp.addrs[1], faultnet.Refuse)
+	fp.fn.CutAll()
+	r, _ = node.Send(context.Background(), client.Self(), StreamApplication, 1, []byte("lost"))
+	if err := waitReceipt(t, r); !errors.Is(err, ErrPeerDead) {
+		t.Fatalf("a client gone past the grace: want ErrPeerDead, got %v", err)
+	}
+}

@@ -262,6 +262,9 @@ func TestPropertyRandomWorkloadsWithRandomCutsDeliverExactlyOnceInKeyOrder(t *te
 			st := rapid.SampledFrom([]StreamID{StreamControl, StreamMembership, StreamApplication, StreamReplication}).Draw(rt, "stream")
 			key := uint16(rapid.IntRange(0, 3).Draw(rt, "key"))
 			size := rapid.OneOf(rapid.IntRange(8, 200), rapid.IntRange(200, 80<<10), rapid.IntRange(80<<10, 1<<20)).Draw(rt, "size")
+			if rapid.IntRange(0, 39).Draw(rt, "huge") == 0 {
+				size = DefaultMaxMessage // the largest envelope the limits allow
+			}
 			cancels := rapid.IntRange(0, 9).Draw(rt, "cancel") == 0
 			ctx, cancel := context.WithCancel(context.Background())
 			p := tagged(byte(from), st, key, uint32(i), size)

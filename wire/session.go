@@ -103,7 +103,8 @@ type session struct {
 	dialCancel func()
 	activating *hsConn // connection in its resume exchange
 	closing    bool
-	up         bool // a peer-up event was reported and no peer-down since
+	grace      *time.Timer // for a client: gives up on it after the resume grace
+	up         bool        // a peer-up event was reported and no peer-down since
 }
 
 func newSession(t *Transport, key, addr string) (*session, error) {

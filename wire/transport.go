@@ -327,6 +327,9 @@ func (t *Transport) Close() error {
 	for _, s := range sessions {
 		s.mu.Lock()
 		s.closing = true
+		if s.grace != nil {
+			s.grace.Stop()
+		}
 		if c := s.conn; c != nil {
 			writers = append(writers, c.done)
 		}
