@@ -14,14 +14,14 @@ func keyLoads(r *Ring, sortedKeys []Token) []int {
 	loads := make([]int, r.Len())
 	i := 0
 	for _, k := range sortedKeys {
-		for i < len(r.tokens) && r.tokens[i] < k {
+		for i < len(r.vnodes) && r.vnodes[i].token < k {
 			i++
 		}
-		if i == len(r.tokens) {
-			loads[r.owners[0]]++ // past the largest position: wraps to the first
+		if i == len(r.vnodes) {
+			loads[r.vnodes[0].owner]++ // past the largest position: wraps to the first
 			continue
 		}
-		loads[r.owners[i]]++
+		loads[r.vnodes[i].owner]++
 	}
 	return loads
 }

@@ -105,6 +105,23 @@ func BenchmarkOwner100(b *testing.B) {
 	}
 }
 
+// BenchmarkOwner1000 is BenchmarkOwner100 at 1000 members: the bucket index
+// keeps the lookup flat as the ring grows.
+func BenchmarkOwner1000(b *testing.B) {
+	r := New(seededMembers(1, 1000))
+	toks := seededKeyTokens(4096)
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		m, err := r.Owner(toks[i&4095], 3, allLive)
+		if err != nil {
+			b.Fatal(err)
+		}
+		sinkMember = m
+		i++
+	}
+}
+
 // BenchmarkOwnerOfKey100 hashes the key and then routes, in a ring of 100
 // members.
 func BenchmarkOwnerOfKey100(b *testing.B) {
@@ -205,9 +222,10 @@ func BenchmarkSuccessor100(b *testing.B) {
 		}
 	})
 	b.Run("binary-search", func(b *testing.B) {
+		tokens := tokensOf(r)
 		i := 0
 		for b.Loop() {
-			j, _ := slices.BinarySearch(r.tokens, toks[i&4095])
+			j, _ := slices.BinarySearch(tokens, toks[i&4095])
 			sinkInt += j
 			i++
 		}

@@ -45,9 +45,9 @@ func seededKeyTokens(k int) []Token {
 // indexed like r.members.
 func shares(r *Ring) []float64 {
 	s := make([]float64, r.Len())
-	for i, t := range r.tokens {
-		prev := r.tokens[(i+len(r.tokens)-1)%len(r.tokens)]
-		s[r.owners[i]] += float64(uint64(t-prev)) / math.Exp2(64)
+	for i, v := range r.vnodes {
+		prev := r.vnodes[(i+len(r.vnodes)-1)%len(r.vnodes)].token
+		s[v.owner] += float64(uint64(v.token-prev)) / math.Exp2(64)
 	}
 	return s
 }
@@ -82,4 +82,13 @@ func liveExcept(dead ...Member) Liveness {
 		}
 		return true
 	}
+}
+
+// tokensOf returns the ring's positions in order.
+func tokensOf(r *Ring) []Token {
+	ts := make([]Token, len(r.vnodes))
+	for i, v := range r.vnodes {
+		ts[i] = v.token
+	}
+	return ts
 }

@@ -42,11 +42,12 @@ func Moves(before, after *Ring, n int) []Move {
 		return nil
 	}
 	bounds := make([]Token, 0, before.vnodeCount()+after.vnodeCount())
-	if before != nil {
-		bounds = append(bounds, before.tokens...)
-	}
-	if after != nil {
-		bounds = append(bounds, after.tokens...)
+	for _, r := range []*Ring{before, after} {
+		if r != nil {
+			for _, v := range r.vnodes {
+				bounds = append(bounds, v.token)
+			}
+		}
 	}
 	slices.Sort(bounds)
 	bounds = slices.Compact(bounds)

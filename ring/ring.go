@@ -11,18 +11,17 @@ import (
 // after construction.
 type Ring struct {
 	members []Member // canonical order, no duplicates
-	tokens  []Token  // sorted virtual-node positions
-	owners  []int32  // owners[i] indexes members: the member of tokens[i]
+	vnodes  []vnode  // sorted by token; a token and its member share a cache line
 	version Version
 
 	// bucket[p] is the index of the first position whose top bits are at
-	// least p, for p up to 2^bits (a power of two at least len(tokens)), so
+	// least p, for p up to 2^bits (a power of two at least len(vnodes)), so
 	// a search narrows to about one position with one load.
 	bucket []uint32
 	shift  uint // 64 - bits
 }
 
-// vnode is one virtual node during construction.
+// vnode is one virtual node: a position and the index of its member.
 type vnode struct {
 	token Token
 	owner int32
@@ -58,15 +57,7 @@ func New(members []Member) *Ring {
 }
 
 func assemble(members []Member, vs []vnode) *Ring {
-	r := &Ring{
-		members: members,
-		tokens:  make([]Token, len(vs)),
-		owners:  make([]int32, len(vs)),
-	}
-	for i, v := range vs {
-		r.tokens[i] = v.token
-		r.owners[i] = v.owner
-	}
+	r := &Ring{members: members, vnodes: vs}
 	r.finish()
 	return r
 }
@@ -80,19 +71,19 @@ func (r *Ring) finish() {
 
 func (r *Ring) indexBuckets() {
 	bits := uint(1)
-	for 1<<bits < len(r.tokens) {
+	for 1<<bits < len(r.vnodes) {
 		bits++
 	}
 	r.shift = 64 - bits
 	r.bucket = make([]uint32, 1<<bits+1)
 	i := 0
 	for p := range 1 << bits {
-		for i < len(r.tokens) && uint64(r.tokens[i])>>r.shift < uint64(p) {
+		for i < len(r.vnodes) && uint64(r.vnodes[i].token)>>r.shift < uint64(p) {
 			i++
 		}
 		r.bucket[p] = uint32(i)
 	}
-	r.bucket[1<<bits] = uint32(len(r.tokens))
+	r.bucket[1<<bits] = uint32(len(r.vnodes))
 }
 
 // With returns the ring with m added, or r itself if m is already a member.
@@ -110,23 +101,21 @@ func (r *Ring) With(m Member) *Ring {
 	}
 	slices.SortFunc(add, compareVNodes)
 	size := r.vnodeCount() + len(add)
-	next := &Ring{members: ms, tokens: make([]Token, 0, size), owners: make([]int32, 0, size)}
+	next := &Ring{members: ms, vnodes: make([]vnode, 0, size)}
 	i, j := 0, 0
 	for i < r.vnodeCount() || j < len(add) {
 		if i < r.vnodeCount() {
-			old := vnode{token: r.tokens[i], owner: r.owners[i]}
+			old := r.vnodes[i]
 			if old.owner >= int32(pos) {
 				old.owner++
 			}
 			if j == len(add) || compareVNodes(old, add[j]) <= 0 {
-				next.tokens = append(next.tokens, old.token)
-				next.owners = append(next.owners, old.owner)
+				next.vnodes = append(next.vnodes, old)
 				i++
 				continue
 			}
 		}
-		next.tokens = append(next.tokens, add[j].token)
-		next.owners = append(next.owners, add[j].owner)
+		next.vnodes = append(next.vnodes, add[j])
 		j++
 	}
 	next.finish()
@@ -141,16 +130,15 @@ func (r *Ring) Without(m Member) *Ring {
 	}
 	ms := slices.Delete(slices.Clone(r.members), pos, pos+1)
 	size := r.vnodeCount() - VirtualNodes
-	next := &Ring{members: ms, tokens: make([]Token, 0, size), owners: make([]int32, 0, size)}
-	for i, o := range r.owners {
+	next := &Ring{members: ms, vnodes: make([]vnode, 0, size)}
+	for _, v := range r.vnodes {
 		switch {
-		case o == int32(pos):
+		case v.owner == int32(pos):
 			continue
-		case o > int32(pos):
-			o--
+		case v.owner > int32(pos):
+			v.owner--
 		}
-		next.tokens = append(next.tokens, r.tokens[i])
-		next.owners = append(next.owners, o)
+		next.vnodes = append(next.vnodes, v)
 	}
 	next.finish()
 	return next
@@ -167,7 +155,7 @@ func (r *Ring) vnodeCount() int {
 	if r == nil {
 		return 0
 	}
-	return len(r.tokens)
+	return len(r.vnodes)
 }
 
 // Len returns the number of members.
@@ -207,14 +195,14 @@ func (r *Ring) successor(t Token) int {
 	p := uint64(t) >> r.shift
 	lo, hi := int(r.bucket[p]), int(r.bucket[p+1])
 	if hi-lo > 8 { // rare: a crowded bucket
-		i, _ := slices.BinarySearch(r.tokens[lo:hi], t)
+		i, _ := slices.BinarySearchFunc(r.vnodes[lo:hi], t, func(v vnode, t Token) int { return cmp.Compare(v.token, t) })
 		lo += i
 	} else {
-		for lo < hi && r.tokens[lo] < t {
+		for lo < hi && r.vnodes[lo].token < t {
 			lo++
 		}
 	}
-	if lo == len(r.tokens) {
+	if lo == len(r.vnodes) {
 		return 0
 	}
 	return lo
@@ -235,7 +223,7 @@ func (r *Ring) AppendReplicas(dst []Member, t Token, n int) []Member {
 		return dst
 	}
 	i := r.successor(t)
-	first := r.owners[i]
+	first := r.vnodes[i].owner
 	dst = append(dst, r.members[first])
 	if n == 1 {
 		return dst
@@ -247,10 +235,10 @@ func (r *Ring) AppendReplicas(dst []Member, t Token, n int) []Member {
 	}
 	seen[first>>6] |= 1 << (first & 63)
 	for got := 1; got < n; {
-		if i++; i == len(r.tokens) {
+		if i++; i == len(r.vnodes) {
 			i = 0
 		}
-		o := r.owners[i]
+		o := r.vnodes[i].owner
 		if seen[o>>6]&(1<<(o&63)) != 0 {
 			continue
 		}
@@ -285,7 +273,7 @@ func (r *Ring) Owner(t Token, n int, live Liveness) (Member, error) {
 	}
 	n = min(n, len(r.members))
 	i := r.successor(t)
-	first := r.owners[i]
+	first := r.vnodes[i].owner
 	if live == nil || live(r.members[first]) {
 		return r.members[first], nil
 	}
@@ -299,10 +287,10 @@ func (r *Ring) Owner(t Token, n int, live Liveness) (Member, error) {
 	}
 	seen[first>>6] |= 1 << (first & 63)
 	for got := 1; got < n; {
-		if i++; i == len(r.tokens) {
+		if i++; i == len(r.vnodes) {
 			i = 0
 		}
-		o := r.owners[i]
+		o := r.vnodes[i].owner
 		if seen[o>>6]&(1<<(o&63)) != 0 {
 			continue
 		}

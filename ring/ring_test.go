@@ -150,8 +150,8 @@ func TestNewIgnoresDuplicateMembers(t *testing.T) {
 		t.Errorf("rings of 5 members given once and twice have %d and %d members, versions %s and %s; want 5 and equal",
 			once.Len(), twice.Len(), once.Version(), twice.Version())
 	}
-	if len(twice.tokens) != 5*VirtualNodes {
-		t.Errorf("ring of 5 members has %d positions, want %d", len(twice.tokens), 5*VirtualNodes)
+	if len(twice.vnodes) != 5*VirtualNodes {
+		t.Errorf("ring of 5 members has %d positions, want %d", len(twice.vnodes), 5*VirtualNodes)
 	}
 }
 
