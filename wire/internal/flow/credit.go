@@ -11,8 +11,9 @@ const (
 	DefaultWindow = 256 << 10
 	// DefaultMaxWindow is the largest window auto-tuning grows to (8 MiB).
 	DefaultMaxWindow = 8 << 20
-	// DefaultGrantBytes is how many consumed bytes make a grant worth sending
-	// on their own (32 KiB).
+	// DefaultGrantBytes is the least number of consumed or received bytes
+	// that make a grant due on their own, by default (32 KiB); larger windows
+	// use a sixteenth of the window.
 	DefaultGrantBytes = 32 << 10
 	// DefaultGrantDelay is how long a grant may wait for more consumption
 	// before it is due anyway (2 ms).
@@ -139,10 +140,11 @@ type RecvConfig struct {
 	// [DefaultMaxWindow]; a value equal to Window turns auto-tuning off.
 	MaxWindow int64
 	// GrantBytes is how many newly consumed, or newly received, bytes make a
-	// grant due at once.
-	// Default min([DefaultGrantBytes], Window/2). The sender's minimum
-	// congestion window ([EstimatorConfig.MinCwnd]) must be at least this
-	// large, or a sender held by its cwnd would wait for the GrantDelay.
+	// grant due at once. By default it follows the window as auto-tuning
+	// grows it: max([DefaultGrantBytes], window/16), and at most half the
+	// window, so a fast stream does not send a credit frame every 32 KiB.
+	// A sender held by its congestion window below GrantBytes waits up to
+	// GrantDelay for its grant.
 	GrantBytes int64
 	// GrantDelay is how long newly consumed or received bytes may wait for
 	// more before a grant is due anyway. Default [DefaultGrantDelay].
@@ -155,9 +157,6 @@ func (c RecvConfig) withDefaults() RecvConfig {
 	}
 	if c.MaxWindow == 0 {
 		c.MaxWindow = max(DefaultMaxWindow, c.Window)
-	}
-	if c.GrantBytes == 0 {
-		c.GrantBytes = min(DefaultGrantBytes, max(c.Window/2, 1))
 	}
 	if c.GrantDelay == 0 {
 		c.GrantDelay = DefaultGrantDelay
@@ -208,6 +207,14 @@ type RecvCredit struct {
 	// Auto-tuning epoch: when it started and the consumed count then.
 	epochStart  time.Time
 	epochOffset int64
+}
+
+// grantBytes returns the GrantBytes threshold for the current window.
+func (r *RecvCredit) grantBytes() int64 {
+	if r.cfg.GrantBytes > 0 {
+		return r.cfg.GrantBytes
+	}
+	return max(min(max(DefaultGrantBytes, r.window/16), r.window/2), 1)
 }
 
 // NewRecvCredit returns the receiver credit of a fresh stream.
@@ -283,10 +290,11 @@ func (r *RecvCredit) pending() bool {
 func (r *RecvCredit) Grant(now time.Time, rtt time.Duration) (g Grant, ok bool) {
 	delta := r.consumed - r.adv.Consumed
 	remaining := r.adv.Consumed + r.adv.Window - r.received
+	every := r.grantBytes()
 	due := r.forced ||
-		delta >= r.cfg.GrantBytes ||
-		r.received-r.adv.Received >= r.cfg.GrantBytes ||
-		(delta > 0 && remaining < r.cfg.GrantBytes) ||
+		delta >= every ||
+		r.received-r.adv.Received >= every ||
+		(delta > 0 && remaining < every) ||
 		(r.pending() && !now.Before(r.pendingSince.Add(r.cfg.GrantDelay)))
 	if delta > 0 {
 		r.autoTune(now, rtt)

@@ -433,3 +433,27 @@ func TestCreditPropertyNeverNegativeNeverAboveWindow(t *testing.T) {
 		}
 	})
 }
+
+func TestRecvCreditGrantBytesFollowTheWindow(t *testing.T) {
+	tests := []struct {
+		window int64
+		every  int64
+	}{
+		{8 << 20, 512 << 10}, // a sixteenth of a large window
+		{256 << 10, 32 << 10},
+		{32 << 10, 16 << 10}, // at most half a small window
+	}
+	for _, tt := range tests {
+		r := mustRecv(t, RecvConfig{Window: tt.window, MaxWindow: tt.window})
+		if _, err := r.Arrive(tt.every-1, false, t0); err != nil {
+			t.Fatal(err)
+		}
+		if g, ok := r.Grant(t0, 0); ok {
+			t.Errorf("window %d: grant %+v after %d bytes, want none before %d", tt.window, g, tt.every-1, tt.every)
+		}
+		_, _ = r.Arrive(1, false, t0)
+		if _, ok := r.Grant(t0, 0); !ok {
+			t.Errorf("window %d: no grant after %d bytes, want one", tt.window, tt.every)
+		}
+	}
+}
