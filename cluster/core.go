@@ -489,11 +489,17 @@ func (c *Core) flush() {
 	}
 }
 
-// gossipTargets are the active neighbours, or, before the overlay has
+// gossipTargets are the active neighbours plus one random member of the
+// passive view (which keeps gossip crossing between parts of an overlay
+// that a partition or churn has fragmented), or, before the overlay has
 // formed, up to ActiveView random live members.
 func (c *Core) gossipTargets() []NodeID {
 	if len(c.active) > 0 {
-		return c.active
+		out := slices.Clone(c.active)
+		if len(c.passive) > 0 {
+			out = append(out, c.passive[c.rng.IntN(len(c.passive))])
+		}
+		return out
 	}
 	var out []NodeID
 	for range c.cfg.ActiveView {

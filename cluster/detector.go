@@ -84,13 +84,16 @@ func (c *Core) detect() {
 		if s < suspectAfter {
 			continue
 		}
-		if m.Status != StatusSuspect || !slices.Contains(m.Accusers, c.self.ID.Addr) {
+		// Accuse unless the suspicion already carries enough accusers:
+		// further names would only spread more gossip.
+		if m.Status != StatusSuspect || (!slices.Contains(m.Accusers, c.self.ID.Addr) && len(m.Accusers) < c.needed(id)) {
 			rec := m.Clone()
 			rec.Status = StatusSuspect
 			rec.Accusers = append(rec.Accusers, c.self.ID.Addr)
 			c.log.Info("suspecting member", "member", id.String(), "silence", s)
 			c.applyLocal(rec)
 			m, _ = c.table.Get(id)
+			c.demoteSuspect(id)
 		}
 		if s >= suspectAfter+deadAfter && m.Status == StatusSuspect && len(m.Accusers) >= c.needed(id) {
 			rec := m.Clone()
@@ -98,6 +101,21 @@ func (c *Core) detect() {
 			c.log.Info("declaring member dead", "member", id.String(), "silence", s, "accusers", m.Accusers)
 			c.applyLocal(rec)
 		}
+	}
+}
+
+// demoteSuspect moves a neighbour this node suspects from the active view
+// to the probes, where it is still watched (its silence keeps counting
+// from the same start) while a replacement neighbour is found. Without
+// this, a partition would leave each side's overlay fragmented until the
+// far side is declared dead, and verdicts would spread slowly.
+func (c *Core) demoteSuspect(id NodeID) {
+	if !c.inActive(id) {
+		return
+	}
+	c.dropActive(id, false)
+	if !slices.ContainsFunc(c.probes, func(p pending) bool { return p.id == id }) {
+		c.probes = append(c.probes, pending{id: id, since: c.watchFrom[id]})
 	}
 }
 

@@ -183,3 +183,52 @@ func TestFiftyNodesJoiningAtOnceAllSeeAllFifty(t *testing.T) {
 		})
 	}
 }
+
+// TestSimulationPartitionMinorityStepsDownBeforeBeingDeclaredDead splits
+// the large cluster 40|60 and compares, in virtual time, the last
+// minority step-down with the first dead verdict about a minority node.
+func TestSimulationPartitionMinorityStepsDownBeforeBeingDeclaredDead(t *testing.T) {
+	n := simSize(t)
+	s := newSim(t, simOptions{seed: 2000, tick: fast.Heartbeat / 2, mem: MemOptions{MinDelay: time.Millisecond, MaxDelay: 5 * time.Millisecond}})
+	addrs := bootLarge(t, s, n)
+	k := n * 2 / 5
+	minority, majority := addrs[:k], addrs[k:]
+	cut := s.net.Now()
+	s.net.Partition(minority, majority)
+	s.run(fast.SuspectAfter + fast.DeadAfter + 20*fast.Heartbeat)
+	var lastDown time.Duration
+	for _, a := range minority {
+		var down time.Duration
+		for _, e := range s.nodes[a].events {
+			if e.Kind == EventStanding && !e.Owning && e.At.After(cut) {
+				down = e.At.Sub(cut)
+			}
+		}
+		if down == 0 {
+			t.Fatalf("expected minority node %s to step down", a)
+		}
+		lastDown = max(lastDown, down)
+	}
+	firstDead := time.Duration(-1)
+	minIDs := make(map[NodeID]bool)
+	for _, a := range minority {
+		minIDs[s.nodes[a].core.ID()] = true
+	}
+	for _, a := range majority {
+		if !s.nodes[a].core.Owning() {
+			t.Errorf("expected majority node %s to keep owning", a)
+		}
+		for _, e := range s.nodes[a].events {
+			if e.Kind == EventMemberUpdated && e.Member.Status == StatusDead && minIDs[e.Member.ID] && e.At.After(cut) {
+				if d := e.At.Sub(cut); firstDead < 0 || d < firstDead {
+					firstDead = d
+				}
+			}
+		}
+	}
+	t.Logf("N=%d split %d|%d: last minority step-down %v after the cut; first dead verdict about a minority node %v after the cut (SuspectAfter+DeadAfter = %v)",
+		n, k, n-k, lastDown, firstDead, fast.SuspectAfter+fast.DeadAfter)
+	if firstDead >= 0 && lastDown >= firstDead {
+		t.Errorf("expected every minority node to step down before the majority declared any of them dead; last step-down %v, first verdict %v", lastDown, firstDead)
+	}
+}

@@ -78,6 +78,11 @@ func (t *Table) at(i int) Member { return t.recs[i] }
 // has been replaced, so its record is marked left at once, whichever of the
 // two records arrives first.
 func (t *Table) Apply(rec Member) []Change {
+	if i, ok := t.byID[rec.ID]; ok && !mayChange(t.recs[i], rec) {
+		// Every older process at this address was retired when this
+		// identity was first stored, so nothing else can change either.
+		return nil
+	}
 	rec = rec.Clone()
 	rec.normalize()
 	var changes []Change
@@ -105,6 +110,35 @@ func (t *Table) Apply(rec Member) []Change {
 		}
 	}
 	return changes
+}
+
+// mayChange is a cheap, allocation-free test of whether merging rec into
+// prev can change prev. It may answer true when the merge turns out a
+// no-op, never false when it would not be.
+func mayChange(prev, rec Member) bool {
+	if prev.Status == StatusLeft {
+		return rec.Incarnation > prev.Incarnation
+	}
+	if rec.Status == StatusLeft {
+		return true
+	}
+	switch compareKey(rec, prev) {
+	case -1:
+		return false
+	case 1:
+		return true
+	}
+	return !isSubset(rec.ActorTypes, prev.ActorTypes) || !isSubset(rec.Accusers, prev.Accusers)
+}
+
+// isSubset reports whether every element of a is in b; both are short.
+func isSubset(a, b []string) bool {
+	for _, s := range a {
+		if !slices.Contains(b, s) {
+			return false
+		}
+	}
+	return true
 }
 
 // newerAt reports whether a newer process incarnation than id's is known at
