@@ -226,38 +226,37 @@ func (l link) pipe() (time.Duration, float64) {
 	return rtt, l.rate * rtt.Seconds()
 }
 
-func TestEstimatorConvergesOnSimulatedLink(t *testing.T) {
+// Each link is simulated once; the subtests are the behaviours checked on
+// that run.
+func TestEstimatorOnSimulatedLink(t *testing.T) {
 	for _, l := range links {
 		t.Run(l.name, func(t *testing.T) {
 			m := newSim(t, simConfig(), RecvConfig{}, l.rate, l.rtt)
 			res := runBulk(t, m, 10*time.Second)
-			rtt, _ := l.pipe()
-			t.Logf("bw %.3g (link %.3g) rtt %v (link %v) goodput %.3g window %d",
-				res.bw, l.rate, res.rtt, rtt, res.goodput, m.recv[stApp].Window())
-			if !within(res.bw, l.rate, 0.1) {
-				t.Errorf("bandwidth estimate %.3g, want link rate %.3g ±10%%", res.bw, l.rate)
-			}
-			if !within(float64(res.rtt), float64(rtt), 0.1) {
-				t.Errorf("min RTT %v, want path and one frame time %v ±10%%", res.rtt, rtt)
-			}
-			if !within(res.goodput, l.rate, 0.1) {
-				t.Errorf("goodput %.3g, want link rate %.3g ±10%%", res.goodput, l.rate)
-			}
-		})
-	}
-}
-
-func TestEstimatorKeepsInflightNearTwoBDP(t *testing.T) {
-	for _, l := range links {
-		t.Run(l.name, func(t *testing.T) {
-			m := newSim(t, simConfig(), RecvConfig{}, l.rate, l.rtt)
-			res := runBulk(t, m, 10*time.Second)
-			_, bdp := l.pipe()
-			limit := max(2*bdp, float64(m.s.Estimator().cfg.MinCwnd)) + 2*DefaultMaxFrame
-			t.Logf("inflight mean %.0f max %d, BDP %.0f, limit %.0f", res.inflight, res.maxInfl, bdp, limit)
-			if float64(res.maxInfl) > limit {
-				t.Errorf("in flight peaked at %d bytes, want at most 2 BDP (or the cwnd floor) + 2 frames = %.0f", res.maxInfl, limit)
-			}
+			rtt, bdp := l.pipe()
+			t.Logf("bw %.3g (link %.3g) rtt %v (link %v) goodput %.3g window %d; inflight mean %.0f max %d (BDP %.0f)",
+				res.bw, l.rate, res.rtt, rtt, res.goodput, m.recv[stApp].Window(), res.inflight, res.maxInfl, bdp)
+			t.Run("bandwidth estimate converges to the link rate", func(t *testing.T) {
+				if !within(res.bw, l.rate, 0.1) {
+					t.Errorf("bandwidth estimate %.3g, want link rate %.3g ±10%%", res.bw, l.rate)
+				}
+			})
+			t.Run("min RTT converges to the path delay", func(t *testing.T) {
+				if !within(float64(res.rtt), float64(rtt), 0.1) {
+					t.Errorf("min RTT %v, want path and one frame time %v ±10%%", res.rtt, rtt)
+				}
+			})
+			t.Run("goodput fills the link", func(t *testing.T) {
+				if !within(res.goodput, l.rate, 0.1) {
+					t.Errorf("goodput %.3g, want link rate %.3g ±10%%", res.goodput, l.rate)
+				}
+			})
+			t.Run("in flight stays under two BDP", func(t *testing.T) {
+				limit := max(2*bdp, float64(m.s.Estimator().cfg.MinCwnd)) + 2*DefaultMaxFrame
+				if float64(res.maxInfl) > limit {
+					t.Errorf("in flight peaked at %d bytes, want at most 2 BDP (or the cwnd floor) + 2 frames = %.0f", res.maxInfl, limit)
+				}
+			})
 		})
 	}
 }

@@ -25,7 +25,7 @@ func TestConnectionsSharingABottleneck(t *testing.T) {
 			link := &simLink{rate: 12.5e6}
 			a := newSimOn(t, w, link, simConfig(), RecvConfig{}, tt.rtts[0])
 			b := newSimOn(t, w, link, simConfig(), RecvConfig{}, tt.rtts[1])
-			end := t0.Add(30 * time.Second)
+			end := t0.Add(20 * time.Second)
 			a.keepBacklogged(stApp, 256<<10, end)
 			w.runUntil(t0.Add(2 * time.Second))
 			b.keepBacklogged(stApp, 256<<10, end)
@@ -42,7 +42,7 @@ func TestConnectionsSharingABottleneck(t *testing.T) {
 			}
 			fromA, fromB := a.written, b.written
 			w.runUntil(end)
-			ga, gb := float64(a.written-fromA)/20, float64(b.written-fromB)/20
+			ga, gb := float64(a.written-fromA)/10, float64(b.written-fromB)/10
 			t.Logf("goodput %.3g + %.3g = %.3g of %.3g B/s; queue mean %v max %v",
 				ga, gb, ga+gb, link.rate, queueSum/time.Duration(writes), queueMax)
 			if !within(ga+gb, link.rate, 0.1) {
