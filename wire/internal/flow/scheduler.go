@@ -737,3 +737,37 @@ func (s *Scheduler) Resume(now time.Time) {
 	s.est.Resume()
 	s.pacer.Reset(now)
 }
+
+// Stats is a snapshot of a scheduler and its estimator, for metrics and
+// debugging.
+type Stats struct {
+	// Pending is the number of envelopes queued or being written, and of
+	// aborts not yet emitted.
+	Pending int
+	// QueuedDataBytes is the unwritten payload of envelopes on data streams.
+	QueuedDataBytes int64
+	// Bandwidth is the bandwidth estimate in bytes per second.
+	Bandwidth float64
+	// MinRTT is the path delay estimate.
+	MinRTT time.Duration
+	// PacingRate is the data pacing rate in bytes per second.
+	PacingRate float64
+	// CWnd and Inflight are the congestion window and the bytes in flight.
+	CWnd, Inflight int64
+	// Mode is the estimator's phase.
+	Mode Mode
+}
+
+// Stats returns a snapshot of the scheduler's state.
+func (s *Scheduler) Stats() Stats {
+	return Stats{
+		Pending:         s.pending,
+		QueuedDataBytes: s.dataQueued,
+		Bandwidth:       s.est.Bandwidth(),
+		MinRTT:          s.est.MinRTT(),
+		PacingRate:      s.est.PacingRate(),
+		CWnd:            s.est.CWnd(),
+		Inflight:        s.est.Inflight(),
+		Mode:            s.est.Mode(),
+	}
+}

@@ -521,6 +521,15 @@ func TestSchedulerProperties(t *testing.T) {
 			default:
 				m.step(t)
 			}
+			var queued int64
+			for _, e := range m.envs {
+				if !e.done && !e.class.Bypasses() {
+					queued += int64(e.size - e.sent)
+				}
+			}
+			if got := m.s.Stats().QueuedDataBytes; got != queued {
+				t.Fatalf("Stats().QueuedDataBytes = %d, want %d unwritten on data streams", got, queued)
+			}
 		}
 		for i := 0; m.s.Pending() > 0; i++ {
 			if i > 100_000 {
@@ -591,5 +600,20 @@ func TestSchedulerSmallEnvelopePassesOneThatDoesNotFitCredit(t *testing.T) {
 	frames, _ := untilBlocked(s, t0.Add(time.Second))
 	if len(frames) != 1 || frames[0].Handle != fits {
 		t.Fatalf("frames = %s; want only the 30-byte envelope: 40 bytes of credit fit it, not the 90-byte one ahead", describe(frames))
+	}
+}
+
+func TestSchedulerStatsCountQueuedDataOnly(t *testing.T) {
+	s := mustScheduler(t, testConfig(1<<20))
+	mustEnqueue(t, s, stApp, 1, 300)
+	mustEnqueue(t, s, stMembership, 1, 50)
+	h := mustEnqueue(t, s, stRepl, 1, 200)
+	s.Cancel(h)
+	if st := s.Stats(); st.Pending != 2 || st.QueuedDataBytes != 300 {
+		t.Errorf("Stats() = %+v; want 2 pending and the 300 queued bytes of the application stream", st)
+	}
+	drain(t, s, t0)
+	if st := s.Stats(); st.Pending != 0 || st.QueuedDataBytes != 0 {
+		t.Errorf("Stats() after draining = %+v; want nothing pending or queued", st)
 	}
 }
