@@ -43,7 +43,8 @@
 // cannot stall; it holds the bytes of the frame that completes an envelope
 // until the application has consumed the envelope, so the window bounds what
 // a peer can make us hold unread. [RecvCredit.Grant] says when a grant is
-// worth a frame: GrantBytes (32 KiB) consumed or received since the last one,
+// worth a frame: GrantBytes (by default a sixteenth of the window, at least
+// 32 KiB and at most half the window) consumed or received since the last one,
 // anything consumed while the peer has less than GrantBytes of credit left,
 // anything consumed or received GrantDelay (2 ms) ago, or a grown window.
 // Frequent grants matter: they are the estimator's acknowledgements.
@@ -85,9 +86,11 @@
 //
 // # Pacing
 //
-// [Pacer] is a token bucket refilled at the pacing rate with a burst of two
-// frames; a frame larger than the bucket may go when the bucket is full and
-// leaves it in debt, so the long-run rate is exact. Control and membership
+// [Pacer] is a token bucket refilled at the pacing rate that holds two frames
+// or one millisecond of sending, whichever is more (so a writer on a coarse
+// timer can still fill a fast link); a frame larger than the bucket may go
+// when the bucket is full and leaves it in debt, so the long-run rate is
+// exact. Control and membership
 // ([Class.Bypasses]) never wait for it, but their bytes are charged, so the
 // connection as a whole keeps to the pace.
 //
@@ -183,6 +186,9 @@
 //     eight envelopes down its small queue for one that fits.
 //   - No weights between data streams: application and replication take
 //     equal turns while both have data.
+//   - The wire session (as of this writing) sends credit frames without the
+//     received count and records resent frames without pacing them; see
+//     Credit and Integration.
 //   - The resend buffer itself is the session's: the scheduler paces and
 //     records resent frames ([Scheduler.Resend]) but does not hold them.
 package flow
