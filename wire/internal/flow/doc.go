@@ -90,9 +90,8 @@
 // or one millisecond of sending, whichever is more (so a writer on a coarse
 // timer can still fill a fast link); a frame larger than the bucket may go
 // when the bucket is full and leaves it in debt, so the long-run rate is
-// exact. Control and membership
-// ([Class.Bypasses]) never wait for it, but their bytes are charged, so the
-// connection as a whole keeps to the pace.
+// exact. Control and membership ([Class.Bypasses]) never wait for it, but
+// their bytes are charged, so the connection as a whole keeps to the pace.
 //
 // # Scheduling
 //
