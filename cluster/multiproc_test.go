@@ -547,3 +547,94 @@ func (c *procCluster) joinFigures() joinFigure {
 	j.medPerNode = j.perNodeFull[len(j.perNodeFull)/2]
 	return j
 }
+
+// Figures for BENCHMARKS.md. They run only with TROUPE_FIGURES=1:
+//
+//	TROUPE_FIGURES=1 go test -race -run '^TestFigures' -v -timeout 30m ./cluster/
+//
+// TROUPE_FIGURES_TIMINGS picks the timings (see parseTimings; default
+// fast), TROUPE_FIGURES_N the cluster size for detection (default 5),
+// TROUPE_FIGURES_TRIALS the kill trials (default 30), TROUPE_FIGURES_BUDGET
+// the time they may take (default 2m), TROUPE_FIGURES_JOIN the sizes of the
+// joins at once (default 20,50) and TROUPE_FIGURES_JOIN_RUNS their
+// repetitions (default 3).
+
+func figuresOnly(t *testing.T) {
+	if os.Getenv(envFigures) != "1" {
+		t.Skip("figures run only with " + envFigures + "=1")
+	}
+}
+
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
+func percentile(sorted []time.Duration, p float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := int(float64(len(sorted))*p+0.999999) - 1
+	return sorted[max(0, min(i, len(sorted)-1))]
+}
+
+func TestFiguresKillToDeadAtEverySurvivor(t *testing.T) {
+	figuresOnly(t)
+	timings := envOr("TROUPE_FIGURES_TIMINGS", "fast")
+	n, _ := strconv.Atoi(envOr("TROUPE_FIGURES_N", "5"))
+	trials, _ := strconv.Atoi(envOr("TROUPE_FIGURES_TRIALS", "30"))
+	budget, _ := time.ParseDuration(envOr("TROUPE_FIGURES_BUDGET", "2m"))
+	tm, err := parseTimings(timings)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := startProcs(t, n, timings)
+	c.waitConverged(2 * wideBound)
+	bound := 10 * (tm.SuspectAfter + tm.DeadAfter + 10*tm.Heartbeat)
+	var ds []time.Duration
+	start := time.Now()
+	for trial := 0; trial < trials && time.Since(start) < budget; trial++ {
+		victim := trial % n
+		ds = append(ds, c.killAndMeasure(victim, bound))
+		c.restart(victim)
+		c.waitConverged(2 * wideBound)
+		// Let the restarted process settle into the overlay.
+		time.Sleep(2 * tm.Heartbeat)
+	}
+	sorted := slices.Clone(ds)
+	slices.Sort(sorted)
+	t.Logf("kill -9 to dead at every survivor, %d processes, timings %s (heartbeat %v, suspect %v, dead %v): %d trials in %v: p50 %v, p99 %v, min %v, max %v; all: %v",
+		n, timings, tm.Heartbeat, tm.SuspectAfter, tm.DeadAfter, len(ds), time.Since(start).Round(time.Second),
+		percentile(sorted, 0.5).Round(time.Millisecond), percentile(sorted, 0.99).Round(time.Millisecond),
+		sorted[0].Round(time.Millisecond), sorted[len(sorted)-1].Round(time.Millisecond), roundAll(ds))
+}
+
+func roundAll(ds []time.Duration) []time.Duration {
+	out := make([]time.Duration, len(ds))
+	for i, d := range ds {
+		out[i] = d.Round(time.Millisecond)
+	}
+	return out
+}
+
+func TestFiguresProcessesJoiningAtOnce(t *testing.T) {
+	figuresOnly(t)
+	timings := envOr("TROUPE_FIGURES_TIMINGS", "fast")
+	runs, _ := strconv.Atoi(envOr("TROUPE_FIGURES_JOIN_RUNS", "3"))
+	for _, s := range strings.Split(envOr("TROUPE_FIGURES_JOIN", "20,50"), ",") {
+		n, err := strconv.Atoi(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for run := range runs {
+			t.Run(fmt.Sprintf("%d processes run %d", n, run), func(t *testing.T) {
+				c := startProcs(t, n, timings)
+				took := c.waitConverged(4 * wideBound)
+				t.Logf("%d processes spawned at once, timings %s: full view everywhere %v after spawning; %s",
+					n, timings, took.Round(time.Millisecond), c.joinFigures())
+			})
+		}
+	}
+}
