@@ -111,14 +111,11 @@ func (p *Pacer) Reset(now time.Time) {
 }
 
 func (p *Pacer) refill(now time.Time) {
-	if p.last.IsZero() || now.Before(p.last) {
-		if p.last.IsZero() {
-			p.last = now
-		}
+	if p.rate == 0 { // unpaced: the bucket stays full
+		p.tokens, p.last = p.burst, now
 		return
 	}
-	if p.rate == 0 {
-		p.tokens, p.last = p.burst, now
+	if !now.After(p.last) { // the same instant again, or a clock step back
 		return
 	}
 	p.tokens = min(p.burst, p.tokens+p.rate*now.Sub(p.last).Seconds())

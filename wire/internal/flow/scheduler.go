@@ -214,9 +214,11 @@ type envelope struct {
 
 type list struct{ head, tail int32 }
 
-type streamKey struct {
-	stream int32
-	key    uint64
+// keyOf mixes a stream index into a key for the per-key FIFO map. A collision
+// between two (stream, key) pairs, like one between two keys, only orders
+// their envelopes more strictly; a 64-bit key hashes faster than a struct.
+func keyOf(stream int32, key uint64) uint64 {
+	return key ^ (uint64(stream)+1)*0x9e3779b97f4a7c15
 }
 
 type schedStream struct {
@@ -250,7 +252,7 @@ type Scheduler struct {
 	nData   int     // data streams are order[len(order)-nData:]
 	slots   []envelope
 	free    int32
-	keys    map[streamKey]int32 // newest envelope of each key
+	keys    map[uint64]int32 // newest envelope of each (stream, key), by keyOf
 	aborts  list
 	pending int
 	// dataQueued is the unwritten bytes of envelopes on data streams.
@@ -276,7 +278,7 @@ func NewScheduler(cfg Config) (*Scheduler, error) {
 	s := &Scheduler{
 		cfg:    cfg,
 		free:   none,
-		keys:   make(map[streamKey]int32),
+		keys:   make(map[uint64]int32),
 		aborts: list{none, none},
 		est:    est,
 		pacer:  NewPacer(cfg.PacerBurst, cfg.PacerBurstTime),
@@ -364,7 +366,7 @@ func (s *Scheduler) enqueue(stream StreamID, key uint64, payload []byte, size in
 	if s.streams[si].cfg.Class == ClassData {
 		s.dataQueued += int64(size)
 	}
-	k := streamKey{int32(si), key}
+	k := keyOf(int32(si), key)
 	if tail, ok := s.keys[k]; ok {
 		s.slots[tail].nextKey = slot
 		e.prevKey = tail
@@ -454,7 +456,7 @@ func (s *Scheduler) unkey(slot int32) {
 	if e.nextKey != none {
 		s.slots[e.nextKey].prevKey = e.prevKey
 	} else {
-		k := streamKey{e.stream, e.key}
+		k := keyOf(e.stream, e.key)
 		if e.prevKey != none {
 			s.keys[k] = e.prevKey
 		} else {
