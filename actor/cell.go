@@ -176,7 +176,9 @@ func (c *cell[S, M]) loop() {
 				}
 				return
 			}
-			if idle == 0 && c.spin() {
+			// spin drops the lock: look at Close again before parking, or a
+			// goroutine could park after the clock's last tick and never wake.
+			if idle == 0 && (c.spin() || h.Closed()) {
 				continue
 			}
 			if c.wake == nil {
