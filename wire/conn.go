@@ -38,11 +38,12 @@ func (c *liveConn) Close() error {
 	return err
 }
 
-// fresh reports whether this side cannot resume with peer: it holds no
-// session with exactly that identity, or the peer does not know our
-// current incarnation.
+// freshLocked reports whether this side cannot resume with peer: it
+// holds no session with exactly that identity. It is read after the old
+// connection is fenced, never from the hello: a hello may predate the
+// activation of another connection of a simultaneous dial.
 func (s *session) freshLocked(peer hello) bool {
-	return s.id != peer.Node || peer.Known != s.t.loc.node.Incarnation
+	return s.id != peer.Node
 }
 
 // resumeAsAcceptor arbitrates a completed handshake, then exchanges resume
@@ -80,41 +81,80 @@ func (s *session) resumeAsAcceptor(ctx context.Context, hc *hsConn) error {
 		s.mu.Unlock()
 		return supersede(hc)
 	}
-	s.fenceLocked()
-	s.activating = hc
+	s.takeSlotLocked(hc)
 	counts := s.countsLocked()
 	fresh := s.freshLocked(hc.peer)
 	s.mu.Unlock()
 
 	if err := writeResume(hc, fresh, counts); err != nil {
-		hc.Close()
-		return err
+		return s.abandon(hc, err)
 	}
-	theirFresh, theirs, err := readResume(ctx, hc)
+	theirFresh, theirs, confirm, err := readResume(ctx, hc)
+	if err == nil && confirm {
+		err = frameErr(ErrMalformedFrame, Header{Type: FrameResume}, "confirm from the dialer")
+	}
 	if err != nil {
-		hc.Close()
-		return err
+		return s.abandon(hc, err)
 	}
 	return s.activate(hc, fresh || theirFresh, theirs)
+}
+
+// takeSlotLocked makes hc the connection in its resume exchange. Whatever
+// connection held the slot is closed, and the active one fenced, before
+// the counts are snapshotted: a side never makes a connection its own
+// other than the one it last sent counts on, so the counts the peer acts
+// on are never stale.
+func (s *session) takeSlotLocked(hc *hsConn) {
+	if old := s.activating; old != nil && old != hc {
+		old.Close()
+	}
+	s.fenceLocked()
+	s.activating = hc
+}
+
+// abandon gives up a connection in its resume exchange. If it was the one
+// the session was waiting for, the session is without a connection again
+// and dials if it can.
+func (s *session) abandon(hc *hsConn, err error) error {
+	hc.Close()
+	s.mu.Lock()
+	if s.activating == hc {
+		s.activating = nil
+		if s.conn == nil && !s.t.isClosed() {
+			s.ensureDialLocked()
+		}
+	}
+	s.mu.Unlock()
+	return err
 }
 
 // resumeAsDialer waits for the acceptor's verdict, then answers with our
 // counts.
 func (s *session) resumeAsDialer(ctx context.Context, hc *hsConn) error {
-	theirFresh, theirs, err := readResume(ctx, hc)
+	theirFresh, theirs, confirm, err := readResume(ctx, hc)
+	if err == nil && confirm {
+		err = frameErr(ErrMalformedFrame, Header{Type: FrameResume}, "confirm before counts")
+	}
 	if err != nil {
 		hc.Close()
 		return err
 	}
 	s.mu.Lock()
-	s.fenceLocked()
-	s.activating = hc
+	s.takeSlotLocked(hc)
 	counts := s.countsLocked()
 	fresh := s.freshLocked(hc.peer)
 	s.mu.Unlock()
 	if err := writeResume(hc, fresh, counts); err != nil {
-		hc.Close()
-		return err
+		return s.abandon(hc, err)
+	}
+	// The acceptor's counts are only good if it makes this connection
+	// its own: wait for its confirmation.
+	_, _, confirm, err = readResume(ctx, hc)
+	if err == nil && !confirm {
+		err = frameErr(ErrMalformedFrame, Header{Type: FrameResume}, "counts twice")
+	}
+	if err != nil {
+		return s.abandon(hc, err)
 	}
 	return s.activate(hc, fresh || theirFresh, theirs)
 }
@@ -146,7 +186,12 @@ func writeResume(hc *hsConn, fresh bool, c resumeCounts) error {
 	return err
 }
 
-func readResume(ctx context.Context, hc *hsConn) (bool, resumeCounts, error) {
+func readResume(ctx context.Context, hc *hsConn) (fresh bool, c resumeCounts, confirm bool, err error) {
+	fresh, c, err = readResumeFrame(ctx, hc, &confirm)
+	return fresh, c, confirm, err
+}
+
+func readResumeFrame(ctx context.Context, hc *hsConn, confirm *bool) (bool, resumeCounts, error) {
 	if dl, ok := ctx.Deadline(); ok {
 		hc.SetReadDeadline(dl)
 		defer hc.SetReadDeadline(time.Time{})
@@ -157,6 +202,13 @@ func readResume(ctx context.Context, hc *hsConn) (bool, resumeCounts, error) {
 	}
 	switch f.Type {
 	case FrameResume:
+		if f.Flags&FlagConfirm != 0 {
+			*confirm = true
+			if len(f.Payload) != 0 || f.Flags&FlagFresh != 0 {
+				return false, resumeCounts{}, frameErr(ErrMalformedFrame, f.Header, "confirm with a payload")
+			}
+			return false, resumeCounts{}, nil
+		}
 		c, err := parseResume(f.Header, f.Payload)
 		return f.Flags&FlagFresh != 0, c, err
 	case FrameGoodbye:
@@ -189,8 +241,20 @@ func (s *session) activate(hc *hsConn, fresh bool, theirs resumeCounts) error {
 	if s.activating != hc || s.closing || t.isClosed() {
 		s.mu.Unlock()
 		closeCodecs(enc, dec)
-		hc.Close()
-		return errSuperseded
+		return s.abandon(hc, errSuperseded)
+	}
+	if !hc.dialer {
+		// Tell the dialer, before any data, that this connection is now
+		// the session's. The frame is tiny and first on a fresh
+		// connection, so writing it under the lock cannot block long.
+		hc.SetWriteDeadline(time.Now().Add(t.cfg.HandshakeTimeout))
+		_, err := hc.Write(appendFrame(nil, FrameResume, FlagConfirm, 0, nil))
+		hc.SetWriteDeadline(time.Time{})
+		if err != nil {
+			s.mu.Unlock()
+			closeCodecs(enc, dec)
+			return s.abandon(hc, err)
+		}
 	}
 	s.activating = nil
 	now := time.Now()

@@ -3,6 +3,7 @@ package wire
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"sync"
 	"testing"
@@ -10,6 +11,23 @@ import (
 
 	"github.com/troupe-go/troupe/internal/faultnet"
 )
+
+// describe dumps a transport's sessions for failure messages.
+func describe(tr *Transport) string {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	out := fmt.Sprintf("%v:", tr.Self())
+	for k, s := range tr.sessions {
+		s.mu.Lock()
+		conn := "none"
+		if s.conn != nil {
+			conn = s.conn.LocalAddr().String() + "->" + s.conn.RemoteAddr().String()
+		}
+		out += fmt.Sprintf("\n  %s id=%v conn=%s dialing=%v activating=%v queued=%d replay=%d up=%v", k, s.id, conn, s.dialing, s.activating != nil, len(s.queued), len(s.replay), s.up)
+		s.mu.Unlock()
+	}
+	return out
+}
 
 // activeConns returns the local and remote addresses of a session's active
 // connection, if any.
@@ -62,8 +80,11 @@ func TestSimultaneousDialKeepsOneConnectionAndLosesNothingIn100SeededTrials(t *t
 		}
 		wg.Wait()
 		for _, s := range all {
-			if err := waitReceipt(t, s.r); err != nil {
-				t.Fatalf("trial %d: %s: %v", trial, s.tag, err)
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			err := s.r.Wait(ctx)
+			cancel()
+			if err != nil {
+				t.Fatalf("trial %d: %s: %v\n%s\n%s", trial, s.tag, err, describe(fp.nodes[0]), describe(fp.nodes[1]))
 			}
 		}
 		// Both sides must settle on the same single connection.

@@ -70,11 +70,15 @@ const (
 	// peer's identity (or the peer restarted): both sides start afresh and
 	// fail whatever they had pending.
 	FlagFresh Flags = 1 << 0
+	// FlagConfirm marks the acceptor's last handshake frame, sent when it
+	// has made the connection the session's: the dialer makes it its own
+	// only then. Its payload is empty.
+	FlagConfirm Flags = 1 << 1
 )
 
 var allowedFlags = [...]Flags{
 	FrameData:   FlagFirst | FlagLast | FlagCompressed,
-	FrameResume: FlagFresh,
+	FrameResume: FlagFresh | FlagConfirm,
 }
 
 func (t FrameType) allowed(f Flags) bool {

@@ -32,8 +32,10 @@ type hello struct {
 	MaxMessage uint64   `msgpack:"max_message"`
 	Window     uint64   `msgpack:"window"`
 	// Known is the incarnation of the peer at this address with which
-	// the sender still holds a session, 0 if none. The session resumes
-	// only if each side knows the other's current incarnation.
+	// the sender held a session when it sent the hello, 0 if none. It is
+	// advisory (for logs and diagnosis): the resume frames, sent after
+	// any previous connection is fenced, decide whether the session
+	// resumes.
 	Known uint64 `msgpack:"known"`
 }
 

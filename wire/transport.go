@@ -432,9 +432,11 @@ func (s *session) dialLoop(ctx context.Context) {
 		s.mu.Unlock()
 
 		err := s.dialOnce(ctx, known)
-		if err == nil || errors.Is(err, errSuperseded) {
+		if err == nil {
 			return
 		}
+		// A superseded dial loops too: the loop ends at the top once the
+		// connection that won is active, and dials again if it failed.
 		var refused *Refused
 		if errors.As(err, &refused) && refused.Reason != RefusedTimeout {
 			// A refusal is a configuration mismatch; retrying will not
