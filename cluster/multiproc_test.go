@@ -143,12 +143,30 @@ func runHelperNode() int {
 	}
 }
 
+// lockedBuffer collects a child's stderr while the test may read it.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
 // proc is one member process, as its parent sees it.
 type proc struct {
 	addr   string
 	cmd    *exec.Cmd
 	stdin  io.WriteCloser
-	stderr bytes.Buffer
+	stderr lockedBuffer
 	read   chan struct{} // closed when stdout is drained
 
 	mu       sync.Mutex
