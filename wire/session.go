@@ -401,8 +401,6 @@ func (s *session) deliver(st StreamID) {
 	}
 }
 
-var debugFresh func(string)
-
 // pristineLocked reports whether nothing was received from the peer and
 // the peer credited nothing: the session's resend buffers still start at
 // position 0.
@@ -477,13 +475,7 @@ func (s *session) resumeLocked(peer NodeID, fresh bool, theirs resumeCounts, now
 		s.t.emit(PeerEvent{Peer: s.id, Up: false, Err: ErrPeerRestarted})
 		s.up = false
 	default:
-		if debugFresh != nil {
-			var rc, cc [NumStreams]int64
-			for i := range s.recv {
-				rc[i], cc[i] = s.recv[i].Received(), s.sched.Credit(flow.StreamID(i)).Consumed()
-			}
-			debugFresh(fmt.Sprintf("%v drops session with %v: received %v consumed %v", s.t.Self(), peer, rc, cc))
-		}
+		s.t.log.Warn("troupe: wire: peer holds no session with us; failing what was pending", "peer", peer)
 		s.failAllLocked(fmt.Errorf("%w: %v dropped the session", ErrPeerDead, peer))
 	}
 	s.id = peer
