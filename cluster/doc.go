@@ -1,7 +1,95 @@
 // Package cluster implements Troupe's membership: who is in the cluster,
-// what each member is believed to be, and whether this node may own actors.
+// what each member is believed to be, and whether this node may own
+// actors. docs/membership.md describes the protocol in full.
+//
+// # Model
+//
+// A member is a process lifetime, named by a NodeID: its advertised
+// address and a process incarnation chosen at start. A Member record adds
+// the membership incarnation (raised only by the member itself, to order
+// its own announcements), a status (alive, leaving, suspect, dead, left)
+// and the actor types it hosts. Records merge by a join semilattice (see
+// Merge): the newest membership incarnation wins, then the later status;
+// left overrides any incarnation; the highest incarnation of any evidence
+// is kept, so stale alive gossip never undoes a verdict. A Table adds the
+// address rule: an older process at an address that a newer one took is
+// left at once.
+//
+// # The core
+//
+// Core is a deterministic state machine in the style of etcd's raft: no
+// goroutines, clock or sockets. The runtime calls Tick with the time, Step
+// with each received Message and Heard with when bytes last arrived from a
+// peer, then drains Ready for the messages to send, the events to publish
+// and the new member set for placement. Random choices come from a seeded
+// generator, and nothing iterates a map where order matters, so the same
+// inputs give the same outputs.
+//
+// # Dissemination
+//
+// Seeds are first contacts only. Changed records are piggybacked on pings
+// and acks and pushed at once to the neighbours, each at most
+// RetransmitMult×ceil(log2(N+1)) times; every AntiEntropy a node exchanges
+// full tables with a random member. Neighbours form a HyParView-style
+// overlay: a symmetric active view (about 5) that carries heartbeats and
+// gossip, and a passive view (about 30) of replacements.
+//
+// # Failure detection
+//
+// A node watches its neighbours and, each Heartbeat, probes the
+// least-recently-heard other member. Silence is measured from the last
+// membership message or, up to DeadAfter beyond it, the last bytes heard.
+// After SuspectAfter an observer accuses (suspect); after SuspectAfter +
+// DeadAfter, with enough distinct accusers (two, fewer only when fewer
+// observers exist), it declares the member dead. A member refutes a
+// verdict about itself by raising its membership incarnation. A node that
+// hears nobody, or whose ticks run late, doubts itself first: it stretches
+// its timeouts and accuses no one.
+//
+// # Standing
+//
+// A node owns non-pinned actors only while it sees a majority of the
+// member set alive; after losing it, it steps down once DeadAfter/2 has
+// passed, and resumes as soon as it sees a majority again. Only a node
+// that sees a majority removes dead members (marks them left) after
+// RemoveAfter; left records are forgotten after TombstoneTTL. Member-set
+// changes are applied by placement one member per step, joiners first, in
+// the order PlanChanges derives alike on every node.
+//
+// # Testing
+//
+// MemNetwork is a seeded, virtual-time network (delay, loss, partitions,
+// paused endpoints) implementing Transport. Scenario tests drive clusters of
+// 2 to 40 cores on it; simulations run 200 nodes by default and 1000 with
+// TROUPE_SIM_NODES=1000.
 //
 // # Status
 //
-// Work in progress; see the end of this comment once the core lands.
+// Done: records, merge and table with rapid properties; msgpack codec with
+// fuzzed decoders; the core (join, gossip, anti-entropy, overlay, probes,
+// detection with confirmations, local health, refutation, leave, standing,
+// removal, tombstones, member-set plans); Config with presets and
+// Validate; the in-memory network; scenario tests and simulations.
+//
+// Next session:
+//   - The runtime: a goroutine-owning Node façade that ticks the core from
+//     the placement loop, feeds Heard from Transport.LastHeard, sends Ready
+//     messages over a wire-backed Transport (membership stream), calls
+//     PeerDead, and publishes events to observers; Shutdown(ctx) with an
+//     orderly leave. Config.TLS, Config.AddressMap, ClusterName and Bind
+//     are declared but only the runtime will use them.
+//   - Observer interface for events (events are in Ready today).
+//   - Real-process tests (kill -9, SIGSTOP/SIGCONT, netns partitions with
+//     nftables) and the CPU-starvation run; BENCHMARKS.md figures.
+//   - Standing is a timing argument (step-down grace DeadAfter/2 versus
+//     the peers' SuspectAfter+DeadAfter); fence ownership with an epoch in
+//     placement as well. In the 40|60 simulations the margin is about
+//     0.1 s with FastTimings (1 s with the defaults).
+//   - A record forgotten after TombstoneTTL can come back if some node
+//     missed it for that long (it then dies again by silence); consider
+//     keeping a compact forgotten-identity digest.
+//   - Leaving members count as alive for majority; a node that never
+//     calls CompleteLeave stays leaving until it dies.
+//   - The least-recently-heard probe scans the table each Heartbeat
+//     (O(N)); fine at 1000, a heap would do better beyond.
 package cluster

@@ -425,3 +425,28 @@ func TestSameSeedSameTrace(t *testing.T) {
 		t.Fatalf("expected two runs with one seed to produce one trace; got %d and %d events", len(a), len(b))
 	}
 }
+
+func TestRemovedMinorityLearnsItOnHealAndRejoinsAfterRestart(t *testing.T) {
+	s := newSim(t, simOptions{seed: 35})
+	addrs := s.cluster(5)
+	minority := addrs[:2]
+	s.net.Partition(minority, addrs[2:])
+	if _, ok := s.until(fast.RemoveAfter+fast.SuspectAfter+fast.DeadAfter+10*fast.Heartbeat, func() bool {
+		return s.allSee(addrs[2:], minority, StatusLeft)
+	}); !ok {
+		t.Fatal("expected the majority to remove the minority")
+	}
+	s.net.Heal()
+	if d, ok := s.until(20*fast.Heartbeat, func() bool {
+		return s.nodes[minority[0]].core.Removed() && s.nodes[minority[1]].core.Removed()
+	}); !ok {
+		t.Fatalf("expected removed processes to learn it once the partition heals; not after %v", d)
+	}
+	for _, a := range minority {
+		s.kill(a)
+		s.start(a, addrs[2])
+	}
+	if d, ok := s.until(20*fast.Heartbeat, func() bool { return s.allSee(addrs, addrs, StatusAlive) }); !ok {
+		t.Fatalf("expected the restarted processes to rejoin; not after %v", d)
+	}
+}

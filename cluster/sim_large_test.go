@@ -3,6 +3,7 @@ package cluster
 import (
 	"math"
 	"os"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -96,7 +97,7 @@ func TestSimulationConvergesAfterJoinAndDeath(t *testing.T) {
 			joiner := addr(n)
 			s.start(joiner, addrs[n/2])
 			all := append(addrs, joiner)
-			d, ok := s.until(30*fast.AntiEntropy, func() bool { return s.allSee(all, []string{joiner}, StatusAlive) })
+			d, ok := s.untilStep(30*fast.AntiEntropy, 5*time.Millisecond, func() bool { return s.allSee(all, []string{joiner}, StatusAlive) })
 			if !ok {
 				t.Fatalf("expected all %d nodes to see the joiner; not after %v", n, d)
 			}
@@ -107,7 +108,7 @@ func TestSimulationConvergesAfterJoinAndDeath(t *testing.T) {
 			vid := s.nodes[victim].core.ID()
 			killed := s.net.Now()
 			s.kill(victim)
-			d, ok = s.until(30*fast.AntiEntropy, func() bool { return s.allSee(all, []string{victim}, StatusDead) })
+			d, ok = s.untilStep(30*fast.AntiEntropy, 5*time.Millisecond, func() bool { return s.allSee(all, []string{victim}, StatusDead) })
 			if !ok {
 				t.Fatalf("expected all survivors to see the victim dead; not after %v", d)
 			}
@@ -230,5 +231,29 @@ func TestSimulationPartitionMinorityStepsDownBeforeBeingDeclaredDead(t *testing.
 		n, k, n-k, lastDown, firstDead, fast.SuspectAfter+fast.DeadAfter)
 	if firstDead >= 0 && lastDown >= firstDead {
 		t.Errorf("expected every minority node to step down before the majority declared any of them dead; last step-down %v, first verdict %v", lastDown, firstDead)
+	}
+}
+
+// TestDetectionTimeWithDefaultTimings kills one node of ten in 30 seeded
+// trials with DefaultTimings and reports, in virtual time, how long until
+// every survivor sees it dead (p50 and max).
+func TestDetectionTimeWithDefaultTimings(t *testing.T) {
+	def := DefaultTimings()
+	var times []time.Duration
+	for trial := range 30 {
+		s := newSim(t, simOptions{seed: uint64(3000 + trial), timings: def, mem: MemOptions{MinDelay: 200 * time.Microsecond, MaxDelay: 2 * time.Millisecond}})
+		addrs := s.cluster(10)
+		victim := addrs[1+trial%9]
+		s.kill(victim)
+		d, ok := s.untilStep(10*def.SuspectAfter, 10*time.Millisecond, func() bool { return s.allSee(addrs, []string{victim}, StatusDead) })
+		if !ok {
+			t.Fatalf("trial %d: expected every survivor to see the victim dead; not after %v", trial, d)
+		}
+		times = append(times, d)
+	}
+	slices.Sort(times)
+	t.Logf("kill -> every survivor sees dead, 10 nodes, default timings, 30 trials: p50 %v, max %v", times[len(times)/2], times[len(times)-1])
+	if limit := def.SuspectAfter + def.DeadAfter + 2*def.Heartbeat; times[len(times)-1] > limit {
+		t.Errorf("expected every trial within SuspectAfter+DeadAfter+2 heartbeats = %v; the worst took %v", limit, times[len(times)-1])
 	}
 }

@@ -142,6 +142,11 @@ func (s *sim) run(d time.Duration) { s.net.RunFor(d) }
 // until runs in steps of one tick until cond holds or limit passes, and
 // returns the virtual time it took.
 func (s *sim) until(limit time.Duration, cond func() bool) (time.Duration, bool) {
+	return s.untilStep(limit, s.tick, cond)
+}
+
+// untilStep is until with a chosen step, for finer measurements.
+func (s *sim) untilStep(limit, step time.Duration, cond func() bool) (time.Duration, bool) {
 	start := s.net.Now()
 	for {
 		if cond() {
@@ -150,7 +155,7 @@ func (s *sim) until(limit time.Duration, cond func() bool) (time.Duration, bool)
 		if s.net.Now().Sub(start) >= limit {
 			return s.net.Now().Sub(start), false
 		}
-		s.net.RunFor(s.tick)
+		s.net.RunFor(step)
 	}
 }
 
