@@ -81,6 +81,7 @@ type session struct {
 	await       [NumStreams][]awaitCredit
 	resend      [NumStreams][]sentFrame // written and not yet credited, by position
 	replay      []sentFrame             // to write again first, after a resume
+	resent      int64                   // chunk bytes rewritten after resumes, for measurement
 	recv        [NumStreams]flow.RecvCredit
 	partial     [NumStreams]map[uint64]*partialEnv
 	started     [NumStreams]int64 // highest envelope id started by the peer, -1 if none
@@ -257,6 +258,7 @@ func (s *session) nextFramesLocked(now time.Time, out []outFrame, budget int) ([
 			typ = FrameAbort
 		} else {
 			s.sched.Estimator().OnSend(flow.StreamID(f.stream), f.end(), len(f.payload), now)
+			s.resent += int64(len(f.payload))
 		}
 		out = append(out, outFrame{typ: typ, stream: f.stream, data: f})
 		size += len(f.payload) + HeaderSize
