@@ -145,6 +145,11 @@ func Start(ctx context.Context, cfg Config, tr Transport, opts ...NodeOption) (*
 	select {
 	case <-n.joined:
 		return n, nil
+	default:
+	}
+	select {
+	case <-n.joined:
+		return n, nil
 	case <-ctx.Done():
 		n.Close()
 		return nil, fmt.Errorf("troupe: join through seeds %v: %w", n.cfg.Seeds, ctx.Err())

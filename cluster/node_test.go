@@ -613,3 +613,19 @@ func TestFailedHandoverLeavesTheNodeLeavingAndLeaveCanBeRetried(t *testing.T) {
 		t.Error("expected the node to be removed after Leave")
 	}
 }
+
+func TestLeaveDoesNotWaitForANeighbourThatDiedSilently(t *testing.T) {
+	c := startCluster(t, 3)
+	ids := c.ids()
+	waitUntil(t, wideBound, "convergence", allSee(c.nodes, ids, StatusAlive), func() string { return views(c.nodes, ids) })
+	c.nodes[2].crash()
+	ctx, cancel := context.WithTimeout(t.Context(), wideBound)
+	defer cancel()
+	start := time.Now()
+	if err := c.nodes[0].node.Leave(ctx); err != nil {
+		t.Fatalf("expected Leave to complete although a neighbour is gone: %v", err)
+	}
+	t.Logf("Leave with a silently dead neighbour took %v (MessageTTL 2s bounds the flush)", time.Since(start).Round(time.Millisecond))
+	waitUntil(t, wideBound, "the live member to see the leaver left",
+		allSee(c.nodes[1:2], ids[:1], StatusLeft), func() string { return views(c.nodes[1:2], ids[:1]) })
+}

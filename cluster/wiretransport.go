@@ -96,6 +96,9 @@ func (t *WireTransport) SetReceiver(deliver func(ctx context.Context, m Message)
 // claimed sender is not the identity wire authenticated at the handshake
 // is dropped.
 func (t *WireTransport) receive(from wire.NodeID, payload []byte) {
+	if t.ctx.Err() != nil {
+		return
+	}
 	m, err := DecodeMessage(payload)
 	if err != nil {
 		t.log.Debug("membership: dropped undecodable message", "from", from, "err", err)
@@ -183,14 +186,22 @@ func (t *WireTransport) track(r *wire.Receipt) {
 }
 
 // Flush waits until every message sent so far has been taken by its peer
-// or has failed (expired, peer dead or restarted), or ctx ends.
+// or has failed (expired, peer dead or restarted), for at most MessageTTL:
+// a message written to a peer that has silently died would otherwise hold
+// it until wire gives the peer up. It returns ctx's error if ctx ends
+// first.
 func (t *WireTransport) Flush(ctx context.Context) error {
 	t.mu.Lock()
 	pending := append([]*wire.Receipt(nil), t.pending...)
 	t.mu.Unlock()
+	limit := time.NewTimer(t.ttl)
+	defer limit.Stop()
 	for _, r := range pending {
 		select {
 		case <-r.Done():
+		case <-limit.C:
+			t.log.Debug("membership: flush gave up on messages not yet taken", "after", t.ttl)
+			return nil
 		case <-ctx.Done():
 			return ctx.Err()
 		}
