@@ -287,6 +287,9 @@ func (c *Core) Tick(now time.Time) {
 		c.nextAntiEntropy = now.Add(c.t.AntiEntropy)
 		c.antiEntropy()
 	}
+	if c.joined {
+		c.updateIsolation()
+	}
 	c.detect()
 	c.updateStanding()
 	c.flush()

@@ -185,24 +185,28 @@ func (c *Core) noteLateTick(now time.Time) {
 }
 
 // updateHealth runs once per Heartbeat: the score falls while this node
-// hears somebody and rises while it hears nobody; a node that heard nobody
-// for SuspectAfter is isolated.
+// hears somebody and rises while it hears nobody.
 func (c *Core) updateHealth() {
 	if c.members <= 1 {
-		c.health, c.isolated = 0, false
-		c.setHealthy(c.now.After(c.quietUntil) || c.now.Equal(c.quietUntil))
-		return
-	}
-	if c.now.Sub(c.lastAny) <= 2*c.t.Heartbeat {
+		c.health = 0
+	} else if c.now.Sub(c.lastAny) <= 2*c.t.Heartbeat {
 		c.health = max(0, c.health-1)
 	} else {
 		c.health = min(maxHealth, c.health+1)
 	}
+	c.updateIsolation()
+}
+
+// updateIsolation runs on every Tick: a node that has heard nobody for
+// SuspectAfter (while there is somebody to hear) is isolated, accuses no
+// one and counts only itself towards a majority. Checking it each tick,
+// not each Heartbeat, keeps an isolated node's step-down prompt.
+func (c *Core) updateIsolation() {
 	base := c.lastAny
 	if c.joinedAt.After(base) {
 		base = c.joinedAt
 	}
-	c.isolated = c.now.Sub(base) > c.t.SuspectAfter
+	c.isolated = c.members > 1 && c.now.Sub(base) > c.t.SuspectAfter
 	c.setHealthy(c.health == 0 && !c.isolated && !c.now.Before(c.quietUntil))
 }
 
