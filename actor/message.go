@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"time"
+
+	"github.com/troupe-go/troupe/internal/host"
 )
 
 // Reply marks a message as a request to actors whose message type is M,
@@ -144,6 +147,15 @@ func (d Deferred[R]) Fail(err error) bool {
 func Pipe[S, M, M2 any, Q Request[M2, R], R any](c *Context[S, M], ref Ref[M2], q Q, wrap func(R, error) M) {
 	k, key := c.cell.k, c.cell.key
 	back := func(r R, err error) {
+		// wrap may run on a timer's goroutine: its panic must not crash
+		// the process, nor fail the actor that answered.
+		defer func() {
+			if p := recover(); p != nil {
+				perr := &PanicError{Value: p, Stack: debug.Stack()}
+				k.h.Emit(host.Event{Kind: host.MessageDropped, Type: k.def.name, Key: key, Reason: "piped answer: wrap panicked", Err: perr})
+				k.h.Logger.Warn("troupe: piped answer dropped", "actor", k.def.name, "key", key, "err", perr)
+			}
+		}()
 		if terr := k.deliverAnswer(key, wrap(r, err)); terr != nil && !errors.Is(terr, ErrSystemClosed) {
 			k.h.Logger.Warn("troupe: piped answer not delivered", "actor", k.def.name, "key", key, "err", terr)
 		}

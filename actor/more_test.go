@@ -224,3 +224,42 @@ func TestReleaseResetsBecome(t *testing.T) {
 		}
 	}
 }
+
+func TestPanickingPipeWrapDoesNotCrashOrBlameTheTarget(t *testing.T) {
+	evs := newEvents()
+	started, ended := make(chan string, 1), make(chan error, 1)
+	slow := stalling("slow", started, ended, actor.WithAskTimeout(10*time.Millisecond))
+	def := actor.Define("piper", func(c *actor.Context[int, ProbeMsg], m ProbeMsg) error {
+		switch m := m.(type) {
+		case Note:
+			wrap := func(s string, err error) ProbeMsg { panic("wrap boom") }
+			if m.Op == "timeout" {
+				actor.Pipe(c, slow.Ref(c.System(), "s"), Do{Op: "stall"}, wrap) // wrap runs on a timer
+			} else {
+				actor.Pipe(c, slow.Ref(c.System(), "s"), Do{Op: "answer"}, wrap) // wrap runs in slow's handler
+			}
+		case Do:
+			return actor.Respond(c, m, "alive")
+		}
+		return nil
+	})
+	sys := newSystem(t, system.Config{Observer: evs.observe}, def, slow)
+	ctx := ctxT(t)
+	for _, op := range []string{"timeout", "answer"} {
+		if err := def.Ref(sys, "k").Tell(ctx, Note{Op: op}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitUntil(t, "both piped answers to be dropped", func() bool {
+		return evs.count(func(e system.Event) bool {
+			var pe *actor.PanicError
+			return e.Kind == system.MessageDropped && e.Actor.Key == "k" && errors.As(e.Err, &pe)
+		}) == 2
+	})
+	if n := evs.count(func(e system.Event) bool { return e.Kind == system.ActivationFailed }); n != 0 {
+		t.Errorf("a panicking wrap failed an actor: %v", evs.snapshot())
+	}
+	if got, err := actor.Ask(ctx, def.Ref(sys, "k"), Do{}); err != nil || got != "alive" {
+		t.Errorf("Ask = %q, %v", got, err)
+	}
+}
