@@ -10,10 +10,12 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -655,4 +657,135 @@ func TestFiguresProcessesJoiningAtOnce(t *testing.T) {
 			})
 		}
 	}
+}
+
+// TestFiguresNoFalseDeadUnderStarvation runs an in-process cluster the
+// way the memberlist anchor was measured: GOMAXPROCS=1, 64 busy goroutines
+// and two external CPU hogs (child processes spinning), and counts death
+// verdicts about members that are all alive. TROUPE_FIGURES_STARVE sets the
+// duration (default 60s; the issue asks 10m), TROUPE_FIGURES_TIMINGS the
+// timings (default 1s,2s,2s, comparable to memberlist's LocalConfig).
+func TestFiguresNoFalseDeadUnderStarvation(t *testing.T) {
+	figuresOnly(t)
+	d, err := time.ParseDuration(envOr("TROUPE_FIGURES_STARVE", "60s"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	timings := envOr("TROUPE_FIGURES_TIMINGS", "1s,2s,2s")
+	tm, err := parseTimings(timings)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 5
+	lns := make([]net.Listener, n)
+	addrs := make([]string, n)
+	for i := range lns {
+		lns[i] = listenLoopback(t)
+		addrs[i] = lns[i].Addr().String()
+	}
+	c := &testCluster{t: t, nodes: make([]*wireNode, n)}
+	t.Cleanup(c.closeAll)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*wideBound)
+	defer cancel()
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for i := range n {
+		wg.Go(func() {
+			c.nodes[i], errs[i] = startWireNode(ctx, wireNodeOptions{ln: lns[i], seeds: addrs[:3], timings: tm})
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	ids := c.ids()
+	waitUntil(t, 2*wideBound, "convergence", allSee(c.nodes, ids, StatusAlive), func() string { return views(c.nodes, ids) })
+
+	var mu sync.Mutex
+	counts := map[Status]int{}
+	var subsDone sync.WaitGroup
+	for _, w := range c.nodes {
+		sub := w.node.Subscribe(1 << 14)
+		defer sub.Close()
+		subsDone.Go(func() {
+			for e := range sub.Events() {
+				if e.Kind == EventMemberUpdated && e.Member.ID != w.node.ID() {
+					mu.Lock()
+					counts[e.Member.Status]++
+					mu.Unlock()
+				}
+			}
+		})
+	}
+
+	// Starve: two spinning child processes, one P, 64 spinning goroutines.
+	var hogs []*exec.Cmd
+	for range 2 {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestHelperHog$", "-test.count=1")
+		cmd.Env = append(os.Environ(), "TROUPE_HELPER_HOG=1")
+		// The hog ends when this pipe closes, even if this process dies.
+		if _, err := cmd.StdinPipe(); err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		hogs = append(hogs, cmd)
+	}
+	defer func() {
+		for _, h := range hogs {
+			h.Process.Kill()
+			h.Wait()
+		}
+	}()
+	prev := runtime.GOMAXPROCS(1)
+	var stop atomic.Bool
+	var spin sync.WaitGroup
+	for range 64 {
+		spin.Go(func() {
+			for !stop.Load() {
+			}
+		})
+	}
+	// Measure how late a timer fires meanwhile.
+	var late time.Duration
+	end := time.Now().Add(d)
+	for time.Now().Before(end) {
+		at := time.Now()
+		time.Sleep(100 * time.Millisecond)
+		late = max(late, time.Since(at)-100*time.Millisecond)
+	}
+	stop.Store(true)
+	spin.Wait()
+	runtime.GOMAXPROCS(prev)
+	// Let verdicts reached during the starvation arrive.
+	time.Sleep(tm.SuspectAfter + tm.DeadAfter)
+	for _, w := range c.nodes {
+		w.node.Close()
+	}
+	subsDone.Wait()
+	mu.Lock()
+	defer mu.Unlock()
+	t.Logf("%d members, timings %s, %v of starvation (GOMAXPROCS=1, 64 spinning goroutines, 2 hog processes; a 100ms sleep woke up to %v late): false dead %d, false left %d, suspicions %d, refutations to alive %d",
+		n, timings, d, late.Round(time.Millisecond), counts[StatusDead], counts[StatusLeft], counts[StatusSuspect], counts[StatusAlive])
+	if counts[StatusDead] > 0 || counts[StatusLeft] > 0 {
+		t.Errorf("expected no member to be declared dead or removed while all were alive; got %d dead and %d left verdicts", counts[StatusDead], counts[StatusLeft])
+	}
+}
+
+// TestHelperHog is not a test: it spins one CPU for a starvation figure.
+func TestHelperHog(t *testing.T) {
+	if os.Getenv("TROUPE_HELPER_HOG") != "1" {
+		t.Skip("runs only as a child process of the starvation figure")
+	}
+	go func() {
+		io.Copy(io.Discard, os.Stdin)
+		os.Exit(0)
+	}()
+	deadline := time.Now().Add(30 * time.Minute)
+	for time.Now().Before(deadline) {
+	}
+	os.Exit(0)
 }
