@@ -52,6 +52,8 @@ type Core struct {
 	probes     []pending
 	health     int
 	quietUntil time.Time
+	usualGap   time.Duration // smoothed interval between ticks
+	deafBase   time.Time     // isolation clock, moved forward by deaf time
 	healthy    bool
 
 	gossip *broadcasts
@@ -124,6 +126,7 @@ func NewCore(cfg Config, incarnation uint64, now time.Time) (*Core, error) {
 	c.memberSetDirty = true
 	// Desynchronise periodic work across nodes started together.
 	c.nextHeartbeat = now
+	c.usualGap = c.t.Heartbeat / 4
 	c.nextAntiEntropy = now.Add(time.Duration(c.rng.Int64N(int64(c.t.AntiEntropy))))
 	return c, nil
 }

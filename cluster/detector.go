@@ -171,17 +171,59 @@ func (c *Core) leastRecentlyHeard() (NodeID, bool) {
 	return best, found
 }
 
-// noteLateTick detects that this node's own loop ran late (CPU starvation,
-// a pause): silence it measured meanwhile says more about itself than
-// about its peers, so it raises its health score and accuses no one for a
-// SuspectAfter.
+// noteLateTick accounts for this node's own loop running late (CPU
+// starvation, a pause). While the loop did not run it could not hear, and
+// what peers sent meanwhile is still queued behind this tick, so:
+//
+//   - every gap beyond twice the usual tick interval (at least
+//     Heartbeat/4) is credited to the watched peers: their silence is
+//     measured without the time this node was deaf;
+//   - a gap beyond 2×Heartbeat also raises the health score (stretching
+//     timeouts) and silences accusations for SuspectAfter.
 func (c *Core) noteLateTick(now time.Time) {
-	if c.lastTick.IsZero() || now.Sub(c.lastTick) <= 2*c.t.Heartbeat {
+	if c.lastTick.IsZero() {
+		return
+	}
+	gap := now.Sub(c.lastTick)
+	if allowed := max(2*c.usualGap, c.t.Heartbeat/4); gap > allowed {
+		c.creditDeafTime(gap - allowed)
+	}
+	c.usualGap += (min(gap, c.t.Heartbeat) - c.usualGap) / 16
+	if gap <= 2*c.t.Heartbeat {
 		return
 	}
 	c.health = min(maxHealth, c.health+2)
 	c.quietUntil = now.Add(c.t.SuspectAfter)
 	c.setHealthy(false)
+}
+
+// creditDeafTime moves the start of every watched peer's silence, and of
+// this node's own isolation, forward by d.
+func (c *Core) creditDeafTime(d time.Duration) {
+	credit := func(id NodeID) {
+		base := c.evidence(id)
+		if w := c.watchFrom[id]; w.After(base) {
+			base = w
+		}
+		c.watchFrom[id] = base.Add(d)
+	}
+	for _, id := range c.active {
+		credit(id)
+	}
+	for _, p := range c.probes {
+		credit(p.id)
+	}
+	c.deafBase = c.isolationBase().Add(d)
+}
+
+func (c *Core) isolationBase() time.Time {
+	base := c.lastAny
+	for _, t := range []time.Time{c.joinedAt, c.deafBase} {
+		if t.After(base) {
+			base = t
+		}
+	}
+	return base
 }
 
 // updateHealth runs once per Heartbeat: the score falls while this node
@@ -202,11 +244,7 @@ func (c *Core) updateHealth() {
 // one and counts only itself towards a majority. Checking it each tick,
 // not each Heartbeat, keeps an isolated node's step-down prompt.
 func (c *Core) updateIsolation() {
-	base := c.lastAny
-	if c.joinedAt.After(base) {
-		base = c.joinedAt
-	}
-	c.isolated = c.members > 1 && c.now.Sub(base) > c.t.SuspectAfter
+	c.isolated = c.members > 1 && c.now.Sub(c.isolationBase()) > c.t.SuspectAfter
 	c.setHealthy(c.health == 0 && !c.isolated && !c.now.Before(c.quietUntil))
 }
 

@@ -257,3 +257,59 @@ func TestDetectionTimeWithDefaultTimings(t *testing.T) {
 		t.Errorf("expected every trial within SuspectAfter+DeadAfter+2 heartbeats = %v; the worst took %v", limit, times[len(times)-1])
 	}
 }
+
+// TestStarvedClusterDeclaresNoFalseDeath models CPU starvation on one
+// machine: after any tick, every node's loop may stall (no ticks, nothing
+// received) for a random time. With default timings and stalls up to
+// 1.3 s (timers that late were measured under GOMAXPROCS=1 with CPU hogs),
+// ten virtual minutes must bring no death verdict and no suspicion; with
+// stalls up to 4 s, suspicions may come but must all be refuted, and still
+// no one is declared dead.
+func TestStarvedClusterDeclaresNoFalseDeath(t *testing.T) {
+	def := DefaultTimings()
+	for _, tc := range []struct {
+		name         string
+		maxStall     time.Duration
+		allowSuspect bool
+	}{
+		{"stalls up to 1.3s", 1300 * time.Millisecond, false},
+		{"stalls up to 4s", 4 * time.Second, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newSim(t, simOptions{seed: 4000, timings: def, tick: def.Heartbeat / 4, mem: MemOptions{MinDelay: 200 * time.Microsecond, MaxDelay: 2 * time.Millisecond}})
+			addrs := s.cluster(10)
+			start := s.net.Now()
+			rng := s.net.rng
+			s.stall = func(*simNode) time.Duration {
+				if rng.IntN(4) != 0 { // a quarter of the ticks stall
+					return 0
+				}
+				return time.Duration(rng.Int64N(int64(tc.maxStall)))
+			}
+			s.run(10 * time.Minute)
+			s.stall = nil
+			s.run(20 * def.Heartbeat)
+			suspicions := 0
+			for _, a := range addrs {
+				for _, e := range s.nodes[a].events {
+					if e.Kind != EventMemberUpdated || e.At.Before(start) {
+						continue
+					}
+					switch e.Member.Status {
+					case StatusDead, StatusLeft:
+						t.Fatalf("expected no false death under starvation; %s reported %v at %v", a, e.Member, e.At.Sub(start))
+					case StatusSuspect:
+						suspicions++
+					}
+				}
+			}
+			t.Logf("%s: 10 nodes, default timings, 10 virtual minutes (%d messages): %d suspicion events, 0 dead", tc.name, s.net.Stats().Delivered, suspicions)
+			if suspicions > 0 && !tc.allowSuspect {
+				t.Errorf("expected no suspicion with stalls below SuspectAfter; got %d", suspicions)
+			}
+			if !s.allSee(addrs, addrs, StatusAlive) {
+				t.Fatal("expected every node alive everywhere once the starvation ends")
+			}
+		})
+	}
+}

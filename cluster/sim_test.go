@@ -18,6 +18,10 @@ type sim struct {
 	order []string
 	tick  time.Duration
 	cfg   func(addr string) Config
+	// stall, when set, is asked after every tick how long the node's loop
+	// then stalls (0 for not at all): a model of CPU starvation, during
+	// which the node neither ticks nor receives.
+	stall func(n *simNode) time.Duration
 	pinc  uint64
 }
 
@@ -97,6 +101,18 @@ func (s *sim) scheduleTick(n *simNode, gen int, at time.Time) {
 		}
 		n.core.Tick(s.net.Now())
 		s.drain(n)
+		if s.stall != nil {
+			if d := s.stall(n); d > 0 {
+				s.pause(n.addr)
+				stalled := n.gen
+				s.net.Schedule(s.net.Now().Add(d), func() {
+					if n.gen == stalled && n.paused && !n.down {
+						s.resume(n.addr)
+					}
+				})
+				return
+			}
+		}
 		s.scheduleTick(n, gen, s.net.Now().Add(s.tick))
 	})
 }
