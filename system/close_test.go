@@ -202,3 +202,35 @@ func TestCloseLeavesNoGoroutineBehind(t *testing.T) {
 	mustIs(t, err, context.DeadlineExceeded)
 	goleak.VerifyNone(t)
 }
+
+func TestConcurrentClosesAllReturnAfterTheFirstFinishes(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGate()
+		def := probe("closing", g, nil)
+		sys := startSystem(t, system.Config{}, def)
+		ctx := context.Background()
+		if err := def.Ref(sys, "k").Tell(ctx, Note{Op: "block"}); err != nil {
+			t.Fatal(err)
+		}
+		<-g.entered
+		first, second := make(chan error, 1), make(chan error, 1)
+		go func() { first <- sys.Close(ctx) }()
+		synctest.Wait()
+		go func() { second <- sys.Close(ctx) }()
+		synctest.Wait()
+		select {
+		case err := <-second:
+			t.Fatalf("a second Close returned %v while the first still drained", err)
+		case err := <-first:
+			t.Fatalf("Close returned %v while a handler still ran", err)
+		default:
+		}
+		close(g.open)
+		if err := <-first; err != nil {
+			t.Errorf("first Close = %v", err)
+		}
+		if err := <-second; err != nil {
+			t.Errorf("second Close = %v, want nil", err)
+		}
+	})
+}
