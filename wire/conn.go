@@ -267,6 +267,7 @@ func (s *session) activate(hc *hsConn, fresh bool, theirs resumeCounts) error {
 	s.upAt = now
 	s.downAt = time.Time{}
 	s.pongs, s.pingWant = nil, false
+	s.credits = s.credits[:0] // the resume makes the next grant due anyway
 	if s.dialCancel != nil && s.dialing {
 		s.dialCancel()
 	}
@@ -527,7 +528,12 @@ func (c *liveConn) writeLoop() {
 		}
 		closing := s.closing
 		var wait time.Duration
-		frames, wait = s.nextFramesLocked(time.Now(), frames[:0], 256<<10)
+		now := time.Now()
+		frames, wait = s.nextFramesLocked(now, frames[:0], 256<<10)
+		s.wakeAt = time.Time{}
+		if len(frames) == 0 && wait > 0 {
+			s.wakeAt = now.Add(wait)
+		}
 		s.mu.Unlock()
 
 		if len(frames) > 0 {
@@ -616,7 +622,7 @@ func (c *liveConn) encode(buf []byte, f *outFrame, minBytes int) ([]byte, []byte
 	case FrameAbort:
 		buf = binaryAppendUvarint(buf, f.data.env)
 	case FrameCredit:
-		buf = appendCredit(buf, credit{Consumed: f.u1, Window: f.u2})
+		buf = appendCredit(buf, f.cr)
 	case FramePing, FramePong:
 		buf = binaryAppendUint64(buf, f.u1)
 	case FrameGoodbye:

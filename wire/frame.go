@@ -312,16 +312,20 @@ func (d dataFrame) chunkLen(f Flags) uint64 {
 }
 
 // credit is the payload of a FrameCredit frame: the cumulative bytes of the
-// stream the receiver consumed, and its current window (which may have
-// grown past the handshake window by auto-tuning).
+// stream the receiver consumed, its current window (which may have grown
+// past the handshake window by auto-tuning), and the cumulative bytes it
+// received (at least Consumed), which lets the sender's estimator tell a
+// slow link from a slow consumer.
 type credit struct {
 	Consumed uint64
 	Window   uint64
+	Received uint64
 }
 
 func appendCredit(dst []byte, c credit) []byte {
 	dst = binary.AppendUvarint(dst, c.Consumed)
-	return binary.AppendUvarint(dst, c.Window)
+	dst = binary.AppendUvarint(dst, c.Window)
+	return binary.AppendUvarint(dst, c.Received)
 }
 
 func parseCredit(h Header, p []byte) (credit, error) {
@@ -330,8 +334,11 @@ func parseCredit(h Header, p []byte) (credit, error) {
 	if c.Consumed, p, ok = uvarint(p); !ok {
 		return c, frameErr(ErrMalformedFrame, h, "bad consumed count")
 	}
-	if c.Window, p, ok = uvarint(p); !ok || c.Window == 0 || c.Window > 1<<40 || len(p) != 0 {
+	if c.Window, p, ok = uvarint(p); !ok || c.Window == 0 || c.Window > 1<<40 {
 		return c, frameErr(ErrMalformedFrame, h, "bad window")
+	}
+	if c.Received, p, ok = uvarint(p); !ok || c.Received < c.Consumed || len(p) != 0 {
+		return c, frameErr(ErrMalformedFrame, h, "bad received count")
 	}
 	return c, nil
 }

@@ -147,10 +147,13 @@ func TestOtherPayloadsReject(t *testing.T) {
 	if _, err := parseUvarintPayload(Header{Type: FrameAbort}, []byte{1, 2}); !errors.Is(err, ErrMalformedFrame) {
 		t.Errorf("abort with trailing bytes: want ErrMalformedFrame, got %v", err)
 	}
-	if _, err := parseCredit(Header{Type: FrameCredit}, []byte{1, 0}); !errors.Is(err, ErrMalformedFrame) {
+	if _, err := parseCredit(Header{Type: FrameCredit}, []byte{1, 0, 1}); !errors.Is(err, ErrMalformedFrame) {
 		t.Errorf("credit with a zero window: want ErrMalformedFrame, got %v", err)
 	}
-	c := credit{Consumed: 1 << 33, Window: 256 << 10}
+	if _, err := parseCredit(Header{Type: FrameCredit}, []byte{5, 9, 4}); !errors.Is(err, ErrMalformedFrame) {
+		t.Errorf("credit receiving less than it consumed: want ErrMalformedFrame, got %v", err)
+	}
+	c := credit{Consumed: 1 << 33, Window: 256 << 10, Received: 1<<33 + 5}
 	if got, err := parseCredit(Header{Type: FrameCredit}, appendCredit(nil, c)); err != nil || got != c {
 		t.Errorf("credit round trip: got %+v, %v", got, err)
 	}

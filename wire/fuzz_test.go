@@ -10,7 +10,7 @@ import (
 // a data frame that decodes must encode back to the same bytes.
 func FuzzReadFrame(f *testing.F) {
 	f.Add(appendFrame(nil, FramePing, 0, 0, make([]byte, pingSize)))
-	f.Add(appendFrame(nil, FrameCredit, 0, StreamApplication, appendCredit(nil, credit{Consumed: 300, Window: 1 << 18})))
+	f.Add(appendFrame(nil, FrameCredit, 0, StreamApplication, appendCredit(nil, credit{Consumed: 300, Window: 1 << 18, Received: 400})))
 	f.Add(appendFrame(nil, FrameAbort, 0, StreamReplication, []byte{5}))
 	f.Add(appendFrame(nil, FrameGoodbye, 0, 0, appendGoodbye(nil, goodbye{Code: goodbyeRefused, Refuse: RefusedCluster, Detail: "a != b"})))
 	f.Add(appendFrame(nil, FrameResume, FlagFresh, 0, appendResume(nil, resumeCounts{1, 2, 3, 4})))

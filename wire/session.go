@@ -30,7 +30,8 @@ type outFrame struct {
 	typ    FrameType
 	stream StreamID
 	data   sentFrame // data and abort
-	u1, u2 uint64    // credit: consumed, window; ping and pong: token
+	u1     uint64    // ping and pong: token
+	cr     credit    // credit
 	bye    goodbye
 }
 
@@ -87,6 +88,8 @@ type session struct {
 	started     [NumStreams]int64 // highest envelope id started by the peer, -1 if none
 	inbox       [NumStreams][]delivery
 
+	credits   []outFrame // grants due, for the writer
+	wakeAt    time.Time  // when the sleeping writer's timer fires; zero if it has none
 	pongs     []uint64
 	pingWant  bool
 	pingToken uint64
@@ -117,11 +120,15 @@ func newSession(t *Transport, key, addr string) (*session, error) {
 	return s, nil
 }
 
-// minCwnd is the congestion-window floor given to the flow estimator: the
-// peer's grant size (32 KiB), the least that cannot stall on grants. A
-// larger floor keeps that much queued at a slow bottleneck: 64 KiB is 10 ms
-// at 50 Mbit/s, which the head-of-line benchmark showed in the p99 of
-// small envelopes.
+// minCwnd is the congestion-window floor given to the flow estimator, and
+// the grant size of our receivers: a sender held by its window floor must
+// get a grant for what it has in flight, or it waits GrantDelay (2 ms) per
+// window. The flow core's default grant size grows with the auto-tuned
+// window (a sixteenth), which stalled bulk transfers on short paths at
+// 14 MB/s; a fixed 32 KiB keeps grants (the estimator's acknowledgements)
+// frequent. A larger floor keeps that much queued at a slow bottleneck:
+// 64 KiB is 10 ms at 50 Mbit/s, which the head-of-line benchmark showed in
+// the p99 of small envelopes.
 const minCwnd = 32 << 10
 
 // resetLocked starts the session afresh: new scheduler, credit and
@@ -145,7 +152,7 @@ func (s *session) resetLocked() error {
 	}
 	s.sched = sched
 	for i := range s.recv {
-		s.recv[i], err = flow.NewRecvCredit(flow.RecvConfig{Window: int64(lim.Window)})
+		s.recv[i], err = flow.NewRecvCredit(flow.RecvConfig{Window: int64(lim.Window), GrantBytes: minCwnd})
 		if err != nil {
 			return err
 		}
@@ -238,11 +245,13 @@ func (s *session) nextFramesLocked(now time.Time, out []outFrame, budget int) ([
 		s.pingSent = now
 		out = append(out, outFrame{typ: FramePing, u1: s.pingToken})
 	}
+	out = append(out, s.credits...)
+	s.credits = s.credits[:0]
 	rtt := s.sched.Estimator().MinRTT()
 	var wait time.Duration
 	for i := range s.recv {
 		if g, ok := s.recv[i].Grant(now, rtt); ok {
-			out = append(out, outFrame{typ: FrameCredit, stream: StreamID(i), u1: uint64(g.Consumed), u2: uint64(g.Window)})
+			out = append(out, creditFrame(StreamID(i), g))
 		} else if d := s.recv[i].Deadline(); !d.IsZero() {
 			if w := max(d.Sub(now), time.Microsecond); wait == 0 || w < wait {
 				wait = w
@@ -252,16 +261,28 @@ func (s *session) nextFramesLocked(now time.Time, out []outFrame, budget int) ([
 	size := 0
 	for len(s.replay) > 0 && size < budget {
 		f := s.replay[0]
-		s.replay = s.replay[1:]
 		typ := FrameData
 		if f.abort {
 			typ = FrameAbort
-		} else {
-			s.sched.Estimator().OnSend(flow.StreamID(f.stream), f.end(), len(f.payload), now)
+		} else if len(f.payload) > 0 {
+			w, err := s.sched.Resend(flow.StreamID(f.stream), f.pos, len(f.payload), now)
+			if err != nil {
+				s.t.log.Error("troupe: wire: resend", "peer", s.id, "err", err)
+			} else if w > 0 {
+				// Paced: nothing new goes before the rest of the replay.
+				if wait == 0 || w < wait {
+					wait = w
+				}
+				return out, wait
+			}
 			s.resent += int64(len(f.payload))
 		}
+		s.replay = s.replay[1:]
 		out = append(out, outFrame{typ: typ, stream: f.stream, data: f})
 		size += len(f.payload) + HeaderSize
+	}
+	if len(s.replay) > 0 {
+		return out, wait
 	}
 	for size < budget {
 		f, w, ok := s.sched.Next(now)
@@ -299,7 +320,7 @@ func (s *session) nextFramesLocked(now time.Time, out []outFrame, budget int) ([
 // applyCreditLocked applies a credit frame: more credit, trimmed resend
 // buffer, resolved receipts.
 func (s *session) applyCreditLocked(st StreamID, c credit, now time.Time) error {
-	if err := s.sched.ApplyGrant(flow.StreamID(st), flow.Grant{Consumed: int64(c.Consumed), Window: int64(c.Window)}, now); err != nil {
+	if err := s.sched.ApplyGrant(flow.StreamID(st), flow.Grant{Consumed: int64(c.Consumed), Window: int64(c.Window), Received: int64(c.Received)}, now); err != nil {
 		return fmt.Errorf("%w: %v", ErrMalformedFrame, err)
 	}
 	consumed := int64(c.Consumed)
@@ -338,7 +359,7 @@ func (s *session) applyDataLocked(h Header, d dataFrame, chunk []byte, now time.
 		return fmt.Errorf("%w: %v", ErrCreditOverrun, err)
 	}
 	if !last {
-		s.kick() // bytes credited on arrival may make a grant due
+		s.grantLocked(st, now) // bytes credited on arrival may make a grant due
 	}
 	parts := s.partial[st]
 	p := parts[d.Envelope]
@@ -394,10 +415,11 @@ func (s *session) deliver(st StreamID) {
 
 		s.mu.Lock()
 		if d.epoch == s.epoch {
-			if err := s.recv[st].Consume(d.held, time.Now()); err != nil {
+			now := time.Now()
+			if err := s.recv[st].Consume(d.held, now); err != nil {
 				s.t.log.Error("troupe: wire: consume", "peer", s.id, "err", err)
 			}
-			s.kick()
+			s.grantLocked(st, now)
 		}
 		s.mu.Unlock()
 	}
@@ -413,6 +435,24 @@ func (s *session) pristineLocked() bool {
 		}
 	}
 	return true
+}
+
+func creditFrame(st StreamID, g flow.Grant) outFrame {
+	return outFrame{typ: FrameCredit, stream: st, cr: credit{Consumed: uint64(g.Consumed), Window: uint64(g.Window), Received: uint64(g.Received)}}
+}
+
+// grantLocked queues a credit frame for the stream if one is due, and
+// wakes the writer only when there is something for it: a grant, or a
+// grant deadline earlier than the writer's timer.
+func (s *session) grantLocked(st StreamID, now time.Time) {
+	if g, ok := s.recv[st].Grant(now, s.sched.Estimator().MinRTT()); ok {
+		s.credits = append(s.credits, creditFrame(st, g))
+		s.kick()
+		return
+	}
+	if d := s.recv[st].Deadline(); !d.IsZero() && (s.wakeAt.IsZero() || d.Before(s.wakeAt)) {
+		s.kick()
+	}
 }
 
 // countsLocked snapshots the received byte counts, after the old
