@@ -98,14 +98,32 @@ func (c *cell[S, M]) push(ctx context.Context, m M, s replier, force bool) (err 
 		room := c.room
 		c.waiters.Add(1)
 		c.mu.Unlock()
+		// An ask also stops waiting at its deadline, which is the ask
+		// timeout when ctx has none.
+		var expired <-chan time.Time
+		var t *time.Timer
+		if s != nil {
+			if dl, ok := s.deadline(); ok {
+				t = time.NewTimer(time.Until(dl))
+				expired = t.C
+			}
+		}
+		var gaveUp error
 		select {
 		case <-room:
 		case <-ctx.Done():
-			c.waiters.Add(-1)
-			k.h.Emit(host.Event{Kind: host.MailboxFull, Type: k.def.name, Key: c.key})
-			return fmt.Errorf("%w: waited for room until: %w", ErrMailboxFull, ctx.Err()), false
+			gaveUp = ctx.Err()
+		case <-expired:
+			gaveUp = context.DeadlineExceeded
+		}
+		if t != nil {
+			t.Stop()
 		}
 		c.waiters.Add(-1)
+		if gaveUp != nil {
+			k.h.Emit(host.Event{Kind: host.MailboxFull, Type: k.def.name, Key: c.key})
+			return fmt.Errorf("%w: waited for room until: %w", ErrMailboxFull, gaveUp), false
+		}
 		c.mu.Lock()
 	}
 	c.in = append(c.in, envelope[M]{msg: m, slot: s})

@@ -150,3 +150,28 @@ func TestSendAfterCloseFailsWithErrSystemClosed(t *testing.T) {
 		t.Error("sentinels must be distinct")
 	}
 }
+
+func TestAskWithoutDeadlineWaitsForRoomOnlyUntilItsAskTimeout(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g, l := newGate(), &opLog{}
+		def := gatedProbe("wait", g, l, actor.WithMailbox(1, actor.Wait), actor.WithAskTimeout(20*time.Millisecond))
+		sys := newSystem(t, system.Config{}, def)
+		defer close(g.open)
+		ref := def.Ref(sys, "k")
+		for _, op := range []string{"block", "fills"} {
+			if err := ref.Tell(context.Background(), Note{Op: op}); err != nil {
+				t.Fatal(err)
+			}
+			if op == "block" {
+				<-g.entered
+			}
+		}
+		start := time.Now()
+		_, err := actor.Ask(context.Background(), ref, Do{Op: "waits"})
+		mustIs(t, err, actor.ErrMailboxFull)
+		mustIs(t, err, context.DeadlineExceeded)
+		if waited := time.Since(start); waited != 20*time.Millisecond {
+			t.Errorf("Ask waited %v for room, want its 20ms ask timeout", waited)
+		}
+	})
+}
