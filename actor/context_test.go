@@ -360,3 +360,41 @@ func TestReleaseEndsTheActivationAndTheNextMessageStartsFresh(t *testing.T) {
 		t.Errorf("ActivationStarted events = %d, want 2 (before and after release)", n)
 	}
 }
+
+func TestPipeToAFullWaitMailboxFailsAtOnceInsteadOfBlocking(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g, l := newGate(), &opLog{}
+		target := gatedProbe("target", g, l, actor.WithMailbox(1, actor.Wait))
+		piped := make(chan error, 1)
+		def := actor.Define("piper", func(c *actor.Context[int, ProbeMsg], m ProbeMsg) error {
+			switch m := m.(type) {
+			case Note:
+				actor.Pipe(c, target.Ref(c.System(), "t"), Do{Op: "x"}, func(s string, err error) ProbeMsg { return Piped{Err: err} })
+			case Piped:
+				piped <- m.Err
+			}
+			return nil
+		})
+		sys := newSystem(t, system.Config{}, def, target)
+		defer close(g.open)
+		ref := target.Ref(sys, "t")
+		for _, op := range []string{"block", "fills"} {
+			if err := ref.Tell(context.Background(), Note{Op: op}); err != nil {
+				t.Fatal(err)
+			}
+			if op == "block" {
+				<-g.entered
+			}
+		}
+		if err := def.Ref(sys, "p").Tell(context.Background(), Note{}); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		select {
+		case err := <-piped:
+			mustIs(t, err, actor.ErrMailboxFull)
+		default:
+			t.Fatal("the piping handler is blocked by a full Wait mailbox")
+		}
+	})
+}

@@ -143,7 +143,8 @@ func (d Deferred[R]) Fail(err error) bool {
 // actor, so the handler sees it in order with the rest of its mail; it is
 // queued even when the mailbox is at its bound, since the actor asked for
 // it. wrap runs on whichever goroutine completes the ask: keep it to
-// building the message. The target's ask timeout bounds the wait.
+// building the message. The target's ask timeout bounds the wait. Pipe
+// never blocks: a target with a full mailbox refuses the ask at once.
 func Pipe[S, M, M2 any, Q Request[M2, R], R any](c *Context[S, M], ref Ref[M2], q Q, wrap func(R, error) M) {
 	k, key := c.cell.k, c.cell.key
 	back := func(r R, err error) {
@@ -182,8 +183,17 @@ func Pipe[S, M, M2 any, Q Request[M2, R], R any](c *Context[S, M], ref Ref[M2], 
 		t.Stop()
 		back(r, err)
 	}
-	if err := to.deliver(c, ref.key, m2, s); err != nil {
+	if err := to.deliver(noWait, ref.key, m2, s); err != nil {
 		t.Stop()
 		back(zero, err)
 	}
 }
+
+// noWait is a context that is already done: a pipe never blocks its
+// handler, so a target whose mailbox is full refuses it at once (wrap
+// gets ErrMailboxFull) even under the Wait policy.
+var noWait = func() context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	return ctx
+}()
