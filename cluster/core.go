@@ -256,6 +256,7 @@ func (c *Core) updateSelf(st Status) {
 	c.table.set(c.self.Clone())
 	c.account(Member{ID: c.self.ID, Status: prev}, c.self, false)
 	c.since[c.self.ID] = c.now
+	c.memberSetDirty = c.memberSetDirty || st == StatusLeft
 	c.enqueue(c.self)
 	c.emit(Event{Kind: EventMemberUpdated, Member: c.self.Clone(), Prev: prev})
 }
@@ -371,17 +372,28 @@ func (c *Core) apply(r Member) {
 	}
 	if r.ID.Addr == c.self.ID.Addr && r.ID.Incarnation > c.self.ID.Incarnation {
 		// A newer process took this address: this one is history.
-		c.self.Status = StatusLeft
-		c.table.set(c.self.Clone())
+		c.retireSelf(c.self.Incarnation)
 		for _, ch := range c.table.Apply(r) {
 			c.onChange(ch)
 		}
-		c.markRemoved()
 		return
 	}
 	for _, ch := range c.table.Apply(r) {
 		c.onChange(ch)
 	}
+}
+
+// retireSelf records that this process was removed by others: its own
+// record becomes left and the core goes inert.
+func (c *Core) retireSelf(inc uint64) {
+	prev := c.self
+	c.self.Incarnation = max(c.self.Incarnation, inc)
+	c.self.Status = StatusLeft
+	c.self.normalize()
+	c.table.set(c.self.Clone())
+	c.account(prev, c.self, false)
+	c.memberSetDirty = true
+	c.markRemoved()
 }
 
 // applySelf refutes any verdict about this process by raising its
@@ -390,11 +402,7 @@ func (c *Core) apply(r Member) {
 func (c *Core) applySelf(r Member) {
 	switch {
 	case r.Status == StatusLeft:
-		c.self.Incarnation = max(c.self.Incarnation, r.Incarnation)
-		c.self.Status = StatusLeft
-		c.self.normalize()
-		c.table.set(c.self.Clone())
-		c.markRemoved()
+		c.retireSelf(r.Incarnation)
 	case r.Incarnation > c.self.Incarnation ||
 		(r.Incarnation == c.self.Incarnation && (r.Status == StatusSuspect || r.Status == StatusDead)):
 		c.self.Incarnation = r.Incarnation
