@@ -90,7 +90,9 @@ func runScript(t *testing.T, path string) string {
 	return r.out.String()
 }
 
-func (r *scriptRun) printf(format string, args ...any) { fmt.Fprintf(&r.out, "  "+format+"\n", args...) }
+func (r *scriptRun) printf(format string, args ...any) {
+	fmt.Fprintf(&r.out, "  "+format+"\n", args...)
+}
 
 func (r *scriptRun) node(arg string) string {
 	i, err := strconv.Atoi(arg)
