@@ -117,6 +117,7 @@ type wireNodeOptions struct {
 	dial     func(ctx context.Context, network, addr string) (net.Conn, error)
 	handover func(ctx context.Context) error
 	logger   *slog.Logger
+	ttl      time.Duration // WireOptions.MessageTTL; zero: the default
 }
 
 // startWireNode starts a member and waits until it has joined.
@@ -137,7 +138,7 @@ func startWireNode(ctx context.Context, o wireNodeOptions) (*wireNode, error) {
 		o.ln.Close()
 		return nil, err
 	}
-	mt := NewWireTransport(wt, WireOptions{Logger: logger})
+	mt := NewWireTransport(wt, WireOptions{Logger: logger, MessageTTL: o.ttl})
 	w := &wireNode{addr: addr, wt: wt, mt: mt, cn: cn, serve: make(chan struct{})}
 	go func() {
 		defer close(w.serve)
@@ -615,7 +616,16 @@ func TestFailedHandoverLeavesTheNodeLeavingAndLeaveCanBeRetried(t *testing.T) {
 }
 
 func TestLeaveDoesNotWaitForANeighbourThatDiedSilently(t *testing.T) {
-	c := startCluster(t, 3)
+	lns := []net.Listener{listenLoopback(t), listenLoopback(t), listenLoopback(t)}
+	c := &testCluster{t: t}
+	t.Cleanup(c.closeAll)
+	for _, ln := range lns {
+		w, err := startWireNode(t.Context(), wireNodeOptions{ln: ln, seeds: []string{lns[0].Addr().String()}, ttl: 300 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.nodes = append(c.nodes, w)
+	}
 	ids := c.ids()
 	waitUntil(t, wideBound, "convergence", allSee(c.nodes, ids, StatusAlive), func() string { return views(c.nodes, ids) })
 	c.nodes[2].crash()
@@ -625,7 +635,7 @@ func TestLeaveDoesNotWaitForANeighbourThatDiedSilently(t *testing.T) {
 	if err := c.nodes[0].node.Leave(ctx); err != nil {
 		t.Fatalf("expected Leave to complete although a neighbour is gone: %v", err)
 	}
-	t.Logf("Leave with a silently dead neighbour took %v (MessageTTL 2s bounds the flush)", time.Since(start).Round(time.Millisecond))
+	t.Logf("Leave with a silently dead neighbour took %v (MessageTTL 300ms bounds the flush)", time.Since(start).Round(time.Millisecond))
 	waitUntil(t, wideBound, "the live member to see the leaver left",
 		allSee(c.nodes[1:2], ids[:1], StatusLeft), func() string { return views(c.nodes[1:2], ids[:1]) })
 }
