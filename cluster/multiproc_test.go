@@ -506,6 +506,23 @@ func TestProcessesJoinDetectKillSurvivePauseAndRejoin(t *testing.T) {
 		}
 		c.waitConverged(wideBound)
 	})
+
+	t.Run("a process paused past its death verdict refutes it when resumed", func(t *testing.T) {
+		c.t = t
+		victim := c.procs[2]
+		id := victim.ID()
+		survivors := c.others(2)
+		victim.cmd.Process.Signal(syscall.SIGSTOP)
+		waitUntil(t, wideBound, "every survivor to declare the paused process dead",
+			allProcsSee(survivors, func() []NodeID { return []NodeID{id} }, StatusDead),
+			func() string { return describeProcs(survivors, []NodeID{id}) })
+		victim.cmd.Process.Signal(syscall.SIGCONT)
+		took := c.waitConverged(wideBound)
+		if c.procs[2].ID() != id {
+			t.Fatalf("expected the same process to come back, got %v", c.procs[2].ID())
+		}
+		t.Logf("resumed to alive again everywhere: %v (RemoveAfter %v)", took.Round(time.Millisecond), fast.RemoveAfter)
+	})
 }
 
 func TestTwentyProcessesJoiningAtOnceConverge(t *testing.T) {
