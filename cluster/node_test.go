@@ -639,3 +639,31 @@ func TestLeaveDoesNotWaitForANeighbourThatDiedSilently(t *testing.T) {
 	waitUntil(t, wideBound, "the live member to see the leaver left",
 		allSee(c.nodes[1:2], ids[:1], StatusLeft), func() string { return views(c.nodes[1:2], ids[:1]) })
 }
+
+// ExampleStart runs two members over wire's in-memory network: the second
+// joins through the first, and both then see two members alive.
+func ExampleStart() {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	network := wire.NewMemNetwork()
+	start := func(addr string, inc uint64, seeds ...string) (*Node, func()) {
+		ep, _ := network.Join(wire.NodeID{Addr: addr, Incarnation: inc})
+		tr := NewWireTransport(ep, WireOptions{})
+		cfg := FastConfig(addr)
+		cfg.Seeds = seeds
+		n, err := Start(ctx, cfg, tr)
+		if err != nil {
+			panic(err)
+		}
+		return n, func() { n.Close(); tr.Close(); ep.Close() }
+	}
+	a, stopA := start("10.0.0.1:7400", 1)
+	defer stopA()
+	b, stopB := start("10.0.0.2:7400", 1, "10.0.0.1:7400")
+	defer stopB()
+	for !sees(a, []NodeID{b.ID()}, StatusAlive) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	fmt.Println(len(a.MemberSet()), len(b.MemberSet()), a.Owning(), b.Owning())
+	// Output: 2 2 true true
+}
