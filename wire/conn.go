@@ -428,7 +428,10 @@ func (c *liveConn) handleLocked(f frame, d dataFrame, chunk []byte, now time.Tim
 		if err != nil {
 			return err
 		}
-		delete(s.partial[f.Stream], id)
+		if p := s.partial[f.Stream][id]; p != nil {
+			s.reserved -= p.reserved
+			delete(s.partial[f.Stream], id)
+		}
 		return nil
 	case FramePing:
 		tok, err := parsePing(f.Header, f.Payload)

@@ -51,8 +51,9 @@ type awaitCredit struct {
 
 // partialEnv is an envelope being received.
 type partialEnv struct {
-	buf   []byte
-	total int
+	buf      []byte
+	total    int
+	reserved int // bytes counted in session.reserved for buf
 }
 
 // delivery is a complete envelope waiting for its stream's handler.
@@ -86,6 +87,7 @@ type session struct {
 	recv        [NumStreams]flow.RecvCredit
 	partial     [NumStreams]map[uint64]*partialEnv
 	started     [NumStreams]int64 // highest envelope id started by the peer, -1 if none
+	reserved    int               // bytes reserved up front for partial envelopes
 	inbox       [NumStreams][]delivery
 
 	credits   []outFrame // grants due, for the writer
@@ -158,6 +160,7 @@ func (s *session) resetLocked() error {
 		}
 		s.partial[i] = map[uint64]*partialEnv{}
 		s.started[i] = -1
+		s.reserved = 0
 		s.resend[i] = nil
 		s.await[i] = nil
 	}
@@ -367,10 +370,19 @@ func (s *session) applyDataLocked(h Header, d dataFrame, chunk []byte, now time.
 		if p != nil {
 			return frameErr(ErrMalformedFrame, h, "envelope %d started twice", d.Envelope)
 		}
-		// Reserve up to a window up front; beyond that the buffer grows
-		// with what actually arrives, so a peer announcing large
-		// envelopes cannot make us reserve memory it never sends.
-		p = &partialEnv{total: int(d.Total), buf: make([]byte, 0, min(int(d.Total), s.t.cfg.Limits.Window))}
+		// Reserve the whole envelope up front while the session's
+		// reservations stay within reserveBudget; beyond it the buffer
+		// starts at a window and grows with what actually arrives, so a
+		// peer announcing large envelopes cannot make us reserve memory
+		// it never sends.
+		p = &partialEnv{total: int(d.Total)}
+		if budget := 4 * s.t.cfg.Limits.MaxMessage; s.reserved+p.total <= budget {
+			p.reserved = p.total
+			s.reserved += p.total
+			p.buf = make([]byte, 0, p.total)
+		} else {
+			p.buf = make([]byte, 0, min(p.total, s.t.cfg.Limits.Window))
+		}
 		parts[d.Envelope] = p
 		s.started[st] = int64(d.Envelope)
 	} else if p == nil {
@@ -386,6 +398,7 @@ func (s *session) applyDataLocked(h Header, d dataFrame, chunk []byte, now time.
 			return frameErr(ErrMalformedFrame, h, "last chunk leaves envelope at %d of %d", len(p.buf), p.total)
 		}
 		delete(parts, d.Envelope)
+		s.reserved -= p.reserved
 		s.inbox[st] = append(s.inbox[st], delivery{payload: p.buf, held: held, epoch: s.epoch})
 		s.cond.Broadcast()
 	}
