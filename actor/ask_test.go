@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/troupe-go/troupe/actor"
@@ -35,42 +36,51 @@ func stalling(name string, started chan<- string, ended chan<- error, opts ...ac
 }
 
 func TestAskWithoutDeadlineUsesTheDefinitionsAskTimeout(t *testing.T) {
-	started, ended := make(chan string, 1), make(chan error, 1)
-	def := stalling("stall", started, ended, actor.WithAskTimeout(20*time.Millisecond))
-	sys := newSystem(t, system.Config{}, def)
-	_, err := actor.Ask(context.Background(), def.Ref(sys, "k"), Do{Op: "stall"})
-	mustIs(t, err, context.DeadlineExceeded)
-	recv(t, started, "the handler to start")
-	if herr := recv(t, ended, "the handler's context to end"); !errors.Is(herr, context.Canceled) {
-		t.Errorf("handler's c.Err() after the ask timed out = %v, want context.Canceled", herr)
-	}
+	// In a bubble, the deadline cannot pass before the handler starts.
+	synctest.Test(t, func(t *testing.T) {
+		started, ended := make(chan string, 1), make(chan error, 1)
+		def := stalling("stall", started, ended, actor.WithAskTimeout(20*time.Millisecond))
+		sys := newSystem(t, system.Config{}, def)
+		_, err := actor.Ask(context.Background(), def.Ref(sys, "k"), Do{Op: "stall"})
+		mustIs(t, err, context.DeadlineExceeded)
+		recv(t, started, "the handler to start")
+		if herr := recv(t, ended, "the handler's context to end"); !errors.Is(herr, context.Canceled) {
+			t.Errorf("handler's c.Err() after the ask timed out = %v, want context.Canceled", herr)
+		}
+	})
 }
 
 func TestAskWithoutDeadlineUsesTheSystemsAskTimeout(t *testing.T) {
-	started, ended := make(chan string, 1), make(chan error, 1)
-	def := stalling("stall", started, ended)
-	sys := newSystem(t, system.Config{AskTimeout: 20 * time.Millisecond}, def)
-	_, err := actor.Ask(context.Background(), def.Ref(sys, "k"), Do{Op: "stall"})
-	mustIs(t, err, context.DeadlineExceeded)
-	recv(t, ended, "the handler's context to end")
+	// In a bubble, the deadline cannot pass before the handler starts.
+	synctest.Test(t, func(t *testing.T) {
+		started, ended := make(chan string, 1), make(chan error, 1)
+		def := stalling("stall", started, ended)
+		sys := newSystem(t, system.Config{AskTimeout: 20 * time.Millisecond}, def)
+		_, err := actor.Ask(context.Background(), def.Ref(sys, "k"), Do{Op: "stall"})
+		mustIs(t, err, context.DeadlineExceeded)
+		recv(t, ended, "the handler's context to end")
+	})
 }
 
 func TestAskDeadlineCancelsTheRunningHandler(t *testing.T) {
-	started, ended := make(chan string, 1), make(chan error, 1)
-	def := stalling("stall", started, ended)
-	sys := newSystem(t, system.Config{}, def)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
-	defer cancel()
-	_, err := actor.Ask(ctx, def.Ref(sys, "k"), Do{Op: "stall"})
-	mustIs(t, err, context.DeadlineExceeded)
-	if !strings.Contains(err.Error(), "stall/k") {
-		t.Errorf("ask error %q does not name the actor", err)
-	}
-	recv(t, ended, "the handler to observe <-c.Done()")
-	// The actor is still usable.
-	if got, err := actor.Ask(ctxT(t), def.Ref(sys, "k"), Do{Op: "after"}); err != nil || got != "after" {
-		t.Errorf("Ask after a cancelled one = %q, %v", got, err)
-	}
+	// In a bubble, the deadline cannot pass before the handler starts.
+	synctest.Test(t, func(t *testing.T) {
+		started, ended := make(chan string, 1), make(chan error, 1)
+		def := stalling("stall", started, ended)
+		sys := newSystem(t, system.Config{}, def)
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+		defer cancel()
+		_, err := actor.Ask(ctx, def.Ref(sys, "k"), Do{Op: "stall"})
+		mustIs(t, err, context.DeadlineExceeded)
+		if !strings.Contains(err.Error(), "stall/k") {
+			t.Errorf("ask error %q does not name the actor", err)
+		}
+		recv(t, ended, "the handler to observe <-c.Done()")
+		// The actor is still usable.
+		if got, err := actor.Ask(ctxT(t), def.Ref(sys, "k"), Do{Op: "after"}); err != nil || got != "after" {
+			t.Errorf("Ask after a cancelled one = %q, %v", got, err)
+		}
+	})
 }
 
 func TestCancelledAskCancelsTheRunningHandler(t *testing.T) {

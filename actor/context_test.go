@@ -272,53 +272,56 @@ func TestPipeDeliversTheAnswerAsAMessageWithoutBlocking(t *testing.T) {
 }
 
 func TestPipeLeavesTheHandlerFreeAndFailsAtTheTargetsAskTimeout(t *testing.T) {
-	g, l := newGate(), &opLog{}
-	gated := gatedProbe("gated", g, l, actor.WithAskTimeout(time.Hour))
-	started, ended := make(chan string, 1), make(chan error, 1)
-	slow := stalling("slow", started, ended, actor.WithAskTimeout(20*time.Millisecond))
-	notes := make(chan string, 1)
-	piped := make(chan Piped, 1)
-	def := actor.Define("piper", func(c *actor.Context[int, ProbeMsg], m ProbeMsg) error {
-		wrap := func(s string, err error) ProbeMsg { return Piped{N: len(s), Err: err} }
-		switch m := m.(type) {
-		case Note:
-			switch m.Op {
-			case "pipe-gated":
-				actor.Pipe(c, gated.Ref(c.System(), "g"), Do{Op: "block"}, wrap)
-			case "pipe-slow":
-				actor.Pipe(c, slow.Ref(c.System(), "s"), Do{Op: "stall"}, wrap)
-			default:
-				notes <- m.Op
+	// In a bubble, the ask timeout cannot pass before the slow handler starts.
+	synctest.Test(t, func(t *testing.T) {
+		g, l := newGate(), &opLog{}
+		gated := gatedProbe("gated", g, l, actor.WithAskTimeout(time.Hour))
+		started, ended := make(chan string, 1), make(chan error, 1)
+		slow := stalling("slow", started, ended, actor.WithAskTimeout(20*time.Millisecond))
+		notes := make(chan string, 1)
+		piped := make(chan Piped, 1)
+		def := actor.Define("piper", func(c *actor.Context[int, ProbeMsg], m ProbeMsg) error {
+			wrap := func(s string, err error) ProbeMsg { return Piped{N: len(s), Err: err} }
+			switch m := m.(type) {
+			case Note:
+				switch m.Op {
+				case "pipe-gated":
+					actor.Pipe(c, gated.Ref(c.System(), "g"), Do{Op: "block"}, wrap)
+				case "pipe-slow":
+					actor.Pipe(c, slow.Ref(c.System(), "s"), Do{Op: "stall"}, wrap)
+				default:
+					notes <- m.Op
+				}
+			case Piped:
+				piped <- m
 			}
-		case Piped:
-			piped <- m
+			return nil
+		})
+		sys := newSystem(t, system.Config{}, def, gated, slow)
+		ref := def.Ref(sys, "k")
+		ctx := ctxT(t)
+		if err := ref.Tell(ctx, Note{Op: "pipe-gated"}); err != nil {
+			t.Fatal(err)
 		}
-		return nil
-	})
-	sys := newSystem(t, system.Config{}, def, gated, slow)
-	ref := def.Ref(sys, "k")
-	ctx := ctxT(t)
-	if err := ref.Tell(ctx, Note{Op: "pipe-gated"}); err != nil {
-		t.Fatal(err)
-	}
-	recv(t, g.entered, "the piped ask to reach the gated actor")
-	if err := ref.Tell(ctx, Note{Op: "free"}); err != nil {
-		t.Fatal(err)
-	}
-	if got := recv(t, notes, "the piping actor to handle a message while its pipe waits"); got != "free" {
-		t.Fatalf("got %q", got)
-	}
-	close(g.open)
-	if p := recv(t, piped, "the gated answer"); p.Err != nil || p.N != len("block") {
-		t.Fatalf("piped answer = %+v, want the reply \"block\"", p)
-	}
+		recv(t, g.entered, "the piped ask to reach the gated actor")
+		if err := ref.Tell(ctx, Note{Op: "free"}); err != nil {
+			t.Fatal(err)
+		}
+		if got := recv(t, notes, "the piping actor to handle a message while its pipe waits"); got != "free" {
+			t.Fatalf("got %q", got)
+		}
+		close(g.open)
+		if p := recv(t, piped, "the gated answer"); p.Err != nil || p.N != len("block") {
+			t.Fatalf("piped answer = %+v, want the reply \"block\"", p)
+		}
 
-	if err := ref.Tell(ctx, Note{Op: "pipe-slow"}); err != nil {
-		t.Fatal(err)
-	}
-	p := recv(t, piped, "the piped ask to time out")
-	mustIs(t, p.Err, context.DeadlineExceeded)
-	recv(t, ended, "the slow handler's context to end")
+		if err := ref.Tell(ctx, Note{Op: "pipe-slow"}); err != nil {
+			t.Fatal(err)
+		}
+		p := recv(t, piped, "the piped ask to time out")
+		mustIs(t, p.Err, context.DeadlineExceeded)
+		recv(t, ended, "the slow handler's context to end")
+	})
 }
 
 func TestReleaseEndsTheActivationAndTheNextMessageStartsFresh(t *testing.T) {
