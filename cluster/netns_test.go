@@ -269,7 +269,39 @@ func (c *labCluster) splitAndHeal(t *testing.T, groups [][]int) {
 			}
 			return true
 		}, func() string { return views(c.nodes, ids) })
-	t.Logf("split %s: heal to full view %v, to every member owning %v", groupString(groups), took.Round(time.Millisecond), time.Since(healed).Round(time.Millisecond))
+	owningAfter := time.Since(healed)
+	// Membership converges through whichever members reach each other
+	// first; a pair whose wire session sat in redial backoff through the
+	// split can stay out of direct touch for longer, and its silence keeps
+	// counting. Wait until every pair hears each other directly, so the
+	// next split starts every observer's clock at the cut.
+	waitUntil(t, wideBound, "every member to hear every other directly after the heal",
+		func() bool {
+			for _, w := range c.nodes {
+				for _, o := range c.nodes {
+					if o != w && time.Since(w.mt.LastHeard(o.addr)) > 2*tm.Heartbeat {
+						return false
+					}
+				}
+			}
+			return true
+		}, func() string { return c.heardTable() })
+	t.Logf("split %s: heal to full view %v, to every member owning %v, to every pair in direct touch %v",
+		groupString(groups), took.Round(time.Millisecond), owningAfter.Round(time.Millisecond), time.Since(healed).Round(time.Millisecond))
+}
+
+// heardTable describes how long ago each member last heard each other.
+func (c *labCluster) heardTable() string {
+	var b strings.Builder
+	for _, w := range c.nodes {
+		fmt.Fprintf(&b, "\n  %s last heard:", w.addr)
+		for _, o := range c.nodes {
+			if o != w {
+				fmt.Fprintf(&b, " %s %v ago;", o.addr, time.Since(w.mt.LastHeard(o.addr)).Round(time.Millisecond))
+			}
+		}
+	}
+	return b.String()
 }
 
 func TestPartitionedMinorityStepsDownAndTheMajorityKeepsOwning(t *testing.T) {
