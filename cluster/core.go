@@ -34,8 +34,9 @@ type Core struct {
 	nextHeartbeat          time.Time
 	nextAntiEntropy        time.Time
 
-	seeds  []string
-	joined bool
+	seeds      []string
+	joined     bool
+	seedsAsked bool // a join went to every seed at least once
 
 	// Liveness evidence.
 	lastFrame map[NodeID]time.Time // last membership message from the process
@@ -306,7 +307,13 @@ func (c *Core) Step(m Message) {
 		return
 	}
 	if !m.To.IsZero() && m.To != c.self.ID {
-		// Meant for another lifetime of this address.
+		// Meant for another lifetime of this address. If for an earlier
+		// one, tell the sender who lives here now: the address rule then
+		// retires the old process in its table, and a node holding only
+		// stale identities finds its way back into the cluster.
+		if m.To.Addr == c.self.ID.Addr && m.To.Incarnation < c.self.ID.Incarnation && m.Type != MsgGossip {
+			c.send(m.From.Addr, Message{Type: MsgGossip, To: m.From, Records: []Member{c.self.Clone()}})
+		}
 		return
 	}
 	if rec, ok := c.table.Get(m.From); ok && rec.Status == StatusLeft {
@@ -547,11 +554,17 @@ func (c *Core) randomMember(ok func(Member) bool) (NodeID, bool) {
 
 // heartbeatRound is the work done once per Heartbeat.
 func (c *Core) heartbeatRound() {
-	if !c.joined {
+	if !c.joined || !c.seedsAsked {
+		// Every seed hears from a new process at least once, even when
+		// another member reached it first, so clusters that formed apart
+		// around different seeds merge.
+		c.seedsAsked = true
 		for _, s := range c.seeds {
 			c.send(s, Message{Type: MsgJoin, Records: []Member{c.self.Clone()}})
 		}
-		return
+		if !c.joined {
+			return
+		}
 	}
 	c.maintainOverlay()
 	for _, id := range c.active {

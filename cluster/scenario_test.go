@@ -450,3 +450,31 @@ func TestRemovedMinorityLearnsItOnHealAndRejoinsAfterRestart(t *testing.T) {
 		t.Fatalf("expected the restarted processes to rejoin; not after %v", d)
 	}
 }
+
+// Found by TestRandomFaultsThenHealConverge: every other process restarts
+// while one node is paused, so the survivor knows only identities that no
+// longer exist and the new processes do not know it. Messages it sends to
+// the old identities must lead it to the new ones.
+func TestNodeHoldingOnlyStaleIdentitiesFindsTheRestartedCluster(t *testing.T) {
+	s := newSim(t, simOptions{seed: 0, mem: MemOptions{MinDelay: time.Millisecond, MaxDelay: 10 * time.Millisecond}})
+	addrs := s.cluster(3)
+	s.kill(addrs[0])
+	s.kill(addrs[1])
+	s.pause(addrs[2])
+	s.run(fast.Heartbeat)
+	s.start(addrs[0], addrs[1])
+	s.start(addrs[1], addrs[0])
+	s.run(5 * fast.Heartbeat)
+	s.resume(addrs[2])
+	d, ok := s.until(2*fast.AntiEntropy, func() bool {
+		for _, a := range addrs {
+			if !s.nodes[a].core.Owning() {
+				return false
+			}
+		}
+		return s.allSee(addrs, addrs, StatusAlive)
+	})
+	if !ok {
+		t.Fatalf("expected the paused survivor and the restarted processes to form one cluster; not after %v: %v", d, s.nodes[addrs[2]].core.Members())
+	}
+}
