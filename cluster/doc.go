@@ -94,5 +94,12 @@
 //   - Detection with DefaultTimings takes SuspectAfter+DeadAfter (about
 //     10 s); memberlist's LocalConfig detects in about 5 s, so comparing
 //     the two needs a preset with comparable timings.
-//   - No golden-output interaction scripts yet (scenarios are Go tests).
+//   - Membership is not consensus: nodes that join one side of a
+//     partition grow that side's member set, so a minority plus joiners
+//     can see a majority of its own, larger set while the other side
+//     still sees a majority of the old one. Refuse or defer joins that a
+//     majority of the existing members has not acknowledged, or fence
+//     with epochs, before relying on standing alone.
+//   - Golden scripts cover three scenarios; more of the scenario tests
+//     could move to scripts.
 package cluster

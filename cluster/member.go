@@ -10,7 +10,10 @@ import (
 // dial (the advertised address) and the process incarnation, a number the
 // process picks at start and never reuses. A restart at the same address is
 // a new NodeID, so records about the old process can never be confused with
-// the new one. The shape matches ring.Member so the placement layer can map
+// the new one. The incarnation must grow from one process to the next at
+// an address (the start time in nanoseconds does, within clock skew): a
+// lower one than a process already known there is taken for the older
+// process and marked left at once. The shape matches ring.Member so the placement layer can map
 // one to the other field by field.
 type NodeID struct {
 	Addr        string `msgpack:"addr"`
