@@ -59,6 +59,10 @@ type extra[M any] struct {
 	runGen      uint64
 	runFailures int
 	runT        *time.Timer
+
+	// deferred holds the asks whose replies handlers deferred, so Close
+	// can fail those still open.
+	deferred []replier
 }
 
 type timerEntry struct{ t *time.Timer }
@@ -286,6 +290,10 @@ func (c *cell[S, M]) handleBatch(ctx *Context[S, M], work []envelope[M]) bool {
 		}
 		ctx.slot = nil
 		if err != nil {
+			if ctx.release { // released and failed: end it, then back off
+				ctx.release = false
+				c.end("released")
+			}
 			c.failed(err, work[i+1:])
 			return false
 		}
@@ -584,7 +592,15 @@ func (c *cell[S, M]) stopRunLocked() {
 // backoff fails its mailbox, a lingering goroutine is woken to exit.
 func (c *cell[S, M]) stop() {
 	c.mu.Lock()
-	defer c.mu.Unlock()
+	deferred := c.takeDeferredLocked()
+	defer func() {
+		c.mu.Unlock()
+		// Nothing will answer them: their answers would come as messages,
+		// which the closed system refuses.
+		for _, d := range deferred {
+			d.abort(ErrSystemClosed)
+		}
+	}()
 	c.stopTimersLocked()
 	c.stopRunLocked()
 	if c.backoff {
@@ -600,6 +616,32 @@ func (c *cell[S, M]) stop() {
 		default:
 		}
 	}
+}
+
+// trackDeferred remembers an ask whose reply was deferred, dropping the
+// ones already answered.
+func (c *cell[S, M]) trackDeferred(s replier) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	x := c.ext()
+	live := x.deferred[:0]
+	for _, d := range x.deferred {
+		if !d.finished() {
+			live = append(live, d)
+		}
+	}
+	clear(x.deferred[len(live):])
+	x.deferred = append(live, s)
+}
+
+// takeDeferredLocked returns the deferred asks and forgets them.
+func (c *cell[S, M]) takeDeferredLocked() []replier {
+	if c.x == nil {
+		return nil
+	}
+	d := c.x.deferred
+	c.x.deferred = nil
+	return d
 }
 
 // abort cancels the running ask and fails what is queued.

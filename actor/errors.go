@@ -33,10 +33,6 @@ var (
 	// responding and without deferring its reply.
 	ErrNoReply = errors.New("troupe: handler did not reply")
 
-	// ErrReleased reports a message that was queued for an activation
-	// that ended before handling it, and could not be handed to a new one.
-	ErrReleased = errors.New("troupe: activation released")
-
 	// ErrInvalidDefinition reports a definition the runtime cannot host;
 	// the *DefinitionError that carries it names the definition and field.
 	ErrInvalidDefinition = errors.New("troupe: invalid actor definition")

@@ -117,13 +117,15 @@ type Deferred[R any] struct {
 
 // Defer takes over the reply to the request q being handled: the ask stays
 // open when the handler returns, until Resolve, Fail or the asker's
-// deadline. After a Tell it returns a Deferred whose calls do nothing.
+// deadline, or Close (which fails it with ErrSystemClosed). After a Tell
+// it returns a Deferred whose calls do nothing.
 func Defer[S, M any, Q Request[M, R], R any](c *Context[S, M], q Q) Deferred[R] {
 	s, _ := c.slot.(*slot[R])
 	if s != nil {
 		s.mu.Lock()
 		s.deferred = true
 		s.mu.Unlock()
+		c.cell.trackDeferred(s)
 	}
 	return Deferred[R]{s: s, actor: c.cell.k.def.name + "/" + c.cell.key}
 }

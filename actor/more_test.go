@@ -274,8 +274,6 @@ func TestPanickingPipeWrapDoesNotCrashOrBlameTheTarget(t *testing.T) {
 }
 
 func TestCloseFailsAsksWhoseReplyWasDeferred(t *testing.T) {
-	t.Skip("TODO: Close does not know deferred replies: their asks wait for their own deadline " +
-		"(the 10 s ask timeout by default) instead of failing with ErrSystemClosed")
 	synctest.Test(t, func(t *testing.T) {
 		deferred := make(chan struct{}, 1)
 		def := actor.Define("deferring", func(c *actor.Context[int, ProbeMsg], m ProbeMsg) error {

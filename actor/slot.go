@@ -24,6 +24,8 @@ type replier interface {
 	settled() bool
 	// stopped is closed when the asker stops waiting.
 	stopped() <-chan struct{}
+	// finished reports whether the outcome is set or the asker left.
+	finished() bool
 	// cancelled reports whether the asker stopped waiting.
 	cancelled() bool
 	deadline() (time.Time, bool)
@@ -91,6 +93,12 @@ func (s *slot[R]) settled() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.state == slotDone || s.state == slotCancelled || s.deferred
+}
+
+func (s *slot[R]) finished() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.state == slotDone || s.state == slotCancelled
 }
 
 func (s *slot[R]) stopped() <-chan struct{} {
