@@ -325,6 +325,13 @@ func (c *Core) Step(m Message) {
 		}
 		return
 	}
+	if m.Type == MsgJoin && c.joined && !c.owning {
+		// A node without a majority admits no one: otherwise joiners
+		// could grow a minority's member set into a majority of its own.
+		// The joiner keeps asking its other seeds. A node that never
+		// joined admits, so that nodes seeding each other can bootstrap.
+		return
+	}
 	c.lastFrame[m.From] = c.now
 	if c.now.After(c.lastAny) {
 		c.lastAny = c.now

@@ -94,12 +94,11 @@
 //   - Detection with DefaultTimings takes SuspectAfter+DeadAfter (about
 //     10 s); memberlist's LocalConfig detects in about 5 s, so comparing
 //     the two needs a preset with comparable timings.
-//   - Membership is not consensus: nodes that join one side of a
-//     partition grow that side's member set, so a minority plus joiners
-//     can see a majority of its own, larger set while the other side
-//     still sees a majority of the old one. Refuse or defer joins that a
-//     majority of the existing members has not acknowledged, or fence
-//     with epochs, before relying on standing alone.
+//   - Membership is not consensus. A node without a majority admits no
+//     joiner, but in the first SuspectAfter + DeadAfter/2 of a partition
+//     the minority still owns and can admit, so joiners could grow it into
+//     a majority of its own, larger member set. Closing that window needs
+//     joins acknowledged by a majority of the existing members, or epochs.
 //   - Golden scripts cover three scenarios; more of the scenario tests
 //     could move to scripts.
 package cluster

@@ -478,3 +478,43 @@ func TestNodeHoldingOnlyStaleIdentitiesFindsTheRestartedCluster(t *testing.T) {
 		t.Fatalf("expected the paused survivor and the restarted processes to form one cluster; not after %v: %v", d, s.nodes[addrs[2]].core.Members())
 	}
 }
+
+func TestJoinersCannotGrowAMinorityIntoAMajority(t *testing.T) {
+	s := newSim(t, simOptions{seed: 36})
+	addrs := s.cluster(5)
+	minority := addrs[:2]
+	joiners := []string{addr(10), addr(11), addr(12)}
+	s.net.Partition(append(slices.Clone(minority), joiners...), addrs[2:])
+	s.run(fast.SuspectAfter + fast.DeadAfter)
+	for _, j := range joiners {
+		s.start(j, minority...)
+	}
+	s.run(2 * fast.AntiEntropy)
+	for _, a := range minority {
+		c := s.nodes[a].core
+		if c.Owning() {
+			t.Fatalf("expected %s to stay stepped down while cut off from the majority; it owns with member set %v", a, c.MemberSet())
+		}
+		for _, j := range joiners {
+			if _, ok := c.Member(s.nodes[j].core.ID()); ok {
+				t.Errorf("expected %s (no majority) not to admit the joiner %s", a, j)
+			}
+		}
+	}
+	// Heal. By now the majority has removed the pair; their runtimes
+	// restart them, and the joiners, still asking them, get in.
+	s.net.Heal()
+	if _, ok := s.until(20*fast.Heartbeat, func() bool {
+		return s.nodes[minority[0]].core.Removed() && s.nodes[minority[1]].core.Removed()
+	}); !ok {
+		t.Fatal("expected the pair to learn it was removed once the partition heals")
+	}
+	for _, a := range minority {
+		s.kill(a)
+		s.start(a, addrs[2])
+	}
+	all := append(slices.Clone(addrs), joiners...)
+	if d, ok := s.until(2*fast.AntiEntropy, func() bool { return s.allSee(all, all, StatusAlive) }); !ok {
+		t.Fatalf("expected the joiners to be admitted once their seeds are back in the majority; not after %v", d)
+	}
+}
