@@ -64,10 +64,16 @@ func isResolved(r *Receipt) bool {
 }
 
 // sendAll sends payload b.N times, waiting for the oldest receipt whenever
-// the send queue is full, and then for all of them.
+// the send queue is full or maxOutstanding envelopes are unacknowledged (as
+// a caller with a bounded mailbox would), and then for all of them.
 func sendAll(b *testing.B, a *Transport, to NodeID, st StreamID, payload []byte) {
+	const maxOutstanding = 4096
 	var inflight []*Receipt
 	for range b.N {
+		if len(inflight) >= maxOutstanding {
+			inflight[0].Wait(context.Background())
+			inflight = inflight[1:]
+		}
 		for {
 			r, err := a.Send(context.Background(), to, st, 0, payload)
 			if errors.Is(err, ErrQueueFull) {
