@@ -51,11 +51,12 @@ func (c *Core) silence(id NodeID) time.Duration {
 // could observe it, and never below one. In a three-node cluster both
 // survivors must agree; in a two-node cluster the survivor decides alone.
 func (c *Core) needed(id NodeID) int {
-	others := c.seenAlive + c.suspects
+	// Possible observers: every live member (this node included) but id.
+	observers := c.seenAlive + c.suspects
 	if c.liveRecord(id) {
-		others--
+		observers--
 	}
-	return max(1, min(c.cfg.Confirmations, others-0))
+	return max(1, min(c.cfg.Confirmations, observers))
 }
 
 func (c *Core) canAccuse() bool {
