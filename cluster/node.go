@@ -228,6 +228,12 @@ func (n *Node) ID() NodeID { return n.id }
 // membership stream rather than losing its messages, and returns
 // ErrNodeClosed once the node is closed, or ctx's error.
 func (n *Node) Deliver(ctx context.Context, m Message) error {
+	// A closed node refuses even when its inbox has room.
+	select {
+	case <-n.stop:
+		return ErrNodeClosed
+	default:
+	}
 	select {
 	case n.inbox <- m:
 		return nil
