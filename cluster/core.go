@@ -66,6 +66,7 @@ type Core struct {
 	joinedAt                     time.Time
 	owning                       bool
 	lostSince                    time.Time
+	majoritySince                time.Time // when this node last started seeing a majority
 
 	memberSetDirty bool
 	out            Ready
@@ -611,6 +612,22 @@ func (c *Core) antiEntropy() {
 	c.send(id.Addr, Message{Type: MsgSync, To: id, Records: c.fullTable()})
 }
 
+// mayRemove reports whether a member dead since deadSince may be removed:
+// this node must have seen a majority for RemoveAfter since the later of
+// the verdict and the moment it regained its majority. Counting only time
+// with a majority lets members refute after a partition heals, instead of
+// being removed the instant the healed side first sees a majority.
+func (c *Core) mayRemove(deadSince time.Time) bool {
+	if !c.hasMajority() || c.majoritySince.IsZero() {
+		return false
+	}
+	from := deadSince
+	if c.majoritySince.After(from) {
+		from = c.majoritySince
+	}
+	return c.now.Sub(from) >= c.t.RemoveAfter
+}
+
 // removeDeadAndCollect marks members dead for RemoveAfter as left, on a
 // node that sees a majority only, and forgets tombstones older than
 // TombstoneTTL.
@@ -626,7 +643,7 @@ func (c *Core) removeDeadAndCollect() {
 		}
 		age := c.now.Sub(c.since[m.ID])
 		switch {
-		case m.Status == StatusDead && age >= c.t.RemoveAfter && c.hasMajority():
+		case m.Status == StatusDead && c.mayRemove(c.since[m.ID]):
 			remove = append(remove, m)
 		case m.Status == StatusLeft && age >= c.t.TombstoneTTL:
 			forget = append(forget, m.ID)

@@ -518,3 +518,26 @@ func TestJoinersCannotGrowAMinorityIntoAMajority(t *testing.T) {
 		t.Fatalf("expected the joiners to be admitted once their seeds are back in the majority; not after %v", d)
 	}
 }
+
+func TestEvenSplitHealsWithoutRemovals(t *testing.T) {
+	s := newSim(t, simOptions{seed: 37})
+	addrs := s.cluster(4)
+	s.net.Partition(addrs[:2], addrs[2:])
+	s.run(2 * fast.RemoveAfter)
+	for _, a := range addrs {
+		if s.nodes[a].core.Owning() {
+			t.Fatalf("expected no node to own during a 2|2 split; %s does", a)
+		}
+	}
+	s.net.Heal()
+	if d, ok := s.until(20*fast.Heartbeat, func() bool {
+		for _, a := range addrs {
+			if !s.nodes[a].core.Owning() {
+				return false
+			}
+		}
+		return s.allSee(addrs, addrs, StatusAlive)
+	}); !ok {
+		t.Fatalf("expected a 2|2 split, where nobody could remove anyone, to heal into one owning cluster; not after %v", d)
+	}
+}

@@ -30,9 +30,13 @@ func (c *Core) updateStanding() {
 	}
 	if c.hasMajority() {
 		c.lostSince = time.Time{}
+		if c.majoritySince.IsZero() {
+			c.majoritySince = c.now
+		}
 		c.setOwning(true)
 		return
 	}
+	c.majoritySince = time.Time{}
 	if c.lostSince.IsZero() {
 		c.lostSince = c.now
 		c.log.Info("majority lost", "seen_alive", c.seenAlive, "members", c.members, "isolated", c.isolated)
