@@ -55,6 +55,18 @@ type Node struct {
 
 // nodeView is what the loop publishes after each change, for readers on
 // other goroutines.
+//
+// TODO(core): what the runtime works around today:
+//   - becoming joined raises no event; the loop compares Core.Joined after
+//     every Ready.
+//   - records that change without a status change (incarnation, accusers)
+//     raise no event and Core.Members clones the whole table, so the view is
+//     refreshed on events and at most once per heartbeat otherwise; a list
+//     of the records changed since the last Ready would make it O(changes).
+//   - a live process marked left (removed after a false death verdict, or
+//     replaced) can only be reported: rejoining needs a new incarnation,
+//     hence a new wire transport; an option taking a transport factory
+//     could restart the membership automatically.
 type nodeView struct {
 	members   []Member
 	memberSet []NodeID
