@@ -259,7 +259,12 @@ func (s *session) activate(hc *hsConn, fresh bool, theirs resumeCounts) error {
 	s.activating = nil
 	now := time.Now()
 	prev := s.id
-	s.resumeLocked(hc.peer.Node, fresh, theirs, now)
+	if !s.resumeLocked(hc.peer.Node, fresh, theirs, now) {
+		s.mu.Unlock()
+		closeCodecs(enc, dec)
+		hc.Close()
+		return fmt.Errorf("%w: resume impossible", ErrPeerDead)
+	}
 	s.gen++
 	c := &liveConn{hsConn: hc, s: s, gen: s.gen, done: make(chan struct{}), wake: make(chan struct{}, 1), stop: make(chan struct{}), enc: enc, dec: dec}
 	c.heardNano.Store(now.UnixNano())

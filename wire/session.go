@@ -480,12 +480,16 @@ func (s *session) countsLocked() resumeCounts {
 
 // resumeLocked applies a resume exchange: either start afresh, or rewrite
 // what the peer did not receive.
-func (s *session) resumeLocked(peer NodeID, fresh bool, theirs resumeCounts, now time.Time) {
+//
+// It reports false when the peer's counts make a resume impossible (they
+// lie outside what we sent and what it credited): the session has then
+// failed what was pending and forgotten the peer, and the caller must drop
+// the connection, so that the next handshake starts both sides afresh.
+func (s *session) resumeLocked(peer NodeID, fresh bool, theirs resumeCounts, now time.Time) bool {
 	if fresh && s.id == peer && s.pristineLocked() {
-		// The peer never completed the resume exchange of our first
-		// connection (it was cut after our half): it holds nothing from
-		// us and we hold nothing from it, so resending everything from
-		// position 0 is exact.
+		// Nothing was received from the peer and it credited nothing:
+		// whatever it lost, resending everything from position 0 is
+		// exact, so there is nothing to fail.
 		fresh, theirs = false, resumeCounts{}
 	}
 	if !fresh {
@@ -494,8 +498,8 @@ func (s *session) resumeLocked(peer NodeID, fresh bool, theirs resumeCounts, now
 			from, err := s.sched.ResumeStream(flow.StreamID(i), int64(theirs[i]))
 			if err != nil {
 				s.t.log.Warn("troupe: wire: resume impossible, starting afresh", "peer", peer, "err", err)
-				fresh = true
-				break
+				s.dropLocked(fmt.Errorf("%w: resume impossible: %v", ErrPeerDead, err))
+				return false
 			}
 			for _, f := range s.resend[i] {
 				// Frames without bytes (aborts, empty envelopes) at the
@@ -515,7 +519,7 @@ func (s *session) resumeLocked(peer NodeID, fresh bool, theirs resumeCounts, now
 				s.recv[i].Resume()
 			}
 			s.id = peer
-			return
+			return true
 		}
 	}
 	switch {
@@ -534,4 +538,5 @@ func (s *session) resumeLocked(peer NodeID, fresh bool, theirs resumeCounts, now
 		s.failAllLocked(fmt.Errorf("%w: %v dropped the session", ErrPeerDead, peer))
 	}
 	s.id = peer
+	return true
 }
