@@ -334,3 +334,32 @@ func TestSendsPendingTowardsARestartedPeerFailWithErrPeerRestarted(t *testing.T)
 		t.Fatalf("a send to the new incarnation: %v", err)
 	}
 }
+
+// TestCutsDuringTheHandshakeAndResumeLoseNothing cuts the first
+// connections at every few bytes of their first few hundred: inside the
+// hellos, the resume counts and the confirm, on either side.
+func TestCutsDuringTheHandshakeAndResumeLoseNothing(t *testing.T) {
+	for at := int64(0); at < 360; at += 12 {
+		for _, accepted := range []bool{false, true} {
+			plan := func(info faultnet.ConnInfo, rng *rand.Rand) []faultnet.Fault {
+				if info.Seq >= 2 || info.Accepted != accepted {
+					return nil
+				}
+				return []faultnet.Fault{faultnet.CutWriteAt(at + int64(info.Seq)*5)}
+			}
+			fp := newFaultPair(t, uint64(at), plan, nil)
+			var all []sent
+			for i := range 6 {
+				from := i % 2
+				p := tagged(byte(from), StreamApplication, 1, uint32(i), 3000)
+				r, err := fp.nodes[from].Send(context.Background(), fp.nodes[1-from].Self(), StreamApplication, 1, p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				_, _, tag := tagOf(p)
+				all = append(all, sent{from: from, tag: tag, r: r})
+			}
+			checkDelivered(t, fp, all)
+		}
+	}
+}
