@@ -614,11 +614,12 @@ func (c *Core) antiEntropy() {
 
 // mayRemove reports whether a member dead since deadSince may be removed:
 // this node must have seen a majority for RemoveAfter since the later of
-// the verdict and the moment it regained its majority. Counting only time
+// the verdict and the moment it regained its majority, and its neighbours
+// must all have been heard from just now. Counting only time
 // with a majority lets members refute after a partition heals, instead of
 // being removed the instant the healed side first sees a majority.
 func (c *Core) mayRemove(deadSince time.Time) bool {
-	if !c.hasMajority() || c.majoritySince.IsZero() {
+	if !c.hasMajority() || c.majoritySince.IsZero() || !c.neighboursFresh() {
 		return false
 	}
 	from := deadSince
@@ -626,6 +627,20 @@ func (c *Core) mayRemove(deadSince time.Time) bool {
 		from = c.majoritySince
 	}
 	return c.now.Sub(from) >= c.t.RemoveAfter
+}
+
+// neighboursFresh reports whether every active neighbour was heard within
+// two heartbeats. A majority seen through a view that is going stale (a
+// partition that began less than SuspectAfter ago) must not remove
+// anyone: the removal could not reach the far side, which may then hold a
+// majority of the old member set while this side holds one of the new.
+func (c *Core) neighboursFresh() bool {
+	for _, id := range c.active {
+		if c.now.Sub(c.evidence(id)) > 2*c.t.Heartbeat {
+			return false
+		}
+	}
+	return true
 }
 
 // removeDeadAndCollect marks members dead for RemoveAfter as left, on a

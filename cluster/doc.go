@@ -94,6 +94,11 @@
 //   - Detection with DefaultTimings takes SuspectAfter+DeadAfter (about
 //     10 s); memberlist's LocalConfig detects in about 5 s, so comparing
 //     the two needs a preset with comparable timings.
+//   - Removal is not acknowledged by a quorum. It waits for RemoveAfter of
+//     continuous majority and for fresh neighbours, which closed the
+//     split-brain sequence the random-fault property found; a removal
+//     acknowledged by a majority of the member set it removes from would
+//     close the class.
 //   - Membership is not consensus. A node without a majority admits no
 //     joiner, but in the first SuspectAfter + DeadAfter/2 of a partition
 //     the minority still owns and can admit, so joiners could grow it into

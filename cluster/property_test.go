@@ -11,8 +11,9 @@ import (
 
 // TestRandomFaultsThenHealConverge runs random scripts of kills,
 // restarts, partitions, pauses and loss on small clusters, then heals
-// everything and expects every live process to agree on one member set,
-// see every other live process alive, and own again. No process may ever
+// everything (restarting removed processes, as a runtime would) and
+// expects every live process to agree on one member set, see every other
+// live process alive, and own again. No process may ever
 // declare a process dead that was never stopped, paused or cut off.
 func TestRandomFaultsThenHealConverge(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
@@ -53,7 +54,10 @@ func TestRandomFaultsThenHealConverge(t *testing.T) {
 				}
 			}
 			s.net.SetDropRate(rapid.SampledFrom([]float64{0, 0, 0.05}).Draw(rt, fmt.Sprintf("loss%d", i)))
-			s.run(time.Duration(rapid.IntRange(1, 30).Draw(rt, fmt.Sprintf("run%d", i))) * fast.Heartbeat)
+			// Mostly short steps, sometimes longer than RemoveAfter so that
+			// removals happen too.
+			beats := rapid.OneOf(rapid.IntRange(1, 30), rapid.IntRange(60, 90)).Draw(rt, fmt.Sprintf("run%d", i))
+			s.run(time.Duration(beats) * fast.Heartbeat)
 		}
 		// Heal: reconnect, resume, restart whatever was removed or killed.
 		s.net.Heal()
@@ -78,6 +82,13 @@ func TestRandomFaultsThenHealConverge(t *testing.T) {
 			return out
 		}
 		d, ok := s.until(fast.RemoveAfter+fast.TombstoneTTL, func() bool {
+			// A runtime restarts a removed process with a new incarnation.
+			for _, a := range addrs {
+				if n := s.nodes[a]; !n.down && n.core.Removed() {
+					s.kill(a)
+					s.start(a, addrs...)
+				}
+			}
 			l := live()
 			if !s.allSee(l, l, StatusAlive) {
 				return false

@@ -541,3 +541,34 @@ func TestEvenSplitHealsWithoutRemovals(t *testing.T) {
 		t.Fatalf("expected a 2|2 split, where nobody could remove anyone, to heal into one owning cluster; not after %v", d)
 	}
 }
+
+// Found by TestRandomFaultsThenHealConverge (5 nodes, seed 10): a pair
+// whose majority view was 0.4 s stale, because a partition had just cut
+// it from a third node, removed two members; the far side never learned
+// it, and later both sides owned with a majority of different member
+// sets. Removal now also needs every neighbour heard within two
+// heartbeats.
+func TestNoRemovalThroughAStaleMajorityView(t *testing.T) {
+	s := newSim(t, simOptions{seed: 0xa, mem: MemOptions{MinDelay: time.Millisecond, MaxDelay: 10 * time.Millisecond}})
+	a := s.cluster(5)
+	s.net.Partition(a[:3], a[3:])
+	s.run(3 * fast.Heartbeat)
+	s.net.SetDropRate(0.05)
+	s.run(21 * fast.Heartbeat)
+	s.net.SetDropRate(0)
+	s.net.Partition(a[:2], a[2:])
+	s.run(30 * fast.Heartbeat)
+	s.net.Partition(a[:3], a[3:])
+	s.run(66 * fast.Heartbeat)
+	s.net.Partition(a[:2], a[2:])
+	s.run(81 * fast.Heartbeat)
+	var owners []string
+	for _, x := range a {
+		if s.nodes[x].core.Owning() {
+			owners = append(owners, x)
+		}
+	}
+	if !slices.Equal(owners, a[2:]) {
+		t.Fatalf("expected only the side of three to own after the last split; owners are %v", owners)
+	}
+}
