@@ -25,13 +25,14 @@ type cell[S, M any] struct {
 	k   *kind[S, M]
 	key string
 
-	mu      sync.Mutex
-	in      []envelope[M]
-	pending atomic.Int32 // queued, not yet started (includes the running batch)
-	waiters atomic.Int32 // senders waiting for room
-	room    chan struct{}
-	wake    chan struct{}
-	cur     replier // slot of the ask being handled, for abort
+	mu       sync.Mutex
+	in       []envelope[M]
+	batchLen int          // size of the batch the goroutine took last; bounds remaining
+	hasIn    atomic.Bool  // in is not empty: lets a spinning goroutine look without the lock
+	waiters  atomic.Int32 // senders waiting for room
+	room     chan struct{}
+	wake     chan struct{}
+	cur      replier // slot of the ask being handled, for abort
 
 	running bool // a goroutine owns the cell
 	parked  bool // ... and waits on wake
@@ -45,6 +46,22 @@ type cell[S, M any] struct {
 	state    S
 	behavior Handler[S, M]
 	x        *extra[M]
+
+	// remaining is how many messages of the taken batch are still to be
+	// handled. Only the cell's goroutine writes it, once per message; a
+	// sender reads it only near the mailbox bound, so the hot path touches
+	// no counter that both sides write.
+	remaining atomic.Int32
+}
+
+// queuedLocked is the number of messages waiting; c.mu held.
+func (c *cell[S, M]) queuedLocked() int { return len(c.in) + int(c.remaining.Load()) }
+
+// queued is the number of messages waiting.
+func (c *cell[S, M]) queued() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.queuedLocked()
 }
 
 // extra holds what few cells need, to keep idle cells small.
@@ -88,7 +105,7 @@ func (c *cell[S, M]) push(ctx context.Context, m M, s replier, force bool) (err 
 			c.mu.Unlock()
 			return ErrSystemClosed, false
 		}
-		if force || int(c.pending.Load()) < k.def.s.mailbox {
+		if bound := k.def.s.mailbox; force || len(c.in)+c.batchLen < bound || c.queuedLocked() < bound {
 			break
 		}
 		if k.def.s.overflow == Refuse {
@@ -130,8 +147,10 @@ func (c *cell[S, M]) push(ctx context.Context, m M, s replier, force bool) (err 
 		}
 		c.mu.Lock()
 	}
+	if len(c.in) == 0 {
+		c.hasIn.Store(true)
+	}
 	c.in = append(c.in, envelope[M]{msg: m, slot: s})
-	c.pending.Add(1)
 	start := false
 	var wake chan struct{} // taken under the lock: failed and an exiting loop reset c.wake
 	switch {
@@ -153,9 +172,10 @@ func (c *cell[S, M]) push(ctx context.Context, m M, s replier, force bool) (err 
 	return nil, false
 }
 
-// taken accounts for a message leaving the mailbox.
-func (c *cell[S, M]) taken() {
-	c.pending.Add(-1)
+// took records that the goroutine is about to handle work[i], so
+// work[i+1:] is what remains of the batch, and lets waiting senders in.
+func (c *cell[S, M]) took(left int) {
+	c.remaining.Store(int32(left))
 	if c.waiters.Load() > 0 {
 		c.mu.Lock()
 		if c.room != nil {
@@ -188,6 +208,7 @@ func (c *cell[S, M]) loop() {
 		if len(c.in) == 0 {
 			if !warm || idle >= lingerTicks || h.Closed() || !c.started {
 				c.running = false
+				c.batchLen = 0
 				c.wake = nil
 				c.idleSince = time.Now().UnixNano()
 				c.exitTick = h.TickCount() + 1
@@ -225,6 +246,9 @@ func (c *cell[S, M]) loop() {
 			warm = true
 		}
 		work, c.in = c.in, work[:0]
+		c.batchLen = len(work)
+		c.remaining.Store(int32(len(work)))
+		c.hasIn.Store(false)
 		c.mu.Unlock()
 		if !c.handleBatch(ctx, work) {
 			return // failed: restart scheduled, goroutine released
@@ -245,7 +269,7 @@ func (c *cell[S, M]) spin() bool {
 	c.mu.Unlock()
 	for range spinYields {
 		runtime.Gosched()
-		if c.pending.Load() > 0 {
+		if c.hasIn.Load() {
 			break
 		}
 	}
@@ -261,14 +285,14 @@ func (c *cell[S, M]) handleBatch(ctx *Context[S, M], work []envelope[M]) bool {
 		e := &work[i]
 		select {
 		case <-h.HardStop():
-			c.pending.Add(-int32(len(work) - i))
+			c.took(0)
 			c.failAll(work[i:], ErrSystemClosed)
 			return true
 		default:
 		}
+		c.took(len(work) - i - 1)
 		if e.slot != nil {
 			if !e.slot.begin() {
-				c.taken()
 				h.Emit(host.Event{Kind: host.MessageDropped, Type: c.k.def.name, Key: c.key, Reason: "asker stopped waiting"})
 				continue
 			}
@@ -276,7 +300,6 @@ func (c *cell[S, M]) handleBatch(ctx *Context[S, M], work []envelope[M]) bool {
 			c.cur = e.slot
 			c.mu.Unlock()
 		}
-		c.taken()
 		err := c.invoke(ctx, e)
 		if e.slot != nil {
 			c.mu.Lock()
@@ -366,7 +389,10 @@ func (c *cell[S, M]) failed(err error, rest []envelope[M]) {
 		in := make([]envelope[M], 0, len(rest)+len(c.in))
 		in = append(append(in, rest...), c.in...)
 		c.in = in
+		c.hasIn.Store(true)
 	}
+	c.remaining.Store(0)
+	c.batchLen = 0
 	x := c.ext()
 	x.failures++
 	delay := backoffDelay(c.k.bmin, c.k.bmax, x.failures)
@@ -431,7 +457,7 @@ func (c *cell[S, M]) restart() {
 func (c *cell[S, M]) drainLocked(err error) {
 	in := c.in
 	c.in = nil
-	c.pending.Add(-int32(len(in)))
+	c.hasIn.Store(false)
 	if c.room != nil { // senders waiting for room must see the close
 		close(c.room)
 		c.room = nil
@@ -450,7 +476,7 @@ func (c *cell[S, M]) failAll(es []envelope[M], err error) {
 
 // passivatable reports whether the cell may leave the table; c.mu held.
 func (c *cell[S, M]) passivatable(idleBefore time.Time) bool {
-	if c.gone || c.running || c.backoff || c.pending.Load() != 0 || len(c.in) != 0 {
+	if c.gone || c.running || c.backoff || c.queuedLocked() != 0 {
 		return false
 	}
 	if x := c.x; x != nil && (len(x.timers) > 0 || x.runActive || x.runT != nil) {

@@ -172,7 +172,7 @@ func (k *kind[S, M]) Sweep(now time.Time) {
 func (k *kind[S, M]) Deepest() int {
 	deepest := 0
 	k.each(func(c *cell[S, M]) {
-		if n := int(c.pending.Load()); n > deepest {
+		if n := c.queued(); n > deepest {
 			deepest = n
 		}
 	})
@@ -182,7 +182,7 @@ func (k *kind[S, M]) Deepest() int {
 // Queued reports the messages waiting in all mailboxes.
 func (k *kind[S, M]) Queued() int {
 	total := 0
-	k.each(func(c *cell[S, M]) { total += int(c.pending.Load()) })
+	k.each(func(c *cell[S, M]) { total += c.queued() })
 	return total
 }
 
