@@ -515,7 +515,7 @@ func (c *cell[S, M]) fire(name string, e *timerEntry, d time.Duration, msg M, re
 		delete(c.x.timers, name)
 	}
 	c.mu.Unlock()
-	if err := c.k.deliver(context.Background(), c.key, msg, nil); err != nil {
+	if err := c.k.deliver(context.Background(), c.key, 0, msg, nil); err != nil {
 		c.k.h.Emit(host.Event{Kind: host.MessageDropped, Type: c.k.def.name, Key: c.key, Reason: "timer " + name + ": " + err.Error(), Err: err})
 	}
 }
@@ -556,7 +556,7 @@ func (c *cell[S, M]) startRun() {
 	gen := x.runGen
 	x.runCancel, x.runActive, x.runT = cancel, true, nil
 	c.mu.Unlock()
-	self := Ref[M]{to: c.k, typ: c.k.def.name, key: c.key}
+	self := c.k.ref(c.key)
 	body := c.k.def.run
 	h.Enter()
 	go func() {

@@ -17,11 +17,15 @@ type Context[S, M any] struct {
 	cell    *cell[S, M]
 	slot    replier // the current message's reply slot; nil for tells
 	release bool
+	self    Ref[M] // made on first use; the Context lives as long as its cell's goroutine
 }
 
 // Self returns the ref of this actor.
 func (c *Context[S, M]) Self() Ref[M] {
-	return Ref[M]{to: c.cell.k, typ: c.cell.k.def.name, key: c.cell.key}
+	if c.self.to == nil {
+		c.self = c.cell.k.ref(c.cell.key)
+	}
+	return c.self
 }
 
 // Key returns this actor's key.

@@ -27,7 +27,7 @@ type kind[S, M any] struct {
 }
 
 type shard[S, M any] struct {
-	mu sync.RWMutex
+	mu sync.Mutex // serialises writers of t
 	t  cellTable[S, M]
 	_  [24]byte // keep neighbouring shards' locks off one cache line
 }
@@ -52,28 +52,35 @@ func (d *Def[S, M]) Instantiate(h *host.Host) host.Kind {
 	return k
 }
 
+// ref returns the bound ref of key.
+func (k *kind[S, M]) ref(key string) Ref[M] {
+	return Ref[M]{to: k, typ: k.def.name, key: key, h: k.hash(key)}
+}
+
 func (k *kind[S, M]) Name() string              { return k.def.name }
 func (k *kind[S, M]) askTimeout() time.Duration { return k.ask }
 func (k *kind[S, M]) host() *host.Host          { return k.h }
 
-// locate returns key's hash and shard: the top bits pick the shard, the
-// low bits the slot inside the shard's table.
+// hash is key's hash in this kind's table: the top bits pick the shard,
+// the low bits the slot inside the shard's table. Refs keep it, so a send
+// does not hash the key again.
+func (k *kind[S, M]) hash(key string) uint64 { return fixHash(maphash.String(k.seed, key)) }
+
+// locate returns key's hash and shard.
 func (k *kind[S, M]) locate(key string) (uint64, *shard[S, M]) {
-	h := fixHash(maphash.String(k.seed, key))
+	h := k.hash(key)
 	return h, &k.shards[h>>58]
 }
 
-// cell returns the live cell of key, creating it.
-func (k *kind[S, M]) cell(key string) *cell[S, M] {
-	h, sh := k.locate(key)
-	sh.mu.RLock()
-	c := sh.t.get(h, key)
-	sh.mu.RUnlock()
-	if c != nil {
+// cellAt returns the live cell of key, whose hash is h, creating it.
+func (k *kind[S, M]) cellAt(h uint64, key string) *cell[S, M] {
+	sh := &k.shards[h>>58]
+	if c := sh.t.get(h, key); c != nil { // lock-free; a miss looks again under the lock
 		return c
 	}
 	sh.mu.Lock()
-	if c = sh.t.get(h, key); c == nil {
+	c := sh.t.get(h, key)
+	if c == nil {
 		c = &cell[S, M]{k: k, key: key}
 		sh.t.put(h, c)
 		k.h.Active.Add(1)
@@ -82,17 +89,18 @@ func (k *kind[S, M]) cell(key string) *cell[S, M] {
 	return c
 }
 
-func (k *kind[S, M]) deliver(ctx context.Context, key string, m M, s replier) error {
-	return k.push(ctx, key, m, s, false)
+func (k *kind[S, M]) deliver(ctx context.Context, key string, h uint64, m M, s replier) error {
+	return k.push(ctx, key, h, m, s, false)
 }
 
 // deliverAnswer queues a piped answer whatever the mailbox bound: the
 // actor asked for it, and the goroutine delivering it must not block.
 func (k *kind[S, M]) deliverAnswer(key string, m M) error {
-	return k.push(context.Background(), key, m, nil, true)
+	return k.push(context.Background(), key, 0, m, nil, true)
 }
 
-func (k *kind[S, M]) push(ctx context.Context, key string, m M, s replier, force bool) error {
+// push queues m for key; h is key's hash, or 0 to compute it.
+func (k *kind[S, M]) push(ctx context.Context, key string, h uint64, m M, s replier, force bool) error {
 	if key == "" {
 		return ErrInvalidRef
 	}
@@ -100,7 +108,10 @@ func (k *kind[S, M]) push(ctx context.Context, key string, m M, s replier, force
 		if k.h.Closed() {
 			return ErrSystemClosed
 		}
-		c := k.cell(key)
+		if h == 0 {
+			h = k.hash(key)
+		}
+		c := k.cellAt(h, key)
 		err, retry := c.push(ctx, m, s, force)
 		if !retry {
 			return err
@@ -141,10 +152,10 @@ func (k *kind[S, M]) each(f func(*cell[S, M])) {
 	var batch []*cell[S, M]
 	for i := range k.shards {
 		sh := &k.shards[i]
-		sh.mu.RLock()
+		sh.mu.Lock()
 		batch = batch[:0]
 		sh.t.each(func(c *cell[S, M]) { batch = append(batch, c) })
-		sh.mu.RUnlock()
+		sh.mu.Unlock()
 		for _, c := range batch {
 			f(c)
 		}

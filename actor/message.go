@@ -30,11 +30,11 @@ type Request[M, R any] interface{ troupeRequest(M, R) }
 // mailbox room until ctx ends. Tell is a method so that any message type
 // implementing M is accepted as it is.
 func (r Ref[M]) Tell(ctx context.Context, msg M) error {
-	to, err := r.resolve(ctx)
+	to, h, err := r.resolve(ctx)
 	if err != nil {
 		return err
 	}
-	return to.deliver(ctx, r.key, msg, nil)
+	return to.deliver(ctx, r.key, h, msg, nil)
 }
 
 // Ask sends the request q to ref and waits for the handler's reply. When ctx
@@ -49,7 +49,7 @@ func Ask[M any, Q Request[M, R], R any](ctx context.Context, ref Ref[M], q Q) (R
 	if !ok {
 		return zero, fmt.Errorf("%w: %T does not implement the message type of %s", ErrInvalidRef, q, ref)
 	}
-	to, err := ref.resolve(ctx)
+	to, kh, err := ref.resolve(ctx)
 	if err != nil {
 		return zero, err
 	}
@@ -65,7 +65,7 @@ func Ask[M any, Q Request[M, R], R any](ctx context.Context, ref Ref[M], q Q) (R
 		timeout = t.C
 		s.dl = time.Now().Add(d)
 	}
-	if err := to.deliver(ctx, ref.key, m, s); err != nil {
+	if err := to.deliver(ctx, ref.key, kh, m, s); err != nil {
 		return zero, err
 	}
 	var cause error
@@ -169,7 +169,7 @@ func Pipe[S, M, M2 any, Q Request[M2, R], R any](c *Context[S, M], ref Ref[M2], 
 		back(zero, fmt.Errorf("%w: %T does not implement the message type of %s", ErrInvalidRef, q, ref))
 		return
 	}
-	to, err := ref.resolve(c)
+	to, kh, err := ref.resolve(c)
 	if err != nil {
 		back(zero, err)
 		return
@@ -185,7 +185,7 @@ func Pipe[S, M, M2 any, Q Request[M2, R], R any](c *Context[S, M], ref Ref[M2], 
 		t.Stop()
 		back(r, err)
 	}
-	if err := to.deliver(noWait, ref.key, m2, s); err != nil {
+	if err := to.deliver(noWait, ref.key, kh, m2, s); err != nil {
 		t.Stop()
 		back(zero, err)
 	}

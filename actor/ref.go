@@ -31,11 +31,14 @@ type Ref[M any] struct {
 	to  sink[M]
 	typ string
 	key string
+	h   uint64 // the key's hash in to's table, computed once when bound
 }
 
 // sink is the runtime that delivers messages to one actor type.
 type sink[M any] interface {
-	deliver(ctx context.Context, key string, m M, s replier) error
+	deliver(ctx context.Context, key string, h uint64, m M, s replier) error
+	// hash is key's hash in this sink's table (0 where it has none).
+	hash(key string) uint64
 	askTimeout() time.Duration
 	host() *host.Host
 }
@@ -96,29 +99,29 @@ func (r *Ref[M]) DecodeMsgpack(dec *msgpack.Decoder) error {
 	*r = Ref[M]{typ: typ, key: key}
 	if b, ok := dec.Buffered().(interface{ Host() *host.Host }); ok {
 		if to, ok := lookupSink[M](b.Host(), typ); ok {
-			r.to = to
+			r.to, r.h = to, to.hash(key)
 		}
 	}
 	return nil
 }
 
-// resolve finds the runtime that delivers r.
-func (r Ref[M]) resolve(ctx context.Context) (sink[M], error) {
+// resolve finds the runtime that delivers r, and the key's hash there.
+func (r Ref[M]) resolve(ctx context.Context) (sink[M], uint64, error) {
 	if r.to != nil {
-		return r.to, nil
+		return r.to, r.h, nil
 	}
 	if r.typ == "" {
-		return nil, ErrNilRef
+		return nil, 0, ErrNilRef
 	}
 	h, _ := ctx.Value(hostKey{}).(*host.Host)
 	if h == nil {
-		return nil, fmt.Errorf("%w: %s is not bound to a system and the context carries none", ErrNilRef, r)
+		return nil, 0, fmt.Errorf("%w: %s is not bound to a system and the context carries none", ErrNilRef, r)
 	}
 	to, ok := lookupSink[M](h, r.typ)
 	if !ok {
-		return nil, fmt.Errorf("%w: %s", ErrUnknownActor, r)
+		return nil, 0, fmt.Errorf("%w: %s", ErrUnknownActor, r)
 	}
-	return to, nil
+	return to, to.hash(r.key), nil
 }
 
 func lookupSink[M any](h *host.Host, typ string) (sink[M], bool) {
@@ -154,7 +157,7 @@ func (d *Def[S, M]) Ref(sys System, key string) Ref[M] {
 		return r
 	}
 	if k, ok := h.Kind(d.name).(*kind[S, M]); ok {
-		r.to = k
+		r.to, r.h = k, k.hash(key)
 	} else {
 		r.to = unknownSink[M]{h: h}
 	}
@@ -164,7 +167,8 @@ func (d *Def[S, M]) Ref(sys System, key string) Ref[M] {
 // unknownSink answers for types a system does not host.
 type unknownSink[M any] struct{ h *host.Host }
 
-func (u unknownSink[M]) deliver(context.Context, string, M, replier) error {
+func (u unknownSink[M]) hash(string) uint64 { return 0 }
+func (u unknownSink[M]) deliver(context.Context, string, uint64, M, replier) error {
 	return ErrUnknownActor
 }
 func (u unknownSink[M]) askTimeout() time.Duration { return DefaultAskTimeout }

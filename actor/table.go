@@ -1,19 +1,26 @@
 package actor
 
+import "sync/atomic"
+
 // cellTable maps keys to cells: open addressing with linear probing over
 // slots that keep each key's 64-bit hash beside its cell. Compared with a
-// map[string]*cell it hashes a key once (the same hash picks the shard),
-// rehashes by moving slots without touching the keys, and holds one
-// pointer per slot instead of two, which the garbage collector scans.
-// The caller serialises access (the shard's lock).
+// map[string]*cell it hashes a key once (refs keep the hash, and the same
+// hash picks the shard), rehashes by moving slots without touching the
+// keys, and holds one pointer per slot for the garbage collector to scan.
+//
+// Writers (put, remove) are serialised by the shard's mutex. Readers (get)
+// take no lock: every slot field is read and written atomically, and a
+// reader checks the key on the cell it finds. A reader racing a writer may
+// miss a present key (a slot mid-move, a table being replaced), never find
+// a wrong one; on a miss the caller looks again under the mutex.
 type cellTable[S, M any] struct {
-	slots []slot16[S, M]
-	n     int // live entries
+	slots atomic.Pointer[[]cellSlot[S, M]]
+	n     int // live entries; writers only
 }
 
-type slot16[S, M any] struct {
-	hash uint64 // 0 marks an empty slot; real hashes are forced non-zero
-	c    *cell[S, M]
+type cellSlot[S, M any] struct {
+	hash atomic.Uint64 // 0 marks an empty slot; real hashes are forced non-zero
+	c    atomic.Pointer[cell[S, M]]
 }
 
 const tableMinSize = 8
@@ -25,67 +32,91 @@ func fixHash(h uint64) uint64 {
 	return h
 }
 
-// get returns the cell of key, or nil.
+// get returns the cell of key, or nil. Safe without the writers' lock.
 func (t *cellTable[S, M]) get(h uint64, key string) *cell[S, M] {
-	if t.n == 0 {
+	p := t.slots.Load()
+	if p == nil {
 		return nil
 	}
-	mask := uint64(len(t.slots) - 1)
-	for i := h & mask; ; i = (i + 1) & mask {
-		s := &t.slots[i]
-		if s.hash == 0 {
+	slots := *p
+	mask := uint64(len(slots) - 1)
+	for i, n := h&mask, 0; n < len(slots); i, n = (i+1)&mask, n+1 {
+		s := &slots[i]
+		sh := s.hash.Load()
+		if sh == 0 {
 			return nil
 		}
-		if s.hash == h && s.c.key == key {
-			return s.c
+		if sh == h {
+			if c := s.c.Load(); c != nil && c.key == key {
+				return c
+			}
 		}
 	}
+	return nil
 }
 
 // put adds c under hash h; the key must not be present.
 func (t *cellTable[S, M]) put(h uint64, c *cell[S, M]) {
-	if (t.n+1)*4 > len(t.slots)*3 {
-		t.grow()
+	p := t.slots.Load()
+	if p == nil || (t.n+1)*4 > len(*p)*3 {
+		p = t.resize(max(tableMinSize, 2*t.size()))
 	}
-	t.place(h, c)
+	place(*p, h, c)
 	t.n++
 }
 
-func (t *cellTable[S, M]) place(h uint64, c *cell[S, M]) {
-	mask := uint64(len(t.slots) - 1)
-	i := h & mask
-	for t.slots[i].hash != 0 {
-		i = (i + 1) & mask
+func (t *cellTable[S, M]) size() int {
+	if p := t.slots.Load(); p != nil {
+		return len(*p)
 	}
-	t.slots[i] = slot16[S, M]{hash: h, c: c}
+	return 0
 }
 
-func (t *cellTable[S, M]) grow() {
-	old := t.slots
-	size := max(tableMinSize, 2*len(old))
-	t.slots = make([]slot16[S, M], size)
-	for _, s := range old {
-		if s.hash != 0 {
-			t.place(s.hash, s.c)
+// place stores c in the first free slot of its probe run: the cell first,
+// then the hash that makes the slot visible to readers.
+func place[S, M any](slots []cellSlot[S, M], h uint64, c *cell[S, M]) {
+	mask := uint64(len(slots) - 1)
+	i := h & mask
+	for slots[i].hash.Load() != 0 {
+		i = (i + 1) & mask
+	}
+	slots[i].c.Store(c)
+	slots[i].hash.Store(h)
+}
+
+// resize copies the live entries into a new table of size slots and
+// publishes it.
+func (t *cellTable[S, M]) resize(size int) *[]cellSlot[S, M] {
+	next := make([]cellSlot[S, M], size)
+	if p := t.slots.Load(); p != nil {
+		for i := range *p {
+			s := &(*p)[i]
+			if h := s.hash.Load(); h != 0 {
+				place(next, h, s.c.Load())
+			}
 		}
 	}
+	t.slots.Store(&next)
+	return &next
 }
 
 // remove deletes the entry holding c, closing the gap by moving later
 // entries of the probe run back (no tombstones), and shrinks a table that
 // has become mostly empty.
 func (t *cellTable[S, M]) remove(h uint64, c *cell[S, M]) bool {
-	if t.n == 0 {
+	p := t.slots.Load()
+	if p == nil || t.n == 0 {
 		return false
 	}
-	mask := uint64(len(t.slots) - 1)
+	slots := *p
+	mask := uint64(len(slots) - 1)
 	i := h & mask
 	for {
-		s := &t.slots[i]
-		if s.hash == 0 {
+		s := &slots[i]
+		if s.hash.Load() == 0 {
 			return false
 		}
-		if s.c == c {
+		if s.c.Load() == c {
 			break
 		}
 		i = (i + 1) & mask
@@ -95,39 +126,37 @@ func (t *cellTable[S, M]) remove(h uint64, c *cell[S, M]) bool {
 	j := i
 	for {
 		j = (j + 1) & mask
-		s := t.slots[j]
-		if s.hash == 0 {
+		sh := slots[j].hash.Load()
+		if sh == 0 {
 			break
 		}
-		home := s.hash & mask
+		home := sh & mask
 		if (j > i && (home <= i || home > j)) || (j < i && home <= i && home > j) {
-			t.slots[i] = s
+			slots[i].hash.Store(0) // hide the slot while it changes hands
+			slots[i].c.Store(slots[j].c.Load())
+			slots[i].hash.Store(sh)
 			i = j
 		}
 	}
-	t.slots[i] = slot16[S, M]{}
+	slots[i].hash.Store(0)
+	slots[i].c.Store(nil)
 	t.n--
-	if len(t.slots) > tableMinSize && t.n*8 < len(t.slots) {
-		t.shrink()
+	if len(slots) > tableMinSize && t.n*8 < len(slots) {
+		t.resize(len(slots) / 2)
 	}
 	return true
 }
 
-func (t *cellTable[S, M]) shrink() {
-	old := t.slots
-	t.slots = make([]slot16[S, M], len(old)/2)
-	for _, s := range old {
-		if s.hash != 0 {
-			t.place(s.hash, s.c)
-		}
-	}
-}
-
-// each calls f for every cell.
+// each calls f for every cell; writers' lock held.
 func (t *cellTable[S, M]) each(f func(*cell[S, M])) {
-	for _, s := range t.slots {
-		if s.hash != 0 {
-			f(s.c)
+	p := t.slots.Load()
+	if p == nil {
+		return
+	}
+	for i := range *p {
+		s := &(*p)[i]
+		if s.hash.Load() != 0 {
+			f(s.c.Load())
 		}
 	}
 }

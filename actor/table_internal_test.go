@@ -58,3 +58,47 @@ func BenchmarkCellTableInsert(b *testing.B) {
 		tab.put(fixHash(uint64(i)*0x9e3779b97f4a7c15), &cell[int, int]{key: k})
 	}
 }
+
+// TestCellTableReadersNeverSeeAWrongCell reads without the lock while a
+// writer inserts, removes and resizes: a reader may miss a key, but never
+// gets another key's cell.
+func TestCellTableReadersNeverSeeAWrongCell(t *testing.T) {
+	var tab cellTable[int, int]
+	const keys = 512
+	names := make([]string, keys)
+	for i := range names {
+		names[i] = fmt.Sprint("key-", i)
+	}
+	hashOf := func(i int) uint64 { return fixHash(uint64(i%37) * 0x9e3779b97f4a7c15) } // collisions on purpose
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		cells := make([]*cell[int, int], keys)
+		for round := 0; ; round++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			for i := range keys {
+				if (i+round)%3 == 0 && cells[i] != nil {
+					tab.remove(hashOf(i), cells[i])
+					cells[i] = nil
+				} else if cells[i] == nil {
+					cells[i] = &cell[int, int]{key: names[i]}
+					tab.put(hashOf(i), cells[i])
+				}
+			}
+		}
+	}()
+	for range 200 {
+		for i := range keys {
+			if c := tab.get(hashOf(i), names[i]); c != nil && c.key != names[i] {
+				t.Fatalf("get(%q) returned the cell of %q", names[i], c.key)
+			}
+		}
+	}
+	close(stop)
+	<-done
+}
