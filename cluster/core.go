@@ -69,6 +69,7 @@ type Core struct {
 	majoritySince                time.Time // when this node last started seeing a majority
 
 	memberSetDirty bool
+	changedAt      map[NodeID]int // index into out.Changed
 	out            Ready
 }
 
@@ -109,6 +110,7 @@ func NewCore(cfg Config, incarnation uint64, now time.Time) (*Core, error) {
 		lastFrame: make(map[NodeID]time.Time),
 		lastBytes: make(map[string]time.Time),
 		watchFrom: make(map[NodeID]time.Time),
+		changedAt: make(map[NodeID]int),
 		gossip:    newBroadcasts(),
 		healthy:   true,
 	}
@@ -193,7 +195,18 @@ func (c *Core) Ready() Ready {
 	}
 	r := c.out
 	c.out = Ready{}
+	clear(c.changedAt)
 	return r
+}
+
+// noteChanged records m for Ready.Changed, keeping one entry per record.
+func (c *Core) noteChanged(m Member) {
+	if i, ok := c.changedAt[m.ID]; ok {
+		c.out.Changed[i] = m.Clone()
+		return
+	}
+	c.changedAt[m.ID] = len(c.out.Changed)
+	c.out.Changed = append(c.out.Changed, m.Clone())
 }
 
 // Heard records that bytes of any kind arrived from the peer at addr at
@@ -259,6 +272,7 @@ func (c *Core) updateSelf(st Status) {
 	c.account(Member{ID: c.self.ID, Status: prev}, c.self, false)
 	c.since[c.self.ID] = c.now
 	c.memberSetDirty = c.memberSetDirty || st == StatusLeft
+	c.noteChanged(c.self)
 	c.enqueue(c.self)
 	c.emit(Event{Kind: EventMemberUpdated, Member: c.self.Clone(), Prev: prev})
 }
@@ -374,6 +388,7 @@ func (c *Core) markJoined() {
 	if !c.joined {
 		c.joined = true
 		c.joinedAt = c.now
+		c.emit(Event{Kind: EventJoined, Member: c.self.Clone()})
 		c.log.Info("joined", "members", c.members)
 	}
 }
@@ -408,6 +423,7 @@ func (c *Core) retireSelf(inc uint64) {
 	c.table.set(c.self.Clone())
 	c.account(prev, c.self, false)
 	c.memberSetDirty = true
+	c.noteChanged(c.self)
 	c.markRemoved()
 }
 
@@ -431,6 +447,7 @@ func (c *Core) applySelf(r Member) {
 // dead processes from the overlay and detector.
 func (c *Core) onChange(ch Change) {
 	c.account(ch.Prev, ch.Cur, ch.IsNew)
+	c.noteChanged(ch.Cur)
 	c.enqueue(ch.Cur)
 	if ch.IsNew || ch.Prev.Status != ch.Cur.Status {
 		c.since[ch.Cur.ID] = c.now

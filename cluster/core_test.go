@@ -267,3 +267,46 @@ func TestReadyReportsTheMemberSetWhenItChanges(t *testing.T) {
 		t.Fatalf("expected the member set to grow to 2; got %v", r.MemberSet)
 	}
 }
+
+func TestReadyListsEachChangedRecordOnceWithItsLatestValue(t *testing.T) {
+	c := newTestCore(t, "a:1")
+	c.Ready()
+	b := peer("b:1")
+	c.Step(Message{Type: MsgGossip, From: b.ID, Records: []Member{b}})
+	accused := b
+	accused.Status = StatusSuspect
+	accused.Accusers = []string{"c:1"}
+	c.Step(Message{Type: MsgGossip, From: b.ID, Records: []Member{accused}})
+	more := accused
+	more.Accusers = []string{"d:1"}
+	c.Step(Message{Type: MsgGossip, From: b.ID, Records: []Member{more}}) // accusers only: no event
+	r := c.Ready()
+	if len(r.Changed) != 1 || r.Changed[0].Status != StatusSuspect || len(r.Changed[0].Accusers) != 2 {
+		t.Fatalf("expected one changed record, b suspect with two accusers; got %v", r.Changed)
+	}
+	if r := c.Ready(); len(r.Changed) != 0 {
+		t.Fatalf("expected no changed records in the next Ready; got %v", r.Changed)
+	}
+}
+
+func TestJoiningIsReported(t *testing.T) {
+	cfg := FastConfig("a:1")
+	cfg.Seeds = []string{"b:1"}
+	c, err := NewCore(cfg, 1, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Tick(t0)
+	if r := c.Ready(); len(r.Messages) != 1 || r.Messages[0].Msg.Type != MsgJoin {
+		t.Fatalf("expected one join to the seed; got %+v", r.Messages)
+	}
+	b := peer("b:1")
+	c.Step(Message{Type: MsgJoinReply, From: b.ID, Records: []Member{b}})
+	var joined bool
+	for _, e := range c.Ready().Events {
+		joined = joined || e.Kind == EventJoined
+	}
+	if !joined || !c.Joined() {
+		t.Fatal("expected an EventJoined once the seed answered")
+	}
+}

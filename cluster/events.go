@@ -27,6 +27,10 @@ const (
 	// removed by a majority, or replaced by a newer process at its
 	// address). It must stop; a restart needs a new process incarnation.
 	EventRemoved
+	// EventJoined: the node learned the table from a seed or another
+	// member (a node without seeds is joined from the start and reports
+	// nothing).
+	EventJoined
 )
 
 func (k EventKind) String() string {
@@ -43,6 +47,8 @@ func (k EventKind) String() string {
 		return "refuted"
 	case EventRemoved:
 		return "removed"
+	case EventJoined:
+		return "joined"
 	}
 	return "event(?)"
 }
@@ -83,9 +89,14 @@ type Ready struct {
 	// changed since the previous Ready; nil otherwise. Placement moves
 	// towards it one member at a time with PlanChanges.
 	MemberSet []NodeID
+	// Changed lists every record whose value changed since the previous
+	// Ready (incarnation, status, actor types or accusers), in the order
+	// of the changes, the latest value of each record once. Forgotten
+	// records appear in Events only.
+	Changed []Member
 }
 
 // IsEmpty reports whether there is nothing to do.
 func (r Ready) IsEmpty() bool {
-	return len(r.Messages) == 0 && len(r.Events) == 0 && r.MemberSet == nil
+	return len(r.Messages) == 0 && len(r.Events) == 0 && r.MemberSet == nil && len(r.Changed) == 0
 }
