@@ -2,6 +2,7 @@ package actor
 
 import (
 	"context"
+	"runtime"
 	"hash/maphash"
 	"sync"
 	"time"
@@ -116,6 +117,7 @@ func (k *kind[S, M]) push(ctx context.Context, key string, h uint64, m M, s repl
 		if !retry {
 			return err
 		}
+		runtime.Gosched() // a passivated cell is leaving its place; let it
 	}
 }
 
@@ -134,17 +136,26 @@ func (k *kind[S, M]) forget(c *cell[S, M], reason string, idleBefore time.Time) 
 	}
 	if ok {
 		c.gone = true
-		sh.t.remove(h, c)
+		if !wasStarted {
+			sh.t.remove(h, c)
+		}
 	}
 	c.mu.Unlock()
 	sh.mu.Unlock()
-	if ok {
-		k.h.Active.Add(-1)
-		if wasStarted {
-			k.h.Emit(host.Event{Kind: host.ActivationEnded, Type: k.def.name, Key: c.key, Reason: reason})
-		}
+	if !ok {
+		return false
 	}
-	return ok
+	k.h.Active.Add(-1)
+	if wasStarted {
+		// Report the end while the gone cell still holds the key's place,
+		// so the next activation of the key cannot start (and be reported)
+		// before this end is: senders wait for the place to clear.
+		k.h.Emit(host.Event{Kind: host.ActivationEnded, Type: k.def.name, Key: c.key, Reason: reason})
+		sh.mu.Lock()
+		sh.t.remove(h, c)
+		sh.mu.Unlock()
+	}
+	return true
 }
 
 // each calls f for every live cell, outside the shard locks.
