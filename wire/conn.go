@@ -276,10 +276,11 @@ func (s *session) activate(hc *hsConn, fresh bool, theirs resumeCounts) error {
 	if s.dialCancel != nil && s.dialing {
 		s.dialCancel()
 	}
-	if !s.up || prev != hc.peer.Node {
+	if !s.up || prev != hc.peer.Node || s.suspected {
 		s.up = true
 		t.emit(PeerEvent{Peer: hc.peer.Node, Up: true})
 	}
+	s.suspected = false
 	t.wg.Add(2)
 	go c.readLoop()
 	go c.writeLoop()

@@ -83,7 +83,8 @@
 // cancellation, keepalive, last-heard times, TCP_NOTSENT_LOWAT, a bounded
 // send queue; resume with fencing, a single resume slot and a confirm
 // frame, paced resends; simultaneous dial and the relay rule; restart and
-// peer-dead failures; clients and their grace; Endpoint and MemNetwork.
+// peer-dead failures; a Suspect peer event when a redial fails; clients
+// and their grace; Endpoint and MemNetwork.
 // Tests: unit tests per piece, a rapid property over random workloads
 // (1 B to 4 MiB, four streams, random cuts at any byte including the
 // handshake, cancellations; internal/faultnet), 100 seeded simultaneous-dial
@@ -117,10 +118,9 @@
 //     or offer a Send that waits for room on the context.
 //   - BENCHMARKS.md (outside this package's paths) with the ratios above,
 //     and the resume benchmark over the tbf link.
-//   - A dial that fails while a session waits does not yet report the peer
-//     as suspect to membership (only PeerEvent up/down); metrics
-//     (prometheus.Registerer in Config); Drain/Shutdown(ctx) that waits for
-//     in-flight receipts before the goodbye.
+//   - MemNetwork does not report Suspect events for partitions yet;
+//     metrics (prometheus.Registerer in Config); Drain/Shutdown(ctx) that
+//     waits for in-flight receipts before the goodbye.
 //   - Abort records of partly sent, cancelled envelopes stay in the resend
 //     buffer until credit passes them; they are rewritten after a resume
 //     whether or not the peer saw them (receivers ignore unknown ids).

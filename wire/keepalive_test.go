@@ -93,10 +93,17 @@ func TestAPeerUnreachablePastTheGraceIsDeclaredDead(t *testing.T) {
 		t.Fatalf("after 2×KeepaliveAfter+KeepaliveTimeout unreachable: want ErrPeerDead, got %v", err)
 	}
 	timeout := time.After(10 * time.Second)
+	var suspected bool
 	for {
 		select {
 		case e := <-events:
-			if !e.Up && e.Peer == b.Self() && errors.Is(e.Err, ErrPeerDead) {
+			if e.Suspect && e.Peer == b.Self() {
+				suspected = true
+			}
+			if !e.Up && !e.Suspect && e.Peer == b.Self() && errors.Is(e.Err, ErrPeerDead) {
+				if !suspected {
+					t.Fatal("the failed redials should have reported the peer suspect before it was lost")
+				}
 				return
 			}
 		case <-timeout:

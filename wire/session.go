@@ -111,6 +111,7 @@ type session struct {
 	closing    bool
 	grace      *time.Timer // for a client: gives up on it after the resume grace
 	up         bool        // a peer-up event was reported and no peer-down since
+	suspected  bool        // a suspect event was reported since the last peer-up
 }
 
 func newSession(t *Transport, key, addr string) (*session, error) {

@@ -26,13 +26,16 @@ type HandlerFunc func(from NodeID, payload []byte)
 // Receive calls f.
 func (f HandlerFunc) Receive(from NodeID, payload []byte) { f(from, payload) }
 
-// PeerEvent reports a peer becoming reachable (Up) or lost. Err says why
-// a peer was lost: ErrPeerRestarted, ErrPeerDead, or nil for an orderly
-// goodbye.
+// PeerEvent reports a peer becoming reachable (Up), unreachable for now
+// (Suspect: its connection broke and a redial failed; the session still
+// waits to resume), or lost (neither). Err says why a peer was suspected
+// or lost: the dial error, ErrPeerRestarted, ErrPeerDead, or nil for an
+// orderly goodbye.
 type PeerEvent struct {
-	Peer NodeID
-	Up   bool
-	Err  error
+	Peer    NodeID
+	Up      bool
+	Suspect bool
+	Err     error
 }
 
 // Transport is one node's end of the wire protocol: it accepts and dials
@@ -388,7 +391,7 @@ func (s *session) ensureDialLocked() {
 	ctx, cancel := context.WithCancel(s.t.ctx)
 	s.dialCancel = cancel
 	s.t.wg.Add(1)
-	go s.dialLoop(ctx)
+	go s.dialLoop(ctx, cancel)
 }
 
 // wanted reports whether the session still needs a connection: it has
@@ -406,14 +409,21 @@ func (s *session) wantedLocked() bool {
 // dialLoop dials until the session has a connection, the peer is given
 // up on, or the transport closes: at once, then with jittered backoff
 // from RedialMin to RedialMax.
-func (s *session) dialLoop(ctx context.Context) {
+func (s *session) dialLoop(ctx context.Context, cancel context.CancelFunc) {
 	t := s.t
 	defer t.wg.Done()
 	defer func() {
 		s.mu.Lock()
 		s.dialing = false
 		close(s.dialDone)
-		s.dialCancel()
+		cancel()
+		// A loop cancelled for a connection that then failed (or whose
+		// failure was handled while this loop was still ending, and so
+		// could not start another) must not leave the session without
+		// a dialer.
+		if s.conn == nil && s.activating == nil && s.wantedLocked() && !t.isClosed() {
+			s.ensureDialLocked()
+		}
 		s.mu.Unlock()
 	}()
 	backoff := t.cfg.RedialMin
@@ -443,11 +453,19 @@ func (s *session) dialLoop(ctx context.Context) {
 			// cure it. What waits for this peer fails with the reason.
 			t.log.Warn("troupe: wire: handshake refused", "addr", s.addr, "err", err)
 			s.mu.Lock()
-			s.failAllLocked(err)
+			s.dropLocked(err)
 			s.mu.Unlock()
 			return
 		}
 		t.log.Debug("troupe: wire: dial failed", "addr", s.addr, "err", err)
+		s.mu.Lock()
+		if s.up && s.conn == nil && !s.suspected {
+			// The membership layer hears of it at once, rather than
+			// after the resume grace.
+			s.suspected = true
+			t.emit(PeerEvent{Peer: s.id, Suspect: true, Err: err})
+		}
+		s.mu.Unlock()
 		t.mu.Lock()
 		wait := backoff/2 + time.Duration(t.rng.Int64N(int64(backoff/2)+1))
 		t.mu.Unlock()
