@@ -118,8 +118,7 @@
 //     or offer a Send that waits for room on the context.
 //   - BENCHMARKS.md (outside this package's paths) with the ratios above,
 //     and the resume benchmark over the tbf link.
-//   - MemNetwork does not report Suspect events for partitions yet;
-//     metrics (prometheus.Registerer in Config); Drain/Shutdown(ctx) that
+//   - Metrics (prometheus.Registerer in Config); Drain/Shutdown(ctx) that
 //     waits for in-flight receipts before the goodbye.
 //   - Abort records of partly sent, cancelled envelopes stay in the resend
 //     buffer until credit passes them; they are rewritten after a resume

@@ -57,6 +57,11 @@ var ErrPeerDead = errors.New("troupe: peer dead")
 // the queue drains as the peer takes what it was sent.
 var ErrQueueFull = errors.New("troupe: send queue full")
 
+// ErrUnreachable is the cause of a Suspect peer event in a MemNetwork: the
+// peer is partitioned away or absent. (The TCP transport reports the dial
+// error itself.)
+var ErrUnreachable = errors.New("troupe: peer unreachable")
+
 // ErrUnknownStream reports a stream id outside the ones this transport
 // serves.
 var ErrUnknownStream = errors.New("troupe: unknown stream")

@@ -55,6 +55,7 @@ type MemEndpoint struct {
 	held     []memEnv // sent while partitioned or while the peer was absent
 	heard    map[string]time.Time
 	up       map[string]NodeID
+	suspect  map[string]bool // suspect events reported since the peer was last up
 	closed   bool
 	wg       sync.WaitGroup
 }
@@ -66,7 +67,7 @@ func (n *MemNetwork) Join(self NodeID) (*MemEndpoint, error) {
 	if self.Addr == "" || self.Incarnation == 0 {
 		return nil, fmt.Errorf("troupe: MemNetwork.Join: identity %v needs an address and an incarnation", self)
 	}
-	e := &MemEndpoint{net: n, self: self, heard: map[string]time.Time{}, up: map[string]NodeID{}}
+	e := &MemEndpoint{net: n, self: self, heard: map[string]time.Time{}, up: map[string]NodeID{}, suspect: map[string]bool{}}
 	e.cond = sync.NewCond(&e.mu)
 	n.mu.Lock()
 	if old := n.nodes[self.Addr]; old != nil && !old.isClosed() {
@@ -189,7 +190,17 @@ func (e *MemEndpoint) offer(env memEnv) error {
 	if !ok {
 		e.mu.Lock()
 		e.held = append(e.held, env)
+		prev, wasUp := e.up[env.to.Addr]
+		report := wasUp && !e.suspect[env.to.Addr]
+		if report {
+			e.suspect[env.to.Addr] = true
+		}
+		f := e.onEvent
 		e.mu.Unlock()
+		if report && f != nil {
+			// As the real transport does when a redial fails.
+			f(PeerEvent{Peer: prev, Suspect: true, Err: ErrUnreachable})
+		}
 		return nil
 	}
 	if (env.to.Incarnation != 0 && env.to.Incarnation != peer.self.Incarnation) ||
@@ -241,9 +252,15 @@ func (e *MemEndpoint) noteUp(peer NodeID) {
 	e.mu.Lock()
 	prev, was := e.up[peer.Addr]
 	e.up[peer.Addr] = peer
+	wasSuspect := e.suspect[peer.Addr]
+	delete(e.suspect, peer.Addr)
 	f := e.onEvent
 	e.mu.Unlock()
-	if f == nil || (was && prev == peer) {
+	if f == nil || (was && prev == peer && !wasSuspect) {
+		return
+	}
+	if was && prev == peer {
+		f(PeerEvent{Peer: peer, Up: true}) // reachable again
 		return
 	}
 	if was {

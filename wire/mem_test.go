@@ -110,3 +110,27 @@ func TestMemPeerDeadFailsHeldSends(t *testing.T) {
 		t.Fatalf("want ErrPeerDead, got %v", err)
 	}
 }
+
+func TestMemReportsSuspectWhilePartitionedAndUpAfterHeal(t *testing.T) {
+	n := NewMemNetwork()
+	a, _ := joinMem(t, n, "a:1", 1)
+	b, _ := joinMem(t, n, "b:1", 1)
+	var mu sync.Mutex
+	var evs []PeerEvent
+	a.OnPeerEvent(func(e PeerEvent) {
+		mu.Lock()
+		evs = append(evs, e)
+		mu.Unlock()
+	})
+	r, _ := a.Send(context.Background(), b.Self(), StreamApplication, 1, []byte("1"))
+	waitReceipt(t, r)
+	n.Partition("a:1", "b:1")
+	a.Send(context.Background(), b.Self(), StreamApplication, 1, []byte("2"))
+	n.Heal("a:1", "b:1")
+	a.Send(context.Background(), b.Self(), StreamApplication, 1, []byte("3"))
+	mu.Lock()
+	defer mu.Unlock()
+	if len(evs) != 3 || !evs[0].Up || !evs[1].Suspect || !evs[2].Up {
+		t.Fatalf("want up, suspect, up; got %+v", evs)
+	}
+}
