@@ -123,4 +123,10 @@
 //   - Abort records of partly sent, cancelled envelopes stay in the resend
 //     buffer until credit passes them; they are rewritten after a resume
 //     whether or not the peer saw them (receivers ignore unknown ids).
+//   - Send to an incarnation newer than the session's fails with
+//     ErrPeerRestarted until the transport itself meets the new process
+//     (after the old connection breaks); it could instead drop the old
+//     session at once.
+//   - Handle must be called before traffic flows (it is not synchronised
+//     with the deliverers).
 package wire
