@@ -127,6 +127,4 @@
 //     ErrPeerRestarted until the transport itself meets the new process
 //     (after the old connection breaks); it could instead drop the old
 //     session at once.
-//   - Handle must be called before traffic flows (it is not synchronised
-//     with the deliverers).
 package wire

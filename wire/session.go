@@ -423,8 +423,8 @@ func (s *session) deliver(st StreamID) {
 		from := s.id
 		s.mu.Unlock()
 
-		if h := s.t.handlers[st]; h != nil {
-			h.Receive(from, d.payload)
+		if h := s.t.handlers[st].Load(); h != nil && *h != nil {
+			(*h).Receive(from, d.payload)
 		}
 
 		s.mu.Lock()

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -45,7 +46,7 @@ type Transport struct {
 	cfg      Config
 	loc      *local
 	log      *slog.Logger
-	handlers [NumStreams]Handler
+	handlers [NumStreams]atomic.Pointer[Handler]
 	onEvent  func(PeerEvent)
 
 	ctx    context.Context // ends at Close
@@ -92,9 +93,14 @@ func New(cfg Config) (*Transport, error) {
 // Self returns this node's identity.
 func (t *Transport) Self() NodeID { return t.loc.node }
 
-// Handle sets the handler of a stream. Call it before traffic flows.
+// Handle sets the handler of a stream. Envelopes that arrive while a
+// stream has no handler are taken and dropped; set handlers before traffic
+// flows.
 func (t *Transport) Handle(s StreamID, h Handler) {
-	t.handlers[s] = h
+	if s >= NumStreams {
+		return
+	}
+	t.handlers[s].Store(&h)
 }
 
 // OnPeerEvent sets the function told about peers coming up and going
