@@ -2,8 +2,8 @@ package actor
 
 import (
 	"context"
-	"runtime"
 	"hash/maphash"
+	"runtime"
 	"sync"
 	"time"
 
