@@ -105,7 +105,7 @@ func TestCancelledAskCancelsTheRunningHandler(t *testing.T) {
 func TestCancelledAskDropsItsQueuedMessage(t *testing.T) {
 	g, l, evs := newGate(), &opLog{}, newEvents()
 	def := gatedProbe("probe", g, l)
-	sys := newSystem(t, system.Config{Observer: evs.observe}, def)
+	sys := newSystem(t, system.Config{Observer: evs.Observe}, def)
 	ref := def.Ref(sys, "k")
 	if err := ref.Tell(ctxT(t), Note{Op: "block"}); err != nil {
 		t.Fatal(err)
@@ -134,7 +134,7 @@ func TestCancelledAskDropsItsQueuedMessage(t *testing.T) {
 	if want := []string{"block", "after"}; !slices.Equal(l.get(), want) {
 		t.Errorf("handler saw %v, want %v: abandoned asks must be dropped", l.get(), want)
 	}
-	if n := evs.count(is(system.MessageDropped, "k")); n != 2 {
+	if n := evs.Count(is(system.MessageDropped, "k")); n != 2 {
 		t.Errorf("MessageDropped events = %d, want 2", n)
 	}
 }

@@ -186,18 +186,18 @@ func TestTimerEveryRepeatsUntilCancelledAndKeepsTheKeyActive(t *testing.T) {
 			}
 			return nil
 		}, actor.WithIdleTimeout(50*time.Millisecond))
-		sys := newSystem(t, system.Config{Observer: evs.observe}, def)
+		sys := newSystem(t, system.Config{Observer: evs.Observe}, def)
 		ref := def.Ref(sys, "k")
 		if err := ref.Tell(context.Background(), Note{Op: "arm"}); err != nil {
 			t.Fatal(err)
 		}
 		time.Sleep(time.Second + 50*time.Millisecond)
 		synctest.Wait()
-		if n := evs.count(is(system.ActivationEnded, "k")); n != 0 {
-			t.Fatalf("a key with a live Every timer idled out: %v", evs.snapshot())
+		if n := evs.Count(is(system.ActivationEnded, "k")); n != 0 {
+			t.Fatalf("a key with a live Every timer idled out: %v", evs.Snapshot())
 		}
-		if n := evs.count(is(system.ActivationFailed, "k")); n != 0 {
-			t.Fatalf("the replaced Every timer still fired: %v", evs.snapshot())
+		if n := evs.Count(is(system.ActivationFailed, "k")); n != 0 {
+			t.Fatalf("the replaced Every timer still fired: %v", evs.Snapshot())
 		}
 		if err := ref.Tell(context.Background(), Note{Op: "stop"}); err != nil {
 			t.Fatal(err)
@@ -216,7 +216,7 @@ func TestTimerEveryRepeatsUntilCancelledAndKeepsTheKeyActive(t *testing.T) {
 		if beats != 10 {
 			t.Errorf("Every kept firing after CancelTimer: %d beats", beats)
 		}
-		ended := evs.snapshot()
+		ended := evs.Snapshot()
 		if len(ended) != 2 || ended[1].Kind != system.ActivationEnded || ended[1].Reason != "idle" {
 			t.Errorf("events = %v, want the key to idle out once its timer is cancelled", ended)
 		}
@@ -342,7 +342,7 @@ func TestReleaseEndsTheActivationAndTheNextMessageStartsFresh(t *testing.T) {
 		}
 		return nil
 	}).WithInit(func(string) int { return 100 })
-	sys := newSystem(t, system.Config{Observer: evs.observe}, def)
+	sys := newSystem(t, system.Config{Observer: evs.Observe}, def)
 	ctx := ctxT(t)
 	ref := def.Ref(sys, "k")
 	for _, op := range []string{"arm", "inc", "inc", "release"} {
@@ -350,7 +350,7 @@ func TestReleaseEndsTheActivationAndTheNextMessageStartsFresh(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	ev := evs.waitFor(t, "ActivationEnded", is(system.ActivationEnded, "k"))
+	ev := evs.WaitFor(t, "ActivationEnded", is(system.ActivationEnded, "k"))
 	if ev.Reason != "released" {
 		t.Errorf("ActivationEnded reason = %q, want released", ev.Reason)
 	}
@@ -359,7 +359,7 @@ func TestReleaseEndsTheActivationAndTheNextMessageStartsFresh(t *testing.T) {
 	if got, err := actor.Ask(ctx, ref, Do{}); err != nil || got != "100" {
 		t.Fatalf("state after release = %q, %v; want the initial 100", got, err)
 	}
-	if n := evs.count(is(system.ActivationStarted, "k")); n != 2 {
+	if n := evs.Count(is(system.ActivationStarted, "k")); n != 2 {
 		t.Errorf("ActivationStarted events = %d, want 2 (before and after release)", n)
 	}
 }

@@ -3,6 +3,7 @@ package actor_test
 import (
 	"context"
 	"errors"
+	"github.com/troupe-go/troupe/internal/systemtest"
 	"sync"
 	"testing"
 	"time"
@@ -79,66 +80,12 @@ func recv[T any](t testing.TB, ch <-chan T, what string) T {
 	}
 }
 
-// events records what the observer sees.
-type events struct {
-	mu     sync.Mutex
-	all    []system.Event
-	change chan struct{}
-}
+// events records what the observer sees (see internal/systemtest).
+type events = systemtest.Events
 
-func newEvents() *events { return &events{change: make(chan struct{})} }
+func newEvents() *events { return systemtest.NewEvents(waitLimit) }
 
-func (e *events) observe(ev system.Event) {
-	e.mu.Lock()
-	e.all = append(e.all, ev)
-	close(e.change)
-	e.change = make(chan struct{})
-	e.mu.Unlock()
-}
-
-// waitFor waits until an event matches, and returns it.
-func (e *events) waitFor(t testing.TB, what string, match func(system.Event) bool) system.Event {
-	t.Helper()
-	deadline := time.After(waitLimit)
-	for {
-		e.mu.Lock()
-		for _, ev := range e.all {
-			if match(ev) {
-				e.mu.Unlock()
-				return ev
-			}
-		}
-		ch := e.change
-		e.mu.Unlock()
-		select {
-		case <-ch:
-		case <-deadline:
-			t.Fatalf("timed out waiting for event: %s; saw %v", what, e.snapshot())
-		}
-	}
-}
-
-func (e *events) count(match func(system.Event) bool) int {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	n := 0
-	for _, ev := range e.all {
-		if match(ev) {
-			n++
-		}
-	}
-	return n
-}
-
-func (e *events) snapshot() []system.Event {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return append([]system.Event(nil), e.all...)
-}
-
-func is(kind system.EventKind, key string) func(system.Event) bool {
-	return func(ev system.Event) bool { return ev.Kind == kind && ev.Actor.Key == key }
-}
+var is = systemtest.Is
 
 // mustIs fails unless errors.Is(err, target).
 func mustIs(t testing.TB, err, target error) {

@@ -98,7 +98,7 @@ func TestTimerMessageThatFindsTheMailboxFullIsDroppedAndObserved(t *testing.T) {
 			}
 			return nil
 		}, actor.WithMailbox(1, actor.Refuse))
-		sys := newSystem(t, system.Config{Observer: evs.observe}, def)
+		sys := newSystem(t, system.Config{Observer: evs.Observe}, def)
 		defer close(g.open)
 		ref := def.Ref(sys, "k")
 		if err := ref.Tell(context.Background(), Note{Op: "arm"}); err != nil {
@@ -110,7 +110,7 @@ func TestTimerMessageThatFindsTheMailboxFullIsDroppedAndObserved(t *testing.T) {
 		}
 		time.Sleep(time.Second)
 		synctest.Wait()
-		drops := evs.snapshot()
+		drops := evs.Snapshot()
 		drops = slices.DeleteFunc(drops, func(e system.Event) bool { return e.Kind != system.MessageDropped })
 		if len(drops) != 1 {
 			t.Fatalf("MessageDropped events = %v, want the timer's", drops)
@@ -161,14 +161,14 @@ func TestReleaseAfterRespondingStillAnswers(t *testing.T) {
 		c.Release()
 		return actor.Respond(c, m.(Do), c.Key())
 	})
-	sys := newSystem(t, system.Config{Observer: evs.observe}, def)
+	sys := newSystem(t, system.Config{Observer: evs.Observe}, def)
 	for range 3 {
 		if got, err := actor.Ask(ctxT(t), def.Ref(sys, "k"), Do{}); err != nil || got != "k" {
 			t.Fatalf("Ask = %q, %v", got, err)
 		}
 	}
-	waitUntil(t, "three releases", func() bool { return evs.count(is(system.ActivationEnded, "k")) == 3 })
-	if n := evs.count(is(system.ActivationStarted, "k")); n != 3 {
+	waitUntil(t, "three releases", func() bool { return evs.Count(is(system.ActivationEnded, "k")) == 3 })
+	if n := evs.Count(is(system.ActivationStarted, "k")); n != 3 {
 		t.Errorf("ActivationStarted events = %d, want 3", n)
 	}
 }
@@ -184,7 +184,7 @@ func TestInitPanicFailsTheMessageAndTheNextMessageRetries(t *testing.T) {
 		return 42
 	})
 	evs := newEvents()
-	sys := newSystem(t, system.Config{Observer: evs.observe}, def)
+	sys := newSystem(t, system.Config{Observer: evs.Observe}, def)
 	ctx := ctxT(t)
 	_, err := actor.Ask(ctx, def.Ref(sys, "k"), Do{})
 	mustIs(t, err, actor.ErrActorFailed)
@@ -195,7 +195,7 @@ func TestInitPanicFailsTheMessageAndTheNextMessageRetries(t *testing.T) {
 	if got, err := actor.Ask(ctx, def.Ref(sys, "k"), Do{}); err != nil || got != "42" {
 		t.Fatalf("Ask after a failed init = %q, %v; want a fresh activation with 42", got, err)
 	}
-	if n := evs.count(is(system.ActivationStarted, "k")); n != 1 {
+	if n := evs.Count(is(system.ActivationStarted, "k")); n != 1 {
 		t.Errorf("ActivationStarted events = %d, want 1: the failed init never started", n)
 	}
 }
@@ -252,7 +252,7 @@ func TestPanickingPipeWrapDoesNotCrashOrBlameTheTarget(t *testing.T) {
 		}
 		return nil
 	})
-	sys := newSystem(t, system.Config{Observer: evs.observe}, def, slow)
+	sys := newSystem(t, system.Config{Observer: evs.Observe}, def, slow)
 	ctx := ctxT(t)
 	for _, op := range []string{"timeout", "answer"} {
 		if err := def.Ref(sys, "k").Tell(ctx, Note{Op: op}); err != nil {
@@ -260,13 +260,13 @@ func TestPanickingPipeWrapDoesNotCrashOrBlameTheTarget(t *testing.T) {
 		}
 	}
 	waitUntil(t, "both piped answers to be dropped", func() bool {
-		return evs.count(func(e system.Event) bool {
+		return evs.Count(func(e system.Event) bool {
 			var pe *actor.PanicError
 			return e.Kind == system.MessageDropped && e.Actor.Key == "k" && errors.As(e.Err, &pe)
 		}) == 2
 	})
-	if n := evs.count(func(e system.Event) bool { return e.Kind == system.ActivationFailed }); n != 0 {
-		t.Errorf("a panicking wrap failed an actor: %v", evs.snapshot())
+	if n := evs.Count(func(e system.Event) bool { return e.Kind == system.ActivationFailed }); n != 0 {
+		t.Errorf("a panicking wrap failed an actor: %v", evs.Snapshot())
 	}
 	if got, err := actor.Ask(ctx, def.Ref(sys, "k"), Do{}); err != nil || got != "alive" {
 		t.Errorf("Ask = %q, %v", got, err)

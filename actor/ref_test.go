@@ -123,12 +123,12 @@ func TestStateHoldingRefsIsAValidDefinition(t *testing.T) {
 
 func TestRefIsUsableBeforeActivation(t *testing.T) {
 	evs := newEvents()
-	sys := newSystem(t, system.Config{Observer: evs.observe}, counter)
+	sys := newSystem(t, system.Config{Observer: evs.Observe}, counter)
 	ref := counter.Ref(sys, "lazy")
 	if n := sys.Stats().Active; n != 0 {
 		t.Fatalf("taking a ref activated %d actors, want 0", n)
 	}
-	if c := evs.count(is(system.ActivationStarted, "lazy")); c != 0 {
+	if c := evs.Count(is(system.ActivationStarted, "lazy")); c != 0 {
 		t.Fatalf("taking a ref emitted %d ActivationStarted events", c)
 	}
 	ctx := ctxT(t)

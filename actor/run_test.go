@@ -62,7 +62,7 @@ func never(int) string { return "" }
 func TestRunBodyStartsOnActivationAndStopsOnRelease(t *testing.T) {
 	p, evs := newBodyProbe(), newEvents()
 	def := runner("poller", p, never)
-	sys := newSystem(t, system.Config{Observer: evs.observe}, def)
+	sys := newSystem(t, system.Config{Observer: evs.Observe}, def)
 	ctx := ctxT(t)
 	ref := def.Ref(sys, "k")
 	select {
@@ -80,7 +80,7 @@ func TestRunBodyStartsOnActivationAndStopsOnRelease(t *testing.T) {
 		t.Fatal(err)
 	}
 	mustIs(t, recv(t, p.stopped, "the body to be cancelled at release"), context.Canceled)
-	evs.waitFor(t, "ActivationEnded released", func(e system.Event) bool {
+	evs.WaitFor(t, "ActivationEnded released", func(e system.Event) bool {
 		return e.Kind == system.ActivationEnded && e.Reason == "released"
 	})
 	// The next message activates the key again, and its body with it.
@@ -124,7 +124,7 @@ func TestRunBodyRestartsAfterErrorAndPanicWithBackoff(t *testing.T) {
 			}
 			return ""
 		}, actor.WithBackoff(100*time.Millisecond, 150*time.Millisecond))
-		sys := newSystem(t, system.Config{Observer: evs.observe}, def)
+		sys := newSystem(t, system.Config{Observer: evs.Observe}, def)
 		begin := time.Now()
 		if err := def.Ref(sys, "k").Tell(context.Background(), Note{}); err != nil {
 			t.Fatal(err)
@@ -140,7 +140,7 @@ func TestRunBodyRestartsAfterErrorAndPanicWithBackoff(t *testing.T) {
 		}
 		fails := 0
 		var sawPanic, sawErr bool
-		for _, e := range evs.snapshot() {
+		for _, e := range evs.Snapshot() {
 			if e.Kind != system.ActivationFailed {
 				continue
 			}
@@ -167,15 +167,15 @@ func TestKeyWithARunningBodyDoesNotIdleOut(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p, evs := newBodyProbe(), newEvents()
 		def := runner("poller", p, never, actor.WithIdleTimeout(10*time.Millisecond))
-		sys := newSystem(t, system.Config{Observer: evs.observe}, def)
+		sys := newSystem(t, system.Config{Observer: evs.Observe}, def)
 		if err := def.Ref(sys, "k").Tell(context.Background(), Note{}); err != nil {
 			t.Fatal(err)
 		}
 		<-p.started
 		time.Sleep(time.Minute) // fake time: thousands of idle timeouts
 		synctest.Wait()
-		if n := evs.count(is(system.ActivationEnded, "k")); n != 0 {
-			t.Fatalf("a key with a running body idled out: %v", evs.snapshot())
+		if n := evs.Count(is(system.ActivationEnded, "k")); n != 0 {
+			t.Fatalf("a key with a running body idled out: %v", evs.Snapshot())
 		}
 		if n := sys.Stats().Active; n != 1 {
 			t.Errorf("Stats.Active = %d, want 1", n)

@@ -31,7 +31,7 @@ func gatedProbe(name string, g *gate, l *opLog, opts ...actor.Option) *actor.Def
 func TestTellUnderRefuseFailsAtOnceWhenTheMailboxIsFull(t *testing.T) {
 	g, l, evs := newGate(), &opLog{}, newEvents()
 	def := gatedProbe("refuse", g, l, actor.WithMailbox(2, actor.Refuse))
-	sys := newSystem(t, system.Config{Observer: evs.observe}, def)
+	sys := newSystem(t, system.Config{Observer: evs.Observe}, def)
 	defer close(g.open)
 	ctx := ctxT(t)
 	ref := def.Ref(sys, "k")
@@ -52,7 +52,7 @@ func TestTellUnderRefuseFailsAtOnceWhenTheMailboxIsFull(t *testing.T) {
 	mustIs(t, recv(t, done, "Tell on a full Refuse mailbox to return"), actor.ErrMailboxFull)
 	_, err := actor.Ask(ctx, ref, Do{Op: "ask-overflow"})
 	mustIs(t, err, actor.ErrMailboxFull)
-	evs.waitFor(t, "MailboxFull", is(system.MailboxFull, "k"))
+	evs.WaitFor(t, "MailboxFull", is(system.MailboxFull, "k"))
 
 	if st := sys.Stats(); st.Queued != 2 || st.DeepestMailbox != 2 {
 		t.Errorf("Stats with a full mailbox of 2 = %+v, want Queued 2, DeepestMailbox 2", st)

@@ -132,7 +132,7 @@ func TestCloseStopsTimersAndFailsMailboxesInBackoff(t *testing.T) {
 			}
 			return nil
 		}, actor.WithBackoff(time.Hour, time.Hour))
-		sys := startSystem(t, system.Config{Observer: evs.observe}, def)
+		sys := startSystem(t, system.Config{Observer: evs.Observe}, def)
 		ctx := context.Background()
 		if err := def.Ref(sys, "timer").Tell(ctx, Note{Op: "arm"}); err != nil {
 			t.Fatal(err)

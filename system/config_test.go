@@ -143,20 +143,20 @@ func TestConfigDefaultsApplyToDefinitionsThatSetNothing(t *testing.T) {
 	evs := newEvents()
 	own := probe("own", nil, nil, actor.WithIdleTimeout(actor.DefaultIdleTimeout))
 	inherits := probe("inherits", nil, nil)
-	sys := newSystem(t, system.Config{Observer: evs.observe, IdleTimeout: time.Millisecond, Linger: time.Millisecond}, own, inherits)
+	sys := newSystem(t, system.Config{Observer: evs.Observe, IdleTimeout: time.Millisecond, Linger: time.Millisecond}, own, inherits)
 	ctx := ctxT(t)
 	for _, ref := range []actor.Ref[Msg]{own.Ref(sys, "o"), inherits.Ref(sys, "i")} {
 		if err := ref.Tell(ctx, Note{}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	evs.waitFor(t, "the inheriting key to idle out", is(system.ActivationEnded, "i"))
+	evs.WaitFor(t, "the inheriting key to idle out", is(system.ActivationEnded, "i"))
 	// Once more, so that "o" has surely been idle for many sweeps.
 	if err := inherits.Ref(sys, "i").Tell(ctx, Note{}); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, "the inheriting key to idle out again", func() bool { return evs.count(is(system.ActivationEnded, "i")) == 2 })
-	if n := evs.count(is(system.ActivationEnded, "o")); n != 0 {
+	waitUntil(t, "the inheriting key to idle out again", func() bool { return evs.Count(is(system.ActivationEnded, "i")) == 2 })
+	if n := evs.Count(is(system.ActivationEnded, "o")); n != 0 {
 		t.Errorf("a definition that chose the default idle timeout idled out at the system's 1ms")
 	}
 }

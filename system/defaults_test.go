@@ -18,19 +18,19 @@ func TestDefaultIdleTimeoutIsOneMinute(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		evs := newEvents()
 		def := probe("default-idle", nil, nil)
-		sys := newSystem(t, system.Config{Observer: evs.observe}, def)
+		sys := newSystem(t, system.Config{Observer: evs.Observe}, def)
 		if err := def.Ref(sys, "k").Tell(context.Background(), Note{}); err != nil {
 			t.Fatal(err)
 		}
 		time.Sleep(time.Minute - time.Millisecond)
 		synctest.Wait()
-		if n := evs.count(is(system.ActivationEnded, "k")); n != 0 {
+		if n := evs.Count(is(system.ActivationEnded, "k")); n != 0 {
 			t.Fatal("the key idled out before a minute")
 		}
 		time.Sleep(time.Minute/4 + 100*time.Millisecond) // a sweep period and some linger
 		synctest.Wait()
-		if n := evs.count(is(system.ActivationEnded, "k")); n != 1 {
-			t.Fatalf("the key did not idle out within a minute and a sweep: %v", evs.snapshot())
+		if n := evs.Count(is(system.ActivationEnded, "k")); n != 1 {
+			t.Fatalf("the key did not idle out within a minute and a sweep: %v", evs.Snapshot())
 		}
 	})
 }

@@ -18,22 +18,22 @@ import (
 func TestKeysActivateLazilyOnTheFirstMessage(t *testing.T) {
 	evs := newEvents()
 	def := probe("lazy", nil, nil)
-	sys := newSystem(t, system.Config{Observer: evs.observe}, def)
+	sys := newSystem(t, system.Config{Observer: evs.Observe}, def)
 	refs := []actor.Ref[Msg]{def.Ref(sys, "a"), def.Ref(sys, "b")}
-	if st := sys.Stats(); st.Active != 0 || len(evs.snapshot()) != 0 {
-		t.Fatalf("taking refs activated something: %+v, events %v", st, evs.snapshot())
+	if st := sys.Stats(); st.Active != 0 || len(evs.Snapshot()) != 0 {
+		t.Fatalf("taking refs activated something: %+v, events %v", st, evs.Snapshot())
 	}
 	if got, err := actor.Ask(ctxT(t), refs[0], Do{Op: "hi"}); err != nil || got != "hi 1" {
 		t.Fatalf("Ask = %q, %v", got, err)
 	}
-	ev := evs.waitFor(t, "ActivationStarted", is(system.ActivationStarted, "a"))
+	ev := evs.WaitFor(t, "ActivationStarted", is(system.ActivationStarted, "a"))
 	if ev.Actor != (actor.ID{Type: "lazy", Key: "a"}) {
 		t.Errorf("event actor = %v, want lazy/a", ev.Actor)
 	}
 	if st := sys.Stats(); st.Active != 1 {
 		t.Errorf("Stats.Active = %d after one key got a message, want 1", st.Active)
 	}
-	if n := evs.count(is(system.ActivationStarted, "b")); n != 0 {
+	if n := evs.Count(is(system.ActivationStarted, "b")); n != 0 {
 		t.Errorf("b activated without a message")
 	}
 }
@@ -145,7 +145,7 @@ func TestIdleKeyPassivatesAndTheNextMessageStartsFresh(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		evs := newEvents()
 		def := probe("idler", nil, nil, actor.WithIdleTimeout(time.Second))
-		sys := newSystem(t, system.Config{Observer: evs.observe}, def)
+		sys := newSystem(t, system.Config{Observer: evs.Observe}, def)
 		ctx := context.Background()
 		ref := def.Ref(sys, "k")
 		for _, op := range []string{"a", "b"} {
@@ -155,7 +155,7 @@ func TestIdleKeyPassivatesAndTheNextMessageStartsFresh(t *testing.T) {
 		}
 		time.Sleep(999 * time.Millisecond)
 		synctest.Wait()
-		if n := evs.count(is(system.ActivationEnded, "k")); n != 0 {
+		if n := evs.Count(is(system.ActivationEnded, "k")); n != 0 {
 			t.Fatalf("the key idled out before its idle timeout")
 		}
 		if st := sys.Stats(); st.Active != 1 {
@@ -164,7 +164,7 @@ func TestIdleKeyPassivatesAndTheNextMessageStartsFresh(t *testing.T) {
 		// Within the timeout plus a sweep period (a quarter) plus linger.
 		time.Sleep(time.Second / 2)
 		synctest.Wait()
-		evs2 := evs.snapshot()
+		evs2 := evs.Snapshot()
 		if len(evs2) != 2 || evs2[1].Kind != system.ActivationEnded || evs2[1].Reason != "idle" {
 			t.Fatalf("events = %v, want started then ended (idle)", evs2)
 		}
@@ -174,7 +174,7 @@ func TestIdleKeyPassivatesAndTheNextMessageStartsFresh(t *testing.T) {
 		if got, err := actor.Ask(ctx, ref, Do{Op: "again"}); err != nil || got != "again 1" {
 			t.Errorf("after passivation Ask = %q, %v; want the initial state again", got, err)
 		}
-		if n := evs.count(is(system.ActivationStarted, "k")); n != 2 {
+		if n := evs.Count(is(system.ActivationStarted, "k")); n != 2 {
 			t.Errorf("ActivationStarted events = %d, want 2", n)
 		}
 	})
@@ -224,7 +224,7 @@ func TestFailedKeyRestartsAfterBackoffFromItsLastStateWithItsMailbox(t *testing.
 		l, evs := &opLog{}, newEvents()
 		var start time.Time
 		def := stamped("restarting", l, &start, actor.WithBackoff(100*time.Millisecond, 300*time.Millisecond))
-		sys := newSystem(t, system.Config{Observer: evs.observe}, def)
+		sys := newSystem(t, system.Config{Observer: evs.Observe}, def)
 		ctx := context.Background()
 		ref := def.Ref(sys, "k")
 		start = time.Now()
@@ -254,7 +254,7 @@ func TestFailedKeyRestartsAfterBackoffFromItsLastStateWithItsMailbox(t *testing.
 		if !slices.Equal(l.get(), want) {
 			t.Errorf("handled\n%v\nwant\n%v", l.get(), want)
 		}
-		if n := evs.count(is(system.ActivationFailed, "k")); n != 3 {
+		if n := evs.Count(is(system.ActivationFailed, "k")); n != 3 {
 			t.Errorf("ActivationFailed events = %d, want 3", n)
 		}
 		if r := sys.Stats().Restarts; r != 3 {
@@ -304,11 +304,11 @@ func TestEventKindsPrint(t *testing.T) {
 func TestObserverReportsActivationFailureWithTheCause(t *testing.T) {
 	evs := newEvents()
 	def := probe("obs", nil, nil, actor.WithBackoff(time.Millisecond, time.Millisecond))
-	sys := newSystem(t, system.Config{Observer: evs.observe}, def)
+	sys := newSystem(t, system.Config{Observer: evs.Observe}, def)
 	if err := def.Ref(sys, "k").Tell(ctxT(t), Note{Op: "error"}); err != nil {
 		t.Fatal(err)
 	}
-	ev := evs.waitFor(t, "ActivationFailed", is(system.ActivationFailed, "k"))
+	ev := evs.WaitFor(t, "ActivationFailed", is(system.ActivationFailed, "k"))
 	if !errorsIs(ev.Err, errBroken) || ev.Actor != (actor.ID{Type: "obs", Key: "k"}) {
 		t.Errorf("ActivationFailed event = %+v, want the handler's error for obs/k", ev)
 	}
