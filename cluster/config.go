@@ -1,7 +1,7 @@
 package cluster
 
 import (
-	"crypto/tls"
+	"github.com/troupe-go/troupe/wire"
 	"log/slog"
 	"net"
 	"strconv"
@@ -153,12 +153,13 @@ type Config struct {
 	// RandSeed seeds the core's random choices (neighbours, anti-entropy
 	// partners). Default 0: derived from the NodeID, so runs replay.
 	RandSeed uint64
-	// TLS configures mutual TLS for the transport. Declared for the
-	// runtime over wire; the core does not use it. Default nil: plain TCP.
-	TLS *tls.Config
+	// TLS configures mutual TLS for the transport (see WireConfig): the
+	// cluster CA and this node's certificate. The core does not use it.
+	// Default nil: plain TCP.
+	TLS *wire.TLS
 	// AddressMap translates advertised addresses to dialable addresses
-	// (NAT, tunnels). Declared for the runtime over wire; the core always
-	// speaks in advertised addresses. Default nil: dial as advertised.
+	// (NAT, tunnels); WireConfig hands it to the transport, which applies
+	// it at every dial. The core always speaks in advertised addresses. Default nil: dial as advertised.
 	AddressMap map[string]string
 	// Logger receives membership changes at Info and protocol detail at
 	// Debug. Default nil: discard.
@@ -267,4 +268,21 @@ func checkHostPort(field, s string) error {
 		return &ConfigError{Field: field, Reason: "port must be a number from 0 to 65535"}
 	}
 	return nil
+}
+
+// WireConfig returns the configuration of the transport that carries this
+// membership: the same cluster name, advertised address, TLS, address map
+// and logger, for the process incarnation given. The transport's own
+// tuning (limits, compression, keepalive) keeps its defaults; set it on
+// the result. Listen on Bind and hand the transport to NewWireTransport.
+func (c Config) WireConfig(incarnation uint64) wire.Config {
+	d := c.withDefaults()
+	return wire.Config{
+		ClusterName: d.ClusterName,
+		Advertise:   d.Advertise,
+		Incarnation: incarnation,
+		TLS:         d.TLS,
+		AddressMap:  d.AddressMap,
+		Logger:      d.Logger,
+	}
 }
