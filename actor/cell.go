@@ -67,7 +67,6 @@ func (c *cell[S, M]) queued() int {
 // extra holds what few cells need, to keep idle cells small.
 type extra[M any] struct {
 	timers   map[string]*timerEntry
-	gen      uint64
 	failures int
 	restartT *time.Timer
 

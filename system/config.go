@@ -89,7 +89,7 @@ func (cfg Config) Validate() error {
 			continue
 		}
 		if err := d.Err(); err != nil {
-			errs = append(errs, fmt.Errorf("Actors[%d]: %w", i, err))
+			errs = append(errs, fmt.Errorf("troupe: Actors[%d]: %w", i, err))
 		}
 		if j, dup := seen[d.Name()]; dup {
 			errs = append(errs, fmt.Errorf("%w: %q is Actors[%d] and Actors[%d]", ErrDuplicateActor, d.Name(), j, i))
