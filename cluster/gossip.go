@@ -70,9 +70,6 @@ func (q *broadcasts) pick(n, limit int) []Member {
 	return out
 }
 
-// len returns the number of queued records.
-func (q *broadcasts) len() int { return len(q.items) }
-
 // retransmitLimit is lambda×ceil(log2(n+1)), at least 1.
 func retransmitLimit(lambda, n int) int {
 	return max(1, lambda*bits.Len(uint(n)))

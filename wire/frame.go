@@ -303,14 +303,6 @@ func parseData(h Header, p []byte, maxFrame, maxMessage int) (dataFrame, error) 
 	return d, nil
 }
 
-// chunkLen is the uncompressed length of the chunk.
-func (d dataFrame) chunkLen(f Flags) uint64 {
-	if f&FlagCompressed != 0 {
-		return d.RawLen
-	}
-	return uint64(len(d.Chunk))
-}
-
 // credit is the payload of a FrameCredit frame: the cumulative bytes of the
 // stream the receiver consumed, its current window (which may have grown
 // past the handshake window by auto-tuning), and the cumulative bytes it

@@ -99,7 +99,6 @@ type session struct {
 
 	conn      *liveConn // the active connection, nil while none
 	gen       uint64    // bumps whenever the active connection changes: fences old ones
-	wake      chan struct{}
 	upAt      time.Time // when the active connection was established
 	downAt    time.Time // when the session last lost its connection
 	lastHeard time.Time
