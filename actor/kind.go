@@ -30,7 +30,7 @@ type kind[S, M any] struct {
 type shard[S, M any] struct {
 	mu sync.Mutex // serialises writers of t
 	t  cellTable[S, M]
-	_  [24]byte // keep neighbouring shards' locks off one cache line
+	_  [40]byte // pad to 64 bytes: neighbouring shards' locks on separate cache lines
 }
 
 // Instantiate creates the runtime of d inside h. The runtime calls it when

@@ -189,8 +189,8 @@ func (h *Host) Emit(e Event) {
 	}
 }
 
-// Enter accounts for a goroutine the runtime starts. It reports false
-// once the host is closed and every goroutine has already left.
+// Enter accounts for a goroutine the runtime starts; Close waits until
+// every Enter has its Leave.
 func (h *Host) Enter() {
 	h.gmu.Lock()
 	h.running++
