@@ -1,7 +1,6 @@
 package actor_test
 
 import (
-	"context"
 	"errors"
 	"github.com/troupe-go/troupe/internal/systemtest"
 	"sync"
@@ -12,9 +11,8 @@ import (
 	"github.com/troupe-go/troupe/system"
 )
 
-// waitLimit bounds every wait in these tests: long enough for a loaded
-// CI machine under -race, short enough to fail a hung test quickly.
-const waitLimit = 10 * time.Second
+// waitLimit bounds every wait in these tests (see internal/systemtest).
+const waitLimit = systemtest.Limit
 
 // CounterMsg is the sealed message type of the counter used across tests.
 type CounterMsg interface{ counterMsg() }
@@ -40,46 +38,6 @@ func counterHandler(c *actor.Context[int, CounterMsg], m CounterMsg) error {
 
 var counter = actor.Define("counter", counterHandler)
 
-// newSystem starts a system hosting defs and closes it when the test ends.
-func newSystem(t testing.TB, cfg system.Config, defs ...system.Definition) *system.System {
-	t.Helper()
-	cfg.Actors = append(cfg.Actors, defs...)
-	if cfg.BackoffMin == 0 {
-		cfg.BackoffMin, cfg.BackoffMax = time.Millisecond, 5*time.Millisecond
-	}
-	sys, err := system.New(cfg)
-	if err != nil {
-		t.Fatalf("system.New: %v", err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
-		defer cancel()
-		if err := sys.Close(ctx); err != nil {
-			t.Errorf("Close: %v", err)
-		}
-	})
-	return sys
-}
-
-// ctxT returns a context bounded by waitLimit.
-func ctxT(t testing.TB) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
-	t.Cleanup(cancel)
-	return ctx
-}
-
-// recv waits for a value on ch, failing the test after waitLimit.
-func recv[T any](t testing.TB, ch <-chan T, what string) T {
-	t.Helper()
-	select {
-	case v := <-ch:
-		return v
-	case <-time.After(waitLimit):
-		t.Fatalf("timed out waiting for %s", what)
-		panic("unreachable")
-	}
-}
-
 // events records what the observer sees (see internal/systemtest).
 type events = systemtest.Events
 
@@ -92,20 +50,6 @@ func mustIs(t testing.TB, err, target error) {
 	t.Helper()
 	if !errors.Is(err, target) {
 		t.Fatalf("got error %v, want one matching %v", err, target)
-	}
-}
-
-// waitUntil polls cond until it holds, failing the test after waitLimit.
-// It is for state with no event to wait on (Stats); it asserts nothing
-// about timing.
-func waitUntil(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(waitLimit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting until %s", what)
-		}
-		time.Sleep(time.Millisecond)
 	}
 }
 
@@ -166,4 +110,24 @@ func (l *opLog) get() []string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return append([]string(nil), l.ops...)
+}
+
+// newSystem starts a system hosting defs and closes it when the test ends.
+func newSystem(t testing.TB, cfg system.Config, defs ...system.Definition) *system.System {
+	t.Helper()
+	if cfg.BackoffMin == 0 { // restarts in tests need not wait 100 ms
+		cfg.BackoffMin, cfg.BackoffMax = time.Millisecond, 5*time.Millisecond
+	}
+	return systemtest.NewSystem(t, cfg, defs...)
+}
+
+var (
+	ctxT      = systemtest.Ctx
+	waitUntil = systemtest.WaitUntil
+)
+
+// recv waits for a value on ch, failing the test after waitLimit.
+func recv[T any](t testing.TB, ch <-chan T, what string) T {
+	t.Helper()
+	return systemtest.Recv(t, ch, what)
 }

@@ -1,20 +1,18 @@
 package system_test
 
 import (
-	"context"
 	"errors"
 	"github.com/troupe-go/troupe/internal/systemtest"
 	"strconv"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/troupe-go/troupe/actor"
 	"github.com/troupe-go/troupe/system"
 )
 
-// waitLimit bounds every wait: generous for a loaded machine under -race.
-const waitLimit = 10 * time.Second
+// waitLimit bounds every wait in these tests (see internal/systemtest).
+const waitLimit = systemtest.Limit
 
 // Msg is the message type of the test actors, which tests build around
 // closures to observe and steer the handler.
@@ -47,53 +45,6 @@ func opOf(m Msg) string {
 }
 
 var errBroken = errors.New("broken on purpose")
-
-// newSystem starts a system and closes it when the test ends.
-func newSystem(t testing.TB, cfg system.Config, defs ...system.Definition) *system.System {
-	t.Helper()
-	cfg.Actors = append(cfg.Actors, defs...)
-	sys, err := system.New(cfg)
-	if err != nil {
-		t.Fatalf("system.New: %v", err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
-		defer cancel()
-		if err := sys.Close(ctx); err != nil {
-			t.Errorf("Close: %v", err)
-		}
-	})
-	return sys
-}
-
-func ctxT(t testing.TB) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
-	t.Cleanup(cancel)
-	return ctx
-}
-
-func recv[T any](t testing.TB, ch <-chan T, what string) T {
-	t.Helper()
-	select {
-	case v := <-ch:
-		return v
-	case <-time.After(waitLimit):
-		t.Fatalf("timed out waiting for %s", what)
-		panic("unreachable")
-	}
-}
-
-// waitUntil polls cond, for state with no event to wait on (Stats).
-func waitUntil(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(waitLimit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting until %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
 
 func mustIs(t testing.TB, err, target error) {
 	t.Helper()
@@ -166,3 +117,20 @@ func probe(name string, g *gate, l *opLog, opts ...actor.Option) *actor.Def[int,
 }
 
 func errorsIs(err, target error) bool { return errors.Is(err, target) }
+
+// newSystem starts a system hosting defs and closes it when the test ends.
+func newSystem(t testing.TB, cfg system.Config, defs ...system.Definition) *system.System {
+	t.Helper()
+	return systemtest.NewSystem(t, cfg, defs...)
+}
+
+var (
+	ctxT      = systemtest.Ctx
+	waitUntil = systemtest.WaitUntil
+)
+
+// recv waits for a value on ch, failing the test after waitLimit.
+func recv[T any](t testing.TB, ch <-chan T, what string) T {
+	t.Helper()
+	return systemtest.Recv(t, ch, what)
+}
