@@ -229,24 +229,38 @@ func (r *Ring) AppendReplicas(dst []Member, t Token, n int) []Member {
 		return dst
 	}
 	var stack [seenWords]uint64
-	seen := stack[:]
-	if len(r.members) > 64*seenWords {
-		seen = make([]uint64, (len(r.members)+63)/64)
-	}
+	seen := r.marks(&stack)
 	seen[first>>6] |= 1 << (first & 63)
 	for got := 1; got < n; {
-		if i++; i == len(r.vnodes) {
-			i = 0
-		}
-		o := r.vnodes[i].owner
-		if seen[o>>6]&(1<<(o&63)) != 0 {
-			continue
-		}
-		seen[o>>6] |= 1 << (o & 63)
+		o := r.nextDistinct(&i, seen)
 		dst = append(dst, r.members[o])
 		got++
 	}
 	return dst
+}
+
+// marks returns zeroed "already chosen" marks for r's members: stack when
+// it is large enough, else a new slice.
+func (r *Ring) marks(stack *[seenWords]uint64) []uint64 {
+	if len(r.members) > 64*seenWords {
+		return make([]uint64, (len(r.members)+63)/64)
+	}
+	return stack[:]
+}
+
+// nextDistinct advances *i clockwise to the next virtual node whose member
+// seen has not marked, marks that member and returns its index.
+func (r *Ring) nextDistinct(i *int, seen []uint64) int32 {
+	for {
+		if *i++; *i == len(r.vnodes) {
+			*i = 0
+		}
+		o := r.vnodes[*i].owner
+		if seen[o>>6]&(1<<(o&63)) == 0 {
+			seen[o>>6] |= 1 << (o & 63)
+			return o
+		}
+	}
 }
 
 // Liveness reports whether a member may own keys: true while the caller's
@@ -281,20 +295,10 @@ func (r *Ring) Owner(t Token, n int, live Liveness) (Member, error) {
 		return Member{}, ErrNoLiveReplica
 	}
 	var stack [seenWords]uint64
-	seen := stack[:]
-	if len(r.members) > 64*seenWords {
-		seen = make([]uint64, (len(r.members)+63)/64)
-	}
+	seen := r.marks(&stack)
 	seen[first>>6] |= 1 << (first & 63)
 	for got := 1; got < n; {
-		if i++; i == len(r.vnodes) {
-			i = 0
-		}
-		o := r.vnodes[i].owner
-		if seen[o>>6]&(1<<(o&63)) != 0 {
-			continue
-		}
-		seen[o>>6] |= 1 << (o & 63)
+		o := r.nextDistinct(&i, seen)
 		if live(r.members[o]) {
 			return r.members[o], nil
 		}
