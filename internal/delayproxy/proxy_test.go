@@ -4,11 +4,11 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"github.com/troupe-go/troupe/internal/nettest"
 	"io"
 	"math/rand/v2"
 	"net"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -31,41 +31,11 @@ func server(t *testing.T, handle func(net.Conn)) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var conns []net.Conn
-	t.Cleanup(func() {
-		ln.Close()
-		mu.Lock()
-		for _, c := range conns {
-			c.Close()
-		}
-		mu.Unlock()
-		wg.Wait()
-	})
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				defer c.Close()
-				handle(c)
-			}()
-		}
-	}()
+	nettest.Serve(t, ln, handle)
 	return ln.Addr().String()
 }
 
-func echoHandler(c net.Conn) { _, _ = io.Copy(c, c) }
+var echoHandler = nettest.Echo
 
 func start(t *testing.T, ctx context.Context, cfg delayproxy.Config) *delayproxy.Proxy {
 	t.Helper()

@@ -3,6 +3,7 @@ package faultnet_test
 import (
 	"context"
 	"errors"
+	"github.com/troupe-go/troupe/internal/nettest"
 	"io"
 	"math/rand/v2"
 	"net"
@@ -21,26 +22,7 @@ func pipeNode(t *testing.T, fn *faultnet.Network, name string) net.Listener {
 	if err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan struct{})
-	var conns []net.Conn
-	t.Cleanup(func() {
-		ln.Close()
-		<-done
-		for _, c := range conns {
-			c.Close()
-		}
-	})
-	go func() {
-		defer close(done)
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			conns = append(conns, c)
-			go func() { _, _ = io.Copy(c, c) }()
-		}
-	}()
+	nettest.Serve(t, ln, nettest.Echo)
 	return ln
 }
 

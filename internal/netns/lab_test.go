@@ -3,13 +3,13 @@ package netns_test
 import (
 	"context"
 	"errors"
+	"github.com/troupe-go/troupe/internal/nettest"
 	"io"
 	"net"
 	"net/netip"
 	"os"
 	osexec "os/exec"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -27,39 +27,7 @@ func addr(h *netns.Host, port uint16) string { return netip.AddrPortFrom(h.Addr,
 
 // echoServer serves one echo per accepted connection until the test ends,
 // then closes the listener and every connection it accepted.
-func echoServer(t *testing.T, ln net.Listener) {
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var conns []net.Conn
-	t.Cleanup(func() {
-		ln.Close()
-		mu.Lock()
-		for _, c := range conns {
-			c.Close()
-		}
-		mu.Unlock()
-		wg.Wait()
-	})
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				defer c.Close()
-				_, _ = io.Copy(c, c)
-			}()
-		}
-	}()
-}
+func echoServer(t *testing.T, ln net.Listener) { nettest.Serve(t, ln, nettest.Echo) }
 
 // echo sends msg over c and reads it back.
 func echo(c net.Conn, msg string) (string, error) {
