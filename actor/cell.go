@@ -514,7 +514,7 @@ func (c *cell[S, M]) fire(name string, e *timerEntry, d time.Duration, msg M, re
 		delete(c.x.timers, name)
 	}
 	c.mu.Unlock()
-	if err := c.k.deliver(context.Background(), c.key, 0, msg, nil); err != nil {
+	if err := c.k.push(context.Background(), c.key, 0, msg, nil, false); err != nil { // timers belong to this activation: never routed
 		c.k.h.Emit(host.Event{Kind: host.MessageDropped, Type: c.k.def.name, Key: c.key, Reason: "timer " + name + ": " + err.Error(), Err: err})
 	}
 }

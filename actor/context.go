@@ -110,8 +110,18 @@ func (c *Context[S, M]) Err() error {
 // Value implements context.Context. It carries the system, so refs decoded
 // from messages can be used with Tell and Ask inside handlers.
 func (c *Context[S, M]) Value(key any) any {
-	if _, ok := key.(hostKey); ok {
+	switch key.(type) {
+	case hostKey:
 		return c.cell.k.h
+	case chainKey:
+		// An ask from this handler waits on this actor and on whoever
+		// waits on the message it is handling.
+		self := c.cell.k.def.name + "/" + c.cell.key
+		if c.slot == nil {
+			return []string{self}
+		}
+		up := c.slot.asking()
+		return append(up[:len(up):len(up)], self)
 	}
 	return nil
 }

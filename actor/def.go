@@ -163,13 +163,14 @@ type Def[S, M any] struct {
 	run     RunFunc[M]
 	s       settings
 	err     error
+	codec   *codec
 }
 
 // Define declares an actor type. Problems with the definition are kept and
 // reported, naming the definition and the field, when a system registers
 // it (see Err).
 func Define[S, M any](name string, handler Handler[S, M], opts ...Option) *Def[S, M] {
-	d := &Def[S, M]{name: name, handler: handler}
+	d := &Def[S, M]{name: name, handler: handler, codec: newCodec[M]()}
 	d.s = settings{
 		mailbox: DefaultMailbox, idle: DefaultIdleTimeout, askTimeout: DefaultAskTimeout,
 		backoffMin: DefaultBackoffMin, backoffMax: DefaultBackoffMax, replicas: 1, write: WriteQuorum,
@@ -192,6 +193,37 @@ func (d *Def[S, M]) WithInit(f func(key string) S) *Def[S, M] {
 func (d *Def[S, M]) WithRun(body RunFunc[M]) *Def[S, M] {
 	d.run = body
 	return d
+}
+
+// WithMessages lists the concrete types of the definition's messages (the
+// types implementing M), so that other nodes of a cluster can decode them.
+// Each type is known by its Go name (package.Type): keep names stable
+// across versions, and add fields rather than rename them. A definition
+// whose M is itself a concrete type needs no list. It returns d so it can
+// follow Define in a package-scope declaration.
+func (d *Def[S, M]) WithMessages(msgs ...M) *Def[S, M] {
+	vals := make([]any, len(msgs))
+	for i, m := range msgs {
+		vals[i] = m
+	}
+	if probs := d.codec.register(d.name, vals); len(probs) > 0 {
+		d.s.problems = append(d.s.problems, probs...)
+		d.err = d.validate()
+	}
+	return d
+}
+
+// ClusterErr reports why the definition cannot be hosted by a clustered
+// system, where its messages cross nodes: Err's problems, or an interface
+// message type without WithMessages.
+func (d *Def[S, M]) ClusterErr() error {
+	if d.err != nil {
+		return d.err
+	}
+	if err := d.codec.portable(); err != nil {
+		return &DefinitionError{Definition: d.name, Field: "WithMessages", Problem: err.Error()}
+	}
+	return nil
 }
 
 // Name is the actor type's stable name.

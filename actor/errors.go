@@ -3,6 +3,7 @@ package actor
 import (
 	"errors"
 	"fmt"
+	"strings"
 )
 
 var (
@@ -36,6 +37,17 @@ var (
 	// ErrInvalidDefinition reports a definition the runtime cannot host;
 	// the *DefinitionError that carries it names the definition and field.
 	ErrInvalidDefinition = errors.New("troupe: invalid actor definition")
+
+	// ErrUnavailable reports that no member can serve the actor now: its
+	// owner is down or unreachable, this node lost the majority of the
+	// cluster, or the request met a node that no longer owned the key
+	// twice. It is temporary.
+	ErrUnavailable = errors.New("troupe: actor unavailable")
+
+	// ErrAskCycle reports an ask that would wait on an actor already
+	// waiting, up the same call chain, for the asker: A asks B, B asks A.
+	// The *CycleError that carries it lists the chain.
+	ErrAskCycle = errors.New("troupe: ask cycle")
 
 	// ErrWrongReply reports a Respond whose request is not the ask being
 	// handled.
@@ -84,3 +96,18 @@ func (e *DefinitionError) Error() string {
 
 // Is makes errors.Is(err, ErrInvalidDefinition) hold.
 func (e *DefinitionError) Is(target error) bool { return target == ErrInvalidDefinition }
+
+// CycleError is the error of an ask that would close a cycle of actors
+// waiting on each other.
+type CycleError struct {
+	// Chain lists the actors, type/key, from the first asker to the one
+	// asked again.
+	Chain []string
+}
+
+func (e *CycleError) Error() string {
+	return fmt.Sprintf("troupe: ask cycle: %s", strings.Join(e.Chain, " -> "))
+}
+
+// Is makes errors.Is(err, ErrAskCycle) hold.
+func (e *CycleError) Is(target error) bool { return target == ErrAskCycle }

@@ -2,12 +2,14 @@ package actor
 
 import (
 	"context"
+	"fmt"
 	"hash/maphash"
 	"runtime"
 	"sync"
 	"time"
 
 	"github.com/troupe-go/troupe/internal/host"
+	"github.com/vmihailenco/msgpack/v5"
 )
 
 const shardCount = 64 // locate takes the top 6 bits of a key's hash
@@ -17,6 +19,7 @@ const shardCount = 64 // locate takes the top 6 bits of a key's hash
 type kind[S, M any] struct {
 	def  *Def[S, M]
 	h    *host.Host
+	rem  host.Remote // nil in an embedded system
 	seed maphash.Seed
 	idle time.Duration
 	ask  time.Duration
@@ -36,7 +39,7 @@ type shard[S, M any] struct {
 // Instantiate creates the runtime of d inside h. The runtime calls it when
 // a system registers the definition; applications never call it.
 func (d *Def[S, M]) Instantiate(h *host.Host) host.Kind {
-	k := &kind[S, M]{def: d, h: h, seed: maphash.MakeSeed(),
+	k := &kind[S, M]{def: d, h: h, rem: h.Remote, seed: maphash.MakeSeed(),
 		idle: d.s.idle, ask: d.s.askTimeout, bmin: d.s.backoffMin, bmax: d.s.backoffMax}
 	if h.IdleTimeout > 0 && !d.s.idleSet {
 		k.idle = h.IdleTimeout
@@ -55,8 +58,22 @@ func (d *Def[S, M]) Instantiate(h *host.Host) host.Kind {
 
 // ref returns the bound ref of key.
 func (k *kind[S, M]) ref(key string) Ref[M] {
-	return Ref[M]{to: k, typ: k.def.name, key: key, h: k.hash(key)}
+	return Ref[M]{to: k, typ: k.def.name, key: key, h: k.hash(key), tok: k.token(key)}
 }
+
+// token is key's ring token; 0 in an embedded system.
+func (k *kind[S, M]) token(key string) uint64 {
+	if k.rem == nil {
+		return 0
+	}
+	return k.rem.Token(k.def.name, key)
+}
+
+// Pinned implements host.RemoteKind.
+func (k *kind[S, M]) Pinned() bool { return k.def.s.pinned }
+
+// Replicas implements host.RemoteKind.
+func (k *kind[S, M]) Replicas() int { return k.def.s.replicas }
 
 func (k *kind[S, M]) Name() string              { return k.def.name }
 func (k *kind[S, M]) askTimeout() time.Duration { return k.ask }
@@ -90,8 +107,81 @@ func (k *kind[S, M]) cellAt(h uint64, key string) *cell[S, M] {
 	return c
 }
 
-func (k *kind[S, M]) deliver(ctx context.Context, key string, h uint64, m M, s replier) error {
+func (k *kind[S, M]) deliver(ctx context.Context, key string, h, tok uint64, m M, s replier) error {
+	if k.rem != nil {
+		if key == "" {
+			return ErrInvalidRef
+		}
+		if k.h.Closed() {
+			return ErrSystemClosed
+		}
+		if tok == 0 {
+			tok = k.token(key)
+		}
+		here, err := k.rem.Here(k.def.name, key, tok)
+		if err != nil {
+			return err
+		}
+		if !here {
+			return k.send(ctx, key, tok, m, s)
+		}
+	}
 	return k.push(ctx, key, h, m, s, false)
+}
+
+// send carries m to the member that serves key.
+func (k *kind[S, M]) send(ctx context.Context, key string, tok uint64, m M, s replier) error {
+	name, body, err := k.def.codec.encode(m)
+	if err != nil {
+		return err
+	}
+	out := &host.Outbound{Type: k.def.name, Key: key, Token: tok, Name: name, Body: body}
+	if s == nil {
+		return k.rem.Tell(ctx, out)
+	}
+	out.Deadline, _ = s.deadline()
+	out.Chain = s.asking()
+	done, setCancel := s.sentTo(k.h)
+	cancel, err := k.rem.Ask(ctx, out, done)
+	if err != nil {
+		return err
+	}
+	setCancel(cancel)
+	return nil
+}
+
+// DeliverRemote implements host.RemoteKind: it queues a message that
+// another node sent, without waiting for mailbox room (a full mailbox
+// refuses it), and answers asks through in.Reply.
+func (k *kind[S, M]) DeliverRemote(in *host.Inbound) (func(), error) {
+	if in.Key == "" {
+		return nil, ErrInvalidRef
+	}
+	m, err := decodeMessage[M](k.def.codec, k.h, in.Name, in.Body)
+	if err != nil {
+		return nil, err
+	}
+	if in.Reply == nil {
+		return nil, k.push(noWait, in.Key, 0, m, nil, false)
+	}
+	s := &slot[any]{dl: in.Deadline, chain: in.Chain}
+	reply := in.Reply
+	s.onDone = func(v any, err error) {
+		if err != nil {
+			reply(nil, err)
+			return
+		}
+		b, eerr := msgpack.Marshal(v)
+		if eerr != nil {
+			reply(nil, &FailedError{Actor: k.def.name + "/" + in.Key, Cause: fmt.Errorf("encode reply %T: %w", v, eerr)})
+			return
+		}
+		reply(b, nil)
+	}
+	if err := k.push(noWait, in.Key, 0, m, s, false); err != nil {
+		return nil, err
+	}
+	return func() { s.cancel() }, nil
 }
 
 // deliverAnswer queues a piped answer whatever the mailbox bound: the

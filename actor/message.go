@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"slices"
 	"time"
 
 	"github.com/troupe-go/troupe/internal/host"
@@ -30,11 +31,13 @@ type Request[M, R any] interface{ troupeRequest(M, R) }
 // mailbox room until ctx ends. Tell is a method so that any message type
 // implementing M is accepted as it is.
 func (r Ref[M]) Tell(ctx context.Context, msg M) error {
-	to, h, err := r.resolve(ctx)
-	if err != nil {
-		return err
+	if r.to == nil {
+		var err error
+		if r, err = r.resolve(ctx); err != nil {
+			return err
+		}
 	}
-	return to.deliver(ctx, r.key, h, msg, nil)
+	return r.to.deliver(ctx, r.key, r.h, r.tok, msg, nil)
 }
 
 // Ask sends the request q to ref and waits for the handler's reply. When ctx
@@ -49,14 +52,23 @@ func Ask[M any, Q Request[M, R], R any](ctx context.Context, ref Ref[M], q Q) (R
 	if !ok {
 		return zero, fmt.Errorf("%w: %T does not implement the message type of %s", ErrInvalidRef, q, ref)
 	}
-	to, kh, err := ref.resolve(ctx)
+	ref, err := ref.resolve(ctx)
 	if err != nil {
 		return zero, err
+	}
+	to := ref.to
+	var chain []string
+	if c, ok := ctx.Value(chainKey{}).([]string); ok {
+		if inChain(c, ref.typ, ref.key) {
+			return zero, &CycleError{Chain: append(slices.Clip(c), ref.String())}
+		}
+		chain = c
 	}
 	h := to.host()
 	h.AsksOut.Add(1)
 	defer h.AsksOut.Add(-1)
 	s := newSlot[R](ctx)
+	s.chain = chain
 	var timeout <-chan time.Time
 	if s.dl.IsZero() {
 		d := to.askTimeout()
@@ -65,7 +77,7 @@ func Ask[M any, Q Request[M, R], R any](ctx context.Context, ref Ref[M], q Q) (R
 		timeout = t.C
 		s.dl = time.Now().Add(d)
 	}
-	if err := to.deliver(ctx, ref.key, kh, m, s); err != nil {
+	if err := to.deliver(ctx, ref.key, ref.h, ref.tok, m, s); err != nil {
 		return zero, err
 	}
 	var cause error
@@ -100,11 +112,14 @@ func Respond[S, M any, Q Request[M, R], R any](c *Context[S, M], q Q, r R) error
 	if c.slot == nil {
 		return nil
 	}
-	s, ok := c.slot.(*slot[R])
-	if !ok {
+	switch s := c.slot.(type) {
+	case *slot[R]:
+		s.complete(r, nil)
+	case *slot[any]: // an ask from another node: the reply is encoded
+		s.complete(r, nil)
+	default:
 		return fmt.Errorf("%w: %T", ErrWrongReply, q)
 	}
-	s.complete(r, nil)
 	return nil
 }
 
@@ -112,6 +127,7 @@ func Respond[S, M any, Q Request[M, R], R any](c *Context[S, M], q Q, r R) error
 // returned: from a piped answer, a timer or another goroutine.
 type Deferred[R any] struct {
 	s     *slot[R]
+	a     *slot[any] // instead of s, for an ask from another node
 	actor string
 }
 
@@ -120,24 +136,43 @@ type Deferred[R any] struct {
 // deadline, or Close (which fails it with ErrSystemClosed). After a Tell
 // it returns a Deferred whose calls do nothing.
 func Defer[S, M any, Q Request[M, R], R any](c *Context[S, M], q Q) Deferred[R] {
-	s, _ := c.slot.(*slot[R])
-	if s != nil {
-		s.mu.Lock()
-		s.deferred = true
-		s.mu.Unlock()
-		c.cell.trackDeferred(s)
+	d := Deferred[R]{actor: c.cell.k.def.name + "/" + c.cell.key}
+	switch s := c.slot.(type) {
+	case *slot[R]:
+		d.s = s
+	case *slot[any]:
+		d.a = s
+	default:
+		return d
 	}
-	return Deferred[R]{s: s, actor: c.cell.k.def.name + "/" + c.cell.key}
+	c.slot.setDeferred()
+	c.cell.trackDeferred(c.slot)
+	return d
 }
 
 // Resolve answers the deferred request; it reports whether the asker
 // still waited.
-func (d Deferred[R]) Resolve(r R) bool { return d.s != nil && d.s.complete(r, nil) }
+func (d Deferred[R]) Resolve(r R) bool {
+	switch {
+	case d.s != nil:
+		return d.s.complete(r, nil)
+	case d.a != nil:
+		return d.a.complete(r, nil)
+	}
+	return false
+}
 
 // Fail answers the deferred request with an error wrapping ErrActorFailed.
 func (d Deferred[R]) Fail(err error) bool {
-	var zero R
-	return d.s != nil && d.s.complete(zero, &FailedError{Actor: d.actor, Cause: err})
+	ferr := &FailedError{Actor: d.actor, Cause: err}
+	switch {
+	case d.s != nil:
+		var zero R
+		return d.s.complete(zero, ferr)
+	case d.a != nil:
+		return d.a.complete(nil, ferr)
+	}
+	return false
 }
 
 // Pipe asks ref with q without blocking the handler. When the answer (or
@@ -169,11 +204,12 @@ func Pipe[S, M, M2 any, Q Request[M2, R], R any](c *Context[S, M], ref Ref[M2], 
 		back(zero, fmt.Errorf("%w: %T does not implement the message type of %s", ErrInvalidRef, q, ref))
 		return
 	}
-	to, kh, err := ref.resolve(c)
+	ref, err := ref.resolve(c)
 	if err != nil {
 		back(zero, err)
 		return
 	}
+	to := ref.to
 	d := to.askTimeout()
 	s := &slot[R]{dl: time.Now().Add(d)}
 	t := time.AfterFunc(d, func() {
@@ -185,7 +221,7 @@ func Pipe[S, M, M2 any, Q Request[M2, R], R any](c *Context[S, M], ref Ref[M2], 
 		t.Stop()
 		back(r, err)
 	}
-	if err := to.deliver(noWait, ref.key, kh, m2, s); err != nil {
+	if err := to.deliver(noWait, ref.key, ref.h, ref.tok, m2, s); err != nil {
 		t.Stop()
 		back(zero, err)
 	}
@@ -199,3 +235,17 @@ var noWait = func() context.Context {
 	cancel()
 	return ctx
 }()
+
+// chainKey is the context key under which a handler's Context answers with
+// the actors waiting on it: the asks up the call chain, then itself.
+type chainKey struct{}
+
+// inChain reports whether typ/key is in chain.
+func inChain(chain []string, typ, key string) bool {
+	for _, id := range chain {
+		if len(id) == len(typ)+1+len(key) && id[len(typ)] == '/' && id[:len(typ)] == typ && id[len(typ)+1:] == key {
+			return true
+		}
+	}
+	return false
+}

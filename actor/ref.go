@@ -32,13 +32,18 @@ type Ref[M any] struct {
 	typ string
 	key string
 	h   uint64 // the key's hash in to's table, computed once when bound
+	tok uint64 // the key's ring token, in a clustered system
 }
 
 // sink is the runtime that delivers messages to one actor type.
 type sink[M any] interface {
-	deliver(ctx context.Context, key string, h uint64, m M, s replier) error
+	// deliver routes m to key: queued here, or sent to the member that
+	// serves key; h and tok are the key's hash and ring token.
+	deliver(ctx context.Context, key string, h, tok uint64, m M, s replier) error
 	// hash is key's hash in this sink's table (0 where it has none).
 	hash(key string) uint64
+	// token is key's ring token (0 outside a cluster).
+	token(key string) uint64
 	askTimeout() time.Duration
 	host() *host.Host
 }
@@ -99,29 +104,30 @@ func (r *Ref[M]) DecodeMsgpack(dec *msgpack.Decoder) error {
 	*r = Ref[M]{typ: typ, key: key}
 	if b, ok := dec.Buffered().(interface{ Host() *host.Host }); ok {
 		if to, ok := lookupSink[M](b.Host(), typ); ok {
-			r.to, r.h = to, to.hash(key)
+			r.to, r.h, r.tok = to, to.hash(key), to.token(key)
 		}
 	}
 	return nil
 }
 
-// resolve finds the runtime that delivers r, and the key's hash there.
-func (r Ref[M]) resolve(ctx context.Context) (sink[M], uint64, error) {
+// resolve returns r bound to the runtime that delivers it.
+func (r Ref[M]) resolve(ctx context.Context) (Ref[M], error) {
 	if r.to != nil {
-		return r.to, r.h, nil
+		return r, nil
 	}
 	if r.typ == "" {
-		return nil, 0, ErrNilRef
+		return r, ErrNilRef
 	}
 	h, _ := ctx.Value(hostKey{}).(*host.Host)
 	if h == nil {
-		return nil, 0, fmt.Errorf("%w: %s is not bound to a system and the context carries none", ErrNilRef, r)
+		return r, fmt.Errorf("%w: %s is not bound to a system and the context carries none", ErrNilRef, r)
 	}
 	to, ok := lookupSink[M](h, r.typ)
 	if !ok {
-		return nil, 0, fmt.Errorf("%w: %s", ErrUnknownActor, r)
+		return r, fmt.Errorf("%w: %s", ErrUnknownActor, r)
 	}
-	return to, to.hash(r.key), nil
+	r.to, r.h, r.tok = to, to.hash(r.key), to.token(r.key)
+	return r, nil
 }
 
 func lookupSink[M any](h *host.Host, typ string) (sink[M], bool) {
@@ -156,8 +162,15 @@ func (d *Def[S, M]) Ref(sys System, key string) Ref[M] {
 	if h == nil {
 		return r
 	}
-	if k, ok := h.Kind(d.name).(*kind[S, M]); ok {
-		r.to, r.h = k, k.hash(key)
+	k, ok := h.Kind(d.name).(*kind[S, M])
+	if !ok && h.Kind(d.name) == nil && h.Remote != nil && h.RemoteOnly {
+		// A client hosts nothing: it learns each definition from the
+		// first ref taken, to encode its messages for the owner.
+		h.Register(d.Instantiate(h))
+		k, ok = h.Kind(d.name).(*kind[S, M])
+	}
+	if ok {
+		r.to, r.h, r.tok = k, k.hash(key), k.token(key)
 	} else {
 		r.to = unknownSink[M]{h: h}
 	}
@@ -167,8 +180,9 @@ func (d *Def[S, M]) Ref(sys System, key string) Ref[M] {
 // unknownSink answers for types a system does not host.
 type unknownSink[M any] struct{ h *host.Host }
 
-func (u unknownSink[M]) hash(string) uint64 { return 0 }
-func (u unknownSink[M]) deliver(context.Context, string, uint64, M, replier) error {
+func (u unknownSink[M]) hash(string) uint64  { return 0 }
+func (u unknownSink[M]) token(string) uint64 { return 0 }
+func (u unknownSink[M]) deliver(context.Context, string, uint64, uint64, M, replier) error {
 	return ErrUnknownActor
 }
 func (u unknownSink[M]) askTimeout() time.Duration { return DefaultAskTimeout }

@@ -2,8 +2,11 @@ package actor
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
+
+	"github.com/troupe-go/troupe/internal/host"
 )
 
 // Slot states.
@@ -31,6 +34,13 @@ type replier interface {
 	deadline() (time.Time, bool)
 	// abort cancels the slot from the runtime side (system stopping).
 	abort(err error)
+	// setDeferred marks the reply as deferred by the handler.
+	setDeferred()
+	// asking returns the actors waiting on this ask up its call chain.
+	asking() []string
+	// sentTo records that the request left for another node: the reply
+	// comes back through the returned callback, and cancel withdraws it.
+	sentTo(h *host.Host) (done func(body []byte, err error), setCancel func(cancel func()))
 }
 
 // slot carries exactly one outcome from a handler to an asker.
@@ -44,6 +54,8 @@ type slot[R any] struct {
 	dl       time.Time
 	val      R
 	err      error
+	chain    []string // actors waiting on this ask, up the call chain
+	withdraw func()   // cancels the request on another node
 }
 
 func newSlot[R any](ctx context.Context) *slot[R] {
@@ -137,8 +149,43 @@ func (s *slot[R]) cancel() bool {
 	if s.stop != nil {
 		close(s.stop)
 	}
+	withdraw := s.withdraw
 	s.mu.Unlock()
+	if withdraw != nil {
+		withdraw()
+	}
 	return true
+}
+
+func (s *slot[R]) setDeferred() {
+	s.mu.Lock()
+	s.deferred = true
+	s.mu.Unlock()
+}
+
+func (s *slot[R]) asking() []string { return s.chain }
+
+func (s *slot[R]) sentTo(h *host.Host) (func([]byte, error), func(func())) {
+	done := func(body []byte, err error) {
+		var v R
+		if err == nil {
+			if derr := decodeBound(h, body, &v); derr != nil {
+				err = fmt.Errorf("%w: reply %T: %w", ErrUndecodable, v, derr)
+			}
+		}
+		s.complete(v, err)
+	}
+	setCancel := func(cancel func()) {
+		s.mu.Lock()
+		if s.state == slotCancelled {
+			s.mu.Unlock()
+			cancel()
+			return
+		}
+		s.withdraw = cancel
+		s.mu.Unlock()
+	}
+	return done, setCancel
 }
 
 func (s *slot[R]) abort(err error) {

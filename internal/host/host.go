@@ -62,6 +62,12 @@ type Settings struct {
 	// Linger is how long an actor's goroutine waits for more work
 	// before it exits and leaves the actor idle.
 	Linger time.Duration
+	// Remote, when set, places keys on cluster members and carries the
+	// messages of keys served elsewhere. Nil: everything is local.
+	Remote Remote
+	// RemoteOnly marks a host that serves no keys (a client): it
+	// registers a definition's runtime when a ref of it is first taken.
+	RemoteOnly bool
 }
 
 // registry is an immutable snapshot of the registered kinds.

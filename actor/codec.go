@@ -1,0 +1,132 @@
+package actor
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"reflect"
+
+	"github.com/troupe-go/troupe/internal/host"
+	"github.com/vmihailenco/msgpack/v5"
+)
+
+// ErrUndecodable reports a message or reply that arrived from another node
+// and could not be decoded: an unregistered message type name, or bytes
+// that do not fit the type.
+var ErrUndecodable = errors.New("troupe: undecodable message")
+
+// codec turns the messages of one definition into bytes and back, for
+// keys served on another node. Structs encode as msgpack maps keyed by
+// field name, so adding a field stays compatible with older nodes.
+type codec struct {
+	concrete bool // the message type is not an interface: no name needed
+	byName   map[string]reflect.Type
+	names    map[reflect.Type]string
+}
+
+func newCodec[M any]() *codec {
+	return &codec{concrete: reflect.TypeFor[M]().Kind() != reflect.Interface}
+}
+
+// register adds the dynamic type of each message under its type name.
+func (c *codec) register(def string, msgs []any) []*DefinitionError {
+	if c.byName == nil {
+		c.byName, c.names = map[string]reflect.Type{}, map[reflect.Type]string{}
+	}
+	var probs []*DefinitionError
+	for _, m := range msgs {
+		t := reflect.TypeOf(m)
+		if t == nil {
+			probs = append(probs, &DefinitionError{Field: "WithMessages", Problem: "nil message"})
+			continue
+		}
+		name := t.String()
+		if other, ok := c.byName[name]; ok && other != t {
+			probs = append(probs, &DefinitionError{Field: "WithMessages", Problem: fmt.Sprintf("two message types named %s", name)})
+			continue
+		}
+		if field, bad := unencodable(t, name, map[reflect.Type]bool{}); field != "" {
+			probs = append(probs, &DefinitionError{Field: field, Problem: fmt.Sprintf("type %s cannot be encoded", bad)})
+			continue
+		}
+		c.byName[name], c.names[t] = t, name
+	}
+	return probs
+}
+
+// portable reports why messages cannot cross nodes, or nil.
+func (c *codec) portable() error {
+	if c.concrete || len(c.byName) > 0 {
+		return nil
+	}
+	return errors.New("the message type is an interface: list its message types with WithMessages so other nodes can decode them")
+}
+
+// encode returns m's type name and bytes.
+func (c *codec) encode(m any) (string, []byte, error) {
+	name := ""
+	if !c.concrete {
+		var ok bool
+		if name, ok = c.names[reflect.TypeOf(m)]; !ok {
+			return "", nil, fmt.Errorf("troupe: message type %T is not listed in WithMessages", m)
+		}
+	}
+	b, err := msgpack.Marshal(m)
+	if err != nil {
+		return "", nil, fmt.Errorf("troupe: encode %T: %w", m, err)
+	}
+	return name, b, nil
+}
+
+// decodeMessage decodes a message of definition type M named name.
+func decodeMessage[M any](c *codec, h *host.Host, name string, body []byte) (M, error) {
+	var m M
+	if c.concrete {
+		if err := decodeBound(h, body, &m); err != nil {
+			return m, fmt.Errorf("%w: %T: %w", ErrUndecodable, m, err)
+		}
+		return m, nil
+	}
+	t, ok := c.byName[name]
+	if !ok {
+		return m, fmt.Errorf("%w: message type %q is not registered here", ErrUndecodable, name)
+	}
+	var v reflect.Value
+	if t.Kind() == reflect.Pointer {
+		v = reflect.New(t.Elem())
+		if err := decodeBound(h, body, v.Interface()); err != nil {
+			return m, fmt.Errorf("%w: %s: %w", ErrUndecodable, name, err)
+		}
+	} else {
+		p := reflect.New(t)
+		if err := decodeBound(h, body, p.Interface()); err != nil {
+			return m, fmt.Errorf("%w: %s: %w", ErrUndecodable, name, err)
+		}
+		v = p.Elem()
+	}
+	m, ok = v.Interface().(M)
+	if !ok {
+		return m, fmt.Errorf("%w: %s does not implement the message type", ErrUndecodable, name)
+	}
+	return m, nil
+}
+
+// hostReader is a byte source that belongs to a system: refs decoded from
+// it bind to that system (see Ref.DecodeMsgpack). It is an io.ByteScanner
+// so the decoder reads it directly instead of wrapping it.
+type hostReader struct {
+	bytes.Reader
+	h *host.Host
+}
+
+func (r *hostReader) Host() *host.Host { return r.h }
+
+// decodeBound decodes body into v, binding the refs it holds to h.
+func decodeBound(h *host.Host, body []byte, v any) error {
+	r := &hostReader{h: h}
+	r.Reset(body)
+	dec := msgpack.GetDecoder()
+	defer msgpack.PutDecoder(dec)
+	dec.Reset(r)
+	return dec.Decode(v)
+}

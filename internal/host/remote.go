@@ -1,0 +1,68 @@
+package host
+
+import (
+	"context"
+	"time"
+)
+
+// Remote is the cluster side of a Host: placement and transport. A Host
+// without one (the embedded default) delivers everything locally. The
+// typed layer (package actor) encodes and decodes messages; a Remote moves
+// bytes and decides where a key lives.
+type Remote interface {
+	// Token returns the ring position of typ/key, computed once per ref.
+	Token(typ, key string) uint64
+	// Here reports whether this node serves typ/key now. An error means
+	// no node can (no live member hosts the type, or this node lost the
+	// majority and would own the key).
+	Here(typ, key string, token uint64) (bool, error)
+	// Tell sends m to the node that serves its key, without waiting for it
+	// to be handled.
+	Tell(ctx context.Context, m *Outbound) error
+	// Ask sends m and calls done once with the encoded reply or the
+	// error, unless the returned cancel is called first (then done is
+	// not called and the owner drops or cancels the request).
+	Ask(ctx context.Context, m *Outbound, done func(body []byte, err error)) (cancel func(), err error)
+}
+
+// Outbound is one message leaving this node.
+type Outbound struct {
+	Type, Key string
+	Token     uint64
+	// Name is the concrete message type's registered name ("" when the
+	// definition's message type is itself concrete).
+	Name string
+	Body []byte
+	// Deadline is when the asker stops waiting (zero for tells).
+	Deadline time.Time
+	// Chain lists the actors (type, key pairs) waiting, up the call chain,
+	// for the ask being sent; it detects ask cycles across nodes.
+	Chain []string
+}
+
+// Inbound is one message that arrived for a key this node serves.
+type Inbound struct {
+	Key  string
+	Name string
+	Body []byte
+	// Deadline is when the asker stops waiting; zero for tells.
+	Deadline time.Time
+	Chain    []string
+	// Reply, for asks, receives the outcome exactly once: the encoded
+	// reply, or an error. Nil for tells.
+	Reply func(body []byte, err error)
+}
+
+// RemoteKind is implemented by kinds that accept messages from other
+// nodes.
+type RemoteKind interface {
+	Kind
+	// DeliverRemote decodes and queues in without waiting for mailbox
+	// room. For asks it returns a cancel that drops the request if still
+	// queued or cancels its handler if running.
+	DeliverRemote(in *Inbound) (cancel func(), err error)
+	// Pinned reports whether keys are tied to a member named in the key.
+	Pinned() bool
+	// Replicas is how many copies of each key's state the definition keeps.
+	Replicas() int
+}
