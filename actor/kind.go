@@ -2,6 +2,7 @@ package actor
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"hash/maphash"
 	"runtime"
@@ -162,7 +163,25 @@ func (k *kind[S, M]) DeliverRemote(in *host.Inbound) (func(), error) {
 		return nil, err
 	}
 	if in.Reply == nil {
-		return nil, k.push(noWait, in.Key, 0, m, nil, false)
+		// A remote sender cannot be told that the mailbox is full, and a
+		// tell must not be lost: hold the stream until there is room. Its
+		// credit stops the sender's node from sending more on it.
+		// TODO(backpressure): wait on the cell's room channel instead of
+		// polling, and refuse per key rather than holding the stream.
+		for wait := 50 * time.Microsecond; ; wait = min(2*wait, 10*time.Millisecond) {
+			err := k.push(noWait, in.Key, 0, m, nil, false)
+			if !errors.Is(err, ErrMailboxFull) {
+				return nil, err
+			}
+			t := k.h.Timer(wait)
+			select {
+			case <-k.h.HardStop():
+				k.h.PutTimer(t)
+				return nil, ErrSystemClosed
+			case <-t.C:
+				k.h.PutTimer(t)
+			}
+		}
 	}
 	s := &slot[any]{dl: in.Deadline, chain: in.Chain}
 	reply := in.Reply

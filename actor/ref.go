@@ -177,6 +177,19 @@ func (d *Def[S, M]) Ref(sys System, key string) Ref[M] {
 	return r
 }
 
+// RefAt returns the ref of key on the cluster member that advertises
+// member (a host:port, as in system.Members), for a Pinned definition: the
+// key is tied to that member, bypasses placement, has one copy and never
+// moves. While the member is down, sends fail with ErrUnavailable; after
+// it restarts, the actor starts from its initial state. The ref's key is
+// member + "/" + key.
+func (d *Def[S, M]) RefAt(sys System, member, key string) Ref[M] {
+	if member == "" || key == "" {
+		return Ref[M]{typ: d.name, key: ""}
+	}
+	return d.Ref(sys, member+"/"+key)
+}
+
 // unknownSink answers for types a system does not host.
 type unknownSink[M any] struct{ h *host.Host }
 

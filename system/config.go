@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/troupe-go/troupe/actor"
+	"github.com/troupe-go/troupe/cluster"
 	"github.com/troupe-go/troupe/internal/host"
 )
 
@@ -14,6 +15,9 @@ import (
 type Definition interface {
 	Name() string
 	Err() error
+	// ClusterErr is Err, plus what stops the definition's messages from
+	// crossing nodes; Start checks it.
+	ClusterErr() error
 	Instantiate(*host.Host) host.Kind
 }
 
@@ -50,6 +54,18 @@ type Config struct {
 	// leaving the actor idle (it exits after one to two Linger periods).
 	// Default 10 ms.
 	Linger time.Duration
+
+	// Cluster, when set, makes the system a member of a cluster (start it
+	// with Start): keys are placed on the members by consistent hashing
+	// and refs reach them wherever they live. Its ActorTypes are filled
+	// from Actors. A Bind or Advertise port of 0 picks a free port, which
+	// Addr reports. Nil: an embedded system, alone in this process.
+	Cluster *cluster.Config
+
+	// LeaveTimeout bounds how long Close waits, in a cluster, for the
+	// keys of this node to drain before it leaves (their later messages
+	// go to the new owners). Default 30 s.
+	LeaveTimeout time.Duration
 }
 
 // Default values applied for zero Config fields.
@@ -59,6 +75,7 @@ const (
 	DefaultBackoffMin  = actor.DefaultBackoffMin
 	DefaultBackoffMax  = actor.DefaultBackoffMax
 	DefaultLinger      = 10 * time.Millisecond
+	DefaultLeaveTimeout = 30 * time.Second
 )
 
 // Validate reports every problem with cfg: negative or inconsistent
@@ -73,9 +90,14 @@ func (cfg Config) Validate() error {
 		name string
 		d    time.Duration
 	}{{"IdleTimeout", cfg.IdleTimeout}, {"AskTimeout", cfg.AskTimeout}, {"BackoffMin", cfg.BackoffMin},
-		{"BackoffMax", cfg.BackoffMax}, {"Linger", cfg.Linger}} {
+		{"BackoffMax", cfg.BackoffMax}, {"Linger", cfg.Linger}, {"LeaveTimeout", cfg.LeaveTimeout}} {
 		if f.d < 0 {
 			bad(f.name, "%v is negative", f.d)
+		}
+	}
+	if cfg.Cluster != nil {
+		if err := cfg.Cluster.Validate(); err != nil {
+			errs = append(errs, fmt.Errorf("%w: Cluster: %w", ErrInvalidConfig, err))
 		}
 	}
 	c := cfg.withDefaults()
@@ -88,7 +110,11 @@ func (cfg Config) Validate() error {
 			bad(fmt.Sprintf("Actors[%d]", i), "nil definition")
 			continue
 		}
-		if err := d.Err(); err != nil {
+		check := d.Err
+		if cfg.Cluster != nil {
+			check = d.ClusterErr
+		}
+		if err := check(); err != nil {
 			errs = append(errs, fmt.Errorf("troupe: Actors[%d]: %w", i, err))
 		}
 		if j, dup := seen[d.Name()]; dup {
@@ -115,6 +141,9 @@ func (cfg Config) withDefaults() Config {
 	}
 	if cfg.Linger == 0 {
 		cfg.Linger = DefaultLinger
+	}
+	if cfg.LeaveTimeout == 0 {
+		cfg.LeaveTimeout = DefaultLeaveTimeout
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)

@@ -2,6 +2,7 @@ package system
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/troupe-go/troupe/actor"
 	"github.com/troupe-go/troupe/internal/host"
@@ -10,6 +11,7 @@ import (
 // System hosts actors in this process. It is safe for concurrent use.
 type System struct {
 	h *host.Host
+	m *member // nil for an embedded system
 }
 
 // EventKind says what an Event reports.
@@ -67,13 +69,22 @@ type Stats struct {
 // New starts a system hosting cfg.Actors. It fails if cfg does not
 // validate.
 func New(cfg Config) (*System, error) {
+	if cfg.Cluster != nil {
+		return nil, fmt.Errorf("%w: Cluster is set: start a cluster member with Start, which joins it", ErrInvalidConfig)
+	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	return newSystem(cfg, nil), nil
+}
+
+// newSystem builds the runtime of a validated cfg; rem, if not nil, places
+// keys across the cluster.
+func newSystem(cfg Config, rem host.Remote) *System {
 	c := cfg.withDefaults()
 	settings := host.Settings{
 		Logger: c.Logger, IdleTimeout: c.IdleTimeout, AskTimeout: c.AskTimeout,
-		BackoffMin: c.BackoffMin, BackoffMax: c.BackoffMax, Linger: c.Linger,
+		BackoffMin: c.BackoffMin, BackoffMax: c.BackoffMax, Linger: c.Linger, Remote: rem,
 	}
 	if obs := cfg.Observer; obs != nil {
 		settings.Observer = func(e host.Event) {
@@ -84,7 +95,7 @@ func New(cfg Config) (*System, error) {
 	for _, d := range cfg.Actors {
 		h.Register(d.Instantiate(h))
 	}
-	return &System{h: h}, nil
+	return &System{h: h}
 }
 
 // Runtime implements actor.System.
@@ -95,7 +106,17 @@ func (s *System) Runtime() *host.Host { return s.h }
 // are cancelled and what is still queued fails. Timers stop. Close waits
 // for every goroutine the runtime started; it returns ctx's error when the
 // deadline cut work short. Calling Close again returns nil.
-func (s *System) Close(ctx context.Context) error { return s.h.Close(ctx) }
+//
+// A cluster member first leaves: placement stops sending it keys, and
+// what is queued drains for up to Config.LeaveTimeout (a *LeaveError
+// reports what was still queued); then the runtime closes as above and
+// the transport says goodbye.
+func (s *System) Close(ctx context.Context) error {
+	if s.m != nil {
+		return s.closeMember(ctx, s.h.Close)
+	}
+	return s.h.Close(ctx)
+}
 
 // Stats returns a snapshot of the runtime's load.
 func (s *System) Stats() Stats {

@@ -1,0 +1,284 @@
+package remote
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+)
+
+// Envelope kinds on the application stream.
+const (
+	kindTell    uint8 = 1 // a message, no reply
+	kindAsk     uint8 = 2 // a request; a reply with the same id answers it
+	kindCancel  uint8 = 3 // the asker stopped waiting for request id
+	kindReply   uint8 = 4 // the outcome of request id
+	kindSync    uint8 = 5 // a client asks for the member list and for pushes
+	kindMembers uint8 = 6 // the member list (answer to sync, or pushed)
+)
+
+// envelopeVersion is the first byte of every envelope; a node refuses
+// envelopes of a version it does not know.
+const envelopeVersion = 1
+
+// ErrMalformed reports an envelope that cannot be decoded.
+var ErrMalformed = errors.New("troupe: malformed application envelope")
+
+// envelope is one application-stream message. Its encoding is a version
+// byte, a kind byte, then the fields the kind uses, in this order:
+// uvarint numbers and length-prefixed strings and bytes. It is written by
+// hand, not with msgpack, because every remote message pays for it; the
+// user's message body inside is msgpack.
+type envelope struct {
+	kind  uint8
+	id    uint64 // request id, chosen by the asker (ask, cancel, reply, sync)
+	token uint64 // ring token of typ/key (tell, ask)
+	typ   string
+	key   string
+	name  string // registered message type name
+	body  []byte // msgpack: the message, the reply, or the member list
+	ttl   int64  // nanoseconds the asker still waits (ask)
+	hops  uint8  // forwards already taken (tell)
+	chain []string
+	err   *wireError // reply
+}
+
+// wireError is an error crossing nodes: a code callers can test with
+// errors.Is once decoded, and text for humans.
+type wireError struct {
+	code  uint8
+	msg   string
+	actor string   // the failed actor (codeFailed)
+	hint  string     // the owner the replier believes in (codeNotOwner)
+	chain []string   // codeCycle
+	cause *wireError // codeFailed: the handler's error, when it has a code
+}
+
+// maxCauseDepth bounds nested causes, so a hostile envelope cannot
+// recurse deeply.
+const maxCauseDepth = 8
+
+func appendWireError(b []byte, w *wireError, depth int) []byte {
+	b = append(b, w.code)
+	b = appendString(b, w.msg)
+	b = appendString(b, w.actor)
+	b = appendString(b, w.hint)
+	b = appendStrings(b, w.chain)
+	if w.cause == nil || depth >= maxCauseDepth {
+		return append(b, 0)
+	}
+	return appendWireError(b, w.cause, depth+1)
+}
+
+func (d *decoder) wireError(code uint8, depth int) *wireError {
+	w := &wireError{code: code}
+	w.msg = d.string("message")
+	w.actor = d.string("actor")
+	w.hint = d.string("hint")
+	w.chain = d.strings("chain")
+	if c := d.byte("cause"); c != 0 && d.err == nil {
+		if depth >= maxCauseDepth {
+			d.fail("causes nested too deeply")
+			return w
+		}
+		w.cause = d.wireError(c, depth+1)
+	}
+	return w
+}
+
+func (e *envelope) encode() []byte {
+	n := 2 + 10 + 10 + len(e.typ) + len(e.key) + len(e.name) + len(e.body) + 40
+	for _, c := range e.chain {
+		n += len(c) + 2
+	}
+	b := make([]byte, 0, n)
+	b = append(b, envelopeVersion, e.kind)
+	switch e.kind {
+	case kindTell, kindAsk:
+		b = binary.AppendUvarint(b, e.id)
+		b = binary.BigEndian.AppendUint64(b, e.token)
+		b = appendString(b, e.typ)
+		b = appendString(b, e.key)
+		b = appendString(b, e.name)
+		b = appendBytes(b, e.body)
+		b = binary.AppendVarint(b, e.ttl)
+		b = append(b, e.hops)
+		b = appendStrings(b, e.chain)
+	case kindCancel:
+		b = binary.AppendUvarint(b, e.id)
+	case kindReply:
+		b = binary.AppendUvarint(b, e.id)
+		if e.err == nil {
+			b = append(b, 0)
+			b = appendBytes(b, e.body)
+		} else {
+			b = appendWireError(b, e.err, 0)
+		}
+	case kindSync:
+		b = binary.AppendUvarint(b, e.id)
+	case kindMembers:
+		b = binary.AppendUvarint(b, e.id)
+		b = appendBytes(b, e.body)
+	}
+	return b
+}
+
+func appendString(b []byte, s string) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
+}
+
+func appendBytes(b []byte, p []byte) []byte {
+	b = binary.AppendUvarint(b, uint64(len(p)))
+	return append(b, p...)
+}
+
+func appendStrings(b []byte, ss []string) []byte {
+	b = binary.AppendUvarint(b, uint64(len(ss)))
+	for _, s := range ss {
+		b = appendString(b, s)
+	}
+	return b
+}
+
+// decoder reads the fields of one envelope; the first problem sticks.
+type decoder struct {
+	b   []byte
+	err error
+}
+
+func (d *decoder) fail(what string) {
+	if d.err == nil {
+		d.err = fmt.Errorf("%w: %s", ErrMalformed, what)
+	}
+}
+
+func (d *decoder) byte(what string) uint8 {
+	if d.err != nil || len(d.b) < 1 {
+		d.fail(what)
+		return 0
+	}
+	v := d.b[0]
+	d.b = d.b[1:]
+	return v
+}
+
+func (d *decoder) uvarint(what string) uint64 {
+	if d.err != nil {
+		return 0
+	}
+	v, n := binary.Uvarint(d.b)
+	if n <= 0 {
+		d.fail(what)
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *decoder) varint(what string) int64 {
+	if d.err != nil {
+		return 0
+	}
+	v, n := binary.Varint(d.b)
+	if n <= 0 {
+		d.fail(what)
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *decoder) uint64(what string) uint64 {
+	if d.err != nil || len(d.b) < 8 {
+		d.fail(what)
+		return 0
+	}
+	v := binary.BigEndian.Uint64(d.b)
+	d.b = d.b[8:]
+	return v
+}
+
+// bytes returns a sub-slice of the envelope (no copy).
+func (d *decoder) bytes(what string) []byte {
+	n := d.uvarint(what)
+	if d.err != nil {
+		return nil
+	}
+	if n > uint64(len(d.b)) {
+		d.fail(what)
+		return nil
+	}
+	v := d.b[:n:n]
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *decoder) string(what string) string { return string(d.bytes(what)) }
+
+func (d *decoder) strings(what string) []string {
+	n := d.uvarint(what)
+	if d.err != nil {
+		return nil
+	}
+	if n > uint64(len(d.b)) { // each string takes at least one byte
+		d.fail(what)
+		return nil
+	}
+	if n == 0 {
+		return nil
+	}
+	ss := make([]string, n)
+	for i := range ss {
+		ss[i] = d.string(what)
+	}
+	return ss
+}
+
+// decodeEnvelope decodes b. Byte fields of the result alias b.
+func decodeEnvelope(b []byte) (envelope, error) {
+	d := decoder{b: b}
+	var e envelope
+	if v := d.byte("version"); d.err == nil && v != envelopeVersion {
+		return e, fmt.Errorf("%w: version %d, want %d", ErrMalformed, v, envelopeVersion)
+	}
+	e.kind = d.byte("kind")
+	switch e.kind {
+	case kindTell, kindAsk:
+		e.id = d.uvarint("id")
+		e.token = d.uint64("token")
+		e.typ = d.string("type")
+		e.key = d.string("key")
+		e.name = d.string("name")
+		e.body = d.bytes("body")
+		e.ttl = d.varint("ttl")
+		e.hops = d.byte("hops")
+		e.chain = d.strings("chain")
+	case kindCancel, kindSync:
+		e.id = d.uvarint("id")
+	case kindReply:
+		e.id = d.uvarint("id")
+		if code := d.byte("code"); code == 0 {
+			e.body = d.bytes("body")
+		} else {
+			e.err = d.wireError(code, 0)
+		}
+	case kindMembers:
+		e.id = d.uvarint("id")
+		e.body = d.bytes("members")
+	default:
+		if d.err == nil {
+			return e, fmt.Errorf("%w: unknown kind %d", ErrMalformed, e.kind)
+		}
+	}
+	if d.err != nil {
+		return envelope{}, d.err
+	}
+	if len(d.b) != 0 {
+		return envelope{}, fmt.Errorf("%w: %d trailing bytes", ErrMalformed, len(d.b))
+	}
+	if e.ttl < 0 || e.ttl > math.MaxInt64/2 {
+		return envelope{}, fmt.Errorf("%w: ttl %d", ErrMalformed, e.ttl)
+	}
+	return e, nil
+}

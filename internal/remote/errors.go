@@ -1,0 +1,130 @@
+package remote
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/troupe-go/troupe/actor"
+)
+
+// Error codes of wireError. Zero means no error.
+const (
+	codeOther uint8 = iota + 1
+	codeUnknownActor
+	codeMailboxFull
+	codeFailed
+	codeClosed
+	codeUnavailable
+	codeNotOwner
+	codeCycle
+	codeDeadline
+	codeCanceled
+	codeUndecodable
+	codeInvalidRef
+	codeNoReply
+)
+
+// errNotOwner is what a node answers for a key it does not serve; the
+// asker retries once against its fresh view or the hint.
+var errNotOwner = errors.New("troupe: not the owner")
+
+// notOwnerError carries the replier's idea of the owner.
+type notOwnerError struct{ hint string }
+
+func (e *notOwnerError) Error() string { return "troupe: not the owner; try " + e.hint }
+func (e *notOwnerError) Unwrap() error { return errNotOwner }
+
+// toWire turns an outcome into its wire form.
+func toWire(err error) *wireError { return toWireDepth(err, 0) }
+
+func toWireDepth(err error, depth int) *wireError {
+	var fe *actor.FailedError
+	var ce *actor.CycleError
+	var no *notOwnerError
+	switch {
+	case errors.As(err, &fe):
+		w := &wireError{code: codeFailed, msg: fe.Cause.Error(), actor: fe.Actor}
+		if depth < maxCauseDepth {
+			if c := toWireDepth(fe.Cause, depth+1); c.code != codeOther {
+				w.cause = c
+			}
+		}
+		return w
+	case errors.As(err, &ce):
+		return &wireError{code: codeCycle, msg: err.Error(), chain: ce.Chain}
+	case errors.As(err, &no):
+		return &wireError{code: codeNotOwner, msg: err.Error(), hint: no.hint}
+	}
+	w := &wireError{code: codeOther, msg: err.Error()}
+	for _, c := range []struct {
+		target error
+		code   uint8
+	}{
+		{actor.ErrUnknownActor, codeUnknownActor},
+		{actor.ErrMailboxFull, codeMailboxFull},
+		{actor.ErrSystemClosed, codeClosed},
+		{actor.ErrUnavailable, codeUnavailable},
+		{errNotOwner, codeNotOwner},
+		{context.DeadlineExceeded, codeDeadline},
+		{context.Canceled, codeCanceled},
+		{actor.ErrUndecodable, codeUndecodable},
+		{actor.ErrInvalidRef, codeInvalidRef},
+		{actor.ErrNoReply, codeNoReply},
+	} {
+		if errors.Is(err, c.target) {
+			w.code = c.code
+			break
+		}
+	}
+	return w
+}
+
+// fromWire rebuilds an error that errors.Is matches like the original.
+func fromWire(w *wireError, from string) error {
+	var target error
+	switch w.code {
+	case codeFailed:
+		var cause error = &RemoteError{Node: from, Msg: w.msg}
+		if w.cause != nil {
+			cause = fromWire(w.cause, from)
+		}
+		return &actor.FailedError{Actor: w.actor, Cause: cause}
+	case codeCycle:
+		return &actor.CycleError{Chain: w.chain}
+	case codeNotOwner:
+		return &notOwnerError{hint: w.hint}
+	case codeUnknownActor:
+		target = actor.ErrUnknownActor
+	case codeMailboxFull:
+		target = actor.ErrMailboxFull
+	case codeClosed:
+		// The owner is closing: to this asker its actors are unavailable,
+		// not its own system closed.
+		target = actor.ErrUnavailable
+	case codeUnavailable:
+		target = actor.ErrUnavailable
+	case codeDeadline:
+		target = context.DeadlineExceeded
+	case codeCanceled:
+		target = context.Canceled
+	case codeUndecodable:
+		target = actor.ErrUndecodable
+	case codeInvalidRef:
+		target = actor.ErrInvalidRef
+	case codeNoReply:
+		target = actor.ErrNoReply
+	default:
+		return &RemoteError{Node: from, Msg: w.msg}
+	}
+	return fmt.Errorf("%w (on %s: %s)", target, from, w.msg)
+}
+
+// RemoteError is an error that happened on another node, known by its
+// text only.
+type RemoteError struct {
+	Node string
+	Msg  string
+}
+
+func (e *RemoteError) Error() string { return e.Msg + " (on " + e.Node + ")" }

@@ -1,0 +1,485 @@
+// Package remote carries actor messages between the members of a cluster
+// and from clients: it places each key on its owner (the ring of the
+// members hosting the key's type), sends what is not served here over the
+// application stream of wire, routes replies back to the asker, and
+// serves the requests other nodes send here. It implements host.Remote,
+// the seam between the typed runtime (package actor) and the cluster.
+package remote
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/troupe-go/troupe/actor"
+	"github.com/troupe-go/troupe/cluster"
+	"github.com/troupe-go/troupe/internal/host"
+	"github.com/troupe-go/troupe/ring"
+	"github.com/troupe-go/troupe/wire"
+	"github.com/vmihailenco/msgpack/v5"
+)
+
+// Config configures a Router.
+type Config struct {
+	Endpoint wire.Endpoint
+	// Host runs the actors of this node; a client's host serves none.
+	Host *host.Host
+	// Serve is set on members: they serve keys and answer clients'
+	// membership syncs.
+	Serve  bool
+	Logger *slog.Logger
+	// OnMembers, for clients, receives the member lists that members
+	// send in answer to Sync and when membership changes.
+	OnMembers func(from wire.NodeID, members []cluster.Member)
+}
+
+// Router implements host.Remote over a wire.Endpoint.
+type Router struct {
+	cfg  Config
+	ep   wire.Endpoint
+	h    *host.Host
+	log  *slog.Logger
+	view atomic.Pointer[view]
+
+	ctx    context.Context // ends at Close
+	cancel context.CancelFunc
+
+	nextID atomic.Uint64
+
+	mu      sync.Mutex
+	closed  bool
+	pending map[uint64]*pending      // asks sent from here
+	serving map[servedKey]*served    // asks other nodes sent here
+	clients map[wire.NodeID]struct{} // clients to push member lists to
+}
+
+// pending is an ask waiting for its reply.
+type pending struct {
+	to      wire.NodeID
+	out     *host.Outbound
+	done    func([]byte, error)
+	stop    context.CancelFunc // drops the request if not yet written
+	retried bool
+	prev    wire.NodeID // the node that answered it does not own the key
+	hint    string      // ... and the owner it named
+}
+
+type servedKey struct {
+	from wire.NodeID
+	id   uint64
+}
+
+// served is an ask being handled here for another node.
+type served struct {
+	cancel func()
+	timer  *time.Timer
+	done   bool
+}
+
+var _ host.Remote = (*Router)(nil)
+
+// New returns a router and registers its handler for the application
+// stream: call it before the endpoint carries traffic.
+func New(cfg Config) *Router {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &Router{cfg: cfg, ep: cfg.Endpoint, h: cfg.Host, log: cfg.Logger, ctx: ctx, cancel: cancel,
+		pending: map[uint64]*pending{}, serving: map[servedKey]*served{}, clients: map[wire.NodeID]struct{}{}}
+	r.view.Store(newView(cfg.Endpoint.Self(), false, nil))
+	cfg.Endpoint.Handle(wire.StreamApplication, wire.HandlerFunc(r.receive))
+	return r
+}
+
+// SetHost sets the host whose kinds serve incoming requests, when the
+// router had to exist before it.
+func (r *Router) SetHost(h *host.Host) { r.h = h }
+
+// Update replaces the placement view. Asks waiting on members that are
+// now dead or gone fail with actor.ErrUnavailable, and clients that
+// subscribed get the new list.
+func (r *Router) Update(self wire.NodeID, owning bool, members []cluster.Member) {
+	v := newView(self, owning, members)
+	r.view.Store(v)
+	var failed []*pending
+	r.mu.Lock()
+	for id, p := range r.pending {
+		if v.gone(p.to) {
+			delete(r.pending, id)
+			failed = append(failed, p)
+		}
+	}
+	clients := make([]wire.NodeID, 0, len(r.clients))
+	for c := range r.clients {
+		clients = append(clients, c)
+	}
+	r.mu.Unlock()
+	for _, p := range failed {
+		p.stop()
+		p.done(nil, fmt.Errorf("%w: owner %v is down", actor.ErrUnavailable, p.to))
+	}
+	if len(clients) > 0 && r.cfg.Serve {
+		body, err := msgpack.Marshal(members)
+		if err == nil {
+			for _, c := range clients {
+				r.send(c, 0, &envelope{kind: kindMembers, body: body})
+			}
+		}
+	}
+}
+
+// Members returns the member list of the current view.
+func (r *Router) Members() []cluster.Member { return r.view.Load().list }
+
+// Close fails the asks still waiting with actor.ErrSystemClosed and
+// cancels the requests being served for other nodes.
+func (r *Router) Close() {
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return
+	}
+	r.closed = true
+	pend := r.pending
+	serving := r.serving
+	r.pending, r.serving = map[uint64]*pending{}, map[servedKey]*served{}
+	r.mu.Unlock()
+	r.cancel()
+	for _, p := range pend {
+		p.stop()
+		p.done(nil, actor.ErrSystemClosed)
+	}
+	for _, s := range serving {
+		if s.timer != nil {
+			s.timer.Stop()
+		}
+		if s.cancel != nil {
+			s.cancel()
+		}
+	}
+}
+
+// Token implements host.Remote.
+func (r *Router) Token(typ, key string) uint64 { return uint64(ring.KeyToken(typ, key)) }
+
+func (r *Router) kind(typ string) host.RemoteKind {
+	if r.h == nil {
+		return nil
+	}
+	k, _ := r.h.Kind(typ).(host.RemoteKind)
+	return k
+}
+
+// Dest returns the member serving typ/key now, and whether it is this node.
+func (r *Router) Dest(typ, key string, tok uint64) (wire.NodeID, bool, error) {
+	return r.view.Load().dest(r.kind(typ), typ, key, tok)
+}
+
+// Here implements host.Remote.
+func (r *Router) Here(typ, key string, tok uint64) (bool, error) {
+	_, here, err := r.view.Load().dest(r.kind(typ), typ, key, tok)
+	return here, err
+}
+
+// Tell implements host.Remote.
+func (r *Router) Tell(ctx context.Context, out *host.Outbound) error {
+	to, here, err := r.view.Load().dest(r.kind(out.Type), out.Type, out.Key, out.Token)
+	if err != nil {
+		return err
+	}
+	e := &envelope{kind: kindTell, token: out.Token, typ: out.Type, key: out.Key, name: out.Name, body: out.Body}
+	if here { // placement changed since the caller looked
+		return r.serveTell(r.ep.Self(), e)
+	}
+	// The message outlives the caller's context: a tell is done once
+	// queued, like a local one.
+	return r.send(to, out.Token, e)
+}
+
+// Ask implements host.Remote.
+func (r *Router) Ask(ctx context.Context, out *host.Outbound, done func([]byte, error)) (func(), error) {
+	id := r.nextID.Add(1)
+	p := &pending{out: out, done: done}
+	if err := r.dispatch(id, p); err != nil {
+		return nil, err
+	}
+	return func() { r.withdraw(id) }, nil
+}
+
+// dispatch sends (or serves here) the ask p under id.
+func (r *Router) dispatch(id uint64, p *pending) error {
+	out := p.out
+	v := r.view.Load()
+	to, here, err := v.dest(r.kind(out.Type), out.Type, out.Key, out.Token)
+	if err != nil {
+		return err
+	}
+	if p.retried && to == p.prev {
+		// This node's view still names the node that said no: believe
+		// that node's view, which changed first.
+		if id, ok := v.byAddr[p.hint]; ok && serves(v.status[id]) {
+			to, here = id, id == v.self
+		}
+	}
+	sendCtx, stop := context.WithCancel(r.ctx)
+	p.to, p.stop = to, stop
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		stop()
+		return actor.ErrSystemClosed
+	}
+	r.pending[id] = p
+	r.mu.Unlock()
+	e := &envelope{kind: kindAsk, id: id, token: out.Token, typ: out.Type, key: out.Key, name: out.Name, body: out.Body, chain: out.Chain}
+	if !out.Deadline.IsZero() {
+		e.ttl = max(int64(time.Until(out.Deadline)), 1)
+	}
+	if here {
+		r.serveAsk(r.ep.Self(), e)
+		return nil
+	}
+	if _, err := r.ep.Send(sendCtx, to, wire.StreamApplication, out.Token, e.encode()); err != nil {
+		r.take(id)
+		stop()
+		return unavailable(to, err)
+	}
+	return nil
+}
+
+// withdraw is the asker giving up on request id.
+func (r *Router) withdraw(id uint64) {
+	p := r.take(id)
+	if p == nil {
+		return
+	}
+	p.stop()
+	if p.to == r.ep.Self() {
+		r.cancelServed(servedKey{from: p.to, id: id})
+		return
+	}
+	r.send(p.to, id, &envelope{kind: kindCancel, id: id})
+}
+
+func (r *Router) take(id uint64) *pending {
+	r.mu.Lock()
+	p := r.pending[id]
+	delete(r.pending, id)
+	r.mu.Unlock()
+	return p
+}
+
+// send queues e for to; the router's lifetime bounds it.
+func (r *Router) send(to wire.NodeID, key uint64, e *envelope) error {
+	if _, err := r.ep.Send(r.ctx, to, wire.StreamApplication, key, e.encode()); err != nil {
+		return unavailable(to, err)
+	}
+	return nil
+}
+
+func unavailable(to wire.NodeID, err error) error {
+	if errors.Is(err, wire.ErrClosed) {
+		return fmt.Errorf("%w: %w", actor.ErrSystemClosed, err)
+	}
+	return fmt.Errorf("%w: send to %v: %w", actor.ErrUnavailable, to, err)
+}
+
+// receive handles one envelope of the application stream.
+func (r *Router) receive(from wire.NodeID, payload []byte) {
+	e, err := decodeEnvelope(payload)
+	if err != nil {
+		r.log.Warn("troupe: dropped application envelope", "from", from, "err", err)
+		return
+	}
+	switch e.kind {
+	case kindTell:
+		if err := r.serveTell(from, &e); err != nil {
+			r.log.Debug("troupe: tell from another node dropped", "from", from, "actor", e.typ+"/"+e.key, "err", err)
+		}
+	case kindAsk:
+		r.serveAsk(from, &e)
+	case kindCancel:
+		r.cancelServed(servedKey{from: from, id: e.id})
+	case kindReply:
+		r.reply(from, &e)
+	case kindSync:
+		if r.cfg.Serve {
+			r.mu.Lock()
+			r.clients[from] = struct{}{}
+			r.mu.Unlock()
+			body, err := msgpack.Marshal(r.view.Load().list)
+			if err == nil {
+				r.send(from, e.id, &envelope{kind: kindMembers, id: e.id, body: body})
+			}
+		}
+	case kindMembers:
+		if r.cfg.OnMembers != nil {
+			var ms []cluster.Member
+			if err := msgpack.Unmarshal(e.body, &ms); err != nil {
+				r.log.Warn("troupe: undecodable member list", "from", from, "err", err)
+				return
+			}
+			r.cfg.OnMembers(from, ms)
+		}
+	}
+}
+
+// serveTell queues a tell here, or forwards it once to the owner this
+// node believes in.
+func (r *Router) serveTell(from wire.NodeID, e *envelope) error {
+	k := r.kind(e.typ)
+	if k == nil || !r.cfg.Serve {
+		return r.dropped(e, fmt.Errorf("%w: %q is not hosted here", actor.ErrUnknownActor, e.typ))
+	}
+	to, here, err := r.view.Load().dest(k, e.typ, e.key, e.token)
+	if err != nil {
+		return r.dropped(e, err)
+	}
+	if !here {
+		if e.hops > 0 {
+			return r.dropped(e, fmt.Errorf("%w: forwarded once already; owner now %v", actor.ErrUnavailable, to))
+		}
+		e.hops++
+		return r.send(to, e.token, e)
+	}
+	if _, err := k.DeliverRemote(&host.Inbound{Key: e.key, Name: e.name, Body: e.body}); err != nil {
+		return r.dropped(e, err)
+	}
+	return nil
+}
+
+func (r *Router) dropped(e *envelope, err error) error {
+	if r.h != nil {
+		r.h.Emit(host.Event{Kind: host.MessageDropped, Type: e.typ, Key: e.key, Reason: "from another node: " + err.Error(), Err: err})
+	}
+	return err
+}
+
+// serveAsk queues a request here and sends its outcome back to from.
+func (r *Router) serveAsk(from wire.NodeID, e *envelope) {
+	id := e.id
+	fail := func(err error) { r.answer(from, id, nil, err) }
+	k := r.kind(e.typ)
+	if k == nil || !r.cfg.Serve {
+		fail(fmt.Errorf("%w: %q is not hosted on %v", actor.ErrUnknownActor, e.typ, r.ep.Self()))
+		return
+	}
+	to, here, err := r.view.Load().dest(k, e.typ, e.key, e.token)
+	if err != nil {
+		fail(err)
+		return
+	}
+	if !here {
+		fail(&notOwnerError{hint: to.Addr})
+		return
+	}
+	sk := servedKey{from: from, id: id}
+	s := &served{}
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		fail(actor.ErrSystemClosed)
+		return
+	}
+	r.serving[sk] = s
+	r.mu.Unlock()
+	in := &host.Inbound{Key: e.key, Name: e.name, Body: e.body, Chain: e.chain,
+		Reply: func(body []byte, err error) {
+			r.mu.Lock()
+			if cur := r.serving[sk]; cur == s {
+				delete(r.serving, sk)
+			}
+			s.done = true
+			if s.timer != nil {
+				s.timer.Stop()
+			}
+			r.mu.Unlock()
+			r.answer(from, id, body, err)
+		}}
+	var ttl time.Duration
+	if e.ttl > 0 {
+		ttl = time.Duration(e.ttl)
+		in.Deadline = time.Now().Add(ttl)
+	}
+	cancel, err := k.DeliverRemote(in)
+	if err != nil {
+		r.mu.Lock()
+		delete(r.serving, sk)
+		r.mu.Unlock()
+		fail(err)
+		return
+	}
+	r.mu.Lock()
+	if !s.done {
+		s.cancel = cancel
+		if ttl > 0 {
+			// The asker stops waiting at its deadline; should its cancel
+			// be lost, stop here too.
+			s.timer = time.AfterFunc(ttl, func() { r.cancelServed(sk) })
+		}
+	}
+	r.mu.Unlock()
+}
+
+// cancelServed cancels a request being served for another node.
+func (r *Router) cancelServed(sk servedKey) {
+	r.mu.Lock()
+	s := r.serving[sk]
+	delete(r.serving, sk)
+	r.mu.Unlock()
+	if s == nil {
+		return
+	}
+	if s.timer != nil {
+		s.timer.Stop()
+	}
+	if s.cancel != nil {
+		s.cancel()
+	}
+}
+
+// answer sends the outcome of request id to from, or completes it here.
+func (r *Router) answer(from wire.NodeID, id uint64, body []byte, err error) {
+	e := &envelope{kind: kindReply, id: id, body: body}
+	if err != nil {
+		e.err = toWire(err)
+	}
+	if from == r.ep.Self() {
+		r.reply(from, e)
+		return
+	}
+	if serr := r.send(from, id, e); serr != nil {
+		r.log.Debug("troupe: reply not sent", "to", from, "err", serr)
+	}
+}
+
+// reply completes the ask id with the outcome e carries. A node that no
+// longer owns the key gets one retry against the fresh view.
+func (r *Router) reply(from wire.NodeID, e *envelope) {
+	p := r.take(e.id)
+	if p == nil {
+		return // withdrawn, or failed meanwhile
+	}
+	p.stop()
+	if e.err == nil {
+		p.done(e.body, nil)
+		return
+	}
+	err := fromWire(e.err, from.String())
+	if e.err.code == codeNotOwner && !p.retried {
+		p.retried, p.hint, p.prev = true, e.err.hint, from
+		derr := r.dispatch(e.id, p)
+		if derr == nil {
+			return
+		}
+		err = derr
+	} else if e.err.code == codeNotOwner {
+		err = fmt.Errorf("%w: %s/%s: owner changed twice during the request: %w", actor.ErrUnavailable, p.out.Type, p.out.Key, err)
+	}
+	p.done(nil, err)
+}

@@ -1,0 +1,120 @@
+package remote
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/troupe-go/troupe/actor"
+	"github.com/troupe-go/troupe/cluster"
+	"github.com/troupe-go/troupe/internal/host"
+	"github.com/troupe-go/troupe/ring"
+	"github.com/troupe-go/troupe/wire"
+)
+
+// view is one immutable snapshot of the cluster as placement sees it.
+type view struct {
+	self   wire.NodeID // zero for a client
+	owning bool        // this node may own non-pinned keys
+	status map[wire.NodeID]cluster.Status
+	byAddr map[string]wire.NodeID // the newest non-left process at each address
+	rings  map[string]*typeRing   // by actor type
+	list   []cluster.Member
+}
+
+// typeRing places the keys of the actor types hosted by one member set.
+type typeRing struct {
+	r    *ring.Ring
+	live ring.Liveness
+}
+
+// serves reports whether a member in status s takes new work: alive or
+// merely suspected. A leaving member hands its keys over; a dead one waits
+// in the ring, skipped, until a majority removes it.
+func serves(s cluster.Status) bool { return s == cluster.StatusAlive || s == cluster.StatusSuspect }
+
+func newView(self wire.NodeID, owning bool, members []cluster.Member) *view {
+	v := &view{self: self, owning: owning, status: map[wire.NodeID]cluster.Status{},
+		byAddr: map[string]wire.NodeID{}, rings: map[string]*typeRing{}, list: members}
+	hosts := map[string][]ring.Member{}
+	for _, m := range members {
+		id := wire.NodeID(m.ID)
+		v.status[id] = m.Status
+		if m.Status == cluster.StatusLeft {
+			continue
+		}
+		if cur, ok := v.byAddr[id.Addr]; !ok || cur.Incarnation < id.Incarnation {
+			v.byAddr[id.Addr] = id
+		}
+		for _, t := range m.ActorTypes {
+			hosts[t] = append(hosts[t], ring.Member(m.ID))
+		}
+	}
+	live := func(m ring.Member) bool { return serves(v.status[wire.NodeID(m)]) }
+	// Types hosted by the same members share one ring.
+	shared := map[string]*typeRing{}
+	for t, ms := range hosts {
+		slices.SortFunc(ms, ring.Member.Compare)
+		var sig strings.Builder
+		for _, m := range ms {
+			sig.WriteString(m.String())
+			sig.WriteByte(' ')
+		}
+		tr, ok := shared[sig.String()]
+		if !ok {
+			tr = &typeRing{r: ring.New(ms), live: live}
+			shared[sig.String()] = tr
+		}
+		v.rings[t] = tr
+	}
+	return v
+}
+
+// dest returns the member that serves typ/key now, and whether it is this
+// node. k is the local runtime of typ.
+func (v *view) dest(k host.RemoteKind, typ, key string, tok uint64) (wire.NodeID, bool, error) {
+	if k != nil && k.Pinned() {
+		addr, _, ok := strings.Cut(key, "/")
+		if !ok || addr == "" {
+			return wire.NodeID{}, false, fmt.Errorf("%w: pinned key %q names no member (take it with RefAt)", actor.ErrInvalidRef, key)
+		}
+		if addr == v.self.Addr {
+			return v.self, true, nil
+		}
+		id, ok := v.byAddr[addr]
+		if !ok || !serves(v.status[id]) {
+			return wire.NodeID{}, false, fmt.Errorf("%w: %s/%s: member %s is not up", actor.ErrUnavailable, typ, key, addr)
+		}
+		return id, false, nil
+	}
+	if len(v.list) == 0 {
+		return wire.NodeID{}, false, fmt.Errorf("%w: %s/%s: not joined to a cluster yet", actor.ErrUnavailable, typ, key)
+	}
+	tr := v.rings[typ]
+	if tr == nil {
+		return wire.NodeID{}, false, fmt.Errorf("%w: no member hosts %q", actor.ErrUnknownActor, typ)
+	}
+	n := tr.r.Len()
+	if k != nil && k.Replicas() > 1 {
+		n = k.Replicas()
+	}
+	m, err := tr.r.Owner(ring.Token(tok), n, tr.live)
+	if err != nil {
+		return wire.NodeID{}, false, fmt.Errorf("%w: %s/%s: %w", actor.ErrUnavailable, typ, key, err)
+	}
+	id := wire.NodeID(m)
+	if id != v.self {
+		return id, false, nil
+	}
+	if !v.owning {
+		return wire.NodeID{}, false, fmt.Errorf("%w: %s/%s: this node lost the majority of the cluster", actor.ErrUnavailable, typ, key)
+	}
+	return id, true, nil
+}
+
+// gone reports whether id no longer serves anything: dead, left, or not a
+// member any more.
+func (v *view) gone(id wire.NodeID) bool {
+	s, ok := v.status[id]
+	return !ok || s == cluster.StatusDead || s == cluster.StatusLeft
+}

@@ -1,0 +1,333 @@
+package system_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/troupe-go/troupe/actor"
+	"github.com/troupe-go/troupe/cluster"
+	"github.com/troupe-go/troupe/internal/systemtest"
+	"github.com/troupe-go/troupe/system"
+)
+
+// The clustered test actor: a counter that can also stall, fail, and ask
+// another counter.
+type CMsg interface{ cmsg() }
+
+type Add struct{ N int }
+
+type Get struct {
+	actor.Reply[CMsg, CountReply]
+}
+
+// CountReply says who counted what, so tests see where a key lives.
+type CountReply struct {
+	Count int
+	Node  string
+}
+
+// Stall blocks until the asker gives up and reports the handler's context
+// ending through the process-wide stalls channel.
+type Stall struct {
+	actor.Reply[CMsg, string]
+	ID string
+}
+
+type Fail struct {
+	actor.Reply[CMsg, string]
+}
+
+// Relay asks counter To, which may ask back: for cycle detection.
+type Relay struct {
+	actor.Reply[CMsg, string]
+	To    []string // the remaining hops
+	Stall bool
+}
+
+func (Add) cmsg()   {}
+func (Get) cmsg()   {}
+func (Stall) cmsg() {}
+func (Fail) cmsg()  {}
+func (Relay) cmsg() {}
+
+var stalls = struct {
+	sync.Mutex
+	ended map[string]chan struct{}
+}{ended: map[string]chan struct{}{}}
+
+func stallEnded(id string) chan struct{} {
+	stalls.Lock()
+	defer stalls.Unlock()
+	ch, ok := stalls.ended[id]
+	if !ok {
+		ch = make(chan struct{})
+		stalls.ended[id] = ch
+	}
+	return ch
+}
+
+// ccounter is set in init: its handler refers to it.
+var ccounter *actor.Def[int, CMsg]
+
+func init() { ccounter = actor.Define("ccounter", handleC).WithMessages(Add{}, Get{}, Stall{}, Fail{}, Relay{}) }
+
+func handleC(c *actor.Context[int, CMsg], m CMsg) error {
+	switch m := m.(type) {
+	case Add:
+		c.SetState(c.State() + m.N)
+	case Get:
+		return actor.Respond(c, m, CountReply{Count: c.State(), Node: nodeName(c)})
+	case Stall:
+		<-c.Done()
+		close(stallEnded(m.ID))
+	case Fail:
+		return errors.New("asked to fail")
+	case Relay:
+		if len(m.To) == 0 {
+			return actor.Respond(c, m, "end")
+		}
+		r, err := actor.Ask(c, ccounter.Ref(c.System(), m.To[0]), Relay{To: m.To[1:]})
+		if err != nil {
+			return err
+		}
+		return actor.Respond(c, m, r)
+	}
+	return nil
+}
+
+// nodeName names the node a handler runs on: its address, from the pinned
+// lookup the test registers per system.
+func nodeName(c *actor.Context[int, CMsg]) string {
+	nodes.Lock()
+	defer nodes.Unlock()
+	return nodes.byHost[c.Runtime()]
+}
+
+var nodes = struct {
+	sync.Mutex
+	byHost map[any]string
+}{byHost: map[any]string{}}
+
+// startCluster starts n members on loopback with the fast timings and
+// waits until each sees all of them alive.
+func startCluster(t *testing.T, n int, defs ...system.Definition) []*system.System {
+	t.Helper()
+	var systems []*system.System
+	var seeds []string
+	for i := range n {
+		cc := cluster.FastConfig("127.0.0.1:0")
+		cc.ClusterName = "test-" + t.Name()
+		cc.Seeds = seeds
+		s, err := system.Start(systemtest.Ctx(t), system.Config{Actors: append([]system.Definition{ccounter}, defs...), Cluster: &cc, LeaveTimeout: 2 * time.Second})
+		if err != nil {
+			t.Fatalf("start node %d: %v", i, err)
+		}
+		t.Cleanup(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), systemtest.Limit)
+			defer cancel()
+			s.Close(ctx)
+		})
+		nodes.Lock()
+		nodes.byHost[s.Runtime()] = s.Addr()
+		nodes.Unlock()
+		if seeds == nil {
+			seeds = []string{s.Addr()}
+		}
+		systems = append(systems, s)
+	}
+	waitAlive(t, systems, n)
+	return systems
+}
+
+// waitAlive waits until every system sees want members alive.
+func waitAlive(t *testing.T, systems []*system.System, want int) {
+	t.Helper()
+	systemtest.WaitUntil(t, fmt.Sprintf("%d members alive everywhere", want), func() bool {
+		for _, s := range systems {
+			alive := 0
+			for _, m := range s.Members() {
+				if m.Status == cluster.StatusAlive {
+					alive++
+				}
+			}
+			if alive != want {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+func TestClusterRoutesEveryKeyToItsOwner(t *testing.T) {
+	systems := startCluster(t, 3)
+	ctx := systemtest.Ctx(t)
+	const keys = 60
+	for i := range keys {
+		key := "k" + strconv.Itoa(i)
+		from := systems[i%3]
+		if err := ccounter.Ref(from, key).Tell(ctx, Add{N: i}); err != nil {
+			t.Fatalf("tell %s: %v", key, err)
+		}
+	}
+	served := map[string]int{}
+	for i := range keys {
+		key := "k" + strconv.Itoa(i)
+		// Ask from another node than the teller: the count is only right
+		// if both reached the same activation.
+		got, err := actor.Ask(ctx, ccounter.Ref(systems[(i+1)%3], key), Get{})
+		if err != nil {
+			t.Fatalf("ask %s: %v", key, err)
+		}
+		if got.Count != i {
+			t.Fatalf("%s counted %d, want %d", key, got.Count, i)
+		}
+		if want := system.OwnerOf(systems[0], "ccounter", key); got.Node != want {
+			t.Fatalf("%s served by %s, owner is %s", key, got.Node, want)
+		}
+		served[got.Node]++
+	}
+	if len(served) != 3 {
+		t.Fatalf("keys served by %d nodes, want 3: %v", len(served), served)
+	}
+	t.Logf("keys per node: %v", served)
+}
+
+func TestClusterKeepsOneSendersOrder(t *testing.T) {
+	systems := startCluster(t, 2)
+	ctx := systemtest.Ctx(t)
+	key := remoteKey(t, systems[0], systems[1])
+	ref := ccounter.Ref(systems[0], key)
+	const n = 5000
+	for i := range n {
+		if err := ref.Tell(ctx, Add{N: 1}); err != nil {
+			t.Fatalf("tell %d: %v", i, err)
+		}
+	}
+	// The ask travels behind the tells on the same key: it sees them all.
+	got, err := actor.Ask(ctx, ref, Get{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Count != n || got.Node != systems[1].Addr() {
+		t.Fatalf("got %+v, want %d on %s", got, n, systems[1].Addr())
+	}
+}
+
+// remoteKey finds a key that from places on to.
+func remoteKey(t *testing.T, from, to *system.System) string {
+	t.Helper()
+	for i := range 10000 {
+		key := "key-" + strconv.Itoa(i)
+		if system.OwnerOf(from, "ccounter", key) == to.Addr() {
+			return key
+		}
+	}
+	t.Fatal("no key placed on the target node")
+	return ""
+}
+
+func TestClusterAskDeadlineCancelsTheRemoteHandler(t *testing.T) {
+	systems := startCluster(t, 2)
+	key := remoteKey(t, systems[0], systems[1])
+	ctx, cancel := context.WithTimeout(systemtest.Ctx(t), 200*time.Millisecond)
+	defer cancel()
+	_, err := actor.Ask(ctx, ccounter.Ref(systems[0], key), Stall{ID: t.Name()})
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("err = %v, want DeadlineExceeded", err)
+	}
+	systemtest.Recv(t, stallEnded(t.Name()), "the remote handler's context to end")
+}
+
+func TestClusterAskCancelReachesTheOwner(t *testing.T) {
+	systems := startCluster(t, 2)
+	key := remoteKey(t, systems[0], systems[1])
+	ctx, cancel := context.WithCancel(systemtest.Ctx(t))
+	errc := make(chan error, 1)
+	go func() {
+		_, err := actor.Ask(ctx, ccounter.Ref(systems[0], key), Stall{ID: t.Name()})
+		errc <- err
+	}()
+	systemtest.WaitUntil(t, "the stall to run on the owner", func() bool { return systems[1].Stats().Active > 0 })
+	cancel()
+	if err := systemtest.Recv(t, errc, "the ask"); !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v, want Canceled", err)
+	}
+	systemtest.Recv(t, stallEnded(t.Name()), "the remote handler's context to end")
+}
+
+func TestClusterRemoteFailureIsActorFailed(t *testing.T) {
+	systems := startCluster(t, 2)
+	key := remoteKey(t, systems[0], systems[1])
+	_, err := actor.Ask(systemtest.Ctx(t), ccounter.Ref(systems[0], key), Fail{})
+	if !errors.Is(err, actor.ErrActorFailed) {
+		t.Fatalf("err = %v, want ErrActorFailed", err)
+	}
+	var fe *actor.FailedError
+	if !errors.As(err, &fe) || fe.Actor != "ccounter/"+key {
+		t.Fatalf("err = %#v, want a FailedError naming ccounter/%s", err, key)
+	}
+}
+
+func TestClusterAskCycleFailsInsteadOfDeadlocking(t *testing.T) {
+	systems := startCluster(t, 2)
+	a := remoteKey(t, systems[0], systems[0])
+	b := remoteKey(t, systems[0], systems[1])
+	// a asks b, b asks a: a waits on b, so a cycle.
+	_, err := actor.Ask(systemtest.Ctx(t), ccounter.Ref(systems[0], a), Relay{To: []string{b, a}})
+	if !errors.Is(err, actor.ErrAskCycle) {
+		t.Fatalf("err = %v, want ErrAskCycle", err)
+	}
+	// A chain without a cycle passes.
+	got, err := actor.Ask(systemtest.Ctx(t), ccounter.Ref(systems[0], a), Relay{To: []string{b, "elsewhere"}})
+	if err != nil || got != "end" {
+		t.Fatalf("got %q, %v", got, err)
+	}
+}
+
+func TestClusterUnknownTypeIsUnknownActor(t *testing.T) {
+	other := actor.Define("hosted-nowhere", func(*actor.Context[int, CMsg], CMsg) error { return nil }).WithMessages(Add{})
+	systems := startCluster(t, 2)
+	err := other.Ref(systems[0], "x").Tell(systemtest.Ctx(t), Add{})
+	if !errors.Is(err, actor.ErrUnknownActor) {
+		t.Fatalf("err = %v, want ErrUnknownActor", err)
+	}
+}
+
+func TestClusterAskToADeadOwnerFailsFastThenTheKeyMoves(t *testing.T) {
+	systems := startCluster(t, 3)
+	key := remoteKey(t, systems[0], systems[2])
+	errc := make(chan error, 1)
+	start := time.Now()
+	go func() {
+		_, err := actor.Ask(systemtest.Ctx(t), ccounter.Ref(systems[0], key), Stall{ID: t.Name()})
+		errc <- err
+	}()
+	systemtest.WaitUntil(t, "the stall to run on the owner", func() bool { return systems[2].Stats().Active > 0 })
+	system.Crash(systems[2])
+	err := systemtest.Recv(t, errc, "the ask to fail")
+	if !errors.Is(err, actor.ErrUnavailable) {
+		t.Fatalf("err = %v, want ErrUnavailable", err)
+	}
+	t.Logf("pending ask failed %v after the owner's crash began", time.Since(start))
+	systemtest.WaitUntil(t, "the key to be served again", func() bool {
+		got, err := actor.Ask(systemtest.Ctx(t), ccounter.Ref(systems[0], key), Get{})
+		return err == nil && got.Node != systems[2].Addr()
+	})
+}
+
+func TestClusterStartRefusesInterfaceMessagesWithoutRegistry(t *testing.T) {
+	bare := actor.Define("bare", func(*actor.Context[int, CMsg], CMsg) error { return nil })
+	cc := cluster.FastConfig("127.0.0.1:0")
+	_, err := system.Start(systemtest.Ctx(t), system.Config{Actors: []system.Definition{bare}, Cluster: &cc})
+	if !errors.Is(err, actor.ErrInvalidDefinition) {
+		t.Fatalf("err = %v, want ErrInvalidDefinition", err)
+	}
+	if _, err := system.New(system.Config{Cluster: &cc}); !errors.Is(err, system.ErrInvalidConfig) {
+		t.Fatalf("New with a cluster: err = %v, want ErrInvalidConfig", err)
+	}
+}

@@ -1,0 +1,16 @@
+package system
+
+import "github.com/troupe-go/troupe/ring"
+
+// OwnerOf returns the address of the member s believes serves typ/key.
+func OwnerOf(s *System, typ, key string) string {
+	id, _, err := s.m.router.Dest(typ, key, uint64(ring.KeyToken(typ, key)))
+	if err != nil {
+		return "error: " + err.Error()
+	}
+	return id.Addr
+}
+
+// Crash stops s without leaving the cluster or saying goodbye, as a
+// killed process would.
+func Crash(s *System) { s.crash() }
