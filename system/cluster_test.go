@@ -74,7 +74,9 @@ func stallEnded(id string) chan struct{} {
 // ccounter is set in init: its handler refers to it.
 var ccounter *actor.Def[int, CMsg]
 
-func init() { ccounter = actor.Define("ccounter", handleC).WithMessages(Add{}, Get{}, Stall{}, Fail{}, Relay{}) }
+func init() {
+	ccounter = actor.Define("ccounter", handleC).WithMessages(Add{}, Get{}, Stall{}, Fail{}, Relay{})
+}
 
 func handleC(c *actor.Context[int, CMsg], m CMsg) error {
 	switch m := m.(type) {

@@ -70,11 +70,11 @@ type Config struct {
 
 // Default values applied for zero Config fields.
 const (
-	DefaultIdleTimeout = actor.DefaultIdleTimeout
-	DefaultAskTimeout  = actor.DefaultAskTimeout
-	DefaultBackoffMin  = actor.DefaultBackoffMin
-	DefaultBackoffMax  = actor.DefaultBackoffMax
-	DefaultLinger      = 10 * time.Millisecond
+	DefaultIdleTimeout  = actor.DefaultIdleTimeout
+	DefaultAskTimeout   = actor.DefaultAskTimeout
+	DefaultBackoffMin   = actor.DefaultBackoffMin
+	DefaultBackoffMax   = actor.DefaultBackoffMax
+	DefaultLinger       = 10 * time.Millisecond
 	DefaultLeaveTimeout = 30 * time.Second
 )
 

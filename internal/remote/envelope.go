@@ -48,7 +48,7 @@ type envelope struct {
 type wireError struct {
 	code  uint8
 	msg   string
-	actor string   // the failed actor (codeFailed)
+	actor string     // the failed actor (codeFailed)
 	hint  string     // the owner the replier believes in (codeNotOwner)
 	chain []string   // codeCycle
 	cause *wireError // codeFailed: the handler's error, when it has a code
