@@ -104,7 +104,9 @@ func Start(ctx context.Context, cfg Config) (*System, error) {
 
 // refresh gives placement the node's current view.
 func (m *member) refresh() {
-	m.router.Update(wire.NodeID(m.node.ID()), m.node.Owning(), m.node.Members())
+	if m.router.Update(wire.NodeID(m.node.ID()), m.node.Owning(), m.node.Members()) {
+		m.router.MoveOut()
+	}
 }
 
 // follow refreshes placement on every membership event, and once a

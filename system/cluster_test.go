@@ -187,7 +187,7 @@ func TestClusterKeepsOneSendersOrder(t *testing.T) {
 }
 
 // remoteKey finds a key that from places on to.
-func remoteKey(t *testing.T, from, to *system.System) string {
+func remoteKey(t testing.TB, from, to *system.System) string {
 	t.Helper()
 	for i := range 10000 {
 		key := "key-" + strconv.Itoa(i)
@@ -197,6 +197,15 @@ func remoteKey(t *testing.T, from, to *system.System) string {
 	}
 	t.Fatal("no key placed on the target node")
 	return ""
+}
+
+// benchCluster starts two members for a benchmark.
+func benchCluster(b *testing.B) []*system.System {
+	return systemtest.StartCluster(b, 2, nil, ccounter)
+}
+
+func benchKey(b *testing.B, _, _ string, systems []*system.System) string {
+	return remoteKey(b, systems[0], systems[1])
 }
 
 func TestClusterAskDeadlineCancelsTheRemoteHandler(t *testing.T) {
@@ -347,4 +356,58 @@ func TestClusterPinnedRefsReachTheirMember(t *testing.T) {
 	if _, err := actor.Ask(ctx, pinnedAgent.Ref(systems[0], "no-member-in-key"), Where{}); !errors.Is(err, actor.ErrInvalidRef) {
 		t.Fatalf("a pinned key without a member: err = %v, want ErrInvalidRef", err)
 	}
+}
+
+func TestClusterKeysMoveToAJoiningMember(t *testing.T) {
+	events := []*systemtest.Events{systemtest.NewEvents(waitLimit), systemtest.NewEvents(waitLimit), systemtest.NewEvents(waitLimit)}
+	systems := systemtest.StartCluster(t, 2, func(i int, cfg *system.Config) { cfg.Observer = events[i].Observe }, ccounter)
+	ctx := systemtest.Ctx(t)
+	const keys = 60
+	for i := range keys {
+		if err := ccounter.Ref(systems[0], "m"+strconv.Itoa(i)).Tell(ctx, Add{N: 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range keys { // all handled
+		if _, err := actor.Ask(ctx, ccounter.Ref(systems[0], "m"+strconv.Itoa(i)), Get{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	third := systemtest.Join(t, []string{systems[0].Addr()}, func(cfg *system.Config) { cfg.Observer = events[2].Observe }, ccounter)
+	all := append(systems, third)
+	systemtest.WaitAlive(t, all, 3)
+	nodes.Lock()
+	for _, s := range all {
+		nodes.byHost[s.Runtime()] = s.Addr()
+	}
+	nodes.Unlock()
+	moved := 0
+	for i := range keys {
+		key := "m" + strconv.Itoa(i)
+		owner := system.OwnerOf(third, "ccounter", key)
+		if owner != third.Addr() {
+			continue
+		}
+		moved++
+		// The old owner ends the activation; the new one starts afresh
+		// (no state moves without replication).
+		old := 0
+		if events[1].Count(systemtest.Is(system.ActivationStarted, key)) > 0 {
+			old = 1
+		}
+		events[old].WaitFor(t, "the old owner to end "+key, func(e system.Event) bool {
+			return e.Kind == system.ActivationEnded && e.Actor.Key == key && e.Reason == "moved"
+		})
+		got, err := actor.Ask(ctx, ccounter.Ref(systems[0], key), Get{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Node != third.Addr() || got.Count != 0 {
+			t.Fatalf("%s after the move: %+v, want a fresh count on %s", key, got, third.Addr())
+		}
+	}
+	if moved == 0 {
+		t.Fatal("no key moved to the new member")
+	}
+	t.Logf("%d of %d keys moved to the new member", moved, keys)
 }

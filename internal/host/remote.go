@@ -66,3 +66,11 @@ type RemoteKind interface {
 	// Replicas is how many copies of each key's state the definition keeps.
 	Replicas() int
 }
+
+// Mover is implemented by kinds whose activations can end because their
+// key moved to another member.
+type Mover interface {
+	// Moved ends the activations of the keys here does not accept, once
+	// they have handled what is queued.
+	Moved(here func(key string) bool)
+}

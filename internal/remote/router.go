@@ -108,10 +108,11 @@ func (r *Router) SetHost(h *host.Host) { r.h = h }
 // Update replaces the placement view. Asks waiting on members that are
 // now dead or gone fail with actor.ErrUnavailable, and clients that
 // subscribed get the new list.
-func (r *Router) Update(self wire.NodeID, owning bool, members []cluster.Member) {
+// It reports whether the view changed.
+func (r *Router) Update(self wire.NodeID, owning bool, members []cluster.Member) bool {
 	if old := r.view.Load(); old.self == self && old.owning == owning && len(old.list) > 0 &&
 		slices.EqualFunc(old.list, members, cluster.Member.Equal) {
-		return
+		return false
 	}
 	v := newView(self, owning, members)
 	r.view.Store(v)
@@ -149,6 +150,26 @@ func (r *Router) Update(self wire.NodeID, owning bool, members []cluster.Member)
 				}
 			}
 		}
+	}
+	return true
+}
+
+// MoveOut ends the local activations of the keys this node no longer
+// serves under the current view.
+func (r *Router) MoveOut() {
+	if r.h == nil {
+		return
+	}
+	for _, k := range r.h.Kinds() {
+		m, ok := k.(host.Mover)
+		if !ok {
+			continue
+		}
+		typ := k.Name()
+		m.Moved(func(key string) bool {
+			here, err := r.Here(typ, key, r.Token(typ, key))
+			return here && err == nil
+		})
 	}
 }
 
@@ -299,9 +320,11 @@ func (r *Router) take(id uint64) *pending {
 	return p
 }
 
-// send queues e for to; the router's lifetime bounds it.
+// send queues e for to. Nothing withdraws it: closing the transport
+// fails what is still queued. (A context without Done spares wire a
+// cancellation hook per envelope.)
 func (r *Router) send(to wire.NodeID, key uint64, e *envelope) error {
-	if _, err := r.ep.Send(r.ctx, to, wire.StreamApplication, key, e.encode()); err != nil {
+	if _, err := r.ep.Send(context.Background(), to, wire.StreamApplication, key, e.encode()); err != nil {
 		return unavailable(to, err)
 	}
 	return nil
@@ -310,6 +333,11 @@ func (r *Router) send(to wire.NodeID, key uint64, e *envelope) error {
 func unavailable(to wire.NodeID, err error) error {
 	if errors.Is(err, wire.ErrClosed) {
 		return fmt.Errorf("%w: %w", actor.ErrSystemClosed, err)
+	}
+	if errors.Is(err, wire.ErrQueueFull) {
+		// The link to the owner is backed up: like a full mailbox, a
+		// reason to retry later.
+		return fmt.Errorf("%w: send to %v: %w", actor.ErrMailboxFull, to, err)
 	}
 	return fmt.Errorf("%w: send to %v: %w", actor.ErrUnavailable, to, err)
 }
