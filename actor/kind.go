@@ -34,7 +34,7 @@ type kind[S, M any] struct {
 	movingMu sync.Mutex
 	moving   []*cell[S, M]
 	movingN  atomic.Int32 // len(moving), for Sweep to look without the lock
-	shards    [shardCount]shard[S, M]
+	shards   [shardCount]shard[S, M]
 }
 
 type shard[S, M any] struct {
