@@ -12,6 +12,8 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -70,7 +72,7 @@ type pending struct {
 	stop    context.CancelFunc // drops the request if not yet written
 	retried bool
 	prev    wire.NodeID // the node that answered it does not own the key
-	hint    string      // ... and the owner it named
+	hint    wire.NodeID // ... and the owner it named
 }
 
 type servedKey struct {
@@ -265,12 +267,10 @@ func (r *Router) dispatch(id uint64, p *pending) error {
 	if err != nil {
 		return err
 	}
-	if p.retried && to == p.prev {
+	if p.retried && to == p.prev && !p.hint.IsZero() && !v.gone(p.hint) {
 		// This node's view still names the node that said no: believe
 		// that node's view, which changed first.
-		if id, ok := v.byAddr[p.hint]; ok && serves(v.status[id]) {
-			to, here = id, id == v.self
-		}
+		to, here = p.hint, p.hint == v.self
 	}
 	sendCtx, stop := context.WithCancel(r.ctx)
 	p.to, p.stop = to, stop
@@ -428,7 +428,7 @@ func (r *Router) serveAsk(from wire.NodeID, e *envelope) {
 		return
 	}
 	if !here {
-		fail(&notOwnerError{hint: to.Addr})
+		fail(&notOwnerError{hint: to.String()})
 		return
 	}
 	sk := servedKey{from: from, id: id}
@@ -525,7 +525,8 @@ func (r *Router) reply(from wire.NodeID, e *envelope) {
 	}
 	err := fromWire(e.err, from.String())
 	if e.err.code == codeNotOwner && !p.retried {
-		p.retried, p.hint, p.prev = true, e.err.hint, from
+		p.retried, p.prev = true, from
+		p.hint, _ = parseNodeID(e.err.hint)
 		derr := r.dispatch(e.id, p)
 		if derr == nil {
 			return
@@ -535,4 +536,17 @@ func (r *Router) reply(from wire.NodeID, e *envelope) {
 		err = fmt.Errorf("%w: %s/%s: owner changed twice during the request: %w", actor.ErrUnavailable, p.out.Type, p.out.Key, err)
 	}
 	p.done(nil, err)
+}
+
+// parseNodeID parses addr#incarnation, as NodeID.String prints it.
+func parseNodeID(s string) (wire.NodeID, bool) {
+	i := strings.LastIndexByte(s, '#')
+	if i < 0 {
+		return wire.NodeID{}, false
+	}
+	inc, err := strconv.ParseUint(s[i+1:], 10, 64)
+	if err != nil {
+		return wire.NodeID{}, false
+	}
+	return wire.NodeID{Addr: s[:i], Incarnation: inc}, true
 }
