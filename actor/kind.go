@@ -363,6 +363,17 @@ func (k *kind[S, M]) Deepest() int {
 	return deepest
 }
 
+// QueuedKeys returns the keys with messages waiting, at most limit.
+func (k *kind[S, M]) QueuedKeys(limit int) []string {
+	var keys []string
+	k.each(func(c *cell[S, M]) {
+		if len(keys) < limit && c.queued() > 0 {
+			keys = append(keys, c.key)
+		}
+	})
+	return keys
+}
+
 // Queued reports the messages waiting in all mailboxes.
 func (k *kind[S, M]) Queued() int {
 	total := 0

@@ -411,3 +411,42 @@ func TestClusterKeysMoveToAJoiningMember(t *testing.T) {
 	}
 	t.Logf("%d of %d keys moved to the new member", moved, keys)
 }
+
+func TestClusterOrderlyLeaveReportsWhatItAbandoned(t *testing.T) {
+	systems := startCluster(t, 3)
+	leaving := systems[2]
+	key := remoteKey(t, systems[0], leaving)
+	ctx := systemtest.Ctx(t)
+	stallCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	go actor.Ask(stallCtx, ccounter.Ref(systems[0], key), Stall{ID: t.Name()})
+	systemtest.WaitUntil(t, "the stall to run", func() bool { return leaving.Stats().Active > 0 })
+	if err := ccounter.Ref(systems[0], key).Tell(ctx, Add{N: 1}); err != nil {
+		t.Fatal(err)
+	}
+	systemtest.WaitUntil(t, "the tell to queue behind it", func() bool { return leaving.Stats().Queued > 0 })
+	closeCtx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	err := leaving.Close(closeCtx)
+	var le *system.LeaveError
+	if !errors.As(err, &le) {
+		t.Fatalf("Close: %v, want a LeaveError", err)
+	}
+	if len(le.Abandoned) != 1 || le.Abandoned[0] != (actor.ID{Type: "ccounter", Key: key}) || le.Queued != 1 {
+		t.Fatalf("abandoned %v (%d queued), want ccounter/%s with 1", le.Abandoned, le.Queued, key)
+	}
+	// The rest of the cluster saw it leave, and serves its keys.
+	systemtest.WaitAlive(t, systems[:2], 2)
+	got, err := actor.Ask(ctx, ccounter.Ref(systems[0], key), Get{})
+	if err != nil || got.Node == leaving.Addr() {
+		t.Fatalf("after the leave: %+v, %v", got, err)
+	}
+	systemtest.WaitUntil(t, "the leaver to be seen left", func() bool {
+		for _, m := range systems[0].Members() {
+			if m.ID.Addr == leaving.Addr() && m.Status != cluster.StatusLeft {
+				return false
+			}
+		}
+		return true
+	})
+}

@@ -74,3 +74,9 @@ type Mover interface {
 	// they have handled what is queued.
 	Moved(here func(key string) bool)
 }
+
+// QueueLister is implemented by kinds that can name their keys with
+// queued messages (what a leaving node abandons).
+type QueueLister interface {
+	QueuedKeys(limit int) []string
+}
