@@ -138,11 +138,13 @@ func (k *kind[S, M]) deliver(ctx context.Context, key string, h, tok uint64, m M
 
 // send carries m to the member that serves key.
 func (k *kind[S, M]) send(ctx context.Context, key string, tok uint64, m M, s replier) error {
-	name, body, err := k.def.codec.encode(m)
+	buf := getEncodeBuffer()
+	defer putEncodeBuffer(buf)
+	name, err := k.def.codec.encodeTo(buf, m)
 	if err != nil {
 		return err
 	}
-	out := &host.Outbound{Type: k.def.name, Key: key, Token: tok, Name: name, Body: body}
+	out := host.Outbound{Type: k.def.name, Key: key, Token: tok, Name: name, Body: buf.w.b}
 	if s == nil {
 		return k.rem.Tell(ctx, out)
 	}
@@ -164,7 +166,7 @@ type holdKey struct{}
 // DeliverRemote implements host.RemoteKind: it queues a message that
 // another node sent, without waiting for mailbox room (a full mailbox
 // refuses it), and answers asks through in.Reply.
-func (k *kind[S, M]) DeliverRemote(in *host.Inbound) (func(), error) {
+func (k *kind[S, M]) DeliverRemote(in host.Inbound) (func(), error) {
 	if in.Key == "" {
 		return nil, ErrInvalidRef
 	}

@@ -206,13 +206,14 @@ func (s *System) Addr() string {
 	return s.m.cfg.Advertise
 }
 
-// Members returns the cluster's members as this node sees them, this node
-// included (nil for an embedded system).
+// Members returns the cluster's members as this node places keys on
+// them, this node included (nil for an embedded system). It follows the
+// membership within a heartbeat.
 func (s *System) Members() []cluster.Member {
 	if s.m == nil {
 		return nil
 	}
-	return s.m.node.Members()
+	return slices.Clone(s.m.router.Members())
 }
 
 // closeCluster leaves the cluster (handing keys over within the leave

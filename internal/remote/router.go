@@ -67,7 +67,7 @@ const clientExpiry = time.Minute
 // pending is an ask waiting for its reply.
 type pending struct {
 	to      wire.NodeID
-	out     *host.Outbound
+	out     host.Outbound
 	done    func([]byte, error)
 	stop    context.CancelFunc // drops the request if not yet written
 	retried bool
@@ -235,7 +235,7 @@ func (r *Router) Here(typ, key string, tok uint64) (bool, error) {
 }
 
 // Tell implements host.Remote.
-func (r *Router) Tell(ctx context.Context, out *host.Outbound) error {
+func (r *Router) Tell(ctx context.Context, out host.Outbound) error {
 	to, here, err := r.view.Load().dest(r.kind(out.Type), out.Type, out.Key, out.Token)
 	if err != nil {
 		return err
@@ -250,8 +250,9 @@ func (r *Router) Tell(ctx context.Context, out *host.Outbound) error {
 }
 
 // Ask implements host.Remote.
-func (r *Router) Ask(ctx context.Context, out *host.Outbound, done func([]byte, error)) (func(), error) {
+func (r *Router) Ask(ctx context.Context, out host.Outbound, done func([]byte, error)) (func(), error) {
 	id := r.nextID.Add(1)
+	out.Body = append([]byte(nil), out.Body...) // kept for a retry
 	p := &pending{out: out, done: done}
 	if err := r.dispatch(id, p); err != nil {
 		return nil, err
@@ -400,7 +401,7 @@ func (r *Router) serveTell(from wire.NodeID, e *envelope) error {
 		e.hops++
 		return r.send(to, e.token, e)
 	}
-	if _, err := k.DeliverRemote(&host.Inbound{Key: e.key, Name: e.name, Body: e.body}); err != nil {
+	if _, err := k.DeliverRemote(host.Inbound{Key: e.key, Name: e.name, Body: e.body}); err != nil {
 		return r.dropped(e, err)
 	}
 	return nil
@@ -441,7 +442,7 @@ func (r *Router) serveAsk(from wire.NodeID, e *envelope) {
 	}
 	r.serving[sk] = s
 	r.mu.Unlock()
-	in := &host.Inbound{Key: e.key, Name: e.name, Body: e.body, Chain: e.chain,
+	in := host.Inbound{Key: e.key, Name: e.name, Body: e.body, Chain: e.chain,
 		Reply: func(body []byte, err error) {
 			r.mu.Lock()
 			if cur := r.serving[sk]; cur == s {
