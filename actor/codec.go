@@ -88,9 +88,12 @@ type encodeBuffer struct {
 // the encoder writes to it directly.
 type appendWriter struct{ b []byte }
 
-func (w *appendWriter) Write(p []byte) (int, error)       { w.b = append(w.b, p...); return len(p), nil }
-func (w *appendWriter) WriteByte(c byte) error            { w.b = append(w.b, c); return nil }
-func (w *appendWriter) WriteString(s string) (int, error) { w.b = append(w.b, s...); return len(s), nil }
+func (w *appendWriter) Write(p []byte) (int, error) { w.b = append(w.b, p...); return len(p), nil }
+func (w *appendWriter) WriteByte(c byte) error      { w.b = append(w.b, c); return nil }
+func (w *appendWriter) WriteString(s string) (int, error) {
+	w.b = append(w.b, s...)
+	return len(s), nil
+}
 
 var encodeBuffers = sync.Pool{New: func() any {
 	b := &encodeBuffer{}
