@@ -58,7 +58,18 @@ type Router struct {
 	pending map[uint64]*pending       // asks sent from here
 	serving map[servedKey]*served     // asks other nodes sent here
 	clients map[wire.NodeID]time.Time // clients to push member lists to, and their last sync
+	changed chan struct{}              // closed and replaced when the view changes
 }
+
+// maxRetries bounds how often an ask is sent again after a member said
+// it does not own the key (or left before answering): views converge
+// within a gossip round or two, so a retry that waited for this node's
+// view to change nearly always finds the owner.
+const maxRetries = 2
+
+// retryWait bounds how long an ask that met a non-owner waits for this
+// node's view to change before it is sent again.
+const retryWait = 250 * time.Millisecond
 
 // clientExpiry is how long a client stays subscribed to member-list
 // pushes after its last sync (clients sync every few seconds).
@@ -70,7 +81,7 @@ type pending struct {
 	out     host.Outbound
 	done    func([]byte, error)
 	stop    context.CancelFunc // drops the request if not yet written
-	retried bool
+	retries int // sends after the first, at most maxRetries
 	prev    wire.NodeID // the node that answered it does not own the key
 	hint    wire.NodeID // ... and the owner it named
 }
@@ -97,7 +108,8 @@ func New(cfg Config) *Router {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &Router{cfg: cfg, ep: cfg.Endpoint, h: cfg.Host, log: cfg.Logger, ctx: ctx, cancel: cancel,
-		pending: map[uint64]*pending{}, serving: map[servedKey]*served{}, clients: map[wire.NodeID]time.Time{}}
+		pending: map[uint64]*pending{}, serving: map[servedKey]*served{}, clients: map[wire.NodeID]time.Time{},
+		changed: make(chan struct{})}
 	r.view.Store(newView(cfg.Endpoint.Self(), false, nil))
 	cfg.Endpoint.Handle(wire.StreamApplication, wire.HandlerFunc(r.receive))
 	return r
@@ -118,19 +130,31 @@ func (r *Router) Update(self wire.NodeID, owning bool, members []cluster.Member)
 	}
 	v := newView(self, owning, members)
 	r.view.Store(v)
-	var failed []*pending
+	var failed, again []*pending
+	var againIDs []uint64
 	now := time.Now()
 	r.mu.Lock()
+	close(r.changed)
+	r.changed = make(chan struct{})
 	for c, at := range r.clients {
 		if now.Sub(at) > clientExpiry {
 			delete(r.clients, c)
 		}
 	}
 	for id, p := range r.pending {
-		if v.gone(p.to) {
-			delete(r.pending, id)
-			failed = append(failed, p)
+		if !v.gone(p.to) {
+			continue
 		}
+		delete(r.pending, id)
+		if v.status[p.to] == cluster.StatusLeft && p.retries < maxRetries {
+			// A member that left in order answered what it accepted; a
+			// request still unanswered most likely reached it after it
+			// stopped serving (this view lagged): place it again.
+			p.retries++
+			again, againIDs = append(again, p), append(againIDs, id)
+			continue
+		}
+		failed = append(failed, p)
 	}
 	clients := make([]wire.NodeID, 0, len(r.clients))
 	for c := range r.clients {
@@ -140,6 +164,12 @@ func (r *Router) Update(self wire.NodeID, owning bool, members []cluster.Member)
 	for _, p := range failed {
 		p.stop()
 		p.done(nil, fmt.Errorf("%w: owner %v is down", actor.ErrUnavailable, p.to))
+	}
+	for i, p := range again {
+		p.stop()
+		if err := r.dispatch(againIDs[i], p); err != nil {
+			p.done(nil, err)
+		}
 	}
 	if len(clients) > 0 && r.cfg.Serve {
 		body, err := msgpack.Marshal(members)
@@ -268,7 +298,7 @@ func (r *Router) dispatch(id uint64, p *pending) error {
 	if err != nil {
 		return err
 	}
-	if p.retried && to == p.prev && !p.hint.IsZero() && !v.gone(p.hint) {
+	if p.retries > 0 && to == p.prev && !p.hint.IsZero() && serves(v.statusOr(p.hint, cluster.StatusAlive)) {
 		// This node's view still names the node that said no: believe
 		// that node's view, which changed first.
 		to, here = p.hint, p.hint == v.self
@@ -525,18 +555,52 @@ func (r *Router) reply(from wire.NodeID, e *envelope) {
 		return
 	}
 	err := fromWire(e.err, from.String())
-	if e.err.code == codeNotOwner && !p.retried {
-		p.retried, p.prev = true, from
+	if e.err.code == codeNotOwner && p.retries < maxRetries {
+		p.retries++
+		p.prev = from
 		p.hint, _ = parseNodeID(e.err.hint)
-		derr := r.dispatch(e.id, p)
-		if derr == nil {
-			return
-		}
-		err = derr
-	} else if e.err.code == codeNotOwner {
-		err = fmt.Errorf("%w: %s/%s: owner changed twice during the request: %w", actor.ErrUnavailable, p.out.Type, p.out.Key, err)
+		r.retryLater(e.id, p)
+		return
+	}
+	if e.err.code == codeNotOwner {
+		err = fmt.Errorf("%w: %s/%s: %d members in turn said another owns the key: %w", actor.ErrUnavailable, p.out.Type, p.out.Key, maxRetries+1, err)
 	}
 	p.done(nil, err)
+}
+
+// retryLater sends the ask p again once this node's view changed (the
+// member that said no saw a change first), or after a short wait, when
+// the hint decides. It stays withdrawable meanwhile.
+func (r *Router) retryLater(id uint64, p *pending) {
+	wait := retryWait
+	if dl := p.out.Deadline; !dl.IsZero() {
+		wait = min(wait, time.Until(dl)/2)
+	}
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		p.done(nil, actor.ErrSystemClosed)
+		return
+	}
+	p.to = wire.NodeID{} // nowhere while it waits
+	r.pending[id] = p
+	changed := r.changed
+	r.mu.Unlock()
+	go func() {
+		t := time.NewTimer(wait)
+		select {
+		case <-changed:
+		case <-t.C:
+		case <-r.ctx.Done():
+		}
+		t.Stop()
+		if r.take(id) != p {
+			return // withdrawn or failed meanwhile
+		}
+		if err := r.dispatch(id, p); err != nil {
+			p.done(nil, err)
+		}
+	}()
 }
 
 // parseNodeID parses addr#incarnation, as NodeID.String prints it.

@@ -119,3 +119,11 @@ func (v *view) gone(id wire.NodeID) bool {
 	s, ok := v.status[id]
 	return ok && (s == cluster.StatusDead || s == cluster.StatusLeft)
 }
+
+// statusOr returns id's status, or def when the view does not know id.
+func (v *view) statusOr(id wire.NodeID, def cluster.Status) cluster.Status {
+	if s, ok := v.status[id]; ok {
+		return s
+	}
+	return def
+}
