@@ -58,7 +58,7 @@ type Router struct {
 	pending map[uint64]*pending       // asks sent from here
 	serving map[servedKey]*served     // asks other nodes sent here
 	clients map[wire.NodeID]time.Time // clients to push member lists to, and their last sync
-	changed chan struct{}              // closed and replaced when the view changes
+	changed chan struct{}             // closed and replaced when the view changes
 }
 
 // maxRetries bounds how often an ask is sent again after a member said
@@ -81,9 +81,9 @@ type pending struct {
 	out     host.Outbound
 	done    func([]byte, error)
 	stop    context.CancelFunc // drops the request if not yet written
-	retries int // sends after the first, at most maxRetries
-	prev    wire.NodeID // the node that answered it does not own the key
-	hint    wire.NodeID // ... and the owner it named
+	retries int                // sends after the first, at most maxRetries
+	prev    wire.NodeID        // the node that answered it does not own the key
+	hint    wire.NodeID        // ... and the owner it named
 }
 
 type servedKey struct {
