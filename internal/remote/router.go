@@ -83,9 +83,9 @@ type pending struct {
 	to      wire.NodeID
 	out     host.Outbound
 	done    func([]byte, error)
-	retries int                // sends after the first, at most maxRetries
-	prev    wire.NodeID        // the node that answered it does not own the key
-	hint    wire.NodeID        // ... and the owner it named
+	retries int         // sends after the first, at most maxRetries
+	prev    wire.NodeID // the node that answered it does not own the key
+	hint    wire.NodeID // ... and the owner it named
 }
 
 type servedKey struct {
