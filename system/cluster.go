@@ -11,6 +11,7 @@ import (
 
 	"github.com/troupe-go/troupe/cluster"
 	"github.com/troupe-go/troupe/internal/remote"
+	"github.com/troupe-go/troupe/internal/testhook"
 	"github.com/troupe-go/troupe/wire"
 )
 
@@ -207,6 +208,8 @@ func (s *System) closeMember(ctx context.Context, closeRuntime func(context.Cont
 	})
 	return errors.Join(errs...)
 }
+
+func init() { testhook.Crash = func(s any) { s.(*System).crash() } }
 
 // crash stops the member without leaving, as a killed process would, for
 // tests: peers find out by silence.
