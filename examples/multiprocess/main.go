@@ -9,24 +9,17 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"os/signal"
-	"slices"
-	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/troupe-go/troupe/actor"
-	"github.com/troupe-go/troupe/client"
 	"github.com/troupe-go/troupe/cluster"
 	"github.com/troupe-go/troupe/system"
 )

@@ -29,13 +29,15 @@ type Config struct {
 
 // Outcome is what run observed.
 type Outcome struct {
-	PIDs      []int             // every node process started, in order
-	Served    map[string]string // key -> address of the node serving it before the kill
-	Killed    string            // address of the node killed
-	MovedTo   map[string]string // key of the killed node -> address serving it after
-	Failed    int               // asks that failed between the kill and recovery
-	Detected  time.Duration     // from the kill until the client saw the node dead
-	Recovered time.Duration     // from the kill until every key of the killed node was served again
+	PIDs       []int             // every node process started, in order
+	Served     map[string]string // key -> address of the node serving it before the kill
+	Killed     string            // address of the node killed
+	MovedTo    map[string]string // key of the killed node -> address serving it after
+	Failed     int               // asks that failed between the kill and recovery
+	FailedErr  error             // the first of them
+	LongestAsk time.Duration     // the longest of the asks after the kill
+	Detected   time.Duration     // from the kill until the client saw the node dead
+	Recovered  time.Duration     // from the kill until every key of the killed node was served again
 }
 
 // run starts cfg.Nodes node processes, forms a cluster, spreads counters
@@ -137,8 +139,8 @@ func run(ctx context.Context, out io.Writer, cfg Config) (o Outcome, err error) 
 	}
 	fmt.Fprintf(out, "killed pid %d (%s) with SIGKILL\n", victim.pid(), victim.addr)
 
-	// Its keys move once the cluster declares it dead; until then asks
-	// for them fail fast (actor.ErrUnavailable) and are retried here.
+	// Its keys move once the cluster declares it dead; asks waiting on it
+	// then fail with actor.ErrUnavailable, and are retried here.
 	o.MovedTo = map[string]string{}
 	moved := map[string][]string{}
 	pending := slices.Clone(perNode[victim.addr])
@@ -149,11 +151,19 @@ func run(ctx context.Context, out io.Writer, cfg Config) (o Outcome, err error) 
 			o.Detected = time.Since(killed)
 		}
 		pending = slices.DeleteFunc(pending, func(key string) bool {
-			askCtx, cancel := context.WithTimeout(ctx, time.Second)
+			askCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
 			defer cancel()
+			start := time.Now()
 			got, err := actor.Ask(askCtx, Counter.Ref(c, key), Get{})
-			if err != nil || got.Node == victim.addr {
+			o.LongestAsk = max(o.LongestAsk, time.Since(start))
+			if err == nil && got.Node == victim.addr {
+				err = fmt.Errorf("%s answered from the killed node", key)
+			}
+			if err != nil {
 				o.Failed++
+				if o.FailedErr == nil {
+					o.FailedErr = err
+				}
 				return false
 			}
 			o.MovedTo[key] = got.Node
@@ -166,10 +176,11 @@ func run(ctx context.Context, out io.Writer, cfg Config) (o Outcome, err error) 
 		return o, err
 	}
 	o.Recovered = time.Since(killed)
-	fmt.Fprintf(out, "the client saw it dead after %v; all %d of its keys were served again after %v (%d asks failed fast meanwhile)\n",
+	fmt.Fprintf(out, "the client saw it dead after %v; all %d of its keys were served again after %v (%d asks failed meanwhile)\n",
 		o.Detected.Round(time.Millisecond), len(o.MovedTo), o.Recovered.Round(time.Millisecond), o.Failed)
 	for _, p := range procs {
 		if p != victim {
+			slices.Sort(moved[p.addr])
 			fmt.Fprintf(out, "  %s now also serves %v\n", p.addr, moved[p.addr])
 		}
 	}
