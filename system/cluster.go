@@ -54,9 +54,12 @@ func Start(ctx context.Context, cfg Config) (*System, error) {
 	if bind == "" {
 		bind = "0.0.0.0:7400"
 	}
-	ln, err := net.Listen("tcp", bind)
-	if err != nil {
-		return nil, fmt.Errorf("troupe: start: %w", err)
+	ln := cfg.Listener
+	if ln == nil {
+		var err error
+		if ln, err = net.Listen("tcp", bind); err != nil {
+			return nil, fmt.Errorf("troupe: start: %w", err)
+		}
 	}
 	cc.Bind = ln.Addr().String()
 	if cc.Advertise == "" {
@@ -70,7 +73,9 @@ func Start(ctx context.Context, cfg Config) (*System, error) {
 		return nil, fmt.Errorf("%w: Cluster: %w", ErrInvalidConfig, err)
 	}
 	inc := uint64(time.Now().UnixNano())
-	tr, err := wire.New(cc.WireConfig(inc))
+	wcfg := cc.WireConfig(inc)
+	wcfg.Dialer = cfg.Dialer
+	tr, err := wire.New(wcfg)
 	if err != nil {
 		ln.Close()
 		return nil, fmt.Errorf("troupe: start: %w", err)
