@@ -87,6 +87,7 @@ type outcome struct {
 	left    string            // the member that left
 	movedTo map[string]string // key of the leaver -> its new member
 	retries int               // asks that failed after the leave and were retried
+	retried error             // the first of their errors
 }
 
 func run(ctx context.Context, out io.Writer) error {
@@ -124,7 +125,7 @@ func runCluster(ctx context.Context, out io.Writer) (outcome, error) {
 		systems = append(systems, sys)
 		seeds = []string{systems[0].Addr()}
 	}
-	if err := waitAlive(ctx, systems, 3); err != nil {
+	if err := waitSettled(ctx, systems, 3); err != nil {
 		return o, err
 	}
 	fmt.Fprintf(out, "3 members on loopback: %s, %s, %s\n", systems[0].Addr(), systems[1].Addr(), systems[2].Addr())
@@ -165,11 +166,14 @@ func runCluster(ctx context.Context, out io.Writer) (outcome, error) {
 	if err := leaver.Close(ctx); err != nil {
 		return o, fmt.Errorf("close %s: %w", o.left, err)
 	}
-	fmt.Fprintf(out, "%s left the cluster (Close took %v)\n", o.left, time.Since(start).Round(time.Millisecond))
+	closed := time.Now()
+	fmt.Fprintf(out, "%s left the cluster (Close took %v)\n", o.left, closed.Sub(start).Round(time.Millisecond))
 	survivors := slices.DeleteFunc(slices.Clone(systems), func(s *system.System) bool { return s == leaver })
 
 	// Its keys are now served by the survivors. Their counts start again
 	// from 0: state is not replicated yet, so it does not move with a key.
+	// An ask can still fail in the first milliseconds after the leave
+	// (a known bug, see TestOrderlyLeaveFailsNoAsk): it is retried.
 	moved := map[string][]string{}
 	for i, key := range perNode[o.left] {
 		from := survivors[i%len(survivors)]
@@ -184,6 +188,9 @@ func runCluster(ctx context.Context, out io.Writer) (outcome, error) {
 				return o, fmt.Errorf("ask %s after the leave: %w", key, err)
 			}
 			o.retries++
+			if o.retried == nil {
+				o.retried = fmt.Errorf("ask %s from %s, %v after Close returned: %w", key, from.Addr(), time.Since(closed), err)
+			}
 			time.Sleep(10 * time.Millisecond)
 		}
 		if got.Node == o.left {
@@ -215,26 +222,43 @@ func runCluster(ctx context.Context, out io.Writer) (outcome, error) {
 	return o, nil
 }
 
-// waitAlive waits until every system sees want members alive.
-func waitAlive(ctx context.Context, systems []*system.System, want int) error {
+// waitSettled waits until every member sees the same want members alive,
+// and has for two heartbeats. Members can show a new view a few
+// milliseconds before placement uses it (see TestPlacementLagsMembers);
+// placement catches up at the latest on its next heartbeat.
+func waitSettled(ctx context.Context, systems []*system.System, want int) error {
+	heartbeat := cluster.FastTimings().Heartbeat
+	var last []cluster.Member
+	var since time.Time
 	for {
-		ok := true
-		for _, s := range systems {
-			alive := 0
-			for _, m := range s.Members() {
-				if m.Status == cluster.StatusAlive {
-					alive++
-				}
-			}
-			ok = ok && alive == want
+		ms := systems[0].Members()
+		agree := alive(ms) == want
+		for _, s := range systems[1:] {
+			agree = agree && slices.EqualFunc(ms, s.Members(), cluster.Member.Equal)
 		}
-		if ok {
+		switch {
+		case !agree:
+			last = nil
+		case !slices.EqualFunc(ms, last, cluster.Member.Equal):
+			last, since = ms, time.Now()
+		case time.Since(since) >= 2*heartbeat:
 			return nil
 		}
 		select {
 		case <-ctx.Done():
-			return errors.Join(fmt.Errorf("waiting for %d members alive", want), ctx.Err())
+			return errors.Join(fmt.Errorf("waiting for %d members to agree", want), ctx.Err())
 		case <-time.After(10 * time.Millisecond):
 		}
 	}
+}
+
+// alive counts the members in ms that are alive.
+func alive(ms []cluster.Member) int {
+	n := 0
+	for _, m := range ms {
+		if m.Status == cluster.StatusAlive {
+			n++
+		}
+	}
+	return n
 }
