@@ -83,6 +83,7 @@ var keys = []string{"ada", "bob", "cyd", "dee", "eve", "fay", "gus", "hal", "ivy
 
 // outcome is what run observed, for the test.
 type outcome struct {
+	members []string          // the members' addresses
 	served  map[string]string // key -> member, before the leave
 	left    string            // the member that left
 	movedTo map[string]string // key of the leaver -> its new member
@@ -127,6 +128,9 @@ func runCluster(ctx context.Context, out io.Writer) (outcome, error) {
 	}
 	if err := waitSettled(ctx, systems, 3); err != nil {
 		return o, err
+	}
+	for _, s := range systems {
+		o.members = append(o.members, s.Addr())
 	}
 	fmt.Fprintf(out, "3 members on loopback: %s, %s, %s\n", systems[0].Addr(), systems[1].Addr(), systems[2].Addr())
 
