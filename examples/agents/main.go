@@ -129,7 +129,7 @@ func run(ctx context.Context, out io.Writer) (o outcome, err error) {
 	for _, addr := range o.members {
 		d, err := actor.Ask(ctx, Agent.RefAt(c, addr, "agent"), Report{})
 		if err != nil {
-			return o, fmt.Errorf("ask the agent on %s: %w", addr, err)
+			return o, fmt.Errorf("ask the agent on %s: %w (the client lists %v)", addr, err, c.Members())
 		}
 		o.reports[addr] = d
 		fmt.Fprintf(out, "  the agent of %s did %v\n", d.Node, d.Jobs)
@@ -149,10 +149,12 @@ func run(ctx context.Context, out io.Writer) (o outcome, err error) {
 	}
 	systems = systems[:2]
 	if err := poll(ctx, "the agent of "+o.left+" to be unavailable", func() bool {
-		_, o.leftErr = actor.Ask(ctx, Agent.RefAt(c, o.left, "agent"), Report{})
+		askCtx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		_, o.leftErr = actor.Ask(askCtx, Agent.RefAt(c, o.left, "agent"), Report{})
 		return errors.Is(o.leftErr, actor.ErrUnavailable)
 	}); err != nil {
-		return o, fmt.Errorf("%w (last: %v)", err, o.leftErr)
+		return o, fmt.Errorf("%w (last: %v; the client lists %v)", err, o.leftErr, c.Members())
 	}
 	fmt.Fprintf(out, "%s left; its agent did not move: %v\n", o.left, o.leftErr)
 	o.after = map[string]string{}
