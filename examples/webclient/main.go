@@ -18,6 +18,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"slices"
 	"time"
 
 	"github.com/troupe-go/troupe/actor"
@@ -81,7 +82,7 @@ func serve(ctx context.Context, addr string) error {
 	if err != nil {
 		return err
 	}
-	c, err := client.New(startCtx, client.Config{ClusterName: clusterName, Seeds: []string{members[0].Addr()}})
+	c, err := connect(startCtx, members)
 	if err != nil {
 		return err
 	}
@@ -108,7 +109,9 @@ func serve(ctx context.Context, addr string) error {
 const clusterName = "webclient"
 
 // startCluster starts n members on loopback with the fast timings; the
-// first is the others' seed. It returns the members it started, also on
+// first is the others' seed. It returns once the members agree that all n
+// are alive, and have for two heartbeats: placement follows the member
+// list within a heartbeat. It returns the members it started, also on
 // error, for closeAll.
 func startCluster(ctx context.Context, n int) ([]*system.System, error) {
 	var members []*system.System
@@ -124,15 +127,67 @@ func startCluster(ctx context.Context, n int) ([]*system.System, error) {
 		members = append(members, sys)
 		seeds = []string{members[0].Addr()}
 	}
-	return members, nil
+	var last []cluster.Member
+	var since time.Time
+	for {
+		ms := members[0].Members()
+		agree := alive(ms) == n
+		for _, s := range members[1:] {
+			agree = agree && slices.EqualFunc(ms, s.Members(), cluster.Member.Equal)
+		}
+		switch {
+		case !agree:
+			last = nil
+		case !slices.EqualFunc(ms, last, cluster.Member.Equal):
+			last, since = ms, time.Now()
+		case time.Since(since) >= 2*cluster.FastTimings().Heartbeat:
+			return members, nil
+		}
+		select {
+		case <-ctx.Done():
+			return members, fmt.Errorf("waiting for %d members to agree: %w", n, ctx.Err())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+// connect returns a client of the cluster once it sees all the members
+// alive.
+func connect(ctx context.Context, members []*system.System) (*client.Client, error) {
+	c, err := client.New(ctx, client.Config{ClusterName: clusterName, Seeds: []string{members[0].Addr()}})
+	if err != nil {
+		return nil, err
+	}
+	for alive(c.Members()) < len(members) {
+		select {
+		case <-ctx.Done():
+			c.Close()
+			return nil, fmt.Errorf("waiting for the client to see %d members: %w", len(members), ctx.Err())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	return c, nil
+}
+
+// alive counts the members in ms that are alive.
+func alive(ms []cluster.Member) int {
+	n := 0
+	for _, m := range ms {
+		if m.Status == cluster.StatusAlive {
+			n++
+		}
+	}
+	return n
 }
 
 // closeAll closes members, each leaving the cluster in turn.
 func closeAll(members []*system.System) error {
 	var errs []error
-	for _, s := range members {
+	for i, s := range members {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		errs = append(errs, s.Close(ctx))
+		if err := s.Close(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("close member %d of %d (%s): %w", i+1, len(members), s.Addr(), err))
+		}
 		cancel()
 	}
 	return errors.Join(errs...)
