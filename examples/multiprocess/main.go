@@ -15,6 +15,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -93,21 +94,45 @@ func main() {
 	}
 }
 
+// Node exit codes besides 0.
+const (
+	exitFailed  = 1 // it could not start
+	exitUsage   = 2
+	exitUnclean = 3 // it served, but its leave or shutdown reported an error
+)
+
 // nodeMain is a node process: it joins the cluster through -seed (none
-// for the first node), prints "ready <addr>" on out, and serves until in
-// closes (its parent stopped it, or died) or it is signalled; then it
-// leaves the cluster in order.
+// for the first node) and prints "ready <addr>" on out; once it sees
+// -members members alive and placement has caught up, it prints
+// "settled". It serves until in closes (its parent stopped it, or died)
+// or it is signalled; then it leaves the cluster in order.
 func nodeMain(args []string, in io.Reader, out, errOut io.Writer) int {
 	fs := flag.NewFlagSet("node", flag.ContinueOnError)
 	fs.SetOutput(errOut)
 	seed := fs.String("seed", "", "address of a member to join through")
+	members := fs.Int("members", 1, "cluster size to wait for before printing settled")
 	if err := fs.Parse(args); err != nil {
-		return 2
+		return exitUsage
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	startCtx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	stdinClosed := make(chan struct{})
+	go func() {
+		io.Copy(io.Discard, in)
+		close(stdinClosed)
+	}()
+	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	go func() {
+		select {
+		case <-stdinClosed:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+
+	startCtx, cancelStart := context.WithTimeout(ctx, 20*time.Second)
+	defer cancelStart()
 	cc := cluster.FastConfig("127.0.0.1:0")
 	cc.ClusterName = clusterName
 	if *seed != "" {
@@ -121,25 +146,48 @@ func nodeMain(args []string, in io.Reader, out, errOut io.Writer) int {
 	})
 	if err != nil {
 		fmt.Fprintln(errOut, "node:", err)
-		return 1
+		return exitFailed
 	}
 	addr := sys.Addr()
 	self.addr.Store(&addr)
 	fmt.Fprintf(out, "ready %s\n", addr)
-	stdinClosed := make(chan struct{})
-	go func() {
-		io.Copy(io.Discard, in)
-		close(stdinClosed)
-	}()
-	select {
-	case <-stdinClosed:
-	case <-ctx.Done():
+	if settled(ctx, sys, *members) {
+		fmt.Fprintln(out, "settled")
 	}
-	closeCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
+	<-ctx.Done()
+
+	closeCtx, cancelClose := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancelClose()
 	if err := sys.Close(closeCtx); err != nil {
 		fmt.Fprintln(errOut, "node: close:", err)
-		return 1
+		return exitUnclean
 	}
 	return 0
+}
+
+// settled waits until sys sees want members alive and has for two
+// heartbeats, or ctx ends. Members can show a new view a few milliseconds
+// before placement uses it; placement catches up on its next heartbeat at
+// the latest.
+func settled(ctx context.Context, sys *system.System, want int) bool {
+	var last []cluster.Member
+	var since time.Time
+	t := time.NewTicker(10 * time.Millisecond)
+	defer t.Stop()
+	for {
+		ms := sys.Members()
+		switch {
+		case countStatus(ms, cluster.StatusAlive) != want:
+			last = nil
+		case !slices.EqualFunc(ms, last, cluster.Member.Equal):
+			last, since = ms, time.Now()
+		case time.Since(since) >= 2*cluster.FastTimings().Heartbeat:
+			return true
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-t.C:
+		}
+	}
 }

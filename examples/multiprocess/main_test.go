@@ -57,6 +57,9 @@ func TestKillNineMovesTheKeysToTheSurvivorsWithinABound(t *testing.T) {
 	t.Logf("\n%s", out.String())
 	t.Logf("detected dead after %v, keys served again after %v; %d asks failed meanwhile (first: %v), the longest took %v",
 		o.Detected, o.Recovered, o.Failed, o.FailedErr, o.LongestAsk)
+	for _, w := range o.Warnings {
+		t.Logf("warning: %s", w) // a Troupe bug under load: see TestClosingEveryMemberInTurnSucceeds in examples/webclient
+	}
 	if len(o.PIDs) != 3 {
 		t.Fatalf("started %d nodes, want 3", len(o.PIDs))
 	}

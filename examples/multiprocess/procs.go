@@ -20,7 +20,7 @@ import (
 type proc struct {
 	cmd    *exec.Cmd
 	stdin  io.WriteCloser
-	ready  chan string // the address from the node's "ready <addr>" line
+	lines  chan string // the node's output, line by line
 	stderr lockedBuffer
 	done   chan struct{} // closed once the process has exited and been reaped
 	err    error         // Wait's result, set before done closes
@@ -28,9 +28,9 @@ type proc struct {
 }
 
 func startProc(argv []string) (*proc, error) {
-	p := &proc{ready: make(chan string, 1), done: make(chan struct{})}
+	p := &proc{lines: make(chan string, 16), done: make(chan struct{})}
 	p.cmd = exec.Command(argv[0], argv[1:]...)
-	p.cmd.Stdout = &readyWriter{ready: p.ready}
+	p.cmd.Stdout = &lineWriter{lines: p.lines}
 	p.cmd.Stderr = &p.stderr
 	stdin, err := p.cmd.StdinPipe()
 	if err != nil {
@@ -51,16 +51,29 @@ func (p *proc) pid() int { return p.cmd.Process.Pid }
 
 // waitReady waits for the node's address.
 func (p *proc) waitReady(ctx context.Context) (string, error) {
-	if p.addr != "" {
-		return p.addr, nil
+	if p.addr == "" {
+		line, err := p.waitLine(ctx, "ready ")
+		if err != nil {
+			return "", err
+		}
+		p.addr = strings.TrimPrefix(line, "ready ")
 	}
-	select {
-	case p.addr = <-p.ready:
-		return p.addr, nil
-	case <-p.done:
-		return "", fmt.Errorf("node pid %d exited before it was ready (%v): %s", p.pid(), p.err, p.stderr.String())
-	case <-ctx.Done():
-		return "", fmt.Errorf("waiting for node pid %d to be ready: %w", p.pid(), ctx.Err())
+	return p.addr, nil
+}
+
+// waitLine waits for an output line that starts with prefix.
+func (p *proc) waitLine(ctx context.Context, prefix string) (string, error) {
+	for {
+		select {
+		case line := <-p.lines:
+			if strings.HasPrefix(line, prefix) {
+				return line, nil
+			}
+		case <-p.done:
+			return "", fmt.Errorf("node pid %d exited before printing %q (%v): %s", p.pid(), prefix, p.err, p.stderr.String())
+		case <-ctx.Done():
+			return "", fmt.Errorf("waiting for node pid %d to print %q: %w", p.pid(), prefix, ctx.Err())
+		}
 	}
 }
 
@@ -80,8 +93,9 @@ const stopGrace = 10 * time.Second
 // stopAll closes every node's stdin, so that each leaves the cluster and
 // exits, and kills those still running after stopGrace. It returns once
 // every process has been reaped, with the errors of nodes that exited
-// badly (a node killed on purpose does not count).
-func stopAll(procs []*proc) error {
+// badly (a node killed on purpose does not count). Nodes that served but
+// reported an error while leaving go to warn, if not nil.
+func stopAll(procs []*proc, warn func(string)) error {
 	for _, p := range procs {
 		p.stdin.Close()
 	}
@@ -104,7 +118,11 @@ func stopAll(procs []*proc) error {
 			p.kill()
 			continue
 		}
-		if p.err != nil && !killedBySIGKILL(p.cmd) {
+		switch {
+		case p.err == nil, killedBySIGKILL(p.cmd):
+		case p.cmd.ProcessState.ExitCode() == exitUnclean && warn != nil:
+			warn(fmt.Sprintf("node pid %d: %s", p.pid(), p.stderr.String()))
+		default:
 			errs = append(errs, fmt.Errorf("node pid %d: %w: %s", p.pid(), p.err, p.stderr.String()))
 		}
 	}
@@ -116,31 +134,26 @@ func killedBySIGKILL(cmd *exec.Cmd) bool {
 	return ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL
 }
 
-// readyWriter receives a node's stdout and reports the address of its
-// "ready <addr>" line.
-type readyWriter struct {
-	line  []byte
-	ready chan string
-	sent  bool
+// lineWriter receives a node's stdout and passes on its lines; it drops
+// lines nobody reads.
+type lineWriter struct {
+	buf   []byte
+	lines chan string
 }
 
-func (w *readyWriter) Write(b []byte) (int, error) {
-	if w.sent {
-		return len(b), nil
-	}
-	w.line = append(w.line, b...)
-	for !w.sent {
-		i := bytes.IndexByte(w.line, '\n')
+func (w *lineWriter) Write(b []byte) (int, error) {
+	w.buf = append(w.buf, b...)
+	for {
+		i := bytes.IndexByte(w.buf, '\n')
 		if i < 0 {
-			break
+			return len(b), nil
 		}
-		if addr, ok := strings.CutPrefix(string(w.line[:i]), "ready "); ok {
-			w.ready <- addr
-			w.sent = true
+		select {
+		case w.lines <- string(w.buf[:i]):
+		default:
 		}
-		w.line = w.line[i+1:]
+		w.buf = w.buf[i+1:]
 	}
-	return len(b), nil
 }
 
 // lockedBuffer is a bytes.Buffer safe to read while exec writes to it.

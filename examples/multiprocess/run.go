@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/troupe-go/troupe/actor"
@@ -18,7 +19,8 @@ type Config struct {
 	// Nodes is the number of node processes, at least 2.
 	Nodes int
 	// Command starts one node: the program and its first arguments; run
-	// appends -seed and the first node's address for the others.
+	// appends -members, and -seed with the first node's address for the
+	// others.
 	Command []string
 	// Keys is the number of counters spread over the nodes. Default 12.
 	Keys int
@@ -38,6 +40,7 @@ type Outcome struct {
 	LongestAsk time.Duration     // the longest of the asks after the kill
 	Detected   time.Duration     // from the kill until the client saw the node dead
 	Recovered  time.Duration     // from the kill until every key of the killed node was served again
+	Warnings   []string          // nodes that reported errors while leaving
 }
 
 // run starts cfg.Nodes node processes, forms a cluster, spreads counters
@@ -51,11 +54,13 @@ func run(ctx context.Context, out io.Writer, cfg Config) (o Outcome, err error) 
 	if cfg.Keys == 0 {
 		cfg.Keys = 12
 	}
+	warn := func(w string) { o.Warnings = append(o.Warnings, w) }
 	var procs []*proc
-	defer func() { err = errors.Join(err, stopAll(procs)) }()
+	defer func() { err = errors.Join(err, stopAll(procs, warn)) }()
 
 	// The first node is every other node's seed.
-	first, err := startProc(cfg.Command)
+	command := append(slices.Clone(cfg.Command), "-members", strconv.Itoa(cfg.Nodes))
+	first, err := startProc(command)
 	if err != nil {
 		return o, err
 	}
@@ -65,7 +70,7 @@ func run(ctx context.Context, out io.Writer, cfg Config) (o Outcome, err error) 
 		return o, err
 	}
 	for range cfg.Nodes - 1 {
-		p, err := startProc(append(slices.Clone(cfg.Command), "-seed", seed))
+		p, err := startProc(append(slices.Clone(command), "-seed", seed))
 		if err != nil {
 			return o, err
 		}
@@ -79,6 +84,13 @@ func run(ctx context.Context, out io.Writer, cfg Config) (o Outcome, err error) 
 		o.PIDs = append(o.PIDs, p.pid())
 		addrs = append(addrs, p.addr)
 		fmt.Fprintf(out, "started node pid %d at %s\n", p.pid(), p.addr)
+	}
+	// Each node says when it sees every node alive and its placement has
+	// caught up.
+	for _, p := range procs {
+		if _, err := p.waitLine(ctx, "settled"); err != nil {
+			return o, err
+		}
 	}
 	if cfg.afterStart != nil {
 		if err := cfg.afterStart(o.PIDs); err != nil {
@@ -201,13 +213,19 @@ func run(ctx context.Context, out io.Writer, cfg Config) (o Outcome, err error) 
 	}
 	fmt.Fprintf(out, "the other %d keys stayed put with their counts\n", len(keys)-len(o.MovedTo))
 
+	// The survivors stop one by one, each leaving the cluster in order.
 	c.Close()
-	err = stopAll(procs)
+	survivors := slices.DeleteFunc(procs, func(p *proc) bool { return p == victim })
 	procs = nil
-	if err != nil {
-		return o, err
+	for _, p := range survivors {
+		if err := stopAll([]*proc{p}, warn); err != nil {
+			return o, errors.Join(err, stopAll(survivors, warn))
+		}
 	}
-	fmt.Fprintf(out, "stopped the %d survivors (they left the cluster in order)\n", cfg.Nodes-1)
+	fmt.Fprintf(out, "stopped the %d survivors one by one: each left the cluster in order\n", len(survivors))
+	for _, w := range o.Warnings {
+		fmt.Fprintln(out, "warning:", w)
+	}
 	return o, nil
 }
 
