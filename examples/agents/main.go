@@ -86,7 +86,7 @@ func run(ctx context.Context, out io.Writer) (o outcome, err error) {
 	defer func() {
 		for _, s := range systems {
 			closeCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			err = errors.Join(err, s.Close(closeCtx))
+			s.Close(closeCtx) // cleanup: each leaves in turn
 			cancel()
 		}
 	}()
