@@ -12,6 +12,8 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -65,12 +67,12 @@ const clientExpiry = time.Minute
 // pending is an ask waiting for its reply.
 type pending struct {
 	to      wire.NodeID
-	out     *host.Outbound
+	out     host.Outbound
 	done    func([]byte, error)
 	stop    context.CancelFunc // drops the request if not yet written
 	retried bool
 	prev    wire.NodeID // the node that answered it does not own the key
-	hint    string      // ... and the owner it named
+	hint    wire.NodeID // ... and the owner it named
 }
 
 type servedKey struct {
@@ -108,10 +110,11 @@ func (r *Router) SetHost(h *host.Host) { r.h = h }
 // Update replaces the placement view. Asks waiting on members that are
 // now dead or gone fail with actor.ErrUnavailable, and clients that
 // subscribed get the new list.
-func (r *Router) Update(self wire.NodeID, owning bool, members []cluster.Member) {
+// It reports whether the view changed.
+func (r *Router) Update(self wire.NodeID, owning bool, members []cluster.Member) bool {
 	if old := r.view.Load(); old.self == self && old.owning == owning && len(old.list) > 0 &&
 		slices.EqualFunc(old.list, members, cluster.Member.Equal) {
-		return
+		return false
 	}
 	v := newView(self, owning, members)
 	r.view.Store(v)
@@ -149,6 +152,26 @@ func (r *Router) Update(self wire.NodeID, owning bool, members []cluster.Member)
 				}
 			}
 		}
+	}
+	return true
+}
+
+// MoveOut ends the local activations of the keys this node no longer
+// serves under the current view.
+func (r *Router) MoveOut() {
+	if r.h == nil {
+		return
+	}
+	for _, k := range r.h.Kinds() {
+		m, ok := k.(host.Mover)
+		if !ok {
+			continue
+		}
+		typ := k.Name()
+		m.Moved(func(key string) bool {
+			here, err := r.Here(typ, key, r.Token(typ, key))
+			return here && err == nil
+		})
 	}
 }
 
@@ -212,7 +235,7 @@ func (r *Router) Here(typ, key string, tok uint64) (bool, error) {
 }
 
 // Tell implements host.Remote.
-func (r *Router) Tell(ctx context.Context, out *host.Outbound) error {
+func (r *Router) Tell(ctx context.Context, out host.Outbound) error {
 	to, here, err := r.view.Load().dest(r.kind(out.Type), out.Type, out.Key, out.Token)
 	if err != nil {
 		return err
@@ -227,8 +250,9 @@ func (r *Router) Tell(ctx context.Context, out *host.Outbound) error {
 }
 
 // Ask implements host.Remote.
-func (r *Router) Ask(ctx context.Context, out *host.Outbound, done func([]byte, error)) (func(), error) {
+func (r *Router) Ask(ctx context.Context, out host.Outbound, done func([]byte, error)) (func(), error) {
 	id := r.nextID.Add(1)
+	out.Body = append([]byte(nil), out.Body...) // kept for a retry
 	p := &pending{out: out, done: done}
 	if err := r.dispatch(id, p); err != nil {
 		return nil, err
@@ -244,12 +268,10 @@ func (r *Router) dispatch(id uint64, p *pending) error {
 	if err != nil {
 		return err
 	}
-	if p.retried && to == p.prev {
+	if p.retried && to == p.prev && !p.hint.IsZero() && !v.gone(p.hint) {
 		// This node's view still names the node that said no: believe
 		// that node's view, which changed first.
-		if id, ok := v.byAddr[p.hint]; ok && serves(v.status[id]) {
-			to, here = id, id == v.self
-		}
+		to, here = p.hint, p.hint == v.self
 	}
 	sendCtx, stop := context.WithCancel(r.ctx)
 	p.to, p.stop = to, stop
@@ -299,9 +321,11 @@ func (r *Router) take(id uint64) *pending {
 	return p
 }
 
-// send queues e for to; the router's lifetime bounds it.
+// send queues e for to. Nothing withdraws it: closing the transport
+// fails what is still queued. (A context without Done spares wire a
+// cancellation hook per envelope.)
 func (r *Router) send(to wire.NodeID, key uint64, e *envelope) error {
-	if _, err := r.ep.Send(r.ctx, to, wire.StreamApplication, key, e.encode()); err != nil {
+	if _, err := r.ep.Send(context.Background(), to, wire.StreamApplication, key, e.encode()); err != nil {
 		return unavailable(to, err)
 	}
 	return nil
@@ -310,6 +334,11 @@ func (r *Router) send(to wire.NodeID, key uint64, e *envelope) error {
 func unavailable(to wire.NodeID, err error) error {
 	if errors.Is(err, wire.ErrClosed) {
 		return fmt.Errorf("%w: %w", actor.ErrSystemClosed, err)
+	}
+	if errors.Is(err, wire.ErrQueueFull) {
+		// The link to the owner is backed up: like a full mailbox, a
+		// reason to retry later.
+		return fmt.Errorf("%w: send to %v: %w", actor.ErrMailboxFull, to, err)
 	}
 	return fmt.Errorf("%w: send to %v: %w", actor.ErrUnavailable, to, err)
 }
@@ -372,7 +401,7 @@ func (r *Router) serveTell(from wire.NodeID, e *envelope) error {
 		e.hops++
 		return r.send(to, e.token, e)
 	}
-	if _, err := k.DeliverRemote(&host.Inbound{Key: e.key, Name: e.name, Body: e.body}); err != nil {
+	if _, err := k.DeliverRemote(host.Inbound{Key: e.key, Name: e.name, Body: e.body}); err != nil {
 		return r.dropped(e, err)
 	}
 	return nil
@@ -400,7 +429,7 @@ func (r *Router) serveAsk(from wire.NodeID, e *envelope) {
 		return
 	}
 	if !here {
-		fail(&notOwnerError{hint: to.Addr})
+		fail(&notOwnerError{hint: to.String()})
 		return
 	}
 	sk := servedKey{from: from, id: id}
@@ -413,7 +442,7 @@ func (r *Router) serveAsk(from wire.NodeID, e *envelope) {
 	}
 	r.serving[sk] = s
 	r.mu.Unlock()
-	in := &host.Inbound{Key: e.key, Name: e.name, Body: e.body, Chain: e.chain,
+	in := host.Inbound{Key: e.key, Name: e.name, Body: e.body, Chain: e.chain,
 		Reply: func(body []byte, err error) {
 			r.mu.Lock()
 			if cur := r.serving[sk]; cur == s {
@@ -497,7 +526,8 @@ func (r *Router) reply(from wire.NodeID, e *envelope) {
 	}
 	err := fromWire(e.err, from.String())
 	if e.err.code == codeNotOwner && !p.retried {
-		p.retried, p.hint, p.prev = true, e.err.hint, from
+		p.retried, p.prev = true, from
+		p.hint, _ = parseNodeID(e.err.hint)
 		derr := r.dispatch(e.id, p)
 		if derr == nil {
 			return
@@ -507,4 +537,17 @@ func (r *Router) reply(from wire.NodeID, e *envelope) {
 		err = fmt.Errorf("%w: %s/%s: owner changed twice during the request: %w", actor.ErrUnavailable, p.out.Type, p.out.Key, err)
 	}
 	p.done(nil, err)
+}
+
+// parseNodeID parses addr#incarnation, as NodeID.String prints it.
+func parseNodeID(s string) (wire.NodeID, bool) {
+	i := strings.LastIndexByte(s, '#')
+	if i < 0 {
+		return wire.NodeID{}, false
+	}
+	inc, err := strconv.ParseUint(s[i+1:], 10, 64)
+	if err != nil {
+		return wire.NodeID{}, false
+	}
+	return wire.NodeID{Addr: s[:i], Incarnation: inc}, true
 }

@@ -112,9 +112,10 @@ func (v *view) dest(k host.RemoteKind, typ, key string, tok uint64) (wire.NodeID
 	return id, true, nil
 }
 
-// gone reports whether id no longer serves anything: dead, left, or not a
-// member any more.
+// gone reports whether id no longer serves anything: dead or left. A
+// node the view does not know (named by another member's newer view) is
+// not known to be gone.
 func (v *view) gone(id wire.NodeID) bool {
 	s, ok := v.status[id]
-	return !ok || s == cluster.StatusDead || s == cluster.StatusLeft
+	return ok && (s == cluster.StatusDead || s == cluster.StatusLeft)
 }
