@@ -126,7 +126,7 @@ func runCluster(ctx context.Context, out io.Writer) (outcome, error) {
 		systems = append(systems, sys)
 		seeds = []string{systems[0].Addr()}
 	}
-	if err := waitSettled(ctx, systems, 3); err != nil {
+	if err := waitAgreed(ctx, systems, 3); err != nil {
 		return o, err
 	}
 	for _, s := range systems {
@@ -226,26 +226,16 @@ func runCluster(ctx context.Context, out io.Writer) (outcome, error) {
 	return o, nil
 }
 
-// waitSettled waits until every member sees the same want members alive,
-// and has for two heartbeats. Members can show a new view a few
-// milliseconds before placement uses it (see TestPlacementLagsMembers);
-// placement catches up at the latest on its next heartbeat.
-func waitSettled(ctx context.Context, systems []*system.System, want int) error {
-	heartbeat := cluster.FastTimings().Heartbeat
-	var last []cluster.Member
-	var since time.Time
+// waitAgreed waits until every member places keys on the same want
+// members, all alive: from then on they agree where each key lives.
+func waitAgreed(ctx context.Context, systems []*system.System, want int) error {
 	for {
 		ms := systems[0].Members()
 		agree := alive(ms) == want
 		for _, s := range systems[1:] {
 			agree = agree && slices.EqualFunc(ms, s.Members(), cluster.Member.Equal)
 		}
-		switch {
-		case !agree:
-			last = nil
-		case !slices.EqualFunc(ms, last, cluster.Member.Equal):
-			last, since = ms, time.Now()
-		case time.Since(since) >= 2*heartbeat:
+		if agree {
 			return nil
 		}
 		select {

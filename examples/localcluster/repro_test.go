@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -67,7 +66,7 @@ func leaveUnderAsks(t *testing.T, ctx context.Context) (int64, error) {
 		systems = append(systems, s)
 		seeds = []string{systems[0].Addr()}
 	}
-	if err := waitSettled(ctx, systems, 3); err != nil {
+	if err := waitAgreed(ctx, systems, 3); err != nil {
 		t.Fatal(err)
 	}
 	// Keys the leaver serves: Counter's replies do not name the node
@@ -127,76 +126,4 @@ func leaveUnderAsks(t *testing.T, ctx context.Context) (int64, error) {
 	close(stop)
 	wg.Wait()
 	return failures.Load(), first
-}
-
-// TestPlacementLagsMembers reproduces a Troupe gap, so it is skipped
-// unless TROUPE_REPRO=1: once every member's Members() lists the same
-// three members alive, placement can still disagree for a few
-// milliseconds, and applications have no way to wait for it. Asking probe
-// keys from every member right then fails now and then (in about 1 round
-// in 10, up to 13 ms after Members agreed, go test -race on 2 cores) with
-//
-//	troupe: actor unavailable: counter/p7: owner changed twice during the request: troupe: not the owner; try 127.0.0.1:34155
-//
-// and a tell then an ask from one member can reach two owners (the ask
-// sees a fresh count). Members() reads the membership loop's view at
-// once, but placement is refreshed from membership events on another
-// goroutine (system.member.follow), or on its next heartbeat.
-func TestPlacementLagsMembers(t *testing.T) {
-	if os.Getenv("TROUPE_REPRO") == "" {
-		t.Skip("reproduces a Troupe gap (placement lags Members by milliseconds); run with TROUPE_REPRO=1")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	for round := range 30 {
-		if err := askRightAfterMembersAgree(ctx); err != nil {
-			t.Fatalf("round %d: %v", round, err)
-		}
-	}
-}
-
-// askRightAfterMembersAgree starts three members, waits until their
-// Members() agree that all three are alive, then asks 30 keys from each,
-// again and again for 200 ms.
-func askRightAfterMembersAgree(ctx context.Context) error {
-	var systems []*system.System
-	defer func() {
-		for _, s := range systems {
-			s.Close(context.Background())
-		}
-	}()
-	var seeds []string
-	for range 3 {
-		cc := cluster.FastConfig("127.0.0.1:0")
-		cc.ClusterName = "lag-repro"
-		cc.Seeds = seeds
-		s, err := system.Start(ctx, system.Config{Actors: []system.Definition{Counter}, Cluster: &cc})
-		if err != nil {
-			return err
-		}
-		systems = append(systems, s)
-		seeds = []string{systems[0].Addr()}
-	}
-	for {
-		ms := systems[0].Members()
-		if alive(ms) == 3 && slices.EqualFunc(ms, systems[1].Members(), cluster.Member.Equal) &&
-			slices.EqualFunc(ms, systems[2].Members(), cluster.Member.Equal) {
-			break
-		}
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		time.Sleep(time.Millisecond)
-	}
-	agreed := time.Now()
-	for time.Since(agreed) < 200*time.Millisecond {
-		for i := range 30 {
-			for _, s := range systems {
-				if _, err := actor.Ask(ctx, Counter.Ref(s, fmt.Sprintf("p%d", i)), Get{}); err != nil {
-					return fmt.Errorf("ask from %s, %v after Members agreed: %w", s.Addr(), time.Since(agreed), err)
-				}
-			}
-		}
-	}
-	return nil
 }

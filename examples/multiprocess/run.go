@@ -85,8 +85,8 @@ func run(ctx context.Context, out io.Writer, cfg Config) (o Outcome, err error) 
 		addrs = append(addrs, p.addr)
 		fmt.Fprintf(out, "started node pid %d at %s\n", p.pid(), p.addr)
 	}
-	// Each node says when it sees every node alive and its placement has
-	// caught up.
+	// Each node says when it places keys on every node: then they all
+	// agree where each key lives.
 	for _, p := range procs {
 		if _, err := p.waitLine(ctx, "settled"); err != nil {
 			return o, err

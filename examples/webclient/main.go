@@ -109,10 +109,9 @@ func serve(ctx context.Context, addr string) error {
 const clusterName = "webclient"
 
 // startCluster starts n members on loopback with the fast timings; the
-// first is the others' seed. It returns once the members agree that all n
-// are alive, and have for two heartbeats: placement follows the member
-// list within a heartbeat. It returns the members it started, also on
-// error, for closeAll.
+// first is the others' seed. It returns once every member places keys on
+// the same n members, all alive. It returns the members it started, also
+// on error, for closeAll.
 func startCluster(ctx context.Context, n int) ([]*system.System, error) {
 	var members []*system.System
 	var seeds []string
@@ -127,20 +126,13 @@ func startCluster(ctx context.Context, n int) ([]*system.System, error) {
 		members = append(members, sys)
 		seeds = []string{members[0].Addr()}
 	}
-	var last []cluster.Member
-	var since time.Time
 	for {
 		ms := members[0].Members()
 		agree := alive(ms) == n
 		for _, s := range members[1:] {
 			agree = agree && slices.EqualFunc(ms, s.Members(), cluster.Member.Equal)
 		}
-		switch {
-		case !agree:
-			last = nil
-		case !slices.EqualFunc(ms, last, cluster.Member.Equal):
-			last, since = ms, time.Now()
-		case time.Since(since) >= 2*cluster.FastTimings().Heartbeat:
+		if agree {
 			return members, nil
 		}
 		select {
