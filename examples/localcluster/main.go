@@ -114,9 +114,8 @@ func runCluster(ctx context.Context, out io.Writer) (outcome, error) {
 		cc.ClusterName = "localcluster"
 		cc.Seeds = seeds
 		sys, err := system.Start(ctx, system.Config{
-			Actors:       []system.Definition{counterOn(n)},
-			Cluster:      &cc,
-			LeaveTimeout: 2 * time.Second,
+			Actors:  []system.Definition{counterOn(n)},
+			Cluster: &cc,
 		})
 		if err != nil {
 			return o, err

@@ -138,9 +138,8 @@ func nodeMain(args []string, in io.Reader, out, errOut io.Writer) int {
 	}
 	self := &node{}
 	sys, err := system.Start(startCtx, system.Config{
-		Actors:       []system.Definition{counterOn(self)},
-		Cluster:      &cc,
-		LeaveTimeout: 2 * time.Second,
+		Actors:  []system.Definition{counterOn(self)},
+		Cluster: &cc,
 	})
 	if err != nil {
 		fmt.Fprintln(errOut, "node:", err)
