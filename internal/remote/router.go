@@ -53,12 +53,26 @@ type Router struct {
 
 	nextID atomic.Uint64
 
+	// outboxes holds an *outbox per peer (wire.NodeID).
+	outboxes sync.Map
+
 	mu      sync.Mutex
 	closed  bool
 	pending map[uint64]*pending       // asks sent from here
 	serving map[servedKey]*served     // asks other nodes sent here
 	clients map[wire.NodeID]time.Time // clients to push member lists to, and their last sync
+	changed chan struct{}             // closed and replaced when the view changes
 }
+
+// maxRetries bounds how often an ask is sent again after a member said
+// it does not own the key (or left before answering): views converge
+// within a gossip round or two, so a retry that waited for this node's
+// view to change nearly always finds the owner.
+const maxRetries = 2
+
+// retryWait bounds how long an ask that met a non-owner waits for this
+// node's view to change before it is sent again.
+const retryWait = 250 * time.Millisecond
 
 // clientExpiry is how long a client stays subscribed to member-list
 // pushes after its last sync (clients sync every few seconds).
@@ -69,8 +83,7 @@ type pending struct {
 	to      wire.NodeID
 	out     host.Outbound
 	done    func([]byte, error)
-	stop    context.CancelFunc // drops the request if not yet written
-	retried bool
+	retries int         // sends after the first, at most maxRetries
 	prev    wire.NodeID // the node that answered it does not own the key
 	hint    wire.NodeID // ... and the owner it named
 }
@@ -97,7 +110,8 @@ func New(cfg Config) *Router {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &Router{cfg: cfg, ep: cfg.Endpoint, h: cfg.Host, log: cfg.Logger, ctx: ctx, cancel: cancel,
-		pending: map[uint64]*pending{}, serving: map[servedKey]*served{}, clients: map[wire.NodeID]time.Time{}}
+		pending: map[uint64]*pending{}, serving: map[servedKey]*served{}, clients: map[wire.NodeID]time.Time{},
+		changed: make(chan struct{})}
 	r.view.Store(newView(cfg.Endpoint.Self(), false, nil))
 	cfg.Endpoint.Handle(wire.StreamApplication, wire.HandlerFunc(r.receive))
 	return r
@@ -118,19 +132,31 @@ func (r *Router) Update(self wire.NodeID, owning bool, members []cluster.Member)
 	}
 	v := newView(self, owning, members)
 	r.view.Store(v)
-	var failed []*pending
+	var failed, again []*pending
+	var againIDs []uint64
 	now := time.Now()
 	r.mu.Lock()
+	close(r.changed)
+	r.changed = make(chan struct{})
 	for c, at := range r.clients {
 		if now.Sub(at) > clientExpiry {
 			delete(r.clients, c)
 		}
 	}
 	for id, p := range r.pending {
-		if v.gone(p.to) {
-			delete(r.pending, id)
-			failed = append(failed, p)
+		if !v.gone(p.to) {
+			continue
 		}
+		delete(r.pending, id)
+		if v.status[p.to] == cluster.StatusLeft && p.retries < maxRetries {
+			// A member that left in order answered what it accepted; a
+			// request still unanswered most likely reached it after it
+			// stopped serving (this view lagged): place it again.
+			p.retries++
+			again, againIDs = append(again, p), append(againIDs, id)
+			continue
+		}
+		failed = append(failed, p)
 	}
 	clients := make([]wire.NodeID, 0, len(r.clients))
 	for c := range r.clients {
@@ -138,14 +164,18 @@ func (r *Router) Update(self wire.NodeID, owning bool, members []cluster.Member)
 	}
 	r.mu.Unlock()
 	for _, p := range failed {
-		p.stop()
 		p.done(nil, fmt.Errorf("%w: owner %v is down", actor.ErrUnavailable, p.to))
+	}
+	for i, p := range again {
+		if err := r.dispatch(againIDs[i], p); err != nil {
+			p.done(nil, err)
+		}
 	}
 	if len(clients) > 0 && r.cfg.Serve {
 		body, err := msgpack.Marshal(members)
 		if err == nil {
 			for _, c := range clients {
-				if err := r.send(c, 0, &envelope{kind: kindMembers, body: body}); err != nil {
+				if err := r.send(c, 0, &envelope{kind: kindMembers, body: body}, true); err != nil {
 					r.mu.Lock()
 					delete(r.clients, c)
 					r.mu.Unlock()
@@ -178,7 +208,7 @@ func (r *Router) MoveOut() {
 // Sync asks the member at to for its member list, and for pushes of the
 // list when it changes; the answer reaches Config.OnMembers.
 func (r *Router) Sync(to wire.NodeID) error {
-	return r.send(to, 0, &envelope{kind: kindSync, id: r.nextID.Add(1)})
+	return r.send(to, 0, &envelope{kind: kindSync, id: r.nextID.Add(1)}, true)
 }
 
 // Members returns the member list of the current view.
@@ -199,7 +229,6 @@ func (r *Router) Close() {
 	r.mu.Unlock()
 	r.cancel()
 	for _, p := range pend {
-		p.stop()
 		p.done(nil, actor.ErrSystemClosed)
 	}
 	for _, s := range serving {
@@ -246,7 +275,7 @@ func (r *Router) Tell(ctx context.Context, out host.Outbound) error {
 	}
 	// The message outlives the caller's context: a tell is done once
 	// queued, like a local one.
-	return r.send(to, out.Token, e)
+	return r.send(to, out.Token, e, false)
 }
 
 // Ask implements host.Remote.
@@ -268,17 +297,15 @@ func (r *Router) dispatch(id uint64, p *pending) error {
 	if err != nil {
 		return err
 	}
-	if p.retried && to == p.prev && !p.hint.IsZero() && !v.gone(p.hint) {
+	if p.retries > 0 && to == p.prev && !p.hint.IsZero() && serves(v.statusOr(p.hint, cluster.StatusAlive)) {
 		// This node's view still names the node that said no: believe
 		// that node's view, which changed first.
 		to, here = p.hint, p.hint == v.self
 	}
-	sendCtx, stop := context.WithCancel(r.ctx)
-	p.to, p.stop = to, stop
+	p.to = to
 	r.mu.Lock()
 	if r.closed {
 		r.mu.Unlock()
-		stop()
 		return actor.ErrSystemClosed
 	}
 	r.pending[id] = p
@@ -291,10 +318,9 @@ func (r *Router) dispatch(id uint64, p *pending) error {
 		r.serveAsk(r.ep.Self(), e)
 		return nil
 	}
-	if _, err := r.ep.Send(sendCtx, to, wire.StreamApplication, out.Token, e.encode()); err != nil {
+	if err := r.send(to, out.Token, e, true); err != nil {
 		r.take(id)
-		stop()
-		return unavailable(to, err)
+		return err
 	}
 	return nil
 }
@@ -305,12 +331,16 @@ func (r *Router) withdraw(id uint64) {
 	if p == nil {
 		return
 	}
-	p.stop()
 	if p.to == r.ep.Self() {
 		r.cancelServed(servedKey{from: p.to, id: id})
 		return
 	}
-	r.send(p.to, id, &envelope{kind: kindCancel, id: id})
+	if p.to.IsZero() {
+		return // waiting to be sent again: nothing out there
+	}
+	// The request may sit in a batch or on the owner: the cancel follows
+	// it on the same lane, so it arrives after it.
+	r.send(p.to, p.out.Token, &envelope{kind: kindCancel, id: id}, false)
 }
 
 func (r *Router) take(id uint64) *pending {
@@ -321,14 +351,10 @@ func (r *Router) take(id uint64) *pending {
 	return p
 }
 
-// send queues e for to. Nothing withdraws it: closing the transport
-// fails what is still queued. (A context without Done spares wire a
-// cancellation hook per envelope.)
-func (r *Router) send(to wire.NodeID, key uint64, e *envelope) error {
-	if _, err := r.ep.Send(context.Background(), to, wire.StreamApplication, key, e.encode()); err != nil {
-		return unavailable(to, err)
-	}
-	return nil
+// send queues e for to in the lane of key (see outbox); now sends the
+// lane at once, for envelopes someone waits on.
+func (r *Router) send(to wire.NodeID, key uint64, e *envelope, now bool) error {
+	return r.outboxFor(to).enqueue(key, e, now)
 }
 
 func unavailable(to wire.NodeID, err error) error {
@@ -343,8 +369,15 @@ func unavailable(to wire.NodeID, err error) error {
 	return fmt.Errorf("%w: send to %v: %w", actor.ErrUnavailable, to, err)
 }
 
-// receive handles one envelope of the application stream.
+// receive handles one batch of the application stream.
 func (r *Router) receive(from wire.NodeID, payload []byte) {
+	if err := splitBatch(payload, func(b []byte) { r.receiveOne(from, b) }); err != nil {
+		r.log.Warn("troupe: dropped the rest of an application batch", "from", from, "err", err)
+	}
+}
+
+// receiveOne handles one envelope.
+func (r *Router) receiveOne(from wire.NodeID, payload []byte) {
 	e, err := decodeEnvelope(payload)
 	if err != nil {
 		r.log.Warn("troupe: dropped application envelope", "from", from, "err", err)
@@ -368,7 +401,7 @@ func (r *Router) receive(from wire.NodeID, payload []byte) {
 			r.mu.Unlock()
 			body, err := msgpack.Marshal(r.view.Load().list)
 			if err == nil {
-				r.send(from, e.id, &envelope{kind: kindMembers, id: e.id, body: body})
+				r.send(from, e.id, &envelope{kind: kindMembers, id: e.id, body: body}, true)
 			}
 		}
 	case kindMembers:
@@ -399,7 +432,7 @@ func (r *Router) serveTell(from wire.NodeID, e *envelope) error {
 			return r.dropped(e, fmt.Errorf("%w: forwarded once already; owner now %v", actor.ErrUnavailable, to))
 		}
 		e.hops++
-		return r.send(to, e.token, e)
+		return r.send(to, e.token, e, false)
 	}
 	if _, err := k.DeliverRemote(host.Inbound{Key: e.key, Name: e.name, Body: e.body}); err != nil {
 		return r.dropped(e, err)
@@ -507,7 +540,7 @@ func (r *Router) answer(from wire.NodeID, id uint64, body []byte, err error) {
 		r.reply(from, e)
 		return
 	}
-	if serr := r.send(from, id, e); serr != nil {
+	if serr := r.send(from, id, e, true); serr != nil {
 		r.log.Debug("troupe: reply not sent", "to", from, "err", serr)
 	}
 }
@@ -519,24 +552,57 @@ func (r *Router) reply(from wire.NodeID, e *envelope) {
 	if p == nil {
 		return // withdrawn, or failed meanwhile
 	}
-	p.stop()
 	if e.err == nil {
 		p.done(e.body, nil)
 		return
 	}
 	err := fromWire(e.err, from.String())
-	if e.err.code == codeNotOwner && !p.retried {
-		p.retried, p.prev = true, from
+	if e.err.code == codeNotOwner && p.retries < maxRetries {
+		p.retries++
+		p.prev = from
 		p.hint, _ = parseNodeID(e.err.hint)
-		derr := r.dispatch(e.id, p)
-		if derr == nil {
-			return
-		}
-		err = derr
-	} else if e.err.code == codeNotOwner {
-		err = fmt.Errorf("%w: %s/%s: owner changed twice during the request: %w", actor.ErrUnavailable, p.out.Type, p.out.Key, err)
+		r.retryLater(e.id, p)
+		return
+	}
+	if e.err.code == codeNotOwner {
+		err = fmt.Errorf("%w: %s/%s: %d members in turn said another owns the key: %w", actor.ErrUnavailable, p.out.Type, p.out.Key, maxRetries+1, err)
 	}
 	p.done(nil, err)
+}
+
+// retryLater sends the ask p again once this node's view changed (the
+// member that said no saw a change first), or after a short wait, when
+// the hint decides. It stays withdrawable meanwhile.
+func (r *Router) retryLater(id uint64, p *pending) {
+	wait := retryWait
+	if dl := p.out.Deadline; !dl.IsZero() {
+		wait = min(wait, time.Until(dl)/2)
+	}
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		p.done(nil, actor.ErrSystemClosed)
+		return
+	}
+	p.to = wire.NodeID{} // nowhere while it waits
+	r.pending[id] = p
+	changed := r.changed
+	r.mu.Unlock()
+	go func() {
+		t := time.NewTimer(wait)
+		select {
+		case <-changed:
+		case <-t.C:
+		case <-r.ctx.Done():
+		}
+		t.Stop()
+		if r.take(id) != p {
+			return // withdrawn or failed meanwhile
+		}
+		if err := r.dispatch(id, p); err != nil {
+			p.done(nil, err)
+		}
+	}()
 }
 
 // parseNodeID parses addr#incarnation, as NodeID.String prints it.
