@@ -24,7 +24,12 @@ import (
 	"time"
 )
 
-func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
+func main() {
+	if code, ok := nodeMain(); ok { // a node of the remote workloads
+		os.Exit(code)
+	}
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
 
 // options are the command line.
 type options struct {
@@ -42,7 +47,7 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	var o options
 	fs := flag.NewFlagSet("benchmarks", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	only := fs.String("only", "", "comma-separated workloads to run (default all: tell,tell-many,ask,pingpong,activate)")
+	only := fs.String("only", "", "comma-separated workloads to run (default all: tell,tell-many,ask,pingpong,activate,remote-tell,remote-ask)")
 	systems := fs.String("systems", "troupe,protoactor", "comma-separated systems to run (one alone prints no ratio; for profiling)")
 	fs.IntVar(&o.rounds, "rounds", 5, "rounds; each measures every workload once on each system")
 	fs.BoolVar(&o.warmup, "warmup", true, "run every workload once at a tenth of its size before the rounds, unreported")
@@ -55,6 +60,8 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.sz.PingPongM, "pingpong-m", 200_000, "pingpong: messages per pair")
 	fs.IntVar(&o.sz.ActivateKeys, "activate-keys", 1_000_000, "activate: keys")
 	fs.DurationVar(&o.sz.ActivateQuiet, "activate-quiet", 50*time.Millisecond, "activate: extra settle time after the runtime's goroutines left, before the heap is read")
+	fs.IntVar(&o.sz.RemoteTellN, "remote-tell-n", 1_000_000, "remote-tell: messages")
+	fs.IntVar(&o.sz.RemoteAskN, "remote-ask-n", 10_000, "remote-ask: sequential asks (and bare TCP round trips)")
 	fs.IntVar(&o.mailbox, "troupe-mailbox", troupeMailbox, "Troupe's mailbox bound (Wait overflow) in the throughput workloads")
 	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of the rounds to this file")
 	fs.BoolVar(&o.quietLog, "q", false, "do not log each measurement to stderr")
@@ -91,7 +98,8 @@ func parse(args []string, stderr io.Writer) (options, error) {
 		name string
 		n    int
 	}{{"rounds", o.rounds}, {"tell-n", o.sz.TellN}, {"ask-n", o.sz.AskN}, {"pairs", o.sz.Pairs},
-		{"pingpong-m", o.sz.PingPongM}, {"activate-keys", o.sz.ActivateKeys}, {"troupe-mailbox", o.mailbox}} {
+		{"pingpong-m", o.sz.PingPongM}, {"activate-keys", o.sz.ActivateKeys}, {"troupe-mailbox", o.mailbox},
+		{"remote-tell-n", o.sz.RemoteTellN}, {"remote-ask-n", o.sz.RemoteAskN}} {
 		if v.n < 1 {
 			return o, fmt.Errorf("-%s must be positive, got %d", v.name, v.n)
 		}
@@ -108,13 +116,19 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "benchmarks:", err)
 		return 2
 	}
+	// The remote workloads' nodes: started on first use, stopped on the
+	// way out, killed on an interrupt.
+	env := &remoteEnv{}
+	defer env.close()
+	stopSignals := killNodesOnSignal(stderr)
+	defer stopSignals()
 	var peers []peer
 	for _, s := range o.systems {
 		switch s {
 		case "troupe":
-			peers = append(peers, troupePeer{mailbox: o.mailbox})
+			peers = append(peers, troupePeer{mailbox: o.mailbox, rem: env})
 		case "protoactor":
-			peers = append(peers, protoPeer{})
+			peers = append(peers, protoPeer{rem: env})
 		}
 	}
 	var keys []string
@@ -165,6 +179,16 @@ func run(args []string, stdout, stderr io.Writer) int {
 			if results[w.name] == nil {
 				results[w.name] = make(map[string][]measurement)
 			}
+			if w.name == "remote-ask" {
+				// The baseline: a bare TCP round trip between two processes.
+				m, err := env.tcpBaseline(o.sz.RemoteAskN)
+				if err != nil {
+					fmt.Fprintf(stderr, "benchmarks: round %d tcp baseline: %v\n", r+1, err)
+					return 1
+				}
+				results[w.name][baselineName] = append(results[w.name][baselineName], m)
+				logf("round %d/%d %-9s %-10s %s\n", r+1, o.rounds, "tcp-rtt", baselineName, describe("remote-ask", []measurement{m}))
+			}
 			for _, p := range order {
 				m, err := measure(o.cpuprofile != "", w, p, o.sz, keys)
 				if err != nil {
@@ -208,7 +232,7 @@ func selected(only []string) []workload {
 // scaled divides the workload sizes by f, keeping each at least 1.
 func (sz sizes) scaled(f int) sizes {
 	s := sz
-	for _, v := range []*int{&s.TellN, &s.ManyPer, &s.AskN, &s.PingPongM, &s.ActivateKeys} {
+	for _, v := range []*int{&s.TellN, &s.ManyPer, &s.AskN, &s.PingPongM, &s.ActivateKeys, &s.RemoteTellN, &s.RemoteAskN} {
 		*v = max(1, *v/f)
 	}
 	return s
@@ -228,6 +252,7 @@ func header(w io.Writer, o options) {
 	fmt.Fprintf(w, "rounds %d; tell %d msgs; tell-many %d senders x %d keys x %d; ask %d; pingpong %d pairs x %d; activate %d keys; troupe mailbox %d (wait)\n",
 		o.rounds, o.sz.TellN, o.sz.ManySenders, o.sz.ManyKeys, o.sz.ManyPer*o.sz.ManySenders,
 		o.sz.AskN, o.sz.Pairs, o.sz.PingPongM, o.sz.ActivateKeys, o.mailbox)
+	fmt.Fprintf(w, "remote (two processes on loopback): remote-tell %d msgs; remote-ask %d\n", o.sz.RemoteTellN, o.sz.RemoteAskN)
 }
 
 // summary is the median over rounds of each figure of one workload on one
@@ -254,7 +279,7 @@ func describe(w string, ms []measurement) string {
 	s := summarize(ms)
 	cpu := time.Duration(s.cpuPerOp).String()
 	switch w {
-	case "ask":
+	case "ask", "remote-ask":
 		return fmt.Sprintf("%s asks/s  p50 %v  p99 %v  cpu %s/ask", si(s.primary), s.p50, s.p99, cpu)
 	case "activate":
 		return fmt.Sprintf("%.3f s  %.0f B/actor  cpu %s/key (%.0f GCs, %.2f GC cpu-s)",
@@ -268,6 +293,11 @@ func report(w io.Writer, o options, peers []peer, results map[string]map[string]
 		byPeer := results[wl.name]
 		for _, p := range peers {
 			fmt.Fprintf(w, "%-9s %-10s %s\n", wl.name, p.Name(), describe(wl.name, byPeer[p.Name()]))
+		}
+		if b, ok := byPeer[baselineName]; ok {
+			s := summarize(b)
+			fmt.Fprintf(w, "  baseline: bare TCP round trip, 8 bytes, p50 %v  p99 %v  (%s round trips/s, cpu %s)\n",
+				s.p50, s.p99, si(s.primary), time.Duration(s.cpuPerOp))
 		}
 		tr, okT := byPeer["troupe"]
 		pr, okP := byPeer["protoactor"]
@@ -284,7 +314,7 @@ func report(w io.Writer, o options, peers []peer, results map[string]map[string]
 		switch wl.name {
 		case "activate":
 			fmt.Fprintf(w, "  heap per idle actor protoactor/troupe %.2f\n", p.perActr/t.perActr)
-		case "ask":
+		case "ask", "remote-ask":
 			fmt.Fprintf(w, "  p50 latency protoactor/troupe %.2f, p99 %.2f\n", float64(p.p50)/float64(t.p50), float64(p.p99)/float64(t.p99))
 		}
 		// The same ratio round by round: their spread shows how much the
@@ -302,7 +332,8 @@ func report(w io.Writer, o options, peers []peer, results map[string]map[string]
 	targets(w, o, results)
 }
 
-// targets checks Troupe against the goals of issue 2.
+// targets checks Troupe against the goals of issue 2 (local) and issue 5
+// (remote).
 func targets(w io.Writer, o options, results map[string]map[string][]measurement) {
 	var lines []string
 	check := func(name string, ok bool, got string) {
@@ -332,6 +363,16 @@ func targets(w io.Writer, o options, results map[string]map[string][]measurement
 	}
 	if t, p, ok := ratio("pingpong"); ok {
 		check("pingpong >= 6x protoactor", t.primary >= 6*p.primary, fmt.Sprintf("%.2fx", t.primary/p.primary))
+	}
+	if t, p, ok := ratio("remote-tell"); ok {
+		check("remote-tell >= 3x protoactor", t.primary >= 3*p.primary, fmt.Sprintf("%.2fx", t.primary/p.primary))
+	}
+	if t, p, ok := ratio("remote-ask"); ok {
+		check("remote-ask >= 8x protoactor", t.primary >= 8*p.primary, fmt.Sprintf("%.2fx", t.primary/p.primary))
+	}
+	if tr, ok := results["remote-ask"]["troupe"]; ok {
+		t := summarize(tr)
+		check("remote-ask p50 <= 30us", t.p50 <= 30*time.Microsecond, t.p50.String())
 	}
 	if tr, ok := results["activate"]["troupe"]; ok {
 		t := summarize(tr)

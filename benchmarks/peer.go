@@ -26,6 +26,13 @@ type peer interface {
 	// have left and quiet more has passed, it reports how much the live
 	// heap grew: what the idle activated actors hold.
 	Activate(clk *clock, keys []string, quiet time.Duration) (heapBytes int64, err error)
+	// RemoteTell sends n messages from one goroutine to one actor in
+	// another process and waits until it has counted all n (asking its
+	// count until it is reached).
+	RemoteTell(clk *clock, n int) error
+	// RemoteAsk asks one actor in another process n times in sequence
+	// and returns the latency of each round trip.
+	RemoteAsk(clk *clock, n int) (lat []time.Duration, err error)
 }
 
 // sizes are the workload parameters.
@@ -39,6 +46,8 @@ type sizes struct {
 	PingPongM     int // messages per pair
 	ActivateKeys  int
 	ActivateQuiet time.Duration // settle time after the goroutines left, before the heap is read
+	RemoteTellN   int
+	RemoteAskN    int
 }
 
 // measurement is one run of one workload on one peer.
@@ -72,9 +81,7 @@ var workloads = []workload{
 		if err != nil {
 			return measurement{}, err
 		}
-		m := clk.rate(sz.AskN)
-		m.p50, m.p99 = percentile(lat, 0.50), percentile(lat, 0.99)
-		return m, nil
+		return latencies(clk, lat), nil
 	}},
 	{"pingpong", func(p peer, clk *clock, sz sizes, _ []string) (measurement, error) {
 		err := p.PingPong(clk, sz.Pairs, sz.PingPongM)
@@ -87,6 +94,24 @@ var workloads = []workload{
 		m.perActr = float64(heap) / float64(len(keys))
 		return m, err
 	}},
+	{"remote-tell", func(p peer, clk *clock, sz sizes, _ []string) (measurement, error) {
+		err := p.RemoteTell(clk, sz.RemoteTellN)
+		return clk.rate(sz.RemoteTellN), err
+	}},
+	{"remote-ask", func(p peer, clk *clock, sz sizes, _ []string) (measurement, error) {
+		lat, err := p.RemoteAsk(clk, sz.RemoteAskN)
+		if err != nil {
+			return measurement{}, err
+		}
+		return latencies(clk, lat), nil
+	}},
+}
+
+// latencies is the measurement of len(lat) sequential round trips.
+func latencies(clk *clock, lat []time.Duration) measurement {
+	m := clk.rate(len(lat))
+	m.p50, m.p99 = percentile(lat, 0.50), percentile(lat, 0.99)
+	return m
 }
 
 func activationKeys(n int) []string {
