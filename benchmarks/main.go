@@ -142,6 +142,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	header(stdout, o)
 
+	if o.cpuprofile != "" {
+		// The remote workloads' nodes profile themselves, whole life.
+		os.Setenv(profEnv, o.cpuprofile)
+	}
 	if o.warmup {
 		small := o.sz.scaled(10)
 		for _, w := range selected(o.only) {
@@ -259,6 +263,7 @@ func header(w io.Writer, o options) {
 // system.
 type summary struct {
 	primary, cpuPerOp, perActr, gcCycles, gcCPU float64
+	nodeCPUPerOp                                float64
 	p50, p99                                    time.Duration
 }
 
@@ -266,6 +271,7 @@ func summarize(ms []measurement) summary {
 	var s summary
 	s.primary = median(ms, func(m measurement) float64 { return m.primary })
 	s.cpuPerOp = median(ms, func(m measurement) float64 { return m.cpuPerOp })
+	s.nodeCPUPerOp = median(ms, func(m measurement) float64 { return m.nodeCPUPerOp })
 	s.perActr = median(ms, func(m measurement) float64 { return m.perActr })
 	s.gcCycles = median(ms, func(m measurement) float64 { return m.gcCycles })
 	s.gcCPU = median(ms, func(m measurement) float64 { return m.gcCPU })
@@ -279,8 +285,13 @@ func describe(w string, ms []measurement) string {
 	s := summarize(ms)
 	cpu := time.Duration(s.cpuPerOp).String()
 	switch w {
-	case "ask", "remote-ask":
+	case "ask":
 		return fmt.Sprintf("%s asks/s  p50 %v  p99 %v  cpu %s/ask", si(s.primary), s.p50, s.p99, cpu)
+	case "remote-ask":
+		return fmt.Sprintf("%s asks/s  p50 %v  p99 %v  cpu %s/ask + node %s", si(s.primary), s.p50, s.p99, cpu,
+			time.Duration(s.nodeCPUPerOp))
+	case "remote-tell":
+		return fmt.Sprintf("%s msgs/s  cpu %s/msg + node %s", si(s.primary), cpu, time.Duration(s.nodeCPUPerOp))
 	case "activate":
 		return fmt.Sprintf("%.3f s  %.0f B/actor  cpu %s/key (%.0f GCs, %.2f GC cpu-s)",
 			s.primary, s.perActr, cpu, s.gcCycles, s.gcCPU)
@@ -296,8 +307,8 @@ func report(w io.Writer, o options, peers []peer, results map[string]map[string]
 		}
 		if b, ok := byPeer[baselineName]; ok {
 			s := summarize(b)
-			fmt.Fprintf(w, "  baseline: bare TCP round trip, 8 bytes, p50 %v  p99 %v  (%s round trips/s, cpu %s)\n",
-				s.p50, s.p99, si(s.primary), time.Duration(s.cpuPerOp))
+			fmt.Fprintf(w, "  baseline: bare TCP round trip, 8 bytes, p50 %v  p99 %v  (%s round trips/s, cpu %s + node %s)\n",
+				s.p50, s.p99, si(s.primary), time.Duration(s.cpuPerOp), time.Duration(s.nodeCPUPerOp))
 		}
 		tr, okT := byPeer["troupe"]
 		pr, okP := byPeer["protoactor"]
@@ -311,6 +322,10 @@ func report(w io.Writer, o options, peers []peer, results map[string]map[string]
 		}
 		fmt.Fprintf(w, "ratio %s %.2f\n", wl.name, better(t.primary, p.primary))
 		fmt.Fprintf(w, "  cpu per op protoactor/troupe %.2f\n", p.cpuPerOp/t.cpuPerOp)
+		if strings.HasPrefix(wl.name, "remote-") && t.nodeCPUPerOp > 0 {
+			fmt.Fprintf(w, "  cpu per op, both processes, protoactor/troupe %.2f\n",
+				(p.cpuPerOp+p.nodeCPUPerOp)/(t.cpuPerOp+t.nodeCPUPerOp))
+		}
 		switch wl.name {
 		case "activate":
 			fmt.Fprintf(w, "  heap per idle actor protoactor/troupe %.2f\n", p.perActr/t.perActr)

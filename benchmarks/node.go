@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"runtime/pprof"
 	"strings"
 	"sync"
 	"syscall"
@@ -21,9 +22,10 @@ import (
 // no node outlives the benchmark even after a kill -9 of it; on Linux the
 // kernel also kills a node whose parent exits (Pdeathsig).
 const (
-	nodeEnv  = "TROUPE_BENCH_NODE"  // role: troupe, protoactor, echo
-	seedsEnv = "TROUPE_BENCH_SEEDS" // troupe: comma-separated seed addresses
-	timesEnv = "TROUPE_BENCH_TIMINGS"
+	nodeEnv  = "TROUPE_BENCH_NODE"       // role: troupe, protoactor, echo
+	seedsEnv = "TROUPE_BENCH_SEEDS"      // troupe: comma-separated seed addresses
+	timesEnv = "TROUPE_BENCH_TIMINGS"    // troupe: "default" for cluster.DefaultConfig, else the fast timings
+	profEnv  = "TROUPE_BENCH_CPUPROFILE" // -cpuprofile: each node writes <path>.<role>.<pid>
 )
 
 // nodeMain runs this process as a node when nodeEnv is set; ok reports
@@ -62,6 +64,17 @@ func serveNode(role string) error {
 	}
 	if err != nil {
 		return err
+	}
+	if path := os.Getenv(profEnv); path != "" {
+		f, err := os.Create(fmt.Sprintf("%s.%s.%d", path, role, os.Getpid()))
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
 	}
 	fmt.Printf("ready %s\n", addr)
 	io.Copy(io.Discard, os.Stdin) // until the benchmark closes it or exits
@@ -225,9 +238,9 @@ func (e *remoteEnv) tcpBaseline(n int) (measurement, error) {
 		e.echo = nd
 		e.onClose(func() { nd.stop(time.Second) })
 	}
-	addr := e.echo.addr
+	addr, pid := e.echo.addr, e.echo.cmd.Process.Pid
 	e.mu.Unlock()
-	clk := &clock{}
+	clk := &clock{nodePid: pid}
 	lat, err := tcpRoundTrips(clk, addr, n)
 	if err != nil {
 		return measurement{}, err

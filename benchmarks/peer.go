@@ -54,11 +54,14 @@ type sizes struct {
 type measurement struct {
 	primary  float64 // msgs/s, or seconds for activate
 	cpuPerOp float64 // process CPU nanoseconds per message (per key for activate)
-	p50      time.Duration
-	p99      time.Duration
-	perActr  float64 // heap bytes per idle actor (activate)
-	gcCycles float64 // collections that ended in the measured region
-	gcCPU    float64 // the runtime's estimate of their CPU seconds
+	// nodeCPUPerOp is the remote workloads' node's CPU nanoseconds per
+	// message (10 ms resolution over the whole region).
+	nodeCPUPerOp float64
+	p50          time.Duration
+	p99          time.Duration
+	perActr      float64 // heap bytes per idle actor (activate)
+	gcCycles     float64 // collections that ended in the measured region
+	gcCPU        float64 // the runtime's estimate of their CPU seconds
 }
 
 // workload is a named benchmark and how to run it on a peer.

@@ -108,6 +108,7 @@ func (p protoPeer) RemoteTell(clk *clock, n int) error {
 		return err
 	}
 	want := base + int64(n)
+	clk.node(e.server.cmd.Process.Pid)
 	clk.start()
 	for range n {
 		e.sys.Root.Send(e.pid, one)
@@ -137,6 +138,7 @@ func (p protoPeer) RemoteAsk(clk *clock, n int) ([]time.Duration, error) {
 		return nil, err
 	}
 	lat := make([]time.Duration, n)
+	clk.node(e.server.cmd.Process.Pid)
 	clk.start()
 	for i := range lat {
 		t0 := time.Now()

@@ -176,6 +176,7 @@ func (p troupePeer) RemoteTell(clk *clock, n int) error {
 	if err != nil {
 		return err
 	}
+	clk.node(t.server.cmd.Process.Pid)
 	clk.start()
 	for range n {
 		if err := t.ref.Tell(ctx, rAdd{N: 1}); err != nil {
@@ -208,6 +209,7 @@ func (p troupePeer) RemoteAsk(clk *clock, n int) ([]time.Duration, error) {
 		return nil, err
 	}
 	lat := make([]time.Duration, n)
+	clk.node(t.server.cmd.Process.Pid)
 	clk.start()
 	for i := range lat {
 		t0 := time.Now()
