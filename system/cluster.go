@@ -11,6 +11,7 @@ import (
 
 	"github.com/troupe-go/troupe/cluster"
 	"github.com/troupe-go/troupe/internal/remote"
+	"github.com/troupe-go/troupe/internal/testhook"
 	"github.com/troupe-go/troupe/wire"
 )
 
@@ -53,9 +54,12 @@ func Start(ctx context.Context, cfg Config) (*System, error) {
 	if bind == "" {
 		bind = "0.0.0.0:7400"
 	}
-	ln, err := net.Listen("tcp", bind)
-	if err != nil {
-		return nil, fmt.Errorf("troupe: start: %w", err)
+	ln := cfg.Listener
+	if ln == nil {
+		var err error
+		if ln, err = net.Listen("tcp", bind); err != nil {
+			return nil, fmt.Errorf("troupe: start: %w", err)
+		}
 	}
 	cc.Bind = ln.Addr().String()
 	if cc.Advertise == "" {
@@ -69,7 +73,9 @@ func Start(ctx context.Context, cfg Config) (*System, error) {
 		return nil, fmt.Errorf("%w: Cluster: %w", ErrInvalidConfig, err)
 	}
 	inc := uint64(time.Now().UnixNano())
-	tr, err := wire.New(cc.WireConfig(inc))
+	wcfg := cc.WireConfig(inc)
+	wcfg.Dialer = cfg.Dialer
+	tr, err := wire.New(wcfg)
 	if err != nil {
 		ln.Close()
 		return nil, fmt.Errorf("troupe: start: %w", err)
@@ -207,6 +213,8 @@ func (s *System) closeMember(ctx context.Context, closeRuntime func(context.Cont
 	})
 	return errors.Join(errs...)
 }
+
+func init() { testhook.Crash = func(s any) { s.(*System).crash() } }
 
 // crash stops the member without leaving, as a killed process would, for
 // tests: peers find out by silence.

@@ -3,7 +3,6 @@ package system_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strconv"
 	"sync"
 	"testing"
@@ -115,54 +114,18 @@ var nodes = struct {
 	byHost map[any]string
 }{byHost: map[any]string{}}
 
-// startCluster starts n members on loopback with the fast timings and
-// waits until each sees all of them alive.
+// startCluster starts n members hosting the test counter (and defs), and
+// records each one's address for nodeName.
 func startCluster(t *testing.T, n int, defs ...system.Definition) []*system.System {
 	t.Helper()
-	var systems []*system.System
-	var seeds []string
-	for i := range n {
-		cc := cluster.FastConfig("127.0.0.1:0")
-		cc.ClusterName = "test-" + t.Name()
-		cc.Seeds = seeds
-		s, err := system.Start(systemtest.Ctx(t), system.Config{Actors: append([]system.Definition{ccounter}, defs...), Cluster: &cc, LeaveTimeout: 2 * time.Second})
-		if err != nil {
-			t.Fatalf("start node %d: %v", i, err)
-		}
-		t.Cleanup(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), systemtest.Limit)
-			defer cancel()
-			s.Close(ctx)
-		})
-		nodes.Lock()
+	systems := systemtest.StartCluster(t, n, func(_ int, cfg *system.Config) { cfg.LeaveTimeout = 2 * time.Second },
+		append([]system.Definition{ccounter}, defs...)...)
+	nodes.Lock()
+	for _, s := range systems {
 		nodes.byHost[s.Runtime()] = s.Addr()
-		nodes.Unlock()
-		if seeds == nil {
-			seeds = []string{s.Addr()}
-		}
-		systems = append(systems, s)
 	}
-	waitAlive(t, systems, n)
+	nodes.Unlock()
 	return systems
-}
-
-// waitAlive waits until every system sees want members alive.
-func waitAlive(t *testing.T, systems []*system.System, want int) {
-	t.Helper()
-	systemtest.WaitUntil(t, fmt.Sprintf("%d members alive everywhere", want), func() bool {
-		for _, s := range systems {
-			alive := 0
-			for _, m := range s.Members() {
-				if m.Status == cluster.StatusAlive {
-					alive++
-				}
-			}
-			if alive != want {
-				return false
-			}
-		}
-		return true
-	})
 }
 
 func TestClusterRoutesEveryKeyToItsOwner(t *testing.T) {
@@ -179,8 +142,11 @@ func TestClusterRoutesEveryKeyToItsOwner(t *testing.T) {
 	served := map[string]int{}
 	for i := range keys {
 		key := "k" + strconv.Itoa(i)
-		// Ask from another node than the teller: the count is only right
-		// if both reached the same activation.
+		// The teller's ask comes after its tell; then an ask from another
+		// node, sent after that reply, sees the same activation.
+		if _, err := actor.Ask(ctx, ccounter.Ref(systems[i%3], key), Get{}); err != nil {
+			t.Fatalf("ask %s: %v", key, err)
+		}
 		got, err := actor.Ask(ctx, ccounter.Ref(systems[(i+1)%3], key), Get{})
 		if err != nil {
 			t.Fatalf("ask %s: %v", key, err)
@@ -310,7 +276,7 @@ func TestClusterAskToADeadOwnerFailsFastThenTheKeyMoves(t *testing.T) {
 		errc <- err
 	}()
 	systemtest.WaitUntil(t, "the stall to run on the owner", func() bool { return systems[2].Stats().Active > 0 })
-	system.Crash(systems[2])
+	systemtest.Crash(systems[2])
 	err := systemtest.Recv(t, errc, "the ask to fail")
 	if !errors.Is(err, actor.ErrUnavailable) {
 		t.Fatalf("err = %v, want ErrUnavailable", err)
@@ -331,5 +297,54 @@ func TestClusterStartRefusesInterfaceMessagesWithoutRegistry(t *testing.T) {
 	}
 	if _, err := system.New(system.Config{Cluster: &cc}); !errors.Is(err, system.ErrInvalidConfig) {
 		t.Fatalf("New with a cluster: err = %v, want ErrInvalidConfig", err)
+	}
+}
+
+// The pinned test actor reports where it runs.
+type PMsg interface{ pmsg() }
+
+type Where struct {
+	actor.Reply[PMsg, string]
+}
+
+func (Where) pmsg() {}
+
+var pinnedAgent = actor.Define("agent", func(c *actor.Context[string, PMsg], m PMsg) error {
+	return actor.Respond(c, m.(Where), c.State())
+}, actor.Pinned()).WithMessages(Where{}).WithInit(func(key string) string { return key })
+
+func TestClusterPinnedRefsReachTheirMember(t *testing.T) {
+	systems := startCluster(t, 3, pinnedAgent)
+	ctx := systemtest.Ctx(t)
+	for _, target := range systems {
+		for _, from := range systems {
+			ref := pinnedAgent.RefAt(from, target.Addr(), "agent")
+			got, err := actor.Ask(ctx, ref, Where{})
+			if err != nil {
+				t.Fatalf("ask the agent on %s from %s: %v", target.Addr(), from.Addr(), err)
+			}
+			// The state starts as the key, which names the member; the
+			// agent answers only where it lives, so served there.
+			if want := target.Addr() + "/agent"; got != want {
+				t.Fatalf("got %q, want %q", got, want)
+			}
+		}
+	}
+	// Each member served its own agent and nobody else's.
+	for _, s := range systems {
+		if n := s.Stats().Active; n != 1 {
+			t.Fatalf("%s has %d activations, want its own agent only", s.Addr(), n)
+		}
+	}
+	// A member that is down makes its pinned refs unavailable.
+	down := systems[2]
+	addr := down.Addr()
+	systemtest.Crash(down)
+	systemtest.WaitUntil(t, "the member to be seen down", func() bool {
+		_, err := actor.Ask(ctx, pinnedAgent.RefAt(systems[0], addr, "agent"), Where{})
+		return errors.Is(err, actor.ErrUnavailable)
+	})
+	if _, err := actor.Ask(ctx, pinnedAgent.Ref(systems[0], "no-member-in-key"), Where{}); !errors.Is(err, actor.ErrInvalidRef) {
+		t.Fatalf("a pinned key without a member: err = %v, want ErrInvalidRef", err)
 	}
 }

@@ -4,11 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"time"
 
 	"github.com/troupe-go/troupe/actor"
 	"github.com/troupe-go/troupe/cluster"
 	"github.com/troupe-go/troupe/internal/host"
+	"github.com/troupe-go/troupe/wire"
 )
 
 // Definition is an actor definition a system can host: any *actor.Def.
@@ -61,6 +63,14 @@ type Config struct {
 	// from Actors. A Bind or Advertise port of 0 picks a free port, which
 	// Addr reports. Nil: an embedded system, alone in this process.
 	Cluster *cluster.Config
+
+	// Listener, if set, is where a cluster member accepts connections,
+	// instead of a listener on Cluster.Bind (socket activation, network
+	// namespaces in tests). Its address is the default Advertise.
+	Listener net.Listener
+
+	// Dialer, if set, opens a cluster member's outgoing connections.
+	Dialer wire.Dialer
 
 	// LeaveTimeout bounds how long Close waits, in a cluster, for the
 	// keys of this node to drain before it leaves (their later messages

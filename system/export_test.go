@@ -10,7 +10,3 @@ func OwnerOf(s *System, typ, key string) string {
 	}
 	return id.Addr
 }
-
-// Crash stops s without leaving the cluster or saying goodbye, as a
-// killed process would.
-func Crash(s *System) { s.crash() }

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -52,10 +53,14 @@ type Router struct {
 
 	mu      sync.Mutex
 	closed  bool
-	pending map[uint64]*pending      // asks sent from here
-	serving map[servedKey]*served    // asks other nodes sent here
-	clients map[wire.NodeID]struct{} // clients to push member lists to
+	pending map[uint64]*pending       // asks sent from here
+	serving map[servedKey]*served     // asks other nodes sent here
+	clients map[wire.NodeID]time.Time // clients to push member lists to, and their last sync
 }
+
+// clientExpiry is how long a client stays subscribed to member-list
+// pushes after its last sync (clients sync every few seconds).
+const clientExpiry = time.Minute
 
 // pending is an ask waiting for its reply.
 type pending struct {
@@ -90,7 +95,7 @@ func New(cfg Config) *Router {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &Router{cfg: cfg, ep: cfg.Endpoint, h: cfg.Host, log: cfg.Logger, ctx: ctx, cancel: cancel,
-		pending: map[uint64]*pending{}, serving: map[servedKey]*served{}, clients: map[wire.NodeID]struct{}{}}
+		pending: map[uint64]*pending{}, serving: map[servedKey]*served{}, clients: map[wire.NodeID]time.Time{}}
 	r.view.Store(newView(cfg.Endpoint.Self(), false, nil))
 	cfg.Endpoint.Handle(wire.StreamApplication, wire.HandlerFunc(r.receive))
 	return r
@@ -104,10 +109,20 @@ func (r *Router) SetHost(h *host.Host) { r.h = h }
 // now dead or gone fail with actor.ErrUnavailable, and clients that
 // subscribed get the new list.
 func (r *Router) Update(self wire.NodeID, owning bool, members []cluster.Member) {
+	if old := r.view.Load(); old.self == self && old.owning == owning && len(old.list) > 0 &&
+		slices.EqualFunc(old.list, members, cluster.Member.Equal) {
+		return
+	}
 	v := newView(self, owning, members)
 	r.view.Store(v)
 	var failed []*pending
+	now := time.Now()
 	r.mu.Lock()
+	for c, at := range r.clients {
+		if now.Sub(at) > clientExpiry {
+			delete(r.clients, c)
+		}
+	}
 	for id, p := range r.pending {
 		if v.gone(p.to) {
 			delete(r.pending, id)
@@ -127,10 +142,20 @@ func (r *Router) Update(self wire.NodeID, owning bool, members []cluster.Member)
 		body, err := msgpack.Marshal(members)
 		if err == nil {
 			for _, c := range clients {
-				r.send(c, 0, &envelope{kind: kindMembers, body: body})
+				if err := r.send(c, 0, &envelope{kind: kindMembers, body: body}); err != nil {
+					r.mu.Lock()
+					delete(r.clients, c)
+					r.mu.Unlock()
+				}
 			}
 		}
 	}
+}
+
+// Sync asks the member at to for its member list, and for pushes of the
+// list when it changes; the answer reaches Config.OnMembers.
+func (r *Router) Sync(to wire.NodeID) error {
+	return r.send(to, 0, &envelope{kind: kindSync, id: r.nextID.Add(1)})
 }
 
 // Members returns the member list of the current view.
@@ -310,7 +335,7 @@ func (r *Router) receive(from wire.NodeID, payload []byte) {
 	case kindSync:
 		if r.cfg.Serve {
 			r.mu.Lock()
-			r.clients[from] = struct{}{}
+			r.clients[from] = time.Now()
 			r.mu.Unlock()
 			body, err := msgpack.Marshal(r.view.Load().list)
 			if err == nil {

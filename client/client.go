@@ -1,0 +1,221 @@
+// Package client reaches the actors of a Troupe cluster from a process
+// that is not a member: a web server, a CLI, a batch job.
+//
+// A Client connects to the seeds, learns the member list (and which actor
+// types each member hosts) and keeps it fresh: members push the list when
+// it changes, and the client asks for it again every SyncInterval. It
+// computes the ring itself and sends each message straight to the key's
+// owner, so there is no proxy hop. A Client implements actor.System: take
+// refs with Def.Ref(client, key) and use Tell and Ask exactly as inside a
+// node, with the same typed replies and errors.
+//
+//	c, err := client.New(ctx, client.Config{ClusterName: "shop", Seeds: []string{"10.0.0.1:7400"}})
+//	...
+//	n, err := actor.Ask(r.Context(), Counter.Ref(c, path), Get{})
+//
+// A Client is safe for concurrent use by many goroutines (one per HTTP
+// request, say): share one per process. It cannot receive tells: it hosts
+// no actors, and nothing can address it. Asks cancelled by their context
+// (an HTTP request's r.Context()) are withdrawn on the owner too.
+//
+// When an owner dies, asks waiting on it fail with actor.ErrUnavailable
+// as soon as the members report it dead; later sends go to the key's new
+// owner. Connections that break are redialed by the transport.
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/troupe-go/troupe/cluster"
+	"github.com/troupe-go/troupe/internal/host"
+	"github.com/troupe-go/troupe/internal/remote"
+	"github.com/troupe-go/troupe/wire"
+)
+
+// Config configures a Client.
+type Config struct {
+	// ClusterName must match the cluster's. Default "troupe".
+	ClusterName string
+	// Seeds are host:port addresses of members to learn the cluster from.
+	// Required.
+	Seeds []string
+	// TLS enables mutual TLS, as on the members. Nil: plain TCP.
+	TLS *wire.TLS
+	// AddressMap translates members' advertised addresses into dialable
+	// ones (NAT, tunnels).
+	AddressMap map[string]string
+	// SyncInterval is how often the client asks a member for the member
+	// list, besides the pushes it receives. Default 5 s.
+	SyncInterval time.Duration
+	// AskTimeout bounds asks whose context has no deadline, for
+	// definitions that do not set their own. Default 10 s.
+	AskTimeout time.Duration
+	// Logger receives connection problems. Nil discards them.
+	Logger *slog.Logger
+}
+
+// Defaults.
+const DefaultSyncInterval = 5 * time.Second
+
+// ErrInvalidConfig reports a Config that New rejects.
+var ErrInvalidConfig = errors.New("troupe: invalid client config")
+
+// Client is a non-member connection to a cluster.
+type Client struct {
+	cfg    Config
+	h      *host.Host
+	tr     *wire.Transport
+	router *remote.Router
+
+	mu      sync.Mutex
+	members []cluster.Member
+	learned chan struct{} // closed at the first member list
+	once    sync.Once
+
+	stop      chan struct{}
+	done      chan struct{}
+	closeOnce sync.Once
+}
+
+func (cfg Config) validate() error {
+	if len(cfg.Seeds) == 0 {
+		return fmt.Errorf("%w: Seeds is empty", ErrInvalidConfig)
+	}
+	for i, s := range cfg.Seeds {
+		if _, _, err := net.SplitHostPort(s); err != nil {
+			return fmt.Errorf("%w: Seeds[%d]: %v", ErrInvalidConfig, i, err)
+		}
+	}
+	if cfg.SyncInterval < 0 || cfg.AskTimeout < 0 {
+		return fmt.Errorf("%w: negative SyncInterval or AskTimeout", ErrInvalidConfig)
+	}
+	return nil
+}
+
+// New connects to the cluster through cfg.Seeds and waits for the first
+// member list, or until ctx ends.
+func New(ctx context.Context, cfg Config) (*Client, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	if cfg.ClusterName == "" {
+		cfg.ClusterName = "troupe"
+	}
+	if cfg.SyncInterval == 0 {
+		cfg.SyncInterval = DefaultSyncInterval
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	tr, err := wire.New(wire.Config{ClusterName: cfg.ClusterName, Incarnation: uint64(time.Now().UnixNano()),
+		TLS: cfg.TLS, AddressMap: cfg.AddressMap, Logger: cfg.Logger})
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
+	c := &Client{cfg: cfg, tr: tr, learned: make(chan struct{}), stop: make(chan struct{}), done: make(chan struct{})}
+	c.router = remote.New(remote.Config{Endpoint: tr, Logger: cfg.Logger, OnMembers: c.onMembers})
+	c.h = host.New(host.Settings{Logger: cfg.Logger, AskTimeout: cfg.AskTimeout, Remote: c.router, RemoteOnly: true})
+	c.router.SetHost(c.h)
+	c.syncSeeds()
+	go c.loop()
+	select {
+	case <-c.learned:
+		return c, nil
+	case <-ctx.Done():
+		c.Close()
+		return nil, fmt.Errorf("troupe: client: learn the cluster from seeds %v: %w", cfg.Seeds, ctx.Err())
+	}
+}
+
+// Runtime implements actor.System.
+func (c *Client) Runtime() *host.Host { return c.h }
+
+// Members returns the cluster's members as the client last learned them.
+func (c *Client) Members() []cluster.Member {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.members)
+}
+
+// onMembers merges a member list from a member into the client's view:
+// a record of a member both lists know is kept at its later state.
+func (c *Client) onMembers(_ wire.NodeID, ms []cluster.Member) {
+	c.mu.Lock()
+	old := make(map[cluster.NodeID]cluster.Member, len(c.members))
+	for _, m := range c.members {
+		old[m.ID] = m
+	}
+	merged := make([]cluster.Member, 0, len(ms))
+	for _, m := range ms {
+		if o, ok := old[m.ID]; ok && (o.Incarnation > m.Incarnation || (o.Incarnation == m.Incarnation && o.Status > m.Status)) {
+			m = o
+		}
+		merged = append(merged, m)
+	}
+	slices.SortFunc(merged, func(a, b cluster.Member) int { return a.ID.Compare(b.ID) })
+	c.members = merged
+	c.mu.Unlock()
+	c.router.Update(wire.NodeID{}, true, merged)
+	c.once.Do(func() { close(c.learned) })
+}
+
+// syncSeeds asks every seed for the member list.
+func (c *Client) syncSeeds() {
+	for _, s := range c.cfg.Seeds {
+		if err := c.router.Sync(wire.NodeID{Addr: s}); err != nil {
+			c.cfg.Logger.Debug("troupe: client: sync", "seed", s, "err", err)
+		}
+	}
+}
+
+// loop asks a live member (round robin), or the seeds when none is known
+// alive, for the member list every SyncInterval.
+func (c *Client) loop() {
+	defer close(c.done)
+	t := time.NewTicker(c.cfg.SyncInterval)
+	defer t.Stop()
+	next := 0
+	for {
+		select {
+		case <-c.stop:
+			return
+		case <-t.C:
+		}
+		var alive []string
+		for _, m := range c.Members() {
+			if m.Status == cluster.StatusAlive {
+				alive = append(alive, m.ID.Addr)
+			}
+		}
+		if len(alive) == 0 {
+			c.syncSeeds()
+			continue
+		}
+		next = (next + 1) % len(alive)
+		if err := c.router.Sync(wire.NodeID{Addr: alive[next]}); err != nil {
+			c.cfg.Logger.Debug("troupe: client: sync", "member", alive[next], "err", err)
+		}
+	}
+}
+
+// Close fails the asks still waiting with actor.ErrSystemClosed and closes
+// the connections. It is safe to call more than once.
+func (c *Client) Close() error {
+	c.closeOnce.Do(func() {
+		close(c.stop)
+		<-c.done
+		c.router.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		c.h.Close(ctx)
+		cancel()
+		c.tr.Close()
+	})
+	return nil
+}

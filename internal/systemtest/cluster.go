@@ -1,0 +1,66 @@
+package systemtest
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/troupe-go/troupe/cluster"
+	"github.com/troupe-go/troupe/internal/testhook"
+	"github.com/troupe-go/troupe/system"
+)
+
+// StartCluster starts n members hosting defs on loopback with the fast
+// timings, closes them when the test ends, and waits until each sees all
+// of them alive. tweak, if not nil, adjusts each member's config.
+func StartCluster(t testing.TB, n int, tweak func(i int, cfg *system.Config), defs ...system.Definition) []*system.System {
+	t.Helper()
+	var systems []*system.System
+	var seeds []string
+	for i := range n {
+		cc := cluster.FastConfig("127.0.0.1:0")
+		cc.ClusterName = "test"
+		cc.Seeds = seeds
+		cfg := system.Config{Actors: defs, Cluster: &cc}
+		if tweak != nil {
+			tweak(i, &cfg)
+		}
+		s, err := system.Start(Ctx(t), cfg)
+		if err != nil {
+			t.Fatalf("start member %d: %v", i, err)
+		}
+		t.Cleanup(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), Limit)
+			defer cancel()
+			s.Close(ctx)
+		})
+		if seeds == nil {
+			seeds = []string{s.Addr()}
+		}
+		systems = append(systems, s)
+	}
+	WaitAlive(t, systems, n)
+	return systems
+}
+
+// WaitAlive waits until every system sees want members alive.
+func WaitAlive(t testing.TB, systems []*system.System, want int) {
+	t.Helper()
+	WaitUntil(t, fmt.Sprintf("%d members alive everywhere", want), func() bool {
+		for _, s := range systems {
+			alive := 0
+			for _, m := range s.Members() {
+				if m.Status == cluster.StatusAlive {
+					alive++
+				}
+			}
+			if alive != want {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// Crash stops s as a killed process would: no leave, no goodbye.
+func Crash(s *system.System) { testhook.Crash(s) }

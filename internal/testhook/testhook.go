@@ -1,0 +1,8 @@
+// Package testhook lets the tests of other packages reach behaviour a
+// package keeps unexported, without an import cycle: the owning package
+// sets the hook in its init.
+package testhook
+
+// Crash stops a *system.System as a killed process would: no leave, no
+// goodbye. Set by package system.
+var Crash func(sys any)
