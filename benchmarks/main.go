@@ -9,6 +9,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -47,7 +48,7 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	var o options
 	fs := flag.NewFlagSet("benchmarks", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	only := fs.String("only", "", "comma-separated workloads to run (default all: tell,tell-many,ask,pingpong,activate,remote-tell,remote-ask)")
+	only := fs.String("only", "", "comma-separated workloads to run (default all: tell,tell-many,ask,pingpong,activate,remote-tell,remote-ask,client-ask,failover-fast,failover-default)")
 	systems := fs.String("systems", "troupe,protoactor", "comma-separated systems to run (one alone prints no ratio; for profiling)")
 	fs.IntVar(&o.rounds, "rounds", 5, "rounds; each measures every workload once on each system")
 	fs.BoolVar(&o.warmup, "warmup", true, "run every workload once at a tenth of its size before the rounds, unreported")
@@ -62,6 +63,11 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.DurationVar(&o.sz.ActivateQuiet, "activate-quiet", 50*time.Millisecond, "activate: extra settle time after the runtime's goroutines left, before the heap is read")
 	fs.IntVar(&o.sz.RemoteTellN, "remote-tell-n", 1_000_000, "remote-tell: messages")
 	fs.IntVar(&o.sz.RemoteAskN, "remote-ask-n", 10_000, "remote-ask: sequential asks (and bare TCP round trips)")
+	fs.IntVar(&o.sz.ClientNodes, "client-nodes", 3, "client-ask: node processes in the cluster")
+	fs.IntVar(&o.sz.ClientGos, "client-goroutines", 64, "client-ask: goroutines asking, one ask at a time each")
+	fs.IntVar(&o.sz.ClientKeys, "client-keys", 1024, "client-ask: keys asked (round-robin)")
+	fs.IntVar(&o.sz.ClientAskN, "client-ask-n", 200_000, "client-ask: asks in all (rounded down to a multiple of -client-goroutines)")
+	fs.IntVar(&o.sz.FailoverNodes, "failover-nodes", 3, "failover-*: node processes in the cluster (one is killed)")
 	fs.IntVar(&o.mailbox, "troupe-mailbox", troupeMailbox, "Troupe's mailbox bound (Wait overflow) in the throughput workloads")
 	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of the rounds to this file")
 	fs.BoolVar(&o.quietLog, "q", false, "do not log each measurement to stderr")
@@ -94,12 +100,19 @@ func parse(args []string, stderr io.Writer) (options, error) {
 		return o, errors.New("-many-n must be at least -many-senders * -many-keys, both positive")
 	}
 	o.sz.ManyPer = *manyN / (o.sz.ManySenders * o.sz.ManyKeys)
+	if o.sz.ClientGos > 0 && o.sz.ClientAskN < o.sz.ClientGos {
+		return o, errors.New("-client-ask-n must be at least -client-goroutines")
+	}
+	if o.sz.FailoverNodes < 2 {
+		return o, errors.New("-failover-nodes must be at least 2")
+	}
 	for _, v := range []struct {
 		name string
 		n    int
 	}{{"rounds", o.rounds}, {"tell-n", o.sz.TellN}, {"ask-n", o.sz.AskN}, {"pairs", o.sz.Pairs},
 		{"pingpong-m", o.sz.PingPongM}, {"activate-keys", o.sz.ActivateKeys}, {"troupe-mailbox", o.mailbox},
-		{"remote-tell-n", o.sz.RemoteTellN}, {"remote-ask-n", o.sz.RemoteAskN}} {
+		{"remote-tell-n", o.sz.RemoteTellN}, {"remote-ask-n", o.sz.RemoteAskN},
+		{"client-nodes", o.sz.ClientNodes}, {"client-goroutines", o.sz.ClientGos}, {"client-keys", o.sz.ClientKeys}} {
 		if v.n < 1 {
 			return o, fmt.Errorf("-%s must be positive, got %d", v.name, v.n)
 		}
@@ -149,7 +162,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if o.warmup {
 		small := o.sz.scaled(10)
 		for _, w := range selected(o.only) {
-			for _, p := range peers {
+			if noWarmup[w.name] {
+				continue
+			}
+			for _, p := range runsOn(w, peers) {
 				if _, err := w.run(p, &clock{}, small, keys[:min(len(keys), small.ActivateKeys)]); err != nil {
 					fmt.Fprintf(stderr, "benchmarks: warmup %s on %s: %v\n", w.name, p.Name(), err)
 					return 1
@@ -180,6 +196,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 			slices.Reverse(order)
 		}
 		for _, w := range selected(o.only) {
+			if len(runsOn(w, order)) == 0 {
+				continue
+			}
 			if results[w.name] == nil {
 				results[w.name] = make(map[string][]measurement)
 			}
@@ -193,7 +212,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 				results[w.name][baselineName] = append(results[w.name][baselineName], m)
 				logf("round %d/%d %-9s %-10s %s\n", r+1, o.rounds, "tcp-rtt", baselineName, describe("remote-ask", []measurement{m}))
 			}
-			for _, p := range order {
+			for _, p := range runsOn(w, order) {
 				m, err := measure(o.cpuprofile != "", w, p, o.sz, keys)
 				if err != nil {
 					fmt.Fprintf(stderr, "benchmarks: round %d %s on %s: %v\n", r+1, w.name, p.Name(), err)
@@ -223,6 +242,20 @@ func measure(profiling bool, w workload, p peer, sz sizes, keys []string) (m mea
 	return m, err
 }
 
+// runsOn returns the peers w runs on.
+func runsOn(w workload, peers []peer) []peer {
+	if !troupeOnly[w.name] {
+		return peers
+	}
+	var ps []peer
+	for _, p := range peers {
+		if p.Name() == "troupe" {
+			ps = append(ps, p)
+		}
+	}
+	return ps
+}
+
 func selected(only []string) []workload {
 	var ws []workload
 	for _, w := range workloads {
@@ -236,7 +269,7 @@ func selected(only []string) []workload {
 // scaled divides the workload sizes by f, keeping each at least 1.
 func (sz sizes) scaled(f int) sizes {
 	s := sz
-	for _, v := range []*int{&s.TellN, &s.ManyPer, &s.AskN, &s.PingPongM, &s.ActivateKeys, &s.RemoteTellN, &s.RemoteAskN} {
+	for _, v := range []*int{&s.TellN, &s.ManyPer, &s.AskN, &s.PingPongM, &s.ActivateKeys, &s.RemoteTellN, &s.RemoteAskN, &s.ClientAskN} {
 		*v = max(1, *v/f)
 	}
 	return s
@@ -256,14 +289,15 @@ func header(w io.Writer, o options) {
 	fmt.Fprintf(w, "rounds %d; tell %d msgs; tell-many %d senders x %d keys x %d; ask %d; pingpong %d pairs x %d; activate %d keys; troupe mailbox %d (wait)\n",
 		o.rounds, o.sz.TellN, o.sz.ManySenders, o.sz.ManyKeys, o.sz.ManyPer*o.sz.ManySenders,
 		o.sz.AskN, o.sz.Pairs, o.sz.PingPongM, o.sz.ActivateKeys, o.mailbox)
-	fmt.Fprintf(w, "remote (two processes on loopback): remote-tell %d msgs; remote-ask %d\n", o.sz.RemoteTellN, o.sz.RemoteAskN)
+	fmt.Fprintf(w, "remote (two processes on loopback): remote-tell %d msgs; remote-ask %d; client-ask %d nodes, %d goroutines, %d keys, %d asks; failover %d nodes\n",
+		o.sz.RemoteTellN, o.sz.RemoteAskN, o.sz.ClientNodes, o.sz.ClientGos, o.sz.ClientKeys, o.sz.ClientAskN/o.sz.ClientGos*o.sz.ClientGos, o.sz.FailoverNodes)
 }
 
 // summary is the median over rounds of each figure of one workload on one
 // system.
 type summary struct {
 	primary, cpuPerOp, perActr, gcCycles, gcCPU float64
-	nodeCPUPerOp                                float64
+	nodeCPUPerOp, failed, min, max              float64
 	p50, p99                                    time.Duration
 }
 
@@ -272,6 +306,9 @@ func summarize(ms []measurement) summary {
 	s.primary = median(ms, func(m measurement) float64 { return m.primary })
 	s.cpuPerOp = median(ms, func(m measurement) float64 { return m.cpuPerOp })
 	s.nodeCPUPerOp = median(ms, func(m measurement) float64 { return m.nodeCPUPerOp })
+	s.failed = median(ms, func(m measurement) float64 { return m.failed })
+	s.min = slices.MinFunc(ms, func(a, b measurement) int { return cmp.Compare(a.primary, b.primary) }).primary
+	s.max = slices.MaxFunc(ms, func(a, b measurement) int { return cmp.Compare(a.primary, b.primary) }).primary
 	s.perActr = median(ms, func(m measurement) float64 { return m.perActr })
 	s.gcCycles = median(ms, func(m measurement) float64 { return m.gcCycles })
 	s.gcCPU = median(ms, func(m measurement) float64 { return m.gcCPU })
@@ -290,6 +327,11 @@ func describe(w string, ms []measurement) string {
 	case "remote-ask":
 		return fmt.Sprintf("%s asks/s  p50 %v  p99 %v  cpu %s/ask + node %s", si(s.primary), s.p50, s.p99, cpu,
 			time.Duration(s.nodeCPUPerOp))
+	case "client-ask":
+		return fmt.Sprintf("%s asks/s  p50 %v  p99 %v  cpu %s/ask (client process)", si(s.primary), s.p50, s.p99, cpu)
+	case "failover-fast", "failover-default":
+		return fmt.Sprintf("%.3f s from kill -9 to the new owner's answer (min %.3f, max %.3f; %.0f asks failed meanwhile)",
+			s.primary, s.min, s.max, s.failed)
 	case "remote-tell":
 		return fmt.Sprintf("%s msgs/s  cpu %s/msg + node %s", si(s.primary), cpu, time.Duration(s.nodeCPUPerOp))
 	case "activate":
@@ -303,7 +345,9 @@ func report(w io.Writer, o options, peers []peer, results map[string]map[string]
 	for _, wl := range selected(o.only) {
 		byPeer := results[wl.name]
 		for _, p := range peers {
-			fmt.Fprintf(w, "%-9s %-10s %s\n", wl.name, p.Name(), describe(wl.name, byPeer[p.Name()]))
+			if ms, ok := byPeer[p.Name()]; ok {
+				fmt.Fprintf(w, "%-9s %-10s %s\n", wl.name, p.Name(), describe(wl.name, ms))
+			}
 		}
 		if b, ok := byPeer[baselineName]; ok {
 			s := summarize(b)

@@ -48,6 +48,11 @@ type sizes struct {
 	ActivateQuiet time.Duration // settle time after the goroutines left, before the heap is read
 	RemoteTellN   int
 	RemoteAskN    int
+	ClientNodes   int // client-ask: node processes
+	ClientGos     int // client-ask: asking goroutines
+	ClientKeys    int
+	ClientAskN    int // client-ask: asks in all
+	FailoverNodes int
 }
 
 // measurement is one run of one workload on one peer.
@@ -57,6 +62,7 @@ type measurement struct {
 	// nodeCPUPerOp is the remote workloads' node's CPU nanoseconds per
 	// message (10 ms resolution over the whole region).
 	nodeCPUPerOp float64
+	failed       float64 // failover: asks that failed before the first answer
 	p50          time.Duration
 	p99          time.Duration
 	perActr      float64 // heap bytes per idle actor (activate)
@@ -108,6 +114,35 @@ var workloads = []workload{
 		}
 		return latencies(clk, lat), nil
 	}},
+	{"client-ask", func(p peer, clk *clock, sz sizes, _ []string) (measurement, error) {
+		lat, err := p.(troupePeer).ClientAsk(clk, sz.ClientNodes, sz.ClientGos, sz.ClientKeys, sz.ClientAskN)
+		if err != nil {
+			return measurement{}, err
+		}
+		return latencies(clk, lat), nil
+	}},
+	{"failover-fast", func(p peer, clk *clock, sz sizes, _ []string) (measurement, error) {
+		return failover(p, clk, sz, "fast")
+	}},
+	{"failover-default", func(p peer, clk *clock, sz sizes, _ []string) (measurement, error) {
+		return failover(p, clk, sz, "default")
+	}},
+}
+
+// troupeOnly are the workloads Proto.Actor has no counterpart for here:
+// they run on Troupe alone and print no ratio.
+var troupeOnly = map[string]bool{"client-ask": true, "failover-fast": true, "failover-default": true}
+
+// noWarmup are the workloads that build a cluster of node processes for
+// each measurement: the warm-up would only start and stop processes.
+var noWarmup = map[string]bool{"client-ask": true, "failover-fast": true, "failover-default": true}
+
+func failover(p peer, clk *clock, sz sizes, timings string) (measurement, error) {
+	failed, err := p.(troupePeer).Failover(clk, sz.FailoverNodes, timings)
+	m := clk.rate(1)
+	m.primary = clk.wall.Seconds()
+	m.failed = float64(failed)
+	return m, err
 }
 
 // latencies is the measurement of len(lat) sequential round trips.
