@@ -110,6 +110,9 @@ func (troupePeer) ClientAsk(clk *clock, nodes, goroutines, keys, n int) (lat []t
 	per := n / goroutines
 	lat = make([]time.Duration, per*goroutines)
 	errs := make(chan error, goroutines)
+	for _, nd := range ns {
+		clk.node(nd.cmd.Process.Pid)
+	}
 	clk.start()
 	for g := range goroutines {
 		go func() {

@@ -328,7 +328,8 @@ func describe(w string, ms []measurement) string {
 		return fmt.Sprintf("%s asks/s  p50 %v  p99 %v  cpu %s/ask + node %s", si(s.primary), s.p50, s.p99, cpu,
 			time.Duration(s.nodeCPUPerOp))
 	case "client-ask":
-		return fmt.Sprintf("%s asks/s  p50 %v  p99 %v  cpu %s/ask (client process)", si(s.primary), s.p50, s.p99, cpu)
+		return fmt.Sprintf("%s asks/s  p50 %v  p99 %v  cpu %s/ask + nodes %s", si(s.primary), s.p50, s.p99, cpu,
+			time.Duration(s.nodeCPUPerOp))
 	case "failover-fast", "failover-default":
 		return fmt.Sprintf("%.3f s from kill -9 to the new owner's answer (min %.3f, max %.3f; %.0f asks failed meanwhile)",
 			s.primary, s.min, s.max, s.failed)

@@ -240,7 +240,7 @@ func (e *remoteEnv) tcpBaseline(n int) (measurement, error) {
 	}
 	addr, pid := e.echo.addr, e.echo.cmd.Process.Pid
 	e.mu.Unlock()
-	clk := &clock{nodePid: pid}
+	clk := &clock{nodePids: []int{pid}}
 	lat, err := tcpRoundTrips(clk, addr, n)
 	if err != nil {
 		return measurement{}, err

@@ -82,20 +82,26 @@ type clock struct {
 	cpu0 time.Duration
 	gc0  gcMark
 
-	// A remote workload's node: its CPU time in the region too.
-	nodePid  int
+	// A remote workload's nodes: their CPU time in the region too.
+	nodePids []int
 	nodeCPU  time.Duration
 	nodeCPU0 time.Duration
 }
 
-// node also measures the CPU time of the process pid (a remote
-// workload's node), in clock ticks of /proc (10 ms on Linux).
-func (c *clock) node(pid int) { c.nodePid = pid }
+// node also measures the CPU time of the processes pids (a remote
+// workload's nodes), in clock ticks of /proc (10 ms on Linux).
+func (c *clock) node(pids ...int) { c.nodePids = append(c.nodePids, pids...) }
+
+func (c *clock) nodesCPU() time.Duration {
+	var d time.Duration
+	for _, pid := range c.nodePids {
+		d += procCPU(pid)
+	}
+	return d
+}
 
 func (c *clock) start() {
-	if c.nodePid != 0 {
-		c.nodeCPU0 = procCPU(c.nodePid)
-	}
+	c.nodeCPU0 = c.nodesCPU()
 	c.gc0 = readGC()
 	c.cpu0 = processCPU()
 	c.t0 = time.Now()
@@ -106,9 +112,7 @@ func (c *clock) stop() {
 	c.cpu = processCPU() - c.cpu0
 	gc := readGC()
 	c.gcCycles, c.gcCPU = gc.cycles-c.gc0.cycles, gc.cpu-c.gc0.cpu
-	if c.nodePid != 0 {
-		c.nodeCPU = procCPU(c.nodePid) - c.nodeCPU0
-	}
+	c.nodeCPU = c.nodesCPU() - c.nodeCPU0
 }
 
 // procCPU reads the user and system CPU time of process pid from
