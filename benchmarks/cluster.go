@@ -83,7 +83,7 @@ func newClient(nodes []*node) (*client.Client, error) {
 // to keys keys spread over a cluster of nodes processes, each goroutine
 // one ask at a time; it returns the latency of every ask.
 func (troupePeer) ClientAsk(clk *clock, nodes, goroutines, keys, n int) (lat []time.Duration, err error) {
-	ns, err := startCluster(nodes, "")
+	ns, err := startCluster(nodes, "default")
 	if err != nil {
 		return nil, err
 	}

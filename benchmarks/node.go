@@ -26,6 +26,7 @@ const (
 	seedsEnv = "TROUPE_BENCH_SEEDS"      // troupe: comma-separated seed addresses
 	timesEnv = "TROUPE_BENCH_TIMINGS"    // troupe: "default" for cluster.DefaultConfig, else the fast timings
 	profEnv  = "TROUPE_BENCH_CPUPROFILE" // -cpuprofile: each node writes <path>.<role>.<pid>
+	logEnv   = "TROUPE_BENCH_LOG"        // Troupe members (nodes and this process) log at this level to stderr
 )
 
 // nodeMain runs this process as a node when nodeEnv is set; ok reports

@@ -113,6 +113,7 @@ func (p protoPeer) RemoteTell(clk *clock, n int) error {
 	for range n {
 		e.sys.Root.Send(e.pid, one)
 	}
+	last, since := int64(-1), time.Now()
 	for {
 		got, err := e.count()
 		if err != nil {
@@ -123,6 +124,11 @@ func (p protoPeer) RemoteTell(clk *clock, n int) error {
 		}
 		if got > want {
 			return fmt.Errorf("protoactor: remote counter at %d, want %d", got, want)
+		}
+		if got != last {
+			last, since = got, time.Now()
+		} else if time.Since(since) > stallAfter {
+			return fmt.Errorf("protoactor: remote counter stuck at %d of %d for %v", got-base, n, stallAfter)
 		}
 	}
 	clk.stop()

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"os"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -67,6 +69,7 @@ func startMember(seeds []string, timings string) (*system.System, error) {
 	sys, err := system.Start(ctx, system.Config{
 		Actors: []system.Definition{rcounter}, Cluster: &cc,
 		IdleTimeout: time.Hour, LeaveTimeout: 2 * time.Second,
+		Logger: memberLogger(),
 	})
 	if err != nil {
 		return nil, err
@@ -74,6 +77,16 @@ func startMember(seeds []string, timings string) (*system.System, error) {
 	a := sys.Addr()
 	memberAddr.Store(&a)
 	return sys, nil
+}
+
+// memberLogger logs to stderr at the level named by TROUPE_BENCH_LOG
+// (debug, info, warn, error), tagged with the process id; unset, nothing.
+func memberLogger() *slog.Logger {
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(os.Getenv(logEnv))); err != nil || os.Getenv(logEnv) == "" {
+		return nil
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: lvl})).With("pid", os.Getpid())
 }
 
 func startTroupeNode(seeds []string, timings string) (string, func() error, error) {
@@ -157,12 +170,15 @@ func (e *remoteEnv) troupeEnv() (*troupeRemote, error) {
 	if e.troupe != nil {
 		return e.troupe, nil
 	}
-	n, err := startNode("troupe")
+	// The default timings: this cluster lives for the whole run, through
+	// the other workloads' load, and measures the data path, not failure
+	// detection (see BENCHMARKS.md for what the fast ones did here).
+	n, err := startNode("troupe", timesEnv+"=default")
 	if err != nil {
 		return nil, err
 	}
 	e.onClose(func() { n.stop(5 * time.Second) })
-	sys, err := startMember([]string{n.addr}, "")
+	sys, err := startMember([]string{n.addr}, "default")
 	if err != nil {
 		return nil, err
 	}
@@ -182,12 +198,28 @@ func (e *remoteEnv) troupeEnv() (*troupeRemote, error) {
 	return e.troupe, nil
 }
 
+// check fails when the counter no longer lives on the node (placement
+// changed: a member was taken for dead).
+func (t *troupeRemote) check(ctx context.Context) error {
+	where, err := actor.Ask(ctx, t.ref, rWhere{})
+	if err != nil {
+		return err
+	}
+	if where != t.server.addr {
+		return fmt.Errorf("troupe: the remote counter moved from the node %s to %q; members seen here: %v", t.server.addr, where, t.sys.Members())
+	}
+	return nil
+}
+
 func (p troupePeer) RemoteTell(clk *clock, n int) error {
 	t, err := p.rem.troupeEnv()
 	if err != nil {
 		return err
 	}
 	ctx := context.Background()
+	if err := t.check(ctx); err != nil {
+		return err
+	}
 	base, err := actor.Ask(ctx, t.ref, rGet{})
 	if err != nil {
 		return err
@@ -199,6 +231,7 @@ func (p troupePeer) RemoteTell(clk *clock, n int) error {
 			return err
 		}
 	}
+	last, since := -1, time.Now()
 	for {
 		got, err := actor.Ask(ctx, t.ref, rGet{})
 		if err != nil {
@@ -210,10 +243,21 @@ func (p troupePeer) RemoteTell(clk *clock, n int) error {
 		if got > base+n {
 			return fmt.Errorf("troupe: remote counter at %d, want %d", got, base+n)
 		}
+		if got != last {
+			last, since = got, time.Now()
+		} else if time.Since(since) > stallAfter {
+			where, _ := actor.Ask(ctx, t.ref, rWhere{})
+			return fmt.Errorf("troupe: remote counter stuck at %d of %d for %v (%d tells missing); the key is now served by %q (the node is %s); members seen here: %v",
+				got-base, n, stallAfter, base+n-got, where, t.server.addr, t.sys.Members())
+		}
 	}
 	clk.stop()
 	return nil
 }
+
+// stallAfter fails remote-tell when the count stops growing this long
+// short of the total: tells were lost.
+const stallAfter = 10 * time.Second
 
 func (p troupePeer) RemoteAsk(clk *clock, n int) ([]time.Duration, error) {
 	t, err := p.rem.troupeEnv()
@@ -221,7 +265,7 @@ func (p troupePeer) RemoteAsk(clk *clock, n int) ([]time.Duration, error) {
 		return nil, err
 	}
 	ctx := context.Background()
-	if _, err := actor.Ask(ctx, t.ref, rGet{}); err != nil {
+	if err := t.check(ctx); err != nil {
 		return nil, err
 	}
 	lat := make([]time.Duration, n)
