@@ -12,6 +12,8 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -51,12 +53,26 @@ type Router struct {
 
 	nextID atomic.Uint64
 
+	// outboxes holds an *outbox per peer (wire.NodeID).
+	outboxes sync.Map
+
 	mu      sync.Mutex
 	closed  bool
 	pending map[uint64]*pending       // asks sent from here
 	serving map[servedKey]*served     // asks other nodes sent here
 	clients map[wire.NodeID]time.Time // clients to push member lists to, and their last sync
+	changed chan struct{}             // closed and replaced when the view changes
 }
+
+// maxRetries bounds how often an ask is sent again after a member said
+// it does not own the key (or left before answering): views converge
+// within a gossip round or two, so a retry that waited for this node's
+// view to change nearly always finds the owner.
+const maxRetries = 2
+
+// retryWait bounds how long an ask that met a non-owner waits for this
+// node's view to change before it is sent again.
+const retryWait = 250 * time.Millisecond
 
 // clientExpiry is how long a client stays subscribed to member-list
 // pushes after its last sync (clients sync every few seconds).
@@ -65,12 +81,11 @@ const clientExpiry = time.Minute
 // pending is an ask waiting for its reply.
 type pending struct {
 	to      wire.NodeID
-	out     *host.Outbound
+	out     host.Outbound
 	done    func([]byte, error)
-	stop    context.CancelFunc // drops the request if not yet written
-	retried bool
+	retries int         // sends after the first, at most maxRetries
 	prev    wire.NodeID // the node that answered it does not own the key
-	hint    string      // ... and the owner it named
+	hint    wire.NodeID // ... and the owner it named
 }
 
 type servedKey struct {
@@ -95,7 +110,8 @@ func New(cfg Config) *Router {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &Router{cfg: cfg, ep: cfg.Endpoint, h: cfg.Host, log: cfg.Logger, ctx: ctx, cancel: cancel,
-		pending: map[uint64]*pending{}, serving: map[servedKey]*served{}, clients: map[wire.NodeID]time.Time{}}
+		pending: map[uint64]*pending{}, serving: map[servedKey]*served{}, clients: map[wire.NodeID]time.Time{},
+		changed: make(chan struct{})}
 	r.view.Store(newView(cfg.Endpoint.Self(), false, nil))
 	cfg.Endpoint.Handle(wire.StreamApplication, wire.HandlerFunc(r.receive))
 	return r
@@ -108,26 +124,39 @@ func (r *Router) SetHost(h *host.Host) { r.h = h }
 // Update replaces the placement view. Asks waiting on members that are
 // now dead or gone fail with actor.ErrUnavailable, and clients that
 // subscribed get the new list.
-func (r *Router) Update(self wire.NodeID, owning bool, members []cluster.Member) {
+// It reports whether the view changed.
+func (r *Router) Update(self wire.NodeID, owning bool, members []cluster.Member) bool {
 	if old := r.view.Load(); old.self == self && old.owning == owning && len(old.list) > 0 &&
 		slices.EqualFunc(old.list, members, cluster.Member.Equal) {
-		return
+		return false
 	}
 	v := newView(self, owning, members)
 	r.view.Store(v)
-	var failed []*pending
+	var failed, again []*pending
+	var againIDs []uint64
 	now := time.Now()
 	r.mu.Lock()
+	close(r.changed)
+	r.changed = make(chan struct{})
 	for c, at := range r.clients {
 		if now.Sub(at) > clientExpiry {
 			delete(r.clients, c)
 		}
 	}
 	for id, p := range r.pending {
-		if v.gone(p.to) {
-			delete(r.pending, id)
-			failed = append(failed, p)
+		if !v.gone(p.to) {
+			continue
 		}
+		delete(r.pending, id)
+		if v.status[p.to] == cluster.StatusLeft && p.retries < maxRetries {
+			// A member that left in order answered what it accepted; a
+			// request still unanswered most likely reached it after it
+			// stopped serving (this view lagged): place it again.
+			p.retries++
+			again, againIDs = append(again, p), append(againIDs, id)
+			continue
+		}
+		failed = append(failed, p)
 	}
 	clients := make([]wire.NodeID, 0, len(r.clients))
 	for c := range r.clients {
@@ -135,14 +164,18 @@ func (r *Router) Update(self wire.NodeID, owning bool, members []cluster.Member)
 	}
 	r.mu.Unlock()
 	for _, p := range failed {
-		p.stop()
 		p.done(nil, fmt.Errorf("%w: owner %v is down", actor.ErrUnavailable, p.to))
+	}
+	for i, p := range again {
+		if err := r.dispatch(againIDs[i], p); err != nil {
+			p.done(nil, err)
+		}
 	}
 	if len(clients) > 0 && r.cfg.Serve {
 		body, err := msgpack.Marshal(members)
 		if err == nil {
 			for _, c := range clients {
-				if err := r.send(c, 0, &envelope{kind: kindMembers, body: body}); err != nil {
+				if err := r.send(c, 0, &envelope{kind: kindMembers, body: body}, true); err != nil {
 					r.mu.Lock()
 					delete(r.clients, c)
 					r.mu.Unlock()
@@ -150,12 +183,32 @@ func (r *Router) Update(self wire.NodeID, owning bool, members []cluster.Member)
 			}
 		}
 	}
+	return true
+}
+
+// MoveOut ends the local activations of the keys this node no longer
+// serves under the current view.
+func (r *Router) MoveOut() {
+	if r.h == nil {
+		return
+	}
+	for _, k := range r.h.Kinds() {
+		m, ok := k.(host.Mover)
+		if !ok {
+			continue
+		}
+		typ := k.Name()
+		m.Moved(func(key string) bool {
+			here, err := r.Here(typ, key, r.Token(typ, key))
+			return here && err == nil
+		})
+	}
 }
 
 // Sync asks the member at to for its member list, and for pushes of the
 // list when it changes; the answer reaches Config.OnMembers.
 func (r *Router) Sync(to wire.NodeID) error {
-	return r.send(to, 0, &envelope{kind: kindSync, id: r.nextID.Add(1)})
+	return r.send(to, 0, &envelope{kind: kindSync, id: r.nextID.Add(1)}, true)
 }
 
 // Members returns the member list of the current view.
@@ -176,7 +229,6 @@ func (r *Router) Close() {
 	r.mu.Unlock()
 	r.cancel()
 	for _, p := range pend {
-		p.stop()
 		p.done(nil, actor.ErrSystemClosed)
 	}
 	for _, s := range serving {
@@ -212,7 +264,7 @@ func (r *Router) Here(typ, key string, tok uint64) (bool, error) {
 }
 
 // Tell implements host.Remote.
-func (r *Router) Tell(ctx context.Context, out *host.Outbound) error {
+func (r *Router) Tell(ctx context.Context, out host.Outbound) error {
 	to, here, err := r.view.Load().dest(r.kind(out.Type), out.Type, out.Key, out.Token)
 	if err != nil {
 		return err
@@ -223,12 +275,13 @@ func (r *Router) Tell(ctx context.Context, out *host.Outbound) error {
 	}
 	// The message outlives the caller's context: a tell is done once
 	// queued, like a local one.
-	return r.send(to, out.Token, e)
+	return r.send(to, out.Token, e, false)
 }
 
 // Ask implements host.Remote.
-func (r *Router) Ask(ctx context.Context, out *host.Outbound, done func([]byte, error)) (func(), error) {
+func (r *Router) Ask(ctx context.Context, out host.Outbound, done func([]byte, error)) (func(), error) {
 	id := r.nextID.Add(1)
+	out.Body = append([]byte(nil), out.Body...) // kept for a retry
 	p := &pending{out: out, done: done}
 	if err := r.dispatch(id, p); err != nil {
 		return nil, err
@@ -244,19 +297,15 @@ func (r *Router) dispatch(id uint64, p *pending) error {
 	if err != nil {
 		return err
 	}
-	if p.retried && to == p.prev {
+	if p.retries > 0 && to == p.prev && !p.hint.IsZero() && serves(v.statusOr(p.hint, cluster.StatusAlive)) {
 		// This node's view still names the node that said no: believe
 		// that node's view, which changed first.
-		if id, ok := v.byAddr[p.hint]; ok && serves(v.status[id]) {
-			to, here = id, id == v.self
-		}
+		to, here = p.hint, p.hint == v.self
 	}
-	sendCtx, stop := context.WithCancel(r.ctx)
-	p.to, p.stop = to, stop
+	p.to = to
 	r.mu.Lock()
 	if r.closed {
 		r.mu.Unlock()
-		stop()
 		return actor.ErrSystemClosed
 	}
 	r.pending[id] = p
@@ -269,10 +318,9 @@ func (r *Router) dispatch(id uint64, p *pending) error {
 		r.serveAsk(r.ep.Self(), e)
 		return nil
 	}
-	if _, err := r.ep.Send(sendCtx, to, wire.StreamApplication, out.Token, e.encode()); err != nil {
+	if err := r.send(to, out.Token, e, true); err != nil {
 		r.take(id)
-		stop()
-		return unavailable(to, err)
+		return err
 	}
 	return nil
 }
@@ -283,12 +331,16 @@ func (r *Router) withdraw(id uint64) {
 	if p == nil {
 		return
 	}
-	p.stop()
 	if p.to == r.ep.Self() {
 		r.cancelServed(servedKey{from: p.to, id: id})
 		return
 	}
-	r.send(p.to, id, &envelope{kind: kindCancel, id: id})
+	if p.to.IsZero() {
+		return // waiting to be sent again: nothing out there
+	}
+	// The request may sit in a batch or on the owner: the cancel follows
+	// it on the same lane, so it arrives after it.
+	r.send(p.to, p.out.Token, &envelope{kind: kindCancel, id: id}, false)
 }
 
 func (r *Router) take(id uint64) *pending {
@@ -299,23 +351,33 @@ func (r *Router) take(id uint64) *pending {
 	return p
 }
 
-// send queues e for to; the router's lifetime bounds it.
-func (r *Router) send(to wire.NodeID, key uint64, e *envelope) error {
-	if _, err := r.ep.Send(r.ctx, to, wire.StreamApplication, key, e.encode()); err != nil {
-		return unavailable(to, err)
-	}
-	return nil
+// send queues e for to in the lane of key (see outbox); now sends the
+// lane at once, for envelopes someone waits on.
+func (r *Router) send(to wire.NodeID, key uint64, e *envelope, now bool) error {
+	return r.outboxFor(to).enqueue(key, e, now)
 }
 
 func unavailable(to wire.NodeID, err error) error {
 	if errors.Is(err, wire.ErrClosed) {
 		return fmt.Errorf("%w: %w", actor.ErrSystemClosed, err)
 	}
+	if errors.Is(err, wire.ErrQueueFull) {
+		// The link to the owner is backed up: like a full mailbox, a
+		// reason to retry later.
+		return fmt.Errorf("%w: send to %v: %w", actor.ErrMailboxFull, to, err)
+	}
 	return fmt.Errorf("%w: send to %v: %w", actor.ErrUnavailable, to, err)
 }
 
-// receive handles one envelope of the application stream.
+// receive handles one batch of the application stream.
 func (r *Router) receive(from wire.NodeID, payload []byte) {
+	if err := splitBatch(payload, func(b []byte) { r.receiveOne(from, b) }); err != nil {
+		r.log.Warn("troupe: dropped the rest of an application batch", "from", from, "err", err)
+	}
+}
+
+// receiveOne handles one envelope.
+func (r *Router) receiveOne(from wire.NodeID, payload []byte) {
 	e, err := decodeEnvelope(payload)
 	if err != nil {
 		r.log.Warn("troupe: dropped application envelope", "from", from, "err", err)
@@ -339,7 +401,7 @@ func (r *Router) receive(from wire.NodeID, payload []byte) {
 			r.mu.Unlock()
 			body, err := msgpack.Marshal(r.view.Load().list)
 			if err == nil {
-				r.send(from, e.id, &envelope{kind: kindMembers, id: e.id, body: body})
+				r.send(from, e.id, &envelope{kind: kindMembers, id: e.id, body: body}, true)
 			}
 		}
 	case kindMembers:
@@ -370,9 +432,9 @@ func (r *Router) serveTell(from wire.NodeID, e *envelope) error {
 			return r.dropped(e, fmt.Errorf("%w: forwarded once already; owner now %v", actor.ErrUnavailable, to))
 		}
 		e.hops++
-		return r.send(to, e.token, e)
+		return r.send(to, e.token, e, false)
 	}
-	if _, err := k.DeliverRemote(&host.Inbound{Key: e.key, Name: e.name, Body: e.body}); err != nil {
+	if _, err := k.DeliverRemote(host.Inbound{Key: e.key, Name: e.name, Body: e.body}); err != nil {
 		return r.dropped(e, err)
 	}
 	return nil
@@ -400,7 +462,7 @@ func (r *Router) serveAsk(from wire.NodeID, e *envelope) {
 		return
 	}
 	if !here {
-		fail(&notOwnerError{hint: to.Addr})
+		fail(&notOwnerError{hint: to.String()})
 		return
 	}
 	sk := servedKey{from: from, id: id}
@@ -413,7 +475,7 @@ func (r *Router) serveAsk(from wire.NodeID, e *envelope) {
 	}
 	r.serving[sk] = s
 	r.mu.Unlock()
-	in := &host.Inbound{Key: e.key, Name: e.name, Body: e.body, Chain: e.chain,
+	in := host.Inbound{Key: e.key, Name: e.name, Body: e.body, Chain: e.chain,
 		Reply: func(body []byte, err error) {
 			r.mu.Lock()
 			if cur := r.serving[sk]; cur == s {
@@ -478,7 +540,7 @@ func (r *Router) answer(from wire.NodeID, id uint64, body []byte, err error) {
 		r.reply(from, e)
 		return
 	}
-	if serr := r.send(from, id, e); serr != nil {
+	if serr := r.send(from, id, e, true); serr != nil {
 		r.log.Debug("troupe: reply not sent", "to", from, "err", serr)
 	}
 }
@@ -490,21 +552,68 @@ func (r *Router) reply(from wire.NodeID, e *envelope) {
 	if p == nil {
 		return // withdrawn, or failed meanwhile
 	}
-	p.stop()
 	if e.err == nil {
 		p.done(e.body, nil)
 		return
 	}
 	err := fromWire(e.err, from.String())
-	if e.err.code == codeNotOwner && !p.retried {
-		p.retried, p.hint, p.prev = true, e.err.hint, from
-		derr := r.dispatch(e.id, p)
-		if derr == nil {
-			return
-		}
-		err = derr
-	} else if e.err.code == codeNotOwner {
-		err = fmt.Errorf("%w: %s/%s: owner changed twice during the request: %w", actor.ErrUnavailable, p.out.Type, p.out.Key, err)
+	if e.err.code == codeNotOwner && p.retries < maxRetries {
+		p.retries++
+		p.prev = from
+		p.hint, _ = parseNodeID(e.err.hint)
+		r.retryLater(e.id, p)
+		return
+	}
+	if e.err.code == codeNotOwner {
+		err = fmt.Errorf("%w: %s/%s: %d members in turn said another owns the key: %w", actor.ErrUnavailable, p.out.Type, p.out.Key, maxRetries+1, err)
 	}
 	p.done(nil, err)
+}
+
+// retryLater sends the ask p again once this node's view changed (the
+// member that said no saw a change first), or after a short wait, when
+// the hint decides. It stays withdrawable meanwhile.
+func (r *Router) retryLater(id uint64, p *pending) {
+	wait := retryWait
+	if dl := p.out.Deadline; !dl.IsZero() {
+		wait = min(wait, time.Until(dl)/2)
+	}
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		p.done(nil, actor.ErrSystemClosed)
+		return
+	}
+	p.to = wire.NodeID{} // nowhere while it waits
+	r.pending[id] = p
+	changed := r.changed
+	r.mu.Unlock()
+	go func() {
+		t := time.NewTimer(wait)
+		select {
+		case <-changed:
+		case <-t.C:
+		case <-r.ctx.Done():
+		}
+		t.Stop()
+		if r.take(id) != p {
+			return // withdrawn or failed meanwhile
+		}
+		if err := r.dispatch(id, p); err != nil {
+			p.done(nil, err)
+		}
+	}()
+}
+
+// parseNodeID parses addr#incarnation, as NodeID.String prints it.
+func parseNodeID(s string) (wire.NodeID, bool) {
+	i := strings.LastIndexByte(s, '#')
+	if i < 0 {
+		return wire.NodeID{}, false
+	}
+	inc, err := strconv.ParseUint(s[i+1:], 10, 64)
+	if err != nil {
+		return wire.NodeID{}, false
+	}
+	return wire.NodeID{Addr: s[:i], Incarnation: inc}, true
 }

@@ -25,7 +25,7 @@ type view struct {
 // typeRing places the keys of the actor types hosted by one member set.
 type typeRing struct {
 	r    *ring.Ring
-	live ring.Liveness
+	live ring.Liveness // nil when every member of r serves: the usual case, and no lookups
 }
 
 // serves reports whether a member in status s takes new work: alive or
@@ -62,7 +62,13 @@ func newView(self wire.NodeID, owning bool, members []cluster.Member) *view {
 		}
 		tr, ok := shared[sig.String()]
 		if !ok {
-			tr = &typeRing{r: ring.New(ms), live: live}
+			tr = &typeRing{r: ring.New(ms)}
+			for _, m := range ms {
+				if !serves(v.status[wire.NodeID(m)]) {
+					tr.live = live
+					break
+				}
+			}
 			shared[sig.String()] = tr
 		}
 		v.rings[t] = tr
@@ -112,9 +118,18 @@ func (v *view) dest(k host.RemoteKind, typ, key string, tok uint64) (wire.NodeID
 	return id, true, nil
 }
 
-// gone reports whether id no longer serves anything: dead, left, or not a
-// member any more.
+// gone reports whether id no longer serves anything: dead or left. A
+// node the view does not know (named by another member's newer view) is
+// not known to be gone.
 func (v *view) gone(id wire.NodeID) bool {
 	s, ok := v.status[id]
-	return !ok || s == cluster.StatusDead || s == cluster.StatusLeft
+	return ok && (s == cluster.StatusDead || s == cluster.StatusLeft)
+}
+
+// statusOr returns id's status, or def when the view does not know id.
+func (v *view) statusOr(id wire.NodeID, def cluster.Status) cluster.Status {
+	if s, ok := v.status[id]; ok {
+		return s
+	}
+	return def
 }
