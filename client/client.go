@@ -77,7 +77,7 @@ type Client struct {
 	mu      sync.Mutex
 	members []cluster.Member
 	seen    map[cluster.NodeID]time.Time // when a list last named each member
-	learned chan struct{} // closed at the first member list
+	learned chan struct{}                // closed at the first member list
 	once    sync.Once
 
 	stop      chan struct{}

@@ -10,7 +10,7 @@ import (
 )
 
 func TestMemberListsMergeWithoutDroppingANewcomer(t *testing.T) {
-	ep, err := wire.NewMemNetwork().Join(wire.NodeID{Incarnation: 1})
+	ep, err := wire.NewMemNetwork().Join(wire.NodeID{Addr: "client", Incarnation: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
