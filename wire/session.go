@@ -2,6 +2,7 @@ package wire
 
 import (
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -137,7 +138,11 @@ const minCwnd = 32 << 10
 // counters.
 func (s *session) resetLocked() error {
 	lim := s.t.cfg.Limits
-	cfg := flow.Config{MaxFrame: min(flow.DefaultMaxFrame, lim.chunkSize()), Estimator: flow.EstimatorConfig{MinCwnd: minCwnd}}
+	cfg := flow.Config{
+		MaxFrame:   min(flow.DefaultMaxFrame, lim.chunkSize()),
+		LargeFrame: lim.chunkSize(),
+		Estimator:  flow.EstimatorConfig{MinCwnd: minCwnd},
+	}
 	for id := range StreamID(NumStreams) {
 		class := flow.ClassData
 		switch id {
@@ -344,9 +349,54 @@ func (s *session) applyCreditLocked(st StreamID, c credit, now time.Time) error 
 	return nil
 }
 
+// newPartialLocked allocates a buffer for an envelope of total bytes.
+// Whole envelopes are reserved up front while the session's reservations
+// stay within reserveBudget; beyond it the buffer starts at a window and
+// grows with what actually arrives, so a peer announcing large envelopes
+// cannot make us reserve memory it never sends. It reserves nothing yet:
+// applyDataLocked does, when the first chunk is applied.
+func (s *session) newPartialLocked(total int) *partialEnv {
+	p := &partialEnv{total: total}
+	if budget := 4 * s.t.cfg.Limits.MaxMessage; s.reserved+total <= budget {
+		p.reserved = total
+		p.buf = make([]byte, 0, total)
+	} else {
+		p.buf = make([]byte, 0, min(total, s.t.cfg.Limits.Window))
+	}
+	return p
+}
+
+// chunkTargetLocked returns where the n-byte chunk of data frame d goes:
+// its envelope (new for a first chunk, not yet registered) and the bytes
+// of the envelope's buffer after what it holds. It changes nothing the
+// session counts, so a frame that never arrives whole leaves no trace.
+// It returns nil for a chunk that does not fit an envelope;
+// applyDataLocked then reports why.
+func (s *session) chunkTargetLocked(h Header, d dataFrame, n int) (*partialEnv, []byte) {
+	st := h.Stream
+	if h.Flags&FlagFirst != 0 {
+		if int64(d.Envelope) <= s.started[st] || s.partial[st][d.Envelope] != nil || n > int(d.Total) {
+			return nil, nil
+		}
+		p := s.newPartialLocked(int(d.Total))
+		if cap(p.buf) < n {
+			p.buf = slices.Grow(p.buf, n)
+		}
+		return p, p.buf[:n]
+	}
+	p := s.partial[st][d.Envelope]
+	if p == nil || int(d.Offset) != len(p.buf) || len(p.buf)+n > p.total {
+		return nil, nil
+	}
+	// Growing keeps the content; it changes nothing counted.
+	p.buf = slices.Grow(p.buf, n)
+	return p, p.buf[len(p.buf) : len(p.buf)+n]
+}
+
 // applyDataLocked records a received data frame (chunk already
-// decompressed).
-func (s *session) applyDataLocked(h Header, d dataFrame, chunk []byte, now time.Time) error {
+// decompressed). pre, if not nil, is the envelope chunkTargetLocked
+// returned for it, and chunk may already lie in its buffer.
+func (s *session) applyDataLocked(h Header, d dataFrame, chunk []byte, now time.Time, pre *partialEnv) error {
 	st := h.Stream
 	last := h.Flags&FlagLast != 0
 	if h.Flags&FlagFirst != 0 && int64(d.Envelope) <= s.started[st] {
@@ -370,19 +420,11 @@ func (s *session) applyDataLocked(h Header, d dataFrame, chunk []byte, now time.
 		if p != nil {
 			return frameErr(ErrMalformedFrame, h, "envelope %d started twice", d.Envelope)
 		}
-		// Reserve the whole envelope up front while the session's
-		// reservations stay within reserveBudget; beyond it the buffer
-		// starts at a window and grows with what actually arrives, so a
-		// peer announcing large envelopes cannot make us reserve memory
-		// it never sends.
-		p = &partialEnv{total: int(d.Total)}
-		if budget := 4 * s.t.cfg.Limits.MaxMessage; s.reserved+p.total <= budget {
-			p.reserved = p.total
-			s.reserved += p.total
-			p.buf = make([]byte, 0, p.total)
-		} else {
-			p.buf = make([]byte, 0, min(p.total, s.t.cfg.Limits.Window))
+		p = pre
+		if p == nil || p.total != int(d.Total) {
+			p = s.newPartialLocked(int(d.Total))
 		}
+		s.reserved += p.reserved
 		parts[d.Envelope] = p
 		s.started[st] = int64(d.Envelope)
 	} else if p == nil {
@@ -391,8 +433,14 @@ func (s *session) applyDataLocked(h Header, d dataFrame, chunk []byte, now time.
 	if int(d.Offset) != len(p.buf) || len(p.buf)+len(chunk) > p.total {
 		return frameErr(ErrMalformedFrame, h, "chunk at %d+%d, envelope has %d of %d", d.Offset, len(chunk), len(p.buf), p.total)
 	}
-	// Grow with what arrives rather than trusting the announced total.
-	p.buf = append(p.buf, chunk...)
+	if n := len(p.buf); len(chunk) > 0 && cap(p.buf)-n >= len(chunk) && &p.buf[n : n+1][0] == &chunk[0] {
+		// Read in place by readDataDirect.
+		p.buf = p.buf[:n+len(chunk)]
+	} else {
+		// Grow with what arrives rather than trusting the announced
+		// total.
+		p.buf = append(p.buf, chunk...)
+	}
 	if last {
 		if len(p.buf) != p.total {
 			return frameErr(ErrMalformedFrame, h, "last chunk leaves envelope at %d of %d", len(p.buf), p.total)

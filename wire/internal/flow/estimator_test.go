@@ -446,3 +446,31 @@ func TestFastLinkWithCoarseTimer(t *testing.T) {
 		t.Errorf("goodput %.3g, want the link rate %.3g ±10%% despite a 1 ms timer", res.goodput, rate)
 	}
 }
+
+// On a path whose delay is far shorter than the interval between grants
+// (loopback: tens of microseconds against a grant per 256 KiB here), credit
+// returns in bursts. A window of two BDPs from the min RTT would idle the
+// sender between bursts; the ack-aggregation term keeps room for a burst.
+func TestEstimatorWindowCoversCreditReturningInBursts(t *testing.T) {
+	const rate = 1e9
+	rtt := 40 * time.Microsecond
+	m := newSim(t, simConfig(), RecvConfig{Window: 8 << 20, GrantBytes: 256 << 10}, rate, rtt)
+	res := runBulk(t, m, 200*time.Millisecond)
+	t.Logf("bw %.3g rtt %v goodput %.3g cwnd %d aggregation %d", res.bw, res.rtt, res.goodput,
+		m.s.Estimator().CWnd(), m.s.Estimator().aggregationCwnd())
+	if res.goodput < 0.8*rate {
+		t.Errorf("goodput %.3g, want at least 80%% of the link rate %.3g", res.goodput, rate)
+	}
+}
+
+// The room kept for bursts of credit is capped at the grant delay's worth
+// of sending: any more would stand in a slow bottleneck's queue.
+func TestEstimatorAggregationRoomIsCappedByGrantDelay(t *testing.T) {
+	l := links[0]
+	m := newSim(t, simConfig(), RecvConfig{GrantBytes: 256 << 10}, l.rate, l.rtt)
+	runBulk(t, m, 5*time.Second)
+	e := m.s.Estimator()
+	if got, limit := e.aggregationCwnd(), int64(e.Bandwidth()*DefaultGrantDelay.Seconds())+1; got > limit {
+		t.Errorf("aggregation room %d bytes, want at most the grant delay's worth %d", got, limit)
+	}
+}

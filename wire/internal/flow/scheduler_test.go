@@ -617,3 +617,40 @@ func TestSchedulerStatsCountQueuedDataOnly(t *testing.T) {
 		t.Errorf("Stats() after draining = %+v; want nothing pending or queued", st)
 	}
 }
+
+// A large envelope's frames grow to what the pacing rate sends in
+// FrameTime (within LargeFrame) once the path is fast; on a slow path they
+// stay at MaxFrame.
+func TestSchedulerLargeFramesGrowWithThePacingRate(t *testing.T) {
+	cfg := simConfig()
+	cfg.LargeFrame = 256 << 10
+	big := 1 << 20
+	first := func(s *Scheduler) int {
+		mustEnqueue(t, s, stApp, 1, big)
+		now := t0.Add(time.Second)
+		f, wait, ok := s.Next(now)
+		if !ok && wait > 0 { // the pacer's bucket fills at the new rate
+			f, _, ok = s.Next(now.Add(wait))
+		}
+		if !ok {
+			t.Fatalf("no frame: in flight %d, cwnd %d", s.Estimator().Inflight(), s.Estimator().CWnd())
+		}
+		return f.Len
+	}
+	slow := mustScheduler(t, cfg)
+	if n := first(slow); n != DefaultMaxFrame {
+		t.Errorf("frame of %d bytes before any measurement, want MaxFrame %d", n, DefaultMaxFrame)
+	}
+
+	fast := mustScheduler(t, cfg)
+	// Teach the estimator a 1 GB/s path: 250 µs of it is 250 KB.
+	feed(fast.Estimator(), t0, 200, 16<<10, 16*time.Microsecond, 50*time.Microsecond, false)
+	rate := fast.Estimator().PacingRate()
+	want := min(int(rate*DefaultFrameTime.Seconds()), cfg.LargeFrame)
+	if want <= DefaultMaxFrame {
+		t.Fatalf("pacing rate %.3g too low for the test", rate)
+	}
+	if n := first(fast); n != want {
+		t.Errorf("frame of %d bytes at %.3g B/s, want %d", n, rate, want)
+	}
+}
