@@ -170,6 +170,7 @@ func supersede(hc *hsConn) error {
 // delivers is counted.
 func (s *session) fenceLocked() {
 	if s.conn != nil {
+		s.noteHeardLocked(s.conn)
 		s.gen++
 		s.conn.Close()
 		s.conn = nil
@@ -271,6 +272,7 @@ func (s *session) activate(hc *hsConn, fresh bool, theirs resumeCounts) error {
 	s.conn = c
 	s.upAt = now
 	s.downAt = time.Time{}
+	s.wantSince = time.Time{}
 	s.pongs, s.pingWant = nil, false
 	s.credits = s.credits[:0] // the resume makes the next grant due anyway
 	if s.dialCancel != nil && s.dialing {
@@ -560,7 +562,7 @@ func (c *liveConn) broken(err error) {
 	s.gen++
 	s.conn = nil
 	s.downAt = time.Now()
-	s.lastHeard = c.heard()
+	s.noteHeardLocked(c)
 	s.kick()
 	if s.t.isClosed() || s.closing {
 		return

@@ -107,7 +107,12 @@ type session struct {
 	dialing    bool
 	dialDone   chan struct{} // closed when the in-flight dial ends
 	dialCancel func()
-	activating *hsConn // connection in its resume exchange
+	redial     chan struct{} // a Send asks the dial loop to cut its backoff short; capacity 1
+	wantSince  time.Time     // when the session, holding no peer, first wanted a connection; zero if it does not
+	removed    bool          // taken out of the transport: given up on
+	accepting  int           // accepted connections on their way to the session
+	room       chan struct{} // closed when the send queue shrinks; nil if nobody waits
+	activating *hsConn       // connection in its resume exchange
 	closing    bool
 	grace      *time.Timer // for a client: gives up on it after the resume grace
 	up         bool        // a peer-up event was reported and no peer-down since
@@ -115,7 +120,7 @@ type session struct {
 }
 
 func newSession(t *Transport, key, addr string) (*session, error) {
-	s := &session{t: t, key: key, addr: addr, queued: map[flow.Handle]*pendingEnv{}}
+	s := &session{t: t, key: key, addr: addr, queued: map[flow.Handle]*pendingEnv{}, redial: make(chan struct{}, 1)}
 	s.cond = sync.NewCond(&s.mu)
 	if err := s.resetLocked(); err != nil {
 		return nil, err
@@ -181,6 +186,7 @@ func (s *session) failAllLocked(err error) {
 		delete(s.queued, h)
 	}
 	s.queuedBytes = 0
+	s.freedLocked()
 	for i := range s.await {
 		for _, a := range s.await[i] {
 			a.receipt.resolve(err)
@@ -202,9 +208,43 @@ func (s *session) kick() {
 	}
 }
 
+// fullLocked reports whether an envelope of n bytes does not fit the send
+// queue now.
+func (s *session) fullLocked(n int) bool { return s.queuedBytes+n > s.t.cfg.SendQueue }
+
+// roomLocked returns a channel closed when the send queue next shrinks.
+func (s *session) roomLocked() <-chan struct{} {
+	if s.room == nil {
+		s.room = make(chan struct{})
+	}
+	return s.room
+}
+
+// freedLocked wakes senders waiting for room in the queue.
+func (s *session) freedLocked() {
+	if s.room != nil {
+		close(s.room)
+		s.room = nil
+	}
+}
+
+// appendPendingLocked appends the receipts of every envelope queued or
+// awaiting its credit.
+func (s *session) appendPendingLocked(rs []*Receipt) []*Receipt {
+	for _, p := range s.queued {
+		rs = append(rs, p.receipt)
+	}
+	for i := range s.await {
+		for _, a := range s.await[i] {
+			rs = append(rs, a.receipt)
+		}
+	}
+	return rs
+}
+
 // enqueueLocked queues an envelope.
 func (s *session) enqueueLocked(stream StreamID, key uint64, payload []byte, r *Receipt) (flow.Handle, error) {
-	if s.queuedBytes+len(payload) > s.t.cfg.SendQueue {
+	if s.fullLocked(len(payload)) {
 		return flow.Handle{}, fmt.Errorf("%w: %d bytes queued for %s", ErrQueueFull, s.queuedBytes, s.key)
 	}
 	h, err := s.sched.Enqueue(flow.StreamID(stream), key, payload)
@@ -230,6 +270,7 @@ func (s *session) cancelLocked(r *Receipt, err error) {
 	if s.sched.Cancel(r.handle) != flow.CancelUnknown {
 		delete(s.queued, r.handle)
 		s.queuedBytes -= p.size
+		s.freedLocked()
 		r.queued = false
 		r.resolve(err)
 		s.kick()
@@ -315,6 +356,7 @@ func (s *session) nextFramesLocked(now time.Time, out []outFrame, budget int) ([
 		if f.Last && p != nil {
 			delete(s.queued, f.Handle)
 			s.queuedBytes -= p.size
+			s.freedLocked()
 			p.receipt.queued = false
 			s.await[st] = append(s.await[st], awaitCredit{end: sf.end(), receipt: p.receipt})
 		}
@@ -458,10 +500,10 @@ func (s *session) deliver(st StreamID) {
 	defer s.t.wg.Done()
 	for {
 		s.mu.Lock()
-		for len(s.inbox[st]) == 0 && !s.t.isClosed() {
+		for len(s.inbox[st]) == 0 && !s.t.isClosed() && !s.removed {
 			s.cond.Wait()
 		}
-		if s.t.isClosed() {
+		if s.t.isClosed() || len(s.inbox[st]) == 0 {
 			s.mu.Unlock()
 			return
 		}
