@@ -86,6 +86,33 @@ func TestSendsToAnAddressNeverReachedFailAfterTheGraceAndItIsForgotten(t *testin
 	}
 }
 
+func TestMemSendToANewerIncarnationFailsWhatWasPendingAndStartsAfresh(t *testing.T) {
+	n := NewMemNetwork()
+	a, _ := n.Join(NodeID{Addr: "a", Incarnation: 1})
+	defer a.Close()
+	b, _ := n.Join(NodeID{Addr: "b", Incarnation: 1})
+	r, _ := a.Send(context.Background(), b.Self(), StreamApplication, 1, []byte("first"))
+	if err := waitReceipt(t, r); err != nil {
+		t.Fatal(err)
+	}
+	n.Partition("a", "b")
+	old, _ := a.Send(context.Background(), b.Self(), StreamApplication, 1, []byte("held"))
+	b.Close()
+	b2, _ := n.Join(NodeID{Addr: "b", Incarnation: 2})
+	defer b2.Close()
+	r, err := a.Send(context.Background(), b2.Self(), StreamApplication, 1, []byte("new"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := old.Err(); !errors.Is(err, ErrPeerRestarted) {
+		t.Fatalf("send held for the old incarnation: want ErrPeerRestarted at once, got %v", err)
+	}
+	n.Heal("a", "b")
+	if err := waitReceipt(t, r); err != nil {
+		t.Fatalf("send to the newer incarnation: %v", err)
+	}
+}
+
 func TestSendToANewerIncarnationFailsWhatWasPendingAndStartsAfresh(t *testing.T) {
 	fp := newFaultPair(t, 23, nil, nil)
 	defer fp.close()

@@ -200,7 +200,7 @@ func (e *MemEndpoint) trackLocked(r *Receipt) {
 	}
 	kept := e.sent[:0]
 	for _, r := range e.sent {
-		if r.Err() == nil && !isDone(r) {
+		if !isDone(r) {
 			kept = append(kept, r)
 		}
 	}
@@ -238,6 +238,34 @@ func (e *MemEndpoint) Send(ctx context.Context, to NodeID, st StreamID, key uint
 	}
 	e.trackLocked(env.r)
 	env.known = e.up[to.Addr].Incarnation
+	if to.Incarnation != 0 && env.known != 0 && to.Incarnation > env.known {
+		// The caller learned of the peer's restart first, as
+		// Transport.Send handles it: what waits for the old incarnation
+		// fails, and this envelope goes to the new one.
+		old := e.up[to.Addr]
+		kept := e.held[:0]
+		var failed []memEnv
+		for _, h := range e.held {
+			if h.to.Addr == to.Addr {
+				failed = append(failed, h)
+			} else {
+				kept = append(kept, h)
+			}
+		}
+		clear(e.held[len(kept):])
+		e.held = kept
+		delete(e.up, to.Addr)
+		delete(e.suspect, to.Addr)
+		fs := e.listeners
+		e.mu.Unlock()
+		err := fmt.Errorf("%w: %v is now %v", ErrPeerRestarted, old, to)
+		for _, h := range failed {
+			h.r.resolve(err)
+		}
+		tell(fs, PeerEvent{Peer: old, Err: err})
+		e.mu.Lock()
+		env.known = 0
+	}
 	// Keep order behind anything already held for this peer.
 	holding := false
 	for _, h := range e.held {
