@@ -26,6 +26,11 @@ const (
 	// envelopes wait behind it.
 	extraAckedRounds  = 5
 	extraAckedMaxTime = DefaultGrantDelay
+	// sustainedWindow is the span over which the sustained delivery rate
+	// is measured: long enough that a token bucket's burst (tc tbf lets
+	// its bucket through at line rate after an idle spell) or a burst of
+	// credit cannot pass for the path's rate.
+	sustainedWindow = 20 * time.Millisecond
 )
 
 // probePhases is the length of the steady-state gain cycle.
@@ -270,6 +275,15 @@ type Estimator struct {
 	ackEpochAcked int64
 	extraAcked    windowedMax // bytes, over rounds
 
+	// The sustained rate: bytes delivered over the last two completed
+	// spans of at least sustainedWindow. Unlike the bandwidth estimate (a
+	// maximum of short samples) a burst cannot inflate it much; what is
+	// sized by time at the path's rate (the aggregation room, the frames
+	// of large envelopes) is sized by it.
+	spanStart     int64
+	spanDelivered int64
+	spanRates     [2]float64
+
 	pacingRate float64
 	cwnd       int64
 	last       RateSample
@@ -362,6 +376,10 @@ func (e *Estimator) OnCredit(stream StreamID, acked int64, now time.Time) (RateS
 	st.acked = acked
 	e.delivered += newly
 	e.deliveredTime = t
+	if span := t - e.spanStart; span >= int64(sustainedWindow) {
+		e.spanRates[0], e.spanRates[1] = e.spanRates[1], float64(e.delivered-e.spanDelivered)/time.Duration(span).Seconds()
+		e.spanStart, e.spanDelivered = t, e.delivered
+	}
 	if !found {
 		e.updateModel(t, newly, false)
 		return RateSample{}, false
@@ -428,8 +446,15 @@ func (e *Estimator) aggregationCwnd() int64 {
 	if !ok || !e.filledPipe {
 		return 0
 	}
-	bw, _ := e.bw.get()
-	return min(int64(extra), int64(bw*extraAckedMaxTime.Seconds()))
+	return min(int64(extra), int64(e.SustainedRate()*extraAckedMaxTime.Seconds()))
+}
+
+// SustainedRate returns the delivery rate over the last completed spans of
+// at least 20 ms (the larger of the last two), in bytes per second; 0
+// until one completed. It is at most what the path carried, where the
+// bandwidth estimate may count a burst that a token bucket let through.
+func (e *Estimator) SustainedRate() float64 {
+	return max(e.spanRates[0], e.spanRates[1])
 }
 
 // OnRTT feeds a round-trip sample (a ping's, or a frame's) into the min-RTT

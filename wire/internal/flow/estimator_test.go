@@ -464,13 +464,33 @@ func TestEstimatorWindowCoversCreditReturningInBursts(t *testing.T) {
 }
 
 // The room kept for bursts of credit is capped at the grant delay's worth
-// of sending: any more would stand in a slow bottleneck's queue.
+// of sending at the sustained rate: any more would stand in a slow
+// bottleneck's queue.
 func TestEstimatorAggregationRoomIsCappedByGrantDelay(t *testing.T) {
 	l := links[0]
 	m := newSim(t, simConfig(), RecvConfig{GrantBytes: 256 << 10}, l.rate, l.rtt)
 	runBulk(t, m, 5*time.Second)
 	e := m.s.Estimator()
-	if got, limit := e.aggregationCwnd(), int64(e.Bandwidth()*DefaultGrantDelay.Seconds())+1; got > limit {
+	if got, limit := e.aggregationCwnd(), int64(e.SustainedRate()*DefaultGrantDelay.Seconds())+1; got > limit {
 		t.Errorf("aggregation room %d bytes, want at most the grant delay's worth %d", got, limit)
+	}
+}
+
+// The sustained rate counts whole spans of at least 20 ms: a burst shorter
+// than that leaves it unset, however fast; a steady flow sets it to its
+// rate.
+func TestEstimatorSustainedRateIgnoresShortBursts(t *testing.T) {
+	e := mustEstimator(t, EstimatorConfig{})
+	now := feed(e, t0, 200, 16<<10, 16*time.Microsecond, 50*time.Microsecond, false)
+	if r := e.SustainedRate(); r != 0 {
+		t.Fatalf("sustained rate %.3g after a 3 ms burst, want none yet", r)
+	}
+	if e.Bandwidth() < 5e8 {
+		t.Fatalf("bandwidth estimate %.3g: the burst should have raised it", e.Bandwidth())
+	}
+	// 1 MB/s for a second: 16 KiB every 16.384 ms.
+	feed(e, now.Add(time.Second), 60, 16<<10, 16384*time.Microsecond, time.Millisecond, false)
+	if r := e.SustainedRate(); !within(r, 1e6, 0.1) {
+		t.Fatalf("sustained rate %.3g after a second at 1 MB/s, want about 1e6", r)
 	}
 }

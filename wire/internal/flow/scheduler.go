@@ -660,12 +660,15 @@ func (s *Scheduler) fits(st *schedStream, e *envelope) (int, bool) {
 }
 
 // largeFrame returns the payload limit of a large envelope's next frame:
-// what the pacing rate sends in FrameTime, within MaxFrame and LargeFrame.
+// what the path sends in FrameTime at its sustained rate (and at most the
+// pacing rate), within MaxFrame and LargeFrame.
 func (s *Scheduler) largeFrame() int {
 	if s.cfg.LargeFrame <= s.cfg.MaxFrame {
 		return s.cfg.MaxFrame
 	}
-	n := s.est.PacingRate() * s.cfg.FrameTime.Seconds()
+	// The sustained rate, not the pacing rate: a bandwidth estimate a
+	// burst inflated would make frames a slow link takes long to carry.
+	n := min(s.est.PacingRate(), s.est.SustainedRate()) * s.cfg.FrameTime.Seconds()
 	return int(max(float64(s.cfg.MaxFrame), min(n, float64(s.cfg.LargeFrame))))
 }
 

@@ -618,10 +618,11 @@ func TestSchedulerStatsCountQueuedDataOnly(t *testing.T) {
 	}
 }
 
-// A large envelope's frames grow to what the pacing rate sends in
-// FrameTime (within LargeFrame) once the path is fast; on a slow path they
+// A large envelope's frames grow to what the path sends in FrameTime at
+// its sustained rate (within LargeFrame) once the path is fast; before
+// that, and after a burst that inflated the bandwidth estimate alone, they
 // stay at MaxFrame.
-func TestSchedulerLargeFramesGrowWithThePacingRate(t *testing.T) {
+func TestSchedulerLargeFramesGrowWithTheSustainedRate(t *testing.T) {
 	cfg := simConfig()
 	cfg.LargeFrame = 256 << 10
 	big := 1 << 20
@@ -642,15 +643,26 @@ func TestSchedulerLargeFramesGrowWithThePacingRate(t *testing.T) {
 		t.Errorf("frame of %d bytes before any measurement, want MaxFrame %d", n, DefaultMaxFrame)
 	}
 
+	// 3 ms at 1 GB/s, as a token bucket lets its burst through: the
+	// bandwidth estimate jumps, the sustained rate does not.
+	burst := mustScheduler(t, cfg)
+	feed(burst.Estimator(), t0, 200, 16<<10, 16*time.Microsecond, 50*time.Microsecond, false)
+	if r := burst.Estimator().PacingRate(); r*DefaultFrameTime.Seconds() <= DefaultMaxFrame {
+		t.Fatalf("pacing rate %.3g too low for the test", r)
+	}
+	if n := first(burst); n != DefaultMaxFrame {
+		t.Errorf("frame of %d bytes after a 3 ms burst, want MaxFrame %d", n, DefaultMaxFrame)
+	}
+
+	// 50 ms of it: 250 µs at the sustained rate is about 250 KB.
 	fast := mustScheduler(t, cfg)
-	// Teach the estimator a 1 GB/s path: 250 µs of it is 250 KB.
-	feed(fast.Estimator(), t0, 200, 16<<10, 16*time.Microsecond, 50*time.Microsecond, false)
-	rate := fast.Estimator().PacingRate()
-	want := min(int(rate*DefaultFrameTime.Seconds()), cfg.LargeFrame)
+	feed(fast.Estimator(), t0, 3000, 16<<10, 16*time.Microsecond, 50*time.Microsecond, false)
+	e := fast.Estimator()
+	want := min(int(min(e.PacingRate(), e.SustainedRate())*DefaultFrameTime.Seconds()), cfg.LargeFrame)
 	if want <= DefaultMaxFrame {
-		t.Fatalf("pacing rate %.3g too low for the test", rate)
+		t.Fatalf("sustained rate %.3g too low for the test", e.SustainedRate())
 	}
 	if n := first(fast); n != want {
-		t.Errorf("frame of %d bytes at %.3g B/s, want %d", n, rate, want)
+		t.Errorf("frame of %d bytes at a sustained %.3g B/s, want %d", n, e.SustainedRate(), want)
 	}
 }
