@@ -451,6 +451,9 @@ func (c *liveConn) readDataDirect(br *bufio.Reader, h Header) (fenced bool, err 
 	}
 	p, dst := s.chunkTargetLocked(h, d, int(h.Length)-n)
 	s.mu.Unlock()
+	if p != nil && dst == nil {
+		dst = p.allocChunk(int(h.Length) - n)
+	}
 	if dst == nil {
 		// Not a chunk the session can take: read it into a scratch
 		// buffer; applying it reports what is wrong.

@@ -55,6 +55,7 @@ type partialEnv struct {
 	buf      []byte
 	total    int
 	reserved int // bytes counted in session.reserved for buf
+	alloc    int // capacity to allocate buf with
 }
 
 // delivery is a complete envelope waiting for its stream's handler.
@@ -398,33 +399,39 @@ func (s *session) applyCreditLocked(st StreamID, c credit, now time.Time) error 
 // cannot make us reserve memory it never sends. It reserves nothing yet:
 // applyDataLocked does, when the first chunk is applied.
 func (s *session) newPartialLocked(total int) *partialEnv {
-	p := &partialEnv{total: total}
+	p := s.planPartialLocked(total)
+	p.buf = make([]byte, 0, p.capacity())
+	return p
+}
+
+// planPartialLocked is newPartialLocked without the allocation, which
+// the reader makes after releasing the lock: zeroing a large buffer takes
+// milliseconds that the writer and the deliverers need not wait.
+func (s *session) planPartialLocked(total int) *partialEnv {
+	p := &partialEnv{total: total, alloc: min(total, s.t.cfg.Limits.Window)}
 	if budget := 4 * s.t.cfg.Limits.MaxMessage; s.reserved+total <= budget {
-		p.reserved = total
-		p.buf = make([]byte, 0, total)
-	} else {
-		p.buf = make([]byte, 0, min(total, s.t.cfg.Limits.Window))
+		p.reserved, p.alloc = total, total
 	}
 	return p
 }
 
+// capacity is the buffer to allocate for a planned envelope.
+func (p *partialEnv) capacity() int { return p.alloc }
+
 // chunkTargetLocked returns where the n-byte chunk of data frame d goes:
-// its envelope (new for a first chunk, not yet registered) and the bytes
-// of the envelope's buffer after what it holds. It changes nothing the
-// session counts, so a frame that never arrives whole leaves no trace.
-// It returns nil for a chunk that does not fit an envelope;
-// applyDataLocked then reports why.
+// its envelope and the bytes of the envelope's buffer after what it
+// holds. For a first chunk the envelope is new, not yet registered, and
+// without a buffer: the caller allocates it (allocChunk) after releasing
+// the lock. It changes nothing the session counts, so a frame that never
+// arrives whole leaves no trace. It returns nil for a chunk that does not
+// fit an envelope; applyDataLocked then reports why.
 func (s *session) chunkTargetLocked(h Header, d dataFrame, n int) (*partialEnv, []byte) {
 	st := h.Stream
 	if h.Flags&FlagFirst != 0 {
 		if int64(d.Envelope) <= s.started[st] || s.partial[st][d.Envelope] != nil || n > int(d.Total) {
 			return nil, nil
 		}
-		p := s.newPartialLocked(int(d.Total))
-		if cap(p.buf) < n {
-			p.buf = slices.Grow(p.buf, n)
-		}
-		return p, p.buf[:n]
+		return s.planPartialLocked(int(d.Total)), nil
 	}
 	p := s.partial[st][d.Envelope]
 	if p == nil || int(d.Offset) != len(p.buf) || len(p.buf)+n > p.total {
@@ -433,6 +440,13 @@ func (s *session) chunkTargetLocked(h Header, d dataFrame, n int) (*partialEnv, 
 	// Growing keeps the content; it changes nothing counted.
 	p.buf = slices.Grow(p.buf, n)
 	return p, p.buf[len(p.buf) : len(p.buf)+n]
+}
+
+// allocChunk allocates the buffer of a planned envelope and returns its
+// first n bytes, for its first chunk.
+func (p *partialEnv) allocChunk(n int) []byte {
+	p.buf = make([]byte, 0, max(p.capacity(), n))
+	return p.buf[:n]
 }
 
 // applyDataLocked records a received data frame (chunk already
@@ -463,7 +477,7 @@ func (s *session) applyDataLocked(h Header, d dataFrame, chunk []byte, now time.
 			return frameErr(ErrMalformedFrame, h, "envelope %d started twice", d.Envelope)
 		}
 		p = pre
-		if p == nil || p.total != int(d.Total) {
+		if p == nil || p.total != int(d.Total) || p.buf == nil {
 			p = s.newPartialLocked(int(d.Total))
 		}
 		s.reserved += p.reserved
