@@ -125,7 +125,7 @@
 // goal 0.9x, not met); head-of-line on the tbf link, 100-byte envelopes
 // every 1 ms beside 64 MiB envelopes: p50 4.4-5.6 ms, p99 6.2-21 ms under
 // that load (8.1-81 ms before, alongside; 6.2-6.8 ms before on a quiet
-// machine; goal about 10 ms), link 85-95% used; 100-byte envelopes
+// machine; goal about 10 ms), link 80-95% used; 100-byte envelopes
 // 1.4-1.6x a naive sender; a cut costs 3.7-3.9 ms to the next delivery on
 // loopback.
 //
