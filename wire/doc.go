@@ -143,10 +143,13 @@
 //     a token bucket's burst inflates the bandwidth estimate (190 MB/s on
 //     the 6.25 MB/s link) for ten round trips, and the window with it (2 ×
 //     that × min RTT); grown frames and the aggregation room already use a
-//     sustained rate the burst cannot inflate, but the window does not (a
-//     cap by the sustained rate kept the window small after ProbeRTT and
-//     app-limited spells). Something like BBR's long-term (policer) rate
-//     would fix it.
+//     sustained rate the burst cannot inflate, but the window does not. A
+//     cap of the window at twice the sustained rate × min RTT kept it small
+//     after ProbeRTT and app-limited spells, and, with those spells
+//     skipped, spiralled down to 9% of the link where credit returns in
+//     bursts longer than the min RTT (loopback; the flow test
+//     WindowCovers). Something like BBR's long-term (policer) rate, which
+//     engages only when it detects a policer, would fix it.
 //   - A Send to a newer incarnation drops the old session; if the old
 //     process is in fact still up, the new session may meet it again and
 //     deliver there (addressing is by address, not identity, once queued).
