@@ -342,3 +342,89 @@ func BenchmarkBulkVsTCP(b *testing.B) {
 	b.ReportMetric(mb/tcpT.Seconds(), "tcp-MB/s")
 	b.ReportMetric(tcpT.Seconds()/wireT.Seconds(), "wire/tcp")
 }
+
+// BenchmarkSmallVsNaive times 100-byte envelopes over wire and over a
+// naive length-prefixed sender side by side in one run, batch by batch
+// (4096 messages each, the bound on outstanding sends of
+// BenchmarkSmallEnvelopes), so load on a shared machine hits both alike.
+// It reports both costs per message and their ratio (naive/wire: above 1
+// means wire is faster).
+func BenchmarkSmallVsNaive(b *testing.B) {
+	a, z := benchPair(b, nil)
+	payload := randomBytes(100)
+	r, _ := a.Send(context.Background(), z.Self(), StreamApplication, 0, payload)
+	r.Wait(context.Background())
+
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ln.Close()
+	got := make(chan struct{}, 1)
+	const batch = 4096
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			close(got)
+			return
+		}
+		defer c.Close()
+		br := bufio.NewReader(c)
+		var hdr [4]byte
+		buf := make([]byte, 1<<16)
+		for n := 1; ; n++ {
+			if _, err := io.ReadFull(br, hdr[:]); err != nil {
+				close(got)
+				return
+			}
+			if _, err := io.ReadFull(br, buf[:binary.BigEndian.Uint32(hdr[:])]); err != nil {
+				close(got)
+				return
+			}
+			if n%batch == 0 {
+				got <- struct{}{}
+			}
+		}
+	}()
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	msg := binary.BigEndian.AppendUint32(nil, uint32(len(payload)))
+	msg = append(msg, payload...)
+
+	var wireT, naiveT time.Duration
+	n := 0
+	b.ResetTimer()
+	for ; n < b.N; n += batch {
+		start := time.Now()
+		var last *Receipt
+		for range batch {
+			r, err := a.Send(context.Background(), z.Self(), StreamApplication, 0, payload)
+			if err != nil {
+				b.Fatal(err)
+			}
+			last = r
+		}
+		if err := last.Wait(context.Background()); err != nil {
+			b.Fatal(err)
+		}
+		wireT += time.Since(start)
+
+		start = time.Now()
+		for range batch {
+			if _, err := c.Write(msg); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if _, ok := <-got; !ok {
+			b.Fatal("naive receiver ended")
+		}
+		naiveT += time.Since(start)
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(wireT.Nanoseconds())/float64(n), "wire-ns/msg")
+	b.ReportMetric(float64(naiveT.Nanoseconds())/float64(n), "naive-ns/msg")
+	b.ReportMetric(naiveT.Seconds()/wireT.Seconds(), "naive/wire")
+}
