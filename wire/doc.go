@@ -115,8 +115,9 @@
 // tbf cap; internal/netns), a test per API behaviour above, goleak.
 // Benchmarks (go test -bench): bulk beside a plain TCP copy in one run
 // (BulkVsTCP), bulk and plain TCP separately, 100-byte envelopes beside a
-// naive sender in one run (SmallVsNaive) and separately, resume, head-of-line latency on a 50 Mbit/s tbf link and
-// on a user-space proxy, with a naive FIFO baseline.
+// naive sender in one run (SmallVsNaive) and separately, resume,
+// head-of-line latency on a 50 Mbit/s tbf link and on a user-space proxy,
+// with a naive FIFO baseline.
 //
 // Measured on the shared 2-core machine, load average 10-22 from other
 // work (BENCHMARKS.md has the commands and every run): bulk 1 MiB
