@@ -109,8 +109,8 @@ func (t *Transport) Handle(s StreamID, h Handler) {
 // going down. Every listener sees every event, in order; listeners are
 // called one after the other, in the order they were added, from one
 // goroutine at a time, and must not block. Add them before traffic flows:
-// a listener added later misses earlier events. (Before issue 3's last
-// session OnPeerEvent replaced the listener; several layers may now
+// a listener added later misses earlier events. (OnPeerEvent used to
+// replace the one listener; it now adds one, so that several layers can
 // listen.)
 func (t *Transport) OnPeerEvent(f func(PeerEvent)) {
 	if f == nil {
