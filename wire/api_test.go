@@ -413,3 +413,30 @@ func TestMemShutdownDeliversWhatWasSentThenLeaves(t *testing.T) {
 		t.Fatal("Shutdown did not return")
 	}
 }
+
+func TestMemShutdownGivesUpWhenItsContextEndsAndSendWaitSends(t *testing.T) {
+	n := NewMemNetwork()
+	a, _ := n.Join(NodeID{Addr: "a", Incarnation: 1})
+	b, _ := n.Join(NodeID{Addr: "b", Incarnation: 1})
+	defer b.Close()
+	r, err := a.SendWait(context.Background(), b.Self(), StreamApplication, 1, []byte("x"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := waitReceipt(t, r); err != nil {
+		t.Fatalf("SendWait on a MemEndpoint: %v", err)
+	}
+	n.Partition("a", "b")
+	held, err := a.Send(context.Background(), b.Self(), StreamApplication, 1, []byte("held"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	if err := a.Shutdown(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Shutdown with a partitioned peer: want DeadlineExceeded, got %v", err)
+	}
+	if err := waitReceipt(t, held); !errors.Is(err, ErrClosed) {
+		t.Fatalf("send held at the close: want ErrClosed, got %v", err)
+	}
+}
