@@ -124,9 +124,9 @@
 // envelopes against a plain TCP copy in the same run 0.26-0.50x
 // (0.13-0.34x before this session's changes, run alternately with them;
 // goal 0.9x, not met); head-of-line on the tbf link, 100-byte envelopes
-// every 1 ms beside 64 MiB envelopes: p50 4.4-5.6 ms, p99 6.2-21 ms under
-// that load (8.1-81 ms before, alongside; 6.2-6.8 ms before on a quiet
-// machine; goal about 10 ms), link 80-95% used; 100-byte envelopes side
+// every 1 ms beside 64 MiB envelopes: p50 4.4-5.6 ms, p99 7.4-9.5 ms at
+// load 6-8 and 6.2-21 ms at 10-18 (before, alongside: 7.3-10.8 and
+// 8.1-81 ms; goal about 10 ms), link 80-95% used; 100-byte envelopes side
 // by side with a naive length-prefixed sender 0.98-1.15x, as before (2.9-3.6
 // us each); a cut costs 3.7-3.9 ms to the next delivery on loopback.
 //
