@@ -90,10 +90,13 @@
 //   - Bulk path: the window keeps room for credit that returns in bursts
 //     (BBR's ack aggregation, capped at the grant delay's worth, 2 ms, so
 //     a slow bottleneck's queue does not grow); a large envelope's frames
-//     grow with the pacing rate to 250 µs of sending (up to the frame
-//     limit), so a gigabit path costs one system call and wake-up per
-//     256 KiB instead of per 16 KiB; uncompressed chunks are read straight
-//     into their envelope's buffer, and applied only once whole.
+//     grow to 250 µs of sending (up to the frame limit), so a gigabit path
+//     costs one system call and wake-up per 256 KiB instead of per 16 KiB.
+//     Both are sized by a sustained delivery rate over 20 ms spans, which
+//     a token bucket's burst cannot inflate as it does the bandwidth
+//     estimate. Uncompressed chunks are read straight into their
+//     envelope's buffer, applied only once whole; a new envelope's buffer
+//     is allocated and zeroed outside the session lock.
 //   - API: a Send while the session waits out a redial backoff redials at
 //     once (at most once per 10 ms); a session whose address never
 //     answered gives up after the resume grace (ErrNeverConnected, which
@@ -119,7 +122,7 @@
 // head-of-line latency on a 50 Mbit/s tbf link and on a user-space proxy,
 // with a naive FIFO baseline.
 //
-// Measured on the shared 2-core machine, load average 10-22 from other
+// Measured on the shared 2-core machine, load average 6-22 from other
 // work (BENCHMARKS.md has the commands and every run): bulk 1 MiB
 // envelopes against a plain TCP copy in the same run 0.26-0.50x
 // (0.13-0.34x before this session's changes, run alternately with them;
@@ -131,14 +134,16 @@
 // us each); a cut costs 3.7-3.9 ms to the next delivery on loopback.
 //
 // Left for the next session:
-//   - Bulk throughput (0.4-0.5x of plain TCP): what remains per byte is
+//   - Bulk throughput (0.26-0.50x of plain TCP): what remains per byte is
 //     what a plain copy also pays (one kernel copy each way) plus zeroing
 //     the receiver's new envelope buffer (a handler owns its payload, so
 //     buffers cannot be pooled) and the garbage it makes; per operation,
 //     credit round trips and goroutine wake-ups on both sides. A longer
 //     bandwidth filter, no TCP_NOTSENT_LOWAT, 1 MiB write batches and a
-//     larger window each made no difference. Ideas: a Handler variant
-//     that returns the buffer (pooling), fewer grants on fast paths.
+//     larger window each made no difference; grants per a sixteenth of
+//     the window stalled at 14 MB/s (the window floor must cover a grant).
+//     Ideas: a Handler variant that returns the buffer (pooling); fewer
+//     grants on fast paths with a window floor that follows them.
 //   - Head-of-line: the p50 of ~4.5 ms is the cwnd floor (32 KiB) standing
 //     at the bottleneck; p99 swings with machine load. After an idle spell
 //     a token bucket's burst inflates the bandwidth estimate (190 MB/s on
