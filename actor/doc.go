@@ -76,4 +76,29 @@
 // *PanicError for panics); a panic never crashes the process. Return an
 // error only when the actor cannot go on: expected outcomes belong in the
 // reply type.
+//
+// # In a cluster
+//
+// The same refs work when the system is a cluster member (system.Start)
+// or a client (package client): a key may live on another node, and its
+// messages then cross the network. What that asks of a definition:
+//
+//   - Messages are encoded with msgpack, structs as maps keyed by field
+//     name. When M is an interface, list its concrete types with
+//     WithMessages, so the receiving node can decode them; a clustered
+//     system refuses a definition without the list (ClusterErr). Reply
+//     types must be concrete types.
+//   - Errors keep their identity across nodes: errors.Is matches
+//     ErrMailboxFull, ErrActorFailed (with the cause's sentinel when it
+//     has one), ErrUnknownActor, context.DeadlineExceeded, and so on.
+//     ErrUnavailable means no member can serve the key now (its owner is
+//     down, or this node lost the majority); it is temporary.
+//   - An ask that would wait on an actor already waiting for the asker,
+//     up the chain of asks (A asks B, B asks A), fails at once with
+//     ErrAskCycle (a *CycleError), locally as across nodes.
+//   - Pinned definitions tie each key to one member: take their refs
+//     with RefAt(sys, memberAddr, key).
+//   - A handler that asks an actor of its own definition refers to the
+//     Def inside its own initializer: declare the Def variable first and
+//     assign it in an init function, as Go requires.
 package actor
