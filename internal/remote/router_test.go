@@ -103,6 +103,19 @@ func ownerIn(key string, members ...*testNode) wire.NodeID {
 	return wire.NodeID(o)
 }
 
+// staleAtA starts members a, b and c, where a has not heard of c yet and
+// b has, and returns a key that a places on b and b on c. The caller sets
+// c's view.
+func staleAtA(t *testing.T) (a, b, c *testNode, key string) {
+	t.Helper()
+	ns := newTestNodes(t, "a:1", "b:1", "c:1")
+	a, b, c = ns[0], ns[1], ns[2]
+	key = keyWhere(t, func(k string) bool { return ownerIn(k, a, b) == b.id && ownerIn(k, a, b, c) == c.id })
+	a.setView(a, b)
+	b.setView(a, b, c)
+	return a, b, c, key
+}
+
 // keyWhere finds a key for which cond holds.
 func keyWhere(t *testing.T, cond func(key string) bool) string {
 	t.Helper()
@@ -139,11 +152,7 @@ func TestAskRetriesOnceAtTheOwnerTheOldOneNames(t *testing.T) {
 }
 
 func TestAskMeetingTwoNonOwnersIsUnavailable(t *testing.T) {
-	ns := newTestNodes(t, "a:1", "b:1", "c:1")
-	a, b, c := ns[0], ns[1], ns[2]
-	key := keyWhere(t, func(k string) bool { return ownerIn(k, a, b) == b.id && ownerIn(k, a, b, c) == c.id })
-	a.setView(a, b)
-	b.setView(a, b, c)
+	a, b, c, key := staleAtA(t)
 	c.setView(a, b) // c thinks b owns it: nobody accepts
 	_, err := actor.Ask(ctxT(t), counter.Ref(a, key), get{})
 	if !errors.Is(err, actor.ErrUnavailable) {
@@ -152,11 +161,7 @@ func TestAskMeetingTwoNonOwnersIsUnavailable(t *testing.T) {
 }
 
 func TestTellIsForwardedOnceToTheOwner(t *testing.T) {
-	ns := newTestNodes(t, "a:1", "b:1", "c:1")
-	a, b, c := ns[0], ns[1], ns[2]
-	key := keyWhere(t, func(k string) bool { return ownerIn(k, a, b) == b.id && ownerIn(k, a, b, c) == c.id })
-	a.setView(a, b)
-	b.setView(a, b, c)
+	a, b, c, key := staleAtA(t)
 	c.setView(a, b, c)
 	for range 10 {
 		if err := counter.Ref(a, key).Tell(ctxT(t), add{N: 1}); err != nil {
@@ -184,11 +189,7 @@ func TestTellIsForwardedOnceToTheOwner(t *testing.T) {
 }
 
 func TestTellIsNotForwardedTwice(t *testing.T) {
-	ns := newTestNodes(t, "a:1", "b:1", "c:1")
-	a, b, c := ns[0], ns[1], ns[2]
-	key := keyWhere(t, func(k string) bool { return ownerIn(k, a, b) == b.id && ownerIn(k, a, b, c) == c.id })
-	a.setView(a, b)
-	b.setView(a, b, c)
+	a, b, c, key := staleAtA(t)
 	c.setView(a, b) // c sends it back to b: a loop, broken after one forward
 	if err := counter.Ref(a, key).Tell(ctxT(t), add{N: 1}); err != nil {
 		t.Fatal(err)
