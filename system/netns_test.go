@@ -1,0 +1,376 @@
+package system_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/troupe-go/troupe/actor"
+	"github.com/troupe-go/troupe/cluster"
+	"github.com/troupe-go/troupe/internal/netns"
+	"github.com/troupe-go/troupe/internal/systemtest"
+	"github.com/troupe-go/troupe/system"
+)
+
+// The test in this file runs clustered systems in this process with their
+// sockets in the hosts of a network-namespace lab (internal/netns), and
+// splits them with nftables. It needs root, ip and nft; netns.New skips
+// otherwise. Every connection is made by Host.Dial: nothing dials a lab
+// address from this process's own namespace.
+
+// hostDialer opens a member's connections from inside its lab host.
+type hostDialer struct{ h *netns.Host }
+
+func (d hostDialer) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
+	return d.h.Dial(ctx, network, addr)
+}
+
+// labSystemTimings are FastTimings with a DeadAfter of 1 s, as in the
+// cluster package's lab tests: the step-down grace (DeadAfter/2) is the
+// margin between the minority stepping down and the majority declaring it
+// dead, and 250 ms of it is not enough under the race detector on a loaded
+// machine. RemoveAfter is long enough that no split of this test outlasts
+// it: the dead minority stays in the ring and comes back as it was.
+func labSystemTimings() cluster.Timings {
+	tm := cluster.FastTimings()
+	tm.DeadAfter = time.Second
+	tm.RemoveAfter = time.Minute
+	tm.TombstoneTTL = 5 * time.Minute
+	return tm
+}
+
+// labSystems starts one member per lab host, on port 7400, hosting the
+// test counter.
+func labSystems(t *testing.T, lab *netns.Lab, tm cluster.Timings) []*system.System {
+	t.Helper()
+	hosts := lab.Hosts()
+	var addrs []string
+	for _, h := range hosts {
+		addrs = append(addrs, netip.AddrPortFrom(h.Addr, 7400).String())
+	}
+	ctx := systemtest.Ctx(t)
+	systems := make([]*system.System, len(hosts))
+	errs := make([]error, len(hosts))
+	var wg sync.WaitGroup
+	for i, h := range hosts {
+		ln, err := h.Listen(ctx, "tcp4", addrs[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		cc := cluster.FastConfig(addrs[i])
+		cc.ClusterName = "netns"
+		cc.Seeds = addrs[:min(3, len(addrs))]
+		cc.Timings = tm
+		cfg := system.Config{Actors: []system.Definition{ccounter}, Cluster: &cc, Listener: ln,
+			Dialer: hostDialer{h}, LeaveTimeout: 2 * time.Second}
+		wg.Go(func() { systems[i], errs[i] = system.Start(ctx, cfg) })
+	}
+	wg.Wait()
+	t.Cleanup(func() {
+		var wg sync.WaitGroup
+		for _, s := range systems {
+			if s != nil {
+				wg.Go(func() {
+					ctx, cancel := context.WithTimeout(context.Background(), systemtest.Limit)
+					defer cancel()
+					s.Close(ctx)
+				})
+			}
+		}
+		wg.Wait()
+	})
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("start member %d: %v", i, err)
+		}
+	}
+	nodes.Lock()
+	for _, s := range systems {
+		nodes.byHost[s.Runtime()] = s.Addr()
+	}
+	nodes.Unlock()
+	systemtest.WaitAlive(t, systems, len(systems))
+	return systems
+}
+
+// agreedOwners waits until every system places every key on the same
+// member and returns those owners.
+func agreedOwners(t *testing.T, systems []*system.System, keys []string, bound time.Duration) []string {
+	t.Helper()
+	owners := make([]string, len(keys))
+	var disagree string
+	agree := func() bool {
+		for i, key := range keys {
+			owners[i] = system.OwnerOf(systems[0], "ccounter", key)
+			for _, s := range systems[1:] {
+				if got := system.OwnerOf(s, "ccounter", key); got != owners[i] {
+					disagree = fmt.Sprintf("%s: %s places it on %s, %s on %s", key, s.Addr(), got, systems[0].Addr(), owners[i])
+					return false
+				}
+			}
+		}
+		return true
+	}
+	for deadline := time.Now().Add(bound); !agree(); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("members still disagree on placement after %v: %s", bound, disagree)
+		}
+	}
+	return owners
+}
+
+// askOnce asks key's counter from s, bounded by d.
+func askOnce(ctx context.Context, s *system.System, key string, d time.Duration) (CountReply, error) {
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	return actor.Ask(ctx, ccounter.Ref(s, key), Get{})
+}
+
+// pollKeys runs ok for keys 0..n-1 in parallel, each until it returns true
+// or the bound passes, with a short pause between tries; it returns when
+// each key first succeeded (the zero time for those that never did).
+func pollKeys(n int, bound time.Duration, ok func(i int) bool) []time.Time {
+	at := make([]time.Time, n)
+	deadline := time.Now().Add(bound)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			for time.Now().Before(deadline) {
+				if ok(i) {
+					at[i] = time.Now()
+					return
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+		})
+	}
+	wg.Wait()
+	return at
+}
+
+func latest(at []time.Time, since time.Time) (time.Duration, bool) {
+	var d time.Duration
+	for _, a := range at {
+		if a.IsZero() {
+			return 0, false
+		}
+		d = max(d, a.Sub(since))
+	}
+	return d, true
+}
+
+// TestPartitionedSystemsMinorityRefusesMajorityServesEveryKey splits five
+// members {0,1} | {2,3,4}. The minority must refuse the keys it owns
+// (actor.ErrUnavailable: it lost the majority), the majority must serve
+// every key once it has declared the minority dead, never while a
+// minority owner still served the key, and after the heal every member
+// must serve every key on its owner again.
+func TestPartitionedSystemsMinorityRefusesMajorityServesEveryKey(t *testing.T) {
+	const nkeys = 50
+	const (
+		askBound  = 300 * time.Millisecond // one probing ask
+		stepBound = 10 * time.Second       // each phase
+	)
+	tm := labSystemTimings()
+	lab := netns.New(t.Context(), t, netns.Config{Hosts: 5})
+	start := time.Now()
+	systems := labSystems(t, lab, tm)
+	ctx := t.Context()
+	keys := make([]string, nkeys)
+	for i := range keys {
+		keys[i] = "split-" + strconv.Itoa(i)
+	}
+	before := agreedOwners(t, systems, keys, stepBound)
+	t.Logf("5 members in the lab, converged with agreed placement in %v", time.Since(start).Round(time.Millisecond))
+	minority, majority := systems[:2], systems[2:]
+	inMinority := func(addr string) int {
+		return slices.IndexFunc(minority, func(s *system.System) bool { return s.Addr() == addr })
+	}
+	var minorityKeys []int // indexes into keys
+	for i, o := range before {
+		if inMinority(o) >= 0 {
+			minorityKeys = append(minorityKeys, i)
+		}
+	}
+	if len(minorityKeys) == 0 {
+		t.Fatalf("no key of %d placed on the minority %s, %s: %v", nkeys, minority[0].Addr(), minority[1].Addr(), before)
+	}
+	// Every key is served on its owner from everywhere before the split.
+	for i, key := range keys {
+		for _, s := range systems {
+			got, err := askOnce(ctx, s, key, systemtest.Limit)
+			if err != nil || got.Node != before[i] {
+				t.Fatalf("before the split: %s from %s: %+v, %v; want served by %s", key, s.Addr(), got, err, before[i])
+			}
+		}
+	}
+
+	var hostGroups [][]*netns.Host
+	for _, g := range [][]int{{0, 1}, {2, 3, 4}} {
+		var hs []*netns.Host
+		for _, i := range g {
+			hs = append(hs, lab.Host(i))
+		}
+		hostGroups = append(hostGroups, hs)
+	}
+	cut := time.Now()
+	if err := lab.Partition(ctx, hostGroups...); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("partition {0,1} | {2,3,4} in place %v after the cut began", time.Since(cut).Round(time.Millisecond))
+
+	// The minority owners: each asks its own keys until it refuses them.
+	// lastServed is the start of the last ask a minority owner served: it
+	// still owned the key then.
+	lastServed := make([]time.Time, nkeys)
+	var refusedAt []time.Time
+	var tookOverAt []time.Time
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		refusedAt = pollKeys(len(minorityKeys), stepBound, func(j int) bool {
+			i := minorityKeys[j]
+			owner := minority[inMinority(before[i])]
+			asked := time.Now()
+			got, err := askOnce(ctx, owner, keys[i], askBound)
+			switch {
+			case err == nil && got.Node == owner.Addr():
+				lastServed[i] = asked
+			case errors.Is(err, actor.ErrUnavailable):
+				return true
+			}
+			return false
+		})
+	})
+	// The majority: every key is served by a majority member, the same
+	// one from each of them. tookOverAt[j] is when minority key j was
+	// first answered on its new owner.
+	var mu sync.Mutex
+	var wrong []string
+	tookOverAt = make([]time.Time, nkeys)
+	servedAt := pollKeys(len(keys), stepBound, func(i int) bool {
+		node := ""
+		for _, s := range majority {
+			got, err := askOnce(ctx, s, keys[i], askBound)
+			if err != nil {
+				return false
+			}
+			if inMinority(got.Node) >= 0 || (node != "" && got.Node != node) {
+				mu.Lock()
+				wrong = append(wrong, fmt.Sprintf("%s asked from %s during the split: served by %s (also by %s)", keys[i], s.Addr(), got.Node, node))
+				mu.Unlock()
+				return false
+			}
+			if node == "" {
+				node = got.Node
+				if tookOverAt[i].IsZero() {
+					tookOverAt[i] = time.Now()
+				}
+			}
+		}
+		return true
+	})
+	wg.Wait()
+	for _, w := range wrong[:min(len(wrong), 5)] {
+		t.Errorf("expected the majority to serve every key on a majority member: %s", w)
+	}
+	refused, ok := latest(refusedAt, cut)
+	if !ok {
+		var still []string
+		for j, at := range refusedAt {
+			if at.IsZero() {
+				still = append(still, keys[minorityKeys[j]]+" on "+before[minorityKeys[j]])
+			}
+		}
+		t.Fatalf("expected every minority owner to refuse its keys within %v of the cut; still serving or unanswered: %v", stepBound, still)
+	}
+	servedAll, ok := latest(servedAt, cut)
+	if !ok {
+		var missing []string
+		for i, at := range servedAt {
+			if at.IsZero() {
+				missing = append(missing, keys[i])
+			}
+		}
+		t.Fatalf("expected the majority to serve every key within %v of the cut; not served: %v", stepBound, missing)
+	}
+	// No key had two owners: a minority owner's last served ask began
+	// before the first answer from the key's new owner.
+	for _, i := range minorityKeys {
+		if !lastServed[i].IsZero() && !lastServed[i].Before(tookOverAt[i]) {
+			t.Errorf("%s: its minority owner %s served an ask begun %v after the cut, the majority had served it on a new owner %v after the cut",
+				keys[i], before[i], lastServed[i].Sub(cut).Round(time.Millisecond), tookOverAt[i].Sub(cut).Round(time.Millisecond))
+		}
+	}
+	// Still split: the majority agrees on the new placement and serves
+	// there; the minority still refuses.
+	during := agreedOwners(t, majority, keys, stepBound)
+	for i, key := range keys {
+		if inMinority(during[i]) >= 0 {
+			t.Errorf("%s still placed on minority member %s by the majority", key, during[i])
+		}
+		if inMinority(before[i]) < 0 && during[i] != before[i] {
+			t.Errorf("%s moved from majority member %s to %s: only the minority's keys should move", key, before[i], during[i])
+		}
+		for _, s := range majority {
+			got, err := askOnce(ctx, s, key, systemtest.Limit)
+			if err != nil || got.Node != during[i] {
+				t.Errorf("during the split: %s from %s: %+v, %v; want served by %s", key, s.Addr(), got, err, during[i])
+			}
+		}
+	}
+	for _, i := range minorityKeys {
+		owner := minority[inMinority(before[i])]
+		if _, err := askOnce(ctx, owner, keys[i], askBound); !errors.Is(err, actor.ErrUnavailable) {
+			t.Errorf("during the split: %s asked from its minority owner %s: err = %v, want ErrUnavailable", keys[i], owner.Addr(), err)
+		}
+	}
+	t.Logf("split {0,1}|{2,3,4} (heartbeat %v, suspect %v, dead %v): %d of %d keys on the minority; every minority owner refused its keys %v after the cut (SuspectAfter + DeadAfter/2 = %v); the majority served all %d keys %v after the cut (SuspectAfter + DeadAfter = %v)",
+		tm.Heartbeat, tm.SuspectAfter, tm.DeadAfter, len(minorityKeys), nkeys, refused.Round(time.Millisecond), tm.SuspectAfter+tm.DeadAfter/2,
+		nkeys, servedAll.Round(time.Millisecond), tm.SuspectAfter+tm.DeadAfter)
+
+	healed := time.Now()
+	if err := lab.Heal(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// Every member serves every key on the owner they all agree on.
+	var last sync.Map // key index -> last failure, for the report
+	healedAt := pollKeys(len(keys), 2*stepBound, func(i int) bool {
+		want := system.OwnerOf(systems[0], "ccounter", keys[i])
+		for _, s := range systems {
+			if o := system.OwnerOf(s, "ccounter", keys[i]); o != want {
+				last.Store(i, fmt.Sprintf("%s places it on %s, %s on %s", s.Addr(), o, systems[0].Addr(), want))
+				return false
+			}
+			got, err := askOnce(ctx, s, keys[i], 500*time.Millisecond)
+			if err != nil || got.Node != want {
+				last.Store(i, fmt.Sprintf("from %s: %+v, %v; want served by %s", s.Addr(), got, err, want))
+				return false
+			}
+		}
+		return true
+	})
+	healAll, ok := latest(healedAt, healed)
+	if !ok {
+		var missing []string
+		for i, at := range healedAt {
+			if at.IsZero() {
+				f, _ := last.Load(i)
+				missing = append(missing, keys[i]+": "+fmt.Sprint(f))
+			}
+		}
+		t.Fatalf("expected every member to serve every key within %v of the heal; not yet:\n  %s", 2*stepBound, strings.Join(missing, "\n  "))
+	}
+	after := agreedOwners(t, systems, keys, stepBound)
+	if !slices.Equal(after, before) {
+		t.Errorf("expected the placement before the split back after the heal (same members, same incarnations)")
+	}
+	t.Logf("heal: every member served all %d keys on their owners %v after the heal", nkeys, healAll.Round(time.Millisecond))
+}
