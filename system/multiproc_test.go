@@ -1,0 +1,388 @@
+package system_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/troupe-go/troupe/actor"
+	"github.com/troupe-go/troupe/client"
+	"github.com/troupe-go/troupe/cluster"
+	"github.com/troupe-go/troupe/internal/systemtest"
+	"github.com/troupe-go/troupe/ring"
+	"github.com/troupe-go/troupe/system"
+)
+
+// The test in this file runs members as separate processes: the test
+// binary re-executes itself with -test.run=^TestHelperMember$ and the
+// environment variables below. A child starts a clustered system hosting
+// the test counter (whose replies name the serving member), prints
+//
+//	ready <addr> <addr#incarnation>
+//
+// once it has joined, and closes when its stdin does (or dies by kill -9).
+// The parent reaches the cluster through a client.Client.
+
+const (
+	envMember      = "TROUPE_SYSTEM_MEMBER"       // "1" in a child
+	envMemberAddr  = "TROUPE_SYSTEM_MEMBER_ADDR"  // address to listen on and advertise
+	envMemberSeeds = "TROUPE_SYSTEM_MEMBER_SEEDS" // comma-separated
+)
+
+const procClusterName = "procs"
+
+// TestHelperMember is not a test: it is the body of a member process.
+func TestHelperMember(t *testing.T) {
+	if os.Getenv(envMember) != "1" {
+		t.Skip("runs only as a child process of the multi-process tests")
+	}
+	os.Exit(runMember())
+}
+
+func runMember() int {
+	fail := func(err error) int {
+		fmt.Fprintln(os.Stderr, "member:", err)
+		return 2
+	}
+	addr := os.Getenv(envMemberAddr)
+	var seeds []string
+	if s := os.Getenv(envMemberSeeds); s != "" {
+		seeds = strings.Split(s, ",")
+	}
+	cc := cluster.FastConfig(addr)
+	cc.ClusterName = procClusterName
+	cc.Seeds = seeds
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s, err := system.Start(ctx, system.Config{Actors: []system.Definition{ccounter}, Cluster: &cc, LeaveTimeout: 2 * time.Second})
+	if err != nil {
+		return fail(err)
+	}
+	nodes.Lock()
+	nodes.byHost[s.Runtime()] = s.Addr()
+	nodes.Unlock()
+	id := ""
+	for _, m := range s.Members() {
+		if m.ID.Addr == s.Addr() {
+			id = m.ID.String()
+		}
+	}
+	fmt.Printf("ready %s %s\n", s.Addr(), id)
+	// The parent closes stdin to stop this process (or it kills it).
+	io.Copy(io.Discard, os.Stdin)
+	cctx, ccancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer ccancel()
+	if err := s.Close(cctx); err != nil {
+		return fail(err)
+	}
+	return 0
+}
+
+// memberProc is one member process as its parent sees it.
+type memberProc struct {
+	addr   string
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	stderr systemBuffer
+	ready  chan string // the child's id, once
+	read   chan struct{}
+}
+
+// systemBuffer collects a child's stderr while the test may read it.
+type systemBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (b *systemBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *systemBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
+func spawnMember(t *testing.T, addr string, seeds []string) *memberProc {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperMember$", "-test.count=1")
+	cmd.Env = append(os.Environ(), envMember+"=1", envMemberAddr+"="+addr, envMemberSeeds+"="+strings.Join(seeds, ","))
+	p := &memberProc{addr: addr, cmd: cmd, ready: make(chan string, 1), read: make(chan struct{})}
+	cmd.Stderr = &p.stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.stdin, err = cmd.StdinPipe(); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start a member process: %v", err)
+	}
+	go func() {
+		defer close(p.read)
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if f := strings.Fields(sc.Text()); len(f) == 3 && f[0] == "ready" {
+				p.ready <- f[2]
+			}
+		}
+	}()
+	return p
+}
+
+// waitReady returns the child's id once it has joined.
+func (p *memberProc) waitReady(t *testing.T) string {
+	t.Helper()
+	select {
+	case id := <-p.ready:
+		return id
+	case <-p.read:
+		t.Fatalf("member %s exited before joining: %s", p.addr, p.stderr.String())
+	case <-time.After(systemtest.Limit):
+		t.Fatalf("member %s not ready after %v: %s", p.addr, systemtest.Limit, p.stderr.String())
+	}
+	return ""
+}
+
+// stop ends the process, with SIGKILL when kill is set, else by closing
+// its stdin (it leaves the cluster); it waits for the process.
+func (p *memberProc) stop(kill bool) {
+	if p.cmd.ProcessState != nil {
+		return
+	}
+	if kill {
+		p.cmd.Process.Kill()
+	}
+	p.stdin.Close()
+	<-p.read
+	p.cmd.Wait()
+}
+
+// freeLoopback picks n loopback addresses with ports free right now.
+func freeLoopback(t *testing.T, n int) []string {
+	t.Helper()
+	var addrs []string
+	var lns []net.Listener
+	for range n {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		lns = append(lns, ln)
+		addrs = append(addrs, ln.Addr().String())
+	}
+	for _, ln := range lns {
+		ln.Close()
+	}
+	return addrs
+}
+
+// ringOwner places typ/key on the members as a client with that member
+// list does: the ring of the members that host typ and have not left,
+// skipping the dead.
+func ringOwner(members []cluster.Member, typ, key string) (string, error) {
+	var ms []ring.Member
+	status := map[ring.Member]cluster.Status{}
+	for _, m := range members {
+		if m.Status == cluster.StatusLeft || !slices.Contains(m.ActorTypes, typ) {
+			continue
+		}
+		rm := ring.Member(m.ID)
+		ms = append(ms, rm)
+		status[rm] = m.Status
+	}
+	slices.SortFunc(ms, ring.Member.Compare)
+	r := ring.New(ms)
+	o, err := r.Owner(ring.KeyToken(typ, key), r.Len(), func(m ring.Member) bool {
+		return status[m] == cluster.StatusAlive || status[m] == cluster.StatusSuspect
+	})
+	return o.Addr, err
+}
+
+// TestMemberProcessesKilledAndRestartedServeEveryKey runs three member
+// processes and a client: every key is answered by its ring owner; after
+// kill -9 of one member every key is answered again, by a survivor,
+// within a bound; the killed member restarted at the same address (a new
+// incarnation) rejoins and answers the keys placed on it.
+func TestMemberProcessesKilledAndRestartedServeEveryKey(t *testing.T) {
+	const n, nkeys = 3, 60
+	tm := cluster.FastTimings()
+	bound := systemtest.Limit
+	addrs := freeLoopback(t, n)
+	seedsFor := func(i int) []string {
+		return slices.Delete(slices.Clone(addrs), i, i+1)
+	}
+	procs := make([]*memberProc, n)
+	t.Cleanup(func() {
+		var wg sync.WaitGroup
+		for _, p := range procs {
+			if p != nil {
+				wg.Go(func() { p.stop(false) })
+			}
+		}
+		wg.Wait()
+	})
+	start := time.Now()
+	for i := range n {
+		procs[i] = spawnMember(t, addrs[i], seedsFor(i))
+	}
+	ids := make([]string, n)
+	for i, p := range procs {
+		ids[i] = p.waitReady(t)
+	}
+	ctx := t.Context()
+	cctx, cancel := context.WithTimeout(ctx, bound)
+	defer cancel()
+	c, err := client.New(cctx, client.Config{ClusterName: procClusterName, Seeds: addrs, SyncInterval: 500 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	aliveIDs := func(want ...string) func() bool {
+		return func() bool {
+			var alive []string
+			for _, m := range c.Members() {
+				if m.Status == cluster.StatusAlive {
+					alive = append(alive, m.ID.String())
+				}
+			}
+			for _, id := range want {
+				if !slices.Contains(alive, id) {
+					return false
+				}
+			}
+			return len(alive) == len(want)
+		}
+	}
+	systemtest.WaitUntil(t, "the client to see the three members alive", aliveIDs(ids...))
+	t.Logf("3 member processes joined and the client saw them alive %v after spawning", time.Since(start).Round(time.Millisecond))
+
+	keys := make([]string, nkeys)
+	for i := range keys {
+		keys[i] = "proc-" + strconv.Itoa(i)
+	}
+	ask := func(key string, d time.Duration) (CountReply, error) {
+		ctx, cancel := context.WithTimeout(ctx, d)
+		defer cancel()
+		return actor.Ask(ctx, ccounter.Ref(c, key), Get{})
+	}
+	// serveAll polls every key until it is answered by its ring owner in
+	// the client's view, that owner satisfying okOwner, and returns when
+	// each key was (the zero time for those never served).
+	var why sync.Map
+	serveAll := func(bound time.Duration, okOwner func(key, node string) bool) []time.Time {
+		return pollKeys(nkeys, bound, func(i int) bool {
+			got, err := ask(keys[i], 300*time.Millisecond)
+			if err != nil {
+				why.Store(i, err.Error())
+				return false
+			}
+			want, err := ringOwner(c.Members(), "ccounter", keys[i])
+			if err != nil || got.Node != want || !okOwner(keys[i], got.Node) {
+				why.Store(i, fmt.Sprintf("served by %s, the client's ring says %s (%v)", got.Node, want, err))
+				return false
+			}
+			return true
+		})
+	}
+	mustAll := func(what string, at []time.Time, since time.Time) time.Duration {
+		t.Helper()
+		d, ok := latest(at, since)
+		if !ok {
+			var missing []string
+			for i, a := range at {
+				if a.IsZero() {
+					w, _ := why.Load(i)
+					missing = append(missing, fmt.Sprintf("%s: %v", keys[i], w))
+				}
+			}
+			var errs []string
+			for _, p := range procs {
+				errs = append(errs, p.addr+": "+p.stderr.String())
+			}
+			t.Fatalf("%s: not every key served within %v:\n  %s\nmembers' stderr: %s", what, bound, strings.Join(missing, "\n  "), strings.Join(errs, "\n"))
+		}
+		return d
+	}
+
+	// Every key on its owner; remember where each lives.
+	served := make([]string, nkeys)
+	at := serveAll(bound, func(key, node string) bool {
+		served[slices.Index(keys, key)] = node
+		return true
+	})
+	mustAll("before the kill", at, start)
+	victim := n - 1
+	var moved []int
+	for i, node := range served {
+		if node == addrs[victim] {
+			moved = append(moved, i)
+		}
+	}
+	if len(moved) == 0 {
+		t.Fatalf("no key of %d placed on %s: %v", nkeys, addrs[victim], served)
+	}
+
+	// kill -9: the keys of the victim move to the survivors.
+	killed := time.Now()
+	procs[victim].cmd.Process.Kill()
+	firstMoved := pollKeys(len(moved), bound, func(j int) bool {
+		got, err := ask(keys[moved[j]], 300*time.Millisecond)
+		return err == nil && got.Node != addrs[victim]
+	})
+	at = serveAll(bound, func(_, node string) bool { return node != addrs[victim] })
+	all := mustAll("after kill -9", at, killed)
+	first := time.Duration(-1)
+	for _, a := range firstMoved {
+		if !a.IsZero() && (first < 0 || a.Sub(killed) < first) {
+			first = a.Sub(killed)
+		}
+	}
+	t.Logf("kill -9 of %s (%d of %d keys on it; heartbeat %v, suspect %v, dead %v): first moved key answered %v after the kill, every key answered by a survivor %v after (SuspectAfter + DeadAfter = %v)",
+		addrs[victim], len(moved), nkeys, tm.Heartbeat, tm.SuspectAfter, tm.DeadAfter, first.Round(time.Millisecond), all.Round(time.Millisecond), tm.SuspectAfter+tm.DeadAfter)
+	procs[victim].stop(true)
+
+	// Restart at the same address: a new incarnation rejoins and serves
+	// the keys the ring places on it.
+	restarted := time.Now()
+	procs[victim] = spawnMember(t, addrs[victim], seedsFor(victim))
+	newID := procs[victim].waitReady(t)
+	if newID == ids[victim] {
+		t.Fatalf("expected a new incarnation at %s, got %s again", addrs[victim], newID)
+	}
+	ids[victim] = newID
+	systemtest.WaitUntil(t, "the client to see the restarted member alive", aliveIDs(ids...))
+	at = serveAll(bound, func(_, _ string) bool { return true })
+	rejoined := mustAll("after the restart", at, restarted)
+	var mine []string
+	for _, key := range keys {
+		if o, _ := ringOwner(c.Members(), "ccounter", key); o == addrs[victim] {
+			mine = append(mine, key)
+		}
+	}
+	if len(mine) == 0 {
+		t.Fatalf("the restarted member %s owns no key of %d", newID, nkeys)
+	}
+	for _, key := range mine {
+		got, err := ask(key, bound)
+		if err != nil || got.Node != addrs[victim] {
+			t.Errorf("%s: placed on the restarted member %s, answered %+v, %v", key, newID, got, err)
+		}
+	}
+	t.Logf("restart of %s as %s: every key answered by its owner %v after the restart; %d keys on the restarted member",
+		addrs[victim], newID, rejoined.Round(time.Millisecond), len(mine))
+}
