@@ -340,10 +340,30 @@ func TestMemberProcessesKilledAndRestartedServeEveryKey(t *testing.T) {
 	// kill -9: the keys of the victim move to the survivors.
 	killed := time.Now()
 	procs[victim].cmd.Process.Kill()
+	// The survivors' keys stay served throughout.
+	var undisturbed sync.WaitGroup
+	var survivorErrs []string
+	var errMu sync.Mutex
+	for i, node := range served {
+		if node != addrs[victim] {
+			undisturbed.Go(func() {
+				got, err := ask(keys[i], bound)
+				if err != nil || got.Node != node {
+					errMu.Lock()
+					survivorErrs = append(survivorErrs, fmt.Sprintf("%s (on survivor %s): %+v, %v", keys[i], node, got, err))
+					errMu.Unlock()
+				}
+			})
+		}
+	}
 	firstMoved := pollKeys(len(moved), bound, func(j int) bool {
 		got, err := ask(keys[moved[j]], 300*time.Millisecond)
 		return err == nil && got.Node != addrs[victim]
 	})
+	undisturbed.Wait()
+	for _, e := range survivorErrs {
+		t.Errorf("expected the survivors' keys to stay served through the kill: %s", e)
+	}
 	at = serveAll(bound, func(_, node string) bool { return node != addrs[victim] })
 	all := mustAll("after kill -9", at, killed)
 	first := time.Duration(-1)
@@ -352,8 +372,9 @@ func TestMemberProcessesKilledAndRestartedServeEveryKey(t *testing.T) {
 			first = a.Sub(killed)
 		}
 	}
-	t.Logf("kill -9 of %s (%d of %d keys on it; heartbeat %v, suspect %v, dead %v): first moved key answered %v after the kill, every key answered by a survivor %v after (SuspectAfter + DeadAfter = %v)",
-		addrs[victim], len(moved), nkeys, tm.Heartbeat, tm.SuspectAfter, tm.DeadAfter, first.Round(time.Millisecond), all.Round(time.Millisecond), tm.SuspectAfter+tm.DeadAfter)
+	lastMoved, _ := latest(firstMoved, killed)
+	t.Logf("kill -9 of %s (%d of %d keys on it; heartbeat %v, suspect %v, dead %v): moved keys answered again %v (first) to %v (last) after the kill; every key checked on its new owner %v after (SuspectAfter + DeadAfter = %v)",
+		addrs[victim], len(moved), nkeys, tm.Heartbeat, tm.SuspectAfter, tm.DeadAfter, first.Round(time.Millisecond), lastMoved.Round(time.Millisecond), all.Round(time.Millisecond), tm.SuspectAfter+tm.DeadAfter)
 	procs[victim].stop(true)
 
 	// Restart at the same address: a new incarnation rejoins and serves
