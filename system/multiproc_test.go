@@ -3,6 +3,7 @@ package system_test
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -307,14 +308,19 @@ func TestMemberProcessesKilledAndRestartedServeEveryKey(t *testing.T) {
 			for i, a := range at {
 				if a.IsZero() {
 					w, _ := why.Load(i)
-					missing = append(missing, fmt.Sprintf("%s: %v", keys[i], w))
+					o, _ := ringOwner(c.Members(), "ccounter", keys[i])
+					missing = append(missing, fmt.Sprintf("%s (the client places it on %s): %v", keys[i], o, w))
 				}
 			}
 			var errs []string
 			for _, p := range procs {
 				errs = append(errs, p.addr+": "+p.stderr.String())
 			}
-			t.Fatalf("%s: not every key served within %v:\n  %s\nmembers' stderr: %s", what, bound, strings.Join(missing, "\n  "), strings.Join(errs, "\n"))
+			var view []string
+			for _, m := range c.Members() {
+				view = append(view, fmt.Sprintf("%s:%s", m.ID, m.Status))
+			}
+			t.Fatalf("%s: not every key served within %v:\n  %s\nthe client sees %v\nmembers' stderr: %s", what, bound, strings.Join(missing, "\n  "), view, strings.Join(errs, "\n"))
 		}
 		return d
 	}
@@ -336,6 +342,23 @@ func TestMemberProcessesKilledAndRestartedServeEveryKey(t *testing.T) {
 	if len(moved) == 0 {
 		t.Fatalf("no key of %d placed on %s: %v", nkeys, addrs[victim], served)
 	}
+
+	// An ask waiting on the victim when it dies fails fast with
+	// ErrUnavailable, once the client learns the owner is dead, rather
+	// than at its deadline.
+	stallErr := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(ctx, bound)
+		defer cancel()
+		_, err := actor.Ask(ctx, ccounter.Ref(c, keys[moved[0]]), Stall{ID: t.Name()})
+		stallErr <- err
+	}()
+	// The stall holds the key once an ask behind it cannot be answered:
+	// until then, asks on the key are (the stall may still be on its way).
+	systemtest.WaitUntil(t, "the stall to hold "+keys[moved[0]], func() bool {
+		_, err := ask(keys[moved[0]], 200*time.Millisecond)
+		return errors.Is(err, context.DeadlineExceeded)
+	})
 
 	// kill -9: the keys of the victim move to the survivors.
 	killed := time.Now()
@@ -360,6 +383,11 @@ func TestMemberProcessesKilledAndRestartedServeEveryKey(t *testing.T) {
 		got, err := ask(keys[moved[j]], 300*time.Millisecond)
 		return err == nil && got.Node != addrs[victim]
 	})
+	err = systemtest.Recv(t, stallErr, "the ask waiting on the killed member")
+	stallFailed := time.Since(killed)
+	if !errors.Is(err, actor.ErrUnavailable) {
+		t.Errorf("the ask waiting on the killed member: err = %v after %v, want ErrUnavailable", err, stallFailed.Round(time.Millisecond))
+	}
 	undisturbed.Wait()
 	for _, e := range survivorErrs {
 		t.Errorf("expected the survivors' keys to stay served through the kill: %s", e)
@@ -373,8 +401,8 @@ func TestMemberProcessesKilledAndRestartedServeEveryKey(t *testing.T) {
 		}
 	}
 	lastMoved, _ := latest(firstMoved, killed)
-	t.Logf("kill -9 of %s (%d of %d keys on it; heartbeat %v, suspect %v, dead %v): moved keys answered again %v (first) to %v (last) after the kill; every key checked on its new owner %v after (SuspectAfter + DeadAfter = %v)",
-		addrs[victim], len(moved), nkeys, tm.Heartbeat, tm.SuspectAfter, tm.DeadAfter, first.Round(time.Millisecond), lastMoved.Round(time.Millisecond), all.Round(time.Millisecond), tm.SuspectAfter+tm.DeadAfter)
+	t.Logf("kill -9 of %s (%d of %d keys on it; heartbeat %v, suspect %v, dead %v): moved keys answered again %v (first) to %v (last) after the kill; every key checked on its new owner %v after (SuspectAfter + DeadAfter = %v); an ask waiting on it failed %v after the kill",
+		addrs[victim], len(moved), nkeys, tm.Heartbeat, tm.SuspectAfter, tm.DeadAfter, first.Round(time.Millisecond), lastMoved.Round(time.Millisecond), all.Round(time.Millisecond), tm.SuspectAfter+tm.DeadAfter, stallFailed.Round(time.Millisecond))
 	procs[victim].stop(true)
 
 	// Restart at the same address: a new incarnation rejoins and serves

@@ -390,3 +390,88 @@ func TestPartitionedSystemsMinorityRefusesMajorityServesEveryKey(t *testing.T) {
 	}
 	t.Logf("heal: every member served all %d keys on their owners %v after the heal", nkeys, healAll.Round(time.Millisecond))
 }
+
+// TestPartitionedMinorityRemovedByTheMajorityServesAgainAfterTheHeal
+// splits five members {0,1} | {2,3,4} for longer than RemoveAfter: the
+// majority removes the minority (marks it left). After the heal, the
+// minority's processes are still running with the same identity; the
+// cluster must take them back, and every member serve every key again.
+func TestPartitionedMinorityRemovedByTheMajorityServesAgainAfterTheHeal(t *testing.T) {
+	const nkeys = 30
+	tm := labSystemTimings()
+	tm.RemoveAfter = 3 * time.Second
+	lab := netns.New(t.Context(), t, netns.Config{Hosts: 5})
+	systems := labSystems(t, lab, tm)
+	ctx := t.Context()
+	keys := make([]string, nkeys)
+	for i := range keys {
+		keys[i] = "removed-" + strconv.Itoa(i)
+	}
+	agreedOwners(t, systems, keys, systemtest.Limit)
+	minority, majority := systems[:2], systems[2:]
+	if err := lab.Partition(ctx, []*netns.Host{lab.Host(0), lab.Host(1)}, []*netns.Host{lab.Host(2), lab.Host(3), lab.Host(4)}); err != nil {
+		t.Fatal(err)
+	}
+	cut := time.Now()
+	removed := func() bool {
+		for _, s := range majority {
+			for _, m := range s.Members() {
+				for _, o := range minority {
+					if m.ID.Addr == o.Addr() && m.Status != cluster.StatusLeft {
+						return false
+					}
+				}
+			}
+		}
+		return true
+	}
+	systemtest.WaitUntil(t, "the majority to remove the minority", removed)
+	t.Logf("the majority removed the minority %v after the cut (SuspectAfter + DeadAfter + RemoveAfter = %v)",
+		time.Since(cut).Round(time.Millisecond), tm.SuspectAfter+tm.DeadAfter+tm.RemoveAfter)
+
+	healed := time.Now()
+	if err := lab.Heal(ctx); err != nil {
+		t.Fatal(err)
+	}
+	bound := 3 * systemtest.Limit
+	var last sync.Map
+	at := pollKeys(nkeys, bound, func(i int) bool {
+		want := system.OwnerOf(systems[0], "ccounter", keys[i])
+		for _, s := range systems {
+			if o := system.OwnerOf(s, "ccounter", keys[i]); o != want {
+				last.Store(i, fmt.Sprintf("%s places it on %s, %s on %s", s.Addr(), o, systems[0].Addr(), want))
+				return false
+			}
+			got, err := askOnce(ctx, s, keys[i], 500*time.Millisecond)
+			if err != nil || got.Node != want {
+				last.Store(i, fmt.Sprintf("from %s: %+v, %v; want served by %s", s.Addr(), got, err, want))
+				return false
+			}
+		}
+		return true
+	})
+	if d, ok := latest(at, healed); ok {
+		owners := agreedOwners(t, systems, keys, systemtest.Limit)
+		on := map[string]bool{}
+		for _, o := range owners {
+			on[o] = true
+		}
+		t.Logf("after the heal every member served all %d keys on their agreed owners in %v; owners: %d members", nkeys, d.Round(time.Millisecond), len(on))
+		for _, s := range minority {
+			if !on[s.Addr()] {
+				t.Errorf("expected the removed member %s to own keys again after the heal", s.Addr())
+			}
+		}
+		return
+	}
+	var views []string
+	for _, s := range systems {
+		var v []string
+		for _, m := range s.Members() {
+			v = append(v, fmt.Sprintf("%s:%s", m.ID, m.Status))
+		}
+		views = append(views, fmt.Sprintf("%s sees %v", s.Addr(), v))
+	}
+	f0, _ := last.Load(0)
+	t.Fatalf("expected every member to serve every key within %v of the heal; e.g. %s: %v; views:\n  %s", bound, keys[0], f0, strings.Join(views, "\n  "))
+}
