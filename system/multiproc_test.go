@@ -214,23 +214,25 @@ func ringOwner(members []cluster.Member, typ, key string) (string, error) {
 	return o.Addr, err
 }
 
-// TestMemberProcessesKilledAndRestartedServeEveryKey runs three member
-// processes and a client: every key is answered by its ring owner; after
-// kill -9 of one member every key is answered again, by a survivor,
-// within a bound; the killed member restarted at the same address (a new
-// incarnation) rejoins and answers the keys placed on it.
-func TestMemberProcessesKilledAndRestartedServeEveryKey(t *testing.T) {
-	const n, nkeys = 3, 60
-	tm := cluster.FastTimings()
-	bound := systemtest.Limit
-	addrs := freeLoopback(t, n)
-	seedsFor := func(i int) []string {
-		return slices.Delete(slices.Clone(addrs), i, i+1)
-	}
-	procs := make([]*memberProc, n)
+// memberCluster is n member processes on loopback and a client.
+type memberCluster struct {
+	t     *testing.T
+	ctx   context.Context
+	bound time.Duration
+	addrs []string
+	procs []*memberProc
+	ids   []string
+	c     *client.Client
+	keys  []string
+	why   sync.Map // key index -> the last failure, for reports
+}
+
+func startMemberCluster(t *testing.T, n, nkeys int) *memberCluster {
+	t.Helper()
+	mc := &memberCluster{t: t, ctx: t.Context(), bound: systemtest.Limit, addrs: freeLoopback(t, n), procs: make([]*memberProc, n), ids: make([]string, n)}
 	t.Cleanup(func() {
 		var wg sync.WaitGroup
-		for _, p := range procs {
+		for _, p := range mc.procs {
 			if p != nil {
 				wg.Go(func() { p.stop(false) })
 			}
@@ -239,99 +241,158 @@ func TestMemberProcessesKilledAndRestartedServeEveryKey(t *testing.T) {
 	})
 	start := time.Now()
 	for i := range n {
-		procs[i] = spawnMember(t, addrs[i], seedsFor(i))
+		mc.procs[i] = spawnMember(t, mc.addrs[i], mc.seedsFor(i))
 	}
-	ids := make([]string, n)
-	for i, p := range procs {
-		ids[i] = p.waitReady(t)
+	for i, p := range mc.procs {
+		mc.ids[i] = p.waitReady(t)
 	}
-	ctx := t.Context()
-	cctx, cancel := context.WithTimeout(ctx, bound)
+	cctx, cancel := context.WithTimeout(mc.ctx, mc.bound)
 	defer cancel()
-	c, err := client.New(cctx, client.Config{ClusterName: procClusterName, Seeds: addrs, SyncInterval: 500 * time.Millisecond})
+	c, err := client.New(cctx, client.Config{ClusterName: procClusterName, Seeds: mc.addrs, SyncInterval: 500 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
+	mc.c = c
 	t.Cleanup(func() { c.Close() })
-	aliveIDs := func(want ...string) func() bool {
-		return func() bool {
-			var alive []string
-			for _, m := range c.Members() {
-				if m.Status == cluster.StatusAlive {
-					alive = append(alive, m.ID.String())
-				}
-			}
-			for _, id := range want {
-				if !slices.Contains(alive, id) {
-					return false
-				}
-			}
-			return len(alive) == len(want)
-		}
+	mc.waitClientSees()
+	t.Logf("%d member processes joined and the client saw them alive %v after spawning", n, time.Since(start).Round(time.Millisecond))
+	for i := range nkeys {
+		mc.keys = append(mc.keys, "proc-"+strconv.Itoa(i))
 	}
-	systemtest.WaitUntil(t, "the client to see the three members alive", aliveIDs(ids...))
-	t.Logf("3 member processes joined and the client saw them alive %v after spawning", time.Since(start).Round(time.Millisecond))
+	return mc
+}
 
-	keys := make([]string, nkeys)
-	for i := range keys {
-		keys[i] = "proc-" + strconv.Itoa(i)
-	}
-	ask := func(key string, d time.Duration) (CountReply, error) {
-		ctx, cancel := context.WithTimeout(ctx, d)
-		defer cancel()
-		return actor.Ask(ctx, ccounter.Ref(c, key), Get{})
-	}
-	// serveAll polls every key until it is answered by its ring owner in
-	// the client's view, that owner satisfying okOwner, and returns when
-	// each key was (the zero time for those never served).
-	var why sync.Map
-	serveAll := func(bound time.Duration, okOwner func(key, node string) bool) []time.Time {
-		return pollKeys(nkeys, bound, func(i int) bool {
-			got, err := ask(keys[i], 300*time.Millisecond)
-			if err != nil {
-				why.Store(i, err.Error())
-				return false
+func (mc *memberCluster) seedsFor(i int) []string {
+	return slices.Delete(slices.Clone(mc.addrs), i, i+1)
+}
+
+// waitClientSees waits until the client sees exactly the current
+// processes alive.
+func (mc *memberCluster) waitClientSees() {
+	mc.t.Helper()
+	systemtest.WaitUntil(mc.t, fmt.Sprintf("the client to see %v alive", mc.ids), func() bool {
+		var alive []string
+		for _, m := range mc.c.Members() {
+			if m.Status == cluster.StatusAlive {
+				alive = append(alive, m.ID.String())
 			}
-			want, err := ringOwner(c.Members(), "ccounter", keys[i])
-			if err != nil || got.Node != want || !okOwner(keys[i], got.Node) {
-				why.Store(i, fmt.Sprintf("served by %s, the client's ring says %s (%v)", got.Node, want, err))
-				return false
-			}
-			return true
-		})
-	}
-	mustAll := func(what string, at []time.Time, since time.Time) time.Duration {
-		t.Helper()
-		d, ok := latest(at, since)
-		if !ok {
-			var missing []string
-			for i, a := range at {
-				if a.IsZero() {
-					w, _ := why.Load(i)
-					o, _ := ringOwner(c.Members(), "ccounter", keys[i])
-					missing = append(missing, fmt.Sprintf("%s (the client places it on %s): %v", keys[i], o, w))
-				}
-			}
-			var errs []string
-			for _, p := range procs {
-				errs = append(errs, p.addr+": "+p.stderr.String())
-			}
-			var view []string
-			for _, m := range c.Members() {
-				view = append(view, fmt.Sprintf("%s:%s", m.ID, m.Status))
-			}
-			t.Fatalf("%s: not every key served within %v:\n  %s\nthe client sees %v\nmembers' stderr: %s", what, bound, strings.Join(missing, "\n  "), view, strings.Join(errs, "\n"))
 		}
+		for _, id := range mc.ids {
+			if !slices.Contains(alive, id) {
+				return false
+			}
+		}
+		return len(alive) == len(mc.ids)
+	})
+}
+
+func (mc *memberCluster) ask(key string, d time.Duration) (CountReply, error) {
+	ctx, cancel := context.WithTimeout(mc.ctx, d)
+	defer cancel()
+	return actor.Ask(ctx, ccounter.Ref(mc.c, key), Get{})
+}
+
+// serveAll polls every key until it is answered by its ring owner in the
+// client's view, that owner satisfying okOwner, and returns when each key
+// was (the zero time for those never served).
+func (mc *memberCluster) serveAll(okOwner func(i int, node string) bool) []time.Time {
+	return pollKeys(len(mc.keys), mc.bound, func(i int) bool {
+		got, err := mc.ask(mc.keys[i], 300*time.Millisecond)
+		if err != nil {
+			mc.why.Store(i, err.Error())
+			return false
+		}
+		want, err := ringOwner(mc.c.Members(), "ccounter", mc.keys[i])
+		if err != nil || got.Node != want || !okOwner(i, got.Node) {
+			mc.why.Store(i, fmt.Sprintf("served by %s, the client's ring says %s (%v)", got.Node, want, err))
+			return false
+		}
+		return true
+	})
+}
+
+// mustAll fails the test unless every key was served, and returns how long
+// after since the last one was.
+func (mc *memberCluster) mustAll(what string, at []time.Time, since time.Time) time.Duration {
+	mc.t.Helper()
+	d, ok := latest(at, since)
+	if ok {
 		return d
 	}
+	var missing []string
+	for i, a := range at {
+		if a.IsZero() {
+			w, _ := mc.why.Load(i)
+			o, _ := ringOwner(mc.c.Members(), "ccounter", mc.keys[i])
+			missing = append(missing, fmt.Sprintf("%s (the client places it on %s): %v", mc.keys[i], o, w))
+		}
+	}
+	var errs []string
+	for _, p := range mc.procs {
+		errs = append(errs, p.addr+": "+p.stderr.String())
+	}
+	var view []string
+	for _, m := range mc.c.Members() {
+		view = append(view, fmt.Sprintf("%s:%s", m.ID, m.Status))
+	}
+	mc.t.Fatalf("%s: not every key served within %v:\n  %s\nthe client sees %v\nmembers' stderr: %s", what, mc.bound, strings.Join(missing, "\n  "), view, strings.Join(errs, "\n"))
+	return 0
+}
+
+// restart starts process i again at its address (kill it first) and
+// waits until it has joined with a new incarnation and the client sees it.
+func (mc *memberCluster) restart(i int) {
+	mc.t.Helper()
+	old := mc.ids[i]
+	mc.procs[i] = spawnMember(mc.t, mc.addrs[i], mc.seedsFor(i))
+	mc.ids[i] = mc.procs[i].waitReady(mc.t)
+	if mc.ids[i] == old {
+		mc.t.Fatalf("expected a new incarnation at %s, got %s again", mc.addrs[i], old)
+	}
+	mc.waitClientSees()
+}
+
+// checkOwnsItsKeys checks that the keys the client's ring places on
+// process i are answered by it, and returns how many there are.
+func (mc *memberCluster) checkOwnsItsKeys(i int) int {
+	mc.t.Helper()
+	var mine []string
+	for _, key := range mc.keys {
+		if o, _ := ringOwner(mc.c.Members(), "ccounter", key); o == mc.addrs[i] {
+			mine = append(mine, key)
+		}
+	}
+	if len(mine) == 0 {
+		mc.t.Fatalf("the restarted member %s owns no key of %d", mc.ids[i], len(mc.keys))
+	}
+	for _, key := range mine {
+		got, err := mc.ask(key, mc.bound)
+		if err != nil || got.Node != mc.addrs[i] {
+			mc.t.Errorf("%s: placed on the restarted member %s, answered %+v, %v", key, mc.ids[i], got, err)
+		}
+	}
+	return len(mine)
+}
+
+// TestMemberProcessesKilledAndRestartedServeEveryKey runs three member
+// processes and a client: every key is answered by its ring owner; after
+// kill -9 of one member every key is answered again, by a survivor,
+// within a bound; the killed member restarted at the same address (a new
+// incarnation) rejoins and answers the keys placed on it.
+func TestMemberProcessesKilledAndRestartedServeEveryKey(t *testing.T) {
+	const n, nkeys = 3, 60
+	tm := cluster.FastTimings()
+	start := time.Now()
+	mc := startMemberCluster(t, n, nkeys)
+	ctx, bound, c, keys, addrs := mc.ctx, mc.bound, mc.c, mc.keys, mc.addrs
 
 	// Every key on its owner; remember where each lives.
 	served := make([]string, nkeys)
-	at := serveAll(bound, func(key, node string) bool {
-		served[slices.Index(keys, key)] = node
+	at := mc.serveAll(func(i int, node string) bool {
+		served[i] = node
 		return true
 	})
-	mustAll("before the kill", at, start)
+	mc.mustAll("before the kill", at, start)
 	victim := n - 1
 	var moved []int
 	for i, node := range served {
@@ -356,13 +417,13 @@ func TestMemberProcessesKilledAndRestartedServeEveryKey(t *testing.T) {
 	// The stall holds the key once an ask behind it cannot be answered:
 	// until then, asks on the key are (the stall may still be on its way).
 	systemtest.WaitUntil(t, "the stall to hold "+keys[moved[0]], func() bool {
-		_, err := ask(keys[moved[0]], 200*time.Millisecond)
+		_, err := mc.ask(keys[moved[0]], 200*time.Millisecond)
 		return errors.Is(err, context.DeadlineExceeded)
 	})
 
 	// kill -9: the keys of the victim move to the survivors.
 	killed := time.Now()
-	procs[victim].cmd.Process.Kill()
+	mc.procs[victim].cmd.Process.Kill()
 	// The survivors' keys stay served throughout.
 	var undisturbed sync.WaitGroup
 	var survivorErrs []string
@@ -370,7 +431,7 @@ func TestMemberProcessesKilledAndRestartedServeEveryKey(t *testing.T) {
 	for i, node := range served {
 		if node != addrs[victim] {
 			undisturbed.Go(func() {
-				got, err := ask(keys[i], bound)
+				got, err := mc.ask(keys[i], bound)
 				if err != nil || got.Node != node {
 					errMu.Lock()
 					survivorErrs = append(survivorErrs, fmt.Sprintf("%s (on survivor %s): %+v, %v", keys[i], node, got, err))
@@ -380,10 +441,10 @@ func TestMemberProcessesKilledAndRestartedServeEveryKey(t *testing.T) {
 		}
 	}
 	firstMoved := pollKeys(len(moved), bound, func(j int) bool {
-		got, err := ask(keys[moved[j]], 300*time.Millisecond)
+		got, err := mc.ask(keys[moved[j]], 300*time.Millisecond)
 		return err == nil && got.Node != addrs[victim]
 	})
-	err = systemtest.Recv(t, stallErr, "the ask waiting on the killed member")
+	err := systemtest.Recv(t, stallErr, "the ask waiting on the killed member")
 	stallFailed := time.Since(killed)
 	if !errors.Is(err, actor.ErrUnavailable) {
 		t.Errorf("the ask waiting on the killed member: err = %v after %v, want ErrUnavailable", err, stallFailed.Round(time.Millisecond))
@@ -392,8 +453,8 @@ func TestMemberProcessesKilledAndRestartedServeEveryKey(t *testing.T) {
 	for _, e := range survivorErrs {
 		t.Errorf("expected the survivors' keys to stay served through the kill: %s", e)
 	}
-	at = serveAll(bound, func(_, node string) bool { return node != addrs[victim] })
-	all := mustAll("after kill -9", at, killed)
+	at = mc.serveAll(func(_ int, node string) bool { return node != addrs[victim] })
+	all := mc.mustAll("after kill -9", at, killed)
 	first := time.Duration(-1)
 	for _, a := range firstMoved {
 		if !a.IsZero() && (first < 0 || a.Sub(killed) < first) {
@@ -403,35 +464,37 @@ func TestMemberProcessesKilledAndRestartedServeEveryKey(t *testing.T) {
 	lastMoved, _ := latest(firstMoved, killed)
 	t.Logf("kill -9 of %s (%d of %d keys on it; heartbeat %v, suspect %v, dead %v): moved keys answered again %v (first) to %v (last) after the kill; every key checked on its new owner %v after (SuspectAfter + DeadAfter = %v); an ask waiting on it failed %v after the kill",
 		addrs[victim], len(moved), nkeys, tm.Heartbeat, tm.SuspectAfter, tm.DeadAfter, first.Round(time.Millisecond), lastMoved.Round(time.Millisecond), all.Round(time.Millisecond), tm.SuspectAfter+tm.DeadAfter, stallFailed.Round(time.Millisecond))
-	procs[victim].stop(true)
+	mc.procs[victim].stop(true)
 
 	// Restart at the same address: a new incarnation rejoins and serves
 	// the keys the ring places on it.
 	restarted := time.Now()
-	procs[victim] = spawnMember(t, addrs[victim], seedsFor(victim))
-	newID := procs[victim].waitReady(t)
-	if newID == ids[victim] {
-		t.Fatalf("expected a new incarnation at %s, got %s again", addrs[victim], newID)
-	}
-	ids[victim] = newID
-	systemtest.WaitUntil(t, "the client to see the restarted member alive", aliveIDs(ids...))
-	at = serveAll(bound, func(_, _ string) bool { return true })
-	rejoined := mustAll("after the restart", at, restarted)
-	var mine []string
-	for _, key := range keys {
-		if o, _ := ringOwner(c.Members(), "ccounter", key); o == addrs[victim] {
-			mine = append(mine, key)
-		}
-	}
-	if len(mine) == 0 {
-		t.Fatalf("the restarted member %s owns no key of %d", newID, nkeys)
-	}
-	for _, key := range mine {
-		got, err := ask(key, bound)
-		if err != nil || got.Node != addrs[victim] {
-			t.Errorf("%s: placed on the restarted member %s, answered %+v, %v", key, newID, got, err)
-		}
-	}
+	mc.restart(victim)
+	at = mc.serveAll(func(int, string) bool { return true })
+	rejoined := mc.mustAll("after the restart", at, restarted)
+	mine := mc.checkOwnsItsKeys(victim)
 	t.Logf("restart of %s as %s: every key answered by its owner %v after the restart; %d keys on the restarted member",
-		addrs[victim], newID, rejoined.Round(time.Millisecond), len(mine))
+		addrs[victim], mc.ids[victim], rejoined.Round(time.Millisecond), mine)
+}
+
+// TestMemberProcessKilledAndRestartedAtOnceTakesItsKeysBack kills a member
+// and restarts it at the same address before anyone can have declared the
+// old process dead: the new incarnation replaces the old one (which is
+// marked left at once), so the keys are served again, by the new process,
+// without waiting for failure detection.
+func TestMemberProcessKilledAndRestartedAtOnceTakesItsKeysBack(t *testing.T) {
+	const n, nkeys = 3, 60
+	tm := cluster.FastTimings()
+	mc := startMemberCluster(t, n, nkeys)
+	start := time.Now()
+	mc.mustAll("before the kill", mc.serveAll(func(int, string) bool { return true }), start)
+	victim := n - 1
+	killed := time.Now()
+	mc.procs[victim].stop(true)
+	mc.restart(victim)
+	at := mc.serveAll(func(int, string) bool { return true })
+	back := mc.mustAll("after the restart", at, killed)
+	mine := mc.checkOwnsItsKeys(victim)
+	t.Logf("kill -9 and immediate restart of %s as %s: every key answered by its owner %v after the kill (SuspectAfter + DeadAfter = %v); %d keys on the restarted member",
+		mc.addrs[victim], mc.ids[victim], back.Round(time.Millisecond), tm.SuspectAfter+tm.DeadAfter, mine)
 }
