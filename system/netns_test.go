@@ -491,3 +491,74 @@ func skipBug(t *testing.T, bug string) {
 		t.Skip("BUG: " + bug + " (TROUPE_RUN_BUGS=1 runs it)")
 	}
 }
+
+// TestOneBrokenLinkLeavesEveryKeyServedFromEveryMember cuts the link
+// between members 0 and 1 only (both directions); every other pair still
+// talks. Membership keeps both alive (others vouch for them), so the ring
+// is unchanged: then every member must still serve every key, including
+// member 0 asking for the keys member 1 owns and the reverse.
+func TestOneBrokenLinkLeavesEveryKeyServedFromEveryMember(t *testing.T) {
+	skipBug(t, "with only the link between members 0 and 1 cut (every other pair connected), membership keeps both in the ring (0 suspect, never dead), "+
+		"but every ask from 0 for a key 1 owns, and from 1 for a key 0 owns, hangs until its deadline (context deadline exceeded after 1 s, for 10 s of polling, "+
+		"so with AskTimeout 10 s for as long as the link is down): internal/remote sends straight to the owner with no relay through a member that reaches it "+
+		"and no fail-fast (ErrUnavailable) when the owner's connection is down, so those keys are unavailable from two live members indefinitely. "+
+		"Found by this test (5 members in a netns lab, lab.Drop(host 0, host 1), 40 keys, 17 unserved)")
+	const nkeys = 40
+	tm := labSystemTimings()
+	lab := netns.New(t.Context(), t, netns.Config{Hosts: 5})
+	systems := labSystems(t, lab, tm)
+	ctx := t.Context()
+	keys := make([]string, nkeys)
+	for i := range keys {
+		keys[i] = "link-" + strconv.Itoa(i)
+	}
+	before := agreedOwners(t, systems, keys, systemtest.Limit)
+	cut := time.Now()
+	if err := lab.Drop(ctx, lab.Host(0), lab.Host(1)); err != nil {
+		t.Fatal(err)
+	}
+	// Let failure detection run its course: a verdict, if one comes,
+	// comes within SuspectAfter + DeadAfter; then a few heartbeats.
+	waitFor := tm.SuspectAfter + tm.DeadAfter + 5*tm.Heartbeat
+	systemtest.WaitUntil(t, "failure detection to have had its chance", func() bool { return time.Since(cut) > waitFor })
+	var views []string
+	for _, s := range systems {
+		var v []string
+		for _, m := range s.Members() {
+			v = append(v, fmt.Sprintf("%s:%s", m.ID.Addr, m.Status))
+		}
+		views = append(views, fmt.Sprintf("%s sees %v", s.Addr(), v))
+	}
+	t.Logf("%v after cutting 0<->1:\n  %s", time.Since(cut).Round(time.Millisecond), strings.Join(views, "\n  "))
+	var last sync.Map
+	bound := systemtest.Limit
+	at := pollKeys(nkeys, bound, func(i int) bool {
+		want := system.OwnerOf(systems[2], "ccounter", keys[i])
+		for _, s := range systems {
+			got, err := askOnce(ctx, s, keys[i], time.Second)
+			if err != nil || got.Node != want {
+				last.Store(i, fmt.Sprintf("from %s: %+v, %v; member 2 places it on %s", s.Addr(), got, err, want))
+				return false
+			}
+		}
+		return true
+	})
+	if d, ok := latest(at, cut); ok {
+		moved := 0
+		for i, key := range keys {
+			if system.OwnerOf(systems[2], "ccounter", key) != before[i] {
+				moved++
+			}
+		}
+		t.Logf("with 0<->1 cut, every member served all %d keys %v after the cut (%d keys moved)", nkeys, d.Round(time.Millisecond), moved)
+		return
+	}
+	var fails []string
+	for i, a := range at {
+		if a.IsZero() {
+			f, _ := last.Load(i)
+			fails = append(fails, fmt.Sprintf("%s (owner before the cut %s): %v", keys[i], before[i], f))
+		}
+	}
+	t.Fatalf("expected every member to serve every key with one link cut; within %v of the cut, not served:\n  %s", bound, strings.Join(fails, "\n  "))
+}
