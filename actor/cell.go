@@ -107,7 +107,7 @@ func (c *cell[S, M]) push(ctx context.Context, m M, s replier, force bool) (err 
 		if bound := k.def.s.mailbox; force || len(c.in)+c.batchLen < bound || c.queuedLocked() < bound {
 			break
 		}
-		if k.def.s.overflow == Refuse {
+		if k.def.s.overflow == Refuse && ctx.Value(holdKey{}) == nil {
 			c.mu.Unlock()
 			k.h.Emit(host.Event{Kind: host.MailboxFull, Type: k.def.name, Key: c.key})
 			return ErrMailboxFull, false

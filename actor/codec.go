@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"sync"
 
 	"github.com/troupe-go/troupe/internal/host"
 	"github.com/vmihailenco/msgpack/v5"
@@ -62,20 +63,55 @@ func (c *codec) portable() error {
 	return errors.New("the message type is an interface: list its message types with WithMessages so other nodes can decode them")
 }
 
-// encode returns m's type name and bytes.
-func (c *codec) encode(m any) (string, []byte, error) {
+// encodeTo encodes m into b and returns m's type name.
+func (c *codec) encodeTo(b *encodeBuffer, m any) (string, error) {
 	name := ""
 	if !c.concrete {
 		var ok bool
 		if name, ok = c.names[reflect.TypeOf(m)]; !ok {
-			return "", nil, fmt.Errorf("troupe: message type %T is not listed in WithMessages", m)
+			return "", fmt.Errorf("troupe: message type %T is not listed in WithMessages", m)
 		}
 	}
-	b, err := msgpack.Marshal(m)
-	if err != nil {
-		return "", nil, fmt.Errorf("troupe: encode %T: %w", m, err)
+	if err := b.enc.Encode(m); err != nil {
+		return "", fmt.Errorf("troupe: encode %T: %w", m, err)
 	}
-	return name, b, nil
+	return name, nil
+}
+
+// encodeBuffer is a msgpack encoder writing into a reusable slice.
+type encodeBuffer struct {
+	enc *msgpack.Encoder
+	w   appendWriter
+}
+
+// appendWriter appends what is written to b; it is an io.ByteWriter so
+// the encoder writes to it directly.
+type appendWriter struct{ b []byte }
+
+func (w *appendWriter) Write(p []byte) (int, error) { w.b = append(w.b, p...); return len(p), nil }
+func (w *appendWriter) WriteByte(c byte) error      { w.b = append(w.b, c); return nil }
+func (w *appendWriter) WriteString(s string) (int, error) {
+	w.b = append(w.b, s...)
+	return len(s), nil
+}
+
+var encodeBuffers = sync.Pool{New: func() any {
+	b := &encodeBuffer{}
+	b.enc = msgpack.NewEncoder(&b.w)
+	return b
+}}
+
+func getEncodeBuffer() *encodeBuffer {
+	b := encodeBuffers.Get().(*encodeBuffer)
+	b.w.b = b.w.b[:0]
+	return b
+}
+
+// putEncodeBuffer returns b to the pool, unless a large message grew it.
+func putEncodeBuffer(b *encodeBuffer) {
+	if cap(b.w.b) <= 64<<10 {
+		encodeBuffers.Put(b)
+	}
 }
 
 // decodeMessage decodes a message of definition type M named name.
@@ -121,12 +157,27 @@ type hostReader struct {
 
 func (r *hostReader) Host() *host.Host { return r.h }
 
+// boundDecoder is a decoder with its host-bound source, pooled together.
+type boundDecoder struct {
+	dec *msgpack.Decoder
+	r   hostReader
+}
+
+var boundDecoders = sync.Pool{New: func() any {
+	d := &boundDecoder{}
+	d.dec = msgpack.NewDecoder(&d.r)
+	return d
+}}
+
 // decodeBound decodes body into v, binding the refs it holds to h.
 func decodeBound(h *host.Host, body []byte, v any) error {
-	r := &hostReader{h: h}
-	r.Reset(body)
-	dec := msgpack.GetDecoder()
-	defer msgpack.PutDecoder(dec)
-	dec.Reset(r)
-	return dec.Decode(v)
+	d := boundDecoders.Get().(*boundDecoder)
+	d.r.h = h
+	d.r.Reset(body)
+	d.dec.Reset(&d.r)
+	err := d.dec.Decode(v)
+	d.r.h = nil
+	d.r.Reset(nil)
+	boundDecoders.Put(d)
+	return err
 }

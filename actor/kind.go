@@ -7,6 +7,7 @@ import (
 	"hash/maphash"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/troupe-go/troupe/internal/host"
@@ -28,7 +29,12 @@ type kind[S, M any] struct {
 	bmax time.Duration
 	// lastSweep is touched only by the host's clock goroutine.
 	lastSweep time.Time
-	shards    [shardCount]shard[S, M]
+	// moving holds activations of keys now served by another member,
+	// which end as soon as they are idle.
+	movingMu sync.Mutex
+	moving   []*cell[S, M]
+	movingN  atomic.Int32 // len(moving), for Sweep to look without the lock
+	shards   [shardCount]shard[S, M]
 }
 
 type shard[S, M any] struct {
@@ -132,11 +138,13 @@ func (k *kind[S, M]) deliver(ctx context.Context, key string, h, tok uint64, m M
 
 // send carries m to the member that serves key.
 func (k *kind[S, M]) send(ctx context.Context, key string, tok uint64, m M, s replier) error {
-	name, body, err := k.def.codec.encode(m)
+	buf := getEncodeBuffer()
+	defer putEncodeBuffer(buf)
+	name, err := k.def.codec.encodeTo(buf, m)
 	if err != nil {
 		return err
 	}
-	out := &host.Outbound{Type: k.def.name, Key: key, Token: tok, Name: name, Body: body}
+	out := host.Outbound{Type: k.def.name, Key: key, Token: tok, Name: name, Body: buf.w.b}
 	if s == nil {
 		return k.rem.Tell(ctx, out)
 	}
@@ -151,10 +159,14 @@ func (k *kind[S, M]) send(ctx context.Context, key string, tok uint64, m M, s re
 	return nil
 }
 
+// holdKey marks the context of a push that waits for room whatever the
+// overflow policy: a tell from another node.
+type holdKey struct{}
+
 // DeliverRemote implements host.RemoteKind: it queues a message that
 // another node sent, without waiting for mailbox room (a full mailbox
 // refuses it), and answers asks through in.Reply.
-func (k *kind[S, M]) DeliverRemote(in *host.Inbound) (func(), error) {
+func (k *kind[S, M]) DeliverRemote(in host.Inbound) (func(), error) {
 	if in.Key == "" {
 		return nil, ErrInvalidRef
 	}
@@ -164,24 +176,24 @@ func (k *kind[S, M]) DeliverRemote(in *host.Inbound) (func(), error) {
 	}
 	if in.Reply == nil {
 		// A remote sender cannot be told that the mailbox is full, and a
-		// tell must not be lost: hold the stream until there is room. Its
-		// credit stops the sender's node from sending more on it.
-		// TODO(backpressure): wait on the cell's room channel instead of
-		// polling, and refuse per key rather than holding the stream.
-		for wait := 50 * time.Microsecond; ; wait = min(2*wait, 10*time.Millisecond) {
-			err := k.push(noWait, in.Key, 0, m, nil, false)
-			if !errors.Is(err, ErrMailboxFull) {
-				return nil, err
-			}
-			t := k.h.Timer(wait)
+		// tell must not be lost: hold the stream until there is room,
+		// whatever the overflow policy. Its credit stops the sender's
+		// node from sending more on it.
+		// TODO(backpressure): refuse per key rather than hold the stream.
+		err := k.push(noWait, in.Key, 0, m, nil, false)
+		if !errors.Is(err, ErrMailboxFull) {
+			return nil, err
+		}
+		ctx, cancel := context.WithCancel(context.WithValue(context.Background(), holdKey{}, true))
+		defer cancel()
+		go func() {
 			select {
 			case <-k.h.HardStop():
-				k.h.PutTimer(t)
-				return nil, ErrSystemClosed
-			case <-t.C:
-				k.h.PutTimer(t)
+				cancel()
+			case <-ctx.Done():
 			}
-		}
+		}()
+		return nil, k.push(ctx, in.Key, 0, m, nil, false)
 	}
 	s := &slot[any]{dl: in.Deadline, chain: in.Chain}
 	reply := in.Reply
@@ -282,8 +294,51 @@ func (k *kind[S, M]) each(f func(*cell[S, M])) {
 	}
 }
 
+// Moved implements host.Mover: activations of keys that here no longer
+// accepts stop their timers and body, finish what is queued, and end.
+// Their next message activates the key on its new owner, from the initial
+// state (no state moves without replication).
+func (k *kind[S, M]) Moved(here func(key string) bool) {
+	k.each(func(c *cell[S, M]) {
+		if here(c.key) {
+			return
+		}
+		c.mu.Lock()
+		c.stopTimersLocked()
+		c.stopRunLocked()
+		c.mu.Unlock()
+		if !k.forget(c, "moved", time.Now().Add(time.Hour)) {
+			k.movingMu.Lock()
+			k.moving = append(k.moving, c)
+			k.movingN.Store(int32(len(k.moving)))
+			k.movingMu.Unlock()
+		}
+	})
+}
+
+// endMoved ends the moved activations that became idle.
+func (k *kind[S, M]) endMoved() {
+	k.movingMu.Lock()
+	defer k.movingMu.Unlock()
+	live := k.moving[:0]
+	for _, c := range k.moving {
+		c.mu.Lock()
+		gone := c.gone
+		c.mu.Unlock()
+		if !gone && !k.forget(c, "moved", time.Now().Add(time.Hour)) {
+			live = append(live, c)
+		}
+	}
+	clear(k.moving[len(live):])
+	k.moving = live
+	k.movingN.Store(int32(len(live)))
+}
+
 // Sweep passivates cells idle for the idle timeout.
 func (k *kind[S, M]) Sweep(now time.Time) {
+	if k.movingN.Load() > 0 {
+		k.endMoved()
+	}
 	if now.Sub(k.lastSweep) < k.idle/4 {
 		return
 	}
@@ -308,6 +363,17 @@ func (k *kind[S, M]) Deepest() int {
 		}
 	})
 	return deepest
+}
+
+// QueuedKeys returns the keys with messages waiting, at most limit.
+func (k *kind[S, M]) QueuedKeys(limit int) []string {
+	var keys []string
+	k.each(func(c *cell[S, M]) {
+		if len(keys) < limit && c.queued() > 0 {
+			keys = append(keys, c.key)
+		}
+	})
+	return keys
 }
 
 // Queued reports the messages waiting in all mailboxes.

@@ -9,7 +9,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/troupe-go/troupe/actor"
 	"github.com/troupe-go/troupe/cluster"
+	"github.com/troupe-go/troupe/internal/host"
 	"github.com/troupe-go/troupe/internal/remote"
 	"github.com/troupe-go/troupe/internal/testhook"
 	"github.com/troupe-go/troupe/wire"
@@ -26,6 +28,9 @@ type member struct {
 	leave  time.Duration
 	done   chan struct{} // closed when the view loop ends
 	once   sync.Once
+	// leaveErr is what the handover abandoned; written by the handover,
+	// read by Close after Leave returned.
+	leaveErr *LeaveError
 }
 
 // Start starts a system. With cfg.Cluster set it listens, joins the
@@ -104,7 +109,9 @@ func Start(ctx context.Context, cfg Config) (*System, error) {
 
 // refresh gives placement the node's current view.
 func (m *member) refresh() {
-	m.router.Update(wire.NodeID(m.node.ID()), m.node.Owning(), m.node.Members())
+	if m.router.Update(wire.NodeID(m.node.ID()), m.node.Owning(), m.node.Members()) {
+		m.router.MoveOut()
+	}
 }
 
 // follow refreshes placement on every membership event, and once a
@@ -153,21 +160,39 @@ func (s *System) handover(ctx context.Context) error {
 		}
 		select {
 		case <-ctx.Done():
-			return &LeaveError{Queued: st.Queued, Err: ctx.Err()}
+			// Report, but let the leave complete: the rest of the cluster
+			// must still hear that this member left.
+			e := &LeaveError{Queued: s.Stats().Queued, Err: ctx.Err()}
+			for _, k := range s.h.Kinds() {
+				if l, ok := k.(host.QueueLister); ok {
+					for _, key := range l.QueuedKeys(maxAbandoned - len(e.Abandoned)) {
+						e.Abandoned = append(e.Abandoned, actor.ID{Type: k.Name(), Key: key})
+					}
+				}
+			}
+			m.leaveErr = e
+			return nil
 		case <-t.C:
 		}
 	}
 }
 
-// LeaveError reports work a leaving node abandoned when its leave timeout
-// ended: messages still queued for its keys.
+// maxAbandoned bounds the keys a LeaveError lists.
+const maxAbandoned = 1000
+
+// LeaveError reports the work a leaving member abandoned when its leave
+// timeout ended: keys with messages still queued, which the runtime then
+// handles or fails as Close does.
 type LeaveError struct {
+	// Queued is the number of messages still queued.
 	Queued int
-	Err    error
+	// Abandoned names the keys they were queued for (at most 1000).
+	Abandoned []actor.ID
+	Err       error
 }
 
 func (e *LeaveError) Error() string {
-	return fmt.Sprintf("troupe: leave: %d messages still queued when handover ended: %v", e.Queued, e.Err)
+	return fmt.Sprintf("troupe: leave: %d messages for %d keys still queued when the handover ended: %v", e.Queued, len(e.Abandoned), e.Err)
 }
 
 func (e *LeaveError) Unwrap() error { return e.Err }
@@ -181,13 +206,14 @@ func (s *System) Addr() string {
 	return s.m.cfg.Advertise
 }
 
-// Members returns the cluster's members as this node sees them, this node
-// included (nil for an embedded system).
+// Members returns the cluster's members as this node places keys on
+// them, this node included (nil for an embedded system). It follows the
+// membership within a heartbeat.
 func (s *System) Members() []cluster.Member {
 	if s.m == nil {
 		return nil
 	}
-	return s.m.node.Members()
+	return slices.Clone(s.m.router.Members())
 }
 
 // closeCluster leaves the cluster (handing keys over within the leave
@@ -202,6 +228,9 @@ func (s *System) closeMember(ctx context.Context, closeRuntime func(context.Cont
 			errs = append(errs, err)
 		}
 		cancel()
+		if m.leaveErr != nil {
+			errs = append(errs, m.leaveErr)
+		}
 		if err := closeRuntime(ctx); err != nil {
 			errs = append(errs, err)
 		}

@@ -187,7 +187,7 @@ func TestClusterKeepsOneSendersOrder(t *testing.T) {
 }
 
 // remoteKey finds a key that from places on to.
-func remoteKey(t *testing.T, from, to *system.System) string {
+func remoteKey(t testing.TB, from, to *system.System) string {
 	t.Helper()
 	for i := range 10000 {
 		key := "key-" + strconv.Itoa(i)
@@ -197,6 +197,15 @@ func remoteKey(t *testing.T, from, to *system.System) string {
 	}
 	t.Fatal("no key placed on the target node")
 	return ""
+}
+
+// benchCluster starts two members for a benchmark.
+func benchCluster(b *testing.B) []*system.System {
+	return systemtest.StartCluster(b, 2, nil, ccounter)
+}
+
+func benchKey(b *testing.B, _, _ string, systems []*system.System) string {
+	return remoteKey(b, systems[0], systems[1])
 }
 
 func TestClusterAskDeadlineCancelsTheRemoteHandler(t *testing.T) {
@@ -347,4 +356,97 @@ func TestClusterPinnedRefsReachTheirMember(t *testing.T) {
 	if _, err := actor.Ask(ctx, pinnedAgent.Ref(systems[0], "no-member-in-key"), Where{}); !errors.Is(err, actor.ErrInvalidRef) {
 		t.Fatalf("a pinned key without a member: err = %v, want ErrInvalidRef", err)
 	}
+}
+
+func TestClusterKeysMoveToAJoiningMember(t *testing.T) {
+	events := []*systemtest.Events{systemtest.NewEvents(waitLimit), systemtest.NewEvents(waitLimit), systemtest.NewEvents(waitLimit)}
+	systems := systemtest.StartCluster(t, 2, func(i int, cfg *system.Config) { cfg.Observer = events[i].Observe }, ccounter)
+	ctx := systemtest.Ctx(t)
+	const keys = 60
+	for i := range keys {
+		if err := ccounter.Ref(systems[0], "m"+strconv.Itoa(i)).Tell(ctx, Add{N: 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range keys { // all handled
+		if _, err := actor.Ask(ctx, ccounter.Ref(systems[0], "m"+strconv.Itoa(i)), Get{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	third := systemtest.Join(t, []string{systems[0].Addr()}, func(cfg *system.Config) { cfg.Observer = events[2].Observe }, ccounter)
+	all := append(systems, third)
+	systemtest.WaitAlive(t, all, 3)
+	nodes.Lock()
+	for _, s := range all {
+		nodes.byHost[s.Runtime()] = s.Addr()
+	}
+	nodes.Unlock()
+	moved := 0
+	for i := range keys {
+		key := "m" + strconv.Itoa(i)
+		owner := system.OwnerOf(third, "ccounter", key)
+		if owner != third.Addr() {
+			continue
+		}
+		moved++
+		// The old owner ends the activation; the new one starts afresh
+		// (no state moves without replication).
+		old := 0
+		if events[1].Count(systemtest.Is(system.ActivationStarted, key)) > 0 {
+			old = 1
+		}
+		events[old].WaitFor(t, "the old owner to end "+key, func(e system.Event) bool {
+			return e.Kind == system.ActivationEnded && e.Actor.Key == key && e.Reason == "moved"
+		})
+		got, err := actor.Ask(ctx, ccounter.Ref(systems[0], key), Get{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Node != third.Addr() || got.Count != 0 {
+			t.Fatalf("%s after the move: %+v, want a fresh count on %s", key, got, third.Addr())
+		}
+	}
+	if moved == 0 {
+		t.Fatal("no key moved to the new member")
+	}
+	t.Logf("%d of %d keys moved to the new member", moved, keys)
+}
+
+func TestClusterOrderlyLeaveReportsWhatItAbandoned(t *testing.T) {
+	systems := startCluster(t, 3)
+	leaving := systems[2]
+	key := remoteKey(t, systems[0], leaving)
+	ctx := systemtest.Ctx(t)
+	stallCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	go actor.Ask(stallCtx, ccounter.Ref(systems[0], key), Stall{ID: t.Name()})
+	systemtest.WaitUntil(t, "the stall to run", func() bool { return leaving.Stats().Active > 0 })
+	if err := ccounter.Ref(systems[0], key).Tell(ctx, Add{N: 1}); err != nil {
+		t.Fatal(err)
+	}
+	systemtest.WaitUntil(t, "the tell to queue behind it", func() bool { return leaving.Stats().Queued > 0 })
+	closeCtx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	err := leaving.Close(closeCtx)
+	var le *system.LeaveError
+	if !errors.As(err, &le) {
+		t.Fatalf("Close: %v, want a LeaveError", err)
+	}
+	if len(le.Abandoned) != 1 || le.Abandoned[0] != (actor.ID{Type: "ccounter", Key: key}) || le.Queued != 1 {
+		t.Fatalf("abandoned %v (%d queued), want ccounter/%s with 1", le.Abandoned, le.Queued, key)
+	}
+	// The rest of the cluster saw it leave, and serves its keys.
+	systemtest.WaitAlive(t, systems[:2], 2)
+	got, err := actor.Ask(ctx, ccounter.Ref(systems[0], key), Get{})
+	if err != nil || got.Node == leaving.Addr() {
+		t.Fatalf("after the leave: %+v, %v", got, err)
+	}
+	systemtest.WaitUntil(t, "the leaver to be seen left", func() bool {
+		for _, m := range systems[0].Members() {
+			if m.ID.Addr == leaving.Addr() && m.Status != cluster.StatusLeft {
+				return false
+			}
+		}
+		return true
+	})
 }

@@ -33,4 +33,44 @@
 // until ctx ends, then cancels the handlers still running (their Context
 // is done) and fails what is still queued with actor.ErrSystemClosed. It
 // stops every timer and waits for every goroutine it started.
+//
+// # Cluster
+//
+// Start(ctx, Config) with Config.Cluster set makes the system a member of
+// a cluster: it listens on Cluster.Bind, joins through Cluster.Seeds
+// (membership: package cluster) and announces the actor types it hosts.
+// Every member registers the same definitions. A ref routes each message
+// to the owner of its key: the first live member, clockwise on the ring of
+// the members hosting the key's type (package ring), from the key's token,
+// which the ref computes once. A key owned here is delivered without
+// encoding; elsewhere the message is encoded (msgpack, by field name: see
+// actor.Def.WithMessages) and sent on wire's application stream. The
+// protocol is in docs/cluster.md. What callers see:
+//
+//   - Tells from one member to one key keep their order while the owner
+//     is stable. A tell is done once queued for the owner; the owner's
+//     mailbox bound holds the stream (and, through wire's credit, the
+//     sender) instead of dropping it.
+//   - An ask carries its remaining deadline and its cancellation: a
+//     queued request is dropped, a running handler's context ends. An ask
+//     fails with actor.ErrUnavailable as soon as the membership declares
+//     its owner dead. A member that no longer owns the key answers so,
+//     naming the owner it believes in; the asker tries that one once,
+//     then fails with ErrUnavailable. A cycle of asks (A asks B asks A)
+//     fails with actor.ErrAskCycle instead of waiting out the timeout.
+//   - A member that lost the majority of the cluster (cluster.Node.Owning)
+//     refuses the keys it would own with ErrUnavailable. Pinned actors
+//     (actor.Pinned, Def.RefAt) ignore placement and majority: they live
+//     on the member their key names.
+//   - When the member set changes, the activations of keys now owned
+//     elsewhere stop their timers and body, handle what is queued, and
+//     end; the next message activates the key on its new owner, from the
+//     initial state: state moves between members only with replication
+//     (not built yet). While the views of the members differ, a tell that
+//     reaches a non-owner is forwarded once.
+//   - Close leaves the cluster first: placement stops sending this member
+//     keys, and queued work drains for up to LeaveTimeout (a *LeaveError
+//     names the keys abandoned).
+//
+// Non-members reach the cluster with package client.
 package system

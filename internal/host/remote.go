@@ -18,11 +18,11 @@ type Remote interface {
 	Here(typ, key string, token uint64) (bool, error)
 	// Tell sends m to the node that serves its key, without waiting for it
 	// to be handled.
-	Tell(ctx context.Context, m *Outbound) error
+	Tell(ctx context.Context, m Outbound) error
 	// Ask sends m and calls done once with the encoded reply or the
 	// error, unless the returned cancel is called first (then done is
 	// not called and the owner drops or cancels the request).
-	Ask(ctx context.Context, m *Outbound, done func(body []byte, err error)) (cancel func(), err error)
+	Ask(ctx context.Context, m Outbound, done func(body []byte, err error)) (cancel func(), err error)
 }
 
 // Outbound is one message leaving this node.
@@ -32,6 +32,7 @@ type Outbound struct {
 	// Name is the concrete message type's registered name ("" when the
 	// definition's message type is itself concrete).
 	Name string
+	// Body is valid only during the call: the caller reuses it.
 	Body []byte
 	// Deadline is when the asker stops waiting (zero for tells).
 	Deadline time.Time
@@ -44,6 +45,7 @@ type Outbound struct {
 type Inbound struct {
 	Key  string
 	Name string
+	// Body is valid only during the call.
 	Body []byte
 	// Deadline is when the asker stops waiting; zero for tells.
 	Deadline time.Time
@@ -60,9 +62,23 @@ type RemoteKind interface {
 	// DeliverRemote decodes and queues in without waiting for mailbox
 	// room. For asks it returns a cancel that drops the request if still
 	// queued or cancels its handler if running.
-	DeliverRemote(in *Inbound) (cancel func(), err error)
+	DeliverRemote(in Inbound) (cancel func(), err error)
 	// Pinned reports whether keys are tied to a member named in the key.
 	Pinned() bool
 	// Replicas is how many copies of each key's state the definition keeps.
 	Replicas() int
+}
+
+// Mover is implemented by kinds whose activations can end because their
+// key moved to another member.
+type Mover interface {
+	// Moved ends the activations of the keys here does not accept, once
+	// they have handled what is queued.
+	Moved(here func(key string) bool)
+}
+
+// QueueLister is implemented by kinds that can name their keys with
+// queued messages (what a leaving node abandons).
+type QueueLister interface {
+	QueuedKeys(limit int) []string
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"unsafe"
 )
 
 // Envelope kinds on the application stream.
@@ -216,6 +217,17 @@ func (d *decoder) bytes(what string) []byte {
 
 func (d *decoder) string(what string) string { return string(d.bytes(what)) }
 
+// alias returns a string that shares the envelope's bytes: for fields
+// that are looked up and not kept (the handler owns the payload, which
+// nothing writes again).
+func (d *decoder) alias(what string) string {
+	b := d.bytes(what)
+	if len(b) == 0 {
+		return ""
+	}
+	return unsafe.String(&b[0], len(b))
+}
+
 func (d *decoder) strings(what string) []string {
 	n := d.uvarint(what)
 	if d.err != nil {
@@ -247,9 +259,9 @@ func decodeEnvelope(b []byte) (envelope, error) {
 	case kindTell, kindAsk:
 		e.id = d.uvarint("id")
 		e.token = d.uint64("token")
-		e.typ = d.string("type")
-		e.key = d.string("key")
-		e.name = d.string("name")
+		e.typ = d.alias("type")
+		e.key = d.string("key") // kept by the activation
+		e.name = d.alias("name")
 		e.body = d.bytes("body")
 		e.ttl = d.varint("ttl")
 		e.hops = d.byte("hops")

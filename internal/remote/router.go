@@ -12,6 +12,8 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -56,7 +58,18 @@ type Router struct {
 	pending map[uint64]*pending       // asks sent from here
 	serving map[servedKey]*served     // asks other nodes sent here
 	clients map[wire.NodeID]time.Time // clients to push member lists to, and their last sync
+	changed chan struct{}             // closed and replaced when the view changes
 }
+
+// maxRetries bounds how often an ask is sent again after a member said
+// it does not own the key (or left before answering): views converge
+// within a gossip round or two, so a retry that waited for this node's
+// view to change nearly always finds the owner.
+const maxRetries = 2
+
+// retryWait bounds how long an ask that met a non-owner waits for this
+// node's view to change before it is sent again.
+const retryWait = 250 * time.Millisecond
 
 // clientExpiry is how long a client stays subscribed to member-list
 // pushes after its last sync (clients sync every few seconds).
@@ -65,12 +78,12 @@ const clientExpiry = time.Minute
 // pending is an ask waiting for its reply.
 type pending struct {
 	to      wire.NodeID
-	out     *host.Outbound
+	out     host.Outbound
 	done    func([]byte, error)
 	stop    context.CancelFunc // drops the request if not yet written
-	retried bool
-	prev    wire.NodeID // the node that answered it does not own the key
-	hint    string      // ... and the owner it named
+	retries int                // sends after the first, at most maxRetries
+	prev    wire.NodeID        // the node that answered it does not own the key
+	hint    wire.NodeID        // ... and the owner it named
 }
 
 type servedKey struct {
@@ -95,7 +108,8 @@ func New(cfg Config) *Router {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &Router{cfg: cfg, ep: cfg.Endpoint, h: cfg.Host, log: cfg.Logger, ctx: ctx, cancel: cancel,
-		pending: map[uint64]*pending{}, serving: map[servedKey]*served{}, clients: map[wire.NodeID]time.Time{}}
+		pending: map[uint64]*pending{}, serving: map[servedKey]*served{}, clients: map[wire.NodeID]time.Time{},
+		changed: make(chan struct{})}
 	r.view.Store(newView(cfg.Endpoint.Self(), false, nil))
 	cfg.Endpoint.Handle(wire.StreamApplication, wire.HandlerFunc(r.receive))
 	return r
@@ -108,26 +122,39 @@ func (r *Router) SetHost(h *host.Host) { r.h = h }
 // Update replaces the placement view. Asks waiting on members that are
 // now dead or gone fail with actor.ErrUnavailable, and clients that
 // subscribed get the new list.
-func (r *Router) Update(self wire.NodeID, owning bool, members []cluster.Member) {
+// It reports whether the view changed.
+func (r *Router) Update(self wire.NodeID, owning bool, members []cluster.Member) bool {
 	if old := r.view.Load(); old.self == self && old.owning == owning && len(old.list) > 0 &&
 		slices.EqualFunc(old.list, members, cluster.Member.Equal) {
-		return
+		return false
 	}
 	v := newView(self, owning, members)
 	r.view.Store(v)
-	var failed []*pending
+	var failed, again []*pending
+	var againIDs []uint64
 	now := time.Now()
 	r.mu.Lock()
+	close(r.changed)
+	r.changed = make(chan struct{})
 	for c, at := range r.clients {
 		if now.Sub(at) > clientExpiry {
 			delete(r.clients, c)
 		}
 	}
 	for id, p := range r.pending {
-		if v.gone(p.to) {
-			delete(r.pending, id)
-			failed = append(failed, p)
+		if !v.gone(p.to) {
+			continue
 		}
+		delete(r.pending, id)
+		if v.status[p.to] == cluster.StatusLeft && p.retries < maxRetries {
+			// A member that left in order answered what it accepted; a
+			// request still unanswered most likely reached it after it
+			// stopped serving (this view lagged): place it again.
+			p.retries++
+			again, againIDs = append(again, p), append(againIDs, id)
+			continue
+		}
+		failed = append(failed, p)
 	}
 	clients := make([]wire.NodeID, 0, len(r.clients))
 	for c := range r.clients {
@@ -137,6 +164,12 @@ func (r *Router) Update(self wire.NodeID, owning bool, members []cluster.Member)
 	for _, p := range failed {
 		p.stop()
 		p.done(nil, fmt.Errorf("%w: owner %v is down", actor.ErrUnavailable, p.to))
+	}
+	for i, p := range again {
+		p.stop()
+		if err := r.dispatch(againIDs[i], p); err != nil {
+			p.done(nil, err)
+		}
 	}
 	if len(clients) > 0 && r.cfg.Serve {
 		body, err := msgpack.Marshal(members)
@@ -149,6 +182,26 @@ func (r *Router) Update(self wire.NodeID, owning bool, members []cluster.Member)
 				}
 			}
 		}
+	}
+	return true
+}
+
+// MoveOut ends the local activations of the keys this node no longer
+// serves under the current view.
+func (r *Router) MoveOut() {
+	if r.h == nil {
+		return
+	}
+	for _, k := range r.h.Kinds() {
+		m, ok := k.(host.Mover)
+		if !ok {
+			continue
+		}
+		typ := k.Name()
+		m.Moved(func(key string) bool {
+			here, err := r.Here(typ, key, r.Token(typ, key))
+			return here && err == nil
+		})
 	}
 }
 
@@ -212,7 +265,7 @@ func (r *Router) Here(typ, key string, tok uint64) (bool, error) {
 }
 
 // Tell implements host.Remote.
-func (r *Router) Tell(ctx context.Context, out *host.Outbound) error {
+func (r *Router) Tell(ctx context.Context, out host.Outbound) error {
 	to, here, err := r.view.Load().dest(r.kind(out.Type), out.Type, out.Key, out.Token)
 	if err != nil {
 		return err
@@ -227,8 +280,9 @@ func (r *Router) Tell(ctx context.Context, out *host.Outbound) error {
 }
 
 // Ask implements host.Remote.
-func (r *Router) Ask(ctx context.Context, out *host.Outbound, done func([]byte, error)) (func(), error) {
+func (r *Router) Ask(ctx context.Context, out host.Outbound, done func([]byte, error)) (func(), error) {
 	id := r.nextID.Add(1)
+	out.Body = append([]byte(nil), out.Body...) // kept for a retry
 	p := &pending{out: out, done: done}
 	if err := r.dispatch(id, p); err != nil {
 		return nil, err
@@ -244,12 +298,10 @@ func (r *Router) dispatch(id uint64, p *pending) error {
 	if err != nil {
 		return err
 	}
-	if p.retried && to == p.prev {
+	if p.retries > 0 && to == p.prev && !p.hint.IsZero() && serves(v.statusOr(p.hint, cluster.StatusAlive)) {
 		// This node's view still names the node that said no: believe
 		// that node's view, which changed first.
-		if id, ok := v.byAddr[p.hint]; ok && serves(v.status[id]) {
-			to, here = id, id == v.self
-		}
+		to, here = p.hint, p.hint == v.self
 	}
 	sendCtx, stop := context.WithCancel(r.ctx)
 	p.to, p.stop = to, stop
@@ -299,9 +351,11 @@ func (r *Router) take(id uint64) *pending {
 	return p
 }
 
-// send queues e for to; the router's lifetime bounds it.
+// send queues e for to. Nothing withdraws it: closing the transport
+// fails what is still queued. (A context without Done spares wire a
+// cancellation hook per envelope.)
 func (r *Router) send(to wire.NodeID, key uint64, e *envelope) error {
-	if _, err := r.ep.Send(r.ctx, to, wire.StreamApplication, key, e.encode()); err != nil {
+	if _, err := r.ep.Send(context.Background(), to, wire.StreamApplication, key, e.encode()); err != nil {
 		return unavailable(to, err)
 	}
 	return nil
@@ -310,6 +364,11 @@ func (r *Router) send(to wire.NodeID, key uint64, e *envelope) error {
 func unavailable(to wire.NodeID, err error) error {
 	if errors.Is(err, wire.ErrClosed) {
 		return fmt.Errorf("%w: %w", actor.ErrSystemClosed, err)
+	}
+	if errors.Is(err, wire.ErrQueueFull) {
+		// The link to the owner is backed up: like a full mailbox, a
+		// reason to retry later.
+		return fmt.Errorf("%w: send to %v: %w", actor.ErrMailboxFull, to, err)
 	}
 	return fmt.Errorf("%w: send to %v: %w", actor.ErrUnavailable, to, err)
 }
@@ -372,7 +431,7 @@ func (r *Router) serveTell(from wire.NodeID, e *envelope) error {
 		e.hops++
 		return r.send(to, e.token, e)
 	}
-	if _, err := k.DeliverRemote(&host.Inbound{Key: e.key, Name: e.name, Body: e.body}); err != nil {
+	if _, err := k.DeliverRemote(host.Inbound{Key: e.key, Name: e.name, Body: e.body}); err != nil {
 		return r.dropped(e, err)
 	}
 	return nil
@@ -400,7 +459,7 @@ func (r *Router) serveAsk(from wire.NodeID, e *envelope) {
 		return
 	}
 	if !here {
-		fail(&notOwnerError{hint: to.Addr})
+		fail(&notOwnerError{hint: to.String()})
 		return
 	}
 	sk := servedKey{from: from, id: id}
@@ -413,7 +472,7 @@ func (r *Router) serveAsk(from wire.NodeID, e *envelope) {
 	}
 	r.serving[sk] = s
 	r.mu.Unlock()
-	in := &host.Inbound{Key: e.key, Name: e.name, Body: e.body, Chain: e.chain,
+	in := host.Inbound{Key: e.key, Name: e.name, Body: e.body, Chain: e.chain,
 		Reply: func(body []byte, err error) {
 			r.mu.Lock()
 			if cur := r.serving[sk]; cur == s {
@@ -496,15 +555,63 @@ func (r *Router) reply(from wire.NodeID, e *envelope) {
 		return
 	}
 	err := fromWire(e.err, from.String())
-	if e.err.code == codeNotOwner && !p.retried {
-		p.retried, p.hint, p.prev = true, e.err.hint, from
-		derr := r.dispatch(e.id, p)
-		if derr == nil {
-			return
-		}
-		err = derr
-	} else if e.err.code == codeNotOwner {
-		err = fmt.Errorf("%w: %s/%s: owner changed twice during the request: %w", actor.ErrUnavailable, p.out.Type, p.out.Key, err)
+	if e.err.code == codeNotOwner && p.retries < maxRetries {
+		p.retries++
+		p.prev = from
+		p.hint, _ = parseNodeID(e.err.hint)
+		r.retryLater(e.id, p)
+		return
+	}
+	if e.err.code == codeNotOwner {
+		err = fmt.Errorf("%w: %s/%s: %d members in turn said another owns the key: %w", actor.ErrUnavailable, p.out.Type, p.out.Key, maxRetries+1, err)
 	}
 	p.done(nil, err)
+}
+
+// retryLater sends the ask p again once this node's view changed (the
+// member that said no saw a change first), or after a short wait, when
+// the hint decides. It stays withdrawable meanwhile.
+func (r *Router) retryLater(id uint64, p *pending) {
+	wait := retryWait
+	if dl := p.out.Deadline; !dl.IsZero() {
+		wait = min(wait, time.Until(dl)/2)
+	}
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		p.done(nil, actor.ErrSystemClosed)
+		return
+	}
+	p.to = wire.NodeID{} // nowhere while it waits
+	r.pending[id] = p
+	changed := r.changed
+	r.mu.Unlock()
+	go func() {
+		t := time.NewTimer(wait)
+		select {
+		case <-changed:
+		case <-t.C:
+		case <-r.ctx.Done():
+		}
+		t.Stop()
+		if r.take(id) != p {
+			return // withdrawn or failed meanwhile
+		}
+		if err := r.dispatch(id, p); err != nil {
+			p.done(nil, err)
+		}
+	}()
+}
+
+// parseNodeID parses addr#incarnation, as NodeID.String prints it.
+func parseNodeID(s string) (wire.NodeID, bool) {
+	i := strings.LastIndexByte(s, '#')
+	if i < 0 {
+		return wire.NodeID{}, false
+	}
+	inc, err := strconv.ParseUint(s[i+1:], 10, 64)
+	if err != nil {
+		return wire.NodeID{}, false
+	}
+	return wire.NodeID{Addr: s[:i], Incarnation: inc}, true
 }

@@ -112,9 +112,18 @@ func (v *view) dest(k host.RemoteKind, typ, key string, tok uint64) (wire.NodeID
 	return id, true, nil
 }
 
-// gone reports whether id no longer serves anything: dead, left, or not a
-// member any more.
+// gone reports whether id no longer serves anything: dead or left. A
+// node the view does not know (named by another member's newer view) is
+// not known to be gone.
 func (v *view) gone(id wire.NodeID) bool {
 	s, ok := v.status[id]
-	return !ok || s == cluster.StatusDead || s == cluster.StatusLeft
+	return ok && (s == cluster.StatusDead || s == cluster.StatusLeft)
+}
+
+// statusOr returns id's status, or def when the view does not know id.
+func (v *view) statusOr(id wire.NodeID, def cluster.Status) cluster.Status {
+	if s, ok := v.status[id]; ok {
+		return s
+	}
+	return def
 }

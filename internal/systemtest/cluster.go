@@ -18,22 +18,11 @@ func StartCluster(t testing.TB, n int, tweak func(i int, cfg *system.Config), de
 	var systems []*system.System
 	var seeds []string
 	for i := range n {
-		cc := cluster.FastConfig("127.0.0.1:0")
-		cc.ClusterName = "test"
-		cc.Seeds = seeds
-		cfg := system.Config{Actors: defs, Cluster: &cc}
-		if tweak != nil {
-			tweak(i, &cfg)
-		}
-		s, err := system.Start(Ctx(t), cfg)
-		if err != nil {
-			t.Fatalf("start member %d: %v", i, err)
-		}
-		t.Cleanup(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), Limit)
-			defer cancel()
-			s.Close(ctx)
-		})
+		s := Join(t, seeds, func(cfg *system.Config) {
+			if tweak != nil {
+				tweak(i, cfg)
+			}
+		}, defs...)
 		if seeds == nil {
 			seeds = []string{s.Addr()}
 		}
@@ -41,6 +30,30 @@ func StartCluster(t testing.TB, n int, tweak func(i int, cfg *system.Config), de
 	}
 	WaitAlive(t, systems, n)
 	return systems
+}
+
+// Join starts one member hosting defs on loopback with the fast timings,
+// joining through seeds (none: a new cluster), and closes it when the
+// test ends.
+func Join(t testing.TB, seeds []string, tweak func(cfg *system.Config), defs ...system.Definition) *system.System {
+	t.Helper()
+	cc := cluster.FastConfig("127.0.0.1:0")
+	cc.ClusterName = "test"
+	cc.Seeds = seeds
+	cfg := system.Config{Actors: defs, Cluster: &cc}
+	if tweak != nil {
+		tweak(&cfg)
+	}
+	s, err := system.Start(Ctx(t), cfg)
+	if err != nil {
+		t.Fatalf("start a member: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), Limit)
+		defer cancel()
+		s.Close(ctx)
+	})
+	return s
 }
 
 // WaitAlive waits until every system sees want members alive.

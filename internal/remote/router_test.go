@@ -1,0 +1,255 @@
+package remote
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/troupe-go/troupe/actor"
+	"github.com/troupe-go/troupe/cluster"
+	"github.com/troupe-go/troupe/internal/host"
+	"github.com/troupe-go/troupe/ring"
+	"github.com/troupe-go/troupe/wire"
+)
+
+// The routing rules, over an in-memory network with views set by hand:
+// what a node does when the views of the members disagree.
+
+type msg interface{ m() }
+
+type add struct{ N int }
+
+type get struct {
+	actor.Reply[msg, int]
+}
+
+func (add) m() {}
+func (get) m() {}
+
+var counter = actor.Define("counter", func(c *actor.Context[int, msg], m msg) error {
+	switch m := m.(type) {
+	case add:
+		c.SetState(c.State() + m.N)
+	case get:
+		return actor.Respond(c, m, c.State())
+	}
+	return nil
+}).WithMessages(add{}, get{})
+
+// testNode is one member: an endpoint, a host running counter, a router.
+type testNode struct {
+	id     wire.NodeID
+	h      *host.Host
+	r      *Router
+	events chan host.Event
+}
+
+func (n *testNode) Runtime() *host.Host { return n.h }
+
+func newTestNodes(t *testing.T, addrs ...string) []*testNode {
+	t.Helper()
+	return newTestNodesOn(t, wire.NewMemNetwork(), addrs...)
+}
+
+func newTestNodesOn(t *testing.T, net *wire.MemNetwork, addrs ...string) []*testNode {
+	t.Helper()
+	var nodes []*testNode
+	for i, a := range addrs {
+		id := wire.NodeID{Addr: a, Incarnation: uint64(i + 1)}
+		ep, err := net.Join(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := &testNode{id: id, events: make(chan host.Event, 100)}
+		n.r = New(Config{Endpoint: ep, Serve: true})
+		n.h = host.New(host.Settings{Remote: n.r, Observer: func(e host.Event) {
+			select {
+			case n.events <- e:
+			default:
+			}
+		}})
+		n.h.Register(counter.Instantiate(n.h))
+		n.r.SetHost(n.h)
+		t.Cleanup(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			n.h.Close(ctx)
+			n.r.Close()
+			ep.Close()
+		})
+		nodes = append(nodes, n)
+	}
+	return nodes
+}
+
+// setView makes n place keys on the given members.
+func (n *testNode) setView(members ...*testNode) {
+	var ms []cluster.Member
+	for _, m := range members {
+		ms = append(ms, cluster.Member{ID: cluster.NodeID(m.id), Status: cluster.StatusAlive, ActorTypes: []string{"counter"}})
+	}
+	n.r.Update(n.id, true, ms)
+}
+
+// ownerIn returns the owner of key in a ring of the members.
+func ownerIn(key string, members ...*testNode) wire.NodeID {
+	var rm []ring.Member
+	for _, m := range members {
+		rm = append(rm, ring.Member(m.id))
+	}
+	o, _ := ring.New(rm).Owner(ring.KeyToken("counter", key), len(rm), nil)
+	return wire.NodeID(o)
+}
+
+// keyWhere finds a key for which cond holds.
+func keyWhere(t *testing.T, cond func(key string) bool) string {
+	t.Helper()
+	for i := range 100000 {
+		if k := "k" + strconv.Itoa(i); cond(k) {
+			return k
+		}
+	}
+	t.Fatal("no key fits")
+	return ""
+}
+
+func ctxT(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func TestAskRetriesOnceAtTheOwnerTheOldOneNames(t *testing.T) {
+	ns := newTestNodes(t, "a:1", "b:1", "c:1")
+	a, b, c := ns[0], ns[1], ns[2]
+	// a has not heard of c yet; b and c have.
+	key := keyWhere(t, func(k string) bool { return ownerIn(k, a, b) == b.id && ownerIn(k, a, b, c) == c.id })
+	a.setView(a, b)
+	b.setView(a, b, c)
+	c.setView(a, b, c)
+	if err := counter.Ref(c, key).Tell(ctxT(t), add{N: 5}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := actor.Ask(ctxT(t), counter.Ref(a, key), get{})
+	if err != nil || got != 5 {
+		t.Fatalf("got %d, %v; want 5 from c", got, err)
+	}
+}
+
+func TestAskMeetingTwoNonOwnersIsUnavailable(t *testing.T) {
+	ns := newTestNodes(t, "a:1", "b:1", "c:1")
+	a, b, c := ns[0], ns[1], ns[2]
+	key := keyWhere(t, func(k string) bool { return ownerIn(k, a, b) == b.id && ownerIn(k, a, b, c) == c.id })
+	a.setView(a, b)
+	b.setView(a, b, c)
+	c.setView(a, b) // c thinks b owns it: nobody accepts
+	_, err := actor.Ask(ctxT(t), counter.Ref(a, key), get{})
+	if !errors.Is(err, actor.ErrUnavailable) {
+		t.Fatalf("err = %v, want ErrUnavailable", err)
+	}
+}
+
+func TestTellIsForwardedOnceToTheOwner(t *testing.T) {
+	ns := newTestNodes(t, "a:1", "b:1", "c:1")
+	a, b, c := ns[0], ns[1], ns[2]
+	key := keyWhere(t, func(k string) bool { return ownerIn(k, a, b) == b.id && ownerIn(k, a, b, c) == c.id })
+	a.setView(a, b)
+	b.setView(a, b, c)
+	c.setView(a, b, c)
+	for range 10 {
+		if err := counter.Ref(a, key).Tell(ctxT(t), add{N: 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		got, err := actor.Ask(ctxT(t), counter.Ref(c, key), get{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got == 10 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("c counted %d of the 10 forwarded tells", got)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	// b never activated the key.
+	if n := b.h.Active.Load(); n != 0 {
+		t.Fatalf("b has %d activations", n)
+	}
+}
+
+func TestTellIsNotForwardedTwice(t *testing.T) {
+	ns := newTestNodes(t, "a:1", "b:1", "c:1")
+	a, b, c := ns[0], ns[1], ns[2]
+	key := keyWhere(t, func(k string) bool { return ownerIn(k, a, b) == b.id && ownerIn(k, a, b, c) == c.id })
+	a.setView(a, b)
+	b.setView(a, b, c)
+	c.setView(a, b) // c sends it back to b: a loop, broken after one forward
+	if err := counter.Ref(a, key).Tell(ctxT(t), add{N: 1}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case e := <-c.events:
+		if e.Kind != host.MessageDropped || e.Key != key {
+			t.Fatalf("event %+v, want the tell dropped on c", e)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("no drop reported")
+	}
+}
+
+func TestAskToAMemberThatDiesFailsWhenTheViewSaysSo(t *testing.T) {
+	net := wire.NewMemNetwork()
+	ns := newTestNodesOn(t, net, "a:1", "b:1")
+	a, b := ns[0], ns[1]
+	key := keyWhere(t, func(k string) bool { return ownerIn(k, a, b) == b.id })
+	a.setView(a, b)
+	b.setView(a, b)
+	net.Partition("a:1", "b:1") // the request waits in the network
+	errc := make(chan error, 1)
+	go func() {
+		_, err := actor.Ask(ctxT(t), counter.Ref(a, key), get{})
+		errc <- err
+	}()
+	deadline := time.Now().Add(5 * time.Second)
+	for a.r.waiting() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the ask never left")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	// Declare b dead in a's view: the ask fails now, not at its timeout.
+	a.r.Update(a.id, true, []cluster.Member{
+		{ID: cluster.NodeID(a.id), Status: cluster.StatusAlive, ActorTypes: []string{"counter"}},
+		{ID: cluster.NodeID(b.id), Status: cluster.StatusDead, ActorTypes: []string{"counter"}},
+	})
+	select {
+	case err := <-errc:
+		if !errors.Is(err, actor.ErrUnavailable) {
+			t.Fatalf("err = %v, want ErrUnavailable", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the ask hangs")
+	}
+	// With b dead, a serves the key itself.
+	got, err := actor.Ask(ctxT(t), counter.Ref(a, key), get{})
+	if err != nil || got != 0 {
+		t.Fatalf("got %d, %v", got, err)
+	}
+	if n := a.h.Active.Load(); n != 1 {
+		t.Fatalf("a has %d activations, want the moved key", n)
+	}
+	net.Heal("a:1", "b:1")
+}
+
+// waiting returns the number of asks waiting for a reply.
+func (r *Router) waiting() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.pending)
+}
