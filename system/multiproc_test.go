@@ -498,3 +498,52 @@ func TestMemberProcessKilledAndRestartedAtOnceTakesItsKeysBack(t *testing.T) {
 	t.Logf("kill -9 and immediate restart of %s as %s: every key answered by its owner %v after the kill (SuspectAfter + DeadAfter = %v); %d keys on the restarted member",
 		mc.addrs[victim], mc.ids[victim], back.Round(time.Millisecond), tm.SuspectAfter+tm.DeadAfter, mine)
 }
+
+// TestMemberProcessLeavingInOrderLosesNoAsk stops a member in order (its
+// Close leaves the cluster and hands its keys over) while the client keeps
+// asking every key: no ask may fail, and afterwards every key is answered
+// by a survivor, without waiting for failure detection.
+func TestMemberProcessLeavingInOrderLosesNoAsk(t *testing.T) {
+	const n, nkeys = 3, 30
+	mc := startMemberCluster(t, n, nkeys)
+	start := time.Now()
+	mc.mustAll("before the leave", mc.serveAll(func(int, string) bool { return true }), start)
+	victim := n - 1
+	stop := make(chan struct{})
+	var mu sync.Mutex
+	var failed []string
+	asks := 0
+	var wg sync.WaitGroup
+	for i, key := range mc.keys {
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				at := time.Now()
+				_, err := mc.ask(key, 2*time.Second)
+				mu.Lock()
+				asks++
+				if err != nil && len(failed) < 20 {
+					failed = append(failed, fmt.Sprintf("%s (key %d) at +%v: %v", key, i, at.Sub(start).Round(time.Millisecond), err))
+				}
+				mu.Unlock()
+				time.Sleep(5 * time.Millisecond)
+			}
+		})
+	}
+	left := time.Now()
+	mc.procs[victim].stop(false) // closes stdin: the member Closes, leaving in order
+	closed := time.Since(left)
+	at := mc.serveAll(func(_ int, node string) bool { return node != mc.addrs[victim] })
+	close(stop)
+	wg.Wait()
+	moved := mc.mustAll("after the leave", at, left)
+	for _, f := range failed {
+		t.Errorf("expected no ask to fail while a member leaves in order: %s", f)
+	}
+	t.Logf("orderly leave of %s: its process exited %v after the stop; every key answered by a survivor %v after; %d asks during the leave, %d failed",
+		mc.addrs[victim], closed.Round(time.Millisecond), moved.Round(time.Millisecond), asks, len(failed))
+}
