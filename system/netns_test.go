@@ -562,3 +562,79 @@ func TestOneBrokenLinkLeavesEveryKeyServedFromEveryMember(t *testing.T) {
 	}
 	t.Fatalf("expected every member to serve every key with one link cut; within %v of the cut, not served:\n  %s", bound, strings.Join(fails, "\n  "))
 }
+
+// TestEvenSplitSystemsServeNothingUntilTheHeal splits four members 2|2:
+// neither side has a majority, so every member must refuse the keys it
+// owns (no key may be served on both sides), and after the heal every
+// member serves every key on its owner again.
+func TestEvenSplitSystemsServeNothingUntilTheHeal(t *testing.T) {
+	const nkeys = 30
+	tm := labSystemTimings()
+	lab := netns.New(t.Context(), t, netns.Config{Hosts: 4})
+	systems := labSystems(t, lab, tm)
+	ctx := t.Context()
+	keys := make([]string, nkeys)
+	for i := range keys {
+		keys[i] = "even-" + strconv.Itoa(i)
+	}
+	before := agreedOwners(t, systems, keys, systemtest.Limit)
+	ownerOf := func(addr string) *system.System {
+		return systems[slices.IndexFunc(systems, func(s *system.System) bool { return s.Addr() == addr })]
+	}
+	cut := time.Now()
+	if err := lab.Partition(ctx, []*netns.Host{lab.Host(0), lab.Host(1)}, []*netns.Host{lab.Host(2), lab.Host(3)}); err != nil {
+		t.Fatal(err)
+	}
+	refusedAt := pollKeys(nkeys, systemtest.Limit, func(i int) bool {
+		_, err := askOnce(ctx, ownerOf(before[i]), keys[i], 300*time.Millisecond)
+		return errors.Is(err, actor.ErrUnavailable)
+	})
+	refused, ok := latest(refusedAt, cut)
+	if !ok {
+		var still []string
+		for i, at := range refusedAt {
+			if at.IsZero() {
+				still = append(still, keys[i]+" on "+before[i])
+			}
+		}
+		t.Fatalf("expected every owner to refuse its keys within %v of a 2|2 split; still served: %v", systemtest.Limit, still)
+	}
+	// Nobody regains a majority while split: a few more heartbeats, and
+	// every owner still refuses.
+	again := time.Now()
+	systemtest.WaitUntil(t, "a few heartbeats to pass", func() bool { return time.Since(again) > 5*tm.Heartbeat })
+	for i, key := range keys {
+		if _, err := askOnce(ctx, ownerOf(before[i]), key, 300*time.Millisecond); !errors.Is(err, actor.ErrUnavailable) {
+			t.Errorf("during the 2|2 split, %s asked from its owner %s: err = %v, want ErrUnavailable", key, before[i], err)
+		}
+	}
+	healed := time.Now()
+	if err := lab.Heal(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var last sync.Map
+	bound := 2 * systemtest.Limit
+	at := pollKeys(nkeys, bound, func(i int) bool {
+		for _, s := range systems {
+			got, err := askOnce(ctx, s, keys[i], 500*time.Millisecond)
+			if err != nil || got.Node != before[i] {
+				last.Store(i, fmt.Sprintf("from %s: %+v, %v; want served by %s", s.Addr(), got, err, before[i]))
+				return false
+			}
+		}
+		return true
+	})
+	back, ok := latest(at, healed)
+	if !ok {
+		var missing []string
+		for i, a := range at {
+			if a.IsZero() {
+				f, _ := last.Load(i)
+				missing = append(missing, fmt.Sprintf("%s: %v", keys[i], f))
+			}
+		}
+		t.Fatalf("expected every member to serve every key on its owner within %v of the heal:\n  %s", bound, strings.Join(missing, "\n  "))
+	}
+	t.Logf("2|2 split (heartbeat %v, suspect %v, dead %v): every owner refused its keys %v after the cut (SuspectAfter + DeadAfter/2 = %v); after the heal every member served all %d keys on their owners in %v",
+		tm.Heartbeat, tm.SuspectAfter, tm.DeadAfter, refused.Round(time.Millisecond), tm.SuspectAfter+tm.DeadAfter/2, nkeys, back.Round(time.Millisecond))
+}
