@@ -547,3 +547,37 @@ func TestMemberProcessLeavingInOrderLosesNoAsk(t *testing.T) {
 	t.Logf("orderly leave of %s: its process exited %v after the stop; every key answered by a survivor %v after; %d asks during the leave, %d failed",
 		mc.addrs[victim], closed.Round(time.Millisecond), moved.Round(time.Millisecond), asks, len(failed))
 }
+
+// TestClientSurvivesAFullClusterRestart kills every member process and
+// starts them all again at the same addresses (new incarnations): the
+// client, which stays up, must learn the new cluster and serve every key
+// again, each by its owner.
+func TestClientSurvivesAFullClusterRestart(t *testing.T) {
+	const n, nkeys = 3, 30
+	mc := startMemberCluster(t, n, nkeys)
+	start := time.Now()
+	mc.mustAll("before the restart", mc.serveAll(func(int, string) bool { return true }), start)
+	killed := time.Now()
+	for _, p := range mc.procs {
+		p.cmd.Process.Kill()
+	}
+	for _, p := range mc.procs {
+		p.stop(true)
+	}
+	old := slices.Clone(mc.ids)
+	for i := range mc.procs {
+		mc.procs[i] = spawnMember(t, mc.addrs[i], mc.seedsFor(i))
+	}
+	for i, p := range mc.procs {
+		mc.ids[i] = p.waitReady(t)
+		if mc.ids[i] == old[i] {
+			t.Fatalf("expected a new incarnation at %s, got %s again", mc.addrs[i], old[i])
+		}
+	}
+	restarted := time.Since(killed)
+	at := mc.serveAll(func(int, string) bool { return true })
+	back := mc.mustAll("after the full restart", at, killed)
+	mc.waitClientSees()
+	t.Logf("every member killed and restarted (the new cluster joined %v after the kill): the client served every key on its owner %v after the kill",
+		restarted.Round(time.Millisecond), back.Round(time.Millisecond))
+}
