@@ -92,7 +92,11 @@ func (e *envelope) encode() []byte {
 	for _, c := range e.chain {
 		n += len(c) + 2
 	}
-	b := make([]byte, 0, n)
+	return e.appendTo(make([]byte, 0, n))
+}
+
+// appendTo appends e's encoding to b.
+func (e *envelope) appendTo(b []byte) []byte {
 	b = append(b, envelopeVersion, e.kind)
 	switch e.kind {
 	case kindTell, kindAsk:

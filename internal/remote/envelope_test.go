@@ -119,3 +119,43 @@ func TestErrorsKeepTheirIdentityAcrossNodes(t *testing.T) {
 		}
 	}
 }
+
+func TestBatchFramingRoundTrips(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		var want [][]byte
+		var b []byte
+		for _, size := range rapid.SliceOf(rapid.SampledFrom([]int{0, 1, 100, 127, 128, 300, 16383, 16384, 70000})).Draw(t, "sizes") {
+			e := &envelope{kind: kindTell, key: "k", body: make([]byte, size)}
+			b = e.appendFramed(b)
+			want = append(want, e.encode())
+		}
+		var got [][]byte
+		if err := splitBatch(b, func(p []byte) { got = append(got, p) }); err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != len(want) {
+			t.Fatalf("%d envelopes, want %d", len(got), len(want))
+		}
+		for i := range got {
+			if !reflect.DeepEqual(got[i], want[i]) {
+				t.Fatalf("envelope %d differs", i)
+			}
+		}
+	})
+}
+
+func FuzzSplitBatch(f *testing.F) {
+	b := (&envelope{kind: kindAsk, id: 1, typ: "t", key: "k"}).appendFramed(nil)
+	b = (&envelope{kind: kindCancel, id: 1}).appendFramed(b)
+	f.Add(b)
+	f.Fuzz(func(t *testing.T, b []byte) {
+		total := 0
+		_ = splitBatch(b, func(p []byte) {
+			total += len(p)
+			decodeEnvelope(p) // must not panic
+		})
+		if total > len(b) {
+			t.Fatalf("split %d bytes out of %d", total, len(b))
+		}
+	})
+}

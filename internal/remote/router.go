@@ -53,6 +53,9 @@ type Router struct {
 
 	nextID atomic.Uint64
 
+	// outboxes holds an *outbox per peer (wire.NodeID).
+	outboxes sync.Map
+
 	mu      sync.Mutex
 	closed  bool
 	pending map[uint64]*pending       // asks sent from here
@@ -80,10 +83,9 @@ type pending struct {
 	to      wire.NodeID
 	out     host.Outbound
 	done    func([]byte, error)
-	stop    context.CancelFunc // drops the request if not yet written
-	retries int                // sends after the first, at most maxRetries
-	prev    wire.NodeID        // the node that answered it does not own the key
-	hint    wire.NodeID        // ... and the owner it named
+	retries int         // sends after the first, at most maxRetries
+	prev    wire.NodeID // the node that answered it does not own the key
+	hint    wire.NodeID // ... and the owner it named
 }
 
 type servedKey struct {
@@ -162,11 +164,9 @@ func (r *Router) Update(self wire.NodeID, owning bool, members []cluster.Member)
 	}
 	r.mu.Unlock()
 	for _, p := range failed {
-		p.stop()
 		p.done(nil, fmt.Errorf("%w: owner %v is down", actor.ErrUnavailable, p.to))
 	}
 	for i, p := range again {
-		p.stop()
 		if err := r.dispatch(againIDs[i], p); err != nil {
 			p.done(nil, err)
 		}
@@ -175,7 +175,7 @@ func (r *Router) Update(self wire.NodeID, owning bool, members []cluster.Member)
 		body, err := msgpack.Marshal(members)
 		if err == nil {
 			for _, c := range clients {
-				if err := r.send(c, 0, &envelope{kind: kindMembers, body: body}); err != nil {
+				if err := r.send(c, 0, &envelope{kind: kindMembers, body: body}, true); err != nil {
 					r.mu.Lock()
 					delete(r.clients, c)
 					r.mu.Unlock()
@@ -208,7 +208,7 @@ func (r *Router) MoveOut() {
 // Sync asks the member at to for its member list, and for pushes of the
 // list when it changes; the answer reaches Config.OnMembers.
 func (r *Router) Sync(to wire.NodeID) error {
-	return r.send(to, 0, &envelope{kind: kindSync, id: r.nextID.Add(1)})
+	return r.send(to, 0, &envelope{kind: kindSync, id: r.nextID.Add(1)}, true)
 }
 
 // Members returns the member list of the current view.
@@ -229,7 +229,6 @@ func (r *Router) Close() {
 	r.mu.Unlock()
 	r.cancel()
 	for _, p := range pend {
-		p.stop()
 		p.done(nil, actor.ErrSystemClosed)
 	}
 	for _, s := range serving {
@@ -276,7 +275,7 @@ func (r *Router) Tell(ctx context.Context, out host.Outbound) error {
 	}
 	// The message outlives the caller's context: a tell is done once
 	// queued, like a local one.
-	return r.send(to, out.Token, e)
+	return r.send(to, out.Token, e, false)
 }
 
 // Ask implements host.Remote.
@@ -303,12 +302,10 @@ func (r *Router) dispatch(id uint64, p *pending) error {
 		// that node's view, which changed first.
 		to, here = p.hint, p.hint == v.self
 	}
-	sendCtx, stop := context.WithCancel(r.ctx)
-	p.to, p.stop = to, stop
+	p.to = to
 	r.mu.Lock()
 	if r.closed {
 		r.mu.Unlock()
-		stop()
 		return actor.ErrSystemClosed
 	}
 	r.pending[id] = p
@@ -321,10 +318,9 @@ func (r *Router) dispatch(id uint64, p *pending) error {
 		r.serveAsk(r.ep.Self(), e)
 		return nil
 	}
-	if _, err := r.ep.Send(sendCtx, to, wire.StreamApplication, out.Token, e.encode()); err != nil {
+	if err := r.send(to, out.Token, e, true); err != nil {
 		r.take(id)
-		stop()
-		return unavailable(to, err)
+		return err
 	}
 	return nil
 }
@@ -335,12 +331,16 @@ func (r *Router) withdraw(id uint64) {
 	if p == nil {
 		return
 	}
-	p.stop()
 	if p.to == r.ep.Self() {
 		r.cancelServed(servedKey{from: p.to, id: id})
 		return
 	}
-	r.send(p.to, id, &envelope{kind: kindCancel, id: id})
+	if p.to.IsZero() {
+		return // waiting to be sent again: nothing out there
+	}
+	// The request may sit in a batch or on the owner: the cancel follows
+	// it on the same lane, so it arrives after it.
+	r.send(p.to, p.out.Token, &envelope{kind: kindCancel, id: id}, false)
 }
 
 func (r *Router) take(id uint64) *pending {
@@ -351,14 +351,10 @@ func (r *Router) take(id uint64) *pending {
 	return p
 }
 
-// send queues e for to. Nothing withdraws it: closing the transport
-// fails what is still queued. (A context without Done spares wire a
-// cancellation hook per envelope.)
-func (r *Router) send(to wire.NodeID, key uint64, e *envelope) error {
-	if _, err := r.ep.Send(context.Background(), to, wire.StreamApplication, key, e.encode()); err != nil {
-		return unavailable(to, err)
-	}
-	return nil
+// send queues e for to in the lane of key (see outbox); now sends the
+// lane at once, for envelopes someone waits on.
+func (r *Router) send(to wire.NodeID, key uint64, e *envelope, now bool) error {
+	return r.outboxFor(to).enqueue(key, e, now)
 }
 
 func unavailable(to wire.NodeID, err error) error {
@@ -373,8 +369,15 @@ func unavailable(to wire.NodeID, err error) error {
 	return fmt.Errorf("%w: send to %v: %w", actor.ErrUnavailable, to, err)
 }
 
-// receive handles one envelope of the application stream.
+// receive handles one batch of the application stream.
 func (r *Router) receive(from wire.NodeID, payload []byte) {
+	if err := splitBatch(payload, func(b []byte) { r.receiveOne(from, b) }); err != nil {
+		r.log.Warn("troupe: dropped the rest of an application batch", "from", from, "err", err)
+	}
+}
+
+// receiveOne handles one envelope.
+func (r *Router) receiveOne(from wire.NodeID, payload []byte) {
 	e, err := decodeEnvelope(payload)
 	if err != nil {
 		r.log.Warn("troupe: dropped application envelope", "from", from, "err", err)
@@ -398,7 +401,7 @@ func (r *Router) receive(from wire.NodeID, payload []byte) {
 			r.mu.Unlock()
 			body, err := msgpack.Marshal(r.view.Load().list)
 			if err == nil {
-				r.send(from, e.id, &envelope{kind: kindMembers, id: e.id, body: body})
+				r.send(from, e.id, &envelope{kind: kindMembers, id: e.id, body: body}, true)
 			}
 		}
 	case kindMembers:
@@ -429,7 +432,7 @@ func (r *Router) serveTell(from wire.NodeID, e *envelope) error {
 			return r.dropped(e, fmt.Errorf("%w: forwarded once already; owner now %v", actor.ErrUnavailable, to))
 		}
 		e.hops++
-		return r.send(to, e.token, e)
+		return r.send(to, e.token, e, false)
 	}
 	if _, err := k.DeliverRemote(host.Inbound{Key: e.key, Name: e.name, Body: e.body}); err != nil {
 		return r.dropped(e, err)
@@ -537,7 +540,7 @@ func (r *Router) answer(from wire.NodeID, id uint64, body []byte, err error) {
 		r.reply(from, e)
 		return
 	}
-	if serr := r.send(from, id, e); serr != nil {
+	if serr := r.send(from, id, e, true); serr != nil {
 		r.log.Debug("troupe: reply not sent", "to", from, "err", serr)
 	}
 }
@@ -549,7 +552,6 @@ func (r *Router) reply(from wire.NodeID, e *envelope) {
 	if p == nil {
 		return // withdrawn, or failed meanwhile
 	}
-	p.stop()
 	if e.err == nil {
 		p.done(e.body, nil)
 		return

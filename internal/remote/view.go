@@ -25,7 +25,7 @@ type view struct {
 // typeRing places the keys of the actor types hosted by one member set.
 type typeRing struct {
 	r    *ring.Ring
-	live ring.Liveness
+	live ring.Liveness // nil when every member of r serves: the usual case, and no lookups
 }
 
 // serves reports whether a member in status s takes new work: alive or
@@ -62,7 +62,13 @@ func newView(self wire.NodeID, owning bool, members []cluster.Member) *view {
 		}
 		tr, ok := shared[sig.String()]
 		if !ok {
-			tr = &typeRing{r: ring.New(ms), live: live}
+			tr = &typeRing{r: ring.New(ms)}
+			for _, m := range ms {
+				if !serves(v.status[wire.NodeID(m)]) {
+					tr.live = live
+					break
+				}
+			}
 			shared[sig.String()] = tr
 		}
 		v.rings[t] = tr

@@ -1,0 +1,166 @@
+package remote
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
+
+	"github.com/troupe-go/troupe/wire"
+)
+
+// Envelopes to one peer travel in batches: each wire message on the
+// application stream holds one or more envelopes, each preceded by its
+// length (uvarint). Sending an envelope then costs an append; the wire's
+// per-message work (queueing, scheduling, credit) is paid once per batch.
+//
+// A peer's envelopes are spread over lanes by key token (by request id
+// for replies and cancels). A lane is one wire ordering key, so one
+// sender's messages to one key keep their order, and a large message
+// holds back only the keys of its own lane: the other lanes' batches go
+// ahead of its frames (wire sends messages that fit a frame first).
+const (
+	numLanes = 8
+	// batchMax is the size at which a lane is sent at once by the caller
+	// rather than left for the flusher.
+	batchMax = 64 << 10
+)
+
+// outbox is what this node has to send to one peer.
+type outbox struct {
+	r       *Router
+	to      wire.NodeID
+	running atomic.Bool // a flusher goroutine is at work
+	lanes   [numLanes]lane
+}
+
+type lane struct {
+	mu  sync.Mutex
+	buf []byte // framed envelopes not yet handed to wire
+	_   [32]byte
+}
+
+// outboxFor returns the outbox of to, creating it.
+func (r *Router) outboxFor(to wire.NodeID) *outbox {
+	if o, ok := r.outboxes.Load(to); ok {
+		return o.(*outbox)
+	}
+	o, _ := r.outboxes.LoadOrStore(to, &outbox{r: r, to: to})
+	return o.(*outbox)
+}
+
+// laneOf picks the lane of an ordering key.
+func laneOf(key uint64) int { return int(key % numLanes) }
+
+// enqueue adds e to the lane of key. With now set (asks, replies: someone
+// waits) or once the lane holds batchMax bytes, the caller sends the lane
+// itself and gets wire's error; otherwise a flusher sends it soon.
+func (o *outbox) enqueue(key uint64, e *envelope, now bool) error {
+	i := laneOf(key)
+	l := &o.lanes[i]
+	l.mu.Lock()
+	l.buf = e.appendFramed(l.buf)
+	if now || len(l.buf) >= batchMax {
+		err := o.flushLocked(i, l)
+		l.mu.Unlock()
+		return err
+	}
+	l.mu.Unlock()
+	if o.running.CompareAndSwap(false, true) {
+		go o.flush()
+	}
+	return nil
+}
+
+// flushLocked hands the lane's batch to wire; l.mu held, so a lane's
+// batches reach wire in order.
+func (o *outbox) flushLocked(i int, l *lane) error {
+	if len(l.buf) == 0 {
+		return nil
+	}
+	batch := l.buf
+	l.buf = nil
+	if _, err := o.r.ep.Send(context.Background(), o.to, wire.StreamApplication, uint64(i+1), batch); err != nil {
+		return unavailable(o.to, err)
+	}
+	return nil
+}
+
+// flush sends the lanes' batches until they stay empty. It yields a few
+// times before it ends, so that a steady stream of sends finds it running
+// and batches build up while it hands the previous batch to wire.
+func (o *outbox) flush() {
+	for idle := 0; ; {
+		sent := false
+		for i := range o.lanes {
+			l := &o.lanes[i]
+			l.mu.Lock()
+			if len(l.buf) > 0 {
+				sent = true
+				if err := o.flushLocked(i, l); err != nil {
+					o.r.log.Debug("troupe: batch to peer dropped", "peer", o.to, "err", err)
+				}
+			}
+			l.mu.Unlock()
+		}
+		if sent {
+			idle = 0
+			continue
+		}
+		if idle < 3 {
+			idle++
+			runtime.Gosched()
+			continue
+		}
+		o.running.Store(false)
+		// A sender that appended after the last pass saw running set and
+		// left the batch to this goroutine: look once more.
+		if !o.pending() || !o.running.CompareAndSwap(false, true) {
+			return
+		}
+		idle = 0
+	}
+}
+
+func (o *outbox) pending() bool {
+	for i := range o.lanes {
+		l := &o.lanes[i]
+		l.mu.Lock()
+		n := len(l.buf)
+		l.mu.Unlock()
+		if n > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// appendFramed appends e's length and encoding to b.
+func (e *envelope) appendFramed(b []byte) []byte {
+	start := len(b)
+	b = append(b, 0, 0, 0, 0, 0) // room for the length, fixed up below
+	b = e.appendTo(b)
+	n := len(b) - start - 5
+	var lb [binary.MaxVarintLen64]byte
+	k := binary.PutUvarint(lb[:], uint64(n))
+	// Move the envelope left over the room the length does not use.
+	copy(b[start+k:], b[start+5:])
+	copy(b[start:], lb[:k])
+	return b[:start+k+n]
+}
+
+// splitBatch calls f with each envelope of a batch, in order. It stops at
+// the first malformed length.
+func splitBatch(b []byte, f func([]byte)) error {
+	for len(b) > 0 {
+		n, k := binary.Uvarint(b)
+		if k <= 0 || n > uint64(len(b)-k) {
+			return fmt.Errorf("%w: batch framing", ErrMalformed)
+		}
+		f(b[k : k+int(n) : k+int(n)])
+		b = b[k+int(n):]
+	}
+	return nil
+}
