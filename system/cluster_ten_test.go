@@ -116,8 +116,8 @@ func TestTenMembersAgreeOnEveryOwnerAndServeThere(t *testing.T) {
 	}
 	close(next)
 	wg.Wait()
-	if u := unstable(); u != "" {
-		t.Errorf("membership changed during the run (false suspicions under load? the errors below may follow from it): %s", u)
+	if u := unstable(); len(u) > 0 {
+		t.Errorf("membership changed during the run (false suspicions under load? the errors below may follow from it): %s", strings.Join(u, "; "))
 	}
 	for _, err := range errs {
 		t.Error(err)
@@ -158,9 +158,10 @@ func startClusterWith(t *testing.T, n int, tm cluster.Timings, defs ...system.De
 }
 
 // watchMembership polls every member's view until the test ends; the
-// returned func describes the first views in which some member saw
-// another one not alive ("" if none did).
-func watchMembership(t *testing.T, systems []*system.System) func() string {
+// returned func stops it and describes the first views in which some
+// member saw another one not alive, as "<observer> saw <addr#inc>
+// <status> at <time>" (none if none did).
+func watchMembership(t *testing.T, systems []*system.System) func() []string {
 	var mu sync.Mutex
 	var seen []string
 	stop := make(chan struct{})
@@ -179,7 +180,7 @@ func watchMembership(t *testing.T, systems []*system.System) func() string {
 				for _, m := range s.Members() {
 					if m.Status != cluster.StatusAlive {
 						mu.Lock()
-						if len(seen) < 10 {
+						if len(seen) < 50 {
 							seen = append(seen, fmt.Sprintf("%s saw %s %s at %s", s.Addr(), m.ID, m.Status, time.Now().Format("15:04:05.000")))
 						}
 						mu.Unlock()
@@ -191,10 +192,10 @@ func watchMembership(t *testing.T, systems []*system.System) func() string {
 	var once sync.Once
 	finish := func() { once.Do(func() { close(stop); <-done }) }
 	t.Cleanup(finish)
-	return func() string {
+	return func() []string {
 		finish()
 		mu.Lock()
 		defer mu.Unlock()
-		return strings.Join(seen, "; ")
+		return slices.Clone(seen)
 	}
 }
