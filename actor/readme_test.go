@@ -44,3 +44,36 @@ func TestReadmeQuotesTheExample(t *testing.T) {
 		at++
 	}
 }
+
+// TestReadmeRunsExistingExamples keeps the README's set-up commands
+// runnable: the first is the clustered example, and every example it
+// names is a program in examples/.
+func TestReadmeRunsExistingExamples(t *testing.T) {
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Skipf("no README: %v", err)
+	}
+	_, setup, ok := strings.Cut(string(readme), "## Set up and run")
+	if ok {
+		_, setup, ok = strings.Cut(setup, "```sh\n")
+	}
+	if ok {
+		setup, _, ok = strings.Cut(setup, "```")
+	}
+	if !ok {
+		t.Fatal("README.md has no ```sh block under \"## Set up and run\"")
+	}
+	cmds := strings.Split(strings.TrimSpace(setup), "\n")
+	if first := strings.Fields(cmds[0]); len(first) < 3 || strings.Join(first[:3], " ") != "go run ./examples/localcluster" {
+		t.Errorf("the first set-up command is %q, want go run ./examples/localcluster", cmds[0])
+	}
+	for _, dir := range strings.Fields(string(readme)) {
+		dir = strings.Trim(dir, "`(),.")
+		if !strings.HasPrefix(dir, "examples/") && !strings.HasPrefix(dir, "./examples/") {
+			continue
+		}
+		if _, err := os.Stat("../" + strings.TrimPrefix(dir, "./") + "/main.go"); err != nil {
+			t.Errorf("the README names %s, which is not an example program: %v", dir, err)
+		}
+	}
+}

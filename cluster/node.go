@@ -376,8 +376,17 @@ func (n *Node) Leave(ctx context.Context) error {
 		return err
 	}
 	if f, ok := n.tr.(Flusher); ok {
-		if err := f.Flush(ctx); err != nil {
-			return fmt.Errorf("troupe: leave: flush: %w", err)
+		// Live peers take the left record within a round trip; a peer
+		// that is gone never does, and must not hold the leave for the
+		// message TTL. Peers that got it spread it by gossip.
+		fctx, cancel := context.WithTimeout(ctx, n.cfg.Timings.Heartbeat)
+		err := f.Flush(fctx)
+		cancel()
+		if err != nil {
+			if ctx.Err() != nil {
+				return fmt.Errorf("troupe: leave: flush: %w", err)
+			}
+			n.log.Debug("leave: some peers did not take the left record within a heartbeat", "err", err)
 		}
 	}
 	return nil

@@ -151,6 +151,15 @@ func (m *member) follow() {
 func (s *System) handover(ctx context.Context) error {
 	m := s.m
 	m.refresh() // the node now announces leaving: placement skips it
+	if dl, ok := ctx.Deadline(); ok {
+		// Keep time to announce the leave once the drain gives up: a
+		// member that vanishes without it is only removed after
+		// RemoveAfter.
+		margin := min(250*time.Millisecond, time.Until(dl)/4)
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, dl.Add(-margin))
+		defer cancel()
+	}
 	t := time.NewTicker(5 * time.Millisecond)
 	defer t.Stop()
 	for {

@@ -167,6 +167,8 @@ func (r *Router) Update(self wire.NodeID, owning bool, members []cluster.Member)
 		p.done(nil, fmt.Errorf("%w: owner %v is down", actor.ErrUnavailable, p.to))
 	}
 	for i, p := range again {
+		// Should the leaver still be there, it drops its copy.
+		r.send(p.to, p.out.Token, &envelope{kind: kindCancel, id: againIDs[i]}, false)
 		if err := r.dispatch(againIDs[i], p); err != nil {
 			p.done(nil, err)
 		}
@@ -548,10 +550,16 @@ func (r *Router) answer(from wire.NodeID, id uint64, body []byte, err error) {
 // reply completes the ask id with the outcome e carries. A node that no
 // longer owns the key gets one retry against the fresh view.
 func (r *Router) reply(from wire.NodeID, e *envelope) {
-	p := r.take(e.id)
-	if p == nil {
-		return // withdrawn, or failed meanwhile
+	r.mu.Lock()
+	p := r.pending[e.id]
+	if p == nil || p.to != from {
+		// Withdrawn or failed meanwhile, or the late answer of a member
+		// the ask has since been sent away from.
+		r.mu.Unlock()
+		return
 	}
+	delete(r.pending, e.id)
+	r.mu.Unlock()
 	if e.err == nil {
 		p.done(e.body, nil)
 		return
