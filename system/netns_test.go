@@ -916,3 +916,60 @@ func TestSaturatedLinkDoesNotMakeItsSenderSuspect(t *testing.T) {
 	t.Logf("%d x %d KiB told across a %d kbit/s link, all %d bytes at the sink %v after the first tell; %d asks from the others for the sender's keys meanwhile, slowest %v",
 		blobs, size>>10, rate/netns.Kbit, got, drained.Round(time.Millisecond), asks, slowest.Round(time.Millisecond))
 }
+
+// TestMinorityStateDoesNotComeBackAfterTheHeal: a key owned by a minority
+// member counts to 5; the split moves it to the majority, where it counts
+// 3 more from scratch (state moves only with replication, not built yet).
+// After the heal the key goes back to its first owner. That owner refused
+// the key since it stepped down, so the activation it kept must not come
+// back with the count from before the split: the key's history after the
+// heal may restart from the initial state, but must not travel back in
+// time to 5, undoing what the majority acknowledged.
+func TestMinorityStateDoesNotComeBackAfterTheHeal(t *testing.T) {
+	tm := labSystemTimings()
+	lab := netns.New(t.Context(), t, netns.Config{Hosts: 5})
+	systems := labSystems(t, lab, tm)
+	ctx := t.Context()
+	minority, majority := systems[:2], systems[2:]
+	key := remoteKey(t, majority[0], minority[0])
+	agreedOwners(t, systems, []string{key}, systemtest.Limit)
+	ref := ccounter.Ref(majority[0], key)
+	for range 5 {
+		if err := ref.Tell(ctx, Add{N: 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, err := askOnce(ctx, majority[0], key, systemtest.Limit); err != nil || got.Count != 5 || got.Node != minority[0].Addr() {
+		t.Fatalf("before the split: %+v, %v; want 5 on %s", got, err, minority[0].Addr())
+	}
+	if err := lab.Partition(ctx, []*netns.Host{lab.Host(0), lab.Host(1)}, []*netns.Host{lab.Host(2), lab.Host(3), lab.Host(4)}); err != nil {
+		t.Fatal(err)
+	}
+	systemtest.WaitUntil(t, "the majority to serve the key", func() bool {
+		got, err := askOnce(ctx, majority[0], key, 300*time.Millisecond)
+		return err == nil && got.Node != minority[0].Addr()
+	})
+	for range 3 {
+		if err := ref.Tell(ctx, Add{N: 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	during, err := askOnce(ctx, majority[0], key, systemtest.Limit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("during the split %s counts %d on %s", key, during.Count, during.Node)
+	if err := lab.Heal(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var after CountReply
+	systemtest.WaitUntil(t, "the key back on its first owner", func() bool {
+		got, err := askOnce(ctx, majority[0], key, 500*time.Millisecond)
+		after = got
+		return err == nil && got.Node == minority[0].Addr()
+	})
+	t.Logf("after the heal %s counts %d on %s", key, after.Count, after.Node)
+	if after.Count == 5 {
+		t.Errorf("after the heal %s counts 5 again on %s: the state from before the split came back, undoing the %d counted by the majority meanwhile", key, after.Node, during.Count)
+	}
+}
