@@ -9,6 +9,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -24,7 +25,12 @@ import (
 	"time"
 )
 
-func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
+func main() {
+	if code, ok := nodeMain(); ok { // a node of the remote workloads
+		os.Exit(code)
+	}
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
 
 // options are the command line.
 type options struct {
@@ -42,7 +48,7 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	var o options
 	fs := flag.NewFlagSet("benchmarks", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	only := fs.String("only", "", "comma-separated workloads to run (default all: tell,tell-many,ask,pingpong,activate)")
+	only := fs.String("only", "", "comma-separated workloads to run (default all: tell,tell-many,ask,pingpong,activate,remote-tell,remote-ask,client-ask,failover-fast,failover-default)")
 	systems := fs.String("systems", "troupe,protoactor", "comma-separated systems to run (one alone prints no ratio; for profiling)")
 	fs.IntVar(&o.rounds, "rounds", 5, "rounds; each measures every workload once on each system")
 	fs.BoolVar(&o.warmup, "warmup", true, "run every workload once at a tenth of its size before the rounds, unreported")
@@ -55,6 +61,13 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.sz.PingPongM, "pingpong-m", 200_000, "pingpong: messages per pair")
 	fs.IntVar(&o.sz.ActivateKeys, "activate-keys", 1_000_000, "activate: keys")
 	fs.DurationVar(&o.sz.ActivateQuiet, "activate-quiet", 50*time.Millisecond, "activate: extra settle time after the runtime's goroutines left, before the heap is read")
+	fs.IntVar(&o.sz.RemoteTellN, "remote-tell-n", 1_000_000, "remote-tell: messages")
+	fs.IntVar(&o.sz.RemoteAskN, "remote-ask-n", 10_000, "remote-ask: sequential asks (and bare TCP round trips)")
+	fs.IntVar(&o.sz.ClientNodes, "client-nodes", 3, "client-ask: node processes in the cluster")
+	fs.IntVar(&o.sz.ClientGos, "client-goroutines", 64, "client-ask: goroutines asking, one ask at a time each")
+	fs.IntVar(&o.sz.ClientKeys, "client-keys", 1024, "client-ask: keys asked (round-robin)")
+	fs.IntVar(&o.sz.ClientAskN, "client-ask-n", 200_000, "client-ask: asks in all (rounded down to a multiple of -client-goroutines)")
+	fs.IntVar(&o.sz.FailoverNodes, "failover-nodes", 3, "failover-*: node processes in the cluster (one is killed)")
 	fs.IntVar(&o.mailbox, "troupe-mailbox", troupeMailbox, "Troupe's mailbox bound (Wait overflow) in the throughput workloads")
 	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of the rounds to this file")
 	fs.BoolVar(&o.quietLog, "q", false, "do not log each measurement to stderr")
@@ -87,11 +100,19 @@ func parse(args []string, stderr io.Writer) (options, error) {
 		return o, errors.New("-many-n must be at least -many-senders * -many-keys, both positive")
 	}
 	o.sz.ManyPer = *manyN / (o.sz.ManySenders * o.sz.ManyKeys)
+	if o.sz.ClientGos > 0 && o.sz.ClientAskN < o.sz.ClientGos {
+		return o, errors.New("-client-ask-n must be at least -client-goroutines")
+	}
+	if o.sz.FailoverNodes < 2 {
+		return o, errors.New("-failover-nodes must be at least 2")
+	}
 	for _, v := range []struct {
 		name string
 		n    int
 	}{{"rounds", o.rounds}, {"tell-n", o.sz.TellN}, {"ask-n", o.sz.AskN}, {"pairs", o.sz.Pairs},
-		{"pingpong-m", o.sz.PingPongM}, {"activate-keys", o.sz.ActivateKeys}, {"troupe-mailbox", o.mailbox}} {
+		{"pingpong-m", o.sz.PingPongM}, {"activate-keys", o.sz.ActivateKeys}, {"troupe-mailbox", o.mailbox},
+		{"remote-tell-n", o.sz.RemoteTellN}, {"remote-ask-n", o.sz.RemoteAskN},
+		{"client-nodes", o.sz.ClientNodes}, {"client-goroutines", o.sz.ClientGos}, {"client-keys", o.sz.ClientKeys}} {
 		if v.n < 1 {
 			return o, fmt.Errorf("-%s must be positive, got %d", v.name, v.n)
 		}
@@ -108,13 +129,19 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "benchmarks:", err)
 		return 2
 	}
+	// The remote workloads' nodes: started on first use, stopped on the
+	// way out, killed on an interrupt.
+	env := &remoteEnv{}
+	defer env.close()
+	stopSignals := killNodesOnSignal(stderr)
+	defer stopSignals()
 	var peers []peer
 	for _, s := range o.systems {
 		switch s {
 		case "troupe":
-			peers = append(peers, troupePeer{mailbox: o.mailbox})
+			peers = append(peers, troupePeer{mailbox: o.mailbox, rem: env})
 		case "protoactor":
-			peers = append(peers, protoPeer{})
+			peers = append(peers, protoPeer{rem: env})
 		}
 	}
 	var keys []string
@@ -128,10 +155,17 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	header(stdout, o)
 
+	if o.cpuprofile != "" {
+		// The remote workloads' nodes profile themselves, whole life.
+		os.Setenv(profEnv, o.cpuprofile)
+	}
 	if o.warmup {
 		small := o.sz.scaled(10)
 		for _, w := range selected(o.only) {
-			for _, p := range peers {
+			if noWarmup[w.name] {
+				continue
+			}
+			for _, p := range runsOn(w, peers) {
 				if _, err := w.run(p, &clock{}, small, keys[:min(len(keys), small.ActivateKeys)]); err != nil {
 					fmt.Fprintf(stderr, "benchmarks: warmup %s on %s: %v\n", w.name, p.Name(), err)
 					return 1
@@ -162,10 +196,23 @@ func run(args []string, stdout, stderr io.Writer) int {
 			slices.Reverse(order)
 		}
 		for _, w := range selected(o.only) {
+			if len(runsOn(w, order)) == 0 {
+				continue
+			}
 			if results[w.name] == nil {
 				results[w.name] = make(map[string][]measurement)
 			}
-			for _, p := range order {
+			if w.name == "remote-ask" {
+				// The baseline: a bare TCP round trip between two processes.
+				m, err := env.tcpBaseline(o.sz.RemoteAskN)
+				if err != nil {
+					fmt.Fprintf(stderr, "benchmarks: round %d tcp baseline: %v\n", r+1, err)
+					return 1
+				}
+				results[w.name][baselineName] = append(results[w.name][baselineName], m)
+				logf("round %d/%d %-9s %-10s %s\n", r+1, o.rounds, "tcp-rtt", baselineName, describe("remote-ask", []measurement{m}))
+			}
+			for _, p := range runsOn(w, order) {
 				m, err := measure(o.cpuprofile != "", w, p, o.sz, keys)
 				if err != nil {
 					fmt.Fprintf(stderr, "benchmarks: round %d %s on %s: %v\n", r+1, w.name, p.Name(), err)
@@ -195,6 +242,20 @@ func measure(profiling bool, w workload, p peer, sz sizes, keys []string) (m mea
 	return m, err
 }
 
+// runsOn returns the peers w runs on.
+func runsOn(w workload, peers []peer) []peer {
+	if !troupeOnly[w.name] {
+		return peers
+	}
+	var ps []peer
+	for _, p := range peers {
+		if p.Name() == "troupe" {
+			ps = append(ps, p)
+		}
+	}
+	return ps
+}
+
 func selected(only []string) []workload {
 	var ws []workload
 	for _, w := range workloads {
@@ -208,7 +269,7 @@ func selected(only []string) []workload {
 // scaled divides the workload sizes by f, keeping each at least 1.
 func (sz sizes) scaled(f int) sizes {
 	s := sz
-	for _, v := range []*int{&s.TellN, &s.ManyPer, &s.AskN, &s.PingPongM, &s.ActivateKeys} {
+	for _, v := range []*int{&s.TellN, &s.ManyPer, &s.AskN, &s.PingPongM, &s.ActivateKeys, &s.RemoteTellN, &s.RemoteAskN, &s.ClientAskN} {
 		*v = max(1, *v/f)
 	}
 	return s
@@ -228,12 +289,15 @@ func header(w io.Writer, o options) {
 	fmt.Fprintf(w, "rounds %d; tell %d msgs; tell-many %d senders x %d keys x %d; ask %d; pingpong %d pairs x %d; activate %d keys; troupe mailbox %d (wait)\n",
 		o.rounds, o.sz.TellN, o.sz.ManySenders, o.sz.ManyKeys, o.sz.ManyPer*o.sz.ManySenders,
 		o.sz.AskN, o.sz.Pairs, o.sz.PingPongM, o.sz.ActivateKeys, o.mailbox)
+	fmt.Fprintf(w, "remote (two processes on loopback): remote-tell %d msgs; remote-ask %d; client-ask %d nodes, %d goroutines, %d keys, %d asks; failover %d nodes\n",
+		o.sz.RemoteTellN, o.sz.RemoteAskN, o.sz.ClientNodes, o.sz.ClientGos, o.sz.ClientKeys, o.sz.ClientAskN/o.sz.ClientGos*o.sz.ClientGos, o.sz.FailoverNodes)
 }
 
 // summary is the median over rounds of each figure of one workload on one
 // system.
 type summary struct {
 	primary, cpuPerOp, perActr, gcCycles, gcCPU float64
+	nodeCPUPerOp, failed, min, max              float64
 	p50, p99                                    time.Duration
 }
 
@@ -241,6 +305,10 @@ func summarize(ms []measurement) summary {
 	var s summary
 	s.primary = median(ms, func(m measurement) float64 { return m.primary })
 	s.cpuPerOp = median(ms, func(m measurement) float64 { return m.cpuPerOp })
+	s.nodeCPUPerOp = median(ms, func(m measurement) float64 { return m.nodeCPUPerOp })
+	s.failed = median(ms, func(m measurement) float64 { return m.failed })
+	s.min = slices.MinFunc(ms, func(a, b measurement) int { return cmp.Compare(a.primary, b.primary) }).primary
+	s.max = slices.MaxFunc(ms, func(a, b measurement) int { return cmp.Compare(a.primary, b.primary) }).primary
 	s.perActr = median(ms, func(m measurement) float64 { return m.perActr })
 	s.gcCycles = median(ms, func(m measurement) float64 { return m.gcCycles })
 	s.gcCPU = median(ms, func(m measurement) float64 { return m.gcCPU })
@@ -256,6 +324,17 @@ func describe(w string, ms []measurement) string {
 	switch w {
 	case "ask":
 		return fmt.Sprintf("%s asks/s  p50 %v  p99 %v  cpu %s/ask", si(s.primary), s.p50, s.p99, cpu)
+	case "remote-ask":
+		return fmt.Sprintf("%s asks/s  p50 %v  p99 %v  cpu %s/ask + node %s", si(s.primary), s.p50, s.p99, cpu,
+			time.Duration(s.nodeCPUPerOp))
+	case "client-ask":
+		return fmt.Sprintf("%s asks/s  p50 %v  p99 %v  cpu %s/ask + nodes %s", si(s.primary), s.p50, s.p99, cpu,
+			time.Duration(s.nodeCPUPerOp))
+	case "failover-fast", "failover-default":
+		return fmt.Sprintf("%.3f s from kill -9 to the new owner's answer (min %.3f, max %.3f; %.0f asks failed meanwhile)",
+			s.primary, s.min, s.max, s.failed)
+	case "remote-tell":
+		return fmt.Sprintf("%s msgs/s  cpu %s/msg + node %s", si(s.primary), cpu, time.Duration(s.nodeCPUPerOp))
 	case "activate":
 		return fmt.Sprintf("%.3f s  %.0f B/actor  cpu %s/key (%.0f GCs, %.2f GC cpu-s)",
 			s.primary, s.perActr, cpu, s.gcCycles, s.gcCPU)
@@ -267,7 +346,14 @@ func report(w io.Writer, o options, peers []peer, results map[string]map[string]
 	for _, wl := range selected(o.only) {
 		byPeer := results[wl.name]
 		for _, p := range peers {
-			fmt.Fprintf(w, "%-9s %-10s %s\n", wl.name, p.Name(), describe(wl.name, byPeer[p.Name()]))
+			if ms, ok := byPeer[p.Name()]; ok {
+				fmt.Fprintf(w, "%-9s %-10s %s\n", wl.name, p.Name(), describe(wl.name, ms))
+			}
+		}
+		if b, ok := byPeer[baselineName]; ok {
+			s := summarize(b)
+			fmt.Fprintf(w, "  baseline: bare TCP round trip, 8 bytes, p50 %v  p99 %v  (%s round trips/s, cpu %s + node %s)\n",
+				s.p50, s.p99, si(s.primary), time.Duration(s.cpuPerOp), time.Duration(s.nodeCPUPerOp))
 		}
 		tr, okT := byPeer["troupe"]
 		pr, okP := byPeer["protoactor"]
@@ -281,10 +367,14 @@ func report(w io.Writer, o options, peers []peer, results map[string]map[string]
 		}
 		fmt.Fprintf(w, "ratio %s %.2f\n", wl.name, better(t.primary, p.primary))
 		fmt.Fprintf(w, "  cpu per op protoactor/troupe %.2f\n", p.cpuPerOp/t.cpuPerOp)
+		if strings.HasPrefix(wl.name, "remote-") && t.nodeCPUPerOp > 0 {
+			fmt.Fprintf(w, "  cpu per op, both processes, protoactor/troupe %.2f\n",
+				(p.cpuPerOp+p.nodeCPUPerOp)/(t.cpuPerOp+t.nodeCPUPerOp))
+		}
 		switch wl.name {
 		case "activate":
 			fmt.Fprintf(w, "  heap per idle actor protoactor/troupe %.2f\n", p.perActr/t.perActr)
-		case "ask":
+		case "ask", "remote-ask":
 			fmt.Fprintf(w, "  p50 latency protoactor/troupe %.2f, p99 %.2f\n", float64(p.p50)/float64(t.p50), float64(p.p99)/float64(t.p99))
 		}
 		// The same ratio round by round: their spread shows how much the
@@ -302,7 +392,8 @@ func report(w io.Writer, o options, peers []peer, results map[string]map[string]
 	targets(w, o, results)
 }
 
-// targets checks Troupe against the goals of issue 2.
+// targets checks Troupe against the goals of issue 2 (local) and issue 5
+// (remote).
 func targets(w io.Writer, o options, results map[string]map[string][]measurement) {
 	var lines []string
 	check := func(name string, ok bool, got string) {
@@ -332,6 +423,16 @@ func targets(w io.Writer, o options, results map[string]map[string][]measurement
 	}
 	if t, p, ok := ratio("pingpong"); ok {
 		check("pingpong >= 6x protoactor", t.primary >= 6*p.primary, fmt.Sprintf("%.2fx", t.primary/p.primary))
+	}
+	if t, p, ok := ratio("remote-tell"); ok {
+		check("remote-tell >= 3x protoactor", t.primary >= 3*p.primary, fmt.Sprintf("%.2fx", t.primary/p.primary))
+	}
+	if t, p, ok := ratio("remote-ask"); ok {
+		check("remote-ask >= 8x protoactor", t.primary >= 8*p.primary, fmt.Sprintf("%.2fx", t.primary/p.primary))
+	}
+	if tr, ok := results["remote-ask"]["troupe"]; ok {
+		t := summarize(tr)
+		check("remote-ask p50 <= 30us", t.p50 <= 30*time.Microsecond, t.p50.String())
 	}
 	if tr, ok := results["activate"]["troupe"]; ok {
 		t := summarize(tr)

@@ -3,22 +3,39 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
 )
+
+// TestMain lets the test binary serve as a node of the remote workloads,
+// which start it again with nodeEnv set.
+func TestMain(m *testing.M) {
+	if code, ok := nodeMain(); ok {
+		os.Exit(code)
+	}
+	os.Exit(m.Run())
+}
 
 // tiny are sizes that run every workload in milliseconds; the test checks
 // that the workloads work, not how fast.
 var tiny = sizes{
 	TellN: 2000, ManySenders: 2, ManyKeys: 8, ManyPer: 50, AskN: 200,
 	Pairs: 2, PingPongM: 200, ActivateKeys: 500, ActivateQuiet: time.Millisecond,
+	RemoteTellN: 2000, RemoteAskN: 100,
+	ClientNodes: 2, ClientGos: 4, ClientKeys: 16, ClientAskN: 64, FailoverNodes: 3,
 }
 
 func TestEveryWorkloadRunsOnEverySystem(t *testing.T) {
 	keys := activationKeys(tiny.ActivateKeys)
-	for _, p := range []peer{troupePeer{mailbox: troupeMailbox}, protoPeer{}} {
+	env := &remoteEnv{}
+	defer env.close()
+	for _, p := range []peer{troupePeer{mailbox: troupeMailbox, rem: env}, protoPeer{rem: env}} {
 		for _, w := range workloads {
+			if len(runsOn(w, []peer{p})) == 0 {
+				continue
+			}
 			t.Run(w.name+"/"+p.Name(), func(t *testing.T) {
 				m, err := w.run(p, &clock{}, tiny, keys)
 				if err != nil {
@@ -27,7 +44,7 @@ func TestEveryWorkloadRunsOnEverySystem(t *testing.T) {
 				if m.primary <= 0 || m.cpuPerOp < 0 {
 					t.Errorf("%s on %s measured %v (cpu %v ns/op), want a positive figure", w.name, p.Name(), m.primary, m.cpuPerOp)
 				}
-				if w.name == "ask" && (m.p50 <= 0 || m.p99 < m.p50) {
+				if (w.name == "ask" || w.name == "remote-ask" || w.name == "client-ask") && (m.p50 <= 0 || m.p99 < m.p50) {
 					t.Errorf("ask on %s: p50 %v, p99 %v; want 0 < p50 <= p99", p.Name(), m.p50, m.p99)
 				}
 			})
@@ -44,11 +61,27 @@ func TestTroupeTellWaitsForRoomInASmallMailbox(t *testing.T) {
 func TestRunPrintsMediansAndARatioPerWorkload(t *testing.T) {
 	var out, errOut bytes.Buffer
 	args := []string{"-rounds", "2", "-q", "-tell-n", "1000", "-many-n", "512", "-ask-n", "100",
-		"-pingpong-m", "100", "-activate-keys", "300", "-activate-quiet", "1ms"}
+		"-pingpong-m", "100", "-activate-keys", "300", "-activate-quiet", "1ms",
+		"-remote-tell-n", "1000", "-remote-ask-n", "50",
+		"-client-nodes", "2", "-client-goroutines", "4", "-client-keys", "16", "-client-ask-n", "64",
+		// failover-default waits out the default detection (about 10 s):
+		// TestEveryWorkloadRunsOnEverySystem runs it once.
+		"-only", "tell,tell-many,ask,pingpong,activate,remote-tell,remote-ask,client-ask,failover-fast"}
 	if code := run(args, &out, &errOut); code != 0 {
 		t.Fatalf("run exited %d; stderr:\n%s", code, errOut.String())
 	}
-	for _, w := range []string{"tell", "tell-many", "ask", "pingpong", "activate"} {
+	if !strings.Contains(out.String(), "  baseline: bare TCP round trip") {
+		t.Errorf("output lacks the TCP baseline of remote-ask:\n%s", out.String())
+	}
+	for _, w := range []string{"client-ask", "failover-fast"} {
+		if !strings.Contains(out.String(), "\n"+fmt.Sprintf("%-9s %-10s ", w, "troupe")) {
+			t.Errorf("output lacks the median of %s on troupe:\n%s", w, out.String())
+		}
+		if strings.Contains(out.String(), "\nratio "+w+" ") {
+			t.Errorf("%s runs on Troupe alone but printed a ratio:\n%s", w, out.String())
+		}
+	}
+	for _, w := range []string{"tell", "tell-many", "ask", "pingpong", "activate", "remote-tell", "remote-ask"} {
 		if !strings.Contains(out.String(), "\nratio "+w+" ") {
 			t.Errorf("output has no line %q:\n%s", "ratio "+w+" <x>", out.String())
 		}
@@ -90,5 +123,36 @@ func TestPercentileIsNearestRank(t *testing.T) {
 	}
 	if got := percentile(lat, 0.99); got != 99 {
 		t.Errorf("p99 of 1..100 = %d, want 99", got)
+	}
+}
+
+func TestNodesAreGoneAfterRun(t *testing.T) {
+	env := &remoteEnv{}
+	if _, err := (troupePeer{rem: env}).RemoteAsk(&clock{}, 10); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := env.tcpBaseline(10); err != nil {
+		t.Fatal(err)
+	}
+	var pids []int
+	children.Lock()
+	for n := range children.m {
+		pids = append(pids, n.cmd.Process.Pid)
+	}
+	children.Unlock()
+	if len(pids) != 2 {
+		t.Fatalf("%d nodes running, want 2 (troupe, echo)", len(pids))
+	}
+	env.close()
+	children.Lock()
+	left := len(children.m)
+	children.Unlock()
+	if left != 0 {
+		t.Fatalf("%d nodes still tracked after close", left)
+	}
+	for _, pid := range pids {
+		if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); err == nil {
+			t.Errorf("node process %d still exists after close", pid)
+		}
 	}
 }

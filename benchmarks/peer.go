@@ -26,6 +26,13 @@ type peer interface {
 	// have left and quiet more has passed, it reports how much the live
 	// heap grew: what the idle activated actors hold.
 	Activate(clk *clock, keys []string, quiet time.Duration) (heapBytes int64, err error)
+	// RemoteTell sends n messages from one goroutine to one actor in
+	// another process and waits until it has counted all n (asking its
+	// count until it is reached).
+	RemoteTell(clk *clock, n int) error
+	// RemoteAsk asks one actor in another process n times in sequence
+	// and returns the latency of each round trip.
+	RemoteAsk(clk *clock, n int) (lat []time.Duration, err error)
 }
 
 // sizes are the workload parameters.
@@ -39,17 +46,28 @@ type sizes struct {
 	PingPongM     int // messages per pair
 	ActivateKeys  int
 	ActivateQuiet time.Duration // settle time after the goroutines left, before the heap is read
+	RemoteTellN   int
+	RemoteAskN    int
+	ClientNodes   int // client-ask: node processes
+	ClientGos     int // client-ask: asking goroutines
+	ClientKeys    int
+	ClientAskN    int // client-ask: asks in all
+	FailoverNodes int
 }
 
 // measurement is one run of one workload on one peer.
 type measurement struct {
 	primary  float64 // msgs/s, or seconds for activate
 	cpuPerOp float64 // process CPU nanoseconds per message (per key for activate)
-	p50      time.Duration
-	p99      time.Duration
-	perActr  float64 // heap bytes per idle actor (activate)
-	gcCycles float64 // collections that ended in the measured region
-	gcCPU    float64 // the runtime's estimate of their CPU seconds
+	// nodeCPUPerOp is the remote workloads' node's CPU nanoseconds per
+	// message (10 ms resolution over the whole region).
+	nodeCPUPerOp float64
+	failed       float64 // failover: asks that failed before the first answer
+	p50          time.Duration
+	p99          time.Duration
+	perActr      float64 // heap bytes per idle actor (activate)
+	gcCycles     float64 // collections that ended in the measured region
+	gcCPU        float64 // the runtime's estimate of their CPU seconds
 }
 
 // workload is a named benchmark and how to run it on a peer.
@@ -72,9 +90,7 @@ var workloads = []workload{
 		if err != nil {
 			return measurement{}, err
 		}
-		m := clk.rate(sz.AskN)
-		m.p50, m.p99 = percentile(lat, 0.50), percentile(lat, 0.99)
-		return m, nil
+		return latencies(clk, lat), nil
 	}},
 	{"pingpong", func(p peer, clk *clock, sz sizes, _ []string) (measurement, error) {
 		err := p.PingPong(clk, sz.Pairs, sz.PingPongM)
@@ -87,6 +103,53 @@ var workloads = []workload{
 		m.perActr = float64(heap) / float64(len(keys))
 		return m, err
 	}},
+	{"remote-tell", func(p peer, clk *clock, sz sizes, _ []string) (measurement, error) {
+		err := p.RemoteTell(clk, sz.RemoteTellN)
+		return clk.rate(sz.RemoteTellN), err
+	}},
+	{"remote-ask", func(p peer, clk *clock, sz sizes, _ []string) (measurement, error) {
+		lat, err := p.RemoteAsk(clk, sz.RemoteAskN)
+		if err != nil {
+			return measurement{}, err
+		}
+		return latencies(clk, lat), nil
+	}},
+	{"client-ask", func(p peer, clk *clock, sz sizes, _ []string) (measurement, error) {
+		lat, err := p.(troupePeer).ClientAsk(clk, sz.ClientNodes, sz.ClientGos, sz.ClientKeys, sz.ClientAskN)
+		if err != nil {
+			return measurement{}, err
+		}
+		return latencies(clk, lat), nil
+	}},
+	{"failover-fast", func(p peer, clk *clock, sz sizes, _ []string) (measurement, error) {
+		return failover(p, clk, sz, "fast")
+	}},
+	{"failover-default", func(p peer, clk *clock, sz sizes, _ []string) (measurement, error) {
+		return failover(p, clk, sz, "default")
+	}},
+}
+
+// troupeOnly are the workloads Proto.Actor has no counterpart for here:
+// they run on Troupe alone and print no ratio.
+var troupeOnly = map[string]bool{"client-ask": true, "failover-fast": true, "failover-default": true}
+
+// noWarmup are the workloads that build a cluster of node processes for
+// each measurement: the warm-up would only start and stop processes.
+var noWarmup = map[string]bool{"client-ask": true, "failover-fast": true, "failover-default": true}
+
+func failover(p peer, clk *clock, sz sizes, timings string) (measurement, error) {
+	failed, err := p.(troupePeer).Failover(clk, sz.FailoverNodes, timings)
+	m := clk.rate(1)
+	m.primary = clk.wall.Seconds()
+	m.failed = float64(failed)
+	return m, err
+}
+
+// latencies is the measurement of len(lat) sequential round trips.
+func latencies(clk *clock, lat []time.Duration) measurement {
+	m := clk.rate(len(lat))
+	m.p50, m.p99 = percentile(lat, 0.50), percentile(lat, 0.99)
+	return m
 }
 
 func activationKeys(n int) []string {

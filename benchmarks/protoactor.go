@@ -23,7 +23,9 @@ type (
 // paAskTimeout matches Troupe's default ask timeout.
 const paAskTimeout = 10 * time.Second
 
-type protoPeer struct{}
+type protoPeer struct {
+	rem *remoteEnv // nodes of the remote workloads
+}
 
 func (protoPeer) Name() string { return "protoactor" }
 

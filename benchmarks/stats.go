@@ -1,11 +1,14 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
+	"os"
 	"runtime"
 	"runtime/metrics"
 	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -78,9 +81,27 @@ type clock struct {
 	t0   time.Time
 	cpu0 time.Duration
 	gc0  gcMark
+
+	// A remote workload's nodes: their CPU time in the region too.
+	nodePids []int
+	nodeCPU  time.Duration
+	nodeCPU0 time.Duration
+}
+
+// node also measures the CPU time of the processes pids (a remote
+// workload's nodes), in clock ticks of /proc (10 ms on Linux).
+func (c *clock) node(pids ...int) { c.nodePids = append(c.nodePids, pids...) }
+
+func (c *clock) nodesCPU() time.Duration {
+	var d time.Duration
+	for _, pid := range c.nodePids {
+		d += procCPU(pid)
+	}
+	return d
 }
 
 func (c *clock) start() {
+	c.nodeCPU0 = c.nodesCPU()
 	c.gc0 = readGC()
 	c.cpu0 = processCPU()
 	c.t0 = time.Now()
@@ -91,6 +112,29 @@ func (c *clock) stop() {
 	c.cpu = processCPU() - c.cpu0
 	gc := readGC()
 	c.gcCycles, c.gcCPU = gc.cycles-c.gc0.cycles, gc.cpu-c.gc0.cpu
+	c.nodeCPU = c.nodesCPU() - c.nodeCPU0
+}
+
+// procCPU reads the user and system CPU time of process pid from
+// /proc/pid/stat; 0 where there is none.
+func procCPU(pid int) time.Duration {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0
+	}
+	// The command name (field 2) may hold spaces: fields count from the
+	// last ')'. utime and stime are fields 14 and 15.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	u, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(u+st) * (time.Second / 100) // USER_HZ is 100 on Linux
 }
 
 // rate turns the clock into a measurement of n operations.
@@ -101,6 +145,7 @@ func (c *clock) rate(n int) measurement {
 	}
 	if n > 0 {
 		m.cpuPerOp = float64(c.cpu.Nanoseconds()) / float64(n)
+		m.nodeCPUPerOp = float64(c.nodeCPU.Nanoseconds()) / float64(n)
 	}
 	return m
 }

@@ -38,7 +38,8 @@ func (ball) ballMsg()   {}
 func (touch) touchMsg() {}
 
 type troupePeer struct {
-	mailbox int // bound of the throughput workloads' mailboxes
+	mailbox int        // bound of the throughput workloads' mailboxes
+	rem     *remoteEnv // nodes of the remote workloads
 }
 
 func (troupePeer) Name() string { return "troupe" }

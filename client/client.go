@@ -76,7 +76,8 @@ type Client struct {
 
 	mu      sync.Mutex
 	members []cluster.Member
-	learned chan struct{} // closed at the first member list
+	seen    map[cluster.NodeID]time.Time // when a list last named each member
+	learned chan struct{}                // closed at the first member list
 	once    sync.Once
 
 	stop      chan struct{}
@@ -144,20 +145,39 @@ func (c *Client) Members() []cluster.Member {
 	return slices.Clone(c.members)
 }
 
-// onMembers merges a member list from a member into the client's view:
-// a record of a member both lists know is kept at its later state.
+// onMembers merges a member list from a member into the client's view.
+// A record both know is kept at its later state. A member the list does
+// not name stays for two sync intervals after a list last named it: the
+// sender may simply not have heard of it yet (right after it joined).
 func (c *Client) onMembers(_ wire.NodeID, ms []cluster.Member) {
+	now := time.Now()
 	c.mu.Lock()
+	if c.seen == nil {
+		c.seen = map[cluster.NodeID]time.Time{}
+	}
 	old := make(map[cluster.NodeID]cluster.Member, len(c.members))
 	for _, m := range c.members {
 		old[m.ID] = m
 	}
-	merged := make([]cluster.Member, 0, len(ms))
+	merged := make([]cluster.Member, 0, len(ms)+len(c.members))
+	named := make(map[cluster.NodeID]bool, len(ms))
 	for _, m := range ms {
 		if o, ok := old[m.ID]; ok && (o.Incarnation > m.Incarnation || (o.Incarnation == m.Incarnation && o.Status > m.Status)) {
 			m = o
 		}
+		named[m.ID] = true
+		c.seen[m.ID] = now
 		merged = append(merged, m)
+	}
+	for _, m := range c.members {
+		if !named[m.ID] && now.Sub(c.seen[m.ID]) < 2*c.cfg.SyncInterval {
+			merged = append(merged, m)
+		}
+	}
+	for id, at := range c.seen {
+		if now.Sub(at) >= 2*c.cfg.SyncInterval && !named[id] {
+			delete(c.seen, id)
+		}
 	}
 	slices.SortFunc(merged, func(a, b cluster.Member) int { return a.ID.Compare(b.ID) })
 	c.members = merged

@@ -3,7 +3,6 @@ package cluster
 import (
 	"context"
 	"fmt"
-	"slices"
 	"testing"
 	"time"
 )
@@ -210,8 +209,6 @@ func (s *sim) allSee(observers, subjects []string, st Status) bool {
 	}
 	return true
 }
-
-func (s *sim) addrs() []string { return slices.Clone(s.order) }
 
 // cluster starts n nodes, all seeded with the first, and waits until each
 // sees every other alive.

@@ -247,7 +247,11 @@ func (s *System) closeMember(ctx context.Context, closeRuntime func(context.Cont
 		m.node.Close()
 		<-m.done
 		m.wt.Close()
-		m.tr.Close()
+		// Let the last replies (of work the close aborted) reach their
+		// askers, briefly: they are the only answers those asks get.
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 500*time.Millisecond)
+		m.tr.Shutdown(sctx)
+		cancel()
 	})
 	return errors.Join(errs...)
 }

@@ -98,6 +98,7 @@ type (
 	// Fine: unexported and skipped fields are not encoded.
 	Skipped struct {
 		Visible int
+		//lint:ignore U1000 the test is that unexported fields are skipped
 		hidden  func()
 		Ignored chan int `msgpack:"-"`
 	}

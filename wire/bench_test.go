@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"testing"
+	"time"
 )
 
 func benchPair(b *testing.B, mutate func(*Config)) (a, z *Transport) {
@@ -250,4 +251,180 @@ func BenchmarkResume(b *testing.B) {
 	resent := s.resent
 	s.mu.Unlock()
 	b.ReportMetric(float64(resent)/float64(b.N), "resent-B/op")
+}
+
+// BenchmarkBulkVsTCP times wire and a plain TCP copy side by side in one
+// run: each op sends one 1 MiB envelope over an uncompressed wire stream
+// and then writes the same bytes over a plain loopback TCP connection,
+// waiting until the receiver has read them, so load on a shared machine
+// hits both alike. It reports both rates and their ratio (wire/tcp); ns/op
+// covers both halves.
+func BenchmarkBulkVsTCP(b *testing.B) {
+	a, z := benchPair(b, func(c *Config) { c.Compression.Disable = true })
+	payload := randomBytes(1 << 20)
+	r, _ := a.Send(context.Background(), z.Self(), StreamReplication, 0, payload[:1])
+	r.Wait(context.Background())
+
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ln.Close()
+	got := make(chan int, 64)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			close(got)
+			return
+		}
+		defer c.Close()
+		buf := make([]byte, 64<<10)
+		n := 0
+		for {
+			k, err := c.Read(buf)
+			n += k
+			for n >= len(payload) {
+				n -= len(payload)
+				got <- 1
+			}
+			if err != nil {
+				close(got)
+				return
+			}
+		}
+	}()
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+
+	// Batches of envelopes keep both pipes full; the batch is the unit
+	// timed for each side.
+	const batch = 64
+	var wireT, tcpT time.Duration
+	b.SetBytes(int64(len(payload)))
+	b.ResetTimer()
+	for done := 0; done < b.N; done += batch {
+		n := min(batch, b.N-done)
+		start := time.Now()
+		rs := make([]*Receipt, 0, n)
+		for range n {
+			r, err := a.Send(context.Background(), z.Self(), StreamReplication, 0, payload)
+			if err != nil {
+				b.Fatal(err)
+			}
+			rs = append(rs, r)
+		}
+		for _, r := range rs {
+			if err := r.Wait(context.Background()); err != nil {
+				b.Fatal(err)
+			}
+		}
+		wireT += time.Since(start)
+
+		start = time.Now()
+		for range n {
+			if _, err := c.Write(payload); err != nil {
+				b.Fatal(err)
+			}
+		}
+		for range n {
+			if _, ok := <-got; !ok {
+				b.Fatal("plain TCP receiver ended")
+			}
+		}
+		tcpT += time.Since(start)
+	}
+	b.StopTimer()
+	mb := float64(b.N) * float64(len(payload)) / 1e6
+	b.ReportMetric(mb/wireT.Seconds(), "wire-MB/s")
+	b.ReportMetric(mb/tcpT.Seconds(), "tcp-MB/s")
+	b.ReportMetric(tcpT.Seconds()/wireT.Seconds(), "wire/tcp")
+}
+
+// BenchmarkSmallVsNaive times 100-byte envelopes over wire and over a
+// naive length-prefixed sender side by side in one run, batch by batch
+// (4096 messages each, the bound on outstanding sends of
+// BenchmarkSmallEnvelopes), so load on a shared machine hits both alike.
+// It reports both costs per message and their ratio (naive/wire: above 1
+// means wire is faster).
+func BenchmarkSmallVsNaive(b *testing.B) {
+	a, z := benchPair(b, nil)
+	payload := randomBytes(100)
+	r, _ := a.Send(context.Background(), z.Self(), StreamApplication, 0, payload)
+	r.Wait(context.Background())
+
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ln.Close()
+	got := make(chan struct{}, 1)
+	const batch = 4096
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			close(got)
+			return
+		}
+		defer c.Close()
+		br := bufio.NewReader(c)
+		var hdr [4]byte
+		buf := make([]byte, 1<<16)
+		for n := 1; ; n++ {
+			if _, err := io.ReadFull(br, hdr[:]); err != nil {
+				close(got)
+				return
+			}
+			if _, err := io.ReadFull(br, buf[:binary.BigEndian.Uint32(hdr[:])]); err != nil {
+				close(got)
+				return
+			}
+			if n%batch == 0 {
+				got <- struct{}{}
+			}
+		}
+	}()
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	msg := binary.BigEndian.AppendUint32(nil, uint32(len(payload)))
+	msg = append(msg, payload...)
+
+	var wireT, naiveT time.Duration
+	n := 0
+	b.ResetTimer()
+	for ; n < b.N; n += batch {
+		start := time.Now()
+		var last *Receipt
+		for range batch {
+			r, err := a.Send(context.Background(), z.Self(), StreamApplication, 0, payload)
+			if err != nil {
+				b.Fatal(err)
+			}
+			last = r
+		}
+		if err := last.Wait(context.Background()); err != nil {
+			b.Fatal(err)
+		}
+		wireT += time.Since(start)
+
+		start = time.Now()
+		for range batch {
+			if _, err := c.Write(msg); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if _, ok := <-got; !ok {
+			b.Fatal("naive receiver ended")
+		}
+		naiveT += time.Since(start)
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(wireT.Nanoseconds())/float64(n), "wire-ns/msg")
+	b.ReportMetric(float64(naiveT.Nanoseconds())/float64(n), "naive-ns/msg")
+	b.ReportMetric(naiveT.Seconds()/wireT.Seconds(), "naive/wire")
 }

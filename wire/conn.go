@@ -170,6 +170,7 @@ func supersede(hc *hsConn) error {
 // delivers is counted.
 func (s *session) fenceLocked() {
 	if s.conn != nil {
+		s.noteHeardLocked(s.conn)
 		s.gen++
 		s.conn.Close()
 		s.conn = nil
@@ -271,6 +272,7 @@ func (s *session) activate(hc *hsConn, fresh bool, theirs resumeCounts) error {
 	s.conn = c
 	s.upAt = now
 	s.downAt = time.Time{}
+	s.wantSince = time.Time{}
 	s.pongs, s.pingWant = nil, false
 	s.credits = s.credits[:0] // the resume makes the next grant due anyway
 	if s.dialCancel != nil && s.dialing {
@@ -341,18 +343,40 @@ func (k *keepaliveReader) Read(p []byte) (int, error) {
 	}
 }
 
+// directMin is the least chunk the reader reads straight into its
+// envelope instead of through the frame buffer: below it the extra call
+// costs more than the copy it saves.
+const directMin = 4 << 10
+
 func (c *liveConn) readLoop() {
 	s, t := c.s, c.s.t
 	defer t.wg.Done()
 	c.SetReadDeadline(time.Now().Add(t.cfg.KeepaliveAfter))
 	// Bytes the handshake reader already buffered come first.
-	r := io.MultiReader(bufferedOf(c.r), bufio.NewReaderSize(&keepaliveReader{c: c}, 64<<10))
-	fr := newFrameReader(r, t.cfg.Limits.MaxFrame)
+	br := bufio.NewReaderSize(io.MultiReader(bufferedOf(c.r), &keepaliveReader{c: c}), 64<<10)
+	fr := newFrameReader(br, t.cfg.Limits.MaxFrame)
 	var scratch []byte
 	var err error
 	for {
+		var h Header
+		h, err = fr.header()
+		if err != nil {
+			break
+		}
+		if h.Type == FrameData && h.Flags&FlagCompressed == 0 && h.Length >= directMin {
+			var fenced bool
+			fenced, err = c.readDataDirect(br, h)
+			if fenced {
+				c.fenced()
+				return
+			}
+			if err != nil {
+				break
+			}
+			continue
+		}
 		var f frame
-		f, err = fr.read()
+		f, err = fr.payload(h)
 		if err != nil {
 			break
 		}
@@ -380,13 +404,11 @@ func (c *liveConn) readLoop() {
 		now := time.Now()
 		s.mu.Lock()
 		if s.gen != c.gen {
-			// Fenced: a newer connection owns the session.
 			s.mu.Unlock()
-			c.Close()
-			closeCodecs(c.dec)
+			c.fenced()
 			return
 		}
-		err = c.handleLocked(f, d, chunk, now)
+		err = c.handleLocked(f, d, chunk, now, nil)
 		s.mu.Unlock()
 		if err != nil {
 			break
@@ -394,6 +416,62 @@ func (c *liveConn) readLoop() {
 	}
 	closeCodecs(c.dec)
 	c.broken(err)
+}
+
+// fenced ends the reader of a connection a newer one replaced.
+func (c *liveConn) fenced() {
+	c.Close()
+	closeCodecs(c.dec)
+}
+
+// readDataDirect reads an uncompressed data frame whose header was just
+// read, with the chunk going straight into the buffer of its envelope
+// rather than through the frame buffer and a copy. The frame is applied
+// only once whole, as any other: a connection that breaks inside it
+// changes nothing. It reports fenced when a newer connection owns the
+// session (the reader then ends quietly).
+func (c *liveConn) readDataDirect(br *bufio.Reader, h Header) (fenced bool, err error) {
+	s, lim := c.s, c.s.t.cfg.Limits
+	pre, err := br.Peek(min(int(h.Length), maxDataOverhead))
+	if err != nil {
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		return false, err
+	}
+	d, n, err := parseDataPrefix(h, pre, int(h.Length), lim.MaxFrame, lim.MaxMessage)
+	if err != nil {
+		return false, err
+	}
+	br.Discard(n)
+	s.mu.Lock()
+	if s.gen != c.gen {
+		s.mu.Unlock()
+		return true, nil
+	}
+	p, dst := s.chunkTargetLocked(h, d, int(h.Length)-n)
+	s.mu.Unlock()
+	if p != nil && dst == nil {
+		dst = p.allocChunk(int(h.Length) - n)
+	}
+	if dst == nil {
+		// Not a chunk the session can take: read it into a scratch
+		// buffer; applying it reports what is wrong.
+		dst = make([]byte, int(h.Length)-n)
+	}
+	if _, err := io.ReadFull(br, dst); err != nil {
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		return false, err
+	}
+	now := time.Now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.gen != c.gen {
+		return true, nil
+	}
+	return false, c.handleLocked(frame{Header: h}, d, dst, now, p)
 }
 
 func bufferedOf(r *bufio.Reader) io.Reader {
@@ -418,11 +496,14 @@ func (r *bytesReaderT) Read(p []byte) (int, error) {
 // errGoodbye ends a read loop on an orderly goodbye.
 var errGoodbye = errors.New("troupe: peer said goodbye")
 
-func (c *liveConn) handleLocked(f frame, d dataFrame, chunk []byte, now time.Time) error {
+// handleLocked applies a received frame. For a data frame, chunk holds the
+// (decompressed) chunk and p, if not nil, the envelope chunkTargetLocked
+// prepared for it.
+func (c *liveConn) handleLocked(f frame, d dataFrame, chunk []byte, now time.Time, p *partialEnv) error {
 	s := c.s
 	switch f.Type {
 	case FrameData:
-		return s.applyDataLocked(f.Header, d, chunk, now)
+		return s.applyDataLocked(f.Header, d, chunk, now, p)
 	case FrameCredit:
 		cr, err := parseCredit(f.Header, f.Payload)
 		if err != nil {
@@ -484,7 +565,7 @@ func (c *liveConn) broken(err error) {
 	s.gen++
 	s.conn = nil
 	s.downAt = time.Now()
-	s.lastHeard = c.heard()
+	s.noteHeardLocked(c)
 	s.kick()
 	if s.t.isClosed() || s.closing {
 		return

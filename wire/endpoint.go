@@ -13,16 +13,23 @@ type Endpoint interface {
 	Self() NodeID
 	// Handle sets the handler of a stream; call it before traffic flows.
 	Handle(stream StreamID, h Handler)
-	// OnPeerEvent sets the function told about peers coming up and going
-	// down; called from one goroutine at a time, it must not block.
+	// OnPeerEvent adds a function told about peers coming up and going
+	// down; listeners are called in the order added, from one goroutine
+	// at a time, and must not block.
 	OnPeerEvent(f func(PeerEvent))
-	// Send queues an envelope; see Transport.Send.
+	// Send queues an envelope without blocking; see Transport.Send.
 	Send(ctx context.Context, to NodeID, stream StreamID, key uint64, payload []byte) (*Receipt, error)
+	// SendWait queues an envelope, waiting for room in a full send queue
+	// until ctx ends; see Transport.SendWait.
+	SendWait(ctx context.Context, to NodeID, stream StreamID, key uint64, payload []byte) (*Receipt, error)
 	// PeerDead fails whatever waits for the peer and forgets its session.
 	PeerDead(id NodeID)
 	// LastHeard returns when anything last arrived from the peer.
 	LastHeard(id NodeID) (time.Time, bool)
-	// Close leaves: peers see an orderly goodbye.
+	// Shutdown leaves once what was sent is delivered (or ctx ends):
+	// new sends fail, then peers see an orderly goodbye.
+	Shutdown(ctx context.Context) error
+	// Close leaves at once: peers see an orderly goodbye.
 	Close() error
 }
 

@@ -52,6 +52,13 @@ var ErrPeerRestarted = errors.New("troupe: peer restarted")
 // resume grace (2 × KeepaliveAfter + KeepaliveTimeout).
 var ErrPeerDead = errors.New("troupe: peer dead")
 
+// ErrNeverConnected reports sends that failed because no connection to
+// their peer's address ever came up within the resume grace (2 ×
+// KeepaliveAfter + KeepaliveTimeout): the address may be wrong, or the
+// node gone before we met it. Such errors also match ErrPeerDead; the
+// session is forgotten, and a later send to the address starts afresh.
+var ErrNeverConnected = errors.New("troupe: peer never reached")
+
 // ErrQueueFull reports a send refused because the envelopes queued for the
 // peer and not yet written already fill Config.SendQueue. It is temporary:
 // the queue drains as the peer takes what it was sent.

@@ -198,13 +198,24 @@ func newFrameReader(r io.Reader, maxPayload int) *frameReader {
 // returns io.EOF; one that ends inside a frame returns
 // io.ErrUnexpectedEOF.
 func (fr *frameReader) read() (frame, error) {
-	if _, err := io.ReadFull(fr.r, fr.hdr[:]); err != nil {
-		return frame{}, err
-	}
-	h, err := parseHeader(fr.hdr[:], fr.maxPayload)
+	h, err := fr.header()
 	if err != nil {
 		return frame{}, err
 	}
+	return fr.payload(h)
+}
+
+// header reads and checks the next frame header; the caller reads the
+// payload, with payload or by itself.
+func (fr *frameReader) header() (Header, error) {
+	if _, err := io.ReadFull(fr.r, fr.hdr[:]); err != nil {
+		return Header{}, err
+	}
+	return parseHeader(fr.hdr[:], fr.maxPayload)
+}
+
+// payload reads the payload of the frame whose header was just read.
+func (fr *frameReader) payload(h Header) (frame, error) {
 	if cap(fr.buf) < int(h.Length) {
 		fr.buf = make([]byte, h.Length)
 	}
@@ -258,49 +269,64 @@ func appendData(dst []byte, flags Flags, d dataFrame) []byte {
 // announced envelope length within maxMessage, the chunk within it, and an
 // uncompressed chunk within maxFrame.
 func parseData(h Header, p []byte, maxFrame, maxMessage int) (dataFrame, error) {
+	d, n, err := parseDataPrefix(h, p, len(p), maxFrame, maxMessage)
+	if err != nil {
+		return d, err
+	}
+	d.Chunk = p[n:]
+	return d, nil
+}
+
+// parseDataPrefix decodes the fields before the chunk of a data payload of
+// length bytes, of which p holds at least the first maxDataOverhead (or
+// all), checks them as parseData does, and returns them with their length.
+// The reader uses it to read a chunk straight into its envelope.
+func parseDataPrefix(h Header, p []byte, length, maxFrame, maxMessage int) (dataFrame, int, error) {
 	var d dataFrame
 	var ok bool
-	if d.Envelope, p, ok = uvarint(p); !ok {
-		return d, frameErr(ErrMalformedFrame, h, "bad envelope id")
+	rest := p
+	if d.Envelope, rest, ok = uvarint(rest); !ok {
+		return d, 0, frameErr(ErrMalformedFrame, h, "bad envelope id")
 	}
-	if d.Offset, p, ok = uvarint(p); !ok {
-		return d, frameErr(ErrMalformedFrame, h, "bad offset")
+	if d.Offset, rest, ok = uvarint(rest); !ok {
+		return d, 0, frameErr(ErrMalformedFrame, h, "bad offset")
 	}
 	first := h.Flags&FlagFirst != 0
 	if first != (d.Offset == 0) {
-		return d, frameErr(ErrMalformedFrame, h, "first flag with offset %d", d.Offset)
+		return d, 0, frameErr(ErrMalformedFrame, h, "first flag with offset %d", d.Offset)
 	}
 	if first {
-		if d.Total, p, ok = uvarint(p); !ok {
-			return d, frameErr(ErrMalformedFrame, h, "bad total length")
+		if d.Total, rest, ok = uvarint(rest); !ok {
+			return d, 0, frameErr(ErrMalformedFrame, h, "bad total length")
 		}
 		if d.Total > uint64(maxMessage) {
-			return d, frameErr(ErrMessageTooLarge, h, "envelope of %d bytes, limit %d", d.Total, maxMessage)
+			return d, 0, frameErr(ErrMessageTooLarge, h, "envelope of %d bytes, limit %d", d.Total, maxMessage)
 		}
 	}
-	rawLen := uint64(len(p))
+	n := len(p) - len(rest)
+	rawLen := uint64(length - n)
 	if h.Flags&FlagCompressed != 0 {
-		if d.RawLen, p, ok = uvarint(p); !ok {
-			return d, frameErr(ErrMalformedFrame, h, "bad raw length")
+		if d.RawLen, rest, ok = uvarint(rest); !ok {
+			return d, 0, frameErr(ErrMalformedFrame, h, "bad raw length")
 		}
 		if d.RawLen > uint64(maxFrame) {
-			return d, frameErr(ErrFrameTooLarge, h, "chunk decompresses to %d bytes, limit %d", d.RawLen, maxFrame)
+			return d, 0, frameErr(ErrFrameTooLarge, h, "chunk decompresses to %d bytes, limit %d", d.RawLen, maxFrame)
 		}
 		rawLen = d.RawLen
+		n = len(p) - len(rest)
 	}
 	if d.Offset > uint64(maxMessage) || d.Offset+rawLen > uint64(maxMessage) {
-		return d, frameErr(ErrMessageTooLarge, h, "chunk ends past the message limit")
+		return d, 0, frameErr(ErrMessageTooLarge, h, "chunk ends past the message limit")
 	}
 	if first && rawLen > d.Total {
-		return d, frameErr(ErrMalformedFrame, h, "chunk of %d bytes in envelope of %d", rawLen, d.Total)
+		return d, 0, frameErr(ErrMalformedFrame, h, "chunk of %d bytes in envelope of %d", rawLen, d.Total)
 	}
 	if h.Flags&FlagLast == 0 && rawLen == 0 {
 		// Empty chunks are only meaningful to end an envelope; refusing
 		// them elsewhere bounds the work a peer can cause per byte.
-		return d, frameErr(ErrMalformedFrame, h, "empty middle chunk")
+		return d, 0, frameErr(ErrMalformedFrame, h, "empty middle chunk")
 	}
-	d.Chunk = p
-	return d, nil
+	return d, n, nil
 }
 
 // credit is the payload of a FrameCredit frame: the cumulative bytes of the

@@ -47,17 +47,20 @@ type MemEndpoint struct {
 	net  *MemNetwork
 	self NodeID
 
-	mu       sync.Mutex
-	cond     *sync.Cond
-	handlers [NumStreams]Handler
-	onEvent  func(PeerEvent)
-	inbox    [NumStreams][]memEnv
-	held     []memEnv // sent while partitioned or while the peer was absent
-	heard    map[string]time.Time
-	up       map[string]NodeID
-	suspect  map[string]bool // suspect events reported since the peer was last up
-	closed   bool
-	wg       sync.WaitGroup
+	mu        sync.Mutex
+	cond      *sync.Cond
+	handlers  [NumStreams]Handler
+	listeners []func(PeerEvent)
+	inbox     [NumStreams][]memEnv
+	held      []memEnv // sent while partitioned or while the peer was absent
+	heard     map[string]time.Time
+	up        map[string]NodeID
+	suspect   map[string]bool // suspect events reported since the peer was last up
+	sent      []*Receipt      // receipts that may be pending, for Shutdown
+	pruneAt   int             // len(sent) at which resolved receipts are dropped from it
+	draining  bool
+	closed    bool
+	wg        sync.WaitGroup
 }
 
 // Join adds a node. An address already in use by a closed endpoint is
@@ -142,11 +145,77 @@ func (e *MemEndpoint) Handle(st StreamID, h Handler) {
 	e.mu.Unlock()
 }
 
-// OnPeerEvent sets the event function. It is called without locks held.
+// OnPeerEvent adds an event listener; see Transport.OnPeerEvent.
+// Listeners are called without locks held, in the order they were added.
 func (e *MemEndpoint) OnPeerEvent(f func(PeerEvent)) {
+	if f == nil {
+		return
+	}
 	e.mu.Lock()
-	e.onEvent = f
+	e.listeners = append(e.listeners, f)
 	e.mu.Unlock()
+}
+
+// tell calls every listener with ev, in order.
+func tell(fs []func(PeerEvent), ev PeerEvent) {
+	for _, f := range fs {
+		f(ev)
+	}
+}
+
+// SendWait is Send: a MemEndpoint's queues are unbounded.
+func (e *MemEndpoint) SendWait(ctx context.Context, to NodeID, st StreamID, key uint64, payload []byte) (*Receipt, error) {
+	return e.Send(ctx, to, st, key, payload)
+}
+
+// Shutdown leaves gracefully, as Transport.Shutdown: new sends fail with
+// ErrClosed, and it waits until every envelope sent was taken or failed,
+// or ctx ends, then closes.
+func (e *MemEndpoint) Shutdown(ctx context.Context) error {
+	e.mu.Lock()
+	e.draining = true
+	sent := e.sent
+	e.sent = nil
+	e.mu.Unlock()
+	var err error
+	for _, r := range sent {
+		select {
+		case <-r.Done():
+			continue
+		case <-ctx.Done():
+			err = ctx.Err()
+		}
+		break
+	}
+	e.Close()
+	return err
+}
+
+// track remembers a receipt for Shutdown, dropping resolved ones now and
+// then so the list stays as long as what is pending.
+func (e *MemEndpoint) trackLocked(r *Receipt) {
+	e.sent = append(e.sent, r)
+	if len(e.sent) < e.pruneAt {
+		return
+	}
+	kept := e.sent[:0]
+	for _, r := range e.sent {
+		if !isDone(r) {
+			kept = append(kept, r)
+		}
+	}
+	clear(e.sent[len(kept):])
+	e.sent = kept
+	e.pruneAt = max(64, 2*len(kept))
+}
+
+func isDone(r *Receipt) bool {
+	select {
+	case <-r.Done():
+		return true
+	default:
+		return false
+	}
 }
 
 // Send queues an envelope for to; see Transport.Send. A context that ends
@@ -163,7 +232,40 @@ func (e *MemEndpoint) Send(ctx context.Context, to NodeID, st StreamID, key uint
 	}
 	env := memEnv{from: e.self, to: to, stream: st, payload: payload, r: newReceipt(), ctx: ctx}
 	e.mu.Lock()
+	if e.draining {
+		e.mu.Unlock()
+		return nil, fmt.Errorf("%w: shutting down", ErrClosed)
+	}
+	e.trackLocked(env.r)
 	env.known = e.up[to.Addr].Incarnation
+	if to.Incarnation != 0 && env.known != 0 && to.Incarnation > env.known {
+		// The caller learned of the peer's restart first, as
+		// Transport.Send handles it: what waits for the old incarnation
+		// fails, and this envelope goes to the new one.
+		old := e.up[to.Addr]
+		kept := e.held[:0]
+		var failed []memEnv
+		for _, h := range e.held {
+			if h.to.Addr == to.Addr {
+				failed = append(failed, h)
+			} else {
+				kept = append(kept, h)
+			}
+		}
+		clear(e.held[len(kept):])
+		e.held = kept
+		delete(e.up, to.Addr)
+		delete(e.suspect, to.Addr)
+		fs := e.listeners
+		e.mu.Unlock()
+		err := fmt.Errorf("%w: %v is now %v", ErrPeerRestarted, old, to)
+		for _, h := range failed {
+			h.r.resolve(err)
+		}
+		tell(fs, PeerEvent{Peer: old, Err: err})
+		e.mu.Lock()
+		env.known = 0
+	}
 	// Keep order behind anything already held for this peer.
 	holding := false
 	for _, h := range e.held {
@@ -195,11 +297,11 @@ func (e *MemEndpoint) offer(env memEnv) error {
 		if report {
 			e.suspect[env.to.Addr] = true
 		}
-		f := e.onEvent
+		fs := e.listeners
 		e.mu.Unlock()
-		if report && f != nil {
+		if report {
 			// As the real transport does when a redial fails.
-			f(PeerEvent{Peer: prev, Suspect: true, Err: ErrUnreachable})
+			tell(fs, PeerEvent{Peer: prev, Suspect: true, Err: ErrUnreachable})
 		}
 		return nil
 	}
@@ -254,19 +356,19 @@ func (e *MemEndpoint) noteUp(peer NodeID) {
 	e.up[peer.Addr] = peer
 	wasSuspect := e.suspect[peer.Addr]
 	delete(e.suspect, peer.Addr)
-	f := e.onEvent
+	fs := e.listeners
 	e.mu.Unlock()
-	if f == nil || (was && prev == peer && !wasSuspect) {
+	if was && prev == peer && !wasSuspect {
 		return
 	}
 	if was && prev == peer {
-		f(PeerEvent{Peer: peer, Up: true}) // reachable again
+		tell(fs, PeerEvent{Peer: peer, Up: true}) // reachable again
 		return
 	}
 	if was {
-		f(PeerEvent{Peer: prev, Err: ErrPeerRestarted})
+		tell(fs, PeerEvent{Peer: prev, Err: ErrPeerRestarted})
 	}
-	f(PeerEvent{Peer: peer, Up: true})
+	tell(fs, PeerEvent{Peer: peer, Up: true})
 }
 
 func (e *MemEndpoint) deliver(st StreamID) {
@@ -283,7 +385,10 @@ func (e *MemEndpoint) deliver(st StreamID) {
 		env := e.inbox[st][0]
 		e.inbox[st] = e.inbox[st][1:]
 		h := e.handlers[st]
-		e.heard[env.from.Addr] = time.Now()
+		if now := time.Now(); now.After(e.heard[env.from.Addr]) {
+			// Never backwards, as the transport's.
+			e.heard[env.from.Addr] = now
+		}
 		e.mu.Unlock()
 		if h != nil {
 			h.Receive(env.from, env.payload)
@@ -307,13 +412,13 @@ func (e *MemEndpoint) PeerDead(id NodeID) {
 	e.held = kept
 	_, was := e.up[id.Addr]
 	delete(e.up, id.Addr)
-	f := e.onEvent
+	fs := e.listeners
 	e.mu.Unlock()
 	for _, env := range failed {
 		env.r.resolve(fmt.Errorf("%w: declared dead", ErrPeerDead))
 	}
-	if was && f != nil {
-		f(PeerEvent{Peer: id, Err: ErrPeerDead})
+	if was {
+		tell(fs, PeerEvent{Peer: id, Err: ErrPeerDead})
 	}
 }
 

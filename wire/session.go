@@ -2,6 +2,7 @@ package wire
 
 import (
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -54,6 +55,7 @@ type partialEnv struct {
 	buf      []byte
 	total    int
 	reserved int // bytes counted in session.reserved for buf
+	alloc    int // capacity to allocate buf with
 }
 
 // delivery is a complete envelope waiting for its stream's handler.
@@ -106,7 +108,12 @@ type session struct {
 	dialing    bool
 	dialDone   chan struct{} // closed when the in-flight dial ends
 	dialCancel func()
-	activating *hsConn // connection in its resume exchange
+	redial     chan struct{} // a Send asks the dial loop to cut its backoff short; capacity 1
+	wantSince  time.Time     // when the session, holding no peer, first wanted a connection; zero if it does not
+	removed    bool          // taken out of the transport: given up on
+	accepting  int           // accepted connections on their way to the session
+	room       chan struct{} // closed when the send queue shrinks; nil if nobody waits
+	activating *hsConn       // connection in its resume exchange
 	closing    bool
 	grace      *time.Timer // for a client: gives up on it after the resume grace
 	up         bool        // a peer-up event was reported and no peer-down since
@@ -114,7 +121,7 @@ type session struct {
 }
 
 func newSession(t *Transport, key, addr string) (*session, error) {
-	s := &session{t: t, key: key, addr: addr, queued: map[flow.Handle]*pendingEnv{}}
+	s := &session{t: t, key: key, addr: addr, queued: map[flow.Handle]*pendingEnv{}, redial: make(chan struct{}, 1)}
 	s.cond = sync.NewCond(&s.mu)
 	if err := s.resetLocked(); err != nil {
 		return nil, err
@@ -137,7 +144,11 @@ const minCwnd = 32 << 10
 // counters.
 func (s *session) resetLocked() error {
 	lim := s.t.cfg.Limits
-	cfg := flow.Config{MaxFrame: min(flow.DefaultMaxFrame, lim.chunkSize()), Estimator: flow.EstimatorConfig{MinCwnd: minCwnd}}
+	cfg := flow.Config{
+		MaxFrame:   min(flow.DefaultMaxFrame, lim.chunkSize()),
+		LargeFrame: lim.chunkSize(),
+		Estimator:  flow.EstimatorConfig{MinCwnd: minCwnd},
+	}
 	for id := range StreamID(NumStreams) {
 		class := flow.ClassData
 		switch id {
@@ -176,6 +187,7 @@ func (s *session) failAllLocked(err error) {
 		delete(s.queued, h)
 	}
 	s.queuedBytes = 0
+	s.freedLocked()
 	for i := range s.await {
 		for _, a := range s.await[i] {
 			a.receipt.resolve(err)
@@ -197,9 +209,43 @@ func (s *session) kick() {
 	}
 }
 
+// fullLocked reports whether an envelope of n bytes does not fit the send
+// queue now.
+func (s *session) fullLocked(n int) bool { return s.queuedBytes+n > s.t.cfg.SendQueue }
+
+// roomLocked returns a channel closed when the send queue next shrinks.
+func (s *session) roomLocked() <-chan struct{} {
+	if s.room == nil {
+		s.room = make(chan struct{})
+	}
+	return s.room
+}
+
+// freedLocked wakes senders waiting for room in the queue.
+func (s *session) freedLocked() {
+	if s.room != nil {
+		close(s.room)
+		s.room = nil
+	}
+}
+
+// appendPendingLocked appends the receipts of every envelope queued or
+// awaiting its credit.
+func (s *session) appendPendingLocked(rs []*Receipt) []*Receipt {
+	for _, p := range s.queued {
+		rs = append(rs, p.receipt)
+	}
+	for i := range s.await {
+		for _, a := range s.await[i] {
+			rs = append(rs, a.receipt)
+		}
+	}
+	return rs
+}
+
 // enqueueLocked queues an envelope.
 func (s *session) enqueueLocked(stream StreamID, key uint64, payload []byte, r *Receipt) (flow.Handle, error) {
-	if s.queuedBytes+len(payload) > s.t.cfg.SendQueue {
+	if s.fullLocked(len(payload)) {
 		return flow.Handle{}, fmt.Errorf("%w: %d bytes queued for %s", ErrQueueFull, s.queuedBytes, s.key)
 	}
 	h, err := s.sched.Enqueue(flow.StreamID(stream), key, payload)
@@ -225,6 +271,7 @@ func (s *session) cancelLocked(r *Receipt, err error) {
 	if s.sched.Cancel(r.handle) != flow.CancelUnknown {
 		delete(s.queued, r.handle)
 		s.queuedBytes -= p.size
+		s.freedLocked()
 		r.queued = false
 		r.resolve(err)
 		s.kick()
@@ -310,6 +357,7 @@ func (s *session) nextFramesLocked(now time.Time, out []outFrame, budget int) ([
 		if f.Last && p != nil {
 			delete(s.queued, f.Handle)
 			s.queuedBytes -= p.size
+			s.freedLocked()
 			p.receipt.queued = false
 			s.await[st] = append(s.await[st], awaitCredit{end: sf.end(), receipt: p.receipt})
 		}
@@ -344,9 +392,67 @@ func (s *session) applyCreditLocked(st StreamID, c credit, now time.Time) error 
 	return nil
 }
 
+// newPartialLocked allocates a buffer for an envelope of total bytes.
+// Whole envelopes are reserved up front while the session's reservations
+// stay within reserveBudget; beyond it the buffer starts at a window and
+// grows with what actually arrives, so a peer announcing large envelopes
+// cannot make us reserve memory it never sends. It reserves nothing yet:
+// applyDataLocked does, when the first chunk is applied.
+func (s *session) newPartialLocked(total int) *partialEnv {
+	p := s.planPartialLocked(total)
+	p.buf = make([]byte, 0, p.capacity())
+	return p
+}
+
+// planPartialLocked is newPartialLocked without the allocation, which
+// the reader makes after releasing the lock: zeroing a large buffer takes
+// milliseconds that the writer and the deliverers need not wait.
+func (s *session) planPartialLocked(total int) *partialEnv {
+	p := &partialEnv{total: total, alloc: min(total, s.t.cfg.Limits.Window)}
+	if budget := 4 * s.t.cfg.Limits.MaxMessage; s.reserved+total <= budget {
+		p.reserved, p.alloc = total, total
+	}
+	return p
+}
+
+// capacity is the buffer to allocate for a planned envelope.
+func (p *partialEnv) capacity() int { return p.alloc }
+
+// chunkTargetLocked returns where the n-byte chunk of data frame d goes:
+// its envelope and the bytes of the envelope's buffer after what it
+// holds. For a first chunk the envelope is new, not yet registered, and
+// without a buffer: the caller allocates it (allocChunk) after releasing
+// the lock. It changes nothing the session counts, so a frame that never
+// arrives whole leaves no trace. It returns nil for a chunk that does not
+// fit an envelope; applyDataLocked then reports why.
+func (s *session) chunkTargetLocked(h Header, d dataFrame, n int) (*partialEnv, []byte) {
+	st := h.Stream
+	if h.Flags&FlagFirst != 0 {
+		if int64(d.Envelope) <= s.started[st] || s.partial[st][d.Envelope] != nil || n > int(d.Total) {
+			return nil, nil
+		}
+		return s.planPartialLocked(int(d.Total)), nil
+	}
+	p := s.partial[st][d.Envelope]
+	if p == nil || int(d.Offset) != len(p.buf) || len(p.buf)+n > p.total {
+		return nil, nil
+	}
+	// Growing keeps the content; it changes nothing counted.
+	p.buf = slices.Grow(p.buf, n)
+	return p, p.buf[len(p.buf) : len(p.buf)+n]
+}
+
+// allocChunk allocates the buffer of a planned envelope and returns its
+// first n bytes, for its first chunk.
+func (p *partialEnv) allocChunk(n int) []byte {
+	p.buf = make([]byte, 0, max(p.capacity(), n))
+	return p.buf[:n]
+}
+
 // applyDataLocked records a received data frame (chunk already
-// decompressed).
-func (s *session) applyDataLocked(h Header, d dataFrame, chunk []byte, now time.Time) error {
+// decompressed). pre, if not nil, is the envelope chunkTargetLocked
+// returned for it, and chunk may already lie in its buffer.
+func (s *session) applyDataLocked(h Header, d dataFrame, chunk []byte, now time.Time, pre *partialEnv) error {
 	st := h.Stream
 	last := h.Flags&FlagLast != 0
 	if h.Flags&FlagFirst != 0 && int64(d.Envelope) <= s.started[st] {
@@ -370,19 +476,11 @@ func (s *session) applyDataLocked(h Header, d dataFrame, chunk []byte, now time.
 		if p != nil {
 			return frameErr(ErrMalformedFrame, h, "envelope %d started twice", d.Envelope)
 		}
-		// Reserve the whole envelope up front while the session's
-		// reservations stay within reserveBudget; beyond it the buffer
-		// starts at a window and grows with what actually arrives, so a
-		// peer announcing large envelopes cannot make us reserve memory
-		// it never sends.
-		p = &partialEnv{total: int(d.Total)}
-		if budget := 4 * s.t.cfg.Limits.MaxMessage; s.reserved+p.total <= budget {
-			p.reserved = p.total
-			s.reserved += p.total
-			p.buf = make([]byte, 0, p.total)
-		} else {
-			p.buf = make([]byte, 0, min(p.total, s.t.cfg.Limits.Window))
+		p = pre
+		if p == nil || p.total != int(d.Total) || p.buf == nil {
+			p = s.newPartialLocked(int(d.Total))
 		}
+		s.reserved += p.reserved
 		parts[d.Envelope] = p
 		s.started[st] = int64(d.Envelope)
 	} else if p == nil {
@@ -391,8 +489,14 @@ func (s *session) applyDataLocked(h Header, d dataFrame, chunk []byte, now time.
 	if int(d.Offset) != len(p.buf) || len(p.buf)+len(chunk) > p.total {
 		return frameErr(ErrMalformedFrame, h, "chunk at %d+%d, envelope has %d of %d", d.Offset, len(chunk), len(p.buf), p.total)
 	}
-	// Grow with what arrives rather than trusting the announced total.
-	p.buf = append(p.buf, chunk...)
+	if n := len(p.buf); len(chunk) > 0 && cap(p.buf)-n >= len(chunk) && &p.buf[n : n+1][0] == &chunk[0] {
+		// Read in place by readDataDirect.
+		p.buf = p.buf[:n+len(chunk)]
+	} else {
+		// Grow with what arrives rather than trusting the announced
+		// total.
+		p.buf = append(p.buf, chunk...)
+	}
 	if last {
 		if len(p.buf) != p.total {
 			return frameErr(ErrMalformedFrame, h, "last chunk leaves envelope at %d of %d", len(p.buf), p.total)
@@ -410,10 +514,10 @@ func (s *session) deliver(st StreamID) {
 	defer s.t.wg.Done()
 	for {
 		s.mu.Lock()
-		for len(s.inbox[st]) == 0 && !s.t.isClosed() {
+		for len(s.inbox[st]) == 0 && !s.t.isClosed() && !s.removed {
 			s.cond.Wait()
 		}
-		if s.t.isClosed() {
+		if s.t.isClosed() || len(s.inbox[st]) == 0 {
 			s.mu.Unlock()
 			return
 		}

@@ -47,19 +47,21 @@ type Transport struct {
 	loc      *local
 	log      *slog.Logger
 	handlers [NumStreams]atomic.Pointer[Handler]
-	onEvent  func(PeerEvent)
+	// draining is set by Shutdown: new sends fail with ErrClosed.
+	draining atomic.Bool
 
 	ctx    context.Context // ends at Close
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
-	mu       sync.Mutex
-	sessions map[string]*session
-	lns      map[net.Listener]struct{}
-	closed   bool
-	rng      *rand.Rand
-	events   []PeerEvent
-	emitting bool
+	mu        sync.Mutex
+	sessions  map[string]*session
+	lns       map[net.Listener]struct{}
+	closed    bool
+	rng       *rand.Rand
+	listeners []func(PeerEvent)
+	events    []PeerEvent
+	emitting  bool
 }
 
 // New returns a transport for cfg. Handlers must be set with Handle before
@@ -103,12 +105,19 @@ func (t *Transport) Handle(s StreamID, h Handler) {
 	t.handlers[s].Store(&h)
 }
 
-// OnPeerEvent sets the function told about peers coming up and going
-// down. It is called from one goroutine at a time, in order, and must not
-// block. Call it before traffic flows.
+// OnPeerEvent adds f to the functions told about peers coming up and
+// going down. Every listener sees every event, in order; listeners are
+// called one after the other, in the order they were added, from one
+// goroutine at a time, and must not block. Add them before traffic flows:
+// a listener added later misses earlier events. (OnPeerEvent used to
+// replace the one listener; it now adds one, so that several layers can
+// listen.)
 func (t *Transport) OnPeerEvent(f func(PeerEvent)) {
+	if f == nil {
+		return
+	}
 	t.mu.Lock()
-	t.onEvent = f
+	t.listeners = append(t.listeners, f)
 	t.mu.Unlock()
 }
 
@@ -125,7 +134,7 @@ func (t *Transport) isClosed() bool {
 // already delivering; events keep their order.
 func (t *Transport) emit(e PeerEvent) {
 	t.mu.Lock()
-	if t.onEvent == nil {
+	if len(t.listeners) == 0 {
 		t.mu.Unlock()
 		return
 	}
@@ -150,9 +159,11 @@ func (t *Transport) emit(e PeerEvent) {
 			}
 			ev := t.events[0]
 			t.events = t.events[1:]
-			f := t.onEvent
+			fs := t.listeners
 			t.mu.Unlock()
-			f(ev)
+			for _, f := range fs {
+				f(ev)
+			}
 		}
 	}()
 }
@@ -217,6 +228,19 @@ func (t *Transport) sessionFor(id NodeID, create bool) (*session, error) {
 	return s, nil
 }
 
+// removeLocked takes a session out of the transport: the next contact with
+// its peer makes a new one. Its deliverers end. The caller holds s.mu.
+func (s *session) removeLocked() {
+	t := s.t
+	t.mu.Lock()
+	if t.sessions[s.key] == s {
+		delete(t.sessions, s.key)
+	}
+	t.mu.Unlock()
+	s.removed = true
+	s.cond.Broadcast()
+}
+
 // Send queues payload for the peer on stream, behind earlier envelopes
 // with the same key, and returns without waiting for delivery. The
 // Receipt tells when the peer's layer above took it, or why it never
@@ -227,9 +251,28 @@ func (t *Transport) sessionFor(id NodeID, create bool) (*session, error) {
 // partial envelope) and the receipt resolves with ctx's error.
 //
 // to.Addr names the peer (empty for a client that dialed us, with its
-// full identity); a non-zero to.Incarnation that is older than the
-// session's fails at once with ErrPeerRestarted.
+// full identity). A non-zero to.Incarnation older than the session's
+// fails at once with ErrPeerRestarted. A newer one means the peer
+// restarted and we learned it before the transport did: what was pending
+// towards the previous incarnation fails with ErrPeerRestarted, and the
+// session starts afresh towards the new one with this envelope.
+//
+// Send never blocks: beyond Config.SendQueue it fails with ErrQueueFull
+// (SendWait waits for room instead). While the session has no connection
+// and waits out a redial backoff, a Send redials at once (at most once per
+// 10 ms). After Shutdown or Close it fails with ErrClosed.
 func (t *Transport) Send(ctx context.Context, to NodeID, stream StreamID, key uint64, payload []byte) (*Receipt, error) {
+	return t.send(ctx, to, stream, key, payload, false)
+}
+
+// SendWait is Send, except that when the peer's send queue is full it
+// waits for room until ctx ends (and then returns ctx's error) instead of
+// failing with ErrQueueFull.
+func (t *Transport) SendWait(ctx context.Context, to NodeID, stream StreamID, key uint64, payload []byte) (*Receipt, error) {
+	return t.send(ctx, to, stream, key, payload, true)
+}
+
+func (t *Transport) send(ctx context.Context, to NodeID, stream StreamID, key uint64, payload []byte, wait bool) (*Receipt, error) {
 	if stream >= NumStreams {
 		return nil, fmt.Errorf("%w: %d", ErrUnknownStream, stream)
 	}
@@ -242,43 +285,103 @@ func (t *Transport) Send(ctx context.Context, to NodeID, stream StreamID, key ui
 	if to.Addr == t.loc.node.Addr && to.Addr != "" {
 		return nil, fmt.Errorf("troupe: send to self %v", to)
 	}
-	s, err := t.sessionFor(to, to.Addr != "")
-	if err != nil {
-		return nil, err
-	}
-	if s == nil {
-		return nil, fmt.Errorf("%w: unknown client %v", ErrPeerDead, to)
-	}
-	r := newReceipt()
-	if ctx.Done() != nil {
-		r.stop = context.AfterFunc(ctx, func() {
-			s.mu.Lock()
-			s.cancelLocked(r, ctx.Err())
+	for {
+		s, err := t.sessionFor(to, to.Addr != "")
+		if err != nil {
+			return nil, err
+		}
+		if s == nil {
+			return nil, fmt.Errorf("%w: unknown client %v", ErrPeerDead, to)
+		}
+		s.mu.Lock()
+		if s.removed {
+			// Given up on a moment ago: the next session starts afresh.
 			s.mu.Unlock()
-		})
-	}
-	s.mu.Lock()
-	if to.Incarnation != 0 && !s.id.IsZero() && s.id.Incarnation != to.Incarnation {
-		cur := s.id
-		s.mu.Unlock()
-		r.resolve(nil)
-		return nil, fmt.Errorf("%w: %v is now %v", ErrPeerRestarted, to, cur)
-	}
-	_, err = s.enqueueLocked(stream, key, payload, r)
-	if err == nil {
+			continue
+		}
+		if t.draining.Load() {
+			s.mu.Unlock()
+			return nil, fmt.Errorf("%w: shutting down", ErrClosed)
+		}
+		if to.Incarnation != 0 && !s.id.IsZero() && s.id.Incarnation != to.Incarnation {
+			if to.Incarnation < s.id.Incarnation {
+				cur := s.id
+				s.mu.Unlock()
+				return nil, fmt.Errorf("%w: %v is now %v", ErrPeerRestarted, to, cur)
+			}
+			s.restartLocked(to)
+		}
+		if wait && s.fullLocked(len(payload)) {
+			room := s.roomLocked()
+			s.mu.Unlock()
+			select {
+			case <-room:
+				continue
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			case <-t.ctx.Done():
+				return nil, ErrClosed
+			}
+		}
+		r := newReceipt()
+		if ctx.Done() != nil {
+			// Set before the receipt is shared; the watch runs on its own
+			// goroutine, so creating it under the lock is safe.
+			r.stop = context.AfterFunc(ctx, func() {
+				s.mu.Lock()
+				s.cancelLocked(r, ctx.Err())
+				s.mu.Unlock()
+			})
+		}
+		if _, err := s.enqueueLocked(stream, key, payload, r); err != nil {
+			s.mu.Unlock()
+			r.resolve(err)
+			return nil, err
+		}
 		if cerr := ctx.Err(); cerr != nil {
 			s.cancelLocked(r, cerr)
 		}
 		if s.conn == nil {
+			if s.id.IsZero() && s.wantSince.IsZero() {
+				s.wantSince = time.Now()
+			}
 			s.ensureDialLocked()
+			s.nudgeDialLocked()
 		}
+		s.mu.Unlock()
+		return r, nil
 	}
-	s.mu.Unlock()
-	if err != nil {
-		r.resolve(err)
-		return nil, err
+}
+
+// restartLocked starts the session afresh towards a newer incarnation of
+// its peer, which a caller learned of before the transport did: what was
+// pending towards the old one fails with ErrPeerRestarted, and its
+// connection, if any, is dropped.
+func (s *session) restartLocked(to NodeID) {
+	err := fmt.Errorf("%w: %v is now %v", ErrPeerRestarted, s.id, to)
+	old := s.id
+	s.failAllLocked(err)
+	if s.conn != nil {
+		s.gen++
+		s.conn.Close()
+		s.conn = nil
+		s.downAt = time.Now()
 	}
-	return r, nil
+	if s.up {
+		s.up = false
+		s.t.emit(PeerEvent{Peer: old, Err: err})
+	}
+	s.suspected = false
+	s.id = NodeID{}
+}
+
+// nudgeDialLocked cuts short the backoff of a dial loop that waits to
+// redial: there is something to send now.
+func (s *session) nudgeDialLocked() {
+	select {
+	case s.redial <- struct{}{}:
+	default:
+	}
 }
 
 // PeerDead is the hook for the membership layer: the peer is declared dead,
@@ -299,7 +402,8 @@ func (t *Transport) PeerDead(id NodeID) {
 }
 
 // LastHeard returns when any byte last arrived from the peer at addr (or
-// the client id), for the failure detector.
+// the client id), for the failure detector. It never goes backwards for a
+// session, across reconnects and resumes included.
 func (t *Transport) LastHeard(id NodeID) (time.Time, bool) {
 	s, _ := t.sessionFor(id, false)
 	if s == nil {
@@ -307,10 +411,54 @@ func (t *Transport) LastHeard(id NodeID) (time.Time, bool) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if c := s.conn; c != nil {
-		return c.heard(), true
-	}
+	s.noteHeardLocked(s.conn)
 	return s.lastHeard, !s.lastHeard.IsZero()
+}
+
+// noteHeardLocked raises the session's last-heard time to what connection
+// c (if any) heard; it never lowers it.
+func (s *session) noteHeardLocked(c *liveConn) {
+	if c == nil {
+		return
+	}
+	if h := c.heard(); h.After(s.lastHeard) {
+		s.lastHeard = h
+	}
+}
+
+// Shutdown leaves gracefully: new sends fail with ErrClosed at once, and
+// Shutdown waits until every envelope already sent was taken by its peer
+// (or failed), or ctx ends; then it closes as Close does, peers seeing an
+// orderly goodbye. It returns ctx's error if ctx ended first, and closes
+// anyway.
+func (t *Transport) Shutdown(ctx context.Context) error {
+	t.draining.Store(true)
+	t.mu.Lock()
+	sessions := make([]*session, 0, len(t.sessions))
+	for _, s := range t.sessions {
+		sessions = append(sessions, s)
+	}
+	t.mu.Unlock()
+	// No send can start after draining is set (Send checks it under the
+	// session lock), so the receipts gathered here are all that remain.
+	var pending []*Receipt
+	for _, s := range sessions {
+		s.mu.Lock()
+		pending = s.appendPendingLocked(pending)
+		s.mu.Unlock()
+	}
+	var err error
+	for _, r := range pending {
+		select {
+		case <-r.Done():
+			continue
+		case <-ctx.Done():
+			err = ctx.Err()
+		}
+		break
+	}
+	t.Close()
+	return err
 }
 
 // Close says goodbye on every connection, fails pending sends with
@@ -371,6 +519,7 @@ func (t *Transport) Close() error {
 // connection closes, and the next contact starts afresh.
 func (s *session) dropLocked(err error) {
 	s.failAllLocked(err)
+	s.noteHeardLocked(s.conn)
 	if s.conn != nil {
 		s.gen++
 		s.conn.Close()
@@ -433,6 +582,7 @@ func (s *session) dialLoop(ctx context.Context, cancel context.CancelFunc) {
 		s.mu.Unlock()
 	}()
 	backoff := t.cfg.RedialMin
+	var lastErr error
 	for {
 		s.mu.Lock()
 		if !s.wantedLocked() || ctx.Err() != nil {
@@ -444,10 +594,26 @@ func (s *session) dialLoop(ctx context.Context, cancel context.CancelFunc) {
 			s.mu.Unlock()
 			return
 		}
+		if s.neverReachedLocked() && s.activating == nil && s.accepting == 0 {
+			// No connection to this address ever came up: give up on it
+			// as on a peer unreachable past the grace, and forget it.
+			s.removeLocked()
+			s.dropLocked(fmt.Errorf("%w: %w: no connection to %s in %v: %v", ErrPeerDead, ErrNeverConnected, s.addr, t.cfg.resumeGrace(), lastErr))
+			s.wantSince = time.Time{}
+			s.mu.Unlock()
+			return
+		}
 		known := s.id.Incarnation
 		s.mu.Unlock()
 
+		// Sends that arrived before this attempt are served by it.
+		select {
+		case <-s.redial:
+		default:
+		}
+		attempt := time.Now()
 		err := s.dialOnce(ctx, known)
+		lastErr = err
 		if err == nil {
 			return
 		}
@@ -476,14 +642,63 @@ func (s *session) dialLoop(ctx context.Context, cancel context.CancelFunc) {
 		wait := backoff/2 + time.Duration(t.rng.Int64N(int64(backoff/2)+1))
 		t.mu.Unlock()
 		backoff = min(2*backoff, t.cfg.RedialMax)
-		timer := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			timer.Stop()
+		s.mu.Lock()
+		if d := s.giveUpAtLocked(); !d.IsZero() {
+			// Wake up in time to give up when the grace ends.
+			wait = min(wait, max(time.Until(d), 0)+time.Millisecond)
+		}
+		s.mu.Unlock()
+		if !s.backoff(ctx, wait, attempt) {
 			return
-		case <-timer.C:
 		}
 	}
+}
+
+// redialGap is the least time between the start of a failed dial and a
+// redial that a Send asks for: sends to an unreachable peer cannot make
+// the loop dial without pause.
+const redialGap = 10 * time.Millisecond
+
+// backoff waits before the next dial: wait, or less if a Send asks for a
+// redial (not before redialGap after the last attempt started). It
+// reports false when ctx ended.
+func (s *session) backoff(ctx context.Context, wait time.Duration, attempt time.Time) bool {
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-timer.C:
+			return true
+		case <-s.redial:
+			if d := redialGap - time.Since(attempt); d > 0 && d < wait {
+				timer.Reset(d)
+				wait = d
+				continue
+			}
+			return true
+		}
+	}
+}
+
+// giveUpAtLocked returns when the session gives up on a peer it cannot
+// reach, or zero if it would not.
+func (s *session) giveUpAtLocked() time.Time {
+	grace := s.t.cfg.resumeGrace()
+	switch {
+	case !s.downAt.IsZero() && !s.id.IsZero():
+		return s.downAt.Add(grace)
+	case s.id.IsZero() && !s.wantSince.IsZero():
+		return s.wantSince.Add(grace)
+	}
+	return time.Time{}
+}
+
+// neverReachedLocked reports whether the session has waited the resume
+// grace for a first connection to its peer.
+func (s *session) neverReachedLocked() bool {
+	return s.id.IsZero() && !s.wantSince.IsZero() && time.Since(s.wantSince) > s.t.cfg.resumeGrace() && s.conn == nil
 }
 
 var errSuperseded = errors.New("troupe: connection superseded")
@@ -526,11 +741,29 @@ func (t *Transport) accept(c net.Conn) {
 		t.log.Debug("troupe: wire: handshake refused", "remote", c.RemoteAddr(), "err", err)
 		return
 	}
-	s, err := t.sessionFor(hc.peer.Node, true)
-	if err != nil {
-		hc.Close()
-		return
+	var s *session
+	for {
+		s, err = t.sessionFor(hc.peer.Node, true)
+		if err != nil {
+			hc.Close()
+			return
+		}
+		s.mu.Lock()
+		removed := s.removed
+		if !removed {
+			// A session being accepted on is not given up on.
+			s.accepting++
+		}
+		s.mu.Unlock()
+		if !removed {
+			break
+		}
 	}
+	defer func() {
+		s.mu.Lock()
+		s.accepting--
+		s.mu.Unlock()
+	}()
 	if err := s.resumeAsAcceptor(ctx, hc); err != nil {
 		t.log.Debug("troupe: wire: resume failed", "peer", hc.peer.Node, "err", err)
 	}

@@ -49,7 +49,7 @@ type Outcome struct {
 // happens, no node it started outlives it.
 func run(ctx context.Context, out io.Writer, cfg Config) (o Outcome, err error) {
 	if cfg.Nodes < 2 {
-		return o, fmt.Errorf("Nodes is %d: a kill needs at least 2 nodes", cfg.Nodes)
+		return o, fmt.Errorf("config: Nodes is %d: a kill needs at least 2 nodes", cfg.Nodes)
 	}
 	if cfg.Keys == 0 {
 		cfg.Keys = 12

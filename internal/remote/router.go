@@ -65,14 +65,15 @@ type Router struct {
 }
 
 // maxRetries bounds how often an ask is sent again after a member said
-// it does not own the key (or left before answering): views converge
-// within a gossip round or two, so a retry that waited for this node's
-// view to change nearly always finds the owner.
-const maxRetries = 2
-
-// retryWait bounds how long an ask that met a non-owner waits for this
-// node's view to change before it is sent again.
-const retryWait = 250 * time.Millisecond
+// it does not own the key (or left before answering). Views converge
+// within a gossip round or two, but not at once on every member: a retry
+// waits at least retryBackoff<<retries (so the members it asks catch up
+// too) and, up to retryWait, for this node's own view to change.
+const (
+	maxRetries   = 5
+	retryBackoff = 5 * time.Millisecond
+	retryWait    = 250 * time.Millisecond
+)
 
 // clientExpiry is how long a client stays subscribed to member-list
 // pushes after its last sync (clients sync every few seconds).
@@ -596,8 +597,14 @@ func (r *Router) retryLater(id uint64, p *pending) {
 	r.pending[id] = p
 	changed := r.changed
 	r.mu.Unlock()
+	backoff := min(retryBackoff<<(p.retries-1), wait)
 	go func() {
-		t := time.NewTimer(wait)
+		t := time.NewTimer(backoff)
+		select {
+		case <-t.C:
+		case <-r.ctx.Done():
+		}
+		t.Reset(wait - backoff)
 		select {
 		case <-changed:
 		case <-t.C:

@@ -19,6 +19,18 @@ const (
 	// bandwidth estimate grew less than 25% over three rounds.
 	fullBandwidthGrowth = 1.25
 	fullBandwidthRounds = 3
+	// extraAckedRounds is the length of the ack-aggregation max filter in
+	// round trips (as Linux BBR). extraAckedMaxTime caps the extra window
+	// it adds at the time credit may wait at the receiver (Linux caps it at
+	// 100 ms): any more would stand in the bottleneck queue, where small
+	// envelopes wait behind it.
+	extraAckedRounds  = 5
+	extraAckedMaxTime = DefaultGrantDelay
+	// sustainedWindow is the span over which the sustained delivery rate
+	// is measured: long enough that a token bucket's burst (tc tbf lets
+	// its bucket through at line rate after an idle spell) or a burst of
+	// credit cannot pass for the path's rate.
+	sustainedWindow = 20 * time.Millisecond
 )
 
 // probePhases is the length of the steady-state gain cycle.
@@ -254,6 +266,24 @@ type Estimator struct {
 	cycleIndex  int
 	cycleStamp  int64
 
+	// Ack aggregation (Linux BBR's extra_acked): credit that returns in
+	// bursts (a grant per 32 KiB, a receiver that is scheduled late)
+	// acknowledges more in an epoch than the bandwidth estimate explains;
+	// the window keeps room for that excess, or the sender idles between
+	// bursts on paths whose delay is shorter than the burst interval.
+	ackEpochStart int64
+	ackEpochAcked int64
+	extraAcked    windowedMax // bytes, over rounds
+
+	// The sustained rate: bytes delivered over the last two completed
+	// spans of at least sustainedWindow. Unlike the bandwidth estimate (a
+	// maximum of short samples) a burst cannot inflate it much; what is
+	// sized by time at the path's rate (the aggregation room, the frames
+	// of large envelopes) is sized by it.
+	spanStart     int64
+	spanDelivered int64
+	spanRates     [2]float64
+
 	pacingRate float64
 	cwnd       int64
 	last       RateSample
@@ -346,6 +376,10 @@ func (e *Estimator) OnCredit(stream StreamID, acked int64, now time.Time) (RateS
 	st.acked = acked
 	e.delivered += newly
 	e.deliveredTime = t
+	if span := t - e.spanStart; span >= int64(sustainedWindow) {
+		e.spanRates[0], e.spanRates[1] = e.spanRates[1], float64(e.delivered-e.spanDelivered)/time.Duration(span).Seconds()
+		e.spanStart, e.spanDelivered = t, e.delivered
+	}
 	if !found {
 		e.updateModel(t, newly, false)
 		return RateSample{}, false
@@ -382,9 +416,45 @@ func (e *Estimator) OnCredit(stream StreamID, acked int64, now time.Time) (RateS
 	if roundStart {
 		e.checkFullPipe(s.AppLimited)
 	}
+	e.updateAckAggregation(t, newly)
 	e.last = s
 	e.updateModel(t, newly, roundStart)
 	return s, true
+}
+
+// updateAckAggregation measures how far the credit acknowledged in the
+// current epoch exceeds what the bandwidth estimate explains; an epoch
+// ends when credit falls behind the estimate.
+func (e *Estimator) updateAckAggregation(t, acked int64) {
+	bw, ok := e.bw.get()
+	if !ok || acked <= 0 {
+		return
+	}
+	expected := int64(bw * time.Duration(t-e.ackEpochStart).Seconds())
+	if e.ackEpochAcked <= expected {
+		e.ackEpochStart, e.ackEpochAcked, expected = t, 0, 0
+	}
+	e.ackEpochAcked += acked
+	extra := min(e.ackEpochAcked-expected, e.cwnd)
+	e.extraAcked.update(extraAckedRounds, e.round, float64(extra))
+}
+
+// aggregationCwnd is the room kept for acknowledgements that arrive in
+// bursts, once startup has measured the path.
+func (e *Estimator) aggregationCwnd() int64 {
+	extra, ok := e.extraAcked.get()
+	if !ok || !e.filledPipe {
+		return 0
+	}
+	return min(int64(extra), int64(e.SustainedRate()*extraAckedMaxTime.Seconds()))
+}
+
+// SustainedRate returns the delivery rate over the last completed spans of
+// at least 20 ms (the larger of the last two), in bytes per second; 0
+// until one completed. It is at most what the path carried, where the
+// bandwidth estimate may count a burst that a token bucket let through.
+func (e *Estimator) SustainedRate() float64 {
+	return max(e.spanRates[0], e.spanRates[1])
 }
 
 // OnRTT feeds a round-trip sample (a ping's, or a frame's) into the min-RTT
@@ -528,7 +598,7 @@ func (e *Estimator) setCwnd(acked int64) {
 		return
 	}
 	_, g := e.gains()
-	target := max(int64(g*float64(e.BDP())), e.cfg.MinCwnd)
+	target := max(int64(g*float64(e.BDP()))+e.aggregationCwnd(), e.cfg.MinCwnd)
 	switch {
 	case e.filledPipe:
 		e.cwnd = min(e.cwnd+acked, target)

@@ -446,3 +446,51 @@ func TestFastLinkWithCoarseTimer(t *testing.T) {
 		t.Errorf("goodput %.3g, want the link rate %.3g ±10%% despite a 1 ms timer", res.goodput, rate)
 	}
 }
+
+// On a path whose delay is far shorter than the interval between grants
+// (loopback: tens of microseconds against a grant per 256 KiB here), credit
+// returns in bursts. A window of two BDPs from the min RTT would idle the
+// sender between bursts; the ack-aggregation term keeps room for a burst.
+func TestEstimatorWindowCoversCreditReturningInBursts(t *testing.T) {
+	const rate = 1e9
+	rtt := 40 * time.Microsecond
+	m := newSim(t, simConfig(), RecvConfig{Window: 8 << 20, GrantBytes: 256 << 10}, rate, rtt)
+	res := runBulk(t, m, 200*time.Millisecond)
+	t.Logf("bw %.3g rtt %v goodput %.3g cwnd %d aggregation %d", res.bw, res.rtt, res.goodput,
+		m.s.Estimator().CWnd(), m.s.Estimator().aggregationCwnd())
+	if res.goodput < 0.8*rate {
+		t.Errorf("goodput %.3g, want at least 80%% of the link rate %.3g", res.goodput, rate)
+	}
+}
+
+// The room kept for bursts of credit is capped at the grant delay's worth
+// of sending at the sustained rate: any more would stand in a slow
+// bottleneck's queue.
+func TestEstimatorAggregationRoomIsCappedByGrantDelay(t *testing.T) {
+	l := links[0]
+	m := newSim(t, simConfig(), RecvConfig{GrantBytes: 256 << 10}, l.rate, l.rtt)
+	runBulk(t, m, 5*time.Second)
+	e := m.s.Estimator()
+	if got, limit := e.aggregationCwnd(), int64(e.SustainedRate()*DefaultGrantDelay.Seconds())+1; got > limit {
+		t.Errorf("aggregation room %d bytes, want at most the grant delay's worth %d", got, limit)
+	}
+}
+
+// The sustained rate counts whole spans of at least 20 ms: a burst shorter
+// than that leaves it unset, however fast; a steady flow sets it to its
+// rate.
+func TestEstimatorSustainedRateIgnoresShortBursts(t *testing.T) {
+	e := mustEstimator(t, EstimatorConfig{})
+	now := feed(e, t0, 200, 16<<10, 16*time.Microsecond, 50*time.Microsecond, false)
+	if r := e.SustainedRate(); r != 0 {
+		t.Fatalf("sustained rate %.3g after a 3 ms burst, want none yet", r)
+	}
+	if e.Bandwidth() < 5e8 {
+		t.Fatalf("bandwidth estimate %.3g: the burst should have raised it", e.Bandwidth())
+	}
+	// 1 MB/s for a second: 16 KiB every 16.384 ms.
+	feed(e, now.Add(time.Second), 60, 16<<10, 16384*time.Microsecond, time.Millisecond, false)
+	if r := e.SustainedRate(); !within(r, 1e6, 0.1) {
+		t.Fatalf("sustained rate %.3g after a second at 1 MB/s, want about 1e6", r)
+	}
+}

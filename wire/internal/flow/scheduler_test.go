@@ -617,3 +617,52 @@ func TestSchedulerStatsCountQueuedDataOnly(t *testing.T) {
 		t.Errorf("Stats() after draining = %+v; want nothing pending or queued", st)
 	}
 }
+
+// A large envelope's frames grow to what the path sends in FrameTime at
+// its sustained rate (within LargeFrame) once the path is fast; before
+// that, and after a burst that inflated the bandwidth estimate alone, they
+// stay at MaxFrame.
+func TestSchedulerLargeFramesGrowWithTheSustainedRate(t *testing.T) {
+	cfg := simConfig()
+	cfg.LargeFrame = 256 << 10
+	big := 1 << 20
+	first := func(s *Scheduler) int {
+		mustEnqueue(t, s, stApp, 1, big)
+		now := t0.Add(time.Second)
+		f, wait, ok := s.Next(now)
+		if !ok && wait > 0 { // the pacer's bucket fills at the new rate
+			f, _, ok = s.Next(now.Add(wait))
+		}
+		if !ok {
+			t.Fatalf("no frame: in flight %d, cwnd %d", s.Estimator().Inflight(), s.Estimator().CWnd())
+		}
+		return f.Len
+	}
+	slow := mustScheduler(t, cfg)
+	if n := first(slow); n != DefaultMaxFrame {
+		t.Errorf("frame of %d bytes before any measurement, want MaxFrame %d", n, DefaultMaxFrame)
+	}
+
+	// 3 ms at 1 GB/s, as a token bucket lets its burst through: the
+	// bandwidth estimate jumps, the sustained rate does not.
+	burst := mustScheduler(t, cfg)
+	feed(burst.Estimator(), t0, 200, 16<<10, 16*time.Microsecond, 50*time.Microsecond, false)
+	if r := burst.Estimator().PacingRate(); r*DefaultFrameTime.Seconds() <= DefaultMaxFrame {
+		t.Fatalf("pacing rate %.3g too low for the test", r)
+	}
+	if n := first(burst); n != DefaultMaxFrame {
+		t.Errorf("frame of %d bytes after a 3 ms burst, want MaxFrame %d", n, DefaultMaxFrame)
+	}
+
+	// 50 ms of it: 250 µs at the sustained rate is about 250 KB.
+	fast := mustScheduler(t, cfg)
+	feed(fast.Estimator(), t0, 3000, 16<<10, 16*time.Microsecond, 50*time.Microsecond, false)
+	e := fast.Estimator()
+	want := min(int(min(e.PacingRate(), e.SustainedRate())*DefaultFrameTime.Seconds()), cfg.LargeFrame)
+	if want <= DefaultMaxFrame {
+		t.Fatalf("sustained rate %.3g too low for the test", e.SustainedRate())
+	}
+	if n := first(fast); n != want {
+		t.Errorf("frame of %d bytes at a sustained %.3g B/s, want %d", n, e.SustainedRate(), want)
+	}
+}

@@ -1,0 +1,184 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/troupe-go/troupe/actor"
+	"github.com/troupe-go/troupe/client"
+	"github.com/troupe-go/troupe/cluster"
+)
+
+// Troupe-only workloads on a cluster of node processes, reached from this
+// process through a client.Client (a non-member).
+
+// startCluster starts n troupe nodes (the first is the seed of the others)
+// with timings ("" fast, "default").
+func startCluster(n int, timings string) ([]*node, error) {
+	var nodes []*node
+	var seeds []string
+	for range n {
+		env := []string{timesEnv + "=" + timings}
+		if seeds != nil {
+			env = append(env, seedsEnv+"="+strings.Join(seeds, ","))
+		}
+		nd, err := startNode("troupe", env...)
+		if err != nil {
+			stopAll(nodes)
+			return nil, err
+		}
+		nodes = append(nodes, nd)
+		if seeds == nil {
+			seeds = []string{nd.addr}
+		}
+	}
+	return nodes, nil
+}
+
+func stopAll(nodes []*node) {
+	var wg sync.WaitGroup
+	for _, n := range nodes {
+		wg.Add(1)
+		go func() { defer wg.Done(); n.stop(5 * time.Second) }()
+	}
+	wg.Wait()
+}
+
+// newClient connects a client to nodes and waits until it knows them all
+// alive (at most 30 s).
+func newClient(nodes []*node) (*client.Client, error) {
+	addrs := make([]string, len(nodes))
+	for i, n := range nodes {
+		addrs[i] = n.addr
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := client.New(ctx, client.Config{ClusterName: "bench", Seeds: addrs, SyncInterval: 100 * time.Millisecond})
+	if err != nil {
+		return nil, err
+	}
+	for {
+		alive := 0
+		for _, m := range c.Members() {
+			if m.Status == cluster.StatusAlive {
+				alive++
+			}
+		}
+		if alive == len(nodes) {
+			return c, nil
+		}
+		if ctx.Err() != nil {
+			c.Close()
+			return nil, fmt.Errorf("client knows %d members alive after 30 s, want %d", alive, len(nodes))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// ClientAsk has goroutines goroutines ask, through a client, n asks in all
+// to keys keys spread over a cluster of nodes processes, each goroutine
+// one ask at a time; it returns the latency of every ask.
+func (troupePeer) ClientAsk(clk *clock, nodes, goroutines, keys, n int) (lat []time.Duration, err error) {
+	ns, err := startCluster(nodes, "default")
+	if err != nil {
+		return nil, err
+	}
+	defer stopAll(ns)
+	c, err := newClient(ns)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	refs := make([]actor.Ref[rcMsg], keys)
+	ctx := context.Background()
+	served := map[string]int{}
+	for i := range refs {
+		refs[i] = rcounter.Ref(c, activationKey(i))
+		where, err := askSettling(ctx, refs[i], rWhere{}) // activates the key, outside the clock
+		if err != nil {
+			return nil, err
+		}
+		served[where]++
+	}
+	if len(served) != min(nodes, keys) {
+		return nil, fmt.Errorf("troupe: %d keys served by %d nodes, want %d: %v", keys, len(served), min(nodes, keys), served)
+	}
+	per := n / goroutines
+	lat = make([]time.Duration, per*goroutines)
+	errs := make(chan error, goroutines)
+	for _, nd := range ns {
+		clk.node(nd.cmd.Process.Pid)
+	}
+	clk.start()
+	for g := range goroutines {
+		go func() {
+			mine := lat[g*per : (g+1)*per]
+			for i := range mine {
+				ref := refs[(g+i*goroutines)%keys]
+				t0 := time.Now()
+				if _, err := actor.Ask(ctx, ref, rGet{}); err != nil {
+					errs <- err
+					return
+				}
+				mine[i] = time.Since(t0)
+			}
+			errs <- nil
+		}()
+	}
+	for range goroutines {
+		err = errors.Join(err, <-errs)
+	}
+	clk.stop()
+	return lat, err
+}
+
+// Failover starts a cluster of nodes processes with timings, activates a
+// key on one of them, kills that node (kill -9) and asks the key through a
+// client until an answer comes from another node. It returns the time from
+// the kill to that answer and how many asks failed meanwhile (each waits
+// at most 50 ms).
+func (troupePeer) Failover(clk *clock, nodes int, timings string) (failed int, err error) {
+	ns, err := startCluster(nodes, timings)
+	if err != nil {
+		return 0, err
+	}
+	defer stopAll(ns)
+	c, err := newClient(ns)
+	if err != nil {
+		return 0, err
+	}
+	defer c.Close()
+	victim := ns[len(ns)-1]
+	key, err := keyOn(c, victim.addr, "f")
+	if err != nil {
+		return 0, err
+	}
+	ref := rcounter.Ref(c, key)
+	if err := ref.Tell(context.Background(), rAdd{N: 1}); err != nil {
+		return 0, err
+	}
+	clk.start()
+	victim.kill()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		where, err := actor.Ask(ctx, ref, rWhere{})
+		cancel()
+		if err == nil && where != victim.addr {
+			break
+		}
+		failed++
+		if time.Now().After(deadline) {
+			return failed, fmt.Errorf("troupe: no answer for %s from another node 60 s after killing its owner (last: %q, %v)", key, where, err)
+		}
+		if err != nil && !errors.Is(err, context.DeadlineExceeded) {
+			time.Sleep(time.Millisecond) // failed fast: do not spin
+		}
+	}
+	clk.stop()
+	return failed, nil
+}

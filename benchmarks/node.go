@@ -1,0 +1,268 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"runtime/pprof"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// The remote workloads run the receiving actors in other processes: this
+// binary, started again with nodeEnv set to a role. Such a node serves
+// until its standard input closes (the benchmark closes it, or dies), so
+// no node outlives the benchmark even after a kill -9 of it; on Linux the
+// kernel also kills a node whose parent exits (Pdeathsig).
+const (
+	nodeEnv  = "TROUPE_BENCH_NODE"       // role: troupe, protoactor, echo
+	seedsEnv = "TROUPE_BENCH_SEEDS"      // troupe: comma-separated seed addresses
+	timesEnv = "TROUPE_BENCH_TIMINGS"    // troupe: "default" for cluster.DefaultConfig, else the fast timings
+	profEnv  = "TROUPE_BENCH_CPUPROFILE" // -cpuprofile: each node writes <path>.<role>.<pid>
+	logEnv   = "TROUPE_BENCH_LOG"        // Troupe members (nodes and this process) log at this level to stderr
+)
+
+// nodeMain runs this process as a node when nodeEnv is set; ok reports
+// whether it did (then the process should exit with code).
+func nodeMain() (code int, ok bool) {
+	role := os.Getenv(nodeEnv)
+	if role == "" {
+		return 0, false
+	}
+	if err := serveNode(role); err != nil {
+		fmt.Fprintf(os.Stderr, "benchmarks node %s: %v\n", role, err)
+		return 1, true
+	}
+	return 0, true
+}
+
+// serveNode starts the role's server, prints "ready <addr>" on stdout and
+// serves until stdin reaches EOF.
+func serveNode(role string) error {
+	var addr string
+	var stop func() error
+	var err error
+	switch role {
+	case "troupe":
+		var seeds []string
+		if s := os.Getenv(seedsEnv); s != "" {
+			seeds = strings.Split(s, ",")
+		}
+		addr, stop, err = startTroupeNode(seeds, os.Getenv(timesEnv))
+	case "protoactor":
+		addr, stop, err = startProtoNode()
+	case "echo":
+		addr, stop, err = startEcho()
+	default:
+		return fmt.Errorf("unknown role %q", role)
+	}
+	if err != nil {
+		return err
+	}
+	if path := os.Getenv(profEnv); path != "" {
+		f, err := os.Create(fmt.Sprintf("%s.%s.%d", path, role, os.Getpid()))
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
+	fmt.Printf("ready %s\n", addr)
+	io.Copy(io.Discard, os.Stdin) // until the benchmark closes it or exits
+	return stop()
+}
+
+// node is a child process serving one role.
+type node struct {
+	role  string
+	addr  string
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+	once  sync.Once
+	err   error
+}
+
+// children are the nodes still running, for killAll.
+var children = struct {
+	sync.Mutex
+	m map[*node]bool
+}{m: map[*node]bool{}}
+
+// startNode starts this binary as a node of role with the extra
+// environment env and waits until it is ready (at most 30 s).
+func startNode(role string, env ...string) (*node, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(exe)
+	cmd.Env = append(append(os.Environ(), nodeEnv+"="+role), env...)
+	cmd.Stderr = os.Stderr
+	cmd.SysProcAttr = childAttr()
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	n := &node{role: role, cmd: cmd, stdin: stdin}
+	children.Lock()
+	children.m[n] = true
+	children.Unlock()
+	ready := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if a, ok := strings.CutPrefix(sc.Text(), "ready "); ok {
+				ready <- a
+				break
+			}
+		}
+		close(ready)
+		io.Copy(io.Discard, stdout)
+	}()
+	select {
+	case a, ok := <-ready:
+		if !ok {
+			n.kill()
+			return nil, fmt.Errorf("%s node exited before it was ready", role)
+		}
+		n.addr = a
+		return n, nil
+	case <-time.After(30 * time.Second):
+		n.kill()
+		return nil, fmt.Errorf("%s node not ready after 30 s", role)
+	}
+}
+
+// stop closes the node's stdin, lets it leave for up to grace and then
+// kills it.
+func (n *node) stop(grace time.Duration) {
+	n.once.Do(func() {
+		n.stdin.Close()
+		done := make(chan struct{})
+		go func() { n.cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(grace):
+			n.cmd.Process.Kill()
+			<-done
+		}
+		children.Lock()
+		delete(children.m, n)
+		children.Unlock()
+	})
+}
+
+// kill is kill -9 and waits for the process to be gone.
+func (n *node) kill() {
+	n.once.Do(func() {
+		n.cmd.Process.Kill()
+		n.stdin.Close()
+		n.cmd.Wait()
+		children.Lock()
+		delete(children.m, n)
+		children.Unlock()
+	})
+}
+
+// killAll kills every node still running (on an interrupt).
+func killAll() {
+	children.Lock()
+	ns := make([]*node, 0, len(children.m))
+	for n := range children.m {
+		ns = append(ns, n)
+	}
+	children.Unlock()
+	for _, n := range ns {
+		n.kill()
+	}
+}
+
+// remoteEnv holds the nodes and local systems of the remote workloads,
+// made on first use and kept for the whole run (so connections stay warm
+// from the warm-up on); close stops all.
+type remoteEnv struct {
+	mu      sync.Mutex
+	troupe  *troupeRemote
+	proto   *protoRemote
+	echo    *node
+	closers []func()
+}
+
+func (e *remoteEnv) close() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for i := len(e.closers) - 1; i >= 0; i-- {
+		e.closers[i]()
+	}
+	e.closers = nil
+	e.troupe, e.proto, e.echo = nil, nil, nil
+}
+
+func (e *remoteEnv) onClose(f func()) { e.closers = append(e.closers, f) }
+
+var errNoEnv = errors.New("remote workloads need a remote environment")
+
+// closeCtx bounds a system's close.
+func closeCtx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), 10*time.Second)
+}
+
+// baselineName keys the bare TCP round trips among remote-ask's results.
+const baselineName = "tcp"
+
+// tcpBaseline measures n bare TCP round trips to the echo node.
+func (e *remoteEnv) tcpBaseline(n int) (measurement, error) {
+	e.mu.Lock()
+	if e.echo == nil {
+		nd, err := startNode("echo")
+		if err != nil {
+			e.mu.Unlock()
+			return measurement{}, err
+		}
+		e.echo = nd
+		e.onClose(func() { nd.stop(time.Second) })
+	}
+	addr, pid := e.echo.addr, e.echo.cmd.Process.Pid
+	e.mu.Unlock()
+	clk := &clock{nodePids: []int{pid}}
+	lat, err := tcpRoundTrips(clk, addr, n)
+	if err != nil {
+		return measurement{}, err
+	}
+	return latencies(clk, lat), nil
+}
+
+// killNodesOnSignal kills the nodes and exits on an interrupt or SIGTERM
+// until the returned stop is called.
+func killNodesOnSignal(stderr io.Writer) (stop func()) {
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case s := <-sigs:
+			killAll()
+			fmt.Fprintf(stderr, "benchmarks: %v: nodes killed\n", s)
+			os.Exit(130)
+		case <-done:
+		}
+	}()
+	return func() { signal.Stop(sigs); close(done) }
+}
