@@ -51,6 +51,8 @@ type Config struct {
 	// AddressMap translates members' advertised addresses into dialable
 	// ones (NAT, tunnels).
 	AddressMap map[string]string
+	// Dialer opens the client's connections. Default: a *net.Dialer.
+	Dialer wire.Dialer
 	// SyncInterval is how often the client asks a member for the member
 	// list, besides the pushes it receives. Default 5 s.
 	SyncInterval time.Duration
@@ -116,7 +118,7 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	tr, err := wire.New(wire.Config{ClusterName: cfg.ClusterName, Incarnation: uint64(time.Now().UnixNano()),
-		TLS: cfg.TLS, AddressMap: cfg.AddressMap, Logger: cfg.Logger})
+		TLS: cfg.TLS, AddressMap: cfg.AddressMap, Dialer: cfg.Dialer, Logger: cfg.Logger})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}

@@ -730,12 +730,6 @@ func TestBriefPartitionMovesNothing(t *testing.T) {
 // that: after the heal the key must be served again well before the
 // abandoned ask's deadline.
 func TestAskAbandonedInASplitDoesNotHoldTheKeyAfterTheHeal(t *testing.T) {
-	skipBug(t, "an ask the asker abandoned keeps running on the old owner until its own deadline: member 2 asks a key owned by member 0 (a handler that runs "+
-		"until its context ends), the split {0,1}|{2,3,4} comes, member 2 declares 0 dead and fails the ask with ErrUnavailable (about 1.8 s), but no cancel ever "+
-		"reaches 0 (Router.Update fails the pending ask without sending kindCancel, and 0 does not cancel the requests it serves for members it sees dead), "+
-		"so after the heal the key is placed on 0 again and every ask on it queues behind the abandoned request: 10 s after the heal the key is still not "+
-		"served and the handler still runs (it ends at the abandoned ask's 30 s deadline; with no deadline, AskTimeout). Its side effects also happen after "+
-		"the asker was told the ask failed. Found by this test (5 members in a netns lab)")
 	const deadline = 30 * time.Second // of the abandoned ask
 	tm := labSystemTimings()
 	lab := netns.New(t.Context(), t, netns.Config{Hosts: 5})

@@ -81,6 +81,7 @@ const clientExpiry = time.Minute
 
 // pending is an ask waiting for its reply.
 type pending struct {
+	id      uint64
 	to      wire.NodeID
 	out     host.Outbound
 	done    func([]byte, error)
@@ -144,6 +145,15 @@ func (r *Router) Update(self wire.NodeID, owning bool, members []cluster.Member)
 			delete(r.clients, c)
 		}
 	}
+	var orphans []*served
+	for sk, sv := range r.serving {
+		// The asker was declared dead: it failed or forgot the ask, and
+		// a handler still running for it would hold its key.
+		if v.gone(sk.from) {
+			delete(r.serving, sk)
+			orphans = append(orphans, sv)
+		}
+	}
 	for id, p := range r.pending {
 		if !v.gone(p.to) {
 			continue
@@ -164,8 +174,19 @@ func (r *Router) Update(self wire.NodeID, owning bool, members []cluster.Member)
 		clients = append(clients, c)
 	}
 	r.mu.Unlock()
+	for _, sv := range orphans {
+		if sv.timer != nil {
+			sv.timer.Stop()
+		}
+		if sv.cancel != nil {
+			sv.cancel()
+		}
+	}
 	for _, p := range failed {
 		p.done(nil, fmt.Errorf("%w: owner %v is down", actor.ErrUnavailable, p.to))
+		// Should the owner be alive after all (a partition), it drops the
+		// request when the cancel gets through.
+		r.send(p.to, p.out.Token, &envelope{kind: kindCancel, id: p.id}, false)
 	}
 	for i, p := range again {
 		// Should the leaver still be there, it drops its copy.
@@ -285,7 +306,7 @@ func (r *Router) Tell(ctx context.Context, out host.Outbound) error {
 func (r *Router) Ask(ctx context.Context, out host.Outbound, done func([]byte, error)) (func(), error) {
 	id := r.nextID.Add(1)
 	out.Body = append([]byte(nil), out.Body...) // kept for a retry
-	p := &pending{out: out, done: done}
+	p := &pending{id: id, out: out, done: done}
 	if err := r.dispatch(id, p); err != nil {
 		return nil, err
 	}
