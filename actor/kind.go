@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/maphash"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -106,7 +107,9 @@ func (k *kind[S, M]) cellAt(h uint64, key string) *cell[S, M] {
 	sh.mu.Lock()
 	c := sh.t.get(h, key)
 	if c == nil {
-		c = &cell[S, M]{k: k, key: key}
+		// The key may alias a network buffer (a remote message): the
+		// cell keeps its own copy.
+		c = &cell[S, M]{k: k, key: strings.Clone(key)}
 		sh.t.put(h, c)
 		k.h.Active.Add(1)
 	}

@@ -43,6 +43,7 @@ type Outbound struct {
 
 // Inbound is one message that arrived for a key this node serves.
 type Inbound struct {
+	// Key may alias the network buffer: copy it to keep it.
 	Key  string
 	Name string
 	// Body is valid only during the call.

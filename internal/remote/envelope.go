@@ -264,7 +264,7 @@ func decodeEnvelope(b []byte) (envelope, error) {
 		e.id = d.uvarint("id")
 		e.token = d.uint64("token")
 		e.typ = d.alias("type")
-		e.key = d.string("key") // kept by the activation
+		e.key = d.alias("key") // an activation keeps its own copy
 		e.name = d.alias("name")
 		e.body = d.bytes("body")
 		e.ttl = d.varint("ttl")
