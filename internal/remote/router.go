@@ -53,8 +53,10 @@ type Router struct {
 
 	nextID atomic.Uint64
 
-	// outboxes holds an *outbox per peer (wire.NodeID).
+	// outboxes holds an *outbox per peer (wire.NodeID), inboxes an
+	// *inbox per peer.
 	outboxes sync.Map
+	inboxes  sync.Map
 
 	mu      sync.Mutex
 	closed  bool
@@ -394,30 +396,66 @@ func unavailable(to wire.NodeID, err error) error {
 }
 
 // receive handles one batch of the application stream.
+// It is stage one of receiving (see inbox).
 func (r *Router) receive(from wire.NodeID, payload []byte) {
-	if err := splitBatch(payload, func(b []byte) { r.receiveOne(from, b) }); err != nil {
+	var queued []inItem
+	var b *inbox
+	err := splitBatch(payload, func(p []byte) {
+		e, err := decodeEnvelope(p)
+		if err != nil {
+			r.log.Warn("troupe: dropped application envelope", "from", from, "err", err)
+			return
+		}
+		switch e.kind {
+		case kindTell, kindAsk, kindCancel:
+			if b == nil {
+				b = r.inboxFor(from)
+			}
+			if e.kind == kindTell {
+				k, ok := r.tellHere(from, &e)
+				if !ok {
+					return // forwarded or dropped
+				}
+				queued = append(queued, inItem{from: from, k: k, e: e})
+				return
+			}
+			if len(queued) > 0 || b.busy() {
+				queued = append(queued, inItem{from: from, e: e})
+				return
+			}
+			r.serveQueued(&inItem{from: from, e: e})
+		default:
+			r.receiveOther(from, &e)
+		}
+	})
+	if len(queued) > 0 {
+		b.push(queued)
+	}
+	if err != nil {
 		r.log.Warn("troupe: dropped the rest of an application batch", "from", from, "err", err)
 	}
 }
 
-// receiveOne handles one envelope.
-func (r *Router) receiveOne(from wire.NodeID, payload []byte) {
-	e, err := decodeEnvelope(payload)
-	if err != nil {
-		r.log.Warn("troupe: dropped application envelope", "from", from, "err", err)
-		return
-	}
-	switch e.kind {
+// serveQueued is stage two for one envelope.
+func (r *Router) serveQueued(it *inItem) {
+	switch it.e.kind {
 	case kindTell:
-		if err := r.serveTell(from, &e); err != nil {
-			r.log.Debug("troupe: tell from another node dropped", "from", from, "actor", e.typ+"/"+e.key, "err", err)
+		if _, err := it.k.DeliverRemote(host.Inbound{Key: it.e.key, Name: it.e.name, Body: it.e.body}); err != nil {
+			r.dropped(&it.e, err)
+			r.log.Debug("troupe: tell from another node dropped", "from", it.from, "actor", it.e.typ+"/"+it.e.key, "err", err)
 		}
 	case kindAsk:
-		r.serveAsk(from, &e)
+		r.serveAsk(it.from, &it.e)
 	case kindCancel:
-		r.cancelServed(servedKey{from: from, id: e.id})
+		r.cancelServed(servedKey{from: it.from, id: it.e.id})
+	}
+}
+
+// receiveOther handles the envelopes that no order ties to the others.
+func (r *Router) receiveOther(from wire.NodeID, e *envelope) {
+	switch e.kind {
 	case kindReply:
-		r.reply(from, &e)
+		r.reply(from, e)
 	case kindSync:
 		if r.cfg.Serve {
 			r.mu.Lock()
@@ -443,25 +481,42 @@ func (r *Router) receiveOne(from wire.NodeID, payload []byte) {
 // serveTell queues a tell here, or forwards it once to the owner this
 // node believes in.
 func (r *Router) serveTell(from wire.NodeID, e *envelope) error {
-	k := r.kind(e.typ)
-	if k == nil || !r.cfg.Serve {
-		return r.dropped(e, fmt.Errorf("%w: %q is not hosted here", actor.ErrUnknownActor, e.typ))
-	}
-	to, here, err := r.view.Load().dest(k, e.typ, e.key, e.token)
-	if err != nil {
-		return r.dropped(e, err)
-	}
-	if !here {
-		if e.hops > 0 {
-			return r.dropped(e, fmt.Errorf("%w: forwarded once already; owner now %v", actor.ErrUnavailable, to))
-		}
-		e.hops++
-		return r.send(to, e.token, e, false)
+	k, ok := r.tellHere(from, e)
+	if !ok {
+		return nil
 	}
 	if _, err := k.DeliverRemote(host.Inbound{Key: e.key, Name: e.name, Body: e.body}); err != nil {
 		return r.dropped(e, err)
 	}
 	return nil
+}
+
+// tellHere decides where a received tell goes: it returns the kind that
+// queues it here, or forwards it once to the owner this node believes in,
+// or drops it (reporting MessageDropped).
+func (r *Router) tellHere(from wire.NodeID, e *envelope) (host.RemoteKind, bool) {
+	k := r.kind(e.typ)
+	if k == nil || !r.cfg.Serve {
+		r.dropped(e, fmt.Errorf("%w: %q is not hosted here", actor.ErrUnknownActor, e.typ))
+		return nil, false
+	}
+	to, here, err := r.view.Load().dest(k, e.typ, e.key, e.token)
+	if err != nil {
+		r.dropped(e, err)
+		return nil, false
+	}
+	if here {
+		return k, true
+	}
+	if e.hops > 0 {
+		r.dropped(e, fmt.Errorf("%w: forwarded once already; owner now %v", actor.ErrUnavailable, to))
+		return nil, false
+	}
+	e.hops++
+	if err := r.send(to, e.token, e, false); err != nil {
+		r.log.Debug("troupe: tell not forwarded", "from", from, "to", to, "err", err)
+	}
+	return nil, false
 }
 
 func (r *Router) dropped(e *envelope, err error) error {
