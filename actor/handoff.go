@@ -1,0 +1,194 @@
+package actor
+
+import (
+	"context"
+	"runtime"
+	"sync/atomic"
+
+	"github.com/troupe-go/troupe/internal/host"
+)
+
+// Direct hand-off. A goroutine that runs cells is a runner. While a runner
+// handles the last message of a batch with nothing else queued, its stash
+// is open: a Tell from that handler that wakes an idle cell (one with no
+// goroutine) claims the cell and leaves it in the stash instead of
+// starting a goroutine for it. When the handler returns and the runner's
+// own cell has nothing queued, the runner lets its cell go idle and runs
+// the stashed cell's batch itself. Two actors bouncing a message thus
+// share one goroutine and never go through the Go scheduler; without the
+// hand-off each message costs a goroutine wake-up, and an emptied cell's
+// yields contend for the scheduler's global run queue.
+//
+// The stashed cell runs late by at most the rest of one handler: if the
+// runner's cell got more mail meanwhile, or the handler blocks (for example
+// waiting for something the stashed cell should do), the cell still gets a
+// goroutine of its own, the first from the runner after the handler, the
+// second from the host's linger clock, which starts stashed cells older
+// than a tick. Only tells are stashed: an ask waits for the answer, and a
+// cell of another system belongs to that system's Close.
+
+// runnable is a cell as the untyped runner sees it.
+type runnable interface {
+	// runOn runs the cell on r's goroutine until it goes idle or hands
+	// off; it returns the stashed cell to run next, if any.
+	runOn(r *runner) runnable
+	// loop is the body of a new goroutine running the cell.
+	loop()
+}
+
+// Stash states. Only the runner moves closed to open (before a handler)
+// and back (after); a pusher moves open to filling to full; the runner,
+// or the host's clock stealing a stale stash, moves full to filling to
+// closed (runner) or open (clock).
+const (
+	stashClosed  int32 = iota // no handler that may stash runs
+	stashOpen                 // the last handler of a batch runs: a tell may stash
+	stashFilling              // next is being written or taken
+	stashFull                 // next holds a claimed cell
+)
+
+// maxHandoffs bounds the hand-offs in a row before the runner yields the
+// processor once, so a pair of actors bouncing a message does not keep it
+// from goroutines waiting in the scheduler's queue.
+const maxHandoffs = 64
+
+// runner is the hand-off state of one goroutine that runs cells.
+type runner struct {
+	h          *host.Host
+	state      atomic.Int32
+	registered atomic.Bool // the host's clock watches this runner's stash
+	next       runnable    // guarded by state: the claimed cell
+	tick       uint64      // guarded by state: the linger tick next was stashed at
+	handoffs   int         // hand-offs in a row; the runner's goroutine only
+	// loop states (Context, spare mailbox buffer) of the last cells this
+	// runner ran, so a hand-off back and forth allocates nothing.
+	ls     [2]any
+	victim int
+}
+
+// open lets the handler about to run stash one cell.
+func (r *runner) open() { r.state.Store(stashOpen) }
+
+// take closes the stash and returns the cell in it, if any.
+func (r *runner) take() runnable {
+	for {
+		switch r.state.Load() {
+		case stashClosed:
+			return nil
+		case stashOpen:
+			if r.state.CompareAndSwap(stashOpen, stashClosed) {
+				return nil
+			}
+		case stashFull:
+			if r.state.CompareAndSwap(stashFull, stashFilling) {
+				t := r.next
+				r.next = nil
+				r.state.Store(stashClosed)
+				return t
+			}
+		default: // filling: a pusher or the clock is at it for a moment
+			runtime.Gosched()
+		}
+	}
+}
+
+// offer stashes t, which the caller has claimed (set running); false means
+// the stash is not open and the caller must start t itself.
+func (r *runner) offer(t runnable) bool {
+	if !r.state.CompareAndSwap(stashOpen, stashFilling) {
+		return false
+	}
+	// Registered before the stash is full, so the runner (which waits
+	// while the stash is filling) cannot exit unregistered meanwhile.
+	if !r.registered.Load() {
+		r.registered.Store(true)
+		r.h.AddStasher(r)
+	}
+	r.next = t
+	r.tick = r.h.TickCount()
+	r.state.Store(stashFull)
+	return true
+}
+
+// Unstash implements host.Stasher: the clock starts a cell that has waited
+// in the stash since before the previous tick, on a goroutine of its own.
+func (r *runner) Unstash(now uint64) {
+	if r.state.Load() != stashFull || !r.state.CompareAndSwap(stashFull, stashFilling) {
+		return
+	}
+	if r.tick+1 >= now {
+		r.state.Store(stashFull)
+		return
+	}
+	t := r.next
+	r.next = nil
+	r.state.Store(stashOpen) // the handler still runs; it may stash again
+	r.h.Enter()
+	go t.loop()
+}
+
+// exit ends the runner; its goroutine is about to return.
+func (r *runner) exit() {
+	if r.registered.Load() {
+		r.h.RemoveStasher(r)
+	}
+}
+
+// handoffRunner is the runner of the handler whose Context this is, or nil
+// when the Context's cell is not running.
+func (c *Context[S, M]) handoffRunner() *runner { return c.cell.run.Load() }
+
+type runnerCarrier interface{ handoffRunner() *runner }
+
+// handOff stashes c, which the caller has claimed, in the runner of the
+// handler that tells it through ctx; false means c needs a goroutine.
+func (c *cell[S, M]) handOff(ctx context.Context) bool {
+	rc, ok := ctx.(runnerCarrier)
+	if !ok {
+		return false
+	}
+	r := rc.handoffRunner()
+	return r != nil && r.h == c.k.h && r.offer(c)
+}
+
+// loopState is what a runner keeps per cell it runs: the handler's Context
+// and the spare mailbox buffer that the cell's mailbox swaps with.
+type loopState[S, M any] struct {
+	ctx  Context[S, M]
+	work []envelope[M]
+}
+
+// stateOn returns c's loop state on r, making one if r has none.
+func (c *cell[S, M]) stateOn(r *runner) *loopState[S, M] {
+	for _, x := range r.ls {
+		if ls, ok := x.(*loopState[S, M]); ok && ls.ctx.cell == c {
+			return ls
+		}
+	}
+	ls := &loopState[S, M]{ctx: Context[S, M]{cell: c}}
+	r.ls[r.victim] = ls
+	r.victim = (r.victim + 1) % len(r.ls)
+	return ls
+}
+
+// loopRoot is a new runner goroutine's state, allocated at once.
+type loopRoot[S, M any] struct {
+	r  runner
+	ls loopState[S, M]
+}
+
+// loop is the body of a goroutine that runs c and then the cells handed
+// off to it.
+func (c *cell[S, M]) loop() {
+	h := c.k.h
+	defer h.Leave()
+	root := &loopRoot[S, M]{r: runner{h: h}}
+	root.ls.ctx.cell = c
+	r := &root.r
+	r.ls[0], r.victim = &root.ls, 1
+	var t runnable = c
+	for t != nil {
+		t = t.runOn(r)
+	}
+	r.exit()
+}
