@@ -203,7 +203,9 @@ func (c *cell[S, M]) runOn(r *runner) runnable {
 	h := c.k.h
 	ls := c.stateOn(r)
 	ctx, work := &ls.ctx, ls.work
-	c.run.Store(r)
+	if c.run.Load() != r {
+		c.run.Store(r)
+	}
 	idle := 0
 	handled := 0 // batches handled in this run
 	c.mu.Lock()
@@ -289,12 +291,12 @@ func (c *cell[S, M]) idle(handoff bool) {
 	c.batchLen = 0
 	c.wake = nil
 	if handoff {
-		c.idleSince = idleUnstamped
+		c.idleSince = idleUnstamped // and c.run stays: see loopState.unlink
 	} else {
 		c.idleSince = time.Now().UnixNano()
+		c.run.Store(nil)
 	}
 	c.exitTick = h.TickCount() + 1
-	c.run.Store(nil)
 	released := !c.started
 	c.mu.Unlock()
 	if released {

@@ -37,9 +37,9 @@ type runnable interface {
 }
 
 // Stash states. Only the runner moves closed to open (before a handler)
-// and back (after); a pusher moves open to filling to full; the runner,
-// or the host's clock stealing a stale stash, moves full to filling to
-// closed (runner) or open (clock).
+// and back, or full to closed (after it); a pusher moves open to filling
+// to full; the host's clock, stealing a stale stash, moves full to
+// filling to open.
 const (
 	stashClosed  int32 = iota // no handler that may stash runs
 	stashOpen                 // the last handler of a batch runs: a tell may stash
@@ -80,10 +80,11 @@ func (r *runner) take() runnable {
 				return nil
 			}
 		case stashFull:
-			if r.state.CompareAndSwap(stashFull, stashFilling) {
+			// Closed, the stash is the runner's alone: pushers need it
+			// open, the clock needs it full.
+			if r.state.CompareAndSwap(stashFull, stashClosed) {
 				t := r.next
 				r.next = nil
-				r.state.Store(stashClosed)
 				return t
 			}
 		default: // filling: a pusher or the clock is at it for a moment
@@ -129,13 +130,26 @@ func (r *runner) Unstash(now uint64) {
 
 // exit ends the runner; its goroutine is about to return.
 func (r *runner) exit() {
+	for _, x := range r.ls {
+		if x != nil {
+			x.(unlinker).unlink(r)
+		}
+	}
 	if r.registered.Load() {
 		r.h.RemoveStasher(r)
 	}
 }
 
-// handoffRunner is the runner of the handler whose Context this is, or nil
-// when the Context's cell is not running.
+// unlinker is a loop state, which a runner drops.
+type unlinker interface{ unlink(r *runner) }
+
+// unlink unlinks the cell from r if r was the last to run it: a cell that
+// handed off keeps its runner (saving two atomic writes per hand-off)
+// until the runner drops the cell's loop state.
+func (ls *loopState[S, M]) unlink(r *runner) { ls.ctx.cell.run.CompareAndSwap(r, nil) }
+
+// handoffRunner is the runner of the handler whose Context this is: the
+// runner that runs or last ran its cell, or nil.
 func (c *Context[S, M]) handoffRunner() *runner { return c.cell.run.Load() }
 
 type runnerCarrier interface{ handoffRunner() *runner }
@@ -166,6 +180,9 @@ func (c *cell[S, M]) stateOn(r *runner) *loopState[S, M] {
 		}
 	}
 	ls := &loopState[S, M]{ctx: Context[S, M]{cell: c}}
+	if old := r.ls[r.victim]; old != nil {
+		old.(unlinker).unlink(r)
+	}
 	r.ls[r.victim] = ls
 	r.victim = (r.victim + 1) % len(r.ls)
 	return ls
