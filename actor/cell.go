@@ -99,6 +99,9 @@ func (c *cell[S, M]) ext() *extra[M] {
 // the caller must look the key up again.
 func (c *cell[S, M]) push(ctx context.Context, m M, s replier, force bool) (err error, retry bool) {
 	k := c.k
+	if s != nil {
+		flushStash(ctx) // an asking handler blocks: what it stashed must not wait for it
+	}
 	c.mu.Lock()
 	for {
 		if c.gone {
@@ -123,6 +126,7 @@ func (c *cell[S, M]) push(ctx context.Context, m M, s replier, force bool) (err 
 		room := c.room
 		c.waiters.Add(1)
 		c.mu.Unlock()
+		flushStash(ctx)
 		// An ask also stops waiting at its deadline, which is the ask
 		// timeout when ctx has none.
 		var expired <-chan time.Time

@@ -19,13 +19,14 @@ import (
 // hand-off each message costs a goroutine wake-up, and an emptied cell's
 // yields contend for the scheduler's global run queue.
 //
-// The stashed cell runs late by at most the rest of one handler: if the
-// runner's cell got more mail meanwhile, or the handler blocks (for example
-// waiting for something the stashed cell should do), the cell still gets a
-// goroutine of its own, the first from the runner after the handler, the
-// second from the host's linger clock, which starts stashed cells older
-// than a tick. Only tells are stashed: an ask waits for the answer, and a
-// cell of another system belongs to that system's Close.
+// The stashed cell runs late by at most the rest of one handler. It gets
+// a goroutine of its own instead when the runner's cell got more mail
+// meanwhile (from the runner, after the handler), when the handler asks or
+// waits for mailbox room (at once: it may wait for the stashed cell), and
+// when the handler blocks or runs long otherwise (from the host's linger
+// clock, which starts cells stashed for over a tick). Only tells are
+// stashed, and only within one system: a cell of another system belongs
+// to that system's Close.
 
 // runnable is a cell as the untyped runner sees it.
 type runnable interface {
@@ -121,11 +122,36 @@ func (r *runner) Unstash(now uint64) {
 		r.state.Store(stashFull)
 		return
 	}
+	r.spawnStashed()
+}
+
+// flush starts the cell in the stash, if any, on a goroutine of its own:
+// the handler that stashed it is about to block (it asks, or waits for
+// mailbox room), maybe on that very cell.
+func (r *runner) flush() {
+	if r.state.Load() == stashFull && r.state.CompareAndSwap(stashFull, stashFilling) {
+		r.spawnStashed()
+	}
+}
+
+// spawnStashed starts the stashed cell; the caller moved the stash from
+// full to filling. The handler still runs, so the stash opens again.
+func (r *runner) spawnStashed() {
 	t := r.next
 	r.next = nil
-	r.state.Store(stashOpen) // the handler still runs; it may stash again
+	r.state.Store(stashOpen)
 	r.h.Enter()
 	go t.loop()
+}
+
+// flushStash flushes the stash of the runner whose handler's Context ctx
+// is, if it is one.
+func flushStash(ctx context.Context) {
+	if rc, ok := ctx.(runnerCarrier); ok {
+		if r := rc.handoffRunner(); r != nil {
+			r.flush()
+		}
+	}
 }
 
 // exit ends the runner; its goroutine is about to return.

@@ -174,3 +174,52 @@ func TestHandoffOtherSystem(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+type askMsg interface{ askMsg() }
+
+type tellThenAsk struct {
+	To  actor.Ref[askMsg]
+	Got chan int
+}
+type poke struct{}
+type count struct{ actor.Reply[askMsg, int] }
+
+func (tellThenAsk) askMsg() {}
+func (poke) askMsg()        {}
+func (count) askMsg()       {}
+
+// TestHandoffTellThenAsk: a handler that tells an idle actor and then asks
+// it gets the answer at once, not after the linger clock's rescue (the
+// clock ticks once an hour here).
+func TestHandoffTellThenAsk(t *testing.T) {
+	def := actor.Define("asker", func(c *actor.Context[int, askMsg], m askMsg) error {
+		switch m := m.(type) {
+		case tellThenAsk:
+			if err := m.To.Tell(c, poke{}); err != nil {
+				return err
+			}
+			n, err := actor.Ask(c, m.To, count{})
+			if err != nil {
+				return err
+			}
+			m.Got <- n
+		case poke:
+			c.SetState(c.State() + 1)
+		case count:
+			return actor.Respond(c, m, c.State())
+		}
+		return nil
+	}, actor.WithAskTimeout(time.Minute))
+	sys := newSystem(t, system.Config{Linger: time.Hour}, def)
+	ctx := ctxT(t)
+	for i := range 10 {
+		got := make(chan int, 1)
+		to := def.Ref(sys, fmt.Sprint("to", i))
+		if err := def.Ref(sys, fmt.Sprint("from", i)).Tell(ctx, tellThenAsk{To: to, Got: got}); err != nil {
+			t.Fatal(err)
+		}
+		if n := recv(t, got, "the answer"); n != 1 {
+			t.Fatalf("count %d, want 1", n)
+		}
+	}
+}
