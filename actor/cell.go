@@ -35,11 +35,12 @@ type cell[S, M any] struct {
 	wake     chan struct{}
 	cur      replier // slot of the ask being handled, for abort
 
-	running bool // a goroutine owns the cell
-	parked  bool // ... and waits on wake
-	backoff bool // restarting after a failure
-	gone    bool // removed from the table; senders must look again
-	started bool // the activation ran its start (state initialised)
+	running  bool // a goroutine owns the cell
+	parked   bool // ... and waits on wake
+	spinning bool // ... or yields, looking for work
+	backoff  bool // restarting after a failure
+	gone     bool // removed from the table; senders must look again
+	started  bool // the activation ran its start (state initialised)
 
 	idleSince int64  // unix nanoseconds the cell last went idle, or idleUnstamped
 	exitTick  uint64 // linger tick (+1) at which its goroutine last exited
@@ -161,6 +162,7 @@ func (c *cell[S, M]) push(ctx context.Context, m M, s replier, force bool) (err 
 	c.in = append(c.in, envelope[M]{msg: m, slot: s})
 	start := false
 	var wake chan struct{} // taken under the lock: failed and an exiting loop reset c.wake
+	idlePeer := c.parked || c.spinning
 	switch {
 	case !c.running && !c.backoff:
 		c.running, start = true, true
@@ -168,6 +170,9 @@ func (c *cell[S, M]) push(ctx context.Context, m M, s replier, force bool) (err 
 		c.parked, wake = false, c.wake
 	}
 	c.mu.Unlock()
+	if idlePeer && s == nil {
+		noteIdlePeer(ctx)
+	}
 	if start {
 		if s != nil || !c.handOff(ctx) {
 			k.h.Enter()
@@ -263,8 +268,17 @@ func (c *cell[S, M]) runOn(r *runner) runnable {
 			ls.work = work
 			return next
 		}
+		peer := r.idlePeer.Load() && r.idlePeer.Swap(false)
 		c.mu.Lock()
 		if next == nil {
+			if peer && len(c.in) == 0 {
+				// The handler told a cell whose goroutine waits idle:
+				// two goroutines bounce messages and yield in between. Go
+				// idle at once instead, so the answer can hand off.
+				ls.work = work
+				c.idle(true)
+				return nil
+			}
 			continue
 		}
 		if len(c.in) == 0 {
@@ -316,6 +330,7 @@ const spinYields = 8
 // spin yields while nothing is pending; it reports whether work arrived.
 // The caller holds c.mu on entry and on return; spin drops it meanwhile.
 func (c *cell[S, M]) spin() bool {
+	c.spinning = true
 	c.mu.Unlock()
 	for range spinYields {
 		runtime.Gosched()
@@ -324,6 +339,7 @@ func (c *cell[S, M]) spin() bool {
 		}
 	}
 	c.mu.Lock()
+	c.spinning = false
 	return len(c.in) > 0
 }
 

@@ -58,6 +58,7 @@ type runner struct {
 	h          *host.Host
 	state      atomic.Int32
 	registered atomic.Bool // the host's clock watches this runner's stash
+	idlePeer   atomic.Bool // the open handler told a cell whose goroutine waits idle
 	next       runnable    // guarded by state: the claimed cell
 	tick       uint64      // guarded by state: the linger tick next was stashed at
 	handoffs   int         // hand-offs in a row; the runner's goroutine only
@@ -142,6 +143,22 @@ func (r *runner) spawnStashed() {
 	r.state.Store(stashOpen)
 	r.h.Enter()
 	go t.loop()
+}
+
+// noteIdlePeer records, for the runner whose handler's Context ctx is,
+// that the last handler of a batch told a cell whose goroutine waited
+// idle (parked or yielding). Two cells bouncing messages end up so when
+// one of them got a goroutine of its own (the clock started it, or its
+// teller had more mail): neither is idle when the other tells it, so
+// neither hands off, and both goroutines yield between messages. The
+// runner then lets its cell go idle at once after the handler instead of
+// waiting, and the answer hands off again.
+func noteIdlePeer(ctx context.Context) {
+	if rc, ok := ctx.(runnerCarrier); ok {
+		if r := rc.handoffRunner(); r != nil && r.state.Load() == stashOpen && !r.idlePeer.Load() {
+			r.idlePeer.Store(true)
+		}
+	}
 }
 
 // flushStash flushes the stash of the runner whose handler's Context ctx
