@@ -206,23 +206,29 @@ func (c *cell[S, M]) took(left int) {
 // goroutine, short enough that idle actors cost no goroutine.
 const lingerTicks = 2
 
+// warm reports whether c went idle only a tick or two ago: traffic comes
+// in bursts, so its goroutine spins and lingers before exiting. A cold
+// cell's goroutine exits as soon as its mailbox is empty, so a million
+// one-message activations do not leave a million goroutines waiting.
+func (c *cell[S, M]) warm() bool {
+	return c.exitTick != 0 && c.k.h.TickCount()+1-c.exitTick <= lingerTicks
+}
+
 // runOn runs c on r's goroutine until c goes idle, fails or hands off; it
-// returns the cell to run next (handed off or stashed), or nil.
+// returns the cell to run next (handed off or stashed), or nil. A nil r
+// (a cold start) runs c alone, and returns c itself, still running, when
+// c turns out busy.
 func (c *cell[S, M]) runOn(r *runner) runnable {
 	h := c.k.h
 	ls := c.stateOn(r)
 	ctx, work := &ls.ctx, ls.work
-	if c.run.Load() != r {
+	if r != nil && c.run.Load() != r {
 		c.run.Store(r)
 	}
 	idle := 0
 	handled := 0 // batches handled in this run
 	c.mu.Lock()
-	// A cell that went idle only a tick or two ago is warm: traffic comes
-	// in bursts, so its goroutine spins and lingers before exiting. A cold
-	// cell's goroutine exits as soon as its mailbox is empty, so a million
-	// one-message activations do not leave a million goroutines waiting.
-	warm := c.exitTick != 0 && h.TickCount()+1-c.exitTick <= lingerTicks
+	warm := c.warm()
 	for {
 		if len(c.in) == 0 {
 			if !warm || idle >= lingerTicks || h.Closed() || !c.started {
@@ -254,6 +260,10 @@ func (c *cell[S, M]) runOn(r *runner) runnable {
 		idle = 0
 		handled++
 		if handled > 1 {
+			if r == nil { // busy after all: go on with a runner, which hands off
+				c.mu.Unlock()
+				return c
+			}
 			warm = true
 		}
 		work, c.in = c.in, work[:0]
@@ -263,12 +273,16 @@ func (c *cell[S, M]) runOn(r *runner) runnable {
 		c.mu.Unlock()
 		ok := c.handleBatch(ctx, work, r)
 		clear(work)
-		next := r.take()
+		var next runnable
+		peer := false
+		if r != nil {
+			next = r.take()
+			peer = r.idlePeer.Load() && r.idlePeer.Swap(false)
+		}
 		if !ok { // failed: restart scheduled, the cell is no longer ours
 			ls.work = work
 			return next
 		}
-		peer := r.idlePeer.Load() && r.idlePeer.Swap(false)
 		c.mu.Lock()
 		if next == nil {
 			if peer && len(c.in) == 0 {
@@ -349,7 +363,7 @@ func (c *cell[S, M]) handleBatch(ctx *Context[S, M], work []envelope[M], r *runn
 	h := c.k.h
 	for i := range work {
 		e := &work[i]
-		if i == len(work)-1 && !c.hasIn.Load() {
+		if r != nil && i == len(work)-1 && !c.hasIn.Load() {
 			r.open() // c may go idle after this one: its tells may hand off
 		}
 		select {

@@ -215,8 +215,12 @@ type loopState[S, M any] struct {
 	work []envelope[M]
 }
 
-// stateOn returns c's loop state on r, making one if r has none.
+// stateOn returns c's loop state on r, making one if r has none (or is
+// nil).
 func (c *cell[S, M]) stateOn(r *runner) *loopState[S, M] {
+	if r == nil {
+		return &loopState[S, M]{ctx: Context[S, M]{cell: c}}
+	}
 	for _, x := range r.ls {
 		if ls, ok := x.(*loopState[S, M]); ok && ls.ctx.cell == c {
 			return ls
@@ -242,6 +246,14 @@ type loopRoot[S, M any] struct {
 func (c *cell[S, M]) loop() {
 	h := c.k.h
 	defer h.Leave()
+	// A cold cell (see warm) is most likely a one-off activation: it runs
+	// without a runner, as cheap to start as can be, and hands off nothing
+	// unless it gets more mail.
+	// exitTick is safe to read unlocked: only the cell's goroutine, which
+	// this is now, writes it.
+	if !c.warm() && c.runOn(nil) == nil {
+		return
+	}
 	root := &loopRoot[S, M]{r: runner{h: h}}
 	root.ls.ctx.cell = c
 	r := &root.r
