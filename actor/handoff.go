@@ -27,6 +27,13 @@ import (
 // clock, which starts cells stashed for over a tick). Only tells are
 // stashed, and only within one system: a cell of another system belongs
 // to that system's Close.
+//
+// A cold start (a cell idle for more than the linger ticks, most likely a
+// one-off activation) runs without a runner until its cell gets a second
+// batch, so a million activations pay nothing for this. Two cells that
+// got goroutines of their own (the clock started a stashed cell) find
+// each other busy and would never hand off again; noteIdlePeer brings
+// them back.
 
 // runnable is a cell as the untyped runner sees it.
 type runnable interface {
