@@ -326,7 +326,9 @@ func (c *cell[S, M]) idle(handoff bool) {
 		c.idleSince = idleUnstamped // and c.run stays: see loopState.unlink
 	} else {
 		c.idleSince = time.Now().UnixNano()
-		c.run.Store(nil)
+		if c.run.Load() != nil {
+			c.run.Store(nil)
+		}
 	}
 	c.exitTick = h.TickCount() + 1
 	released := !c.started
