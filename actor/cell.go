@@ -54,6 +54,9 @@ type cell[S, M any] struct {
 	// sender reads it only near the mailbox bound, so the hot path touches
 	// no counter that both sides write.
 	remaining atomic.Int32
+	// tells is set once the handler told a cell from its Context (see
+	// handOff): only such cells open their runner's stash.
+	tells atomic.Bool
 
 	// run is the runner whose goroutine runs the cell, for tells from its
 	// handler to hand off (see handoff.go); nil while no goroutine does.
@@ -261,6 +264,7 @@ func (c *cell[S, M]) runOn(r *runner) runnable {
 		handled++
 		if handled > 1 {
 			if r == nil { // busy after all: go on with a runner, which hands off
+				c.exitTick = h.TickCount() + 1 // and is warm
 				c.mu.Unlock()
 				return c
 			}
@@ -365,7 +369,7 @@ func (c *cell[S, M]) handleBatch(ctx *Context[S, M], work []envelope[M], r *runn
 	h := c.k.h
 	for i := range work {
 		e := &work[i]
-		if r != nil && i == len(work)-1 && !c.hasIn.Load() {
+		if r != nil && i == len(work)-1 && c.tells.Load() && !c.hasIn.Load() {
 			r.open() // c may go idle after this one: its tells may hand off
 		}
 		select {

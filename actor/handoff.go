@@ -9,8 +9,8 @@ import (
 )
 
 // Direct hand-off. A goroutine that runs cells is a runner. While a runner
-// handles the last message of a batch with nothing else queued, its stash
-// is open: a Tell from that handler that wakes an idle cell (one with no
+// handles the last message of a batch with nothing else queued, for a cell
+// whose handler told other cells before, its stash is open: a Tell from that handler that wakes an idle cell (one with no
 // goroutine) claims the cell and leaves it in the stash instead of
 // starting a goroutine for it. When the handler returns and the runner's
 // own cell has nothing queued, the runner lets its cell go idle and runs
@@ -199,8 +199,15 @@ type unlinker interface{ unlink(r *runner) }
 func (ls *loopState[S, M]) unlink(r *runner) { ls.ctx.cell.run.CompareAndSwap(r, nil) }
 
 // handoffRunner is the runner of the handler whose Context this is: the
-// runner that runs or last ran its cell, or nil.
-func (c *Context[S, M]) handoffRunner() *runner { return c.cell.run.Load() }
+// runner that runs or last ran its cell, or nil. It marks the cell as one
+// that tells: the stash opens only for those, so actors that never tell
+// from their handlers pay nothing for it.
+func (c *Context[S, M]) handoffRunner() *runner {
+	if !c.cell.tells.Load() {
+		c.cell.tells.Store(true)
+	}
+	return c.cell.run.Load()
+}
 
 type runnerCarrier interface{ handoffRunner() *runner }
 
