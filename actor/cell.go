@@ -3,6 +3,7 @@ package actor
 import (
 	"context"
 	"fmt"
+	"math"
 	"runtime"
 	"runtime/debug"
 	"sync"
@@ -34,13 +35,14 @@ type cell[S, M any] struct {
 	wake     chan struct{}
 	cur      replier // slot of the ask being handled, for abort
 
-	running bool // a goroutine owns the cell
-	parked  bool // ... and waits on wake
-	backoff bool // restarting after a failure
-	gone    bool // removed from the table; senders must look again
-	started bool // the activation ran its start (state initialised)
+	running  bool // a goroutine owns the cell
+	parked   bool // ... and waits on wake
+	spinning bool // ... or yields, looking for work
+	backoff  bool // restarting after a failure
+	gone     bool // removed from the table; senders must look again
+	started  bool // the activation ran its start (state initialised)
 
-	idleSince int64  // unix nanoseconds the cell last went idle
+	idleSince int64  // unix nanoseconds the cell last went idle, or idleUnstamped
 	exitTick  uint64 // linger tick (+1) at which its goroutine last exited
 
 	state    S
@@ -52,6 +54,13 @@ type cell[S, M any] struct {
 	// sender reads it only near the mailbox bound, so the hot path touches
 	// no counter that both sides write.
 	remaining atomic.Int32
+	// tells is set once the handler told a cell from its Context (see
+	// handOff): only such cells open their runner's stash.
+	tells atomic.Bool
+
+	// run is the runner whose goroutine runs the cell, for tells from its
+	// handler to hand off (see handoff.go); nil while no goroutine does.
+	run atomic.Pointer[runner]
 }
 
 // queuedLocked is the number of messages waiting; c.mu held.
@@ -94,6 +103,9 @@ func (c *cell[S, M]) ext() *extra[M] {
 // the caller must look the key up again.
 func (c *cell[S, M]) push(ctx context.Context, m M, s replier, force bool) (err error, retry bool) {
 	k := c.k
+	if s != nil {
+		flushStash(ctx) // an asking handler blocks: what it stashed must not wait for it
+	}
 	c.mu.Lock()
 	for {
 		if c.gone {
@@ -118,6 +130,7 @@ func (c *cell[S, M]) push(ctx context.Context, m M, s replier, force bool) (err 
 		room := c.room
 		c.waiters.Add(1)
 		c.mu.Unlock()
+		flushStash(ctx)
 		// An ask also stops waiting at its deadline, which is the ask
 		// timeout when ctx has none.
 		var expired <-chan time.Time
@@ -152,6 +165,7 @@ func (c *cell[S, M]) push(ctx context.Context, m M, s replier, force bool) (err 
 	c.in = append(c.in, envelope[M]{msg: m, slot: s})
 	start := false
 	var wake chan struct{} // taken under the lock: failed and an exiting loop reset c.wake
+	idlePeer := c.parked || c.spinning
 	switch {
 	case !c.running && !c.backoff:
 		c.running, start = true, true
@@ -159,9 +173,14 @@ func (c *cell[S, M]) push(ctx context.Context, m M, s replier, force bool) (err 
 		c.parked, wake = false, c.wake
 	}
 	c.mu.Unlock()
+	if idlePeer && s == nil {
+		noteIdlePeer(ctx)
+	}
 	if start {
-		k.h.Enter()
-		go c.loop()
+		if s != nil || !c.handOff(ctx) {
+			k.h.Enter()
+			go c.loop()
+		}
 	} else if wake != nil {
 		select {
 		case wake <- struct{}{}:
@@ -190,33 +209,35 @@ func (c *cell[S, M]) took(left int) {
 // goroutine, short enough that idle actors cost no goroutine.
 const lingerTicks = 2
 
-func (c *cell[S, M]) loop() {
+// warm reports whether c went idle only a tick or two ago: traffic comes
+// in bursts, so its goroutine spins and lingers before exiting. A cold
+// cell's goroutine exits as soon as its mailbox is empty, so a million
+// one-message activations do not leave a million goroutines waiting.
+func (c *cell[S, M]) warm() bool {
+	return c.exitTick != 0 && c.k.h.TickCount()+1-c.exitTick <= lingerTicks
+}
+
+// runOn runs c on r's goroutine until c goes idle, fails or hands off; it
+// returns the cell to run next (handed off or stashed), or nil. A nil r
+// (a cold start) runs c alone, and returns c itself, still running, when
+// c turns out busy.
+func (c *cell[S, M]) runOn(r *runner) runnable {
 	h := c.k.h
-	defer h.Leave()
-	ctx := &Context[S, M]{cell: c}
-	var work []envelope[M]
+	ls := c.stateOn(r)
+	ctx, work := &ls.ctx, ls.work
+	if r != nil && c.run.Load() != r {
+		c.run.Store(r)
+	}
 	idle := 0
-	handled := 0 // batches handled by this goroutine
+	handled := 0 // batches handled in this run
 	c.mu.Lock()
-	// A cell that went idle only a tick or two ago is warm: traffic comes
-	// in bursts, so its goroutine spins and lingers before exiting. A cold
-	// cell's goroutine exits as soon as its mailbox is empty, so a million
-	// one-message activations do not leave a million goroutines waiting.
-	warm := c.exitTick != 0 && h.TickCount()+1-c.exitTick <= lingerTicks
+	warm := c.warm()
 	for {
 		if len(c.in) == 0 {
 			if !warm || idle >= lingerTicks || h.Closed() || !c.started {
-				c.running = false
-				c.batchLen = 0
-				c.wake = nil
-				c.idleSince = time.Now().UnixNano()
-				c.exitTick = h.TickCount() + 1
-				released := !c.started
-				c.mu.Unlock()
-				if released {
-					c.k.forget(c, "released", time.Time{})
-				}
-				return
+				ls.work = work
+				c.idle(false)
+				return nil
 			}
 			// spin drops the lock: look at Close again before parking, or a
 			// goroutine could park after the clock's last tick and never wake.
@@ -242,6 +263,11 @@ func (c *cell[S, M]) loop() {
 		idle = 0
 		handled++
 		if handled > 1 {
+			if r == nil { // busy after all: go on with a runner, which hands off
+				c.exitTick = h.TickCount() + 1 // and is warm
+				c.mu.Unlock()
+				return c
+			}
 			warm = true
 		}
 		work, c.in = c.in, work[:0]
@@ -249,11 +275,70 @@ func (c *cell[S, M]) loop() {
 		c.remaining.Store(int32(len(work)))
 		c.hasIn.Store(false)
 		c.mu.Unlock()
-		if !c.handleBatch(ctx, work) {
-			return // failed: restart scheduled, goroutine released
-		}
+		ok := c.handleBatch(ctx, work, r)
 		clear(work)
+		var next runnable
+		peer := false
+		if r != nil {
+			next = r.take()
+			peer = r.idlePeer.Load() && r.idlePeer.Swap(false)
+		}
+		if !ok { // failed: restart scheduled, the cell is no longer ours
+			ls.work = work
+			return next
+		}
 		c.mu.Lock()
+		if next == nil {
+			if peer && len(c.in) == 0 {
+				// The handler told a cell whose goroutine waits idle:
+				// two goroutines bounce messages and yield in between. Go
+				// idle at once instead, so the answer can hand off.
+				ls.work = work
+				c.idle(true)
+				return nil
+			}
+			continue
+		}
+		if len(c.in) == 0 {
+			// Hand off: c goes idle and this goroutine runs next.
+			ls.work = work
+			c.idle(true)
+			if r.handoffs++; r.handoffs >= maxHandoffs {
+				r.handoffs = 0
+				runtime.Gosched()
+			}
+			return next
+		}
+		// c has more mail: next gets a goroutine of its own.
+		c.mu.Unlock()
+		h.Enter()
+		go next.loop()
+		c.mu.Lock()
+	}
+}
+
+// idle lets c go idle: no goroutine runs it any more. The caller holds c.mu;
+// idle releases it. A cell handed off is usually busy again a moment
+// later, so it skips reading the clock (a good part of a hand-off's cost):
+// the idle sweep stamps it when it first finds it idle.
+func (c *cell[S, M]) idle(handoff bool) {
+	h := c.k.h
+	c.running = false
+	c.batchLen = 0
+	c.wake = nil
+	if handoff {
+		c.idleSince = idleUnstamped // and c.run stays: see loopState.unlink
+	} else {
+		c.idleSince = time.Now().UnixNano()
+		if c.run.Load() != nil {
+			c.run.Store(nil)
+		}
+	}
+	c.exitTick = h.TickCount() + 1
+	released := !c.started
+	c.mu.Unlock()
+	if released {
+		c.k.forget(c, "released", time.Time{})
 	}
 }
 
@@ -265,6 +350,7 @@ const spinYields = 8
 // spin yields while nothing is pending; it reports whether work arrived.
 // The caller holds c.mu on entry and on return; spin drops it meanwhile.
 func (c *cell[S, M]) spin() bool {
+	c.spinning = true
 	c.mu.Unlock()
 	for range spinYields {
 		runtime.Gosched()
@@ -273,15 +359,19 @@ func (c *cell[S, M]) spin() bool {
 		}
 	}
 	c.mu.Lock()
+	c.spinning = false
 	return len(c.in) > 0
 }
 
 // handleBatch handles work in order. It returns false when the goroutine
 // must exit because the activation failed.
-func (c *cell[S, M]) handleBatch(ctx *Context[S, M], work []envelope[M]) bool {
+func (c *cell[S, M]) handleBatch(ctx *Context[S, M], work []envelope[M], r *runner) bool {
 	h := c.k.h
 	for i := range work {
 		e := &work[i]
+		if r != nil && i == len(work)-1 && c.tells.Load() && !c.hasIn.Load() {
+			r.open() // c may go idle after this one: its tells may hand off
+		}
 		select {
 		case <-h.HardStop():
 			c.took(0)
@@ -398,6 +488,7 @@ func (c *cell[S, M]) failed(err error, rest []envelope[M]) {
 	c.behavior = nil
 	c.running, c.backoff = false, true
 	c.wake = nil
+	c.run.Store(nil)
 	c.idleSince = time.Now().UnixNano()
 	if h.Closed() {
 		c.backoff = false
@@ -473,7 +564,12 @@ func (c *cell[S, M]) failAll(es []envelope[M], err error) {
 	}
 }
 
+// idleUnstamped marks a cell that went idle at a time not read yet.
+const idleUnstamped = math.MaxInt64
+
 // passivatable reports whether the cell may leave the table; c.mu held.
+// A cell idle since a hand-off is stamped idle now, an upper bound of
+// the true time, so it leaves at most one sweep late, never early.
 func (c *cell[S, M]) passivatable(idleBefore time.Time) bool {
 	if c.gone || c.running || c.backoff || c.queuedLocked() != 0 {
 		return false
@@ -481,7 +577,13 @@ func (c *cell[S, M]) passivatable(idleBefore time.Time) bool {
 	if x := c.x; x != nil && (len(x.timers) > 0 || x.runActive || x.runT != nil) {
 		return false
 	}
-	return idleBefore.IsZero() || c.idleSince < idleBefore.UnixNano()
+	if idleBefore.IsZero() {
+		return true
+	}
+	if c.idleSince == idleUnstamped {
+		c.idleSince = time.Now().UnixNano()
+	}
+	return c.idleSince < idleBefore.UnixNano()
 }
 
 func (c *cell[S, M]) setTimer(name string, d time.Duration, msg M, repeat bool) {

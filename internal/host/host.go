@@ -51,6 +51,14 @@ type Kind interface {
 	Queued() int
 }
 
+// Stasher is a goroutine of the runtime that may hold an actor it was
+// handed to run after its current handler (a direct hand-off). The clock
+// calls Unstash on every tick with the tick count, so that an actor
+// stashed behind a handler that blocks or runs long still starts soon.
+type Stasher interface {
+	Unstash(tick uint64)
+}
+
 // Settings are the defaults a Host applies to every actor type.
 type Settings struct {
 	Logger      *slog.Logger
@@ -101,6 +109,9 @@ type Host struct {
 	clockStop chan struct{}
 
 	timers sync.Pool // stopped *time.Timer, reused by asks
+
+	stashMu  sync.Mutex
+	stashers map[Stasher]struct{}
 
 	Active   atomic.Int64
 	AsksOut  atomic.Int64
@@ -182,6 +193,32 @@ func (h *Host) PutTimer(t *time.Timer) {
 	h.timers.Put(t)
 }
 
+// AddStasher makes the clock watch s until RemoveStasher.
+func (h *Host) AddStasher(s Stasher) {
+	h.stashMu.Lock()
+	if h.stashers == nil {
+		h.stashers = make(map[Stasher]struct{})
+	}
+	h.stashers[s] = struct{}{}
+	h.stashMu.Unlock()
+}
+
+// RemoveStasher is the counterpart of AddStasher.
+func (h *Host) RemoveStasher(s Stasher) {
+	h.stashMu.Lock()
+	delete(h.stashers, s)
+	h.stashMu.Unlock()
+}
+
+func (h *Host) unstash() {
+	n := h.tickN.Load()
+	h.stashMu.Lock()
+	for s := range h.stashers {
+		s.Unstash(n)
+	}
+	h.stashMu.Unlock()
+}
+
 // Closed reports whether the host refuses new work.
 func (h *Host) Closed() bool { return h.closed.Load() }
 
@@ -241,6 +278,7 @@ func (h *Host) clock() {
 			return
 		case now := <-t.C:
 			h.advance()
+			h.unstash()
 			h.maybeSweep(now)
 		}
 	}
