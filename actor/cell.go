@@ -129,6 +129,13 @@ func (c *cell[S, M]) push(ctx context.Context, m M, s replier, force bool) (err 
 		}
 		room := c.room
 		c.waiters.Add(1)
+		// The goroutine lowers remaining without the lock and then looks
+		// for waiters (took): look at remaining again now that this
+		// waiter counts, or room made in between would wake nobody.
+		if c.queuedLocked() < k.def.s.mailbox {
+			c.waiters.Add(-1)
+			continue
+		}
 		c.mu.Unlock()
 		flushStash(ctx)
 		// An ask also stops waiting at its deadline, which is the ask
