@@ -45,6 +45,7 @@ type member struct {
 	force        chan struct{} // testhook.Rejoin
 	rejoins      atomic.Int64
 	removed      atomic.Bool
+	replaced     atomic.Bool // a newer process has the address: no rejoin
 }
 
 // incarnation is one life of the member in the cluster: its transport
@@ -219,8 +220,20 @@ func (s *System) rejoin(old *incarnation) {
 	if m.cur.Load() != old {
 		return
 	}
+	if m.replaced.Load() {
+		return
+	}
 	m.removed.Store(true)
 	self := old.node.ID()
+	for _, mb := range old.node.Members() {
+		if mb.ID.Addr == self.Addr && mb.ID.Incarnation > self.Incarnation && mb.Status != cluster.StatusLeft {
+			// Another process took this address: rejoining would remove
+			// it in turn, and it us, over and over.
+			m.replaced.Store(true)
+			m.log.Error("troupe: a newer process took this member's address; not rejoining", "member", self, "newer", mb.ID)
+			return
+		}
+	}
 	seeds := slices.Clone(m.cfg.Seeds)
 	for _, mb := range old.node.Members() {
 		if mb.Status == cluster.StatusAlive && mb.ID.Addr != self.Addr && !slices.Contains(seeds, mb.ID.Addr) {
@@ -447,5 +460,7 @@ func (s *System) crash() {
 // cluster.EventRemoved) and it has not rejoined yet: between the removal
 // and the join of its new incarnation, or while that join fails (each
 // failure is logged at Error; attempts go on with backoff until Close).
-// It is false for an embedded system.
+// It stays true, without rejoin attempts, when the member was removed
+// because a newer process took its address (logged at Error): that
+// process is the member now. It is false for an embedded system.
 func (s *System) Removed() bool { return s.m != nil && s.m.removed.Load() }
