@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/troupe-go/troupe/actor"
@@ -19,23 +21,52 @@ import (
 
 // member is what a clustered system adds to an embedded one.
 type member struct {
-	cfg    cluster.Config
-	tr     *wire.Transport
-	wt     *cluster.WireTransport
-	node   *cluster.Node
+	cfg    cluster.Config // as validated at Start: Bind and Advertise fixed
+	dialer wire.Dialer
+	log    *slog.Logger
+	acc    *acceptor // the listener, handed from incarnation to incarnation
 	router *remote.Router
-	sub    *cluster.Subscription
+	cur    atomic.Pointer[incarnation]
 	leave  time.Duration
 	done   chan struct{} // closed when the view loop ends
 	once   sync.Once
 	// leaveErr is what the handover abandoned; written by the handover,
 	// read by Close after Leave returned.
 	leaveErr *LeaveError
+
+	// Rejoining (see rejoin). stop is closed by Close (and crash): no
+	// rejoin starts after it, and cancelRejoin ends the one under way;
+	// rejoinMu is held by the view loop while it rejoins.
+	stop         chan struct{}
+	stopOnce     sync.Once
+	rejoinCtx    context.Context
+	cancelRejoin context.CancelFunc
+	rejoinMu     sync.Mutex
+	force        chan struct{} // testhook.Rejoin
+	rejoins      atomic.Int64
+	removed      atomic.Bool
+	replaced     atomic.Bool // a newer process has the address: no rejoin
+}
+
+// incarnation is one life of the member in the cluster: its transport
+// identity (address and incarnation) and its membership.
+type incarnation struct {
+	tr   *wire.Transport
+	wt   *cluster.WireTransport
+	node *cluster.Node
+	sub  *cluster.Subscription
+	// closed is set once a rejoin closed it (it was removed).
+	closed atomic.Bool
 }
 
 // Start starts a system. With cfg.Cluster set it listens, joins the
 // cluster through the seeds (waiting until it has, or until ctx ends) and
 // serves its share of the keys; without, it is New.
+//
+// Should the cluster remove the member while it runs (it was unreachable
+// for longer than Timings.RemoveAfter, or judged dead falsely), the
+// member rejoins by itself with a new incarnation, as a restarted process
+// would: see System.Removed and Stats.Rejoins.
 func Start(ctx context.Context, cfg Config) (*System, error) {
 	if cfg.Cluster == nil {
 		return New(cfg)
@@ -85,38 +116,46 @@ func Start(ctx context.Context, cfg Config) (*System, error) {
 		ln.Close()
 		return nil, fmt.Errorf("troupe: start: %w", err)
 	}
-	m := &member{cfg: cc, tr: tr, leave: cfg.withDefaults().LeaveTimeout, done: make(chan struct{})}
-	m.wt = cluster.NewWireTransport(tr, cluster.WireOptions{Logger: cc.Logger})
-	m.router = remote.New(remote.Config{Endpoint: tr, Serve: true, Logger: cfg.withDefaults().Logger})
+	log := cfg.withDefaults().Logger
+	m := &member{cfg: cc, dialer: cfg.Dialer, log: log, leave: cfg.withDefaults().LeaveTimeout,
+		done: make(chan struct{}), stop: make(chan struct{}), force: make(chan struct{}, 1)}
+	m.rejoinCtx, m.cancelRejoin = context.WithCancel(context.Background())
+	m.acc = newAcceptor(ln)
+	wt := cluster.NewWireTransport(tr, cluster.WireOptions{Logger: cc.Logger})
+	m.router = remote.New(remote.Config{Endpoint: tr, Serve: true, Logger: log})
 	s := newSystem(cfg, m.router)
 	s.m = m
 	m.router.SetHost(s.h)
-	go tr.Serve(ln)
-	node, err := cluster.Start(ctx, cc, m.wt, cluster.WithIncarnation(inc), cluster.WithHandover(s.handover))
+	go tr.Serve(m.acc.listener())
+	node, err := cluster.Start(ctx, cc, wt, cluster.WithIncarnation(inc), cluster.WithHandover(s.handover))
 	if err != nil {
+		m.cancelRejoin()
 		m.router.Close()
 		s.h.Close(ctx)
-		m.wt.Close()
+		wt.Close()
 		tr.Close()
+		m.acc.Close()
 		return nil, fmt.Errorf("troupe: start: %w", err)
 	}
-	m.node = node
-	m.sub = node.Subscribe(1024)
+	m.cur.Store(&incarnation{tr: tr, wt: wt, node: node, sub: node.Subscribe(1024)})
 	m.refresh()
-	go m.follow()
+	go s.follow()
 	return s, nil
 }
 
 // refresh gives placement the node's current view.
 func (m *member) refresh() {
-	if m.router.Update(wire.NodeID(m.node.ID()), m.node.Owning(), m.node.Members()) {
+	inc := m.cur.Load()
+	if m.router.Update(wire.NodeID(inc.node.ID()), inc.node.Owning(), inc.node.Members()) {
 		m.router.MoveOut()
 	}
 }
 
 // follow refreshes placement on every membership event, and once a
-// heartbeat in case events were missed.
-func (m *member) follow() {
+// heartbeat in case events were missed; when the membership reports this
+// member removed, it rejoins.
+func (s *System) follow() {
+	m := s.m
 	defer close(m.done)
 	t := time.NewTicker(m.cfg.Timings.Heartbeat)
 	if m.cfg.Timings.Heartbeat <= 0 {
@@ -124,26 +163,154 @@ func (m *member) follow() {
 	}
 	defer t.Stop()
 	for {
+		inc := m.cur.Load()
+		removed := false
 		select {
-		case _, ok := <-m.sub.Events():
+		case ev, ok := <-inc.sub.Events():
 			if !ok {
 				return
 			}
+			removed = ev.Kind == cluster.EventRemoved
 			// Take what else queued before rebuilding once.
 			for drained := false; !drained; {
 				select {
-				case _, ok := <-m.sub.Events():
+				case ev, ok := <-inc.sub.Events():
 					if !ok {
 						return
 					}
+					removed = removed || ev.Kind == cluster.EventRemoved
 				default:
 					drained = true
 				}
 			}
 		case <-t.C:
+		case <-m.force:
+			removed = true
 		}
 		m.refresh()
+		if removed || inc.node.Removed() {
+			s.rejoin(inc)
+		}
 	}
+}
+
+// Rejoin backoff: the wait after a failed attempt doubles from
+// rejoinBackoffMin up to rejoinBackoffMax; an attempt waits up to
+// rejoinJoinTimeout to join through the seeds.
+const (
+	rejoinBackoffMin  = 250 * time.Millisecond
+	rejoinBackoffMax  = 10 * time.Second
+	rejoinJoinTimeout = 10 * time.Second
+)
+
+// rejoin replaces the removed incarnation old with a new one, attempting
+// until it joins or Close stops it. It runs on the view loop, so one
+// rejoin runs at a time. The actors' runtime stays as it is; the router
+// moves to the new transport, and placement to the new view (keys no
+// longer owned here move out as on any change).
+func (s *System) rejoin(old *incarnation) {
+	m := s.m
+	m.rejoinMu.Lock()
+	defer m.rejoinMu.Unlock()
+	select {
+	case <-m.stop:
+		return
+	default:
+	}
+	if m.cur.Load() != old {
+		return
+	}
+	if m.replaced.Load() {
+		return
+	}
+	m.removed.Store(true)
+	self := old.node.ID()
+	for _, mb := range old.node.Members() {
+		if mb.ID.Addr == self.Addr && mb.ID.Incarnation > self.Incarnation && mb.Status != cluster.StatusLeft {
+			// Another process took this address: rejoining would remove
+			// it in turn, and it us, over and over.
+			m.replaced.Store(true)
+			m.log.Error("troupe: a newer process took this member's address; not rejoining", "member", self, "newer", mb.ID)
+			return
+		}
+	}
+	seeds := slices.Clone(m.cfg.Seeds)
+	for _, mb := range old.node.Members() {
+		if mb.Status == cluster.StatusAlive && mb.ID.Addr != self.Addr && !slices.Contains(seeds, mb.ID.Addr) {
+			seeds = append(seeds, mb.ID.Addr)
+		}
+	}
+	m.log.Warn("troupe: the cluster removed this member; rejoining with a new incarnation", "member", self, "seeds", seeds)
+	// The removed identity is done: stop its membership and transport
+	// (the listener stays, for the next one).
+	old.closed.Store(true)
+	old.sub.Close()
+	old.node.Close()
+	old.wt.Close()
+	old.tr.Close()
+	last := self.Incarnation
+	backoff := rejoinBackoffMin
+	for attempt := 1; ; attempt++ {
+		inc, err := s.join(seeds, last)
+		if err == nil {
+			m.cur.Store(inc)
+			m.removed.Store(false)
+			m.rejoins.Add(1)
+			m.refresh()
+			m.log.Warn("troupe: rejoined the cluster", "member", inc.node.ID(), "was", self, "attempts", attempt)
+			return
+		}
+		if m.rejoinCtx.Err() != nil {
+			return
+		}
+		m.log.Error("troupe: rejoining the cluster failed; retrying", "member", self.Addr, "attempt", attempt, "retry_in", backoff, "err", err)
+		t := time.NewTimer(backoff)
+		select {
+		case <-t.C:
+		case <-m.stop:
+			t.Stop()
+			return
+		}
+		backoff = min(2*backoff, rejoinBackoffMax)
+	}
+}
+
+// join starts a new incarnation (above last) at the member's address and
+// joins the cluster through seeds.
+func (s *System) join(seeds []string, last uint64) (*incarnation, error) {
+	m := s.m
+	id := max(uint64(time.Now().UnixNano()), last+1)
+	cc := m.cfg
+	cc.Seeds = seeds
+	wcfg := cc.WireConfig(id)
+	wcfg.Dialer = m.dialer
+	tr, err := wire.New(wcfg)
+	if err != nil {
+		return nil, err
+	}
+	wt := cluster.NewWireTransport(tr, cluster.WireOptions{Logger: cc.Logger})
+	m.router.SetEndpoint(tr)
+	go tr.Serve(m.acc.listener())
+	ctx, cancel := context.WithTimeout(m.rejoinCtx, rejoinJoinTimeout)
+	defer cancel()
+	node, err := cluster.Start(ctx, cc, wt, cluster.WithIncarnation(id), cluster.WithHandover(s.handover))
+	if err != nil {
+		wt.Close()
+		tr.Close()
+		return nil, err
+	}
+	return &incarnation{tr: tr, wt: wt, node: node, sub: node.Subscribe(1024)}, nil
+}
+
+// halt stops rejoining: no rejoin starts after it, and the one under way
+// (if any) has ended when it returns.
+func (m *member) halt() {
+	m.stopOnce.Do(func() {
+		close(m.stop)
+		m.cancelRejoin()
+	})
+	m.rejoinMu.Lock()
+	m.rejoinMu.Unlock()
 }
 
 // handover runs while this node is leaving: it stops serving keys, lets
@@ -232,11 +399,16 @@ func (s *System) closeMember(ctx context.Context, closeRuntime func(context.Cont
 	m := s.m
 	var errs []error
 	m.once.Do(func() {
-		lctx, cancel := context.WithTimeout(ctx, m.leave)
-		if err := m.node.Leave(lctx); err != nil {
-			errs = append(errs, err)
+		m.halt()
+		inc := m.cur.Load()
+		// A removed member has nothing to leave.
+		if !inc.closed.Load() && !inc.node.Removed() {
+			lctx, cancel := context.WithTimeout(ctx, m.leave)
+			if err := inc.node.Leave(lctx); err != nil {
+				errs = append(errs, err)
+			}
+			cancel()
 		}
-		cancel()
 		if m.leaveErr != nil {
 			errs = append(errs, m.leaveErr)
 		}
@@ -244,30 +416,51 @@ func (s *System) closeMember(ctx context.Context, closeRuntime func(context.Cont
 			errs = append(errs, err)
 		}
 		m.router.Close()
-		m.node.Close()
+		inc.node.Close()
 		<-m.done
-		m.wt.Close()
+		inc.wt.Close()
 		// Let the last replies (of work the close aborted) reach their
 		// askers, briefly: they are the only answers those asks get.
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 500*time.Millisecond)
-		m.tr.Shutdown(sctx)
+		inc.tr.Shutdown(sctx)
 		cancel()
+		m.acc.Close()
 	})
 	return errors.Join(errs...)
 }
 
-func init() { testhook.Crash = func(s any) { s.(*System).crash() } }
+func init() {
+	testhook.Crash = func(s any) { s.(*System).crash() }
+	testhook.Rejoin = func(s any) {
+		select {
+		case s.(*System).m.force <- struct{}{}:
+		default:
+		}
+	}
+}
 
 // crash stops the member without leaving, as a killed process would, for
 // tests: peers find out by silence.
 func (s *System) crash() {
 	m := s.m
 	m.once.Do(func() {
-		m.tr.Close() // no goodbye reaches anyone once connections are cut
+		m.halt()
+		inc := m.cur.Load()
+		inc.tr.Close() // no goodbye reaches anyone once connections are cut
+		m.acc.Close()
 		m.router.Close()
-		m.node.Close()
+		inc.node.Close()
 		<-m.done
-		m.wt.Close()
+		inc.wt.Close()
 		s.h.Close(context.Background())
 	})
 }
+
+// Removed reports whether the cluster removed this member (see
+// cluster.EventRemoved) and it has not rejoined yet: between the removal
+// and the join of its new incarnation, or while that join fails (each
+// failure is logged at Error; attempts go on with backoff until Close).
+// It stays true, without rejoin attempts, when the member was removed
+// because a newer process took its address (logged at Error): that
+// process is the member now. It is false for an embedded system.
+func (s *System) Removed() bool { return s.m != nil && s.m.removed.Load() }

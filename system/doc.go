@@ -71,6 +71,13 @@
 //   - Close leaves the cluster first: placement stops sending this member
 //     keys, and queued work drains for up to LeaveTimeout (a *LeaveError
 //     names the keys abandoned).
+//   - A member the cluster removed while it runs (unreachable for longer
+//     than RemoveAfter, or judged dead falsely) rejoins by itself with a
+//     new incarnation at the same address and listener, logging at Warn
+//     and counting it in Stats.Rejoins; asks it had waiting fail with
+//     ErrUnavailable, its runtime and the activations of keys it still
+//     owns stay. System.Removed reports the time in between (and failed
+//     attempts, logged at Error and retried with backoff until Close).
 //
 // Non-members reach the cluster with package client.
 package system

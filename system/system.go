@@ -64,6 +64,10 @@ type Stats struct {
 	AsksInFlight int
 	// Restarts counts failures that restarted an actor or its body.
 	Restarts int64
+	// Rejoins counts the times a cluster member, removed by the cluster
+	// (see System.Removed), rejoined with a new incarnation. Each rejoin
+	// is also logged at Warn.
+	Rejoins int64
 }
 
 // New starts a system hosting cfg.Actors. It fails if cfg does not
@@ -124,6 +128,9 @@ func (s *System) Stats() Stats {
 		Active:       int(s.h.Active.Load()),
 		AsksInFlight: int(s.h.AsksOut.Load()),
 		Restarts:     s.h.Restarts.Load(),
+	}
+	if s.m != nil {
+		st.Rejoins = s.m.rejoins.Load()
 	}
 	for _, k := range s.h.Kinds() {
 		st.Queued += k.Queued()

@@ -82,7 +82,7 @@ func (o *outbox) flushLocked(i int, l *lane) error {
 	}
 	batch := l.buf
 	l.buf = nil
-	if _, err := o.r.ep.Send(context.Background(), o.to, wire.StreamApplication, uint64(i+1), batch); err != nil {
+	if _, err := o.r.endpoint().Send(context.Background(), o.to, wire.StreamApplication, uint64(i+1), batch); err != nil {
 		return unavailable(o.to, err)
 	}
 	return nil

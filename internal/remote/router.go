@@ -43,7 +43,7 @@ type Config struct {
 // Router implements host.Remote over a wire.Endpoint.
 type Router struct {
 	cfg  Config
-	ep   wire.Endpoint
+	ep   atomic.Pointer[endpoint] // swapped by SetEndpoint
 	h    *host.Host
 	log  *slog.Logger
 	view atomic.Pointer[view]
@@ -113,12 +113,55 @@ func New(cfg Config) *Router {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	r := &Router{cfg: cfg, ep: cfg.Endpoint, h: cfg.Host, log: cfg.Logger, ctx: ctx, cancel: cancel,
+	r := &Router{cfg: cfg, h: cfg.Host, log: cfg.Logger, ctx: ctx, cancel: cancel,
 		pending: map[uint64]*pending{}, serving: map[servedKey]*served{}, clients: map[wire.NodeID]time.Time{},
 		changed: make(chan struct{})}
 	r.view.Store(newView(cfg.Endpoint.Self(), false, nil))
+	r.ep.Store(&endpoint{cfg.Endpoint})
 	cfg.Endpoint.Handle(wire.StreamApplication, wire.HandlerFunc(r.receive))
 	return r
+}
+
+// endpoint boxes the current wire.Endpoint for the atomic pointer.
+type endpoint struct{ wire.Endpoint }
+
+// endpoint returns the endpoint the router sends through now.
+func (r *Router) endpoint() wire.Endpoint { return r.ep.Load().Endpoint }
+
+// self returns this node's identity on the current endpoint.
+func (r *Router) self() wire.NodeID { return r.endpoint().Self() }
+
+// SetEndpoint makes the router send and receive through ep, a new
+// incarnation of this node (a member that rejoins the cluster): it
+// registers its handler on ep (call it before ep carries traffic), drops
+// the per-peer batches and workers of the old endpoint, fails the asks
+// still waiting with actor.ErrUnavailable (their replies would reach the
+// old identity) and cancels the requests served for other nodes. Call
+// Update next with the new identity.
+func (r *Router) SetEndpoint(ep wire.Endpoint) {
+	ep.Handle(wire.StreamApplication, wire.HandlerFunc(r.receive))
+	old := r.ep.Swap(&endpoint{ep}).Endpoint
+	r.outboxes.Clear()
+	r.inboxes.Clear()
+	r.mu.Lock()
+	pend, serving := r.pending, r.serving
+	if !r.closed {
+		r.pending, r.serving = map[uint64]*pending{}, map[servedKey]*served{}
+	} else {
+		pend, serving = nil, nil
+	}
+	r.mu.Unlock()
+	for _, p := range pend {
+		p.done(nil, fmt.Errorf("%w: this member rejoined the cluster as %v (was %v)", actor.ErrUnavailable, ep.Self(), old.Self()))
+	}
+	for _, sv := range serving {
+		if sv.timer != nil {
+			sv.timer.Stop()
+		}
+		if sv.cancel != nil {
+			sv.cancel()
+		}
+	}
 }
 
 // SetHost sets the host whose kinds serve incoming requests, when the
@@ -297,7 +340,7 @@ func (r *Router) Tell(ctx context.Context, out host.Outbound) error {
 	}
 	e := &envelope{kind: kindTell, token: out.Token, typ: out.Type, key: out.Key, name: out.Name, body: out.Body}
 	if here { // placement changed since the caller looked
-		return r.serveTell(r.ep.Self(), e)
+		return r.serveTell(r.self(), e)
 	}
 	// The message outlives the caller's context: a tell is done once
 	// queued, like a local one.
@@ -341,7 +384,7 @@ func (r *Router) dispatch(id uint64, p *pending) error {
 		e.ttl = max(int64(time.Until(out.Deadline)), 1)
 	}
 	if here {
-		r.serveAsk(r.ep.Self(), e)
+		r.serveAsk(r.self(), e)
 		return nil
 	}
 	if err := r.send(to, out.Token, e, true); err != nil {
@@ -357,7 +400,7 @@ func (r *Router) withdraw(id uint64) {
 	if p == nil {
 		return
 	}
-	if p.to == r.ep.Self() {
+	if p.to == r.self() {
 		r.cancelServed(servedKey{from: p.to, id: id})
 		return
 	}
@@ -532,7 +575,7 @@ func (r *Router) serveAsk(from wire.NodeID, e *envelope) {
 	fail := func(err error) { r.answer(from, id, nil, err) }
 	k := r.kind(e.typ)
 	if k == nil || !r.cfg.Serve {
-		fail(fmt.Errorf("%w: %q is not hosted on %v", actor.ErrUnknownActor, e.typ, r.ep.Self()))
+		fail(fmt.Errorf("%w: %q is not hosted on %v", actor.ErrUnknownActor, e.typ, r.self()))
 		return
 	}
 	to, here, err := r.view.Load().dest(k, e.typ, e.key, e.token)
@@ -615,7 +658,9 @@ func (r *Router) answer(from wire.NodeID, id uint64, body []byte, err error) {
 	if err != nil {
 		e.err = toWire(err)
 	}
-	if from == r.ep.Self() {
+	if self := r.self(); from == self || (from.Addr != "" && from.Addr == self.Addr) {
+		// Asked here (by this incarnation or, just before a rejoin, by
+		// the previous one, whose ask reply drops): never over the wire.
 		r.reply(from, e)
 		return
 	}

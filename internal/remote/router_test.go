@@ -254,3 +254,42 @@ func (r *Router) waiting() int {
 	defer r.mu.Unlock()
 	return len(r.pending)
 }
+
+func TestSetEndpointMovesTheRouterToANewIncarnation(t *testing.T) {
+	mn := wire.NewMemNetwork()
+	ns := newTestNodesOn(t, mn, "a:1", "b:1")
+	a, b := ns[0], ns[1]
+	a.setView(a, b)
+	b.setView(a, b)
+	atB := keyWhere(t, func(k string) bool { return ownerIn(k, a, b) == b.id })
+	if _, err := actor.Ask(ctxT(t), counter.Ref(a, atB), get{}); err != nil {
+		t.Fatalf("ask before: %v", err)
+	}
+	// a is removed and rejoins as a new incarnation at the same address.
+	oldEp, _ := a.r.endpoint().(*wire.MemEndpoint)
+	oldEp.Close()
+	id := wire.NodeID{Addr: a.id.Addr, Incarnation: a.id.Incarnation + 100}
+	ep, err := mn.Join(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ep.Close() })
+	a.r.SetEndpoint(ep)
+	a.id = id
+	a.setView(a, b)
+	b.setView(a, b)
+	atA := keyWhere(t, func(k string) bool { return ownerIn(k, a, b) == a.id })
+	atB = keyWhere(t, func(k string) bool { return ownerIn(k, a, b) == b.id })
+	if err := counter.Ref(b, atA).Tell(ctxT(t), add{N: 2}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := actor.Ask(ctxT(t), counter.Ref(b, atA), get{}); err != nil || got != 2 {
+		t.Fatalf("ask from b to a's new incarnation: %d, %v; want 2", got, err)
+	}
+	if _, err := actor.Ask(ctxT(t), counter.Ref(a, atB), get{}); err != nil {
+		t.Fatalf("ask from a's new incarnation to b: %v", err)
+	}
+	if a.r.self() != id {
+		t.Fatalf("self = %v, want %v", a.r.self(), id)
+	}
+}

@@ -6,3 +6,7 @@ package testhook
 // Crash stops a *system.System as a killed process would: no leave, no
 // goodbye. Set by package system.
 var Crash func(sys any)
+
+// Rejoin makes a clustered *system.System rejoin with a new incarnation
+// as if the cluster had removed it. Set by package system.
+var Rejoin func(sys any)
