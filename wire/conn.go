@@ -304,6 +304,7 @@ func closeCodecs(cs ...codec) {
 type keepaliveReader struct {
 	c      *liveConn
 	pinged bool
+	set    int64 // heardNano when the read deadline was last moved
 }
 
 func (k *keepaliveReader) Read(p []byte) (int, error) {
@@ -337,7 +338,14 @@ func (k *keepaliveReader) Read(p []byte) (int, error) {
 			continue
 		}
 		if n > 0 {
-			k.c.SetReadDeadline(time.Now().Add(cfg.KeepaliveAfter))
+			// Moving the deadline is a timer update; doing it on every
+			// read costs more than the rare early timeout, which the
+			// first case above extends to KeepaliveAfter after the last
+			// byte heard.
+			if now := k.c.heardNano.Load(); now-k.set >= int64(cfg.KeepaliveAfter/8) {
+				k.set = now
+				k.c.SetReadDeadline(time.Unix(0, now).Add(cfg.KeepaliveAfter))
+			}
 		}
 		return n, err
 	}
@@ -348,14 +356,28 @@ func (k *keepaliveReader) Read(p []byte) (int, error) {
 // costs more than the copy it saves.
 const directMin = 4 << 10
 
+// reader is the state of a connection's reading, which passes from one
+// goroutine to another when the reader is relieved (deliverInline).
+type reader struct {
+	br      *bufio.Reader
+	fr      *frameReader
+	scratch []byte
+}
+
 func (c *liveConn) readLoop() {
-	s, t := c.s, c.s.t
-	defer t.wg.Done()
+	t := c.s.t
 	c.SetReadDeadline(time.Now().Add(t.cfg.KeepaliveAfter))
 	// Bytes the handshake reader already buffered come first.
 	br := bufio.NewReaderSize(io.MultiReader(bufferedOf(c.r), &keepaliveReader{c: c}), 64<<10)
-	fr := newFrameReader(br, t.cfg.Limits.MaxFrame)
-	var scratch []byte
+	c.read(&reader{br: br, fr: newFrameReader(br, t.cfg.Limits.MaxFrame)})
+}
+
+// read reads frames until the connection ends, or until another goroutine
+// relieves it of reading while it delivers an envelope.
+func (c *liveConn) read(rd *reader) {
+	s, t := c.s, c.s.t
+	defer t.wg.Done()
+	br, fr := rd.br, rd.fr
 	var err error
 	for {
 		var h Header
@@ -393,12 +415,12 @@ func (c *liveConn) readLoop() {
 					err = frameErr(ErrMalformedFrame, f.Header, "compressed chunk on an uncompressed connection")
 					break
 				}
-				scratch, err = c.dec.decompress(scratch[:0], d.Chunk, int(d.RawLen), t.cfg.Limits.MaxFrame)
+				rd.scratch, err = c.dec.decompress(rd.scratch[:0], d.Chunk, int(d.RawLen), t.cfg.Limits.MaxFrame)
 				if err != nil {
 					err = frameErr(ErrDecompress, f.Header, "%v", err)
 					break
 				}
-				chunk = scratch
+				chunk = rd.scratch
 			}
 		}
 		now := time.Now()
@@ -408,14 +430,60 @@ func (c *liveConn) readLoop() {
 			c.fenced()
 			return
 		}
+		s.mayTake = f.Type == FrameData
 		err = c.handleLocked(f, d, chunk, now, nil)
+		took, dv, st, from := s.took, s.taken, s.takenSt, s.id
+		s.mayTake, s.took, s.taken = false, false, delivery{}
 		s.mu.Unlock()
 		if err != nil {
+			if took {
+				s.mu.Lock()
+				s.busy[st] = false
+				s.mu.Unlock()
+			}
 			break
+		}
+		if took && c.deliverInline(rd, st, from, dv) {
+			return // another goroutine reads now
 		}
 	}
 	closeCodecs(c.dec)
 	c.broken(err)
+}
+
+// reliefAfter is how long the reader delivers an envelope itself before
+// another goroutine takes over reading: a handler that blocks (its own
+// queue full) must not hold the connection's credits, pings and other
+// streams.
+const reliefAfter = 500 * time.Microsecond
+
+// deliverInline runs the handler of a small envelope on the reader, which
+// spares the hop to the stream's deliverer: the session took it because
+// the stream's handler was idle and its inbox empty, and marked the
+// stream busy, so what arrives meanwhile queues behind it. Should the
+// handler take longer than reliefAfter, a new goroutine continues reading
+// from rd; deliverInline then reports true and the caller must end.
+func (c *liveConn) deliverInline(rd *reader, st StreamID, from NodeID, d delivery) (relieved bool) {
+	s, t := c.s, c.s.t
+	var state atomic.Int32 // 0 delivering, 1 relieved, 2 done
+	timer := time.AfterFunc(reliefAfter, func() {
+		if state.CompareAndSwap(0, 1) {
+			t.wg.Add(1) // the delivering goroutine still holds its count
+			go c.read(rd)
+		}
+	})
+	if h := t.handlers[st].Load(); h != nil && *h != nil {
+		(*h).Receive(from, d.payload)
+	}
+	relieved = !state.CompareAndSwap(0, 2)
+	timer.Stop()
+	s.mu.Lock()
+	s.consumedLocked(st, d)
+	if len(s.inbox[st]) > 0 {
+		s.cond.Broadcast()
+	}
+	s.mu.Unlock()
+	return relieved
 }
 
 // fenced ends the reader of a connection a newer one replaced.

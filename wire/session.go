@@ -91,6 +91,15 @@ type session struct {
 	started     [NumStreams]int64 // highest envelope id started by the peer, -1 if none
 	reserved    int               // bytes reserved up front for partial envelopes
 	inbox       [NumStreams][]delivery
+	busy        [NumStreams]bool // a handler of the stream is running (deliverer or reader)
+
+	// Set by the reader around handleLocked: a complete envelope of a
+	// stream whose handler is idle and inbox empty is taken for the
+	// reader to deliver itself (took) instead of being queued.
+	mayTake bool
+	took    bool
+	taken   delivery
+	takenSt StreamID
 
 	credits   []outFrame // grants due, for the writer
 	wakeAt    time.Time  // when the sleeping writer's timer fires; zero if it has none
@@ -503,26 +512,46 @@ func (s *session) applyDataLocked(h Header, d dataFrame, chunk []byte, now time.
 		}
 		delete(parts, d.Envelope)
 		s.reserved -= p.reserved
-		s.inbox[st] = append(s.inbox[st], delivery{payload: p.buf, held: held, epoch: s.epoch})
+		dv := delivery{payload: p.buf, held: held, epoch: s.epoch}
+		if s.mayTake && !s.took && inlineStream(st) && !s.busy[st] && len(s.inbox[st]) == 0 {
+			s.busy[st] = true
+			s.took, s.taken, s.takenSt = true, dv, st
+			return nil
+		}
+		s.inbox[st] = append(s.inbox[st], dv)
 		s.cond.Broadcast()
 	}
 	return nil
 }
+
+// inlineStream reports whether the reader may deliver envelopes of the
+// stream itself when its deliverer is idle: only the application stream,
+// whose handler is short unless its own queue is full (the reader is then
+// relieved, see liveConn.deliverInline).
+func inlineStream(st StreamID) bool { return st == StreamApplication }
 
 // deliver runs the handler of one stream until the transport closes.
 func (s *session) deliver(st StreamID) {
 	defer s.t.wg.Done()
 	for {
 		s.mu.Lock()
-		for len(s.inbox[st]) == 0 && !s.t.isClosed() && !s.removed {
+		for {
+			if s.t.isClosed() {
+				s.mu.Unlock()
+				return
+			}
+			if len(s.inbox[st]) > 0 && !s.busy[st] {
+				break
+			}
+			if s.removed && len(s.inbox[st]) == 0 {
+				s.mu.Unlock()
+				return
+			}
 			s.cond.Wait()
-		}
-		if s.t.isClosed() || len(s.inbox[st]) == 0 {
-			s.mu.Unlock()
-			return
 		}
 		d := s.inbox[st][0]
 		s.inbox[st] = s.inbox[st][1:]
+		s.busy[st] = true
 		from := s.id
 		s.mu.Unlock()
 
@@ -531,14 +560,21 @@ func (s *session) deliver(st StreamID) {
 		}
 
 		s.mu.Lock()
-		if d.epoch == s.epoch {
-			now := time.Now()
-			if err := s.recv[st].Consume(d.held, now); err != nil {
-				s.t.log.Error("troupe: wire: consume", "peer", s.id, "err", err)
-			}
-			s.grantLocked(st, now)
-		}
+		s.consumedLocked(st, d)
 		s.mu.Unlock()
+	}
+}
+
+// consumedLocked ends the handling of delivery d: its credit returns to
+// the peer and the stream's handler is free again.
+func (s *session) consumedLocked(st StreamID, d delivery) {
+	s.busy[st] = false
+	if d.epoch == s.epoch {
+		now := time.Now()
+		if err := s.recv[st].Consume(d.held, now); err != nil {
+			s.t.log.Error("troupe: wire: consume", "peer", s.id, "err", err)
+		}
+		s.grantLocked(st, now)
 	}
 }
 

@@ -186,3 +186,54 @@ func TestSendBeyondTheQueueBoundFailsWithErrQueueFull(t *testing.T) {
 		t.Fatalf("want ErrQueueFull, got %v", err)
 	}
 }
+
+// The reader delivers an application envelope itself when the stream is
+// idle; a handler that blocks must not keep the reader from the other
+// streams (it is relieved), and what arrives meanwhile on the blocked
+// stream waits behind it, in order.
+func TestABlockedApplicationHandlerHoldsNeitherOtherStreamsNorOrder(t *testing.T) {
+	a, b := newTestNode(t, nil), newTestNode(t, nil)
+	release, blocked := make(chan struct{}), make(chan struct{})
+	var mu sync.Mutex
+	var got []string
+	b.t.Handle(StreamApplication, HandlerFunc(func(from NodeID, p []byte) {
+		if string(p) == "block" {
+			close(blocked)
+			<-release
+		}
+		mu.Lock()
+		got = append(got, string(p))
+		mu.Unlock()
+		b.signal()
+	}))
+	b.t.Handle(StreamMembership, HandlerFunc(func(from NodeID, p []byte) { close(release) }))
+	ctx := context.Background()
+	send := func(st StreamID, s string) {
+		t.Helper()
+		if _, err := a.t.Send(ctx, b.t.Self(), st, 1, []byte(s)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	send(StreamApplication, "warm")
+	b.waitFor(t, "first envelope", func() bool { mu.Lock(); defer mu.Unlock(); return len(got) == 1 })
+	send(StreamApplication, "block")
+	<-blocked
+	for i := range 5 {
+		send(StreamApplication, fmt.Sprintf("after %d", i))
+	}
+	time.Sleep(10 * time.Millisecond) // let them arrive behind "block"
+	start := time.Now()
+	send(StreamMembership, "unblock")
+	b.waitFor(t, "all envelopes", func() bool { mu.Lock(); defer mu.Unlock(); return len(got) == 7 })
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("the membership envelope took %v past a blocked application handler", d)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	want := []string{"warm", "block", "after 0", "after 1", "after 2", "after 3", "after 4"}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("got %q, want %q", got, want)
+		}
+	}
+}
