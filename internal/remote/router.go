@@ -99,9 +99,25 @@ type servedKey struct {
 
 // served is an ask being handled here for another node.
 type served struct {
-	cancel func()
-	timer  *time.Timer
-	done   bool
+	cancel    func()
+	timer     *time.Timer
+	done      bool
+	cancelled bool // withdrawn before its cancel was known: serveAsk cancels it
+}
+
+// stopLocked marks s cancelled and returns what stops it, to call once
+// r.mu is released. r.mu held.
+func (s *served) stopLocked() func() {
+	s.cancelled = true
+	cancel, timer := s.cancel, s.timer
+	return func() {
+		if timer != nil {
+			timer.Stop()
+		}
+		if cancel != nil {
+			cancel()
+		}
+	}
 }
 
 var _ host.Remote = (*Router)(nil)
@@ -144,23 +160,22 @@ func (r *Router) SetEndpoint(ep wire.Endpoint) {
 	r.outboxes.Clear()
 	r.inboxes.Clear()
 	r.mu.Lock()
-	pend, serving := r.pending, r.serving
+	pend := r.pending
+	var stops []func()
 	if !r.closed {
+		for _, sv := range r.serving {
+			stops = append(stops, sv.stopLocked())
+		}
 		r.pending, r.serving = map[uint64]*pending{}, map[servedKey]*served{}
 	} else {
-		pend, serving = nil, nil
+		pend = nil
 	}
 	r.mu.Unlock()
 	for _, p := range pend {
 		p.done(nil, fmt.Errorf("%w: this member rejoined the cluster as %v (was %v)", actor.ErrUnavailable, ep.Self(), old.Self()))
 	}
-	for _, sv := range serving {
-		if sv.timer != nil {
-			sv.timer.Stop()
-		}
-		if sv.cancel != nil {
-			sv.cancel()
-		}
+	for _, stop := range stops {
+		stop()
 	}
 }
 
@@ -190,13 +205,13 @@ func (r *Router) Update(self wire.NodeID, owning bool, members []cluster.Member)
 			delete(r.clients, c)
 		}
 	}
-	var orphans []*served
+	var orphans []func()
 	for sk, sv := range r.serving {
 		// The asker was declared dead: it failed or forgot the ask, and
 		// a handler still running for it would hold its key.
 		if v.gone(sk.from) {
 			delete(r.serving, sk)
-			orphans = append(orphans, sv)
+			orphans = append(orphans, sv.stopLocked())
 		}
 	}
 	for id, p := range r.pending {
@@ -219,13 +234,8 @@ func (r *Router) Update(self wire.NodeID, owning bool, members []cluster.Member)
 		clients = append(clients, c)
 	}
 	r.mu.Unlock()
-	for _, sv := range orphans {
-		if sv.timer != nil {
-			sv.timer.Stop()
-		}
-		if sv.cancel != nil {
-			sv.cancel()
-		}
+	for _, stop := range orphans {
+		stop()
 	}
 	for _, p := range failed {
 		p.done(nil, fmt.Errorf("%w: owner %v is down", actor.ErrUnavailable, p.to))
@@ -293,20 +303,18 @@ func (r *Router) Close() {
 	}
 	r.closed = true
 	pend := r.pending
-	serving := r.serving
+	var stops []func()
+	for _, sv := range r.serving {
+		stops = append(stops, sv.stopLocked())
+	}
 	r.pending, r.serving = map[uint64]*pending{}, map[servedKey]*served{}
 	r.mu.Unlock()
 	r.cancel()
 	for _, p := range pend {
 		p.done(nil, actor.ErrSystemClosed)
 	}
-	for _, s := range serving {
-		if s.timer != nil {
-			s.timer.Stop()
-		}
-		if s.cancel != nil {
-			s.cancel()
-		}
+	for _, stop := range stops {
+		stop()
 	}
 }
 
@@ -624,6 +632,12 @@ func (r *Router) serveAsk(from wire.NodeID, e *envelope) {
 		return
 	}
 	r.mu.Lock()
+	if s.cancelled {
+		// Withdrawn while it was being queued: drop it now.
+		r.mu.Unlock()
+		cancel()
+		return
+	}
 	if !s.done {
 		s.cancel = cancel
 		if ttl > 0 {
@@ -640,15 +654,13 @@ func (r *Router) cancelServed(sk servedKey) {
 	r.mu.Lock()
 	s := r.serving[sk]
 	delete(r.serving, sk)
+	var stop func()
+	if s != nil {
+		stop = s.stopLocked()
+	}
 	r.mu.Unlock()
-	if s == nil {
-		return
-	}
-	if s.timer != nil {
-		s.timer.Stop()
-	}
-	if s.cancel != nil {
-		s.cancel()
+	if stop != nil {
+		stop()
 	}
 }
 
