@@ -89,7 +89,6 @@ type node struct {
 	cmd   *exec.Cmd
 	stdin io.WriteCloser
 	once  sync.Once
-	err   error
 }
 
 // children are the nodes still running, for killAll.

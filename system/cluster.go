@@ -309,7 +309,9 @@ func (m *member) halt() {
 		close(m.stop)
 		m.cancelRejoin()
 	})
+	// Wait for a rejoin under way: it holds rejoinMu throughout.
 	m.rejoinMu.Lock()
+	//lint:ignore SA2001 taking the lock is the wait
 	m.rejoinMu.Unlock()
 }
 
