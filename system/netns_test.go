@@ -360,21 +360,7 @@ func TestPartitionedSystemsMinorityRefusesMajorityServesEveryKey(t *testing.T) {
 	}
 	// Every member serves every key on the owner they all agree on.
 	var last sync.Map // key index -> last failure, for the report
-	healedAt := pollKeys(len(keys), 2*stepBound, func(i int) bool {
-		want := system.OwnerOf(systems[0], "ccounter", keys[i])
-		for _, s := range systems {
-			if o := system.OwnerOf(s, "ccounter", keys[i]); o != want {
-				last.Store(i, fmt.Sprintf("%s places it on %s, %s on %s", s.Addr(), o, systems[0].Addr(), want))
-				return false
-			}
-			got, err := askOnce(ctx, s, keys[i], 500*time.Millisecond)
-			if err != nil || got.Node != want {
-				last.Store(i, fmt.Sprintf("from %s: %+v, %v; want served by %s", s.Addr(), got, err, want))
-				return false
-			}
-		}
-		return true
-	})
+	healedAt := pollKeys(len(keys), 2*stepBound, func(i int) bool { return servedEverywhere(ctx, systems, keys[i], &last, i) })
 	healAll, ok := latest(healedAt, healed)
 	if !ok {
 		var missing []string
@@ -437,21 +423,7 @@ func TestPartitionedMinorityRemovedByTheMajorityServesAgainAfterTheHeal(t *testi
 	}
 	bound := 3 * systemtest.Limit
 	var last sync.Map
-	at := pollKeys(nkeys, bound, func(i int) bool {
-		want := system.OwnerOf(systems[0], "ccounter", keys[i])
-		for _, s := range systems {
-			if o := system.OwnerOf(s, "ccounter", keys[i]); o != want {
-				last.Store(i, fmt.Sprintf("%s places it on %s, %s on %s", s.Addr(), o, systems[0].Addr(), want))
-				return false
-			}
-			got, err := askOnce(ctx, s, keys[i], 500*time.Millisecond)
-			if err != nil || got.Node != want {
-				last.Store(i, fmt.Sprintf("from %s: %+v, %v; want served by %s", s.Addr(), got, err, want))
-				return false
-			}
-		}
-		return true
-	})
+	at := pollKeys(nkeys, bound, func(i int) bool { return servedEverywhere(ctx, systems, keys[i], &last, i) })
 	if d, ok := latest(at, healed); ok {
 		owners := agreedOwners(t, systems, keys, systemtest.Limit)
 		on := map[string]bool{}
@@ -960,4 +932,23 @@ func TestMinorityStateDoesNotComeBackAfterTheHeal(t *testing.T) {
 	if after.Count == 5 {
 		t.Errorf("after the heal %s counts 5 again on %s: the state from before the split came back, undoing the %d counted by the majority meanwhile", key, after.Node, during.Count)
 	}
+}
+
+// servedEverywhere reports whether every member places key on the same
+// owner and gets its answer from that owner; otherwise it records why
+// under i in last.
+func servedEverywhere(ctx context.Context, systems []*system.System, key string, last *sync.Map, i int) bool {
+	want := system.OwnerOf(systems[0], "ccounter", key)
+	for _, s := range systems {
+		if o := system.OwnerOf(s, "ccounter", key); o != want {
+			last.Store(i, fmt.Sprintf("%s places it on %s, %s on %s", s.Addr(), o, systems[0].Addr(), want))
+			return false
+		}
+		got, err := askOnce(ctx, s, key, 500*time.Millisecond)
+		if err != nil || got.Node != want {
+			last.Store(i, fmt.Sprintf("from %s: %+v, %v; want served by %s", s.Addr(), got, err, want))
+			return false
+		}
+	}
+	return true
 }

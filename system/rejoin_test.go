@@ -139,21 +139,7 @@ func TestMemberRemovedByTheClusterRejoinsWithANewIncarnation(t *testing.T) {
 		}
 	}
 	var last sync.Map
-	at := pollKeys(len(keys), systemtest.Limit, func(i int) bool {
-		want := system.OwnerOf(systems[0], "ccounter", keys[i])
-		for _, s := range systems {
-			if o := system.OwnerOf(s, "ccounter", keys[i]); o != want {
-				last.Store(i, fmt.Sprintf("%s places it on %s, %s on %s", s.Addr(), o, systems[0].Addr(), want))
-				return false
-			}
-			got, err := askOnce(ctx, s, keys[i], 500*time.Millisecond)
-			if err != nil || got.Node != want {
-				last.Store(i, fmt.Sprintf("from %s: %+v, %v; want served by %s", s.Addr(), got, err, want))
-				return false
-			}
-		}
-		return true
-	})
+	at := pollKeys(len(keys), systemtest.Limit, func(i int) bool { return servedEverywhere(ctx, systems, keys[i], &last, i) })
 	d, ok := latest(at, healed)
 	if !ok {
 		f, _ := last.Load(0)
