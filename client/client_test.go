@@ -46,7 +46,13 @@ var Counter = actor.Define("counter", func(c *actor.Context[int, Msg], m Msg) er
 		return actor.Respond(c, m, c.State())
 	case Hold:
 		<-c.Done()
-		close(releasedCh(m.ID))
+		if ch := releasedCh(m.ID); ch != nil {
+			select {
+			case <-ch:
+			default:
+				close(ch)
+			}
+		}
 	}
 	return nil
 }).WithMessages(Add{}, Get{}, Hold{})
