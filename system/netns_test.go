@@ -186,10 +186,7 @@ func TestPartitionedSystemsMinorityRefusesMajorityServesEveryKey(t *testing.T) {
 	start := time.Now()
 	systems := labSystems(t, lab, tm)
 	ctx := t.Context()
-	keys := make([]string, nkeys)
-	for i := range keys {
-		keys[i] = "split-" + strconv.Itoa(i)
-	}
+	keys := numberedKeys("split", nkeys)
 	before := agreedOwners(t, systems, keys, stepBound)
 	t.Logf("5 members in the lab, converged with agreed placement in %v", time.Since(start).Round(time.Millisecond))
 	minority, majority := systems[:2], systems[2:]
@@ -391,10 +388,7 @@ func TestPartitionedMinorityRemovedByTheMajorityServesAgainAfterTheHeal(t *testi
 	lab := netns.New(t.Context(), t, netns.Config{Hosts: 5})
 	systems := labSystems(t, lab, tm)
 	ctx := t.Context()
-	keys := make([]string, nkeys)
-	for i := range keys {
-		keys[i] = "removed-" + strconv.Itoa(i)
-	}
+	keys := numberedKeys("removed", nkeys)
 	agreedOwners(t, systems, keys, systemtest.Limit)
 	minority, majority := systems[:2], systems[2:]
 	if err := lab.Partition(ctx, []*netns.Host{lab.Host(0), lab.Host(1)}, []*netns.Host{lab.Host(2), lab.Host(3), lab.Host(4)}); err != nil {
@@ -475,10 +469,7 @@ func TestOneBrokenLinkLeavesEveryKeyServedFromEveryMember(t *testing.T) {
 	lab := netns.New(t.Context(), t, netns.Config{Hosts: 5})
 	systems := labSystems(t, lab, tm)
 	ctx := t.Context()
-	keys := make([]string, nkeys)
-	for i := range keys {
-		keys[i] = "link-" + strconv.Itoa(i)
-	}
+	keys := numberedKeys("link", nkeys)
 	before := agreedOwners(t, systems, keys, systemtest.Limit)
 	cut := time.Now()
 	if err := lab.Drop(ctx, lab.Host(0), lab.Host(1)); err != nil {
@@ -540,14 +531,9 @@ func TestEvenSplitSystemsServeNothingUntilTheHeal(t *testing.T) {
 	lab := netns.New(t.Context(), t, netns.Config{Hosts: 4})
 	systems := labSystems(t, lab, tm)
 	ctx := t.Context()
-	keys := make([]string, nkeys)
-	for i := range keys {
-		keys[i] = "even-" + strconv.Itoa(i)
-	}
+	keys := numberedKeys("even", nkeys)
 	before := agreedOwners(t, systems, keys, systemtest.Limit)
-	ownerOf := func(addr string) *system.System {
-		return systems[slices.IndexFunc(systems, func(s *system.System) bool { return s.Addr() == addr })]
-	}
+	ownerOf := func(addr string) *system.System { return memberAt(systems, addr) }
 	cut := time.Now()
 	if err := lab.Partition(ctx, []*netns.Host{lab.Host(0), lab.Host(1)}, []*netns.Host{lab.Host(2), lab.Host(3)}); err != nil {
 		t.Fatal(err)
@@ -616,14 +602,9 @@ func TestBriefPartitionMovesNothing(t *testing.T) {
 	lab := netns.New(t.Context(), t, netns.Config{Hosts: 5})
 	systems := labSystems(t, lab, tm)
 	ctx := t.Context()
-	keys := make([]string, nkeys)
-	for i := range keys {
-		keys[i] = "brief-" + strconv.Itoa(i)
-	}
+	keys := numberedKeys("brief", nkeys)
 	before := agreedOwners(t, systems, keys, systemtest.Limit)
-	ownerOf := func(addr string) *system.System {
-		return systems[slices.IndexFunc(systems, func(s *system.System) bool { return s.Addr() == addr })]
-	}
+	ownerOf := func(addr string) *system.System { return memberAt(systems, addr) }
 	unstable := watchMembership(t, systems)
 	// Owners ask their own keys (local: the partition cannot delay them)
 	// from the cut until well after the heal; none may be refused.
@@ -951,4 +932,18 @@ func servedEverywhere(ctx context.Context, systems []*system.System, key string,
 		}
 	}
 	return true
+}
+
+// numberedKeys returns n keys prefix-0, prefix-1, ...
+func numberedKeys(prefix string, n int) []string {
+	keys := make([]string, n)
+	for i := range keys {
+		keys[i] = prefix + "-" + strconv.Itoa(i)
+	}
+	return keys
+}
+
+// memberAt returns the member that advertises addr.
+func memberAt(systems []*system.System, addr string) *system.System {
+	return systems[slices.IndexFunc(systems, func(s *system.System) bool { return s.Addr() == addr })]
 }
