@@ -57,27 +57,31 @@ func toWireDepth(err error, depth int) *wireError {
 		return &wireError{code: codeNotOwner, msg: err.Error(), hint: no.hint}
 	}
 	w := &wireError{code: codeOther, msg: err.Error()}
-	for _, c := range []struct {
-		target error
-		code   uint8
-	}{
-		{actor.ErrUnknownActor, codeUnknownActor},
-		{actor.ErrMailboxFull, codeMailboxFull},
-		{actor.ErrSystemClosed, codeClosed},
-		{actor.ErrUnavailable, codeUnavailable},
-		{errNotOwner, codeNotOwner},
-		{context.DeadlineExceeded, codeDeadline},
-		{context.Canceled, codeCanceled},
-		{actor.ErrUndecodable, codeUndecodable},
-		{actor.ErrInvalidRef, codeInvalidRef},
-		{actor.ErrNoReply, codeNoReply},
-	} {
+	for _, c := range sentinels {
 		if errors.Is(err, c.target) {
 			w.code = c.code
 			break
 		}
 	}
 	return w
+}
+
+// sentinels pairs the errors callers test with errors.Is with their wire
+// codes, both ways.
+var sentinels = []struct {
+	target error
+	code   uint8
+}{
+	{actor.ErrUnknownActor, codeUnknownActor},
+	{actor.ErrMailboxFull, codeMailboxFull},
+	{actor.ErrSystemClosed, codeClosed},
+	{actor.ErrUnavailable, codeUnavailable},
+	{errNotOwner, codeNotOwner},
+	{context.DeadlineExceeded, codeDeadline},
+	{context.Canceled, codeCanceled},
+	{actor.ErrUndecodable, codeUndecodable},
+	{actor.ErrInvalidRef, codeInvalidRef},
+	{actor.ErrNoReply, codeNoReply},
 }
 
 // fromWire rebuilds an error that errors.Is matches like the original.
@@ -94,28 +98,19 @@ func fromWire(w *wireError, from string) error {
 		return &actor.CycleError{Chain: w.chain}
 	case codeNotOwner:
 		return &notOwnerError{hint: w.hint}
-	case codeUnknownActor:
-		target = actor.ErrUnknownActor
-	case codeMailboxFull:
-		target = actor.ErrMailboxFull
 	case codeClosed:
 		// The owner is closing: to this asker its actors are unavailable,
 		// not its own system closed.
 		target = actor.ErrUnavailable
-	case codeUnavailable:
-		target = actor.ErrUnavailable
-	case codeDeadline:
-		target = context.DeadlineExceeded
-	case codeCanceled:
-		target = context.Canceled
-	case codeUndecodable:
-		target = actor.ErrUndecodable
-	case codeInvalidRef:
-		target = actor.ErrInvalidRef
-	case codeNoReply:
-		target = actor.ErrNoReply
 	default:
-		return &RemoteError{Node: from, Msg: w.msg}
+		for _, c := range sentinels {
+			if c.code == w.code {
+				target = c.target
+			}
+		}
+		if target == nil {
+			return &RemoteError{Node: from, Msg: w.msg}
+		}
 	}
 	return fmt.Errorf("%w (on %s: %s)", target, from, w.msg)
 }
