@@ -273,16 +273,31 @@ func checkHostPort(field, s string) error {
 // WireConfig returns the configuration of the transport that carries this
 // membership: the same cluster name, advertised address, TLS, address map
 // and logger, for the process incarnation given. The transport's own
-// tuning (limits, compression, keepalive) keeps its defaults; set it on
-// the result. Listen on Bind and hand the transport to NewWireTransport.
+// tuning (limits, compression) keeps its defaults; set it on the result.
+// Listen on Bind and hand the transport to NewWireTransport.
+//
+// Keepalive follows the timings: a connection silent for SuspectAfter is
+// pinged, and given up SuspectAfter later. So a live link is never silent
+// for much longer than SuspectAfter, whether or not membership talks on
+// it, and a silence of 1.5 × SuspectAfter (WireSilence) means the link is
+// broken: the actor layer then relays through another member.
 func (c Config) WireConfig(incarnation uint64) wire.Config {
 	d := c.withDefaults()
 	return wire.Config{
-		ClusterName: d.ClusterName,
-		Advertise:   d.Advertise,
-		Incarnation: incarnation,
-		TLS:         d.TLS,
-		AddressMap:  d.AddressMap,
-		Logger:      d.Logger,
+		ClusterName:      d.ClusterName,
+		Advertise:        d.Advertise,
+		Incarnation:      incarnation,
+		TLS:              d.TLS,
+		AddressMap:       d.AddressMap,
+		Logger:           d.Logger,
+		KeepaliveAfter:   d.Timings.SuspectAfter,
+		KeepaliveTimeout: d.Timings.SuspectAfter,
 	}
+}
+
+// WireSilence is how long a peer of a transport made by WireConfig can be
+// silent (no byte heard) before its link counts as broken: the keepalive
+// ping, sent after SuspectAfter of silence, would have been answered.
+func (c Config) WireSilence() time.Duration {
+	return c.withDefaults().Timings.SuspectAfter * 3 / 2
 }

@@ -38,6 +38,12 @@ type Config struct {
 	// OnMembers, for clients, receives the member lists that members
 	// send in answer to Sync and when membership changes.
 	OnMembers func(from wire.NodeID, members []cluster.Member)
+	// Silence, when set, is how long a member's link may stay silent (no
+	// byte heard) before this node relays what it sends that member
+	// through another member (see relay.go). The transport's keepalive
+	// must keep live links less silent than that
+	// (cluster.Config.WireSilence).
+	Silence time.Duration
 }
 
 // Router implements host.Remote over a wire.Endpoint.
@@ -52,6 +58,10 @@ type Router struct {
 	cancel context.CancelFunc
 
 	nextID atomic.Uint64
+
+	// silent holds the members whose links are silent, with the last
+	// time they were heard (see relay.go); never nil.
+	silent atomic.Pointer[map[wire.NodeID]time.Time]
 
 	// outboxes holds an *outbox per peer (wire.NodeID), inboxes an
 	// *inbox per peer.
@@ -90,6 +100,7 @@ type pending struct {
 	retries int         // sends after the first, at most maxRetries
 	prev    wire.NodeID // the node that answered it does not own the key
 	hint    wire.NodeID // ... and the owner it named
+	direct  bool        // never relayed: a relay's own ask (see relayAsk)
 }
 
 type servedKey struct {
@@ -134,7 +145,11 @@ func New(cfg Config) *Router {
 		changed: make(chan struct{})}
 	r.view.Store(newView(cfg.Endpoint.Self(), false, nil))
 	r.ep.Store(&endpoint{cfg.Endpoint})
+	r.silent.Store(new(map[wire.NodeID]time.Time))
 	cfg.Endpoint.Handle(wire.StreamApplication, wire.HandlerFunc(r.receive))
+	if cfg.Silence > 0 {
+		go r.watchSilence(cfg.Silence)
+	}
 	return r
 }
 
@@ -350,6 +365,11 @@ func (r *Router) Tell(ctx context.Context, out host.Outbound) error {
 	if here { // placement changed since the caller looked
 		return r.serveTell(r.self(), e)
 	}
+	if r.isSilent(to) {
+		if via, ok := r.relayFor(r.view.Load(), to, out.Type, out.Token); ok {
+			to = via // a non-owner: it forwards the tell once
+		}
+	}
 	// The message outlives the caller's context: a tell is done once
 	// queued, like a local one.
 	return r.send(to, out.Token, e, false)
@@ -379,6 +399,15 @@ func (r *Router) dispatch(id uint64, p *pending) error {
 		// that node's view, which changed first.
 		to, here = p.hint, p.hint == v.self
 	}
+	e := &envelope{kind: kindAsk, id: id, token: out.Token, typ: out.Type, key: out.Key, name: out.Name, body: out.Body, chain: out.Chain}
+	if !out.Deadline.IsZero() {
+		e.ttl = max(int64(time.Until(out.Deadline)), 1)
+	}
+	if !here && !p.direct && r.isSilent(to) {
+		if via, ok := r.relayFor(v, to, out.Type, out.Token); ok {
+			to, e.hops = via, 1 // the relay answers: see relay.go
+		}
+	}
 	p.to = to
 	r.mu.Lock()
 	if r.closed {
@@ -387,10 +416,6 @@ func (r *Router) dispatch(id uint64, p *pending) error {
 	}
 	r.pending[id] = p
 	r.mu.Unlock()
-	e := &envelope{kind: kindAsk, id: id, token: out.Token, typ: out.Type, key: out.Key, name: out.Name, body: out.Body, chain: out.Chain}
-	if !out.Deadline.IsZero() {
-		e.ttl = max(int64(time.Until(out.Deadline)), 1)
-	}
 	if here {
 		r.serveAsk(r.self(), e)
 		return nil
@@ -592,6 +617,10 @@ func (r *Router) serveAsk(from wire.NodeID, e *envelope) {
 		return
 	}
 	if !here {
+		if e.hops == 1 {
+			r.relayAsk(from, e) // relayed around a broken link
+			return
+		}
 		fail(&notOwnerError{hint: to.String()})
 		return
 	}

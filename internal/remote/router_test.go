@@ -55,6 +55,12 @@ func newTestNodes(t *testing.T, addrs ...string) []*testNode {
 
 func newTestNodesOn(t *testing.T, net *wire.MemNetwork, addrs ...string) []*testNode {
 	t.Helper()
+	return newTestNodesWith(t, net, func(ep *wire.MemEndpoint) wire.Endpoint { return ep }, addrs...)
+}
+
+// newTestNodesWith starts members whose routers use wrap(endpoint).
+func newTestNodesWith(t *testing.T, net *wire.MemNetwork, wrap func(*wire.MemEndpoint) wire.Endpoint, addrs ...string) []*testNode {
+	t.Helper()
 	var nodes []*testNode
 	for i, a := range addrs {
 		id := wire.NodeID{Addr: a, Incarnation: uint64(i + 1)}
@@ -63,7 +69,7 @@ func newTestNodesOn(t *testing.T, net *wire.MemNetwork, addrs ...string) []*test
 			t.Fatal(err)
 		}
 		n := &testNode{id: id, events: make(chan host.Event, 100)}
-		n.r = New(Config{Endpoint: ep, Serve: true})
+		n.r = New(Config{Endpoint: wrap(ep), Serve: true})
 		n.h = host.New(host.Settings{Remote: n.r, Observer: func(e host.Event) {
 			select {
 			case n.events <- e:
