@@ -379,6 +379,26 @@ func (k *kind[S, M]) QueuedKeys(limit int) []string {
 	return keys
 }
 
+// Active implements host.Mover: whether key has an activation here, live
+// or ending after a move.
+func (k *kind[S, M]) Active(key string) bool {
+	h := k.hash(key)
+	if k.shards[h>>58].t.get(h, key) != nil {
+		return true
+	}
+	if k.movingN.Load() == 0 {
+		return false
+	}
+	k.movingMu.Lock()
+	defer k.movingMu.Unlock()
+	for _, c := range k.moving {
+		if c.key == key {
+			return true
+		}
+	}
+	return false
+}
+
 // Queued reports the messages waiting in all mailboxes.
 func (k *kind[S, M]) Queued() int {
 	total := 0

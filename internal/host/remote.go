@@ -76,6 +76,9 @@ type Mover interface {
 	// Moved ends the activations of the keys here does not accept, once
 	// they have handled what is queued.
 	Moved(here func(key string) bool)
+	// Active reports whether key has an activation here, live or ending
+	// after a move: a new owner waits until it has none (hand-off).
+	Active(key string) bool
 }
 
 // QueueLister is implemented by kinds that can name their keys with

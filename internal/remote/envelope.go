@@ -16,6 +16,8 @@ const (
 	kindReply   uint8 = 4 // the outcome of request id
 	kindSync    uint8 = 5 // a client asks for the member list and for pushes
 	kindMembers uint8 = 6 // the member list (answer to sync, or pushed)
+	kindDrain   uint8 = 7 // a new owner asks the previous one to answer id once typ/key has no activation there
+	kindDrained uint8 = 8 // the answer to drain id: typ/key is not active on the sender
 )
 
 // envelopeVersion is the first byte of every envelope; a node refuses
@@ -99,7 +101,7 @@ func (e *envelope) encode() []byte {
 func (e *envelope) appendTo(b []byte) []byte {
 	b = append(b, envelopeVersion, e.kind)
 	switch e.kind {
-	case kindTell, kindAsk:
+	case kindTell, kindAsk, kindDrain:
 		b = binary.AppendUvarint(b, e.id)
 		b = binary.BigEndian.AppendUint64(b, e.token)
 		b = appendString(b, e.typ)
@@ -109,7 +111,7 @@ func (e *envelope) appendTo(b []byte) []byte {
 		b = binary.AppendVarint(b, e.ttl)
 		b = append(b, e.hops)
 		b = appendStrings(b, e.chain)
-	case kindCancel:
+	case kindCancel, kindDrained:
 		b = binary.AppendUvarint(b, e.id)
 	case kindReply:
 		b = binary.AppendUvarint(b, e.id)
@@ -260,7 +262,7 @@ func decodeEnvelope(b []byte) (envelope, error) {
 	}
 	e.kind = d.byte("kind")
 	switch e.kind {
-	case kindTell, kindAsk:
+	case kindTell, kindAsk, kindDrain:
 		e.id = d.uvarint("id")
 		e.token = d.uint64("token")
 		e.typ = d.alias("type")
@@ -270,7 +272,7 @@ func decodeEnvelope(b []byte) (envelope, error) {
 		e.ttl = d.varint("ttl")
 		e.hops = d.byte("hops")
 		e.chain = d.strings("chain")
-	case kindCancel, kindSync:
+	case kindCancel, kindSync, kindDrained:
 		e.id = d.uvarint("id")
 	case kindReply:
 		e.id = d.uvarint("id")

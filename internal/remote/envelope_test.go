@@ -12,10 +12,10 @@ import (
 
 func TestEnvelopeRoundTrips(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		e := envelope{kind: rapid.SampledFrom([]uint8{kindTell, kindAsk, kindCancel, kindReply, kindSync, kindMembers}).Draw(t, "kind")}
+		e := envelope{kind: rapid.SampledFrom([]uint8{kindTell, kindAsk, kindCancel, kindReply, kindSync, kindMembers, kindDrain, kindDrained}).Draw(t, "kind")}
 		e.id = rapid.Uint64().Draw(t, "id")
 		switch e.kind {
-		case kindTell, kindAsk:
+		case kindTell, kindAsk, kindDrain:
 			e.token = rapid.Uint64().Draw(t, "token")
 			e.typ = rapid.String().Draw(t, "typ")
 			e.key = rapid.String().Draw(t, "key")

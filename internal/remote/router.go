@@ -44,6 +44,10 @@ type Config struct {
 	// must keep live links less silent than that
 	// (cluster.Config.WireSilence).
 	Silence time.Duration
+	// Handoff, when set, is how long after a change of the member set a
+	// new owner drains a key from its previous owner before running it
+	// (see handoff.go), and the most it holds the key's messages waiting.
+	Handoff time.Duration
 }
 
 // Router implements host.Remote over a wire.Endpoint.
@@ -62,6 +66,16 @@ type Router struct {
 	// silent holds the members whose links are silent, with the last
 	// time they were heard (see relay.go); never nil.
 	silent atomic.Pointer[map[wire.NodeID]time.Time]
+
+	// Hand-off (see handoff.go): the view before the last change, the
+	// keys held for their previous owners (by holdID), the drain requests
+	// (by id), the keys handed over since the change.
+	handoff   atomic.Pointer[handoff]
+	holds0    atomic.Int32 // len(holds)
+	hmu       sync.Mutex
+	holds     map[string]*hold
+	drains    map[uint64]string
+	confirmed map[string]struct{}
 
 	// outboxes holds an *outbox per peer (wire.NodeID), inboxes an
 	// *inbox per peer.
@@ -142,7 +156,8 @@ func New(cfg Config) *Router {
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &Router{cfg: cfg, h: cfg.Host, log: cfg.Logger, ctx: ctx, cancel: cancel,
 		pending: map[uint64]*pending{}, serving: map[servedKey]*served{}, clients: map[wire.NodeID]time.Time{},
-		changed: make(chan struct{})}
+		changed: make(chan struct{}),
+		holds:   map[string]*hold{}, drains: map[uint64]string{}, confirmed: map[string]struct{}{}}
 	r.view.Store(newView(cfg.Endpoint.Self(), false, nil))
 	r.ep.Store(&endpoint{cfg.Endpoint})
 	r.silent.Store(new(map[wire.NodeID]time.Time))
@@ -203,12 +218,14 @@ func (r *Router) SetHost(h *host.Host) { r.h = h }
 // subscribed get the new list.
 // It reports whether the view changed.
 func (r *Router) Update(self wire.NodeID, owning bool, members []cluster.Member) bool {
-	if old := r.view.Load(); old.self == self && old.owning == owning && len(old.list) > 0 &&
+	old := r.view.Load()
+	if old.self == self && old.owning == owning && len(old.list) > 0 &&
 		slices.EqualFunc(old.list, members, cluster.Member.Equal) {
 		return false
 	}
 	v := newView(self, owning, members)
 	r.view.Store(v)
+	r.noteChange(old, v)
 	var failed, again []*pending
 	var againIDs []uint64
 	now := time.Now()
@@ -292,8 +309,11 @@ func (r *Router) MoveOut() {
 			continue
 		}
 		typ := k.Name()
+		rk := r.kind(typ)
 		m.Moved(func(key string) bool {
-			here, err := r.Here(typ, key, r.Token(typ, key))
+			// Placement only: a key held for its previous owner (Here
+			// says no) has no activation here to end anyway.
+			_, here, err := r.view.Load().dest(rk, typ, key, r.Token(typ, key))
 			return here && err == nil
 		})
 	}
@@ -324,6 +344,11 @@ func (r *Router) Close() {
 	}
 	r.pending, r.serving = map[uint64]*pending{}, map[servedKey]*served{}
 	r.mu.Unlock()
+	r.hmu.Lock()
+	for _, h := range r.holds {
+		h.timer.Stop()
+	}
+	r.hmu.Unlock()
 	r.cancel()
 	for _, p := range pend {
 		p.done(nil, actor.ErrSystemClosed)
@@ -349,9 +374,15 @@ func (r *Router) Dest(typ, key string, tok uint64) (wire.NodeID, bool, error) {
 	return r.view.Load().dest(r.kind(typ), typ, key, tok)
 }
 
-// Here implements host.Remote.
+// Here implements host.Remote. A key this node owns but holds while its
+// previous owner drains it (see handoff.go) is not here: its messages go
+// through the router, which holds them.
 func (r *Router) Here(typ, key string, tok uint64) (bool, error) {
-	_, here, err := r.view.Load().dest(r.kind(typ), typ, key, tok)
+	k := r.kind(typ)
+	_, here, err := r.view.Load().dest(k, typ, key, tok)
+	if here && err == nil && r.mustHold(k, typ, key, tok) {
+		return false, nil
+	}
 	return here, err
 }
 
@@ -542,6 +573,12 @@ func (r *Router) receiveOther(from wire.NodeID, e *envelope) {
 				r.send(from, e.id, &envelope{kind: kindMembers, id: e.id, body: body}, true)
 			}
 		}
+	case kindDrain:
+		if r.cfg.Serve {
+			r.serveDrain(from, e)
+		}
+	case kindDrained:
+		r.drained(from, e)
 	case kindMembers:
 		if r.cfg.OnMembers != nil {
 			var ms []cluster.Member
@@ -571,6 +608,12 @@ func (r *Router) serveTell(from wire.NodeID, e *envelope) error {
 // queues it here, or forwards it once to the owner this node believes in,
 // or drops it (reporting MessageDropped).
 func (r *Router) tellHere(from wire.NodeID, e *envelope) (host.RemoteKind, bool) {
+	return r.tellHereHold(from, e, true)
+}
+
+// tellHereHold is tellHere; hold says whether the tell may be held for a
+// key being handed over (not when it was held already).
+func (r *Router) tellHereHold(from wire.NodeID, e *envelope, hold bool) (host.RemoteKind, bool) {
 	k := r.kind(e.typ)
 	if k == nil || !r.cfg.Serve {
 		r.dropped(e, fmt.Errorf("%w: %q is not hosted here", actor.ErrUnknownActor, e.typ))
@@ -582,6 +625,9 @@ func (r *Router) tellHere(from wire.NodeID, e *envelope) (host.RemoteKind, bool)
 		return nil, false
 	}
 	if here {
+		if hold && r.holdIfNeeded(from, k, e) {
+			return nil, false
+		}
 		return k, true
 	}
 	if e.hops > 0 {
@@ -603,7 +649,11 @@ func (r *Router) dropped(e *envelope, err error) error {
 }
 
 // serveAsk queues a request here and sends its outcome back to from.
-func (r *Router) serveAsk(from wire.NodeID, e *envelope) {
+func (r *Router) serveAsk(from wire.NodeID, e *envelope) { r.serveAskHold(from, e, true) }
+
+// serveAskHold is serveAsk; hold says whether the ask may be held for a
+// key being handed over (not when it was held already).
+func (r *Router) serveAskHold(from wire.NodeID, e *envelope, hold bool) {
 	id := e.id
 	fail := func(err error) { r.answer(from, id, nil, err) }
 	k := r.kind(e.typ)
@@ -622,6 +672,9 @@ func (r *Router) serveAsk(from wire.NodeID, e *envelope) {
 			return
 		}
 		fail(&notOwnerError{hint: to.String()})
+		return
+	}
+	if hold && r.holdIfNeeded(from, k, e) {
 		return
 	}
 	sk := servedKey{from: from, id: id}
@@ -690,7 +743,9 @@ func (r *Router) cancelServed(sk servedKey) {
 	r.mu.Unlock()
 	if stop != nil {
 		stop()
+		return
 	}
+	r.dropHeld(sk)
 }
 
 // answer sends the outcome of request id to from, or completes it here.

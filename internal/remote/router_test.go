@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -44,6 +45,8 @@ type testNode struct {
 	h      *host.Host
 	r      *Router
 	events chan host.Event
+	// observe, when set, sees every event as it is emitted.
+	observe atomic.Pointer[func(host.Event)]
 }
 
 func (n *testNode) Runtime() *host.Host { return n.h }
@@ -68,15 +71,19 @@ func newTestNodesWith(t *testing.T, net *wire.MemNetwork, wrap func(*wire.MemEnd
 		if err != nil {
 			t.Fatal(err)
 		}
-		n := &testNode{id: id, events: make(chan host.Event, 100)}
+		n := &testNode{id: id, events: make(chan host.Event, 1000)}
 		n.r = New(Config{Endpoint: wrap(ep), Serve: true})
 		n.h = host.New(host.Settings{Remote: n.r, Observer: func(e host.Event) {
+			if f := n.observe.Load(); f != nil {
+				(*f)(e)
+			}
 			select {
 			case n.events <- e:
 			default:
 			}
 		}})
 		n.h.Register(counter.Instantiate(n.h))
+		n.h.Register(seq.Instantiate(n.h))
 		n.r.SetHost(n.h)
 		t.Cleanup(func() {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -94,7 +101,7 @@ func newTestNodesWith(t *testing.T, net *wire.MemNetwork, wrap func(*wire.MemEnd
 func (n *testNode) setView(members ...*testNode) {
 	var ms []cluster.Member
 	for _, m := range members {
-		ms = append(ms, cluster.Member{ID: cluster.NodeID(m.id), Status: cluster.StatusAlive, ActorTypes: []string{"counter"}})
+		ms = append(ms, cluster.Member{ID: cluster.NodeID(m.id), Status: cluster.StatusAlive, ActorTypes: []string{"counter", "seq"}})
 	}
 	n.r.Update(n.id, true, ms)
 }

@@ -1,0 +1,307 @@
+package remote
+
+import (
+	"strings"
+	"time"
+
+	"github.com/troupe-go/troupe/cluster"
+	"github.com/troupe-go/troupe/internal/host"
+	"github.com/troupe-go/troupe/wire"
+)
+
+// Hand-off of a key whose owner changed.
+//
+// When the member set changes, a key can move from its previous owner P
+// to a new owner N while P still runs it: a handler in flight, messages
+// queued in its mailbox (P ends the activation once they are handled; see
+// host.Mover). So for the first message N receives for such a key within
+// Config.Handoff of the change, N holds it, and every later one for the
+// key (tells and asks, local or remote, in arrival order), and asks P to
+// drain the key. P answers once its own view no longer places the key on
+// itself and the key has no activation there. N then delivers what it
+// held, in order, and the key activates on N: one activation at a time,
+// and what a sender sent to P before the change is handled before what it
+// sent to N after it. A key handed over is not checked again until the
+// next change. N stops holding when P answers, when N's view says P is
+// dead or gone, and at the latest after Config.Handoff (P unreachable).
+//
+// What is not covered: a message P forwards to N after the change can
+// still arrive after one its sender sent N directly (a sender whose view
+// changed first), and a key first used after the window is not checked.
+
+// handoff is the view before the last change, consulted until until.
+type handoff struct {
+	prev  *view
+	until time.Time
+}
+
+// hold is a key held on this node until its previous owner drained it.
+type hold struct {
+	prev      wire.NodeID
+	id        uint64 // the drain request
+	items     []heldItem
+	releasing bool
+	timer     *time.Timer
+}
+
+// heldItem is a tell or ask held, with when it arrived (an ask's time to
+// live shrinks by the wait).
+type heldItem struct {
+	from wire.NodeID
+	e    envelope
+	at   time.Time
+}
+
+func holdID(typ, key string) string { return typ + "\x00" + key }
+
+// drainPoll bounds the wait between two looks of a previous owner at a
+// key it is asked to drain.
+const drainPoll = 20 * time.Millisecond
+
+// noteChange starts the hand-off window of a view change from old to v,
+// and lets go of the keys held for a previous owner that v says is dead
+// or gone. r.hmu not held.
+func (r *Router) noteChange(old, v *view) {
+	if r.cfg.Handoff <= 0 {
+		return
+	}
+	if len(old.list) > 0 {
+		r.handoff.Store(&handoff{prev: old, until: time.Now().Add(r.cfg.Handoff)})
+	}
+	r.hmu.Lock()
+	clear(r.confirmed)
+	var gone []string
+	for hid, h := range r.holds {
+		if !waitsOn(v, h.prev) {
+			gone = append(gone, hid)
+		}
+	}
+	r.hmu.Unlock()
+	for _, hid := range gone {
+		go r.release(hid)
+	}
+}
+
+// waitsOn reports whether a key moving from prev is worth waiting for in
+// view v: prev is still there, serving or leaving (draining).
+func waitsOn(v *view, prev wire.NodeID) bool {
+	st, ok := v.status[prev]
+	return ok && st != cluster.StatusDead && st != cluster.StatusLeft
+}
+
+// holding reports, cheaply, whether any key may be held now.
+func (r *Router) holdingAny() bool {
+	return r.holds0.Load() > 0 || r.handoff.Load() != nil
+}
+
+// mustHold reports whether a message for typ/key that this node owns is
+// to be held now (so Here answers false for it: the runtime then hands it
+// to the router, which holds it).
+func (r *Router) mustHold(k host.RemoteKind, typ, key string, tok uint64) bool {
+	if !r.holdingAny() {
+		return false
+	}
+	hid := holdID(typ, key)
+	r.hmu.Lock()
+	defer r.hmu.Unlock()
+	if r.holds[hid] != nil {
+		return true
+	}
+	_, need := r.drainFromLocked(k, hid, typ, key, tok, time.Now())
+	return need
+}
+
+// drainFromLocked returns the previous owner to drain typ/key from before
+// this node, its owner now, runs it. r.hmu held.
+func (r *Router) drainFromLocked(k host.RemoteKind, hid, typ, key string, tok uint64, now time.Time) (wire.NodeID, bool) {
+	ho := r.handoff.Load()
+	if ho == nil {
+		return wire.NodeID{}, false
+	}
+	if now.After(ho.until) {
+		r.handoff.CompareAndSwap(ho, nil)
+		return wire.NodeID{}, false
+	}
+	if k == nil || k.Pinned() {
+		return wire.NodeID{}, false
+	}
+	if _, ok := r.confirmed[hid]; ok {
+		return wire.NodeID{}, false
+	}
+	v := r.view.Load()
+	prev, _, err := ho.prev.dest(k, typ, key, tok)
+	if err != nil || prev.IsZero() || prev == v.self || !waitsOn(v, prev) {
+		return wire.NodeID{}, false
+	}
+	return prev, true
+}
+
+// holdIfNeeded holds e, from from, for a key this node owns, if the key is
+// (or now starts) waiting for its previous owner to drain it. It reports
+// whether it held e.
+func (r *Router) holdIfNeeded(from wire.NodeID, k host.RemoteKind, e *envelope) bool {
+	if !r.holdingAny() {
+		return false
+	}
+	now := time.Now()
+	hid := holdID(e.typ, e.key)
+	r.hmu.Lock()
+	h := r.holds[hid]
+	start := h == nil
+	if start {
+		prev, need := r.drainFromLocked(k, hid, e.typ, e.key, e.token, now)
+		if !need {
+			r.hmu.Unlock()
+			return false
+		}
+		h = &hold{prev: prev, id: r.nextID.Add(1)}
+		r.holds[hid] = h
+		r.drains[h.id] = hid
+		r.holds0.Add(1)
+		h.timer = time.AfterFunc(r.cfg.Handoff, func() {
+			r.log.Warn("troupe: hand-off: the previous owner did not drain the key in time; serving it here", "actor", strings.Replace(hid, "\x00", "/", 1), "previous", h.prev)
+			r.release(hid)
+		})
+	}
+	h.items = append(h.items, heldItem{from: from, e: cloneEnvelope(e), at: now})
+	r.hmu.Unlock()
+	if start {
+		d := &envelope{kind: kindDrain, id: h.id, token: e.token, typ: e.typ, key: e.key}
+		if err := r.send(h.prev, e.token, d, true); err != nil {
+			go r.release(hid)
+		}
+	}
+	return true
+}
+
+// cloneEnvelope copies what e aliases (a network or encode buffer).
+func cloneEnvelope(e *envelope) envelope {
+	c := *e
+	c.typ, c.key, c.name = strings.Clone(e.typ), strings.Clone(e.key), strings.Clone(e.name)
+	c.body = append([]byte(nil), e.body...)
+	return c
+}
+
+// release delivers what is held for hid, in order, then lets the key be
+// served directly. What arrives meanwhile queues behind and is delivered
+// by the same loop.
+func (r *Router) release(hid string) {
+	r.hmu.Lock()
+	h := r.holds[hid]
+	if h == nil || h.releasing {
+		r.hmu.Unlock()
+		return
+	}
+	h.releasing = true
+	h.timer.Stop()
+	for {
+		items := h.items
+		h.items = nil
+		if len(items) == 0 {
+			delete(r.holds, hid)
+			delete(r.drains, h.id)
+			r.holds0.Add(-1)
+			if r.handoff.Load() != nil {
+				r.confirmed[hid] = struct{}{}
+			}
+			r.hmu.Unlock()
+			return
+		}
+		r.hmu.Unlock()
+		for i := range items {
+			r.deliverHeld(&items[i])
+		}
+		r.hmu.Lock()
+	}
+}
+
+// deliverHeld serves a held tell or ask as if it arrived now, without
+// holding it again.
+func (r *Router) deliverHeld(it *heldItem) {
+	e := &it.e
+	switch e.kind {
+	case kindTell:
+		if k, ok := r.tellHereHold(it.from, e, false); ok {
+			if _, err := k.DeliverRemote(host.Inbound{Key: e.key, Name: e.name, Body: e.body}); err != nil {
+				r.dropped(e, err)
+			}
+		}
+	case kindAsk:
+		if e.ttl > 0 {
+			e.ttl -= int64(time.Since(it.at))
+			if e.ttl <= 0 {
+				return // the asker gave up already
+			}
+		}
+		r.serveAskHold(it.from, e, false)
+	}
+}
+
+// dropHeld forgets a held ask that its asker withdrew; it reports whether
+// it found one.
+func (r *Router) dropHeld(sk servedKey) bool {
+	if r.holds0.Load() == 0 {
+		return false
+	}
+	r.hmu.Lock()
+	defer r.hmu.Unlock()
+	for _, h := range r.holds {
+		for i, it := range h.items {
+			if it.e.kind == kindAsk && it.e.id == sk.id && it.from == sk.from {
+				h.items = append(h.items[:i], h.items[i+1:]...)
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// drained handles a previous owner's answer to a drain request.
+func (r *Router) drained(from wire.NodeID, e *envelope) {
+	r.hmu.Lock()
+	hid, ok := r.drains[e.id]
+	if ok && r.holds[hid].prev != from {
+		ok = false
+	}
+	r.hmu.Unlock()
+	if ok {
+		go r.release(hid)
+	}
+}
+
+// serveDrain answers a new owner's drain request once this node's view
+// no longer places the key here and the key has no activation here (or
+// after Config.Handoff, or a second when that is unset).
+func (r *Router) serveDrain(from wire.NodeID, e *envelope) {
+	typ, key, tok, id := strings.Clone(e.typ), strings.Clone(e.key), e.token, e.id
+	k := r.kind(typ)
+	mv, _ := k.(host.Mover)
+	limit := r.cfg.Handoff
+	if limit <= 0 {
+		limit = time.Second
+	}
+	go func() {
+		deadline := time.Now().Add(limit)
+		wait := time.Millisecond
+		for {
+			_, here, err := r.view.Load().dest(k, typ, key, tok)
+			owns := here && err == nil
+			if !owns && (mv == nil || !mv.Active(key)) {
+				break
+			}
+			if time.Now().After(deadline) {
+				r.log.Warn("troupe: hand-off: key still active here when its new owner took it", "actor", typ+"/"+key, "new owner", from, "owned here", owns)
+				break
+			}
+			t := time.NewTimer(wait)
+			select {
+			case <-r.ctx.Done():
+				t.Stop()
+				return
+			case <-t.C:
+			}
+			wait = min(2*wait, drainPoll)
+		}
+		r.send(from, tok, &envelope{kind: kindDrained, id: id}, true)
+	}()
+}
