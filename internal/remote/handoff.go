@@ -89,16 +89,12 @@ func waitsOn(v *view, prev wire.NodeID) bool {
 	return ok && st != cluster.StatusDead && st != cluster.StatusLeft
 }
 
-// holding reports, cheaply, whether any key may be held now.
-func (r *Router) holdingAny() bool {
-	return r.holds0.Load() > 0 || r.handoff.Load() != nil
-}
-
 // mustHold reports whether a message for typ/key that this node owns is
 // to be held now (so Here answers false for it: the runtime then hands it
 // to the router, which holds it).
 func (r *Router) mustHold(k host.RemoteKind, typ, key string, tok uint64) bool {
-	if !r.holdingAny() {
+	prev, maybe := r.mayDrainFrom(k, typ, key, tok)
+	if !maybe {
 		return false
 	}
 	hid := holdID(typ, key)
@@ -107,31 +103,29 @@ func (r *Router) mustHold(k host.RemoteKind, typ, key string, tok uint64) bool {
 	if r.holds[hid] != nil {
 		return true
 	}
-	_, need := r.drainFromLocked(k, hid, typ, key, tok, time.Now())
-	return need
+	_, confirmed := r.confirmed[hid]
+	return !prev.IsZero() && !confirmed
 }
 
-// drainFromLocked returns the previous owner to drain typ/key from before
-// this node, its owner now, runs it. r.hmu held.
-func (r *Router) drainFromLocked(k host.RemoteKind, hid, typ, key string, tok uint64, now time.Time) (wire.NodeID, bool) {
+// mayDrainFrom is the check, without locks, that most messages stop at:
+// no key is held and no change is recent, or the key's previous owner
+// was this node (or is gone). Otherwise it reports true, with the
+// previous owner to drain from if the window is open (zero when only
+// holds remain).
+func (r *Router) mayDrainFrom(k host.RemoteKind, typ, key string, tok uint64) (wire.NodeID, bool) {
+	held := r.holds0.Load() > 0
 	ho := r.handoff.Load()
-	if ho == nil {
-		return wire.NodeID{}, false
-	}
-	if now.After(ho.until) {
+	if ho != nil && time.Now().After(ho.until) {
 		r.handoff.CompareAndSwap(ho, nil)
-		return wire.NodeID{}, false
+		ho = nil
 	}
-	if k == nil || k.Pinned() {
-		return wire.NodeID{}, false
-	}
-	if _, ok := r.confirmed[hid]; ok {
-		return wire.NodeID{}, false
+	if ho == nil || k == nil || k.Pinned() {
+		return wire.NodeID{}, held
 	}
 	v := r.view.Load()
 	prev, _, err := ho.prev.dest(k, typ, key, tok)
 	if err != nil || prev.IsZero() || prev == v.self || !waitsOn(v, prev) {
-		return wire.NodeID{}, false
+		return wire.NodeID{}, held
 	}
 	return prev, true
 }
@@ -140,7 +134,8 @@ func (r *Router) drainFromLocked(k host.RemoteKind, hid, typ, key string, tok ui
 // (or now starts) waiting for its previous owner to drain it. It reports
 // whether it held e.
 func (r *Router) holdIfNeeded(from wire.NodeID, k host.RemoteKind, e *envelope) bool {
-	if !r.holdingAny() {
+	prev, maybe := r.mayDrainFrom(k, e.typ, e.key, e.token)
+	if !maybe {
 		return false
 	}
 	now := time.Now()
@@ -149,8 +144,7 @@ func (r *Router) holdIfNeeded(from wire.NodeID, k host.RemoteKind, e *envelope) 
 	h := r.holds[hid]
 	start := h == nil
 	if start {
-		prev, need := r.drainFromLocked(k, hid, e.typ, e.key, e.token, now)
-		if !need {
+		if _, confirmed := r.confirmed[hid]; confirmed || prev.IsZero() {
 			r.hmu.Unlock()
 			return false
 		}
