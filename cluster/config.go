@@ -295,14 +295,6 @@ func (c Config) WireConfig(incarnation uint64) wire.Config {
 	}
 }
 
-// HandoffWait is how long, after the member set changed, a new owner
-// waits for the previous owner of a key to drain it before running it
-// anyway: the time to declare an unreachable member dead.
-func (c Config) HandoffWait() time.Duration {
-	t := c.withDefaults().Timings
-	return t.SuspectAfter + t.DeadAfter
-}
-
 // WireSilence is how long a peer of a transport made by WireConfig can be
 // silent (no byte heard) before its link counts as broken: the keepalive
 // ping, sent after SuspectAfter of silence, would have been answered.

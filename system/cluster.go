@@ -122,7 +122,7 @@ func Start(ctx context.Context, cfg Config) (*System, error) {
 	m.rejoinCtx, m.cancelRejoin = context.WithCancel(context.Background())
 	m.acc = newAcceptor(ln)
 	wt := cluster.NewWireTransport(tr, cluster.WireOptions{Logger: cc.Logger})
-	m.router = remote.New(remote.Config{Endpoint: tr, Serve: true, Logger: log, Silence: cc.WireSilence(), Handoff: cc.HandoffWait()})
+	m.router = remote.New(remote.Config{Endpoint: tr, Serve: true, Logger: log, Silence: cc.WireSilence(), Handoff: cfg.withDefaults().LeaveTimeout})
 	s := newSystem(cfg, m.router)
 	s.m = m
 	m.router.SetHost(s.h)

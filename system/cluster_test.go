@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -482,4 +483,99 @@ func TestClusterOrderlyLeaveReportsWhatItAbandoned(t *testing.T) {
 		}
 		return true
 	})
+}
+
+// TestClusterBusyKeyRunsOnItsNewOwnerOnlyAfterTheOldOneDrained keeps keys
+// busy on their owners (a stalled handler, an Add queued behind it) while
+// a third member joins and takes some of them: the new owner must hold
+// their messages until the old owner finished and ended the activation
+// (hand-off), so a key never runs in two places.
+func TestClusterBusyKeyRunsOnItsNewOwnerOnlyAfterTheOldOneDrained(t *testing.T) {
+	var mu sync.Mutex
+	var order []string // "<member> started|ended <key>", in emission order
+	observe := func(i int) func(system.Event) {
+		return func(e system.Event) {
+			if e.Actor.Type != "ccounter" || (e.Kind != system.ActivationStarted && e.Kind != system.ActivationEnded) {
+				return
+			}
+			what := "started"
+			if e.Kind == system.ActivationEnded {
+				what = "ended"
+			}
+			mu.Lock()
+			order = append(order, fmt.Sprintf("%d %s %s", i, what, e.Actor.Key))
+			mu.Unlock()
+		}
+	}
+	indexOf := func(s string) int {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Index(order, s)
+	}
+	systems := systemtest.StartCluster(t, 2, func(i int, cfg *system.Config) { cfg.Observer = observe(i) }, ccounter)
+	ctx := systemtest.Ctx(t)
+	keys := make([]string, 30)
+	for i := range keys {
+		keys[i] = "busy-" + strconv.Itoa(i)
+	}
+	stallCtx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	var stalled sync.WaitGroup
+	for _, key := range keys {
+		stalled.Go(func() { actor.Ask(stallCtx, ccounter.Ref(systems[0], key), Stall{ID: stallID(t)}) })
+	}
+	defer stalled.Wait()
+	owner := map[string]int{}
+	for _, key := range keys {
+		o := 0
+		if system.OwnerOf(systems[0], "ccounter", key) == systems[1].Addr() {
+			o = 1
+		}
+		owner[key] = o
+		systemtest.WaitUntil(t, key+" to run its stall", func() bool { return indexOf(fmt.Sprintf("%d started %s", o, key)) >= 0 })
+		if err := ccounter.Ref(systems[0], key).Tell(ctx, Add{N: 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	third := systemtest.Join(t, []string{systems[0].Addr()}, func(cfg *system.Config) { cfg.Observer = observe(2) }, ccounter)
+	all := append(systems, third)
+	systemtest.WaitAlive(t, all, 3)
+	nodes.Lock()
+	for _, s := range all {
+		nodes.byHost[s.Runtime()] = s.Addr()
+	}
+	nodes.Unlock()
+	if stallCtx.Err() != nil {
+		t.Skip("the join took longer than the stalls: nothing was busy any more")
+	}
+	var moved []string
+	for _, key := range keys {
+		if system.OwnerOf(third, "ccounter", key) == third.Addr() && system.OwnerOf(systems[0], "ccounter", key) == third.Addr() {
+			moved = append(moved, key)
+		}
+	}
+	if len(moved) == 0 {
+		t.Fatal("no key moved to the new member")
+	}
+	for _, key := range moved {
+		if err := ccounter.Ref(systems[0], key).Tell(ctx, Add{N: 10}); err != nil {
+			t.Fatal(err)
+		}
+		got, err := actor.Ask(ctx, ccounter.Ref(systems[0], key), Get{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if stallCtx.Err() == nil {
+			t.Fatalf("%s answered by %s while its old owner still ran the stalled handler", key, got.Node)
+		}
+		if got.Node != third.Addr() || got.Count != 10 {
+			t.Fatalf("%s after the move: %+v, want a fresh count of 10 on %s", key, got, third.Addr())
+		}
+		ended, started := indexOf(fmt.Sprintf("%d ended %s", owner[key], key)), indexOf("2 started "+key)
+		if ended < 0 || started < ended {
+			mu.Lock()
+			t.Fatalf("%s: expected the old owner (%d) to end the activation before the new one started it; events: %v", key, owner[key], order)
+		}
+	}
+	t.Logf("%d of %d busy keys moved to the joining member; each started there after its old activation ended", len(moved), len(keys))
 }

@@ -65,8 +65,21 @@ func (r *Router) noteChange(old, v *view) {
 	if r.cfg.Handoff <= 0 {
 		return
 	}
-	if len(old.list) > 0 {
-		r.handoff.Store(&handoff{prev: old, until: time.Now().Add(r.cfg.Handoff)})
+	prev := old
+	if !hasOthers(old) {
+		// This node was alone: it joins (or others join it). What it
+		// owns now was the others' before, as far as it knows; a member
+		// that never ran a key answers a drain at once.
+		others := make([]cluster.Member, 0, len(v.list))
+		for _, m := range v.list {
+			if wire.NodeID(m.ID) != v.self {
+				others = append(others, m)
+			}
+		}
+		prev = newView(v.self, v.owning, others)
+	}
+	if len(prev.list) > 0 {
+		r.handoff.Store(&handoff{prev: prev, until: time.Now().Add(r.cfg.Handoff)})
 	}
 	r.hmu.Lock()
 	clear(r.confirmed)
@@ -80,6 +93,16 @@ func (r *Router) noteChange(old, v *view) {
 	for _, hid := range gone {
 		go r.release(hid)
 	}
+}
+
+// hasOthers reports whether v lists a member other than this node.
+func hasOthers(v *view) bool {
+	for _, m := range v.list {
+		if wire.NodeID(m.ID) != v.self {
+			return true
+		}
+	}
+	return false
 }
 
 // waitsOn reports whether a key moving from prev is worth waiting for in
@@ -124,7 +147,9 @@ func (r *Router) mayDrainFrom(k host.RemoteKind, typ, key string, tok uint64) (w
 	}
 	v := r.view.Load()
 	prev, _, err := ho.prev.dest(k, typ, key, tok)
-	if err != nil || prev.IsZero() || prev == v.self || !waitsOn(v, prev) {
+	if err != nil || prev.IsZero() || prev == v.self || !waitsOn(v, prev) || r.isSilent(prev) {
+		// A previous owner behind a broken link cannot be asked: the
+		// key is served here at once rather than unavailable.
 		return wire.NodeID{}, held
 	}
 	return prev, true

@@ -46,7 +46,8 @@ type Config struct {
 	Silence time.Duration
 	// Handoff, when set, is how long after a change of the member set a
 	// new owner drains a key from its previous owner before running it
-	// (see handoff.go), and the most it holds the key's messages waiting.
+	// (see handoff.go), and the most it holds the key's messages waiting:
+	// the bound of an orderly leave's drain (system.Config.LeaveTimeout).
 	Handoff time.Duration
 }
 
