@@ -149,11 +149,7 @@ func startClusterWith(t *testing.T, n int, tm cluster.Timings, defs ...system.De
 		cfg.LeaveTimeout = 2 * time.Second
 		cfg.Cluster.Timings = tm
 	}, append([]system.Definition{ccounter}, defs...)...)
-	nodes.Lock()
-	for _, s := range systems {
-		nodes.byHost[s.Runtime()] = s.Addr()
-	}
-	nodes.Unlock()
+	recordNodes(systems)
 	return systems
 }
 

@@ -135,17 +135,22 @@ var nodes = struct {
 	byHost map[any]string
 }{byHost: map[any]string{}}
 
+// recordNodes records each system's address for nodeName.
+func recordNodes(systems []*system.System) {
+	nodes.Lock()
+	defer nodes.Unlock()
+	for _, s := range systems {
+		nodes.byHost[s.Runtime()] = s.Addr()
+	}
+}
+
 // startCluster starts n members hosting the test counter (and defs), and
 // records each one's address for nodeName.
 func startCluster(t *testing.T, n int, defs ...system.Definition) []*system.System {
 	t.Helper()
 	systems := systemtest.StartCluster(t, n, func(_ int, cfg *system.Config) { cfg.LeaveTimeout = 2 * time.Second },
 		append([]system.Definition{ccounter}, defs...)...)
-	nodes.Lock()
-	for _, s := range systems {
-		nodes.byHost[s.Runtime()] = s.Addr()
-	}
-	nodes.Unlock()
+	recordNodes(systems)
 	return systems
 }
 
@@ -400,11 +405,7 @@ func TestClusterKeysMoveToAJoiningMember(t *testing.T) {
 	third := systemtest.Join(t, []string{systems[0].Addr()}, func(cfg *system.Config) { cfg.Observer = events[2].Observe }, ccounter)
 	all := append(systems, third)
 	systemtest.WaitAlive(t, all, 3)
-	nodes.Lock()
-	for _, s := range all {
-		nodes.byHost[s.Runtime()] = s.Addr()
-	}
-	nodes.Unlock()
+	recordNodes(all)
 	moved := 0
 	for i := range keys {
 		key := "m" + strconv.Itoa(i)
@@ -540,11 +541,7 @@ func TestClusterBusyKeyRunsOnItsNewOwnerOnlyAfterTheOldOneDrained(t *testing.T) 
 	third := systemtest.Join(t, []string{systems[0].Addr()}, func(cfg *system.Config) { cfg.Observer = observe(2) }, ccounter)
 	all := append(systems, third)
 	systemtest.WaitAlive(t, all, 3)
-	nodes.Lock()
-	for _, s := range all {
-		nodes.byHost[s.Runtime()] = s.Addr()
-	}
-	nodes.Unlock()
+	recordNodes(all)
 	if stallCtx.Err() != nil {
 		t.Skip("the join took longer than the stalls: nothing was busy any more")
 	}

@@ -69,9 +69,7 @@ func runMember() int {
 	if err != nil {
 		return fail(err)
 	}
-	nodes.Lock()
-	nodes.byHost[s.Runtime()] = s.Addr()
-	nodes.Unlock()
+	recordNodes([]*system.System{s})
 	id := ""
 	for _, m := range s.Members() {
 		if m.ID.Addr == s.Addr() {

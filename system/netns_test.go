@@ -93,11 +93,7 @@ func labSystems(t *testing.T, lab *netns.Lab, tm cluster.Timings, defs ...system
 			t.Fatalf("start member %d: %v", i, err)
 		}
 	}
-	nodes.Lock()
-	for _, s := range systems {
-		nodes.byHost[s.Runtime()] = s.Addr()
-	}
-	nodes.Unlock()
+	recordNodes(systems)
 	systemtest.WaitAlive(t, systems, len(systems))
 	return systems
 }

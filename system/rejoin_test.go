@@ -210,10 +210,6 @@ func startClusterTweaked(t *testing.T, n int, tweak func(i int, cfg *system.Conf
 		cfg.LeaveTimeout = 2 * time.Second
 		tweak(i, cfg)
 	}, ccounter)
-	nodes.Lock()
-	for _, s := range systems {
-		nodes.byHost[s.Runtime()] = s.Addr()
-	}
-	nodes.Unlock()
+	recordNodes(systems)
 	return systems
 }

@@ -153,15 +153,7 @@ func (r *Router) relayAsk(from wire.NodeID, e *envelope) {
 	s := &served{}
 	p := &pending{id: id, out: out, direct: true}
 	p.done = func(body []byte, err error) {
-		r.mu.Lock()
-		if r.serving[sk] == s {
-			delete(r.serving, sk)
-		}
-		s.done = true
-		if s.timer != nil {
-			s.timer.Stop()
-		}
-		r.mu.Unlock()
+		r.finishServed(sk, s)
 		r.answer(from, askerID, body, err)
 	}
 	r.mu.Lock()

@@ -690,15 +690,7 @@ func (r *Router) serveAskHold(from wire.NodeID, e *envelope, hold bool) {
 	r.mu.Unlock()
 	in := host.Inbound{Key: e.key, Name: e.name, Body: e.body, Chain: e.chain,
 		Reply: func(body []byte, err error) {
-			r.mu.Lock()
-			if cur := r.serving[sk]; cur == s {
-				delete(r.serving, sk)
-			}
-			s.done = true
-			if s.timer != nil {
-				s.timer.Stop()
-			}
-			r.mu.Unlock()
+			r.finishServed(sk, s)
 			r.answer(from, id, body, err)
 		}}
 	var ttl time.Duration
@@ -728,6 +720,19 @@ func (r *Router) serveAskHold(from wire.NodeID, e *envelope, hold bool) {
 			// be lost, stop here too.
 			s.timer = time.AfterFunc(ttl, func() { r.cancelServed(sk) })
 		}
+	}
+	r.mu.Unlock()
+}
+
+// finishServed forgets s, served for sk, once its outcome is known.
+func (r *Router) finishServed(sk servedKey, s *served) {
+	r.mu.Lock()
+	if r.serving[sk] == s {
+		delete(r.serving, sk)
+	}
+	s.done = true
+	if s.timer != nil {
+		s.timer.Stop()
 	}
 	r.mu.Unlock()
 }
