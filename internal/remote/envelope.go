@@ -16,8 +16,8 @@ const (
 	kindReply   uint8 = 4 // the outcome of request id
 	kindSync    uint8 = 5 // a client asks for the member list and for pushes
 	kindMembers uint8 = 6 // the member list (answer to sync, or pushed)
-	kindDrain   uint8 = 7 // a new owner asks the previous one to answer id once typ/key has no activation there
-	kindDrained uint8 = 8 // the answer to drain id: typ/key is not active on the sender
+	kindDrain   uint8 = 8 // a new owner asks the previous one to answer id once typ/key has no activation there
+	kindDrained uint8 = 9 // the answer to drain id: typ/key is not active on the sender
 )
 
 // envelopeVersion is the first byte of every envelope; a node refuses
