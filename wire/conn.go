@@ -474,6 +474,8 @@ func (c *liveConn) deliverInline(rd *reader, st StreamID, from NodeID, d deliver
 	})
 	if h := t.handlers[st].Load(); h != nil && *h != nil {
 		(*h).Receive(from, d.payload)
+	} else {
+		t.bufs.put(d.payload) // dropped: nobody holds it
 	}
 	relieved = !state.CompareAndSwap(0, 2)
 	timer.Stop()
@@ -520,7 +522,7 @@ func (c *liveConn) readDataDirect(br *bufio.Reader, h Header) (fenced bool, err 
 	p, dst := s.chunkTargetLocked(h, d, int(h.Length)-n)
 	s.mu.Unlock()
 	if p != nil && dst == nil {
-		dst = p.allocChunk(int(h.Length) - n)
+		dst = p.allocChunk(s.t.bufs, int(h.Length)-n)
 	}
 	if dst == nil {
 		// Not a chunk the session can take: read it into a scratch
@@ -586,6 +588,7 @@ func (c *liveConn) handleLocked(f frame, d dataFrame, chunk []byte, now time.Tim
 		if p := s.partial[f.Stream][id]; p != nil {
 			s.reserved -= p.reserved
 			delete(s.partial[f.Stream], id)
+			s.t.bufs.put(p.buf)
 		}
 		return nil
 	case FramePing:
