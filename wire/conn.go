@@ -25,6 +25,7 @@ type liveConn struct {
 	closeOnce sync.Once
 	enc       codec // writer's codec
 	dec       codec // reader's codec
+	lowat     int   // TCP_NOTSENT_LOWAT last set; the writer's
 }
 
 func (c *liveConn) heard() time.Time { return time.Unix(0, c.heardNano.Load()) }
@@ -267,7 +268,7 @@ func (s *session) activate(hc *hsConn, fresh bool, theirs resumeCounts) error {
 		return fmt.Errorf("%w: resume impossible", ErrPeerDead)
 	}
 	s.gen++
-	c := &liveConn{hsConn: hc, s: s, gen: s.gen, done: make(chan struct{}), wake: make(chan struct{}, 1), stop: make(chan struct{}), enc: enc, dec: dec}
+	c := &liveConn{hsConn: hc, s: s, gen: s.gen, done: make(chan struct{}), wake: make(chan struct{}, 1), stop: make(chan struct{}), enc: enc, dec: dec, lowat: t.cfg.NotSentLowat}
 	c.heardNano.Store(now.UnixNano())
 	s.conn = c
 	s.upAt = now
@@ -695,7 +696,9 @@ func (c *liveConn) writeLoop() {
 		if len(frames) == 0 && wait > 0 {
 			s.wakeAt = now.Add(wait)
 		}
+		lowat := s.notSentLowatLocked()
 		s.mu.Unlock()
+		c.tuneLowat(lowat)
 
 		if len(frames) > 0 {
 			// Headers and small payloads are encoded into buf; chunks
@@ -750,6 +753,18 @@ func (c *liveConn) writeLoop() {
 			return
 		default:
 		}
+	}
+}
+
+// tuneLowat sets the socket's TCP_NOTSENT_LOWAT to n when it differs from
+// the last value set by more than a half (the value follows a rate, and
+// each change is a system call).
+func (c *liveConn) tuneLowat(n int) {
+	if n < 0 || (2*n >= c.lowat && 2*c.lowat >= n) {
+		return
+	}
+	if err := setNotSentLowat(c.hsConn.Conn, n); err == nil {
+		c.lowat = n
 	}
 }
 
