@@ -97,8 +97,9 @@ func New(cfg Config) (*Transport, error) {
 
 // poolBytes bounds the released buffers a transport keeps for reuse: a
 // few envelopes of the largest size, enough for a stream whose handler
-// releases each payload soon after the next one arrives.
-func poolBytes(l Limits) int { return 4 * l.MaxMessage }
+// releases each payload soon after the next one arrives, and at most
+// 32 MiB (larger envelopes are then simply not pooled).
+func poolBytes(l Limits) int { return min(4*l.MaxMessage, 32<<20) }
 
 // Release gives the transport back the buffer of a payload that one of
 // its handlers received, to read a later envelope into; a receiver of
@@ -109,8 +110,8 @@ func poolBytes(l Limits) int { return 4 * l.MaxMessage }
 // other memory. Release a payload only once nothing uses it any more, its
 // bytes nor any slice of them, and only once: the buffer will hold
 // another envelope. Release keeps only buffers of the sizes the transport
-// allocates for envelopes of 32 KiB and more, up to a few MiB in all, and
-// ignores anything else.
+// allocates for envelopes of 32 KiB and more, up to four of the largest
+// envelopes and at most 32 MiB in all, and ignores anything else.
 func (t *Transport) Release(payload []byte) { t.bufs.put(payload) }
 
 // Self returns this node's identity.
