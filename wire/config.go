@@ -126,8 +126,10 @@ type Config struct {
 	RedialMax time.Duration
 	// NotSentLowat, in bytes, is set as TCP_NOTSENT_LOWAT on TCP
 	// sockets, so the kernel holds little unsent data and what is sent
-	// next does not queue behind it. Default 16 KiB; negative leaves the
-	// socket as it is.
+	// next does not queue behind it. On fast paths the writer raises it
+	// to about one large frame (FrameTime, 250 µs, at the sustained
+	// rate), which a small envelope may wait behind anyway; this value is
+	// the floor. Default 16 KiB; negative leaves the socket as it is.
 	NotSentLowat int
 	// SendQueue bounds, in bytes per peer, the envelopes queued and not
 	// yet fully written; a Send beyond it fails with ErrQueueFull.

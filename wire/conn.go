@@ -25,6 +25,7 @@ type liveConn struct {
 	closeOnce sync.Once
 	enc       codec // writer's codec
 	dec       codec // reader's codec
+	lowat     int   // TCP_NOTSENT_LOWAT last set; the writer's
 }
 
 func (c *liveConn) heard() time.Time { return time.Unix(0, c.heardNano.Load()) }
@@ -267,7 +268,7 @@ func (s *session) activate(hc *hsConn, fresh bool, theirs resumeCounts) error {
 		return fmt.Errorf("%w: resume impossible", ErrPeerDead)
 	}
 	s.gen++
-	c := &liveConn{hsConn: hc, s: s, gen: s.gen, done: make(chan struct{}), wake: make(chan struct{}, 1), stop: make(chan struct{}), enc: enc, dec: dec}
+	c := &liveConn{hsConn: hc, s: s, gen: s.gen, done: make(chan struct{}), wake: make(chan struct{}, 1), stop: make(chan struct{}), enc: enc, dec: dec, lowat: t.cfg.NotSentLowat}
 	c.heardNano.Store(now.UnixNano())
 	s.conn = c
 	s.upAt = now
@@ -305,10 +306,14 @@ type keepaliveReader struct {
 	c      *liveConn
 	pinged bool
 	set    int64 // heardNano when the read deadline was last moved
+	limit  int   // if positive, the most one Read returns
 }
 
 func (k *keepaliveReader) Read(p []byte) (int, error) {
 	cfg := &k.c.s.t.cfg
+	if k.limit > 0 && len(p) > k.limit {
+		p = p[:k.limit]
+	}
 	for {
 		n, err := k.c.hsConn.Conn.Read(p)
 		if n > 0 {
@@ -361,15 +366,36 @@ const directMin = 4 << 10
 type reader struct {
 	br      *bufio.Reader
 	fr      *frameReader
+	src     io.Reader // what br reads from; large chunks are read from it directly
+	ka      *keepaliveReader
+	drained bool // a chunk read from src emptied br
 	scratch []byte
+}
+
+// headerFill bounds the read that refills the buffer for a frame header
+// after a chunk was read past the buffer: a full 64 KiB refill would
+// mostly hold the next frame's chunk, to be copied out of the buffer
+// again (a twentieth of a bulk receiver's CPU).
+const headerFill = 4 << 10
+
+// header reads the next frame's header.
+func (rd *reader) header() (Header, error) {
+	if rd.drained {
+		rd.ka.limit = headerFill
+	}
+	h, err := rd.fr.header()
+	rd.ka.limit, rd.drained = 0, false
+	return h, err
 }
 
 func (c *liveConn) readLoop() {
 	t := c.s.t
 	c.SetReadDeadline(time.Now().Add(t.cfg.KeepaliveAfter))
 	// Bytes the handshake reader already buffered come first.
-	br := bufio.NewReaderSize(io.MultiReader(bufferedOf(c.r), &keepaliveReader{c: c}), 64<<10)
-	c.read(&reader{br: br, fr: newFrameReader(br, t.cfg.Limits.MaxFrame)})
+	ka := &keepaliveReader{c: c}
+	src := io.MultiReader(bufferedOf(c.r), ka)
+	br := bufio.NewReaderSize(src, 64<<10)
+	c.read(&reader{br: br, fr: newFrameReader(br, t.cfg.Limits.MaxFrame), src: src, ka: ka})
 }
 
 // read reads frames until the connection ends, or until another goroutine
@@ -377,17 +403,17 @@ func (c *liveConn) readLoop() {
 func (c *liveConn) read(rd *reader) {
 	s, t := c.s, c.s.t
 	defer t.wg.Done()
-	br, fr := rd.br, rd.fr
+	fr := rd.fr
 	var err error
 	for {
 		var h Header
-		h, err = fr.header()
+		h, err = rd.header()
 		if err != nil {
 			break
 		}
 		if h.Type == FrameData && h.Flags&FlagCompressed == 0 && h.Length >= directMin {
 			var fenced bool
-			fenced, err = c.readDataDirect(br, h)
+			fenced, err = c.readDataDirect(rd, h)
 			if fenced {
 				c.fenced()
 				return
@@ -474,6 +500,8 @@ func (c *liveConn) deliverInline(rd *reader, st StreamID, from NodeID, d deliver
 	})
 	if h := t.handlers[st].Load(); h != nil && *h != nil {
 		(*h).Receive(from, d.payload)
+	} else {
+		t.bufs.put(d.payload) // dropped: nobody holds it
 	}
 	relieved = !state.CompareAndSwap(0, 2)
 	timer.Stop()
@@ -498,8 +526,8 @@ func (c *liveConn) fenced() {
 // only once whole, as any other: a connection that breaks inside it
 // changes nothing. It reports fenced when a newer connection owns the
 // session (the reader then ends quietly).
-func (c *liveConn) readDataDirect(br *bufio.Reader, h Header) (fenced bool, err error) {
-	s, lim := c.s, c.s.t.cfg.Limits
+func (c *liveConn) readDataDirect(rd *reader, h Header) (fenced bool, err error) {
+	s, lim, br := c.s, c.s.t.cfg.Limits, rd.br
 	pre, err := br.Peek(min(int(h.Length), maxDataOverhead))
 	if err != nil {
 		if err == io.EOF {
@@ -520,18 +548,23 @@ func (c *liveConn) readDataDirect(br *bufio.Reader, h Header) (fenced bool, err 
 	p, dst := s.chunkTargetLocked(h, d, int(h.Length)-n)
 	s.mu.Unlock()
 	if p != nil && dst == nil {
-		dst = p.allocChunk(int(h.Length) - n)
+		dst = p.allocChunk(s.t.bufs, int(h.Length)-n)
 	}
 	if dst == nil {
 		// Not a chunk the session can take: read it into a scratch
 		// buffer; applying it reports what is wrong.
 		dst = make([]byte, int(h.Length)-n)
 	}
-	if _, err := io.ReadFull(br, dst); err != nil {
-		if err == io.EOF {
-			err = io.ErrUnexpectedEOF
+	// What the buffer holds, then the rest straight from the socket.
+	k, _ := br.Read(dst[:min(len(dst), br.Buffered())])
+	if k < len(dst) {
+		if _, err := io.ReadFull(rd.src, dst[k:]); err != nil {
+			if err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
+			return false, err
 		}
-		return false, err
+		rd.drained = true
 	}
 	now := time.Now()
 	s.mu.Lock()
@@ -586,6 +619,7 @@ func (c *liveConn) handleLocked(f frame, d dataFrame, chunk []byte, now time.Tim
 		if p := s.partial[f.Stream][id]; p != nil {
 			s.reserved -= p.reserved
 			delete(s.partial[f.Stream], id)
+			s.t.bufs.put(p.buf)
 		}
 		return nil
 	case FramePing:
@@ -692,7 +726,9 @@ func (c *liveConn) writeLoop() {
 		if len(frames) == 0 && wait > 0 {
 			s.wakeAt = now.Add(wait)
 		}
+		lowat := s.notSentLowatLocked()
 		s.mu.Unlock()
+		c.tuneLowat(lowat)
 
 		if len(frames) > 0 {
 			// Headers and small payloads are encoded into buf; chunks
@@ -747,6 +783,18 @@ func (c *liveConn) writeLoop() {
 			return
 		default:
 		}
+	}
+}
+
+// tuneLowat sets the socket's TCP_NOTSENT_LOWAT to n when it differs from
+// the last value set by more than a half (the value follows a rate, and
+// each change is a system call).
+func (c *liveConn) tuneLowat(n int) {
+	if n < 0 || (2*n >= c.lowat && 2*c.lowat >= n) {
+		return
+	}
+	if err := setNotSentLowat(c.hsConn.Conn, n); err == nil {
+		c.lowat = n
 	}
 }
 

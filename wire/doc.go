@@ -122,11 +122,28 @@
 // head-of-line latency on a 50 Mbit/s tbf link and on a user-space proxy,
 // with a naive FIFO baseline.
 //
+// Landed in session 3 (issue 3, bulk throughput):
+//   - Buffers: envelopes of 32 KiB and more whose whole size is reserved
+//     are read into buffers from a per-transport pool (four size classes
+//     per power of two, at most 32 MiB kept); a handler may give its
+//     payload back with Transport.Release (Endpoint.Release; optional,
+//     MemEndpoint's does nothing). Dropped and aborted envelopes go back
+//     too.
+//   - TCP_NOTSENT_LOWAT follows the large-frame size (FrameTime at the
+//     sustained rate) with Config.NotSentLowat as the floor: a fixed
+//     16 KiB woke loopback's writer every 16 KiB.
+//   - Chunks beyond what the read buffer holds are read straight from the
+//     socket, and the buffer's refill for the next header after one asks
+//     for 4 KiB, not 64 KiB of the next chunk to copy again.
+//   - A span in which the sender was app- or credit-limited may raise the
+//     sustained rate, never lower it.
+//
 // Measured on the shared 2-core machine, load average 6-22 from other
 // work (BENCHMARKS.md has the commands and every run): bulk 1 MiB
-// envelopes against a plain TCP copy in the same run 0.26-0.50x
-// (0.13-0.34x before this session's changes, run alternately with them;
-// goal 0.9x, not met); head-of-line on the tbf link, 100-byte envelopes
+// envelopes against a plain TCP copy in the same run 0.26-0.50x after
+// session 2 (0.13-0.34x before it), and after session 3, alternately
+// with main at load 10-12, 0.61x (0.51-0.75) with a releasing handler and
+// 0.42x with one that keeps payloads, main 0.35x (goal 0.9x, not met); head-of-line on the tbf link, 100-byte envelopes
 // every 1 ms beside 64 MiB envelopes: p50 4.4-5.6 ms, p99 7.4-9.5 ms at
 // load 6-8 and 6.2-21 ms at 10-18 (before, alongside: 7.3-10.8 and
 // 8.1-81 ms; goal about 10 ms), link 80-95% used; 100-byte envelopes side
@@ -134,16 +151,20 @@
 // us each); a cut costs 3.7-3.9 ms to the next delivery on loopback.
 //
 // Left for the next session:
-//   - Bulk throughput (0.26-0.50x of plain TCP): what remains per byte is
-//     what a plain copy also pays (one kernel copy each way) plus zeroing
-//     the receiver's new envelope buffer (a handler owns its payload, so
-//     buffers cannot be pooled) and the garbage it makes; per operation,
-//     credit round trips and goroutine wake-ups on both sides. A longer
-//     bandwidth filter, no TCP_NOTSENT_LOWAT, 1 MiB write batches and a
-//     larger window each made no difference; grants per a sixteenth of
-//     the window stalled at 14 MB/s (the window floor must cover a grant).
-//     Ideas: a Handler variant that returns the buffer (pooling); fewer
-//     grants on fast paths with a window floor that follows them.
+//   - Bulk throughput (0.6x of plain TCP with a releasing handler): the
+//     rest is CPU, mostly in the kernel; the writer's writev costs about
+//     1.5x the plain sender's write per byte, not yet explained (look at
+//     the skbs TCP_NOTSENT_LOWAT's partial writes make, and at writev
+//     versus write). Credit frames are not the cost: grants by a
+//     sixteenth of the window until the reader drains the socket cut
+//     them to 2.3 per MiB with no gain. Also tried without gain: 4 KiB
+//     aligned frames, 8x the congestion window, a 4x lowat; a 1 ms
+//     FrameTime helped a little (0.72 vs 0.69) but lengthens the wait of
+//     small envelopes on LANs. Earlier: a longer bandwidth filter, 1 MiB
+//     write batches and a larger window made no difference; grants per a
+//     sixteenth of the window alone stalled at 14 MB/s. The layers above
+//     do not call Release yet (internal/remote could, once a payload is
+//     decoded).
 //   - Head-of-line: the p50 of ~4.5 ms is the cwnd floor (32 KiB) standing
 //     at the bottleneck; p99 swings with machine load. After an idle spell
 //     a token bucket's burst inflates the bandwidth estimate (190 MB/s on

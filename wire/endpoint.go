@@ -13,6 +13,9 @@ type Endpoint interface {
 	Self() NodeID
 	// Handle sets the handler of a stream; call it before traffic flows.
 	Handle(stream StreamID, h Handler)
+	// Release gives back the buffer of a payload a handler received and
+	// no longer uses, for reuse; optional. See Transport.Release.
+	Release(payload []byte)
 	// OnPeerEvent adds a function told about peers coming up and going
 	// down; listeners are called in the order added, from one goroutine
 	// at a time, and must not block.

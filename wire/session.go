@@ -409,7 +409,7 @@ func (s *session) applyCreditLocked(st StreamID, c credit, now time.Time) error 
 // applyDataLocked does, when the first chunk is applied.
 func (s *session) newPartialLocked(total int) *partialEnv {
 	p := s.planPartialLocked(total)
-	p.buf = make([]byte, 0, p.capacity())
+	p.buf = p.newBuf(s.t.bufs, 0)
 	return p
 }
 
@@ -424,8 +424,15 @@ func (s *session) planPartialLocked(total int) *partialEnv {
 	return p
 }
 
-// capacity is the buffer to allocate for a planned envelope.
-func (p *partialEnv) capacity() int { return p.alloc }
+// newBuf returns an empty buffer for a planned envelope, with room for at
+// least n bytes: from the pool when the whole envelope is reserved (its
+// buffer then never grows, so it keeps its class size until released).
+func (p *partialEnv) newBuf(pool *bufPool, n int) []byte {
+	if p.alloc == p.total && pool.pooled(p.total) {
+		return pool.get(p.total)
+	}
+	return make([]byte, 0, max(p.alloc, n))
+}
 
 // chunkTargetLocked returns where the n-byte chunk of data frame d goes:
 // its envelope and the bytes of the envelope's buffer after what it
@@ -453,8 +460,8 @@ func (s *session) chunkTargetLocked(h Header, d dataFrame, n int) (*partialEnv, 
 
 // allocChunk allocates the buffer of a planned envelope and returns its
 // first n bytes, for its first chunk.
-func (p *partialEnv) allocChunk(n int) []byte {
-	p.buf = make([]byte, 0, max(p.capacity(), n))
+func (p *partialEnv) allocChunk(pool *bufPool, n int) []byte {
+	p.buf = p.newBuf(pool, n)
 	return p.buf[:n]
 }
 
@@ -557,6 +564,8 @@ func (s *session) deliver(st StreamID) {
 
 		if h := s.t.handlers[st].Load(); h != nil && *h != nil {
 			(*h).Receive(from, d.payload)
+		} else {
+			s.t.bufs.put(d.payload) // dropped: nobody holds it
 		}
 
 		s.mu.Lock()
@@ -606,6 +615,22 @@ func (s *session) grantLocked(st StreamID, now time.Time) {
 	if d := s.recv[st].Deadline(); !d.IsZero() && (s.wakeAt.IsZero() || d.Before(s.wakeAt)) {
 		s.kick()
 	}
+}
+
+// notSentLowatLocked returns the TCP_NOTSENT_LOWAT the connection wants
+// now, or a negative value to leave the socket alone: about one large
+// frame, the FrameTime's worth at the sustained rate, and at least the
+// configured floor. A fixed 16 KiB kept loopback's writer waking every
+// 16 KiB (0.59x a plain copy against 0.71x with 256 KiB, alternate runs),
+// while a slow link needs the floor to keep small envelopes from queueing
+// behind bulk in the kernel; a frame time's worth is what a small
+// envelope waits behind a frame anyway.
+func (s *session) notSentLowatLocked() int {
+	floor := s.t.cfg.NotSentLowat
+	if floor < 0 {
+		return floor
+	}
+	return max(floor, s.sched.LargeFrame())
 }
 
 // countsLocked snapshots the received byte counts, after the old

@@ -6,11 +6,14 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// setNotSentLowat sets TCP_NOTSENT_LOWAT on c if it is a TCP socket, so
-// the kernel keeps at most about n unsent bytes queued: frames chosen by
-// the scheduler then leave in the order chosen instead of waiting behind a
-// deep socket buffer.
+// setNotSentLowat sets TCP_NOTSENT_LOWAT on c if it is a TCP socket (or
+// TLS over one), so the kernel keeps at most about n unsent bytes queued:
+// frames chosen by the scheduler then leave in the order chosen instead of
+// waiting behind a deep socket buffer.
 func setNotSentLowat(c net.Conn, n int) error {
+	if w, ok := c.(interface{ NetConn() net.Conn }); ok {
+		c = w.NetConn()
+	}
 	tc, ok := c.(*net.TCPConn)
 	if !ok || n <= 0 {
 		return nil

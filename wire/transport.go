@@ -14,9 +14,10 @@ import (
 
 // Handler receives the envelopes of one stream. Receive is called for one
 // peer and stream at a time, in the order the peer sent the envelopes of
-// each key; it owns payload. Credit for the envelope returns to the peer
-// when Receive returns, so a slow handler slows that peer's stream (and
-// only that stream).
+// each key; it owns payload, and may give its buffer back with
+// Transport.Release once done with it. Credit for the envelope returns to
+// the peer when Receive returns, so a slow handler slows that peer's
+// stream (and only that stream).
 type Handler interface {
 	Receive(from NodeID, payload []byte)
 }
@@ -47,6 +48,7 @@ type Transport struct {
 	loc      *local
 	log      *slog.Logger
 	handlers [NumStreams]atomic.Pointer[Handler]
+	bufs     *bufPool // released envelope buffers
 	// draining is set by Shutdown: new sends fail with ErrClosed.
 	draining atomic.Bool
 
@@ -88,9 +90,29 @@ func New(cfg Config) (*Transport, error) {
 		sessions: map[string]*session{},
 		lns:      map[net.Listener]struct{}{},
 		rng:      rand.New(rand.NewPCG(cfg.Incarnation, 0x74726f757065)),
+		bufs:     newBufPool(classSize(cfg.Limits.MaxMessage), poolBytes(cfg.Limits)),
 	}
 	return t, nil
 }
+
+// poolBytes bounds the released buffers a transport keeps for reuse: a
+// few envelopes of the largest size, enough for a stream whose handler
+// releases each payload soon after the next one arrives, and at most
+// 32 MiB (larger envelopes are then simply not pooled).
+func poolBytes(l Limits) int { return min(4*l.MaxMessage, 32<<20) }
+
+// Release gives the transport back the buffer of a payload that one of
+// its handlers received, to read a later envelope into; a receiver of
+// large envelopes that releases them saves zeroing fresh memory and
+// collecting it (about a fifth of the receiving CPU for 1 MiB envelopes).
+//
+// Calling it is optional: a payload never released is collected like any
+// other memory. Release a payload only once nothing uses it any more, its
+// bytes nor any slice of them, and only once: the buffer will hold
+// another envelope. Release keeps only buffers of the sizes the transport
+// allocates for envelopes of 32 KiB and more, up to four of the largest
+// envelopes and at most 32 MiB in all, and ignores anything else.
+func (t *Transport) Release(payload []byte) { t.bufs.put(payload) }
 
 // Self returns this node's identity.
 func (t *Transport) Self() NodeID { return t.loc.node }

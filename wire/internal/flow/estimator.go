@@ -283,6 +283,7 @@ type Estimator struct {
 	spanStart     int64
 	spanDelivered int64
 	spanRates     [2]float64
+	spanLimited   bool // the sender was app- or credit-limited in the span
 
 	pacingRate float64
 	cwnd       int64
@@ -322,6 +323,7 @@ func (e *Estimator) stream(id StreamID) *estStream {
 // marked app-limited, so their samples cannot lower the estimate.
 func (e *Estimator) SetAppLimited() {
 	e.appLimitedUntil = max(e.delivered+e.inflight, 1)
+	e.spanLimited = true
 }
 
 // OnSend records a frame of n payload bytes sent at now on stream, ending at
@@ -377,8 +379,17 @@ func (e *Estimator) OnCredit(stream StreamID, acked int64, now time.Time) (RateS
 	e.delivered += newly
 	e.deliveredTime = t
 	if span := t - e.spanStart; span >= int64(sustainedWindow) {
-		e.spanRates[0], e.spanRates[1] = e.spanRates[1], float64(e.delivered-e.spanDelivered)/time.Duration(span).Seconds()
+		// A span in which the sender idled, or waited for the peer's
+		// credit, measures the application or the receiver: it may raise
+		// the sustained rate, never lower it (a bulk sender that pauses
+		// between batches would otherwise shrink its frames after each
+		// pause).
+		rate := float64(e.delivered-e.spanDelivered) / time.Duration(span).Seconds()
+		if !e.spanLimited || rate >= e.SustainedRate() {
+			e.spanRates[0], e.spanRates[1] = e.spanRates[1], rate
+		}
 		e.spanStart, e.spanDelivered = t, e.delivered
+		e.spanLimited = e.appLimitedUntil != 0
 	}
 	if !found {
 		e.updateModel(t, newly, false)

@@ -494,3 +494,26 @@ func TestEstimatorSustainedRateIgnoresShortBursts(t *testing.T) {
 		t.Fatalf("sustained rate %.3g after a second at 1 MB/s, want about 1e6", r)
 	}
 }
+
+// A span in which the sender idled or waited for credit may raise the
+// sustained rate but not lower it; a span in which the path was the limit
+// lowers it.
+func TestEstimatorSustainedRateIsNotLoweredWhileAppLimited(t *testing.T) {
+	e := mustEstimator(t, EstimatorConfig{})
+	// 1 GB/s for 100 ms: 16 KiB every 16.384 µs.
+	now := feed(e, t0, 6000, 16<<10, 16384*time.Nanosecond, 50*time.Microsecond, false)
+	fast := e.SustainedRate()
+	if !within(fast, 1e9, 0.1) {
+		t.Fatalf("sustained rate %.3g after 100 ms at 1 GB/s, want about 1e9", fast)
+	}
+	// Idle for 50 ms, then 1 MB/s from an application with little to send.
+	now = feed(e, now.Add(50*time.Millisecond), 10, 16<<10, 16384*time.Microsecond, time.Millisecond, true)
+	if r := e.SustainedRate(); r != fast {
+		t.Fatalf("sustained rate %.3g after app-limited spans, want it kept at %.3g", r, fast)
+	}
+	// The path itself slows to 1 MB/s.
+	feed(e, now, 10, 16<<10, 16384*time.Microsecond, time.Millisecond, false)
+	if r := e.SustainedRate(); !within(r, 1e6, 0.1) {
+		t.Fatalf("sustained rate %.3g after path-limited spans at 1 MB/s, want about 1e6", r)
+	}
+}

@@ -659,6 +659,11 @@ func (s *Scheduler) fits(st *schedStream, e *envelope) (int, bool) {
 	return 0, false
 }
 
+// LargeFrame returns the payload limit of a large envelope's next frame:
+// what the path sends in FrameTime at its sustained rate, within MaxFrame
+// and LargeFrame. The session also sizes the kernel's unsent queue by it.
+func (s *Scheduler) LargeFrame() int { return s.largeFrame() }
+
 // largeFrame returns the payload limit of a large envelope's next frame:
 // what the path sends in FrameTime at its sustained rate (and at most the
 // pacing rate), within MaxFrame and LargeFrame.

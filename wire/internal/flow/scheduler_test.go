@@ -636,6 +636,9 @@ func TestSchedulerLargeFramesGrowWithTheSustainedRate(t *testing.T) {
 		if !ok {
 			t.Fatalf("no frame: in flight %d, cwnd %d", s.Estimator().Inflight(), s.Estimator().CWnd())
 		}
+		if n := s.LargeFrame(); n != f.Len {
+			t.Errorf("LargeFrame() = %d, the frame written has %d bytes", n, f.Len)
+		}
 		return f.Len
 	}
 	slow := mustScheduler(t, cfg)
