@@ -116,9 +116,21 @@ func putEncodeBuffer(b *encodeBuffer) {
 
 // decodeMessage decodes a message of definition type M named name.
 func decodeMessage[M any](c *codec, h *host.Host, name string, body []byte) (M, error) {
+	d := getBoundDecoder(h)
+	m, err := decodeWith[M](d, c, name, body)
+	putBoundDecoder(d)
+	return m, err
+}
+
+// decodeWith decodes a message of definition type M named name with d.
+func decodeWith[M any](d *boundDecoder, c *codec, name string, body []byte) (M, error) {
 	var m M
 	if c.concrete {
-		if err := decodeBound(h, body, &m); err != nil {
+		v := d.scratchOf(reflect.TypeFor[M]())
+		err := d.decode(body, v)
+		m = *(*M)(v.Addr().UnsafePointer())
+		v.SetZero()
+		if err != nil {
 			return m, fmt.Errorf("%w: %T: %w", ErrUndecodable, m, err)
 		}
 		return m, nil
@@ -129,18 +141,22 @@ func decodeMessage[M any](c *codec, h *host.Host, name string, body []byte) (M, 
 	}
 	var v reflect.Value
 	if t.Kind() == reflect.Pointer {
-		v = reflect.New(t.Elem())
-		if err := decodeBound(h, body, v.Interface()); err != nil {
+		p := reflect.New(t.Elem())
+		if err := d.decode(body, p.Elem()); err != nil {
 			return m, fmt.Errorf("%w: %s: %w", ErrUndecodable, name, err)
 		}
+		v = p
 	} else {
-		p := reflect.New(t)
-		if err := decodeBound(h, body, p.Interface()); err != nil {
+		v = d.scratchOf(t)
+		if err := d.decode(body, v); err != nil {
+			v.SetZero()
 			return m, fmt.Errorf("%w: %s: %w", ErrUndecodable, name, err)
 		}
-		v = p.Elem()
 	}
-	m, ok = v.Interface().(M)
+	m, ok = v.Interface().(M) // a copy: the scratch value is reused
+	if t.Kind() != reflect.Pointer {
+		v.SetZero()
+	}
 	if !ok {
 		return m, fmt.Errorf("%w: %s does not implement the message type", ErrUndecodable, name)
 	}
@@ -158,9 +174,16 @@ type hostReader struct {
 func (r *hostReader) Host() *host.Host { return r.h }
 
 // boundDecoder is a decoder with its host-bound source, pooled together.
+// It decodes a run of messages without resetting the decoder for each:
+// only the source changes.
 type boundDecoder struct {
 	dec *msgpack.Decoder
 	r   hostReader
+	// scratch is a zero value of type st, addressable, that messages of
+	// that type are decoded into and then copied out of: a run of them
+	// allocates no value to decode into.
+	st      reflect.Type
+	scratch reflect.Value
 }
 
 var boundDecoders = sync.Pool{New: func() any {
@@ -169,15 +192,44 @@ var boundDecoders = sync.Pool{New: func() any {
 	return d
 }}
 
-// decodeBound decodes body into v, binding the refs it holds to h.
-func decodeBound(h *host.Host, body []byte, v any) error {
+func getBoundDecoder(h *host.Host) *boundDecoder {
 	d := boundDecoders.Get().(*boundDecoder)
 	d.r.h = h
-	d.r.Reset(body)
-	d.dec.Reset(&d.r)
-	err := d.dec.Decode(v)
+	return d
+}
+
+func putBoundDecoder(d *boundDecoder) {
 	d.r.h = nil
 	d.r.Reset(nil)
 	boundDecoders.Put(d)
+}
+
+// scratchOf returns the zero scratch value of type t.
+func (d *boundDecoder) scratchOf(t reflect.Type) reflect.Value {
+	if d.st != t {
+		d.st, d.scratch = t, reflect.New(t).Elem()
+	}
+	return d.scratch
+}
+
+// decode decodes body into v, binding the refs it holds to d's host.
+func (d *boundDecoder) decode(body []byte, v reflect.Value) error {
+	d.r.Reset(body)
+	err := d.dec.DecodeValue(v)
+	if err != nil {
+		d.dec.Reset(&d.r) // drop whatever state the failure left
+	}
+	return err
+}
+
+// decodeBound decodes body into v, binding the refs it holds to h.
+func decodeBound(h *host.Host, body []byte, v any) error {
+	d := getBoundDecoder(h)
+	d.r.Reset(body)
+	err := d.dec.Decode(v)
+	if err != nil {
+		d.dec.Reset(&d.r)
+	}
+	putBoundDecoder(d)
 	return err
 }

@@ -23,6 +23,7 @@ type kind[S, M any] struct {
 	def  *Def[S, M]
 	h    *host.Host
 	rem  host.Remote // nil in an embedded system
+	rt   host.Route  // rem's route of this kind
 	seed maphash.Seed
 	idle time.Duration
 	ask  time.Duration
@@ -60,6 +61,9 @@ func (d *Def[S, M]) Instantiate(h *host.Host) host.Kind {
 	}
 	if h.BackoffMax > 0 && !d.s.backoffSet {
 		k.bmax = h.BackoffMax
+	}
+	if k.rem != nil {
+		k.rt = k.rem.Route(k)
 	}
 	return k
 }
@@ -128,7 +132,7 @@ func (k *kind[S, M]) deliver(ctx context.Context, key string, h, tok uint64, m M
 		if tok == 0 {
 			tok = k.token(key)
 		}
-		here, err := k.rem.Here(k.def.name, key, tok)
+		here, err := k.rt.Here(key, tok)
 		if err != nil {
 			return err
 		}
@@ -149,7 +153,7 @@ func (k *kind[S, M]) send(ctx context.Context, key string, tok uint64, m M, s re
 	}
 	out := host.Outbound{Type: k.def.name, Key: key, Token: tok, Name: name, Body: buf.w.b}
 	if s == nil {
-		return k.rem.Tell(ctx, out)
+		return k.rt.Tell(ctx, out)
 	}
 	out.Deadline, _ = s.deadline()
 	out.Chain = s.asking()
@@ -187,16 +191,7 @@ func (k *kind[S, M]) DeliverRemote(in host.Inbound) (func(), error) {
 		if !errors.Is(err, ErrMailboxFull) {
 			return nil, err
 		}
-		ctx, cancel := context.WithCancel(context.WithValue(context.Background(), holdKey{}, true))
-		defer cancel()
-		go func() {
-			select {
-			case <-k.h.HardStop():
-				cancel()
-			case <-ctx.Done():
-			}
-		}()
-		return nil, k.push(ctx, in.Key, 0, m, nil, false)
+		return nil, k.hold(in.Key, m)
 	}
 	s := &slot[any]{dl: in.Deadline, chain: in.Chain}
 	reply := in.Reply
@@ -216,6 +211,61 @@ func (k *kind[S, M]) DeliverRemote(in host.Inbound) (func(), error) {
 		return nil, err
 	}
 	return func() { s.cancel() }, nil
+}
+
+// hold queues a tell from another node into a full mailbox: it waits for
+// room until the system stops hard.
+func (k *kind[S, M]) hold(key string, m M) error {
+	ctx, cancel := context.WithCancel(context.WithValue(context.Background(), holdKey{}, true))
+	defer cancel()
+	go func() {
+		select {
+		case <-k.h.HardStop():
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return k.push(ctx, key, 0, m, nil, false)
+}
+
+// DeliverTells implements host.RemoteKind: DeliverRemote for a run of
+// tells, decoded with one decoder. Consecutive tells to one key find its
+// cell once.
+func (k *kind[S, M]) DeliverTells(b host.TellBatch) {
+	d := getBoundDecoder(k.h)
+	defer putBoundDecoder(d)
+	var c *cell[S, M]
+	for i := range b.Len() {
+		key, name, body := b.Tell(i)
+		if key == "" {
+			b.Dropped(i, ErrInvalidRef)
+			continue
+		}
+		m, err := decodeWith[M](d, k.def.codec, name, body)
+		if err != nil {
+			b.Dropped(i, err)
+			continue
+		}
+		if c == nil || c.key != key {
+			if k.h.Closed() {
+				b.Dropped(i, ErrSystemClosed)
+				continue
+			}
+			c = k.cellAt(k.hash(key), key)
+		}
+		err, retry := c.push(noWait, m, nil, false)
+		if retry { // c passivated meanwhile
+			c = nil
+			err = k.push(noWait, key, 0, m, nil, false)
+		}
+		if errors.Is(err, ErrMailboxFull) {
+			// See DeliverRemote: the tell waits, and holds the stream.
+			err = k.hold(key, m)
+		}
+		if err != nil {
+			b.Dropped(i, err)
+		}
+	}
 }
 
 // deliverAnswer queues a piped answer whatever the mailbox bound: the

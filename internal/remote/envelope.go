@@ -253,10 +253,17 @@ func (d *decoder) strings(what string) []string {
 
 // decodeEnvelope decodes b. Byte fields of the result alias b.
 func decodeEnvelope(b []byte) (envelope, error) {
-	d := decoder{b: b}
 	var e envelope
+	err := e.decode(b)
+	return e, err
+}
+
+// decode decodes b into e, which must be zero; on an error e is left
+// zero. Byte fields of e alias b.
+func (e *envelope) decode(b []byte) error {
+	d := decoder{b: b}
 	if v := d.byte("version"); d.err == nil && v != envelopeVersion {
-		return e, fmt.Errorf("%w: version %d, want %d", ErrMalformed, v, envelopeVersion)
+		return fmt.Errorf("%w: version %d, want %d", ErrMalformed, v, envelopeVersion)
 	}
 	e.kind = d.byte("kind")
 	switch e.kind {
@@ -284,17 +291,22 @@ func decodeEnvelope(b []byte) (envelope, error) {
 		e.body = d.bytes("members")
 	default:
 		if d.err == nil {
-			return e, fmt.Errorf("%w: unknown kind %d", ErrMalformed, e.kind)
+			kind := e.kind
+			*e = envelope{}
+			return fmt.Errorf("%w: unknown kind %d", ErrMalformed, kind)
 		}
 	}
-	if d.err != nil {
-		return envelope{}, d.err
+	var err error
+	switch {
+	case d.err != nil:
+		err = d.err
+	case len(d.b) != 0:
+		err = fmt.Errorf("%w: %d trailing bytes", ErrMalformed, len(d.b))
+	case e.ttl < 0 || e.ttl > math.MaxInt64/2:
+		err = fmt.Errorf("%w: ttl %d", ErrMalformed, e.ttl)
 	}
-	if len(d.b) != 0 {
-		return envelope{}, fmt.Errorf("%w: %d trailing bytes", ErrMalformed, len(d.b))
+	if err != nil {
+		*e = envelope{}
 	}
-	if e.ttl < 0 || e.ttl > math.MaxInt64/2 {
-		return envelope{}, fmt.Errorf("%w: ttl %d", ErrMalformed, e.ttl)
-	}
-	return e, nil
+	return err
 }

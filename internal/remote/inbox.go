@@ -2,6 +2,7 @@ package remote
 
 import (
 	"runtime"
+	"sync"
 	"sync/atomic"
 
 	"github.com/troupe-go/troupe/internal/host"
@@ -27,9 +28,10 @@ const inboxDepth = 64
 // inbox is the stage-two queue of one peer.
 type inbox struct {
 	r       *Router
-	ch      chan []inItem
+	ch      chan *[]inItem
 	pending atomic.Int64 // items queued or being handled
 	running atomic.Bool
+	run     tellRun // the worker's, for DeliverTells
 }
 
 // inItem is one envelope that passed stage one: a tell to queue (k set),
@@ -44,20 +46,28 @@ func (r *Router) inboxFor(from wire.NodeID) *inbox {
 	if b, ok := r.inboxes.Load(from); ok {
 		return b.(*inbox)
 	}
-	b, _ := r.inboxes.LoadOrStore(from, &inbox{r: r, ch: make(chan []inItem, inboxDepth)})
+	b, _ := r.inboxes.LoadOrStore(from, &inbox{r: r, ch: make(chan *[]inItem, inboxDepth)})
 	return b.(*inbox)
 }
+
+// inItems recycles the item slices of batches: a batch's items travel
+// from stage one to the worker, which clears and returns them.
+var inItems = sync.Pool{New: func() any {
+	s := make([]inItem, 0, 64)
+	return &s
+}}
 
 // busy reports whether the worker has work queued or running.
 func (b *inbox) busy() bool { return b.pending.Load() > 0 }
 
 // push hands items to the worker, starting it if it is not running.
-func (b *inbox) push(items []inItem) {
-	b.pending.Add(int64(len(items)))
+func (b *inbox) push(items *[]inItem) {
+	n := int64(len(*items))
+	b.pending.Add(n)
 	select {
 	case b.ch <- items:
 	case <-b.r.ctx.Done():
-		b.pending.Add(-int64(len(items)))
+		b.pending.Add(-n)
 		return
 	}
 	if b.running.CompareAndSwap(false, true) {
@@ -71,10 +81,13 @@ func (b *inbox) work() {
 		select {
 		case items := <-b.ch:
 			idle = 0
-			for i := range items {
-				b.r.serveQueued(&items[i])
-				b.pending.Add(-1)
-			}
+			b.serve(*items)
+			// Counted down once the whole batch is done: an ask arriving
+			// meanwhile waits its turn here, which keeps order.
+			b.pending.Add(-int64(len(*items)))
+			clear(*items)
+			*items = (*items)[:0]
+			inItems.Put(items)
 			continue
 		case <-b.r.ctx.Done():
 			b.running.Store(false)
@@ -94,4 +107,44 @@ func (b *inbox) work() {
 		}
 		idle = 0
 	}
+}
+
+// serve is stage two for one batch: runs of tells to one kind go to it
+// together (DeliverTells), the rest one by one.
+func (b *inbox) serve(items []inItem) {
+	for i := 0; i < len(items); {
+		it := &items[i]
+		if it.e.kind != kindTell {
+			b.r.serveQueued(it)
+			i++
+			continue
+		}
+		j := i + 1
+		for j < len(items) && items[j].e.kind == kindTell && items[j].k == it.k {
+			j++
+		}
+		b.run = tellRun{r: b.r, items: items[i:j]}
+		it.k.DeliverTells(&b.run)
+		b.run = tellRun{}
+		i = j
+	}
+}
+
+// tellRun is a run of tells to one kind (host.TellBatch).
+type tellRun struct {
+	r     *Router
+	items []inItem
+}
+
+func (t *tellRun) Len() int { return len(t.items) }
+
+func (t *tellRun) Tell(i int) (key, name string, body []byte) {
+	e := &t.items[i].e
+	return e.key, e.name, e.body
+}
+
+func (t *tellRun) Dropped(i int, err error) {
+	it := &t.items[i]
+	t.r.dropped(&it.e, err)
+	t.r.log.Debug("troupe: tell from another node dropped", "from", it.from, "actor", it.e.typ+"/"+it.e.key, "err", err)
 }

@@ -57,6 +57,9 @@ type Router struct {
 	// *inbox per peer.
 	outboxes sync.Map
 	inboxes  sync.Map
+	// routes holds the *route of each actor type (by name) that sent or
+	// received here.
+	routes sync.Map
 
 	mu      sync.Mutex
 	closed  bool
@@ -346,13 +349,18 @@ func (r *Router) Tell(ctx context.Context, out host.Outbound) error {
 	if err != nil {
 		return err
 	}
-	e := &envelope{kind: kindTell, token: out.Token, typ: out.Type, key: out.Key, name: out.Name, body: out.Body}
+	return r.tellTo(to, here, out)
+}
+
+// tellTo sends a tell to the member to, or serves it here.
+func (r *Router) tellTo(to wire.NodeID, here bool, out host.Outbound) error {
+	e := envelope{kind: kindTell, token: out.Token, typ: out.Type, key: out.Key, name: out.Name, body: out.Body}
 	if here { // placement changed since the caller looked
-		return r.serveTell(r.self(), e)
+		return r.serveTell(r.self(), &e)
 	}
 	// The message outlives the caller's context: a tell is done once
 	// queued, like a local one.
-	return r.send(to, out.Token, e, false)
+	return r.send(to, out.Token, &e, false)
 }
 
 // Ask implements host.Remote.
@@ -449,42 +457,64 @@ func unavailable(to wire.NodeID, err error) error {
 // receive handles one batch of the application stream.
 // It is stage one of receiving (see inbox).
 func (r *Router) receive(from wire.NodeID, payload []byte) {
-	var queued []inItem
+	var queued *[]inItem // from inItems, taken at the first envelope
 	var b *inbox
+	var rt *route // of the last tell: a batch mostly holds one type
 	err := splitBatch(payload, func(p []byte) {
-		e, err := decodeEnvelope(p)
-		if err != nil {
-			r.log.Warn("troupe: dropped application envelope", "from", from, "err", err)
-			return
+		if queued == nil {
+			queued = inItems.Get().(*[]inItem)
 		}
-		switch e.kind {
-		case kindTell, kindAsk, kindCancel:
-			if b == nil {
-				b = r.inboxFor(from)
-			}
-			if e.kind == kindTell {
-				k, ok := r.tellHere(from, &e)
-				if !ok {
-					return // forwarded or dropped
-				}
-				queued = append(queued, inItem{from: from, k: k, e: e})
-				return
-			}
-			if len(queued) > 0 || b.busy() {
-				queued = append(queued, inItem{from: from, e: e})
-				return
-			}
-			r.serveQueued(&inItem{from: from, e: e})
-		default:
-			r.receiveOther(from, &e)
+		// Decode in place, where the worker will find it.
+		q := append(*queued, inItem{from: from})
+		it := &q[len(q)-1]
+		if !r.sort(it, p, &b, &rt, len(q) > 1) {
+			*it = inItem{}
+			q = q[:len(q)-1]
 		}
+		*queued = q
 	})
-	if len(queued) > 0 {
-		b.push(queued)
+	if queued != nil {
+		if len(*queued) > 0 {
+			b.push(queued)
+		} else {
+			inItems.Put(queued)
+		}
 	}
 	if err != nil {
 		r.log.Warn("troupe: dropped the rest of an application batch", "from", from, "err", err)
 	}
+}
+
+// sort decodes envelope p into it and serves it, or reports that it is
+// to be kept for the worker: a tell to queue here, or an ask or cancel
+// behind earlier work (more reports that the batch holds some). b and rt
+// are the batch's inbox and last route, found on first use.
+func (r *Router) sort(it *inItem, p []byte, b **inbox, rt **route, more bool) (keep bool) {
+	from := it.from
+	if err := it.e.decode(p); err != nil {
+		r.log.Warn("troupe: dropped application envelope", "from", from, "err", err)
+		return false
+	}
+	switch it.e.kind {
+	case kindTell, kindAsk, kindCancel:
+		if *b == nil {
+			*b = r.inboxFor(from)
+		}
+		if it.e.kind == kindTell {
+			if *rt == nil || (*rt).typ != it.e.typ {
+				*rt = r.routeOf(it.e.typ)
+			}
+			it.k, keep = r.tellHere(from, &it.e, *rt)
+			return keep // else forwarded or dropped
+		}
+		if more || (*b).busy() {
+			return true
+		}
+		r.serveQueued(it)
+	default:
+		r.receiveOther(from, &it.e)
+	}
+	return false
 }
 
 // serveQueued is stage two for one envelope.
@@ -532,7 +562,7 @@ func (r *Router) receiveOther(from wire.NodeID, e *envelope) {
 // serveTell queues a tell here, or forwards it once to the owner this
 // node believes in.
 func (r *Router) serveTell(from wire.NodeID, e *envelope) error {
-	k, ok := r.tellHere(from, e)
+	k, ok := r.tellHere(from, e, r.routeOf(e.typ))
 	if !ok {
 		return nil
 	}
@@ -542,22 +572,21 @@ func (r *Router) serveTell(from wire.NodeID, e *envelope) error {
 	return nil
 }
 
-// tellHere decides where a received tell goes: it returns the kind that
-// queues it here, or forwards it once to the owner this node believes in,
+// tellHere decides where a received tell goes, rt being the route of
+// its type (nil: none here): it returns the kind that queues it here, or forwards it once to the owner this node believes in,
 // or drops it (reporting MessageDropped).
-func (r *Router) tellHere(from wire.NodeID, e *envelope) (host.RemoteKind, bool) {
-	k := r.kind(e.typ)
-	if k == nil || !r.cfg.Serve {
+func (r *Router) tellHere(from wire.NodeID, e *envelope, rt *route) (host.RemoteKind, bool) {
+	if rt == nil || !r.cfg.Serve {
 		r.dropped(e, fmt.Errorf("%w: %q is not hosted here", actor.ErrUnknownActor, e.typ))
 		return nil, false
 	}
-	to, here, err := r.view.Load().dest(k, e.typ, e.key, e.token)
+	to, here, err := rt.dest(e.key, e.token)
 	if err != nil {
 		r.dropped(e, err)
 		return nil, false
 	}
 	if here {
-		return k, true
+		return rt.k, true
 	}
 	if e.hops > 0 {
 		r.dropped(e, fmt.Errorf("%w: forwarded once already; owner now %v", actor.ErrUnavailable, to))
