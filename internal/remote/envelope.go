@@ -147,8 +147,11 @@ func appendStrings(b []byte, ss []string) []byte {
 }
 
 // decoder reads the fields of one envelope; the first problem sticks.
+// It moves an offset rather than reslicing b: writing an int costs no
+// write barrier while the garbage collector marks.
 type decoder struct {
 	b   []byte
+	i   int // next byte to read
 	err error
 }
 
@@ -158,13 +161,16 @@ func (d *decoder) fail(what string) {
 	}
 }
 
+// left returns the bytes not read yet.
+func (d *decoder) left() []byte { return d.b[d.i:] }
+
 func (d *decoder) byte(what string) uint8 {
-	if d.err != nil || len(d.b) < 1 {
+	if d.err != nil || d.i >= len(d.b) {
 		d.fail(what)
 		return 0
 	}
-	v := d.b[0]
-	d.b = d.b[1:]
+	v := d.b[d.i]
+	d.i++
 	return v
 }
 
@@ -172,12 +178,17 @@ func (d *decoder) uvarint(what string) uint64 {
 	if d.err != nil {
 		return 0
 	}
-	v, n := binary.Uvarint(d.b)
+	if d.i < len(d.b) && d.b[d.i] < 0x80 { // one byte: most lengths and ids
+		v := d.b[d.i]
+		d.i++
+		return uint64(v)
+	}
+	v, n := binary.Uvarint(d.left())
 	if n <= 0 {
 		d.fail(what)
 		return 0
 	}
-	d.b = d.b[n:]
+	d.i += n
 	return v
 }
 
@@ -185,22 +196,22 @@ func (d *decoder) varint(what string) int64 {
 	if d.err != nil {
 		return 0
 	}
-	v, n := binary.Varint(d.b)
+	v, n := binary.Varint(d.left())
 	if n <= 0 {
 		d.fail(what)
 		return 0
 	}
-	d.b = d.b[n:]
+	d.i += n
 	return v
 }
 
 func (d *decoder) uint64(what string) uint64 {
-	if d.err != nil || len(d.b) < 8 {
+	if d.err != nil || len(d.b)-d.i < 8 {
 		d.fail(what)
 		return 0
 	}
-	v := binary.BigEndian.Uint64(d.b)
-	d.b = d.b[8:]
+	v := binary.BigEndian.Uint64(d.b[d.i:])
+	d.i += 8
 	return v
 }
 
@@ -210,12 +221,13 @@ func (d *decoder) bytes(what string) []byte {
 	if d.err != nil {
 		return nil
 	}
-	if n > uint64(len(d.b)) {
+	if n > uint64(len(d.b)-d.i) {
 		d.fail(what)
 		return nil
 	}
-	v := d.b[:n:n]
-	d.b = d.b[n:]
+	j := d.i + int(n)
+	v := d.b[d.i:j:j]
+	d.i = j
 	return v
 }
 
@@ -237,7 +249,7 @@ func (d *decoder) strings(what string) []string {
 	if d.err != nil {
 		return nil
 	}
-	if n > uint64(len(d.b)) { // each string takes at least one byte
+	if n > uint64(len(d.b)-d.i) { // each string takes at least one byte
 		d.fail(what)
 		return nil
 	}
@@ -300,8 +312,8 @@ func (e *envelope) decode(b []byte) error {
 	switch {
 	case d.err != nil:
 		err = d.err
-	case len(d.b) != 0:
-		err = fmt.Errorf("%w: %d trailing bytes", ErrMalformed, len(d.b))
+	case d.i != len(d.b):
+		err = fmt.Errorf("%w: %d trailing bytes", ErrMalformed, len(d.b)-d.i)
 	case e.ttl < 0 || e.ttl > math.MaxInt64/2:
 		err = fmt.Errorf("%w: ttl %d", ErrMalformed, e.ttl)
 	}

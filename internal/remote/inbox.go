@@ -2,7 +2,6 @@ package remote
 
 import (
 	"runtime"
-	"sync"
 	"sync/atomic"
 
 	"github.com/troupe-go/troupe/internal/host"
@@ -10,10 +9,13 @@ import (
 )
 
 // Receiving runs in two stages, so that a busy peer's messages use two
-// cores: wire's delivery goroutine for the peer splits each batch,
-// decodes the envelopes and decides where each goes (stage one); a
-// worker goroutine per peer decodes the messages and queues them in the
-// mailboxes (stage two, DeliverRemote, the larger half of the work).
+// cores: wire's delivery goroutine for the peer splits each batch and
+// sorts its envelopes by their kind byte (stage one); a worker goroutine
+// per peer decodes the envelopes it was handed, decides where each goes,
+// and decodes and queues the messages (stage two, DeliverTells: the
+// larger part of the work). Stage one hands the worker whole runs of
+// envelopes (segments of the batch), so it allocates nothing per message,
+// and the worker decodes them into a slice of its own, reused.
 //
 // Order holds: stage one hands every tell to the worker, and an ask or a
 // cancel also goes to the worker while it has work, so nothing overtakes
@@ -22,20 +24,23 @@ import (
 // bounded: when it is full, stage one waits, and wire's credit stops the
 // peer.
 
-// inboxDepth bounds the batches waiting for a peer's worker.
+// inboxDepth bounds the segments waiting for a peer's worker.
 const inboxDepth = 64
 
 // inbox is the stage-two queue of one peer.
 type inbox struct {
 	r       *Router
-	ch      chan *[]inItem
-	pending atomic.Int64 // items queued or being handled
+	from    wire.NodeID
+	ch      chan []byte  // segments: framed envelopes, as in a batch
+	pending atomic.Int64 // segments queued or being handled
 	running atomic.Bool
-	run     tellRun // the worker's, for DeliverTells
+	// The worker's own, reused from segment to segment.
+	items []inItem
+	run   tellRun
 }
 
-// inItem is one envelope that passed stage one: a tell to queue (k set),
-// or an ask or cancel to serve.
+// inItem is one envelope the worker decoded: a tell to queue (k set), or
+// an ask or cancel to serve.
 type inItem struct {
 	from wire.NodeID
 	k    host.RemoteKind
@@ -46,28 +51,20 @@ func (r *Router) inboxFor(from wire.NodeID) *inbox {
 	if b, ok := r.inboxes.Load(from); ok {
 		return b.(*inbox)
 	}
-	b, _ := r.inboxes.LoadOrStore(from, &inbox{r: r, ch: make(chan *[]inItem, inboxDepth)})
+	b, _ := r.inboxes.LoadOrStore(from, &inbox{r: r, from: from, ch: make(chan []byte, inboxDepth)})
 	return b.(*inbox)
 }
-
-// inItems recycles the item slices of batches: a batch's items travel
-// from stage one to the worker, which clears and returns them.
-var inItems = sync.Pool{New: func() any {
-	s := make([]inItem, 0, 64)
-	return &s
-}}
 
 // busy reports whether the worker has work queued or running.
 func (b *inbox) busy() bool { return b.pending.Load() > 0 }
 
-// push hands items to the worker, starting it if it is not running.
-func (b *inbox) push(items *[]inItem) {
-	n := int64(len(*items))
-	b.pending.Add(n)
+// push hands a segment to the worker, starting it if it is not running.
+func (b *inbox) push(seg []byte) {
+	b.pending.Add(1)
 	select {
-	case b.ch <- items:
+	case b.ch <- seg:
 	case <-b.r.ctx.Done():
-		b.pending.Add(-n)
+		b.pending.Add(-1)
 		return
 	}
 	if b.running.CompareAndSwap(false, true) {
@@ -75,19 +72,16 @@ func (b *inbox) push(items *[]inItem) {
 	}
 }
 
-// work handles queued batches until the queue stays empty.
+// work handles queued segments until the queue stays empty.
 func (b *inbox) work() {
 	for idle := 0; ; {
 		select {
-		case items := <-b.ch:
+		case seg := <-b.ch:
 			idle = 0
-			b.serve(*items)
-			// Counted down once the whole batch is done: an ask arriving
+			b.serve(b.decode(seg))
+			// Counted down once the segment is done: an ask arriving
 			// meanwhile waits its turn here, which keeps order.
-			b.pending.Add(-int64(len(*items)))
-			clear(*items)
-			*items = (*items)[:0]
-			inItems.Put(items)
+			b.pending.Add(-1)
 			continue
 		case <-b.r.ctx.Done():
 			b.running.Store(false)
@@ -100,7 +94,7 @@ func (b *inbox) work() {
 			continue
 		}
 		b.running.Store(false)
-		// A batch pushed after the last look found the worker running:
+		// A segment pushed after the last look found the worker running:
 		// look once more.
 		if len(b.ch) == 0 || !b.running.CompareAndSwap(false, true) {
 			return
@@ -109,8 +103,45 @@ func (b *inbox) work() {
 	}
 }
 
-// serve is stage two for one batch: runs of tells to one kind go to it
-// together (DeliverTells), the rest one by one.
+// maxKeptItems bounds the item slice the worker keeps between segments:
+// a batch of 64 KiB holds up to about 1500 small tells.
+const maxKeptItems = 2048
+
+// decode decodes a segment's envelopes into the worker's item slice, and
+// places its tells: those served elsewhere are forwarded or dropped here.
+func (b *inbox) decode(seg []byte) []inItem {
+	r := b.r
+	if cap(b.items) > maxKeptItems {
+		b.items = nil
+	}
+	q := b.items[:0]
+	var rt *route // of the last tell: a batch mostly holds one type
+	splitBatch(seg, func(p []byte) { // stage one checked the framing
+		// Decode in place, where serve will find it.
+		q = append(q, inItem{from: b.from})
+		it := &q[len(q)-1]
+		keep := false
+		if err := it.e.decode(p); err != nil {
+			r.log.Warn("troupe: dropped application envelope", "from", b.from, "err", err)
+		} else if it.e.kind != kindTell {
+			keep = true
+		} else {
+			if rt == nil || rt.typ != it.e.typ {
+				rt = r.routeOf(it.e.typ)
+			}
+			it.k, keep = r.tellHere(b.from, &it.e, rt) // else forwarded or dropped
+		}
+		if !keep {
+			*it = inItem{}
+			q = q[:len(q)-1]
+		}
+	})
+	b.items = q
+	return q
+}
+
+// serve is stage two for the items of one segment: runs of tells to one
+// kind go to it together (DeliverTells), the rest one by one.
 func (b *inbox) serve(items []inItem) {
 	for i := 0; i < len(items); {
 		it := &items[i]
@@ -128,6 +159,7 @@ func (b *inbox) serve(items []inItem) {
 		b.run = tellRun{}
 		i = j
 	}
+	clear(items) // the envelopes alias the batch: let it go
 }
 
 // tellRun is a run of tells to one kind (host.TellBatch).

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"maps"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -37,18 +38,34 @@ type outbox struct {
 }
 
 type lane struct {
-	mu  sync.Mutex
-	buf []byte // framed envelopes not yet handed to wire
-	_   [32]byte
+	mu   sync.Mutex
+	buf  []byte // framed envelopes not yet handed to wire
+	next int    // capacity for the next batch: the size of the last one, and some
+	_    [24]byte
 }
 
 // outboxFor returns the outbox of to, creating it.
 func (r *Router) outboxFor(to wire.NodeID) *outbox {
-	if o, ok := r.outboxes.Load(to); ok {
-		return o.(*outbox)
+	if m := r.outboxes.Load(); m != nil {
+		if o := (*m)[to]; o != nil {
+			return o
+		}
 	}
-	o, _ := r.outboxes.LoadOrStore(to, &outbox{r: r, to: to})
-	return o.(*outbox)
+	r.outboxMu.Lock()
+	defer r.outboxMu.Unlock()
+	var m map[wire.NodeID]*outbox
+	if cur := r.outboxes.Load(); cur != nil {
+		if o := (*cur)[to]; o != nil {
+			return o
+		}
+		m = maps.Clone(*cur)
+	} else {
+		m = map[wire.NodeID]*outbox{}
+	}
+	o := &outbox{r: r, to: to}
+	m[to] = o
+	r.outboxes.Store(&m)
+	return o
 }
 
 // laneOf picks the lane of an ordering key.
@@ -61,6 +78,9 @@ func (o *outbox) enqueue(key uint64, e *envelope, now bool) error {
 	i := laneOf(key)
 	l := &o.lanes[i]
 	l.mu.Lock()
+	if l.buf == nil {
+		l.buf = make([]byte, 0, max(l.next, 64))
+	}
 	l.buf = e.appendFramed(l.buf)
 	if now || len(l.buf) >= batchMax {
 		err := o.flushLocked(i, l)
@@ -68,7 +88,9 @@ func (o *outbox) enqueue(key uint64, e *envelope, now bool) error {
 		return err
 	}
 	l.mu.Unlock()
-	if o.running.CompareAndSwap(false, true) {
+	// Load first: a steady stream finds the flusher running, and a
+	// failed compare-and-swap costs as much as a successful one.
+	if !o.running.Load() && o.running.CompareAndSwap(false, true) {
 		go o.flush()
 	}
 	return nil
@@ -81,7 +103,10 @@ func (o *outbox) flushLocked(i int, l *lane) error {
 		return nil
 	}
 	batch := l.buf
+	// wire keeps the batch: the next one starts in a new buffer, sized
+	// for a batch like this one so that it rarely grows by copying.
 	l.buf = nil
+	l.next = min(len(batch)+len(batch)/4, batchMax+batchMax/4)
 	if _, err := o.r.endpoint().Send(context.Background(), o.to, wire.StreamApplication, uint64(i+1), batch); err != nil {
 		return unavailable(o.to, err)
 	}

@@ -8,6 +8,7 @@ package remote
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -53,9 +54,11 @@ type Router struct {
 
 	nextID atomic.Uint64
 
-	// outboxes holds an *outbox per peer (wire.NodeID), inboxes an
-	// *inbox per peer.
-	outboxes sync.Map
+	// outboxes holds the outbox of each peer; it is replaced whole,
+	// under outboxMu, when a peer is added (rarely), so that a send looks
+	// it up without a lock. inboxes holds an *inbox per peer.
+	outboxMu sync.Mutex
+	outboxes atomic.Pointer[map[wire.NodeID]*outbox]
 	inboxes  sync.Map
 	// routes holds the *route of each actor type (by name) that sent or
 	// received here.
@@ -160,7 +163,9 @@ func (r *Router) self() wire.NodeID { return r.endpoint().Self() }
 func (r *Router) SetEndpoint(ep wire.Endpoint) {
 	ep.Handle(wire.StreamApplication, wire.HandlerFunc(r.receive))
 	old := r.ep.Swap(&endpoint{ep}).Endpoint
-	r.outboxes.Clear()
+	r.outboxMu.Lock()
+	r.outboxes.Store(nil)
+	r.outboxMu.Unlock()
 	r.inboxes.Clear()
 	r.mu.Lock()
 	pend := r.pending
@@ -457,62 +462,56 @@ func unavailable(to wire.NodeID, err error) error {
 // receive handles one batch of the application stream.
 // It is stage one of receiving (see inbox).
 func (r *Router) receive(from wire.NodeID, payload []byte) {
-	var queued *[]inItem // from inItems, taken at the first envelope
-	var b *inbox
-	var rt *route // of the last tell: a batch mostly holds one type
-	err := splitBatch(payload, func(p []byte) {
-		if queued == nil {
-			queued = inItems.Get().(*[]inItem)
+	b := r.inboxFor(from)
+	seg := -1 // offset of the envelopes kept for the worker, or -1
+	off := 0
+	for off < len(payload) {
+		n, k := binary.Uvarint(payload[off:])
+		if k <= 0 || n > uint64(len(payload)-off-k) {
+			r.log.Warn("troupe: dropped the rest of an application batch", "from", from, "err", fmt.Errorf("%w: batch framing", ErrMalformed))
+			break
 		}
-		// Decode in place, where the worker will find it.
-		q := append(*queued, inItem{from: from})
-		it := &q[len(q)-1]
-		if !r.sort(it, p, &b, &rt, len(q) > 1) {
-			*it = inItem{}
-			q = q[:len(q)-1]
+		end := off + k + int(n)
+		if r.sort(b, payload[off+k:end:end], seg >= 0) {
+			if seg < 0 {
+				seg = off
+			}
+		} else if seg >= 0 {
+			// Served here: what was kept before goes to the worker now.
+			b.push(payload[seg:off])
+			seg = -1
 		}
-		*queued = q
-	})
-	if queued != nil {
-		if len(*queued) > 0 {
-			b.push(queued)
-		} else {
-			inItems.Put(queued)
-		}
+		off = end
 	}
-	if err != nil {
-		r.log.Warn("troupe: dropped the rest of an application batch", "from", from, "err", err)
+	if seg >= 0 {
+		b.push(payload[seg:off])
 	}
 }
 
-// sort decodes envelope p into it and serves it, or reports that it is
-// to be kept for the worker: a tell to queue here, or an ask or cancel
-// behind earlier work (more reports that the batch holds some). b and rt
-// are the batch's inbox and last route, found on first use.
-func (r *Router) sort(it *inItem, p []byte, b **inbox, rt **route, more bool) (keep bool) {
-	from := it.from
-	if err := it.e.decode(p); err != nil {
-		r.log.Warn("troupe: dropped application envelope", "from", from, "err", err)
+// sort reports whether envelope p goes to the worker: a tell, or an ask
+// or cancel behind earlier work (more reports that the batch holds some).
+// Otherwise it serves p at once.
+func (r *Router) sort(b *inbox, p []byte, more bool) bool {
+	if len(p) >= 2 && p[0] == envelopeVersion {
+		switch p[1] {
+		case kindTell:
+			return true
+		case kindAsk, kindCancel:
+			if more || b.busy() {
+				return true
+			}
+		}
+	}
+	var e envelope
+	if err := e.decode(p); err != nil {
+		r.log.Warn("troupe: dropped application envelope", "from", b.from, "err", err)
 		return false
 	}
-	switch it.e.kind {
-	case kindTell, kindAsk, kindCancel:
-		if *b == nil {
-			*b = r.inboxFor(from)
-		}
-		if it.e.kind == kindTell {
-			if *rt == nil || (*rt).typ != it.e.typ {
-				*rt = r.routeOf(it.e.typ)
-			}
-			it.k, keep = r.tellHere(from, &it.e, *rt)
-			return keep // else forwarded or dropped
-		}
-		if more || (*b).busy() {
-			return true
-		}
-		r.serveQueued(it)
+	switch e.kind {
+	case kindAsk, kindCancel:
+		r.serveQueued(&inItem{from: b.from, e: e})
 	default:
-		r.receiveOther(from, &it.e)
+		r.receiveOther(b.from, &e)
 	}
 	return false
 }
