@@ -115,7 +115,7 @@ func (b *inbox) decode(seg []byte) []inItem {
 		b.items = nil
 	}
 	q := b.items[:0]
-	var rt *route // of the last tell: a batch mostly holds one type
+	var rt *route                    // of the last tell: a batch mostly holds one type
 	splitBatch(seg, func(p []byte) { // stage one checked the framing
 		// Decode in place, where serve will find it.
 		q = append(q, inItem{from: b.from})
