@@ -115,8 +115,9 @@ func (b *inbox) decode(seg []byte) []inItem {
 		b.items = nil
 	}
 	q := b.items[:0]
-	var rt *route                    // of the last tell: a batch mostly holds one type
-	splitBatch(seg, func(p []byte) { // stage one checked the framing
+	var rt *route // of the last tell: a batch mostly holds one type
+	// Stage one checked the framing: splitBatch fails on none.
+	splitBatch(seg, func(p []byte) {
 		// Decode in place, where serve will find it.
 		q = append(q, inItem{from: b.from})
 		it := &q[len(q)-1]
