@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"reflect"
 	"sync"
+	"sync/atomic"
 
 	"github.com/troupe-go/troupe/internal/host"
 	"github.com/vmihailenco/msgpack/v5"
@@ -22,7 +23,17 @@ var ErrUndecodable = errors.New("troupe: undecodable message")
 type codec struct {
 	concrete bool // the message type is not an interface: no name needed
 	byName   map[string]reflect.Type
-	names    map[reflect.Type]string
+	names    map[reflect.Type]*typeName
+	// last is the type encoded last, looked at before names: a stream of
+	// messages is mostly of one type, and a map keyed by an interface
+	// hashes slowly.
+	last atomic.Pointer[typeName]
+}
+
+// typeName is a registered message type and its name.
+type typeName struct {
+	t    reflect.Type
+	name string
 }
 
 func newCodec[M any]() *codec {
@@ -32,7 +43,7 @@ func newCodec[M any]() *codec {
 // register adds the dynamic type of each message under its type name.
 func (c *codec) register(def string, msgs []any) []*DefinitionError {
 	if c.byName == nil {
-		c.byName, c.names = map[string]reflect.Type{}, map[reflect.Type]string{}
+		c.byName, c.names = map[string]reflect.Type{}, map[reflect.Type]*typeName{}
 	}
 	var probs []*DefinitionError
 	for _, m := range msgs {
@@ -50,7 +61,7 @@ func (c *codec) register(def string, msgs []any) []*DefinitionError {
 			probs = append(probs, &DefinitionError{Field: field, Problem: fmt.Sprintf("type %s cannot be encoded", bad)})
 			continue
 		}
-		c.byName[name], c.names[t] = t, name
+		c.byName[name], c.names[t] = t, &typeName{t: t, name: name}
 	}
 	return probs
 }
@@ -67,10 +78,15 @@ func (c *codec) portable() error {
 func (c *codec) encodeTo(b *encodeBuffer, m any) (string, error) {
 	name := ""
 	if !c.concrete {
-		var ok bool
-		if name, ok = c.names[reflect.TypeOf(m)]; !ok {
-			return "", fmt.Errorf("troupe: message type %T is not listed in WithMessages", m)
+		t := reflect.TypeOf(m)
+		tn := c.last.Load()
+		if tn == nil || tn.t != t {
+			if tn = c.names[t]; tn == nil {
+				return "", fmt.Errorf("troupe: message type %T is not listed in WithMessages", m)
+			}
+			c.last.Store(tn)
 		}
+		name = tn.name
 	}
 	if err := b.enc.Encode(m); err != nil {
 		return "", fmt.Errorf("troupe: encode %T: %w", m, err)
@@ -135,9 +151,14 @@ func decodeWith[M any](d *boundDecoder, c *codec, name string, body []byte) (M, 
 		}
 		return m, nil
 	}
-	t, ok := c.byName[name]
-	if !ok {
-		return m, fmt.Errorf("%w: message type %q is not registered here", ErrUndecodable, name)
+	t := d.nt
+	if d.nc != c || d.name != name {
+		var ok bool
+		if t, ok = c.byName[name]; !ok {
+			return m, fmt.Errorf("%w: message type %q is not registered here", ErrUndecodable, name)
+		}
+		// The registered name, not name: that may alias a network buffer.
+		d.nc, d.name, d.nt = c, c.names[t].name, t
 	}
 	var v reflect.Value
 	if t.Kind() == reflect.Pointer {
@@ -153,7 +174,7 @@ func decodeWith[M any](d *boundDecoder, c *codec, name string, body []byte) (M, 
 			return m, fmt.Errorf("%w: %s: %w", ErrUndecodable, name, err)
 		}
 	}
-	m, ok = v.Interface().(M) // a copy: the scratch value is reused
+	m, ok := v.Interface().(M) // a copy: the scratch value is reused
 	if t.Kind() != reflect.Pointer {
 		v.SetZero()
 	}
@@ -184,6 +205,11 @@ type boundDecoder struct {
 	// allocates no value to decode into.
 	st      reflect.Type
 	scratch reflect.Value
+	// The message type decoded last, by codec and name: a run of tells
+	// mostly holds one.
+	nc   *codec
+	name string
+	nt   reflect.Type
 }
 
 var boundDecoders = sync.Pool{New: func() any {

@@ -33,6 +33,7 @@ const (
 type outbox struct {
 	r       *Router
 	to      wire.NodeID
+	epoch   uint64      // the router's epoch when it was made
 	running atomic.Bool // a flusher goroutine is at work
 	lanes   [numLanes]lane
 }
@@ -62,7 +63,7 @@ func (r *Router) outboxFor(to wire.NodeID) *outbox {
 	} else {
 		m = map[wire.NodeID]*outbox{}
 	}
-	o := &outbox{r: r, to: to}
+	o := &outbox{r: r, to: to, epoch: r.epoch.Load()}
 	m[to] = o
 	r.outboxes.Store(&m)
 	return o

@@ -17,6 +17,8 @@ type route struct {
 	typ string
 	k   host.RemoteKind
 	cur atomic.Pointer[routeView]
+	// out is the outbox of the last tell sent, looked at first.
+	out atomic.Pointer[outbox]
 }
 
 // routeView is what a route needs from one view: the type's ring and how
@@ -85,5 +87,14 @@ func (rt *route) Tell(ctx context.Context, out host.Outbound) error {
 	if err != nil {
 		return err
 	}
-	return rt.r.tellTo(to, here, out)
+	if here {
+		return rt.r.tellTo(to, here, out)
+	}
+	o := rt.out.Load()
+	if o == nil || o.to != to || o.epoch != rt.r.epoch.Load() {
+		o = rt.r.outboxFor(to)
+		rt.out.Store(o)
+	}
+	e := envelope{kind: kindTell, token: out.Token, typ: out.Type, key: out.Key, name: out.Name, body: out.Body}
+	return o.enqueue(out.Token, &e, false)
 }

@@ -59,6 +59,7 @@ type Router struct {
 	// it up without a lock. inboxes holds an *inbox per peer.
 	outboxMu sync.Mutex
 	outboxes atomic.Pointer[map[wire.NodeID]*outbox]
+	epoch    atomic.Uint64 // counts endpoints: outboxes of an older one are dropped
 	inboxes  sync.Map
 	// routes holds the *route of each actor type (by name) that sent or
 	// received here.
@@ -165,6 +166,7 @@ func (r *Router) SetEndpoint(ep wire.Endpoint) {
 	old := r.ep.Swap(&endpoint{ep}).Endpoint
 	r.outboxMu.Lock()
 	r.outboxes.Store(nil)
+	r.epoch.Add(1)
 	r.outboxMu.Unlock()
 	r.inboxes.Clear()
 	r.mu.Lock()
