@@ -16,7 +16,36 @@ const (
 	kindReply   uint8 = 4 // the outcome of request id
 	kindSync    uint8 = 5 // a client asks for the member list and for pushes
 	kindMembers uint8 = 6 // the member list (answer to sync, or pushed)
+	// kindTellNext is a tell in a batch right after another tell: it
+	// takes the type (and, flagged, the key, token and message name) of
+	// that one, so a stream of tells sends little more than bodies. It
+	// decodes as a kindTell.
+	kindTellNext uint8 = 7
 )
+
+// Flags of a kindTellNext.
+const (
+	nextSameKey  = 1 << 0 // key and token as the previous tell
+	nextSameName = 1 << 1 // message name as the previous tell
+)
+
+// tellHead is what the next tell of a batch may take from the envelope
+// before it: set when that one was a tell.
+type tellHead struct {
+	ok        bool
+	typ, name string
+	key       string
+	token     uint64
+}
+
+// set records e as the envelope before the next one.
+func (h *tellHead) set(e *envelope) {
+	if e.kind != kindTell {
+		h.ok = false
+		return
+	}
+	*h = tellHead{ok: true, typ: e.typ, name: e.name, key: e.key, token: e.token}
+}
 
 // envelopeVersion is the first byte of every envelope; a node refuses
 // envelopes of a version it does not know.
@@ -93,6 +122,38 @@ func (e *envelope) encode() []byte {
 		n += len(c) + 2
 	}
 	return e.appendTo(make([]byte, 0, n))
+}
+
+// appendNext appends e's encoding to a batch whose previous envelope
+// prev describes (nil: none): as a kindTellNext when e is a tell that
+// can be. It updates prev to e.
+func (e *envelope) appendNext(b []byte, prev *tellHead) []byte {
+	if prev == nil {
+		return e.appendTo(b)
+	}
+	if !prev.ok || e.kind != kindTell || e.typ != prev.typ || e.id != 0 || e.ttl != 0 || len(e.chain) > 0 {
+		prev.set(e)
+		return e.appendTo(b)
+	}
+	var flags uint8
+	if e.key == prev.key && e.token == prev.token {
+		flags |= nextSameKey
+	}
+	if e.name == prev.name {
+		flags |= nextSameName
+	}
+	b = append(b, envelopeVersion, kindTellNext, flags)
+	if flags&nextSameKey == 0 {
+		b = binary.BigEndian.AppendUint64(b, e.token)
+		b = appendString(b, e.key)
+	}
+	if flags&nextSameName == 0 {
+		b = appendString(b, e.name)
+	}
+	b = appendBytes(b, e.body)
+	b = append(b, e.hops)
+	prev.set(e)
+	return b
 }
 
 // appendTo appends e's encoding to b.
@@ -263,16 +324,27 @@ func (d *decoder) strings(what string) []string {
 	return ss
 }
 
-// decodeEnvelope decodes b. Byte fields of the result alias b.
+// decodeEnvelope decodes b, which is alone or first in its batch. Byte
+// fields of the result alias b.
 func decodeEnvelope(b []byte) (envelope, error) {
 	var e envelope
-	err := e.decode(b)
+	err := e.decode(b, nil)
 	return e, err
 }
 
 // decode decodes b into e, which must be zero; on an error e is left
-// zero. Byte fields of e alias b.
-func (e *envelope) decode(b []byte) error {
+// zero. Byte fields of e alias b. prev describes the envelope before b
+// in its batch (nil: none), which a kindTellNext needs; decode updates
+// it to e.
+func (e *envelope) decode(b []byte, prev *tellHead) error {
+	err := e.decodeAfter(b, prev)
+	if prev != nil {
+		prev.set(e) // a failure leaves e zero, which is no tell
+	}
+	return err
+}
+
+func (e *envelope) decodeAfter(b []byte, prev *tellHead) error {
 	d := decoder{b: b}
 	if v := d.byte("version"); d.err == nil && v != envelopeVersion {
 		return fmt.Errorf("%w: version %d, want %d", ErrMalformed, v, envelopeVersion)
@@ -301,6 +373,25 @@ func (e *envelope) decode(b []byte) error {
 	case kindMembers:
 		e.id = d.uvarint("id")
 		e.body = d.bytes("members")
+	case kindTellNext:
+		if prev == nil || !prev.ok {
+			e.kind = 0
+			return fmt.Errorf("%w: a continued tell follows no tell", ErrMalformed)
+		}
+		e.kind, e.typ, e.name, e.key, e.token = kindTell, prev.typ, prev.name, prev.key, prev.token
+		flags := d.byte("flags")
+		if flags&^(nextSameKey|nextSameName) != 0 {
+			d.fail("flags")
+		}
+		if flags&nextSameKey == 0 {
+			e.token = d.uint64("token")
+			e.key = d.alias("key")
+		}
+		if flags&nextSameName == 0 {
+			e.name = d.alias("name")
+		}
+		e.body = d.bytes("body")
+		e.hops = d.byte("hops")
 	default:
 		if d.err == nil {
 			kind := e.kind

@@ -1,6 +1,7 @@
 package remote
 
 import (
+	"encoding/binary"
 	"runtime"
 	"sync/atomic"
 
@@ -78,7 +79,7 @@ func (b *inbox) work() {
 		select {
 		case seg := <-b.ch:
 			idle = 0
-			b.serve(b.decode(seg))
+			b.handle(seg)
 			// Counted down once the segment is done: an ask arriving
 			// meanwhile waits its turn here, which keeps order.
 			b.pending.Add(-1)
@@ -103,42 +104,57 @@ func (b *inbox) work() {
 	}
 }
 
-// maxKeptItems bounds the item slice the worker keeps between segments:
-// a batch of 64 KiB holds up to about 1500 small tells.
-const maxKeptItems = 2048
+// chunkItems is how many envelopes the worker decodes before it serves
+// them: its item slice stays that small however large the batches.
+const chunkItems = 256
 
-// decode decodes a segment's envelopes into the worker's item slice, and
-// places its tells: those served elsewhere are forwarded or dropped here.
-func (b *inbox) decode(seg []byte) []inItem {
-	r := b.r
-	if cap(b.items) > maxKeptItems {
-		b.items = nil
+// handle is stage two for one segment, a chunk at a time.
+func (b *inbox) handle(seg []byte) {
+	var c chunker
+	for len(seg) > 0 {
+		seg = b.decode(seg, &c)
+		b.serve(b.items)
 	}
+}
+
+// chunker is what decoding a segment carries from chunk to chunk.
+type chunker struct {
+	prev tellHead // the envelope before, for a kindTellNext
+	rt   *route   // of the last tell: a batch mostly holds one type
+}
+
+// decode decodes up to chunkItems envelopes of seg into the worker's
+// item slice, and places its tells: those served elsewhere are forwarded
+// or dropped here. It returns the rest of seg.
+func (b *inbox) decode(seg []byte, c *chunker) []byte {
+	r := b.r
 	q := b.items[:0]
-	var rt *route // of the last tell: a batch mostly holds one type
-	// Stage one checked the framing: splitBatch fails on none.
-	splitBatch(seg, func(p []byte) {
+	for len(seg) > 0 && len(q) < chunkItems {
+		// Stage one checked the framing.
+		n, k := binary.Uvarint(seg)
+		p := seg[k : k+int(n) : k+int(n)]
+		seg = seg[k+int(n):]
 		// Decode in place, where serve will find it.
 		q = append(q, inItem{from: b.from})
 		it := &q[len(q)-1]
 		keep := false
-		if err := it.e.decode(p); err != nil {
+		if err := it.e.decode(p, &c.prev); err != nil {
 			r.log.Warn("troupe: dropped application envelope", "from", b.from, "err", err)
 		} else if it.e.kind != kindTell {
 			keep = true
 		} else {
-			if rt == nil || rt.typ != it.e.typ {
-				rt = r.routeOf(it.e.typ)
+			if c.rt == nil || c.rt.typ != it.e.typ {
+				c.rt = r.routeOf(it.e.typ)
 			}
-			it.k, keep = r.tellHere(b.from, &it.e, rt) // else forwarded or dropped
+			it.k, keep = r.tellHere(b.from, &it.e, c.rt) // else forwarded or dropped
 		}
 		if !keep {
 			*it = inItem{}
 			q = q[:len(q)-1]
 		}
-	})
+	}
 	b.items = q
-	return q
+	return seg
 }
 
 // serve is stage two for the items of one segment: runs of tells to one

@@ -496,7 +496,7 @@ func (r *Router) receive(from wire.NodeID, payload []byte) {
 func (r *Router) sort(b *inbox, p []byte, more bool) bool {
 	if len(p) >= 2 && p[0] == envelopeVersion {
 		switch p[1] {
-		case kindTell:
+		case kindTell, kindTellNext:
 			return true
 		case kindAsk, kindCancel:
 			if more || b.busy() {
@@ -505,7 +505,7 @@ func (r *Router) sort(b *inbox, p []byte, more bool) bool {
 		}
 	}
 	var e envelope
-	if err := e.decode(p); err != nil {
+	if err := e.decode(p, nil); err != nil {
 		r.log.Warn("troupe: dropped application envelope", "from", b.from, "err", err)
 		return false
 	}
