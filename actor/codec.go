@@ -10,6 +10,7 @@ import (
 
 	"github.com/troupe-go/troupe/internal/host"
 	"github.com/vmihailenco/msgpack/v5"
+	"github.com/vmihailenco/msgpack/v5/msgpcode"
 )
 
 // ErrUndecodable reports a message or reply that arrived from another node
@@ -20,30 +21,71 @@ var ErrUndecodable = errors.New("troupe: undecodable message")
 // codec turns the messages of one definition into bytes and back, for
 // keys served on another node. Structs encode as msgpack maps keyed by
 // field name, so adding a field stays compatible with older nodes.
+//
+// A message type that implements msgpack.CustomEncoder (value receiver)
+// and whose pointer implements msgpack.CustomDecoder is encoded and
+// decoded by those methods, called directly: that skips msgpack's lookups
+// by type and its reflection, most of a small message's cost.
 type codec struct {
 	concrete bool // the message type is not an interface: no name needed
-	byName   map[string]reflect.Type
-	names    map[reflect.Type]*typeName
+	// self is the message type when concrete: it has no name.
+	self   *typeName
+	byName map[string]*typeName
+	names  map[reflect.Type]*typeName
 	// last is the type encoded last, looked at before names: a stream of
 	// messages is mostly of one type, and a map keyed by an interface
 	// hashes slowly.
 	last atomic.Pointer[typeName]
 }
 
-// typeName is a registered message type and its name.
+// typeName is a message type, its registered name, and how to encode and
+// decode it.
 type typeName struct {
 	t    reflect.Type
 	name string
+	// enc: t implements msgpack.CustomEncoder; nilable: and can be nil,
+	// which encodes as msgpack nil without calling it (as msgpack does).
+	enc, nilable bool
+	// dec: the pointer to t (to t's element when t is a pointer) implements
+	// msgpack.CustomDecoder, and t (or the element) itself does not.
+	dec bool
+}
+
+var (
+	customEncoder = reflect.TypeFor[msgpack.CustomEncoder]()
+	customDecoder = reflect.TypeFor[msgpack.CustomDecoder]()
+)
+
+func newTypeName(t reflect.Type, name string) *typeName {
+	tn := &typeName{t: t, name: name, enc: t.Implements(customEncoder)}
+	switch t.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Interface, reflect.Func, reflect.Chan:
+		tn.nilable = true
+	}
+	elem := t
+	if t.Kind() == reflect.Pointer {
+		elem = t.Elem()
+	}
+	tn.dec = elem.Kind() != reflect.Pointer && reflect.PointerTo(elem).Implements(customDecoder) && !elem.Implements(customDecoder)
+	return tn
 }
 
 func newCodec[M any]() *codec {
-	return &codec{concrete: reflect.TypeFor[M]().Kind() != reflect.Interface}
+	t := reflect.TypeFor[M]()
+	c := &codec{concrete: t.Kind() != reflect.Interface}
+	if c.concrete {
+		c.self = newTypeName(t, "")
+		// A nil pointer M decodes as nil by msgpack's rules, unlike a
+		// registered pointer type (see decodeWith): keep msgpack's path.
+		c.self.dec = c.self.dec && t.Kind() != reflect.Pointer
+	}
+	return c
 }
 
 // register adds the dynamic type of each message under its type name.
 func (c *codec) register(def string, msgs []any) []*DefinitionError {
 	if c.byName == nil {
-		c.byName, c.names = map[string]reflect.Type{}, map[reflect.Type]*typeName{}
+		c.byName, c.names = map[string]*typeName{}, map[reflect.Type]*typeName{}
 	}
 	var probs []*DefinitionError
 	for _, m := range msgs {
@@ -53,7 +95,7 @@ func (c *codec) register(def string, msgs []any) []*DefinitionError {
 			continue
 		}
 		name := t.String()
-		if other, ok := c.byName[name]; ok && other != t {
+		if other, ok := c.byName[name]; ok && other.t != t {
 			probs = append(probs, &DefinitionError{Field: "WithMessages", Problem: fmt.Sprintf("two message types named %s", name)})
 			continue
 		}
@@ -61,7 +103,8 @@ func (c *codec) register(def string, msgs []any) []*DefinitionError {
 			probs = append(probs, &DefinitionError{Field: field, Problem: fmt.Sprintf("type %s cannot be encoded", bad)})
 			continue
 		}
-		c.byName[name], c.names[t] = t, &typeName{t: t, name: name}
+		tn := newTypeName(t, name)
+		c.byName[name], c.names[t] = tn, tn
 	}
 	return probs
 }
@@ -76,22 +119,30 @@ func (c *codec) portable() error {
 
 // encodeTo encodes m into b and returns m's type name.
 func (c *codec) encodeTo(b *encodeBuffer, m any) (string, error) {
-	name := ""
+	tn := c.self
 	if !c.concrete {
 		t := reflect.TypeOf(m)
-		tn := c.last.Load()
+		tn = c.last.Load()
 		if tn == nil || tn.t != t {
 			if tn = c.names[t]; tn == nil {
 				return "", fmt.Errorf("troupe: message type %T is not listed in WithMessages", m)
 			}
 			c.last.Store(tn)
 		}
-		name = tn.name
 	}
-	if err := b.enc.Encode(m); err != nil {
+	var err error
+	switch {
+	case !tn.enc:
+		err = b.enc.Encode(m)
+	case tn.nilable && reflect.ValueOf(m).IsNil():
+		err = b.enc.EncodeNil()
+	default:
+		err = m.(msgpack.CustomEncoder).EncodeMsgpack(b.enc)
+	}
+	if err != nil {
 		return "", fmt.Errorf("troupe: encode %T: %w", m, err)
 	}
-	return name, nil
+	return tn.name, nil
 }
 
 // encodeBuffer is a msgpack encoder writing into a reusable slice.
@@ -142,8 +193,13 @@ func decodeMessage[M any](c *codec, h *host.Host, name string, body []byte) (M, 
 func decodeWith[M any](d *boundDecoder, c *codec, name string, body []byte) (M, error) {
 	var m M
 	if c.concrete {
-		v := d.scratchOf(reflect.TypeFor[M]())
-		err := d.decode(body, v)
+		v := d.scratchOf(c.self.t)
+		var err error
+		if c.self.dec {
+			err = d.decodeCustom(body, v.Addr())
+		} else {
+			err = d.decode(body, v)
+		}
 		m = *(*M)(v.Addr().UnsafePointer())
 		v.SetZero()
 		if err != nil {
@@ -151,28 +207,37 @@ func decodeWith[M any](d *boundDecoder, c *codec, name string, body []byte) (M, 
 		}
 		return m, nil
 	}
-	t := d.nt
+	tn := d.tn
 	if d.nc != c || d.name != name {
-		var ok bool
-		if t, ok = c.byName[name]; !ok {
+		if tn = c.byName[name]; tn == nil {
 			return m, fmt.Errorf("%w: message type %q is not registered here", ErrUndecodable, name)
 		}
 		// The registered name, not name: that may alias a network buffer.
-		d.nc, d.name, d.nt = c, c.names[t].name, t
+		d.nc, d.name, d.tn = c, tn.name, tn
 	}
+	t := tn.t
 	var v reflect.Value
+	var err error
 	if t.Kind() == reflect.Pointer {
-		p := reflect.New(t.Elem())
-		if err := d.decode(body, p.Elem()); err != nil {
-			return m, fmt.Errorf("%w: %s: %w", ErrUndecodable, name, err)
+		v = reflect.New(t.Elem())
+		if tn.dec {
+			err = d.decodeCustom(body, v)
+		} else {
+			err = d.decode(body, v.Elem())
 		}
-		v = p
 	} else {
 		v = d.scratchOf(t)
-		if err := d.decode(body, v); err != nil {
-			v.SetZero()
-			return m, fmt.Errorf("%w: %s: %w", ErrUndecodable, name, err)
+		if tn.dec {
+			err = d.decodeCustom(body, v.Addr())
+		} else {
+			err = d.decode(body, v)
 		}
+	}
+	if err != nil {
+		if t.Kind() != reflect.Pointer {
+			v.SetZero()
+		}
+		return m, fmt.Errorf("%w: %s: %w", ErrUndecodable, name, err)
 	}
 	m, ok := v.Interface().(M) // a copy: the scratch value is reused
 	if t.Kind() != reflect.Pointer {
@@ -209,7 +274,7 @@ type boundDecoder struct {
 	// mostly holds one.
 	nc   *codec
 	name string
-	nt   reflect.Type
+	tn   *typeName
 }
 
 var boundDecoders = sync.Pool{New: func() any {
@@ -244,6 +309,22 @@ func (d *boundDecoder) decode(body []byte, v reflect.Value) error {
 	err := d.dec.DecodeValue(v)
 	if err != nil {
 		d.dec.Reset(&d.r) // drop whatever state the failure left
+	}
+	return err
+}
+
+// decodeCustom decodes body with the msgpack.CustomDecoder p (a pointer
+// to a zero value); msgpack nil leaves the value zero, as msgpack does.
+func (d *boundDecoder) decodeCustom(body []byte, p reflect.Value) error {
+	d.r.Reset(body)
+	var err error
+	if c, perr := d.dec.PeekCode(); perr == nil && c == msgpcode.Nil {
+		err = d.dec.DecodeNil()
+	} else {
+		err = p.Interface().(msgpack.CustomDecoder).DecodeMsgpack(d.dec)
+	}
+	if err != nil {
+		d.dec.Reset(&d.r)
 	}
 	return err
 }
