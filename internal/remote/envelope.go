@@ -38,13 +38,25 @@ type tellHead struct {
 	token     uint64
 }
 
-// set records e as the envelope before the next one.
+// set records e as the envelope before the next one. It writes only the
+// fields that change: a pointer written to the heap costs a write barrier
+// while the garbage collector marks, and in a stream they mostly do not.
 func (h *tellHead) set(e *envelope) {
 	if e.kind != kindTell {
 		h.ok = false
 		return
 	}
-	*h = tellHead{ok: true, typ: e.typ, name: e.name, key: e.key, token: e.token}
+	h.ok = true
+	if h.typ != e.typ {
+		h.typ = e.typ
+	}
+	if h.name != e.name {
+		h.name = e.name
+	}
+	if h.key != e.key {
+		h.key = e.key
+	}
+	h.token = e.token
 }
 
 // envelopeVersion is the first byte of every envelope; a node refuses
