@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/troupe-go/troupe/internal/host"
 	"github.com/vmihailenco/msgpack/v5"
@@ -36,6 +37,9 @@ type codec struct {
 	// messages is mostly of one type, and a map keyed by an interface
 	// hashes slowly.
 	last atomic.Pointer[typeName]
+	// asM converts a value to the message type, boxed as a *M (see
+	// typeName.asM); made by newCodec, which knows M.
+	asM func(v any) (any, bool)
 }
 
 // typeName is a message type, its registered name, and how to encode and
@@ -49,6 +53,44 @@ type typeName struct {
 	// dec: the pointer to t (to t's element when t is a pointer) implements
 	// msgpack.CustomDecoder, and t (or the element) itself does not.
 	dec bool
+	// For decoding without reflect.Value.Interface (a copy) and type
+	// assertions (an itab lookup each), when t is a pointer or a type an
+	// interface holds by pointer: asM is a *M holding a zero t, and cd a
+	// *msgpack.CustomDecoder holding a nil pointer to t (when dec); a
+	// message is a copy of one whose data word points to the decoded value
+	// (see withData). Nil when t is held in the data word itself.
+	asM, cd any
+}
+
+// iface is the layout of every interface value: a type (or itab) word and
+// a data word, which for the types the fast path takes points to the
+// value.
+type iface struct{ tab, data unsafe.Pointer }
+
+// withData returns x with its data word replaced by p.
+func withData[I any](x I, p unsafe.Pointer) I {
+	(*iface)(unsafe.Pointer(&x)).data = p
+	return x
+}
+
+// held reports whether an interface holds values of t by pointer: not a
+// pointer-shaped type (which sits in the data word itself). It asks the
+// runtime's rule two ways and says yes only when they agree.
+func held(t reflect.Type) bool {
+	var shaped func(reflect.Type) bool
+	shaped = func(t reflect.Type) bool {
+		switch t.Kind() {
+		case reflect.Pointer, reflect.Map, reflect.Chan, reflect.Func, reflect.UnsafePointer:
+			return true
+		case reflect.Struct:
+			return t.NumField() == 1 && shaped(t.Field(0).Type)
+		case reflect.Array:
+			return t.Len() == 1 && shaped(t.Elem())
+		}
+		return false
+	}
+	zero := reflect.Zero(t).Interface()
+	return !shaped(t) && (*iface)(unsafe.Pointer(&zero)).data != nil
 }
 
 var (
@@ -72,7 +114,10 @@ func newTypeName(t reflect.Type, name string) *typeName {
 
 func newCodec[M any]() *codec {
 	t := reflect.TypeFor[M]()
-	c := &codec{concrete: t.Kind() != reflect.Interface}
+	c := &codec{concrete: t.Kind() != reflect.Interface, asM: func(v any) (any, bool) {
+		m, ok := v.(M)
+		return &m, ok
+	}}
 	if c.concrete {
 		c.self = newTypeName(t, "")
 		// A nil pointer M decodes as nil by msgpack's rules, unlike a
@@ -104,9 +149,33 @@ func (c *codec) register(def string, msgs []any) []*DefinitionError {
 			continue
 		}
 		tn := newTypeName(t, name)
+		c.fast(tn)
 		c.byName[name], c.names[t] = tn, tn
 	}
 	return probs
+}
+
+// fast prepares tn for decoding without reflection's copies and
+// assertions, when its type allows.
+func (c *codec) fast(tn *typeName) {
+	t, elem := tn.t, tn.t
+	if t.Kind() == reflect.Pointer {
+		elem = t.Elem()
+		if elem.Kind() == reflect.Pointer {
+			return
+		}
+	} else if !held(t) {
+		return
+	}
+	asM, ok := c.asM(reflect.Zero(t).Interface())
+	if !ok {
+		return // not a message type: decodeWith says so
+	}
+	if tn.dec {
+		cd := reflect.Zero(reflect.PointerTo(elem)).Interface().(msgpack.CustomDecoder)
+		tn.cd = &cd
+	}
+	tn.asM = asM
 }
 
 // portable reports why messages cannot cross nodes, or nil.
@@ -216,6 +285,24 @@ func decodeWith[M any](d *boundDecoder, c *codec, name string, body []byte) (M, 
 		d.nc, d.name, d.tn = c, tn.name, tn
 	}
 	t := tn.t
+	if pm, ok := tn.asM.(*M); ok {
+		// Decode into a new value and make the message point to it.
+		elem := t
+		if t.Kind() == reflect.Pointer {
+			elem = t.Elem()
+		}
+		p := reflect.New(elem)
+		var err error
+		if tn.dec {
+			err = d.decodeCustomAt(body, withData(*tn.cd.(*msgpack.CustomDecoder), p.UnsafePointer()))
+		} else {
+			err = d.decode(body, p.Elem())
+		}
+		if err != nil {
+			return m, fmt.Errorf("%w: %s: %w", ErrUndecodable, name, err)
+		}
+		return withData(*pm, p.UnsafePointer()), nil
+	}
 	var v reflect.Value
 	var err error
 	if t.Kind() == reflect.Pointer {
@@ -316,12 +403,17 @@ func (d *boundDecoder) decode(body []byte, v reflect.Value) error {
 // decodeCustom decodes body with the msgpack.CustomDecoder p (a pointer
 // to a zero value); msgpack nil leaves the value zero, as msgpack does.
 func (d *boundDecoder) decodeCustom(body []byte, p reflect.Value) error {
+	return d.decodeCustomAt(body, p.Interface().(msgpack.CustomDecoder))
+}
+
+// decodeCustomAt is decodeCustom with the decoder in hand.
+func (d *boundDecoder) decodeCustomAt(body []byte, cd msgpack.CustomDecoder) error {
 	d.r.Reset(body)
 	var err error
 	if c, perr := d.dec.PeekCode(); perr == nil && c == msgpcode.Nil {
 		err = d.dec.DecodeNil()
 	} else {
-		err = p.Interface().(msgpack.CustomDecoder).DecodeMsgpack(d.dec)
+		err = cd.DecodeMsgpack(d.dec)
 	}
 	if err != nil {
 		d.dec.Reset(&d.r)

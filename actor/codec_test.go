@@ -18,6 +18,10 @@ type (
 	customMsg  struct{ N int }
 	customPtr  struct{ S []string }
 	customNone struct{ N int } // encodes by its method, decodes by reflection
+	// An interface holds these in its data word itself, not by pointer:
+	// decodeWith takes reflection's path for them.
+	directMsg struct{ P *int }
+	emptyMsg  struct{}
 )
 
 func (plainMsg) codecMsg()   {}
@@ -25,6 +29,8 @@ func (*plainPtr) codecMsg()  {}
 func (customMsg) codecMsg()  {}
 func (*customPtr) codecMsg() {}
 func (customNone) codecMsg() {}
+func (directMsg) codecMsg()  {}
+func (emptyMsg) codecMsg()   {}
 
 // customCalls counts the custom methods' calls, to see they ran.
 var customCalls struct{ enc, dec int }
@@ -69,7 +75,7 @@ func (m customNone) EncodeMsgpack(enc *msgpack.Encoder) error {
 func newTestCodec(t *testing.T) *codec {
 	t.Helper()
 	c := newCodec[codecMsg]()
-	if probs := c.register("test", []any{plainMsg{}, &plainPtr{}, customMsg{}, &customPtr{}, customNone{}}); len(probs) > 0 {
+	if probs := c.register("test", []any{plainMsg{}, &plainPtr{}, customMsg{}, &customPtr{}, customNone{}, directMsg{}, emptyMsg{}}); len(probs) > 0 {
 		t.Fatal(probs[0])
 	}
 	return c
@@ -91,8 +97,9 @@ func encodeMsg(t *testing.T, c *codec, m any) (string, []byte) {
 // encodes the struct, whichever path it took.
 func TestCodecRoundTripsPlainAndCustomMessages(t *testing.T) {
 	c := newTestCodec(t)
+	seven := 7
 	msgs := []codecMsg{plainMsg{N: 1}, customMsg{N: 2}, &plainPtr{S: "x"}, &customPtr{S: []string{"a", "b"}},
-		customMsg{N: 3}, customNone{N: 4}, plainMsg{N: 5}, customMsg{}, &customPtr{}}
+		customMsg{N: 3}, customNone{N: 4}, plainMsg{N: 5}, customMsg{}, &customPtr{}, directMsg{P: &seven}, directMsg{}, emptyMsg{}}
 	d := getBoundDecoder(nil)
 	defer putBoundDecoder(d)
 	var enc, dec int
@@ -200,5 +207,29 @@ func TestCodecConcreteMessageTypes(t *testing.T) {
 	ptr := newCodec[*customPtr]()
 	if got, err := decodeWith[*customPtr](d, ptr, "", []byte{0xc0}); err != nil || got != nil {
 		t.Errorf("concrete pointer, msgpack nil: %#v, %v (want nil, as msgpack decodes it)", got, err)
+	}
+}
+
+// The fast path is taken exactly for the types an interface holds by
+// pointer, and for pointers.
+func TestCodecFastPathTypes(t *testing.T) {
+	c := newTestCodec(t)
+	for _, m := range []any{plainMsg{}, &plainPtr{}, customMsg{}, &customPtr{}, customNone{}, emptyMsg{}} {
+		if c.names[reflect.TypeOf(m)].asM == nil {
+			t.Errorf("%T: no fast path", m)
+		}
+	}
+	if c.names[reflect.TypeFor[directMsg]()].asM != nil {
+		t.Error("directMsg takes the fast path, but an interface holds it in its data word")
+	}
+	for _, v := range []any{0, "s", [2]int{}, struct{ a, b *int }{}} {
+		if !held(reflect.TypeOf(v)) {
+			t.Errorf("%T: not held by pointer", v)
+		}
+	}
+	for _, v := range []any{(*int)(nil), map[int]int{}, struct{ p *int }{}, [1]*int{}, func() {}} {
+		if held(reflect.TypeOf(v)) {
+			t.Errorf("%T: held by pointer", v)
+		}
 	}
 }
