@@ -229,12 +229,12 @@ func (k *kind[S, M]) hold(key string, m M) error {
 }
 
 // DeliverTells implements host.RemoteKind: DeliverRemote for a run of
-// tells, decoded with one decoder. Consecutive tells to one key find its
-// cell once.
+// tells, decoded with one decoder. Consecutive tells to one key are
+// queued together, under one lock of their cell.
 func (k *kind[S, M]) DeliverTells(b host.TellBatch) {
 	d := getBoundDecoder(k.h)
 	defer putBoundDecoder(d)
-	var c *cell[S, M]
+	var run tellsToKey[S, M]
 	for i := range b.Len() {
 		key, name, body := b.Tell(i)
 		if key == "" {
@@ -246,26 +246,117 @@ func (k *kind[S, M]) DeliverTells(b host.TellBatch) {
 			b.Dropped(i, err)
 			continue
 		}
-		if c == nil || c.key != key {
+		if run.n > 0 && (run.key != key || run.n == len(run.msgs)) {
+			k.queueTells(&run, b)
+		}
+		if run.n == 0 {
+			run.key = key
+		}
+		run.msgs[run.n], run.idx[run.n] = m, i
+		run.n++
+	}
+	if run.n > 0 {
+		k.queueTells(&run, b)
+	}
+}
+
+// tellsToKey is a run of decoded tells to one key, waiting to be queued.
+type tellsToKey[S, M any] struct {
+	key  string
+	c    *cell[S, M] // key's cell, when found for an earlier run
+	n    int
+	msgs [64]M
+	idx  [64]int // their indexes in the batch, to report drops
+}
+
+// queueTells queues the run's tells and empties it: at once those the
+// mailbox has room for, then the others one by one as DeliverRemote
+// does, holding the stream while the mailbox is full.
+func (k *kind[S, M]) queueTells(run *tellsToKey[S, M], b host.TellBatch) {
+	msgs := run.msgs[:run.n]
+	for len(msgs) > 0 {
+		if run.c == nil || run.c.key != run.key {
 			if k.h.Closed() {
-				b.Dropped(i, ErrSystemClosed)
-				continue
+				break
 			}
-			c = k.cellAt(k.hash(key), key)
+			run.c = k.cellAt(k.hash(run.key), run.key)
 		}
-		err, retry := c.push(noWait, m, nil, false)
-		if retry { // c passivated meanwhile
-			c = nil
-			err = k.push(noWait, key, 0, m, nil, false)
-		}
-		if errors.Is(err, ErrMailboxFull) {
-			// See DeliverRemote: the tell waits, and holds the stream.
-			err = k.hold(key, m)
-		}
+		n, retry, err := run.c.pushTells(msgs)
 		if err != nil {
-			b.Dropped(i, err)
+			break
+		}
+		msgs = msgs[n:]
+		if retry { // passivated meanwhile: look the key up again
+			run.c = nil
+			continue
+		}
+		if n == 0 {
+			break // full
 		}
 	}
+	for j := run.n - len(msgs); j < run.n; j++ {
+		err := k.push(noWait, run.key, 0, run.msgs[j], nil, false)
+		if errors.Is(err, ErrMailboxFull) {
+			// See DeliverRemote: the tell waits, and holds the stream.
+			err = k.hold(run.key, run.msgs[j])
+		}
+		if err != nil {
+			b.Dropped(run.idx[j], err)
+		}
+	}
+	clear(run.msgs[:run.n])
+	run.n = 0
+}
+
+// pushTells queues tells from another node, as many as the mailbox bound
+// lets in, under one lock; it returns how many. retry means the cell was
+// passivated meanwhile and the caller must look the key up again.
+func (c *cell[S, M]) pushTells(ms []M) (n int, retry bool, err error) {
+	k := c.k
+	c.mu.Lock()
+	if c.gone {
+		c.mu.Unlock()
+		return 0, true, nil
+	}
+	if k.h.Closed() {
+		c.mu.Unlock()
+		return 0, false, ErrSystemClosed
+	}
+	wasEmpty := len(c.in) == 0
+	for _, m := range ms {
+		if bound := k.def.s.mailbox; len(c.in)+c.batchLen >= bound && c.queuedLocked() >= bound {
+			break
+		}
+		c.in = append(c.in, envelope[M]{msg: m})
+		n++
+	}
+	if n == 0 {
+		c.mu.Unlock()
+		return 0, false, nil
+	}
+	if wasEmpty {
+		c.hasIn.Store(true)
+	}
+	// As push does: start a goroutine, or wake the parked one.
+	start := false
+	var wake chan struct{}
+	switch {
+	case !c.running && !c.backoff:
+		c.running, start = true, true
+	case c.parked:
+		c.parked, wake = false, c.wake
+	}
+	c.mu.Unlock()
+	if start {
+		k.h.Enter()
+		go c.loop()
+	} else if wake != nil {
+		select {
+		case wake <- struct{}{}:
+		default:
+		}
+	}
+	return n, false, nil
 }
 
 // deliverAnswer queues a piped answer whatever the mailbox bound: the
