@@ -171,7 +171,9 @@ func FuzzSplitBatch(f *testing.F) {
 // as it was, in order.
 func TestBatchedTellsRoundTrip(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		small := func(name string) *rapid.Generator[string] { return rapid.SampledFrom([]string{name + "1", name + "2", ""}) }
+		small := func(name string) *rapid.Generator[string] {
+			return rapid.SampledFrom([]string{name + "1", name + "2", ""})
+		}
 		var want []envelope
 		var b []byte
 		var prev tellHead
