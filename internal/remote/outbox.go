@@ -168,15 +168,19 @@ func (o *outbox) pending() bool {
 // previous envelope prev describes (see appendNext).
 func (e *envelope) appendFramed(b []byte, prev *tellHead) []byte {
 	start := len(b)
-	b = append(b, 0, 0, 0, 0, 0) // room for the length, fixed up below
+	b = append(b, 0) // room for a one-byte length: most envelopes are short
 	b = e.appendNext(b, prev)
-	n := len(b) - start - 5
+	n := len(b) - start - 1
+	if n < 0x80 {
+		b[start] = byte(n)
+		return b
+	}
 	var lb [binary.MaxVarintLen64]byte
 	k := binary.PutUvarint(lb[:], uint64(n))
-	// Move the envelope left over the room the length does not use.
-	copy(b[start+k:], b[start+5:])
+	b = append(b, lb[1:k]...) // room for the rest of the length
+	copy(b[start+k:], b[start+1:start+1+n])
 	copy(b[start:], lb[:k])
-	return b[:start+k+n]
+	return b
 }
 
 // splitBatch calls f with each envelope of a batch, in order. It stops at
