@@ -87,7 +87,11 @@
 //     name. When M is an interface, list its concrete types with
 //     WithMessages, so the receiving node can decode them; a clustered
 //     system refuses a definition without the list (ClusterErr). Reply
-//     types must be concrete types.
+//     types must be concrete types. A message type that implements
+//     msgpack.CustomEncoder (value receiver) and whose pointer implements
+//     msgpack.CustomDecoder is encoded and decoded by those methods,
+//     called directly: for small messages that sent at a high rate, that
+//     costs about half of what msgpack's reflection does.
 //   - Errors keep their identity across nodes: errors.Is matches
 //     ErrMailboxFull, ErrActorFailed (with the cause's sentinel when it
 //     has one), ErrUnknownActor, context.DeadlineExceeded, and so on.
