@@ -90,8 +90,8 @@
 //     types must be concrete types. A message type that implements
 //     msgpack.CustomEncoder (value receiver) and whose pointer implements
 //     msgpack.CustomDecoder is encoded and decoded by those methods,
-//     called directly: for small messages that sent at a high rate, that
-//     costs about half of what msgpack's reflection does.
+//     called directly, without msgpack's reflection: in the remote-tell
+//     benchmark that took a third off the CPU per message.
 //   - Errors keep their identity across nodes: errors.Is matches
 //     ErrMailboxFull, ErrActorFailed (with the cause's sentinel when it
 //     has one), ErrUnknownActor, context.DeadlineExceeded, and so on.
