@@ -518,14 +518,10 @@ func (r *Router) sort(b *inbox, p []byte, more bool) bool {
 	return false
 }
 
-// serveQueued is stage two for one envelope.
+// serveQueued serves an ask or a cancel, in stage two or (the worker
+// idle) at once; tells go to their kind in runs (inbox.serve).
 func (r *Router) serveQueued(it *inItem) {
 	switch it.e.kind {
-	case kindTell:
-		if _, err := it.k.DeliverRemote(host.Inbound{Key: it.e.key, Name: it.e.name, Body: it.e.body}); err != nil {
-			r.dropped(&it.e, err)
-			r.log.Debug("troupe: tell from another node dropped", "from", it.from, "actor", it.e.typ+"/"+it.e.key, "err", err)
-		}
 	case kindAsk:
 		r.serveAsk(it.from, &it.e)
 	case kindCancel:
@@ -574,8 +570,9 @@ func (r *Router) serveTell(from wire.NodeID, e *envelope) error {
 }
 
 // tellHere decides where a received tell goes, rt being the route of
-// its type (nil: none here): it returns the kind that queues it here, or forwards it once to the owner this node believes in,
-// or drops it (reporting MessageDropped).
+// its type (nil: none here): it returns the kind that queues it here,
+// or forwards it once to the owner this node believes in, or drops it
+// (reporting MessageDropped).
 func (r *Router) tellHere(from wire.NodeID, e *envelope, rt *route) (host.RemoteKind, bool) {
 	if rt == nil || !r.cfg.Serve {
 		r.dropped(e, fmt.Errorf("%w: %q is not hosted here", actor.ErrUnknownActor, e.typ))
