@@ -6,9 +6,12 @@ import (
 	"fmt"
 	"reflect"
 	"sync"
+	"sync/atomic"
+	"unsafe"
 
 	"github.com/troupe-go/troupe/internal/host"
 	"github.com/vmihailenco/msgpack/v5"
+	"github.com/vmihailenco/msgpack/v5/msgpcode"
 )
 
 // ErrUndecodable reports a message or reply that arrived from another node
@@ -19,20 +22,115 @@ var ErrUndecodable = errors.New("troupe: undecodable message")
 // codec turns the messages of one definition into bytes and back, for
 // keys served on another node. Structs encode as msgpack maps keyed by
 // field name, so adding a field stays compatible with older nodes.
+//
+// A message type that implements msgpack.CustomEncoder (value receiver)
+// and whose pointer implements msgpack.CustomDecoder is encoded and
+// decoded by those methods, called directly: that skips msgpack's lookups
+// by type and its reflection, most of a small message's cost.
 type codec struct {
 	concrete bool // the message type is not an interface: no name needed
-	byName   map[string]reflect.Type
-	names    map[reflect.Type]string
+	// self is the message type when concrete: it has no name.
+	self   *typeName
+	byName map[string]*typeName
+	names  map[reflect.Type]*typeName
+	// last is the type encoded last, looked at before names: a stream of
+	// messages is mostly of one type, and a map keyed by an interface
+	// hashes slowly.
+	last atomic.Pointer[typeName]
+	// asM converts a value to the message type, boxed as a *M (see
+	// typeName.asM); made by newCodec, which knows M.
+	asM func(v any) (any, bool)
+}
+
+// typeName is a message type, its registered name, and how to encode and
+// decode it.
+type typeName struct {
+	t    reflect.Type
+	name string
+	// enc: t implements msgpack.CustomEncoder; nilable: and can be nil,
+	// which encodes as msgpack nil without calling it (as msgpack does).
+	enc, nilable bool
+	// dec: the pointer to t (to t's element when t is a pointer) implements
+	// msgpack.CustomDecoder, and t (or the element) itself does not.
+	dec bool
+	// For decoding without reflect.Value.Interface (a copy) and type
+	// assertions (an itab lookup each), when t is a pointer or a type an
+	// interface holds by pointer: asM is a *M holding a zero t, and cd a
+	// *msgpack.CustomDecoder holding a nil pointer to t (when dec); a
+	// message is a copy of one whose data word points to the decoded value
+	// (see withData). Nil when t is held in the data word itself.
+	asM, cd any
+}
+
+// iface is the layout of every interface value: a type (or itab) word and
+// a data word, which for the types the fast path takes points to the
+// value.
+type iface struct{ tab, data unsafe.Pointer }
+
+// withData returns x with its data word replaced by p.
+func withData[I any](x I, p unsafe.Pointer) I {
+	(*iface)(unsafe.Pointer(&x)).data = p
+	return x
+}
+
+// held reports whether an interface holds values of t by pointer: not a
+// pointer-shaped type (which sits in the data word itself). It asks the
+// runtime's rule two ways and says yes only when they agree.
+func held(t reflect.Type) bool {
+	var shaped func(reflect.Type) bool
+	shaped = func(t reflect.Type) bool {
+		switch t.Kind() {
+		case reflect.Pointer, reflect.Map, reflect.Chan, reflect.Func, reflect.UnsafePointer:
+			return true
+		case reflect.Struct:
+			return t.NumField() == 1 && shaped(t.Field(0).Type)
+		case reflect.Array:
+			return t.Len() == 1 && shaped(t.Elem())
+		}
+		return false
+	}
+	zero := reflect.Zero(t).Interface()
+	return !shaped(t) && (*iface)(unsafe.Pointer(&zero)).data != nil
+}
+
+var (
+	customEncoder = reflect.TypeFor[msgpack.CustomEncoder]()
+	customDecoder = reflect.TypeFor[msgpack.CustomDecoder]()
+)
+
+func newTypeName(t reflect.Type, name string) *typeName {
+	tn := &typeName{t: t, name: name, enc: t.Implements(customEncoder)}
+	switch t.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Interface, reflect.Func, reflect.Chan:
+		tn.nilable = true
+	}
+	elem := t
+	if t.Kind() == reflect.Pointer {
+		elem = t.Elem()
+	}
+	tn.dec = elem.Kind() != reflect.Pointer && reflect.PointerTo(elem).Implements(customDecoder) && !elem.Implements(customDecoder)
+	return tn
 }
 
 func newCodec[M any]() *codec {
-	return &codec{concrete: reflect.TypeFor[M]().Kind() != reflect.Interface}
+	t := reflect.TypeFor[M]()
+	c := &codec{concrete: t.Kind() != reflect.Interface, asM: func(v any) (any, bool) {
+		m, ok := v.(M)
+		return &m, ok
+	}}
+	if c.concrete {
+		c.self = newTypeName(t, "")
+		// A nil pointer M decodes as nil by msgpack's rules, unlike a
+		// registered pointer type (see decodeWith): keep msgpack's path.
+		c.self.dec = c.self.dec && t.Kind() != reflect.Pointer
+	}
+	return c
 }
 
 // register adds the dynamic type of each message under its type name.
 func (c *codec) register(def string, msgs []any) []*DefinitionError {
 	if c.byName == nil {
-		c.byName, c.names = map[string]reflect.Type{}, map[reflect.Type]string{}
+		c.byName, c.names = map[string]*typeName{}, map[reflect.Type]*typeName{}
 	}
 	var probs []*DefinitionError
 	for _, m := range msgs {
@@ -42,7 +140,7 @@ func (c *codec) register(def string, msgs []any) []*DefinitionError {
 			continue
 		}
 		name := t.String()
-		if other, ok := c.byName[name]; ok && other != t {
+		if other, ok := c.byName[name]; ok && other.t != t {
 			probs = append(probs, &DefinitionError{Field: "WithMessages", Problem: fmt.Sprintf("two message types named %s", name)})
 			continue
 		}
@@ -50,9 +148,34 @@ func (c *codec) register(def string, msgs []any) []*DefinitionError {
 			probs = append(probs, &DefinitionError{Field: field, Problem: fmt.Sprintf("type %s cannot be encoded", bad)})
 			continue
 		}
-		c.byName[name], c.names[t] = t, name
+		tn := newTypeName(t, name)
+		c.fast(tn)
+		c.byName[name], c.names[t] = tn, tn
 	}
 	return probs
+}
+
+// fast prepares tn for decoding without reflection's copies and
+// assertions, when its type allows.
+func (c *codec) fast(tn *typeName) {
+	t, elem := tn.t, tn.t
+	if t.Kind() == reflect.Pointer {
+		elem = t.Elem()
+		if elem.Kind() == reflect.Pointer {
+			return
+		}
+	} else if !held(t) {
+		return
+	}
+	asM, ok := c.asM(reflect.Zero(t).Interface())
+	if !ok {
+		return // not a message type: decodeWith says so
+	}
+	if tn.dec {
+		cd := reflect.Zero(reflect.PointerTo(elem)).Interface().(msgpack.CustomDecoder)
+		tn.cd = &cd
+	}
+	tn.asM = asM
 }
 
 // portable reports why messages cannot cross nodes, or nil.
@@ -65,17 +188,30 @@ func (c *codec) portable() error {
 
 // encodeTo encodes m into b and returns m's type name.
 func (c *codec) encodeTo(b *encodeBuffer, m any) (string, error) {
-	name := ""
+	tn := c.self
 	if !c.concrete {
-		var ok bool
-		if name, ok = c.names[reflect.TypeOf(m)]; !ok {
-			return "", fmt.Errorf("troupe: message type %T is not listed in WithMessages", m)
+		t := reflect.TypeOf(m)
+		tn = c.last.Load()
+		if tn == nil || tn.t != t {
+			if tn = c.names[t]; tn == nil {
+				return "", fmt.Errorf("troupe: message type %T is not listed in WithMessages", m)
+			}
+			c.last.Store(tn)
 		}
 	}
-	if err := b.enc.Encode(m); err != nil {
+	var err error
+	switch {
+	case !tn.enc:
+		err = b.enc.Encode(m)
+	case tn.nilable && reflect.ValueOf(m).IsNil():
+		err = b.enc.EncodeNil()
+	default:
+		err = m.(msgpack.CustomEncoder).EncodeMsgpack(b.enc)
+	}
+	if err != nil {
 		return "", fmt.Errorf("troupe: encode %T: %w", m, err)
 	}
-	return name, nil
+	return tn.name, nil
 }
 
 // encodeBuffer is a msgpack encoder writing into a reusable slice.
@@ -116,31 +252,84 @@ func putEncodeBuffer(b *encodeBuffer) {
 
 // decodeMessage decodes a message of definition type M named name.
 func decodeMessage[M any](c *codec, h *host.Host, name string, body []byte) (M, error) {
+	d := getBoundDecoder(h)
+	m, err := decodeWith[M](d, c, name, body)
+	putBoundDecoder(d)
+	return m, err
+}
+
+// decodeWith decodes a message of definition type M named name with d.
+func decodeWith[M any](d *boundDecoder, c *codec, name string, body []byte) (M, error) {
 	var m M
 	if c.concrete {
-		if err := decodeBound(h, body, &m); err != nil {
+		v := d.scratchOf(c.self.t)
+		var err error
+		if c.self.dec {
+			err = d.decodeCustom(body, v.Addr())
+		} else {
+			err = d.decode(body, v)
+		}
+		m = *(*M)(v.Addr().UnsafePointer())
+		v.SetZero()
+		if err != nil {
 			return m, fmt.Errorf("%w: %T: %w", ErrUndecodable, m, err)
 		}
 		return m, nil
 	}
-	t, ok := c.byName[name]
-	if !ok {
-		return m, fmt.Errorf("%w: message type %q is not registered here", ErrUndecodable, name)
+	tn := d.tn
+	if d.nc != c || d.name != name {
+		if tn = c.byName[name]; tn == nil {
+			return m, fmt.Errorf("%w: message type %q is not registered here", ErrUndecodable, name)
+		}
+		// The registered name, not name: that may alias a network buffer.
+		d.nc, d.name, d.tn = c, tn.name, tn
+	}
+	t := tn.t
+	if pm, ok := tn.asM.(*M); ok {
+		// Decode into a new value and make the message point to it.
+		elem := t
+		if t.Kind() == reflect.Pointer {
+			elem = t.Elem()
+		}
+		p := reflect.New(elem)
+		var err error
+		if tn.dec {
+			err = d.decodeCustomAt(body, withData(*tn.cd.(*msgpack.CustomDecoder), p.UnsafePointer()))
+		} else {
+			err = d.decode(body, p.Elem())
+		}
+		if err != nil {
+			return m, fmt.Errorf("%w: %s: %w", ErrUndecodable, name, err)
+		}
+		return withData(*pm, p.UnsafePointer()), nil
 	}
 	var v reflect.Value
+	var err error
 	if t.Kind() == reflect.Pointer {
 		v = reflect.New(t.Elem())
-		if err := decodeBound(h, body, v.Interface()); err != nil {
-			return m, fmt.Errorf("%w: %s: %w", ErrUndecodable, name, err)
+		if tn.dec {
+			err = d.decodeCustom(body, v)
+		} else {
+			err = d.decode(body, v.Elem())
 		}
 	} else {
-		p := reflect.New(t)
-		if err := decodeBound(h, body, p.Interface()); err != nil {
-			return m, fmt.Errorf("%w: %s: %w", ErrUndecodable, name, err)
+		v = d.scratchOf(t)
+		if tn.dec {
+			err = d.decodeCustom(body, v.Addr())
+		} else {
+			err = d.decode(body, v)
 		}
-		v = p.Elem()
 	}
-	m, ok = v.Interface().(M)
+	if err != nil {
+		if t.Kind() != reflect.Pointer {
+			v.SetZero()
+		}
+		return m, fmt.Errorf("%w: %s: %w", ErrUndecodable, name, err)
+	}
+	m, ok := v.Interface().(M) // a copy: the scratch value is reused
+	if t.Kind() != reflect.Pointer {
+		v.SetZero()
+	}
 	if !ok {
 		return m, fmt.Errorf("%w: %s does not implement the message type", ErrUndecodable, name)
 	}
@@ -158,9 +347,21 @@ type hostReader struct {
 func (r *hostReader) Host() *host.Host { return r.h }
 
 // boundDecoder is a decoder with its host-bound source, pooled together.
+// It decodes a run of messages without resetting the decoder for each:
+// only the source changes.
 type boundDecoder struct {
 	dec *msgpack.Decoder
 	r   hostReader
+	// scratch is a zero value of type st, addressable, that messages of
+	// that type are decoded into and then copied out of: a run of them
+	// allocates no value to decode into.
+	st      reflect.Type
+	scratch reflect.Value
+	// The message type decoded last, by codec and name: a run of tells
+	// mostly holds one.
+	nc   *codec
+	name string
+	tn   *typeName
 }
 
 var boundDecoders = sync.Pool{New: func() any {
@@ -169,15 +370,65 @@ var boundDecoders = sync.Pool{New: func() any {
 	return d
 }}
 
-// decodeBound decodes body into v, binding the refs it holds to h.
-func decodeBound(h *host.Host, body []byte, v any) error {
+func getBoundDecoder(h *host.Host) *boundDecoder {
 	d := boundDecoders.Get().(*boundDecoder)
 	d.r.h = h
-	d.r.Reset(body)
-	d.dec.Reset(&d.r)
-	err := d.dec.Decode(v)
+	return d
+}
+
+func putBoundDecoder(d *boundDecoder) {
 	d.r.h = nil
 	d.r.Reset(nil)
 	boundDecoders.Put(d)
+}
+
+// scratchOf returns the zero scratch value of type t.
+func (d *boundDecoder) scratchOf(t reflect.Type) reflect.Value {
+	if d.st != t {
+		d.st, d.scratch = t, reflect.New(t).Elem()
+	}
+	return d.scratch
+}
+
+// decode decodes body into v, binding the refs it holds to d's host.
+func (d *boundDecoder) decode(body []byte, v reflect.Value) error {
+	d.r.Reset(body)
+	err := d.dec.DecodeValue(v)
+	if err != nil {
+		d.dec.Reset(&d.r) // drop whatever state the failure left
+	}
+	return err
+}
+
+// decodeCustom decodes body with the msgpack.CustomDecoder p (a pointer
+// to a zero value); msgpack nil leaves the value zero, as msgpack does.
+func (d *boundDecoder) decodeCustom(body []byte, p reflect.Value) error {
+	return d.decodeCustomAt(body, p.Interface().(msgpack.CustomDecoder))
+}
+
+// decodeCustomAt is decodeCustom with the decoder in hand.
+func (d *boundDecoder) decodeCustomAt(body []byte, cd msgpack.CustomDecoder) error {
+	d.r.Reset(body)
+	var err error
+	if c, perr := d.dec.PeekCode(); perr == nil && c == msgpcode.Nil {
+		err = d.dec.DecodeNil()
+	} else {
+		err = cd.DecodeMsgpack(d.dec)
+	}
+	if err != nil {
+		d.dec.Reset(&d.r)
+	}
+	return err
+}
+
+// decodeBound decodes body into v, binding the refs it holds to h.
+func decodeBound(h *host.Host, body []byte, v any) error {
+	d := getBoundDecoder(h)
+	d.r.Reset(body)
+	err := d.dec.Decode(v)
+	if err != nil {
+		d.dec.Reset(&d.r)
+	}
+	putBoundDecoder(d)
 	return err
 }

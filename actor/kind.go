@@ -23,6 +23,7 @@ type kind[S, M any] struct {
 	def  *Def[S, M]
 	h    *host.Host
 	rem  host.Remote // nil in an embedded system
+	rt   host.Route  // rem's route of this kind
 	seed maphash.Seed
 	idle time.Duration
 	ask  time.Duration
@@ -60,6 +61,9 @@ func (d *Def[S, M]) Instantiate(h *host.Host) host.Kind {
 	}
 	if h.BackoffMax > 0 && !d.s.backoffSet {
 		k.bmax = h.BackoffMax
+	}
+	if k.rem != nil {
+		k.rt = k.rem.Route(k)
 	}
 	return k
 }
@@ -128,7 +132,7 @@ func (k *kind[S, M]) deliver(ctx context.Context, key string, h, tok uint64, m M
 		if tok == 0 {
 			tok = k.token(key)
 		}
-		here, err := k.rem.Here(k.def.name, key, tok)
+		here, err := k.rt.Here(key, tok)
 		if err != nil {
 			return err
 		}
@@ -149,7 +153,7 @@ func (k *kind[S, M]) send(ctx context.Context, key string, tok uint64, m M, s re
 	}
 	out := host.Outbound{Type: k.def.name, Key: key, Token: tok, Name: name, Body: buf.w.b}
 	if s == nil {
-		return k.rem.Tell(ctx, out)
+		return k.rt.Tell(ctx, out)
 	}
 	out.Deadline, _ = s.deadline()
 	out.Chain = s.asking()
@@ -187,16 +191,7 @@ func (k *kind[S, M]) DeliverRemote(in host.Inbound) (func(), error) {
 		if !errors.Is(err, ErrMailboxFull) {
 			return nil, err
 		}
-		ctx, cancel := context.WithCancel(context.WithValue(context.Background(), holdKey{}, true))
-		defer cancel()
-		go func() {
-			select {
-			case <-k.h.HardStop():
-				cancel()
-			case <-ctx.Done():
-			}
-		}()
-		return nil, k.push(ctx, in.Key, 0, m, nil, false)
+		return nil, k.hold(in.Key, m)
 	}
 	s := &slot[any]{dl: in.Deadline, chain: in.Chain}
 	reply := in.Reply
@@ -216,6 +211,152 @@ func (k *kind[S, M]) DeliverRemote(in host.Inbound) (func(), error) {
 		return nil, err
 	}
 	return func() { s.cancel() }, nil
+}
+
+// hold queues a tell from another node into a full mailbox: it waits for
+// room until the system stops hard.
+func (k *kind[S, M]) hold(key string, m M) error {
+	ctx, cancel := context.WithCancel(context.WithValue(context.Background(), holdKey{}, true))
+	defer cancel()
+	go func() {
+		select {
+		case <-k.h.HardStop():
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return k.push(ctx, key, 0, m, nil, false)
+}
+
+// DeliverTells implements host.RemoteKind: DeliverRemote for a run of
+// tells, decoded with one decoder. Consecutive tells to one key are
+// queued together, under one lock of their cell.
+func (k *kind[S, M]) DeliverTells(b host.TellBatch) {
+	d := getBoundDecoder(k.h)
+	defer putBoundDecoder(d)
+	var run tellsToKey[S, M]
+	for i := range b.Len() {
+		key, name, body := b.Tell(i)
+		if key == "" {
+			b.Dropped(i, ErrInvalidRef)
+			continue
+		}
+		m, err := decodeWith[M](d, k.def.codec, name, body)
+		if err != nil {
+			b.Dropped(i, err)
+			continue
+		}
+		if run.n > 0 && (run.key != key || run.n == len(run.msgs)) {
+			k.queueTells(&run, b)
+		}
+		if run.n == 0 {
+			run.key = key
+		}
+		run.msgs[run.n], run.idx[run.n] = m, i
+		run.n++
+	}
+	if run.n > 0 {
+		k.queueTells(&run, b)
+	}
+}
+
+// tellsToKey is a run of decoded tells to one key, waiting to be queued.
+type tellsToKey[S, M any] struct {
+	key  string
+	c    *cell[S, M] // key's cell, when found for an earlier run
+	n    int
+	msgs [64]M
+	idx  [64]int // their indexes in the batch, to report drops
+}
+
+// queueTells queues the run's tells and empties it: at once those the
+// mailbox has room for, then the others one by one as DeliverRemote
+// does, holding the stream while the mailbox is full.
+func (k *kind[S, M]) queueTells(run *tellsToKey[S, M], b host.TellBatch) {
+	msgs := run.msgs[:run.n]
+	for len(msgs) > 0 {
+		if run.c == nil || run.c.key != run.key {
+			if k.h.Closed() {
+				break
+			}
+			run.c = k.cellAt(k.hash(run.key), run.key)
+		}
+		n, retry, err := run.c.pushTells(msgs)
+		if err != nil {
+			break
+		}
+		msgs = msgs[n:]
+		if retry { // passivated meanwhile: look the key up again
+			run.c = nil
+			continue
+		}
+		if n == 0 {
+			break // full
+		}
+	}
+	for j := run.n - len(msgs); j < run.n; j++ {
+		err := k.push(noWait, run.key, 0, run.msgs[j], nil, false)
+		if errors.Is(err, ErrMailboxFull) {
+			// See DeliverRemote: the tell waits, and holds the stream.
+			err = k.hold(run.key, run.msgs[j])
+		}
+		if err != nil {
+			b.Dropped(run.idx[j], err)
+		}
+	}
+	clear(run.msgs[:run.n])
+	run.n = 0
+}
+
+// pushTells queues tells from another node, as many as the mailbox bound
+// lets in, under one lock; it returns how many. retry means the cell was
+// passivated meanwhile and the caller must look the key up again.
+func (c *cell[S, M]) pushTells(ms []M) (n int, retry bool, err error) {
+	k := c.k
+	c.mu.Lock()
+	if c.gone {
+		c.mu.Unlock()
+		return 0, true, nil
+	}
+	if k.h.Closed() {
+		c.mu.Unlock()
+		return 0, false, ErrSystemClosed
+	}
+	wasEmpty := len(c.in) == 0
+	for _, m := range ms {
+		if bound := k.def.s.mailbox; len(c.in)+c.batchLen >= bound && c.queuedLocked() >= bound {
+			break
+		}
+		c.in = append(c.in, envelope[M]{msg: m})
+		n++
+	}
+	if n == 0 {
+		c.mu.Unlock()
+		return 0, false, nil
+	}
+	if wasEmpty {
+		c.hasIn.Store(true)
+	}
+	// As push does: start a goroutine, or wake the parked one.
+	start := false
+	var wake chan struct{}
+	switch {
+	case !c.running && !c.backoff:
+		c.running, start = true, true
+	case c.parked:
+		c.parked, wake = false, c.wake
+	}
+	c.mu.Unlock()
+	if start {
+		k.h.Enter()
+		go c.loop()
+	} else if wake != nil {
+		select {
+		case wake <- struct{}{}:
+		default:
+		}
+	}
+	return n, false, nil
 }
 
 // deliverAnswer queues a piped answer whatever the mailbox bound: the

@@ -23,6 +23,16 @@ type Remote interface {
 	// error, unless the returned cancel is called first (then done is
 	// not called and the owner drops or cancels the request).
 	Ask(ctx context.Context, m Outbound, done func(body []byte, err error)) (cancel func(), err error)
+	// Route returns the placement of k's keys, for k to keep: it answers
+	// Here and Tell for k without looking k up by name each time.
+	Route(k RemoteKind) Route
+}
+
+// Route places and sends the messages of one actor type (see
+// Remote.Route); Here and Tell are Remote's, for that type.
+type Route interface {
+	Here(key string, token uint64) (bool, error)
+	Tell(ctx context.Context, m Outbound) error
 }
 
 // Outbound is one message leaving this node.
@@ -64,6 +74,10 @@ type RemoteKind interface {
 	// room. For asks it returns a cancel that drops the request if still
 	// queued or cancels its handler if running.
 	DeliverRemote(in Inbound) (cancel func(), err error)
+	// DeliverTells queues a run of tells from another node, in order,
+	// each as DeliverRemote would, with one decoder for the run. It
+	// reports each tell it cannot queue to b.Dropped.
+	DeliverTells(b TellBatch)
 	// Pinned reports whether keys are tied to a member named in the key.
 	Pinned() bool
 	// Replicas is how many copies of each key's state the definition keeps.
@@ -85,4 +99,15 @@ type Mover interface {
 // queued messages (what a leaving node abandons).
 type QueueLister interface {
 	QueuedKeys(limit int) []string
+}
+
+// TellBatch is a run of tells that arrived for one actor type, in the
+// order they were sent.
+type TellBatch interface {
+	Len() int
+	// Tell returns tell i. Key and body alias the network buffer and are
+	// valid only during DeliverTells: copy them to keep them.
+	Tell(i int) (key, name string, body []byte)
+	// Dropped reports that tell i was not queued, and why.
+	Dropped(i int, err error)
 }

@@ -16,9 +16,50 @@ const (
 	kindReply   uint8 = 4 // the outcome of request id
 	kindSync    uint8 = 5 // a client asks for the member list and for pushes
 	kindMembers uint8 = 6 // the member list (answer to sync, or pushed)
-	kindDrain   uint8 = 8 // a new owner asks the previous one to answer id once typ/key has no activation there
-	kindDrained uint8 = 9 // the answer to drain id: typ/key is not active on the sender
+	// kindTellNext is a tell in a batch right after another tell: it
+	// takes the type (and, flagged, the key, token and message name) of
+	// that one, so a stream of tells sends little more than bodies. It
+	// decodes as a kindTell.
+	kindTellNext uint8 = 7
+	kindDrain    uint8 = 8 // a new owner asks the previous one to answer id once typ/key has no activation there
+	kindDrained  uint8 = 9 // the answer to drain id: typ/key is not active on the sender
 )
+
+// Flags of a kindTellNext.
+const (
+	nextSameKey  = 1 << 0 // key and token as the previous tell
+	nextSameName = 1 << 1 // message name as the previous tell
+)
+
+// tellHead is what the next tell of a batch may take from the envelope
+// before it: set when that one was a tell.
+type tellHead struct {
+	ok        bool
+	typ, name string
+	key       string
+	token     uint64
+}
+
+// set records e as the envelope before the next one. It writes only the
+// fields that change: a pointer written to the heap costs a write barrier
+// while the garbage collector marks, and in a stream they mostly do not.
+func (h *tellHead) set(e *envelope) {
+	if e.kind != kindTell {
+		h.ok = false
+		return
+	}
+	h.ok = true
+	if h.typ != e.typ {
+		h.typ = e.typ
+	}
+	if h.name != e.name {
+		h.name = e.name
+	}
+	if h.key != e.key {
+		h.key = e.key
+	}
+	h.token = e.token
+}
 
 // envelopeVersion is the first byte of every envelope; a node refuses
 // envelopes of a version it does not know.
@@ -97,6 +138,38 @@ func (e *envelope) encode() []byte {
 	return e.appendTo(make([]byte, 0, n))
 }
 
+// appendNext appends e's encoding to a batch whose previous envelope
+// prev describes (nil: none): as a kindTellNext when e is a tell that
+// can be. It updates prev to e.
+func (e *envelope) appendNext(b []byte, prev *tellHead) []byte {
+	if prev == nil {
+		return e.appendTo(b)
+	}
+	if !prev.ok || e.kind != kindTell || e.typ != prev.typ || e.id != 0 || e.ttl != 0 || len(e.chain) > 0 {
+		prev.set(e)
+		return e.appendTo(b)
+	}
+	var flags uint8
+	if e.key == prev.key && e.token == prev.token {
+		flags |= nextSameKey
+	}
+	if e.name == prev.name {
+		flags |= nextSameName
+	}
+	b = append(b, envelopeVersion, kindTellNext, flags)
+	if flags&nextSameKey == 0 {
+		b = binary.BigEndian.AppendUint64(b, e.token)
+		b = appendString(b, e.key)
+	}
+	if flags&nextSameName == 0 {
+		b = appendString(b, e.name)
+	}
+	b = appendBytes(b, e.body)
+	b = append(b, e.hops)
+	prev.set(e)
+	return b
+}
+
 // appendTo appends e's encoding to b.
 func (e *envelope) appendTo(b []byte) []byte {
 	b = append(b, envelopeVersion, e.kind)
@@ -149,8 +222,11 @@ func appendStrings(b []byte, ss []string) []byte {
 }
 
 // decoder reads the fields of one envelope; the first problem sticks.
+// It moves an offset rather than reslicing b: writing an int costs no
+// write barrier while the garbage collector marks.
 type decoder struct {
 	b   []byte
+	i   int // next byte to read
 	err error
 }
 
@@ -160,13 +236,16 @@ func (d *decoder) fail(what string) {
 	}
 }
 
+// left returns the bytes not read yet.
+func (d *decoder) left() []byte { return d.b[d.i:] }
+
 func (d *decoder) byte(what string) uint8 {
-	if d.err != nil || len(d.b) < 1 {
+	if d.err != nil || d.i >= len(d.b) {
 		d.fail(what)
 		return 0
 	}
-	v := d.b[0]
-	d.b = d.b[1:]
+	v := d.b[d.i]
+	d.i++
 	return v
 }
 
@@ -174,12 +253,17 @@ func (d *decoder) uvarint(what string) uint64 {
 	if d.err != nil {
 		return 0
 	}
-	v, n := binary.Uvarint(d.b)
+	if d.i < len(d.b) && d.b[d.i] < 0x80 { // one byte: most lengths and ids
+		v := d.b[d.i]
+		d.i++
+		return uint64(v)
+	}
+	v, n := binary.Uvarint(d.left())
 	if n <= 0 {
 		d.fail(what)
 		return 0
 	}
-	d.b = d.b[n:]
+	d.i += n
 	return v
 }
 
@@ -187,22 +271,22 @@ func (d *decoder) varint(what string) int64 {
 	if d.err != nil {
 		return 0
 	}
-	v, n := binary.Varint(d.b)
+	v, n := binary.Varint(d.left())
 	if n <= 0 {
 		d.fail(what)
 		return 0
 	}
-	d.b = d.b[n:]
+	d.i += n
 	return v
 }
 
 func (d *decoder) uint64(what string) uint64 {
-	if d.err != nil || len(d.b) < 8 {
+	if d.err != nil || len(d.b)-d.i < 8 {
 		d.fail(what)
 		return 0
 	}
-	v := binary.BigEndian.Uint64(d.b)
-	d.b = d.b[8:]
+	v := binary.BigEndian.Uint64(d.b[d.i:])
+	d.i += 8
 	return v
 }
 
@@ -212,12 +296,13 @@ func (d *decoder) bytes(what string) []byte {
 	if d.err != nil {
 		return nil
 	}
-	if n > uint64(len(d.b)) {
+	if n > uint64(len(d.b)-d.i) {
 		d.fail(what)
 		return nil
 	}
-	v := d.b[:n:n]
-	d.b = d.b[n:]
+	j := d.i + int(n)
+	v := d.b[d.i:j:j]
+	d.i = j
 	return v
 }
 
@@ -239,7 +324,7 @@ func (d *decoder) strings(what string) []string {
 	if d.err != nil {
 		return nil
 	}
-	if n > uint64(len(d.b)) { // each string takes at least one byte
+	if n > uint64(len(d.b)-d.i) { // each string takes at least one byte
 		d.fail(what)
 		return nil
 	}
@@ -253,12 +338,30 @@ func (d *decoder) strings(what string) []string {
 	return ss
 }
 
-// decodeEnvelope decodes b. Byte fields of the result alias b.
+// decodeEnvelope decodes b, which is alone or first in its batch. Byte
+// fields of the result alias b.
 func decodeEnvelope(b []byte) (envelope, error) {
-	d := decoder{b: b}
 	var e envelope
+	err := e.decode(b, nil)
+	return e, err
+}
+
+// decode decodes b into e, which must be zero; on an error e is left
+// zero. Byte fields of e alias b. prev describes the envelope before b
+// in its batch (nil: none), which a kindTellNext needs; decode updates
+// it to e.
+func (e *envelope) decode(b []byte, prev *tellHead) error {
+	err := e.decodeAfter(b, prev)
+	if prev != nil {
+		prev.set(e) // a failure leaves e zero, which is no tell
+	}
+	return err
+}
+
+func (e *envelope) decodeAfter(b []byte, prev *tellHead) error {
+	d := decoder{b: b}
 	if v := d.byte("version"); d.err == nil && v != envelopeVersion {
-		return e, fmt.Errorf("%w: version %d, want %d", ErrMalformed, v, envelopeVersion)
+		return fmt.Errorf("%w: version %d, want %d", ErrMalformed, v, envelopeVersion)
 	}
 	e.kind = d.byte("kind")
 	switch e.kind {
@@ -284,19 +387,43 @@ func decodeEnvelope(b []byte) (envelope, error) {
 	case kindMembers:
 		e.id = d.uvarint("id")
 		e.body = d.bytes("members")
+	case kindTellNext:
+		if prev == nil || !prev.ok {
+			e.kind = 0
+			return fmt.Errorf("%w: a continued tell follows no tell", ErrMalformed)
+		}
+		e.kind, e.typ, e.name, e.key, e.token = kindTell, prev.typ, prev.name, prev.key, prev.token
+		flags := d.byte("flags")
+		if flags&^(nextSameKey|nextSameName) != 0 {
+			d.fail("flags")
+		}
+		if flags&nextSameKey == 0 {
+			e.token = d.uint64("token")
+			e.key = d.alias("key")
+		}
+		if flags&nextSameName == 0 {
+			e.name = d.alias("name")
+		}
+		e.body = d.bytes("body")
+		e.hops = d.byte("hops")
 	default:
 		if d.err == nil {
-			return e, fmt.Errorf("%w: unknown kind %d", ErrMalformed, e.kind)
+			kind := e.kind
+			*e = envelope{}
+			return fmt.Errorf("%w: unknown kind %d", ErrMalformed, kind)
 		}
 	}
-	if d.err != nil {
-		return envelope{}, d.err
+	var err error
+	switch {
+	case d.err != nil:
+		err = d.err
+	case d.i != len(d.b):
+		err = fmt.Errorf("%w: %d trailing bytes", ErrMalformed, len(d.b)-d.i)
+	case e.ttl < 0 || e.ttl > math.MaxInt64/2:
+		err = fmt.Errorf("%w: ttl %d", ErrMalformed, e.ttl)
 	}
-	if len(d.b) != 0 {
-		return envelope{}, fmt.Errorf("%w: %d trailing bytes", ErrMalformed, len(d.b))
+	if err != nil {
+		*e = envelope{}
 	}
-	if e.ttl < 0 || e.ttl > math.MaxInt64/2 {
-		return envelope{}, fmt.Errorf("%w: ttl %d", ErrMalformed, e.ttl)
-	}
-	return e, nil
+	return err
 }

@@ -126,7 +126,7 @@ func TestBatchFramingRoundTrips(t *testing.T) {
 		var b []byte
 		for _, size := range rapid.SliceOf(rapid.SampledFrom([]int{0, 1, 100, 127, 128, 300, 16383, 16384, 70000})).Draw(t, "sizes") {
 			e := &envelope{kind: kindTell, key: "k", body: make([]byte, size)}
-			b = e.appendFramed(b)
+			b = e.appendFramed(b, nil)
 			want = append(want, e.encode())
 		}
 		var got [][]byte
@@ -145,17 +145,106 @@ func TestBatchFramingRoundTrips(t *testing.T) {
 }
 
 func FuzzSplitBatch(f *testing.F) {
-	b := (&envelope{kind: kindAsk, id: 1, typ: "t", key: "k"}).appendFramed(nil)
-	b = (&envelope{kind: kindCancel, id: 1}).appendFramed(b)
+	var prev tellHead
+	b := (&envelope{kind: kindAsk, id: 1, typ: "t", key: "k"}).appendFramed(nil, &prev)
+	b = (&envelope{kind: kindCancel, id: 1}).appendFramed(b, &prev)
+	for _, key := range []string{"k", "k", "j"} {
+		b = (&envelope{kind: kindTell, token: 3, typ: "t", key: key, name: "n", body: []byte{1}}).appendFramed(b, &prev)
+	}
 	f.Add(b)
 	f.Fuzz(func(t *testing.T, b []byte) {
 		total := 0
+		var prev tellHead
 		_ = splitBatch(b, func(p []byte) {
 			total += len(p)
-			decodeEnvelope(p) // must not panic
+			var e envelope
+			e.decode(p, &prev) // must not panic
 		})
 		if total > len(b) {
 			t.Fatalf("split %d bytes out of %d", total, len(b))
 		}
 	})
+}
+
+// A batch's tells after the first travel as kindTellNext, taking what
+// they share with the envelope before them; every envelope decodes back
+// as it was, in order.
+func TestBatchedTellsRoundTrip(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		small := func(name string) *rapid.Generator[string] {
+			return rapid.SampledFrom([]string{name + "1", name + "2", ""})
+		}
+		var want []envelope
+		var b []byte
+		var prev tellHead
+		for i := range rapid.IntRange(0, 40).Draw(t, "n") {
+			e := envelope{kind: rapid.SampledFrom([]uint8{kindTell, kindTell, kindTell, kindAsk, kindCancel, kindReply}).Draw(t, "kind")}
+			switch e.kind {
+			case kindTell, kindAsk:
+				e.typ, e.key, e.name = small("t").Draw(t, "typ"), small("k").Draw(t, "key"), small("m").Draw(t, "name")
+				e.token = uint64(len(e.key)) // the same for the same key, as a real token
+				if rapid.Bool().Draw(t, "other token") {
+					e.token += 100
+				}
+				e.body = rapid.SliceOfN(rapid.Byte(), 0, 200).Draw(t, "body")
+				e.hops = rapid.Uint8Range(0, 1).Draw(t, "hops")
+				if e.kind == kindAsk {
+					e.id, e.ttl = uint64(i+1), 5
+				}
+			case kindCancel, kindReply:
+				e.id = uint64(i + 1)
+			}
+			want = append(want, e)
+			b = e.appendFramed(b, &prev)
+		}
+		var got []envelope
+		var dprev tellHead
+		if err := splitBatch(b, func(p []byte) {
+			var e envelope
+			if err := e.decode(p, &dprev); err != nil {
+				t.Fatalf("envelope %d: %v", len(got), err)
+			}
+			got = append(got, e)
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != len(want) {
+			t.Fatalf("%d envelopes, want %d", len(got), len(want))
+		}
+		for i := range got {
+			g, w := got[i], want[i]
+			if len(g.body) == 0 && len(w.body) == 0 {
+				g.body, w.body = nil, nil
+			}
+			if !reflect.DeepEqual(g, w) {
+				t.Fatalf("envelope %d: got %+v, want %+v", i, g, w)
+			}
+		}
+	})
+}
+
+func TestContinuedTellNeedsATellBefore(t *testing.T) {
+	var prev tellHead
+	tell := &envelope{kind: kindTell, token: 1, typ: "t", key: "k", body: []byte{1}}
+	first := tell.appendNext(nil, &prev)
+	next := tell.appendNext(nil, &prev)
+	if next[1] != kindTellNext || len(next) >= len(first) {
+		t.Fatalf("the second tell encodes as kind %d in %d bytes (the first in %d), want a shorter kindTellNext", next[1], len(next), len(first))
+	}
+	if _, err := decodeEnvelope(next); !errors.Is(err, ErrMalformed) {
+		t.Errorf("alone: err = %v, want ErrMalformed", err)
+	}
+	after := tellHead{}
+	after.set(&envelope{kind: kindCancel, id: 1})
+	var e envelope
+	if err := e.decode(next, &after); !errors.Is(err, ErrMalformed) {
+		t.Errorf("after a cancel: err = %v, want ErrMalformed", err)
+	}
+	bad := append([]byte{}, next...)
+	bad[2] = 0x80 // unknown flag
+	ok := tellHead{}
+	ok.set(tell)
+	if err := e.decode(bad, &ok); !errors.Is(err, ErrMalformed) {
+		t.Errorf("unknown flag: err = %v, want ErrMalformed", err)
+	}
 }

@@ -240,7 +240,7 @@ func (r *Router) deliverHeld(it *heldItem) {
 	e := &it.e
 	switch e.kind {
 	case kindTell:
-		if k, ok := r.tellHereHold(it.from, e, false); ok {
+		if k, ok := r.tellHereHold(it.from, e, r.routeOf(e.typ), false); ok {
 			if _, err := k.DeliverRemote(host.Inbound{Key: e.key, Name: e.name, Body: e.body}); err != nil {
 				r.dropped(e, err)
 			}

@@ -1,6 +1,7 @@
 package remote
 
 import (
+	"encoding/binary"
 	"runtime"
 	"sync/atomic"
 
@@ -9,10 +10,13 @@ import (
 )
 
 // Receiving runs in two stages, so that a busy peer's messages use two
-// cores: wire's delivery goroutine for the peer splits each batch,
-// decodes the envelopes and decides where each goes (stage one); a
-// worker goroutine per peer decodes the messages and queues them in the
-// mailboxes (stage two, DeliverRemote, the larger half of the work).
+// cores: wire's delivery goroutine for the peer splits each batch and
+// sorts its envelopes by their kind byte (stage one); a worker goroutine
+// per peer decodes the envelopes it was handed, decides where each goes,
+// and decodes and queues the messages (stage two, DeliverTells: the
+// larger part of the work). Stage one hands the worker whole runs of
+// envelopes (segments of the batch), so it allocates nothing per message,
+// and the worker decodes them into a slice of its own, reused.
 //
 // Order holds: stage one hands every tell to the worker, and an ask or a
 // cancel also goes to the worker while it has work, so nothing overtakes
@@ -21,19 +25,24 @@ import (
 // bounded: when it is full, stage one waits, and wire's credit stops the
 // peer.
 
-// inboxDepth bounds the batches waiting for a peer's worker.
+// inboxDepth bounds the segments waiting for a peer's worker.
 const inboxDepth = 64
 
 // inbox is the stage-two queue of one peer.
 type inbox struct {
 	r       *Router
-	ch      chan []inItem
-	pending atomic.Int64 // items queued or being handled
+	from    wire.NodeID
+	ch      chan []byte  // segments: framed envelopes, as in a batch
+	pending atomic.Int64 // segments queued or being handled
 	running atomic.Bool
+	// The worker's own, reused from segment to segment.
+	items []inItem
+	run   tellRun
 }
 
-// inItem is one envelope that passed stage one: a tell to queue (k set),
-// or an ask or cancel to serve.
+// inItem is one envelope the worker decoded: a tell to queue (k set), or
+// an ask or cancel to serve (from set: tells leave it zero, which spares
+// writing a string per tell).
 type inItem struct {
 	from wire.NodeID
 	k    host.RemoteKind
@@ -44,20 +53,20 @@ func (r *Router) inboxFor(from wire.NodeID) *inbox {
 	if b, ok := r.inboxes.Load(from); ok {
 		return b.(*inbox)
 	}
-	b, _ := r.inboxes.LoadOrStore(from, &inbox{r: r, ch: make(chan []inItem, inboxDepth)})
+	b, _ := r.inboxes.LoadOrStore(from, &inbox{r: r, from: from, ch: make(chan []byte, inboxDepth)})
 	return b.(*inbox)
 }
 
 // busy reports whether the worker has work queued or running.
 func (b *inbox) busy() bool { return b.pending.Load() > 0 }
 
-// push hands items to the worker, starting it if it is not running.
-func (b *inbox) push(items []inItem) {
-	b.pending.Add(int64(len(items)))
+// push hands a segment to the worker, starting it if it is not running.
+func (b *inbox) push(seg []byte) {
+	b.pending.Add(1)
 	select {
-	case b.ch <- items:
+	case b.ch <- seg:
 	case <-b.r.ctx.Done():
-		b.pending.Add(-int64(len(items)))
+		b.pending.Add(-1)
 		return
 	}
 	if b.running.CompareAndSwap(false, true) {
@@ -65,16 +74,16 @@ func (b *inbox) push(items []inItem) {
 	}
 }
 
-// work handles queued batches until the queue stays empty.
+// work handles queued segments until the queue stays empty.
 func (b *inbox) work() {
 	for idle := 0; ; {
 		select {
-		case items := <-b.ch:
+		case seg := <-b.ch:
 			idle = 0
-			for i := range items {
-				b.r.serveQueued(&items[i])
-				b.pending.Add(-1)
-			}
+			b.handle(seg)
+			// Counted down once the segment is done: an ask arriving
+			// meanwhile waits its turn here, which keeps order.
+			b.pending.Add(-1)
 			continue
 		case <-b.r.ctx.Done():
 			b.running.Store(false)
@@ -87,11 +96,106 @@ func (b *inbox) work() {
 			continue
 		}
 		b.running.Store(false)
-		// A batch pushed after the last look found the worker running:
+		// A segment pushed after the last look found the worker running:
 		// look once more.
 		if len(b.ch) == 0 || !b.running.CompareAndSwap(false, true) {
 			return
 		}
 		idle = 0
 	}
+}
+
+// chunkItems is how many envelopes the worker decodes before it serves
+// them: its item slice stays that small however large the batches.
+const chunkItems = 256
+
+// handle is stage two for one segment, a chunk at a time.
+func (b *inbox) handle(seg []byte) {
+	var c chunker
+	for len(seg) > 0 {
+		seg = b.decode(seg, &c)
+		b.serve(b.items)
+	}
+}
+
+// chunker is what decoding a segment carries from chunk to chunk.
+type chunker struct {
+	prev tellHead // the envelope before, for a kindTellNext
+	rt   *route   // of the last tell: a batch mostly holds one type
+}
+
+// decode decodes up to chunkItems envelopes of seg into the worker's
+// item slice, and places its tells: those served elsewhere are forwarded
+// or dropped here. It returns the rest of seg.
+func (b *inbox) decode(seg []byte, c *chunker) []byte {
+	r := b.r
+	q := b.items[:0]
+	for len(seg) > 0 && len(q) < chunkItems {
+		// Stage one checked the framing.
+		n, k := binary.Uvarint(seg)
+		p := seg[k : k+int(n) : k+int(n)]
+		seg = seg[k+int(n):]
+		// Decode in place, where serve will find it.
+		q = append(q, inItem{})
+		it := &q[len(q)-1]
+		keep := false
+		if err := it.e.decode(p, &c.prev); err != nil {
+			r.log.Warn("troupe: dropped application envelope", "from", b.from, "err", err)
+		} else if it.e.kind != kindTell {
+			it.from, keep = b.from, true
+		} else {
+			if c.rt == nil || c.rt.typ != it.e.typ {
+				c.rt = r.routeOf(it.e.typ)
+			}
+			it.k, keep = r.tellHere(b.from, &it.e, c.rt) // else forwarded or dropped
+		}
+		if !keep {
+			*it = inItem{}
+			q = q[:len(q)-1]
+		}
+	}
+	b.items = q
+	return seg
+}
+
+// serve is stage two for the items of one segment: runs of tells to one
+// kind go to it together (DeliverTells), the rest one by one.
+func (b *inbox) serve(items []inItem) {
+	for i := 0; i < len(items); {
+		it := &items[i]
+		if it.e.kind != kindTell {
+			b.r.serveQueued(it)
+			i++
+			continue
+		}
+		j := i + 1
+		for j < len(items) && items[j].e.kind == kindTell && items[j].k == it.k {
+			j++
+		}
+		b.run = tellRun{r: b.r, from: b.from, items: items[i:j]}
+		it.k.DeliverTells(&b.run)
+		b.run = tellRun{}
+		i = j
+	}
+	clear(items) // the envelopes alias the batch: let it go
+}
+
+// tellRun is a run of tells to one kind (host.TellBatch).
+type tellRun struct {
+	r     *Router
+	from  wire.NodeID
+	items []inItem
+}
+
+func (t *tellRun) Len() int { return len(t.items) }
+
+func (t *tellRun) Tell(i int) (key, name string, body []byte) {
+	e := &t.items[i].e
+	return e.key, e.name, e.body
+}
+
+func (t *tellRun) Dropped(i int, err error) {
+	it := &t.items[i]
+	t.r.dropped(&it.e, err)
+	t.r.log.Debug("troupe: tell from another node dropped", "from", t.from, "actor", it.e.typ+"/"+it.e.key, "err", err)
 }

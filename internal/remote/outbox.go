@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"maps"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -32,23 +33,41 @@ const (
 type outbox struct {
 	r       *Router
 	to      wire.NodeID
+	epoch   uint64      // the router's epoch when it was made
 	running atomic.Bool // a flusher goroutine is at work
 	lanes   [numLanes]lane
 }
 
 type lane struct {
-	mu  sync.Mutex
-	buf []byte // framed envelopes not yet handed to wire
-	_   [32]byte
+	mu   sync.Mutex
+	buf  []byte   // framed envelopes not yet handed to wire
+	prev tellHead // the last envelope in buf, for the next to refer to
+	next int      // capacity for the next batch: the size of the last one, and some
+	_    [24]byte // to 128 bytes: lanes apart in cache
 }
 
 // outboxFor returns the outbox of to, creating it.
 func (r *Router) outboxFor(to wire.NodeID) *outbox {
-	if o, ok := r.outboxes.Load(to); ok {
-		return o.(*outbox)
+	if m := r.outboxes.Load(); m != nil {
+		if o := (*m)[to]; o != nil {
+			return o
+		}
 	}
-	o, _ := r.outboxes.LoadOrStore(to, &outbox{r: r, to: to})
-	return o.(*outbox)
+	r.outboxMu.Lock()
+	defer r.outboxMu.Unlock()
+	var m map[wire.NodeID]*outbox
+	if cur := r.outboxes.Load(); cur != nil {
+		if o := (*cur)[to]; o != nil {
+			return o
+		}
+		m = maps.Clone(*cur)
+	} else {
+		m = map[wire.NodeID]*outbox{}
+	}
+	o := &outbox{r: r, to: to, epoch: r.epoch.Load()}
+	m[to] = o
+	r.outboxes.Store(&m)
+	return o
 }
 
 // laneOf picks the lane of an ordering key.
@@ -61,14 +80,19 @@ func (o *outbox) enqueue(key uint64, e *envelope, now bool) error {
 	i := laneOf(key)
 	l := &o.lanes[i]
 	l.mu.Lock()
-	l.buf = e.appendFramed(l.buf)
+	if l.buf == nil {
+		l.buf = make([]byte, 0, max(l.next, 64))
+	}
+	l.buf = e.appendFramed(l.buf, &l.prev)
 	if now || len(l.buf) >= batchMax {
 		err := o.flushLocked(i, l)
 		l.mu.Unlock()
 		return err
 	}
 	l.mu.Unlock()
-	if o.running.CompareAndSwap(false, true) {
+	// Load first: a steady stream finds the flusher running, and a
+	// failed compare-and-swap costs as much as a successful one.
+	if !o.running.Load() && o.running.CompareAndSwap(false, true) {
 		go o.flush()
 	}
 	return nil
@@ -81,7 +105,10 @@ func (o *outbox) flushLocked(i int, l *lane) error {
 		return nil
 	}
 	batch := l.buf
-	l.buf = nil
+	// wire keeps the batch: the next one starts in a new buffer, sized
+	// for a batch like this one so that it rarely grows by copying.
+	l.buf, l.prev = nil, tellHead{}
+	l.next = min(len(batch)+len(batch)/4, batchMax+batchMax/4)
 	if _, err := o.r.endpoint().Send(context.Background(), o.to, wire.StreamApplication, uint64(i+1), batch); err != nil {
 		return unavailable(o.to, err)
 	}
@@ -137,18 +164,23 @@ func (o *outbox) pending() bool {
 	return false
 }
 
-// appendFramed appends e's length and encoding to b.
-func (e *envelope) appendFramed(b []byte) []byte {
+// appendFramed appends e's length and encoding to b, a batch whose
+// previous envelope prev describes (see appendNext).
+func (e *envelope) appendFramed(b []byte, prev *tellHead) []byte {
 	start := len(b)
-	b = append(b, 0, 0, 0, 0, 0) // room for the length, fixed up below
-	b = e.appendTo(b)
-	n := len(b) - start - 5
+	b = append(b, 0) // room for a one-byte length: most envelopes are short
+	b = e.appendNext(b, prev)
+	n := len(b) - start - 1
+	if n < 0x80 {
+		b[start] = byte(n)
+		return b
+	}
 	var lb [binary.MaxVarintLen64]byte
 	k := binary.PutUvarint(lb[:], uint64(n))
-	// Move the envelope left over the room the length does not use.
-	copy(b[start+k:], b[start+5:])
+	b = append(b, lb[1:k]...) // room for the rest of the length
+	copy(b[start+k:], b[start+1:start+1+n])
 	copy(b[start:], lb[:k])
-	return b[:start+k+n]
+	return b
 }
 
 // splitBatch calls f with each envelope of a batch, in order. It stops at

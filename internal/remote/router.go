@@ -8,6 +8,7 @@ package remote
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -78,10 +79,16 @@ type Router struct {
 	drains    map[uint64]string
 	confirmed map[string]struct{}
 
-	// outboxes holds an *outbox per peer (wire.NodeID), inboxes an
-	// *inbox per peer.
-	outboxes sync.Map
+	// outboxes holds the outbox of each peer; it is replaced whole,
+	// under outboxMu, when a peer is added (rarely), so that a send looks
+	// it up without a lock. inboxes holds an *inbox per peer.
+	outboxMu sync.Mutex
+	outboxes atomic.Pointer[map[wire.NodeID]*outbox]
+	epoch    atomic.Uint64 // counts endpoints: outboxes of an older one are dropped
 	inboxes  sync.Map
+	// routes holds the *route of each actor type (by name) that sent or
+	// received here.
+	routes sync.Map
 
 	mu      sync.Mutex
 	closed  bool
@@ -188,7 +195,10 @@ func (r *Router) self() wire.NodeID { return r.endpoint().Self() }
 func (r *Router) SetEndpoint(ep wire.Endpoint) {
 	ep.Handle(wire.StreamApplication, wire.HandlerFunc(r.receive))
 	old := r.ep.Swap(&endpoint{ep}).Endpoint
-	r.outboxes.Clear()
+	r.outboxMu.Lock()
+	r.outboxes.Store(nil)
+	r.epoch.Add(1)
+	r.outboxMu.Unlock()
 	r.inboxes.Clear()
 	r.mu.Lock()
 	pend := r.pending
@@ -393,9 +403,14 @@ func (r *Router) Tell(ctx context.Context, out host.Outbound) error {
 	if err != nil {
 		return err
 	}
-	e := &envelope{kind: kindTell, token: out.Token, typ: out.Type, key: out.Key, name: out.Name, body: out.Body}
+	return r.tellTo(to, here, out)
+}
+
+// tellTo sends a tell to the member to, or serves it here.
+func (r *Router) tellTo(to wire.NodeID, here bool, out host.Outbound) error {
+	e := envelope{kind: kindTell, token: out.Token, typ: out.Type, key: out.Key, name: out.Name, body: out.Body}
 	if here { // placement changed since the caller looked
-		return r.serveTell(r.self(), e)
+		return r.serveTell(r.self(), &e)
 	}
 	if r.isSilent(to) {
 		if via, ok := r.relayFor(r.view.Load(), to, out.Type, out.Token); ok {
@@ -404,7 +419,7 @@ func (r *Router) Tell(ctx context.Context, out host.Outbound) error {
 	}
 	// The message outlives the caller's context: a tell is done once
 	// queued, like a local one.
-	return r.send(to, out.Token, e, false)
+	return r.send(to, out.Token, &e, false)
 }
 
 // Ask implements host.Remote.
@@ -506,52 +521,64 @@ func unavailable(to wire.NodeID, err error) error {
 // receive handles one batch of the application stream.
 // It is stage one of receiving (see inbox).
 func (r *Router) receive(from wire.NodeID, payload []byte) {
-	var queued []inItem
-	var b *inbox
-	err := splitBatch(payload, func(p []byte) {
-		e, err := decodeEnvelope(p)
-		if err != nil {
-			r.log.Warn("troupe: dropped application envelope", "from", from, "err", err)
-			return
+	b := r.inboxFor(from)
+	seg := -1 // offset of the envelopes kept for the worker, or -1
+	off := 0
+	for off < len(payload) {
+		n, k := binary.Uvarint(payload[off:])
+		if k <= 0 || n > uint64(len(payload)-off-k) {
+			r.log.Warn("troupe: dropped the rest of an application batch", "from", from, "err", fmt.Errorf("%w: batch framing", ErrMalformed))
+			break
 		}
-		switch e.kind {
-		case kindTell, kindAsk, kindCancel:
-			if b == nil {
-				b = r.inboxFor(from)
+		end := off + k + int(n)
+		if r.sort(b, payload[off+k:end:end], seg >= 0) {
+			if seg < 0 {
+				seg = off
 			}
-			if e.kind == kindTell {
-				k, ok := r.tellHere(from, &e)
-				if !ok {
-					return // forwarded or dropped
-				}
-				queued = append(queued, inItem{from: from, k: k, e: e})
-				return
-			}
-			if len(queued) > 0 || b.busy() {
-				queued = append(queued, inItem{from: from, e: e})
-				return
-			}
-			r.serveQueued(&inItem{from: from, e: e})
-		default:
-			r.receiveOther(from, &e)
+		} else if seg >= 0 {
+			// Served here: what was kept before goes to the worker now.
+			b.push(payload[seg:off])
+			seg = -1
 		}
-	})
-	if len(queued) > 0 {
-		b.push(queued)
+		off = end
 	}
-	if err != nil {
-		r.log.Warn("troupe: dropped the rest of an application batch", "from", from, "err", err)
+	if seg >= 0 {
+		b.push(payload[seg:off])
 	}
 }
 
-// serveQueued is stage two for one envelope.
+// sort reports whether envelope p goes to the worker: a tell, or an ask
+// or cancel behind earlier work (more reports that the batch holds some).
+// Otherwise it serves p at once.
+func (r *Router) sort(b *inbox, p []byte, more bool) bool {
+	if len(p) >= 2 && p[0] == envelopeVersion {
+		switch p[1] {
+		case kindTell, kindTellNext:
+			return true
+		case kindAsk, kindCancel:
+			if more || b.busy() {
+				return true
+			}
+		}
+	}
+	var e envelope
+	if err := e.decode(p, nil); err != nil {
+		r.log.Warn("troupe: dropped application envelope", "from", b.from, "err", err)
+		return false
+	}
+	switch e.kind {
+	case kindAsk, kindCancel:
+		r.serveQueued(&inItem{from: b.from, e: e})
+	default:
+		r.receiveOther(b.from, &e)
+	}
+	return false
+}
+
+// serveQueued serves an ask or a cancel, in stage two or (the worker
+// idle) at once; tells go to their kind in runs (inbox.serve).
 func (r *Router) serveQueued(it *inItem) {
 	switch it.e.kind {
-	case kindTell:
-		if _, err := it.k.DeliverRemote(host.Inbound{Key: it.e.key, Name: it.e.name, Body: it.e.body}); err != nil {
-			r.dropped(&it.e, err)
-			r.log.Debug("troupe: tell from another node dropped", "from", it.from, "actor", it.e.typ+"/"+it.e.key, "err", err)
-		}
 	case kindAsk:
 		r.serveAsk(it.from, &it.e)
 	case kindCancel:
@@ -595,7 +622,7 @@ func (r *Router) receiveOther(from wire.NodeID, e *envelope) {
 // serveTell queues a tell here, or forwards it once to the owner this
 // node believes in.
 func (r *Router) serveTell(from wire.NodeID, e *envelope) error {
-	k, ok := r.tellHere(from, e)
+	k, ok := r.tellHere(from, e, r.routeOf(e.typ))
 	if !ok {
 		return nil
 	}
@@ -605,31 +632,31 @@ func (r *Router) serveTell(from wire.NodeID, e *envelope) error {
 	return nil
 }
 
-// tellHere decides where a received tell goes: it returns the kind that
-// queues it here, or forwards it once to the owner this node believes in,
-// or drops it (reporting MessageDropped).
-func (r *Router) tellHere(from wire.NodeID, e *envelope) (host.RemoteKind, bool) {
-	return r.tellHereHold(from, e, true)
+// tellHere decides where a received tell goes, rt being the route of
+// its type (nil: none here): it returns the kind that queues it here,
+// or forwards it once to the owner this node believes in, or drops it
+// (reporting MessageDropped), or holds it for a key being handed over.
+func (r *Router) tellHere(from wire.NodeID, e *envelope, rt *route) (host.RemoteKind, bool) {
+	return r.tellHereHold(from, e, rt, true)
 }
 
 // tellHereHold is tellHere; hold says whether the tell may be held for a
 // key being handed over (not when it was held already).
-func (r *Router) tellHereHold(from wire.NodeID, e *envelope, hold bool) (host.RemoteKind, bool) {
-	k := r.kind(e.typ)
-	if k == nil || !r.cfg.Serve {
+func (r *Router) tellHereHold(from wire.NodeID, e *envelope, rt *route, hold bool) (host.RemoteKind, bool) {
+	if rt == nil || !r.cfg.Serve {
 		r.dropped(e, fmt.Errorf("%w: %q is not hosted here", actor.ErrUnknownActor, e.typ))
 		return nil, false
 	}
-	to, here, err := r.view.Load().dest(k, e.typ, e.key, e.token)
+	to, here, err := rt.dest(e.key, e.token)
 	if err != nil {
 		r.dropped(e, err)
 		return nil, false
 	}
 	if here {
-		if hold && r.holdIfNeeded(from, k, e) {
+		if hold && r.holdIfNeeded(from, rt.k, e) {
 			return nil, false
 		}
-		return k, true
+		return rt.k, true
 	}
 	if e.hops > 0 {
 		r.dropped(e, fmt.Errorf("%w: forwarded once already; owner now %v", actor.ErrUnavailable, to))

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 
 	"github.com/troupe-go/troupe/actor"
 	"github.com/troupe-go/troupe/cluster"
@@ -26,6 +27,36 @@ type view struct {
 type typeRing struct {
 	r    *ring.Ring
 	live ring.Liveness // nil when every member of r serves: the usual case, and no lookups
+	// owners caches recent placements by token, so that a stream of
+	// messages to a few keys does not search the ring for each one. It
+	// lives as long as the view: a new view starts empty.
+	owners [ownerCache]atomic.Pointer[owned]
+}
+
+// ownerCache is the number of placements a typeRing remembers (direct
+// mapped by token: tokens are hashes).
+const ownerCache = 256
+
+// owned is one cached placement: the owner of token among n replicas.
+type owned struct {
+	tok uint64
+	n   int
+	id  wire.NodeID
+}
+
+// owner returns the owner of tok among its first n replicas.
+func (tr *typeRing) owner(tok uint64, n int) (wire.NodeID, error) {
+	slot := &tr.owners[tok%ownerCache]
+	if o := slot.Load(); o != nil && o.tok == tok && o.n == n {
+		return o.id, nil
+	}
+	m, err := tr.r.Owner(ring.Token(tok), n, tr.live)
+	if err != nil {
+		return wire.NodeID{}, err
+	}
+	id := wire.NodeID(m)
+	slot.Store(&owned{tok: tok, n: n, id: id})
+	return id, nil
 }
 
 // serves reports whether a member in status s takes new work: alive or
@@ -104,11 +135,10 @@ func (v *view) dest(k host.RemoteKind, typ, key string, tok uint64) (wire.NodeID
 	if k != nil && k.Replicas() > 1 {
 		n = k.Replicas()
 	}
-	m, err := tr.r.Owner(ring.Token(tok), n, tr.live)
+	id, err := tr.owner(tok, n)
 	if err != nil {
 		return wire.NodeID{}, false, fmt.Errorf("%w: %s/%s: %w", actor.ErrUnavailable, typ, key, err)
 	}
-	id := wire.NodeID(m)
 	if id != v.self {
 		return id, false, nil
 	}
