@@ -198,8 +198,18 @@ func (k *kind[S, M]) DeliverRemote(in host.Inbound) (func(), error) {
 		}()
 		return nil, k.push(ctx, in.Key, 0, m, nil, false)
 	}
+	s := k.remoteSlot(in)
+	if err := k.push(noWait, in.Key, 0, m, s, false); err != nil {
+		return nil, err
+	}
+	return func() { s.cancel() }, nil
+}
+
+// remoteSlot returns the reply slot of an ask from another node: it
+// encodes the outcome and hands it to in.Reply.
+func (k *kind[S, M]) remoteSlot(in host.Inbound) *slot[any] {
 	s := &slot[any]{dl: in.Deadline, chain: in.Chain}
-	reply := in.Reply
+	reply, key := in.Reply, in.Key
 	s.onDone = func(v any, err error) {
 		if err != nil {
 			reply(nil, err)
@@ -207,15 +217,12 @@ func (k *kind[S, M]) DeliverRemote(in host.Inbound) (func(), error) {
 		}
 		b, eerr := msgpack.Marshal(v)
 		if eerr != nil {
-			reply(nil, &FailedError{Actor: k.def.name + "/" + in.Key, Cause: fmt.Errorf("encode reply %T: %w", v, eerr)})
+			reply(nil, &FailedError{Actor: k.def.name + "/" + key, Cause: fmt.Errorf("encode reply %T: %w", v, eerr)})
 			return
 		}
 		reply(b, nil)
 	}
-	if err := k.push(noWait, in.Key, 0, m, s, false); err != nil {
-		return nil, err
-	}
-	return func() { s.cancel() }, nil
+	return s
 }
 
 // deliverAnswer queues a piped answer whatever the mailbox bound: the

@@ -252,7 +252,8 @@ func (s *session) appendPendingLocked(rs []*Receipt) []*Receipt {
 	return rs
 }
 
-// enqueueLocked queues an envelope.
+// enqueueLocked queues an envelope; the caller wakes the writer (or
+// writes inline).
 func (s *session) enqueueLocked(stream StreamID, key uint64, payload []byte, r *Receipt) (flow.Handle, error) {
 	if s.fullLocked(len(payload)) {
 		return flow.Handle{}, fmt.Errorf("%w: %d bytes queued for %s", ErrQueueFull, s.queuedBytes, s.key)
@@ -264,7 +265,6 @@ func (s *session) enqueueLocked(stream StreamID, key uint64, payload []byte, r *
 	s.queued[h] = &pendingEnv{receipt: r, size: len(payload)}
 	s.queuedBytes += len(payload)
 	r.handle, r.epoch, r.queued = h, s.epoch, true
-	s.kick()
 	return h, nil
 }
 
@@ -289,10 +289,20 @@ func (s *session) cancelLocked(r *Receipt, err error) {
 
 // nextFramesLocked collects the frames to write now, up to about budget
 // bytes, and how long to wait before asking again if none (0: until
-// woken).
+// woken). Grants not yet due ride along with data (piggybackLocked).
 func (s *session) nextFramesLocked(now time.Time, out []outFrame, budget int) ([]outFrame, time.Duration) {
+	out, wait, data := s.collectFramesLocked(now, out, budget)
+	if data && !s.closing {
+		out = s.piggybackLocked(now, out)
+	}
+	return out, wait
+}
+
+// collectFramesLocked is nextFramesLocked without the grants that ride
+// along; data reports whether it collected data or abort frames.
+func (s *session) collectFramesLocked(now time.Time, out []outFrame, budget int) (_ []outFrame, wait time.Duration, data bool) {
 	if s.closing {
-		return append(out, outFrame{typ: FrameGoodbye, bye: goodbye{Code: goodbyeClose}}), 0
+		return append(out, outFrame{typ: FrameGoodbye, bye: goodbye{Code: goodbyeClose}}), 0, false
 	}
 	for _, tok := range s.pongs {
 		out = append(out, outFrame{typ: FramePong, u1: tok})
@@ -307,7 +317,6 @@ func (s *session) nextFramesLocked(now time.Time, out []outFrame, budget int) ([
 	out = append(out, s.credits...)
 	s.credits = s.credits[:0]
 	rtt := s.sched.Estimator().MinRTT()
-	var wait time.Duration
 	for i := range s.recv {
 		if g, ok := s.recv[i].Grant(now, rtt); ok {
 			out = append(out, creditFrame(StreamID(i), g))
@@ -318,6 +327,7 @@ func (s *session) nextFramesLocked(now time.Time, out []outFrame, budget int) ([
 		}
 	}
 	size := 0
+	mark := len(out) // data and aborts come after
 	for len(s.replay) > 0 && size < budget {
 		f := s.replay[0]
 		typ := FrameData
@@ -332,7 +342,7 @@ func (s *session) nextFramesLocked(now time.Time, out []outFrame, budget int) ([
 				if wait == 0 || w < wait {
 					wait = w
 				}
-				return out, wait
+				return out, wait, len(out) > mark
 			}
 			s.resent += int64(len(f.payload))
 		}
@@ -341,7 +351,7 @@ func (s *session) nextFramesLocked(now time.Time, out []outFrame, budget int) ([
 		size += len(f.payload) + HeaderSize
 	}
 	if len(s.replay) > 0 {
-		return out, wait
+		return out, wait, len(out) > mark
 	}
 	for size < budget {
 		f, w, ok := s.sched.Next(now)
@@ -374,7 +384,21 @@ func (s *session) nextFramesLocked(now time.Time, out []outFrame, budget int) ([
 		out = append(out, outFrame{typ: FrameData, stream: st, data: sf})
 		size += len(sf.payload) + HeaderSize
 	}
-	return out, wait
+	return out, wait, len(out) > mark
+}
+
+// piggybackLocked adds to frames about to be written the grants not yet
+// due: a grant rides along for a few bytes, where on its own it would
+// cost the writer a wake-up and a write when due. Request and reply
+// traffic then returns credit without a credit frame of its own.
+func (s *session) piggybackLocked(now time.Time, out []outFrame) []outFrame {
+	rtt := s.sched.Estimator().MinRTT()
+	for i := range s.recv {
+		if g, ok := s.recv[i].GrantEarly(now, rtt); ok {
+			out = append(out, creditFrame(StreamID(i), g))
+		}
+	}
+	return out
 }
 
 // applyCreditLocked applies a credit frame: more credit, trimmed resend
@@ -397,7 +421,10 @@ func (s *session) applyCreditLocked(st StreamID, c credit, now time.Time) error 
 		j++
 	}
 	s.await[st] = as[j:]
-	s.kick()
+	if len(s.queued) > 0 || len(s.replay) > 0 {
+		// The credit may let the writer go on.
+		s.kick()
+	}
 	return nil
 }
 

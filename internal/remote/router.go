@@ -134,8 +134,21 @@ func New(cfg Config) *Router {
 		changed: make(chan struct{})}
 	r.view.Store(newView(cfg.Endpoint.Self(), false, nil))
 	r.ep.Store(&endpoint{cfg.Endpoint})
-	cfg.Endpoint.Handle(wire.StreamApplication, wire.HandlerFunc(r.receive))
+	cfg.Endpoint.Handle(wire.StreamApplication, receiver{r})
 	return r
+}
+
+// receiver is the router's handler of the application stream.
+type receiver struct{ r *Router }
+
+// Receive implements wire.Handler.
+func (h receiver) Receive(from wire.NodeID, payload []byte) { h.r.receive(from, payload, nil) }
+
+// ReceiveDefer implements wire.DeferHandler: an ask that finds its actor
+// idle runs in then, after wire released the batch (see inbox).
+func (h receiver) ReceiveDefer(from wire.NodeID, payload []byte) (then func()) {
+	h.r.receive(from, payload, &then)
+	return then
 }
 
 // endpoint boxes the current wire.Endpoint for the atomic pointer.
@@ -155,7 +168,7 @@ func (r *Router) self() wire.NodeID { return r.endpoint().Self() }
 // old identity) and cancels the requests served for other nodes. Call
 // Update next with the new identity.
 func (r *Router) SetEndpoint(ep wire.Endpoint) {
-	ep.Handle(wire.StreamApplication, wire.HandlerFunc(r.receive))
+	ep.Handle(wire.StreamApplication, receiver{r})
 	old := r.ep.Swap(&endpoint{ep}).Endpoint
 	r.outboxes.Clear()
 	r.inboxes.Clear()
@@ -392,7 +405,7 @@ func (r *Router) dispatch(id uint64, p *pending) error {
 		e.ttl = max(int64(time.Until(out.Deadline)), 1)
 	}
 	if here {
-		r.serveAsk(r.self(), e)
+		r.serveAsk(r.self(), e, nil)
 		return nil
 	}
 	if err := r.send(to, out.Token, e, true); err != nil {
@@ -447,8 +460,9 @@ func unavailable(to wire.NodeID, err error) error {
 }
 
 // receive handles one batch of the application stream.
-// It is stage one of receiving (see inbox).
-func (r *Router) receive(from wire.NodeID, payload []byte) {
+// It is stage one of receiving (see inbox). With then set, the first ask
+// served at once may leave the run of its handler in *then.
+func (r *Router) receive(from wire.NodeID, payload []byte, then *func()) {
 	var queued []inItem
 	var b *inbox
 	err := splitBatch(payload, func(p []byte) {
@@ -474,6 +488,10 @@ func (r *Router) receive(from wire.NodeID, payload []byte) {
 				queued = append(queued, inItem{from: from, e: e})
 				return
 			}
+			if e.kind == kindAsk {
+				r.serveAsk(from, &e, then)
+				return
+			}
 			r.serveQueued(&inItem{from: from, e: e})
 		default:
 			r.receiveOther(from, &e)
@@ -496,7 +514,7 @@ func (r *Router) serveQueued(it *inItem) {
 			r.log.Debug("troupe: tell from another node dropped", "from", it.from, "actor", it.e.typ+"/"+it.e.key, "err", err)
 		}
 	case kindAsk:
-		r.serveAsk(it.from, &it.e)
+		r.serveAsk(it.from, &it.e, nil)
 	case kindCancel:
 		r.cancelServed(servedKey{from: it.from, id: it.e.id})
 	}
@@ -577,8 +595,16 @@ func (r *Router) dropped(e *envelope, err error) error {
 	return err
 }
 
-// serveAsk queues a request here and sends its outcome back to from.
-func (r *Router) serveAsk(from wire.NodeID, e *envelope) {
+// inlineKind is implemented by kinds that can run an ask's handler on
+// the receiving goroutine (actor.DeliverRemoteInline).
+type inlineKind interface {
+	DeliverRemoteInline(in host.Inbound) (cancel func(), run func(), err error)
+}
+
+// serveAsk queues a request here and sends its outcome back to from. With
+// then set and *then nil, a handler the kind lets the caller run goes to
+// *then, for the caller to run once it released the batch.
+func (r *Router) serveAsk(from wire.NodeID, e *envelope, then *func()) {
 	id := e.id
 	fail := func(err error) { r.answer(from, id, nil, err) }
 	k := r.kind(e.typ)
@@ -623,13 +649,37 @@ func (r *Router) serveAsk(from wire.NodeID, e *envelope) {
 		ttl = time.Duration(e.ttl)
 		in.Deadline = time.Now().Add(ttl)
 	}
-	cancel, err := k.DeliverRemote(in)
+	var cancel, run func()
+	if ik, ok := k.(inlineKind); ok && then != nil && *then == nil {
+		cancel, run, err = ik.DeliverRemoteInline(in)
+	} else {
+		cancel, err = k.DeliverRemote(in)
+	}
 	if err != nil {
 		r.mu.Lock()
 		delete(r.serving, sk)
 		r.mu.Unlock()
 		fail(err)
 		return
+	}
+	if run != nil {
+		// Registered below before it runs, so a cancel finds it; a
+		// cancelled one runs too, and drops the message. Its deadline is
+		// watched only if the handler returns without a reply: a timer
+		// armed for every ask costs more than an inline run, and a
+		// handler that blocks instead still sees its deadline in its
+		// Context and the asker's cancel (which the relieved reader
+		// delivers).
+		*then = func() {
+			run()
+			if ttl > 0 {
+				r.mu.Lock()
+				if !s.done && !s.cancelled && r.serving[sk] == s {
+					s.timer = time.AfterFunc(max(time.Until(in.Deadline), 0), func() { r.cancelServed(sk) })
+				}
+				r.mu.Unlock()
+			}
+		}
 	}
 	r.mu.Lock()
 	if s.cancelled {
@@ -640,7 +690,7 @@ func (r *Router) serveAsk(from wire.NodeID, e *envelope) {
 	}
 	if !s.done {
 		s.cancel = cancel
-		if ttl > 0 {
+		if ttl > 0 && run == nil {
 			// The asker stops waiting at its deadline; should its cancel
 			// be lost, stop here too.
 			s.timer = time.AfterFunc(ttl, func() { r.cancelServed(sk) })
