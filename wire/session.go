@@ -101,12 +101,15 @@ type session struct {
 	taken   delivery
 	takenSt StreamID
 
-	credits   []outFrame // grants due, for the writer
-	wakeAt    time.Time  // when the sleeping writer's timer fires; zero if it has none
-	pongs     []uint64
-	pingWant  bool
-	pingToken uint64
-	pingSent  time.Time
+	credits    []outFrame  // grants due, for the writer
+	wakeAt     time.Time   // when the sleeping writer's timer fires; zero if it has none
+	grantT     *time.Timer // wakes the writer when a grant falls due (grantDue)
+	grantAt    time.Time   // when grantT fires, if grantArmed
+	grantArmed bool
+	pongs      []uint64
+	pingWant   bool
+	pingToken  uint64
+	pingSent   time.Time
 
 	conn      *liveConn // the active connection, nil while none
 	gen       uint64    // bumps whenever the active connection changes: fences old ones
@@ -621,9 +624,10 @@ func creditFrame(st StreamID, g flow.Grant) outFrame {
 	return outFrame{typ: FrameCredit, stream: st, cr: credit{Consumed: uint64(g.Consumed), Window: uint64(g.Window), Received: uint64(g.Received)}}
 }
 
-// grantLocked queues a credit frame for the stream if one is due, and
-// wakes the writer only when there is something for it: a grant, or a
-// grant deadline earlier than the writer's timer.
+// grantLocked queues a credit frame for the stream if one is due and
+// wakes the writer for it. A grant due later is left to the grant timer:
+// most ride along with data before then (piggybackLocked), so waking the
+// writer at once to arm its timer would cost a wake-up per envelope.
 func (s *session) grantLocked(st StreamID, now time.Time) {
 	if g, ok := s.recv[st].Grant(now, s.sched.Estimator().MinRTT()); ok {
 		s.credits = append(s.credits, creditFrame(st, g))
@@ -631,7 +635,49 @@ func (s *session) grantLocked(st StreamID, now time.Time) {
 		return
 	}
 	if d := s.recv[st].Deadline(); !d.IsZero() && (s.wakeAt.IsZero() || d.Before(s.wakeAt)) {
-		s.kick()
+		s.armGrantLocked(d, now)
+	}
+}
+
+// armGrantLocked makes the grant timer fire by d.
+func (s *session) armGrantLocked(d, now time.Time) {
+	if s.grantArmed && !d.Before(s.grantAt) {
+		return
+	}
+	s.grantArmed, s.grantAt = true, d
+	if s.grantT == nil {
+		s.grantT = time.AfterFunc(d.Sub(now), s.grantDue)
+	} else {
+		s.grantT.Reset(d.Sub(now))
+	}
+}
+
+// grantDue is the grant timer: it wakes the writer for the grants that
+// fell due meanwhile, and waits again for those still to come.
+func (s *session) grantDue() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.grantArmed = false
+	if s.closing || s.t.isClosed() {
+		return
+	}
+	now := time.Now()
+	var next time.Time
+	for i := range s.recv {
+		d := s.recv[i].Deadline()
+		if d.IsZero() {
+			continue
+		}
+		if !d.After(now) {
+			s.kick()
+			return
+		}
+		if next.IsZero() || d.Before(next) {
+			next = d
+		}
+	}
+	if !next.IsZero() {
+		s.armGrantLocked(next, now)
 	}
 }
 

@@ -506,6 +506,9 @@ func (t *Transport) Close() error {
 		if s.grace != nil {
 			s.grace.Stop()
 		}
+		if s.grantT != nil {
+			s.grantT.Stop()
+		}
 		if c := s.conn; c != nil {
 			writers = append(writers, c.done)
 		}
