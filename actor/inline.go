@@ -1,6 +1,10 @@
 package actor
 
-import "github.com/troupe-go/troupe/internal/host"
+import (
+	"context"
+
+	"github.com/troupe-go/troupe/internal/host"
+)
 
 // Inline runs. An ask from another node usually finds its actor idle:
 // queueing it would wake (or start) the cell's goroutine, a hop through
@@ -22,9 +26,12 @@ import "github.com/troupe-go/troupe/internal/host"
 // DeliverRemoteInline is DeliverRemote for an ask whose caller can run the
 // handler itself. If it claims the key's cell, it returns run, which the
 // caller must call exactly once, on any goroutine; until then the cell
-// counts as running and the message as queued (cancel drops it). Otherwise
-// it queues the ask as DeliverRemote does and run is nil.
-func (k *kind[S, M]) DeliverRemoteInline(in host.Inbound) (cancel func(), run func(), err error) {
+// counts as running and the message as queued (cancel drops it). The
+// handler calls relieve (if not nil) before it waits for a reply from
+// another node, which may come through the goroutine running it (see
+// wire.DeferHandler). Otherwise it queues the ask as DeliverRemote does
+// and run is nil.
+func (k *kind[S, M]) DeliverRemoteInline(in host.Inbound) (cancel func(), run func(relieve func()), err error) {
 	if in.Reply == nil || in.Key == "" {
 		cancel, err = k.DeliverRemote(in)
 		return cancel, nil, err
@@ -36,7 +43,7 @@ func (k *kind[S, M]) DeliverRemoteInline(in host.Inbound) (cancel func(), run fu
 	s := k.remoteSlot(in)
 	cancel = func() { s.cancel() }
 	if c := k.claim(in.Key); c != nil {
-		return cancel, func() { c.runInline(m, s) }, nil
+		return cancel, func(relieve func()) { c.runInline(m, s, relieve) }, nil
 	}
 	if err := k.push(noWait, in.Key, 0, m, s, false); err != nil {
 		return nil, nil, err
@@ -76,7 +83,7 @@ func (k *kind[S, M]) claim(key string) *cell[S, M] {
 // runInline handles m, the message c was claimed for, on the calling
 // goroutine, then lets c go idle, or starts a goroutine for the mail that
 // arrived meanwhile.
-func (c *cell[S, M]) runInline(m M, s replier) {
+func (c *cell[S, M]) runInline(m M, s replier, relieve func()) {
 	h := c.k.h
 	defer h.Leave()
 	if c.run.Load() != nil {
@@ -85,7 +92,7 @@ func (c *cell[S, M]) runInline(m M, s replier) {
 		c.run.Store(nil)
 	}
 	work := []envelope[M]{{msg: m, slot: s}}
-	if !c.handleBatch(&Context[S, M]{cell: c}, work, nil) {
+	if !c.handleBatch(&Context[S, M]{cell: c, relieve: relieve}, work, nil) {
 		return // failed: the restart owns the cell and its mailbox
 	}
 	c.mu.Lock()
@@ -99,4 +106,20 @@ func (c *cell[S, M]) runInline(m M, s replier) {
 	// As after a hand-off: the cell is likely busy again soon, and the
 	// sweep stamps the idle time.
 	c.idle(true)
+}
+
+// relieveInline lets the goroutine running an inline handler, whose
+// Context ctx is, hand its other work over before the handler waits for
+// another node: that node's reply may need this very goroutine.
+func relieveInline(ctx context.Context) {
+	if r, ok := ctx.(interface{ relieveInline() }); ok {
+		r.relieveInline()
+	}
+}
+
+func (c *Context[S, M]) relieveInline() {
+	if r := c.relieve; r != nil {
+		c.relieve = nil
+		r()
+	}
 }

@@ -44,6 +44,10 @@ func newInlineFixture(t *testing.T) *inlineFixture {
 		if m.Tag == "fail" {
 			return errors.New("boom")
 		}
+		if m.Tag == "relieve" {
+			relieveInline(c) // as a remote ask from the handler does
+			relieveInline(c)
+		}
 		if m.Tag == "block" && f.entered != nil {
 			close(f.entered)
 			<-f.release
@@ -134,7 +138,7 @@ func TestInlineAskRunsBeforeWhatQueuedBehindIt(t *testing.T) {
 	if got := f.logged(); len(got) != 1 {
 		t.Fatalf("handled %q before the run", got)
 	}
-	run()
+	run(nil)
 	if err := <-out; err != nil {
 		t.Fatal(err)
 	}
@@ -176,7 +180,7 @@ func TestInlineAskCancelledBeforeItsRunIsDropped(t *testing.T) {
 		t.Fatalf("not claimed: run %v, err %v", run != nil, err)
 	}
 	cancel()
-	run()
+	run(nil)
 	select {
 	case err := <-out:
 		t.Fatalf("a cancelled ask was answered: %v", err)
@@ -195,7 +199,7 @@ func TestInlineAskCancelledBeforeItsRunIsDropped(t *testing.T) {
 	if run == nil {
 		t.Fatal("the cell was not idle after the dropped run")
 	}
-	run()
+	run(nil)
 	if err := <-out; err != nil {
 		t.Fatal(err)
 	}
@@ -213,8 +217,28 @@ func TestInlineAskOfAFailingHandlerFails(t *testing.T) {
 	if err != nil || run == nil {
 		t.Fatalf("not claimed: run %v, err %v", run != nil, err)
 	}
-	run()
+	run(nil)
 	if err := <-out; !errors.Is(err, ErrActorFailed) {
 		t.Fatalf("err = %v, want ErrActorFailed", err)
+	}
+}
+
+// The relieve given to an inline run reaches the handler's Context, which
+// calls it once, before it would wait for another node.
+func TestInlineRunPassesItsRelieveToTheHandler(t *testing.T) {
+	f := newInlineFixture(t)
+	f.warm(t, "k")
+	out := make(chan error, 1)
+	_, run, err := f.k.DeliverRemoteInline(f.inbound(t, "k", inlMsg{Tag: "relieve"}, out))
+	if err != nil || run == nil {
+		t.Fatalf("not claimed: run %v, err %v", run != nil, err)
+	}
+	relieved := 0
+	run(func() { relieved++ })
+	if err := <-out; err != nil {
+		t.Fatal(err)
+	}
+	if relieved != 1 {
+		t.Fatalf("relieved %d times, want 1", relieved)
 	}
 }

@@ -151,6 +151,7 @@ func (k *kind[S, M]) send(ctx context.Context, key string, tok uint64, m M, s re
 	if s == nil {
 		return k.rem.Tell(ctx, out)
 	}
+	relieveInline(ctx) // the reply may come through the goroutine asking
 	out.Deadline, _ = s.deadline()
 	out.Chain = s.asking()
 	done, setCancel := s.sentTo(k.h)

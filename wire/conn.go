@@ -492,7 +492,9 @@ func (c *liveConn) read(rd *reader) {
 // handler that blocks (its own queue full, or an actor's handler run
 // inline) must not hold the connection's credits, pings and other
 // streams.
-const reliefAfter = time.Millisecond
+var reliefAfter atomic.Int64 // a time.Duration; tests lengthen it
+
+func init() { reliefAfter.Store(int64(time.Millisecond)) }
 
 // deliverInline runs the handler of a small envelope on the reader, which
 // spares the hop to the stream's deliverer: the session took it because
@@ -504,7 +506,7 @@ const reliefAfter = time.Millisecond
 func (c *liveConn) deliverInline(rd *reader, st StreamID, from NodeID, d delivery) (relieved bool) {
 	s, t := c.s, c.s.t
 	seq := c.watchDelivery(rd)
-	var then func()
+	var then func(relieve func())
 	if h := t.handlers[st].Load(); h != nil && *h != nil {
 		if dh, ok := (*h).(DeferHandler); ok {
 			then = dh.ReceiveDefer(from, d.payload)
@@ -519,7 +521,7 @@ func (c *liveConn) deliverInline(rd *reader, st StreamID, from NodeID, d deliver
 	}
 	s.mu.Unlock()
 	if then != nil {
-		then()
+		then(func() { c.relieve(seq, rd) })
 	}
 	// Fails if the watch relieved this delivery: a new reader reads.
 	return !c.dseq.CompareAndSwap(seq, seq+1)
@@ -547,14 +549,24 @@ func (c *liveConn) watchDelivery(rd *reader) uint64 {
 	return seq
 }
 
+// relieve hands reading to a new goroutine now, if delivery seq still
+// runs unrelieved: its work is about to wait (for a reply that may come
+// on this very connection).
+func (c *liveConn) relieve(seq uint64, rd *reader) {
+	if c.dseq.CompareAndSwap(seq, seq+1) {
+		c.s.t.wg.Add(1) // the delivering goroutine still holds its count
+		go c.read(rd)
+	}
+}
+
 // armWatch arms the watch for delivery seq; the caller set watchArmed.
 func (c *liveConn) armWatch(seq uint64) {
 	c.watchSeq.Store(seq)
 	c.watchMu.Lock()
 	if c.watch == nil {
-		c.watch = time.AfterFunc(reliefAfter, c.look)
+		c.watch = time.AfterFunc(time.Duration(reliefAfter.Load()), c.look)
 	} else {
-		c.watch.Reset(reliefAfter)
+		c.watch.Reset(time.Duration(reliefAfter.Load()))
 	}
 	c.watchMu.Unlock()
 }
@@ -581,12 +593,7 @@ func (c *liveConn) look() {
 		}
 		return
 	case v&1 == 1 && v == c.watchSeq.Load():
-		rd := c.watchRd.Load()
-		if c.dseq.CompareAndSwap(v, v+1) {
-			t := c.s.t
-			t.wg.Add(1) // the delivering goroutine still holds its count
-			go c.read(rd)
-		}
+		c.relieve(v, c.watchRd.Load())
 	}
 	c.armWatch(v)
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 )
 
 // Senders write inline while the writer is idle; a write the socket takes
@@ -94,13 +95,13 @@ func filler(key uint64, seq int) []byte {
 
 // deferHandler adapts a function to DeferHandler; Receive runs the work
 // on a goroutine of its own, so that it never holds the stream either.
-type deferHandler func(from NodeID, p []byte) (then func())
+type deferHandler func(from NodeID, p []byte) (then func(relieve func()))
 
-func (f deferHandler) ReceiveDefer(from NodeID, p []byte) func() { return f(from, p) }
+func (f deferHandler) ReceiveDefer(from NodeID, p []byte) func(func()) { return f(from, p) }
 
 func (f deferHandler) Receive(from NodeID, p []byte) {
 	if then := f(from, p); then != nil {
-		go then()
+		go then(func() {})
 	}
 }
 
@@ -112,14 +113,14 @@ func TestDeferredWorkDoesNotHoldTheStream(t *testing.T) {
 	unblocked, done := make(chan struct{}), make(chan struct{})
 	var mu sync.Mutex
 	var got []string
-	b.t.Handle(StreamApplication, deferHandler(func(from NodeID, p []byte) func() {
+	b.t.Handle(StreamApplication, deferHandler(func(from NodeID, p []byte) func(func()) {
 		mu.Lock()
 		got = append(got, string(p))
 		mu.Unlock()
 		b.signal()
 		switch string(p) {
 		case "block":
-			return func() {
+			return func(func()) {
 				<-unblocked
 				close(done)
 			}
@@ -152,4 +153,42 @@ func TestDeferredWorkDoesNotHoldTheStream(t *testing.T) {
 	if want := []string{"warm", "block", "unblock"}; fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("got %q, want %q", got, want)
 	}
+}
+
+// Deferred work that calls relieve before it waits hands reading over at
+// once: with the watch's period made endless, only that lets the envelope
+// it waits for in.
+func TestDeferredWorkThatRelievesHandsReadingOverAtOnce(t *testing.T) {
+	reliefAfter.Store(int64(time.Hour))
+	t.Cleanup(func() { reliefAfter.Store(int64(time.Millisecond)) })
+	a, b := newTestNode(t, nil), newTestNode(t, nil)
+	arrived, done := make(chan struct{}), make(chan struct{})
+	b.t.Handle(StreamApplication, deferHandler(func(from NodeID, p []byte) func(func()) {
+		switch string(p) {
+		case "wait":
+			return func(relieve func()) {
+				relieve()
+				<-arrived
+				close(done)
+			}
+		case "arrive":
+			close(arrived)
+		}
+		b.signal()
+		return nil
+	}))
+	ctx := context.Background()
+	for _, s := range []string{"warm", "wait", "arrive"} {
+		if _, err := a.t.Send(ctx, b.t.Self(), StreamApplication, 1, []byte(s)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b.waitFor(t, "the deferred work", func() bool {
+		select {
+		case <-done:
+			return true
+		default:
+			return false
+		}
+	})
 }

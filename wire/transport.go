@@ -28,11 +28,13 @@ type Handler interface {
 // stream deliver its next envelope, and then calls the function returned
 // (if not nil) on the same goroutine. That work may thus overlap the
 // handling of later envelopes of the stream; should it block, another
-// goroutine goes on reading the connection. Elsewhere (the stream's
+// goroutine goes on reading the connection, at once if the work calls
+// relieve (it is about to wait, say for a reply that may come on this
+// connection), else within a millisecond or two. Elsewhere (the stream's
 // deliverer, MemEndpoint) Receive is called as for any Handler.
 type DeferHandler interface {
 	Handler
-	ReceiveDefer(from NodeID, payload []byte) (then func())
+	ReceiveDefer(from NodeID, payload []byte) (then func(relieve func()))
 }
 
 // HandlerFunc adapts a function to Handler.

@@ -146,7 +146,7 @@ func (h receiver) Receive(from wire.NodeID, payload []byte) { h.r.receive(from, 
 
 // ReceiveDefer implements wire.DeferHandler: an ask that finds its actor
 // idle runs in then, after wire released the batch (see inbox).
-func (h receiver) ReceiveDefer(from wire.NodeID, payload []byte) (then func()) {
+func (h receiver) ReceiveDefer(from wire.NodeID, payload []byte) (then func(relieve func())) {
 	h.r.receive(from, payload, &then)
 	return then
 }
@@ -462,7 +462,7 @@ func unavailable(to wire.NodeID, err error) error {
 // receive handles one batch of the application stream.
 // It is stage one of receiving (see inbox). With then set, the first ask
 // served at once may leave the run of its handler in *then.
-func (r *Router) receive(from wire.NodeID, payload []byte, then *func()) {
+func (r *Router) receive(from wire.NodeID, payload []byte, then *func(relieve func())) {
 	var queued []inItem
 	var b *inbox
 	err := splitBatch(payload, func(p []byte) {
@@ -598,13 +598,13 @@ func (r *Router) dropped(e *envelope, err error) error {
 // inlineKind is implemented by kinds that can run an ask's handler on
 // the receiving goroutine (actor.DeliverRemoteInline).
 type inlineKind interface {
-	DeliverRemoteInline(in host.Inbound) (cancel func(), run func(), err error)
+	DeliverRemoteInline(in host.Inbound) (cancel func(), run func(relieve func()), err error)
 }
 
 // serveAsk queues a request here and sends its outcome back to from. With
 // then set and *then nil, a handler the kind lets the caller run goes to
 // *then, for the caller to run once it released the batch.
-func (r *Router) serveAsk(from wire.NodeID, e *envelope, then *func()) {
+func (r *Router) serveAsk(from wire.NodeID, e *envelope, then *func(relieve func())) {
 	id := e.id
 	fail := func(err error) { r.answer(from, id, nil, err) }
 	k := r.kind(e.typ)
@@ -649,7 +649,8 @@ func (r *Router) serveAsk(from wire.NodeID, e *envelope, then *func()) {
 		ttl = time.Duration(e.ttl)
 		in.Deadline = time.Now().Add(ttl)
 	}
-	var cancel, run func()
+	var cancel func()
+	var run func(relieve func())
 	if ik, ok := k.(inlineKind); ok && then != nil && *then == nil {
 		cancel, run, err = ik.DeliverRemoteInline(in)
 	} else {
@@ -670,8 +671,8 @@ func (r *Router) serveAsk(from wire.NodeID, e *envelope, then *func()) {
 		// handler that blocks instead still sees its deadline in its
 		// Context and the asker's cancel (which the relieved reader
 		// delivers).
-		*then = func() {
-			run()
+		*then = func(relieve func()) {
+			run(relieve)
 			if ttl > 0 {
 				r.mu.Lock()
 				if !s.done && !s.cancelled && r.serving[sk] == s {
