@@ -41,6 +41,7 @@ type cell[S, M any] struct {
 	backoff  bool // restarting after a failure
 	gone     bool // removed from the table; senders must look again
 	started  bool // the activation ran its start (state initialised)
+	shed     bool // an ask from another node would run inline: do not linger (inline.go)
 
 	idleSince int64  // unix nanoseconds the cell last went idle, or idleUnstamped
 	exitTick  uint64 // linger tick (+1) at which its goroutine last exited
@@ -241,7 +242,8 @@ func (c *cell[S, M]) runOn(r *runner) runnable {
 	warm := c.warm()
 	for {
 		if len(c.in) == 0 {
-			if !warm || idle >= lingerTicks || h.Closed() || !c.started {
+			if !warm || idle >= lingerTicks || h.Closed() || !c.started || c.shed {
+				c.shed = false
 				ls.work = work
 				c.idle(false)
 				return nil

@@ -18,6 +18,7 @@ type Context[S, M any] struct {
 	slot    replier // the current message's reply slot; nil for tells
 	release bool
 	self    Ref[M] // made on first use; the Context lives as long as its cell's goroutine
+	relieve func() // an inline run's (see inline.go); nil otherwise
 }
 
 // Self returns the ref of this actor.

@@ -155,6 +155,7 @@ func (k *kind[S, M]) send(ctx context.Context, key string, tok uint64, m M, s re
 	if s == nil {
 		return k.rt.Tell(ctx, out)
 	}
+	relieveInline(ctx) // the reply may come through the goroutine asking
 	out.Deadline, _ = s.deadline()
 	out.Chain = s.asking()
 	done, setCancel := s.sentTo(k.h)
@@ -193,8 +194,18 @@ func (k *kind[S, M]) DeliverRemote(in host.Inbound) (func(), error) {
 		}
 		return nil, k.hold(in.Key, m)
 	}
+	s := k.remoteSlot(in)
+	if err := k.push(noWait, in.Key, 0, m, s, false); err != nil {
+		return nil, err
+	}
+	return func() { s.cancel() }, nil
+}
+
+// remoteSlot returns the reply slot of an ask from another node: it
+// encodes the outcome and hands it to in.Reply.
+func (k *kind[S, M]) remoteSlot(in host.Inbound) *slot[any] {
 	s := &slot[any]{dl: in.Deadline, chain: in.Chain}
-	reply := in.Reply
+	reply, key := in.Reply, in.Key
 	s.onDone = func(v any, err error) {
 		if err != nil {
 			reply(nil, err)
@@ -202,15 +213,12 @@ func (k *kind[S, M]) DeliverRemote(in host.Inbound) (func(), error) {
 		}
 		b, eerr := msgpack.Marshal(v)
 		if eerr != nil {
-			reply(nil, &FailedError{Actor: k.def.name + "/" + in.Key, Cause: fmt.Errorf("encode reply %T: %w", v, eerr)})
+			reply(nil, &FailedError{Actor: k.def.name + "/" + key, Cause: fmt.Errorf("encode reply %T: %w", v, eerr)})
 			return
 		}
 		reply(b, nil)
 	}
-	if err := k.push(noWait, in.Key, 0, m, s, false); err != nil {
-		return nil, err
-	}
-	return func() { s.cancel() }, nil
+	return s
 }
 
 // hold queues a tell from another node into a full mailbox: it waits for

@@ -9,6 +9,7 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -26,6 +27,31 @@ type liveConn struct {
 	enc       codec // writer's codec
 	dec       codec // reader's codec
 	lowat     int   // TCP_NOTSENT_LOWAT last set; the writer's
+
+	// The writer goroutine and senders writing inline (writeInlineLocked)
+	// take turns; these fields are guarded by s.mu.
+	writing    bool   // a goroutine holds the turn: it encodes or writes frames
+	writerWait bool   // the writer found the turn taken and waits for a kick
+	tail       []byte // what an inline write left unwritten; the writer writes it first
+
+	// raw writes without blocking; nil unless the connection is plain TCP.
+	raw syscall.RawConn
+	// Used by the inline writer holding the turn.
+	iframes []outFrame
+	ibuf    []byte
+	rawBuf  []byte
+	rawN    int
+	rawErr  error
+	rawFn   func(fd uintptr) bool
+
+	// The relief watch of inline deliveries (see look).
+	dseq       atomic.Uint64
+	watchSeq   atomic.Uint64 // the delivery the watch relieves at its next look
+	watchLast  atomic.Uint64 // dseq at the last look
+	watchArmed atomic.Bool
+	watchRd    atomic.Pointer[reader] // the reader of the delivery running
+	watchMu    sync.Mutex
+	watch      *time.Timer
 }
 
 func (c *liveConn) heard() time.Time { return time.Unix(0, c.heardNano.Load()) }
@@ -34,6 +60,11 @@ func (c *liveConn) Close() error {
 	var err error
 	c.closeOnce.Do(func() {
 		close(c.stop)
+		c.watchMu.Lock()
+		if c.watch != nil {
+			c.watch.Stop()
+		}
+		c.watchMu.Unlock()
 		err = c.hsConn.Close()
 	})
 	return err
@@ -269,6 +300,11 @@ func (s *session) activate(hc *hsConn, fresh bool, theirs resumeCounts) error {
 	}
 	s.gen++
 	c := &liveConn{hsConn: hc, s: s, gen: s.gen, done: make(chan struct{}), wake: make(chan struct{}, 1), stop: make(chan struct{}), enc: enc, dec: dec, lowat: t.cfg.NotSentLowat}
+	if tc, ok := hc.Conn.(*net.TCPConn); ok && inlineWrites {
+		if rc, err := tc.SyscallConn(); err == nil {
+			c.raw, c.rawFn = rc, c.writeRaw
+		}
+	}
 	c.heardNano.Store(now.UnixNano())
 	s.conn = c
 	s.upAt = now
@@ -477,41 +513,117 @@ func (c *liveConn) read(rd *reader) {
 	c.broken(err)
 }
 
-// reliefAfter is how long the reader delivers an envelope itself before
-// another goroutine takes over reading: a handler that blocks (its own
-// queue full) must not hold the connection's credits, pings and other
+// reliefAfter is how long the reader delivers an envelope itself (one to
+// two times it, see look) before another goroutine takes over reading: a
+// handler that blocks (its own queue full, or an actor's handler run
+// inline) must not hold the connection's credits, pings and other
 // streams.
-const reliefAfter = 500 * time.Microsecond
+var reliefAfter atomic.Int64 // a time.Duration; tests lengthen it
+
+func init() { reliefAfter.Store(int64(time.Millisecond)) }
 
 // deliverInline runs the handler of a small envelope on the reader, which
 // spares the hop to the stream's deliverer: the session took it because
 // the stream's handler was idle and its inbox empty, and marked the
-// stream busy, so what arrives meanwhile queues behind it. Should the
+// stream busy, so what arrives meanwhile queues behind it. A DeferHandler
+// then finishes its work after the envelope is consumed. Should the
 // handler take longer than reliefAfter, a new goroutine continues reading
 // from rd; deliverInline then reports true and the caller must end.
 func (c *liveConn) deliverInline(rd *reader, st StreamID, from NodeID, d delivery) (relieved bool) {
 	s, t := c.s, c.s.t
-	var state atomic.Int32 // 0 delivering, 1 relieved, 2 done
-	timer := time.AfterFunc(reliefAfter, func() {
-		if state.CompareAndSwap(0, 1) {
-			t.wg.Add(1) // the delivering goroutine still holds its count
-			go c.read(rd)
-		}
-	})
+	seq := c.watchDelivery(rd)
+	var then func(relieve func())
 	if h := t.handlers[st].Load(); h != nil && *h != nil {
-		(*h).Receive(from, d.payload)
+		if dh, ok := (*h).(DeferHandler); ok {
+			then = dh.ReceiveDefer(from, d.payload)
+		} else {
+			(*h).Receive(from, d.payload)
+		}
 	} else {
 		t.bufs.put(d.payload) // dropped: nobody holds it
 	}
-	relieved = !state.CompareAndSwap(0, 2)
-	timer.Stop()
 	s.mu.Lock()
 	s.consumedLocked(st, d)
 	if len(s.inbox[st]) > 0 {
 		s.cond.Broadcast()
 	}
 	s.mu.Unlock()
-	return relieved
+	if then != nil {
+		then(func() { c.relieve(seq, rd) })
+	}
+	// Fails if the watch relieved this delivery: a new reader reads.
+	return !c.dseq.CompareAndSwap(seq, seq+1)
+}
+
+// The relief watch. Arming a timer for every inline delivery would cost
+// more than the delivery: adding a timer wakes another thread of the Go
+// scheduler, or the one waiting in the network poller. One timer per
+// connection instead looks at the deliveries every reliefAfter while they
+// go on, and rests once a look finds none since the last: a delivery it
+// finds running on two looks in a row (reliefAfter to twice that), or on
+// the first look after the delivery armed it, is relieved. dseq counts
+// the starts and ends of deliveries (odd while one runs); the watch
+// relieves by moving it on (CAS), which the delivery's end then fails to
+// do.
+
+// watchDelivery marks the start of an inline delivery by the reader rd
+// and makes sure the watch runs; it returns the delivery's number.
+func (c *liveConn) watchDelivery(rd *reader) uint64 {
+	c.watchRd.Store(rd)
+	seq := c.dseq.Add(1)
+	if !c.watchArmed.Load() && c.watchArmed.CompareAndSwap(false, true) {
+		c.armWatch(seq)
+	}
+	return seq
+}
+
+// relieve hands reading to a new goroutine now, if delivery seq still
+// runs unrelieved: its work is about to wait (for a reply that may come
+// on this very connection).
+func (c *liveConn) relieve(seq uint64, rd *reader) {
+	if c.dseq.CompareAndSwap(seq, seq+1) {
+		c.s.t.wg.Add(1) // the delivering goroutine still holds its count
+		go c.read(rd)
+	}
+}
+
+// armWatch arms the watch for delivery seq; the caller set watchArmed.
+func (c *liveConn) armWatch(seq uint64) {
+	c.watchSeq.Store(seq)
+	c.watchMu.Lock()
+	if c.watch == nil {
+		c.watch = time.AfterFunc(time.Duration(reliefAfter.Load()), c.look)
+	} else {
+		c.watch.Reset(time.Duration(reliefAfter.Load()))
+	}
+	c.watchMu.Unlock()
+}
+
+// look is the watch: it relieves the delivery it saw running at its last
+// look (or that armed it), and looks again while deliveries go on.
+func (c *liveConn) look() {
+	select {
+	case <-c.stop:
+		c.watchArmed.Store(false)
+		return
+	default:
+	}
+	v := c.dseq.Load()
+	last := c.watchLast.Swap(v)
+	switch {
+	case v&1 == 0 && v == last:
+		// No delivery since the last look: rest until the next one.
+		c.watchArmed.Store(false)
+		// A delivery that started after the load above may have seen the
+		// watch armed and left it to us.
+		if v2 := c.dseq.Load(); v2&1 == 1 && c.watchArmed.CompareAndSwap(false, true) {
+			c.armWatch(v2)
+		}
+		return
+	case v&1 == 1 && v == c.watchSeq.Load():
+		c.relieve(v, c.watchRd.Load())
+	}
+	c.armWatch(v)
 }
 
 // fenced ends the reader of a connection a newer one replaced.
@@ -712,11 +824,37 @@ func (c *liveConn) writeLoop() {
 	// and wrapped connections would write each piece separately.
 	_, writev := c.hsConn.Conn.(*net.TCPConn)
 	minBytes := t.cfg.Compression.minBytes()
+	mine := false // the writer holds the turn (c.writing) for its last write
 	for {
 		s.mu.Lock()
 		if s.gen != c.gen {
 			s.mu.Unlock()
 			return
+		}
+		if mine {
+			c.writing, mine = false, false
+		}
+		if tail := c.tail; tail != nil {
+			// An inline write left these bytes, and the turn, to us.
+			c.tail, mine = nil, true
+			s.mu.Unlock()
+			if _, err := c.hsConn.Conn.Write(tail); err != nil {
+				c.Close()
+				return
+			}
+			continue
+		}
+		if c.writing {
+			// A sender writes inline; it kicks us when done.
+			c.writerWait = true
+			s.mu.Unlock()
+			select {
+			case <-c.wake:
+			case <-c.stop:
+				return
+			case <-t.ctx.Done():
+			}
+			continue
 		}
 		closing := s.closing
 		var wait time.Duration
@@ -727,6 +865,9 @@ func (c *liveConn) writeLoop() {
 			s.wakeAt = now.Add(wait)
 		}
 		lowat := s.notSentLowatLocked()
+		if len(frames) > 0 {
+			c.writing, mine = true, true
+		}
 		s.mu.Unlock()
 		c.tuneLowat(lowat)
 
@@ -838,4 +979,102 @@ func (c *liveConn) encode(buf []byte, f *outFrame, minBytes int) ([]byte, []byte
 	n := len(buf) - start - HeaderSize + len(chunk)
 	buf[start+4], buf[start+5], buf[start+6], buf[start+7] = byte(n>>24), byte(n>>16), byte(n>>8), byte(n)
 	return buf, chunk
+}
+
+// inlineWrites lets senders write on their own goroutine when the writer
+// is idle (writeInlineLocked); tests turn it off to compare.
+var inlineWrites = true
+
+// shortInlineWrites, when positive, makes tests' inline writes write at
+// most that many bytes, as a full socket would.
+var shortInlineWrites atomic.Int64
+
+// inlineMax is the largest envelope a sender writes inline; larger ones
+// go through the writer, which writes chunks without copying them.
+const inlineMax = 16 << 10
+
+// inlineBudget bounds the data an inline write takes from the scheduler.
+const inlineBudget = 32 << 10
+
+// writeInlineLocked writes what is due now on the calling goroutine (a
+// sender), sparing the hop to the writer goroutine and its wake-up: the
+// frames are taken as the writer takes them and written with one
+// non-blocking system call. The caller checked that the turn is free
+// (c.writing unset) and c.raw set. What the socket does not take at once
+// is left, with the turn, to the writer (c.tail); so is anything the
+// budget or pacing left queued. s.mu is held on entry and on return and
+// released meanwhile.
+func (c *liveConn) writeInlineLocked() {
+	s := c.s
+	if s.closing || len(s.replay) > 0 {
+		s.kick()
+		return
+	}
+	frames, _ := s.nextFramesLocked(time.Now(), c.iframes[:0], inlineBudget)
+	if len(frames) == 0 {
+		// Paced: the writer arms its timer.
+		s.kick()
+		return
+	}
+	c.writing = true
+	s.mu.Unlock()
+	minBytes := s.t.cfg.Compression.minBytes()
+	buf := c.ibuf[:0]
+	for i := range frames {
+		var chunk []byte
+		buf, chunk = c.encode(buf, &frames[i], minBytes)
+		buf = append(buf, chunk...)
+	}
+	clear(frames) // they point into payloads
+	c.iframes = frames[:0]
+	n, err := c.writeNow(buf)
+	s.mu.Lock()
+	switch {
+	case err != nil && err != syscall.EAGAIN:
+		// The reader notices the break; the frames are in the resend
+		// buffers for the resume.
+		c.writing = false
+		c.Close()
+	case n < len(buf):
+		c.tail = append([]byte(nil), buf[n:]...)
+		s.kick()
+	default:
+		c.writing = false
+		if c.writerWait || len(s.queued) > 0 || len(s.credits) > 0 || len(s.pongs) > 0 || s.pingWant {
+			c.writerWait = false
+			s.kick()
+		}
+	}
+	if cap(buf) <= 2*inlineBudget {
+		c.ibuf = buf[:0]
+	}
+}
+
+// writeNow writes b with one non-blocking system call and returns how
+// much the socket took.
+func (c *liveConn) writeNow(b []byte) (int, error) {
+	c.rawBuf = b
+	err := c.raw.Write(c.rawFn)
+	c.rawBuf = nil
+	if err != nil {
+		return 0, err
+	}
+	return max(c.rawN, 0), c.rawErr
+}
+
+// writeRaw is the RawConn callback of writeNow: one attempt, never a wait
+// for the socket to become writable.
+func (c *liveConn) writeRaw(fd uintptr) bool {
+	b := c.rawBuf
+	if n := int(shortInlineWrites.Load()); n > 0 && len(b) > n {
+		b = b[:n]
+	}
+	for {
+		n, err := syscall.Write(int(fd), b)
+		if err == syscall.EINTR {
+			continue
+		}
+		c.rawN, c.rawErr = n, err
+		return true
+	}
 }

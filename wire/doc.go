@@ -111,6 +111,17 @@
 //     Close does. Endpoint gained SendWait and Shutdown; MemEndpoint has
 //     all of it.
 //
+// Landed in session 3 (issue 5, remote ask latency): a sender finding
+// the writer idle writes its frames itself, with one non-blocking system
+// call (what the socket does not take goes to the writer, with the
+// turn); grants not yet due ride along with data frames, and one due
+// later arms a session timer instead of waking the writer; a credit frame
+// wakes the writer only when something waits for credit; a DeferHandler
+// finishes an envelope's work after the envelope is released (the router
+// runs actor handlers there); the reader's relief is one watch per
+// connection (a timer looking every 1 ms while inline deliveries go on)
+// instead of a timer per delivery.
+//
 // Tests: unit tests per piece, a rapid property over random workloads
 // (1 B to 4 MiB, four streams, random cuts at any byte including the
 // handshake, cancellations; internal/faultnet), 100 seeded simultaneous-dial

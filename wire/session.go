@@ -101,12 +101,15 @@ type session struct {
 	taken   delivery
 	takenSt StreamID
 
-	credits   []outFrame // grants due, for the writer
-	wakeAt    time.Time  // when the sleeping writer's timer fires; zero if it has none
-	pongs     []uint64
-	pingWant  bool
-	pingToken uint64
-	pingSent  time.Time
+	credits    []outFrame  // grants due, for the writer
+	wakeAt     time.Time   // when the sleeping writer's timer fires; zero if it has none
+	grantT     *time.Timer // wakes the writer when a grant falls due (grantDue)
+	grantAt    time.Time   // when grantT fires, if grantArmed
+	grantArmed bool
+	pongs      []uint64
+	pingWant   bool
+	pingToken  uint64
+	pingSent   time.Time
 
 	conn      *liveConn // the active connection, nil while none
 	gen       uint64    // bumps whenever the active connection changes: fences old ones
@@ -252,7 +255,8 @@ func (s *session) appendPendingLocked(rs []*Receipt) []*Receipt {
 	return rs
 }
 
-// enqueueLocked queues an envelope.
+// enqueueLocked queues an envelope; the caller wakes the writer (or
+// writes inline).
 func (s *session) enqueueLocked(stream StreamID, key uint64, payload []byte, r *Receipt) (flow.Handle, error) {
 	if s.fullLocked(len(payload)) {
 		return flow.Handle{}, fmt.Errorf("%w: %d bytes queued for %s", ErrQueueFull, s.queuedBytes, s.key)
@@ -264,7 +268,6 @@ func (s *session) enqueueLocked(stream StreamID, key uint64, payload []byte, r *
 	s.queued[h] = &pendingEnv{receipt: r, size: len(payload)}
 	s.queuedBytes += len(payload)
 	r.handle, r.epoch, r.queued = h, s.epoch, true
-	s.kick()
 	return h, nil
 }
 
@@ -289,10 +292,20 @@ func (s *session) cancelLocked(r *Receipt, err error) {
 
 // nextFramesLocked collects the frames to write now, up to about budget
 // bytes, and how long to wait before asking again if none (0: until
-// woken).
+// woken). Grants not yet due ride along with data (piggybackLocked).
 func (s *session) nextFramesLocked(now time.Time, out []outFrame, budget int) ([]outFrame, time.Duration) {
+	out, wait, data := s.collectFramesLocked(now, out, budget)
+	if data && !s.closing {
+		out = s.piggybackLocked(now, out)
+	}
+	return out, wait
+}
+
+// collectFramesLocked is nextFramesLocked without the grants that ride
+// along; data reports whether it collected data or abort frames.
+func (s *session) collectFramesLocked(now time.Time, out []outFrame, budget int) (_ []outFrame, wait time.Duration, data bool) {
 	if s.closing {
-		return append(out, outFrame{typ: FrameGoodbye, bye: goodbye{Code: goodbyeClose}}), 0
+		return append(out, outFrame{typ: FrameGoodbye, bye: goodbye{Code: goodbyeClose}}), 0, false
 	}
 	for _, tok := range s.pongs {
 		out = append(out, outFrame{typ: FramePong, u1: tok})
@@ -307,7 +320,6 @@ func (s *session) nextFramesLocked(now time.Time, out []outFrame, budget int) ([
 	out = append(out, s.credits...)
 	s.credits = s.credits[:0]
 	rtt := s.sched.Estimator().MinRTT()
-	var wait time.Duration
 	for i := range s.recv {
 		if g, ok := s.recv[i].Grant(now, rtt); ok {
 			out = append(out, creditFrame(StreamID(i), g))
@@ -318,6 +330,7 @@ func (s *session) nextFramesLocked(now time.Time, out []outFrame, budget int) ([
 		}
 	}
 	size := 0
+	mark := len(out) // data and aborts come after
 	for len(s.replay) > 0 && size < budget {
 		f := s.replay[0]
 		typ := FrameData
@@ -332,7 +345,7 @@ func (s *session) nextFramesLocked(now time.Time, out []outFrame, budget int) ([
 				if wait == 0 || w < wait {
 					wait = w
 				}
-				return out, wait
+				return out, wait, len(out) > mark
 			}
 			s.resent += int64(len(f.payload))
 		}
@@ -341,7 +354,7 @@ func (s *session) nextFramesLocked(now time.Time, out []outFrame, budget int) ([
 		size += len(f.payload) + HeaderSize
 	}
 	if len(s.replay) > 0 {
-		return out, wait
+		return out, wait, len(out) > mark
 	}
 	for size < budget {
 		f, w, ok := s.sched.Next(now)
@@ -374,7 +387,21 @@ func (s *session) nextFramesLocked(now time.Time, out []outFrame, budget int) ([
 		out = append(out, outFrame{typ: FrameData, stream: st, data: sf})
 		size += len(sf.payload) + HeaderSize
 	}
-	return out, wait
+	return out, wait, len(out) > mark
+}
+
+// piggybackLocked adds to frames about to be written the grants not yet
+// due: a grant rides along for a few bytes, where on its own it would
+// cost the writer a wake-up and a write when due. Request and reply
+// traffic then returns credit without a credit frame of its own.
+func (s *session) piggybackLocked(now time.Time, out []outFrame) []outFrame {
+	rtt := s.sched.Estimator().MinRTT()
+	for i := range s.recv {
+		if g, ok := s.recv[i].GrantEarly(now, rtt); ok {
+			out = append(out, creditFrame(StreamID(i), g))
+		}
+	}
+	return out
 }
 
 // applyCreditLocked applies a credit frame: more credit, trimmed resend
@@ -397,7 +424,10 @@ func (s *session) applyCreditLocked(st StreamID, c credit, now time.Time) error 
 		j++
 	}
 	s.await[st] = as[j:]
-	s.kick()
+	if len(s.queued) > 0 || len(s.replay) > 0 {
+		// The credit may let the writer go on.
+		s.kick()
+	}
 	return nil
 }
 
@@ -603,9 +633,10 @@ func creditFrame(st StreamID, g flow.Grant) outFrame {
 	return outFrame{typ: FrameCredit, stream: st, cr: credit{Consumed: uint64(g.Consumed), Window: uint64(g.Window), Received: uint64(g.Received)}}
 }
 
-// grantLocked queues a credit frame for the stream if one is due, and
-// wakes the writer only when there is something for it: a grant, or a
-// grant deadline earlier than the writer's timer.
+// grantLocked queues a credit frame for the stream if one is due and
+// wakes the writer for it. A grant due later is left to the grant timer:
+// most ride along with data before then (piggybackLocked), so waking the
+// writer at once to arm its timer would cost a wake-up per envelope.
 func (s *session) grantLocked(st StreamID, now time.Time) {
 	if g, ok := s.recv[st].Grant(now, s.sched.Estimator().MinRTT()); ok {
 		s.credits = append(s.credits, creditFrame(st, g))
@@ -613,7 +644,49 @@ func (s *session) grantLocked(st StreamID, now time.Time) {
 		return
 	}
 	if d := s.recv[st].Deadline(); !d.IsZero() && (s.wakeAt.IsZero() || d.Before(s.wakeAt)) {
-		s.kick()
+		s.armGrantLocked(d, now)
+	}
+}
+
+// armGrantLocked makes the grant timer fire by d.
+func (s *session) armGrantLocked(d, now time.Time) {
+	if s.grantArmed && !d.Before(s.grantAt) {
+		return
+	}
+	s.grantArmed, s.grantAt = true, d
+	if s.grantT == nil {
+		s.grantT = time.AfterFunc(d.Sub(now), s.grantDue)
+	} else {
+		s.grantT.Reset(d.Sub(now))
+	}
+}
+
+// grantDue is the grant timer: it wakes the writer for the grants that
+// fell due meanwhile, and waits again for those still to come.
+func (s *session) grantDue() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.grantArmed = false
+	if s.closing || s.t.isClosed() {
+		return
+	}
+	now := time.Now()
+	var next time.Time
+	for i := range s.recv {
+		d := s.recv[i].Deadline()
+		if d.IsZero() {
+			continue
+		}
+		if !d.After(now) {
+			s.kick()
+			return
+		}
+		if next.IsZero() || d.Before(next) {
+			next = d
+		}
+	}
+	if !next.IsZero() {
+		s.armGrantLocked(next, now)
 	}
 }
 

@@ -22,6 +22,22 @@ type Handler interface {
 	Receive(from NodeID, payload []byte)
 }
 
+// A DeferHandler is a Handler that may leave part of an envelope's work
+// until the envelope is released. When the transport's reader delivers an
+// envelope itself (the stream's handler idle), it calls ReceiveDefer
+// instead of Receive, then returns the envelope's credit and lets the
+// stream deliver its next envelope, and then calls the function returned
+// (if not nil) on the same goroutine. That work may thus overlap the
+// handling of later envelopes of the stream; should it block, another
+// goroutine goes on reading the connection, at once if the work calls
+// relieve (it is about to wait, say for a reply that may come on this
+// connection), else within a millisecond or two. Elsewhere (the stream's
+// deliverer, MemEndpoint) Receive is called as for any Handler.
+type DeferHandler interface {
+	Handler
+	ReceiveDefer(from NodeID, payload []byte) (then func(relieve func()))
+}
+
 // HandlerFunc adapts a function to Handler.
 type HandlerFunc func(from NodeID, payload []byte)
 
@@ -363,12 +379,17 @@ func (t *Transport) send(ctx context.Context, to NodeID, stream StreamID, key ui
 		if cerr := ctx.Err(); cerr != nil {
 			s.cancelLocked(r, cerr)
 		}
-		if s.conn == nil {
+		switch c := s.conn; {
+		case c == nil:
 			if s.id.IsZero() && s.wantSince.IsZero() {
 				s.wantSince = time.Now()
 			}
 			s.ensureDialLocked()
 			s.nudgeDialLocked()
+		case c.raw != nil && !c.writing && len(payload) <= inlineMax:
+			c.writeInlineLocked()
+		default:
+			s.kick()
 		}
 		s.mu.Unlock()
 		return r, nil
@@ -508,6 +529,9 @@ func (t *Transport) Close() error {
 		s.closing = true
 		if s.grace != nil {
 			s.grace.Stop()
+		}
+		if s.grantT != nil {
+			s.grantT.Stop()
 		}
 		if c := s.conn; c != nil {
 			writers = append(writers, c.done)

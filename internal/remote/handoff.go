@@ -252,7 +252,7 @@ func (r *Router) deliverHeld(it *heldItem) {
 				return // the asker gave up already
 			}
 		}
-		r.serveAskHold(it.from, e, false)
+		r.serveAskHold(it.from, e, false, nil)
 	}
 }
 

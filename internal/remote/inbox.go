@@ -21,9 +21,14 @@ import (
 // Order holds: stage one hands every tell to the worker, and an ask or a
 // cancel also goes to the worker while it has work, so nothing overtakes
 // what the same peer sent before. An ask that finds the worker idle is
-// served at once, sparing its latency the hop. The worker's queue is
-// bounded: when it is full, stage one waits, and wire's credit stops the
-// peer.
+// served at once, sparing its latency the hop. When wire's reader
+// delivers the batch itself (wire.DeferHandler), the first such ask whose
+// actor is idle is even run there: stage one claims the actor's cell
+// (actor.DeliverRemoteInline) and the handler runs once wire released the
+// batch, so a handler that blocks holds neither the stream nor the
+// cancels that follow it, and its reply is written from that goroutine
+// too. The worker's queue is bounded: when it is full, stage one waits,
+// and wire's credit stops the peer.
 
 // inboxDepth bounds the segments waiting for a peer's worker.
 const inboxDepth = 64

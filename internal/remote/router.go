@@ -169,11 +169,24 @@ func New(cfg Config) *Router {
 	r.view.Store(newView(cfg.Endpoint.Self(), false, nil))
 	r.ep.Store(&endpoint{cfg.Endpoint})
 	r.silent.Store(new(map[wire.NodeID]time.Time))
-	cfg.Endpoint.Handle(wire.StreamApplication, wire.HandlerFunc(r.receive))
+	cfg.Endpoint.Handle(wire.StreamApplication, receiver{r})
 	if cfg.Silence > 0 {
 		go r.watchSilence(cfg.Silence)
 	}
 	return r
+}
+
+// receiver is the router's handler of the application stream.
+type receiver struct{ r *Router }
+
+// Receive implements wire.Handler.
+func (h receiver) Receive(from wire.NodeID, payload []byte) { h.r.receive(from, payload, nil) }
+
+// ReceiveDefer implements wire.DeferHandler: an ask that finds its actor
+// idle runs in then, after wire released the batch (see inbox).
+func (h receiver) ReceiveDefer(from wire.NodeID, payload []byte) (then func(relieve func())) {
+	h.r.receive(from, payload, &then)
+	return then
 }
 
 // endpoint boxes the current wire.Endpoint for the atomic pointer.
@@ -193,7 +206,7 @@ func (r *Router) self() wire.NodeID { return r.endpoint().Self() }
 // old identity) and cancels the requests served for other nodes. Call
 // Update next with the new identity.
 func (r *Router) SetEndpoint(ep wire.Endpoint) {
-	ep.Handle(wire.StreamApplication, wire.HandlerFunc(r.receive))
+	ep.Handle(wire.StreamApplication, receiver{r})
 	old := r.ep.Swap(&endpoint{ep}).Endpoint
 	r.outboxMu.Lock()
 	r.outboxes.Store(nil)
@@ -464,7 +477,7 @@ func (r *Router) dispatch(id uint64, p *pending) error {
 	r.pending[id] = p
 	r.mu.Unlock()
 	if here {
-		r.serveAsk(r.self(), e)
+		r.serveAsk(r.self(), e, nil)
 		return nil
 	}
 	if err := r.send(to, out.Token, e, true); err != nil {
@@ -519,8 +532,9 @@ func unavailable(to wire.NodeID, err error) error {
 }
 
 // receive handles one batch of the application stream.
-// It is stage one of receiving (see inbox).
-func (r *Router) receive(from wire.NodeID, payload []byte) {
+// It is stage one of receiving (see inbox). With then set, the first ask
+// served at once may leave the run of its handler in *then.
+func (r *Router) receive(from wire.NodeID, payload []byte, then *func(relieve func())) {
 	b := r.inboxFor(from)
 	seg := -1 // offset of the envelopes kept for the worker, or -1
 	off := 0
@@ -531,7 +545,7 @@ func (r *Router) receive(from wire.NodeID, payload []byte) {
 			break
 		}
 		end := off + k + int(n)
-		if r.sort(b, payload[off+k:end:end], seg >= 0) {
+		if r.sort(b, payload[off+k:end:end], seg >= 0, then) {
 			if seg < 0 {
 				seg = off
 			}
@@ -550,7 +564,7 @@ func (r *Router) receive(from wire.NodeID, payload []byte) {
 // sort reports whether envelope p goes to the worker: a tell, or an ask
 // or cancel behind earlier work (more reports that the batch holds some).
 // Otherwise it serves p at once.
-func (r *Router) sort(b *inbox, p []byte, more bool) bool {
+func (r *Router) sort(b *inbox, p []byte, more bool, then *func(relieve func())) bool {
 	if len(p) >= 2 && p[0] == envelopeVersion {
 		switch p[1] {
 		case kindTell, kindTellNext:
@@ -567,7 +581,9 @@ func (r *Router) sort(b *inbox, p []byte, more bool) bool {
 		return false
 	}
 	switch e.kind {
-	case kindAsk, kindCancel:
+	case kindAsk:
+		r.serveAsk(b.from, &e, then)
+	case kindCancel:
 		r.serveQueued(&inItem{from: b.from, e: e})
 	default:
 		r.receiveOther(b.from, &e)
@@ -580,7 +596,7 @@ func (r *Router) sort(b *inbox, p []byte, more bool) bool {
 func (r *Router) serveQueued(it *inItem) {
 	switch it.e.kind {
 	case kindAsk:
-		r.serveAsk(it.from, &it.e)
+		r.serveAsk(it.from, &it.e, nil)
 	case kindCancel:
 		r.cancelServed(servedKey{from: it.from, id: it.e.id})
 	}
@@ -676,12 +692,22 @@ func (r *Router) dropped(e *envelope, err error) error {
 	return err
 }
 
-// serveAsk queues a request here and sends its outcome back to from.
-func (r *Router) serveAsk(from wire.NodeID, e *envelope) { r.serveAskHold(from, e, true) }
+// inlineKind is implemented by kinds that can run an ask's handler on
+// the receiving goroutine (actor.DeliverRemoteInline).
+type inlineKind interface {
+	DeliverRemoteInline(in host.Inbound) (cancel func(), run func(relieve func()), err error)
+}
+
+// serveAsk queues a request here and sends its outcome back to from. With
+// then set and *then nil, a handler the kind lets the caller run goes to
+// *then, for the caller to run once it released the batch.
+func (r *Router) serveAsk(from wire.NodeID, e *envelope, then *func(relieve func())) {
+	r.serveAskHold(from, e, true, then)
+}
 
 // serveAskHold is serveAsk; hold says whether the ask may be held for a
 // key being handed over (not when it was held already).
-func (r *Router) serveAskHold(from wire.NodeID, e *envelope, hold bool) {
+func (r *Router) serveAskHold(from wire.NodeID, e *envelope, hold bool, then *func(relieve func())) {
 	id := e.id
 	fail := func(err error) { r.answer(from, id, nil, err) }
 	k := r.kind(e.typ)
@@ -725,13 +751,38 @@ func (r *Router) serveAskHold(from wire.NodeID, e *envelope, hold bool) {
 		ttl = time.Duration(e.ttl)
 		in.Deadline = time.Now().Add(ttl)
 	}
-	cancel, err := k.DeliverRemote(in)
+	var cancel func()
+	var run func(relieve func())
+	if ik, ok := k.(inlineKind); ok && then != nil && *then == nil {
+		cancel, run, err = ik.DeliverRemoteInline(in)
+	} else {
+		cancel, err = k.DeliverRemote(in)
+	}
 	if err != nil {
 		r.mu.Lock()
 		delete(r.serving, sk)
 		r.mu.Unlock()
 		fail(err)
 		return
+	}
+	if run != nil {
+		// Registered below before it runs, so a cancel finds it; a
+		// cancelled one runs too, and drops the message. Its deadline is
+		// watched only if the handler returns without a reply: a timer
+		// armed for every ask costs more than an inline run, and a
+		// handler that blocks instead still sees its deadline in its
+		// Context and the asker's cancel (which the relieved reader
+		// delivers).
+		*then = func(relieve func()) {
+			run(relieve)
+			if ttl > 0 {
+				r.mu.Lock()
+				if !s.done && !s.cancelled && r.serving[sk] == s {
+					s.timer = time.AfterFunc(max(time.Until(in.Deadline), 0), func() { r.cancelServed(sk) })
+				}
+				r.mu.Unlock()
+			}
+		}
 	}
 	r.mu.Lock()
 	if s.cancelled {
@@ -742,7 +793,7 @@ func (r *Router) serveAskHold(from wire.NodeID, e *envelope, hold bool) {
 	}
 	if !s.done {
 		s.cancel = cancel
-		if ttl > 0 {
+		if ttl > 0 && run == nil {
 			// The asker stops waiting at its deadline; should its cancel
 			// be lost, stop here too.
 			s.timer = time.AfterFunc(ttl, func() { r.cancelServed(sk) })

@@ -359,3 +359,15 @@ func (r *RecvCredit) Window() int64 { return r.window }
 // Granted returns the last grant handed out by [RecvCredit.Grant] (initially
 // the handshake window with nothing consumed).
 func (r *RecvCredit) Granted() Grant { return r.adv }
+
+// GrantEarly returns a grant for whatever was consumed or received since
+// the last one, due or not, and records it as sent; false if nothing was.
+// A sender that writes data anyway adds it for the price of a few bytes,
+// sparing the grant's own write when it falls due.
+func (r *RecvCredit) GrantEarly(now time.Time, rtt time.Duration) (Grant, bool) {
+	if !r.pending() && !r.forced {
+		return Grant{}, false
+	}
+	r.forced = true
+	return r.Grant(now, rtt)
+}

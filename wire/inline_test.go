@@ -1,0 +1,194 @@
+package wire
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Senders write inline while the writer is idle; a write the socket takes
+// only in part leaves the rest, and the turn, to the writer. With every
+// inline write cut short, envelopes of all sizes from several goroutines
+// still arrive whole and in order per key.
+func TestInlineWritesCutShortArriveWholeAndInOrder(t *testing.T) {
+	shortInlineWrites.Store(7)
+	t.Cleanup(func() { shortInlineWrites.Store(0) })
+	a, b := newTestNode(t, nil), newTestNode(t, nil)
+	const senders, per = 4, 200
+	var mu sync.Mutex
+	next := map[uint64]int{} // key -> next sequence number expected
+	var bad []string
+	total := 0
+	b.t.Handle(StreamApplication, HandlerFunc(func(from NodeID, p []byte) {
+		key, seq := binary.BigEndian.Uint64(p), int(binary.BigEndian.Uint64(p[8:]))
+		mu.Lock()
+		defer mu.Unlock()
+		if seq != next[key] {
+			bad = append(bad, fmt.Sprintf("key %d: got %d, want %d", key, seq, next[key]))
+		}
+		if !bytes.Equal(p[16:], filler(key, seq)) {
+			bad = append(bad, fmt.Sprintf("key %d seq %d: payload corrupted", key, seq))
+		}
+		next[key] = seq + 1
+		total++
+		b.signal()
+	}))
+	if _, err := a.t.Send(context.Background(), b.t.Self(), StreamApplication, 1<<40, make([]byte, 16)); err != nil {
+		t.Fatal(err)
+	}
+	b.waitFor(t, "the first envelope", func() bool { mu.Lock(); defer mu.Unlock(); return total == 1 })
+	gen := connGen(t, a)
+	var wg sync.WaitGroup
+	for s := range senders {
+		wg.Go(func() {
+			key := uint64(s + 1)
+			for i := range per {
+				p := binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64(nil, key), uint64(i))
+				p = append(p, filler(key, i)...)
+				if _, err := a.t.SendWait(context.Background(), b.t.Self(), StreamApplication, key, p); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	b.waitFor(t, "every envelope", func() bool { mu.Lock(); defer mu.Unlock(); return total == senders*per+1 })
+	mu.Lock()
+	defer mu.Unlock()
+	if len(bad) > 0 {
+		t.Fatalf("%d envelopes out of order or corrupted, first: %s", len(bad), bad[0])
+	}
+	// A garbled frame would break the connection, and the resume would
+	// hide the damage: the connection must be the first one still.
+	if g := connGen(t, a); g != gen {
+		t.Fatalf("the connection was replaced (generation %d, was %d)", g, gen)
+	}
+}
+
+// connGen returns the connection generation of n's only session.
+func connGen(t *testing.T, n *testNode) uint64 {
+	t.Helper()
+	n.t.mu.Lock()
+	defer n.t.mu.Unlock()
+	if len(n.t.sessions) != 1 {
+		t.Fatalf("%d sessions, want 1", len(n.t.sessions))
+	}
+	for _, s := range n.t.sessions {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return s.gen
+	}
+	return 0
+}
+
+// filler is the body of envelope seq of key: sizes from a few bytes to
+// beyond what a sender writes inline.
+func filler(key uint64, seq int) []byte {
+	n := (seq*7919 + int(key)*31) % (inlineMax + inlineMax/2)
+	return bytes.Repeat([]byte{byte(key), byte(seq)}, n/2)
+}
+
+// deferHandler adapts a function to DeferHandler; Receive runs the work
+// on a goroutine of its own, so that it never holds the stream either.
+type deferHandler func(from NodeID, p []byte) (then func(relieve func()))
+
+func (f deferHandler) ReceiveDefer(from NodeID, p []byte) func(func()) { return f(from, p) }
+
+func (f deferHandler) Receive(from NodeID, p []byte) {
+	if then := f(from, p); then != nil {
+		go then(func() {})
+	}
+}
+
+// The work a DeferHandler leaves runs after the envelope is released: the
+// next envelope of the stream is delivered while it blocks (the reader is
+// relieved meanwhile), so work that waits for a later envelope completes.
+func TestDeferredWorkDoesNotHoldTheStream(t *testing.T) {
+	a, b := newTestNode(t, nil), newTestNode(t, nil)
+	unblocked, done := make(chan struct{}), make(chan struct{})
+	var mu sync.Mutex
+	var got []string
+	b.t.Handle(StreamApplication, deferHandler(func(from NodeID, p []byte) func(func()) {
+		mu.Lock()
+		got = append(got, string(p))
+		mu.Unlock()
+		b.signal()
+		switch string(p) {
+		case "block":
+			return func(func()) {
+				<-unblocked
+				close(done)
+			}
+		case "unblock":
+			close(unblocked)
+		}
+		return nil
+	}))
+	ctx := context.Background()
+	send := func(s string) {
+		t.Helper()
+		if _, err := a.t.Send(ctx, b.t.Self(), StreamApplication, 1, []byte(s)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	send("warm")
+	b.waitFor(t, "the first envelope", func() bool { mu.Lock(); defer mu.Unlock(); return len(got) == 1 })
+	send("block")
+	send("unblock")
+	b.waitFor(t, "the deferred work", func() bool {
+		select {
+		case <-done:
+			return true
+		default:
+			return false
+		}
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if want := []string{"warm", "block", "unblock"}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("got %q, want %q", got, want)
+	}
+}
+
+// Deferred work that calls relieve before it waits hands reading over at
+// once: with the watch's period made endless, only that lets the envelope
+// it waits for in.
+func TestDeferredWorkThatRelievesHandsReadingOverAtOnce(t *testing.T) {
+	reliefAfter.Store(int64(time.Hour))
+	t.Cleanup(func() { reliefAfter.Store(int64(time.Millisecond)) })
+	a, b := newTestNode(t, nil), newTestNode(t, nil)
+	arrived, done := make(chan struct{}), make(chan struct{})
+	b.t.Handle(StreamApplication, deferHandler(func(from NodeID, p []byte) func(func()) {
+		switch string(p) {
+		case "wait":
+			return func(relieve func()) {
+				relieve()
+				<-arrived
+				close(done)
+			}
+		case "arrive":
+			close(arrived)
+		}
+		b.signal()
+		return nil
+	}))
+	ctx := context.Background()
+	for _, s := range []string{"warm", "wait", "arrive"} {
+		if _, err := a.t.Send(ctx, b.t.Self(), StreamApplication, 1, []byte(s)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b.waitFor(t, "the deferred work", func() bool {
+		select {
+		case <-done:
+			return true
+		default:
+			return false
+		}
+	})
+}
