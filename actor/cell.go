@@ -205,6 +205,28 @@ func (c *cell[S, M]) push(ctx context.Context, m M, s replier, force bool) (err 
 	return nil, false
 }
 
+// tell queues the tell m if that takes no more than the lock: a
+// goroutine runs the cell and is not parked, and the mailbox has room.
+// False means nothing was queued and push must do it.
+func (c *cell[S, M]) tell(ctx context.Context, m M) bool {
+	k := c.k
+	c.mu.Lock()
+	if c.gone || !c.running || c.parked || len(c.in)+c.batchLen >= k.def.s.mailbox || k.h.Closed() {
+		c.mu.Unlock()
+		return false
+	}
+	if len(c.in) == 0 {
+		c.hasIn.Store(true)
+	}
+	c.in = append(c.in, envelope[M]{msg: m})
+	spinning := c.spinning
+	c.mu.Unlock()
+	if spinning {
+		noteIdlePeer(ctx)
+	}
+	return true
+}
+
 // took records that the goroutine is about to handle work[i], so
 // work[i+1:] is what remains of the batch, and lets waiting senders in.
 func (c *cell[S, M]) took(left int) {
@@ -386,40 +408,56 @@ func (c *cell[S, M]) handleBatch(ctx *Context[S, M], work []envelope[M], r *runn
 	h := c.k.h
 	stop := h.HardStop()
 	def := c.k.def.handler
-	for i := range work {
+	// The last message of a batch takes the full path when a runner may
+	// open its stash for it.
+	last := len(work)
+	if r != nil {
+		last--
+	}
+	for i := 0; i < len(work); i++ {
+		j, ran, err := c.runTells(ctx, work, i, last, def)
+		if i = j; i == len(work) {
+			break
+		}
 		e := &work[i]
-		if r != nil && i == len(work)-1 && c.tells.Load() && !c.hasIn.Load() {
-			r.open() // c may go idle after this one: its tells may hand off
-		}
-		select {
-		case <-stop:
-			c.took(0)
-			c.failAll(work[i:], ErrSystemClosed)
-			return true
-		default:
-		}
-		c.took(len(work) - i - 1)
-		if e.slot != nil {
-			if !e.slot.begin() {
-				h.Emit(host.Event{Kind: host.MessageDropped, Type: c.k.def.name, Key: c.key, Reason: "asker stopped waiting"})
-				continue
+		if !ran {
+			if r != nil && i == len(work)-1 && c.tells.Load() && !c.hasIn.Load() {
+				r.open() // c may go idle after this one: its tells may hand off
 			}
-			c.mu.Lock()
-			c.cur = e.slot
-			c.mu.Unlock()
-		}
-		err := c.invoke(ctx, e, def)
-		if e.slot != nil {
-			c.mu.Lock()
-			c.cur = nil
-			c.mu.Unlock()
-			if err != nil {
-				e.slot.fail(&FailedError{Actor: c.k.def.name + "/" + c.key, Cause: err})
-			} else if !e.slot.settled() {
-				e.slot.fail(ErrNoReply)
+			// Closed comes first, so one atomic load per message
+			// replaces a channel poll: the hard stop follows the close.
+			if h.Closed() {
+				select {
+				case <-stop:
+					c.took(0)
+					c.failAll(work[i:], ErrSystemClosed)
+					return true
+				default:
+				}
 			}
+			c.took(len(work) - i - 1)
+			if e.slot != nil {
+				if !e.slot.begin() {
+					h.Emit(host.Event{Kind: host.MessageDropped, Type: c.k.def.name, Key: c.key, Reason: "asker stopped waiting"})
+					continue
+				}
+				c.mu.Lock()
+				c.cur = e.slot
+				c.mu.Unlock()
+			}
+			err = c.invoke(ctx, e, def)
+			if e.slot != nil {
+				c.mu.Lock()
+				c.cur = nil
+				c.mu.Unlock()
+				if err != nil {
+					e.slot.fail(&FailedError{Actor: c.k.def.name + "/" + c.key, Cause: err})
+				} else if !e.slot.settled() {
+					e.slot.fail(ErrNoReply)
+				}
+			}
+			ctx.slot = nil
 		}
-		ctx.slot = nil
 		if err != nil {
 			if ctx.release { // released and failed: end it, then back off
 				ctx.release = false
@@ -437,6 +475,43 @@ func (c *cell[S, M]) handleBatch(ctx *Context[S, M], work []envelope[M], r *runn
 		}
 	}
 	return true
+}
+
+// runTells handles the plain tells of work[i:last] to a started
+// activation, under one recover for all of them rather than one per
+// message. It stops at the first message that needs handleBatch's full
+// path (an ask, an activation to start, a closed system, the batch's
+// last message), before handling it, or at the first handled message
+// that failed or released the activation; ran tells which, err is the
+// failure, and j the message's index (len(work) when all went well).
+func (c *cell[S, M]) runTells(ctx *Context[S, M], work []envelope[M], i, last int, def Handler[S, M]) (j int, ran bool, err error) {
+	j = i
+	defer func() {
+		if v := recover(); v != nil {
+			err = &PanicError{Value: v, Stack: debug.Stack()}
+		}
+	}()
+	h := c.k.h
+	for ; j < len(work); j++ {
+		e := &work[j]
+		if j >= last || e.slot != nil || !c.started || h.Closed() {
+			return j, false, nil
+		}
+		c.took(len(work) - j - 1)
+		hd := c.behavior
+		if hd == nil {
+			hd = def
+		}
+		ran = true
+		if err = hd(ctx, e.msg); err != nil || ctx.release {
+			return j, true, err
+		}
+		ran = false
+		if c.x != nil {
+			c.x.failures = 0
+		}
+	}
+	return j, false, nil
 }
 
 // invoke runs the current behaviour, or def, on e.

@@ -136,6 +136,12 @@ func (k *kind[S, M]) deliver(ctx context.Context, key string, h, tok uint64, m M
 			return k.send(ctx, key, tok, m, s)
 		}
 	}
+	if s == nil && h != 0 {
+		// A tell to a busy cell needs its lock and nothing else.
+		if c := k.shards[h>>58].t.get(h, key); c != nil && c.tell(ctx, m) {
+			return nil
+		}
+	}
 	return k.push(ctx, key, h, m, s, false)
 }
 
