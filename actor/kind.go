@@ -98,8 +98,9 @@ func (k *kind[S, M]) locate(key string) (uint64, *shard[S, M]) {
 	return h, &k.shards[h>>58]
 }
 
-// cellAt returns the live cell of key, whose hash is h, creating it.
-func (k *kind[S, M]) cellAt(h uint64, key string) *cell[S, M] {
+// cellAt returns the live cell of key, whose hash is h, creating it; the
+// cell keeps a copy of key unless own says the string is the program's.
+func (k *kind[S, M]) cellAt(h uint64, key string, own bool) *cell[S, M] {
 	sh := &k.shards[h>>58]
 	if c := sh.t.get(h, key); c != nil { // lock-free; a miss looks again under the lock
 		return c
@@ -108,8 +109,12 @@ func (k *kind[S, M]) cellAt(h uint64, key string) *cell[S, M] {
 	c := sh.t.get(h, key)
 	if c == nil {
 		// The key may alias a network buffer (a remote message): the
-		// cell keeps its own copy.
-		c = &cell[S, M]{k: k, key: strings.Clone(key)}
+		// cell keeps its own copy. A ref's key it shares, so that the
+		// key compare of a lookup through that ref is a pointer compare.
+		if !own {
+			key = strings.Clone(key)
+		}
+		c = &cell[S, M]{k: k, key: key}
 		sh.t.put(h, c)
 		k.h.Active.Add(1)
 	}
@@ -142,7 +147,7 @@ func (k *kind[S, M]) deliver(ctx context.Context, key string, h, tok uint64, m M
 			return nil
 		}
 	}
-	return k.push(ctx, key, h, m, s, false)
+	return k.pushKey(ctx, key, h, true, m, s, false)
 }
 
 // send carries m to the member that serves key.
@@ -230,8 +235,15 @@ func (k *kind[S, M]) deliverAnswer(key string, m M) error {
 	return k.push(context.Background(), key, 0, m, nil, true)
 }
 
-// push queues m for key; h is key's hash, or 0 to compute it.
+// push queues m for key; h is key's hash, or 0 to compute it. key may
+// alias a network buffer.
 func (k *kind[S, M]) push(ctx context.Context, key string, h uint64, m M, s replier, force bool) error {
+	return k.pushKey(ctx, key, h, false, m, s, force)
+}
+
+// pushKey is push; own says key is the program's string (a bound ref's),
+// which a new cell may share.
+func (k *kind[S, M]) pushKey(ctx context.Context, key string, h uint64, own bool, m M, s replier, force bool) error {
 	if key == "" {
 		return ErrInvalidRef
 	}
@@ -242,7 +254,7 @@ func (k *kind[S, M]) push(ctx context.Context, key string, h uint64, m M, s repl
 		if h == 0 {
 			h = k.hash(key)
 		}
-		c := k.cellAt(h, key)
+		c := k.cellAt(h, key, own)
 		err, retry := c.push(ctx, m, s, force)
 		if !retry {
 			return err
