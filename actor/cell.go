@@ -109,7 +109,7 @@ func (c *cell[S, M]) put(e envelope[M]) {
 		s.n += len(c.in)
 		c.in, s.spare = s.spare, nil
 		if c.in == nil {
-			c.in = make([]envelope[M], 0, segSize)
+			c.in = c.k.newSegment()
 		}
 	} else if len(c.in) == 0 {
 		c.hasIn.Store(true)
@@ -125,8 +125,12 @@ func (c *cell[S, M]) take(spare []envelope[M]) []envelope[M] {
 		s.full[0] = nil
 		s.full = s.full[1:]
 		s.n -= len(b)
-		if cap(spare) == segSize && s.spare == nil {
-			s.spare = spare[:0]
+		if cap(spare) == segSize {
+			if s.spare == nil {
+				s.spare = spare[:0]
+			} else {
+				c.k.segments.Put(&spare)
+			}
 		}
 		return b
 	}

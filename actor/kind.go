@@ -35,6 +35,10 @@ type kind[S, M any] struct {
 	movingMu sync.Mutex
 	moving   []*cell[S, M]
 	movingN  atomic.Int32 // len(moving), for Sweep to look without the lock
+	// segments holds emptied mailbox segments (*[]envelope[M], cleared)
+	// for long mailboxes to reuse: a sender that stays ahead of the
+	// goroutine would otherwise allocate one per segSize messages.
+	segments sync.Pool
 	shards   [shardCount]shard[S, M]
 }
 
@@ -96,6 +100,14 @@ func (k *kind[S, M]) hash(key string) uint64 { return fixHash(maphash.String(k.s
 func (k *kind[S, M]) locate(key string) (uint64, *shard[S, M]) {
 	h := k.hash(key)
 	return h, &k.shards[h>>58]
+}
+
+// newSegment returns an empty mailbox segment.
+func (k *kind[S, M]) newSegment() []envelope[M] {
+	if p, ok := k.segments.Get().(*[]envelope[M]); ok {
+		return (*p)[:0]
+	}
+	return make([]envelope[M], 0, segSize)
 }
 
 // cellAt returns the live cell of key, whose hash is h, creating it; the
