@@ -153,13 +153,29 @@ func (k *kind[S, M]) deliver(ctx context.Context, key string, h, tok uint64, m M
 			return k.send(ctx, key, tok, m, s)
 		}
 	}
-	if s == nil && h != 0 {
+	if s == nil {
+		return k.tellHere(ctx, key, h, m)
+	}
+	return k.pushKey(ctx, key, h, true, m, s, false)
+}
+
+func (k *kind[S, M]) tell(ctx context.Context, key string, h, tok uint64, m M) error {
+	if k.rem == nil {
+		return k.tellHere(ctx, key, h, m)
+	}
+	return k.deliver(ctx, key, h, tok, m, nil)
+}
+
+// tellHere queues the tell m for key, whose hash is h (0 if unknown), in
+// this system.
+func (k *kind[S, M]) tellHere(ctx context.Context, key string, h uint64, m M) error {
+	if h != 0 {
 		// A tell to a busy cell needs its lock and nothing else.
 		if c := k.shards[h>>58].t.get(h, key); c != nil && c.tell(ctx, m) {
 			return nil
 		}
 	}
-	return k.pushKey(ctx, key, h, true, m, s, false)
+	return k.pushKey(ctx, key, h, true, m, nil, false)
 }
 
 // send carries m to the member that serves key.
