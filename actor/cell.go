@@ -35,7 +35,7 @@ type cell[S, M any] struct {
 	mu       sync.Mutex
 	in       []envelope[M] // the newest messages; never empty while seg holds any
 	seg      *segments[M]  // full segments of a long mailbox, or nil
-	batchLen int           // size of the batch the goroutine took last; bounds remaining
+	batchLen int32         // size of the batch the goroutine took last; bounds remaining
 	hasIn    atomic.Bool   // in is not empty: lets a spinning goroutine look without the lock
 	running  bool          // a goroutine owns the cell
 	parked   bool          // ... and waits on wake
@@ -198,6 +198,17 @@ func (c *cell[S, M]) push(ctx context.Context, m M, s replier, force bool) (err 
 		flushStash(ctx) // an asking handler blocks: what it stashed must not wait for it
 	}
 	c.mu.Lock()
+	if s == nil && c.running && !c.parked && !c.gone && c.inLen()+int(c.batchLen) < k.def.s.mailbox && !k.h.Closed() {
+		// A tell to a busy cell, the common case, needs nothing but
+		// the lock.
+		c.put(envelope[M]{msg: m})
+		spinning := c.spinning
+		c.mu.Unlock()
+		if spinning {
+			noteIdlePeer(ctx)
+		}
+		return nil, false
+	}
 	for {
 		if c.gone {
 			c.mu.Unlock()
@@ -207,7 +218,7 @@ func (c *cell[S, M]) push(ctx context.Context, m M, s replier, force bool) (err 
 			c.mu.Unlock()
 			return ErrSystemClosed, false
 		}
-		if bound := k.def.s.mailbox; force || c.inLen()+c.batchLen < bound || c.queuedLocked() < bound {
+		if bound := k.def.s.mailbox; force || c.inLen()+int(c.batchLen) < bound || c.queuedLocked() < bound {
 			break
 		}
 		if k.def.s.overflow == Refuse && ctx.Value(holdKey{}) == nil {
@@ -283,25 +294,6 @@ func (c *cell[S, M]) push(ctx context.Context, m M, s replier, force bool) (err 
 		}
 	}
 	return nil, false
-}
-
-// tell queues the tell m if that takes no more than the lock: a
-// goroutine runs the cell and is not parked, and the mailbox has room.
-// False means nothing was queued and push must do it.
-func (c *cell[S, M]) tell(ctx context.Context, m M) bool {
-	k := c.k
-	c.mu.Lock()
-	if c.gone || !c.running || c.parked || c.inLen()+c.batchLen >= k.def.s.mailbox || k.h.Closed() {
-		c.mu.Unlock()
-		return false
-	}
-	c.put(envelope[M]{msg: m})
-	spinning := c.spinning
-	c.mu.Unlock()
-	if spinning {
-		noteIdlePeer(ctx)
-	}
-	return true
 }
 
 // took records that the goroutine is about to handle work[i], so
@@ -385,7 +377,7 @@ func (c *cell[S, M]) runOn(r *runner) runnable {
 			warm = true
 		}
 		work = c.take(work)
-		c.batchLen = len(work)
+		c.batchLen = int32(len(work))
 		c.remaining.Store(int32(len(work)))
 		c.mu.Unlock()
 		ok := c.handleBatch(ctx, work, r)

@@ -170,9 +170,10 @@ func (k *kind[S, M]) tell(ctx context.Context, key string, h, tok uint64, m M) e
 // this system.
 func (k *kind[S, M]) tellHere(ctx context.Context, key string, h uint64, m M) error {
 	if h != 0 {
-		// A tell to a busy cell needs its lock and nothing else.
-		if c := k.shards[h>>58].t.get(h, key); c != nil && c.tell(ctx, m) {
-			return nil
+		if c := k.shards[h>>58].t.get(h, key); c != nil {
+			if err, retry := c.push(ctx, m, nil, false); !retry {
+				return err
+			}
 		}
 	}
 	return k.pushKey(ctx, key, h, true, m, nil, false)
