@@ -116,10 +116,15 @@ func (k *kind[S, M]) newSegment() []envelope[M] {
 // cellAt returns the live cell of key, whose hash is h, creating it; the
 // cell keeps a copy of key unless own says the string is the program's.
 func (k *kind[S, M]) cellAt(h uint64, key string, own bool) *cell[S, M] {
-	sh := &k.shards[h>>58]
-	if c := sh.t.get(h, key); c != nil { // lock-free; a miss looks again under the lock
+	if c := k.shards[h>>58].t.get(h, key); c != nil { // lock-free; a miss looks again under the lock
 		return c
 	}
+	return k.cellLocked(h, key, own)
+}
+
+// cellLocked is cellAt after a lock-free miss.
+func (k *kind[S, M]) cellLocked(h uint64, key string, own bool) *cell[S, M] {
+	sh := &k.shards[h>>58]
 	sh.mu.Lock()
 	c := sh.t.get(h, key)
 	if c == nil {
@@ -172,14 +177,26 @@ func (k *kind[S, M]) tell(ctx context.Context, key string, h, tok uint64, m M) e
 // tellHere queues the tell m for key, whose hash is h (0 if unknown), in
 // this system.
 func (k *kind[S, M]) tellHere(ctx context.Context, key string, h uint64, m M) error {
-	if h != 0 {
-		if c := k.shards[h>>58].t.get(h, key); c != nil {
-			if err, retry := c.push(ctx, m, nil, false); !retry {
-				return err
-			}
-		}
+	if h == 0 || key == "" {
+		return k.pushKey(ctx, key, h, true, m, nil, false)
 	}
-	return k.pushKey(ctx, key, h, true, m, nil, false)
+	// pushKey's loop, with the first lookup shared with the busy-cell
+	// case: a miss (a new activation) goes straight to the locked lookup.
+	c := k.shards[h>>58].t.get(h, key)
+	for {
+		if c == nil {
+			if k.h.Closed() {
+				return ErrSystemClosed
+			}
+			c = k.cellLocked(h, key, true)
+		}
+		err, retry := c.push(ctx, m, nil, false)
+		if !retry {
+			return err
+		}
+		runtime.Gosched() // a passivated cell is leaving its place; let it
+		c = k.shards[h>>58].t.get(h, key)
+	}
 }
 
 // send carries m to the member that serves key.
