@@ -483,9 +483,14 @@ func (c *cell[S, M]) handleBatch(ctx *Context[S, M], work []envelope[M], r *runn
 		last--
 	}
 	for i := 0; i < len(work); i++ {
-		j, ran, err := c.runTells(ctx, work, i, last, def)
-		if i = j; i == len(work) {
-			break
+		var ran bool
+		var err error
+		if i < last { // else not worth the call: a one-message batch, say
+			j := i
+			j, ran, err = c.runTells(ctx, work, i, last, def)
+			if i = j; i == len(work) {
+				break
+			}
 		}
 		e := &work[i]
 		if !ran {
