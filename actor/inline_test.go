@@ -93,7 +93,7 @@ func (f *inlineFixture) logged() []string {
 func (f *inlineFixture) idle(t *testing.T, key string) *cell[int, inlMsg] {
 	t.Helper()
 	h, _ := f.k.locate(key)
-	c := f.k.cellAt(h, key)
+	c := f.k.cellAt(h, key, false)
 	for {
 		c.mu.Lock()
 		if !c.running {

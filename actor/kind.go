@@ -37,6 +37,13 @@ type kind[S, M any] struct {
 	moving   []*cell[S, M]
 	movingN  atomic.Int32 // len(moving), for Sweep to look without the lock
 	shards   [shardCount]shard[S, M]
+	// segments holds emptied mailbox segments (*[]envelope[M], cleared)
+	// for long mailboxes to reuse: a sender that stays ahead of the
+	// goroutine would otherwise allocate one per segSize messages. It
+	// comes after the shards, which keep the alignment they had without
+	// it (placed before them it cost ping-pong and ask about a quarter
+	// more CPU).
+	segments sync.Pool
 }
 
 type shard[S, M any] struct {
@@ -102,18 +109,36 @@ func (k *kind[S, M]) locate(key string) (uint64, *shard[S, M]) {
 	return h, &k.shards[h>>58]
 }
 
-// cellAt returns the live cell of key, whose hash is h, creating it.
-func (k *kind[S, M]) cellAt(h uint64, key string) *cell[S, M] {
-	sh := &k.shards[h>>58]
-	if c := sh.t.get(h, key); c != nil { // lock-free; a miss looks again under the lock
+// newSegment returns an empty mailbox segment.
+func (k *kind[S, M]) newSegment() []envelope[M] {
+	if p, ok := k.segments.Get().(*[]envelope[M]); ok {
+		return (*p)[:0]
+	}
+	return make([]envelope[M], 0, segSize)
+}
+
+// cellAt returns the live cell of key, whose hash is h, creating it; the
+// cell keeps a copy of key unless own says the string is the program's.
+func (k *kind[S, M]) cellAt(h uint64, key string, own bool) *cell[S, M] {
+	if c := k.shards[h>>58].t.get(h, key); c != nil { // lock-free; a miss looks again under the lock
 		return c
 	}
+	return k.cellLocked(h, key, own)
+}
+
+// cellLocked is cellAt after a lock-free miss.
+func (k *kind[S, M]) cellLocked(h uint64, key string, own bool) *cell[S, M] {
+	sh := &k.shards[h>>58]
 	sh.mu.Lock()
 	c := sh.t.get(h, key)
 	if c == nil {
 		// The key may alias a network buffer (a remote message): the
-		// cell keeps its own copy.
-		c = &cell[S, M]{k: k, key: strings.Clone(key)}
+		// cell keeps its own copy. A ref's key it shares, so that the
+		// key compare of a lookup through that ref is a pointer compare.
+		if !own {
+			key = strings.Clone(key)
+		}
+		c = &cell[S, M]{k: k, key: key}
 		sh.t.put(h, c)
 		k.h.Active.Add(1)
 	}
@@ -140,7 +165,42 @@ func (k *kind[S, M]) deliver(ctx context.Context, key string, h, tok uint64, m M
 			return k.send(ctx, key, tok, m, s)
 		}
 	}
-	return k.push(ctx, key, h, m, s, false)
+	if s == nil {
+		return k.tellHere(ctx, key, h, m)
+	}
+	return k.pushKey(ctx, key, h, true, m, s, false)
+}
+
+func (k *kind[S, M]) tell(ctx context.Context, key string, h, tok uint64, m M) error {
+	if k.rem == nil {
+		return k.tellHere(ctx, key, h, m)
+	}
+	return k.deliver(ctx, key, h, tok, m, nil)
+}
+
+// tellHere queues the tell m for key, whose hash is h (0 if unknown), in
+// this system.
+func (k *kind[S, M]) tellHere(ctx context.Context, key string, h uint64, m M) error {
+	if h == 0 || key == "" {
+		return k.pushKey(ctx, key, h, true, m, nil, false)
+	}
+	// pushKey's loop, with the first lookup shared with the busy-cell
+	// case: a miss (a new activation) goes straight to the locked lookup.
+	c := k.shards[h>>58].t.get(h, key)
+	for {
+		if c == nil {
+			if k.h.Closed() {
+				return ErrSystemClosed
+			}
+			c = k.cellLocked(h, key, true)
+		}
+		err, retry := c.push(ctx, m, nil, false)
+		if !retry {
+			return err
+		}
+		runtime.Gosched() // a passivated cell is leaving its place; let it
+		c = k.shards[h>>58].t.get(h, key)
+	}
 }
 
 // send carries m to the member that serves key.
@@ -287,7 +347,7 @@ func (k *kind[S, M]) queueTells(run *tellsToKey[S, M], b host.TellBatch) {
 			if k.h.Closed() {
 				break
 			}
-			run.c = k.cellAt(k.hash(run.key), run.key)
+			run.c = k.cellAt(k.hash(run.key), run.key, false)
 		}
 		n, retry, err := run.c.pushTells(msgs)
 		if err != nil {
@@ -330,20 +390,16 @@ func (c *cell[S, M]) pushTells(ms []M) (n int, retry bool, err error) {
 		c.mu.Unlock()
 		return 0, false, ErrSystemClosed
 	}
-	wasEmpty := len(c.in) == 0
 	for _, m := range ms {
-		if bound := k.def.s.mailbox; len(c.in)+c.batchLen >= bound && c.queuedLocked() >= bound {
+		if bound := k.def.s.mailbox; c.inLen()+int(c.batchLen) >= bound && c.queuedLocked() >= bound {
 			break
 		}
-		c.in = append(c.in, envelope[M]{msg: m})
+		c.put(envelope[M]{msg: m}) // segments and hasIn as a push
 		n++
 	}
 	if n == 0 {
 		c.mu.Unlock()
 		return 0, false, nil
-	}
-	if wasEmpty {
-		c.hasIn.Store(true)
 	}
 	// As push does: start a goroutine, or wake the parked one.
 	start := false
@@ -373,8 +429,15 @@ func (k *kind[S, M]) deliverAnswer(key string, m M) error {
 	return k.push(context.Background(), key, 0, m, nil, true)
 }
 
-// push queues m for key; h is key's hash, or 0 to compute it.
+// push queues m for key; h is key's hash, or 0 to compute it. key may
+// alias a network buffer.
 func (k *kind[S, M]) push(ctx context.Context, key string, h uint64, m M, s replier, force bool) error {
+	return k.pushKey(ctx, key, h, false, m, s, force)
+}
+
+// pushKey is push; own says key is the program's string (a bound ref's),
+// which a new cell may share.
+func (k *kind[S, M]) pushKey(ctx context.Context, key string, h uint64, own bool, m M, s replier, force bool) error {
 	if key == "" {
 		return ErrInvalidRef
 	}
@@ -385,7 +448,7 @@ func (k *kind[S, M]) push(ctx context.Context, key string, h uint64, m M, s repl
 		if h == 0 {
 			h = k.hash(key)
 		}
-		c := k.cellAt(h, key)
+		c := k.cellAt(h, key, own)
 		err, retry := c.push(ctx, m, s, force)
 		if !retry {
 			return err

@@ -37,7 +37,7 @@ func (r Ref[M]) Tell(ctx context.Context, msg M) error {
 			return err
 		}
 	}
-	return r.to.deliver(ctx, r.key, r.h, r.tok, msg, nil)
+	return r.to.tell(ctx, r.key, r.h, r.tok, msg)
 }
 
 // Ask sends the request q to ref and waits for the handler's reply. When ctx

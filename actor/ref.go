@@ -40,6 +40,9 @@ type sink[M any] interface {
 	// deliver routes m to key: queued here, or sent to the member that
 	// serves key; h and tok are the key's hash and ring token.
 	deliver(ctx context.Context, key string, h, tok uint64, m M, s replier) error
+	// tell is deliver without a replier, in few enough words for the
+	// call to pass them all in registers: Tell's path.
+	tell(ctx context.Context, key string, h, tok uint64, m M) error
 	// hash is key's hash in this sink's table (0 where it has none).
 	hash(key string) uint64
 	// token is key's ring token (0 outside a cluster).
@@ -196,6 +199,9 @@ type unknownSink[M any] struct{ h *host.Host }
 func (u unknownSink[M]) hash(string) uint64  { return 0 }
 func (u unknownSink[M]) token(string) uint64 { return 0 }
 func (u unknownSink[M]) deliver(context.Context, string, uint64, uint64, M, replier) error {
+	return ErrUnknownActor
+}
+func (u unknownSink[M]) tell(context.Context, string, uint64, uint64, M) error {
 	return ErrUnknownActor
 }
 func (u unknownSink[M]) askTimeout() time.Duration { return DefaultAskTimeout }

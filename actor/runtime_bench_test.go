@@ -3,6 +3,7 @@ package actor_test
 import (
 	"context"
 	"fmt"
+	"math"
 	"runtime"
 	"slices"
 	"sync"
@@ -88,6 +89,39 @@ var benchBall = actor.Define("bench-ball", func(c *actor.Context[struct{}, ballM
 	return from.Tell(c, b)
 })
 
+// bench-gate holds its goroutine in the handler of a hold until the hold's
+// gate opens, so tells meanwhile measure the sender alone.
+type gateMsg interface{ gateMsg() }
+type hold struct {
+	Gate <-chan struct{}
+	N    int // tells to count before closing Done
+	Done chan struct{}
+}
+type tick struct{}
+
+func (hold) gateMsg() {}
+func (tick) gateMsg() {}
+
+type gateState struct {
+	n, want int
+	done    chan struct{}
+}
+
+var benchGate = actor.Define("bench-gate", func(c *actor.Context[gateState, gateMsg], m gateMsg) error {
+	s := c.State()
+	switch m := m.(type) {
+	case hold:
+		s.want, s.done = m.N, m.Done
+		<-m.Gate
+	case tick:
+		if s.n++; s.n == s.want {
+			close(s.done)
+		}
+	}
+	c.SetState(s)
+	return nil
+}, actor.WithMailbox(math.MaxInt32, actor.Wait))
+
 type idleMsg interface{ idleMsg() }
 type touch struct{}
 
@@ -104,7 +138,7 @@ var benchIdle = actor.Define("bench-idle", func(c *actor.Context[struct{}, idleM
 
 func newBenchSystem(b *testing.B) *system.System {
 	b.Helper()
-	sys, err := system.New(system.Config{Actors: []system.Definition{benchSink, benchEcho, benchBall, benchIdle}})
+	sys, err := system.New(system.Config{Actors: []system.Definition{benchSink, benchEcho, benchBall, benchIdle, benchGate}})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -136,6 +170,29 @@ func BenchmarkTell(b *testing.B) {
 	}
 	waitSeen(b, ctx, ref, b.N)
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "msgs/s")
+}
+
+// BenchmarkTellSender: one sender, one actor whose goroutine is busy
+// (held in a handler) meanwhile: the sender's cost alone, mailbox growth
+// included.
+func BenchmarkTellSender(b *testing.B) {
+	sys := newBenchSystem(b)
+	ctx := context.Background()
+	ref := benchGate.Ref(sys, "gate")
+	gate, done := make(chan struct{}), make(chan struct{})
+	if err := ref.Tell(ctx, hold{Gate: gate, N: b.N, Done: done}); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		if err := ref.Tell(ctx, tick{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	close(gate)
+	<-done
 }
 
 // BenchmarkTellMany: 4 senders, 64 actors.

@@ -1,6 +1,9 @@
 package actor
 
-import "sync/atomic"
+import (
+	"sync/atomic"
+	"unsafe"
+)
 
 // cellTable maps keys to cells: open addressing with linear probing over
 // slots that keep each key's 64-bit hash beside its cell. Compared with a
@@ -47,12 +50,18 @@ func (t *cellTable[S, M]) get(h uint64, key string) *cell[S, M] {
 			return nil
 		}
 		if sh == h {
-			if c := s.c.Load(); c != nil && c.key == key {
+			if c := s.c.Load(); c != nil && sameKey(c.key, key) {
 				return c
 			}
 		}
 	}
 	return nil
+}
+
+// sameKey is c.key == key, without a call when both share their bytes
+// (a cell made through a ref keeps the ref's key string).
+func sameKey(a, b string) bool {
+	return len(a) == len(b) && (unsafe.StringData(a) == unsafe.StringData(b) || a == b)
 }
 
 // put adds c under hash h; the key must not be present.
