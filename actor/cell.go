@@ -98,6 +98,21 @@ func (c *cell[S, M]) inLen() int {
 	return len(c.in)
 }
 
+// claimLocked, after a message was queued, marks an idle cell running
+// (start: the caller starts its goroutine) or takes the wake channel of
+// its parked goroutine (the caller signals it); c.mu held.
+func (c *cell[S, M]) claimLocked() (start bool, wake chan struct{}) {
+	switch {
+	case !c.running && !c.backoff:
+		c.running = true
+		return true, nil
+	case c.parked:
+		c.parked = false
+		return false, c.wake
+	}
+	return false, nil
+}
+
 // put queues e; c.mu held.
 func (c *cell[S, M]) put(e envelope[M]) {
 	if len(c.in) >= segSize {
@@ -270,15 +285,9 @@ func (c *cell[S, M]) push(ctx context.Context, m M, s replier, force bool) (err 
 		c.mu.Lock()
 	}
 	c.put(envelope[M]{msg: m, slot: s})
-	start := false
-	var wake chan struct{} // taken under the lock: failed and an exiting loop reset c.wake
 	idlePeer := c.parked || c.spinning
-	switch {
-	case !c.running && !c.backoff:
-		c.running, start = true, true
-	case c.parked:
-		c.parked, wake = false, c.wake
-	}
+	// wake is taken under the lock: failed and an exiting loop reset c.wake.
+	start, wake := c.claimLocked()
 	c.mu.Unlock()
 	if idlePeer && s == nil {
 		noteIdlePeer(ctx)

@@ -402,14 +402,7 @@ func (c *cell[S, M]) pushTells(ms []M) (n int, retry bool, err error) {
 		return 0, false, nil
 	}
 	// As push does: start a goroutine, or wake the parked one.
-	start := false
-	var wake chan struct{}
-	switch {
-	case !c.running && !c.backoff:
-		c.running, start = true, true
-	case c.parked:
-		c.parked, wake = false, c.wake
-	}
+	start, wake := c.claimLocked()
 	c.mu.Unlock()
 	if start {
 		k.h.Enter()
