@@ -33,6 +33,10 @@ import (
 type handoff struct {
 	prev  *view
 	until time.Time
+	// fresh, set while this node has just joined, is the view without
+	// it: where prev places a key on this node, fresh names the member
+	// that ran it before the join.
+	fresh *view
 }
 
 // hold is a key held on this node until its previous owner drained it.
@@ -65,21 +69,29 @@ func (r *Router) noteChange(old, v *view) {
 	if r.cfg.Handoff <= 0 {
 		return
 	}
-	prev := old
-	if !hasOthers(old) {
-		// This node was alone: it joins (or others join it). What it
-		// owns now was the others' before, as far as it knows; a member
-		// that never ran a key answers a drain at once.
+	now := time.Now()
+	r.hmu.Lock()
+	if !hasOthers(old) && hasOthers(v) {
+		r.joinedAt = now
+	}
+	joined := r.joinedAt
+	r.hmu.Unlock()
+	ho := &handoff{prev: old, until: now.Add(r.cfg.Handoff)}
+	if !joined.IsZero() && now.Sub(joined) < r.cfg.Handoff {
+		// This node joined (or was alone) within the window: what it owns
+		// now was the others' before, as far as it knows, even where its
+		// own earlier view, still partial, placed a key on itself. A
+		// member that never ran a key answers a drain at once.
 		others := make([]cluster.Member, 0, len(v.list))
 		for _, m := range v.list {
 			if wire.NodeID(m.ID) != v.self {
 				others = append(others, m)
 			}
 		}
-		prev = newView(v.self, v.owning, others)
+		ho.fresh = newView(v.self, v.owning, others)
 	}
-	if len(prev.list) > 0 {
-		r.handoff.Store(&handoff{prev: prev, until: time.Now().Add(r.cfg.Handoff)})
+	if len(ho.prev.list) > 0 || ho.fresh != nil {
+		r.handoff.Store(ho)
 	}
 	r.hmu.Lock()
 	clear(r.confirmed)
@@ -147,6 +159,9 @@ func (r *Router) mayDrainFrom(k host.RemoteKind, typ, key string, tok uint64) (w
 	}
 	v := r.view.Load()
 	prev, _, err := ho.prev.dest(k, typ, key, tok)
+	if ho.fresh != nil && (err != nil || prev.IsZero() || prev == v.self) {
+		prev, _, err = ho.fresh.dest(k, typ, key, tok)
+	}
 	if err != nil || prev.IsZero() || prev == v.self || !waitsOn(v, prev) || r.isSilent(prev) {
 		// A previous owner behind a broken link cannot be asked: the
 		// key is served here at once rather than unavailable.
@@ -174,6 +189,7 @@ func (r *Router) holdIfNeeded(from wire.NodeID, k host.RemoteKind, e *envelope) 
 			return false
 		}
 		h = &hold{prev: prev, id: r.nextID.Add(1)}
+		r.drainsN++
 		r.holds[hid] = h
 		r.drains[h.id] = hid
 		r.holds0.Add(1)

@@ -252,3 +252,37 @@ func seqOwnerIn(key string, members ...*testNode) wire.NodeID {
 	o, _ := ring.New(rm).Owner(ring.KeyToken("seq", key), len(rm), nil)
 	return wire.NodeID(o)
 }
+
+func TestJoiningMemberWithAPartialViewStillDrainsFromTheOwnerItDidNotSee(t *testing.T) {
+	ns := newTestNodes(t, "a:1", "b:1", "c:1")
+	a, b, c := ns[0], ns[1], ns[2]
+	// A key b ran before c joined, that c owns in every view it has while
+	// it learns the members one by one (first only a).
+	key := keyWhere(t, func(k string) bool {
+		return seqOwnerIn(k, a, b) == b.id && seqOwnerIn(k, a, c) == c.id && seqOwnerIn(k, a, b, c) == c.id
+	})
+	for _, n := range ns {
+		n.r.cfg.Handoff = 10 * time.Second
+	}
+	a.setView(a, b, c)
+	b.setView(a, b, c)
+	c.setView(c)
+	c.setView(a, c)
+	c.setView(a, b, c) // its previous view placed the key on itself
+	if err := seq.Ref(a, key).Tell(ctxT(t), seqAdd{1}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := actor.Ask(ctxT(t), seq.Ref(a, key), seqList{})
+	if err != nil || !slices.Equal(got, []int{1}) {
+		t.Fatalf("expected [1] on c, got %v, %v", got, err)
+	}
+	if n := c.r.drainsAsked(); n != 1 {
+		t.Fatalf("expected c to drain the key from b once (b ran it before the join), asked %d times", n)
+	}
+}
+
+func (r *Router) drainsAsked() int {
+	r.hmu.Lock()
+	defer r.hmu.Unlock()
+	return r.drainsN
+}

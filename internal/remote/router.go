@@ -78,6 +78,8 @@ type Router struct {
 	holds     map[string]*hold
 	drains    map[uint64]string
 	confirmed map[string]struct{}
+	joinedAt  time.Time // when this node's view first listed another member
+	drainsN   int       // drain requests sent, for tests
 
 	// outboxes holds the outbox of each peer; it is replaced whole,
 	// under outboxMu, when a peer is added (rarely), so that a send looks
@@ -208,6 +210,9 @@ func (r *Router) self() wire.NodeID { return r.endpoint().Self() }
 func (r *Router) SetEndpoint(ep wire.Endpoint) {
 	ep.Handle(wire.StreamApplication, receiver{r})
 	old := r.ep.Swap(&endpoint{ep}).Endpoint
+	r.hmu.Lock()
+	r.joinedAt = time.Now() // a new incarnation owns nothing yet: see handoff.go
+	r.hmu.Unlock()
 	r.outboxMu.Lock()
 	r.outboxes.Store(nil)
 	r.epoch.Add(1)
