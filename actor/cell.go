@@ -298,12 +298,17 @@ func (c *cell[S, M]) push(ctx context.Context, m M, s replier, force bool) (err 
 			go c.loop()
 		}
 	} else if wake != nil {
-		select {
-		case wake <- struct{}{}:
-		default:
-		}
+		nudge(wake)
 	}
 	return nil, false
+}
+
+// nudge wakes the parked goroutine whose wake channel claimLocked took.
+func nudge(wake chan struct{}) {
+	select {
+	case wake <- struct{}{}:
+	default:
+	}
 }
 
 // took records that the goroutine is about to handle work[i], so
@@ -915,10 +920,7 @@ func (c *cell[S, M]) stop() {
 		c.drainLocked(ErrSystemClosed)
 	}
 	if c.parked {
-		select {
-		case c.wake <- struct{}{}:
-		default:
-		}
+		nudge(c.wake)
 	}
 }
 

@@ -104,10 +104,7 @@ func (f *inlineFixture) idle(t *testing.T, key string) *cell[int, inlMsg] {
 		wake := c.wake
 		c.mu.Unlock()
 		if wake != nil {
-			select {
-			case wake <- struct{}{}:
-			default:
-			}
+			nudge(wake)
 		}
 		runtime.Gosched()
 	}

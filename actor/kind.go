@@ -408,10 +408,7 @@ func (c *cell[S, M]) pushTells(ms []M) (n int, retry bool, err error) {
 		k.h.Enter()
 		go c.loop()
 	} else if wake != nil {
-		select {
-		case wake <- struct{}{}:
-		default:
-		}
+		nudge(wake)
 	}
 	return n, false, nil
 }

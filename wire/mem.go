@@ -181,16 +181,7 @@ func (e *MemEndpoint) Shutdown(ctx context.Context) error {
 	sent := e.sent
 	e.sent = nil
 	e.mu.Unlock()
-	var err error
-	for _, r := range sent {
-		select {
-		case <-r.Done():
-			continue
-		case <-ctx.Done():
-			err = ctx.Err()
-		}
-		break
-	}
+	err := waitAll(ctx, sent)
 	e.Close()
 	return err
 }

@@ -61,3 +61,16 @@ func (r *Receipt) Wait(ctx context.Context) error {
 		return ctx.Err()
 	}
 }
+
+// waitAll waits until every receipt in rs is resolved or ctx ends, and
+// returns ctx's error in the second case (Shutdown's wait).
+func waitAll(ctx context.Context, rs []*Receipt) error {
+	for _, r := range rs {
+		select {
+		case <-r.Done():
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
+}

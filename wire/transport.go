@@ -490,16 +490,7 @@ func (t *Transport) Shutdown(ctx context.Context) error {
 		pending = s.appendPendingLocked(pending)
 		s.mu.Unlock()
 	}
-	var err error
-	for _, r := range pending {
-		select {
-		case <-r.Done():
-			continue
-		case <-ctx.Done():
-			err = ctx.Err()
-		}
-		break
-	}
+	err := waitAll(ctx, pending)
 	t.Close()
 	return err
 }

@@ -407,11 +407,10 @@ func (r *Router) Dest(typ, key string, tok uint64) (wire.NodeID, bool, error) {
 // previous owner drains it (see handoff.go) is not here: its messages go
 // through the router, which holds them.
 func (r *Router) Here(typ, key string, tok uint64) (bool, error) {
-	k := r.kind(typ)
-	_, here, err := r.view.Load().dest(k, typ, key, tok)
-	if here && err == nil && r.mustHold(k, typ, key, tok) {
-		return false, nil
+	if rt := r.routeOf(typ); rt != nil {
+		return rt.Here(key, tok)
 	}
+	_, here, err := r.view.Load().dest(nil, typ, key, tok) // not hosted here: nothing to hold
 	return here, err
 }
 
