@@ -18,6 +18,14 @@
 // no actors, and nothing can address it. Asks cancelled by their context
 // (an HTTP request's r.Context()) are withdrawn on the owner too.
 //
+// A connection to a member that has carried nothing for Config.Silence
+// (not even the keepalive's answer) counts as broken while the member is
+// still in the cluster: the client then sends what it has for that member
+// through another member, which forwards a tell once and asks the owner on
+// the client's behalf, as members do for each other (docs/cluster.md,
+// "Relaying around a broken link"). So a client whose own path to one
+// member fails keeps reaching that member's keys.
+//
 // When an owner dies, asks waiting on it fail with actor.ErrUnavailable
 // as soon as the members report it dead; later sends go to the key's new
 // owner. Connections that break are redialed by the transport.
@@ -59,12 +67,23 @@ type Config struct {
 	// AskTimeout bounds asks whose context has no deadline, for
 	// definitions that do not set their own. Default 10 s.
 	AskTimeout time.Duration
+	// Silence is how long a member's connection may carry nothing before
+	// the client sends through another member instead (see the package
+	// comment). The connection is pinged after two thirds of it, so a
+	// live one is never that quiet. Default DefaultSilence; negative:
+	// never relay (and the transport's default keepalive).
+	Silence time.Duration
 	// Logger receives connection problems. Nil discards them.
 	Logger *slog.Logger
 }
 
 // Defaults.
-const DefaultSyncInterval = 5 * time.Second
+const (
+	DefaultSyncInterval = 5 * time.Second
+	// DefaultSilence matches the members' own (cluster.Config.WireSilence
+	// with the default timings).
+	DefaultSilence = 7500 * time.Millisecond
+)
 
 // ErrInvalidConfig reports a Config that New rejects.
 var ErrInvalidConfig = errors.New("troupe: invalid client config")
@@ -117,13 +136,25 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	tr, err := wire.New(wire.Config{ClusterName: cfg.ClusterName, Incarnation: uint64(time.Now().UnixNano()),
-		TLS: cfg.TLS, AddressMap: cfg.AddressMap, Dialer: cfg.Dialer, Logger: cfg.Logger})
+	if cfg.Silence == 0 {
+		cfg.Silence = DefaultSilence
+	}
+	wcfg := wire.Config{ClusterName: cfg.ClusterName, Incarnation: uint64(time.Now().UnixNano()),
+		TLS: cfg.TLS, AddressMap: cfg.AddressMap, Dialer: cfg.Dialer, Logger: cfg.Logger}
+	var silence time.Duration
+	if cfg.Silence > 0 {
+		// Pinged after two thirds of the silence, a live connection
+		// answers well before it counts as broken.
+		silence = cfg.Silence
+		wcfg.KeepaliveAfter = silence * 2 / 3
+		wcfg.KeepaliveTimeout = silence * 2 / 3
+	}
+	tr, err := wire.New(wcfg)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
 	c := &Client{cfg: cfg, tr: tr, learned: make(chan struct{}), stop: make(chan struct{}), done: make(chan struct{})}
-	c.router = remote.New(remote.Config{Endpoint: tr, Logger: cfg.Logger, OnMembers: c.onMembers})
+	c.router = remote.New(remote.Config{Endpoint: tr, Logger: cfg.Logger, OnMembers: c.onMembers, Silence: silence})
 	c.h = host.New(host.Settings{Logger: cfg.Logger, AskTimeout: cfg.AskTimeout, Remote: c.router, RemoteOnly: true})
 	c.router.SetHost(c.h)
 	c.syncSeeds()
