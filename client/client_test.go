@@ -3,8 +3,10 @@ package client_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -31,11 +33,31 @@ func (Add) msg()  {}
 func (Get) msg()  {}
 func (Hold) msg() {}
 
-var released sync.Map // ID -> chan struct{}
+var (
+	released, holding sync.Map // ID -> chan struct{}
+	holdSeq           atomic.Int64
+)
 
 func releasedCh(id string) chan struct{} {
 	ch, _ := released.LoadOrStore(id, make(chan struct{}))
 	return ch.(chan struct{})
+}
+
+// holdingCh is closed once Hold's handler runs: the key's activation
+// alone does not say so (the ask may still wait to run, and a cancel
+// would drop it unseen).
+func holdingCh(id string) chan struct{} {
+	ch, _ := holding.LoadOrStore(id, make(chan struct{}))
+	return ch.(chan struct{})
+}
+
+// closeOnce closes ch unless it is closed.
+func closeOnce(ch chan struct{}) {
+	select {
+	case <-ch:
+	default:
+		close(ch)
+	}
 }
 
 var Counter = actor.Define("counter", func(c *actor.Context[int, Msg], m Msg) error {
@@ -45,14 +67,9 @@ var Counter = actor.Define("counter", func(c *actor.Context[int, Msg], m Msg) er
 	case Get:
 		return actor.Respond(c, m, c.State())
 	case Hold:
+		closeOnce(holdingCh(m.ID))
 		<-c.Done()
-		if ch := releasedCh(m.ID); ch != nil {
-			select {
-			case <-ch:
-			default:
-				close(ch)
-			}
-		}
+		closeOnce(releasedCh(m.ID))
 	}
 	return nil
 }).WithMessages(Add{}, Get{}, Hold{})
@@ -132,17 +149,18 @@ func TestClientCancelWithdrawsTheAskOnTheOwner(t *testing.T) {
 	systems := systemtest.StartCluster(t, 2, nil, Counter)
 	c := newClient(t, systems[1].Addr())
 	ctx, cancel := context.WithCancel(systemtest.Ctx(t))
+	id := fmt.Sprintf("%s#%d", t.Name(), holdSeq.Add(1)) // unique across -count runs
 	errc := make(chan error, 1)
 	go func() {
-		_, err := actor.Ask(ctx, Counter.Ref(c, "held"), Hold{ID: t.Name()})
+		_, err := actor.Ask(ctx, Counter.Ref(c, "held"), Hold{ID: id})
 		errc <- err
 	}()
-	systemtest.WaitUntil(t, "the ask to run", func() bool { return systems[0].Stats().Active+systems[1].Stats().Active > 0 })
+	systemtest.Recv(t, holdingCh(id), "the ask to run")
 	cancel()
 	if err := systemtest.Recv(t, errc, "the ask"); !errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v, want Canceled", err)
 	}
-	systemtest.Recv(t, releasedCh(t.Name()), "the owner's handler to see the cancellation")
+	systemtest.Recv(t, releasedCh(id), "the owner's handler to see the cancellation")
 }
 
 func TestClientKeepsServingThroughAMembersDeath(t *testing.T) {

@@ -179,7 +179,7 @@ func TestForcedRejoinFailsPendingAsksAndKeepsServing(t *testing.T) {
 		_, err := actor.Ask(ctx, ccounter.Ref(systems[0], key), Stall{ID: sid})
 		errc <- err
 	}()
-	systemtest.WaitUntil(t, "the stall to run on the owner", func() bool { return systems[1].Stats().Active > 0 })
+	systemtest.Recv(t, stallStarted(sid), "the stall to run on the owner")
 	testhook.Rejoin(systems[0])
 	if err := systemtest.Recv(t, errc, "the pending ask to fail"); !errorsIs(err, actor.ErrUnavailable) {
 		t.Fatalf("err = %v, want ErrUnavailable", err)

@@ -275,19 +275,22 @@ func (r *Router) Update(self wire.NodeID, owning bool, members []cluster.Member)
 			orphans = append(orphans, sv.stopLocked())
 		}
 	}
+	var againTo []wire.NodeID
 	for id, p := range r.pending {
 		if !v.gone(p.to) {
 			continue
 		}
-		delete(r.pending, id)
 		if v.status[p.to] == cluster.StatusLeft && p.retries < maxRetries {
 			// A member that left in order answered what it accepted; a
 			// request still unanswered most likely reached it after it
-			// stopped serving (this view lagged): place it again.
+			// stopped serving (this view lagged): place it again. It
+			// stays withdrawable meanwhile (see redispatch).
 			p.retries++
-			again, againIDs = append(again, p), append(againIDs, id)
+			again, againIDs, againTo = append(again, p), append(againIDs, id), append(againTo, p.to)
+			p.to = wire.NodeID{}
 			continue
 		}
+		delete(r.pending, id)
 		failed = append(failed, p)
 	}
 	clients := make([]wire.NodeID, 0, len(r.clients))
@@ -306,8 +309,8 @@ func (r *Router) Update(self wire.NodeID, owning bool, members []cluster.Member)
 	}
 	for i, p := range again {
 		// Should the leaver still be there, it drops its copy.
-		r.send(p.to, p.out.Token, &envelope{kind: kindCancel, id: againIDs[i]}, false)
-		if err := r.dispatch(againIDs[i], p); err != nil {
+		r.send(againTo[i], p.out.Token, &envelope{kind: kindCancel, id: againIDs[i]}, false)
+		if err := r.redispatch(againIDs[i], p); err != nil {
 			p.done(nil, err)
 		}
 	}
@@ -451,11 +454,23 @@ func (r *Router) Ask(ctx context.Context, out host.Outbound, done func([]byte, e
 }
 
 // dispatch sends (or serves here) the ask p under id.
-func (r *Router) dispatch(id uint64, p *pending) error {
+func (r *Router) dispatch(id uint64, p *pending) error { return r.dispatchAs(id, p, false) }
+
+// redispatch sends the ask p under id again. p waits in r.pending
+// meanwhile (with no destination), so that a withdraw at any moment
+// either finds it there, and it is not sent, or finds it sent, and
+// cancels it where it went: an ask the asker gave up on never runs
+// again elsewhere.
+func (r *Router) redispatch(id uint64, p *pending) error { return r.dispatchAs(id, p, true) }
+
+func (r *Router) dispatchAs(id uint64, p *pending, again bool) error {
 	out := p.out
 	v := r.view.Load()
 	to, here, err := v.dest(r.kind(out.Type), out.Type, out.Key, out.Token)
 	if err != nil {
+		if again && r.take(id) != p {
+			return nil // withdrawn meanwhile: its asker is gone
+		}
 		return err
 	}
 	if p.retries > 0 && to == p.prev && !p.hint.IsZero() && serves(v.statusOr(p.hint, cluster.StatusAlive)) {
@@ -472,12 +487,17 @@ func (r *Router) dispatch(id uint64, p *pending) error {
 			to, e.hops = via, 1 // the relay answers: see relay.go
 		}
 	}
-	p.to = to
 	r.mu.Lock()
+	if again && r.pending[id] != p {
+		r.mu.Unlock()
+		return nil // withdrawn (or failed) while it waited
+	}
 	if r.closed {
+		delete(r.pending, id)
 		r.mu.Unlock()
 		return actor.ErrSystemClosed
 	}
+	p.to = to
 	r.pending[id] = p
 	r.mu.Unlock()
 	if here {
@@ -916,10 +936,7 @@ func (r *Router) retryLater(id uint64, p *pending) {
 		case <-r.ctx.Done():
 		}
 		t.Stop()
-		if r.take(id) != p {
-			return // withdrawn or failed meanwhile
-		}
-		if err := r.dispatch(id, p); err != nil {
+		if err := r.redispatch(id, p); err != nil {
 			p.done(nil, err)
 		}
 	}()
