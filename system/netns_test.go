@@ -414,6 +414,10 @@ func TestPartitionedMinorityRemovedByTheMajorityServesAgainAfterTheHeal(t *testi
 	var last sync.Map
 	at := pollKeys(nkeys, bound, func(i int) bool { return servedEverywhere(ctx, systems, keys[i], &last, i) })
 	if d, ok := latest(at, healed); ok {
+		// Every key can be served on agreed owners before the removed
+		// members are back in every view (the rest agree without them):
+		// wait for the rejoin before looking at who owns what.
+		systemtest.WaitAlive(t, systems, len(systems))
 		owners := agreedOwners(t, systems, keys, systemtest.Limit)
 		on := map[string]bool{}
 		for _, o := range owners {
