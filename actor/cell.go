@@ -303,6 +303,29 @@ func (c *cell[S, M]) push(ctx context.Context, m M, s replier, force bool) (err 
 	return nil, false
 }
 
+// tellBusy queues the tell m if that needs nothing but the lock: a busy
+// cell (running, neither parked nor spinning) whose mailbox has room in
+// its current buffer. It reports false, having done nothing, otherwise:
+// push handles the rest. Its own small function, so that the common case
+// spills nothing and calls nothing.
+func (c *cell[S, M]) tellBusy(m M) bool {
+	k := c.k
+	c.mu.Lock()
+	n := len(c.in)
+	q := n + int(c.batchLen)
+	if c.seg != nil {
+		q += c.seg.n
+	}
+	if !c.running || c.parked || c.spinning || c.gone || n == 0 || n >= cap(c.in) || n >= segSize || q >= k.bound || k.h.Closed() {
+		c.mu.Unlock()
+		return false
+	}
+	c.in = c.in[:n+1]
+	c.in[n] = envelope[M]{msg: m}
+	c.mu.Unlock()
+	return true
+}
+
 // nudge wakes the parked goroutine whose wake channel claimLocked took.
 func nudge(wake chan struct{}) {
 	select {
