@@ -209,11 +209,16 @@ func (c *cell[S, M]) ext() *extra[M] {
 // push queues a message; force ignores the mailbox bound. retry means the cell was passivated meanwhile and
 // the caller must look the key up again.
 func (c *cell[S, M]) push(ctx context.Context, m M, s replier, force bool) (err error, retry bool) {
-	k := c.k
 	if s != nil {
 		flushStash(ctx) // an asking handler blocks: what it stashed must not wait for it
 	}
 	c.mu.Lock()
+	return c.pushLocked(ctx, m, s, force)
+}
+
+// pushLocked is push after taking c.mu, which it releases.
+func (c *cell[S, M]) pushLocked(ctx context.Context, m M, s replier, force bool) (err error, retry bool) {
+	k := c.k
 	if s == nil && c.running && !c.parked && !c.gone && c.inLen()+int(c.batchLen) < k.def.s.mailbox && !k.h.Closed() {
 		// A tell to a busy cell, the common case, needs nothing but
 		// the lock.
@@ -303,12 +308,10 @@ func (c *cell[S, M]) push(ctx context.Context, m M, s replier, force bool) (err 
 	return nil, false
 }
 
-// tellBusy queues the tell m if that needs nothing but the lock: a busy
-// cell (running, neither parked nor spinning) whose mailbox has room in
-// its current buffer. It reports false, having done nothing, otherwise:
-// push handles the rest. Its own small function, so that the common case
-// spills nothing and calls nothing.
-func (c *cell[S, M]) tellBusy(m M) bool {
+// tell queues the tell m: push without a replier, with its common case
+// (a busy cell, running and not parked, with room in its current buffer)
+// first and in few instructions: nothing spilled, nothing called.
+func (c *cell[S, M]) tell(ctx context.Context, m M) (err error, retry bool) {
 	k := c.k
 	c.mu.Lock()
 	n := len(c.in)
@@ -317,13 +320,12 @@ func (c *cell[S, M]) tellBusy(m M) bool {
 		q += c.seg.n
 	}
 	if !c.running || c.parked || c.spinning || c.gone || n == 0 || n >= cap(c.in) || n >= segSize || q >= k.bound || k.h.Closed() {
-		c.mu.Unlock()
-		return false
+		return c.pushLocked(ctx, m, nil, false)
 	}
 	c.in = c.in[:n+1]
 	c.in[n] = envelope[M]{msg: m}
 	c.mu.Unlock()
-	return true
+	return nil, false
 }
 
 // nudge wakes the parked goroutine whose wake channel claimLocked took.

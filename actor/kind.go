@@ -181,14 +181,16 @@ func (k *kind[S, M]) tell(ctx context.Context, key string, w uint64, m M) error 
 	if k.rem == nil {
 		h := w
 		// The common case inline: the key's cell in the first slot it may
-		// occupy, busy, with room. A pointer to a per-key anchor in the
-		// ref would spare little more than this probe.
+		// occupy (a pointer to a per-key anchor in the ref would spare
+		// little more than this probe), then cell.tell's fast case.
 		if p := k.shards[h>>58].t.slots.Load(); p != nil && h != 0 {
 			slots := *p
 			s := &slots[h&uint64(len(slots)-1)]
 			if s.hash.Load() == h {
-				if c := s.c.Load(); c != nil && sameKey(c.key, key) && c.tellBusy(m) {
-					return nil
+				if c := s.c.Load(); c != nil && sameKey(c.key, key) {
+					if err, retry := c.tell(ctx, m); !retry {
+						return err
+					}
 				}
 			}
 		}
@@ -213,7 +215,7 @@ func (k *kind[S, M]) tellHere(ctx context.Context, key string, h uint64, m M) er
 			}
 			c = k.cellLocked(h, key, true)
 		}
-		err, retry := c.push(ctx, m, nil, false)
+		err, retry := c.tell(ctx, m)
 		if !retry {
 			return err
 		}
