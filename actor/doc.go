@@ -110,12 +110,15 @@
 //
 // Issue 2 (local runtime): built, tested and measured against Proto.Actor
 // (BENCHMARKS.md, docs/status.md). Ask, ping-pong, activations and idle
-// heap meet their targets; tell does not (about 0.7-1.0x against 1.5x: the
-// sender's table lookup and the cell mutex; next: a per-key anchor in the
-// ref and a lock-free mailbox). A tell from a handler to an idle actor may
-// run that actor on the teller's goroutine once the handler returns (the
-// direct hand-off, handoff.go); a handler that tells and then blocks until
-// the told actor acts still works (the actor gets a goroutine of its own
-// within a linger tick or two, at once if the handler asks), but waits
-// for the linger clock.
+// heap meet their targets; tell 1.7-1.9x in session 4 (medians of ten
+// side-by-side runs on a loaded machine, single runs 1.0-3.5x): a tell to
+// a busy actor probes the table's first slot for the key inline and
+// queues under the cell mutex without spilling or calling (cell.tell). A
+// per-key anchor in the ref and a lock-free mailbox were weighed and not
+// built (docs/status.md, "Session 4: tell"). A tell from a handler to an
+// idle actor may run that actor on the teller's goroutine once the
+// handler returns (the direct hand-off, handoff.go); a handler that tells
+// and then blocks until the told actor acts still works (the actor gets a
+// goroutine of its own within a linger tick or two, at once if the
+// handler asks), but waits for the linger clock.
 package actor

@@ -37,6 +37,9 @@ type kind[S, M any] struct {
 	moving   []*cell[S, M]
 	movingN  atomic.Int32 // len(moving), for Sweep to look without the lock
 	shards   [shardCount]shard[S, M]
+	// bound is def's mailbox bound, for tellBusy to read without
+	// following def.
+	bound int
 	// segments holds emptied mailbox segments (*[]envelope[M], cleared)
 	// for long mailboxes to reuse: a sender that stays ahead of the
 	// goroutine would otherwise allocate one per segSize messages. It
@@ -56,7 +59,7 @@ type shard[S, M any] struct {
 // a system registers the definition; applications never call it.
 func (d *Def[S, M]) Instantiate(h *host.Host) host.Kind {
 	k := &kind[S, M]{def: d, h: h, rem: h.Remote, seed: maphash.MakeSeed(),
-		idle: d.s.idle, ask: d.s.askTimeout, bmin: d.s.backoffMin, bmax: d.s.backoffMax}
+		idle: d.s.idle, ask: d.s.askTimeout, bmin: d.s.backoffMin, bmax: d.s.backoffMax, bound: d.s.mailbox}
 	if h.IdleTimeout > 0 && !d.s.idleSet {
 		k.idle = h.IdleTimeout
 	}
@@ -171,11 +174,29 @@ func (k *kind[S, M]) deliver(ctx context.Context, key string, h, tok uint64, m M
 	return k.pushKey(ctx, key, h, true, m, s, false)
 }
 
-func (k *kind[S, M]) tell(ctx context.Context, key string, h, tok uint64, m M) error {
+// tell implements sink.tell: w is key's hash here, its token in a
+// cluster (where a tell delivered here hashes the key again: the ref's
+// hash would make the call a word too long for registers).
+func (k *kind[S, M]) tell(ctx context.Context, key string, w uint64, m M) error {
 	if k.rem == nil {
+		h := w
+		// The common case inline: the key's cell in the first slot it may
+		// occupy (a pointer to a per-key anchor in the ref would spare
+		// little more than this probe), then cell.tell's fast case.
+		if p := k.shards[h>>58].t.slots.Load(); p != nil && h != 0 {
+			slots := *p
+			s := &slots[h&uint64(len(slots)-1)]
+			if s.hash.Load() == h {
+				if c := s.c.Load(); c != nil && sameKey(c.key, key) {
+					if err, retry := c.tell(ctx, m); !retry {
+						return err
+					}
+				}
+			}
+		}
 		return k.tellHere(ctx, key, h, m)
 	}
-	return k.deliver(ctx, key, h, tok, m, nil)
+	return k.deliver(ctx, key, 0, w, m, nil)
 }
 
 // tellHere queues the tell m for key, whose hash is h (0 if unknown), in
@@ -194,7 +215,7 @@ func (k *kind[S, M]) tellHere(ctx context.Context, key string, h uint64, m M) er
 			}
 			c = k.cellLocked(h, key, true)
 		}
-		err, retry := c.push(ctx, m, nil, false)
+		err, retry := c.tell(ctx, m)
 		if !retry {
 			return err
 		}

@@ -32,12 +32,25 @@ type Request[M, R any] interface{ troupeRequest(M, R) }
 // implementing M is accepted as it is.
 func (r Ref[M]) Tell(ctx context.Context, msg M) error {
 	if r.to == nil {
-		var err error
-		if r, err = r.resolve(ctx); err != nil {
-			return err
-		}
+		return r.tellUnbound(ctx, msg)
 	}
-	return r.to.tell(ctx, r.key, r.h, r.tok, msg)
+	// Small enough to inline into the caller. One word for the key's
+	// hash and token: a ref bound outside a cluster has no token, one
+	// inside needs the token (see sink.tell).
+	w := r.h
+	if r.tok != 0 {
+		w = r.tok
+	}
+	return r.to.tell(ctx, r.key, w, msg)
+}
+
+// tellUnbound is Tell for a ref bound to no system.
+func (r Ref[M]) tellUnbound(ctx context.Context, msg M) error {
+	r, err := r.resolve(ctx)
+	if err != nil {
+		return err
+	}
+	return r.Tell(ctx, msg)
 }
 
 // Ask sends the request q to ref and waits for the handler's reply. When ctx

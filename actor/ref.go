@@ -41,8 +41,10 @@ type sink[M any] interface {
 	// serves key; h and tok are the key's hash and ring token.
 	deliver(ctx context.Context, key string, h, tok uint64, m M, s replier) error
 	// tell is deliver without a replier, in few enough words for the
-	// call to pass them all in registers: Tell's path.
-	tell(ctx context.Context, key string, h, tok uint64, m M) error
+	// call to pass them all (the generic body's dictionary included) in
+	// registers: Tell's path. w is the key's ring token in a cluster (0:
+	// unknown), else its hash.
+	tell(ctx context.Context, key string, w uint64, m M) error
 	// hash is key's hash in this sink's table (0 where it has none).
 	hash(key string) uint64
 	// token is key's ring token (0 outside a cluster).
@@ -201,7 +203,7 @@ func (u unknownSink[M]) token(string) uint64 { return 0 }
 func (u unknownSink[M]) deliver(context.Context, string, uint64, uint64, M, replier) error {
 	return ErrUnknownActor
 }
-func (u unknownSink[M]) tell(context.Context, string, uint64, uint64, M) error {
+func (u unknownSink[M]) tell(context.Context, string, uint64, M) error {
 	return ErrUnknownActor
 }
 func (u unknownSink[M]) askTimeout() time.Duration { return DefaultAskTimeout }
