@@ -122,6 +122,40 @@ func warmInline(t *testing.T, ref actor.Ref[IMsg]) {
 	t.Fatal("no ask ran on the owner's reader")
 }
 
+// holdResult is how a Hold ask ended, as its asker saw it.
+type holdResult struct {
+	how string
+	err error
+}
+
+// holdInline starts Hold asks on ref until one runs on the owner's
+// reader, and returns its id, the cancel of its context and where its
+// outcome arrives. Whether an ask runs inline depends on timing (on a
+// loaded machine the cell's goroutine may still linger after the warm-up
+// ask), so a hold that ran elsewhere is cancelled and another one tried.
+func holdInline(t *testing.T, ref actor.Ref[IMsg]) (id string, cancel context.CancelFunc, res chan holdResult) {
+	t.Helper()
+	for range 50 {
+		warmInline(t, ref)
+		id = holdID(t)
+		entered, _, _ := holdChans(id)
+		var ctx context.Context
+		ctx, cancel = context.WithCancel(systemtest.Ctx(t))
+		res = make(chan holdResult, 1)
+		go func() {
+			how, err := actor.Ask(ctx, ref, Hold{ID: id})
+			res <- holdResult{how, err}
+		}()
+		if systemtest.Recv(t, entered, "the hold to start") {
+			return id, cancel, res
+		}
+		cancel()
+		systemtest.Recv(t, res, "the hold that ran off the reader to end")
+	}
+	t.Fatal("no hold ran on the owner's reader in 50 tries")
+	return "", nil, nil
+}
+
 // A handler that blocks on the reader holds neither the connection nor
 // the stream: the asking member's next ask, to another key, is served,
 // and frees it.
@@ -129,25 +163,13 @@ func TestAnInlineHandlerThatBlocksDoesNotHoldTheMemberAsking(t *testing.T) {
 	systems := systemtest.StartCluster(t, 2, nil, inlineProbe)
 	keys := probeKeys(t, systems[0], systems[1], 2)
 	held, freer := inlineProbe.Ref(systems[0], keys[0]), inlineProbe.Ref(systems[0], keys[1])
-	warmInline(t, held)
-	id := holdID(t)
-	entered, _, _ := holdChans(id)
-	res := make(chan string, 1)
-	go func() {
-		how, err := actor.Ask(systemtest.Ctx(t), held, Hold{ID: id})
-		if err != nil {
-			how = err.Error()
-		}
-		res <- how
-	}()
-	if !systemtest.Recv(t, entered, "the hold to start") {
-		t.Fatal("the hold did not run on the reader")
-	}
+	id, cancel, res := holdInline(t, held)
+	defer cancel()
 	if _, err := actor.Ask(systemtest.Ctx(t), freer, Free{ID: id}); err != nil {
 		t.Fatal(err)
 	}
-	if how := systemtest.Recv(t, res, "the hold's answer"); how != "freed" {
-		t.Fatalf("hold answered %q", how)
+	if r := systemtest.Recv(t, res, "the hold's answer"); r.err != nil || r.how != "freed" {
+		t.Fatalf("hold answered %q, %v", r.how, r.err)
 	}
 }
 
@@ -156,21 +178,11 @@ func TestAnInlineHandlerThatBlocksDoesNotHoldTheMemberAsking(t *testing.T) {
 func TestTheCancelOfAnInlineAskReachesItsHandler(t *testing.T) {
 	systems := systemtest.StartCluster(t, 2, nil, inlineProbe)
 	ref := inlineProbe.Ref(systems[0], probeKeys(t, systems[0], systems[1], 1)[0])
-	warmInline(t, ref)
-	id := holdID(t)
-	entered, _, ended := holdChans(id)
-	ctx, cancel := context.WithCancel(systemtest.Ctx(t))
-	errc := make(chan error, 1)
-	go func() {
-		_, err := actor.Ask(ctx, ref, Hold{ID: id})
-		errc <- err
-	}()
-	if !systemtest.Recv(t, entered, "the hold to start") {
-		t.Fatal("the hold did not run on the reader")
-	}
+	id, cancel, res := holdInline(t, ref)
+	_, _, ended := holdChans(id)
 	cancel()
-	if err := systemtest.Recv(t, errc, "the ask"); !errors.Is(err, context.Canceled) {
-		t.Fatalf("err = %v, want Canceled", err)
+	if r := systemtest.Recv(t, res, "the ask"); !errors.Is(r.err, context.Canceled) {
+		t.Fatalf("err = %v, want Canceled", r.err)
 	}
 	if how := systemtest.Recv(t, ended, "the handler to end"); how != "cancelled" {
 		t.Fatalf("the handler ended %q", how)
