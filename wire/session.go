@@ -36,13 +36,6 @@ type outFrame struct {
 	bye    goodbye
 }
 
-// pendingEnv is an envelope queued in the scheduler and not yet fully
-// written.
-type pendingEnv struct {
-	receipt *Receipt
-	size    int
-}
-
 // awaitCredit is a fully written envelope whose receipt resolves when the
 // peer's consumed count reaches end.
 type awaitCredit struct {
@@ -80,8 +73,8 @@ type session struct {
 	epoch uint64     // bumps when the session starts afresh
 
 	sched       *flow.Scheduler
-	queued      map[flow.Handle]*pendingEnv
-	queuedBytes int // sum of the sizes in queued
+	queued      map[flow.Handle]*Receipt // envelopes in the scheduler, not yet fully written
+	queuedBytes int                      // sum of the sizes in queued
 	await       [NumStreams][]awaitCredit
 	resend      [NumStreams][]sentFrame // written and not yet credited, by position
 	replay      []sentFrame             // to write again first, after a resume
@@ -133,7 +126,7 @@ type session struct {
 }
 
 func newSession(t *Transport, key, addr string) (*session, error) {
-	s := &session{t: t, key: key, addr: addr, queued: map[flow.Handle]*pendingEnv{}, redial: make(chan struct{}, 1)}
+	s := &session{t: t, key: key, addr: addr, queued: map[flow.Handle]*Receipt{}, redial: make(chan struct{}, 1)}
 	s.cond = sync.NewCond(&s.mu)
 	if err := s.resetLocked(); err != nil {
 		return nil, err
@@ -194,8 +187,8 @@ func (s *session) resetLocked() error {
 
 // failAllLocked resolves every pending receipt with err and starts afresh.
 func (s *session) failAllLocked(err error) {
-	for h, p := range s.queued {
-		p.receipt.resolve(err)
+	for h, r := range s.queued {
+		r.resolve(err)
 		delete(s.queued, h)
 	}
 	s.queuedBytes = 0
@@ -244,8 +237,8 @@ func (s *session) freedLocked() {
 // appendPendingLocked appends the receipts of every envelope queued or
 // awaiting its credit.
 func (s *session) appendPendingLocked(rs []*Receipt) []*Receipt {
-	for _, p := range s.queued {
-		rs = append(rs, p.receipt)
+	for _, r := range s.queued {
+		rs = append(rs, r)
 	}
 	for i := range s.await {
 		for _, a := range s.await[i] {
@@ -265,7 +258,8 @@ func (s *session) enqueueLocked(stream StreamID, key uint64, payload []byte, r *
 	if err != nil {
 		return h, err
 	}
-	s.queued[h] = &pendingEnv{receipt: r, size: len(payload)}
+	s.queued[h] = r
+	r.size = len(payload)
 	s.queuedBytes += len(payload)
 	r.handle, r.epoch, r.queued = h, s.epoch, true
 	return h, nil
@@ -276,13 +270,12 @@ func (s *session) cancelLocked(r *Receipt, err error) {
 	if !r.queued || r.epoch != s.epoch {
 		return
 	}
-	p, ok := s.queued[r.handle]
-	if !ok || p.receipt != r {
+	if p, ok := s.queued[r.handle]; !ok || p != r {
 		return
 	}
 	if s.sched.Cancel(r.handle) != flow.CancelUnknown {
 		delete(s.queued, r.handle)
-		s.queuedBytes -= p.size
+		s.queuedBytes -= r.size
 		s.freedLocked()
 		r.queued = false
 		r.resolve(err)
@@ -372,16 +365,16 @@ func (s *session) collectFramesLocked(now time.Time, out []outFrame, budget int)
 			s.resend[st] = append(s.resend[st], sf)
 			continue
 		}
-		p := s.queued[f.Handle]
-		if f.First && p != nil {
-			sf.total = p.size
+		r := s.queued[f.Handle]
+		if f.First && r != nil {
+			sf.total = r.size
 		}
-		if f.Last && p != nil {
+		if f.Last && r != nil {
 			delete(s.queued, f.Handle)
-			s.queuedBytes -= p.size
+			s.queuedBytes -= r.size
 			s.freedLocked()
-			p.receipt.queued = false
-			s.await[st] = append(s.await[st], awaitCredit{end: sf.end(), receipt: p.receipt})
+			r.queued = false
+			s.await[st] = append(s.await[st], awaitCredit{end: sf.end(), receipt: r})
 		}
 		s.resend[st] = append(s.resend[st], sf)
 		out = append(out, outFrame{typ: FrameData, stream: st, data: sf})
@@ -516,6 +509,9 @@ func (s *session) applyDataLocked(h Header, d dataFrame, chunk []byte, now time.
 	if !last {
 		s.grantLocked(st, now) // bytes credited on arrival may make a grant due
 	}
+	if h.Flags&FlagFirst != 0 && last && pre == nil {
+		return s.applyWholeLocked(h, d, chunk, held)
+	}
 	parts := s.partial[st]
 	p := parts[d.Envelope]
 	if h.Flags&FlagFirst != 0 {
@@ -549,16 +545,41 @@ func (s *session) applyDataLocked(h Header, d dataFrame, chunk []byte, now time.
 		}
 		delete(parts, d.Envelope)
 		s.reserved -= p.reserved
-		dv := delivery{payload: p.buf, held: held, epoch: s.epoch}
-		if s.mayTake && !s.took && inlineStream(st) && !s.busy[st] && len(s.inbox[st]) == 0 {
-			s.busy[st] = true
-			s.took, s.taken, s.takenSt = true, dv, st
-			return nil
-		}
-		s.inbox[st] = append(s.inbox[st], dv)
-		s.cond.Broadcast()
+		s.deliverLocked(st, delivery{payload: p.buf, held: held, epoch: s.epoch})
 	}
 	return nil
+}
+
+// applyWholeLocked is applyDataLocked for an envelope in one frame (first
+// and last), read through the frame buffer: it never becomes a partial
+// envelope, which spares small envelopes an allocation and two map
+// operations each. An id above started is never in the partial map.
+func (s *session) applyWholeLocked(h Header, d dataFrame, chunk []byte, held int64) error {
+	st := h.Stream
+	if d.Offset != 0 || len(chunk) != int(d.Total) {
+		return frameErr(ErrMalformedFrame, h, "chunk at %d+%d, envelope has 0 of %d", d.Offset, len(chunk), d.Total)
+	}
+	s.started[st] = int64(d.Envelope)
+	var buf []byte
+	if s.t.bufs.pooled(len(chunk)) {
+		buf = append(s.t.bufs.get(len(chunk)), chunk...)
+	} else {
+		buf = append(make([]byte, 0, len(chunk)), chunk...)
+	}
+	s.deliverLocked(st, delivery{payload: buf, held: held, epoch: s.epoch})
+	return nil
+}
+
+// deliverLocked hands a complete envelope to the reader (see mayTake) or
+// queues it for the stream's deliverer.
+func (s *session) deliverLocked(st StreamID, dv delivery) {
+	if s.mayTake && !s.took && inlineStream(st) && !s.busy[st] && len(s.inbox[st]) == 0 {
+		s.busy[st] = true
+		s.took, s.taken, s.takenSt = true, dv, st
+		return
+	}
+	s.inbox[st] = append(s.inbox[st], dv)
+	s.cond.Broadcast()
 }
 
 // inlineStream reports whether the reader may deliver envelopes of the
