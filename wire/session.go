@@ -75,8 +75,8 @@ type session struct {
 	sched       *flow.Scheduler
 	queued      map[flow.Handle]*Receipt // envelopes in the scheduler, not yet fully written
 	queuedBytes int                      // sum of the sizes in queued
-	await       [NumStreams][]awaitCredit
-	resend      [NumStreams][]sentFrame // written and not yet credited, by position
+	await       [NumStreams]fifo[awaitCredit]
+	resend      [NumStreams]fifo[sentFrame] // written and not yet credited, by position
 	replay      []sentFrame             // to write again first, after a resume
 	resent      int64                   // chunk bytes rewritten after resumes, for measurement
 	recv        [NumStreams]flow.RecvCredit
@@ -177,8 +177,8 @@ func (s *session) resetLocked() error {
 		s.partial[i] = map[uint64]*partialEnv{}
 		s.started[i] = -1
 		s.reserved = 0
-		s.resend[i] = nil
-		s.await[i] = nil
+		s.resend[i].reset()
+		s.await[i].reset()
 	}
 	s.replay = nil
 	s.epoch++
@@ -194,7 +194,7 @@ func (s *session) failAllLocked(err error) {
 	s.queuedBytes = 0
 	s.freedLocked()
 	for i := range s.await {
-		for _, a := range s.await[i] {
+		for _, a := range s.await[i].items() {
 			a.receipt.resolve(err)
 		}
 	}
@@ -241,7 +241,7 @@ func (s *session) appendPendingLocked(rs []*Receipt) []*Receipt {
 		rs = append(rs, r)
 	}
 	for i := range s.await {
-		for _, a := range s.await[i] {
+		for _, a := range s.await[i].items() {
 			rs = append(rs, a.receipt)
 		}
 	}
@@ -362,7 +362,7 @@ func (s *session) collectFramesLocked(now time.Time, out []outFrame, budget int)
 		if f.Kind == flow.FrameAbort {
 			sf = sentFrame{abort: true, stream: st, env: f.Envelope, pos: f.StreamOffset}
 			out = append(out, outFrame{typ: FrameAbort, stream: st, data: sf})
-			s.resend[st] = append(s.resend[st], sf)
+			s.resend[st].push(sf)
 			continue
 		}
 		r := s.queued[f.Handle]
@@ -374,9 +374,9 @@ func (s *session) collectFramesLocked(now time.Time, out []outFrame, budget int)
 			s.queuedBytes -= r.size
 			s.freedLocked()
 			r.queued = false
-			s.await[st] = append(s.await[st], awaitCredit{end: sf.end(), receipt: r})
+			s.await[st].push(awaitCredit{end: sf.end(), receipt: r})
 		}
-		s.resend[st] = append(s.resend[st], sf)
+		s.resend[st].push(sf)
 		out = append(out, outFrame{typ: FrameData, stream: st, data: sf})
 		size += len(sf.payload) + HeaderSize
 	}
@@ -404,19 +404,19 @@ func (s *session) applyCreditLocked(st StreamID, c credit, now time.Time) error 
 		return fmt.Errorf("%w: %v", ErrMalformedFrame, err)
 	}
 	consumed := int64(c.Consumed)
-	rs := s.resend[st]
+	rs := s.resend[st].items()
 	i := 0
 	for i < len(rs) && (rs[i].end() < consumed || (!rs[i].abort && rs[i].end() == consumed)) {
 		i++
 	}
-	s.resend[st] = rs[i:]
-	as := s.await[st]
+	s.resend[st].drop(i)
+	as := s.await[st].items()
 	j := 0
 	for j < len(as) && as[j].end <= consumed {
 		as[j].receipt.resolve(nil)
 		j++
 	}
-	s.await[st] = as[j:]
+	s.await[st].drop(j)
 	if len(s.queued) > 0 || len(s.replay) > 0 {
 		// The credit may let the writer go on.
 		s.kick()
@@ -760,7 +760,7 @@ func (s *session) resumeLocked(peer NodeID, fresh bool, theirs resumeCounts, now
 				s.dropLocked(fmt.Errorf("%w: resume impossible: %v", ErrPeerDead, err))
 				return false
 			}
-			for _, f := range s.resend[i] {
+			for _, f := range s.resend[i].items() {
 				// Frames without bytes (aborts, empty envelopes) at the
 				// boundary may or may not have arrived; the receiver
 				// ignores them twice.
