@@ -77,8 +77,8 @@ type session struct {
 	queuedBytes int                      // sum of the sizes in queued
 	await       [NumStreams]fifo[awaitCredit]
 	resend      [NumStreams]fifo[sentFrame] // written and not yet credited, by position
-	replay      []sentFrame             // to write again first, after a resume
-	resent      int64                   // chunk bytes rewritten after resumes, for measurement
+	replay      []sentFrame                 // to write again first, after a resume
+	resent      int64                       // chunk bytes rewritten after resumes, for measurement
 	recv        [NumStreams]flow.RecvCredit
 	partial     [NumStreams]map[uint64]*partialEnv
 	started     [NumStreams]int64 // highest envelope id started by the peer, -1 if none
