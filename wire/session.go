@@ -150,7 +150,7 @@ const minCwnd = 32 << 10
 func (s *session) resetLocked() error {
 	lim := s.t.cfg.Limits
 	cfg := flow.Config{
-		MaxFrame:   min(flow.DefaultMaxFrame, lim.chunkSize()),
+		MaxFrame:   lim.smallFrame(),
 		LargeFrame: lim.chunkSize(),
 		Estimator:  flow.EstimatorConfig{MinCwnd: minCwnd},
 	}
@@ -263,6 +263,20 @@ func (s *session) enqueueLocked(stream StreamID, key uint64, payload []byte, r *
 	s.queuedBytes += len(payload)
 	r.handle, r.epoch, r.queued = h, s.epoch, true
 	return h, nil
+}
+
+// creditHeldLocked reports whether an envelope of n bytes just queued on
+// the stream surely cannot be written before the peer grants credit: the
+// stream lacks the credit for its first frame and for a frame cut short
+// (see flow's fits). Waking the writer, or writing inline, would then
+// find nothing to write; a sender streaming small envelopes into a full
+// window paid that for every envelope. The grant wakes the writer
+// (applyCreditLocked), and the peer grants as it consumes what holds the
+// window, so waiting cannot stall.
+func (s *session) creditHeldLocked(st StreamID, n int) bool {
+	cr := s.sched.Credit(flow.StreamID(st))
+	avail := cr.Available()
+	return int64(min(n, s.t.cfg.Limits.smallFrame())) > avail && (avail <= 0 || avail < cr.Window()/8)
 }
 
 // cancelLocked drops what of an envelope was not yet written.
@@ -620,17 +634,16 @@ func (s *session) deliver(st StreamID) {
 		}
 
 		s.mu.Lock()
-		s.consumedLocked(st, d)
+		s.consumedLocked(st, d, time.Now())
 		s.mu.Unlock()
 	}
 }
 
 // consumedLocked ends the handling of delivery d: its credit returns to
 // the peer and the stream's handler is free again.
-func (s *session) consumedLocked(st StreamID, d delivery) {
+func (s *session) consumedLocked(st StreamID, d delivery, now time.Time) {
 	s.busy[st] = false
 	if d.epoch == s.epoch {
-		now := time.Now()
 		if err := s.recv[st].Consume(d.held, now); err != nil {
 			s.t.log.Error("troupe: wire: consume", "peer", s.id, "err", err)
 		}
