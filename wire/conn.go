@@ -597,7 +597,8 @@ func (c *liveConn) watchDelivery(rd *reader) uint64 {
 // on this very connection).
 func (c *liveConn) relieve(seq uint64, rd *reader) {
 	if c.dseq.CompareAndSwap(seq, seq+1) {
-		c.s.t.wg.Add(1) // the delivering goroutine still holds its count
+		c.s.t.wg.Add(1)        // the delivering goroutine still holds its count
+		rd.ka.at = time.Time{} // the last read is a relief's time old
 		go c.read(rd)
 	}
 }
