@@ -343,6 +343,11 @@ type keepaliveReader struct {
 	pinged bool
 	set    int64 // heardNano when the read deadline was last moved
 	limit  int   // if positive, the most one Read returns
+	// at is when the last Read returned bytes; the read loop takes it as
+	// the arrival time of the frames in them, sparing a clock reading per
+	// frame (155 ns on this project's VMs). The loop zeroes it after an
+	// inline delivery, which may have run long.
+	at time.Time
 }
 
 func (k *keepaliveReader) Read(p []byte) (int, error) {
@@ -353,7 +358,8 @@ func (k *keepaliveReader) Read(p []byte) (int, error) {
 	for {
 		n, err := k.c.hsConn.Conn.Read(p)
 		if n > 0 {
-			k.c.heardNano.Store(time.Now().UnixNano())
+			k.at = time.Now()
+			k.c.heardNano.Store(k.at.UnixNano())
 			k.pinged = false
 		}
 		var ne net.Error
@@ -485,7 +491,10 @@ func (c *liveConn) read(rd *reader) {
 				chunk = rd.scratch
 			}
 		}
-		now := time.Now()
+		now := rd.ka.at
+		if now.IsZero() {
+			now = time.Now()
+		}
 		s.mu.Lock()
 		if s.gen != c.gen {
 			s.mu.Unlock()
@@ -542,17 +551,23 @@ func (c *liveConn) deliverInline(rd *reader, st StreamID, from NodeID, d deliver
 	} else {
 		t.bufs.put(d.payload) // dropped: nobody holds it
 	}
+	now := time.Now()
 	s.mu.Lock()
-	s.consumedLocked(st, d)
+	s.consumedLocked(st, d, now)
 	if len(s.inbox[st]) > 0 {
 		s.cond.Broadcast()
 	}
 	s.mu.Unlock()
 	if then != nil {
 		then(func() { c.relieve(seq, rd) })
+		now = time.Time{} // that work may have run long
 	}
 	// Fails if the watch relieved this delivery: a new reader reads.
-	return !c.dseq.CompareAndSwap(seq, seq+1)
+	if !c.dseq.CompareAndSwap(seq, seq+1) {
+		return true
+	}
+	rd.ka.at = now // the clock for the frames the reader has buffered
+	return false
 }
 
 // The relief watch. Arming a timer for every inline delivery would cost
@@ -582,7 +597,8 @@ func (c *liveConn) watchDelivery(rd *reader) uint64 {
 // on this very connection).
 func (c *liveConn) relieve(seq uint64, rd *reader) {
 	if c.dseq.CompareAndSwap(seq, seq+1) {
-		c.s.t.wg.Add(1) // the delivering goroutine still holds its count
+		c.s.t.wg.Add(1)        // the delivering goroutine still holds its count
+		rd.ka.at = time.Time{} // the last read is a relief's time old
 		go c.read(rd)
 	}
 }

@@ -13,50 +13,85 @@ import (
 // ended before the envelope was fully written (the context's error),
 // ErrPeerRestarted, ErrPeerDead or ErrClosed.
 type Receipt struct {
-	done chan struct{}
-	once sync.Once
-	err  error
-	stop func() bool // releases the context watch, if any
+	// The channel is made only once somebody asks for it (Done, Wait):
+	// most senders (the router's) never look at their receipts, and the
+	// channel was one of a send's five allocations.
+	mu       sync.Mutex
+	done     chan struct{} // nil until asked for; closed on resolution
+	resolved bool
+	err      error
+	stop     func() bool // releases the context watch, if any
 
 	// Guarded by the session's mutex.
 	handle flow.Handle
 	epoch  uint64
-	queued bool
+	size   int  // the envelope's length
+	queued bool // in the session's queued map
 }
 
-func newReceipt() *Receipt { return &Receipt{done: make(chan struct{})} }
+func newReceipt() *Receipt { return &Receipt{} }
 
+// closedChan is the Done channel of receipts resolved before anybody
+// asked for one.
+var closedChan = func() chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}()
+
+// resolve settles the receipt; only the first call counts.
 func (r *Receipt) resolve(err error) {
-	r.once.Do(func() {
-		r.err = err
-		if r.stop != nil {
-			r.stop()
-		}
+	r.mu.Lock()
+	if r.resolved {
+		r.mu.Unlock()
+		return
+	}
+	r.resolved, r.err = true, err
+	stop := r.stop
+	if r.done != nil {
 		close(r.done)
-	})
+	}
+	r.mu.Unlock()
+	if stop != nil {
+		stop()
+	}
 }
 
 // Done is closed when the receipt resolves.
-func (r *Receipt) Done() <-chan struct{} { return r.done }
+func (r *Receipt) Done() <-chan struct{} {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.done == nil {
+		if r.resolved {
+			return closedChan
+		}
+		r.done = make(chan struct{})
+	}
+	return r.done
+}
 
 // Err returns the outcome; nil until Done is closed, and nil after it if
 // the envelope was delivered.
 func (r *Receipt) Err() error {
-	select {
-	case <-r.done:
-		return r.err
-	default:
-		return nil
-	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.err
 }
 
 // Wait blocks until the receipt resolves or ctx ends, and returns the
 // outcome or ctx's error. Giving up waiting does not cancel the envelope;
 // the context given to Send does.
 func (r *Receipt) Wait(ctx context.Context) error {
+	r.mu.Lock()
+	if r.resolved {
+		err := r.err
+		r.mu.Unlock()
+		return err
+	}
+	r.mu.Unlock()
 	select {
-	case <-r.done:
-		return r.err
+	case <-r.Done():
+		return r.Err()
 	case <-ctx.Done():
 		return ctx.Err()
 	}

@@ -36,13 +36,6 @@ type outFrame struct {
 	bye    goodbye
 }
 
-// pendingEnv is an envelope queued in the scheduler and not yet fully
-// written.
-type pendingEnv struct {
-	receipt *Receipt
-	size    int
-}
-
 // awaitCredit is a fully written envelope whose receipt resolves when the
 // peer's consumed count reaches end.
 type awaitCredit struct {
@@ -80,12 +73,12 @@ type session struct {
 	epoch uint64     // bumps when the session starts afresh
 
 	sched       *flow.Scheduler
-	queued      map[flow.Handle]*pendingEnv
-	queuedBytes int // sum of the sizes in queued
-	await       [NumStreams][]awaitCredit
-	resend      [NumStreams][]sentFrame // written and not yet credited, by position
-	replay      []sentFrame             // to write again first, after a resume
-	resent      int64                   // chunk bytes rewritten after resumes, for measurement
+	queued      map[flow.Handle]*Receipt // envelopes in the scheduler, not yet fully written
+	queuedBytes int                      // sum of the sizes in queued
+	await       [NumStreams]fifo[awaitCredit]
+	resend      [NumStreams]fifo[sentFrame] // written and not yet credited, by position
+	replay      []sentFrame                 // to write again first, after a resume
+	resent      int64                       // chunk bytes rewritten after resumes, for measurement
 	recv        [NumStreams]flow.RecvCredit
 	partial     [NumStreams]map[uint64]*partialEnv
 	started     [NumStreams]int64 // highest envelope id started by the peer, -1 if none
@@ -133,7 +126,7 @@ type session struct {
 }
 
 func newSession(t *Transport, key, addr string) (*session, error) {
-	s := &session{t: t, key: key, addr: addr, queued: map[flow.Handle]*pendingEnv{}, redial: make(chan struct{}, 1)}
+	s := &session{t: t, key: key, addr: addr, queued: map[flow.Handle]*Receipt{}, redial: make(chan struct{}, 1)}
 	s.cond = sync.NewCond(&s.mu)
 	if err := s.resetLocked(); err != nil {
 		return nil, err
@@ -157,7 +150,7 @@ const minCwnd = 32 << 10
 func (s *session) resetLocked() error {
 	lim := s.t.cfg.Limits
 	cfg := flow.Config{
-		MaxFrame:   min(flow.DefaultMaxFrame, lim.chunkSize()),
+		MaxFrame:   lim.smallFrame(),
 		LargeFrame: lim.chunkSize(),
 		Estimator:  flow.EstimatorConfig{MinCwnd: minCwnd},
 	}
@@ -184,8 +177,8 @@ func (s *session) resetLocked() error {
 		s.partial[i] = map[uint64]*partialEnv{}
 		s.started[i] = -1
 		s.reserved = 0
-		s.resend[i] = nil
-		s.await[i] = nil
+		s.resend[i].reset()
+		s.await[i].reset()
 	}
 	s.replay = nil
 	s.epoch++
@@ -194,14 +187,14 @@ func (s *session) resetLocked() error {
 
 // failAllLocked resolves every pending receipt with err and starts afresh.
 func (s *session) failAllLocked(err error) {
-	for h, p := range s.queued {
-		p.receipt.resolve(err)
+	for h, r := range s.queued {
+		r.resolve(err)
 		delete(s.queued, h)
 	}
 	s.queuedBytes = 0
 	s.freedLocked()
 	for i := range s.await {
-		for _, a := range s.await[i] {
+		for _, a := range s.await[i].items() {
 			a.receipt.resolve(err)
 		}
 	}
@@ -244,11 +237,11 @@ func (s *session) freedLocked() {
 // appendPendingLocked appends the receipts of every envelope queued or
 // awaiting its credit.
 func (s *session) appendPendingLocked(rs []*Receipt) []*Receipt {
-	for _, p := range s.queued {
-		rs = append(rs, p.receipt)
+	for _, r := range s.queued {
+		rs = append(rs, r)
 	}
 	for i := range s.await {
-		for _, a := range s.await[i] {
+		for _, a := range s.await[i].items() {
 			rs = append(rs, a.receipt)
 		}
 	}
@@ -265,10 +258,25 @@ func (s *session) enqueueLocked(stream StreamID, key uint64, payload []byte, r *
 	if err != nil {
 		return h, err
 	}
-	s.queued[h] = &pendingEnv{receipt: r, size: len(payload)}
+	s.queued[h] = r
+	r.size = len(payload)
 	s.queuedBytes += len(payload)
 	r.handle, r.epoch, r.queued = h, s.epoch, true
 	return h, nil
+}
+
+// creditHeldLocked reports whether an envelope of n bytes just queued on
+// the stream surely cannot be written before the peer grants credit: the
+// stream lacks the credit for its first frame and for a frame cut short
+// (see flow's fits). Waking the writer, or writing inline, would then
+// find nothing to write; a sender streaming small envelopes into a full
+// window paid that for every envelope. The grant wakes the writer
+// (applyCreditLocked), and the peer grants as it consumes what holds the
+// window, so waiting cannot stall.
+func (s *session) creditHeldLocked(st StreamID, n int) bool {
+	cr := s.sched.Credit(flow.StreamID(st))
+	avail := cr.Available()
+	return int64(min(n, s.t.cfg.Limits.smallFrame())) > avail && (avail <= 0 || avail < cr.Window()/8)
 }
 
 // cancelLocked drops what of an envelope was not yet written.
@@ -276,13 +284,12 @@ func (s *session) cancelLocked(r *Receipt, err error) {
 	if !r.queued || r.epoch != s.epoch {
 		return
 	}
-	p, ok := s.queued[r.handle]
-	if !ok || p.receipt != r {
+	if p, ok := s.queued[r.handle]; !ok || p != r {
 		return
 	}
 	if s.sched.Cancel(r.handle) != flow.CancelUnknown {
 		delete(s.queued, r.handle)
-		s.queuedBytes -= p.size
+		s.queuedBytes -= r.size
 		s.freedLocked()
 		r.queued = false
 		r.resolve(err)
@@ -369,21 +376,21 @@ func (s *session) collectFramesLocked(now time.Time, out []outFrame, budget int)
 		if f.Kind == flow.FrameAbort {
 			sf = sentFrame{abort: true, stream: st, env: f.Envelope, pos: f.StreamOffset}
 			out = append(out, outFrame{typ: FrameAbort, stream: st, data: sf})
-			s.resend[st] = append(s.resend[st], sf)
+			s.resend[st].push(sf)
 			continue
 		}
-		p := s.queued[f.Handle]
-		if f.First && p != nil {
-			sf.total = p.size
+		r := s.queued[f.Handle]
+		if f.First && r != nil {
+			sf.total = r.size
 		}
-		if f.Last && p != nil {
+		if f.Last && r != nil {
 			delete(s.queued, f.Handle)
-			s.queuedBytes -= p.size
+			s.queuedBytes -= r.size
 			s.freedLocked()
-			p.receipt.queued = false
-			s.await[st] = append(s.await[st], awaitCredit{end: sf.end(), receipt: p.receipt})
+			r.queued = false
+			s.await[st].push(awaitCredit{end: sf.end(), receipt: r})
 		}
-		s.resend[st] = append(s.resend[st], sf)
+		s.resend[st].push(sf)
 		out = append(out, outFrame{typ: FrameData, stream: st, data: sf})
 		size += len(sf.payload) + HeaderSize
 	}
@@ -411,19 +418,19 @@ func (s *session) applyCreditLocked(st StreamID, c credit, now time.Time) error 
 		return fmt.Errorf("%w: %v", ErrMalformedFrame, err)
 	}
 	consumed := int64(c.Consumed)
-	rs := s.resend[st]
+	rs := s.resend[st].items()
 	i := 0
 	for i < len(rs) && (rs[i].end() < consumed || (!rs[i].abort && rs[i].end() == consumed)) {
 		i++
 	}
-	s.resend[st] = rs[i:]
-	as := s.await[st]
+	s.resend[st].drop(i)
+	as := s.await[st].items()
 	j := 0
 	for j < len(as) && as[j].end <= consumed {
 		as[j].receipt.resolve(nil)
 		j++
 	}
-	s.await[st] = as[j:]
+	s.await[st].drop(j)
 	if len(s.queued) > 0 || len(s.replay) > 0 {
 		// The credit may let the writer go on.
 		s.kick()
@@ -516,6 +523,9 @@ func (s *session) applyDataLocked(h Header, d dataFrame, chunk []byte, now time.
 	if !last {
 		s.grantLocked(st, now) // bytes credited on arrival may make a grant due
 	}
+	if h.Flags&FlagFirst != 0 && last && pre == nil {
+		return s.applyWholeLocked(h, d, chunk, held)
+	}
 	parts := s.partial[st]
 	p := parts[d.Envelope]
 	if h.Flags&FlagFirst != 0 {
@@ -549,16 +559,41 @@ func (s *session) applyDataLocked(h Header, d dataFrame, chunk []byte, now time.
 		}
 		delete(parts, d.Envelope)
 		s.reserved -= p.reserved
-		dv := delivery{payload: p.buf, held: held, epoch: s.epoch}
-		if s.mayTake && !s.took && inlineStream(st) && !s.busy[st] && len(s.inbox[st]) == 0 {
-			s.busy[st] = true
-			s.took, s.taken, s.takenSt = true, dv, st
-			return nil
-		}
-		s.inbox[st] = append(s.inbox[st], dv)
-		s.cond.Broadcast()
+		s.deliverLocked(st, delivery{payload: p.buf, held: held, epoch: s.epoch})
 	}
 	return nil
+}
+
+// applyWholeLocked is applyDataLocked for an envelope in one frame (first
+// and last), read through the frame buffer: it never becomes a partial
+// envelope, which spares small envelopes an allocation and two map
+// operations each. An id above started is never in the partial map.
+func (s *session) applyWholeLocked(h Header, d dataFrame, chunk []byte, held int64) error {
+	st := h.Stream
+	if d.Offset != 0 || len(chunk) != int(d.Total) {
+		return frameErr(ErrMalformedFrame, h, "chunk at %d+%d, envelope has 0 of %d", d.Offset, len(chunk), d.Total)
+	}
+	s.started[st] = int64(d.Envelope)
+	var buf []byte
+	if s.t.bufs.pooled(len(chunk)) {
+		buf = append(s.t.bufs.get(len(chunk)), chunk...)
+	} else {
+		buf = append(make([]byte, 0, len(chunk)), chunk...)
+	}
+	s.deliverLocked(st, delivery{payload: buf, held: held, epoch: s.epoch})
+	return nil
+}
+
+// deliverLocked hands a complete envelope to the reader (see mayTake) or
+// queues it for the stream's deliverer.
+func (s *session) deliverLocked(st StreamID, dv delivery) {
+	if s.mayTake && !s.took && inlineStream(st) && !s.busy[st] && len(s.inbox[st]) == 0 {
+		s.busy[st] = true
+		s.took, s.taken, s.takenSt = true, dv, st
+		return
+	}
+	s.inbox[st] = append(s.inbox[st], dv)
+	s.cond.Broadcast()
 }
 
 // inlineStream reports whether the reader may deliver envelopes of the
@@ -599,17 +634,16 @@ func (s *session) deliver(st StreamID) {
 		}
 
 		s.mu.Lock()
-		s.consumedLocked(st, d)
+		s.consumedLocked(st, d, time.Now())
 		s.mu.Unlock()
 	}
 }
 
 // consumedLocked ends the handling of delivery d: its credit returns to
 // the peer and the stream's handler is free again.
-func (s *session) consumedLocked(st StreamID, d delivery) {
+func (s *session) consumedLocked(st StreamID, d delivery, now time.Time) {
 	s.busy[st] = false
 	if d.epoch == s.epoch {
-		now := time.Now()
 		if err := s.recv[st].Consume(d.held, now); err != nil {
 			s.t.log.Error("troupe: wire: consume", "peer", s.id, "err", err)
 		}
@@ -739,7 +773,7 @@ func (s *session) resumeLocked(peer NodeID, fresh bool, theirs resumeCounts, now
 				s.dropLocked(fmt.Errorf("%w: resume impossible: %v", ErrPeerDead, err))
 				return false
 			}
-			for _, f := range s.resend[i] {
+			for _, f := range s.resend[i].items() {
 				// Frames without bytes (aborts, empty envelopes) at the
 				// boundary may or may not have arrived; the receiver
 				// ignores them twice.

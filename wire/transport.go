@@ -386,6 +386,8 @@ func (t *Transport) send(ctx context.Context, to NodeID, stream StreamID, key ui
 			}
 			s.ensureDialLocked()
 			s.nudgeDialLocked()
+		case s.creditHeldLocked(stream, len(payload)):
+			// The grant that frees it wakes the writer.
 		case c.raw != nil && !c.writing && len(payload) <= inlineMax:
 			c.writeInlineLocked()
 		default:
