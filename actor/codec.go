@@ -60,6 +60,9 @@ type typeName struct {
 	// message is a copy of one whose data word points to the decoded value
 	// (see withData). Nil when t is held in the data word itself.
 	asM, cd any
+	// plan encodes and decodes t (a plain struct, or a pointer to one)
+	// without msgpack's reflection; nil for other types.
+	plan *plan
 }
 
 // iface is the layout of every interface value: a type (or itab) word and
@@ -109,6 +112,11 @@ func newTypeName(t reflect.Type, name string) *typeName {
 		elem = t.Elem()
 	}
 	tn.dec = elem.Kind() != reflect.Pointer && reflect.PointerTo(elem).Implements(customDecoder) && !elem.Implements(customDecoder)
+	// A value's plan reads it through the interface's data word: only
+	// for types held there by pointer.
+	if elem != t || held(t) {
+		tn.plan = newPlan(elem)
+	}
 	return tn
 }
 
@@ -123,6 +131,9 @@ func newCodec[M any]() *codec {
 		// A nil pointer M decodes as nil by msgpack's rules, unlike a
 		// registered pointer type (see decodeWith): keep msgpack's path.
 		c.self.dec = c.self.dec && t.Kind() != reflect.Pointer
+		if t.Kind() == reflect.Pointer {
+			c.self.plan = nil
+		}
 	}
 	return c
 }
@@ -201,6 +212,13 @@ func (c *codec) encodeTo(b *encodeBuffer, m any) (string, error) {
 	}
 	var err error
 	switch {
+	case tn.plan != nil:
+		// The data word points to the struct (or is the pointer to it).
+		if p := (*iface)(unsafe.Pointer(&m)).data; p != nil {
+			b.w.b, err = tn.plan.appendMessage(b.w.b, p, b)
+		} else {
+			err = b.enc.EncodeNil()
+		}
 	case !tn.enc:
 		err = b.enc.Encode(m)
 	case tn.nilable && reflect.ValueOf(m).IsNil():
@@ -264,7 +282,9 @@ func decodeWith[M any](d *boundDecoder, c *codec, name string, body []byte) (M, 
 	if c.concrete {
 		v := d.scratchOf(c.self.t)
 		var err error
-		if c.self.dec {
+		if c.self.plan != nil {
+			err = d.decodePlan(c.self.plan, body, v.Addr().UnsafePointer())
+		} else if c.self.dec {
 			err = d.decodeCustom(body, v.Addr())
 		} else {
 			err = d.decode(body, v)
@@ -293,7 +313,9 @@ func decodeWith[M any](d *boundDecoder, c *codec, name string, body []byte) (M, 
 		}
 		p := reflect.New(elem)
 		var err error
-		if tn.dec {
+		if tn.plan != nil {
+			err = d.decodePlan(tn.plan, body, p.UnsafePointer())
+		} else if tn.dec {
 			err = d.decodeCustomAt(body, withData(*tn.cd.(*msgpack.CustomDecoder), p.UnsafePointer()))
 		} else {
 			err = d.decode(body, p.Elem())
@@ -307,7 +329,9 @@ func decodeWith[M any](d *boundDecoder, c *codec, name string, body []byte) (M, 
 	var err error
 	if t.Kind() == reflect.Pointer {
 		v = reflect.New(t.Elem())
-		if tn.dec {
+		if tn.plan != nil {
+			err = d.decodePlan(tn.plan, body, v.UnsafePointer())
+		} else if tn.dec {
 			err = d.decodeCustom(body, v)
 		} else {
 			err = d.decode(body, v.Elem())
