@@ -63,7 +63,23 @@ type typeName struct {
 	// plan encodes and decodes t (a plain struct, or a pointer to one)
 	// without msgpack's reflection; nil for other types.
 	plan *plan
+	// With asM: elem is the type of the values messages point to, and
+	// slab an array of slabLen of them, allocated at once and handed out
+	// one by one (see boundDecoder.alloc); slab is nil for values too
+	// large to share an allocation.
+	elem     reflect.Type
+	elemSize uintptr
+	slab     reflect.Type
+	slabLen  int
 }
+
+// slabBytes bounds the memory one decoded message may keep alive
+// through its slab: a small message is one allocation per slabMax
+// messages instead of one each.
+const (
+	slabBytes = 1 << 10
+	slabMax   = 64
+)
 
 // iface is the layout of every interface value: a type (or itab) word and
 // a data word, which for the types the fast path takes points to the
@@ -186,7 +202,11 @@ func (c *codec) fast(tn *typeName) {
 		cd := reflect.Zero(reflect.PointerTo(elem)).Interface().(msgpack.CustomDecoder)
 		tn.cd = &cd
 	}
-	tn.asM = asM
+	tn.asM, tn.elem, tn.elemSize = asM, elem, elem.Size()
+	if size := tn.elemSize; size > 0 && size <= slabBytes/2 {
+		tn.slabLen = min(slabMax, int(slabBytes/size))
+		tn.slab = reflect.ArrayOf(tn.slabLen, elem)
+	}
 }
 
 // portable reports why messages cannot cross nodes, or nil.
@@ -307,23 +327,19 @@ func decodeWith[M any](d *boundDecoder, c *codec, name string, body []byte) (M, 
 	t := tn.t
 	if pm, ok := tn.asM.(*M); ok {
 		// Decode into a new value and make the message point to it.
-		elem := t
-		if t.Kind() == reflect.Pointer {
-			elem = t.Elem()
-		}
-		p := reflect.New(elem)
+		p := d.alloc(tn)
 		var err error
 		if tn.plan != nil {
-			err = d.decodePlan(tn.plan, body, p.UnsafePointer())
+			err = d.decodePlan(tn.plan, body, p)
 		} else if tn.dec {
-			err = d.decodeCustomAt(body, withData(*tn.cd.(*msgpack.CustomDecoder), p.UnsafePointer()))
+			err = d.decodeCustomAt(body, withData(*tn.cd.(*msgpack.CustomDecoder), p))
 		} else {
-			err = d.decode(body, p.Elem())
+			err = d.decode(body, reflect.NewAt(tn.elem, p).Elem())
 		}
 		if err != nil {
 			return m, fmt.Errorf("%w: %s: %w", ErrUndecodable, name, err)
 		}
-		return withData(*pm, p.UnsafePointer()), nil
+		return withData(*pm, p), nil
 	}
 	var v reflect.Value
 	var err error
@@ -386,6 +402,11 @@ type boundDecoder struct {
 	nc   *codec
 	name string
 	tn   *typeName
+	// slab holds the values alloc hands out for slabOf: slabNext is the
+	// index of the next one.
+	slabOf   *typeName
+	slab     unsafe.Pointer
+	slabNext int
 }
 
 var boundDecoders = sync.Pool{New: func() any {
@@ -404,6 +425,24 @@ func putBoundDecoder(d *boundDecoder) {
 	d.r.h = nil
 	d.r.Reset(nil)
 	boundDecoders.Put(d)
+}
+
+// alloc returns a new zero value of tn.elem. Small values come from a
+// slab shared with the next messages of the type decoded here: one
+// allocation for many, at the price of a message keeping up to
+// slabBytes alive while it is referenced.
+func (d *boundDecoder) alloc(tn *typeName) unsafe.Pointer {
+	if tn.slab == nil {
+		return reflect.New(tn.elem).UnsafePointer()
+	}
+	if d.slabOf != tn || d.slabNext == tn.slabLen {
+		d.slabOf, d.slab, d.slabNext = tn, reflect.New(tn.slab).UnsafePointer(), 0
+	}
+	// Within the array: a pointer past its end could point into the
+	// next object.
+	p := unsafe.Add(d.slab, uintptr(d.slabNext)*tn.elemSize)
+	d.slabNext++
+	return p
 }
 
 // scratchOf returns the zero scratch value of type t.

@@ -602,6 +602,18 @@ func (pl *plan) decode(r *planReader, p unsafe.Pointer) error {
 		return nil
 	}
 	for k := range n {
+		// Most maps hold the fields in the plan's order, keyed as it
+		// keys them: compare the encoded key whole.
+		if k < len(pl.fields) {
+			f := &pl.fields[k]
+			if end := r.i + len(f.key); end <= len(r.b) && string(r.b[r.i:end]) == string(f.key) {
+				r.i = end
+				if err := f.decode(r, unsafe.Add(p, f.off)); err != nil {
+					return err
+				}
+				continue
+			}
+		}
 		name, err := r.key()
 		if err != nil {
 			return err
