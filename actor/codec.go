@@ -217,20 +217,50 @@ func (c *codec) portable() error {
 	return errors.New("the message type is an interface: list its message types with WithMessages so other nodes can decode them")
 }
 
+// typeOf returns m's type and name.
+func (c *codec) typeOf(m any) (*typeName, error) {
+	if c.concrete {
+		return c.self, nil
+	}
+	t := reflect.TypeOf(m)
+	tn := c.last.Load()
+	if tn == nil || tn.t != t {
+		if tn = c.names[t]; tn == nil {
+			return nil, fmt.Errorf("troupe: message type %T is not listed in WithMessages", m)
+		}
+		c.last.Store(tn)
+	}
+	return tn, nil
+}
+
+// appender returns m's type when its plan encodes it by itself (pure):
+// it can then be encoded straight into the batch that carries it (see
+// host.Outbound.Enc).
+func (c *codec) appender(m any) *typeName {
+	tn, _ := c.typeOf(m)
+	if tn == nil || tn.plan == nil || !tn.plan.pure {
+		return nil
+	}
+	return tn
+}
+
+// AppendMessage implements host.MessageAppender for types with a pure
+// plan.
+func (tn *typeName) AppendMessage(dst []byte, m any) []byte {
+	p := (*iface)(unsafe.Pointer(&m)).data
+	if p == nil {
+		return append(dst, msgpcode.Nil) // a nil pointer, as msgpack writes it
+	}
+	dst, _ = tn.plan.appendMessage(dst, p, nil)
+	return dst
+}
+
 // encodeTo encodes m into b and returns m's type name.
 func (c *codec) encodeTo(b *encodeBuffer, m any) (string, error) {
-	tn := c.self
-	if !c.concrete {
-		t := reflect.TypeOf(m)
-		tn = c.last.Load()
-		if tn == nil || tn.t != t {
-			if tn = c.names[t]; tn == nil {
-				return "", fmt.Errorf("troupe: message type %T is not listed in WithMessages", m)
-			}
-			c.last.Store(tn)
-		}
+	tn, err := c.typeOf(m)
+	if err != nil {
+		return "", err
 	}
-	var err error
 	switch {
 	case tn.plan != nil:
 		// The data word points to the struct (or is the pointer to it).

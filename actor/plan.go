@@ -45,6 +45,9 @@ type plan struct {
 	// every message.
 	head []byte
 	omit bool // some field is omitempty
+	// pure: every field is of a basic kind or a pure struct, so encoding
+	// calls no other code and cannot fail.
+	pure bool
 	// embeds are the names of inlined embedded structs: msgpack decodes
 	// a map under such a key into the embedded struct.
 	embeds []planField
@@ -234,6 +237,12 @@ func buildPlan(t reflect.Type, building map[reflect.Type]bool) (*plan, bool) {
 	}
 	if !p.omit {
 		p.head = appendMapLen(nil, len(p.fields))
+	}
+	p.pure = true
+	for _, f := range p.fields {
+		if f.kind > fieldBytes && (f.kind != fieldStruct || !f.sub.pure) {
+			p.pure = false
+		}
 	}
 	return p, true
 }

@@ -597,3 +597,31 @@ func FuzzPlanDecode(f *testing.F) {
 		}
 	})
 }
+
+// Tells of types whose plan calls no other code are encoded straight
+// into the batch, by the codec's type through host.Outbound.Enc; others
+// bring their body.
+func TestPurePlansEncodeIntoTheBatch(t *testing.T) {
+	c := newTestCodec(t)
+	for _, m := range []codecMsg{plainMsg{N: 5}, &plainPtr{S: "x"}, (*plainPtr)(nil), emptyMsg{}} {
+		tn := c.appender(m)
+		if tn == nil {
+			t.Errorf("%T: not encoded into the batch", m)
+			continue
+		}
+		_, want := encodeMsg(t, c, m)
+		if got := (host.Outbound{Enc: tn, Msg: m}).Encoded().Body; !bytes.Equal(got, want) {
+			t.Errorf("%T %v: appended %x, encodeTo %x", m, m, got, want)
+		}
+	}
+	for _, m := range []codecMsg{customMsg{}, &customPtr{}, customNone{}, directMsg{}} {
+		if c.appender(m) != nil {
+			t.Errorf("%T: encoded into the batch, want its own body", m)
+		}
+	}
+	for _, typ := range []reflect.Type{reflect.TypeFor[planRef](), reflect.TypeFor[planMixed](), reflect.TypeFor[planNested]()} {
+		if pl := planOf(t, typ); pl.pure != (typ == reflect.TypeFor[planNested]()) {
+			t.Errorf("%v: pure %v", typ, pl.pure)
+		}
+	}
+}
