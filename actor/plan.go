@@ -629,7 +629,7 @@ func (pl *plan) decode(r *planReader, p unsafe.Pointer) error {
 		}
 		f := pl.field(name, k)
 		if f == nil {
-			if err := r.withMsgpack((*msgpack.Decoder).Skip); err != nil {
+			if err := r.skip(); err != nil {
 				return err
 			}
 			continue
@@ -655,6 +655,75 @@ func (pl *plan) field(name []byte, k int) *planField {
 	for i := range pl.embeds {
 		if string(name) == pl.embeds[i].name {
 			return &pl.embeds[i]
+		}
+	}
+	return nil
+}
+
+// skip moves past one value, accepting what msgpack's Skip does. It
+// counts the values still to skip instead of recursing into arrays and
+// maps, and checks lengths against the input before moving: a hostile
+// length costs neither stack nor memory (msgpack's Skip reads into a
+// buffer of up to a megabyte first).
+func (r *planReader) skip() error {
+	for pending := 1; pending > 0; pending-- {
+		c, err := r.code()
+		if err != nil {
+			return err
+		}
+		var n int // bytes to move past after c and its length
+		switch {
+		case c <= msgpcode.PosFixedNumHigh || c >= msgpcode.NegFixedNumLow:
+		case c >= msgpcode.FixedMapLow && c <= msgpcode.FixedMapHigh:
+			pending += 2 * int(c&msgpcode.FixedMapMask)
+		case c >= msgpcode.FixedArrayLow && c <= msgpcode.FixedArrayHigh:
+			pending += int(c & msgpcode.FixedArrayMask)
+		case c >= msgpcode.FixedStrLow && c <= msgpcode.FixedStrHigh:
+			n = int(c & msgpcode.FixedStrMask)
+		default:
+			switch c {
+			case msgpcode.Nil, msgpcode.False, msgpcode.True:
+			case msgpcode.Uint8, msgpcode.Int8:
+				n = 1
+			case msgpcode.Uint16, msgpcode.Int16:
+				n = 2
+			case msgpcode.Uint32, msgpcode.Int32, msgpcode.Float:
+				n = 4
+			case msgpcode.Uint64, msgpcode.Int64, msgpcode.Double:
+				n = 8
+			case msgpcode.Bin8, msgpcode.Bin16, msgpcode.Bin32, msgpcode.Str8, msgpcode.Str16, msgpcode.Str32:
+				if n, err = r.bytesLen(c); err != nil {
+					return err
+				}
+			case msgpcode.Array16, msgpcode.Array32:
+				m, err := r.arrayLen(c)
+				if err != nil {
+					return err
+				}
+				pending += m
+			case msgpcode.Map16, msgpcode.Map32:
+				m, err := r.mapLen(c)
+				if err != nil {
+					return err
+				}
+				pending += 2 * m
+			case msgpcode.FixExt1, msgpcode.FixExt2, msgpcode.FixExt4, msgpcode.FixExt8, msgpcode.FixExt16:
+				n = 1 + 1<<(c-msgpcode.FixExt1) // the type byte and 1, 2, 4, 8 or 16 bytes
+			case msgpcode.Ext8, msgpcode.Ext16, msgpcode.Ext32:
+				b, err := r.next(1 << (c - msgpcode.Ext8))
+				if err != nil {
+					return err
+				}
+				for _, x := range b {
+					n = n<<8 | int(x)
+				}
+				n++ // the type byte
+			default:
+				return fmt.Errorf("msgpack: unknown code %x", c)
+			}
+		}
+		if _, err := r.next(n); err != nil {
+			return err
 		}
 	}
 	return nil
