@@ -60,7 +60,26 @@ type typeName struct {
 	// message is a copy of one whose data word points to the decoded value
 	// (see withData). Nil when t is held in the data word itself.
 	asM, cd any
+	// plan encodes and decodes t (a plain struct, or a pointer to one)
+	// without msgpack's reflection; nil for other types.
+	plan *plan
+	// With asM: elem is the type of the values messages point to, and
+	// slab an array of slabLen of them, allocated at once and handed out
+	// one by one (see boundDecoder.alloc); slab is nil for values too
+	// large to share an allocation.
+	elem     reflect.Type
+	elemSize uintptr
+	slab     reflect.Type
+	slabLen  int
 }
+
+// slabBytes bounds the memory one decoded message may keep alive
+// through its slab: a small message is one allocation per slabMax
+// messages instead of one each.
+const (
+	slabBytes = 1 << 10
+	slabMax   = 64
+)
 
 // iface is the layout of every interface value: a type (or itab) word and
 // a data word, which for the types the fast path takes points to the
@@ -109,6 +128,11 @@ func newTypeName(t reflect.Type, name string) *typeName {
 		elem = t.Elem()
 	}
 	tn.dec = elem.Kind() != reflect.Pointer && reflect.PointerTo(elem).Implements(customDecoder) && !elem.Implements(customDecoder)
+	// A value's plan reads it through the interface's data word: only
+	// for types held there by pointer.
+	if elem != t || held(t) {
+		tn.plan = newPlan(elem)
+	}
 	return tn
 }
 
@@ -123,6 +147,9 @@ func newCodec[M any]() *codec {
 		// A nil pointer M decodes as nil by msgpack's rules, unlike a
 		// registered pointer type (see decodeWith): keep msgpack's path.
 		c.self.dec = c.self.dec && t.Kind() != reflect.Pointer
+		if t.Kind() == reflect.Pointer {
+			c.self.plan = nil
+		}
 	}
 	return c
 }
@@ -175,7 +202,11 @@ func (c *codec) fast(tn *typeName) {
 		cd := reflect.Zero(reflect.PointerTo(elem)).Interface().(msgpack.CustomDecoder)
 		tn.cd = &cd
 	}
-	tn.asM = asM
+	tn.asM, tn.elem, tn.elemSize = asM, elem, elem.Size()
+	if size := tn.elemSize; size > 0 && size <= slabBytes/2 {
+		tn.slabLen = min(slabMax, int(slabBytes/size))
+		tn.slab = reflect.ArrayOf(tn.slabLen, elem)
+	}
 }
 
 // portable reports why messages cannot cross nodes, or nil.
@@ -186,21 +217,58 @@ func (c *codec) portable() error {
 	return errors.New("the message type is an interface: list its message types with WithMessages so other nodes can decode them")
 }
 
+// typeOf returns m's type and name.
+func (c *codec) typeOf(m any) (*typeName, error) {
+	if c.concrete {
+		return c.self, nil
+	}
+	t := reflect.TypeOf(m)
+	tn := c.last.Load()
+	if tn == nil || tn.t != t {
+		if tn = c.names[t]; tn == nil {
+			return nil, fmt.Errorf("troupe: message type %T is not listed in WithMessages", m)
+		}
+		c.last.Store(tn)
+	}
+	return tn, nil
+}
+
+// appender returns m's type when its plan encodes it by itself (pure):
+// it can then be encoded straight into the batch that carries it (see
+// host.Outbound.Enc).
+func (c *codec) appender(m any) *typeName {
+	tn, _ := c.typeOf(m)
+	if tn == nil || tn.plan == nil || !tn.plan.pure {
+		return nil
+	}
+	return tn
+}
+
+// AppendMessage implements host.MessageAppender for types with a pure
+// plan.
+func (tn *typeName) AppendMessage(dst []byte, m any) []byte {
+	p := (*iface)(unsafe.Pointer(&m)).data
+	if p == nil {
+		return append(dst, msgpcode.Nil) // a nil pointer, as msgpack writes it
+	}
+	dst, _ = tn.plan.appendMessage(dst, p, nil)
+	return dst
+}
+
 // encodeTo encodes m into b and returns m's type name.
 func (c *codec) encodeTo(b *encodeBuffer, m any) (string, error) {
-	tn := c.self
-	if !c.concrete {
-		t := reflect.TypeOf(m)
-		tn = c.last.Load()
-		if tn == nil || tn.t != t {
-			if tn = c.names[t]; tn == nil {
-				return "", fmt.Errorf("troupe: message type %T is not listed in WithMessages", m)
-			}
-			c.last.Store(tn)
-		}
+	tn, err := c.typeOf(m)
+	if err != nil {
+		return "", err
 	}
-	var err error
 	switch {
+	case tn.plan != nil:
+		// The data word points to the struct (or is the pointer to it).
+		if p := (*iface)(unsafe.Pointer(&m)).data; p != nil {
+			b.w.b, err = tn.plan.appendMessage(b.w.b, p, b)
+		} else {
+			err = b.enc.EncodeNil()
+		}
 	case !tn.enc:
 		err = b.enc.Encode(m)
 	case tn.nilable && reflect.ValueOf(m).IsNil():
@@ -264,7 +332,9 @@ func decodeWith[M any](d *boundDecoder, c *codec, name string, body []byte) (M, 
 	if c.concrete {
 		v := d.scratchOf(c.self.t)
 		var err error
-		if c.self.dec {
+		if c.self.plan != nil {
+			err = d.decodePlan(c.self.plan, body, v.Addr().UnsafePointer())
+		} else if c.self.dec {
 			err = d.decodeCustom(body, v.Addr())
 		} else {
 			err = d.decode(body, v)
@@ -287,27 +357,27 @@ func decodeWith[M any](d *boundDecoder, c *codec, name string, body []byte) (M, 
 	t := tn.t
 	if pm, ok := tn.asM.(*M); ok {
 		// Decode into a new value and make the message point to it.
-		elem := t
-		if t.Kind() == reflect.Pointer {
-			elem = t.Elem()
-		}
-		p := reflect.New(elem)
+		p := d.alloc(tn)
 		var err error
-		if tn.dec {
-			err = d.decodeCustomAt(body, withData(*tn.cd.(*msgpack.CustomDecoder), p.UnsafePointer()))
+		if tn.plan != nil {
+			err = d.decodePlan(tn.plan, body, p)
+		} else if tn.dec {
+			err = d.decodeCustomAt(body, withData(*tn.cd.(*msgpack.CustomDecoder), p))
 		} else {
-			err = d.decode(body, p.Elem())
+			err = d.decode(body, reflect.NewAt(tn.elem, p).Elem())
 		}
 		if err != nil {
 			return m, fmt.Errorf("%w: %s: %w", ErrUndecodable, name, err)
 		}
-		return withData(*pm, p.UnsafePointer()), nil
+		return withData(*pm, p), nil
 	}
 	var v reflect.Value
 	var err error
 	if t.Kind() == reflect.Pointer {
 		v = reflect.New(t.Elem())
-		if tn.dec {
+		if tn.plan != nil {
+			err = d.decodePlan(tn.plan, body, v.UnsafePointer())
+		} else if tn.dec {
 			err = d.decodeCustom(body, v)
 		} else {
 			err = d.decode(body, v.Elem())
@@ -362,6 +432,11 @@ type boundDecoder struct {
 	nc   *codec
 	name string
 	tn   *typeName
+	// slab holds the values alloc hands out for slabOf: slabNext is the
+	// index of the next one.
+	slabOf   *typeName
+	slab     unsafe.Pointer
+	slabNext int
 }
 
 var boundDecoders = sync.Pool{New: func() any {
@@ -380,6 +455,24 @@ func putBoundDecoder(d *boundDecoder) {
 	d.r.h = nil
 	d.r.Reset(nil)
 	boundDecoders.Put(d)
+}
+
+// alloc returns a new zero value of tn.elem. Small values come from a
+// slab shared with the next messages of the type decoded here: one
+// allocation for many, at the price of a message keeping up to
+// slabBytes alive while it is referenced.
+func (d *boundDecoder) alloc(tn *typeName) unsafe.Pointer {
+	if tn.slab == nil {
+		return reflect.New(tn.elem).UnsafePointer()
+	}
+	if d.slabOf != tn || d.slabNext == tn.slabLen {
+		d.slabOf, d.slab, d.slabNext = tn, reflect.New(tn.slab).UnsafePointer(), 0
+	}
+	// Within the array: a pointer past its end could point into the
+	// next object.
+	p := unsafe.Add(d.slab, uintptr(d.slabNext)*tn.elemSize)
+	d.slabNext++
+	return p
 }
 
 // scratchOf returns the zero scratch value of type t.

@@ -3,6 +3,7 @@ package actor
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"reflect"
 	"testing"
 
@@ -233,3 +234,45 @@ func TestCodecFastPathTypes(t *testing.T) {
 		}
 	}
 }
+
+// Small messages decoded in a run share slabs: every one keeps its own
+// value across slab boundaries and with other types decoded between
+// them; large and empty ones are allocated one by one.
+func TestCodecDecodedRunsKeepEachValue(t *testing.T) {
+	c := newTestCodec(t)
+	d := getBoundDecoder(nil)
+	defer putBoundDecoder(d)
+	var got, want []codecMsg
+	for i := range 300 {
+		m := codecMsg(plainMsg{N: i})
+		if i%50 == 7 {
+			m = &plainPtr{S: fmt.Sprint(i)}
+		}
+		name, body := encodeMsg(t, c, m)
+		v, err := decodeWith[codecMsg](d, c, name, body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, want = append(got, v), append(want, m)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+	if tn := c.names[reflect.TypeFor[plainMsg]()]; tn.slab == nil || tn.slabLen != slabMax {
+		t.Errorf("plainMsg: slab of %d, want %d", tn.slabLen, slabMax)
+	}
+	if tn := c.names[reflect.TypeFor[emptyMsg]()]; tn.slab != nil {
+		t.Error("emptyMsg has a slab")
+	}
+	big := newCodec[codecMsg]()
+	if probs := big.register("big", []any{bigMsg{}}); len(probs) > 0 {
+		t.Fatal(probs[0])
+	}
+	if tn := big.names[reflect.TypeFor[bigMsg]()]; tn.slab != nil {
+		t.Error("bigMsg shares a slab: one message would keep others alive")
+	}
+}
+
+type bigMsg struct{ B [slabBytes]byte }
+
+func (bigMsg) codecMsg() {}

@@ -226,6 +226,15 @@ func (k *kind[S, M]) tellHere(ctx context.Context, key string, h uint64, m M) er
 
 // send carries m to the member that serves key.
 func (k *kind[S, M]) send(ctx context.Context, key string, tok uint64, m M, s replier) error {
+	if s == nil {
+		// A tell whose type encodes by its plan alone is encoded straight
+		// into the batch that carries it. m is boxed once: boxing a
+		// concrete M allocates.
+		a := any(m)
+		if tn := k.def.codec.appender(a); tn != nil {
+			return k.rt.Tell(ctx, host.Outbound{Type: k.def.name, Key: key, Token: tok, Name: tn.name, Enc: tn, Msg: a})
+		}
+	}
 	buf := getEncodeBuffer()
 	defer putEncodeBuffer(buf)
 	name, err := k.def.codec.encodeTo(buf, m)

@@ -44,11 +44,29 @@ type Outbound struct {
 	Name string
 	// Body is valid only during the call: the caller reuses it.
 	Body []byte
+	// Enc, when set (tells only), encodes the message Msg in Body's
+	// place: the body is then appended straight into the batch that
+	// carries it, without a buffer of its own. Body is empty.
+	Enc MessageAppender
+	Msg any
 	// Deadline is when the asker stops waiting (zero for tells).
 	Deadline time.Time
 	// Chain lists the actors (type, key pairs) waiting, up the call chain,
 	// for the ask being sent; it detects ask cycles across nodes.
 	Chain []string
+}
+
+// MessageAppender appends a message's encoding to dst. It cannot fail.
+type MessageAppender interface {
+	AppendMessage(dst []byte, m any) []byte
+}
+
+// Encoded returns m with its body in Body, encoding it if Enc is set.
+func (m Outbound) Encoded() Outbound {
+	if m.Enc != nil {
+		m.Body, m.Enc, m.Msg = m.Enc.AppendMessage(nil, m.Msg), nil, nil
+	}
+	return m
 }
 
 // Inbound is one message that arrived for a key this node serves.

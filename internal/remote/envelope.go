@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"math"
 	"unsafe"
+
+	"github.com/troupe-go/troupe/internal/host"
 )
 
 // Envelope kinds on the application stream.
@@ -87,6 +89,20 @@ type envelope struct {
 	err   *wireError // reply
 }
 
+// appendBody appends e's body with its length: e.body, or, when enc is
+// set, m as enc encodes it (a tell encoded straight into its batch). The
+// encoder travels beside the envelope, not in it: a pointer stored in an
+// envelope would make the compiler allocate the envelope's pointees.
+func (e *envelope) appendBody(b []byte, enc host.MessageAppender, m any) []byte {
+	if enc == nil {
+		return appendBytes(b, e.body)
+	}
+	start := len(b)
+	b = append(b, 0) // room for a one-byte length: most bodies are short
+	b = enc.AppendMessage(b, m)
+	return putLength(b, start)
+}
+
 // wireError is an error crossing nodes: a code callers can test with
 // errors.Is once decoded, and text for humans.
 type wireError struct {
@@ -142,12 +158,17 @@ func (e *envelope) encode() []byte {
 // prev describes (nil: none): as a kindTellNext when e is a tell that
 // can be. It updates prev to e.
 func (e *envelope) appendNext(b []byte, prev *tellHead) []byte {
+	return e.appendNextBody(b, prev, nil, nil)
+}
+
+// appendNextBody is appendNext with e's body given as for appendBody.
+func (e *envelope) appendNextBody(b []byte, prev *tellHead, enc host.MessageAppender, m any) []byte {
 	if prev == nil {
-		return e.appendTo(b)
+		return e.appendToBody(b, enc, m)
 	}
 	if !prev.ok || e.kind != kindTell || e.typ != prev.typ || e.id != 0 || e.ttl != 0 || len(e.chain) > 0 {
 		prev.set(e)
-		return e.appendTo(b)
+		return e.appendToBody(b, enc, m)
 	}
 	var flags uint8
 	if e.key == prev.key && e.token == prev.token {
@@ -164,14 +185,17 @@ func (e *envelope) appendNext(b []byte, prev *tellHead) []byte {
 	if flags&nextSameName == 0 {
 		b = appendString(b, e.name)
 	}
-	b = appendBytes(b, e.body)
+	b = e.appendBody(b, enc, m)
 	b = append(b, e.hops)
 	prev.set(e)
 	return b
 }
 
 // appendTo appends e's encoding to b.
-func (e *envelope) appendTo(b []byte) []byte {
+func (e *envelope) appendTo(b []byte) []byte { return e.appendToBody(b, nil, nil) }
+
+// appendToBody is appendTo with e's body given as for appendBody.
+func (e *envelope) appendToBody(b []byte, enc host.MessageAppender, m any) []byte {
 	b = append(b, envelopeVersion, e.kind)
 	switch e.kind {
 	case kindTell, kindAsk, kindDrain:
@@ -180,7 +204,7 @@ func (e *envelope) appendTo(b []byte) []byte {
 		b = appendString(b, e.typ)
 		b = appendString(b, e.key)
 		b = appendString(b, e.name)
-		b = appendBytes(b, e.body)
+		b = e.appendBody(b, enc, m)
 		b = binary.AppendVarint(b, e.ttl)
 		b = append(b, e.hops)
 		b = appendStrings(b, e.chain)

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/troupe-go/troupe/internal/host"
 	"github.com/troupe-go/troupe/wire"
 )
 
@@ -77,13 +78,19 @@ func laneOf(key uint64) int { return int(key % numLanes) }
 // waits) or once the lane holds batchMax bytes, the caller sends the lane
 // itself and gets wire's error; otherwise a flusher sends it soon.
 func (o *outbox) enqueue(key uint64, e *envelope, now bool) error {
+	return o.enqueueBody(key, e, nil, nil, now)
+}
+
+// enqueueBody is enqueue with e's body given as for appendBody: a tell's
+// message encoded straight into the lane's batch.
+func (o *outbox) enqueueBody(key uint64, e *envelope, enc host.MessageAppender, m any, now bool) error {
 	i := laneOf(key)
 	l := &o.lanes[i]
 	l.mu.Lock()
 	if l.buf == nil {
 		l.buf = make([]byte, 0, max(l.next, 64))
 	}
-	l.buf = e.appendFramed(l.buf, &l.prev)
+	l.buf = e.appendFramedBody(l.buf, &l.prev, enc, m)
 	if now || len(l.buf) >= batchMax {
 		err := o.flushLocked(i, l)
 		l.mu.Unlock()
@@ -167,9 +174,20 @@ func (o *outbox) pending() bool {
 // appendFramed appends e's length and encoding to b, a batch whose
 // previous envelope prev describes (see appendNext).
 func (e *envelope) appendFramed(b []byte, prev *tellHead) []byte {
+	return e.appendFramedBody(b, prev, nil, nil)
+}
+
+// appendFramedBody is appendFramed with e's body given as for appendBody.
+func (e *envelope) appendFramedBody(b []byte, prev *tellHead, enc host.MessageAppender, m any) []byte {
 	start := len(b)
 	b = append(b, 0) // room for a one-byte length: most envelopes are short
-	b = e.appendNext(b, prev)
+	b = e.appendNextBody(b, prev, enc, m)
+	return putLength(b, start)
+}
+
+// putLength writes, as a uvarint at b[start], the length of what follows
+// it in b, for which one byte was reserved there.
+func putLength(b []byte, start int) []byte {
 	n := len(b) - start - 1
 	if n < 0x80 {
 		b[start] = byte(n)

@@ -92,7 +92,7 @@ func (rt *route) Tell(ctx context.Context, out host.Outbound) error {
 		return err
 	}
 	if here || rt.r.isSilent(to) {
-		return rt.r.tellTo(to, here, out) // holds, or relays (see relay.go)
+		return rt.r.tellTo(to, here, out.Encoded()) // holds, or relays (see relay.go)
 	}
 	o := rt.out.Load()
 	if o == nil || o.to != to || o.epoch != rt.r.epoch.Load() {
@@ -100,5 +100,5 @@ func (rt *route) Tell(ctx context.Context, out host.Outbound) error {
 		rt.out.Store(o)
 	}
 	e := envelope{kind: kindTell, token: out.Token, typ: out.Type, key: out.Key, name: out.Name, body: out.Body}
-	return o.enqueue(out.Token, &e, false)
+	return o.enqueueBody(out.Token, &e, out.Enc, out.Msg, false)
 }

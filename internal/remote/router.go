@@ -423,7 +423,7 @@ func (r *Router) Tell(ctx context.Context, out host.Outbound) error {
 	if err != nil {
 		return err
 	}
-	return r.tellTo(to, here, out)
+	return r.tellTo(to, here, out.Encoded())
 }
 
 // tellTo sends a tell to the member to, or serves it here.
