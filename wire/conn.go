@@ -531,9 +531,16 @@ func init() { reliefAfter.Store(int64(time.Millisecond)) }
 // from rd; deliverInline then reports true and the caller must end.
 func (c *liveConn) deliverInline(rd *reader, st StreamID, from NodeID, d delivery) (relieved bool) {
 	s, t := c.s, c.s.t
-	seq := c.watchDelivery(rd)
+	h := t.handlers[st].Load()
+	quick := false
+	if h != nil {
+		if qh, ok := (*h).(QuickHandler); ok {
+			quick = qh.Quick(d.payload)
+		}
+	}
+	seq := c.watchDelivery(rd, !quick)
 	var then func(relieve func())
-	if h := t.handlers[st].Load(); h != nil && *h != nil {
+	if h != nil && *h != nil {
 		if dh, ok := (*h).(DeferHandler); ok {
 			then = dh.ReceiveDefer(from, d.payload)
 		} else {
@@ -567,11 +574,13 @@ func (c *liveConn) deliverInline(rd *reader, st StreamID, from NodeID, d deliver
 // do.
 
 // watchDelivery marks the start of an inline delivery by the reader rd
-// and makes sure the watch runs; it returns the delivery's number.
-func (c *liveConn) watchDelivery(rd *reader) uint64 {
+// and, if arm, makes sure the watch runs; it returns the delivery's
+// number. A delivery not armed for is still relieved by a watch that
+// runs for earlier ones.
+func (c *liveConn) watchDelivery(rd *reader, arm bool) uint64 {
 	c.watchRd.Store(rd)
 	seq := c.dseq.Add(1)
-	if !c.watchArmed.Load() && c.watchArmed.CompareAndSwap(false, true) {
+	if arm && !c.watchArmed.Load() && c.watchArmed.CompareAndSwap(false, true) {
 		c.armWatch(seq)
 	}
 	return seq

@@ -192,3 +192,63 @@ func TestDeferredWorkThatRelievesHandsReadingOverAtOnce(t *testing.T) {
 		}
 	})
 }
+
+// quickHandler is a deferHandler that calls envelopes starting with
+// "quick" quick.
+type quickHandler struct{ deferHandler }
+
+func (quickHandler) Quick(p []byte) bool { return bytes.HasPrefix(p, []byte("quick")) }
+
+// Quick envelopes are delivered without the relief watch, whose timer
+// would fire every millisecond while they go on; the first envelope that
+// is not quick starts it.
+func TestQuickEnvelopesAreDeliveredWithoutTheReliefWatch(t *testing.T) {
+	a, b := newTestNode(t, nil), newTestNode(t, nil)
+	var mu sync.Mutex
+	n := 0
+	b.t.Handle(StreamApplication, quickHandler{func(from NodeID, p []byte) func(func()) {
+		mu.Lock()
+		n++
+		mu.Unlock()
+		b.signal()
+		return nil
+	}})
+	ctx := context.Background()
+	const quick = 50
+	for i := range quick {
+		if _, err := a.t.SendWait(ctx, b.t.Self(), StreamApplication, 1, fmt.Appendf(nil, "quick %d", i)); err != nil {
+			t.Fatal(err)
+		}
+		b.waitFor(t, "the quick envelope", func() bool { mu.Lock(); defer mu.Unlock(); return n == i+1 })
+	}
+	c := onlyConn(t, b)
+	watched := func() bool { c.watchMu.Lock(); defer c.watchMu.Unlock(); return c.watch != nil }
+	if watched() {
+		t.Fatal("quick envelopes armed the relief watch")
+	}
+	if _, err := a.t.Send(ctx, b.t.Self(), StreamApplication, 1, []byte("slow")); err != nil {
+		t.Fatal(err)
+	}
+	b.waitFor(t, "the watch armed by the envelope that is not quick", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return n == quick+1 && watched()
+	})
+}
+
+// onlyConn returns the connection of n's only session.
+func onlyConn(t *testing.T, n *testNode) *liveConn {
+	t.Helper()
+	n.t.mu.Lock()
+	defer n.t.mu.Unlock()
+	for _, s := range n.t.sessions {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.conn == nil {
+			t.Fatal("the session has no connection")
+		}
+		return s.conn
+	}
+	t.Fatal("no session")
+	return nil
+}
