@@ -550,13 +550,20 @@ func (c *liveConn) deliverInline(rd *reader, st StreamID, from NodeID, d deliver
 		t.bufs.put(d.payload) // dropped: nobody holds it
 	}
 	s.mu.Lock()
-	s.consumedLocked(st, d)
+	s.consumedLocked(st, d, then == nil)
 	if len(s.inbox[st]) > 0 {
 		s.cond.Broadcast()
 	}
 	s.mu.Unlock()
 	if then != nil {
 		then(func() { c.relieve(seq, rd) })
+		// The work's reply, if it wrote one, took the grant along; one
+		// still pending gets the grant timer only now.
+		s.mu.Lock()
+		if !s.closing {
+			s.grantLaterLocked(st, time.Now())
+		}
+		s.mu.Unlock()
 	}
 	// Fails if the watch relieved this delivery: a new reader reads.
 	return !c.dseq.CompareAndSwap(seq, seq+1)

@@ -252,3 +252,47 @@ func onlyConn(t *testing.T, n *testNode) *liveConn {
 	t.Fatal("no session")
 	return nil
 }
+
+// Work that replies to a request takes the request's grant along with
+// its data, so requests answered that way never arm the grant timer,
+// which would otherwise fire for nothing every GrantDelay or so; work
+// that writes nothing leaves the grant to the timer.
+func TestRepliesTakeTheGrantAlongWithoutTheGrantTimer(t *testing.T) {
+	a, b := newTestNode(t, nil), newTestNode(t, nil)
+	ctx := context.Background()
+	var mu sync.Mutex
+	replies := 0
+	a.t.Handle(StreamApplication, HandlerFunc(func(from NodeID, p []byte) {
+		mu.Lock()
+		replies++
+		mu.Unlock()
+		a.signal()
+	}))
+	b.t.Handle(StreamApplication, deferHandler(func(from NodeID, p []byte) func(func()) {
+		if string(p) == "silent" {
+			b.signal()
+			return nil
+		}
+		return func(func()) {
+			if _, err := b.t.Send(ctx, from, StreamApplication, 1, []byte("reply")); err != nil {
+				t.Error(err)
+			}
+		}
+	}))
+	const requests = 50
+	for i := range requests {
+		if _, err := a.t.Send(ctx, b.t.Self(), StreamApplication, 1, []byte("request")); err != nil {
+			t.Fatal(err)
+		}
+		a.waitFor(t, "the reply", func() bool { mu.Lock(); defer mu.Unlock(); return replies == i+1 })
+	}
+	s := onlyConn(t, b).s
+	armed := func() bool { s.mu.Lock(); defer s.mu.Unlock(); return s.grantT != nil }
+	if armed() {
+		t.Fatal("requests answered with data armed the grant timer")
+	}
+	if _, err := a.t.Send(ctx, b.t.Self(), StreamApplication, 1, []byte("silent")); err != nil {
+		t.Fatal(err)
+	}
+	b.waitFor(t, "the grant timer for the envelope left unanswered", armed)
+}
