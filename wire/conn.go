@@ -343,6 +343,11 @@ type keepaliveReader struct {
 	pinged bool
 	set    int64 // heardNano when the read deadline was last moved
 	limit  int   // if positive, the most one Read returns
+
+	p      []byte // the buffer of the raw read under way
+	n      int    // its outcome
+	err    error
+	readFn func(fd uintptr) bool // readRaw, bound once
 }
 
 func (k *keepaliveReader) Read(p []byte) (int, error) {
@@ -351,7 +356,7 @@ func (k *keepaliveReader) Read(p []byte) (int, error) {
 		p = p[:k.limit]
 	}
 	for {
-		n, err := k.c.hsConn.Conn.Read(p)
+		n, err := k.read(p)
 		if n > 0 {
 			k.c.heardNano.Store(time.Now().UnixNano())
 			k.pinged = false
@@ -392,6 +397,45 @@ func (k *keepaliveReader) Read(p []byte) (int, error) {
 	}
 }
 
+// read reads into p from the connection, on plain TCP with rawRead
+// (waiting in the network poller as net.Conn.Read does).
+func (k *keepaliveReader) read(p []byte) (int, error) {
+	c := k.c
+	if c.raw == nil || len(p) == 0 {
+		return c.hsConn.Conn.Read(p)
+	}
+	k.p = p
+	err := c.raw.Read(k.readFn)
+	k.p = nil
+	if err != nil {
+		return 0, err // closed, or the deadline passed
+	}
+	switch n, rerr := k.n, k.err; {
+	case rerr != nil:
+		return 0, &net.OpError{Op: "read", Net: "tcp", Source: c.LocalAddr(), Addr: c.RemoteAddr(), Err: rerr}
+	case n == 0:
+		return 0, io.EOF
+	default:
+		return n, nil
+	}
+}
+
+// readRaw is the RawConn callback of read: false (wait until readable)
+// while the socket has nothing.
+func (k *keepaliveReader) readRaw(fd uintptr) bool {
+	for {
+		n, err := rawRead(int(fd), k.p)
+		switch err {
+		case syscall.EINTR:
+			continue
+		case syscall.EAGAIN:
+			return false
+		}
+		k.n, k.err = n, err
+		return true
+	}
+}
+
 // directMin is the least chunk the reader reads straight into its
 // envelope instead of through the frame buffer: below it the extra call
 // costs more than the copy it saves.
@@ -429,6 +473,7 @@ func (c *liveConn) readLoop() {
 	c.SetReadDeadline(time.Now().Add(t.cfg.KeepaliveAfter))
 	// Bytes the handshake reader already buffered come first.
 	ka := &keepaliveReader{c: c}
+	ka.readFn = ka.readRaw
 	src := io.MultiReader(bufferedOf(c.r), ka)
 	br := bufio.NewReaderSize(src, 64<<10)
 	c.read(&reader{br: br, fr: newFrameReader(br, t.cfg.Limits.MaxFrame), src: src, ka: ka})
@@ -1086,7 +1131,7 @@ func (c *liveConn) writeRaw(fd uintptr) bool {
 		b = b[:n]
 	}
 	for {
-		n, err := syscall.Write(int(fd), b)
+		n, err := rawWrite(int(fd), b)
 		if err == syscall.EINTR {
 			continue
 		}
