@@ -125,7 +125,10 @@
 // and an inline delivery whose deferred work may reply arms the grant
 // timer only after that work, if the grant is still pending (so request
 // and reply traffic runs no timer on the asker's reader, and no grant
-// timer on the owner's).
+// timer on the owner's); on plain TCP the reader reads and the inline
+// writer writes with raw system calls (rawio_linux.go), sparing the
+// runtime's sysmon wake-up at each system call entry after an idle
+// spell, once per request on a request-reply link.
 //
 // Tests: unit tests per piece, a rapid property over random workloads
 // (1 B to 4 MiB, four streams, random cuts at any byte including the
