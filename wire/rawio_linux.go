@@ -1,3 +1,5 @@
+//go:build !race
+
 package wire
 
 import (
@@ -12,6 +14,8 @@ import (
 // as every P idles, so between any two requests of a request-reply
 // exchange. On this project's VMs that wake-up (a futex call, a thread
 // switched in on the other vCPU, its sleeps) cost more than the read.
+// Race-detector builds use syscall.Read and Write (rawio_plain.go),
+// whose annotations order a write before the read of its bytes.
 func rawRead(fd int, p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
