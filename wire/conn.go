@@ -348,6 +348,11 @@ type keepaliveReader struct {
 	// frame (155 ns on this project's VMs). The loop zeroes it after an
 	// inline delivery, which may have run long.
 	at time.Time
+
+	p      []byte // the buffer of the raw read under way
+	n      int    // its outcome
+	err    error
+	readFn func(fd uintptr) bool // readRaw, bound once
 }
 
 func (k *keepaliveReader) Read(p []byte) (int, error) {
@@ -356,7 +361,7 @@ func (k *keepaliveReader) Read(p []byte) (int, error) {
 		p = p[:k.limit]
 	}
 	for {
-		n, err := k.c.hsConn.Conn.Read(p)
+		n, err := k.read(p)
 		if n > 0 {
 			k.at = time.Now()
 			k.c.heardNano.Store(k.at.UnixNano())
@@ -398,6 +403,45 @@ func (k *keepaliveReader) Read(p []byte) (int, error) {
 	}
 }
 
+// read reads into p from the connection, on plain TCP with rawRead
+// (waiting in the network poller as net.Conn.Read does).
+func (k *keepaliveReader) read(p []byte) (int, error) {
+	c := k.c
+	if c.raw == nil || len(p) == 0 {
+		return c.hsConn.Conn.Read(p)
+	}
+	k.p = p
+	err := c.raw.Read(k.readFn)
+	k.p = nil
+	if err != nil {
+		return 0, err // closed, or the deadline passed
+	}
+	switch n, rerr := k.n, k.err; {
+	case rerr != nil:
+		return 0, &net.OpError{Op: "read", Net: "tcp", Source: c.LocalAddr(), Addr: c.RemoteAddr(), Err: rerr}
+	case n == 0:
+		return 0, io.EOF
+	default:
+		return n, nil
+	}
+}
+
+// readRaw is the RawConn callback of read: false (wait until readable)
+// while the socket has nothing.
+func (k *keepaliveReader) readRaw(fd uintptr) bool {
+	for {
+		n, err := rawRead(int(fd), k.p)
+		switch err {
+		case syscall.EINTR:
+			continue
+		case syscall.EAGAIN:
+			return false
+		}
+		k.n, k.err = n, err
+		return true
+	}
+}
+
 // directMin is the least chunk the reader reads straight into its
 // envelope instead of through the frame buffer: below it the extra call
 // costs more than the copy it saves.
@@ -435,6 +479,7 @@ func (c *liveConn) readLoop() {
 	c.SetReadDeadline(time.Now().Add(t.cfg.KeepaliveAfter))
 	// Bytes the handshake reader already buffered come first.
 	ka := &keepaliveReader{c: c}
+	ka.readFn = ka.readRaw
 	src := io.MultiReader(bufferedOf(c.r), ka)
 	br := bufio.NewReaderSize(src, 64<<10)
 	c.read(&reader{br: br, fr: newFrameReader(br, t.cfg.Limits.MaxFrame), src: src, ka: ka})
@@ -540,9 +585,16 @@ func init() { reliefAfter.Store(int64(time.Millisecond)) }
 // from rd; deliverInline then reports true and the caller must end.
 func (c *liveConn) deliverInline(rd *reader, st StreamID, from NodeID, d delivery) (relieved bool) {
 	s, t := c.s, c.s.t
-	seq := c.watchDelivery(rd)
+	h := t.handlers[st].Load()
+	quick := false
+	if h != nil {
+		if qh, ok := (*h).(QuickHandler); ok {
+			quick = qh.Quick(d.payload)
+		}
+	}
+	seq := c.watchDelivery(rd, !quick)
 	var then func(relieve func())
-	if h := t.handlers[st].Load(); h != nil && *h != nil {
+	if h != nil && *h != nil {
 		if dh, ok := (*h).(DeferHandler); ok {
 			then = dh.ReceiveDefer(from, d.payload)
 		} else {
@@ -553,13 +605,20 @@ func (c *liveConn) deliverInline(rd *reader, st StreamID, from NodeID, d deliver
 	}
 	now := time.Now()
 	s.mu.Lock()
-	s.consumedLocked(st, d, now)
+	s.consumedLocked(st, d, now, then == nil)
 	if len(s.inbox[st]) > 0 {
 		s.cond.Broadcast()
 	}
 	s.mu.Unlock()
 	if then != nil {
 		then(func() { c.relieve(seq, rd) })
+		// The work's reply, if it wrote one, took the grant along; one
+		// still pending gets the grant timer only now.
+		s.mu.Lock()
+		if !s.closing {
+			s.grantLaterLocked(st, time.Now())
+		}
+		s.mu.Unlock()
 		now = time.Time{} // that work may have run long
 	}
 	// Fails if the watch relieved this delivery: a new reader reads.
@@ -582,11 +641,13 @@ func (c *liveConn) deliverInline(rd *reader, st StreamID, from NodeID, d deliver
 // do.
 
 // watchDelivery marks the start of an inline delivery by the reader rd
-// and makes sure the watch runs; it returns the delivery's number.
-func (c *liveConn) watchDelivery(rd *reader) uint64 {
+// and, if arm, makes sure the watch runs; it returns the delivery's
+// number. A delivery not armed for is still relieved by a watch that
+// runs for earlier ones.
+func (c *liveConn) watchDelivery(rd *reader, arm bool) uint64 {
 	c.watchRd.Store(rd)
 	seq := c.dseq.Add(1)
-	if !c.watchArmed.Load() && c.watchArmed.CompareAndSwap(false, true) {
+	if arm && !c.watchArmed.Load() && c.watchArmed.CompareAndSwap(false, true) {
 		c.armWatch(seq)
 	}
 	return seq
@@ -1086,7 +1147,7 @@ func (c *liveConn) writeRaw(fd uintptr) bool {
 		b = b[:n]
 	}
 	for {
-		n, err := syscall.Write(int(fd), b)
+		n, err := rawWrite(int(fd), b)
 		if err == syscall.EINTR {
 			continue
 		}

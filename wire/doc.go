@@ -120,7 +120,15 @@
 // finishes an envelope's work after the envelope is released (the router
 // runs actor handlers there); the reader's relief is one watch per
 // connection (a timer looking every 1 ms while inline deliveries go on)
-// instead of a timer per delivery.
+// instead of a timer per delivery. Session 4: envelopes a QuickHandler
+// calls quick (the router's replies) are delivered without the watch,
+// and an inline delivery whose deferred work may reply arms the grant
+// timer only after that work, if the grant is still pending (so request
+// and reply traffic runs no timer on the asker's reader, and no grant
+// timer on the owner's); on plain TCP the reader reads and the inline
+// writer writes with raw system calls (rawio_linux.go), sparing the
+// runtime's sysmon wake-up at each system call entry after an idle
+// spell, once per request on a request-reply link.
 //
 // Tests: unit tests per piece, a rapid property over random workloads
 // (1 B to 4 MiB, four streams, random cuts at any byte including the

@@ -192,3 +192,107 @@ func TestDeferredWorkThatRelievesHandsReadingOverAtOnce(t *testing.T) {
 		}
 	})
 }
+
+// quickHandler is a deferHandler that calls envelopes starting with
+// "quick" quick.
+type quickHandler struct{ deferHandler }
+
+func (quickHandler) Quick(p []byte) bool { return bytes.HasPrefix(p, []byte("quick")) }
+
+// Quick envelopes are delivered without the relief watch, whose timer
+// would fire every millisecond while they go on; the first envelope that
+// is not quick starts it.
+func TestQuickEnvelopesAreDeliveredWithoutTheReliefWatch(t *testing.T) {
+	a, b := newTestNode(t, nil), newTestNode(t, nil)
+	var mu sync.Mutex
+	n := 0
+	b.t.Handle(StreamApplication, quickHandler{func(from NodeID, p []byte) func(func()) {
+		mu.Lock()
+		n++
+		mu.Unlock()
+		b.signal()
+		return nil
+	}})
+	ctx := context.Background()
+	const quick = 50
+	for i := range quick {
+		if _, err := a.t.SendWait(ctx, b.t.Self(), StreamApplication, 1, fmt.Appendf(nil, "quick %d", i)); err != nil {
+			t.Fatal(err)
+		}
+		b.waitFor(t, "the quick envelope", func() bool { mu.Lock(); defer mu.Unlock(); return n == i+1 })
+	}
+	c := onlyConn(t, b)
+	watched := func() bool { c.watchMu.Lock(); defer c.watchMu.Unlock(); return c.watch != nil }
+	if watched() {
+		t.Fatal("quick envelopes armed the relief watch")
+	}
+	if _, err := a.t.Send(ctx, b.t.Self(), StreamApplication, 1, []byte("slow")); err != nil {
+		t.Fatal(err)
+	}
+	b.waitFor(t, "the watch armed by the envelope that is not quick", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return n == quick+1 && watched()
+	})
+}
+
+// onlyConn returns the connection of n's only session.
+func onlyConn(t *testing.T, n *testNode) *liveConn {
+	t.Helper()
+	n.t.mu.Lock()
+	defer n.t.mu.Unlock()
+	for _, s := range n.t.sessions {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.conn == nil {
+			t.Fatal("the session has no connection")
+		}
+		return s.conn
+	}
+	t.Fatal("no session")
+	return nil
+}
+
+// Work that replies to a request takes the request's grant along with
+// its data, so requests answered that way never arm the grant timer,
+// which would otherwise fire for nothing every GrantDelay or so; work
+// that writes nothing leaves the grant to the timer.
+func TestRepliesTakeTheGrantAlongWithoutTheGrantTimer(t *testing.T) {
+	a, b := newTestNode(t, nil), newTestNode(t, nil)
+	ctx := context.Background()
+	var mu sync.Mutex
+	replies := 0
+	a.t.Handle(StreamApplication, HandlerFunc(func(from NodeID, p []byte) {
+		mu.Lock()
+		replies++
+		mu.Unlock()
+		a.signal()
+	}))
+	b.t.Handle(StreamApplication, deferHandler(func(from NodeID, p []byte) func(func()) {
+		if string(p) == "silent" {
+			b.signal()
+			return nil
+		}
+		return func(func()) {
+			if _, err := b.t.Send(ctx, from, StreamApplication, 1, []byte("reply")); err != nil {
+				t.Error(err)
+			}
+		}
+	}))
+	const requests = 50
+	for i := range requests {
+		if _, err := a.t.Send(ctx, b.t.Self(), StreamApplication, 1, []byte("request")); err != nil {
+			t.Fatal(err)
+		}
+		a.waitFor(t, "the reply", func() bool { mu.Lock(); defer mu.Unlock(); return replies == i+1 })
+	}
+	s := onlyConn(t, b).s
+	armed := func() bool { s.mu.Lock(); defer s.mu.Unlock(); return s.grantT != nil }
+	if armed() {
+		t.Fatal("requests answered with data armed the grant timer")
+	}
+	if _, err := a.t.Send(ctx, b.t.Self(), StreamApplication, 1, []byte("silent")); err != nil {
+		t.Fatal(err)
+	}
+	b.waitFor(t, "the grant timer for the envelope left unanswered", armed)
+}

@@ -634,20 +634,28 @@ func (s *session) deliver(st StreamID) {
 		}
 
 		s.mu.Lock()
-		s.consumedLocked(st, d, time.Now())
+		s.consumedLocked(st, d, time.Now(), true)
 		s.mu.Unlock()
 	}
 }
 
 // consumedLocked ends the handling of delivery d: its credit returns to
 // the peer and the stream's handler is free again.
-func (s *session) consumedLocked(st StreamID, d delivery, now time.Time) {
+//
+// Unless arm, a grant not yet due gets no timer: the caller is about to
+// run work that may write a reply, which takes the grant along
+// (piggybackLocked), and calls grantLaterLocked after it. Arming the
+// timer before, it would fire for nothing about once per GrantDelay
+// while requests come in, each time a wake-up of an idle thread.
+func (s *session) consumedLocked(st StreamID, d delivery, now time.Time, arm bool) {
 	s.busy[st] = false
 	if d.epoch == s.epoch {
 		if err := s.recv[st].Consume(d.held, now); err != nil {
 			s.t.log.Error("troupe: wire: consume", "peer", s.id, "err", err)
 		}
-		s.grantLocked(st, now)
+		if !s.grantDueLocked(st, now) && arm {
+			s.grantLaterLocked(st, now)
+		}
 	}
 }
 
@@ -672,11 +680,25 @@ func creditFrame(st StreamID, g flow.Grant) outFrame {
 // most ride along with data before then (piggybackLocked), so waking the
 // writer at once to arm its timer would cost a wake-up per envelope.
 func (s *session) grantLocked(st StreamID, now time.Time) {
-	if g, ok := s.recv[st].Grant(now, s.sched.Estimator().MinRTT()); ok {
+	if !s.grantDueLocked(st, now) {
+		s.grantLaterLocked(st, now)
+	}
+}
+
+// grantDueLocked queues stream st's grant and wakes the writer for it if
+// it is due, and reports whether it was.
+func (s *session) grantDueLocked(st StreamID, now time.Time) bool {
+	g, ok := s.recv[st].Grant(now, s.sched.Estimator().MinRTT())
+	if ok {
 		s.credits = append(s.credits, creditFrame(st, g))
 		s.kick()
-		return
 	}
+	return ok
+}
+
+// grantLaterLocked arms the grant timer for stream st's grant, if one is
+// pending.
+func (s *session) grantLaterLocked(st StreamID, now time.Time) {
 	if d := s.recv[st].Deadline(); !d.IsZero() && (s.wakeAt.IsZero() || d.Before(s.wakeAt)) {
 		s.armGrantLocked(d, now)
 	}

@@ -38,6 +38,16 @@ type DeferHandler interface {
 	ReceiveDefer(from NodeID, payload []byte) (then func(relieve func()))
 }
 
+// A QuickHandler is a DeferHandler that can tell an envelope whose
+// handling never waits (say replies that complete requests). The reader
+// delivers such an envelope without its relief watch: while deliveries
+// go on, the watch's timer fires every millisecond, each time a wake-up
+// of an idle thread, which costs more than the delivery itself.
+type QuickHandler interface {
+	DeferHandler
+	Quick(payload []byte) bool
+}
+
 // HandlerFunc adapts a function to Handler.
 type HandlerFunc func(from NodeID, payload []byte)
 

@@ -260,3 +260,32 @@ func TestContinuedTellNeedsATellBefore(t *testing.T) {
 type bytesAppender struct{}
 
 func (bytesAppender) AppendMessage(dst []byte, m any) []byte { return append(dst, m.([]byte)...) }
+
+// Only a batch of replies is quick (wire delivers it without its relief
+// watch): anything else may run a handler or wait for mailbox room.
+func TestOnlyABatchOfRepliesIsQuick(t *testing.T) {
+	var prev tellHead
+	reply := func(b []byte, id uint64) []byte {
+		return (&envelope{kind: kindReply, id: id, body: []byte{1, 2}}).appendFramed(b, &prev)
+	}
+	replies := reply(reply(nil, 1), 2)
+	cases := []struct {
+		name  string
+		batch []byte
+		quick bool
+	}{
+		{"one reply", reply(nil, 7), true},
+		{"replies", replies, true},
+		{"empty", nil, false},
+		{"a reply then an ask", (&envelope{kind: kindAsk, id: 3, typ: "t", key: "k"}).appendFramed(replies, &prev), false},
+		{"a tell then a reply", reply((&envelope{kind: kindTell, typ: "t", key: "k"}).appendFramed(nil, &prev), 4), false},
+		{"a cancel", (&envelope{kind: kindCancel, id: 1}).appendFramed(nil, &prev), false},
+		{"cut short", replies[:len(replies)-1], false},
+		{"garbage", []byte{0x05, 0x01}, false},
+	}
+	for _, c := range cases {
+		if got := (receiver{}).Quick(c.batch); got != c.quick {
+			t.Errorf("%s: Quick = %v, want %v", c.name, got, c.quick)
+		}
+	}
+}

@@ -191,6 +191,24 @@ func (h receiver) ReceiveDefer(from wire.NodeID, payload []byte) (then func(reli
 	return then
 }
 
+// Quick implements wire.QuickHandler: a batch of replies only completes
+// pending asks, which never waits, so wire's reader delivers it without
+// its relief watch (on an asker, the watch's timer would fire every
+// millisecond while asks go on).
+func (h receiver) Quick(payload []byte) bool {
+	for off := 0; off < len(payload); {
+		n, k := binary.Uvarint(payload[off:])
+		if k <= 0 || n > uint64(len(payload)-off-k) || n < 2 {
+			return false
+		}
+		if p := payload[off+k:]; p[0] != envelopeVersion || p[1] != kindReply {
+			return false
+		}
+		off += k + int(n)
+	}
+	return len(payload) > 0
+}
+
 // endpoint boxes the current wire.Endpoint for the atomic pointer.
 type endpoint struct{ wire.Endpoint }
 

@@ -1,0 +1,66 @@
+package wire
+
+import (
+	"errors"
+	"io"
+	"net"
+	"testing"
+	"time"
+)
+
+// The reader's raw reads on plain TCP behave as net.Conn.Read: what is
+// sent arrives, an expired deadline is a timeout (which the keepalive
+// turns into pings), and the peer's close is io.EOF.
+func TestRawReadsBehaveAsConnReads(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			close(accepted)
+			return
+		}
+		accepted <- c
+	}()
+	peer, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer peer.Close()
+	tc, ok := (<-accepted).(*net.TCPConn)
+	if !ok {
+		t.Fatal("no TCP connection accepted")
+	}
+	defer tc.Close()
+	rc, err := tc.SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &liveConn{hsConn: &hsConn{Conn: tc}, raw: rc}
+	k := &keepaliveReader{c: c}
+	k.readFn = k.readRaw
+	buf := make([]byte, 64)
+
+	if _, err := peer.Write([]byte("hello")); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := k.read(buf); err != nil || string(buf[:n]) != "hello" {
+		t.Fatalf("read %q, %v; want hello", buf[:n], err)
+	}
+
+	tc.SetReadDeadline(time.Now().Add(10 * time.Millisecond))
+	var ne net.Error
+	if n, err := k.read(buf); n != 0 || !errors.As(err, &ne) || !ne.Timeout() {
+		t.Fatalf("read past the deadline: %d, %v; want a timeout", n, err)
+	}
+	tc.SetReadDeadline(time.Time{})
+
+	peer.Close()
+	if n, err := k.read(buf); n != 0 || err != io.EOF {
+		t.Fatalf("read after the peer closed: %d, %v; want io.EOF", n, err)
+	}
+}
