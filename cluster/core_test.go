@@ -196,9 +196,13 @@ func TestStepDownAfterHalfDeadAfterAndResume(t *testing.T) {
 	if got := downAt.Sub(lost); got < fast.DeadAfter/2 || got > fast.DeadAfter/2+fast.Heartbeat/4 {
 		t.Fatalf("expected step-down DeadAfter/2 = %v after losing the majority; got %v", fast.DeadAfter/2, got)
 	}
+	// c refutes and is heard again. (A refutation gossiped by another
+	// member alone does not do: a member this node watches counts against
+	// its majority while silent to it, see silentWatched.)
 	refuted := peers[1]
 	refuted.Incarnation = 1
 	c.Step(Message{Type: MsgGossip, From: peers[0].ID, Records: []Member{refuted}})
+	c.Step(Message{Type: MsgAck, From: refuted.ID})
 	if !c.Owning() {
 		t.Fatal("expected ownership to resume as soon as a majority (2 of 3) is seen again")
 	}
@@ -308,5 +312,46 @@ func TestJoiningIsReported(t *testing.T) {
 	}
 	if !joined || !c.Joined() {
 		t.Fatal("expected an EventJoined once the seed answered")
+	}
+}
+
+// A node that doubts itself stretches its suspicions (1 + health), but not
+// its step-down: when most of the members it watches fall silent, it must
+// step down before peers that do not doubt themselves can declare it dead
+// (SuspectAfter + DeadAfter after the silence began).
+func TestStepDownIsNotStretchedByLocalHealth(t *testing.T) {
+	c := newTestCore(t, "a:1")
+	peers := []Member{peer("b:1"), peer("c:1"), peer("d:1"), peer("e:1")}
+	for _, p := range peers {
+		befriend(c, p)
+	}
+	c.Tick(t0)
+	if !c.Owning() {
+		t.Fatal("expected to own with 5 of 5 alive")
+	}
+	c.health = maxHealth
+	var downAt time.Time
+	end := t0.Add(2 * (fast.SuspectAfter + fast.DeadAfter))
+	for now := t0.Add(fast.Heartbeat / 4); now.Before(end); now = now.Add(fast.Heartbeat / 4) {
+		c.health = maxHealth // doubting itself throughout
+		c.Tick(now)
+		c.Step(Message{Type: MsgAck, From: peers[0].ID}) // b still heard; c, d, e silent
+		if !c.Owning() && downAt.IsZero() {
+			downAt = now
+		}
+	}
+	if downAt.IsZero() {
+		t.Fatalf("expected a step-down with 2 of 5 heard; still owning after %v", end.Sub(t0))
+	}
+	if limit := fast.SuspectAfter + fast.DeadAfter; downAt.Sub(t0) >= limit {
+		t.Fatalf("stepped down %v after the silence began; peers may declare this node dead after %v", downAt.Sub(t0), limit)
+	}
+	// Heard again: owning again.
+	for _, p := range peers[1:] {
+		c.Step(Message{Type: MsgAck, From: p.ID})
+	}
+	c.Tick(end.Add(fast.Heartbeat))
+	if !c.Owning() {
+		t.Fatal("expected ownership to resume once the members are heard again")
 	}
 }

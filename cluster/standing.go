@@ -1,6 +1,9 @@
 package cluster
 
-import "time"
+import (
+	"slices"
+	"time"
+)
 
 // Majority standing. A node owns non-pinned actors only while it sees a
 // majority of the member set alive (alive or leaving; suspect and dead
@@ -11,6 +14,15 @@ import "time"
 // declare a silent node dead no sooner than SuspectAfter + DeadAfter after
 // its silence began, and it loses their majority no later than SuspectAfter
 // after, so the grace leaves DeadAfter/2 for the step-down to finish first.
+//
+// That bound must hold while this node doubts itself: its suspicions then
+// stretch by (1 + health) (see detect), but peers that do not doubt
+// themselves still declare it dead SuspectAfter + DeadAfter after its
+// silence began. So the members this node watches count against its
+// majority once silent for SuspectAfter, unstretched, whatever their
+// status says (silentWatched). Found by a netns test under load: a
+// two-member minority, doubting itself, kept owning for 2.9 s while the
+// majority had moved its keys at 2.5 s.
 
 func (c *Core) hasMajority() bool {
 	alive := c.seenAlive
@@ -19,8 +31,30 @@ func (c *Core) hasMajority() bool {
 		if c.self.Status.SeenAlive() {
 			alive = 1
 		}
+	} else {
+		alive -= c.silentWatched()
 	}
 	return 2*alive > c.members
+}
+
+// silentWatched counts the members seen alive that this node watches
+// (active neighbours and probes) and has not heard from for SuspectAfter.
+func (c *Core) silentWatched() int {
+	n := 0
+	count := func(id NodeID) {
+		if m, ok := c.table.Get(id); ok && m.Status.SeenAlive() && c.silence(id) >= c.t.SuspectAfter {
+			n++
+		}
+	}
+	for _, id := range c.active {
+		count(id)
+	}
+	for _, p := range c.probes {
+		if !slices.Contains(c.active, p.id) {
+			count(p.id)
+		}
+	}
+	return n
 }
 
 func (c *Core) updateStanding() {
