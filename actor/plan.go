@@ -941,19 +941,28 @@ func (r *planReader) bytesLen(c byte) (int, error) {
 		}
 		return int(b[0]), nil
 	case msgpcode.Str16, msgpcode.Bin16:
-		b, err := r.next(2)
-		if err != nil {
-			return 0, err
-		}
-		return int(binary.BigEndian.Uint16(b)), nil
+		return r.be16()
 	case msgpcode.Str32, msgpcode.Bin32:
-		b, err := r.next(4)
-		if err != nil {
-			return 0, err
-		}
-		return int(binary.BigEndian.Uint32(b)), nil
+		return r.be32()
 	}
 	return 0, fmt.Errorf("msgpack: invalid code=%x decoding string/bytes length", c)
+}
+
+// be16 and be32 read a big-endian length of 2 or 4 bytes.
+func (r *planReader) be16() (int, error) {
+	b, err := r.next(2)
+	if err != nil {
+		return 0, err
+	}
+	return int(binary.BigEndian.Uint16(b)), nil
+}
+
+func (r *planReader) be32() (int, error) {
+	b, err := r.next(4)
+	if err != nil {
+		return 0, err
+	}
+	return int(binary.BigEndian.Uint32(b)), nil
 }
 
 func (r *planReader) mapLen(c byte) (int, error) {
@@ -964,17 +973,9 @@ func (r *planReader) mapLen(c byte) (int, error) {
 	case msgpcode.Nil:
 		return -1, nil
 	case msgpcode.Map16:
-		b, err := r.next(2)
-		if err != nil {
-			return 0, err
-		}
-		return int(binary.BigEndian.Uint16(b)), nil
+		return r.be16()
 	case msgpcode.Map32:
-		b, err := r.next(4)
-		if err != nil {
-			return 0, err
-		}
-		return int(binary.BigEndian.Uint32(b)), nil
+		return r.be32()
 	}
 	return 0, fmt.Errorf("msgpack: invalid code=%x decoding map length", c)
 }
@@ -985,17 +986,9 @@ func (r *planReader) arrayLen(c byte) (int, error) {
 	}
 	switch c {
 	case msgpcode.Array16:
-		b, err := r.next(2)
-		if err != nil {
-			return 0, err
-		}
-		return int(binary.BigEndian.Uint16(b)), nil
+		return r.be16()
 	case msgpcode.Array32:
-		b, err := r.next(4)
-		if err != nil {
-			return 0, err
-		}
-		return int(binary.BigEndian.Uint32(b)), nil
+		return r.be32()
 	}
 	return 0, fmt.Errorf("msgpack: invalid code=%x decoding array length", c)
 }
