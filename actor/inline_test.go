@@ -76,6 +76,17 @@ func (f *inlineFixture) inbound(t *testing.T, key string, m inlMsg, out chan<- e
 		Reply: func(_ []byte, err error) { out <- err }}
 }
 
+// claim delivers m as an ask to key's idle cell for an inline run, which
+// it must get; it returns the ask's cancel and the run.
+func (f *inlineFixture) claim(t *testing.T, key string, m inlMsg, out chan<- error) (cancel func(), run func(relieve func())) {
+	t.Helper()
+	cancel, run, err := f.k.DeliverRemoteInline(f.inbound(t, key, m, out))
+	if err != nil || run == nil {
+		t.Fatalf("not claimed: run %v, err %v", run != nil, err)
+	}
+	return cancel, run
+}
+
 func (f *inlineFixture) tell(t *testing.T, key, tag string) {
 	t.Helper()
 	if err := f.k.push(context.Background(), key, 0, inlMsg{Tag: tag}, nil, false); err != nil {
@@ -126,10 +137,7 @@ func TestInlineAskRunsBeforeWhatQueuedBehindIt(t *testing.T) {
 	f := newInlineFixture(t)
 	f.warm(t, "k")
 	out := make(chan error, 1)
-	_, run, err := f.k.DeliverRemoteInline(f.inbound(t, "k", inlMsg{Tag: "ask"}, out))
-	if err != nil || run == nil {
-		t.Fatalf("a warm idle cell was not claimed: run %v, err %v", run != nil, err)
-	}
+	_, run := f.claim(t, "k", inlMsg{Tag: "ask"}, out) // a warm idle cell
 	f.tell(t, "k", "t1")
 	f.tell(t, "k", "t2")
 	if got := f.logged(); len(got) != 1 {
@@ -172,10 +180,7 @@ func TestInlineAskCancelledBeforeItsRunIsDropped(t *testing.T) {
 	f := newInlineFixture(t)
 	f.warm(t, "k")
 	out := make(chan error, 1)
-	cancel, run, err := f.k.DeliverRemoteInline(f.inbound(t, "k", inlMsg{Tag: "ask"}, out))
-	if err != nil || run == nil {
-		t.Fatalf("not claimed: run %v, err %v", run != nil, err)
-	}
+	cancel, run := f.claim(t, "k", inlMsg{Tag: "ask"}, out)
 	cancel()
 	run(nil)
 	select {
@@ -210,10 +215,7 @@ func TestInlineAskOfAFailingHandlerFails(t *testing.T) {
 	f := newInlineFixture(t)
 	f.warm(t, "k")
 	out := make(chan error, 1)
-	_, run, err := f.k.DeliverRemoteInline(f.inbound(t, "k", inlMsg{Tag: "fail"}, out))
-	if err != nil || run == nil {
-		t.Fatalf("not claimed: run %v, err %v", run != nil, err)
-	}
+	_, run := f.claim(t, "k", inlMsg{Tag: "fail"}, out)
 	run(nil)
 	if err := <-out; !errors.Is(err, ErrActorFailed) {
 		t.Fatalf("err = %v, want ErrActorFailed", err)
@@ -226,10 +228,7 @@ func TestInlineRunPassesItsRelieveToTheHandler(t *testing.T) {
 	f := newInlineFixture(t)
 	f.warm(t, "k")
 	out := make(chan error, 1)
-	_, run, err := f.k.DeliverRemoteInline(f.inbound(t, "k", inlMsg{Tag: "relieve"}, out))
-	if err != nil || run == nil {
-		t.Fatalf("not claimed: run %v, err %v", run != nil, err)
-	}
+	_, run := f.claim(t, "k", inlMsg{Tag: "relieve"}, out)
 	relieved := 0
 	run(func() { relieved++ })
 	if err := <-out; err != nil {

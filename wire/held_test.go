@@ -84,15 +84,7 @@ func TestAnEnvelopeThatFitsTheRestOfAFullWindowIsWritten(t *testing.T) {
 // short.
 func TestCreditHeldMatchesWhatTheSchedulerWouldWrite(t *testing.T) {
 	const window = 64 << 10
-	tr, err := New(Config{ClusterName: "test", Limits: Limits{MaxFrame: 16 << 10, Window: window}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tr.Close()
-	s, err := newSession(tr, "peer", "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := connlessSession(t, Config{ClusterName: "test", Limits: Limits{MaxFrame: 16 << 10, Window: window}})
 	st := StreamReplication
 	cr := s.sched.Credit(flow.StreamID(st))
 	for _, c := range []struct {
@@ -116,4 +108,20 @@ func TestCreditHeldMatchesWhatTheSchedulerWouldWrite(t *testing.T) {
 			t.Errorf("%d bytes with %d available: held %v, want %v", c.n, c.avail, got, c.held)
 		}
 	}
+}
+
+// connlessSession returns a session of a transport made from cfg, with no
+// connection: for tests of its bookkeeping under s.mu.
+func connlessSession(t *testing.T, cfg Config) *session {
+	t.Helper()
+	tr, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tr.Close() })
+	s, err := newSession(tr, "peer", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }

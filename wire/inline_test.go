@@ -140,14 +140,7 @@ func TestDeferredWorkDoesNotHoldTheStream(t *testing.T) {
 	b.waitFor(t, "the first envelope", func() bool { mu.Lock(); defer mu.Unlock(); return len(got) == 1 })
 	send("block")
 	send("unblock")
-	b.waitFor(t, "the deferred work", func() bool {
-		select {
-		case <-done:
-			return true
-		default:
-			return false
-		}
-	})
+	b.waitFor(t, "the deferred work", closed(done))
 	mu.Lock()
 	defer mu.Unlock()
 	if want := []string{"warm", "block", "unblock"}; fmt.Sprint(got) != fmt.Sprint(want) {
@@ -183,14 +176,7 @@ func TestDeferredWorkThatRelievesHandsReadingOverAtOnce(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	b.waitFor(t, "the deferred work", func() bool {
-		select {
-		case <-done:
-			return true
-		default:
-			return false
-		}
-	})
+	b.waitFor(t, "the deferred work", closed(done))
 }
 
 // quickHandler is a deferHandler that calls envelopes starting with
@@ -295,4 +281,16 @@ func TestRepliesTakeTheGrantAlongWithoutTheGrantTimer(t *testing.T) {
 		t.Fatal(err)
 	}
 	b.waitFor(t, "the grant timer for the envelope left unanswered", armed)
+}
+
+// closed reports, when called, whether ch is closed.
+func closed(ch <-chan struct{}) func() bool {
+	return func() bool {
+		select {
+		case <-ch:
+			return true
+		default:
+			return false
+		}
+	}
 }

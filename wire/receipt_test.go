@@ -61,15 +61,7 @@ func TestReceiptResolvesWhetherOrNotDoneWasAskedFor(t *testing.T) {
 // copy of the chunk (the frame buffer is reused), and one whose only
 // frame is shorter than the envelope it announces is refused.
 func TestAnEnvelopeInOneFrameIsCopiedAndMustBeWhole(t *testing.T) {
-	tr, err := New(Config{ClusterName: "test"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tr.Close()
-	s, err := newSession(tr, "peer", "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := connlessSession(t, Config{ClusterName: "test"})
 	h := Header{Version: ProtocolVersion, Type: FrameData, Flags: FlagFirst | FlagLast, Stream: StreamApplication}
 	chunk := []byte("hello")
 	s.mu.Lock()
@@ -81,7 +73,7 @@ func TestAnEnvelopeInOneFrameIsCopiedAndMustBeWhole(t *testing.T) {
 	if in := s.inbox[StreamApplication]; len(in) != 1 || string(in[0].payload) != "hello" || in[0].held != 5 {
 		t.Fatalf("inbox %+v, want one delivery of %q holding 5 bytes", in, "hello")
 	}
-	err = s.applyDataLocked(h, dataFrame{Envelope: 1, Total: 9}, chunk, time.Now(), nil)
+	err := s.applyDataLocked(h, dataFrame{Envelope: 1, Total: 9}, chunk, time.Now(), nil)
 	if !errors.Is(err, ErrMalformedFrame) {
 		t.Fatalf("a short single frame: %v, want %v", err, ErrMalformedFrame)
 	}
