@@ -274,7 +274,6 @@ func (r *Router) Update(self wire.NodeID, owning bool, members []cluster.Member)
 	r.view.Store(v)
 	r.noteChange(old, v)
 	var failed, again []*pending
-	var againIDs []uint64
 	now := time.Now()
 	r.mu.Lock()
 	close(r.changed)
@@ -304,7 +303,7 @@ func (r *Router) Update(self wire.NodeID, owning bool, members []cluster.Member)
 			// stopped serving (this view lagged): place it again. It
 			// stays withdrawable meanwhile (see redispatch).
 			p.retries++
-			again, againIDs, againTo = append(again, p), append(againIDs, id), append(againTo, p.to)
+			again, againTo = append(again, p), append(againTo, p.to)
 			p.to = wire.NodeID{}
 			continue
 		}
@@ -327,8 +326,8 @@ func (r *Router) Update(self wire.NodeID, owning bool, members []cluster.Member)
 	}
 	for i, p := range again {
 		// Should the leaver still be there, it drops its copy.
-		r.send(againTo[i], p.out.Token, &envelope{kind: kindCancel, id: againIDs[i]}, false)
-		if err := r.redispatch(againIDs[i], p); err != nil {
+		r.send(againTo[i], p.out.Token, &envelope{kind: kindCancel, id: p.id}, false)
+		if err := r.redispatch(p.id, p); err != nil {
 			p.done(nil, err)
 		}
 	}
