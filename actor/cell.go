@@ -219,17 +219,6 @@ func (c *cell[S, M]) push(ctx context.Context, m M, s replier, force bool) (err 
 // pushLocked is push after taking c.mu, which it releases.
 func (c *cell[S, M]) pushLocked(ctx context.Context, m M, s replier, force bool) (err error, retry bool) {
 	k := c.k
-	if s == nil && c.running && !c.parked && !c.gone && c.inLen()+int(c.batchLen) < k.def.s.mailbox && !k.h.Closed() {
-		// A tell to a busy cell, the common case, needs nothing but
-		// the lock.
-		c.put(envelope[M]{msg: m})
-		spinning := c.spinning
-		c.mu.Unlock()
-		if spinning {
-			noteIdlePeer(ctx)
-		}
-		return nil, false
-	}
 	for {
 		if c.gone {
 			c.mu.Unlock()
@@ -527,9 +516,7 @@ func (c *cell[S, M]) handleBatch(ctx *Context[S, M], work []envelope[M], r *runn
 		var ran bool
 		var err error
 		if i < last { // else not worth the call: a one-message batch, say
-			j := i
-			j, ran, err = c.runTells(ctx, work, i, last, def)
-			if i = j; i == len(work) {
+			if i, ran, err = c.runTells(ctx, work, i, last, def); i == len(work) {
 				break
 			}
 		}

@@ -37,7 +37,7 @@ type kind[S, M any] struct {
 	moving   []*cell[S, M]
 	movingN  atomic.Int32 // len(moving), for Sweep to look without the lock
 	shards   [shardCount]shard[S, M]
-	// bound is def's mailbox bound, for tellBusy to read without
+	// bound is def's mailbox bound, for cell.tell to read without
 	// following def.
 	bound int
 	// segments holds emptied mailbox segments (*[]envelope[M], cleared)
@@ -226,18 +226,17 @@ func (k *kind[S, M]) tellHere(ctx context.Context, key string, h uint64, m M) er
 
 // send carries m to the member that serves key.
 func (k *kind[S, M]) send(ctx context.Context, key string, tok uint64, m M, s replier) error {
+	a := any(m) // boxed once: boxing a concrete M allocates
 	if s == nil {
 		// A tell whose type encodes by its plan alone is encoded straight
-		// into the batch that carries it. m is boxed once: boxing a
-		// concrete M allocates.
-		a := any(m)
+		// into the batch that carries it.
 		if tn := k.def.codec.appender(a); tn != nil {
 			return k.rt.Tell(ctx, host.Outbound{Type: k.def.name, Key: key, Token: tok, Name: tn.name, Enc: tn, Msg: a})
 		}
 	}
 	buf := getEncodeBuffer()
 	defer putEncodeBuffer(buf)
-	name, err := k.def.codec.encodeTo(buf, m)
+	name, err := k.def.codec.encodeTo(buf, a)
 	if err != nil {
 		return err
 	}
@@ -261,6 +260,20 @@ func (k *kind[S, M]) send(ctx context.Context, key string, tok uint64, m M, s re
 // overflow policy: a tell from another node.
 type holdKey struct{}
 
+// tellRemote queues a tell that another node sent. A remote sender
+// cannot be told that the mailbox is full, and a tell must not be lost:
+// on a full mailbox it holds the stream until there is room, whatever
+// the overflow policy. Its credit stops the sender's node from sending
+// more on it.
+// TODO(backpressure): refuse per key rather than hold the stream.
+func (k *kind[S, M]) tellRemote(key string, m M) error {
+	err := k.push(noWait, key, 0, m, nil, false)
+	if errors.Is(err, ErrMailboxFull) {
+		err = k.hold(key, m)
+	}
+	return err
+}
+
 // DeliverRemote implements host.RemoteKind: it queues a message that
 // another node sent, without waiting for mailbox room (a full mailbox
 // refuses it), and answers asks through in.Reply.
@@ -273,16 +286,7 @@ func (k *kind[S, M]) DeliverRemote(in host.Inbound) (func(), error) {
 		return nil, err
 	}
 	if in.Reply == nil {
-		// A remote sender cannot be told that the mailbox is full, and a
-		// tell must not be lost: hold the stream until there is room,
-		// whatever the overflow policy. Its credit stops the sender's
-		// node from sending more on it.
-		// TODO(backpressure): refuse per key rather than hold the stream.
-		err := k.push(noWait, in.Key, 0, m, nil, false)
-		if !errors.Is(err, ErrMailboxFull) {
-			return nil, err
-		}
-		return nil, k.hold(in.Key, m)
+		return nil, k.tellRemote(in.Key, m)
 	}
 	s := k.remoteSlot(in)
 	if err := k.push(noWait, in.Key, 0, m, s, false); err != nil {
@@ -393,12 +397,7 @@ func (k *kind[S, M]) queueTells(run *tellsToKey[S, M], b host.TellBatch) {
 		}
 	}
 	for j := run.n - len(msgs); j < run.n; j++ {
-		err := k.push(noWait, run.key, 0, run.msgs[j], nil, false)
-		if errors.Is(err, ErrMailboxFull) {
-			// See DeliverRemote: the tell waits, and holds the stream.
-			err = k.hold(run.key, run.msgs[j])
-		}
-		if err != nil {
+		if err := k.tellRemote(run.key, run.msgs[j]); err != nil {
 			b.Dropped(run.idx[j], err)
 		}
 	}
