@@ -117,12 +117,17 @@ var (
 	customDecoder = reflect.TypeFor[msgpack.CustomDecoder]()
 )
 
-func newTypeName(t reflect.Type, name string) *typeName {
-	tn := &typeName{t: t, name: name, enc: t.Implements(customEncoder)}
+// nilable reports whether a value of t can be nil.
+func nilable(t reflect.Type) bool {
 	switch t.Kind() {
 	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Interface, reflect.Func, reflect.Chan:
-		tn.nilable = true
+		return true
 	}
+	return false
+}
+
+func newTypeName(t reflect.Type, name string) *typeName {
+	tn := &typeName{t: t, name: name, enc: t.Implements(customEncoder), nilable: nilable(t)}
 	elem := t
 	if t.Kind() == reflect.Pointer {
 		elem = t.Elem()
@@ -146,9 +151,8 @@ func newCodec[M any]() *codec {
 		c.self = newTypeName(t, "")
 		// A nil pointer M decodes as nil by msgpack's rules, unlike a
 		// registered pointer type (see decodeWith): keep msgpack's path.
-		c.self.dec = c.self.dec && t.Kind() != reflect.Pointer
 		if t.Kind() == reflect.Pointer {
-			c.self.plan = nil
+			c.self.dec, c.self.plan = false, nil
 		}
 	}
 	return c
@@ -247,12 +251,19 @@ func (c *codec) appender(m any) *typeName {
 // AppendMessage implements host.MessageAppender for types with a pure
 // plan.
 func (tn *typeName) AppendMessage(dst []byte, m any) []byte {
+	dst, _ = tn.appendPlan(dst, m, nil)
+	return dst
+}
+
+// appendPlan appends m, of a type with a plan, read through the
+// interface's data word (the struct, or the pointer to it); a nil pointer
+// as msgpack writes it.
+func (tn *typeName) appendPlan(dst []byte, m any, e *encodeBuffer) ([]byte, error) {
 	p := (*iface)(unsafe.Pointer(&m)).data
 	if p == nil {
-		return append(dst, msgpcode.Nil) // a nil pointer, as msgpack writes it
+		return append(dst, msgpcode.Nil), nil
 	}
-	dst, _ = tn.plan.appendMessage(dst, p, nil)
-	return dst
+	return tn.plan.appendMessage(dst, p, e)
 }
 
 // encodeTo encodes m into b and returns m's type name.
@@ -263,12 +274,7 @@ func (c *codec) encodeTo(b *encodeBuffer, m any) (string, error) {
 	}
 	switch {
 	case tn.plan != nil:
-		// The data word points to the struct (or is the pointer to it).
-		if p := (*iface)(unsafe.Pointer(&m)).data; p != nil {
-			b.w.b, err = tn.plan.appendMessage(b.w.b, p, b)
-		} else {
-			err = b.enc.EncodeNil()
-		}
+		b.w.b, err = tn.appendPlan(b.w.b, m, b)
 	case !tn.enc:
 		err = b.enc.Encode(m)
 	case tn.nilable && reflect.ValueOf(m).IsNil():

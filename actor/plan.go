@@ -95,7 +95,7 @@ const (
 var (
 	errArrayStruct = errors.New("msgpack: number of fields in array-encoded struct has changed")
 	hookTypes      = []reflect.Type{
-		reflect.TypeFor[msgpack.CustomEncoder](), reflect.TypeFor[msgpack.CustomDecoder](),
+		customEncoder, customDecoder,
 		reflect.TypeFor[msgpack.Marshaler](), reflect.TypeFor[msgpack.Unmarshaler](),
 		reflect.TypeFor[encoding.BinaryMarshaler](), reflect.TypeFor[encoding.BinaryUnmarshaler](),
 		reflect.TypeFor[encoding.TextMarshaler](), reflect.TypeFor[encoding.TextUnmarshaler](),
@@ -346,11 +346,7 @@ func newField(t reflect.Type, building map[reflect.Type]bool) (planField, bool) 
 // DecodeMsgpack, which msgpack's reflection then uses too, and a value
 // an interface holds by pointer.
 func custom(t reflect.Type) bool {
-	switch t.Kind() {
-	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Interface, reflect.Func, reflect.Chan:
-		return false
-	}
-	if !t.Implements(customEncoder) || !reflect.PointerTo(t).Implements(customDecoder) || !held(t) {
+	if nilable(t) || !t.Implements(customEncoder) || !reflect.PointerTo(t).Implements(customDecoder) || !held(t) {
 		return false
 	}
 	for _, h := range decodeHooks {

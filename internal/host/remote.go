@@ -12,26 +12,24 @@ import (
 type Remote interface {
 	// Token returns the ring position of typ/key, computed once per ref.
 	Token(typ, key string) uint64
-	// Here reports whether this node serves typ/key now. An error means
-	// no node can (no live member hosts the type, or this node lost the
-	// majority and would own the key).
-	Here(typ, key string, token uint64) (bool, error)
-	// Tell sends m to the node that serves its key, without waiting for it
-	// to be handled.
-	Tell(ctx context.Context, m Outbound) error
 	// Ask sends m and calls done once with the encoded reply or the
 	// error, unless the returned cancel is called first (then done is
 	// not called and the owner drops or cancels the request).
 	Ask(ctx context.Context, m Outbound, done func(body []byte, err error)) (cancel func(), err error)
-	// Route returns the placement of k's keys, for k to keep: it answers
-	// Here and Tell for k without looking k up by name each time.
+	// Route returns the placement of k's keys, for k to keep, so that
+	// placement and tells need no lookup of k by name.
 	Route(k RemoteKind) Route
 }
 
 // Route places and sends the messages of one actor type (see
-// Remote.Route); Here and Tell are Remote's, for that type.
+// Remote.Route).
 type Route interface {
+	// Here reports whether this node serves key now. An error means no
+	// node can (no live member hosts the type, or this node lost the
+	// majority and would own the key).
 	Here(key string, token uint64) (bool, error)
+	// Tell sends m to the node that serves its key, without waiting for
+	// it to be handled.
 	Tell(ctx context.Context, m Outbound) error
 }
 

@@ -423,26 +423,6 @@ func (r *Router) Dest(typ, key string, tok uint64) (wire.NodeID, bool, error) {
 	return r.view.Load().dest(r.kind(typ), typ, key, tok)
 }
 
-// Here implements host.Remote. A key this node owns but holds while its
-// previous owner drains it (see handoff.go) is not here: its messages go
-// through the router, which holds them.
-func (r *Router) Here(typ, key string, tok uint64) (bool, error) {
-	if rt := r.routeOf(typ); rt != nil {
-		return rt.Here(key, tok)
-	}
-	_, here, err := r.view.Load().dest(nil, typ, key, tok) // not hosted here: nothing to hold
-	return here, err
-}
-
-// Tell implements host.Remote.
-func (r *Router) Tell(ctx context.Context, out host.Outbound) error {
-	to, here, err := r.view.Load().dest(r.kind(out.Type), out.Type, out.Key, out.Token)
-	if err != nil {
-		return err
-	}
-	return r.tellTo(to, here, out.Encoded())
-}
-
 // tellTo sends a tell to the member to, or serves it here.
 func (r *Router) tellTo(to wire.NodeID, here bool, out host.Outbound) error {
 	e := envelope{kind: kindTell, token: out.Token, typ: out.Type, key: out.Key, name: out.Name, body: out.Body}
