@@ -300,7 +300,7 @@ func (s *session) activate(hc *hsConn, fresh bool, theirs resumeCounts) error {
 	}
 	s.gen++
 	c := &liveConn{hsConn: hc, s: s, gen: s.gen, done: make(chan struct{}), wake: make(chan struct{}, 1), stop: make(chan struct{}), enc: enc, dec: dec, lowat: t.cfg.NotSentLowat}
-	if tc, ok := hc.Conn.(*net.TCPConn); ok && inlineWrites {
+	if tc, ok := hc.Conn.(*net.TCPConn); ok {
 		if rc, err := tc.SyscallConn(); err == nil {
 			c.raw, c.rawFn = rc, c.writeRaw
 		}
@@ -912,8 +912,9 @@ func (c *liveConn) writeLoop() {
 			c.writing, mine = false, false
 		}
 		if tail := c.tail; tail != nil {
-			// An inline write left these bytes, and the turn, to us.
-			c.tail, mine = nil, true
+			// An inline write left these bytes, and the turn, to us:
+			// no wait to be kicked out of any more.
+			c.tail, c.writerWait, mine = nil, false, true
 			s.mu.Unlock()
 			if _, err := c.hsConn.Conn.Write(tail); err != nil {
 				c.Close()
@@ -1057,10 +1058,6 @@ func (c *liveConn) encode(buf []byte, f *outFrame, minBytes int) ([]byte, []byte
 	buf[start+4], buf[start+5], buf[start+6], buf[start+7] = byte(n>>24), byte(n>>16), byte(n>>8), byte(n)
 	return buf, chunk
 }
-
-// inlineWrites lets senders write on their own goroutine when the writer
-// is idle (writeInlineLocked); tests turn it off to compare.
-var inlineWrites = true
 
 // shortInlineWrites, when positive, makes tests' inline writes write at
 // most that many bytes, as a full socket would.

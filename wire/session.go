@@ -653,8 +653,10 @@ func (s *session) consumedLocked(st StreamID, d delivery, now time.Time, arm boo
 		if err := s.recv[st].Consume(d.held, now); err != nil {
 			s.t.log.Error("troupe: wire: consume", "peer", s.id, "err", err)
 		}
-		if !s.grantDueLocked(st, now) && arm {
-			s.grantLaterLocked(st, now)
+		if arm {
+			s.grantLocked(st, now)
+		} else {
+			s.grantDueLocked(st, now)
 		}
 	}
 }
