@@ -1,9 +1,6 @@
 package cluster
 
-import (
-	"slices"
-	"time"
-)
+import "time"
 
 // Majority standing. A node owns non-pinned actors only while it sees a
 // majority of the member set alive (alive or leaving; suspect and dead
@@ -50,7 +47,7 @@ func (c *Core) silentWatched() int {
 		count(id)
 	}
 	for _, p := range c.probes {
-		if !slices.Contains(c.active, p.id) {
+		if !c.inActive(p.id) {
 			count(p.id)
 		}
 	}

@@ -154,14 +154,9 @@ func (e *envelope) encode() []byte {
 	return e.appendTo(make([]byte, 0, n))
 }
 
-// appendNext appends e's encoding to a batch whose previous envelope
+// appendNextBody appends e's encoding to a batch whose previous envelope
 // prev describes (nil: none): as a kindTellNext when e is a tell that
-// can be. It updates prev to e.
-func (e *envelope) appendNext(b []byte, prev *tellHead) []byte {
-	return e.appendNextBody(b, prev, nil, nil)
-}
-
-// appendNextBody is appendNext with e's body given as for appendBody.
+// can be. It updates prev to e. e's body is given as for appendBody.
 func (e *envelope) appendNextBody(b []byte, prev *tellHead, enc host.MessageAppender, m any) []byte {
 	if prev == nil {
 		return e.appendToBody(b, enc, m)

@@ -232,8 +232,8 @@ func TestBatchedTellsRoundTrip(t *testing.T) {
 func TestContinuedTellNeedsATellBefore(t *testing.T) {
 	var prev tellHead
 	tell := &envelope{kind: kindTell, token: 1, typ: "t", key: "k", body: []byte{1}}
-	first := tell.appendNext(nil, &prev)
-	next := tell.appendNext(nil, &prev)
+	first := tell.appendNextBody(nil, &prev, nil, nil)
+	next := tell.appendNextBody(nil, &prev, nil, nil)
 	if next[1] != kindTellNext || len(next) >= len(first) {
 		t.Fatalf("the second tell encodes as kind %d in %d bytes (the first in %d), want a shorter kindTellNext", next[1], len(next), len(first))
 	}

@@ -230,9 +230,7 @@ func (r *Router) release(hid string) {
 	h.releasing = true
 	h.timer.Stop()
 	for {
-		items := h.items
-		h.items = nil
-		if len(items) == 0 {
+		if len(h.items) == 0 {
 			delete(r.holds, hid)
 			delete(r.drains, h.id)
 			r.holds0.Add(-1)
@@ -242,10 +240,12 @@ func (r *Router) release(hid string) {
 			r.hmu.Unlock()
 			return
 		}
+		// One at a time: an ask withdrawn meanwhile is still in h.items
+		// for dropHeld to find, unless it is the one being delivered.
+		it := h.items[0]
+		h.items = h.items[1:]
 		r.hmu.Unlock()
-		for i := range items {
-			r.deliverHeld(&items[i])
-		}
+		r.deliverHeld(&it)
 		r.hmu.Lock()
 	}
 }

@@ -172,7 +172,7 @@ func (o *outbox) pending() bool {
 }
 
 // appendFramed appends e's length and encoding to b, a batch whose
-// previous envelope prev describes (see appendNext).
+// previous envelope prev describes (see appendNextBody).
 func (e *envelope) appendFramed(b []byte, prev *tellHead) []byte {
 	return e.appendFramedBody(b, prev, nil, nil)
 }

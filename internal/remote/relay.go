@@ -77,16 +77,16 @@ func (r *Router) markSilent(now time.Time, silence time.Duration) {
 		}
 		next = put(next, id, heard)
 	}
-	if len(next) != len(*old) {
-		for id := range next {
-			if _, was := (*old)[id]; !was {
-				r.log.Warn("troupe: link to a member silent; relaying through others", "peer", id, "silence", silence)
-			}
+	// Log the changes (comparing sizes would miss one peer going silent
+	// as another is heard again).
+	for id := range next {
+		if _, was := (*old)[id]; !was {
+			r.log.Warn("troupe: link to a member silent; relaying through others", "peer", id, "silence", silence)
 		}
-		for id := range *old {
-			if _, still := next[id]; !still {
-				r.log.Info("troupe: link to a member heard again; sending directly", "peer", id)
-			}
+	}
+	for id := range *old {
+		if _, still := next[id]; !still {
+			r.log.Info("troupe: link to a member heard again; sending directly", "peer", id)
 		}
 	}
 	r.silent.Store(&next)
@@ -142,8 +142,9 @@ func (r *Router) relayFor(v *view, to wire.NodeID, typ string, token uint64) (wi
 func (r *Router) relayAsk(from wire.NodeID, e *envelope) {
 	sk := servedKey{from: from, id: e.id}
 	askerID := e.id
-	out := host.Outbound{Type: e.typ, Key: e.key, Token: e.token, Name: e.name,
-		Body: append([]byte(nil), e.body...), Chain: e.chain}
+	// Copied whole: the ask outlives the batch it came in.
+	c := cloneEnvelope(e)
+	out := host.Outbound{Type: c.typ, Key: c.key, Token: c.token, Name: c.name, Body: c.body, Chain: c.chain}
 	var ttl time.Duration
 	if e.ttl > 0 {
 		ttl = time.Duration(e.ttl)
