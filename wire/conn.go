@@ -817,6 +817,7 @@ func (c *liveConn) handleLocked(f frame, d dataFrame, chunk []byte, now time.Tim
 			return err
 		}
 		s.pongs = append(s.pongs, tok)
+		s.pingedLocked()
 		s.kick()
 		return nil
 	case FramePong:

@@ -22,11 +22,18 @@ type Receipt struct {
 	err      error
 	stop     func() bool // releases the context watch, if any
 
+	// Set before the receipt is returned and never changed.
+	s *session
+
 	// Guarded by the session's mutex.
-	handle flow.Handle
-	epoch  uint64
-	size   int  // the envelope's length
-	queued bool // in the session's queued map
+	handle  flow.Handle
+	epoch   uint64
+	size    int      // the envelope's length
+	queued  bool     // in the session's queued map
+	waited  bool     // Done or Wait asked for the outcome
+	written bool     // its last frame was written; end is set
+	st      StreamID // its stream, once written
+	end     int64    // its stream position's end, once written
 }
 
 func newReceipt() *Receipt { return &Receipt{} }
@@ -60,14 +67,24 @@ func (r *Receipt) resolve(err error) {
 // Done is closed when the receipt resolves.
 func (r *Receipt) Done() <-chan struct{} {
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.done == nil {
-		if r.resolved {
-			return closedChan
-		}
-		r.done = make(chan struct{})
+	if r.done != nil {
+		d := r.done
+		r.mu.Unlock()
+		return d
 	}
-	return r.done
+	if r.resolved {
+		r.mu.Unlock()
+		return closedChan
+	}
+	d := make(chan struct{})
+	r.done = d
+	r.mu.Unlock()
+	if r.s != nil {
+		// Somebody waits: the session makes sure the credit that
+		// resolves the receipt is not left to the peer's grant delay.
+		r.s.waitedOn(r)
+	}
+	return d
 }
 
 // Err returns the outcome; nil until Done is closed, and nil after it if

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/troupe-go/troupe/wire/internal/flow"
@@ -101,8 +102,16 @@ type session struct {
 	grantArmed bool
 	pongs      []uint64
 	pingWant   bool
-	pingToken  uint64
-	pingSent   time.Time
+	// A receipt somebody waits on (Receipt.Done) whose credit the peer's
+	// regular grants may not bring: see waitedOn.
+	ackWant bool
+	ackEnd  [NumStreams]int64 // per stream, the end of the furthest such receipt written
+	ackPing bool              // write an ack ping now
+	// Per stream: the peer pinged while envelopes of the stream were
+	// still waiting for their handler; grant once they are consumed.
+	ackAsked  [NumStreams]bool
+	pingToken uint64
+	pingSent  time.Time
 
 	conn      *liveConn // the active connection, nil while none
 	gen       uint64    // bumps whenever the active connection changes: fences old ones
@@ -145,6 +154,13 @@ func newSession(t *Transport, key, addr string) (*session, error) {
 // the p99 of small envelopes.
 const minCwnd = 32 << 10
 
+// grantDelay is how long our receivers let consumed bytes wait for more
+// before granting them (flow's default, 2 ms); tests lengthen it to show
+// that a sender waiting on a receipt never waits it out.
+var grantDelay atomic.Int64 // a time.Duration
+
+func init() { grantDelay.Store(int64(flow.DefaultGrantDelay)) }
+
 // resetLocked starts the session afresh: new scheduler, credit and
 // counters.
 func (s *session) resetLocked() error {
@@ -170,7 +186,7 @@ func (s *session) resetLocked() error {
 	}
 	s.sched = sched
 	for i := range s.recv {
-		s.recv[i], err = flow.NewRecvCredit(flow.RecvConfig{Window: int64(lim.Window), GrantBytes: minCwnd})
+		s.recv[i], err = flow.NewRecvCredit(flow.RecvConfig{Window: int64(lim.Window), GrantBytes: minCwnd, GrantDelay: time.Duration(grantDelay.Load())})
 		if err != nil {
 			return err
 		}
@@ -181,6 +197,7 @@ func (s *session) resetLocked() error {
 		s.await[i].reset()
 	}
 	s.replay = nil
+	s.ackWant, s.ackEnd, s.ackPing, s.ackAsked = false, [NumStreams]int64{}, false, [NumStreams]bool{}
 	s.epoch++
 	return nil
 }
@@ -259,6 +276,7 @@ func (s *session) enqueueLocked(stream StreamID, key uint64, payload []byte, r *
 		return h, err
 	}
 	s.queued[h] = r
+	r.s = s
 	r.size = len(payload)
 	s.queuedBytes += len(payload)
 	r.handle, r.epoch, r.queued = h, s.epoch, true
@@ -314,6 +332,7 @@ func (s *session) collectFramesLocked(now time.Time, out []outFrame, budget int)
 	if s.closing {
 		return append(out, outFrame{typ: FrameGoodbye, bye: goodbye{Code: goodbyeClose}}), 0, false
 	}
+	carry := len(s.pongs) > 0 // grants ride along with pongs too
 	for _, tok := range s.pongs {
 		out = append(out, outFrame{typ: FramePong, u1: tok})
 	}
@@ -323,6 +342,10 @@ func (s *session) collectFramesLocked(now time.Time, out []outFrame, budget int)
 		s.pingToken++
 		s.pingSent = now
 		out = append(out, outFrame{typ: FramePing, u1: s.pingToken})
+	}
+	if s.ackPing {
+		s.ackPing = false
+		out = append(out, ackPingFrame)
 	}
 	out = append(out, s.credits...)
 	s.credits = s.credits[:0]
@@ -352,7 +375,7 @@ func (s *session) collectFramesLocked(now time.Time, out []outFrame, budget int)
 				if wait == 0 || w < wait {
 					wait = w
 				}
-				return out, wait, len(out) > mark
+				return out, wait, carry || len(out) > mark
 			}
 			s.resent += int64(len(f.payload))
 		}
@@ -361,7 +384,7 @@ func (s *session) collectFramesLocked(now time.Time, out []outFrame, budget int)
 		size += len(f.payload) + HeaderSize
 	}
 	if len(s.replay) > 0 {
-		return out, wait, len(out) > mark
+		return out, wait, carry || len(out) > mark
 	}
 	for size < budget {
 		f, w, ok := s.sched.Next(now)
@@ -388,13 +411,85 @@ func (s *session) collectFramesLocked(now time.Time, out []outFrame, budget int)
 			s.queuedBytes -= r.size
 			s.freedLocked()
 			r.queued = false
+			r.written, r.st, r.end = true, st, sf.end()
+			if r.waited {
+				s.noteWaitedLocked(r)
+			}
 			s.await[st].push(awaitCredit{end: sf.end(), receipt: r})
 		}
 		s.resend[st].push(sf)
 		out = append(out, outFrame{typ: FrameData, stream: st, data: sf})
 		size += len(sf.payload) + HeaderSize
 	}
-	return out, wait, len(out) > mark
+	if len(out) > mark && s.ackDueLocked() {
+		out = append(out, ackPingFrame)
+	}
+	return out, wait, carry || len(out) > mark
+}
+
+// ackPingFrame asks the peer for a pong, which carries its pending grants
+// (piggybackLocked): see waitedOn. Its token, 0, is never a keepalive
+// ping's, so its pong is no RTT sample (it waited behind data).
+var ackPingFrame = outFrame{typ: FramePing}
+
+// waitedOn learns that somebody waits on receipt r (Done or Wait). The
+// peer grants every GrantBytes consumed, or GrantDelay (2 ms) after it
+// consumed less: a sender that waits on its last envelope would wait out
+// the delay for every burst it sends. Once the envelope is written with
+// less than GrantBytes after it and nothing more is queued, a ping goes
+// after it; the peer answers with its pending grants at once. Senders
+// that never wait on receipts (the router) never cause one.
+func (s *session) waitedOn(r *Receipt) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if r.epoch != s.epoch || r.waited {
+		return
+	}
+	r.waited = true
+	if !r.written {
+		return // noted when its last frame is written
+	}
+	s.noteWaitedLocked(r)
+	if !s.ackDueLocked() {
+		return
+	}
+	s.ackPing = true
+	if c := s.conn; c != nil && c.raw != nil && !c.writing {
+		c.writeInlineLocked()
+	} else {
+		s.kick()
+	}
+}
+
+// noteWaitedLocked records written receipt r as waited on.
+func (s *session) noteWaitedLocked(r *Receipt) {
+	if r.end > s.ackEnd[r.st] {
+		s.ackEnd[r.st], s.ackWant = r.end, true
+	}
+}
+
+// ackDueLocked reports whether an ack ping should follow what was just
+// written: a receipt waited on lies within GrantBytes of the end of its
+// stream's written bytes, uncredited, and nothing more is queued (what
+// is queued will be written, and then asked for). It forgets the
+// receipts waited on once it has decided.
+func (s *session) ackDueLocked() bool {
+	if !s.ackWant || len(s.queued) > 0 {
+		return false
+	}
+	due := false
+	for i, end := range s.ackEnd {
+		if end == 0 {
+			continue
+		}
+		cr := s.sched.Credit(flow.StreamID(i))
+		if end > cr.Consumed() && cr.Sent()-end < minCwnd {
+			due = true
+		}
+		s.ackEnd[i] = 0
+	}
+	s.ackWant = false
+	return due
 }
 
 // piggybackLocked adds to frames about to be written the grants not yet
@@ -653,10 +748,32 @@ func (s *session) consumedLocked(st StreamID, d delivery, now time.Time, arm boo
 		if err := s.recv[st].Consume(d.held, now); err != nil {
 			s.t.log.Error("troupe: wire: consume", "peer", s.id, "err", err)
 		}
+		if s.ackAsked[st] && len(s.inbox[st]) == 0 {
+			// The peer's ack ping came ahead of this envelope's
+			// handler: its grant goes now.
+			s.ackAsked[st] = false
+			if g, ok := s.recv[st].GrantEarly(now, s.sched.Estimator().MinRTT()); ok {
+				s.credits = append(s.credits, creditFrame(st, g))
+				s.kick()
+			}
+			return
+		}
 		if arm {
 			s.grantLocked(st, now)
 		} else {
 			s.grantDueLocked(st, now)
+		}
+	}
+}
+
+// pingedLocked notes a ping from the peer, which a sender waiting on a
+// receipt sends after its envelope (ackPingFrame): the pong carries the
+// grants of what was consumed by then, and streams with envelopes still
+// waiting for their handler grant when those are consumed.
+func (s *session) pingedLocked() {
+	for i := range s.inbox {
+		if s.busy[i] || len(s.inbox[i]) > 0 {
+			s.ackAsked[i] = true
 		}
 	}
 }
