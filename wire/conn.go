@@ -1071,24 +1071,36 @@ const inlineMax = 16 << 10
 // inlineBudget bounds the data an inline write takes from the scheduler.
 const inlineBudget = 32 << 10
 
-// writeInlineLocked writes what is due now on the calling goroutine (a
-// sender), sparing the hop to the writer goroutine and its wake-up: the
-// frames are taken as the writer takes them and written with one
-// non-blocking system call. The caller checked that the turn is free
-// (c.writing unset) and c.raw set. What the socket does not take at once
-// is left, with the turn, to the writer (c.tail); so is anything the
-// budget or pacing left queued. s.mu is held on entry and on return and
-// released meanwhile.
-func (c *liveConn) writeInlineLocked() {
+// creditBudget bounds the data the goroutine that read a credit frame
+// writes inline (applyCreditLocked): a grant frees GrantBytes of small
+// envelopes, 32 KiB plus their frame headers, which should go in one
+// write rather than leave a remnant for the writer to wake up for.
+const creditBudget = 2 * inlineBudget
+
+// writeInlineLocked writes what is due now, up to about budget bytes of
+// data, on the calling goroutine (a sender, a sender waiting on a
+// receipt, or the reader after a credit frame or a consumed envelope),
+// sparing the hop to the writer goroutine and its wake-up: the frames are
+// taken as the writer takes them and written with one non-blocking
+// system call. The caller checked that the turn is free (c.writing
+// unset) and c.raw set. What the socket does not take at once is left,
+// with the turn, to the writer (c.tail); so is anything the budget or
+// pacing left queued. s.mu is held on entry and on return and released
+// meanwhile.
+func (c *liveConn) writeInlineLocked(budget int) {
 	s := c.s
 	if s.closing || len(s.replay) > 0 {
 		s.kick()
 		return
 	}
-	frames, _ := s.nextFramesLocked(time.Now(), c.iframes[:0], inlineBudget)
+	frames, wait := s.nextFramesLocked(time.Now(), c.iframes[:0], budget)
 	if len(frames) == 0 {
-		// Paced: the writer arms its timer.
-		s.kick()
+		if wait > 0 {
+			// Paced: the writer arms its timer.
+			s.kick()
+		}
+		// Otherwise the window or credit holds what is queued: the
+		// credit that frees it kicks the writer (applyCreditLocked).
 		return
 	}
 	c.writing = true
@@ -1115,12 +1127,16 @@ func (c *liveConn) writeInlineLocked() {
 		s.kick()
 	default:
 		c.writing = false
-		if c.writerWait || len(s.queued) > 0 || len(s.credits) > 0 || len(s.pongs) > 0 || s.pingWant {
+		// What is still queued waits for the writer only if the budget
+		// or pacing stopped us; held by the window or credit, it waits
+		// for the credit, which kicks.
+		more := len(s.queued) > 0 && (wait > 0 || len(buf) >= budget)
+		if c.writerWait || more || len(s.replay) > 0 || len(s.credits) > 0 || len(s.pongs) > 0 || s.pingWant || s.ackPing {
 			c.writerWait = false
 			s.kick()
 		}
 	}
-	if cap(buf) <= 2*inlineBudget {
+	if cap(buf) <= 2*creditBudget {
 		c.ibuf = buf[:0]
 	}
 }

@@ -76,6 +76,7 @@ type session struct {
 	sched       *flow.Scheduler
 	queued      map[flow.Handle]*Receipt // envelopes in the scheduler, not yet fully written
 	queuedBytes int                      // sum of the sizes in queued
+	queuedLarge int                      // envelopes in queued larger than inlineMax
 	await       [NumStreams]fifo[awaitCredit]
 	resend      [NumStreams]fifo[sentFrame] // written and not yet credited, by position
 	replay      []sentFrame                 // to write again first, after a resume
@@ -208,7 +209,7 @@ func (s *session) failAllLocked(err error) {
 		r.resolve(err)
 		delete(s.queued, h)
 	}
-	s.queuedBytes = 0
+	s.queuedBytes, s.queuedLarge = 0, 0
 	s.freedLocked()
 	for i := range s.await {
 		for _, a := range s.await[i].items() {
@@ -279,8 +280,22 @@ func (s *session) enqueueLocked(stream StreamID, key uint64, payload []byte, r *
 	r.s = s
 	r.size = len(payload)
 	s.queuedBytes += len(payload)
+	if r.size > inlineMax {
+		s.queuedLarge++
+	}
 	r.handle, r.epoch, r.queued = h, s.epoch, true
 	return h, nil
+}
+
+// unqueueLocked takes receipt r, of handle h, out of the queued map.
+func (s *session) unqueueLocked(h flow.Handle, r *Receipt) {
+	delete(s.queued, h)
+	s.queuedBytes -= r.size
+	if r.size > inlineMax {
+		s.queuedLarge--
+	}
+	s.freedLocked()
+	r.queued = false
 }
 
 // creditHeldLocked reports whether an envelope of n bytes just queued on
@@ -306,10 +321,7 @@ func (s *session) cancelLocked(r *Receipt, err error) {
 		return
 	}
 	if s.sched.Cancel(r.handle) != flow.CancelUnknown {
-		delete(s.queued, r.handle)
-		s.queuedBytes -= r.size
-		s.freedLocked()
-		r.queued = false
+		s.unqueueLocked(r.handle, r)
 		r.resolve(err)
 		s.kick()
 	}
@@ -407,10 +419,7 @@ func (s *session) collectFramesLocked(now time.Time, out []outFrame, budget int)
 			sf.total = r.size
 		}
 		if f.Last && r != nil {
-			delete(s.queued, f.Handle)
-			s.queuedBytes -= r.size
-			s.freedLocked()
-			r.queued = false
+			s.unqueueLocked(f.Handle, r)
 			r.written, r.st, r.end = true, st, sf.end()
 			if r.waited {
 				s.noteWaitedLocked(r)
@@ -455,7 +464,7 @@ func (s *session) waitedOn(r *Receipt) {
 	}
 	s.ackPing = true
 	if c := s.conn; c != nil && c.raw != nil && !c.writing {
-		c.writeInlineLocked()
+		c.writeInlineLocked(inlineBudget)
 	} else {
 		s.kick()
 	}
@@ -527,8 +536,17 @@ func (s *session) applyCreditLocked(st StreamID, c credit, now time.Time) error 
 	}
 	s.await[st].drop(j)
 	if len(s.queued) > 0 || len(s.replay) > 0 {
-		// The credit may let the writer go on.
-		s.kick()
+		// The credit may let us go on. With only small envelopes queued
+		// and the writer's turn free, the goroutine that read the credit
+		// writes what it frees itself: the writer's wake-up was a hop in
+		// every credit round trip of a sender held by its window. Large
+		// envelopes go through the writer, which writes their chunks
+		// without copying them.
+		if c := s.conn; c != nil && c.raw != nil && !c.writing && s.queuedLarge == 0 && len(s.replay) == 0 && !s.closing {
+			c.writeInlineLocked(creditBudget)
+		} else {
+			s.kick()
+		}
 	}
 	return nil
 }
@@ -744,26 +762,44 @@ func (s *session) deliver(st StreamID) {
 // while requests come in, each time a wake-up of an idle thread.
 func (s *session) consumedLocked(st StreamID, d delivery, now time.Time, arm bool) {
 	s.busy[st] = false
-	if d.epoch == s.epoch {
-		if err := s.recv[st].Consume(d.held, now); err != nil {
-			s.t.log.Error("troupe: wire: consume", "peer", s.id, "err", err)
-		}
-		if s.ackAsked[st] && len(s.inbox[st]) == 0 {
-			// The peer's ack ping came ahead of this envelope's
-			// handler: its grant goes now.
-			s.ackAsked[st] = false
-			if g, ok := s.recv[st].GrantEarly(now, s.sched.Estimator().MinRTT()); ok {
-				s.credits = append(s.credits, creditFrame(st, g))
-				s.kick()
-			}
-			return
-		}
-		if arm {
-			s.grantLocked(st, now)
-		} else {
-			s.grantDueLocked(st, now)
-		}
+	if d.epoch != s.epoch {
+		return
 	}
+	if err := s.recv[st].Consume(d.held, now); err != nil {
+		s.t.log.Error("troupe: wire: consume", "peer", s.id, "err", err)
+	}
+	rtt := s.sched.Estimator().MinRTT()
+	var g flow.Grant
+	var ok bool
+	if s.ackAsked[st] && len(s.inbox[st]) == 0 {
+		// The peer's ack ping came ahead of this envelope's handler:
+		// its grant goes now.
+		s.ackAsked[st] = false
+		g, ok = s.recv[st].GrantEarly(now, rtt)
+	} else {
+		g, ok = s.recv[st].Grant(now, rtt)
+	}
+	if !ok {
+		if arm {
+			s.grantLaterLocked(st, now)
+		}
+		return
+	}
+	s.credits = append(s.credits, creditFrame(st, g))
+	s.writeCreditsLocked()
+}
+
+// writeCreditsLocked writes the grants just queued. With nothing else
+// to write, the goroutine that consumed (the reader, mostly) writes them
+// itself when the writer's turn is free, with one non-blocking system
+// call: the writer's wake-up was a hop in every credit round trip of a
+// sender held by its window. Otherwise the writer takes them.
+func (s *session) writeCreditsLocked() {
+	if c := s.conn; c != nil && c.raw != nil && !c.writing && !s.closing && len(s.queued) == 0 && len(s.replay) == 0 {
+		c.writeInlineLocked(inlineBudget)
+		return
+	}
+	s.kick()
 }
 
 // pingedLocked notes a ping from the peer, which a sender waiting on a

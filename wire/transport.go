@@ -399,7 +399,7 @@ func (t *Transport) send(ctx context.Context, to NodeID, stream StreamID, key ui
 		case s.creditHeldLocked(stream, len(payload)):
 			// The grant that frees it wakes the writer.
 		case c.raw != nil && !c.writing && len(payload) <= inlineMax:
-			c.writeInlineLocked()
+			c.writeInlineLocked(inlineBudget)
 		default:
 			s.kick()
 		}
