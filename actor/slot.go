@@ -56,6 +56,10 @@ type slot[R any] struct {
 	err      error
 	chain    []string // actors waiting on this ask, up the call chain
 	withdraw func()   // cancels the request on another node
+	// parks: the asker may wait on a waker (see waker_linux.go) if the
+	// ask goes to another node; w is that waker, set before it leaves.
+	parks bool
+	w     *waker
 }
 
 func newSlot[R any](ctx context.Context) *slot[R] {
@@ -94,6 +98,9 @@ func (s *slot[R]) finish(v R, err error) {
 		return
 	}
 	close(s.done)
+	if s.w != nil {
+		s.w.wake()
+	}
 }
 
 func (s *slot[R]) fail(err error) {
@@ -166,6 +173,9 @@ func (s *slot[R]) setDeferred() {
 func (s *slot[R]) asking() []string { return s.chain }
 
 func (s *slot[R]) sentTo(h *host.Host) (func([]byte, error), func(func())) {
+	if s.parks && s.onDone == nil {
+		s.w = getWaker()
+	}
 	done := func(body []byte, err error) {
 		var v R
 		if err == nil {
