@@ -133,8 +133,11 @@
 // client is woken, without the scheduler's wake-up of an idle thread that
 // readying a goroutine costs. Concurrent asks keep the channel (the
 // wake-up is what runs them in parallel). Like any Go network read, such
-// an asker is noticed when a thread next polls: at once when the reader
-// parks, within the relief watch (1-2 ms) if the reader goes on to run a
-// handler inline, within sysmon's 10 ms in a process whose threads never
-// run out of work. Elsewhere than Linux every ask waits on its channel.
+// an asker is noticed when a thread next polls: at once when the goroutine
+// that completed the reply parks (wire's reader does when its next read
+// finds nothing), or when any goroutine is readied or parks; after the
+// relief watch (1-2 ms) if the reader goes on to run a handler inline;
+// within sysmon's 10 ms if that goroutine runs on without parking and the
+// other threads have work or sleep. Elsewhere than Linux every ask waits
+// on its channel.
 package actor
