@@ -48,6 +48,7 @@ type slot[R any] struct {
 	mu       sync.Mutex
 	state    int32
 	deferred bool
+	parks    bool          // the asker may wait on a waker if the ask goes to another node
 	stop     chan struct{} // made on demand: closed when the asker gives up
 	done     chan struct{} // closed when the outcome is set (unless onDone)
 	onDone   func(R, error)
@@ -56,10 +57,7 @@ type slot[R any] struct {
 	err      error
 	chain    []string // actors waiting on this ask, up the call chain
 	withdraw func()   // cancels the request on another node
-	// parks: the asker may wait on a waker (see waker_linux.go) if the
-	// ask goes to another node; w is that waker, set before it leaves.
-	parks bool
-	w     *waker
+	w        *waker   // what the asker waits on, if parks and the ask left (see waker_linux.go)
 }
 
 func newSlot[R any](ctx context.Context) *slot[R] {
