@@ -124,4 +124,20 @@
 // and then blocks until the told actor acts still works (the actor gets a
 // goroutine of its own within a linger tick or two, at once if the
 // handler asks), but waits for the linger clock.
+//
+// Session 5 (issue 5): an Ask alone in flight in its system (the host's
+// count of asks out is one) whose request goes to another node waits for
+// the reply in the network poller, on a pooled eventfd (waker_linux.go),
+// instead of on its channel: wire's reader completes the reply and parks,
+// and the thread that ran it picks the asker up as it polls, as a bare TCP
+// client is woken, without the scheduler's wake-up of an idle thread that
+// readying a goroutine costs. Concurrent asks keep the channel (the
+// wake-up is what runs them in parallel). Like any Go network read, such
+// an asker is noticed when a thread next polls: at once when the goroutine
+// that completed the reply parks (wire's reader does when its next read
+// finds nothing), or when any goroutine is readied or parks; after the
+// relief watch (1-2 ms) if the reader goes on to run a handler inline;
+// within sysmon's 10 ms if that goroutine runs on without parking and the
+// other threads have work or sleep. Elsewhere than Linux every ask waits
+// on its channel.
 package actor

@@ -78,22 +78,41 @@ func Ask[M any, Q Request[M, R], R any](ctx context.Context, ref Ref[M], q Q) (R
 		chain = c
 	}
 	h := to.host()
-	h.AsksOut.Add(1)
+	alone := h.AsksOut.Add(1) == 1
 	defer h.AsksOut.Add(-1)
 	s := newSlot[R](ctx)
 	s.chain = chain
-	var timeout <-chan time.Time
+	var own time.Duration // the ask timeout, when ctx has no deadline
 	if s.dl.IsZero() {
-		d := to.askTimeout()
-		t := h.Timer(d)
-		defer h.PutTimer(t)
-		timeout = t.C
-		s.dl = time.Now().Add(d)
+		own = to.askTimeout()
+		s.dl = time.Now().Add(own)
 	}
+	// Only an ask alone in flight waits in the poller: the scheduler's
+	// wake-up it spares buys nothing while other goroutines run (many
+	// askers), and costs the waker's system calls there.
+	s.parks = alone
 	if err := to.deliver(ctx, ref.key, ref.h, ref.tok, m, s); err != nil {
 		return zero, err
 	}
 	var cause error
+	if w := s.w; w != nil {
+		// Sent to another node: wait in the poller (see waker).
+		if cause = w.wait(ctx, s.done, s.dl); cause == nil {
+			putWaker(w)
+			return s.val, s.err
+		}
+		if !s.cancel() {
+			<-s.done
+			return s.val, s.err
+		}
+		return zero, &askError{ref: ref.String(), cause: cause}
+	}
+	var timeout <-chan time.Time
+	if own > 0 {
+		t := h.Timer(own)
+		defer h.PutTimer(t)
+		timeout = t.C
+	}
 	select {
 	case <-s.done:
 		return s.val, s.err

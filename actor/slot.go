@@ -48,6 +48,7 @@ type slot[R any] struct {
 	mu       sync.Mutex
 	state    int32
 	deferred bool
+	parks    bool          // the asker may wait on a waker if the ask goes to another node
 	stop     chan struct{} // made on demand: closed when the asker gives up
 	done     chan struct{} // closed when the outcome is set (unless onDone)
 	onDone   func(R, error)
@@ -56,6 +57,7 @@ type slot[R any] struct {
 	err      error
 	chain    []string // actors waiting on this ask, up the call chain
 	withdraw func()   // cancels the request on another node
+	w        *waker   // what the asker waits on, if parks and the ask left (see waker_linux.go)
 }
 
 func newSlot[R any](ctx context.Context) *slot[R] {
@@ -94,6 +96,9 @@ func (s *slot[R]) finish(v R, err error) {
 		return
 	}
 	close(s.done)
+	if s.w != nil {
+		s.w.wake()
+	}
 }
 
 func (s *slot[R]) fail(err error) {
@@ -166,6 +171,9 @@ func (s *slot[R]) setDeferred() {
 func (s *slot[R]) asking() []string { return s.chain }
 
 func (s *slot[R]) sentTo(h *host.Host) (func([]byte, error), func(func())) {
+	if s.parks && s.onDone == nil {
+		s.w = getWaker()
+	}
 	done := func(body []byte, err error) {
 		var v R
 		if err == nil {

@@ -367,8 +367,7 @@ func (k *keepaliveReader) Read(p []byte) (int, error) {
 			k.c.heardNano.Store(k.at.UnixNano())
 			k.pinged = false
 		}
-		var ne net.Error
-		if err != nil && errors.As(err, &ne) && ne.Timeout() {
+		if err != nil && isTimeout(err) {
 			silent := time.Since(k.c.heard())
 			switch {
 			case silent < cfg.KeepaliveAfter:
@@ -401,6 +400,14 @@ func (k *keepaliveReader) Read(p []byte) (int, error) {
 		}
 		return n, err
 	}
+}
+
+// isTimeout reports whether err is a net.Error timeout. A function of its
+// own: the net.Error that errors.As fills escapes, and declared in Read it
+// cost an allocation per read.
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
 }
 
 // read reads into p from the connection, on plain TCP with rawRead

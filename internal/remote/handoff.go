@@ -158,11 +158,11 @@ func (r *Router) mayDrainFrom(k host.RemoteKind, typ, key string, tok uint64) (w
 		return wire.NodeID{}, held
 	}
 	v := r.view.Load()
-	prev, _, err := ho.prev.dest(k, typ, key, tok)
-	if ho.fresh != nil && (err != nil || prev.IsZero() || prev == v.self) {
-		prev, _, err = ho.fresh.dest(k, typ, key, tok)
+	prev, ok := ho.prev.owner(k, typ, tok)
+	if ho.fresh != nil && (!ok || prev.IsZero() || prev == v.self) {
+		prev, ok = ho.fresh.owner(k, typ, tok)
 	}
-	if err != nil || prev.IsZero() || prev == v.self || !waitsOn(v, prev) || r.isSilent(prev) {
+	if !ok || prev.IsZero() || prev == v.self || !waitsOn(v, prev) || r.isSilent(prev) {
 		// A previous owner behind a broken link cannot be asked: the
 		// key is served here at once rather than unavailable.
 		return wire.NodeID{}, held

@@ -148,6 +148,26 @@ func (v *view) dest(k host.RemoteKind, typ, key string, tok uint64) (wire.NodeID
 	return id, true, nil
 }
 
+// owner is dest for a key that is not pinned, without the error: ok is
+// false where dest fails. Hand-off asks it about every message for a
+// while after a view change, where an error built each time cost two
+// allocations per message.
+func (v *view) owner(k host.RemoteKind, typ string, tok uint64) (id wire.NodeID, ok bool) {
+	tr := v.rings[typ]
+	if len(v.list) == 0 || tr == nil {
+		return wire.NodeID{}, false
+	}
+	n := tr.r.Len()
+	if k != nil && k.Replicas() > 1 {
+		n = k.Replicas()
+	}
+	id, err := tr.owner(tok, n)
+	if err != nil || (id == v.self && !v.owning) {
+		return wire.NodeID{}, false
+	}
+	return id, true
+}
+
 // gone reports whether id no longer serves anything: dead or left. A
 // node the view does not know (named by another member's newer view) is
 // not known to be gone.

@@ -1,0 +1,123 @@
+//go:build linux
+
+package actor
+
+import (
+	"context"
+	"errors"
+	"os"
+	"runtime"
+	"sync"
+	"syscall"
+	"time"
+	"unsafe"
+)
+
+// A waker is what an asker waits on for a reply from another node: an
+// eventfd in the network poller. Completing a channel readies the
+// waiting goroutine, and the Go scheduler then wakes an idle thread for
+// it (wakep: a futex call, a thread switched in to spin and sleep
+// again), whatever goroutine the completing thread runs next. A reply
+// is completed by wire's reader, which parks in the poller right after;
+// a goroutine the poller readies is picked up by that very thread as it
+// looks for work (findRunnable polls the network before it sleeps), so
+// the asker runs where the reader ran, without the wake-up, as the
+// client of a bare TCP round trip does.
+type waker struct {
+	f      *os.File
+	rc     syscall.RawConn
+	fd     int
+	readFn func(fd uintptr) bool
+	got    bool
+}
+
+var wakers sync.Pool
+
+// getWaker returns a waker from the pool, or a new one; nil if the
+// system has none to give (no eventfd), in which case the asker waits on
+// its channel.
+func getWaker() *waker {
+	if w, ok := wakers.Get().(*waker); ok {
+		return w
+	}
+	fd, _, e := syscall.RawSyscall(syscall.SYS_EVENTFD2, 0, syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+	if e != 0 {
+		return nil
+	}
+	// A non-blocking descriptor: the file waits in the poller. The
+	// file's cleanup closes it once the waker is dropped.
+	f := os.NewFile(fd, "troupe-ask-waker")
+	rc, err := f.SyscallConn()
+	if err != nil {
+		f.Close()
+		return nil
+	}
+	w := &waker{f: f, rc: rc, fd: int(fd)}
+	w.readFn = w.read
+	return w
+}
+
+func putWaker(w *waker) { wakers.Put(w) }
+
+// wake makes the waiter's read succeed. A wake that comes after its
+// waiter left (it saw the outcome first) only makes a later waiter of
+// this waker look again.
+func (w *waker) wake() {
+	one := uint64(1)
+	for {
+		_, _, e := syscall.RawSyscall(syscall.SYS_WRITE, uintptr(w.fd), uintptr(unsafe.Pointer(&one)), 8)
+		if e != syscall.EINTR {
+			break
+		}
+	}
+	runtime.KeepAlive(w)
+}
+
+// read is the RawConn callback: it takes the count, or reports false
+// (wait in the poller) if there is none.
+func (w *waker) read(fd uintptr) bool {
+	var n uint64
+	for {
+		_, _, e := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&n)), 8)
+		switch e {
+		case syscall.EINTR:
+			continue
+		case syscall.EAGAIN:
+			return false
+		}
+		return true
+	}
+}
+
+// wait waits until done is closed (the outcome is set), dl passes or
+// ctx ends, and returns the cause of giving up, or nil.
+func (w *waker) wait(ctx context.Context, done <-chan struct{}, dl time.Time) error {
+	if ctx.Done() != nil {
+		stop := context.AfterFunc(ctx, w.wake)
+		defer stop()
+	}
+	// A deadline moved later modifies the poller's timer in place: no
+	// wake-up of a thread, unlike a timer started afresh per ask.
+	w.f.SetReadDeadline(dl)
+	for {
+		select {
+		case <-done:
+			return nil
+		default:
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if err := w.rc.Read(w.readFn); err != nil {
+			select {
+			case <-done:
+				return nil
+			default:
+			}
+			if errors.Is(err, os.ErrDeadlineExceeded) {
+				return context.DeadlineExceeded
+			}
+			return err
+		}
+	}
+}

@@ -1,0 +1,84 @@
+//go:build linux
+
+package actor
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+)
+
+// waitResult runs w.wait on another goroutine and returns its outcome's
+// channel.
+func waitResult(ctx context.Context, w *waker, done <-chan struct{}, dl time.Time) <-chan error {
+	errc := make(chan error, 1)
+	go func() { errc <- w.wait(ctx, done, dl) }()
+	return errc
+}
+
+func recvErr(t *testing.T, errc <-chan error) error {
+	t.Helper()
+	select {
+	case err := <-errc:
+		return err
+	case <-time.After(10 * time.Second):
+		t.Fatal("the waiter never returned")
+		return nil
+	}
+}
+
+func TestWakerWakesItsWaiter(t *testing.T) {
+	w := getWaker()
+	if w == nil {
+		t.Skip("no eventfd")
+	}
+	far := time.Now().Add(time.Hour)
+	// The outcome set before the wait: no wait at all.
+	done := make(chan struct{})
+	close(done)
+	w.wake()
+	if err := w.wait(context.Background(), done, far); err != nil {
+		t.Fatalf("wait after the outcome: %v", err)
+	}
+	// A wake left from that use (the waiter saw the outcome first) only
+	// makes the next waiter look again: it still waits for its own.
+	w.wake()
+	done = make(chan struct{})
+	errc := waitResult(context.Background(), w, done, far)
+	select {
+	case err := <-errc:
+		t.Fatalf("the waiter returned %v before its outcome", err)
+	case <-time.After(20 * time.Millisecond):
+	}
+	close(done)
+	w.wake()
+	if err := recvErr(t, errc); err != nil {
+		t.Fatalf("wait: %v", err)
+	}
+}
+
+func TestWakerWaitEndsAtTheDeadlineOrTheContext(t *testing.T) {
+	w := getWaker()
+	if w == nil {
+		t.Skip("no eventfd")
+	}
+	never := make(chan struct{})
+	if err := recvErr(t, waitResult(context.Background(), w, never, time.Now().Add(5*time.Millisecond))); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("wait past its deadline: %v, want DeadlineExceeded", err)
+	}
+	// The same waker serves again after a deadline passed.
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := waitResult(ctx, w, never, time.Now().Add(time.Hour))
+	cancel()
+	if err := recvErr(t, errc); !errors.Is(err, context.Canceled) {
+		t.Fatalf("wait with a cancelled context: %v, want Canceled", err)
+	}
+	done := make(chan struct{})
+	errc = waitResult(context.Background(), w, done, time.Now().Add(time.Hour))
+	close(done)
+	w.wake()
+	if err := recvErr(t, errc); err != nil {
+		t.Fatalf("wait after a deadline and a cancel: %v", err)
+	}
+}

@@ -1,0 +1,16 @@
+//go:build !linux
+
+package actor
+
+import (
+	"context"
+	"time"
+)
+
+// Elsewhere the asker waits on its channel (see waker_linux.go).
+type waker struct{}
+
+func getWaker() *waker                                                { return nil }
+func putWaker(*waker)                                                 {}
+func (*waker) wake()                                                  {}
+func (*waker) wait(context.Context, <-chan struct{}, time.Time) error { return nil }
