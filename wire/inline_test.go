@@ -273,14 +273,30 @@ func TestRepliesTakeTheGrantAlongWithoutTheGrantTimer(t *testing.T) {
 		a.waitFor(t, "the reply", func() bool { mu.Lock(); defer mu.Unlock(); return replies == i+1 })
 	}
 	s := onlyConn(t, b).s
-	armed := func() bool { s.mu.Lock(); defer s.mu.Unlock(); return s.grantT != nil }
-	if armed() {
-		t.Fatal("requests answered with data armed the grant timer")
+	arms := func() int { s.mu.Lock(); defer s.mu.Unlock(); return s.grantArms }
+	// A reply written inline takes the grant along. Under load a reply
+	// can still reach the writer after the handler ended (the writer was
+	// busy) and leave its grant to the timer, so allow a few of those:
+	// without the piggyback every request arms it.
+	if n := arms(); n > requests/5 {
+		t.Fatalf("%d requests answered with data armed the grant timer %d times", requests, n)
+	}
+	// The grant of an envelope left unanswered goes when the timer fires
+	// (or at once, if its handler ran past the grant's deadline).
+	s.mu.Lock()
+	received := s.recv[StreamApplication].Received()
+	s.mu.Unlock()
+	granted := func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		r := &s.recv[StreamApplication]
+		return r.Received() > received && r.Consumed() == r.Received() &&
+			r.Granted().Consumed == r.Consumed()
 	}
 	if _, err := a.t.Send(ctx, b.t.Self(), StreamApplication, 1, []byte("silent")); err != nil {
 		t.Fatal(err)
 	}
-	b.waitFor(t, "the grant timer for the envelope left unanswered", armed)
+	b.waitFor(t, "the grant timer to grant the envelope left unanswered", granted)
 }
 
 // closed reports, when called, whether ch is closed.

@@ -100,6 +100,7 @@ type session struct {
 	wakeAt     time.Time   // when the sleeping writer's timer fires; zero if it has none
 	grantT     *time.Timer // wakes the writer when a grant falls due (grantDue)
 	grantAt    time.Time   // when grantT fires, if grantArmed
+	grantArms  int         // times grantT was armed (tests count them)
 	grantArmed bool
 	pongs      []uint64
 	pingWant   bool
@@ -865,6 +866,7 @@ func (s *session) armGrantLocked(d, now time.Time) {
 		return
 	}
 	s.grantArmed, s.grantAt = true, d
+	s.grantArms++
 	if s.grantT == nil {
 		s.grantT = time.AfterFunc(d.Sub(now), s.grantDue)
 	} else {
