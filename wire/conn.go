@@ -607,7 +607,7 @@ func (c *liveConn) deliverInline(rd *reader, st StreamID, from NodeID, d deliver
 	s.mu.Lock()
 	s.consumedLocked(st, d, now, then == nil)
 	if len(s.inbox[st]) > 0 {
-		s.cond.Broadcast()
+		s.ready[st].Signal()
 	}
 	s.mu.Unlock()
 	if then != nil {

@@ -68,9 +68,9 @@ type session struct {
 	addr string // advertised address; empty for a client
 
 	mu    sync.Mutex
-	cond  *sync.Cond // signals deliverers
-	id    NodeID     // peer identity of the session; zero before the first handshake
-	epoch uint64     // bumps when the session starts afresh
+	ready [NumStreams]*sync.Cond // signals each stream's deliverer
+	id    NodeID                 // peer identity of the session; zero before the first handshake
+	epoch uint64                 // bumps when the session starts afresh
 
 	sched       *flow.Scheduler
 	queued      map[flow.Handle]*Receipt // envelopes in the scheduler, not yet fully written
@@ -127,7 +127,9 @@ type session struct {
 
 func newSession(t *Transport, key, addr string) (*session, error) {
 	s := &session{t: t, key: key, addr: addr, queued: map[flow.Handle]*Receipt{}, redial: make(chan struct{}, 1)}
-	s.cond = sync.NewCond(&s.mu)
+	for i := range s.ready {
+		s.ready[i] = sync.NewCond(&s.mu)
+	}
 	if err := s.resetLocked(); err != nil {
 		return nil, err
 	}
@@ -593,7 +595,17 @@ func (s *session) deliverLocked(st StreamID, dv delivery) {
 		return
 	}
 	s.inbox[st] = append(s.inbox[st], dv)
-	s.cond.Broadcast()
+	s.ready[st].Signal()
+}
+
+// wakeDeliverersLocked wakes every stream's deliverer, to notice the
+// session's removal or the transport's close. A delivery wakes only its
+// own stream's (one cond for all woke the other three for nothing on
+// every envelope).
+func (s *session) wakeDeliverersLocked() {
+	for _, c := range s.ready {
+		c.Broadcast()
+	}
 }
 
 // inlineStream reports whether the reader may deliver envelopes of the
@@ -619,7 +631,7 @@ func (s *session) deliver(st StreamID) {
 				s.mu.Unlock()
 				return
 			}
-			s.cond.Wait()
+			s.ready[st].Wait()
 		}
 		d := s.inbox[st][0]
 		s.inbox[st] = s.inbox[st][1:]
