@@ -36,6 +36,9 @@ type liveConn struct {
 
 	// raw writes without blocking; nil unless the connection is plain TCP.
 	raw syscall.RawConn
+	// drainGrant asks the reader to grant credit when it next finds the
+	// socket empty (arrivedLocked); set only on plain TCP (raw).
+	drainGrant atomic.Bool
 	// Used by the inline writer holding the turn.
 	iframes []outFrame
 	ibuf    []byte
@@ -412,6 +415,12 @@ func (k *keepaliveReader) read(p []byte) (int, error) {
 	}
 	k.p = p
 	err := c.raw.Read(k.readFn)
+	for err == nil && k.err == syscall.EAGAIN {
+		// The socket is drained: the grants left for this moment go
+		// now (outside the callback: Close waits for it, under s.mu).
+		c.grantDrained()
+		err = c.raw.Read(k.readFn)
+	}
 	k.p = nil
 	if err != nil {
 		return 0, err // closed, or the deadline passed
@@ -435,11 +444,30 @@ func (k *keepaliveReader) readRaw(fd uintptr) bool {
 		case syscall.EINTR:
 			continue
 		case syscall.EAGAIN:
+			if k.c.drainGrant.Load() {
+				k.n, k.err = 0, err // read returns to grant, then waits
+				return true
+			}
 			return false
 		}
 		k.n, k.err = n, err
 		return true
 	}
+}
+
+// grantDrained sends the grants that chunks arriving in a burst left
+// for the moment the reader finds the socket empty (see arrivedLocked).
+func (c *liveConn) grantDrained() {
+	c.drainGrant.Store(false)
+	s := c.s
+	s.mu.Lock()
+	if s.gen == c.gen {
+		now := time.Now()
+		for st := range s.recv {
+			s.grantLocked(StreamID(st), now)
+		}
+	}
+	s.mu.Unlock()
 }
 
 // directMin is the least chunk the reader reads straight into its

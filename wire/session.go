@@ -523,7 +523,7 @@ func (s *session) applyDataLocked(h Header, d dataFrame, chunk []byte, now time.
 		return fmt.Errorf("%w: %v", ErrCreditOverrun, err)
 	}
 	if !last {
-		s.grantLocked(st, now) // bytes credited on arrival may make a grant due
+		s.arrivedLocked(st, now)
 	}
 	if h.Flags&FlagFirst != 0 && last && pre == nil {
 		return s.applyWholeLocked(h, d, chunk, held)
@@ -687,6 +687,24 @@ func (s *session) pristineLocked() bool {
 
 func creditFrame(st StreamID, g flow.Grant) outFrame {
 	return outFrame{typ: FrameCredit, stream: st, cr: credit{Consumed: uint64(g.Consumed), Window: uint64(g.Window), Received: uint64(g.Received)}}
+}
+
+// arrivedLocked follows a chunk of an incomplete envelope, whose bytes
+// were credited on arrival. Its grant waits until the reader drains the
+// socket, or until a sixteenth of the window arrived: a large envelope's
+// frames arrive back to back, and a grant per frame (per 32 KiB at
+// first) cost the peer's reader and our writer a wake-up each, four to
+// seven per MiB. A sender held by its congestion window stops sending,
+// so the reader soon drains and grants; the grant timer covers a reader
+// that stops reading.
+func (s *session) arrivedLocked(st StreamID, now time.Time) {
+	r := &s.recv[st]
+	if c := s.conn; c != nil && c.raw != nil && r.Received()-r.Granted().Received < max(minCwnd, r.Window()/16) {
+		c.drainGrant.Store(true)
+		s.grantLaterLocked(st, now)
+		return
+	}
+	s.grantLocked(st, now)
 }
 
 // grantLocked queues a credit frame for the stream if one is due and
