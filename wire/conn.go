@@ -965,12 +965,12 @@ func (c *liveConn) writeLoop() {
 		closing := s.closing
 		var wait time.Duration
 		now := time.Now()
-		frames, wait = s.nextFramesLocked(now, frames[:0], 256<<10)
+		frames, wait = s.nextFramesLocked(now, frames[:0], writeBudget(s.notSentLowatLocked(now)))
 		s.wakeAt = time.Time{}
 		if len(frames) == 0 && wait > 0 {
 			s.wakeAt = now.Add(wait)
 		}
-		lowat := s.notSentLowatLocked()
+		lowat := s.notSentLowatLocked(now)
 		if len(frames) > 0 {
 			c.writing, mine = true, true
 		}
