@@ -457,17 +457,27 @@ func (k *keepaliveReader) readRaw(fd uintptr) bool {
 
 // grantDrained sends the grants that chunks arriving in a burst left
 // for the moment the reader finds the socket empty (see arrivedLocked).
+// With the writer idle the reader writes them itself, as a sender writes
+// inline: waking the writer for a credit frame cost a goroutine hand-off
+// per grant.
 func (c *liveConn) grantDrained() {
 	c.drainGrant.Store(false)
 	s := c.s
 	s.mu.Lock()
-	if s.gen == c.gen {
-		now := time.Now()
-		for st := range s.recv {
-			s.grantLocked(StreamID(st), now)
+	defer s.mu.Unlock()
+	if s.gen != c.gen {
+		return
+	}
+	now := time.Now()
+	rtt := s.sched.Estimator().MinRTT()
+	for i := range s.recv {
+		if g, ok := s.recv[i].Grant(now, rtt); ok {
+			s.credits = append(s.credits, creditFrame(StreamID(i), g))
+		} else {
+			s.grantLaterLocked(StreamID(i), now)
 		}
 	}
-	s.mu.Unlock()
+	s.flushGrantsLocked()
 }
 
 // directMin is the least chunk the reader reads straight into its

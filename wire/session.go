@@ -650,8 +650,42 @@ func (s *session) deliver(st StreamID) {
 		}
 
 		s.mu.Lock()
-		s.consumedLocked(st, d, time.Now(), true)
+		s.consumedWriteLocked(st, d, time.Now())
 		s.mu.Unlock()
+	}
+}
+
+// consumedWriteLocked is consumedLocked for a stream's deliverer, which
+// writes a grant falling due itself when the writer is idle
+// (flushGrantsLocked): a bulk receiver granted once per envelope this
+// way, each time waking its writer for one credit frame.
+func (s *session) consumedWriteLocked(st StreamID, d delivery, now time.Time) {
+	s.busy[st] = false
+	if d.epoch != s.epoch {
+		return
+	}
+	if err := s.recv[st].Consume(d.held, now); err != nil {
+		s.t.log.Error("troupe: wire: consume", "peer", s.id, "err", err)
+	}
+	if g, ok := s.recv[st].Grant(now, s.sched.Estimator().MinRTT()); ok {
+		s.credits = append(s.credits, creditFrame(st, g))
+		s.flushGrantsLocked()
+	} else {
+		s.grantLaterLocked(st, now)
+	}
+}
+
+// flushGrantsLocked writes the grants queued in s.credits on the calling
+// goroutine if the writer is idle (writeInlineLocked: one non-blocking
+// system call), else leaves them to the writer.
+func (s *session) flushGrantsLocked() {
+	c := s.conn
+	switch {
+	case len(s.credits) == 0 || c == nil:
+	case c.raw == nil || c.writing:
+		s.kick()
+	default:
+		c.writeInlineLocked()
 	}
 }
 
@@ -695,7 +729,7 @@ func creditFrame(st StreamID, g flow.Grant) outFrame {
 
 // arrivedLocked follows a chunk of an incomplete envelope, whose bytes
 // were credited on arrival. Its grant waits until the reader drains the
-// socket, or until a sixteenth of the window arrived: a large envelope's
+// socket, or until a quarter of the window arrived: a large envelope's
 // frames arrive back to back, and a grant per frame (per 32 KiB at
 // first) cost the peer's reader and our writer a wake-up each, four to
 // seven per MiB. A sender held by its congestion window stops sending,
@@ -703,7 +737,7 @@ func creditFrame(st StreamID, g flow.Grant) outFrame {
 // that stops reading.
 func (s *session) arrivedLocked(st StreamID, now time.Time) {
 	r := &s.recv[st]
-	if c := s.conn; c != nil && c.raw != nil && r.Received()-r.Granted().Received < max(minCwnd, r.Window()/16) {
+	if c := s.conn; c != nil && c.raw != nil && r.Received()-r.Granted().Received < max(minCwnd, r.Window()/4) {
 		c.drainGrant.Store(true)
 		s.grantLaterLocked(st, now)
 		return
