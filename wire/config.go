@@ -128,8 +128,10 @@ type Config struct {
 	// sockets, so the kernel holds little unsent data and what is sent
 	// next does not queue behind it. On fast paths the writer raises it
 	// to about one large frame (FrameTime, 250 µs, at the sustained
-	// rate), which a small envelope may wait behind anyway; this value is
-	// the floor. Default 16 KiB; negative leaves the socket as it is.
+	// rate), which a small envelope may wait behind anyway, and to 1 ms
+	// at that rate (at most 4 MiB) after 50 ms in which only large
+	// envelopes were written; this value is the floor. Default 16 KiB;
+	// negative leaves the socket as it is.
 	NotSentLowat int
 	// SendQueue bounds, in bytes per peer, the envelopes queued and not
 	// yet fully written; a Send beyond it fails with ErrQueueFull.

@@ -36,6 +36,9 @@ type liveConn struct {
 
 	// raw writes without blocking; nil unless the connection is plain TCP.
 	raw syscall.RawConn
+	// drainGrant asks the reader to grant credit when it next finds the
+	// socket empty (arrivedLocked); set only on plain TCP (raw).
+	drainGrant atomic.Bool
 	// Used by the inline writer holding the turn.
 	iframes []outFrame
 	ibuf    []byte
@@ -419,6 +422,12 @@ func (k *keepaliveReader) read(p []byte) (int, error) {
 	}
 	k.p = p
 	err := c.raw.Read(k.readFn)
+	for err == nil && k.err == syscall.EAGAIN {
+		// The socket is drained: the grants left for this moment go
+		// now (outside the callback: Close waits for it, under s.mu).
+		c.grantDrained()
+		err = c.raw.Read(k.readFn)
+	}
 	k.p = nil
 	if err != nil {
 		return 0, err // closed, or the deadline passed
@@ -442,10 +451,41 @@ func (k *keepaliveReader) readRaw(fd uintptr) bool {
 		case syscall.EINTR:
 			continue
 		case syscall.EAGAIN:
+			if k.c.drainGrant.Load() {
+				k.n, k.err = 0, err // read returns to grant, then waits
+				return true
+			}
 			return false
 		}
 		k.n, k.err = n, err
 		return true
+	}
+}
+
+// grantDrained sends the grants that chunks arriving in a burst left
+// for the moment the reader finds the socket empty (see arrivedLocked).
+// With the writer idle the reader writes them itself, as a sender writes
+// inline: waking the writer for a credit frame cost a goroutine hand-off
+// per grant.
+func (c *liveConn) grantDrained() {
+	c.drainGrant.Store(false)
+	s := c.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.gen != c.gen {
+		return
+	}
+	now := time.Now()
+	rtt := s.sched.Estimator().MinRTT()
+	for i := range s.recv {
+		if g, ok := s.recv[i].Grant(now, rtt); ok {
+			s.credits = append(s.credits, creditFrame(StreamID(i), g))
+		} else {
+			s.grantLaterLocked(StreamID(i), now)
+		}
+	}
+	if len(s.credits) > 0 {
+		s.writeCreditsLocked()
 	}
 }
 
@@ -614,7 +654,7 @@ func (c *liveConn) deliverInline(rd *reader, st StreamID, from NodeID, d deliver
 	s.mu.Lock()
 	s.consumedLocked(st, d, now, then == nil)
 	if len(s.inbox[st]) > 0 {
-		s.cond.Broadcast()
+		s.ready[st].Signal()
 	}
 	s.mu.Unlock()
 	if then != nil {
@@ -945,12 +985,12 @@ func (c *liveConn) writeLoop() {
 		closing := s.closing
 		var wait time.Duration
 		now := time.Now()
-		frames, wait = s.nextFramesLocked(now, frames[:0], 256<<10)
+		frames, wait = s.nextFramesLocked(now, frames[:0], writeBudget(s.notSentLowatLocked(now)))
 		s.wakeAt = time.Time{}
 		if len(frames) == 0 && wait > 0 {
 			s.wakeAt = now.Add(wait)
 		}
-		lowat := s.notSentLowatLocked()
+		lowat := s.notSentLowatLocked(now)
 		if len(frames) > 0 {
 			c.writing, mine = true, true
 		}

@@ -184,6 +184,21 @@
 // 100-byte envelopes side by side with the naive sender 0.98 -> 1.26x
 // (median of 8 alternate pairs), CPU per envelope 2.4 -> 2.2 us.
 //
+// Landed in session 5 (issue 3, bulk throughput): each stream's
+// deliverer waits on its own cond (one shared cond woke all four on every
+// envelope); on plain TCP the chunks of an incomplete envelope are
+// granted when the reader finds the socket empty (the raw read callback
+// returns on EAGAIN if a grant waits) or per a quarter of the window,
+// not per 32 KiB; the reader at a drain and a deliverer after a
+// consumption write the grant themselves when the writer is idle
+// (writeInlineLocked) instead of waking it; after 50 ms in which only
+// large envelopes were written (no one-frame envelope, no control or
+// membership frame), TCP_NOTSENT_LOWAT is 1 ms at the sustained rate (at
+// most 4 MiB) and the writer takes up to 1 MiB of frames per system call,
+// until the next small envelope. Credit frames 4.6-7 -> 1.2 per MiB,
+// parks 9.8 -> 3.5 per MiB, BulkVsTCP 0.67 -> 0.76 (medians of 8
+// alternate pairs).
+//
 // Measured on the shared 2-core machine, load average 6-22 from other
 // work (BENCHMARKS.md has the commands and every run): bulk 1 MiB
 // envelopes against a plain TCP copy in the same run 0.26-0.50x after
@@ -197,14 +212,15 @@
 // us each); a cut costs 3.7-3.9 ms to the next delivery on loopback.
 //
 // Left for the next session:
-//   - Bulk throughput (0.6x of plain TCP with a releasing handler): the
-//     rest is CPU, mostly in the kernel. The writer's extra cost is not
-//     the copy (1.24x the plain sender's), alignment or writev (session
-//     4 measured each): each lowat-sized write (4.7 per MiB against 1.4)
-//     runs the transmit path itself, and the pipeline wakes 9 times per
-//     MiB against 2.2. Fewer, larger writes on fast paths are next. Credit frames are not the cost: grants by a
-//     sixteenth of the window until the reader drains the socket cut
-//     them to 2.3 per MiB with no gain. Also tried without gain: 4 KiB
+//   - Bulk throughput (0.76x of plain TCP after session 5, goal 0.9x):
+//     wire's CPU per MiB is 1.1-1.4x the plain copy's; what remains is
+//     hand-offs, about 3.5 parks per MiB against 2.4 context switches:
+//     the receiver's deliverer per envelope (only the application stream
+//     is delivered on the reader) and the credit loop (the peer's reader,
+//     and its writer when the congestion window held it). Before session
+//     5 each lowat-sized write (4.7 per MiB against 1.4) ran the transmit
+//     path itself. Grants once per fixed size (256 KiB) stall at the
+//     congestion-window floor; they must follow the drain. Also tried without gain: 4 KiB
 //     aligned frames, 8x the congestion window, a 4x lowat; a 1 ms
 //     FrameTime helped a little (0.72 vs 0.69) but lengthens the wait of
 //     small envelopes on LANs. Earlier: a longer bandwidth filter, 1 MiB

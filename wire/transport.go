@@ -286,7 +286,7 @@ func (s *session) removeLocked() {
 	}
 	t.mu.Unlock()
 	s.removed = true
-	s.cond.Broadcast()
+	s.wakeDeliverersLocked()
 }
 
 // Send queues payload for the peer on stream, behind earlier envelopes
@@ -557,7 +557,7 @@ func (t *Transport) Close() error {
 			s.conn.Close()
 		}
 		s.failAllLocked(ErrClosed)
-		s.cond.Broadcast()
+		s.wakeDeliverersLocked()
 		s.mu.Unlock()
 	}
 	t.wg.Wait()
