@@ -145,7 +145,11 @@ func (c *cell[S, M]) take(spare []envelope[M]) []envelope[M] {
 			if s.spare == nil {
 				s.spare = spare[:0]
 			} else {
-				c.k.segments.Put(&spare)
+				// A copy declared here: &spare itself would move the
+				// parameter to the heap on every call (an allocation per
+				// batch).
+				sp := spare
+				c.k.segments.Put(&sp)
 			}
 		}
 		return b
@@ -353,12 +357,13 @@ func (c *cell[S, M]) warm() bool {
 }
 
 // runOn runs c on r's goroutine until c goes idle, fails or hands off; it
-// returns the cell to run next (handed off or stashed), or nil. A nil r
-// (a cold start) runs c alone, and returns c itself, still running, when
-// c turns out busy.
-func (c *cell[S, M]) runOn(r *runner) runnable {
+// returns the cell to run next (handed off or stashed), or nil.
+func (c *cell[S, M]) runOn(r *runner) runnable { return c.runWith(r, c.stateOn(r)) }
+
+// runWith is runOn with c's loop state ls. A nil r (a cold start) runs c
+// alone, and returns c itself, still running, when c turns out busy.
+func (c *cell[S, M]) runWith(r *runner, ls *loopState[S, M]) runnable {
 	h := c.k.h
-	ls := c.stateOn(r)
 	ctx, work := &ls.ctx, ls.work
 	if r != nil && c.run.Load() != r {
 		c.run.Store(r)

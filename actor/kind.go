@@ -47,6 +47,9 @@ type kind[S, M any] struct {
 	// it (placed before them it cost ping-pong and ask about a quarter
 	// more CPU).
 	segments sync.Pool
+	// cold holds loop states (*loopState[S, M]) for cold starts to reuse
+	// (see coldState).
+	cold sync.Pool
 }
 
 type shard[S, M any] struct {
