@@ -514,7 +514,7 @@ func (c *cell[S, M]) handleBatch(ctx *Context[S, M], work []envelope[M], r *runn
 	// The last message of a batch takes the full path when a runner may
 	// open its stash for it.
 	last := len(work)
-	if r != nil {
+	if r != nil || last == 1 {
 		last--
 	}
 	for i := 0; i < len(work); i++ {

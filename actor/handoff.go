@@ -227,6 +227,7 @@ func (c *cell[S, M]) handOff(ctx context.Context) bool {
 type loopState[S, M any] struct {
 	ctx  Context[S, M]
 	work []envelope[M]
+	one  [1]envelope[M] // the batch of an inline ask (localask.go)
 }
 
 // stateOn returns c's loop state on r, making one if r has none.
