@@ -458,27 +458,23 @@ func (c *cell[S, M]) runWith(r *runner, ls *loopState[S, M]) runnable {
 }
 
 // idle lets c go idle: no goroutine runs it any more. The caller holds c.mu;
-// idle releases it. A cell handed off is usually busy again a moment
-// later, so it skips reading the clock (a good part of a hand-off's cost):
-// the idle sweep stamps it when it first finds it idle.
+// idle releases it. It reads no clock (a good part of a hand-off's cost,
+// and of a one-off activation's where reading it takes 140 ns): the idle
+// sweep stamps the cell when it first finds it idle.
 func (c *cell[S, M]) idle(handoff bool) {
 	h := c.k.h
 	c.running = false
 	c.batchLen = 0
 	c.wake = nil
-	if handoff {
-		c.idleSince = idleUnstamped // and c.run stays: see loopState.unlink
-	} else {
-		c.idleSince = time.Now().UnixNano()
-		if c.run.Load() != nil {
-			c.run.Store(nil)
-		}
+	c.idleSince = idleUnstamped
+	if !handoff && c.run.Load() != nil {
+		c.run.Store(nil) // a hand-off keeps it: see loopState.unlink
 	}
 	c.exitTick = h.TickCount() + 1
 	released := !c.started
 	c.mu.Unlock()
 	if released {
-		c.k.forget(c, "released", time.Time{})
+		c.k.forget(c, "released", time.Time{}, time.Time{})
 	}
 }
 
@@ -767,9 +763,10 @@ func (c *cell[S, M]) failAll(es []envelope[M], err error) {
 const idleUnstamped = math.MaxInt64
 
 // passivatable reports whether the cell may leave the table; c.mu held.
-// A cell idle since a hand-off is stamped idle now, an upper bound of
-// the true time, so it leaves at most one sweep late, never early.
-func (c *cell[S, M]) passivatable(idleBefore time.Time) bool {
+// An unstamped idle cell is stamped with now, the sweep's time, an upper
+// bound of the true time, so it leaves at most one sweep late, never
+// early.
+func (c *cell[S, M]) passivatable(idleBefore, now time.Time) bool {
 	if c.gone || c.running || c.backoff || c.queuedLocked() != 0 {
 		return false
 	}
@@ -780,7 +777,7 @@ func (c *cell[S, M]) passivatable(idleBefore time.Time) bool {
 		return true
 	}
 	if c.idleSince == idleUnstamped {
-		c.idleSince = time.Now().UnixNano()
+		c.idleSince = now.UnixNano()
 	}
 	return c.idleSince < idleBefore.UnixNano()
 }
