@@ -66,6 +66,7 @@ func (c *cell[S, M]) claimIdle() bool {
 // arrived meanwhile.
 func (c *cell[S, M]) runClaimed(m M, s replier) {
 	k := c.k
+	defer k.h.Leave() // deferred: a handler may end the goroutine (Goexit)
 	if c.run.Load() != nil {
 		// No runner runs the cell now: its handler's tells must not be
 		// stashed in the one that ran it last.
@@ -87,5 +88,4 @@ func (c *cell[S, M]) runClaimed(m M, s replier) {
 			c.idle(true) // likely asked again soon; the sweep stamps the time
 		}
 	} // else failed: the restart owns the cell and its mailbox
-	k.h.Leave()
 }
