@@ -145,7 +145,11 @@ func (c *cell[S, M]) take(spare []envelope[M]) []envelope[M] {
 			if s.spare == nil {
 				s.spare = spare[:0]
 			} else {
-				c.k.segments.Put(&spare)
+				// A copy declared here: &spare itself would move the
+				// parameter to the heap on every call (an allocation per
+				// batch).
+				sp := spare
+				c.k.segments.Put(&sp)
 			}
 		}
 		return b
@@ -353,12 +357,13 @@ func (c *cell[S, M]) warm() bool {
 }
 
 // runOn runs c on r's goroutine until c goes idle, fails or hands off; it
-// returns the cell to run next (handed off or stashed), or nil. A nil r
-// (a cold start) runs c alone, and returns c itself, still running, when
-// c turns out busy.
-func (c *cell[S, M]) runOn(r *runner) runnable {
+// returns the cell to run next (handed off or stashed), or nil.
+func (c *cell[S, M]) runOn(r *runner) runnable { return c.runWith(r, c.stateOn(r)) }
+
+// runWith is runOn with c's loop state ls. A nil r (a cold start) runs c
+// alone, and returns c itself, still running, when c turns out busy.
+func (c *cell[S, M]) runWith(r *runner, ls *loopState[S, M]) runnable {
 	h := c.k.h
-	ls := c.stateOn(r)
 	ctx, work := &ls.ctx, ls.work
 	if r != nil && c.run.Load() != r {
 		c.run.Store(r)
@@ -453,27 +458,23 @@ func (c *cell[S, M]) runOn(r *runner) runnable {
 }
 
 // idle lets c go idle: no goroutine runs it any more. The caller holds c.mu;
-// idle releases it. A cell handed off is usually busy again a moment
-// later, so it skips reading the clock (a good part of a hand-off's cost):
-// the idle sweep stamps it when it first finds it idle.
+// idle releases it. It reads no clock (a good part of a hand-off's cost,
+// and of a one-off activation's where reading it takes 140 ns): the idle
+// sweep stamps the cell when it first finds it idle.
 func (c *cell[S, M]) idle(handoff bool) {
 	h := c.k.h
 	c.running = false
 	c.batchLen = 0
 	c.wake = nil
-	if handoff {
-		c.idleSince = idleUnstamped // and c.run stays: see loopState.unlink
-	} else {
-		c.idleSince = time.Now().UnixNano()
-		if c.run.Load() != nil {
-			c.run.Store(nil)
-		}
+	c.idleSince = idleUnstamped
+	if !handoff && c.run.Load() != nil {
+		c.run.Store(nil) // a hand-off keeps it: see loopState.unlink
 	}
 	c.exitTick = h.TickCount() + 1
 	released := !c.started
 	c.mu.Unlock()
 	if released {
-		c.k.forget(c, "released", time.Time{})
+		c.k.forget(c, "released", time.Time{}, time.Time{})
 	}
 }
 
@@ -509,7 +510,7 @@ func (c *cell[S, M]) handleBatch(ctx *Context[S, M], work []envelope[M], r *runn
 	// The last message of a batch takes the full path when a runner may
 	// open its stash for it.
 	last := len(work)
-	if r != nil {
+	if r != nil || last == 1 {
 		last--
 	}
 	for i := 0; i < len(work); i++ {
@@ -762,9 +763,10 @@ func (c *cell[S, M]) failAll(es []envelope[M], err error) {
 const idleUnstamped = math.MaxInt64
 
 // passivatable reports whether the cell may leave the table; c.mu held.
-// A cell idle since a hand-off is stamped idle now, an upper bound of
-// the true time, so it leaves at most one sweep late, never early.
-func (c *cell[S, M]) passivatable(idleBefore time.Time) bool {
+// An unstamped idle cell is stamped with now, the sweep's time, an upper
+// bound of the true time, so it leaves at most one sweep late, never
+// early.
+func (c *cell[S, M]) passivatable(idleBefore, now time.Time) bool {
 	if c.gone || c.running || c.backoff || c.queuedLocked() != 0 {
 		return false
 	}
@@ -775,7 +777,7 @@ func (c *cell[S, M]) passivatable(idleBefore time.Time) bool {
 		return true
 	}
 	if c.idleSince == idleUnstamped {
-		c.idleSince = time.Now().UnixNano()
+		c.idleSince = now.UnixNano()
 	}
 	return c.idleSince < idleBefore.UnixNano()
 }

@@ -33,8 +33,16 @@ func (c *Context[S, M]) Self() Ref[M] {
 func (c *Context[S, M]) Key() string { return c.cell.key }
 
 // System returns the system hosting this actor. Pass it to Def.Ref to
-// reach any actor.
-func (c *Context[S, M]) System() System { return c }
+// reach any actor. Unlike the Context, it stays valid after the handler
+// returns.
+func (c *Context[S, M]) System() System { return (*hostSystem)(c.cell.k.h) }
+
+// hostSystem is a host seen as a System: a pointer, so the conversion
+// allocates nothing, and not the Context, which is reused once its
+// handler returned.
+type hostSystem host.Host
+
+func (h *hostSystem) Runtime() *host.Host { return (*host.Host)(h) }
 
 // Runtime implements System.
 func (c *Context[S, M]) Runtime() *host.Host { return c.cell.k.h }

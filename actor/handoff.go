@@ -227,14 +227,11 @@ func (c *cell[S, M]) handOff(ctx context.Context) bool {
 type loopState[S, M any] struct {
 	ctx  Context[S, M]
 	work []envelope[M]
+	one  [1]envelope[M] // the batch of an inline ask (localask.go)
 }
 
-// stateOn returns c's loop state on r, making one if r has none (or is
-// nil).
+// stateOn returns c's loop state on r, making one if r has none.
 func (c *cell[S, M]) stateOn(r *runner) *loopState[S, M] {
-	if r == nil {
-		return &loopState[S, M]{ctx: Context[S, M]{cell: c}}
-	}
 	for _, x := range r.ls {
 		if ls, ok := x.(*loopState[S, M]); ok && ls.ctx.cell == c {
 			return ls
@@ -265,8 +262,13 @@ func (c *cell[S, M]) loop() {
 	// unless it gets more mail.
 	// exitTick is safe to read unlocked: only the cell's goroutine, which
 	// this is now, writes it.
-	if !c.warm() && c.runOn(nil) == nil {
-		return
+	if !c.warm() {
+		ls := c.k.coldState(c)
+		t := c.runWith(nil, ls)
+		c.k.putCold(ls)
+		if t == nil {
+			return
+		}
 	}
 	root := &loopRoot[S, M]{r: runner{h: h}}
 	root.ls.ctx.cell = c
@@ -277,4 +279,26 @@ func (c *cell[S, M]) loop() {
 		t = t.runOn(r)
 	}
 	r.exit()
+}
+
+// coldState returns a loop state for a cold start of c. Cold starts are
+// mostly one-off activations: their states are reused through k.cold
+// rather than allocated per activation (a quarter of an activation's
+// bytes, all garbage a moment later). A Context is valid only inside its
+// handler call, so a state can serve another cell once the run ended.
+func (k *kind[S, M]) coldState(c *cell[S, M]) *loopState[S, M] {
+	ls, _ := k.cold.Get().(*loopState[S, M])
+	if ls == nil {
+		ls = &loopState[S, M]{}
+	}
+	ls.ctx.cell = c
+	return ls
+}
+
+// putCold returns the state of an ended cold run to k.cold, holding
+// nothing of its cell: its mailbox buffer stays behind as garbage (kept,
+// the next cell's idle mailbox would hold it), its Context is zeroed.
+func (k *kind[S, M]) putCold(ls *loopState[S, M]) {
+	*ls = loopState[S, M]{}
+	k.cold.Put(ls)
 }

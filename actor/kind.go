@@ -47,6 +47,9 @@ type kind[S, M any] struct {
 	// it (placed before them it cost ping-pong and ask about a quarter
 	// more CPU).
 	segments sync.Pool
+	// cold holds loop states (*loopState[S, M]) for cold starts to reuse
+	// (see coldState).
+	cold sync.Pool
 }
 
 type shard[S, M any] struct {
@@ -476,13 +479,14 @@ func (k *kind[S, M]) pushKey(ctx context.Context, key string, h uint64, own bool
 	}
 }
 
-// forget removes c from the table if it is still passivatable; the caller
-// must not hold c.mu.
-func (k *kind[S, M]) forget(c *cell[S, M], reason string, idleBefore time.Time) bool {
+// forget removes c from the table if it is still passivatable (idle since
+// before idleBefore; now stamps a cell idle at an unread time, see
+// passivatable); the caller must not hold c.mu.
+func (k *kind[S, M]) forget(c *cell[S, M], reason string, idleBefore, now time.Time) bool {
 	h, sh := k.locate(c.key)
 	sh.mu.Lock()
 	c.mu.Lock()
-	ok := c.passivatable(idleBefore)
+	ok := c.passivatable(idleBefore, now)
 	wasStarted := c.started
 	if idleBefore.IsZero() && wasStarted {
 		// A release, overtaken: between the released goroutine's exit and
@@ -541,7 +545,7 @@ func (k *kind[S, M]) Moved(here func(key string) bool) {
 		c.stopTimersLocked()
 		c.stopRunLocked()
 		c.mu.Unlock()
-		if !k.forget(c, "moved", time.Now().Add(time.Hour)) {
+		if !k.forget(c, "moved", time.Now().Add(time.Hour), time.Now()) {
 			k.movingMu.Lock()
 			k.moving = append(k.moving, c)
 			k.movingN.Store(int32(len(k.moving)))
@@ -559,7 +563,7 @@ func (k *kind[S, M]) endMoved() {
 		c.mu.Lock()
 		gone := c.gone
 		c.mu.Unlock()
-		if !gone && !k.forget(c, "moved", time.Now().Add(time.Hour)) {
+		if !gone && !k.forget(c, "moved", time.Now().Add(time.Hour), time.Now()) {
 			live = append(live, c)
 		}
 	}
@@ -580,10 +584,10 @@ func (k *kind[S, M]) Sweep(now time.Time) {
 	before := now.Add(-k.idle)
 	k.each(func(c *cell[S, M]) {
 		c.mu.Lock()
-		ok := c.passivatable(before)
+		ok := c.passivatable(before, now)
 		c.mu.Unlock()
 		if ok {
-			k.forget(c, "idle", before)
+			k.forget(c, "idle", before, now)
 		}
 	})
 }

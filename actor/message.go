@@ -82,22 +82,44 @@ func Ask[M any, Q Request[M, R], R any](ctx context.Context, ref Ref[M], q Q) (R
 	defer h.AsksOut.Add(-1)
 	s := newSlot[R](ctx)
 	s.chain = chain
-	var own time.Duration // the ask timeout, when ctx has no deadline
-	if s.dl.IsZero() {
-		own = to.askTimeout()
-		s.dl = time.Now().Add(own)
+	own := s.dl.IsZero() // the ask timeout applies
+	if own {
+		s.dl = time.Now().Add(to.askTimeout())
+		s.ownDl = true
+	}
+	if chain == nil && ctx.Err() == nil {
+		// Outside any handler: the asker may run the handler itself
+		// (localask.go). A context already ended takes the usual way,
+		// which drops the request.
+		s.actx = ctx
+		if to.askHere(ref.key, ref.h, m, s) {
+			switch s.endInline() {
+			case slotDone:
+				return s.val, s.err
+			case slotCancelled:
+				cause := ctx.Err()
+				if cause == nil {
+					cause = context.DeadlineExceeded
+				}
+				return zero, &askError{ref: ref.String(), cause: cause}
+			}
+			// Deferred: wait for the reply as usual.
+			return awaitReply(ctx, h, s, own, ref)
+		}
+		s.actx = nil // never published: the ask goes the usual way
 	}
 	// Only an ask alone in flight waits in the poller: the scheduler's
 	// wake-up it spares buys nothing while other goroutines run (many
 	// askers), and costs the waker's system calls there.
 	s.parks = alone
+	s.done = make(chan struct{}) // before s is published: wait finds it
 	if err := to.deliver(ctx, ref.key, ref.h, ref.tok, m, s); err != nil {
 		return zero, err
 	}
-	var cause error
 	if w := s.w; w != nil {
 		// Sent to another node: wait in the poller (see waker).
-		if cause = w.wait(ctx, s.done, s.dl); cause == nil {
+		cause := w.wait(ctx, s.done, s.dl)
+		if cause == nil {
 			putWaker(w)
 			return s.val, s.err
 		}
@@ -107,14 +129,23 @@ func Ask[M any, Q Request[M, R], R any](ctx context.Context, ref Ref[M], q Q) (R
 		}
 		return zero, &askError{ref: ref.String(), cause: cause}
 	}
+	return awaitReply(ctx, h, s, own, ref)
+}
+
+// awaitReply waits for s's outcome until ctx ends or, if own, until s's
+// deadline (the ask timeout).
+func awaitReply[M, R any](ctx context.Context, h *host.Host, s *slot[R], own bool, ref Ref[M]) (R, error) {
 	var timeout <-chan time.Time
-	if own > 0 {
-		t := h.Timer(own)
+	if own {
+		t := h.Timer(time.Until(s.dl))
 		defer h.PutTimer(t)
 		timeout = t.C
 	}
+	var zero R
+	var cause error
+	done := s.wait()
 	select {
-	case <-s.done:
+	case <-done:
 		return s.val, s.err
 	case <-ctx.Done():
 		cause = ctx.Err()
@@ -122,7 +153,7 @@ func Ask[M any, Q Request[M, R], R any](ctx context.Context, ref Ref[M], q Q) (R
 		cause = context.DeadlineExceeded
 	}
 	if !s.cancel() {
-		<-s.done
+		<-done
 		return s.val, s.err
 	}
 	return zero, &askError{ref: ref.String(), cause: cause}

@@ -49,8 +49,9 @@ type slot[R any] struct {
 	state    int32
 	deferred bool
 	parks    bool          // the asker may wait on a waker if the ask goes to another node
+	ownDl    bool          // dl is the ask timeout's, not the asker's context's
 	stop     chan struct{} // made on demand: closed when the asker gives up
-	done     chan struct{} // closed when the outcome is set (unless onDone)
+	done     chan struct{} // closed when the outcome is set; made by the waiting asker (see wait)
 	onDone   func(R, error)
 	dl       time.Time
 	val      R
@@ -58,12 +59,40 @@ type slot[R any] struct {
 	chain    []string // actors waiting on this ask, up the call chain
 	withdraw func()   // cancels the request on another node
 	w        *waker   // what the asker waits on, if parks and the ask left (see waker_linux.go)
+	// actx is the asker's context while the asker runs the handler
+	// itself (see localask.go): nothing watches it, nor the deadline,
+	// unless the handler looks (stopped, cancelled), which arms watch.
+	actx  context.Context
+	watch *askWatch
+}
+
+// askWatch cancels an inline ask's slot when its asker's context ends or
+// its deadline passes.
+type askWatch struct {
+	stopCtx func() bool
+	t       *time.Timer
 }
 
 func newSlot[R any](ctx context.Context) *slot[R] {
-	s := &slot[R]{done: make(chan struct{})}
+	s := &slot[R]{}
 	s.dl, _ = ctx.Deadline()
 	return s
+}
+
+// wait returns the channel closed when s is complete, making it if need
+// be: an inline ask (localask.go) makes none unless its reply is
+// deferred.
+func (s *slot[R]) wait() <-chan struct{} {
+	s.mu.Lock()
+	if s.done == nil {
+		s.done = make(chan struct{})
+		if s.state == slotDone {
+			close(s.done)
+		}
+	}
+	d := s.done
+	s.mu.Unlock()
+	return d
 }
 
 func (s *slot[R]) begin() bool {
@@ -83,19 +112,30 @@ func (s *slot[R]) complete(v R, err error) bool {
 		s.mu.Unlock()
 		return false
 	}
+	if s.actx != nil && s.givenUpLocked() {
+		// An asker waiting on its own would have stopped by now.
+		s.cancelLocked()
+		s.mu.Unlock()
+		return false
+	}
 	s.state = slotDone
 	s.val, s.err = v, err
+	done := s.done
 	s.mu.Unlock()
-	s.finish(v, err)
+	s.finish(v, err, done)
 	return true
 }
 
-func (s *slot[R]) finish(v R, err error) {
+// finish hands the outcome on; done is s.done as read with the outcome
+// set, under s.mu.
+func (s *slot[R]) finish(v R, err error, done chan struct{}) {
 	if s.onDone != nil {
 		s.onDone(v, err)
 		return
 	}
-	close(s.done)
+	if done != nil {
+		close(done)
+	}
 	if s.w != nil {
 		s.w.wake()
 	}
@@ -125,6 +165,8 @@ func (s *slot[R]) stopped() <-chan struct{} {
 		s.stop = make(chan struct{})
 		if s.state == slotCancelled {
 			close(s.stop)
+		} else if s.actx != nil {
+			s.watchLocked()
 		}
 	}
 	return s.stop
@@ -133,7 +175,51 @@ func (s *slot[R]) stopped() <-chan struct{} {
 func (s *slot[R]) cancelled() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.actx != nil && (s.state == slotQueued || s.state == slotRunning) && s.givenUpLocked() {
+		s.cancelLocked()
+	}
 	return s.state == slotCancelled
+}
+
+// givenUpLocked reports, for an inline ask, whether its asker would have
+// stopped waiting: its context ended or its deadline passed; s.mu held.
+func (s *slot[R]) givenUpLocked() bool {
+	// A deadline of the context ends it: only the ask timeout's is read
+	// against the clock (time.Until reads only the monotonic one).
+	return s.actx.Err() != nil || s.ownDl && time.Until(s.dl) <= 0
+}
+
+// watchLocked makes the end of an inline ask's context or its deadline
+// cancel s, as the asker would if it waited; s.mu held. Armed only when
+// the handler looks at its context's Done: most handlers never do.
+func (s *slot[R]) watchLocked() {
+	w := &askWatch{}
+	if s.actx.Done() != nil {
+		w.stopCtx = context.AfterFunc(s.actx, func() { s.cancel() })
+	}
+	if !s.dl.IsZero() {
+		w.t = time.AfterFunc(time.Until(s.dl), func() { s.cancel() })
+	}
+	s.watch = w
+}
+
+// endInline ends the inline run of s: the asker waits on its own again
+// (a deferred reply) or takes the outcome. It returns the slot's state.
+func (s *slot[R]) endInline() int32 {
+	s.mu.Lock()
+	w := s.watch
+	s.actx, s.watch = nil, nil
+	st := s.state
+	s.mu.Unlock()
+	if w != nil {
+		if w.stopCtx != nil {
+			w.stopCtx()
+		}
+		if w.t != nil {
+			w.t.Stop()
+		}
+	}
+	return st
 }
 
 func (s *slot[R]) deadline() (time.Time, bool) { return s.dl, !s.dl.IsZero() }
@@ -150,16 +236,21 @@ func (s *slot[R]) cancel() bool {
 		s.mu.Unlock()
 		return true
 	}
-	s.state = slotCancelled
-	if s.stop != nil {
-		close(s.stop)
-	}
+	s.cancelLocked()
 	withdraw := s.withdraw
 	s.mu.Unlock()
 	if withdraw != nil {
 		withdraw()
 	}
 	return true
+}
+
+// cancelLocked moves s, not complete, to cancelled; s.mu held.
+func (s *slot[R]) cancelLocked() {
+	s.state = slotCancelled
+	if s.stop != nil {
+		close(s.stop)
+	}
 }
 
 func (s *slot[R]) setDeferred() {
@@ -207,7 +298,8 @@ func (s *slot[R]) abort(err error) {
 	if s.stop != nil {
 		close(s.stop)
 	}
+	done := s.done
 	s.mu.Unlock()
 	var zero R
-	s.finish(zero, err)
+	s.finish(zero, err, done)
 }
