@@ -148,9 +148,10 @@
 // other threads have work or sleep. Elsewhere than Linux every ask waits
 // on its channel.
 //
-// Session 5 (issue 2): a local ask
-// from outside any handler runs an idle actor's handler on the asking
-// goroutine (localask.go; p50 about 0.5 us against 1.2-2.0 before), cold
-// starts reuse their loop states, and no idle reads the clock (the sweep
-// stamps idle cells, so a cell passivates at most one sweep later).
+// Session 5 (issue 2): a local ask from outside any handler runs an idle
+// actor's handler on the asking goroutine (localask.go; p50 about 0.5 us
+// against 1.2-2.0 before; the ask's deadline reaches such a handler only
+// through its context, see Ask), cold starts reuse their loop states, and
+// no idle cell reads the clock (the sweep stamps idle cells, so a cell
+// passivates at most one sweep later).
 package actor

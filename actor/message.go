@@ -59,6 +59,15 @@ func (r Ref[M]) tellUnbound(ctx context.Context, msg M) error {
 // cancelled if it is running, and the error wraps ctx's error (or
 // context.DeadlineExceeded for the ask timeout). A handler that fails gives
 // an error wrapping ErrActorFailed.
+//
+// An ask from outside any handler to an idle actor of the same system runs
+// the handler on the calling goroutine, as a function call would (one
+// message at a time per key still holds: the actor counts as busy). Its
+// deadline then reaches the handler through the handler's context only: a
+// handler that blocks without watching its context (Done, Err, or a call
+// given the context) returns late, and Ask with it; the reply is dropped
+// and the error is the deadline's as usual. Handlers that wait on I/O
+// should pass their context on, which they should anyway.
 func Ask[M any, Q Request[M, R], R any](ctx context.Context, ref Ref[M], q Q) (R, error) {
 	var zero R
 	m, ok := any(q).(M)
