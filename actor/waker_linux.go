@@ -23,12 +23,22 @@ import (
 // looks for work (findRunnable polls the network before it sleeps), so
 // the asker runs where the reader ran, without the wake-up, as the
 // client of a bare TCP round trip does.
+//
+// The eventfd is never read. Each write of it is an edge in the poller
+// (Go registers edge-triggered, and an eventfd wakes its pollers on
+// every write, whatever its count), and the waiter looks at its outcome
+// instead of the count: no read that finds the count, none that finds
+// it empty before parking, and no EPOLLOUT edge that a read of a
+// non-zero count raises (a needless poller event per ask that made the
+// asker's thread call epoll_pwait again). The count only grows, by one
+// per reply: 2^64 writes are never reached.
 type waker struct {
 	f      *os.File
 	rc     syscall.RawConn
 	fd     int
 	readFn func(fd uintptr) bool
-	got    bool
+	done   <-chan struct{} // the outcome of the ask waiting, during wait
+	quit   <-chan struct{} // its context's Done, during wait
 }
 
 var wakers sync.Pool
@@ -73,19 +83,18 @@ func (w *waker) wake() {
 	runtime.KeepAlive(w)
 }
 
-// read is the RawConn callback: it takes the count, or reports false
-// (wait in the poller) if there is none.
-func (w *waker) read(fd uintptr) bool {
-	var n uint64
-	for {
-		_, _, e := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&n)), 8)
-		switch e {
-		case syscall.EINTR:
-			continue
-		case syscall.EAGAIN:
-			return false
-		}
+// read is the RawConn callback: true once the outcome is set or the
+// context ended, false to wait in the poller. The poller's readiness is
+// reset before the first call, so an edge left from an earlier use of
+// the waker costs at most one more look.
+func (w *waker) read(uintptr) bool {
+	select {
+	case <-w.done:
 		return true
+	case <-w.quit:
+		return true
+	default:
+		return false
 	}
 }
 
@@ -99,25 +108,19 @@ func (w *waker) wait(ctx context.Context, done <-chan struct{}, dl time.Time) er
 	// A deadline moved later modifies the poller's timer in place: no
 	// wake-up of a thread, unlike a timer started afresh per ask.
 	w.f.SetReadDeadline(dl)
-	for {
-		select {
-		case <-done:
-			return nil
-		default:
-		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		if err := w.rc.Read(w.readFn); err != nil {
-			select {
-			case <-done:
-				return nil
-			default:
-			}
-			if errors.Is(err, os.ErrDeadlineExceeded) {
-				return context.DeadlineExceeded
-			}
-			return err
-		}
+	w.done, w.quit = done, ctx.Done()
+	err := w.rc.Read(w.readFn)
+	w.done, w.quit = nil, nil
+	select {
+	case <-done:
+		return nil
+	default:
 	}
+	if err != nil {
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			return context.DeadlineExceeded
+		}
+		return err
+	}
+	return ctx.Err()
 }
