@@ -126,7 +126,9 @@
 // handler asks), but waits for the linger clock.
 //
 // Session 5 (issue 5): an Ask alone in flight in its system (the host's
-// count of asks out is one) whose request goes to another node waits for
+// count of asks out is one), with a context that cannot end (Done nil:
+// context.Background; the ask's own timeout still applies), whose
+// request goes to another node waits for
 // the reply in the network poller, on a pooled eventfd (waker_linux.go),
 // instead of on its channel: wire's reader completes the reply and parks,
 // and the thread that ran it picks the asker up as it polls, as a bare TCP
@@ -141,5 +143,8 @@
 // other threads have work or sleep. Elsewhere than Linux every ask waits
 // on its channel. The eventfd is never read: each write is an edge in the
 // poller, and the waiter looks at its outcome instead (two reads and a
-// poller event per ask fewer).
+// poller event per ask fewer). A context with Done keeps the channel:
+// watching it from the poller took a goroutine per ask (AfterFunc on a
+// handler's context), which also read that context after the handler
+// returned, a data race with the cell's reuse of it.
 package actor

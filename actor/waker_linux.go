@@ -101,14 +101,19 @@ func (w *waker) read(uintptr) bool {
 // wait waits until done is closed (the outcome is set), dl passes or
 // ctx ends, and returns the cause of giving up, or nil.
 func (w *waker) wait(ctx context.Context, done <-chan struct{}, dl time.Time) error {
-	if ctx.Done() != nil {
-		stop := context.AfterFunc(ctx, w.wake)
+	quit := ctx.Done()
+	if quit != nil {
+		// Watched through quitCtx, not ctx: for a context not made by
+		// package context (a handler's), AfterFunc starts a goroutine
+		// that calls its Done later, racing with the cell's reuse of it
+		// once the handler returned.
+		stop := context.AfterFunc(quitCtx{quit}, w.wake)
 		defer stop()
 	}
 	// A deadline moved later modifies the poller's timer in place: no
 	// wake-up of a thread, unlike a timer started afresh per ask.
 	w.f.SetReadDeadline(dl)
-	w.done, w.quit = done, ctx.Done()
+	w.done, w.quit = done, quit
 	err := w.rc.Read(w.readFn)
 	w.done, w.quit = nil, nil
 	select {
@@ -123,4 +128,19 @@ func (w *waker) wait(ctx context.Context, done <-chan struct{}, dl time.Time) er
 		return err
 	}
 	return ctx.Err()
+}
+
+// quitCtx is a context that only ends when its channel closes.
+type quitCtx struct{ done <-chan struct{} }
+
+func (quitCtx) Deadline() (time.Time, bool) { return time.Time{}, false }
+func (q quitCtx) Done() <-chan struct{}     { return q.done }
+func (quitCtx) Value(any) any               { return nil }
+func (q quitCtx) Err() error {
+	select {
+	case <-q.done:
+		return context.Canceled
+	default:
+		return nil
+	}
 }
