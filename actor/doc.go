@@ -133,7 +133,9 @@
 // handler asks), but waits for the linger clock.
 //
 // Session 5 (issue 5): an Ask alone in flight in its system (the host's
-// count of asks out is one) whose request goes to another node waits for
+// count of asks out is one), with a context that cannot end (Done nil:
+// context.Background; the ask's own timeout still applies), whose
+// request goes to another node waits for
 // the reply in the network poller, on a pooled eventfd (waker_linux.go),
 // instead of on its channel: wire's reader completes the reply and parks,
 // and the thread that ran it picks the asker up as it polls, as a bare TCP
@@ -143,10 +145,15 @@
 // an asker is noticed when a thread next polls: at once when the goroutine
 // that completed the reply parks (wire's reader does when its next read
 // finds nothing), or when any goroutine is readied or parks; after the
-// relief watch (1-2 ms) if the reader goes on to run a handler inline;
+// relief watch (1-4 ms) if the reader goes on to run a handler inline;
 // within sysmon's 10 ms if that goroutine runs on without parking and the
 // other threads have work or sleep. Elsewhere than Linux every ask waits
-// on its channel.
+// on its channel. The eventfd is never read: each write is an edge in the
+// poller, and the waiter looks at its outcome instead (two reads and a
+// poller event per ask fewer). A context with Done keeps the channel:
+// watching it from the poller took a goroutine per ask (AfterFunc on a
+// handler's context), which also read that context after the handler
+// returned, a data race with the cell's reuse of it.
 //
 // Session 5 (issue 2): a local ask from outside any handler runs an idle
 // actor's handler on the asking goroutine (localask.go; p50 about 0.5 us

@@ -119,8 +119,10 @@ func Ask[M any, Q Request[M, R], R any](ctx context.Context, ref Ref[M], q Q) (R
 	}
 	// Only an ask alone in flight waits in the poller: the scheduler's
 	// wake-up it spares buys nothing while other goroutines run (many
-	// askers), and costs the waker's system calls there.
-	s.parks = alone
+	// askers), and costs the waker's system calls there. Nor one whose
+	// context can end: watching it would take a goroutine per ask (see
+	// waker.wait), more than the wake-up spared.
+	s.parks = alone && ctx.Done() == nil
 	s.done = make(chan struct{}) // before s is published: wait finds it
 	if err := to.deliver(ctx, ref.key, ref.h, ref.tok, m, s); err != nil {
 		return zero, err

@@ -23,12 +23,22 @@ import (
 // looks for work (findRunnable polls the network before it sleeps), so
 // the asker runs where the reader ran, without the wake-up, as the
 // client of a bare TCP round trip does.
+//
+// The eventfd is never read. Each write of it is an edge in the poller
+// (Go registers edge-triggered, and an eventfd wakes its pollers on
+// every write, whatever its count), and the waiter looks at its outcome
+// instead of the count: no read that finds the count, none that finds
+// it empty before parking, and no EPOLLOUT edge that a read of a
+// non-zero count raises (a needless poller event per ask that made the
+// asker's thread call epoll_pwait again). The count only grows, by one
+// per reply: 2^64 writes are never reached.
 type waker struct {
 	f      *os.File
 	rc     syscall.RawConn
 	fd     int
 	readFn func(fd uintptr) bool
-	got    bool
+	done   <-chan struct{} // the outcome of the ask waiting, during wait
+	quit   <-chan struct{} // its context's Done, during wait
 }
 
 var wakers sync.Pool
@@ -73,51 +83,64 @@ func (w *waker) wake() {
 	runtime.KeepAlive(w)
 }
 
-// read is the RawConn callback: it takes the count, or reports false
-// (wait in the poller) if there is none.
-func (w *waker) read(fd uintptr) bool {
-	var n uint64
-	for {
-		_, _, e := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&n)), 8)
-		switch e {
-		case syscall.EINTR:
-			continue
-		case syscall.EAGAIN:
-			return false
-		}
+// read is the RawConn callback: true once the outcome is set or the
+// context ended, false to wait in the poller. The poller's readiness is
+// reset before the first call, so an edge left from an earlier use of
+// the waker costs at most one more look.
+func (w *waker) read(uintptr) bool {
+	select {
+	case <-w.done:
 		return true
+	case <-w.quit:
+		return true
+	default:
+		return false
 	}
 }
 
 // wait waits until done is closed (the outcome is set), dl passes or
 // ctx ends, and returns the cause of giving up, or nil.
 func (w *waker) wait(ctx context.Context, done <-chan struct{}, dl time.Time) error {
-	if ctx.Done() != nil {
-		stop := context.AfterFunc(ctx, w.wake)
+	quit := ctx.Done()
+	if quit != nil {
+		// Watched through quitCtx, not ctx: for a context not made by
+		// package context (a handler's), AfterFunc starts a goroutine
+		// that calls its Done later, racing with the cell's reuse of it
+		// once the handler returned.
+		stop := context.AfterFunc(quitCtx{quit}, w.wake)
 		defer stop()
 	}
 	// A deadline moved later modifies the poller's timer in place: no
 	// wake-up of a thread, unlike a timer started afresh per ask.
 	w.f.SetReadDeadline(dl)
-	for {
-		select {
-		case <-done:
-			return nil
-		default:
+	w.done, w.quit = done, quit
+	err := w.rc.Read(w.readFn)
+	w.done, w.quit = nil, nil
+	select {
+	case <-done:
+		return nil
+	default:
+	}
+	if err != nil {
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			return context.DeadlineExceeded
 		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		if err := w.rc.Read(w.readFn); err != nil {
-			select {
-			case <-done:
-				return nil
-			default:
-			}
-			if errors.Is(err, os.ErrDeadlineExceeded) {
-				return context.DeadlineExceeded
-			}
-			return err
-		}
+		return err
+	}
+	return ctx.Err()
+}
+
+// quitCtx is a context that only ends when its channel closes.
+type quitCtx struct{ done <-chan struct{} }
+
+func (quitCtx) Deadline() (time.Time, bool) { return time.Time{}, false }
+func (q quitCtx) Done() <-chan struct{}     { return q.done }
+func (quitCtx) Value(any) any               { return nil }
+func (q quitCtx) Err() error {
+	select {
+	case <-q.done:
+		return context.Canceled
+	default:
+		return nil
 	}
 }
