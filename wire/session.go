@@ -92,9 +92,12 @@ type session struct {
 	// stream whose handler is idle and inbox empty is taken for the
 	// reader to deliver itself (took) instead of being queued.
 	mayTake bool
-	took    bool
-	taken   delivery
-	takenSt StreamID
+	// mayTakeAny widens mayTake to every stream, for the envelope a
+	// chunk read in place completes (see readDataDirect).
+	mayTakeAny bool
+	took       bool
+	taken      delivery
+	takenSt    StreamID
 
 	smallAt    time.Time   // when a small envelope's frame, or a bypass stream's, was last taken to write
 	credits    []outFrame  // grants due, for the writer
@@ -707,7 +710,7 @@ func (s *session) applyWholeLocked(h Header, d dataFrame, chunk []byte, held int
 // deliverLocked hands a complete envelope to the reader (see mayTake) or
 // queues it for the stream's deliverer.
 func (s *session) deliverLocked(st StreamID, dv delivery) {
-	if s.mayTake && !s.took && inlineStream(st) && !s.busy[st] && len(s.inbox[st]) == 0 {
+	if s.mayTake && !s.took && (s.mayTakeAny || inlineStream(st)) && !s.busy[st] && len(s.inbox[st]) == 0 {
 		s.busy[st] = true
 		s.took, s.taken, s.takenSt = true, dv, st
 		return
