@@ -598,9 +598,12 @@ func (c *liveConn) read(rd *reader) {
 			return
 		}
 		s.mayTake = f.Type == FrameData
+		// The last chunk of an envelope of several frames, as one read
+		// in place (readDataDirect): any stream's.
+		s.mayTakeAny = s.mayTake && f.Flags&FlagFirst == 0
 		err = c.handleLocked(f, d, chunk, now, nil)
 		took, dv, st, from := s.took, s.taken, s.takenSt, s.id
-		s.mayTake, s.took, s.taken = false, false, delivery{}
+		s.mayTake, s.mayTakeAny, s.took, s.taken = false, false, false, delivery{}
 		s.mu.Unlock()
 		if err != nil {
 			if took {
