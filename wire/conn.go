@@ -599,11 +599,12 @@ func (c *liveConn) read(rd *reader) {
 		}
 		s.mayTake = f.Type == FrameData
 		// The last chunk of an envelope of several frames, as one read
-		// in place (readDataDirect): any stream's.
-		s.mayTakeAny = s.mayTake && f.Flags&FlagFirst == 0
+		// in place (readDataDirect), may go to the reader whatever its
+		// size (see inlineStream).
+		s.mayTakeLarge = s.mayTake && f.Flags&FlagFirst == 0
 		err = c.handleLocked(f, d, chunk, now, nil)
 		took, dv, st, from := s.took, s.taken, s.takenSt, s.id
-		s.mayTake, s.mayTakeAny, s.took, s.taken = false, false, false, delivery{}
+		s.mayTake, s.mayTakeLarge, s.took, s.taken = false, false, false, delivery{}
 		s.mu.Unlock()
 		if err != nil {
 			if took {
@@ -816,14 +817,14 @@ func (c *liveConn) readDataDirect(rd *reader, h Header) (fenced bool, tk taking,
 		return true, tk, nil
 	}
 	// The envelope this chunk completes goes to the reader when its
-	// stream's deliverer is idle, whatever the stream: handing a large
-	// envelope to the deliverer cost a wake-up and a park per envelope,
-	// against a handler that a large envelope's reading dwarfs (the
-	// relief watch hands reading on if it blocks).
-	s.mayTake, s.mayTakeAny = true, true
+	// stream's deliverer is idle (replication too, see inlineStream):
+	// handing a large envelope to the deliverer cost a wake-up and a park
+	// per envelope, against a handler that a large envelope's reading
+	// dwarfs (the relief watch hands reading on if it blocks).
+	s.mayTake, s.mayTakeLarge = true, true
 	err = c.handleLocked(frame{Header: h}, d, dst, now, p)
 	tk = taking{s.took, s.taken, s.takenSt, s.id}
-	s.mayTake, s.mayTakeAny, s.took, s.taken = false, false, false, delivery{}
+	s.mayTake, s.mayTakeLarge, s.took, s.taken = false, false, false, delivery{}
 	if err != nil && tk.took {
 		s.busy[tk.st] = false
 		tk.took = false
