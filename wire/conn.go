@@ -547,13 +547,17 @@ func (c *liveConn) read(rd *reader) {
 		}
 		if h.Type == FrameData && h.Flags&FlagCompressed == 0 && h.Length >= directMin {
 			var fenced bool
-			fenced, err = c.readDataDirect(rd, h)
+			var tk taking
+			fenced, tk, err = c.readDataDirect(rd, h)
 			if fenced {
 				c.fenced()
 				return
 			}
 			if err != nil {
 				break
+			}
+			if tk.took && c.deliverInline(rd, tk.st, tk.from, tk.dv) {
+				return // another goroutine reads now
 			}
 			continue
 		}
@@ -594,9 +598,13 @@ func (c *liveConn) read(rd *reader) {
 			return
 		}
 		s.mayTake = f.Type == FrameData
+		// The last chunk of an envelope of several frames, as one read
+		// in place (readDataDirect), may go to the reader whatever its
+		// size (see inlineStream).
+		s.mayTakeLarge = s.mayTake && f.Flags&FlagFirst == 0
 		err = c.handleLocked(f, d, chunk, now, nil)
 		took, dv, st, from := s.took, s.taken, s.takenSt, s.id
-		s.mayTake, s.took, s.taken = false, false, delivery{}
+		s.mayTake, s.mayTakeLarge, s.took, s.taken = false, false, false, delivery{}
 		s.mu.Unlock()
 		if err != nil {
 			if took {
@@ -623,7 +631,7 @@ var reliefAfter atomic.Int64 // a time.Duration; tests lengthen it
 
 func init() { reliefAfter.Store(int64(time.Millisecond)) }
 
-// deliverInline runs the handler of a small envelope on the reader, which
+// deliverInline runs the handler of an envelope on the reader, which
 // spares the hop to the stream's deliverer: the session took it because
 // the stream's handler was idle and its inbox empty, and marked the
 // stream busy, so what arrives meanwhile queues behind it. A DeferHandler
@@ -778,24 +786,24 @@ func (c *liveConn) fenced() {
 // only once whole, as any other: a connection that breaks inside it
 // changes nothing. It reports fenced when a newer connection owns the
 // session (the reader then ends quietly).
-func (c *liveConn) readDataDirect(rd *reader, h Header) (fenced bool, err error) {
+func (c *liveConn) readDataDirect(rd *reader, h Header) (fenced bool, tk taking, err error) {
 	s, lim, br := c.s, c.s.t.cfg.Limits, rd.br
 	pre, err := br.Peek(min(int(h.Length), maxDataOverhead))
 	if err != nil {
 		if err == io.EOF {
 			err = io.ErrUnexpectedEOF
 		}
-		return false, err
+		return false, tk, err
 	}
 	d, n, err := parseDataPrefix(h, pre, int(h.Length), lim.MaxFrame, lim.MaxMessage)
 	if err != nil {
-		return false, err
+		return false, tk, err
 	}
 	br.Discard(n)
 	s.mu.Lock()
 	if s.gen != c.gen {
 		s.mu.Unlock()
-		return true, nil
+		return true, tk, nil
 	}
 	p, dst := s.chunkTargetLocked(h, d, int(h.Length)-n)
 	s.mu.Unlock()
@@ -814,17 +822,39 @@ func (c *liveConn) readDataDirect(rd *reader, h Header) (fenced bool, err error)
 			if err == io.EOF {
 				err = io.ErrUnexpectedEOF
 			}
-			return false, err
+			return false, tk, err
 		}
 		rd.drained = true
 	}
 	now := time.Now()
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.gen != c.gen {
-		return true, nil
+		s.mu.Unlock()
+		return true, tk, nil
 	}
-	return false, c.handleLocked(frame{Header: h}, d, dst, now, p)
+	// The envelope this chunk completes goes to the reader when its
+	// stream's deliverer is idle (replication too, see inlineStream):
+	// handing a large envelope to the deliverer cost a wake-up and a park
+	// per envelope, against a handler that a large envelope's reading
+	// dwarfs (the relief watch hands reading on if it blocks).
+	s.mayTake, s.mayTakeLarge = true, true
+	err = c.handleLocked(frame{Header: h}, d, dst, now, p)
+	tk = taking{s.took, s.taken, s.takenSt, s.id}
+	s.mayTake, s.mayTakeLarge, s.took, s.taken = false, false, false, delivery{}
+	if err != nil && tk.took {
+		s.busy[tk.st] = false
+		tk.took = false
+	}
+	s.mu.Unlock()
+	return false, tk, err
+}
+
+// taking is an envelope the session handed to the reader to deliver.
+type taking struct {
+	took bool
+	dv   delivery
+	st   StreamID
+	from NodeID
 }
 
 func bufferedOf(r *bufio.Reader) io.Reader {

@@ -198,7 +198,13 @@
 // most 4 MiB) and the writer takes up to 1 MiB of frames per system call,
 // until the next small envelope. Credit frames 4.6-7 -> 1.2 per MiB,
 // parks 9.8 -> 3.5 per MiB, BulkVsTCP 0.67 -> 0.76 (medians of 8
-// alternate pairs).
+// alternate pairs). Second pass: the reader delivers a large envelope
+// (completed by a chunk read in place, or the last chunk of several
+// frames) itself when its stream's deliverer is idle, on the application
+// and replication streams (membership and control keep their
+// deliverers), with the relief watch as for small ones: deliverer parks
+// 0.92 -> 0.04 per MiB, BulkVsTCP 0.76 -> 0.86 (medians of 8 alternate
+// pairs at load 2-5; 0.69 -> 0.78 at load 12-14).
 //
 // Measured on the shared 2-core machine, load average 6-22 from other
 // work (BENCHMARKS.md has the commands and every run): bulk 1 MiB
@@ -213,12 +219,15 @@
 // us each); a cut costs 3.7-3.9 ms to the next delivery on loopback.
 //
 // Left for the next session:
-//   - Bulk throughput (0.76x of plain TCP after session 5, goal 0.9x):
-//     wire's CPU per MiB is 1.1-1.4x the plain copy's; what remains is
-//     hand-offs, about 3.5 parks per MiB against 2.4 context switches:
-//     the receiver's deliverer per envelope (only the application stream
-//     is delivered on the reader) and the credit loop (the peer's reader,
-//     and its writer when the congestion window held it). Before session
+//   - Bulk throughput (0.78-0.86x of plain TCP after session 5, goal
+//     0.9x): wire's CPU per MiB is 1.1-1.4x the plain copy's; parks are
+//     down to about 2.4 per MiB (the plain copy's context switches), so
+//     what remains is CPU: user-level work per read and write (the
+//     reader's reads through multiReader, keepaliveReader and bufio, and
+//     the 4 KiB header refills; the writer's frame selection) and the
+//     kernel's send path run from the writer's writev. SO_RCVLOWAT for
+//     the rest of a chunk did not pay (the reader rarely waits inside a
+//     chunk; reads stay at 13-14 per MiB). Before session
 //     5 each lowat-sized write (4.7 per MiB against 1.4) ran the transmit
 //     path itself. Grants once per fixed size (256 KiB) stall at the
 //     congestion-window floor; they must follow the drain. Also tried without gain: 4 KiB

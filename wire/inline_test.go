@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -308,5 +309,59 @@ func closed(ch <-chan struct{}) func() bool {
 		default:
 			return false
 		}
+	}
+}
+
+// A large envelope of any stream is delivered by the reader when its
+// deliverer is idle; a handler that blocks there is relieved by the
+// watch, so other streams' envelopes still arrive, and the stream's next
+// envelope waits for the blocked one.
+func TestLargeEnvelopeOnTheReaderIsRelievedWhenItBlocks(t *testing.T) {
+	a, b := newTestNode(t, nil), newTestNode(t, nil)
+	unblock := make(chan struct{})
+	var mu sync.Mutex
+	var got []string
+	b.t.Handle(StreamReplication, HandlerFunc(func(from NodeID, p []byte) {
+		if p[0] == 'b' {
+			<-unblock
+		}
+		mu.Lock()
+		got = append(got, fmt.Sprintf("%c%d", p[0], len(p)))
+		mu.Unlock()
+		b.signal()
+	}))
+	b.t.Handle(StreamMembership, HandlerFunc(func(from NodeID, p []byte) {
+		mu.Lock()
+		got = append(got, string(p))
+		mu.Unlock()
+		b.signal()
+	}))
+	ctx := context.Background()
+	large := func(c byte) []byte { p := make([]byte, 256<<10); p[0] = c; return p }
+	for _, p := range [][]byte{large('w'), large('b'), large('n')} {
+		if _, err := a.t.Send(ctx, b.t.Self(), StreamReplication, 0, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := a.t.Send(ctx, b.t.Self(), StreamMembership, 0, []byte("m")); err != nil {
+		t.Fatal(err)
+	}
+	b.waitFor(t, "the membership envelope", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Contains(got, "m")
+	})
+	close(unblock)
+	b.waitFor(t, "every envelope", func() bool { mu.Lock(); defer mu.Unlock(); return len(got) == 4 })
+	mu.Lock()
+	defer mu.Unlock()
+	var repl []string
+	for _, s := range got {
+		if s != "m" {
+			repl = append(repl, s)
+		}
+	}
+	if want := []string{"w262144", "b262144", "n262144"}; fmt.Sprint(repl) != fmt.Sprint(want) {
+		t.Fatalf("replication got %q, want %q", repl, want)
 	}
 }

@@ -92,9 +92,12 @@ type session struct {
 	// stream whose handler is idle and inbox empty is taken for the
 	// reader to deliver itself (took) instead of being queued.
 	mayTake bool
-	took    bool
-	taken   delivery
-	takenSt StreamID
+	// mayTakeLarge widens mayTake to the replication stream, for an
+	// envelope of several frames or one read in place (readDataDirect).
+	mayTakeLarge bool
+	took         bool
+	taken        delivery
+	takenSt      StreamID
 
 	smallAt    time.Time   // when a small envelope's frame, or a bypass stream's, was last taken to write
 	credits    []outFrame  // grants due, for the writer
@@ -707,7 +710,7 @@ func (s *session) applyWholeLocked(h Header, d dataFrame, chunk []byte, held int
 // deliverLocked hands a complete envelope to the reader (see mayTake) or
 // queues it for the stream's deliverer.
 func (s *session) deliverLocked(st StreamID, dv delivery) {
-	if s.mayTake && !s.took && inlineStream(st) && !s.busy[st] && len(s.inbox[st]) == 0 {
+	if s.mayTake && !s.took && (inlineStream(st) || s.mayTakeLarge && st == StreamReplication) && !s.busy[st] && len(s.inbox[st]) == 0 {
 		s.busy[st] = true
 		s.took, s.taken, s.takenSt = true, dv, st
 		return
@@ -729,7 +732,10 @@ func (s *session) wakeDeliverersLocked() {
 // inlineStream reports whether the reader may deliver envelopes of the
 // stream itself when its deliverer is idle: only the application stream,
 // whose handler is short unless its own queue is full (the reader is then
-// relieved, see liveConn.deliverInline).
+// relieved, see liveConn.deliverInline). Large envelopes of the
+// replication stream too (mayTakeLarge): for bulk the hand-off to the
+// deliverer was a wake-up and a park per envelope. Membership and control
+// keep their deliverers: their handlers may wait on the protocol.
 func inlineStream(st StreamID) bool { return st == StreamApplication }
 
 // deliver runs the handler of one stream until the transport closes.
