@@ -42,6 +42,11 @@ type cell[S, M any] struct {
 	spinning bool          // ... or yields, looking for work
 	backoff  bool          // restarting after a failure
 	gone     bool          // removed from the table; senders must look again
+	// Goroutine side, in the padding of the sender's line (the goroutine
+	// reads them with c.mu, on this line, held) so that an idle cell
+	// fits the 160-byte size class.
+	started bool // the activation ran its start (state initialised)
+	shed    bool // an ask from another node would run inline: do not linger (inline.go)
 
 	// Touched rarely, by either side.
 	key  string
@@ -50,14 +55,15 @@ type cell[S, M any] struct {
 	cur  replier // slot of the ask being handled, for abort
 
 	idleSince int64  // unix nanoseconds the cell last went idle, or idleUnstamped
-	exitTick  uint64 // linger tick (+1) at which its goroutine last exited
+	exitTick  uint32 // linger tick (+1, truncated) at which its goroutine last exited
+	// tells is set once the handler told a cell from its Context (see
+	// handOff): only such cells open their runner's stash. Beside
+	// exitTick, the two fill one word.
+	tells atomic.Bool
 
 	// run is the runner whose goroutine runs the cell, for tells from its
 	// handler to hand off (see handoff.go); nil while no goroutine does.
 	run atomic.Pointer[runner]
-	// tells is set once the handler told a cell from its Context (see
-	// handOff): only such cells open their runner's stash.
-	tells atomic.Bool
 
 	// Goroutine side.
 	state    S
@@ -69,8 +75,6 @@ type cell[S, M any] struct {
 	// no counter that both sides write.
 	remaining atomic.Int32
 	waiters   atomic.Int32 // senders waiting for room; read per message
-	started   bool         // the activation ran its start (state initialised)
-	shed      bool         // an ask from another node would run inline: do not linger (inline.go)
 }
 
 // queuedLocked is the number of messages waiting; c.mu held.
@@ -353,7 +357,9 @@ const lingerTicks = 2
 // cell's goroutine exits as soon as its mailbox is empty, so a million
 // one-message activations do not leave a million goroutines waiting.
 func (c *cell[S, M]) warm() bool {
-	return c.exitTick != 0 && c.k.h.TickCount()+1-c.exitTick <= lingerTicks
+	// Modular in 32 bits: a tick count that wrapped misjudges one
+	// linger, no more.
+	return c.exitTick != 0 && uint32(c.k.h.TickCount())+1-c.exitTick <= lingerTicks
 }
 
 // runOn runs c on r's goroutine until c goes idle, fails or hands off; it
@@ -405,7 +411,7 @@ func (c *cell[S, M]) runWith(r *runner, ls *loopState[S, M]) runnable {
 		handled++
 		if handled > 1 {
 			if r == nil { // busy after all: go on with a runner, which hands off
-				c.exitTick = h.TickCount() + 1 // and is warm
+				c.exitTick = uint32(h.TickCount()) + 1 // and is warm
 				c.mu.Unlock()
 				return c
 			}
@@ -470,7 +476,7 @@ func (c *cell[S, M]) idle(handoff bool) {
 	if !handoff && c.run.Load() != nil {
 		c.run.Store(nil) // a hand-off keeps it: see loopState.unlink
 	}
-	c.exitTick = h.TickCount() + 1
+	c.exitTick = uint32(h.TickCount()) + 1
 	released := !c.started
 	c.mu.Unlock()
 	if released {
@@ -594,9 +600,14 @@ func (c *cell[S, M]) runTells(ctx *Context[S, M], work []envelope[M], i, last in
 		}
 	}()
 	h := c.k.h
+	// Read once: started lies on the senders' line, and nothing in the
+	// loop changes it (activate and end run outside it).
+	if !c.started {
+		return j, false, nil
+	}
 	for ; j < len(work); j++ {
 		e := &work[j]
-		if j >= last || e.slot != nil || !c.started || h.Closed() {
+		if j >= last || e.slot != nil || h.Closed() {
 			return j, false, nil
 		}
 		c.took(len(work) - j - 1)

@@ -3,6 +3,7 @@ package actor
 import (
 	"fmt"
 	"testing"
+	"unsafe"
 
 	"pgregory.net/rapid"
 )
@@ -101,4 +102,13 @@ func TestCellTableReadersNeverSeeAWrongCell(t *testing.T) {
 	}
 	close(stop)
 	<-done
+}
+
+// An idle actor's heap is mostly its cell: with an empty state it must
+// stay in the 160-byte size class (BENCHMARKS.md, "Session 5:
+// activations, second pass"), or every idle actor grows by 16 B.
+func TestCellSizeClass(t *testing.T) {
+	if n := unsafe.Sizeof(cell[struct{}, any]{}); n > 160 {
+		t.Fatalf("cell is %d bytes, want <= 160", n)
+	}
 }
