@@ -46,6 +46,11 @@ type liveConn struct {
 	rawN    int
 	rawErr  error
 	rawFn   func(fd uintptr) bool
+	// Used by the writer goroutine for its vectored writes (writeVec).
+	wvec   [][]byte
+	wiov   []syscall.Iovec
+	wvErr  error
+	wvecFn func(fd uintptr) bool
 
 	// The relief watch of inline deliveries (see look).
 	dseq       atomic.Uint64
@@ -305,7 +310,7 @@ func (s *session) activate(hc *hsConn, fresh bool, theirs resumeCounts) error {
 	c := &liveConn{hsConn: hc, s: s, gen: s.gen, done: make(chan struct{}), wake: make(chan struct{}, 1), stop: make(chan struct{}), enc: enc, dec: dec, lowat: t.cfg.NotSentLowat}
 	if tc, ok := hc.Conn.(*net.TCPConn); ok {
 		if rc, err := tc.SyscallConn(); err == nil {
-			c.raw, c.rawFn = rc, c.writeRaw
+			c.raw, c.rawFn, c.wvecFn = rc, c.writeRaw, c.writeVecRaw
 		}
 	}
 	c.heardNano.Store(now.UnixNano())
@@ -1065,8 +1070,7 @@ func (c *liveConn) writeLoop() {
 			if mark < len(buf) {
 				vec = append(vec, buf[mark:])
 			}
-			nb := net.Buffers(vec)
-			if _, err := nb.WriteTo(c.hsConn.Conn); err != nil {
+			if err := c.writeVec(vec, writev); err != nil {
 				c.Close() // the reader notices and handles the break
 				return
 			}
@@ -1244,6 +1248,64 @@ func (c *liveConn) writeNow(b []byte) (int, error) {
 		return 0, err
 	}
 	return max(c.rawN, 0), c.rawErr
+}
+
+// writeVec writes the writer's frames. On plain TCP it makes its writev
+// calls without the scheduler's system call bookkeeping, as the reader
+// reads (rawRead): a writev of a large batch runs the loopback receive
+// path too and lasts hundreds of microseconds, long enough for sysmon
+// to take the writer's P and hand it to another thread (a futex wake,
+// and a stop when the call returns), about once per MiB in bulk.
+func (c *liveConn) writeVec(vec [][]byte, writev bool) error {
+	if !writev || c.raw == nil {
+		nb := net.Buffers(vec)
+		_, err := nb.WriteTo(c.hsConn.Conn)
+		return err
+	}
+	c.wvec, c.wvErr = vec, nil
+	err := c.raw.Write(c.wvecFn)
+	if err == nil {
+		err = c.wvErr
+	}
+	c.wvec = nil
+	if err != nil {
+		return &net.OpError{Op: "writev", Net: "tcp", Source: c.LocalAddr(), Addr: c.RemoteAddr(), Err: err}
+	}
+	return nil
+}
+
+// writeVecRaw is the RawConn callback of writeVec: it writes until the
+// vector is out, returning false (wait until writable) when the socket
+// takes no more.
+func (c *liveConn) writeVecRaw(fd uintptr) bool {
+	for len(c.wvec) > 0 {
+		if len(c.wvec[0]) == 0 {
+			c.wvec = c.wvec[1:]
+			continue
+		}
+		var n int
+		var err error
+		n, c.wiov, err = rawWritev(int(fd), c.wvec, c.wiov[:0])
+		switch err {
+		case nil:
+		case syscall.EINTR:
+			continue
+		case syscall.EAGAIN:
+			return false
+		default:
+			c.wvErr = err
+			return true
+		}
+		for n > 0 {
+			k := min(n, len(c.wvec[0]))
+			c.wvec[0] = c.wvec[0][k:]
+			n -= k
+			if len(c.wvec[0]) == 0 {
+				c.wvec = c.wvec[1:]
+			}
+		}
+	}
+	return true
 }
 
 // writeRaw is the RawConn callback of writeNow: one attempt, never a wait

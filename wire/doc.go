@@ -220,12 +220,13 @@
 //
 // Left for the next session:
 //   - Bulk throughput (0.78-0.86x of plain TCP after session 5, goal
-//     0.9x): wire's CPU per MiB is 1.1-1.4x the plain copy's; parks are
-//     down to about 2.4 per MiB (the plain copy's context switches), so
-//     what remains is CPU: user-level work per read and write (the
-//     reader's reads through multiReader, keepaliveReader and bufio, and
-//     the 4 KiB header refills; the writer's frame selection) and the
-//     kernel's send path run from the writer's writev. SO_RCVLOWAT for
+//     0.9x): the writer's writev is a raw system call on plain TCP
+//     since session 5's third pass (sysmon took its P during long
+//     loopback writes), which cut wire's CPU per MiB by about 12% and
+//     its context switches to under 2 per MiB, but sped the plain copy
+//     in the same benchmark as much. Wire's own user-level code is 3-4%
+//     of its CPU; the rest is the kernel's send and receive paths and
+//     the credit frames a plain copy does not send. SO_RCVLOWAT for
 //     the rest of a chunk did not pay (the reader rarely waits inside a
 //     chunk; reads stay at 13-14 per MiB). Before session
 //     5 each lowat-sized write (4.7 per MiB against 1.4) ran the transmit

@@ -37,3 +37,30 @@ func rawWrite(fd int, b []byte) (int, error) {
 	}
 	return int(n), nil
 }
+
+// rawWritev is writev on a non-blocking socket, as rawWrite; iov is
+// scratch space for the vector, returned for reuse.
+func rawWritev(fd int, vec [][]byte, iov []syscall.Iovec) (int, []syscall.Iovec, error) {
+	for _, b := range vec {
+		if len(iov) == maxIovecs {
+			break
+		}
+		if len(b) > 0 {
+			v := syscall.Iovec{Base: &b[0]}
+			v.SetLen(len(b))
+			iov = append(iov, v)
+		}
+	}
+	if len(iov) == 0 {
+		return 0, iov, nil
+	}
+	n, _, e := syscall.RawSyscall(syscall.SYS_WRITEV, uintptr(fd), uintptr(unsafe.Pointer(&iov[0])), uintptr(len(iov)))
+	clear(iov) // the vector points into the senders' payloads
+	if e != 0 {
+		return 0, iov, e
+	}
+	return int(n), iov, nil
+}
+
+// maxIovecs is Linux's IOV_MAX.
+const maxIovecs = 1024

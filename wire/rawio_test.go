@@ -64,3 +64,63 @@ func TestRawReadsBehaveAsConnReads(t *testing.T) {
 		t.Fatalf("read after the peer closed: %d, %v; want io.EOF", n, err)
 	}
 }
+
+// The writer's vectored raw writes deliver every piece in order through
+// a socket that takes a little at a time (partial writes, waits for
+// room), empty pieces included.
+func TestWriteVecPartialWrites(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			close(accepted)
+			return
+		}
+		accepted <- c
+	}()
+	conn, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	peer, ok := <-accepted
+	if !ok {
+		t.Fatal("accept failed")
+	}
+	defer peer.Close()
+	tc := conn.(*net.TCPConn)
+	if err := tc.SetWriteBuffer(8 << 10); err != nil {
+		t.Fatal(err)
+	}
+	rc, err := tc.SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &liveConn{raw: rc}
+	c.wvecFn = c.writeVecRaw
+
+	var vec [][]byte
+	var want []byte
+	for i := range 20 {
+		b := randomBytes([]int{0, 7, 20, 64 << 10, 300 << 10}[i%5])
+		vec = append(vec, b)
+		want = append(want, b...)
+	}
+	got := make(chan []byte, 1)
+	go func() {
+		b := make([]byte, len(want))
+		n, _ := io.ReadFull(peer, b)
+		got <- b[:n]
+	}()
+	if err := c.writeVec(vec, true); err != nil {
+		t.Fatal(err)
+	}
+	if b := <-got; string(b) != string(want) {
+		t.Fatalf("read %d bytes, not the %d written in order", len(b), len(want))
+	}
+}
