@@ -12,7 +12,11 @@ import (
 // its state, its timers and the system. It is a context.Context that is
 // cancelled when the asker of the current message stops waiting or when
 // the system's Close deadline passes. A Context is valid only inside the
-// handler call it was passed to.
+// handler call it was passed to (the runtime reuses it for other
+// messages): contexts derived from it (WithTimeout, WithCancel,
+// AfterFunc) must be cancelled or stopped before the handler returns,
+// with defer as usual, and work that outlives the handler needs a context
+// of its own.
 type Context[S, M any] struct {
 	cell    *cell[S, M]
 	slot    replier // the current message's reply slot; nil for tells
@@ -97,14 +101,25 @@ func (c *Context[S, M]) Deadline() (time.Time, bool) {
 
 // Done implements context.Context.
 func (c *Context[S, M]) Done() <-chan struct{} {
+	if c.cell == nil {
+		return spent // kept past its handler's return
+	}
 	if c.slot != nil {
-		return c.slot.stopped()
+		return c.slot.stopped(c.cell.k.h.HardCtx()).Done()
 	}
 	return c.cell.k.h.HardStop()
 }
 
+// spent is the Done of a Context read after its handler returned (package
+// context may, for a context derived from it and not cancelled): the run
+// it stood for is over.
+var spent = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
 // Err implements context.Context.
 func (c *Context[S, M]) Err() error {
+	if c.cell == nil {
+		return context.Canceled
+	}
 	if c.slot != nil && c.slot.cancelled() {
 		return context.Canceled
 	}
@@ -119,6 +134,9 @@ func (c *Context[S, M]) Err() error {
 // Value implements context.Context. It carries the system, so refs decoded
 // from messages can be used with Tell and Ask inside handlers.
 func (c *Context[S, M]) Value(key any) any {
+	if c.cell == nil {
+		return nil
+	}
 	switch key.(type) {
 	case hostKey:
 		return c.cell.k.h
@@ -132,5 +150,13 @@ func (c *Context[S, M]) Value(key any) any {
 		up := c.slot.asking()
 		return append(up[:len(up):len(up)], self)
 	}
-	return nil
+	// Package context finds the context Done came from, and attaches
+	// the contexts derived from this one to it.
+	if c.slot != nil {
+		if x := c.slot.stoppedIfMade(); x != nil {
+			return x.Value(key)
+		}
+		return nil
+	}
+	return c.cell.k.h.HardCtx().Value(key)
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -400,4 +402,52 @@ func TestPipeToAFullWaitMailboxFailsAtOnceInsteadOfBlocking(t *testing.T) {
 			t.Fatal("the piping handler is blocked by a full Wait mailbox")
 		}
 	})
+}
+
+// A handler's Context is reused once the handler returns (by the cell's
+// next message, or by another cell after a one-off run). Contexts derived
+// from it and cancelled before the handler returns must not read it
+// afterwards: they attach to a context of package context instead of
+// starting a goroutine that watches the Context. Cold starts, inline asks
+// and warm cells all run here, under -race.
+func TestContextsDerivedInHandlersDoNotReadItAfterward(t *testing.T) {
+	def := actor.Define("derive", func(c *actor.Context[int, ProbeMsg], m ProbeMsg) error {
+		ctx, cancel := context.WithTimeout(c, time.Second)
+		defer cancel()
+		stop := context.AfterFunc(c, func() {})
+		defer stop()
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if d, ok := m.(Do); ok {
+			return actor.Respond(c, d, d.Op)
+		}
+		return nil
+	}, actor.WithIdleTimeout(time.Millisecond))
+	sys := newSystem(t, system.Config{}, def)
+	var failed atomic.Value
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 2000 {
+				ref := def.Ref(sys, fmt.Sprint("k", (g*7+i)%50))
+				var err error
+				if i%2 == 0 {
+					err = ref.Tell(ctxT(t), Note{Op: "n"})
+				} else {
+					_, err = actor.Ask(ctxT(t), ref, Do{Op: "a"})
+				}
+				if err != nil {
+					failed.CompareAndSwap(nil, err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if err, _ := failed.Load().(error); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -25,8 +25,11 @@ type replier interface {
 	fail(err error)
 	// responded reports whether the slot was completed (or deferred).
 	settled() bool
-	// stopped is closed when the asker stops waiting.
-	stopped() <-chan struct{}
+	// stopped returns a context, derived from parent, that ends when the
+	// asker stops waiting.
+	stopped(parent context.Context) context.Context
+	// stoppedIfMade is the context stopped made, or nil.
+	stoppedIfMade() context.Context
 	// finished reports whether the outcome is set or the asker left.
 	finished() bool
 	// cancelled reports whether the asker stopped waiting.
@@ -50,7 +53,7 @@ type slot[R any] struct {
 	deferred bool
 	parks    bool          // the asker may wait on a waker if the ask goes to another node
 	ownDl    bool          // dl is the ask timeout's, not the asker's context's
-	stop     chan struct{} // made on demand: closed when the asker gives up
+	stop     *stopper      // made on demand: cancelled when the asker gives up
 	done     chan struct{} // closed when the outcome is set; made by the waiting asker (see wait)
 	onDone   func(R, error)
 	dl       time.Time
@@ -64,6 +67,15 @@ type slot[R any] struct {
 	// unless the handler looks (stopped, cancelled), which arms watch.
 	actx  context.Context
 	watch *askWatch
+}
+
+// stopper is a handler's view of its asker giving up: a context of
+// package context, so that the contexts a handler derives attach to it
+// directly instead of starting a goroutine that would read the handler's
+// Context after it returned.
+type stopper struct {
+	ctx    context.Context
+	cancel context.CancelFunc
 }
 
 // askWatch cancels an inline ask's slot when its asker's context ends or
@@ -158,18 +170,28 @@ func (s *slot[R]) finished() bool {
 	return s.state == slotDone || s.state == slotCancelled
 }
 
-func (s *slot[R]) stopped() <-chan struct{} {
+func (s *slot[R]) stopped(parent context.Context) context.Context {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.stop == nil {
-		s.stop = make(chan struct{})
+		ctx, cancel := context.WithCancel(parent)
+		s.stop = &stopper{ctx: ctx, cancel: cancel}
 		if s.state == slotCancelled {
-			close(s.stop)
+			cancel()
 		} else if s.actx != nil {
 			s.watchLocked()
 		}
 	}
-	return s.stop
+	return s.stop.ctx
+}
+
+func (s *slot[R]) stoppedIfMade() context.Context {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stop == nil {
+		return nil
+	}
+	return s.stop.ctx
 }
 
 func (s *slot[R]) cancelled() bool {
@@ -249,7 +271,7 @@ func (s *slot[R]) cancel() bool {
 func (s *slot[R]) cancelLocked() {
 	s.state = slotCancelled
 	if s.stop != nil {
-		close(s.stop)
+		s.stop.cancel()
 	}
 }
 
@@ -296,7 +318,7 @@ func (s *slot[R]) abort(err error) {
 	s.state = slotDone
 	s.err = err
 	if s.stop != nil {
-		close(s.stop)
+		s.stop.cancel()
 	}
 	done := s.done
 	s.mu.Unlock()

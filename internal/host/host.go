@@ -89,8 +89,8 @@ type Host struct {
 	Settings
 
 	closed   atomic.Bool
-	hardStop chan struct{}
-	stopOnce sync.Once
+	hardCtx  context.Context // done when Close's deadline passed
+	hardStop context.CancelFunc
 
 	mu  sync.Mutex // serialises Register
 	reg atomic.Pointer[registry]
@@ -125,11 +125,11 @@ func New(s Settings) *Host {
 	}
 	h := &Host{
 		Settings:  s,
-		hardStop:  make(chan struct{}),
 		tick:      make(chan struct{}),
 		clockDone: make(chan struct{}),
 		clockStop: make(chan struct{}),
 	}
+	h.hardCtx, h.hardStop = context.WithCancel(context.Background())
 	go h.clock()
 	return h
 }
@@ -223,7 +223,13 @@ func (h *Host) unstash() {
 func (h *Host) Closed() bool { return h.closed.Load() }
 
 // HardStop is closed when Close's deadline passed and handlers must stop.
-func (h *Host) HardStop() <-chan struct{} { return h.hardStop }
+func (h *Host) HardStop() <-chan struct{} { return h.hardCtx.Done() }
+
+// HardCtx is a context that ends when HardStop closes: handlers' contexts
+// derive from it, so that contexts a handler derives attach to a context
+// of package context (no goroutine of theirs reads the handler's Context
+// after it returned).
+func (h *Host) HardCtx() context.Context { return h.hardCtx }
 
 // Emit sends an event to the observer, if any.
 func (h *Host) Emit(e Event) {
@@ -314,7 +320,7 @@ func (h *Host) Close(ctx context.Context) error {
 	h.advance() // wake lingering goroutines so they see the close
 	err := h.waitIdle(ctx)
 	if err != nil {
-		h.stopOnce.Do(func() { close(h.hardStop) })
+		h.hardStop()
 		for _, k := range h.Kinds() {
 			k.Abort()
 		}
@@ -324,7 +330,7 @@ func (h *Host) Close(ctx context.Context) error {
 		cancel()
 		err = fmt.Errorf("troupe: close cut work short: %w", err)
 	}
-	h.stopOnce.Do(func() { close(h.hardStop) })
+	h.hardStop()
 	close(h.clockStop)
 	<-h.clockDone
 	return err
