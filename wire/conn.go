@@ -1204,7 +1204,11 @@ func (c *liveConn) writeInlineLocked(budget int) {
 	s.mu.Unlock()
 	minBytes := s.t.cfg.Compression.minBytes()
 	buf := c.ibuf[:0]
+	size := 0 // as the budget counts: uncompressed, with headers
 	for i := range frames {
+		if frames[i].typ == FrameData {
+			size += len(frames[i].data.payload) + HeaderSize
+		}
 		var chunk []byte
 		buf, chunk = c.encode(buf, &frames[i], minBytes)
 		buf = append(buf, chunk...)
@@ -1227,7 +1231,7 @@ func (c *liveConn) writeInlineLocked(budget int) {
 		// What is still queued waits for the writer only if the budget
 		// or pacing stopped us; held by the window or credit, it waits
 		// for the credit, which kicks.
-		more := len(s.queued) > 0 && (wait > 0 || len(buf) >= budget)
+		more := len(s.queued) > 0 && (wait > 0 || size >= budget)
 		if c.writerWait || more || len(s.replay) > 0 || len(s.credits) > 0 || len(s.pongs) > 0 || s.pingWant || s.ackPing {
 			c.writerWait = false
 			s.kick()
