@@ -67,7 +67,10 @@ func (r Ref[M]) tellUnbound(ctx context.Context, msg M) error {
 // handler that blocks without watching its context (Done, Err, or a call
 // given the context) returns late, and Ask with it; the reply is dropped
 // and the error is the deadline's as usual. Handlers that wait on I/O
-// should pass their context on, which they should anyway.
+// should pass their context on, which they should anyway. Running on the
+// caller's goroutine, such a handler also carries the caller's pprof
+// labels and locked OS thread, and a runtime.Goexit in it (t.FailNow)
+// ends the caller.
 func Ask[M any, Q Request[M, R], R any](ctx context.Context, ref Ref[M], q Q) (R, error) {
 	var zero R
 	m, ok := any(q).(M)
