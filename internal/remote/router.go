@@ -75,9 +75,9 @@ type Router struct {
 	handoff   atomic.Pointer[handoff]
 	holds0    atomic.Int32 // len(holds)
 	hmu       sync.Mutex
-	holds     map[string]*hold
-	drains    map[uint64]string
-	confirmed map[string]struct{}
+	holds     map[holdKey]*hold
+	drains    map[uint64]holdKey
+	confirmed map[holdKey]struct{}
 	joinedAt  time.Time // when this node's view first listed another member
 	drainsN   int       // drain requests sent, for tests
 
@@ -167,7 +167,7 @@ func New(cfg Config) *Router {
 	r := &Router{cfg: cfg, h: cfg.Host, log: cfg.Logger, ctx: ctx, cancel: cancel,
 		pending: map[uint64]*pending{}, serving: map[servedKey]*served{}, clients: map[wire.NodeID]time.Time{},
 		changed: make(chan struct{}),
-		holds:   map[string]*hold{}, drains: map[uint64]string{}, confirmed: map[string]struct{}{}}
+		holds:   map[holdKey]*hold{}, drains: map[uint64]holdKey{}, confirmed: map[holdKey]struct{}{}}
 	r.view.Store(newView(cfg.Endpoint.Self(), false, nil))
 	r.ep.Store(&endpoint{cfg.Endpoint})
 	r.silent.Store(new(map[wire.NodeID]time.Time))
