@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/troupe-go/troupe/internal/host"
-	"github.com/vmihailenco/msgpack/v5"
 )
 
 const shardCount = 64 // locate takes the top 6 bits of a key's hash
@@ -308,12 +307,18 @@ func (k *kind[S, M]) remoteSlot(in host.Inbound) *slot[any] {
 			reply(nil, err)
 			return
 		}
-		b, eerr := msgpack.Marshal(v)
+		// reply copies the body before it returns (into the outbox's
+		// batch, or decoding it for a local asker): the buffer is reused.
+		b := getEncodeBuffer()
+		body, eerr := appendReply(b, v)
 		if eerr != nil {
+			putEncodeBuffer(b)
 			reply(nil, &FailedError{Actor: k.def.name + "/" + key, Cause: fmt.Errorf("encode reply %T: %w", v, eerr)})
 			return
 		}
-		reply(b, nil)
+		reply(body, nil)
+		b.w.b = body[:0]
+		putEncodeBuffer(b)
 	}
 	return s
 }

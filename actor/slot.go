@@ -268,7 +268,7 @@ func (s *slot[R]) sentTo(h *host.Host) (func([]byte, error), func(func())) {
 	done := func(body []byte, err error) {
 		var v R
 		if err == nil {
-			if derr := decodeBound(h, body, &v); derr != nil {
+			if derr := decodeReply(h, body, &v); derr != nil {
 				err = fmt.Errorf("%w: reply %T: %w", ErrUndecodable, v, derr)
 			}
 		}

@@ -78,7 +78,8 @@ type Inbound struct {
 	Deadline time.Time
 	Chain    []string
 	// Reply, for asks, receives the outcome exactly once: the encoded
-	// reply, or an error. Nil for tells.
+	// reply, or an error. Nil for tells. The body is valid only during
+	// the call: the replier reuses its buffer.
 	Reply func(body []byte, err error)
 }
 
