@@ -249,12 +249,11 @@ func (k *kind[S, M]) send(ctx context.Context, key string, tok uint64, m M, s re
 	relieveInline(ctx) // the reply may come through the goroutine asking
 	out.Deadline, _ = s.deadline()
 	out.Chain = s.asking()
-	done, setCancel := s.sentTo(k.h)
-	cancel, err := k.rem.Ask(ctx, out, done)
+	cancel, err := k.rem.Ask(ctx, out, s.sentTo(k.h))
 	if err != nil {
 		return err
 	}
-	setCancel(cancel)
+	s.setWithdraw(cancel)
 	return nil
 }
 

@@ -38,9 +38,11 @@ type replier interface {
 	setDeferred()
 	// asking returns the actors waiting on this ask up its call chain.
 	asking() []string
-	// sentTo records that the request left for another node: the reply
-	// comes back through the returned callback, and cancel withdraws it.
-	sentTo(h *host.Host) (done func(body []byte, err error), setCancel func(cancel func()))
+	// sentTo records that the request is leaving for another node: the
+	// reply comes back through the returned callback.
+	sentTo(h *host.Host) (done func(body []byte, err error))
+	// setWithdraw records, once the request left, what withdraws it.
+	setWithdraw(cancel func())
 }
 
 // slot carries exactly one outcome from a handler to an asker.
@@ -261,7 +263,7 @@ func (s *slot[R]) setDeferred() {
 
 func (s *slot[R]) asking() []string { return s.chain }
 
-func (s *slot[R]) sentTo(h *host.Host) (func([]byte, error), func(func())) {
+func (s *slot[R]) sentTo(h *host.Host) func([]byte, error) {
 	if s.parks && s.onDone == nil {
 		s.w = getWaker()
 	}
@@ -274,17 +276,20 @@ func (s *slot[R]) sentTo(h *host.Host) (func([]byte, error), func(func())) {
 		}
 		s.complete(v, err)
 	}
-	setCancel := func(cancel func()) {
-		s.mu.Lock()
-		if s.state == slotCancelled {
-			s.mu.Unlock()
-			cancel()
-			return
-		}
-		s.withdraw = cancel
+	return done
+}
+
+// setWithdraw implements replier: a method rather than a callback that
+// sentTo returns, which cost an allocation per ask.
+func (s *slot[R]) setWithdraw(cancel func()) {
+	s.mu.Lock()
+	if s.state == slotCancelled {
 		s.mu.Unlock()
+		cancel()
+		return
 	}
-	return done, setCancel
+	s.withdraw = cancel
+	s.mu.Unlock()
 }
 
 func (s *slot[R]) abort(err error) {
