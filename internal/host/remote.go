@@ -12,13 +12,26 @@ import (
 type Remote interface {
 	// Token returns the ring position of typ/key, computed once per ref.
 	Token(typ, key string) uint64
-	// Ask sends m and calls done once with the encoded reply or the
-	// error, unless the returned cancel is called first (then done is
-	// not called and the owner drops or cancels the request).
-	Ask(ctx context.Context, m Outbound, done func(body []byte, err error)) (cancel func(), err error)
+	// Ask sends m and calls to.Reply once with the encoded reply or the
+	// error, unless the returned ask is withdrawn first (then to is not
+	// called and the owner drops or cancels the request). Interfaces
+	// rather than callbacks: the asker's slot and the router's record of
+	// the ask serve as both, without a closure allocated per ask.
+	Ask(ctx context.Context, m Outbound, to Replier) (Sent, error)
 	// Route returns the placement of k's keys, for k to keep, so that
 	// placement and tells need no lookup of k by name.
 	Route(k RemoteKind) Route
+}
+
+// Replier receives the outcome of an ask sent to another node.
+type Replier interface {
+	Reply(body []byte, err error)
+}
+
+// Sent is an ask sent to another node.
+type Sent interface {
+	// Withdraw gives the ask up: its Replier is not called.
+	Withdraw()
 }
 
 // Route places and sends the messages of one actor type (see

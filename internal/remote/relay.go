@@ -153,10 +153,10 @@ func (r *Router) relayAsk(from wire.NodeID, e *envelope) {
 	id := r.nextID.Add(1)
 	s := &served{}
 	p := &pending{id: id, out: out, direct: true}
-	p.done = func(body []byte, err error) {
+	p.done = replyFunc(func(body []byte, err error) {
 		r.finishServed(sk, s)
 		r.answer(from, askerID, body, err)
-	}
+	})
 	r.mu.Lock()
 	if r.closed {
 		r.mu.Unlock()
@@ -170,7 +170,7 @@ func (r *Router) relayAsk(from wire.NodeID, e *envelope) {
 	}
 	r.mu.Unlock()
 	if err := r.dispatch(id, p); err != nil {
-		p.done(nil, err)
+		p.done.Reply(nil, err)
 		return
 	}
 	r.mu.Lock()

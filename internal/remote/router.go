@@ -120,7 +120,8 @@ type pending struct {
 	id      uint64
 	to      wire.NodeID
 	out     host.Outbound
-	done    func([]byte, error)
+	r       *Router
+	done    host.Replier
 	retries int         // sends after the first, at most maxRetries
 	prev    wire.NodeID // the node that answered it does not own the key
 	hint    wire.NodeID // ... and the owner it named
@@ -249,7 +250,7 @@ func (r *Router) SetEndpoint(ep wire.Endpoint) {
 	}
 	r.mu.Unlock()
 	for _, p := range pend {
-		p.done(nil, fmt.Errorf("%w: this member rejoined the cluster as %v (was %v)", actor.ErrUnavailable, ep.Self(), old.Self()))
+		p.done.Reply(nil, fmt.Errorf("%w: this member rejoined the cluster as %v (was %v)", actor.ErrUnavailable, ep.Self(), old.Self()))
 	}
 	for _, stop := range stops {
 		stop()
@@ -319,7 +320,7 @@ func (r *Router) Update(self wire.NodeID, owning bool, members []cluster.Member)
 		stop()
 	}
 	for _, p := range failed {
-		p.done(nil, fmt.Errorf("%w: owner %v is down", actor.ErrUnavailable, p.to))
+		p.done.Reply(nil, fmt.Errorf("%w: owner %v is down", actor.ErrUnavailable, p.to))
 		// Should the owner be alive after all (a partition), it drops the
 		// request when the cancel gets through.
 		r.send(p.to, p.out.Token, &envelope{kind: kindCancel, id: p.id}, false)
@@ -328,7 +329,7 @@ func (r *Router) Update(self wire.NodeID, owning bool, members []cluster.Member)
 		// Should the leaver still be there, it drops its copy.
 		r.send(againTo[i], p.out.Token, &envelope{kind: kindCancel, id: p.id}, false)
 		if err := r.redispatch(p.id, p); err != nil {
-			p.done(nil, err)
+			p.done.Reply(nil, err)
 		}
 	}
 	if len(clients) > 0 && r.cfg.Serve {
@@ -400,7 +401,7 @@ func (r *Router) Close() {
 	r.hmu.Unlock()
 	r.cancel()
 	for _, p := range pend {
-		p.done(nil, actor.ErrSystemClosed)
+		p.done.Reply(nil, actor.ErrSystemClosed)
 	}
 	for _, stop := range stops {
 		stop()
@@ -440,15 +441,23 @@ func (r *Router) tellTo(to wire.NodeID, here bool, out host.Outbound) error {
 }
 
 // Ask implements host.Remote.
-func (r *Router) Ask(ctx context.Context, out host.Outbound, done func([]byte, error)) (func(), error) {
+func (r *Router) Ask(ctx context.Context, out host.Outbound, to host.Replier) (host.Sent, error) {
 	id := r.nextID.Add(1)
 	out.Body = append([]byte(nil), out.Body...) // kept for a retry
-	p := &pending{id: id, out: out, done: done}
+	p := &pending{id: id, r: r, out: out, done: to}
 	if err := r.dispatch(id, p); err != nil {
 		return nil, err
 	}
-	return func() { r.withdraw(id) }, nil
+	return p, nil
 }
+
+// Withdraw implements host.Sent.
+func (p *pending) Withdraw() { p.r.withdraw(p.id) }
+
+// replyFunc is a host.Replier of the router's own asks.
+type replyFunc func(body []byte, err error)
+
+func (f replyFunc) Reply(body []byte, err error) { f(body, err) }
 
 // dispatch sends (or serves here) the ask p under id.
 func (r *Router) dispatch(id uint64, p *pending) error { return r.dispatchAs(id, p, false) }
@@ -884,7 +893,7 @@ func (r *Router) reply(from wire.NodeID, e *envelope) {
 	delete(r.pending, e.id)
 	r.mu.Unlock()
 	if e.err == nil {
-		p.done(e.body, nil)
+		p.done.Reply(e.body, nil)
 		return
 	}
 	err := fromWire(e.err, from.String())
@@ -898,7 +907,7 @@ func (r *Router) reply(from wire.NodeID, e *envelope) {
 	if e.err.code == codeNotOwner {
 		err = fmt.Errorf("%w: %s/%s: %d members in turn said another owns the key: %w", actor.ErrUnavailable, p.out.Type, p.out.Key, maxRetries+1, err)
 	}
-	p.done(nil, err)
+	p.done.Reply(nil, err)
 }
 
 // retryLater sends the ask p again once this node's view changed (the
@@ -912,7 +921,7 @@ func (r *Router) retryLater(id uint64, p *pending) {
 	r.mu.Lock()
 	if r.closed {
 		r.mu.Unlock()
-		p.done(nil, actor.ErrSystemClosed)
+		p.done.Reply(nil, actor.ErrSystemClosed)
 		return
 	}
 	p.to = wire.NodeID{} // nowhere while it waits
@@ -934,7 +943,7 @@ func (r *Router) retryLater(id uint64, p *pending) {
 		}
 		t.Stop()
 		if err := r.redispatch(id, p); err != nil {
-			p.done(nil, err)
+			p.done.Reply(nil, err)
 		}
 	}()
 }
