@@ -278,7 +278,7 @@ func (k *kind[S, M]) tellRemote(key string, m M) error {
 // DeliverRemote implements host.RemoteKind: it queues a message that
 // another node sent, without waiting for mailbox room (a full mailbox
 // refuses it), and answers asks through in.Reply.
-func (k *kind[S, M]) DeliverRemote(in host.Inbound) (func(), error) {
+func (k *kind[S, M]) DeliverRemote(in host.Inbound) (host.Withdrawer, error) {
 	if in.Key == "" {
 		return nil, ErrInvalidRef
 	}
@@ -293,7 +293,7 @@ func (k *kind[S, M]) DeliverRemote(in host.Inbound) (func(), error) {
 	if err := k.push(noWait, in.Key, 0, m, s, false); err != nil {
 		return nil, err
 	}
-	return func() { s.cancel() }, nil
+	return s, nil
 }
 
 // remoteSlot returns the reply slot of an ask from another node: it
@@ -303,7 +303,7 @@ func (k *kind[S, M]) remoteSlot(in host.Inbound) *slot[any] {
 	reply, key := in.Reply, in.Key
 	s.onDone = func(v any, err error) {
 		if err != nil {
-			reply(nil, err)
+			reply.Reply(nil, err)
 			return
 		}
 		// reply copies the body before it returns (into the outbox's
@@ -312,10 +312,10 @@ func (k *kind[S, M]) remoteSlot(in host.Inbound) *slot[any] {
 		body, eerr := appendReply(b, v)
 		if eerr != nil {
 			putEncodeBuffer(b)
-			reply(nil, &FailedError{Actor: k.def.name + "/" + key, Cause: fmt.Errorf("encode reply %T: %w", v, eerr)})
+			reply.Reply(nil, &FailedError{Actor: k.def.name + "/" + key, Cause: fmt.Errorf("encode reply %T: %w", v, eerr)})
 			return
 		}
-		reply(body, nil)
+		reply.Reply(body, nil)
 		b.w.b = body[:0]
 		putEncodeBuffer(b)
 	}

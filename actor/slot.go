@@ -43,7 +43,7 @@ type replier interface {
 	// decoded against h.
 	sentTo(h *host.Host) host.Replier
 	// setWithdraw records, once the request left, what withdraws it.
-	setWithdraw(sent host.Sent)
+	setWithdraw(sent host.Withdrawer)
 }
 
 // slot carries exactly one outcome from a handler to an asker.
@@ -59,10 +59,10 @@ type slot[R any] struct {
 	dl       time.Time
 	val      R
 	err      error
-	chain    []string   // actors waiting on this ask, up the call chain
-	withdraw host.Sent  // cancels the request on another node
-	rh       *host.Host // decodes a reply from another node (see sentTo)
-	w        *waker     // what the asker waits on, if parks and the ask left (see waker_linux.go)
+	chain    []string        // actors waiting on this ask, up the call chain
+	withdraw host.Withdrawer // cancels the request on another node
+	rh       *host.Host      // decodes a reply from another node (see sentTo)
+	w        *waker          // what the asker waits on, if parks and the ask left (see waker_linux.go)
 	// actx is the asker's context while the asker runs the handler
 	// itself (see localask.go): nothing watches it, nor the deadline,
 	// unless the handler looks (stopped, cancelled), which arms watch.
@@ -285,9 +285,13 @@ func (s *slot[R]) Reply(body []byte, err error) {
 	s.complete(v, err)
 }
 
+// Withdraw implements host.Withdrawer for an ask from another node: it
+// cancels the slot.
+func (s *slot[R]) Withdraw() { s.cancel() }
+
 // setWithdraw implements replier: a method rather than a callback that
 // sentTo returns, which cost an allocation per ask.
-func (s *slot[R]) setWithdraw(sent host.Sent) {
+func (s *slot[R]) setWithdraw(sent host.Withdrawer) {
 	s.mu.Lock()
 	if s.state == slotCancelled {
 		s.mu.Unlock()

@@ -17,20 +17,28 @@ type Remote interface {
 	// called and the owner drops or cancels the request). Interfaces
 	// rather than callbacks: the asker's slot and the router's record of
 	// the ask serve as both, without a closure allocated per ask.
-	Ask(ctx context.Context, m Outbound, to Replier) (Sent, error)
+	Ask(ctx context.Context, m Outbound, to Replier) (Withdrawer, error)
 	// Route returns the placement of k's keys, for k to keep, so that
 	// placement and tells need no lookup of k by name.
 	Route(k RemoteKind) Route
 }
 
-// Replier receives the outcome of an ask sent to another node.
+// Replier receives the outcome of an ask.
 type Replier interface {
 	Reply(body []byte, err error)
 }
 
-// Sent is an ask sent to another node.
-type Sent interface {
-	// Withdraw gives the ask up: its Replier is not called.
+// ReplyFunc is a Replier that calls the function.
+type ReplyFunc func(body []byte, err error)
+
+// Reply implements Replier.
+func (f ReplyFunc) Reply(body []byte, err error) { f(body, err) }
+
+// Withdrawer is an ask in flight: sent to another node (Remote.Ask), or
+// being served here for one (RemoteKind.DeliverRemote).
+type Withdrawer interface {
+	// Withdraw gives the ask up, as Remote.Ask and
+	// RemoteKind.DeliverRemote say.
 	Withdraw()
 }
 
@@ -93,7 +101,7 @@ type Inbound struct {
 	// Reply, for asks, receives the outcome exactly once: the encoded
 	// reply, or an error. Nil for tells. The body is valid only during
 	// the call: the replier reuses its buffer.
-	Reply func(body []byte, err error)
+	Reply Replier
 }
 
 // RemoteKind is implemented by kinds that accept messages from other
@@ -101,9 +109,9 @@ type Inbound struct {
 type RemoteKind interface {
 	Kind
 	// DeliverRemote decodes and queues in without waiting for mailbox
-	// room. For asks it returns a cancel that drops the request if still
-	// queued or cancels its handler if running.
-	DeliverRemote(in Inbound) (cancel func(), err error)
+	// room. For asks it returns what drops the request if still queued
+	// or cancels its handler if running.
+	DeliverRemote(in Inbound) (cancel Withdrawer, err error)
 	// DeliverTells queues a run of tells from another node, in order,
 	// each as DeliverRemote would, with one decoder for the run. It
 	// reports each tell it cannot queue to b.Dropped.

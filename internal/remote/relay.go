@@ -152,8 +152,8 @@ func (r *Router) relayAsk(from wire.NodeID, e *envelope) {
 	}
 	id := r.nextID.Add(1)
 	s := &served{}
-	p := &pending{id: id, out: out, direct: true}
-	p.done = replyFunc(func(body []byte, err error) {
+	p := &pending{id: id, r: r, out: out, direct: true}
+	p.done = host.ReplyFunc(func(body []byte, err error) {
 		r.finishServed(sk, s)
 		r.answer(from, askerID, body, err)
 	})
@@ -163,7 +163,7 @@ func (r *Router) relayAsk(from wire.NodeID, e *envelope) {
 		r.answer(from, askerID, nil, actor.ErrSystemClosed)
 		return
 	}
-	s.cancel = func() { r.withdraw(id) }
+	s.cancel = p // withdraws it
 	r.serving[sk] = s
 	if ttl > 0 {
 		s.timer = time.AfterFunc(ttl, func() { r.cancelServed(sk) })

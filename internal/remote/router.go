@@ -135,7 +135,9 @@ type servedKey struct {
 
 // served is an ask being handled here for another node.
 type served struct {
-	cancel    func()
+	r         *Router
+	sk        servedKey
+	cancel    host.Withdrawer
 	timer     *time.Timer
 	done      bool
 	cancelled bool // withdrawn before its cancel was known: serveAsk cancels it
@@ -151,7 +153,7 @@ func (s *served) stopLocked() func() {
 			timer.Stop()
 		}
 		if cancel != nil {
-			cancel()
+			cancel.Withdraw()
 		}
 	}
 }
@@ -441,7 +443,7 @@ func (r *Router) tellTo(to wire.NodeID, here bool, out host.Outbound) error {
 }
 
 // Ask implements host.Remote.
-func (r *Router) Ask(ctx context.Context, out host.Outbound, to host.Replier) (host.Sent, error) {
+func (r *Router) Ask(ctx context.Context, out host.Outbound, to host.Replier) (host.Withdrawer, error) {
 	id := r.nextID.Add(1)
 	out.Body = append([]byte(nil), out.Body...) // kept for a retry
 	p := &pending{id: id, r: r, out: out, done: to}
@@ -451,13 +453,8 @@ func (r *Router) Ask(ctx context.Context, out host.Outbound, to host.Replier) (h
 	return p, nil
 }
 
-// Withdraw implements host.Sent.
+// Withdraw implements host.Withdrawer.
 func (p *pending) Withdraw() { p.r.withdraw(p.id) }
-
-// replyFunc is a host.Replier of the router's own asks.
-type replyFunc func(body []byte, err error)
-
-func (f replyFunc) Reply(body []byte, err error) { f(body, err) }
 
 // dispatch sends (or serves here) the ask p under id.
 func (r *Router) dispatch(id uint64, p *pending) error { return r.dispatchAs(id, p, false) }
@@ -725,7 +722,7 @@ func (r *Router) dropped(e *envelope, err error) error {
 // inlineKind is implemented by kinds that can run an ask's handler on
 // the receiving goroutine (actor.DeliverRemoteInline).
 type inlineKind interface {
-	DeliverRemoteInline(in host.Inbound) (cancel func(), run func(relieve func()), err error)
+	DeliverRemoteInline(in host.Inbound) (cancel host.Withdrawer, run func(relieve func()), err error)
 }
 
 // serveAsk queues a request here and sends its outcome back to from. With
@@ -762,7 +759,7 @@ func (r *Router) serveAskHold(from wire.NodeID, e *envelope, hold bool, then *fu
 		return
 	}
 	sk := servedKey{from: from, id: id}
-	s := &served{}
+	s := &served{r: r, sk: sk}
 	r.mu.Lock()
 	if r.closed {
 		r.mu.Unlock()
@@ -771,17 +768,13 @@ func (r *Router) serveAskHold(from wire.NodeID, e *envelope, hold bool, then *fu
 	}
 	r.serving[sk] = s
 	r.mu.Unlock()
-	in := host.Inbound{Key: e.key, Name: e.name, Body: e.body, Chain: e.chain,
-		Reply: func(body []byte, err error) {
-			r.finishServed(sk, s)
-			r.answer(from, id, body, err)
-		}}
+	in := host.Inbound{Key: e.key, Name: e.name, Body: e.body, Chain: e.chain, Reply: s}
 	var ttl time.Duration
 	if e.ttl > 0 {
 		ttl = time.Duration(e.ttl)
 		in.Deadline = time.Now().Add(ttl)
 	}
-	var cancel func()
+	var cancel host.Withdrawer
 	var run func(relieve func())
 	if ik, ok := k.(inlineKind); ok && then != nil && *then == nil {
 		cancel, run, err = ik.DeliverRemoteInline(in)
@@ -818,7 +811,7 @@ func (r *Router) serveAskHold(from wire.NodeID, e *envelope, hold bool, then *fu
 	if s.cancelled {
 		// Withdrawn while it was being queued: drop it now.
 		r.mu.Unlock()
-		cancel()
+		cancel.Withdraw()
 		return
 	}
 	if !s.done {
@@ -830,6 +823,13 @@ func (r *Router) serveAskHold(from wire.NodeID, e *envelope, hold bool, then *fu
 		}
 	}
 	r.mu.Unlock()
+}
+
+// Reply implements host.Replier: the outcome of the ask s serves goes
+// back to the asker.
+func (s *served) Reply(body []byte, err error) {
+	s.r.finishServed(s.sk, s)
+	s.r.answer(s.sk.from, s.sk.id, body, err)
 }
 
 // finishServed forgets s, served for sk, once its outcome is known.
