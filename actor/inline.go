@@ -31,7 +31,7 @@ import (
 // another node, which may come through the goroutine running it (see
 // wire.DeferHandler). Otherwise it queues the ask as DeliverRemote does
 // and run is nil.
-func (k *kind[S, M]) DeliverRemoteInline(in host.Inbound) (cancel func(), run func(relieve func()), err error) {
+func (k *kind[S, M]) DeliverRemoteInline(in host.Inbound) (cancel host.Withdrawer, run func(relieve func()), err error) {
 	if in.Reply == nil || in.Key == "" {
 		cancel, err = k.DeliverRemote(in)
 		return cancel, nil, err
@@ -41,7 +41,7 @@ func (k *kind[S, M]) DeliverRemoteInline(in host.Inbound) (cancel func(), run fu
 		return nil, nil, err
 	}
 	s := k.remoteSlot(in)
-	cancel = func() { s.cancel() }
+	cancel = s
 	if c := k.claim(in.Key); c != nil {
 		return cancel, func(relieve func()) { c.runInline(m, s, relieve) }, nil
 	}

@@ -73,18 +73,18 @@ func (f *inlineFixture) inbound(t *testing.T, key string, m inlMsg, out chan<- e
 		t.Fatal(err)
 	}
 	return host.Inbound{Key: key, Name: name, Body: slices.Clone(buf.w.b),
-		Reply: func(_ []byte, err error) { out <- err }}
+		Reply: host.ReplyFunc(func(_ []byte, err error) { out <- err })}
 }
 
 // claim delivers m as an ask to key's idle cell for an inline run, which
 // it must get; it returns the ask's cancel and the run.
 func (f *inlineFixture) claim(t *testing.T, key string, m inlMsg, out chan<- error) (cancel func(), run func(relieve func())) {
 	t.Helper()
-	cancel, run, err := f.k.DeliverRemoteInline(f.inbound(t, key, m, out))
+	w, run, err := f.k.DeliverRemoteInline(f.inbound(t, key, m, out))
 	if err != nil || run == nil {
 		t.Fatalf("not claimed: run %v, err %v", run != nil, err)
 	}
-	return cancel, run
+	return w.Withdraw, run
 }
 
 func (f *inlineFixture) tell(t *testing.T, key, tag string) {

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/troupe-go/troupe/internal/host"
-	"github.com/vmihailenco/msgpack/v5"
 )
 
 const shardCount = 64 // locate takes the top 6 bits of a key's hash
@@ -250,12 +249,11 @@ func (k *kind[S, M]) send(ctx context.Context, key string, tok uint64, m M, s re
 	relieveInline(ctx) // the reply may come through the goroutine asking
 	out.Deadline, _ = s.deadline()
 	out.Chain = s.asking()
-	done, setCancel := s.sentTo(k.h)
-	cancel, err := k.rem.Ask(ctx, out, done)
+	cancel, err := k.rem.Ask(ctx, out, s.sentTo(k.h))
 	if err != nil {
 		return err
 	}
-	setCancel(cancel)
+	s.setWithdraw(cancel)
 	return nil
 }
 
@@ -280,7 +278,7 @@ func (k *kind[S, M]) tellRemote(key string, m M) error {
 // DeliverRemote implements host.RemoteKind: it queues a message that
 // another node sent, without waiting for mailbox room (a full mailbox
 // refuses it), and answers asks through in.Reply.
-func (k *kind[S, M]) DeliverRemote(in host.Inbound) (func(), error) {
+func (k *kind[S, M]) DeliverRemote(in host.Inbound) (host.Withdrawer, error) {
 	if in.Key == "" {
 		return nil, ErrInvalidRef
 	}
@@ -295,7 +293,7 @@ func (k *kind[S, M]) DeliverRemote(in host.Inbound) (func(), error) {
 	if err := k.push(noWait, in.Key, 0, m, s, false); err != nil {
 		return nil, err
 	}
-	return func() { s.cancel() }, nil
+	return s, nil
 }
 
 // remoteSlot returns the reply slot of an ask from another node: it
@@ -305,15 +303,21 @@ func (k *kind[S, M]) remoteSlot(in host.Inbound) *slot[any] {
 	reply, key := in.Reply, in.Key
 	s.onDone = func(v any, err error) {
 		if err != nil {
-			reply(nil, err)
+			reply.Reply(nil, err)
 			return
 		}
-		b, eerr := msgpack.Marshal(v)
+		// reply copies the body before it returns (into the outbox's
+		// batch, or decoding it for a local asker): the buffer is reused.
+		b := getEncodeBuffer()
+		body, eerr := appendReply(b, v)
 		if eerr != nil {
-			reply(nil, &FailedError{Actor: k.def.name + "/" + key, Cause: fmt.Errorf("encode reply %T: %w", v, eerr)})
+			putEncodeBuffer(b)
+			reply.Reply(nil, &FailedError{Actor: k.def.name + "/" + key, Cause: fmt.Errorf("encode reply %T: %w", v, eerr)})
 			return
 		}
-		reply(b, nil)
+		reply.Reply(body, nil)
+		b.w.b = body[:0]
+		putEncodeBuffer(b)
 	}
 	return s
 }

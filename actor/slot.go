@@ -41,9 +41,12 @@ type replier interface {
 	setDeferred()
 	// asking returns the actors waiting on this ask up its call chain.
 	asking() []string
-	// sentTo records that the request left for another node: the reply
-	// comes back through the returned callback, and cancel withdraws it.
-	sentTo(h *host.Host) (done func(body []byte, err error), setCancel func(cancel func()))
+	// sentTo records that the request is leaving for another node: the
+	// reply comes back through the returned Replier (the slot itself),
+	// decoded against h.
+	sentTo(h *host.Host) host.Replier
+	// setWithdraw records, once the request left, what withdraws it.
+	setWithdraw(sent host.Withdrawer)
 }
 
 // slot carries exactly one outcome from a handler to an asker.
@@ -59,9 +62,10 @@ type slot[R any] struct {
 	dl       time.Time
 	val      R
 	err      error
-	chain    []string // actors waiting on this ask, up the call chain
-	withdraw func()   // cancels the request on another node
-	w        *waker   // what the asker waits on, if parks and the ask left (see waker_linux.go)
+	chain    []string        // actors waiting on this ask, up the call chain
+	withdraw host.Withdrawer // cancels the request on another node
+	rh       *host.Host      // decodes a reply from another node (see sentTo)
+	w        *waker          // what the asker waits on, if parks and the ask left (see waker_linux.go)
 	// actx is the asker's context while the asker runs the handler
 	// itself (see localask.go): nothing watches it, nor the deadline,
 	// unless the handler looks (stopped, cancelled), which arms watch.
@@ -262,7 +266,7 @@ func (s *slot[R]) cancel() bool {
 	withdraw := s.withdraw
 	s.mu.Unlock()
 	if withdraw != nil {
-		withdraw()
+		withdraw.Withdraw()
 	}
 	return true
 }
@@ -283,30 +287,41 @@ func (s *slot[R]) setDeferred() {
 
 func (s *slot[R]) asking() []string { return s.chain }
 
-func (s *slot[R]) sentTo(h *host.Host) (func([]byte, error), func(func())) {
+func (s *slot[R]) sentTo(h *host.Host) host.Replier {
 	if s.parks && s.onDone == nil {
 		s.w = getWaker()
 	}
-	done := func(body []byte, err error) {
-		var v R
-		if err == nil {
-			if derr := decodeBound(h, body, &v); derr != nil {
-				err = fmt.Errorf("%w: reply %T: %w", ErrUndecodable, v, derr)
-			}
+	s.rh = h
+	return s
+}
+
+// Reply implements host.Replier: the outcome of an ask sent to another
+// node.
+func (s *slot[R]) Reply(body []byte, err error) {
+	var v R
+	if err == nil {
+		if derr := decodeReply(s.rh, body, &v); derr != nil {
+			err = fmt.Errorf("%w: reply %T: %w", ErrUndecodable, v, derr)
 		}
-		s.complete(v, err)
 	}
-	setCancel := func(cancel func()) {
-		s.mu.Lock()
-		if s.state == slotCancelled {
-			s.mu.Unlock()
-			cancel()
-			return
-		}
-		s.withdraw = cancel
+	s.complete(v, err)
+}
+
+// Withdraw implements host.Withdrawer for an ask from another node: it
+// cancels the slot.
+func (s *slot[R]) Withdraw() { s.cancel() }
+
+// setWithdraw implements replier: a method rather than a callback that
+// sentTo returns, which cost an allocation per ask.
+func (s *slot[R]) setWithdraw(sent host.Withdrawer) {
+	s.mu.Lock()
+	if s.state == slotCancelled {
 		s.mu.Unlock()
+		sent.Withdraw()
+		return
 	}
-	return done, setCancel
+	s.withdraw = sent
+	s.mu.Unlock()
 }
 
 func (s *slot[R]) abort(err error) {

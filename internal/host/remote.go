@@ -12,13 +12,34 @@ import (
 type Remote interface {
 	// Token returns the ring position of typ/key, computed once per ref.
 	Token(typ, key string) uint64
-	// Ask sends m and calls done once with the encoded reply or the
-	// error, unless the returned cancel is called first (then done is
-	// not called and the owner drops or cancels the request).
-	Ask(ctx context.Context, m Outbound, done func(body []byte, err error)) (cancel func(), err error)
+	// Ask sends m and calls to.Reply once with the encoded reply or the
+	// error, unless the returned ask is withdrawn first (then to is not
+	// called and the owner drops or cancels the request). Interfaces
+	// rather than callbacks: the asker's slot and the router's record of
+	// the ask serve as both, without a closure allocated per ask.
+	Ask(ctx context.Context, m Outbound, to Replier) (Withdrawer, error)
 	// Route returns the placement of k's keys, for k to keep, so that
 	// placement and tells need no lookup of k by name.
 	Route(k RemoteKind) Route
+}
+
+// Replier receives the outcome of an ask.
+type Replier interface {
+	Reply(body []byte, err error)
+}
+
+// ReplyFunc is a Replier that calls the function.
+type ReplyFunc func(body []byte, err error)
+
+// Reply implements Replier.
+func (f ReplyFunc) Reply(body []byte, err error) { f(body, err) }
+
+// Withdrawer is an ask in flight: sent to another node (Remote.Ask), or
+// being served here for one (RemoteKind.DeliverRemote).
+type Withdrawer interface {
+	// Withdraw gives the ask up, as Remote.Ask and
+	// RemoteKind.DeliverRemote say.
+	Withdraw()
 }
 
 // Route places and sends the messages of one actor type (see
@@ -78,8 +99,9 @@ type Inbound struct {
 	Deadline time.Time
 	Chain    []string
 	// Reply, for asks, receives the outcome exactly once: the encoded
-	// reply, or an error. Nil for tells.
-	Reply func(body []byte, err error)
+	// reply, or an error. Nil for tells. The body is valid only during
+	// the call: the replier reuses its buffer.
+	Reply Replier
 }
 
 // RemoteKind is implemented by kinds that accept messages from other
@@ -87,9 +109,9 @@ type Inbound struct {
 type RemoteKind interface {
 	Kind
 	// DeliverRemote decodes and queues in without waiting for mailbox
-	// room. For asks it returns a cancel that drops the request if still
-	// queued or cancels its handler if running.
-	DeliverRemote(in Inbound) (cancel func(), err error)
+	// room. For asks it returns what drops the request if still queued
+	// or cancels its handler if running.
+	DeliverRemote(in Inbound) (cancel Withdrawer, err error)
 	// DeliverTells queues a run of tells from another node, in order,
 	// each as DeliverRemote would, with one decoder for the run. It
 	// reports each tell it cannot queue to b.Dropped.

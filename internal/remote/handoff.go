@@ -56,7 +56,13 @@ type heldItem struct {
 	at   time.Time
 }
 
-func holdID(typ, key string) string { return typ + "\x00" + key }
+// holdKey names a held key: a struct, not a joined string, so that the
+// look-up most messages make during a hand-off window does not allocate.
+// What goes into a map is cloned first (typ and key may alias a network
+// buffer).
+type holdKey struct{ typ, key string }
+
+func holdID(typ, key string) holdKey { return holdKey{typ, key} }
 
 // drainPoll bounds the wait between two looks of a previous owner at a
 // key it is asked to drain.
@@ -95,7 +101,7 @@ func (r *Router) noteChange(old, v *view) {
 	}
 	r.hmu.Lock()
 	clear(r.confirmed)
-	var gone []string
+	var gone []holdKey
 	for hid, h := range r.holds {
 		if !waitsOn(v, h.prev) {
 			gone = append(gone, hid)
@@ -188,13 +194,14 @@ func (r *Router) holdIfNeeded(from wire.NodeID, k host.RemoteKind, e *envelope) 
 			r.hmu.Unlock()
 			return false
 		}
+		hid = holdKey{strings.Clone(e.typ), strings.Clone(e.key)}
 		h = &hold{prev: prev, id: r.nextID.Add(1)}
 		r.drainsN++
 		r.holds[hid] = h
 		r.drains[h.id] = hid
 		r.holds0.Add(1)
 		h.timer = time.AfterFunc(r.cfg.Handoff, func() {
-			r.log.Warn("troupe: hand-off: the previous owner did not drain the key in time; serving it here", "actor", strings.Replace(hid, "\x00", "/", 1), "previous", h.prev)
+			r.log.Warn("troupe: hand-off: the previous owner did not drain the key in time; serving it here", "actor", hid.typ+"/"+hid.key, "previous", h.prev)
 			r.release(hid)
 		})
 	}
@@ -220,7 +227,7 @@ func cloneEnvelope(e *envelope) envelope {
 // release delivers what is held for hid, in order, then lets the key be
 // served directly. What arrives meanwhile queues behind and is delivered
 // by the same loop.
-func (r *Router) release(hid string) {
+func (r *Router) release(hid holdKey) {
 	r.hmu.Lock()
 	h := r.holds[hid]
 	if h == nil || h.releasing {

@@ -152,25 +152,25 @@ func (r *Router) relayAsk(from wire.NodeID, e *envelope) {
 	}
 	id := r.nextID.Add(1)
 	s := &served{}
-	p := &pending{id: id, out: out, direct: true}
-	p.done = func(body []byte, err error) {
+	p := &pending{id: id, r: r, out: out, direct: true}
+	p.done = host.ReplyFunc(func(body []byte, err error) {
 		r.finishServed(sk, s)
 		r.answer(from, askerID, body, err)
-	}
+	})
 	r.mu.Lock()
 	if r.closed {
 		r.mu.Unlock()
 		r.answer(from, askerID, nil, actor.ErrSystemClosed)
 		return
 	}
-	s.cancel = func() { r.withdraw(id) }
+	s.cancel = p // withdraws it
 	r.serving[sk] = s
 	if ttl > 0 {
 		s.timer = time.AfterFunc(ttl, func() { r.cancelServed(sk) })
 	}
 	r.mu.Unlock()
 	if err := r.dispatch(id, p); err != nil {
-		p.done(nil, err)
+		p.done.Reply(nil, err)
 		return
 	}
 	r.mu.Lock()

@@ -75,9 +75,9 @@ type Router struct {
 	handoff   atomic.Pointer[handoff]
 	holds0    atomic.Int32 // len(holds)
 	hmu       sync.Mutex
-	holds     map[string]*hold
-	drains    map[uint64]string
-	confirmed map[string]struct{}
+	holds     map[holdKey]*hold
+	drains    map[uint64]holdKey
+	confirmed map[holdKey]struct{}
 	joinedAt  time.Time // when this node's view first listed another member
 	drainsN   int       // drain requests sent, for tests
 
@@ -120,7 +120,8 @@ type pending struct {
 	id      uint64
 	to      wire.NodeID
 	out     host.Outbound
-	done    func([]byte, error)
+	r       *Router
+	done    host.Replier
 	retries int         // sends after the first, at most maxRetries
 	prev    wire.NodeID // the node that answered it does not own the key
 	hint    wire.NodeID // ... and the owner it named
@@ -134,7 +135,9 @@ type servedKey struct {
 
 // served is an ask being handled here for another node.
 type served struct {
-	cancel    func()
+	r         *Router
+	sk        servedKey
+	cancel    host.Withdrawer
 	timer     *time.Timer
 	done      bool
 	cancelled bool // withdrawn before its cancel was known: serveAsk cancels it
@@ -150,7 +153,7 @@ func (s *served) stopLocked() func() {
 			timer.Stop()
 		}
 		if cancel != nil {
-			cancel()
+			cancel.Withdraw()
 		}
 	}
 }
@@ -167,7 +170,7 @@ func New(cfg Config) *Router {
 	r := &Router{cfg: cfg, h: cfg.Host, log: cfg.Logger, ctx: ctx, cancel: cancel,
 		pending: map[uint64]*pending{}, serving: map[servedKey]*served{}, clients: map[wire.NodeID]time.Time{},
 		changed: make(chan struct{}),
-		holds:   map[string]*hold{}, drains: map[uint64]string{}, confirmed: map[string]struct{}{}}
+		holds:   map[holdKey]*hold{}, drains: map[uint64]holdKey{}, confirmed: map[holdKey]struct{}{}}
 	r.view.Store(newView(cfg.Endpoint.Self(), false, nil))
 	r.ep.Store(&endpoint{cfg.Endpoint})
 	r.silent.Store(new(map[wire.NodeID]time.Time))
@@ -249,7 +252,7 @@ func (r *Router) SetEndpoint(ep wire.Endpoint) {
 	}
 	r.mu.Unlock()
 	for _, p := range pend {
-		p.done(nil, fmt.Errorf("%w: this member rejoined the cluster as %v (was %v)", actor.ErrUnavailable, ep.Self(), old.Self()))
+		p.done.Reply(nil, fmt.Errorf("%w: this member rejoined the cluster as %v (was %v)", actor.ErrUnavailable, ep.Self(), old.Self()))
 	}
 	for _, stop := range stops {
 		stop()
@@ -319,7 +322,7 @@ func (r *Router) Update(self wire.NodeID, owning bool, members []cluster.Member)
 		stop()
 	}
 	for _, p := range failed {
-		p.done(nil, fmt.Errorf("%w: owner %v is down", actor.ErrUnavailable, p.to))
+		p.done.Reply(nil, fmt.Errorf("%w: owner %v is down", actor.ErrUnavailable, p.to))
 		// Should the owner be alive after all (a partition), it drops the
 		// request when the cancel gets through.
 		r.send(p.to, p.out.Token, &envelope{kind: kindCancel, id: p.id}, false)
@@ -328,7 +331,7 @@ func (r *Router) Update(self wire.NodeID, owning bool, members []cluster.Member)
 		// Should the leaver still be there, it drops its copy.
 		r.send(againTo[i], p.out.Token, &envelope{kind: kindCancel, id: p.id}, false)
 		if err := r.redispatch(p.id, p); err != nil {
-			p.done(nil, err)
+			p.done.Reply(nil, err)
 		}
 	}
 	if len(clients) > 0 && r.cfg.Serve {
@@ -400,7 +403,7 @@ func (r *Router) Close() {
 	r.hmu.Unlock()
 	r.cancel()
 	for _, p := range pend {
-		p.done(nil, actor.ErrSystemClosed)
+		p.done.Reply(nil, actor.ErrSystemClosed)
 	}
 	for _, stop := range stops {
 		stop()
@@ -440,15 +443,18 @@ func (r *Router) tellTo(to wire.NodeID, here bool, out host.Outbound) error {
 }
 
 // Ask implements host.Remote.
-func (r *Router) Ask(ctx context.Context, out host.Outbound, done func([]byte, error)) (func(), error) {
+func (r *Router) Ask(ctx context.Context, out host.Outbound, to host.Replier) (host.Withdrawer, error) {
 	id := r.nextID.Add(1)
 	out.Body = append([]byte(nil), out.Body...) // kept for a retry
-	p := &pending{id: id, out: out, done: done}
+	p := &pending{id: id, r: r, out: out, done: to}
 	if err := r.dispatch(id, p); err != nil {
 		return nil, err
 	}
-	return func() { r.withdraw(id) }, nil
+	return p, nil
 }
+
+// Withdraw implements host.Withdrawer.
+func (p *pending) Withdraw() { p.r.withdraw(p.id) }
 
 // dispatch sends (or serves here) the ask p under id.
 func (r *Router) dispatch(id uint64, p *pending) error { return r.dispatchAs(id, p, false) }
@@ -716,7 +722,7 @@ func (r *Router) dropped(e *envelope, err error) error {
 // inlineKind is implemented by kinds that can run an ask's handler on
 // the receiving goroutine (actor.DeliverRemoteInline).
 type inlineKind interface {
-	DeliverRemoteInline(in host.Inbound) (cancel func(), run func(relieve func()), err error)
+	DeliverRemoteInline(in host.Inbound) (cancel host.Withdrawer, run func(relieve func()), err error)
 }
 
 // serveAsk queues a request here and sends its outcome back to from. With
@@ -753,7 +759,7 @@ func (r *Router) serveAskHold(from wire.NodeID, e *envelope, hold bool, then *fu
 		return
 	}
 	sk := servedKey{from: from, id: id}
-	s := &served{}
+	s := &served{r: r, sk: sk}
 	r.mu.Lock()
 	if r.closed {
 		r.mu.Unlock()
@@ -762,17 +768,13 @@ func (r *Router) serveAskHold(from wire.NodeID, e *envelope, hold bool, then *fu
 	}
 	r.serving[sk] = s
 	r.mu.Unlock()
-	in := host.Inbound{Key: e.key, Name: e.name, Body: e.body, Chain: e.chain,
-		Reply: func(body []byte, err error) {
-			r.finishServed(sk, s)
-			r.answer(from, id, body, err)
-		}}
+	in := host.Inbound{Key: e.key, Name: e.name, Body: e.body, Chain: e.chain, Reply: s}
 	var ttl time.Duration
 	if e.ttl > 0 {
 		ttl = time.Duration(e.ttl)
 		in.Deadline = time.Now().Add(ttl)
 	}
-	var cancel func()
+	var cancel host.Withdrawer
 	var run func(relieve func())
 	if ik, ok := k.(inlineKind); ok && then != nil && *then == nil {
 		cancel, run, err = ik.DeliverRemoteInline(in)
@@ -809,7 +811,7 @@ func (r *Router) serveAskHold(from wire.NodeID, e *envelope, hold bool, then *fu
 	if s.cancelled {
 		// Withdrawn while it was being queued: drop it now.
 		r.mu.Unlock()
-		cancel()
+		cancel.Withdraw()
 		return
 	}
 	if !s.done {
@@ -821,6 +823,13 @@ func (r *Router) serveAskHold(from wire.NodeID, e *envelope, hold bool, then *fu
 		}
 	}
 	r.mu.Unlock()
+}
+
+// Reply implements host.Replier: the outcome of the ask s serves goes
+// back to the asker.
+func (s *served) Reply(body []byte, err error) {
+	s.r.finishServed(s.sk, s)
+	s.r.answer(s.sk.from, s.sk.id, body, err)
 }
 
 // finishServed forgets s, served for sk, once its outcome is known.
@@ -884,7 +893,7 @@ func (r *Router) reply(from wire.NodeID, e *envelope) {
 	delete(r.pending, e.id)
 	r.mu.Unlock()
 	if e.err == nil {
-		p.done(e.body, nil)
+		p.done.Reply(e.body, nil)
 		return
 	}
 	err := fromWire(e.err, from.String())
@@ -898,7 +907,7 @@ func (r *Router) reply(from wire.NodeID, e *envelope) {
 	if e.err.code == codeNotOwner {
 		err = fmt.Errorf("%w: %s/%s: %d members in turn said another owns the key: %w", actor.ErrUnavailable, p.out.Type, p.out.Key, maxRetries+1, err)
 	}
-	p.done(nil, err)
+	p.done.Reply(nil, err)
 }
 
 // retryLater sends the ask p again once this node's view changed (the
@@ -912,7 +921,7 @@ func (r *Router) retryLater(id uint64, p *pending) {
 	r.mu.Lock()
 	if r.closed {
 		r.mu.Unlock()
-		p.done(nil, actor.ErrSystemClosed)
+		p.done.Reply(nil, actor.ErrSystemClosed)
 		return
 	}
 	p.to = wire.NodeID{} // nowhere while it waits
@@ -934,7 +943,7 @@ func (r *Router) retryLater(id uint64, p *pending) {
 		}
 		t.Stop()
 		if err := r.redispatch(id, p); err != nil {
-			p.done(nil, err)
+			p.done.Reply(nil, err)
 		}
 	}()
 }

@@ -1,0 +1,56 @@
+package actor
+
+import (
+	"reflect"
+	"sync"
+	"unsafe"
+
+	"github.com/troupe-go/troupe/internal/host"
+)
+
+// Replies to asks from other nodes are encoded and decoded with the
+// message codec's plans (plan.go) when the reply type is a plain struct:
+// the bytes are msgpack's, so either side may take either path, and a
+// reply then costs no allocation of its own. Other reply types keep
+// msgpack's path.
+
+// replyPlans caches each reply type's plan (nil: msgpack's path).
+var replyPlans sync.Map // reflect.Type -> *plan
+
+// replyPlan returns t's plan for replies, or nil. Only struct types held
+// by pointer in an interface: a plan reads a reply through its data word.
+func replyPlan(t reflect.Type) *plan {
+	if pl, ok := replyPlans.Load(t); ok {
+		return pl.(*plan)
+	}
+	var pl *plan
+	if t.Kind() == reflect.Struct && held(t) {
+		pl = newPlan(t)
+	}
+	replyPlans.Store(t, pl)
+	return pl
+}
+
+// appendReply appends v's encoding, as msgpack.Marshal writes it, to
+// b's buffer.
+func appendReply(b *encodeBuffer, v any) ([]byte, error) {
+	if v != nil {
+		if pl := replyPlan(reflect.TypeOf(v)); pl != nil {
+			return pl.appendMessage(b.w.b, (*iface)(unsafe.Pointer(&v)).data, b)
+		}
+	}
+	err := b.enc.Encode(v)
+	return b.w.b, err
+}
+
+// decodeReply decodes body into v, of the asker's reply type.
+func decodeReply[R any](h *host.Host, body []byte, v *R) error {
+	pl := replyPlan(reflect.TypeFor[R]())
+	if pl == nil {
+		return decodeBound(h, body, v)
+	}
+	d := getBoundDecoder(h)
+	err := d.decodePlan(pl, body, unsafe.Pointer(v))
+	putBoundDecoder(d)
+	return err
+}
