@@ -12,30 +12,11 @@ import (
 // sent arrives, an expired deadline is a timeout (which the keepalive
 // turns into pings), and the peer's close is io.EOF.
 func TestRawReadsBehaveAsConnReads(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	accepted := make(chan net.Conn, 1)
-	go func() {
-		c, err := ln.Accept()
-		if err != nil {
-			close(accepted)
-			return
-		}
-		accepted <- c
-	}()
-	peer, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer peer.Close()
-	tc, ok := (<-accepted).(*net.TCPConn)
+	peer, accepted := tcpPair(t)
+	tc, ok := accepted.(*net.TCPConn)
 	if !ok {
 		t.Fatal("no TCP connection accepted")
 	}
-	defer tc.Close()
 	rc, err := tc.SyscallConn()
 	if err != nil {
 		t.Fatal(err)
@@ -69,30 +50,7 @@ func TestRawReadsBehaveAsConnReads(t *testing.T) {
 // a socket that takes a little at a time (partial writes, waits for
 // room), empty pieces included.
 func TestWriteVecPartialWrites(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	accepted := make(chan net.Conn, 1)
-	go func() {
-		c, err := ln.Accept()
-		if err != nil {
-			close(accepted)
-			return
-		}
-		accepted <- c
-	}()
-	conn, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	peer, ok := <-accepted
-	if !ok {
-		t.Fatal("accept failed")
-	}
-	defer peer.Close()
+	conn, peer := tcpPair(t)
 	tc := conn.(*net.TCPConn)
 	if err := tc.SetWriteBuffer(8 << 10); err != nil {
 		t.Fatal(err)
