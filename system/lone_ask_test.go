@@ -35,28 +35,12 @@ type LMsg interface{ lmsg() }
 func (LoneHold) lmsg() {}
 func (LoneSame) lmsg() {}
 
-var loneGates = struct {
-	sync.Mutex
-	m map[string]chan struct{}
-}{m: map[string]chan struct{}{}}
-
-func loneGate(id string) chan struct{} {
-	loneGates.Lock()
-	defer loneGates.Unlock()
-	ch, ok := loneGates.m[id]
-	if !ok {
-		ch = make(chan struct{})
-		loneGates.m[id] = ch
-	}
-	return ch
-}
-
 var loneGated = actor.Define("loneGated", func(c *actor.Context[int, LMsg], m LMsg) error {
 	switch m := m.(type) {
 	case LoneHold:
 		close(stallStarted(m.ID))
 		select {
-		case <-loneGate(m.ID):
+		case <-gateOf("lone:" + m.ID):
 		case <-c.Done():
 			return c.Err()
 		}
@@ -109,7 +93,7 @@ func TestALoneAskOutlivesABrokenConnection(t *testing.T) {
 	systemtest.Recv(t, stallStarted(id), "the loneGated handler to run on the owner")
 	cn.setCut(true) // every connection of member 0 closes
 	cn.setCut(false)
-	close(loneGate(id))
+	close(gateOf("lone:" + id))
 	if r := systemtest.Recv(t, res, "the ask"); r.err != nil || r.s != "opened" {
 		t.Fatalf("ask = %q, %v; want opened", r.s, r.err)
 	}
