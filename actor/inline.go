@@ -42,8 +42,8 @@ func (k *kind[S, M]) DeliverRemoteInline(in host.Inbound) (cancel host.Withdrawe
 	}
 	s := k.remoteSlot(in)
 	cancel = s
-	if c := k.claim(in.Key); c != nil {
-		return cancel, func(relieve func()) { c.runInline(m, s, relieve) }, nil
+	if c := k.claim(in.Key, k.hash(in.Key)); c != nil {
+		return cancel, func(relieve func()) { c.runClaimed(m, s, relieve) }, nil
 	}
 	if err := k.push(noWait, in.Key, 0, m, s, false); err != nil {
 		return nil, nil, err
@@ -51,61 +51,15 @@ func (k *kind[S, M]) DeliverRemoteInline(in host.Inbound) (cancel host.Withdrawe
 	return cancel, nil, nil
 }
 
-// claim returns key's cell, claimed for an inline run of one message, if
-// it is started and idle with nothing queued; nil otherwise.
-func (k *kind[S, M]) claim(key string) *cell[S, M] {
-	h := k.hash(key)
+// claim returns key's cell (h is key's hash), claimed for an inline run
+// of one message on the caller's goroutine, if it is started and idle with
+// nothing queued; nil otherwise.
+func (k *kind[S, M]) claim(key string, h uint64) *cell[S, M] {
 	c := k.shards[h>>58].t.get(h, key)
-	if c == nil {
+	if c == nil || !c.claimIdle() {
 		return nil
 	}
-	c.mu.Lock()
-	ok := !c.gone && !c.running && !c.backoff && c.started && len(c.in) == 0 && !k.h.Closed()
-	if !ok && c.running && len(c.in) == 0 {
-		// Its goroutine lingers, idle: let it exit after this message,
-		// so that the next one runs inline.
-		c.shed = true
-	}
-	if ok {
-		c.running = true
-		// The claimed message counts against the mailbox bound.
-		c.batchLen = 1
-		c.remaining.Store(1)
-	}
-	c.mu.Unlock()
-	if !ok {
-		return nil
-	}
-	k.h.Enter() // Close waits for the run as for a goroutine's
 	return c
-}
-
-// runInline handles m, the message c was claimed for, on the calling
-// goroutine, then lets c go idle, or starts a goroutine for the mail that
-// arrived meanwhile.
-func (c *cell[S, M]) runInline(m M, s replier, relieve func()) {
-	h := c.k.h
-	defer h.Leave()
-	if c.run.Load() != nil {
-		// No runner runs the cell now: its handler's tells must not be
-		// stashed in the one that ran it last.
-		c.run.Store(nil)
-	}
-	work := []envelope[M]{{msg: m, slot: s}}
-	if !c.handleBatch(&Context[S, M]{cell: c, relieve: relieve}, work, nil) {
-		return // failed: the restart owns the cell and its mailbox
-	}
-	c.mu.Lock()
-	if len(c.in) > 0 {
-		c.batchLen = 0
-		c.mu.Unlock()
-		h.Enter()
-		go c.loop()
-		return
-	}
-	// As after a hand-off: the cell is likely busy again soon, and the
-	// sweep stamps the idle time.
-	c.idle(true)
 }
 
 // relieveInline lets the goroutine running an inline handler, whose

@@ -32,22 +32,24 @@ func (k *kind[S, M]) askHere(key string, h uint64, m M, s replier) bool {
 	if k.rem != nil || h == 0 {
 		return false
 	}
-	c := k.shards[h>>58].t.get(h, key)
-	if c == nil || !c.claimIdle() {
+	c := k.claim(key, h)
+	if c == nil {
 		return false
 	}
-	c.runClaimed(m, s)
+	c.runClaimed(m, s, nil)
 	return true
 }
 
 // claimIdle claims c for a run of one message on the caller's goroutine
-// if it is started and idle with nothing queued (as claim in inline.go).
+// if it is started and idle with nothing queued.
 func (c *cell[S, M]) claimIdle() bool {
 	k := c.k
 	c.mu.Lock()
 	ok := !c.gone && !c.running && !c.backoff && c.started && len(c.in) == 0 && !k.h.Closed()
 	if !ok && c.running && len(c.in) == 0 {
-		c.shed = true // its goroutine lingers, idle: the next ask runs here
+		// Its goroutine lingers, idle: let it exit after this message,
+		// so that the next one runs inline.
+		c.shed = true
 	}
 	if ok {
 		c.running = true
@@ -62,9 +64,10 @@ func (c *cell[S, M]) claimIdle() bool {
 }
 
 // runClaimed handles m, the message c was claimed for, on the calling
-// goroutine, then lets c go idle, or starts a goroutine for the mail that
-// arrived meanwhile.
-func (c *cell[S, M]) runClaimed(m M, s replier) {
+// goroutine (an asker, or wire's reader, whose relieve hands reading on),
+// then lets c go idle, or starts a goroutine for the mail that arrived
+// meanwhile.
+func (c *cell[S, M]) runClaimed(m M, s replier, relieve func()) {
 	k := c.k
 	defer k.h.Leave() // deferred: a handler may end the goroutine (Goexit)
 	if c.run.Load() != nil {
@@ -73,6 +76,7 @@ func (c *cell[S, M]) runClaimed(m M, s replier) {
 		c.run.Store(nil)
 	}
 	ls := k.coldState(c)
+	ls.ctx.relieve = relieve
 	work := ls.one[:]
 	work[0] = envelope[M]{msg: m, slot: s}
 	ok := c.handleBatch(&ls.ctx, work, nil)
