@@ -1,7 +1,6 @@
 package remote
 
 import (
-	"encoding/binary"
 	"runtime"
 	"sync/atomic"
 
@@ -149,10 +148,8 @@ func (b *inbox) decode(seg []byte, c *chunker) []byte {
 	r := b.r
 	q := b.items[:0]
 	for len(seg) > 0 && len(q) < chunkItems {
-		// Stage one checked the framing.
-		n, k := binary.Uvarint(seg)
-		p := seg[k : k+int(n) : k+int(n)]
-		seg = seg[k+int(n):]
+		p, rest, _ := nextInBatch(seg) // stage one checked the framing
+		seg = rest
 		// Decode in place, where serve will find it.
 		q = append(q, inItem{})
 		it := &q[len(q)-1]

@@ -205,12 +205,23 @@ func putLength(b []byte, start int) []byte {
 // the first malformed length.
 func splitBatch(b []byte, f func([]byte)) error {
 	for len(b) > 0 {
-		n, k := binary.Uvarint(b)
-		if k <= 0 || n > uint64(len(b)-k) {
+		p, rest, ok := nextInBatch(b)
+		if !ok {
 			return fmt.Errorf("%w: batch framing", ErrMalformed)
 		}
-		f(b[k : k+int(n) : k+int(n)])
-		b = b[k+int(n):]
+		f(p)
+		b = rest
 	}
 	return nil
+}
+
+// nextInBatch splits the first envelope p, length-prefixed, off batch b;
+// ok is false when the framing is malformed.
+func nextInBatch(b []byte) (p, rest []byte, ok bool) {
+	n, k := binary.Uvarint(b)
+	if k <= 0 || n > uint64(len(b)-k) {
+		return nil, nil, false
+	}
+	end := k + int(n)
+	return b[k:end:end], b[end:], true
 }

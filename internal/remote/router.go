@@ -8,7 +8,6 @@ package remote
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -199,15 +198,12 @@ func (h receiver) ReceiveDefer(from wire.NodeID, payload []byte) (then func(reli
 // its relief watch (on an asker, the watch's timer would fire every
 // millisecond while asks go on).
 func (h receiver) Quick(payload []byte) bool {
-	for off := 0; off < len(payload); {
-		n, k := binary.Uvarint(payload[off:])
-		if k <= 0 || n > uint64(len(payload)-off-k) || n < 2 {
+	for b := payload; len(b) > 0; {
+		p, rest, ok := nextInBatch(b)
+		if !ok || len(p) < 2 || p[0] != envelopeVersion || p[1] != kindReply {
 			return false
 		}
-		if p := payload[off+k:]; p[0] != envelopeVersion || p[1] != kindReply {
-			return false
-		}
-		off += k + int(n)
+		b = rest
 	}
 	return len(payload) > 0
 }
@@ -566,13 +562,13 @@ func (r *Router) receive(from wire.NodeID, payload []byte, then *func(relieve fu
 	seg := -1 // offset of the envelopes kept for the worker, or -1
 	off := 0
 	for off < len(payload) {
-		n, k := binary.Uvarint(payload[off:])
-		if k <= 0 || n > uint64(len(payload)-off-k) {
+		p, rest, ok := nextInBatch(payload[off:])
+		if !ok {
 			r.log.Warn("troupe: dropped the rest of an application batch", "from", from, "err", fmt.Errorf("%w: batch framing", ErrMalformed))
 			break
 		}
-		end := off + k + int(n)
-		if r.sort(b, payload[off+k:end:end], seg >= 0, then) {
+		end := len(payload) - len(rest)
+		if r.sort(b, p, seg >= 0, then) {
 			if seg < 0 {
 				seg = off
 			}
