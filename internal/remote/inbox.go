@@ -48,9 +48,8 @@ type inbox struct {
 // an ask or cancel to serve (from set: tells leave it zero, which spares
 // writing a string per tell).
 type inItem struct {
-	from wire.NodeID
-	k    host.RemoteKind
-	e    envelope
+	k host.RemoteKind
+	e envelope
 }
 
 func (r *Router) inboxFor(from wire.NodeID) *inbox {
@@ -157,7 +156,7 @@ func (b *inbox) decode(seg []byte, c *chunker) []byte {
 		if err := it.e.decode(p, &c.prev); err != nil {
 			r.log.Warn("troupe: dropped application envelope", "from", b.from, "err", err)
 		} else if it.e.kind != kindTell {
-			it.from, keep = b.from, true
+			keep = true
 		} else {
 			if c.rt == nil || c.rt.typ != it.e.typ {
 				c.rt = r.routeOf(it.e.typ)
@@ -179,7 +178,7 @@ func (b *inbox) serve(items []inItem) {
 	for i := 0; i < len(items); {
 		it := &items[i]
 		if it.e.kind != kindTell {
-			b.r.serveQueued(it)
+			b.r.serveQueued(b.from, &it.e)
 			i++
 			continue
 		}

@@ -607,7 +607,7 @@ func (r *Router) sort(b *inbox, p []byte, more bool, then *func(relieve func()))
 	case kindAsk:
 		r.serveAsk(b.from, &e, then)
 	case kindCancel:
-		r.serveQueued(&inItem{from: b.from, e: e})
+		r.serveQueued(b.from, &e)
 	default:
 		r.receiveOther(b.from, &e)
 	}
@@ -616,12 +616,12 @@ func (r *Router) sort(b *inbox, p []byte, more bool, then *func(relieve func()))
 
 // serveQueued serves an ask or a cancel, in stage two or (the worker
 // idle) at once; tells go to their kind in runs (inbox.serve).
-func (r *Router) serveQueued(it *inItem) {
-	switch it.e.kind {
+func (r *Router) serveQueued(from wire.NodeID, e *envelope) {
+	switch e.kind {
 	case kindAsk:
-		r.serveAsk(it.from, &it.e, nil)
+		r.serveAsk(from, e, nil)
 	case kindCancel:
-		r.cancelServed(servedKey{from: it.from, id: it.e.id})
+		r.cancelServed(servedKey{from: from, id: e.id})
 	}
 }
 
