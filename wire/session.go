@@ -162,6 +162,21 @@ func newSession(t *Transport, key, addr string) (*session, error) {
 // the p99 of small envelopes.
 const minCwnd = 32 << 10
 
+// grantSlack is how many consumed bytes our receivers let wait, with no
+// envelope held, for the next grant without a timer (flow's
+// RecvConfig.Slack): the grant rides along with the next data or pong, or
+// goes once more is consumed. A request and reply exchange then arms no
+// grant timer: each side's reply or next request carries the grant of
+// what it consumed, and the timer was a Reset (a wake-up of another
+// thread) and a firing per GrantDelay on the asker. The peer cannot stall
+// on it: its credit stays within grantSlack of the window, and its
+// in-flight bytes, summed over the NumStreams streams, within 16 KiB,
+// half its congestion window floor (minCwnd), so it can always send, and
+// what it sends brings the grant (flow's RecvCredit.Deadline argues it
+// in full; its stall property test draws slack under the same rule). A
+// sender waiting on a receipt asks for its grant (waitedOn).
+const grantSlack = minCwnd / 8
+
 // grantDelay is how long our receivers let consumed bytes wait for more
 // before granting them (flow's default, 2 ms); tests lengthen it to show
 // that a sender waiting on a receipt never waits it out.
@@ -194,7 +209,7 @@ func (s *session) resetLocked() error {
 	}
 	s.sched = sched
 	for i := range s.recv {
-		s.recv[i], err = flow.NewRecvCredit(flow.RecvConfig{Window: int64(lim.Window), GrantBytes: minCwnd, GrantDelay: time.Duration(grantDelay.Load())})
+		s.recv[i], err = flow.NewRecvCredit(flow.RecvConfig{Window: int64(lim.Window), GrantBytes: minCwnd, GrantDelay: time.Duration(grantDelay.Load()), Slack: min(grantSlack, int64(lim.Window)/8)})
 		if err != nil {
 			return err
 		}
@@ -453,11 +468,13 @@ var ackPingFrame = outFrame{typ: FramePing}
 
 // waitedOn learns that somebody waits on receipt r (Done or Wait). The
 // peer grants every GrantBytes consumed, or GrantDelay (2 ms) after it
-// consumed less: a sender that waits on its last envelope would wait out
-// the delay for every burst it sends. Once the envelope is written with
-// less than GrantBytes after it and nothing more is queued, a ping goes
-// after it; the peer answers with its pending grants at once. Senders
-// that never wait on receipts (the router) never cause one.
+// consumed less, and less than grantSlack only along with its next
+// frames: a sender that waits on its last envelope would wait out the
+// delay for every burst it sends, or for the peer's next frames. Once the
+// envelope is written with less than GrantBytes after it and nothing more
+// is queued, a ping goes after it; the peer answers with its pending
+// grants at once. Senders that never wait on receipts (the router) never
+// cause one.
 func (s *session) waitedOn(r *Receipt) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -645,6 +662,11 @@ func (s *session) applyDataLocked(h Header, d dataFrame, chunk []byte, now time.
 	}
 	if !last {
 		s.arrivedLocked(st, now)
+	} else if r := &s.recv[st]; r.Received()-r.Granted().Received >= r.Slack() {
+		// Envelopes held unconsumed reached the slack: the grant of what
+		// was received (the peer's acknowledgement) gets its timer even
+		// if their handler blocks (see grantSlack).
+		s.grantLaterLocked(st, now)
 	}
 	if h.Flags&FlagFirst != 0 && last && pre == nil {
 		return s.applyWholeLocked(h, d, chunk, held)
@@ -894,7 +916,7 @@ func (s *session) grantDueLocked(st StreamID, now time.Time) bool {
 }
 
 // grantLaterLocked arms the grant timer for stream st's grant, if one is
-// pending.
+// pending and not slack (see grantSlack: flow's Deadline is zero then).
 func (s *session) grantLaterLocked(st StreamID, now time.Time) {
 	if d := s.recv[st].Deadline(); !d.IsZero() && (s.wakeAt.IsZero() || d.Before(s.wakeAt)) {
 		s.armGrantLocked(d, now)

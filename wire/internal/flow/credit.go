@@ -149,6 +149,15 @@ type RecvConfig struct {
 	// GrantDelay is how long newly consumed or received bytes may wait for
 	// more before a grant is due anyway. Default [DefaultGrantDelay].
 	GrantDelay time.Duration
+	// Slack is how many consumed bytes may wait for the next grant with
+	// no deadline: while fewer wait and no envelope is held,
+	// [RecvCredit.Deadline] is zero and the grant goes with the next one
+	// (the session's data, a pong, more consumption), so a request and
+	// reply exchange arms no timer per message. At most Window/8; the
+	// sender's congestion window floor (EstimatorConfig.MinCwnd) must
+	// exceed Slack summed over the streams (see Deadline). Default 0:
+	// every byte waiting has a deadline.
+	Slack int64
 }
 
 func (c RecvConfig) withDefaults() RecvConfig {
@@ -176,6 +185,8 @@ func (c RecvConfig) Validate() error {
 		return fmt.Errorf("%w: RecvConfig.GrantBytes %d is outside 1..Window", ErrInvalidConfig, c.GrantBytes)
 	case c.GrantDelay < 0:
 		return fmt.Errorf("%w: RecvConfig.GrantDelay %v is negative", ErrInvalidConfig, c.GrantDelay)
+	case c.Slack < 0 || d.Slack > d.Window/8:
+		return fmt.Errorf("%w: RecvConfig.Slack %d is outside 0..Window/8", ErrInvalidConfig, c.Slack)
 	}
 	return nil
 }
@@ -325,16 +336,46 @@ func (r *RecvCredit) autoTune(now time.Time, rtt time.Duration) {
 	r.epochStart, r.epochOffset = now, r.consumed
 }
 
-// Deadline returns when a grant becomes due by GrantDelay, or the zero time if
-// no consumed or received bytes wait. The session arms a timer for it and
-// then calls [RecvCredit.Grant]. After [RecvCredit.Resume] the time returned
-// is already past: a grant is due at once.
+// Deadline returns when a grant becomes due by GrantDelay, or the zero time
+// if none needs a timer: no consumed or received bytes wait, or what waits
+// is slack (fewer than Slack consumed bytes, no envelope held; see below).
+// The session arms a timer for a non-zero deadline and then calls
+// [RecvCredit.Grant]; a slack grant goes with the next grant or data
+// frame. After [RecvCredit.Resume] the time returned is already past: a
+// grant is due at once.
+//
+// Why a slack grant cannot stall the sender. With nothing held, every
+// byte received was consumed (received = consumed + held), so the sender
+// has had fewer than Slack bytes neither credited nor acknowledged on the
+// stream since its last grant: its credit is at least Window-Slack, which
+// fits a frame (Slack is at most Window/8, and a frame is cut short to
+// what is available once an eighth of the window is), and its in-flight
+// count, summed over the streams, stays below its congestion window floor
+// if that exceeds Slack times the streams. Bytes still on the way change
+// the counts when they arrive or are consumed, and the caller looks at
+// Deadline again then (an envelope held, or Slack crossed, makes it
+// non-zero again). So the sender can always send, and what it sends
+// brings the next grant. A receipt the sender waits on is not covered:
+// the session asks for its grant (an ack ping) when its envelope is the
+// last written, and any earlier one lies more than Slack before the end,
+// so its bytes were granted already or are still held.
 func (r *RecvCredit) Deadline() time.Time {
-	if !r.pending() && !r.forced {
+	if !r.pending() && !r.forced || r.slack() {
 		return time.Time{}
 	}
 	return r.pendingSince.Add(r.cfg.GrantDelay)
 }
+
+// slack reports whether what waits for a grant needs no deadline (see
+// Deadline): received is consumed when nothing is held, and the last
+// grant's received count is at least its consumed count, so the
+// received bytes waiting are no more than the consumed ones.
+func (r *RecvCredit) slack() bool {
+	return !r.forced && r.held == 0 && r.consumed-r.adv.Consumed < r.cfg.Slack && r.window == r.adv.Window
+}
+
+// Slack returns the configured [RecvConfig.Slack].
+func (r *RecvCredit) Slack() int64 { return r.cfg.Slack }
 
 // Resume prepares the stream for a new connection: the last grant may have
 // been lost with the old one, so the next call to [RecvCredit.Grant] returns a

@@ -259,6 +259,54 @@ func TestRecvCreditDeadlineIsGrantDelayAfterFirstUngrantedByte(t *testing.T) {
 	}
 }
 
+// Bytes consumed below Slack, with nothing held, need no deadline: the
+// grant waits for the next one. Crossing Slack, holding an envelope or a
+// resume brings the deadline back, still GrantDelay after the first byte
+// that waits; Grant itself is unchanged (due after GrantDelay when asked).
+func TestRecvCreditSlackNeedsNoDeadline(t *testing.T) {
+	r := mustRecv(t, RecvConfig{Window: 1000, MaxWindow: 1000, GrantBytes: 256, Slack: 100})
+	_, _ = r.Arrive(60, true, t0)
+	if r.Deadline().IsZero() {
+		t.Fatal("Deadline() is zero with an envelope held")
+	}
+	_ = r.Consume(60, t0)
+	if d := r.Deadline(); !d.IsZero() {
+		t.Fatalf("Deadline() = %v with 60 bytes consumed, Slack 100 and nothing held; want zero", d)
+	}
+	if g, ok := r.Grant(t0.Add(DefaultGrantDelay), 0); !ok || g.Consumed != 60 {
+		t.Fatalf("Grant() after GrantDelay = %+v, %v; want the 60 bytes (riding along)", g, ok)
+	}
+	_, _ = r.Arrive(99, true, t0.Add(time.Second))
+	_ = r.Consume(99, t0.Add(time.Second))
+	if d := r.Deadline(); !d.IsZero() {
+		t.Fatalf("Deadline() = %v with 99 bytes consumed; want zero", d)
+	}
+	_, _ = r.Arrive(1, true, t0.Add(2*time.Second))
+	if want := t0.Add(time.Second + DefaultGrantDelay); !r.Deadline().Equal(want) {
+		t.Fatalf("Deadline() = %v with 1 byte held; want %v", r.Deadline(), want)
+	}
+	_ = r.Consume(1, t0.Add(2*time.Second))
+	if want := t0.Add(time.Second + DefaultGrantDelay); !r.Deadline().Equal(want) {
+		t.Fatalf("Deadline() = %v with Slack reached; want %v (GrantDelay after the first byte waiting)", r.Deadline(), want)
+	}
+	if _, ok := r.Grant(t0.Add(2*time.Second), 0); !ok {
+		t.Fatal("no grant due at the deadline")
+	}
+	r.Resume()
+	if r.Deadline().IsZero() {
+		t.Fatal("Deadline() is zero after Resume")
+	}
+}
+
+func TestRecvConfigRejectsSlackAboveAnEighthOfTheWindow(t *testing.T) {
+	if _, err := NewRecvCredit(RecvConfig{Window: 1000, Slack: 126}); !errors.Is(err, ErrInvalidConfig) {
+		t.Fatalf("Slack 126 with Window 1000: %v, want ErrInvalidConfig", err)
+	}
+	if _, err := NewRecvCredit(RecvConfig{Window: 1000, Slack: 125}); err != nil {
+		t.Fatalf("Slack 125 with Window 1000: %v", err)
+	}
+}
+
 // A resume loses grants in flight: the sender must still make progress and
 // resend from what the receiver counted.
 func TestCreditAcrossResume(t *testing.T) {

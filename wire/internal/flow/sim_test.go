@@ -248,6 +248,11 @@ func (m *sim) arrive(f Frame) {
 				_ = r.Consume(held, m.now)
 				m.maybeGrant(f.Stream)
 			})
+			if r.Received()-r.Granted().Received < r.Slack() {
+				// As the session does: an envelope held arms nothing
+				// until the bytes waiting reach Slack (see Deadline).
+				return
+			}
 		}
 	}
 	m.maybeGrant(f.Stream)

@@ -7,8 +7,8 @@ import (
 	"pgregory.net/rapid"
 )
 
-// Random links, frame sizes, windows, grant thresholds, congestion-window
-// floors, consumer speeds, workloads, cancellations and connection cuts: the
+// Random links, frame sizes, windows, grant thresholds and slack,
+// congestion-window floors, consumer speeds, workloads, cancellations and connection cuts: the
 // transfer never stalls and never overruns, and every envelope not dropped
 // by Cancel arrives exactly once, in key order.
 func TestSimulatedTransferNeverStalls(t *testing.T) {
@@ -23,8 +23,13 @@ func TestSimulatedTransferNeverStalls(t *testing.T) {
 		for i := range cfg.Streams {
 			cfg.Streams[i].Window, cfg.Streams[i].MaxWindow = window, maxWindow
 		}
+		// Slack within its rule: at most Window/8, and summed over the
+		// four streams below the congestion window floor (with Slack up
+		// to Window/8 alone, this finds a stall within a few hundred
+		// cases).
 		recv := RecvConfig{Window: window, MaxWindow: maxWindow,
-			GrantBytes: rapid.Int64Range(0, window).Draw(t, "grantBytes")}
+			GrantBytes: rapid.Int64Range(0, window).Draw(t, "grantBytes"),
+			Slack:      rapid.Int64Range(0, min(window/8, (cfg.Estimator.MinCwnd-1)/4)).Draw(t, "slack")}
 		m := newSim(t, cfg, recv, rate, rtt)
 		if rapid.Bool().Draw(t, "slowConsumer") {
 			m.consumeRate = rate * rapid.Float64Range(0.05, 1).Draw(t, "consumeShare")
