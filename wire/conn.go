@@ -60,6 +60,10 @@ type liveConn struct {
 	watchRd    atomic.Pointer[reader] // the reader of the delivery running
 	watchMu    sync.Mutex
 	watch      *time.Timer
+	// Periods of the watch's next look after one that found the
+	// deliveries over (see look); touched only by the look holding the
+	// watch (watchArmed).
+	watchIdle int64
 }
 
 func (c *liveConn) heard() time.Time { return time.Unix(0, c.heardNano.Load()) }
@@ -628,10 +632,10 @@ func (c *liveConn) read(rd *reader) {
 }
 
 // reliefAfter is how long the reader delivers an envelope itself (one to
-// idleLooks+1 times it, see look) before another goroutine takes over reading: a
-// handler that blocks (its own queue full, or an actor's handler run
-// inline) must not hold the connection's credits, pings and other
-// streams.
+// maxIdleLooks+1 times it, see look) before another goroutine takes over
+// reading: a handler that blocks (its own queue full, or an actor's
+// handler run inline) must not hold the connection's credits, pings and
+// other streams.
 var reliefAfter atomic.Int64 // a time.Duration; tests lengthen it
 
 func init() { reliefAfter.Store(int64(time.Millisecond)) }
@@ -692,14 +696,18 @@ func (c *liveConn) deliverInline(rd *reader, st StreamID, from NodeID, d deliver
 // The relief watch. Arming a timer for every inline delivery would cost
 // more than the delivery: adding a timer wakes another thread of the Go
 // scheduler, or the one waiting in the network poller. One timer per
-// connection instead looks at the deliveries every reliefAfter while they
-// go on (every idleLooks periods while the looks find none running), and
-// rests once a look finds none since the last: a delivery it finds
-// running on two looks in a row, or on the first look after the delivery
-// armed it, is relieved (after reliefAfter to idleLooks+1 times that). dseq counts
-// the starts and ends of deliveries (odd while one runs); the watch
-// relieves by moving it on (CAS), which the delivery's end then fails to
-// do.
+// connection instead looks at the deliveries while they go on, and rests
+// once a look finds none since the last. A delivery it finds running on
+// two looks in a row, or on the first look after the delivery armed it,
+// is relieved. After a look that finds deliveries since but none running,
+// the next look comes later, twice as late each time that repeats, from 2
+// up to maxIdleLooks periods; a look that finds one running looks again
+// one period later, and the next idle look starts over at 2. So a
+// blocking delivery is relieved reliefAfter to (maxIdleLooks+1) times
+// reliefAfter after it starts (1-9 ms), and a ping-pong of short
+// deliveries costs a firing every maxIdleLooks periods. dseq counts the
+// starts and ends of deliveries (odd while one runs); the watch relieves
+// by moving it on (CAS), which the delivery's end then fails to do.
 
 // watchDelivery marks the start of an inline delivery by the reader rd
 // and, if arm, makes sure the watch runs; it returns the delivery's
@@ -729,6 +737,10 @@ func (c *liveConn) relieve(seq uint64, rd *reader) {
 // periods; the caller set watchArmed.
 func (c *liveConn) armWatch(seq uint64, periods int64) {
 	c.watchSeq.Store(seq)
+	if h := testWatchArm.Load(); h != nil {
+		(*h)(c, periods) // the test calls look itself
+		return
+	}
 	d := time.Duration(periods * reliefAfter.Load())
 	c.watchMu.Lock()
 	if c.watch == nil {
@@ -739,14 +751,19 @@ func (c *liveConn) armWatch(seq uint64, periods int64) {
 	c.watchMu.Unlock()
 }
 
-// idleLooks is how many reliefAfter periods the watch waits after a look
-// that found deliveries since the last one but none running: short
-// deliveries (a remote ask's handler) then cost a firing about every
-// 3 ms rather than every 1 ms, each the wake-up of a sleeping thread
-// and back (25-40 us of CPU measured per firing, about 4 us per ask at
-// 8k asks/s). A delivery that starts meanwhile and blocks is relieved
-// within idleLooks+1 periods instead of 2.
-const idleLooks = 3
+// testWatchArm, if set, replaces the watch's timer: tests drive the
+// looks themselves, so the bound on relief is checked in periods rather
+// than in time.
+var testWatchArm atomic.Pointer[func(c *liveConn, periods int64)]
+
+// maxIdleLooks is the most reliefAfter periods the watch waits after a
+// look that found deliveries since the last one but none running. Short
+// deliveries (a remote ask's handler) then cost a firing every 8 ms rather
+// than every 3 ms (session 5) or 1 ms (session 4): a firing is the wake-up
+// of a sleeping thread and back, often on the other vCPU (25-40 us of CPU
+// measured per firing), and its re-arming another. A delivery that starts
+// meanwhile and blocks is relieved within maxIdleLooks+1 periods.
+const maxIdleLooks = 8
 
 // look is the watch: it relieves the delivery it saw running at its last
 // look (or that armed it), and looks again while deliveries go on.
@@ -762,6 +779,7 @@ func (c *liveConn) look() {
 	switch {
 	case v&1 == 0 && v == last:
 		// No delivery since the last look: rest until the next one.
+		c.watchIdle = 0
 		c.watchArmed.Store(false)
 		// A delivery that started after the load above may have seen the
 		// watch armed and left it to us.
@@ -771,11 +789,14 @@ func (c *liveConn) look() {
 		return
 	case v&1 == 0:
 		// Deliveries since the last look, none running now.
-		c.armWatch(v, idleLooks)
+		c.watchIdle = min(max(2*c.watchIdle, 2), maxIdleLooks)
+		c.armWatch(v, c.watchIdle)
 		return
 	case v == c.watchSeq.Load():
 		c.relieve(v, c.watchRd.Load())
 	}
+	// Running: look closely again.
+	c.watchIdle = 0
 	c.armWatch(v, 1)
 }
 

@@ -393,3 +393,112 @@ func TestLargeEnvelopeOnTheReaderIsRelievedWhenItBlocks(t *testing.T) {
 		t.Fatalf("replication got %q, want %q", repl, want)
 	}
 }
+
+// The relief watch, driven look by look (its timer replaced): while
+// looks find the deliveries over, each waits twice as many periods as the
+// last, up to maxIdleLooks; with none since the last look it rests, and
+// the next delivery starts it over. A delivery that blocks right after
+// the longest wait is relieved by the look after the one that first sees
+// it running: within maxIdleLooks+1 periods of its start.
+func TestReliefWatchWaitsLongerOverShortDeliveriesAndStillRelieves(t *testing.T) {
+	var armMu sync.Mutex
+	arms := map[*liveConn][]int64{}
+	hook := func(c *liveConn, periods int64) {
+		armMu.Lock()
+		arms[c] = append(arms[c], periods)
+		armMu.Unlock()
+	}
+	testWatchArm.Store(&hook)
+	t.Cleanup(func() { testWatchArm.Store(nil) })
+	a, b := newTestNode(t, nil), newTestNode(t, nil)
+	release, blocked := make(chan struct{}), make(chan struct{})
+	var mu sync.Mutex
+	n := 0
+	b.t.Handle(StreamApplication, HandlerFunc(func(from NodeID, p []byte) {
+		if string(p) == "block" {
+			close(blocked)
+			<-release
+		}
+		mu.Lock()
+		n++
+		mu.Unlock()
+		b.signal()
+	}))
+	ctx := context.Background()
+	send := func(st StreamID, p string) {
+		t.Helper()
+		if _, err := a.t.Send(ctx, b.t.Self(), st, 1, []byte(p)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var c *liveConn
+	deliver := func() {
+		t.Helper()
+		mu.Lock()
+		want := n + 1
+		mu.Unlock()
+		send(StreamApplication, "short")
+		b.waitFor(t, "the delivery", func() bool { mu.Lock(); defer mu.Unlock(); return n == want })
+		if c == nil {
+			c = onlyConn(t, b)
+		}
+		b.waitFor(t, "the delivery's end", func() bool { return c.dseq.Load()&1 == 0 })
+	}
+	armed := func() []int64 {
+		armMu.Lock()
+		defer armMu.Unlock()
+		return slices.Clone(arms[c])
+	}
+
+	deliver() // arms the watch: one period
+	for range 6 {
+		c.look()
+		deliver()
+	}
+	if got, want := armed(), []int64{1, 2, 4, 8, 8, 8, 8}; !slices.Equal(got, want) {
+		t.Fatalf("periods armed over short deliveries = %v, want %v", got, want)
+	}
+	c.look()  // deliveries since: 8 again
+	c.look()  // none since: rests
+	deliver() // starts over
+	c.look()
+	if got, want := armed()[7:], []int64{8, 1, 2}; !slices.Equal(got, want) || !c.watchArmed.Load() {
+		t.Fatalf("periods armed after a rest = %v, want %v", got, want)
+	}
+	for range 2 {
+		deliver()
+		c.look()
+	}
+	// Armed maxIdleLooks periods; the next delivery blocks.
+	if got := armed(); got[len(got)-1] != maxIdleLooks {
+		t.Fatalf("last period armed %d, want %d", got[len(got)-1], maxIdleLooks)
+	}
+	from := len(armed()) - 1
+	send(StreamApplication, "block")
+	<-blocked
+	seq := c.dseq.Load()
+	c.look() // first sight of it running
+	if c.dseq.Load() != seq {
+		t.Fatal("relieved at the first look that saw the delivery running")
+	}
+	c.look() // still running: relieved
+	if c.dseq.Load() == seq {
+		t.Fatal("not relieved at the second look that saw the delivery running")
+	}
+	var periods int64
+	for _, p := range armed()[from : len(armed())-1] {
+		periods += p
+	}
+	if periods > maxIdleLooks+1 {
+		t.Fatalf("relieved %d periods after the last look before the delivery, want at most %d", periods, maxIdleLooks+1)
+	}
+	// The new reader reads: another stream's envelope arrives while the
+	// handler still blocks.
+	send(StreamMembership, "m")
+	b.waitFor(t, "the membership envelope", func() bool { return len(b.got[StreamMembership]) == 1 })
+	mu.Lock()
+	want := n + 1
+	mu.Unlock()
+	close(release)
+	b.waitFor(t, "the blocked delivery", func() bool { mu.Lock(); defer mu.Unlock(); return n == want })
+}
