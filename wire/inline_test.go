@@ -502,3 +502,54 @@ func TestReliefWatchWaitsLongerOverShortDeliveriesAndStillRelieves(t *testing.T)
 	close(release)
 	b.waitFor(t, "the blocked delivery", func() bool { mu.Lock(); defer mu.Unlock(); return n == want })
 }
+
+// Envelopes queued behind a blocked handler are held, not consumed: once
+// the bytes received and not granted reach the slack, the grant timer
+// acknowledges them (the peer's estimator counts them as delivered) while
+// the handler still blocks. (Keepalive pings, whose pongs would carry
+// the grant, are an hour away.)
+func TestEnvelopesHeldBehindABlockedHandlerAreAcknowledgedPastTheSlack(t *testing.T) {
+	quiet := func(c *Config) { c.KeepaliveAfter = time.Hour }
+	a, b := newTestNode(t, quiet), newTestNode(t, quiet)
+	release, blocked := make(chan struct{}), make(chan struct{})
+	var mu sync.Mutex
+	n := 0
+	b.t.Handle(StreamApplication, HandlerFunc(func(from NodeID, p []byte) {
+		if string(p) == "block" {
+			close(blocked)
+			<-release
+		}
+		mu.Lock()
+		n++
+		mu.Unlock()
+		b.signal()
+	}))
+	ctx := context.Background()
+	send := func(p []byte) {
+		t.Helper()
+		if _, err := a.t.Send(ctx, b.t.Self(), StreamApplication, 1, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	send([]byte("block"))
+	<-blocked
+	for range 4 {
+		send(make([]byte, grantSlack/2))
+	}
+	s := onlySession(t, b)
+	b.waitFor(t, "the acknowledgement of the envelopes held", func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		r := &s.recv[StreamApplication]
+		return r.Received() >= 5+2*grantSlack && r.Granted().Received == r.Received()
+	})
+	s.mu.Lock()
+	r := &s.recv[StreamApplication]
+	consumed, granted := r.Consumed(), r.Granted().Consumed
+	s.mu.Unlock()
+	if consumed != 0 || granted != 0 {
+		t.Fatalf("consumed %d, granted %d while the handler blocks; want 0", consumed, granted)
+	}
+	close(release)
+	b.waitFor(t, "every envelope", func() bool { mu.Lock(); defer mu.Unlock(); return n == 5 })
+}

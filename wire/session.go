@@ -662,14 +662,11 @@ func (s *session) applyDataLocked(h Header, d dataFrame, chunk []byte, now time.
 	}
 	if !last {
 		s.arrivedLocked(st, now)
-	} else if r := &s.recv[st]; r.Received()-r.Granted().Received >= r.Slack() {
-		// Envelopes held unconsumed reached the slack: the grant of what
-		// was received (the peer's acknowledgement) gets its timer even
-		// if their handler blocks (see grantSlack).
-		s.grantLaterLocked(st, now)
 	}
 	if h.Flags&FlagFirst != 0 && last && pre == nil {
-		return s.applyWholeLocked(h, d, chunk, held)
+		err := s.applyWholeLocked(h, d, chunk, held)
+		s.queuedHeldLocked(st, now)
+		return err
 	}
 	parts := s.partial[st]
 	p := parts[d.Envelope]
@@ -705,8 +702,26 @@ func (s *session) applyDataLocked(h Header, d dataFrame, chunk []byte, now time.
 		delete(parts, d.Envelope)
 		s.reserved -= p.reserved
 		s.deliverLocked(st, delivery{payload: p.buf, held: held, epoch: s.epoch})
+		s.queuedHeldLocked(st, now)
 	}
 	return nil
+}
+
+// queuedHeldLocked follows a complete envelope's delivery. One queued
+// behind a running handler or other envelopes may stay held a while:
+// once the bytes held and waiting for a grant reach the slack, the grant
+// of what was received (the peer's acknowledgement, see grantSlack) gets
+// its timer, even if the handler blocks. One the reader took, or that an
+// idle deliverer takes next, is consumed at once, which looks at the
+// grant (arming a timer per large envelope here cost bulk a wake-up
+// each).
+func (s *session) queuedHeldLocked(st StreamID, now time.Time) {
+	if n := len(s.inbox[st]); n == 0 || n == 1 && !s.busy[st] {
+		return
+	}
+	if r := &s.recv[st]; r.Received()-r.Granted().Received >= r.Slack() {
+		s.grantLaterLocked(st, now)
+	}
 }
 
 // applyWholeLocked is applyDataLocked for an envelope in one frame (first
