@@ -702,7 +702,7 @@ func (c *liveConn) deliverInline(rd *reader, st StreamID, from NodeID, d deliver
 // is relieved. After a look that finds deliveries since but none running,
 // the next look comes later, twice as late each time that repeats, from 2
 // up to maxIdleLooks periods; a look that finds one running looks again
-// one period later, and the next idle look starts over at 2. So a
+// one period later (and the next idle one waits as long as before). So a
 // blocking delivery is relieved reliefAfter to (maxIdleLooks+1) times
 // reliefAfter after it starts (1-9 ms), and a ping-pong of short
 // deliveries costs a firing every maxIdleLooks periods. dseq counts the
@@ -795,8 +795,9 @@ func (c *liveConn) look() {
 	case v == c.watchSeq.Load():
 		c.relieve(v, c.watchRd.Load())
 	}
-	// Running: look closely again.
-	c.watchIdle = 0
+	// Running: look again a period later. The idle wait stays as long
+	// (starting over cost a ping-pong busy enough to be caught running
+	// now and then twice the firings), so the bound stays as stated.
 	c.armWatch(v, 1)
 }
 
