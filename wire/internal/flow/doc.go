@@ -47,7 +47,11 @@
 // 32 KiB and at most half the window) consumed or received since the last one,
 // anything consumed while the peer has less than GrantBytes of credit left,
 // anything consumed or received GrantDelay (2 ms) ago, or a grown window.
-// Frequent grants matter: they are the estimator's acknowledgements.
+// Frequent grants matter: they are the estimator's acknowledgements. With
+// RecvConfig.Slack set, fewer consumed bytes than that, with no envelope
+// held, have no deadline ([RecvCredit.Deadline] argues why the sender
+// cannot stall if its congestion window floor exceeds Slack times the
+// streams): their grant goes with the receiver's next frames.
 //
 // The receiver auto-tunes its window toward the bandwidth-delay product, as
 // quic-go does: when more than half the window was consumed in less than four
