@@ -645,8 +645,8 @@ func init() { reliefAfter.Store(int64(time.Millisecond)) }
 // the stream's handler was idle and its inbox empty, and marked the
 // stream busy, so what arrives meanwhile queues behind it. A DeferHandler
 // then finishes its work after the envelope is consumed. Should the
-// handler take longer than reliefAfter, a new goroutine continues reading
-// from rd; deliverInline then reports true and the caller must end.
+// handler run long (reliefAfter to maxIdleLooks+1 times it, see look), a
+// new goroutine continues reading from rd; deliverInline then reports true and the caller must end.
 func (c *liveConn) deliverInline(rd *reader, st StreamID, from NodeID, d delivery) (relieved bool) {
 	s, t := c.s, c.s.t
 	h := t.handlers[st].Load()
