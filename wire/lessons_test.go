@@ -197,6 +197,13 @@ func TestAnEnvelopeCancelledWhileTheSessionWaitsToResumeIsDropped(t *testing.T) 
 	inFlight := send(context.Background(), 1, 100<<10)
 	fp.fn.Partition(fp.addrs[0], fp.addrs[1], faultnet.Refuse)
 	fp.fn.CutAll()
+	deadline := time.Now().Add(20 * time.Second)
+	for _, _, up := activeConn(a, b.Self()); up; _, _, up = activeConn(a, b.Self()) {
+		if time.Now().After(deadline) {
+			t.Fatal("the session kept its connection after the cut")
+		}
+		time.Sleep(time.Millisecond)
+	}
 	before := send(context.Background(), 2, 5000)
 	ctx, cancel := context.WithCancel(context.Background())
 	dropped := send(ctx, 3, 5000)
