@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"context"
 	"net"
 	"testing"
 
@@ -60,6 +61,50 @@ func TestTuneLowatFollowsLargeChangesOnly(t *testing.T) {
 		c.tuneLowat(step.want)
 		if got := notSentLowat(t, tc); got != step.set {
 			t.Fatalf("after tuneLowat(%d): TCP_NOTSENT_LOWAT %d, want %d", step.want, got, step.set)
+		}
+	}
+}
+
+// Per-stream credit does not stop head-of-line blocking inside TCP's own
+// send buffer: both ends of a connection, the dialer's and the
+// acceptor's, must start with the configured TCP_NOTSENT_LOWAT, so what
+// the scheduler writes next never queues behind a deep kernel buffer.
+func TestBothEndsOfAConnectionStartWithTheConfiguredNotSentLowat(t *testing.T) {
+	const lowat = 24 << 10
+	set := func(c *Config) { c.NotSentLowat = lowat }
+	a, b := newTestNode(t, set), newTestNode(t, set)
+	r, err := a.t.Send(context.Background(), b.t.Self(), StreamControl, 1, []byte("x"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := waitReceipt(t, r); err != nil {
+		t.Fatal(err)
+	}
+	for _, side := range []struct {
+		name   string
+		tr     *Transport
+		peer   NodeID
+		dialed bool
+	}{{name: "dialer", tr: a.t, peer: b.t.Self(), dialed: true}, {name: "acceptor", tr: b.t, peer: a.t.Self()}} {
+		s, _ := side.tr.sessionFor(side.peer, false)
+		if s == nil {
+			t.Fatalf("%s: no session", side.name)
+		}
+		s.mu.Lock()
+		c := s.conn
+		s.mu.Unlock()
+		if c == nil {
+			t.Fatalf("%s: no connection", side.name)
+		}
+		if c.hsConn.dialer != side.dialed {
+			t.Fatalf("%s: the connection's dialer flag is %v", side.name, c.hsConn.dialer)
+		}
+		tc, ok := c.hsConn.Conn.(*net.TCPConn)
+		if !ok {
+			t.Fatalf("%s: connection is a %T, not TCP", side.name, c.hsConn.Conn)
+		}
+		if got := notSentLowat(t, tc); got != lowat {
+			t.Errorf("%s: TCP_NOTSENT_LOWAT %d, want the configured %d", side.name, got, lowat)
 		}
 	}
 }
