@@ -249,7 +249,7 @@ func (k *kind[S, M]) send(ctx context.Context, key string, tok uint64, m M, s re
 	relieveInline(ctx) // the reply may come through the goroutine asking
 	out.Deadline, _ = s.deadline()
 	out.Chain = s.asking()
-	cancel, err := k.rem.Ask(ctx, out, s.sentTo(k.h))
+	cancel, err := k.rem.Ask(ctx, out, s.sentTo(ctx, k.h))
 	if err != nil {
 		return err
 	}

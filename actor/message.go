@@ -123,16 +123,21 @@ func Ask[M any, Q Request[M, R], R any](ctx context.Context, ref Ref[M], q Q) (R
 	// Only an ask alone in flight waits in the poller: the scheduler's
 	// wake-up it spares buys nothing while other goroutines run (many
 	// askers), and costs the waker's system calls there. Nor one whose
-	// context can end: watching it would take a goroutine per ask (see
+	// context can end unless package context made it (WithTimeout,
+	// WithCancel): watching another would take a goroutine per ask (see
 	// waker.wait), more than the wake-up spared.
-	s.parks = alone && ctx.Done() == nil
+	s.parks = alone && (ctx.Done() == nil || watchable(ctx))
 	s.done = make(chan struct{}) // before s is published: wait finds it
 	if err := to.deliver(ctx, ref.key, ref.h, ref.tok, m, s); err != nil {
+		if s.w != nil {
+			s.w.disarm() // not reused: a wake may yet come
+		}
 		return zero, err
 	}
 	if w := s.w; w != nil {
-		// Sent to another node: wait in the poller (see waker).
-		cause := w.wait(ctx, s.done, s.dl)
+		// Sent to another node: wait in the poller (see waker), armed
+		// before the request left (sentTo).
+		cause := w.waitArmed(ctx, s.done)
 		if cause == nil {
 			putWaker(w)
 			return s.val, s.err

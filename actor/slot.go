@@ -44,7 +44,7 @@ type replier interface {
 	// sentTo records that the request is leaving for another node: the
 	// reply comes back through the returned Replier (the slot itself),
 	// decoded against h.
-	sentTo(h *host.Host) host.Replier
+	sentTo(ctx context.Context, h *host.Host) host.Replier
 	// setWithdraw records, once the request left, what withdraws it.
 	setWithdraw(sent host.Withdrawer)
 }
@@ -287,9 +287,19 @@ func (s *slot[R]) setDeferred() {
 
 func (s *slot[R]) asking() []string { return s.chain }
 
-func (s *slot[R]) sentTo(h *host.Host) host.Replier {
+func (s *slot[R]) sentTo(ctx context.Context, h *host.Host) host.Replier {
 	if s.parks && s.onDone == nil {
-		s.w = getWaker()
+		// Armed before the request is written (see waker.arm). The
+		// poller's deadline is the ask timeout's only: a deadline of
+		// ctx ends ctx, which the waker watches.
+		if w := getWaker(); w != nil {
+			var dl time.Time
+			if s.ownDl {
+				dl = s.dl
+			}
+			w.arm(ctx, dl)
+			s.w = w
+		}
 	}
 	s.rh = h
 	return s

@@ -37,8 +37,10 @@ type waker struct {
 	rc     syscall.RawConn
 	fd     int
 	readFn func(fd uintptr) bool
+	wakeFn func()          // w.wake, made once: a method value allocates
 	done   <-chan struct{} // the outcome of the ask waiting, during wait
-	quit   <-chan struct{} // its context's Done, during wait
+	quit   <-chan struct{} // its context's Done, from arm to the wait's end
+	stop   func() bool     // ends arm's watch of the context, if any
 }
 
 var wakers sync.Pool
@@ -64,6 +66,7 @@ func getWaker() *waker {
 	}
 	w := &waker{f: f, rc: rc, fd: int(fd)}
 	w.readFn = w.read
+	w.wakeFn = w.wake
 	return w
 }
 
@@ -98,24 +101,53 @@ func (w *waker) read(uintptr) bool {
 	}
 }
 
-// wait waits until done is closed (the outcome is set), dl passes or
-// ctx ends, and returns the cause of giving up, or nil.
+// wait waits until done is closed (the outcome is set), dl passes (if
+// not zero) or ctx ends, and returns the cause of giving up, or nil.
 func (w *waker) wait(ctx context.Context, done <-chan struct{}, dl time.Time) error {
-	quit := ctx.Done()
-	if quit != nil {
-		// Watched through quitCtx, not ctx: for a context not made by
-		// package context (a handler's), AfterFunc starts a goroutine
-		// that calls its Done later, racing with the cell's reuse of it
-		// once the handler returned.
-		stop := context.AfterFunc(quitCtx{quit}, w.wake)
-		defer stop()
+	w.arm(ctx, dl)
+	return w.waitArmed(ctx, done)
+}
+
+// arm prepares w to wait for the outcome of an ask about to leave, until
+// dl (if not zero) or the end of ctx. The asker arms before the request
+// is written, so that after the write only the wait is left: the peer
+// runs as soon as the write wakes it, best while the asker's thread is
+// about to sleep, not busy.
+func (w *waker) arm(ctx context.Context, dl time.Time) {
+	if quit := ctx.Done(); quit != nil {
+		// A context of package context (cancelCtx, timerCtx, values on
+		// them: what context.WithTimeout gives) takes the wake as a
+		// child, under its lock: nothing runs until it ends, and its
+		// deadline needs no timer of ours. Any other is watched through
+		// quitCtx, not ctx: AfterFunc starts a goroutine for it that
+		// calls its Done later, which for a handler's Context races
+		// with the cell's reuse of it once the handler returned.
+		var wctx context.Context = quitCtx{quit}
+		if watchable(ctx) {
+			wctx = ctx
+		}
+		w.stop = context.AfterFunc(wctx, w.wakeFn)
+		w.quit = quit
 	}
 	// A deadline moved later modifies the poller's timer in place: no
 	// wake-up of a thread, unlike a timer started afresh per ask.
 	w.f.SetReadDeadline(dl)
-	w.done, w.quit = done, quit
-	err := w.rc.Read(w.readFn)
+}
+
+// disarm undoes arm, for an ask that never waited.
+func (w *waker) disarm() {
+	if w.stop != nil {
+		w.stop()
+		w.stop = nil
+	}
 	w.done, w.quit = nil, nil
+}
+
+// waitArmed is wait once arm was called with ctx.
+func (w *waker) waitArmed(ctx context.Context, done <-chan struct{}) error {
+	w.done = done
+	err := w.rc.Read(w.readFn)
+	w.disarm()
 	select {
 	case <-done:
 		return nil

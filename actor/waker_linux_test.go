@@ -82,3 +82,39 @@ func TestWakerWaitEndsAtTheDeadlineOrTheContext(t *testing.T) {
 		t.Fatalf("wait after a deadline and a cancel: %v", err)
 	}
 }
+
+// A context's own deadline ends a wait that has none of the poller's.
+func TestWakerWaitEndsAtItsContextsDeadline(t *testing.T) {
+	w := getWaker()
+	if w == nil {
+		t.Skip("no eventfd")
+	}
+	never := make(chan struct{})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Millisecond)
+	defer cancel()
+	if err := recvErr(t, waitResult(ctx, w, never, time.Time{})); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("wait past its context's deadline: %v, want DeadlineExceeded", err)
+	}
+	// Through a value context, and one of another package.
+	vctx, cancel2 := context.WithCancel(context.Background())
+	errc := waitResult(context.WithValue(vctx, watchableKey{}, 1), w, never, time.Time{})
+	cancel2()
+	if err := recvErr(t, errc); !errors.Is(err, context.Canceled) {
+		t.Fatalf("wait with a cancelled value context: %v, want Canceled", err)
+	}
+	octx, cancel3 := context.WithCancel(context.Background())
+	errc = waitResult(otherCtx{octx}, w, never, time.Time{})
+	cancel3()
+	if err := recvErr(t, errc); !errors.Is(err, context.Canceled) {
+		t.Fatalf("wait with a cancelled context of another package: %v, want Canceled", err)
+	}
+	done := make(chan struct{})
+	ctx, cancel = context.WithTimeout(context.Background(), time.Hour)
+	defer cancel()
+	errc = waitResult(ctx, w, done, time.Time{})
+	close(done)
+	w.wake()
+	if err := recvErr(t, errc); err != nil {
+		t.Fatalf("wait after its context's deadline: %v", err)
+	}
+}

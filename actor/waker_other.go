@@ -14,3 +14,6 @@ func getWaker() *waker                                                { return n
 func putWaker(*waker)                                                 {}
 func (*waker) wake()                                                  {}
 func (*waker) wait(context.Context, <-chan struct{}, time.Time) error { return nil }
+func (*waker) arm(context.Context, time.Time)                         {}
+func (*waker) disarm()                                                {}
+func (*waker) waitArmed(context.Context, <-chan struct{}) error       { return nil }
