@@ -299,10 +299,10 @@ func Pipe[S, M, M2 any, Q Request[M2, R], R any](c *Context[S, M], ref Ref[M2], 
 			back(zero, &askError{ref: ref.String(), cause: context.DeadlineExceeded})
 		}
 	})
-	s.onDone = func(r R, err error) {
+	s.onDone = outcomeFunc[R](func(r R, err error) {
 		t.Stop()
 		back(r, err)
-	}
+	})
 	if err := to.deliver(noWait, ref.key, ref.h, ref.tok, m2, s); err != nil {
 		t.Stop()
 		back(zero, err)

@@ -58,7 +58,7 @@ type slot[R any] struct {
 	ownDl    bool          // dl is the ask timeout's, not the asker's context's
 	stop     *stopper      // made on demand: cancelled when the asker gives up
 	done     chan struct{} // closed when the outcome is set; made by the waiting asker (see wait)
-	onDone   func(R, error)
+	onDone   outcomeTo[R]  // takes the outcome instead of the asker waiting: Pipe, an ask from another node
 	dl       time.Time
 	val      R
 	err      error
@@ -72,6 +72,17 @@ type slot[R any] struct {
 	actx  context.Context
 	watch *askWatch
 }
+
+// outcomeTo takes a slot's outcome when nobody waits on the slot: an
+// interface rather than a func, so that the reply of an ask from another
+// node (remoteAsk) is a method of the slot's own allocation instead of a
+// closure allocated per ask.
+type outcomeTo[R any] interface{ outcome(v R, err error) }
+
+// outcomeFunc is a func as an outcomeTo.
+type outcomeFunc[R any] func(R, error)
+
+func (f outcomeFunc[R]) outcome(v R, err error) { f(v, err) }
 
 // stopper is a handler's view of its asker giving up: a context of
 // package context, so that the contexts a handler derives attach to it
@@ -146,7 +157,7 @@ func (s *slot[R]) complete(v R, err error) bool {
 // set, under s.mu.
 func (s *slot[R]) finish(v R, err error, done chan struct{}) {
 	if s.onDone != nil {
-		s.onDone(v, err)
+		s.onDone.outcome(v, err)
 		return
 	}
 	if done != nil {
