@@ -170,3 +170,47 @@ func TestSmallPayloadsCutFromASlabStayApart(t *testing.T) {
 		}
 	}
 }
+
+// Envelopes sent with Post arrive as Send's do, in order per key, while
+// their receipts serve again once credited; Shutdown waits for those
+// still pending.
+func TestPostedEnvelopesArriveInOrderAndShutdownWaitsForThem(t *testing.T) {
+	a, b := newTestNode(t, nil), newTestNode(t, nil)
+	const n = 2000
+	got := make(chan []byte, n)
+	b.t.Handle(StreamApplication, HandlerFunc(func(_ NodeID, p []byte) { got <- p }))
+	for i := range n {
+		p := []byte{byte(i), byte(i >> 8)}
+		if err := a.t.Post(b.t.Self(), StreamApplication, 1, p); err != nil {
+			t.Fatal(err)
+		}
+		if i == n/2 {
+			// Half of them credited meanwhile, their receipts reused.
+			for j := range n/2 + 1 {
+				select {
+				case p := <-got:
+					if int(p[0])|int(p[1])<<8 != j {
+						t.Fatalf("envelope %d arrived as %d", j, int(p[0])|int(p[1])<<8)
+					}
+				case <-time.After(10 * time.Second):
+					t.Fatalf("envelope %d never arrived", j)
+				}
+			}
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := a.t.Shutdown(ctx); err != nil {
+		t.Fatalf("Shutdown: %v", err)
+	}
+	for j := n/2 + 1; j < n; j++ {
+		select {
+		case p := <-got:
+			if int(p[0])|int(p[1])<<8 != j {
+				t.Fatalf("envelope %d arrived as %d", j, int(p[0])|int(p[1])<<8)
+			}
+		default:
+			t.Fatalf("envelope %d not delivered when Shutdown returned", j)
+		}
+	}
+}

@@ -543,6 +543,7 @@ func (s *session) applyCreditLocked(st StreamID, c credit, now time.Time) error 
 	j := 0
 	for j < len(as) && as[j].end <= consumed {
 		as[j].receipt.resolve(nil)
+		as[j].receipt.recycle(s.t)
 		j++
 	}
 	s.await[st].drop(j)
