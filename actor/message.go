@@ -127,7 +127,9 @@ func Ask[M any, Q Request[M, R], R any](ctx context.Context, ref Ref[M], q Q) (R
 	// WithCancel): watching another would take a goroutine per ask (see
 	// waker.wait), more than the wake-up spared.
 	s.parks = alone && (ctx.Done() == nil || watchable(ctx))
-	s.done = make(chan struct{}) // before s is published: wait finds it
+	if !s.parks {
+		s.done = make(chan struct{}) // before s is published: wait finds it
+	}
 	if err := to.deliver(ctx, ref.key, ref.h, ref.tok, m, s); err != nil {
 		if s.w != nil {
 			s.w.disarm() // not reused: a wake may yet come
@@ -136,14 +138,14 @@ func Ask[M any, Q Request[M, R], R any](ctx context.Context, ref Ref[M], q Q) (R
 	}
 	if w := s.w; w != nil {
 		// Sent to another node: wait in the poller (see waker), armed
-		// before the request left (sentTo).
-		cause := w.waitArmed(ctx, s.done)
+		// before the request left (sentTo); no channel to close.
+		cause := w.waitArmed(ctx, s)
 		if cause == nil {
 			putWaker(w)
 			return s.val, s.err
 		}
 		if !s.cancel() {
-			<-s.done
+			// The outcome was set, under s.mu, before cancel looked.
 			return s.val, s.err
 		}
 		return zero, &askError{ref: ref.String(), cause: cause}

@@ -179,6 +179,18 @@ func (s *slot[R]) settled() bool {
 	return s.state == slotDone || s.state == slotCancelled || s.deferred
 }
 
+// outcomer is what a waker's waiter looks at: a slot, without the
+// channel that waiting on its own takes.
+type outcomer interface{ outcomeSet() bool }
+
+// outcomeSet reports whether the outcome is set: once true, val and err
+// may be read without s.mu.
+func (s *slot[R]) outcomeSet() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.state == slotDone
+}
+
 func (s *slot[R]) finished() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()

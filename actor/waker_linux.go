@@ -38,7 +38,7 @@ type waker struct {
 	fd     int
 	readFn func(fd uintptr) bool
 	wakeFn func()          // w.wake, made once: a method value allocates
-	done   <-chan struct{} // the outcome of the ask waiting, during wait
+	until  outcomer        // the slot of the ask waiting, during wait
 	quit   <-chan struct{} // its context's Done, from arm to the wait's end
 	stop   func() bool     // ends arm's watch of the context, if any
 }
@@ -91,9 +91,10 @@ func (w *waker) wake() {
 // reset before the first call, so an edge left from an earlier use of
 // the waker costs at most one more look.
 func (w *waker) read(uintptr) bool {
-	select {
-	case <-w.done:
+	if w.until.outcomeSet() {
 		return true
+	}
+	select {
 	case <-w.quit:
 		return true
 	default:
@@ -101,11 +102,11 @@ func (w *waker) read(uintptr) bool {
 	}
 }
 
-// wait waits until done is closed (the outcome is set), dl passes (if
-// not zero) or ctx ends, and returns the cause of giving up, or nil.
-func (w *waker) wait(ctx context.Context, done <-chan struct{}, dl time.Time) error {
+// wait waits until until's outcome is set, dl passes (if not zero) or
+// ctx ends, and returns the cause of giving up, or nil.
+func (w *waker) wait(ctx context.Context, until outcomer, dl time.Time) error {
 	w.arm(ctx, dl)
-	return w.waitArmed(ctx, done)
+	return w.waitArmed(ctx, until)
 }
 
 // arm prepares w to wait for the outcome of an ask about to leave, until
@@ -140,18 +141,16 @@ func (w *waker) disarm() {
 		w.stop()
 		w.stop = nil
 	}
-	w.done, w.quit = nil, nil
+	w.until, w.quit = nil, nil
 }
 
 // waitArmed is wait once arm was called with ctx.
-func (w *waker) waitArmed(ctx context.Context, done <-chan struct{}) error {
-	w.done = done
+func (w *waker) waitArmed(ctx context.Context, until outcomer) error {
+	w.until = until
 	err := w.rc.Read(w.readFn)
 	w.disarm()
-	select {
-	case <-done:
+	if until.outcomeSet() {
 		return nil
-	default:
 	}
 	if err != nil {
 		if errors.Is(err, os.ErrDeadlineExceeded) {

@@ -13,8 +13,20 @@ import (
 // channel.
 func waitResult(ctx context.Context, w *waker, done <-chan struct{}, dl time.Time) <-chan error {
 	errc := make(chan error, 1)
-	go func() { errc <- w.wait(ctx, done, dl) }()
+	go func() { errc <- w.wait(ctx, chanOutcome(done), dl) }()
 	return errc
+}
+
+// chanOutcome is an outcome set once its channel is closed.
+type chanOutcome <-chan struct{}
+
+func (c chanOutcome) outcomeSet() bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
 }
 
 func recvErr(t *testing.T, errc <-chan error) error {
@@ -38,7 +50,7 @@ func TestWakerWakesItsWaiter(t *testing.T) {
 	done := make(chan struct{})
 	close(done)
 	w.wake()
-	if err := w.wait(context.Background(), done, far); err != nil {
+	if err := w.wait(context.Background(), chanOutcome(done), far); err != nil {
 		t.Fatalf("wait after the outcome: %v", err)
 	}
 	// A wake left from that use (the waiter saw the outcome first) only
