@@ -130,3 +130,40 @@ func TestWakerWaitEndsAtItsContextsDeadline(t *testing.T) {
 		t.Fatalf("wait after its context's deadline: %v", err)
 	}
 }
+
+// A lone ask's slot sent to another node with a context.WithTimeout
+// waits on the waker, armed by sentTo: the reply wakes it, and the
+// context's deadline ends it with DeadlineExceeded.
+func TestASlotSentWithATimeoutContextWaitsOnTheWaker(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+	defer cancel()
+	s := newSlot[int](ctx)
+	s.parks = true
+	s.sentTo(ctx, nil)
+	if s.w == nil {
+		t.Skip("no eventfd")
+	}
+	if s.done != nil {
+		t.Fatal("a slot waiting on the waker made a done channel")
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- s.w.waitArmed(ctx, s) }()
+	s.complete(42, nil)
+	if err := recvErr(t, errc); err != nil || s.val != 42 {
+		t.Fatalf("wait = %v with %d, want nil with 42", err, s.val)
+	}
+	putWaker(s.w)
+
+	dctx, dcancel := context.WithTimeout(context.Background(), 5*time.Millisecond)
+	defer dcancel()
+	s = newSlot[int](dctx)
+	s.parks = true
+	s.sentTo(dctx, nil)
+	go func() { errc <- s.w.waitArmed(dctx, s) }()
+	if err := recvErr(t, errc); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("wait past the context's deadline: %v, want DeadlineExceeded", err)
+	}
+	if !s.cancel() {
+		t.Fatal("the slot had an outcome after its deadline")
+	}
+}
