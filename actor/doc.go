@@ -155,6 +155,21 @@
 // handler's context), which also read that context after the handler
 // returned, a data race with the cell's reuse of it.
 //
+// Session 6 (issue 5): a lone remote ask whose context package context
+// made (WithTimeout, WithDeadline, WithCancel, values on those: what real
+// callers pass) waits on the waker too: context.AfterFunc on such a
+// context joins it as a child under its lock (no goroutine, nothing run
+// until it ends), and its deadline ends the wait through the context, so
+// the poller gets a deadline only for the ask timeout. Other contexts (a
+// handler's, or another package's type) keep the channel (watchable.go).
+// The waker is armed (deadline, context watch) before the request is
+// written, and the waiter looks at the slot's state, so such an ask
+// makes no done channel. A remote ask costs 12 allocations in all, both
+// sides, with context.Background (18 before): the node's reply slot and
+// what its reply needs in one (an outcome interface instead of a
+// closure), small envelopes cut from a per-session slab in wire, the
+// router's batches sent with wire's Post, whose receipts are reused.
+//
 // Session 5 (issue 2): a local ask from outside any handler runs an idle
 // actor's handler on the asking goroutine (localask.go; p50 about 0.5 us
 // against 1.2-2.0 before; the ask's deadline reaches such a handler only

@@ -249,7 +249,7 @@ func (k *kind[S, M]) send(ctx context.Context, key string, tok uint64, m M, s re
 	relieveInline(ctx) // the reply may come through the goroutine asking
 	out.Deadline, _ = s.deadline()
 	out.Chain = s.asking()
-	cancel, err := k.rem.Ask(ctx, out, s.sentTo(k.h))
+	cancel, err := k.rem.Ask(ctx, out, s.sentTo(ctx, k.h))
 	if err != nil {
 		return err
 	}
@@ -299,27 +299,37 @@ func (k *kind[S, M]) DeliverRemote(in host.Inbound) (host.Withdrawer, error) {
 // remoteSlot returns the reply slot of an ask from another node: it
 // encodes the outcome and hands it to in.Reply.
 func (k *kind[S, M]) remoteSlot(in host.Inbound) *slot[any] {
-	s := &slot[any]{dl: in.Deadline, chain: in.Chain}
-	reply, key := in.Reply, in.Key
-	s.onDone = func(v any, err error) {
-		if err != nil {
-			reply.Reply(nil, err)
-			return
-		}
-		// reply copies the body before it returns (into the outbox's
-		// batch, or decoding it for a local asker): the buffer is reused.
-		b := getEncodeBuffer()
-		body, eerr := appendReply(b, v)
-		if eerr != nil {
-			putEncodeBuffer(b)
-			reply.Reply(nil, &FailedError{Actor: k.def.name + "/" + key, Cause: fmt.Errorf("encode reply %T: %w", v, eerr)})
-			return
-		}
-		reply.Reply(body, nil)
-		b.w.b = body[:0]
-		putEncodeBuffer(b)
+	a := &remoteAsk{reply: in.Reply, actor: k.def.name, key: in.Key}
+	a.s.dl, a.s.chain = in.Deadline, in.Chain
+	a.s.onDone = a
+	return &a.s
+}
+
+// remoteAsk is the slot of an ask from another node with what its reply
+// needs, in one allocation.
+type remoteAsk struct {
+	s          slot[any]
+	reply      host.Replier
+	actor, key string
+}
+
+func (a *remoteAsk) outcome(v any, err error) {
+	if err != nil {
+		a.reply.Reply(nil, err)
+		return
 	}
-	return s
+	// reply copies the body before it returns (into the outbox's batch,
+	// or decoding it for a local asker): the buffer is reused.
+	b := getEncodeBuffer()
+	body, eerr := appendReply(b, v)
+	if eerr != nil {
+		putEncodeBuffer(b)
+		a.reply.Reply(nil, &FailedError{Actor: a.actor + "/" + a.key, Cause: fmt.Errorf("encode reply %T: %w", v, eerr)})
+		return
+	}
+	a.reply.Reply(body, nil)
+	b.w.b = body[:0]
+	putEncodeBuffer(b)
 }
 
 // hold queues a tell from another node into a full mailbox: it waits for

@@ -123,22 +123,29 @@ func Ask[M any, Q Request[M, R], R any](ctx context.Context, ref Ref[M], q Q) (R
 	// Only an ask alone in flight waits in the poller: the scheduler's
 	// wake-up it spares buys nothing while other goroutines run (many
 	// askers), and costs the waker's system calls there. Nor one whose
-	// context can end: watching it would take a goroutine per ask (see
+	// context can end unless package context made it (WithTimeout,
+	// WithCancel): watching another would take a goroutine per ask (see
 	// waker.wait), more than the wake-up spared.
-	s.parks = alone && ctx.Done() == nil
-	s.done = make(chan struct{}) // before s is published: wait finds it
+	s.parks = alone && (ctx.Done() == nil || watchable(ctx))
+	if !s.parks {
+		s.done = make(chan struct{}) // before s is published: wait finds it
+	}
 	if err := to.deliver(ctx, ref.key, ref.h, ref.tok, m, s); err != nil {
+		if s.w != nil {
+			s.w.disarm() // not reused: a wake may yet come
+		}
 		return zero, err
 	}
 	if w := s.w; w != nil {
-		// Sent to another node: wait in the poller (see waker).
-		cause := w.wait(ctx, s.done, s.dl)
+		// Sent to another node: wait in the poller (see waker), armed
+		// before the request left (sentTo); no channel to close.
+		cause := w.waitArmed(ctx, s)
 		if cause == nil {
 			putWaker(w)
 			return s.val, s.err
 		}
 		if !s.cancel() {
-			<-s.done
+			// The outcome was set, under s.mu, before cancel looked.
 			return s.val, s.err
 		}
 		return zero, &askError{ref: ref.String(), cause: cause}
@@ -294,10 +301,10 @@ func Pipe[S, M, M2 any, Q Request[M2, R], R any](c *Context[S, M], ref Ref[M2], 
 			back(zero, &askError{ref: ref.String(), cause: context.DeadlineExceeded})
 		}
 	})
-	s.onDone = func(r R, err error) {
+	s.onDone = outcomeFunc[R](func(r R, err error) {
 		t.Stop()
 		back(r, err)
-	}
+	})
 	if err := to.deliver(noWait, ref.key, ref.h, ref.tok, m2, s); err != nil {
 		t.Stop()
 		back(zero, err)

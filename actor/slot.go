@@ -44,7 +44,7 @@ type replier interface {
 	// sentTo records that the request is leaving for another node: the
 	// reply comes back through the returned Replier (the slot itself),
 	// decoded against h.
-	sentTo(h *host.Host) host.Replier
+	sentTo(ctx context.Context, h *host.Host) host.Replier
 	// setWithdraw records, once the request left, what withdraws it.
 	setWithdraw(sent host.Withdrawer)
 }
@@ -58,7 +58,7 @@ type slot[R any] struct {
 	ownDl    bool          // dl is the ask timeout's, not the asker's context's
 	stop     *stopper      // made on demand: cancelled when the asker gives up
 	done     chan struct{} // closed when the outcome is set; made by the waiting asker (see wait)
-	onDone   func(R, error)
+	onDone   outcomeTo[R]  // takes the outcome instead of the asker waiting: Pipe, an ask from another node
 	dl       time.Time
 	val      R
 	err      error
@@ -72,6 +72,17 @@ type slot[R any] struct {
 	actx  context.Context
 	watch *askWatch
 }
+
+// outcomeTo takes a slot's outcome when nobody waits on the slot: an
+// interface rather than a func, so that the reply of an ask from another
+// node (remoteAsk) is a method of the slot's own allocation instead of a
+// closure allocated per ask.
+type outcomeTo[R any] interface{ outcome(v R, err error) }
+
+// outcomeFunc is a func as an outcomeTo.
+type outcomeFunc[R any] func(R, error)
+
+func (f outcomeFunc[R]) outcome(v R, err error) { f(v, err) }
 
 // stopper is a handler's view of its asker giving up: a context of
 // package context, so that the contexts a handler derives attach to it
@@ -146,7 +157,7 @@ func (s *slot[R]) complete(v R, err error) bool {
 // set, under s.mu.
 func (s *slot[R]) finish(v R, err error, done chan struct{}) {
 	if s.onDone != nil {
-		s.onDone(v, err)
+		s.onDone.outcome(v, err)
 		return
 	}
 	if done != nil {
@@ -166,6 +177,18 @@ func (s *slot[R]) settled() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.state == slotDone || s.state == slotCancelled || s.deferred
+}
+
+// outcomer is what a waker's waiter looks at: a slot, without the
+// channel that waiting on its own takes.
+type outcomer interface{ outcomeSet() bool }
+
+// outcomeSet reports whether the outcome is set: once true, val and err
+// may be read without s.mu.
+func (s *slot[R]) outcomeSet() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.state == slotDone
 }
 
 func (s *slot[R]) finished() bool {
@@ -287,9 +310,19 @@ func (s *slot[R]) setDeferred() {
 
 func (s *slot[R]) asking() []string { return s.chain }
 
-func (s *slot[R]) sentTo(h *host.Host) host.Replier {
+func (s *slot[R]) sentTo(ctx context.Context, h *host.Host) host.Replier {
 	if s.parks && s.onDone == nil {
-		s.w = getWaker()
+		// Armed before the request is written (see waker.arm). The
+		// poller's deadline is the ask timeout's only: a deadline of
+		// ctx ends ctx, which the waker watches.
+		if w := getWaker(); w != nil {
+			var dl time.Time
+			if s.ownDl {
+				dl = s.dl
+			}
+			w.arm(ctx, dl)
+			s.w = w
+		}
 	}
 	s.rh = h
 	return s

@@ -37,8 +37,10 @@ type waker struct {
 	rc     syscall.RawConn
 	fd     int
 	readFn func(fd uintptr) bool
-	done   <-chan struct{} // the outcome of the ask waiting, during wait
-	quit   <-chan struct{} // its context's Done, during wait
+	wakeFn func()          // w.wake, made once: a method value allocates
+	until  outcomer        // the slot of the ask waiting, during wait
+	quit   <-chan struct{} // its context's Done, from arm to the wait's end
+	stop   func() bool     // ends arm's watch of the context, if any
 }
 
 var wakers sync.Pool
@@ -64,6 +66,7 @@ func getWaker() *waker {
 	}
 	w := &waker{f: f, rc: rc, fd: int(fd)}
 	w.readFn = w.read
+	w.wakeFn = w.wake
 	return w
 }
 
@@ -88,9 +91,10 @@ func (w *waker) wake() {
 // reset before the first call, so an edge left from an earlier use of
 // the waker costs at most one more look.
 func (w *waker) read(uintptr) bool {
-	select {
-	case <-w.done:
+	if w.until.outcomeSet() {
 		return true
+	}
+	select {
 	case <-w.quit:
 		return true
 	default:
@@ -98,28 +102,55 @@ func (w *waker) read(uintptr) bool {
 	}
 }
 
-// wait waits until done is closed (the outcome is set), dl passes or
+// wait waits until until's outcome is set, dl passes (if not zero) or
 // ctx ends, and returns the cause of giving up, or nil.
-func (w *waker) wait(ctx context.Context, done <-chan struct{}, dl time.Time) error {
-	quit := ctx.Done()
-	if quit != nil {
-		// Watched through quitCtx, not ctx: for a context not made by
-		// package context (a handler's), AfterFunc starts a goroutine
-		// that calls its Done later, racing with the cell's reuse of it
-		// once the handler returned.
-		stop := context.AfterFunc(quitCtx{quit}, w.wake)
-		defer stop()
+func (w *waker) wait(ctx context.Context, until outcomer, dl time.Time) error {
+	w.arm(ctx, dl)
+	return w.waitArmed(ctx, until)
+}
+
+// arm prepares w to wait for the outcome of an ask about to leave, until
+// dl (if not zero) or the end of ctx. The asker arms before the request
+// is written, so that after the write only the wait is left: the peer
+// runs as soon as the write wakes it, best while the asker's thread is
+// about to sleep, not busy.
+func (w *waker) arm(ctx context.Context, dl time.Time) {
+	if quit := ctx.Done(); quit != nil {
+		// A context of package context (cancelCtx, timerCtx, values on
+		// them: what context.WithTimeout gives) takes the wake as a
+		// child, under its lock: nothing runs until it ends, and its
+		// deadline needs no timer of ours. Any other is watched through
+		// quitCtx, not ctx: AfterFunc starts a goroutine for it that
+		// calls its Done later, which for a handler's Context races
+		// with the cell's reuse of it once the handler returned.
+		var wctx context.Context = quitCtx{quit}
+		if watchable(ctx) {
+			wctx = ctx
+		}
+		w.stop = context.AfterFunc(wctx, w.wakeFn)
+		w.quit = quit
 	}
 	// A deadline moved later modifies the poller's timer in place: no
 	// wake-up of a thread, unlike a timer started afresh per ask.
 	w.f.SetReadDeadline(dl)
-	w.done, w.quit = done, quit
+}
+
+// disarm undoes arm, for an ask that never waited.
+func (w *waker) disarm() {
+	if w.stop != nil {
+		w.stop()
+		w.stop = nil
+	}
+	w.until, w.quit = nil, nil
+}
+
+// waitArmed is wait once arm was called with ctx.
+func (w *waker) waitArmed(ctx context.Context, until outcomer) error {
+	w.until = until
 	err := w.rc.Read(w.readFn)
-	w.done, w.quit = nil, nil
-	select {
-	case <-done:
+	w.disarm()
+	if until.outcomeSet() {
 		return nil
-	default:
 	}
 	if err != nil {
 		if errors.Is(err, os.ErrDeadlineExceeded) {

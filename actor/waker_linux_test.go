@@ -13,8 +13,20 @@ import (
 // channel.
 func waitResult(ctx context.Context, w *waker, done <-chan struct{}, dl time.Time) <-chan error {
 	errc := make(chan error, 1)
-	go func() { errc <- w.wait(ctx, done, dl) }()
+	go func() { errc <- w.wait(ctx, chanOutcome(done), dl) }()
 	return errc
+}
+
+// chanOutcome is an outcome set once its channel is closed.
+type chanOutcome <-chan struct{}
+
+func (c chanOutcome) outcomeSet() bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
 }
 
 func recvErr(t *testing.T, errc <-chan error) error {
@@ -38,7 +50,7 @@ func TestWakerWakesItsWaiter(t *testing.T) {
 	done := make(chan struct{})
 	close(done)
 	w.wake()
-	if err := w.wait(context.Background(), done, far); err != nil {
+	if err := w.wait(context.Background(), chanOutcome(done), far); err != nil {
 		t.Fatalf("wait after the outcome: %v", err)
 	}
 	// A wake left from that use (the waiter saw the outcome first) only
@@ -80,5 +92,78 @@ func TestWakerWaitEndsAtTheDeadlineOrTheContext(t *testing.T) {
 	w.wake()
 	if err := recvErr(t, errc); err != nil {
 		t.Fatalf("wait after a deadline and a cancel: %v", err)
+	}
+}
+
+// A context's own deadline ends a wait that has none of the poller's.
+func TestWakerWaitEndsAtItsContextsDeadline(t *testing.T) {
+	w := getWaker()
+	if w == nil {
+		t.Skip("no eventfd")
+	}
+	never := make(chan struct{})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Millisecond)
+	defer cancel()
+	if err := recvErr(t, waitResult(ctx, w, never, time.Time{})); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("wait past its context's deadline: %v, want DeadlineExceeded", err)
+	}
+	// Through a value context, and one of another package.
+	vctx, cancel2 := context.WithCancel(context.Background())
+	errc := waitResult(context.WithValue(vctx, watchableKey{}, 1), w, never, time.Time{})
+	cancel2()
+	if err := recvErr(t, errc); !errors.Is(err, context.Canceled) {
+		t.Fatalf("wait with a cancelled value context: %v, want Canceled", err)
+	}
+	octx, cancel3 := context.WithCancel(context.Background())
+	errc = waitResult(otherCtx{octx}, w, never, time.Time{})
+	cancel3()
+	if err := recvErr(t, errc); !errors.Is(err, context.Canceled) {
+		t.Fatalf("wait with a cancelled context of another package: %v, want Canceled", err)
+	}
+	done := make(chan struct{})
+	ctx, cancel = context.WithTimeout(context.Background(), time.Hour)
+	defer cancel()
+	errc = waitResult(ctx, w, done, time.Time{})
+	close(done)
+	w.wake()
+	if err := recvErr(t, errc); err != nil {
+		t.Fatalf("wait after its context's deadline: %v", err)
+	}
+}
+
+// A lone ask's slot sent to another node with a context.WithTimeout
+// waits on the waker, armed by sentTo: the reply wakes it, and the
+// context's deadline ends it with DeadlineExceeded.
+func TestASlotSentWithATimeoutContextWaitsOnTheWaker(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+	defer cancel()
+	s := newSlot[int](ctx)
+	s.parks = true
+	s.sentTo(ctx, nil)
+	if s.w == nil {
+		t.Skip("no eventfd")
+	}
+	if s.done != nil {
+		t.Fatal("a slot waiting on the waker made a done channel")
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- s.w.waitArmed(ctx, s) }()
+	s.complete(42, nil)
+	if err := recvErr(t, errc); err != nil || s.val != 42 {
+		t.Fatalf("wait = %v with %d, want nil with 42", err, s.val)
+	}
+	putWaker(s.w)
+
+	dctx, dcancel := context.WithTimeout(context.Background(), 5*time.Millisecond)
+	defer dcancel()
+	s = newSlot[int](dctx)
+	s.parks = true
+	s.sentTo(dctx, nil)
+	go func() { errc <- s.w.waitArmed(dctx, s) }()
+	if err := recvErr(t, errc); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("wait past the context's deadline: %v, want DeadlineExceeded", err)
+	}
+	if !s.cancel() {
+		t.Fatal("the slot had an outcome after its deadline")
 	}
 }

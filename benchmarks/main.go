@@ -63,6 +63,7 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.DurationVar(&o.sz.ActivateQuiet, "activate-quiet", 50*time.Millisecond, "activate: extra settle time after the runtime's goroutines left, before the heap is read")
 	fs.IntVar(&o.sz.RemoteTellN, "remote-tell-n", 1_000_000, "remote-tell: messages")
 	fs.IntVar(&o.sz.RemoteAskN, "remote-ask-n", 10_000, "remote-ask: sequential asks (and bare TCP round trips)")
+	fs.DurationVar(&o.sz.RemoteAskTimeout, "remote-ask-timeout", 0, "remote-ask: if positive, each ask gets its own context.WithTimeout of this length (the deadline path) instead of context.Background")
 	fs.IntVar(&o.sz.ClientNodes, "client-nodes", 3, "client-ask: node processes in the cluster")
 	fs.IntVar(&o.sz.ClientGos, "client-goroutines", 64, "client-ask: goroutines asking, one ask at a time each")
 	fs.IntVar(&o.sz.ClientKeys, "client-keys", 1024, "client-ask: keys asked (round-robin)")

@@ -128,7 +128,7 @@ func TestPercentileIsNearestRank(t *testing.T) {
 
 func TestNodesAreGoneAfterRun(t *testing.T) {
 	env := &remoteEnv{}
-	if _, err := (troupePeer{rem: env}).RemoteAsk(&clock{}, 10); err != nil {
+	if _, err := (troupePeer{rem: env}).RemoteAsk(&clock{}, 10, time.Second); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := env.tcpBaseline(10); err != nil {

@@ -32,7 +32,7 @@ type peer interface {
 	RemoteTell(clk *clock, n int) error
 	// RemoteAsk asks one actor in another process n times in sequence
 	// and returns the latency of each round trip.
-	RemoteAsk(clk *clock, n int) (lat []time.Duration, err error)
+	RemoteAsk(clk *clock, n int, timeout time.Duration) (lat []time.Duration, err error)
 }
 
 // sizes are the workload parameters.
@@ -48,11 +48,15 @@ type sizes struct {
 	ActivateQuiet time.Duration // settle time after the goroutines left, before the heap is read
 	RemoteTellN   int
 	RemoteAskN    int
-	ClientNodes   int // client-ask: node processes
-	ClientGos     int // client-ask: asking goroutines
-	ClientKeys    int
-	ClientAskN    int // client-ask: asks in all
-	FailoverNodes int
+	// RemoteAskTimeout, if positive, gives each remote ask its own
+	// context.WithTimeout (what real callers pass) instead of
+	// context.Background: the deadline path.
+	RemoteAskTimeout time.Duration
+	ClientNodes      int // client-ask: node processes
+	ClientGos        int // client-ask: asking goroutines
+	ClientKeys       int
+	ClientAskN       int // client-ask: asks in all
+	FailoverNodes    int
 }
 
 // measurement is one run of one workload on one peer.
@@ -108,7 +112,7 @@ var workloads = []workload{
 		return clk.rate(sz.RemoteTellN), err
 	}},
 	{"remote-ask", func(p peer, clk *clock, sz sizes, _ []string) (measurement, error) {
-		lat, err := p.RemoteAsk(clk, sz.RemoteAskN)
+		lat, err := p.RemoteAsk(clk, sz.RemoteAskN, sz.RemoteAskTimeout)
 		if err != nil {
 			return measurement{}, err
 		}

@@ -135,7 +135,9 @@ func (p protoPeer) RemoteTell(clk *clock, n int) error {
 	return nil
 }
 
-func (p protoPeer) RemoteAsk(clk *clock, n int) ([]time.Duration, error) {
+// RemoteAsk ignores timeout: every RequestFuture has its own
+// (paAskTimeout) already.
+func (p protoPeer) RemoteAsk(clk *clock, n int, _ time.Duration) ([]time.Duration, error) {
 	e, err := p.rem.protoEnv()
 	if err != nil {
 		return nil, err

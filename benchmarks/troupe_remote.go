@@ -259,7 +259,7 @@ func (p troupePeer) RemoteTell(clk *clock, n int) error {
 // short of the total: tells were lost.
 const stallAfter = 10 * time.Second
 
-func (p troupePeer) RemoteAsk(clk *clock, n int) ([]time.Duration, error) {
+func (p troupePeer) RemoteAsk(clk *clock, n int, timeout time.Duration) ([]time.Duration, error) {
 	t, err := p.rem.troupeEnv()
 	if err != nil {
 		return nil, err
@@ -273,7 +273,15 @@ func (p troupePeer) RemoteAsk(clk *clock, n int) ([]time.Duration, error) {
 	clk.start()
 	for i := range lat {
 		t0 := time.Now()
-		if _, err := actor.Ask(ctx, t.ref, rGet{}); err != nil {
+		actx, cancel := ctx, context.CancelFunc(nil)
+		if timeout > 0 {
+			actx, cancel = context.WithTimeout(ctx, timeout)
+		}
+		_, err := actor.Ask(actx, t.ref, rGet{})
+		if cancel != nil {
+			cancel()
+		}
+		if err != nil {
 			return nil, err
 		}
 		lat[i] = time.Since(t0)

@@ -1,7 +1,9 @@
 package system_test
 
 import (
+	"context"
 	"testing"
+	"time"
 
 	"github.com/troupe-go/troupe/actor"
 	"github.com/troupe-go/troupe/internal/systemtest"
@@ -47,6 +49,39 @@ func BenchmarkRemoteAsk(b *testing.B) {
 	b.ResetTimer()
 	for range b.N {
 		if _, err := actor.Ask(ctx, ref, Get{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkRemoteAskBackground asks with a context that cannot end (the
+// two-process benchmark's default).
+func BenchmarkRemoteAskBackground(b *testing.B) {
+	systems := benchCluster(b)
+	key := benchKey(b, systems[0].Addr(), systems[1].Addr(), systems)
+	ref := ccounter.Ref(systems[0], key)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		if _, err := actor.Ask(context.Background(), ref, Get{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkRemoteAskTimeout gives each ask its own context.WithTimeout,
+// as real callers do.
+func BenchmarkRemoteAskTimeout(b *testing.B) {
+	systems := benchCluster(b)
+	key := benchKey(b, systems[0].Addr(), systems[1].Addr(), systems)
+	ref := ccounter.Ref(systems[0], key)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		_, err := actor.Ask(ctx, ref, Get{})
+		cancel()
+		if err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -217,6 +217,14 @@
 // 0.92 -> 0.04 per MiB, BulkVsTCP 0.76 -> 0.86 (medians of 8 alternate
 // pairs at load 2-5; 0.69 -> 0.78 at load 12-14).
 //
+// Landed in session 6 (issue 5, remote ask): Post (Endpoint.Post) is a
+// Send without a receipt, for senders that never look at one (the
+// router's batches): the session reuses its receipt once the credit came
+// back (not while Shutdown may hold it). Envelopes of up to 256 bytes in
+// one frame are copied into a per-session 4 KiB slab instead of a buffer
+// each; a payload's capacity ends with it (an append copies), and a
+// payload kept pins its slab.
+//
 // Measured on the shared 2-core machine, load average 6-22 from other
 // work (BENCHMARKS.md has the commands and every run): bulk 1 MiB
 // envelopes against a plain TCP copy in the same run 0.26-0.50x after

@@ -22,6 +22,9 @@ type Endpoint interface {
 	OnPeerEvent(f func(PeerEvent))
 	// Send queues an envelope without blocking; see Transport.Send.
 	Send(ctx context.Context, to NodeID, stream StreamID, key uint64, payload []byte) (*Receipt, error)
+	// Post queues an envelope whose fate the sender never looks at;
+	// see Transport.Post.
+	Post(to NodeID, stream StreamID, key uint64, payload []byte) error
 	// SendWait queues an envelope, waiting for room in a full send queue
 	// until ctx ends; see Transport.SendWait.
 	SendWait(ctx context.Context, to NodeID, stream StreamID, key uint64, payload []byte) (*Receipt, error)

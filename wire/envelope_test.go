@@ -1,9 +1,12 @@
 package wire
 
 import (
+	"bytes"
+	"context"
 	"errors"
 	"reflect"
 	"testing"
+	"time"
 )
 
 type pingV1 struct {
@@ -126,4 +129,88 @@ func FuzzEnvelope(f *testing.F) {
 			t.Fatalf("envelope does not round-trip: %+v vs %+v (%v)", v, v2, err)
 		}
 	})
+}
+
+// Small envelopes in one frame share a slab (applyWholeLocked): each
+// payload holds its own bytes, kept after its handler returned, and a
+// handler appending to its payload copies instead of writing over the
+// next envelope's.
+func TestSmallPayloadsCutFromASlabStayApart(t *testing.T) {
+	a, b := newTestNode(t, nil), newTestNode(t, nil)
+	const n = 300 // more than a slab holds
+	got := make(chan []byte, n)
+	b.t.Handle(StreamApplication, HandlerFunc(func(_ NodeID, p []byte) { got <- p }))
+	want := func(i int) []byte {
+		p := make([]byte, 1+i%slabMax)
+		for j := range p {
+			p[j] = byte(i + j)
+		}
+		return p
+	}
+	for i := range n {
+		if _, err := a.t.Send(context.Background(), b.t.Self(), StreamApplication, 1, want(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var kept [][]byte
+	for i := range n {
+		select {
+		case p := <-got:
+			kept = append(kept, p)
+		case <-time.After(10 * time.Second):
+			t.Fatalf("envelope %d never arrived", i)
+		}
+	}
+	for _, p := range kept {
+		_ = append(p, 0xff, 0xff) // must not reach the next payload
+	}
+	for i, p := range kept {
+		if !bytes.Equal(p, want(i)) {
+			t.Fatalf("payload %d = %x, want %x", i, p, want(i))
+		}
+	}
+}
+
+// Envelopes sent with Post arrive as Send's do, in order per key, while
+// their receipts serve again once credited; Shutdown waits for those
+// still pending.
+func TestPostedEnvelopesArriveInOrderAndShutdownWaitsForThem(t *testing.T) {
+	a, b := newTestNode(t, nil), newTestNode(t, nil)
+	const n = 2000
+	got := make(chan []byte, n)
+	b.t.Handle(StreamApplication, HandlerFunc(func(_ NodeID, p []byte) { got <- p }))
+	for i := range n {
+		p := []byte{byte(i), byte(i >> 8)}
+		if err := a.t.Post(b.t.Self(), StreamApplication, 1, p); err != nil {
+			t.Fatal(err)
+		}
+		if i == n/2 {
+			// Half of them credited meanwhile, their receipts reused.
+			for j := range n/2 + 1 {
+				select {
+				case p := <-got:
+					if int(p[0])|int(p[1])<<8 != j {
+						t.Fatalf("envelope %d arrived as %d", j, int(p[0])|int(p[1])<<8)
+					}
+				case <-time.After(10 * time.Second):
+					t.Fatalf("envelope %d never arrived", j)
+				}
+			}
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := a.t.Shutdown(ctx); err != nil {
+		t.Fatalf("Shutdown: %v", err)
+	}
+	for j := n/2 + 1; j < n; j++ {
+		select {
+		case p := <-got:
+			if int(p[0])|int(p[1])<<8 != j {
+				t.Fatalf("envelope %d arrived as %d", j, int(p[0])|int(p[1])<<8)
+			}
+		default:
+			t.Fatalf("envelope %d not delivered when Shutdown returned", j)
+		}
+	}
 }

@@ -167,6 +167,12 @@ func tell(fs []func(PeerEvent), ev PeerEvent) {
 	}
 }
 
+// Post is Send without its receipt.
+func (e *MemEndpoint) Post(to NodeID, st StreamID, key uint64, payload []byte) error {
+	_, err := e.Send(context.Background(), to, st, key, payload)
+	return err
+}
+
 // SendWait is Send: a MemEndpoint's queues are unbounded.
 func (e *MemEndpoint) SendWait(ctx context.Context, to NodeID, st StreamID, key uint64, payload []byte) (*Receipt, error) {
 	return e.Send(ctx, to, st, key, payload)

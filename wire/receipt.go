@@ -34,9 +34,31 @@ type Receipt struct {
 	written bool     // its last frame was written; end is set
 	st      StreamID // its stream, once written
 	end     int64    // its stream position's end, once written
+	post    bool     // sent by Post: nobody else holds it (see recycle)
 }
 
 func newReceipt() *Receipt { return &Receipt{} }
+
+// posted are the receipts of envelopes sent with Post, which nobody
+// outside the session sees: once credited they serve again.
+var posted sync.Pool
+
+func getPosted() *Receipt {
+	if r, ok := posted.Get().(*Receipt); ok {
+		return r
+	}
+	return &Receipt{post: true}
+}
+
+// recycle takes back a resolved receipt of Post's, unless Shutdown may
+// hold it (it gathers the pending receipts once draining is set).
+func (r *Receipt) recycle(t *Transport) {
+	if !r.post || t.draining.Load() {
+		return
+	}
+	*r = Receipt{post: true}
+	posted.Put(r)
+}
 
 // closedChan is the Done channel of receipts resolved before anybody
 // asked for one.

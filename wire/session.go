@@ -87,6 +87,7 @@ type session struct {
 	reserved    int               // bytes reserved up front for partial envelopes
 	inbox       [NumStreams][]delivery
 	busy        [NumStreams]bool // a handler of the stream is running (deliverer or reader)
+	small       []byte           // the slab small one-frame envelopes are copied into (applyWholeLocked)
 
 	// Set by the reader around handleLocked: a complete envelope of a
 	// stream whose handler is idle and inbox empty is taken for the
@@ -559,6 +560,7 @@ func (s *session) applyCreditLocked(st StreamID, c credit, now time.Time) error 
 	j := 0
 	for j < len(as) && as[j].end <= consumed {
 		as[j].receipt.resolve(nil)
+		as[j].receipt.recycle(s.t)
 		j++
 	}
 	s.await[st].drop(j)
@@ -724,6 +726,13 @@ func (s *session) queuedHeldLocked(st StreamID, now time.Time) {
 	}
 }
 
+// Small one-frame envelopes share slabs of slabSize bytes (see
+// applyWholeLocked).
+const (
+	slabMax  = 256
+	slabSize = 4 << 10
+)
+
 // applyWholeLocked is applyDataLocked for an envelope in one frame (first
 // and last), read through the frame buffer: it never becomes a partial
 // envelope, which spares small envelopes an allocation and two map
@@ -735,10 +744,22 @@ func (s *session) applyWholeLocked(h Header, d dataFrame, chunk []byte, held int
 	}
 	s.started[st] = int64(d.Envelope)
 	var buf []byte
-	if s.t.bufs.pooled(len(chunk)) {
-		buf = append(s.t.bufs.get(len(chunk)), chunk...)
-	} else {
-		buf = append(make([]byte, 0, len(chunk)), chunk...)
+	switch n := len(chunk); {
+	case n <= slabMax:
+		// Cut from a slab: an allocation per slab, not per envelope (a
+		// request and its reply were one each on both sides). The
+		// capacity ends with the envelope, so a handler's append
+		// copies; a payload kept pins at most its slab.
+		if cap(s.small)-len(s.small) < n {
+			s.small = make([]byte, 0, slabSize)
+		}
+		at := len(s.small)
+		s.small = append(s.small, chunk...)
+		buf = s.small[at:len(s.small):len(s.small)]
+	case s.t.bufs.pooled(n):
+		buf = append(s.t.bufs.get(n), chunk...)
+	default:
+		buf = append(make([]byte, 0, n), chunk...)
 	}
 	s.deliverLocked(st, delivery{payload: buf, held: held, epoch: s.epoch})
 	return nil

@@ -310,17 +310,26 @@ func (s *session) removeLocked() {
 // and waits out a redial backoff, a Send redials at once (at most once per
 // 10 ms). After Shutdown or Close it fails with ErrClosed.
 func (t *Transport) Send(ctx context.Context, to NodeID, stream StreamID, key uint64, payload []byte) (*Receipt, error) {
-	return t.send(ctx, to, stream, key, payload, false)
+	return t.send(ctx, to, stream, key, payload, false, false)
 }
 
 // SendWait is Send, except that when the peer's send queue is full it
 // waits for room until ctx ends (and then returns ctx's error) instead of
 // failing with ErrQueueFull.
 func (t *Transport) SendWait(ctx context.Context, to NodeID, stream StreamID, key uint64, payload []byte) (*Receipt, error) {
-	return t.send(ctx, to, stream, key, payload, true)
+	return t.send(ctx, to, stream, key, payload, true, false)
 }
 
-func (t *Transport) send(ctx context.Context, to NodeID, stream StreamID, key uint64, payload []byte, wait bool) (*Receipt, error) {
+// Post is Send for a sender that never looks at the envelope's fate (the
+// router's batches): it returns no receipt, so the transport reuses the
+// bookkeeping of the envelope once its credit came back instead of
+// allocating it afresh for every envelope.
+func (t *Transport) Post(to NodeID, stream StreamID, key uint64, payload []byte) error {
+	_, err := t.send(context.Background(), to, stream, key, payload, false, true)
+	return err
+}
+
+func (t *Transport) send(ctx context.Context, to NodeID, stream StreamID, key uint64, payload []byte, wait, post bool) (*Receipt, error) {
 	if stream >= NumStreams {
 		return nil, fmt.Errorf("%w: %d", ErrUnknownStream, stream)
 	}
@@ -371,7 +380,12 @@ func (t *Transport) send(ctx context.Context, to NodeID, stream StreamID, key ui
 				return nil, ErrClosed
 			}
 		}
-		r := newReceipt()
+		var r *Receipt
+		if post {
+			r = getPosted()
+		} else {
+			r = newReceipt()
+		}
 		if ctx.Done() != nil {
 			// Set before the receipt is shared; the watch runs on its own
 			// goroutine, so creating it under the lock is safe.
@@ -404,6 +418,9 @@ func (t *Transport) send(ctx context.Context, to NodeID, stream StreamID, key ui
 			s.kick()
 		}
 		s.mu.Unlock()
+		if post {
+			return nil, nil // r is the session's now: it may be reused
+		}
 		return r, nil
 	}
 }

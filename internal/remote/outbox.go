@@ -1,7 +1,6 @@
 package remote
 
 import (
-	"context"
 	"encoding/binary"
 	"fmt"
 	"maps"
@@ -116,7 +115,7 @@ func (o *outbox) flushLocked(i int, l *lane) error {
 	// for a batch like this one so that it rarely grows by copying.
 	l.buf, l.prev = nil, tellHead{}
 	l.next = min(len(batch)+len(batch)/4, batchMax+batchMax/4)
-	if _, err := o.r.endpoint().Send(context.Background(), o.to, wire.StreamApplication, uint64(i+1), batch); err != nil {
+	if err := o.r.endpoint().Post(o.to, wire.StreamApplication, uint64(i+1), batch); err != nil {
 		return unavailable(o.to, err)
 	}
 	return nil
