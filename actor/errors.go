@@ -41,7 +41,10 @@ var (
 	// ErrUnavailable reports that no member can serve the actor now: its
 	// owner is down or unreachable, this node lost the majority of the
 	// cluster, or the request met a node that no longer owned the key
-	// twice. It is temporary.
+	// twice. It is temporary. It does not mean the message was not
+	// handled: an owner declared dead may have run the request before it
+	// died or was cut off, so an ask that failed with it may have
+	// happened (see system's package doc).
 	ErrUnavailable = errors.New("troupe: actor unavailable")
 
 	// ErrAskCycle reports an ask that would wait on an actor already

@@ -58,6 +58,13 @@
 //     naming the owner it believes in; the asker tries that one once,
 //     then fails with ErrUnavailable. A cycle of asks (A asks B asks A)
 //     fails with actor.ErrAskCycle instead of waiting out the timeout.
+//   - Delivery is at most once while the owner is stable, not across
+//     failures: an ask that failed with ErrUnavailable because its owner
+//     was declared dead may have run there, and an ask still unanswered
+//     when its owner left in order is sent once to the new owner, so it
+//     can run twice if the leaver abandoned it mid-handler (at
+//     LeaveTimeout). Effects outside the actor's own state need an
+//     idempotency key until replication's continuity records exist.
 //   - A member that lost the majority of the cluster (cluster.Node.Owning)
 //     refuses the keys it would own with ErrUnavailable. Pinned actors
 //     (actor.Pinned, Def.RefAt) ignore placement and majority: they live
