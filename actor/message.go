@@ -132,7 +132,7 @@ func Ask[M any, Q Request[M, R], R any](ctx context.Context, ref Ref[M], q Q) (R
 	}
 	if err := to.deliver(ctx, ref.key, ref.h, ref.tok, m, s); err != nil {
 		if s.w != nil {
-			s.w.disarm() // not reused: a wake may yet come
+			s.w.disarm() // dropped, not pooled: rare, and no proof needed that nothing wakes it
 		}
 		return zero, err
 	}

@@ -34,9 +34,19 @@ func watchable(ctx context.Context) bool {
 		case cancelCtxType, timerCtxType:
 			return true
 		case valueCtxType:
-			// valueCtx embeds its parent as its first field.
-			parent, ok := reflect.ValueOf(ctx).Elem().Field(0).Interface().(context.Context)
-			if !ok {
+			// valueCtx embeds its parent as its first field; a layout
+			// that changed in a later Go release makes it unwatchable
+			// rather than a panic.
+			v := reflect.ValueOf(ctx).Elem()
+			if v.Kind() != reflect.Struct || v.NumField() == 0 {
+				return false
+			}
+			f := v.Field(0)
+			if f.Kind() != reflect.Interface || !f.CanInterface() {
+				return false
+			}
+			parent, ok := f.Interface().(context.Context)
+			if !ok || parent == nil {
 				return false
 			}
 			ctx = parent

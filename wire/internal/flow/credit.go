@@ -354,8 +354,13 @@ func (r *RecvCredit) autoTune(now time.Time, rtt time.Duration) {
 // if that exceeds Slack times the streams. Bytes still on the way change
 // the counts when they arrive or are consumed, and the caller looks at
 // Deadline again then (an envelope held, or Slack crossed, makes it
-// non-zero again). So the sender can always send, and what it sends
-// brings the next grant. A receipt the sender waits on is not covered:
+// non-zero again). So the slack alone never stops the sender, and what
+// it sends brings the next grant. Held bytes on another stream add to
+// its in-flight count: with an envelope of nearly the floor held by a
+// handler that blocks, the sender can stop until that stream's grant
+// (its receiver acknowledges what it read when it drains the socket, or
+// once relief takes over reading), as it could before for the floor
+// held alone. A receipt the sender waits on is not covered:
 // the session asks for its grant (an ack ping) when its envelope is the
 // last written, and any earlier one lies more than Slack before the end,
 // so its bytes were granted already or are still held.
