@@ -1253,7 +1253,7 @@ func (c *liveConn) writeInlineLocked(budget int) {
 		// What is still queued waits for the writer only if the budget
 		// or pacing stopped us; held by the window or credit, it waits
 		// for the credit, which kicks.
-		more := len(s.queued) > 0 && (wait > 0 || size >= budget)
+		more := s.queued.n > 0 && (wait > 0 || size >= budget)
 		if c.writerWait || more || len(s.replay) > 0 || len(s.credits) > 0 || len(s.pongs) > 0 || s.pingWant || s.ackPing {
 			c.writerWait = false
 			s.kick()

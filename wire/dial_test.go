@@ -23,7 +23,7 @@ func describe(tr *Transport) string {
 		if s.conn != nil {
 			conn = s.conn.LocalAddr().String() + "->" + s.conn.RemoteAddr().String()
 		}
-		out += fmt.Sprintf("\n  %s id=%v conn=%s dialing=%v activating=%v queued=%d replay=%d up=%v", k, s.id, conn, s.dialing, s.activating != nil, len(s.queued), len(s.replay), s.up)
+		out += fmt.Sprintf("\n  %s id=%v conn=%s dialing=%v activating=%v queued=%d replay=%d up=%v", k, s.id, conn, s.dialing, s.activating != nil, s.queued.n, len(s.replay), s.up)
 		s.mu.Unlock()
 	}
 	return out

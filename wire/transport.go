@@ -624,7 +624,7 @@ func (s *session) wantedLocked() bool {
 	if !s.id.IsZero() {
 		return true
 	}
-	return len(s.queued) > 0
+	return s.queued.n > 0
 }
 
 // dialLoop dials until the session has a connection, the peer is given

@@ -299,6 +299,12 @@ func (r *RecvCredit) pending() bool {
 // estimate (0 if unknown) used to auto-tune the window; now is the current
 // time.
 func (r *RecvCredit) Grant(now time.Time, rtt time.Duration) (g Grant, ok bool) {
+	if !r.forced && !r.pending() && r.window == r.adv.Window {
+		// Nothing since the last grant (the usual case for the idle
+		// streams, looked at for every batch of frames written): the
+		// checks below would all fail, as grantBytes is at least 1.
+		return Grant{}, false
+	}
 	delta := r.consumed - r.adv.Consumed
 	remaining := r.adv.Consumed + r.adv.Window - r.received
 	every := r.grantBytes()

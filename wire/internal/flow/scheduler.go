@@ -166,6 +166,10 @@ type Handle struct {
 	gen  uint32
 }
 
+// Slot returns the handle's slot: a small index, reused once the envelope
+// is done, that a caller may index its own per-envelope records by.
+func (h Handle) Slot() int { return int(h.slot) }
+
 // CancelResult says what [Scheduler.Cancel] did.
 type CancelResult uint8
 
