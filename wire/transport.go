@@ -82,8 +82,13 @@ type Transport struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
-	mu        sync.Mutex
-	sessions  map[string]*session
+	mu       sync.Mutex
+	sessions map[string]*session
+	// last is the session sessionFor found last: a node mostly talks to
+	// one peer at a time (an ask and its reply), and the check spares the
+	// lock and the map's string hash. Cleared when that session is removed
+	// and at Close; it never holds a client's session (no address).
+	last      atomic.Pointer[session]
 	lns       map[net.Listener]struct{}
 	closed    bool
 	rng       *rand.Rand
@@ -255,6 +260,8 @@ func (t *Transport) sessionFor(id NodeID, create bool) (*session, error) {
 	key := id.Addr
 	if key == "" {
 		key = "client/" + id.String()
+	} else if s := t.last.Load(); s != nil && s.key == key {
+		return s, nil
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -262,6 +269,9 @@ func (t *Transport) sessionFor(id NodeID, create bool) (*session, error) {
 		return nil, ErrClosed
 	}
 	if s := t.sessions[key]; s != nil || !create {
+		if s != nil && id.Addr != "" {
+			t.last.Store(s)
+		}
 		return s, nil
 	}
 	s, err := newSession(t, key, id.Addr)
@@ -284,6 +294,7 @@ func (s *session) removeLocked() {
 	if t.sessions[s.key] == s {
 		delete(t.sessions, s.key)
 	}
+	t.last.CompareAndSwap(s, nil)
 	t.mu.Unlock()
 	s.removed = true
 	s.wakeDeliverersLocked()
@@ -533,6 +544,7 @@ func (t *Transport) Close() error {
 		return nil
 	}
 	t.closed = true
+	t.last.Store(nil)
 	for ln := range t.lns {
 		ln.Close()
 	}

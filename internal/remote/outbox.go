@@ -48,8 +48,14 @@ type lane struct {
 
 // outboxFor returns the outbox of to, creating it.
 func (r *Router) outboxFor(to wire.NodeID) *outbox {
+	// The epoch check: a lookup racing with SetEndpoint may store an
+	// outbox of the old endpoint after SetEndpoint cleared lastOut.
+	if o := r.lastOut.Load(); o != nil && o.to == to && o.epoch == r.epoch.Load() {
+		return o
+	}
 	if m := r.outboxes.Load(); m != nil {
 		if o := (*m)[to]; o != nil {
+			r.lastOut.Store(o)
 			return o
 		}
 	}

@@ -85,8 +85,12 @@ type Router struct {
 	// it up without a lock. inboxes holds an *inbox per peer.
 	outboxMu sync.Mutex
 	outboxes atomic.Pointer[map[wire.NodeID]*outbox]
-	epoch    atomic.Uint64 // counts endpoints: outboxes of an older one are dropped
-	inboxes  sync.Map
+	// lastOut is the outbox outboxFor found last: an ask and its reply go
+	// to one peer, and the check spares the map's hash of a NodeID (its
+	// address string). Cleared with outboxes.
+	lastOut atomic.Pointer[outbox]
+	epoch   atomic.Uint64 // counts endpoints: outboxes of an older one are dropped
+	inboxes sync.Map
 	// routes holds the *route of each actor type (by name) that sent or
 	// received here.
 	routes sync.Map
@@ -232,6 +236,7 @@ func (r *Router) SetEndpoint(ep wire.Endpoint) {
 	r.hmu.Unlock()
 	r.outboxMu.Lock()
 	r.outboxes.Store(nil)
+	r.lastOut.Store(nil)
 	r.epoch.Add(1)
 	r.outboxMu.Unlock()
 	r.inboxes.Clear()
