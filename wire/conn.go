@@ -680,7 +680,7 @@ func (c *liveConn) deliverInline(rd *reader, st StreamID, from NodeID, d deliver
 		// still pending gets the grant timer only now.
 		s.mu.Lock()
 		if !s.closing {
-			s.grantLaterLocked(st, time.Now())
+			s.grantLaterLocked(st, time.Time{}) // reads the clock if it arms
 		}
 		s.mu.Unlock()
 		now = time.Time{} // that work may have run long

@@ -957,8 +957,12 @@ func (s *session) grantDueLocked(st StreamID, now time.Time) bool {
 
 // grantLaterLocked arms the grant timer for stream st's grant, if one is
 // pending and not slack (see grantSlack: flow's Deadline is zero then).
+// A zero now is read from the clock only if the timer is armed.
 func (s *session) grantLaterLocked(st StreamID, now time.Time) {
 	if d := s.recv[st].Deadline(); !d.IsZero() && (s.wakeAt.IsZero() || d.Before(s.wakeAt)) {
+		if now.IsZero() {
+			now = time.Now()
+		}
 		s.armGrantLocked(d, now)
 	}
 }

@@ -538,6 +538,14 @@ func (s *Scheduler) Next(now time.Time) (f Frame, wait time.Duration, ok bool) {
 		s.release(slot)
 		return f, 0, true
 	}
+	if s.pending == 0 {
+		// Nothing queued (the writer looks once more after the last
+		// frame of every batch): what the search below would conclude.
+		if s.nData > 0 && s.est.Inflight() < s.est.CWnd() {
+			s.est.SetAppLimited()
+		}
+		return Frame{}, 0, false
+	}
 	bypass := len(s.order) - s.nData
 	for _, si := range s.order[:bypass] {
 		st := &s.streams[si]
