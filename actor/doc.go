@@ -145,7 +145,7 @@
 // an asker is noticed when a thread next polls: at once when the goroutine
 // that completed the reply parks (wire's reader does when its next read
 // finds nothing), or when any goroutine is readied or parks; after the
-// relief watch (1-4 ms) if the reader goes on to run a handler inline;
+// relief watch (1-9 ms) if the reader goes on to run a handler inline;
 // within sysmon's 10 ms if that goroutine runs on without parking and the
 // other threads have work or sleep. Elsewhere than Linux every ask waits
 // on its channel. The eventfd is never read: each write is an edge in the
