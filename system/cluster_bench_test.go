@@ -40,45 +40,37 @@ func BenchmarkRemoteTell(b *testing.B) {
 	}
 }
 
+// BenchmarkRemoteAsk asks with one context, shared by every ask, that
+// ends with the benchmark.
 func BenchmarkRemoteAsk(b *testing.B) {
-	systems := benchCluster(b)
-	key := benchKey(b, systems[0].Addr(), systems[1].Addr(), systems)
-	ref := ccounter.Ref(systems[0], key)
 	ctx := systemtest.Ctx(b)
-	b.ReportAllocs()
-	b.ResetTimer()
-	for range b.N {
-		if _, err := actor.Ask(ctx, ref, Get{}); err != nil {
-			b.Fatal(err)
-		}
-	}
+	benchRemoteAsk(b, func() (context.Context, context.CancelFunc) { return ctx, func() {} })
 }
 
 // BenchmarkRemoteAskBackground asks with a context that cannot end (the
 // two-process benchmark's default).
 func BenchmarkRemoteAskBackground(b *testing.B) {
-	systems := benchCluster(b)
-	key := benchKey(b, systems[0].Addr(), systems[1].Addr(), systems)
-	ref := ccounter.Ref(systems[0], key)
-	b.ReportAllocs()
-	b.ResetTimer()
-	for range b.N {
-		if _, err := actor.Ask(context.Background(), ref, Get{}); err != nil {
-			b.Fatal(err)
-		}
-	}
+	benchRemoteAsk(b, func() (context.Context, context.CancelFunc) { return context.Background(), func() {} })
 }
 
 // BenchmarkRemoteAskTimeout gives each ask its own context.WithTimeout,
 // as real callers do.
 func BenchmarkRemoteAskTimeout(b *testing.B) {
+	benchRemoteAsk(b, func() (context.Context, context.CancelFunc) {
+		return context.WithTimeout(context.Background(), time.Minute)
+	})
+}
+
+// benchRemoteAsk makes b.N sequential asks from one member to a key the
+// other owns, each with the context newCtx returns.
+func benchRemoteAsk(b *testing.B, newCtx func() (context.Context, context.CancelFunc)) {
 	systems := benchCluster(b)
 	key := benchKey(b, systems[0].Addr(), systems[1].Addr(), systems)
 	ref := ccounter.Ref(systems[0], key)
 	b.ReportAllocs()
 	b.ResetTimer()
 	for range b.N {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		ctx, cancel := newCtx()
 		_, err := actor.Ask(ctx, ref, Get{})
 		cancel()
 		if err != nil {

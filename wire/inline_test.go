@@ -411,19 +411,7 @@ func TestReliefWatchWaitsLongerOverShortDeliveriesAndStillRelieves(t *testing.T)
 	testWatchArm.Store(&hook)
 	t.Cleanup(func() { testWatchArm.Store(nil) })
 	a, b := newTestNode(t, nil), newTestNode(t, nil)
-	release, blocked := make(chan struct{}), make(chan struct{})
-	var mu sync.Mutex
-	n := 0
-	b.t.Handle(StreamApplication, HandlerFunc(func(from NodeID, p []byte) {
-		if string(p) == "block" {
-			close(blocked)
-			<-release
-		}
-		mu.Lock()
-		n++
-		mu.Unlock()
-		b.signal()
-	}))
+	release, blocked, delivered := blockingCounter(b)
 	ctx := context.Background()
 	send := func(st StreamID, p string) {
 		t.Helper()
@@ -434,11 +422,9 @@ func TestReliefWatchWaitsLongerOverShortDeliveriesAndStillRelieves(t *testing.T)
 	var c *liveConn
 	deliver := func() {
 		t.Helper()
-		mu.Lock()
-		want := n + 1
-		mu.Unlock()
+		want := delivered() + 1
 		send(StreamApplication, "short")
-		b.waitFor(t, "the delivery", func() bool { mu.Lock(); defer mu.Unlock(); return n == want })
+		b.waitFor(t, "the delivery", func() bool { return delivered() == want })
 		if c == nil {
 			c = onlyConn(t, b)
 		}
@@ -496,11 +482,9 @@ func TestReliefWatchWaitsLongerOverShortDeliveriesAndStillRelieves(t *testing.T)
 	// handler still blocks.
 	send(StreamMembership, "m")
 	b.waitFor(t, "the membership envelope", func() bool { return len(b.got[StreamMembership]) == 1 })
-	mu.Lock()
-	want := n + 1
-	mu.Unlock()
+	want := delivered() + 1
 	close(release)
-	b.waitFor(t, "the blocked delivery", func() bool { mu.Lock(); defer mu.Unlock(); return n == want })
+	b.waitFor(t, "the blocked delivery", func() bool { return delivered() == want })
 }
 
 // Envelopes queued behind a blocked handler are held, not consumed: once
@@ -511,19 +495,7 @@ func TestReliefWatchWaitsLongerOverShortDeliveriesAndStillRelieves(t *testing.T)
 func TestEnvelopesHeldBehindABlockedHandlerAreAcknowledgedPastTheSlack(t *testing.T) {
 	quiet := func(c *Config) { c.KeepaliveAfter = time.Hour }
 	a, b := newTestNode(t, quiet), newTestNode(t, quiet)
-	release, blocked := make(chan struct{}), make(chan struct{})
-	var mu sync.Mutex
-	n := 0
-	b.t.Handle(StreamApplication, HandlerFunc(func(from NodeID, p []byte) {
-		if string(p) == "block" {
-			close(blocked)
-			<-release
-		}
-		mu.Lock()
-		n++
-		mu.Unlock()
-		b.signal()
-	}))
+	release, blocked, delivered := blockingCounter(b)
 	ctx := context.Background()
 	send := func(p []byte) {
 		t.Helper()
@@ -551,5 +523,25 @@ func TestEnvelopesHeldBehindABlockedHandlerAreAcknowledgedPastTheSlack(t *testin
 		t.Fatalf("consumed %d, granted %d while the handler blocks; want 0", consumed, granted)
 	}
 	close(release)
-	b.waitFor(t, "every envelope", func() bool { mu.Lock(); defer mu.Unlock(); return n == 5 })
+	b.waitFor(t, "every envelope", func() bool { return delivered() == 5 })
+}
+
+// blockingCounter handles node b's application stream: it counts the
+// envelopes delivered, and the one reading "block" closes blocked and
+// waits for release to be closed.
+func blockingCounter(b *testNode) (release, blocked chan struct{}, delivered func() int) {
+	release, blocked = make(chan struct{}), make(chan struct{})
+	var mu sync.Mutex
+	n := 0
+	b.t.Handle(StreamApplication, HandlerFunc(func(from NodeID, p []byte) {
+		if string(p) == "block" {
+			close(blocked)
+			<-release
+		}
+		mu.Lock()
+		n++
+		mu.Unlock()
+		b.signal()
+	}))
+	return release, blocked, func() int { mu.Lock(); defer mu.Unlock(); return n }
 }
