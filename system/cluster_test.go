@@ -227,12 +227,19 @@ func TestClusterKeepsOneSendersOrder(t *testing.T) {
 	}
 }
 
-// remoteKey finds a key that from places on to.
+// remoteKey finds a key of ccounter that from places on to.
 func remoteKey(t testing.TB, from, to *system.System) string {
 	t.Helper()
+	return keyPlacedOn(t, from, to, "ccounter", "key-")
+}
+
+// keyPlacedOn finds a key of actor type typ, made of prefix and a number,
+// that from places on to.
+func keyPlacedOn(t testing.TB, from, to *system.System, typ, prefix string) string {
+	t.Helper()
 	for i := range 10000 {
-		key := "key-" + strconv.Itoa(i)
-		if system.OwnerOf(from, "ccounter", key) == to.Addr() {
+		key := prefix + strconv.Itoa(i)
+		if system.OwnerOf(from, typ, key) == to.Addr() {
 			return key
 		}
 	}

@@ -3,8 +3,6 @@ package system_test
 import (
 	"context"
 	"fmt"
-	"net"
-	"strconv"
 	"sync"
 	"testing"
 
@@ -54,14 +52,7 @@ var loneGated = actor.Define("loneGated", func(c *actor.Context[int, LMsg], m LM
 // loneKey finds a key of loneGated that from places on to.
 func loneKey(t *testing.T, from, to *system.System) string {
 	t.Helper()
-	for i := range 10000 {
-		key := "g-" + strconv.Itoa(i)
-		if system.OwnerOf(from, "loneGated", key) == to.Addr() {
-			return key
-		}
-	}
-	t.Fatal("no key placed on the target node")
-	return ""
+	return keyPlacedOn(t, from, to, "loneGated", "g-")
 }
 
 // A lone ask whose connection breaks while it waits gets its reply over
@@ -70,12 +61,7 @@ func TestALoneAskOutlivesABrokenConnection(t *testing.T) {
 	cn := newCutNet()
 	systems := systemtest.StartCluster(t, 2, func(i int, cfg *system.Config) {
 		if i == 0 {
-			ln, err := net.Listen("tcp", "127.0.0.1:0")
-			if err != nil {
-				t.Fatal(err)
-			}
-			cfg.Listener = cutListener{ln, cn}
-			cfg.Dialer = cn
+			cn.attach(t, cfg)
 		}
 	}, loneGated)
 	ctx := systemtest.Ctx(t)

@@ -65,6 +65,18 @@ func (n *cutNet) DialContext(ctx context.Context, network, addr string) (net.Con
 	return n.track(c), nil
 }
 
+// attach makes cfg's member listen and dial through cn, so that cut
+// breaks its connections.
+func (n *cutNet) attach(t *testing.T, cfg *system.Config) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Listener = cutListener{ln, n}
+	cfg.Dialer = n
+}
+
 type cutListener struct {
 	net.Listener
 	n *cutNet
@@ -90,12 +102,7 @@ func TestMemberRemovedByTheClusterRejoinsWithANewIncarnation(t *testing.T) {
 	systems := startClusterTweaked(t, 3, func(i int, cfg *system.Config) {
 		cfg.Cluster.Timings = tm
 		if i == 2 {
-			ln, err := net.Listen("tcp", "127.0.0.1:0")
-			if err != nil {
-				t.Fatal(err)
-			}
-			cfg.Listener = cutListener{ln, cn}
-			cfg.Dialer = cn
+			cn.attach(t, cfg)
 		}
 	})
 	ctx := systemtest.Ctx(t)
