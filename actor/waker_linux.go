@@ -102,32 +102,20 @@ func (w *waker) read(uintptr) bool {
 	}
 }
 
-// wait waits until until's outcome is set, dl passes (if not zero) or
-// ctx ends, and returns the cause of giving up, or nil.
-func (w *waker) wait(ctx context.Context, until outcomer, dl time.Time) error {
-	w.arm(ctx, dl)
-	return w.waitArmed(ctx, until)
-}
-
 // arm prepares w to wait for the outcome of an ask about to leave, until
 // dl (if not zero) or the end of ctx. The asker arms before the request
 // is written, so that after the write only the wait is left: the peer
 // runs as soon as the write wakes it, best while the asker's thread is
-// about to sleep, not busy.
+// about to sleep, not busy. ctx cannot end or is watchable (Ask parks
+// only then): a context of package context (cancelCtx, timerCtx, values
+// on them: what context.WithTimeout gives) takes the wake as a child,
+// under its lock, so nothing runs until it ends and its deadline needs no
+// timer of ours. AfterFunc on any other context would start a goroutine
+// that calls its Done later, which for a handler's Context races with the
+// cell's reuse of it once the handler returned.
 func (w *waker) arm(ctx context.Context, dl time.Time) {
 	if quit := ctx.Done(); quit != nil {
-		// A context of package context (cancelCtx, timerCtx, values on
-		// them: what context.WithTimeout gives) takes the wake as a
-		// child, under its lock: nothing runs until it ends, and its
-		// deadline needs no timer of ours. Any other is watched through
-		// quitCtx, not ctx: AfterFunc starts a goroutine for it that
-		// calls its Done later, which for a handler's Context races
-		// with the cell's reuse of it once the handler returned.
-		var wctx context.Context = quitCtx{quit}
-		if watchable(ctx) {
-			wctx = ctx
-		}
-		w.stop = context.AfterFunc(wctx, w.wakeFn)
+		w.stop = context.AfterFunc(ctx, w.wakeFn)
 		w.quit = quit
 	}
 	// A deadline moved later modifies the poller's timer in place: no
@@ -144,7 +132,9 @@ func (w *waker) disarm() {
 	w.until, w.quit = nil, nil
 }
 
-// waitArmed is wait once arm was called with ctx.
+// waitArmed waits, once arm was called with ctx, until until's outcome
+// is set, the deadline armed passes or ctx ends, and returns the cause of
+// giving up, or nil.
 func (w *waker) waitArmed(ctx context.Context, until outcomer) error {
 	w.until = until
 	err := w.rc.Read(w.readFn)
@@ -159,19 +149,4 @@ func (w *waker) waitArmed(ctx context.Context, until outcomer) error {
 		return err
 	}
 	return ctx.Err()
-}
-
-// quitCtx is a context that only ends when its channel closes.
-type quitCtx struct{ done <-chan struct{} }
-
-func (quitCtx) Deadline() (time.Time, bool) { return time.Time{}, false }
-func (q quitCtx) Done() <-chan struct{}     { return q.done }
-func (quitCtx) Value(any) any               { return nil }
-func (q quitCtx) Err() error {
-	select {
-	case <-q.done:
-		return context.Canceled
-	default:
-		return nil
-	}
 }

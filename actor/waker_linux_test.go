@@ -13,7 +13,7 @@ import (
 // channel.
 func waitResult(ctx context.Context, w *waker, done <-chan struct{}, dl time.Time) <-chan error {
 	errc := make(chan error, 1)
-	go func() { errc <- w.wait(ctx, chanOutcome(done), dl) }()
+	go func() { w.arm(ctx, dl); errc <- w.waitArmed(ctx, chanOutcome(done)) }()
 	return errc
 }
 
@@ -50,7 +50,8 @@ func TestWakerWakesItsWaiter(t *testing.T) {
 	done := make(chan struct{})
 	close(done)
 	w.wake()
-	if err := w.wait(context.Background(), chanOutcome(done), far); err != nil {
+	w.arm(context.Background(), far)
+	if err := w.waitArmed(context.Background(), chanOutcome(done)); err != nil {
 		t.Fatalf("wait after the outcome: %v", err)
 	}
 	// A wake left from that use (the waiter saw the outcome first) only

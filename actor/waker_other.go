@@ -10,10 +10,9 @@ import (
 // Elsewhere the asker waits on its channel (see waker_linux.go).
 type waker struct{}
 
-func getWaker() *waker                                         { return nil }
-func putWaker(*waker)                                          {}
-func (*waker) wake()                                           {}
-func (*waker) wait(context.Context, outcomer, time.Time) error { return nil }
-func (*waker) arm(context.Context, time.Time)                  {}
-func (*waker) disarm()                                         {}
-func (*waker) waitArmed(context.Context, outcomer) error       { return nil }
+func getWaker() *waker                                   { return nil }
+func putWaker(*waker)                                    {}
+func (*waker) wake()                                     {}
+func (*waker) arm(context.Context, time.Time)            {}
+func (*waker) disarm()                                   {}
+func (*waker) waitArmed(context.Context, outcomer) error { return nil }
