@@ -94,15 +94,12 @@
 //     name. When M is an interface, list its concrete types with
 //     WithMessages, so the receiving node can decode them; a clustered
 //     system refuses a definition without the list (ClusterErr). Reply
-//     types must be concrete types. Plain struct messages are encoded
-//     and decoded by a plan compiled for the type when it is registered
-//     (no reflection per message; the bytes are msgpack's own; see
-//     plan.go for the field kinds and tags it follows, the rest going
-//     through msgpack). A message type that implements
-//     msgpack.CustomEncoder (value receiver) and whose pointer implements
-//     msgpack.CustomDecoder is encoded and decoded by those methods,
-//     called directly.
-//   - Errors keep their identity across nodes: errors.Is matches
+//     types must be concrete types. Messages are msgpack's own bytes,
+//     so any msgpack reader can decode them. A message type that
+//     implements msgpack.CustomEncoder (value receiver) and whose pointer
+//     implements msgpack.CustomDecoder is encoded and decoded by those
+//     methods.
+//   - The runtime's errors keep their identity across nodes: errors.Is matches
 //     ErrMailboxFull, ErrActorFailed (with the cause's sentinel when it
 //     has one), ErrUnknownActor, context.DeadlineExceeded, and so on.
 //     ErrUnavailable means no member can serve the key now (its owner is
@@ -116,64 +113,15 @@
 //     Def inside its own initializer: declare the Def variable first and
 //     assign it in an init function, as Go requires.
 //
-// # Status
+// # Known gaps
 //
-// Issue 2 (local runtime): built, tested and measured against Proto.Actor
-// (BENCHMARKS.md, docs/status.md). Ask, ping-pong, activations and idle
-// heap meet their targets; tell 1.7-1.9x in session 4 (medians of ten
-// side-by-side runs on a loaded machine, single runs 1.0-3.5x): a tell to
-// a busy actor probes the table's first slot for the key inline and
-// queues under the cell mutex without spilling or calling (cell.tell). A
-// per-key anchor in the ref and a lock-free mailbox were weighed and not
-// built (docs/status.md, "Session 4: tell"). A tell from a handler to an
-// idle actor may run that actor on the teller's goroutine once the
-// handler returns (the direct hand-off, handoff.go); a handler that tells
-// and then blocks until the told actor acts still works (the actor gets a
-// goroutine of its own within a linger tick or two, at once if the
-// handler asks), but waits for the linger clock.
-//
-// Session 5 (issue 5): an Ask alone in flight in its system (the host's
-// count of asks out is one), with a context that cannot end (Done nil:
-// context.Background; the ask's own timeout still applies), whose
-// request goes to another node waits for
-// the reply in the network poller, on a pooled eventfd (waker_linux.go),
-// instead of on its channel: wire's reader completes the reply and parks,
-// and the thread that ran it picks the asker up as it polls, as a bare TCP
-// client is woken, without the scheduler's wake-up of an idle thread that
-// readying a goroutine costs. Concurrent asks keep the channel (the
-// wake-up is what runs them in parallel). Like any Go network read, such
-// an asker is noticed when a thread next polls: at once when the goroutine
-// that completed the reply parks (wire's reader does when its next read
-// finds nothing), or when any goroutine is readied or parks; after the
-// relief watch (1-9 ms) if the reader goes on to run a handler inline;
-// within sysmon's 10 ms if that goroutine runs on without parking and the
-// other threads have work or sleep. Elsewhere than Linux every ask waits
-// on its channel. The eventfd is never read: each write is an edge in the
-// poller, and the waiter looks at its outcome instead (two reads and a
-// poller event per ask fewer). A context with Done keeps the channel:
-// watching it from the poller took a goroutine per ask (AfterFunc on a
-// handler's context), which also read that context after the handler
-// returned, a data race with the cell's reuse of it.
-//
-// Session 6 (issue 5): a lone remote ask whose context package context
-// made (WithTimeout, WithDeadline, WithCancel, values on those: what real
-// callers pass) waits on the waker too: context.AfterFunc on such a
-// context joins it as a child under its lock (no goroutine, nothing run
-// until it ends), and its deadline ends the wait through the context, so
-// the poller gets a deadline only for the ask timeout. Other contexts (a
-// handler's, or another package's type) keep the channel (watchable.go).
-// The waker is armed (deadline, context watch) before the request is
-// written, and the waiter looks at the slot's state, so such an ask
-// makes no done channel. A remote ask costs 12 allocations in all, both
-// sides, with context.Background (18 before): the node's reply slot and
-// what its reply needs in one (an outcome interface instead of a
-// closure), small envelopes cut from a per-session slab in wire, the
-// router's batches sent with wire's Post, whose receipts are reused.
-//
-// Session 5 (issue 2): a local ask from outside any handler runs an idle
-// actor's handler on the asking goroutine (localask.go; p50 about 0.5 us
-// against 1.2-2.0 before; the ask's deadline reaches such a handler only
-// through its context, see Ask), cold starts reuse their loop states, and
-// no idle cell reads the clock (the sweep stamps idle cells, so a cell
-// passivates at most one sweep later).
+//   - State is not replicated: a key whose owner changes starts again from
+//     its initial state on the new owner.
+//   - An ask that runs its handler on the asking goroutine (see Refs and
+//     messages) returns late if the handler blocks without watching its
+//     Context; the error is still the deadline's.
+//   - Errors a handler defines keep their identity only when the key is in
+//     the asker's own process; across members only their text arrives.
+//   - A handler error restarts the actor with backoff, so return one only
+//     when the actor cannot go on.
 package actor

@@ -44,13 +44,14 @@
 // the members hosting the key's type (package ring), from the key's token,
 // which the ref computes once. A key owned here is delivered without
 // encoding; elsewhere the message is encoded (msgpack, by field name: see
-// actor.Def.WithMessages) and sent on wire's application stream. The
-// protocol is in docs/cluster.md. What callers see:
+// actor.Def.WithMessages) and sent over the member-to-member connection
+// (package wire configures it). The protocol is in docs/cluster.md. What
+// callers see:
 //
 //   - Tells from one member to one key keep their order while the owner
 //     is stable. A tell is done once queued for the owner; the owner's
-//     mailbox bound holds the stream (and, through wire's credit, the
-//     sender) instead of dropping it.
+//     mailbox bound holds the stream (and, through the transport's
+//     credit, the sender) instead of dropping it.
 //   - An ask carries its remaining deadline and its cancellation: a
 //     queued request is dropped, a running handler's context ends. An ask
 //     fails with actor.ErrUnavailable as soon as the membership declares
@@ -65,15 +66,14 @@
 //     can run twice if the leaver abandoned it mid-handler (at
 //     LeaveTimeout). Effects outside the actor's own state need an
 //     idempotency key until replication's continuity records exist.
-//   - A member that lost the majority of the cluster (cluster.Node.Owning)
-//     refuses the keys it would own with ErrUnavailable. Pinned actors
+//   - A member that lost the majority of the cluster (it sees fewer than
+//     half of the members alive) refuses the keys it would own with ErrUnavailable. Pinned actors
 //     (actor.Pinned, Def.RefAt) ignore placement and majority: they live
 //     on the member their key names.
 //   - When the member set changes, the activations of keys now owned
 //     elsewhere stop their timers and body, handle what is queued, and
 //     end; the next message activates the key on its new owner, from the
-//     initial state: state moves between members only with replication
-//     (not built yet). While the views of the members differ, a tell that
+//     initial state (state is not replicated). While the views of the members differ, a tell that
 //     reaches a non-owner is forwarded once.
 //   - Close leaves the cluster first: placement stops sending this member
 //     keys, and queued work drains for up to LeaveTimeout (a *LeaveError
@@ -87,4 +87,18 @@
 //     attempts, logged at Error and retried with backoff until Close).
 //
 // Non-members reach the cluster with package client.
+//
+// # Known gaps
+//
+//   - State is not replicated, and there is no ownership epoch: a member
+//     paused longer than SuspectAfter + DeadAfter serves its keys again on
+//     its first tick, while its peers still hold it dead.
+//   - The message size limit depends on where a key lives, and a remote
+//     message over it fails as actor.ErrUnavailable.
+//   - A join that fails reports the context's error, not its cause (a wrong
+//     cluster name, an unreachable seed).
+//   - A handler run on the transport's reader that blocks holds that
+//     connection for 1-9 ms before another goroutine takes over.
+//
+// docs/roadmap.md lists what comes next.
 package system

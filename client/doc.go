@@ -1,0 +1,43 @@
+// Package client reaches the actors of a Troupe cluster from a process
+// that is not a member: a web server, a CLI, a batch job.
+//
+// # Using a client
+//
+// A Client connects to the seeds, learns the member list (and which actor
+// types each member hosts) and keeps it fresh: members push the list when
+// it changes, and the client asks for it again every SyncInterval. It
+// computes the ring itself and sends each message straight to the key's
+// owner, so there is no proxy hop. A Client implements actor.System: take
+// refs with Def.Ref(client, key) and use Tell and Ask exactly as inside a
+// node, with the same typed replies and errors.
+//
+//	c, err := client.New(ctx, client.Config{ClusterName: "shop", Seeds: []string{"10.0.0.1:7400"}})
+//	...
+//	n, err := actor.Ask(r.Context(), Counter.Ref(c, path), Get{})
+//
+// # Guarantees
+//
+// A Client is safe for concurrent use by many goroutines (one per HTTP
+// request, say): share one per process. It cannot receive tells: it hosts
+// no actors, and nothing can address it. Asks cancelled by their context
+// (an HTTP request's r.Context()) are withdrawn on the owner too.
+//
+// A connection to a member that has carried nothing for Config.Silence
+// (not even the keepalive's answer) counts as broken while the member is
+// still in the cluster: the client then sends what it has for that member
+// through another member, which forwards a tell once and asks the owner on
+// the client's behalf, as members do for each other (docs/cluster.md,
+// "Relaying around a broken link"). So a client whose own path to one
+// member fails keeps reaching that member's keys.
+//
+// When an owner dies, asks waiting on it fail with actor.ErrUnavailable
+// as soon as the members report it dead; later sends go to the key's new
+// owner. Connections that break are redialed by the transport.
+//
+// # Known gaps
+//
+//   - New with a context that never ends waits forever for an unreachable
+//     seed, and a failed join reports the context's error, not its cause.
+//   - The member list can include left records of earlier incarnations.
+//   - Errors a handler defines arrive as their text only.
+package client
