@@ -8,19 +8,19 @@
 // address and a process incarnation chosen at start. A Member record adds
 // the membership incarnation (raised only by the member itself, to order
 // its own announcements), a status (alive, leaving, suspect, dead, left)
-// and the actor types it hosts. Records merge by a join semilattice (see
-// Merge): the newest membership incarnation wins, then the later status;
+// and the actor types it hosts. Records merge by a join semilattice (the
+// merge in internal/membership): the newest membership incarnation wins, then the later status;
 // left overrides any incarnation; the highest incarnation of any evidence
-// is kept, so stale alive gossip never undoes a verdict. A Table adds the
+// is kept, so stale alive gossip never undoes a verdict. The table adds the
 // address rule: an older process at an address that a newer one took is
 // left at once.
 //
 // # The core
 //
-// Core is a deterministic state machine in the style of etcd's raft: no
-// goroutines, clock or sockets. The runtime calls Tick with the time, Step
-// with each received Message and Heard with when bytes last arrived from a
-// peer, then drains Ready for the messages to send, the events to publish
+// The core (internal/membership) is a deterministic state machine in the
+// style of etcd's raft: no goroutines, clock or sockets. The runtime feeds
+// it the time, each received message and when bytes last arrived from a
+// peer, then drains what is ready: the messages to send, the events to publish
 // and the new member set for placement. Random choices come from a seeded
 // generator, and nothing iterates a map where order matters, so the same
 // inputs give the same outputs.
@@ -54,12 +54,12 @@
 // that sees a majority removes dead members (marks them left) after
 // RemoveAfter; left records are forgotten after TombstoneTTL. Member-set
 // changes are applied by placement one member per step, joiners first, in
-// the order PlanChanges derives alike on every node.
+// an order every node derives alike.
 //
 // # Testing
 //
-// MemNetwork is a seeded, virtual-time network (delay, loss, partitions,
-// paused endpoints) implementing Transport. Scenario tests drive clusters of
+// The membership tests run on a seeded, virtual-time network (delay, loss,
+// partitions, paused endpoints). Scenario tests drive clusters of
 // 2 to 40 cores on it; simulations run 200 nodes by default and 1000 with
 // TROUPE_SIM_NODES=1000.
 //
@@ -72,8 +72,7 @@
 // tombstones, member-set plans); Config with presets and Validate; the
 // in-memory network; scenario tests, random-fault properties and
 // simulations (200 nodes by default, 1000 with TROUPE_SIM_NODES=1000).
-// Node and WireTransport, the runtime over wire, are being built alongside
-// and are documented in their own files.
+// The runtime over wire lives beside the core in internal/membership.
 //
 // Known gaps and next steps for the protocol:
 //   - Standing is a timing argument (step-down after DeadAfter/2 versus the
@@ -87,8 +86,8 @@
 //   - A record forgotten after TombstoneTTL can come back if some node
 //     missed it for that long (it then dies again by silence); a compact
 //     digest of forgotten identities would close this.
-//   - Leaving members count as alive for majority; a node that never calls
-//     CompleteLeave stays leaving until it dies.
+//   - Leaving members count as alive for majority; a node that never completes
+//     its leave stays leaving until it dies.
 //   - The least-recently-heard probe scans the table each Heartbeat
 //     (O(N)); fine at 1000 nodes, a heap would do better beyond.
 //   - Detection with DefaultTimings takes SuspectAfter+DeadAfter (about
