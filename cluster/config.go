@@ -176,7 +176,17 @@ func FastConfig(advertise string) Config {
 	return Config{Advertise: advertise, Timings: FastTimings()}
 }
 
-func (c Config) withDefaults() Config {
+// Limits the membership records impose on the fields they carry; the
+// record codec enforces the same bounds (a test there checks they agree).
+const (
+	maxAddrLen      = 256 // bytes of an advertised address
+	maxActorTypeLen = 256 // bytes of one actor type name
+	maxAccusers     = 8   // accusers one record carries, so the most confirmations
+)
+
+// WithDefaults returns c with every zero field set to its default: the
+// configuration a member actually runs with.
+func (c Config) WithDefaults() Config {
 	if c.ClusterName == "" {
 		c.ClusterName = "troupe"
 	}
@@ -211,7 +221,7 @@ func (c Config) withDefaults() Config {
 // Validate reports the first field that is wrong, as a *ConfigError
 // wrapping ErrInvalidConfig.
 func (c Config) Validate() error {
-	c = c.withDefaults()
+	c = c.WithDefaults()
 	if err := checkHostPort("Bind", c.Bind); err != nil {
 		return err
 	}
@@ -221,7 +231,7 @@ func (c Config) Validate() error {
 	if host, _, _ := net.SplitHostPort(c.Advertise); host == "" || host == "0.0.0.0" || host == "::" {
 		return &ConfigError{Field: "Advertise", Reason: "must name a host peers can dial; set it when Bind is a wildcard"}
 	}
-	if len(c.Advertise) > MaxAddrLen {
+	if len(c.Advertise) > maxAddrLen {
 		return &ConfigError{Field: "Advertise", Reason: "longer than 256 bytes"}
 	}
 	for i, s := range c.Seeds {
@@ -230,7 +240,7 @@ func (c Config) Validate() error {
 		}
 	}
 	for i, s := range c.ActorTypes {
-		if s == "" || len(s) > MaxActorTypeLen {
+		if s == "" || len(s) > maxActorTypeLen {
 			return &ConfigError{Field: "ActorTypes[" + strconv.Itoa(i) + "]", Reason: "must be 1 to 256 bytes"}
 		}
 	}
@@ -274,7 +284,7 @@ func checkHostPort(field, s string) error {
 // membership: the same cluster name, advertised address, TLS, address map
 // and logger, for the process incarnation given. The transport's own
 // tuning (limits, compression) keeps its defaults; set it on the result.
-// Listen on Bind and hand the transport to NewWireTransport.
+// Listen on Bind and run the membership over that transport.
 //
 // Keepalive follows the timings: a connection silent for SuspectAfter is
 // pinged, and given up SuspectAfter later. So a live link is never silent
@@ -282,7 +292,7 @@ func checkHostPort(field, s string) error {
 // it, and a silence of 1.5 × SuspectAfter (WireSilence) means the link is
 // broken: the actor layer then relays through another member.
 func (c Config) WireConfig(incarnation uint64) wire.Config {
-	d := c.withDefaults()
+	d := c.WithDefaults()
 	return wire.Config{
 		ClusterName:      d.ClusterName,
 		Advertise:        d.Advertise,
@@ -299,5 +309,5 @@ func (c Config) WireConfig(incarnation uint64) wire.Config {
 // silent (no byte heard) before its link counts as broken: the keepalive
 // ping, sent after SuspectAfter of silence, would have been answered.
 func (c Config) WireSilence() time.Duration {
-	return c.withDefaults().Timings.SuspectAfter * 3 / 2
+	return c.WithDefaults().Timings.SuspectAfter * 3 / 2
 }

@@ -7,7 +7,7 @@ import (
 )
 
 func TestZeroConfigMeansDefaults(t *testing.T) {
-	c := Config{Advertise: "10.0.0.1:7400"}.withDefaults()
+	c := Config{Advertise: "10.0.0.1:7400"}.WithDefaults()
 	if c.Timings != DefaultTimings() || c.ActiveView != 5 || c.PassiveView != 30 || c.Confirmations != 2 || c.ClusterName != "troupe" {
 		t.Fatalf("expected the documented defaults for zero fields; got %+v", c)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/troupe-go/troupe/actor"
 	"github.com/troupe-go/troupe/cluster"
 	"github.com/troupe-go/troupe/internal/host"
+	"github.com/troupe-go/troupe/internal/membership"
 	"github.com/troupe-go/troupe/internal/remote"
 	"github.com/troupe-go/troupe/internal/testhook"
 	"github.com/troupe-go/troupe/wire"
@@ -52,9 +53,9 @@ type member struct {
 // identity (address and incarnation) and its membership.
 type incarnation struct {
 	tr   *wire.Transport
-	wt   *cluster.WireTransport
-	node *cluster.Node
-	sub  *cluster.Subscription
+	wt   *membership.WireTransport
+	node *membership.Node
+	sub  *membership.Subscription
 	// closed is set once a rejoin closed it (it was removed).
 	closed atomic.Bool
 }
@@ -121,13 +122,13 @@ func Start(ctx context.Context, cfg Config) (*System, error) {
 		done: make(chan struct{}), stop: make(chan struct{}), force: make(chan struct{}, 1)}
 	m.rejoinCtx, m.cancelRejoin = context.WithCancel(context.Background())
 	m.acc = newAcceptor(ln)
-	wt := cluster.NewWireTransport(tr, cluster.WireOptions{Logger: cc.Logger})
+	wt := membership.NewWireTransport(tr, membership.WireOptions{Logger: cc.Logger})
 	m.router = remote.New(remote.Config{Endpoint: tr, Serve: true, Logger: log, Silence: cc.WireSilence(), Handoff: cfg.withDefaults().LeaveTimeout})
 	s := newSystem(cfg, m.router)
 	s.m = m
 	m.router.SetHost(s.h)
 	go tr.Serve(m.acc.listener())
-	node, err := cluster.Start(ctx, cc, wt, cluster.WithIncarnation(inc), cluster.WithHandover(s.handover))
+	node, err := membership.Start(ctx, cc, wt, membership.WithIncarnation(inc), membership.WithHandover(s.handover))
 	if err != nil {
 		m.cancelRejoin()
 		m.router.Close()
@@ -170,7 +171,7 @@ func (s *System) follow() {
 			if !ok {
 				return
 			}
-			removed = ev.Kind == cluster.EventRemoved
+			removed = ev.Kind == membership.EventRemoved
 			// Take what else queued before rebuilding once.
 			for drained := false; !drained; {
 				select {
@@ -178,7 +179,7 @@ func (s *System) follow() {
 					if !ok {
 						return
 					}
-					removed = removed || ev.Kind == cluster.EventRemoved
+					removed = removed || ev.Kind == membership.EventRemoved
 				default:
 					drained = true
 				}
@@ -288,12 +289,12 @@ func (s *System) join(seeds []string, last uint64) (*incarnation, error) {
 	if err != nil {
 		return nil, err
 	}
-	wt := cluster.NewWireTransport(tr, cluster.WireOptions{Logger: cc.Logger})
+	wt := membership.NewWireTransport(tr, membership.WireOptions{Logger: cc.Logger})
 	m.router.SetEndpoint(tr)
 	go tr.Serve(m.acc.listener())
 	ctx, cancel := context.WithTimeout(m.rejoinCtx, rejoinJoinTimeout)
 	defer cancel()
-	node, err := cluster.Start(ctx, cc, wt, cluster.WithIncarnation(id), cluster.WithHandover(s.handover))
+	node, err := membership.Start(ctx, cc, wt, membership.WithIncarnation(id), membership.WithHandover(s.handover))
 	if err != nil {
 		wt.Close()
 		tr.Close()
@@ -459,7 +460,7 @@ func (s *System) crash() {
 }
 
 // Removed reports whether the cluster removed this member (see
-// cluster.EventRemoved) and it has not rejoined yet: between the removal
+// membership.EventRemoved) and it has not rejoined yet: between the removal
 // and the join of its new incarnation, or while that join fails (each
 // failure is logged at Error; attempts go on with backoff until Close).
 // It stays true, without rejoin attempts, when the member was removed

@@ -1,4 +1,4 @@
-package cluster
+package membership
 
 import (
 	"context"
@@ -172,7 +172,7 @@ func newNode(cfg Config, tr Transport, opts ...NodeOption) (*Node, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	cfg = cfg.withDefaults()
+	cfg = cfg.WithDefaults()
 	var o nodeOptions
 	for _, f := range opts {
 		f(&o)

@@ -1,10 +1,12 @@
-package cluster
+package membership
 
 import (
 	"context"
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/troupe-go/troupe/cluster"
 )
 
 // sim drives Cores over a MemNetwork: each node ticks on its own schedule
@@ -45,7 +47,7 @@ type simOptions struct {
 func newSim(tb testing.TB, o simOptions) *sim {
 	tb.Helper()
 	if o.timings == (Timings{}) {
-		o.timings = FastTimings()
+		o.timings = cluster.FastTimings()
 	}
 	if o.tick == 0 {
 		o.tick = o.timings.Heartbeat / 4
@@ -221,12 +223,12 @@ func (s *sim) cluster(n int) []string {
 	for _, a := range addrs {
 		s.start(a, addrs[0])
 	}
-	if d, ok := s.until(30*s.cfg("x:1").Timings.withDefaults().AntiEntropy, func() bool { return s.allSee(addrs, addrs, StatusAlive) }); !ok {
+	if d, ok := s.until(30*s.cfg("x:1").WithDefaults().Timings.AntiEntropy, func() bool { return s.allSee(addrs, addrs, StatusAlive) }); !ok {
 		s.tb.Fatalf("expected %d nodes to see each other alive; not after %v", n, d)
 	}
 	// Let the overlay settle: neighbour requests go out on the next
 	// heartbeats.
-	s.run(5 * s.cfg("x:1").Timings.withDefaults().Heartbeat)
+	s.run(5 * s.cfg("x:1").WithDefaults().Timings.Heartbeat)
 	return addrs
 }
 

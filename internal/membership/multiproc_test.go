@@ -1,4 +1,4 @@
-package cluster
+package membership
 
 import (
 	"bufio"
@@ -19,6 +19,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/troupe-go/troupe/cluster"
 )
 
 // The tests in this file run members as separate processes: the test
@@ -47,9 +49,9 @@ const (
 func parseTimings(s string) (Timings, error) {
 	switch s {
 	case "", "fast":
-		return FastTimings(), nil
+		return cluster.FastTimings(), nil
 	case "default":
-		return DefaultTimings(), nil
+		return cluster.DefaultTimings(), nil
 	}
 	parts := strings.Split(s, ",")
 	if len(parts) != 3 {
@@ -462,7 +464,7 @@ func TestProcessesJoinDetectKillSurvivePauseAndRejoin(t *testing.T) {
 	c := startProcs(t, 5, "fast")
 	took := c.waitConverged(wideBound)
 	t.Logf("5 processes: full view everywhere %v after spawning", took.Round(time.Millisecond))
-	fast := FastTimings()
+	fast := cluster.FastTimings()
 
 	t.Run("kill -9 is seen as dead by every survivor", func(t *testing.T) {
 		c.t = t
@@ -587,7 +589,7 @@ func (c *procCluster) joinFigures() joinFigure {
 
 // Figures for BENCHMARKS.md. They run only with TROUPE_FIGURES=1:
 //
-//	TROUPE_FIGURES=1 go test -race -run '^TestFigures' -v -timeout 30m ./cluster/
+//	TROUPE_FIGURES=1 go test -race -run '^TestFigures' -v -timeout 30m ./internal/membership/
 //
 // TROUPE_FIGURES_TIMINGS picks the timings (see parseTimings; default
 // fast), TROUPE_FIGURES_N the cluster size for detection (default 5),

@@ -1,4 +1,4 @@
-package cluster
+package membership
 
 import (
 	"context"
@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/troupe-go/troupe/internal/netns"
+
+	"github.com/troupe-go/troupe/cluster"
 )
 
 // The tests in this file split a cluster with nftables between network
@@ -87,7 +89,7 @@ func (l *standingLog) firstVerdict(id NodeID, since time.Time) (time.Time, bool)
 // scheduling delay; FastTimings leave about 150 ms of it, which a loaded
 // machine running the race detector eats. Production timings leave 2.5 s.
 func labTimings() Timings {
-	t := FastTimings()
+	t := cluster.FastTimings()
 	t.DeadAfter = time.Second
 	return t
 }

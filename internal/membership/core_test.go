@@ -1,4 +1,4 @@
-package cluster
+package membership
 
 import (
 	"errors"
@@ -7,13 +7,15 @@ import (
 	"time"
 
 	"pgregory.net/rapid"
+
+	"github.com/troupe-go/troupe/cluster"
 )
 
 var t0 = time.Unix(1000, 0).UTC()
 
 func newTestCore(t *testing.T, a string) *Core {
 	t.Helper()
-	c, err := NewCore(FastConfig(a), 1, t0)
+	c, err := NewCore(cluster.FastConfig(a), 1, t0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -294,7 +296,7 @@ func TestReadyListsEachChangedRecordOnceWithItsLatestValue(t *testing.T) {
 }
 
 func TestJoiningIsReported(t *testing.T) {
-	cfg := FastConfig("a:1")
+	cfg := cluster.FastConfig("a:1")
 	cfg.Seeds = []string{"b:1"}
 	c, err := NewCore(cfg, 1, t0)
 	if err != nil {

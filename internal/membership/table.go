@@ -1,4 +1,4 @@
-package cluster
+package membership
 
 import (
 	"slices"
@@ -84,11 +84,11 @@ func (t *Table) Apply(rec Member) []Change {
 		return nil
 	}
 	rec = rec.Clone()
-	rec.normalize()
+	normalize(&rec)
 	var changes []Change
 	if t.newerAt(rec.ID) {
 		rec.Status = StatusLeft
-		rec.normalize()
+		normalize(&rec)
 	}
 	if c, ok := t.put(rec); ok {
 		changes = append(changes, c)
@@ -104,7 +104,7 @@ func (t *Table) Apply(rec Member) []Change {
 		}
 		retired := old.Clone()
 		retired.Status = StatusLeft
-		retired.normalize()
+		normalize(&retired)
 		if c, ok := t.put(retired); ok {
 			changes = append(changes, c)
 		}

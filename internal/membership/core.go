@@ -1,4 +1,4 @@
-package cluster
+package membership
 
 import (
 	"fmt"
@@ -90,7 +90,7 @@ func NewCore(cfg Config, incarnation uint64, now time.Time) (*Core, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	cfg = cfg.withDefaults()
+	cfg = cfg.WithDefaults()
 	id := NodeID{Addr: cfg.Advertise, Incarnation: incarnation}
 	seed := cfg.RandSeed
 	if seed == 0 {
@@ -115,7 +115,7 @@ func NewCore(cfg Config, incarnation uint64, now time.Time) (*Core, error) {
 		healthy:   true,
 	}
 	c.self = Member{ID: id, Status: StatusAlive, ActorTypes: cfg.ActorTypes}
-	c.self.normalize()
+	normalize(&c.self)
 	c.table.set(c.self.Clone())
 	c.since[id] = now
 	c.account(Member{}, c.self, true)
@@ -267,7 +267,7 @@ func (c *Core) updateSelf(st Status) {
 	prev := c.self.Status
 	c.self.Incarnation++
 	c.self.Status = st
-	c.self.normalize()
+	normalize(&c.self)
 	c.table.set(c.self.Clone())
 	c.account(Member{ID: c.self.ID, Status: prev}, c.self, false)
 	c.since[c.self.ID] = c.now
@@ -419,7 +419,7 @@ func (c *Core) retireSelf(inc uint64) {
 	prev := c.self
 	c.self.Incarnation = max(c.self.Incarnation, inc)
 	c.self.Status = StatusLeft
-	c.self.normalize()
+	normalize(&c.self)
 	c.table.set(c.self.Clone())
 	c.account(prev, c.self, false)
 	c.memberSetDirty = true

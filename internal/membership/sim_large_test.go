@@ -1,4 +1,4 @@
-package cluster
+package membership
 
 import (
 	"math"
@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/troupe-go/troupe/cluster"
 )
 
 // Large simulations on the in-memory network, in virtual time. The sizes
@@ -148,7 +150,7 @@ func TestFiftyNodesJoiningAtOnceAllSeeAllFifty(t *testing.T) {
 	for _, tm := range []struct {
 		name string
 		t    Timings
-	}{{"fast", FastTimings()}, {"default", DefaultTimings()}} {
+	}{{"fast", cluster.FastTimings()}, {"default", cluster.DefaultTimings()}} {
 		t.Run(tm.name, func(t *testing.T) {
 			s := newSim(t, simOptions{seed: 50, timings: tm.t, mem: MemOptions{MinDelay: 200 * time.Microsecond, MaxDelay: 2 * time.Millisecond}})
 			var addrs []string
@@ -238,7 +240,7 @@ func TestSimulationPartitionMinorityStepsDownBeforeBeingDeclaredDead(t *testing.
 // trials with DefaultTimings and reports, in virtual time, how long until
 // every survivor sees it dead (p50 and max).
 func TestDetectionTimeWithDefaultTimings(t *testing.T) {
-	def := DefaultTimings()
+	def := cluster.DefaultTimings()
 	var times []time.Duration
 	for trial := range 30 {
 		s := newSim(t, simOptions{seed: uint64(3000 + trial), timings: def, mem: MemOptions{MinDelay: 200 * time.Microsecond, MaxDelay: 2 * time.Millisecond}})
@@ -266,7 +268,7 @@ func TestDetectionTimeWithDefaultTimings(t *testing.T) {
 // stalls up to 4 s, suspicions may come but must all be refuted, and still
 // no one is declared dead.
 func TestStarvedClusterDeclaresNoFalseDeath(t *testing.T) {
-	def := DefaultTimings()
+	def := cluster.DefaultTimings()
 	for _, tc := range []struct {
 		name         string
 		maxStall     time.Duration

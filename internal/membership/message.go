@@ -1,4 +1,4 @@
-package cluster
+package membership
 
 import (
 	"bytes"
@@ -142,7 +142,7 @@ func DecodeMessage(b []byte) (Message, error) {
 		if err := checkMember(m.Records[i]); err != nil {
 			return Message{}, fmt.Errorf("%w: record %d: %w", ErrMalformed, i, err)
 		}
-		m.Records[i].normalize()
+		normalize(&m.Records[i])
 	}
 	return m, nil
 }
@@ -171,7 +171,7 @@ func DecodeMember(b []byte) (Member, error) {
 	if err := checkMember(m); err != nil {
 		return Member{}, fmt.Errorf("%w: %w", ErrMalformed, err)
 	}
-	m.normalize()
+	normalize(&m)
 	return m, nil
 }
 
@@ -189,7 +189,7 @@ func checkMember(m Member) error {
 	if m.ID.Addr == "" {
 		return fmt.Errorf("empty address")
 	}
-	if !m.Status.valid() {
+	if !validStatus(m.Status) {
 		return fmt.Errorf("unknown status %d", m.Status)
 	}
 	if len(m.ActorTypes) > MaxActorTypes {

@@ -1,16 +1,18 @@
-package cluster
+package membership
 
 import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/troupe-go/troupe/cluster"
 )
 
 // Scenario tests: seeded clusters on the in-memory network in virtual time,
 // with FastTimings (heartbeat 100 ms, suspect 500 ms, dead 500 ms, remove
 // 6 s, anti-entropy 3 s, tombstones 30 s).
 
-var fast = FastTimings()
+var fast = cluster.FastTimings()
 
 func TestThreeNodesJoinThroughOneSeed(t *testing.T) {
 	s := newSim(t, simOptions{seed: 1})

@@ -1,0 +1,23 @@
+package membership
+
+import "github.com/troupe-go/troupe/cluster"
+
+// The records and configuration are the public cluster package's types:
+// the core works on what users configure and observe. These aliases keep
+// the protocol code free of a package prefix on every record.
+type (
+	Config  = cluster.Config
+	Timings = cluster.Timings
+	NodeID  = cluster.NodeID
+	Member  = cluster.Member
+	Status  = cluster.Status
+)
+
+// The statuses, in merge precedence order (see cluster.Status).
+const (
+	StatusAlive   = cluster.StatusAlive
+	StatusLeaving = cluster.StatusLeaving
+	StatusSuspect = cluster.StatusSuspect
+	StatusDead    = cluster.StatusDead
+	StatusLeft    = cluster.StatusLeft
+)
