@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/troupe-go/troupe/cluster"
-	"github.com/troupe-go/troupe/internal/testhook"
 	"github.com/troupe-go/troupe/system"
 )
 
@@ -74,6 +73,3 @@ func WaitAlive(t testing.TB, systems []*system.System, want int) {
 		return true
 	})
 }
-
-// Crash stops s as a killed process would: no leave, no goodbye.
-func Crash(s *system.System) { testhook.Crash(s) }
