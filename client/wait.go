@@ -36,20 +36,17 @@ func (e *WaitError) Unwrap() error { return e.Err }
 const membersPoll = 5 * time.Millisecond
 
 // WaitAlive waits until the client's member list holds exactly n members
-// alive, and returns the list then. If ctx ends first it returns a
-// *WaitError with the list last learned.
+// alive and none suspect (every other member is known dead or gone), and
+// returns the list then: the client places keys on those n. After a
+// member died, WaitAlive(ctx, n-1) returns once the client sends its keys
+// to their new owners. If ctx ends first it returns a *WaitError with the
+// list last learned.
 func (c *Client) WaitAlive(ctx context.Context, n int) ([]cluster.Member, error) {
 	t := time.NewTicker(membersPoll)
 	defer t.Stop()
 	for {
 		ms := c.Members()
-		alive := 0
-		for _, m := range ms {
-			if m.Status == cluster.StatusAlive {
-				alive++
-			}
-		}
-		if alive == n {
+		if settled(ms, n) {
 			return ms, nil
 		}
 		select {
@@ -58,4 +55,18 @@ func (c *Client) WaitAlive(ctx context.Context, n int) ([]cluster.Member, error)
 		case <-t.C:
 		}
 	}
+}
+
+// settled reports whether ms holds n members alive and none suspect.
+func settled(ms []cluster.Member, n int) bool {
+	alive := 0
+	for _, m := range ms {
+		switch m.Status {
+		case cluster.StatusAlive:
+			alive++
+		case cluster.StatusSuspect:
+			return false
+		}
+	}
+	return alive == n
 }

@@ -3,12 +3,15 @@ package client_test
 import (
 	"context"
 	"errors"
+	"strconv"
 	"testing"
 	"time"
 
+	"github.com/troupe-go/troupe/actor"
 	"github.com/troupe-go/troupe/client"
 	"github.com/troupe-go/troupe/cluster"
 	"github.com/troupe-go/troupe/internal/systemtest"
+	"github.com/troupe-go/troupe/system"
 )
 
 func TestClientWaitAliveReturnsTheMembersOnceAllAreAlive(t *testing.T) {
@@ -41,5 +44,29 @@ func TestClientWaitAliveEndsWithCtxAndSaysWhatItSaw(t *testing.T) {
 	}
 	if we.Alive != 2 || len(we.Seen) != 1 || we.Seen[0].ID.Addr != systems[0].Addr() {
 		t.Fatalf("WaitError = %+v, want 2 wanted and the lone member seen", we)
+	}
+}
+
+func TestClientWaitAliveAfterADeathReturnsOnceItsKeysMoved(t *testing.T) {
+	var victim systemtest.Net
+	systems := systemtest.StartCluster(t, 3, func(i int, cfg *system.Config) {
+		if i == 2 {
+			victim.Attach(t, cfg)
+		}
+	}, Counter)
+	c := newClient(t, systems[0].Addr())
+	ctx := systemtest.Ctx(t)
+	if _, err := c.WaitAlive(ctx, 3); err != nil {
+		t.Fatal(err)
+	}
+	systemtest.Crash(systems[2], &victim)
+	if _, err := c.WaitAlive(ctx, 2); err != nil {
+		t.Fatalf("WaitAlive(2) after a crash: %v", err)
+	}
+	for i := range 30 {
+		key := "k" + strconv.Itoa(i)
+		if _, err := actor.Ask(ctx, Counter.Ref(c, key), Get{}); err != nil {
+			t.Fatalf("ask %s once the client saw the death: %v", key, err)
+		}
 	}
 }

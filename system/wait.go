@@ -42,21 +42,19 @@ func describeMembers(ms []cluster.Member) string {
 const membersPoll = 5 * time.Millisecond
 
 // WaitAlive waits until s sees exactly n members alive, itself included,
-// and returns the members it saw then. A program starting several
-// members calls it on each before serving, so that every member places
-// keys as the others do. If ctx ends first it returns a *WaitError with
+// and none suspect (every other member is known dead or gone), and
+// returns the members it saw then. A program starting several members
+// calls it on each before serving, so that every member places keys as
+// the others do; after a member died, WaitAlive(ctx, n-1) returns once
+// its keys have moved. If ctx ends first it returns a *WaitError with
 // the members last seen. An embedded system has no members: it waits
 // only for n = 0.
 func (s *System) WaitAlive(ctx context.Context, n int) ([]cluster.Member, error) {
-	return waitAlive(ctx, n, s.Members)
-}
-
-func waitAlive(ctx context.Context, n int, members func() []cluster.Member) ([]cluster.Member, error) {
 	t := time.NewTicker(membersPoll)
 	defer t.Stop()
 	for {
-		ms := members()
-		if countAlive(ms) == n {
+		ms := s.Members()
+		if settled(ms, n) {
 			return ms, nil
 		}
 		select {
@@ -67,12 +65,16 @@ func waitAlive(ctx context.Context, n int, members func() []cluster.Member) ([]c
 	}
 }
 
-func countAlive(ms []cluster.Member) int {
-	n := 0
+// settled reports whether ms holds n members alive and none suspect.
+func settled(ms []cluster.Member, n int) bool {
+	alive := 0
 	for _, m := range ms {
-		if m.Status == cluster.StatusAlive {
-			n++
+		switch m.Status {
+		case cluster.StatusAlive:
+			alive++
+		case cluster.StatusSuspect:
+			return false
 		}
 	}
-	return n
+	return alive == n
 }

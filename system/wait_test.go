@@ -59,3 +59,19 @@ func TestWaitAliveOnAnEmbeddedSystemWaitsOnlyForNone(t *testing.T) {
 		t.Fatalf("WaitAlive(1) with a cancelled ctx: err = %v, want Canceled", err)
 	}
 }
+
+func TestWaitAliveAfterADeathReturnsOnceTheDeadIsNoLongerSuspect(t *testing.T) {
+	var victim systemtest.Net
+	systems := startClusterCrashable(t, 3, 2, &victim)
+	dead := systems[2].Addr()
+	systemtest.Crash(systems[2], &victim)
+	ms, err := systems[0].WaitAlive(systemtest.Ctx(t), 2)
+	if err != nil {
+		t.Fatalf("WaitAlive(2) after a crash: %v", err)
+	}
+	for _, m := range ms {
+		if m.ID.Addr == dead && (m.Status == cluster.StatusAlive || m.Status == cluster.StatusSuspect) {
+			t.Fatalf("WaitAlive(2) returned %v: the crashed member is still %v", ms, m.Status)
+		}
+	}
+}
