@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/troupe-go/troupe/actor"
+	"github.com/troupe-go/troupe/system"
 )
 
 // TestOrderlyLeaveFailsNoAsk holds Close to its promise of a hand-over:
@@ -37,67 +38,25 @@ func leaveUnderAsks(t *testing.T, ctx context.Context) (int64, error) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Keys the leaver serves.
 	leaver, survivors := systems[2], systems[:2]
-	var theirs []string
-	for i := 0; len(theirs) < 8 && i < 1000; i++ {
-		key := fmt.Sprintf("key-%d", i)
-		got, err := actor.Ask(ctx, Counter.Ref(leaver, key), Get{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got.Node == leaver.Addr() {
-			theirs = append(theirs, key)
-		}
-	}
-	var failures, done atomic.Int64
-	var closing atomic.Value // when Close began
-	closing.Store(time.Now().Add(time.Hour))
-	var firstMu sync.Mutex
-	var first error
-	stop := make(chan struct{})
-	// flowing closes once every asker has asked a few times.
-	flowing := make(chan struct{})
-	enough := int64(4 * len(survivors) * len(theirs))
-	var wg sync.WaitGroup
+	theirs := keysOf(t, ctx, leaver)
+	l := &askLoad{closing: time.Now().Add(time.Hour), flowing: make(chan struct{}), stop: make(chan struct{})}
+	l.enough = int64(4 * len(survivors) * len(theirs))
 	for _, s := range survivors {
 		for _, key := range theirs {
-			wg.Go(func() {
-				for {
-					select {
-					case <-stop:
-						return
-					default:
-					}
-					askCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
-					sent := time.Now()
-					_, err := actor.Ask(askCtx, Counter.Ref(s, key), Get{})
-					cancel()
-					if done.Add(1) == enough {
-						close(flowing) // Add returns enough exactly once
-					}
-					if err != nil {
-						failures.Add(1)
-						firstMu.Lock()
-						if first == nil {
-							first = fmt.Errorf("ask sent %v after Close began, failed %v after: %w",
-								sent.Sub(closing.Load().(time.Time)), time.Since(closing.Load().(time.Time)), err)
-						}
-						firstMu.Unlock()
-					}
-				}
-			})
+			l.wg.Go(func() { l.ask(ctx, s, key) })
 		}
 	}
 	// Asks are flowing before the leave...
 	select {
-	case <-flowing:
+	case <-l.flowing:
 	case <-ctx.Done():
-		close(stop)
-		wg.Wait()
+		l.end()
 		t.Fatal(ctx.Err())
 	}
-	closing.Store(time.Now())
+	l.mu.Lock()
+	l.closing = time.Now()
+	l.mu.Unlock()
 	if err := leaver.Close(ctx); err != nil && !errors.Is(err, context.Canceled) {
 		t.Errorf("close: %v", err)
 	}
@@ -106,7 +65,67 @@ func leaveUnderAsks(t *testing.T, ctx context.Context) (int64, error) {
 	case <-time.After(300 * time.Millisecond):
 	case <-ctx.Done():
 	}
-	close(stop)
-	wg.Wait()
-	return failures.Load(), first
+	l.end()
+	return l.failures.Load(), l.first
+}
+
+// keysOf returns 8 keys that s serves.
+func keysOf(t *testing.T, ctx context.Context, s *system.System) []string {
+	var keys []string
+	for i := 0; len(keys) < 8 && i < 1000; i++ {
+		key := fmt.Sprintf("key-%d", i)
+		got, err := actor.Ask(ctx, Counter.Ref(s, key), Get{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Node == s.Addr() {
+			keys = append(keys, key)
+		}
+	}
+	return keys
+}
+
+// askLoad is a set of goroutines asking keys in a loop until stop closes.
+type askLoad struct {
+	enough   int64         // asks after which flowing closes
+	flowing  chan struct{} // closed once enough asks returned
+	stop     chan struct{}
+	wg       sync.WaitGroup
+	done     atomic.Int64
+	failures atomic.Int64
+	mu       sync.Mutex
+	closing  time.Time // when Close began
+	first    error     // the first failure
+}
+
+func (l *askLoad) ask(ctx context.Context, s *system.System, key string) {
+	for {
+		select {
+		case <-l.stop:
+			return
+		default:
+		}
+		askCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		sent := time.Now()
+		_, err := actor.Ask(askCtx, Counter.Ref(s, key), Get{})
+		cancel()
+		if l.done.Add(1) == l.enough {
+			close(l.flowing) // Add returns enough exactly once
+		}
+		if err != nil {
+			l.failures.Add(1)
+			l.mu.Lock()
+			if l.first == nil {
+				l.first = fmt.Errorf("ask sent %v after Close began, failed %v after: %w",
+					sent.Sub(l.closing), time.Since(l.closing), err)
+			}
+			l.mu.Unlock()
+		}
+	}
+}
+
+// end stops the askers and waits for them.
+func (l *askLoad) end() {
+	close(l.stop)
+	l.wg.Wait()
 }
