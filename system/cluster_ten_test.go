@@ -50,9 +50,9 @@ func TestTenMembersAgreeOnEveryOwnerAndServeThere(t *testing.T) {
 		}
 		return true
 	}
-	for deadline := time.Now().Add(waitLimit); !agree(); time.Sleep(5 * time.Millisecond) {
+	for deadline := time.Now().Add(systemtest.Limit); !agree(); time.Sleep(5 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("members still disagree on placement %v after their views converged: %s", waitLimit, disagree)
+			t.Fatalf("members still disagree on placement %v after their views converged: %s", systemtest.Limit, disagree)
 		}
 	}
 	t.Logf("placement agreed everywhere %v after the membership views did", time.Since(start).Round(time.Millisecond))
@@ -79,7 +79,7 @@ func TestTenMembersAgreeOnEveryOwnerAndServeThere(t *testing.T) {
 			for i := range next {
 				key := "ten-" + strconv.Itoa(i)
 				for j, s := range systems {
-					ctx := ctxT(t)
+					ctx := systemtest.Ctx(t)
 					ref := ccounter.Ref(s, key)
 					if err := ref.Tell(ctx, Add{N: 1}); err != nil {
 						mu.Lock()

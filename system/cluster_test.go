@@ -426,7 +426,7 @@ func TestClusterPinnedRefsReachTheirMember(t *testing.T) {
 }
 
 func TestClusterKeysMoveToAJoiningMember(t *testing.T) {
-	events := []*systemtest.Events{systemtest.NewEvents(waitLimit), systemtest.NewEvents(waitLimit), systemtest.NewEvents(waitLimit)}
+	events := []*systemtest.Events{systemtest.NewEvents(systemtest.Limit), systemtest.NewEvents(systemtest.Limit), systemtest.NewEvents(systemtest.Limit)}
 	systems := systemtest.StartCluster(t, 2, func(i int, cfg *system.Config) { cfg.Observer = events[i].Observe }, ccounter)
 	ctx := systemtest.Ctx(t)
 	const keys = 60
