@@ -29,6 +29,9 @@
 // When an owner dies, asks waiting on it fail with actor.ErrUnavailable
 // as soon as the members report it dead; later sends go to the key's new
 // owner. Connections that break are redialed by the transport.
+// WaitAlive(ctx, n) waits until the client sees n members alive and none
+// suspect: after New, before the first sends; after a death, until its
+// keys have moved.
 package client
 
 import (

@@ -23,7 +23,8 @@
 //
 // Start starts a child and returns a *Proc: the parent waits for a line
 // with WaitLine (or sees every line through Spec.OnLine), kills the child
-// with Kill, stops it in order with Stop (closing its stdin), and reads
-// what it wrote to stderr with Stderr, for failure messages. Whatever the
-// test does, every child it started has exited when the test ends.
+// with Kill, pauses it with Signal(SIGSTOP), stops it in order with Stop
+// (closing its stdin), and reads what it wrote to stderr with Stderr, for
+// failure messages. Whatever the test does, every child it started has
+// exited when the test ends.
 package proctest

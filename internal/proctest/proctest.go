@@ -164,6 +164,10 @@ func (p *Proc) Kill() {
 	<-p.done
 }
 
+// Signal sends sig to the child: SIGSTOP and SIGCONT pause and resume
+// it, as a stalled machine would.
+func (p *Proc) Signal(sig os.Signal) error { return p.cmd.Process.Signal(sig) }
+
 // Stop closes the child's stdin, which asks it to stop in order, and
 // waits until it exits; after StopGrace it kills it. It returns the
 // child's exit error (nil for a clean exit; a killed child's error says

@@ -86,3 +86,17 @@ func TestFreeLoopbackGivesDistinctAddresses(t *testing.T) {
 		seen[a] = true
 	}
 }
+
+func TestAPausedChildResumesWhereItWas(t *testing.T) {
+	p := proctest.Start(t, proctest.Spec{Role: "greeter", Env: []string{"NAME=bob"}})
+	p.WaitLine(t, "hello", limit)
+	if err := p.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Stop(); err != nil {
+		t.Fatalf("Stop after a pause: %v, want a clean exit", err)
+	}
+}
