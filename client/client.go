@@ -30,8 +30,7 @@
 // as soon as the members report it dead; later sends go to the key's new
 // owner. Connections that break are redialed by the transport.
 // WaitAlive(ctx, n) waits until the client sees n members alive and none
-// suspect: after New, before the first sends; after a death, until its
-// keys have moved.
+// suspect, after New for instance, before the first sends.
 package client
 
 import (
