@@ -63,21 +63,16 @@ func TestMemberRemovedByTheClusterRejoinsWithANewIncarnation(t *testing.T) {
 	systemtest.WaitAlive(t, systems, 3)
 	// Views converge: the old incarnation's record can stay alive in one
 	// of them for a gossip round after the rejoin.
-	staleView := func() string {
+	systemtest.Await(t, func() error {
 		for _, s := range systems {
 			for _, m := range s.Members() {
 				if m.ID.Addr == lost.Addr() && m.Status == cluster.StatusAlive && m.ID.Incarnation <= oldInc {
-					return fmt.Sprintf("%s sees %v alive, want an incarnation above %d", s.Addr(), m.ID, oldInc)
+					return fmt.Errorf("%s sees %v alive, want an incarnation above %d", s.Addr(), m.ID, oldInc)
 				}
 			}
 		}
-		return ""
-	}
-	for deadline := time.Now().Add(systemtest.Limit); staleView() != ""; time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal(staleView())
-		}
-	}
+		return nil
+	})
 	var last sync.Map
 	at := pollKeys(len(keys), systemtest.Limit, func(i int) bool { return servedEverywhere(ctx, systems, keys[i], &last, i) })
 	d, ok := latest(at, healed)
