@@ -13,6 +13,7 @@ import (
 	"github.com/troupe-go/troupe/actor"
 	"github.com/troupe-go/troupe/client"
 	"github.com/troupe-go/troupe/internal/systemtest"
+	"github.com/troupe-go/troupe/system"
 )
 
 type Msg interface{ msg() }
@@ -164,7 +165,12 @@ func TestClientCancelWithdrawsTheAskOnTheOwner(t *testing.T) {
 }
 
 func TestClientKeepsServingThroughAMembersDeath(t *testing.T) {
-	systems := systemtest.StartCluster(t, 3, nil, Counter)
+	var victim systemtest.Net
+	systems := systemtest.StartCluster(t, 3, func(i int, cfg *system.Config) {
+		if i == 2 {
+			victim.Attach(t, cfg)
+		}
+	}, Counter)
 	c := newClient(t, systems[0].Addr())
 	ctx := systemtest.Ctx(t)
 	keys := make([]string, 30)
@@ -174,7 +180,7 @@ func TestClientKeepsServingThroughAMembersDeath(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	systemtest.Crash(systems[2])
+	systemtest.Crash(systems[2], &victim)
 	systemtest.WaitUntil(t, "every key served again", func() bool {
 		for _, k := range keys {
 			if _, err := actor.Ask(ctx, Counter.Ref(c, k), Get{}); err != nil {

@@ -15,6 +15,9 @@
 //	...
 //	n, err := actor.Ask(r.Context(), Counter.Ref(c, path), Get{})
 //
+// WaitAlive(ctx, n) waits until the client sees n members alive and none
+// suspect, after New for instance, before the first sends.
+//
 // # Guarantees
 //
 // A Client is safe for concurrent use by many goroutines (one per HTTP

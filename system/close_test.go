@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/troupe-go/troupe/actor"
+	"github.com/troupe-go/troupe/internal/systemtest"
 	"github.com/troupe-go/troupe/system"
 	"go.uber.org/goleak"
 )
@@ -27,12 +28,12 @@ func TestCloseRefusesNewWorkAndLetsQueuedWorkFinish(t *testing.T) {
 	g, l := newGate(), &opLog{}
 	def := probe("draining", g, l)
 	sys := startSystem(t, system.Config{}, def)
-	ctx := ctxT(t)
+	ctx := systemtest.Ctx(t)
 	ref := def.Ref(sys, "k")
 	if err := ref.Tell(ctx, Note{Op: "block"}); err != nil {
 		t.Fatal(err)
 	}
-	recv(t, g.entered, "the handler to block")
+	systemtest.Recv(t, g.entered, "the handler to block")
 	asked := make(chan string, 1)
 	for _, op := range []string{"q1", "q2"} {
 		if err := ref.Tell(ctx, Note{Op: op}); err != nil {
@@ -46,11 +47,11 @@ func TestCloseRefusesNewWorkAndLetsQueuedWorkFinish(t *testing.T) {
 		}
 		asked <- got
 	}()
-	waitUntil(t, "the ask is queued", func() bool { return sys.Stats().Queued == 3 })
+	systemtest.WaitUntil(t, "the ask is queued", func() bool { return sys.Stats().Queued == 3 })
 
 	closed := make(chan error, 1)
 	go func() { closed <- sys.Close(ctx) }()
-	waitUntil(t, "Close to refuse new work", func() bool {
+	systemtest.WaitUntil(t, "Close to refuse new work", func() bool {
 		return errors.Is(def.Ref(sys, "other").Tell(ctx, Note{Op: "late"}), actor.ErrSystemClosed)
 	})
 	mustIs(t, ref.Tell(ctx, Note{Op: "late"}), actor.ErrSystemClosed)
@@ -60,10 +61,10 @@ func TestCloseRefusesNewWorkAndLetsQueuedWorkFinish(t *testing.T) {
 	default:
 	}
 	close(g.open)
-	if err := recv(t, closed, "Close to return"); err != nil {
+	if err := systemtest.Recv(t, closed, "Close to return"); err != nil {
 		t.Fatalf("Close = %v, want nil: the work finished before the deadline", err)
 	}
-	if got := recv(t, asked, "the queued ask"); got != "q3 4" {
+	if got := systemtest.Recv(t, asked, "the queued ask"); got != "q3 4" {
 		t.Errorf("queued ask answered %q during Close, want \"q3 4\"", got)
 	}
 	// (Tells to "other" sent before Close took effect are handled too.)
@@ -120,7 +121,7 @@ func TestCloseCancelsHandlersAtItsDeadline(t *testing.T) {
 
 func TestCloseStopsTimersAndFailsMailboxesInBackoff(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l, evs := &opLog{}, newEvents()
+		l, evs := &opLog{}, systemtest.NewEvents(systemtest.Limit)
 		def := actor.Define("ticking", func(c *actor.Context[int, Msg], m Msg) error {
 			switch op := opOf(m); op {
 			case "arm":
@@ -181,7 +182,7 @@ func TestCloseLeavesNoGoroutineBehind(t *testing.T) {
 			return nil
 		})
 	sys := startSystem(t, system.Config{}, def, runner)
-	ctx := ctxT(t)
+	ctx := systemtest.Ctx(t)
 	for i, op := range []string{"block", "error", "x"} {
 		if err := def.Ref(sys, string(rune('a'+i))).Tell(ctx, Note{Op: op}); err != nil {
 			t.Fatal(err)
@@ -190,8 +191,8 @@ func TestCloseLeavesNoGoroutineBehind(t *testing.T) {
 	if err := runner.Ref(sys, "r").Tell(ctx, Note{}); err != nil {
 		t.Fatal(err)
 	}
-	recv(t, g.entered, "a handler to block")
-	recv(t, body, "the body to run")
+	systemtest.Recv(t, g.entered, "a handler to block")
+	systemtest.Recv(t, body, "the body to run")
 	cctx, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
 	defer cancel()
 	go func() {

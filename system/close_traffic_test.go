@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/troupe-go/troupe/actor"
+	"github.com/troupe-go/troupe/internal/systemtest"
 	"github.com/troupe-go/troupe/system"
 	"go.uber.org/goleak"
 )
@@ -101,7 +102,7 @@ func TestCloseDuringTrafficLeavesNothingBehind(t *testing.T) {
 			if err != nil && !errors.Is(err, context.DeadlineExceeded) {
 				t.Errorf("round %d: Close = %v", round, err)
 			}
-		case <-time.After(waitLimit):
+		case <-time.After(systemtest.Limit):
 			t.Fatalf("round %d: Close did not return", round)
 		}
 		cancel()

@@ -16,7 +16,6 @@ import (
 	"github.com/troupe-go/troupe/internal/host"
 	"github.com/troupe-go/troupe/internal/membership"
 	"github.com/troupe-go/troupe/internal/remote"
-	"github.com/troupe-go/troupe/internal/testhook"
 	"github.com/troupe-go/troupe/wire"
 )
 
@@ -35,7 +34,7 @@ type member struct {
 	// read by Close after Leave returned.
 	leaveErr *LeaveError
 
-	// Rejoining (see rejoin). stop is closed by Close (and crash): no
+	// Rejoining (see rejoin). stop is closed by Close: no
 	// rejoin starts after it, and cancelRejoin ends the one under way;
 	// rejoinMu is held by the view loop while it rejoins.
 	stop         chan struct{}
@@ -43,7 +42,7 @@ type member struct {
 	rejoinCtx    context.Context
 	cancelRejoin context.CancelFunc
 	rejoinMu     sync.Mutex
-	force        chan struct{} // testhook.Rejoin
+	force        chan struct{} // a rejoin asked for by the package's tests (export_test.go)
 	rejoins      atomic.Int64
 	removed      atomic.Bool
 	replaced     atomic.Bool // a newer process has the address: no rejoin
@@ -430,33 +429,6 @@ func (s *System) closeMember(ctx context.Context, closeRuntime func(context.Cont
 		m.acc.Close()
 	})
 	return errors.Join(errs...)
-}
-
-func init() {
-	testhook.Crash = func(s any) { s.(*System).crash() }
-	testhook.Rejoin = func(s any) {
-		select {
-		case s.(*System).m.force <- struct{}{}:
-		default:
-		}
-	}
-}
-
-// crash stops the member without leaving, as a killed process would, for
-// tests: peers find out by silence.
-func (s *System) crash() {
-	m := s.m
-	m.once.Do(func() {
-		m.halt()
-		inc := m.cur.Load()
-		inc.tr.Close() // no goodbye reaches anyone once connections are cut
-		m.acc.Close()
-		m.router.Close()
-		inc.node.Close()
-		<-m.done
-		inc.wt.Close()
-		s.h.Close(context.Background())
-	})
 }
 
 // Removed reports whether the cluster removed this member (see

@@ -32,29 +32,21 @@ func TestTenMembersAgreeOnEveryOwnerAndServeThere(t *testing.T) {
 	// events, and every heartbeat), so wait for it to agree.
 	owners := make([]string, keys)
 	served := map[string]int{}
-	var disagree string
 	start = time.Now()
-	agree := func() bool {
-		disagree = ""
+	systemtest.Await(t, func() error {
 		clear(served)
 		for i := range keys {
 			key := "ten-" + strconv.Itoa(i)
 			owners[i] = system.OwnerOf(systems[0], "ccounter", key)
 			for j, s := range systems {
 				if got := system.OwnerOf(s, "ccounter", key); got != owners[i] {
-					disagree = fmt.Sprintf("%s: member %d (%s) places it on %s, member 0 on %s", key, j, s.Addr(), got, owners[i])
-					return false
+					return fmt.Errorf("members disagree on placement after their views converged: %s: member %d (%s) places it on %s, member 0 on %s", key, j, s.Addr(), got, owners[i])
 				}
 			}
 			served[owners[i]]++
 		}
-		return true
-	}
-	for deadline := time.Now().Add(waitLimit); !agree(); time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("members still disagree on placement %v after their views converged: %s", waitLimit, disagree)
-		}
-	}
+		return nil
+	})
 	t.Logf("placement agreed everywhere %v after the membership views did", time.Since(start).Round(time.Millisecond))
 	if len(served) != n {
 		t.Fatalf("keys placed on %d members, want all %d: %v", len(served), n, served)
@@ -79,7 +71,7 @@ func TestTenMembersAgreeOnEveryOwnerAndServeThere(t *testing.T) {
 			for i := range next {
 				key := "ten-" + strconv.Itoa(i)
 				for j, s := range systems {
-					ctx := ctxT(t)
+					ctx := systemtest.Ctx(t)
 					ref := ccounter.Ref(s, key)
 					if err := ref.Tell(ctx, Add{N: 1}); err != nil {
 						mu.Lock()

@@ -169,6 +169,20 @@ func startCluster(t *testing.T, n int, defs ...system.Definition) []*system.Syst
 	return systems
 }
 
+// startClusterCrashable is startCluster with member victim on net, so
+// that the test can crash it (systemtest.Crash).
+func startClusterCrashable(t *testing.T, n, victim int, net *systemtest.Net, defs ...system.Definition) []*system.System {
+	t.Helper()
+	systems := systemtest.StartCluster(t, n, func(i int, cfg *system.Config) {
+		cfg.LeaveTimeout = 2 * time.Second
+		if i == victim {
+			net.Attach(t, cfg)
+		}
+	}, append([]system.Definition{ccounter}, defs...)...)
+	recordNodes(systems)
+	return systems
+}
+
 func TestClusterRoutesEveryKeyToItsOwner(t *testing.T) {
 	systems := startCluster(t, 3)
 	ctx := systemtest.Ctx(t)
@@ -327,7 +341,8 @@ func TestClusterUnknownTypeIsUnknownActor(t *testing.T) {
 
 func TestClusterAskToADeadOwnerFailsFastThenTheKeyMoves(t *testing.T) {
 	sid := stallID(t)
-	systems := startCluster(t, 3)
+	var victim systemtest.Net
+	systems := startClusterCrashable(t, 3, 2, &victim)
 	key := remoteKey(t, systems[0], systems[2])
 	errc := make(chan error, 1)
 	start := time.Now()
@@ -336,7 +351,7 @@ func TestClusterAskToADeadOwnerFailsFastThenTheKeyMoves(t *testing.T) {
 		errc <- err
 	}()
 	systemtest.Recv(t, stallStarted(sid), "the stall to run on the owner")
-	systemtest.Crash(systems[2])
+	systemtest.Crash(systems[2], &victim)
 	err := systemtest.Recv(t, errc, "the ask to fail")
 	if !errors.Is(err, actor.ErrUnavailable) {
 		t.Fatalf("err = %v, want ErrUnavailable", err)
@@ -374,7 +389,8 @@ var pinnedAgent = actor.Define("agent", func(c *actor.Context[string, PMsg], m P
 }, actor.Pinned()).WithMessages(Where{}).WithInit(func(key string) string { return key })
 
 func TestClusterPinnedRefsReachTheirMember(t *testing.T) {
-	systems := startCluster(t, 3, pinnedAgent)
+	var victim systemtest.Net
+	systems := startClusterCrashable(t, 3, 2, &victim, pinnedAgent)
 	ctx := systemtest.Ctx(t)
 	for _, target := range systems {
 		for _, from := range systems {
@@ -399,7 +415,7 @@ func TestClusterPinnedRefsReachTheirMember(t *testing.T) {
 	// A member that is down makes its pinned refs unavailable.
 	down := systems[2]
 	addr := down.Addr()
-	systemtest.Crash(down)
+	systemtest.Crash(down, &victim)
 	systemtest.WaitUntil(t, "the member to be seen down", func() bool {
 		_, err := actor.Ask(ctx, pinnedAgent.RefAt(systems[0], addr, "agent"), Where{})
 		return errors.Is(err, actor.ErrUnavailable)
@@ -410,7 +426,7 @@ func TestClusterPinnedRefsReachTheirMember(t *testing.T) {
 }
 
 func TestClusterKeysMoveToAJoiningMember(t *testing.T) {
-	events := []*systemtest.Events{systemtest.NewEvents(waitLimit), systemtest.NewEvents(waitLimit), systemtest.NewEvents(waitLimit)}
+	events := []*systemtest.Events{systemtest.NewEvents(systemtest.Limit), systemtest.NewEvents(systemtest.Limit), systemtest.NewEvents(systemtest.Limit)}
 	systems := systemtest.StartCluster(t, 2, func(i int, cfg *system.Config) { cfg.Observer = events[i].Observe }, ccounter)
 	ctx := systemtest.Ctx(t)
 	const keys = 60
@@ -549,16 +565,16 @@ func TestClusterBusyKeyRunsOnItsNewOwnerOnlyAfterTheOldOneDrained(t *testing.T) 
 	for i := range keys {
 		keys[i] = "busy-" + strconv.Itoa(i)
 	}
-	// Compared with the clock, not stallCtx.Err(): a context's timer can
-	// fire late on a loaded machine.
-	stallEnd := time.Now().Add(3 * time.Second)
-	stallCtx, cancel := context.WithDeadline(ctx, stallEnd)
-	defer cancel()
+	// The stalls hold their keys until the test releases them, however
+	// long the join takes.
+	stallCtx, release := context.WithCancel(ctx)
+	var released atomic.Bool
 	var stalled sync.WaitGroup
 	for _, key := range keys {
 		stalled.Go(func() { actor.Ask(stallCtx, ccounter.Ref(systems[0], key), Stall{ID: stallID(t)}) })
 	}
 	defer stalled.Wait()
+	defer release()
 	owner := map[string]int{}
 	for _, key := range keys {
 		o := 0
@@ -575,9 +591,6 @@ func TestClusterBusyKeyRunsOnItsNewOwnerOnlyAfterTheOldOneDrained(t *testing.T) 
 	all := append(systems, third)
 	systemtest.WaitAlive(t, all, 3)
 	recordNodes(all)
-	if time.Now().After(stallEnd) {
-		t.Skip("the join took longer than the stalls: nothing was busy any more")
-	}
 	var moved []string
 	for _, key := range keys {
 		if system.OwnerOf(third, "ccounter", key) == third.Addr() && system.OwnerOf(systems[0], "ccounter", key) == third.Addr() {
@@ -587,24 +600,43 @@ func TestClusterBusyKeyRunsOnItsNewOwnerOnlyAfterTheOldOneDrained(t *testing.T) 
 	if len(moved) == 0 {
 		t.Fatal("no key moved to the new member")
 	}
+	type answer struct {
+		key string
+		got CountReply
+		err error
+	}
+	answers := make(chan answer, len(moved))
 	for _, key := range moved {
 		if err := ccounter.Ref(systems[0], key).Tell(ctx, Add{N: 10}); err != nil {
 			t.Fatal(err)
 		}
-		got, err := actor.Ask(ctx, ccounter.Ref(systems[0], key), Get{})
-		if err != nil {
-			t.Fatal(err)
+		go func() {
+			got, err := actor.Ask(ctx, ccounter.Ref(systems[0], key), Get{})
+			if !released.Load() {
+				err = fmt.Errorf("answered by %s while its old owner still ran the stalled handler (%v)", got.Node, err)
+			}
+			answers <- answer{key, got, err}
+		}()
+	}
+	for _, key := range moved {
+		if i := indexOf("2 started " + key); i >= 0 {
+			t.Fatalf("%s started on the new member while its old owner still ran the stalled handler", key)
 		}
-		if time.Now().Before(stallEnd) {
-			t.Fatalf("%s answered by %s while its old owner still ran the stalled handler", key, got.Node)
+	}
+	released.Store(true)
+	release()
+	for range moved {
+		a := systemtest.Recv(t, answers, "the moved keys' answers")
+		if a.err != nil {
+			t.Fatalf("%s: %v", a.key, a.err)
 		}
-		if got.Node != third.Addr() || got.Count != 10 {
-			t.Fatalf("%s after the move: %+v, want a fresh count of 10 on %s", key, got, third.Addr())
+		if a.got.Node != third.Addr() || a.got.Count != 10 {
+			t.Fatalf("%s after the move: %+v, want a fresh count of 10 on %s", a.key, a.got, third.Addr())
 		}
-		ended, started := indexOf(fmt.Sprintf("%d ended %s", owner[key], key)), indexOf("2 started "+key)
+		ended, started := indexOf(fmt.Sprintf("%d ended %s", owner[a.key], a.key)), indexOf("2 started "+a.key)
 		if ended < 0 || started < ended {
 			mu.Lock()
-			t.Fatalf("%s: expected the old owner (%d) to end the activation before the new one started it; events: %v", key, owner[key], order)
+			t.Fatalf("%s: expected the old owner (%d) to end the activation before the new one started it; events: %v", a.key, owner[a.key], order)
 		}
 	}
 	t.Logf("%d of %d busy keys moved to the joining member; each started there after its old activation ended", len(moved), len(keys))

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/troupe-go/troupe/actor"
+	"github.com/troupe-go/troupe/internal/systemtest"
 	"github.com/troupe-go/troupe/system"
 )
 
@@ -141,23 +142,23 @@ func TestStateThatCannotBeEncodedIsRejectedNamingDefinitionAndField(t *testing.T
 }
 
 func TestConfigDefaultsApplyToDefinitionsThatSetNothing(t *testing.T) {
-	evs := newEvents()
+	evs := systemtest.NewEvents(systemtest.Limit)
 	own := probe("own", nil, nil, actor.WithIdleTimeout(actor.DefaultIdleTimeout))
 	inherits := probe("inherits", nil, nil)
-	sys := newSystem(t, system.Config{Observer: evs.Observe, IdleTimeout: time.Millisecond, Linger: time.Millisecond}, own, inherits)
-	ctx := ctxT(t)
+	sys := systemtest.NewSystem(t, system.Config{Observer: evs.Observe, IdleTimeout: time.Millisecond, Linger: time.Millisecond}, own, inherits)
+	ctx := systemtest.Ctx(t)
 	for _, ref := range []actor.Ref[Msg]{own.Ref(sys, "o"), inherits.Ref(sys, "i")} {
 		if err := ref.Tell(ctx, Note{}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	evs.WaitFor(t, "the inheriting key to idle out", is(system.ActivationEnded, "i"))
+	evs.WaitFor(t, "the inheriting key to idle out", systemtest.Is(system.ActivationEnded, "i"))
 	// Once more, so that "o" has surely been idle for many sweeps.
 	if err := inherits.Ref(sys, "i").Tell(ctx, Note{}); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, "the inheriting key to idle out again", func() bool { return evs.Count(is(system.ActivationEnded, "i")) == 2 })
-	if n := evs.Count(is(system.ActivationEnded, "o")); n != 0 {
+	systemtest.WaitUntil(t, "the inheriting key to idle out again", func() bool { return evs.Count(systemtest.Is(system.ActivationEnded, "i")) == 2 })
+	if n := evs.Count(systemtest.Is(system.ActivationEnded, "o")); n != 0 {
 		t.Errorf("a definition that chose the default idle timeout idled out at the system's 1ms")
 	}
 }

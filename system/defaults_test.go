@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/troupe-go/troupe/actor"
+	"github.com/troupe-go/troupe/internal/systemtest"
 	"github.com/troupe-go/troupe/system"
 )
 
@@ -16,20 +17,20 @@ import (
 
 func TestDefaultIdleTimeoutIsOneMinute(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		evs := newEvents()
+		evs := systemtest.NewEvents(systemtest.Limit)
 		def := probe("default-idle", nil, nil)
-		sys := newSystem(t, system.Config{Observer: evs.Observe}, def)
+		sys := systemtest.NewSystem(t, system.Config{Observer: evs.Observe}, def)
 		if err := def.Ref(sys, "k").Tell(context.Background(), Note{}); err != nil {
 			t.Fatal(err)
 		}
 		time.Sleep(time.Minute - time.Millisecond)
 		synctest.Wait()
-		if n := evs.Count(is(system.ActivationEnded, "k")); n != 0 {
+		if n := evs.Count(systemtest.Is(system.ActivationEnded, "k")); n != 0 {
 			t.Fatal("the key idled out before a minute")
 		}
 		time.Sleep(time.Minute/4 + 100*time.Millisecond) // a sweep period and some linger
 		synctest.Wait()
-		if n := evs.Count(is(system.ActivationEnded, "k")); n != 1 {
+		if n := evs.Count(systemtest.Is(system.ActivationEnded, "k")); n != 1 {
 			t.Fatalf("the key did not idle out within a minute and a sweep: %v", evs.Snapshot())
 		}
 	})
@@ -41,7 +42,7 @@ func TestDefaultAskTimeoutIsTenSeconds(t *testing.T) {
 			<-c.Done()
 			return nil
 		})
-		sys := newSystem(t, system.Config{}, def)
+		sys := systemtest.NewSystem(t, system.Config{}, def)
 		begin := time.Now()
 		_, err := actor.Ask(context.Background(), def.Ref(sys, "k"), Do{})
 		mustIs(t, err, context.DeadlineExceeded)
@@ -56,7 +57,7 @@ func TestDefaultBackoffStartsAt100msAndCapsAt10s(t *testing.T) {
 		l := &opLog{}
 		var start time.Time
 		def := stamped("default-backoff", l, &start)
-		sys := newSystem(t, system.Config{}, def)
+		sys := systemtest.NewSystem(t, system.Config{}, def)
 		ref := def.Ref(sys, "k")
 		start = time.Now()
 		var want []string

@@ -85,6 +85,10 @@
 //     ErrUnavailable, its runtime and the activations of keys it still
 //     owns stay. System.Removed reports the time in between (and failed
 //     attempts, logged at Error and retried with backoff until Close).
+//   - Members lists the members as this one places keys on them;
+//     WaitAlive(ctx, n) waits until n of them are alive and none is
+//     suspect, so that a program starting members, or waiting out a
+//     member's death, needs no polling of its own.
 //
 // Non-members reach the cluster with package client.
 //

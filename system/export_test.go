@@ -10,3 +10,12 @@ func OwnerOf(s *System, typ, key string) string {
 	}
 	return id.Addr
 }
+
+// ForceRejoin makes a clustered s rejoin with a new incarnation, as if the
+// cluster had removed it.
+func ForceRejoin(s *System) {
+	select {
+	case s.m.force <- struct{}{}:
+	default:
+	}
+}

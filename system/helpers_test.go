@@ -2,17 +2,12 @@ package system_test
 
 import (
 	"errors"
-	"github.com/troupe-go/troupe/internal/systemtest"
 	"strconv"
 	"sync"
 	"testing"
 
 	"github.com/troupe-go/troupe/actor"
-	"github.com/troupe-go/troupe/system"
 )
-
-// waitLimit bounds every wait in these tests (see internal/systemtest).
-const waitLimit = systemtest.Limit
 
 // Msg is the message type of the test actors, which tests build around
 // closures to observe and steer the handler.
@@ -52,13 +47,6 @@ func mustIs(t testing.TB, err, target error) {
 		t.Fatalf("got error %v, want one matching %v", err, target)
 	}
 }
-
-// events records what the observer sees (see internal/systemtest).
-type events = systemtest.Events
-
-func newEvents() *events { return systemtest.NewEvents(waitLimit) }
-
-var is = systemtest.Is
 
 // gate blocks handlers until the test opens it.
 type gate struct {
@@ -117,20 +105,3 @@ func probe(name string, g *gate, l *opLog, opts ...actor.Option) *actor.Def[int,
 }
 
 func errorsIs(err, target error) bool { return errors.Is(err, target) }
-
-// newSystem starts a system hosting defs and closes it when the test ends.
-func newSystem(t testing.TB, cfg system.Config, defs ...system.Definition) *system.System {
-	t.Helper()
-	return systemtest.NewSystem(t, cfg, defs...)
-}
-
-var (
-	ctxT      = systemtest.Ctx
-	waitUntil = systemtest.WaitUntil
-)
-
-// recv waits for a value on ch, failing the test after waitLimit.
-func recv[T any](t testing.TB, ch <-chan T, what string) T {
-	t.Helper()
-	return systemtest.Recv(t, ch, what)
-}

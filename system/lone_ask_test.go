@@ -58,10 +58,10 @@ func loneKey(t *testing.T, from, to *system.System) string {
 // A lone ask whose connection breaks while it waits gets its reply over
 // the connection that replaces it.
 func TestALoneAskOutlivesABrokenConnection(t *testing.T) {
-	cn := newCutNet()
+	var cn systemtest.Net
 	systems := systemtest.StartCluster(t, 2, func(i int, cfg *system.Config) {
 		if i == 0 {
-			cn.attach(t, cfg)
+			cn.Attach(t, cfg)
 		}
 	}, loneGated)
 	ctx := systemtest.Ctx(t)
@@ -77,8 +77,8 @@ func TestALoneAskOutlivesABrokenConnection(t *testing.T) {
 		res <- result{s, err}
 	}()
 	systemtest.Recv(t, stallStarted(id), "the loneGated handler to run on the owner")
-	cn.setCut(true) // every connection of member 0 closes
-	cn.setCut(false)
+	cn.Cut() // every connection of member 0 closes
+	cn.Heal()
 	close(gateOf("lone:" + id))
 	if r := systemtest.Recv(t, res, "the ask"); r.err != nil || r.s != "opened" {
 		t.Fatalf("ask = %q, %v; want opened", r.s, r.err)

@@ -5,10 +5,12 @@ import (
 	"os"
 	"testing"
 
+	"github.com/troupe-go/troupe/internal/proctest"
 	"go.uber.org/goleak"
 )
 
 func TestMain(m *testing.M) {
+	proctest.Roles{"member": runMember}.RunIfChild()
 	// Keep the property test bounded unless the caller asks for more
 	// (-rapid.checks or RAPID_CHECKS).
 	flag.Parse()

@@ -1,14 +1,11 @@
 package system_test
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
-	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
@@ -19,15 +16,16 @@ import (
 	"github.com/troupe-go/troupe/actor"
 	"github.com/troupe-go/troupe/client"
 	"github.com/troupe-go/troupe/cluster"
+	"github.com/troupe-go/troupe/internal/proctest"
 	"github.com/troupe-go/troupe/internal/systemtest"
 	"github.com/troupe-go/troupe/ring"
 	"github.com/troupe-go/troupe/system"
 )
 
-// The test in this file runs members as separate processes: the test
-// binary re-executes itself with -test.run=^TestHelperMember$ and the
-// environment variables below. A child starts a clustered system hosting
-// the test counter (whose replies name the serving member), prints
+// The tests in this file run members as separate processes (see
+// internal/proctest), in the role "member": a child starts a clustered
+// system hosting the test counter (whose replies name the serving
+// member), prints
 //
 //	ready <addr> <addr#incarnation>
 //
@@ -35,34 +33,43 @@ import (
 // The parent reaches the cluster through a client.Client.
 
 const (
-	envMember      = "TROUPE_SYSTEM_MEMBER"       // "1" in a child
-	envMemberAddr  = "TROUPE_SYSTEM_MEMBER_ADDR"  // address to listen on and advertise
-	envMemberSeeds = "TROUPE_SYSTEM_MEMBER_SEEDS" // comma-separated
+	envMemberAddr   = "TROUPE_SYSTEM_MEMBER_ADDR"   // address to listen on and advertise
+	envMemberSeeds  = "TROUPE_SYSTEM_MEMBER_SEEDS"  // comma-separated
+	envMemberDetect = "TROUPE_SYSTEM_MEMBER_DETECT" // "fast" (the default) or "never"
 )
 
 const procClusterName = "procs"
 
-// TestHelperMember is not a test: it is the body of a member process.
-func TestHelperMember(t *testing.T) {
-	if os.Getenv(envMember) != "1" {
-		t.Skip("runs only as a child process of the multi-process tests")
+// Failure detection for the members of a test. "never" takes longer than
+// any wait of a test (systemtest.Limit): what such a test sees happen, it
+// sees without failure detection.
+const (
+	detectFast  = "fast"
+	detectNever = "never"
+)
+
+func timingsFor(detect string) cluster.Timings {
+	tm := cluster.FastTimings()
+	if detect == detectNever {
+		tm.SuspectAfter = 6 * systemtest.Limit
+		tm.DeadAfter = 6 * systemtest.Limit
+		tm.RemoveAfter = 12 * systemtest.Limit
 	}
-	os.Exit(runMember())
+	return tm
 }
 
+// runMember is the body of a member process.
 func runMember() int {
 	fail := func(err error) int {
 		fmt.Fprintln(os.Stderr, "member:", err)
 		return 2
 	}
-	addr := os.Getenv(envMemberAddr)
-	var seeds []string
-	if s := os.Getenv(envMemberSeeds); s != "" {
-		seeds = strings.Split(s, ",")
-	}
-	cc := cluster.FastConfig(addr)
+	cc := cluster.FastConfig(os.Getenv(envMemberAddr))
 	cc.ClusterName = procClusterName
-	cc.Seeds = seeds
+	cc.Timings = timingsFor(os.Getenv(envMemberDetect))
+	if s := os.Getenv(envMemberSeeds); s != "" {
+		cc.Seeds = strings.Split(s, ",")
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	s, err := system.Start(ctx, system.Config{Actors: []system.Definition{ccounter}, Cluster: &cc, LeaveTimeout: 2 * time.Second})
@@ -87,107 +94,18 @@ func runMember() int {
 	return 0
 }
 
-// memberProc is one member process as its parent sees it.
-type memberProc struct {
-	addr   string
-	cmd    *exec.Cmd
-	stdin  io.WriteCloser
-	stderr systemBuffer
-	ready  chan string // the child's id, once
-	read   chan struct{}
-}
-
-// systemBuffer collects a child's stderr while the test may read it.
-type systemBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (b *systemBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *systemBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
-
-func spawnMember(t *testing.T, addr string, seeds []string) *memberProc {
+// spawnMember starts a member process listening at addr.
+func spawnMember(t *testing.T, addr string, seeds []string, detect string) *proctest.Proc {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperMember$", "-test.count=1")
-	cmd.Env = append(os.Environ(), envMember+"=1", envMemberAddr+"="+addr, envMemberSeeds+"="+strings.Join(seeds, ","))
-	p := &memberProc{addr: addr, cmd: cmd, ready: make(chan string, 1), read: make(chan struct{})}
-	cmd.Stderr = &p.stderr
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if p.stdin, err = cmd.StdinPipe(); err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start a member process: %v", err)
-	}
-	go func() {
-		defer close(p.read)
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			if f := strings.Fields(sc.Text()); len(f) == 3 && f[0] == "ready" {
-				p.ready <- f[2]
-			}
-		}
-	}()
-	return p
+	return proctest.Start(t, proctest.Spec{Role: "member", Env: []string{
+		envMemberAddr + "=" + addr, envMemberSeeds + "=" + strings.Join(seeds, ","), envMemberDetect + "=" + detect,
+	}})
 }
 
-// waitReady returns the child's id once it has joined.
-func (p *memberProc) waitReady(t *testing.T) string {
+// memberID waits until p has joined and returns its id.
+func memberID(t *testing.T, p *proctest.Proc) string {
 	t.Helper()
-	select {
-	case id := <-p.ready:
-		return id
-	case <-p.read:
-		t.Fatalf("member %s exited before joining: %s", p.addr, p.stderr.String())
-	case <-time.After(systemtest.Limit):
-		t.Fatalf("member %s not ready after %v: %s", p.addr, systemtest.Limit, p.stderr.String())
-	}
-	return ""
-}
-
-// stop ends the process, with SIGKILL when kill is set, else by closing
-// its stdin (it leaves the cluster); it waits for the process.
-func (p *memberProc) stop(kill bool) {
-	if p.cmd.ProcessState != nil {
-		return
-	}
-	if kill {
-		p.cmd.Process.Kill()
-	}
-	p.stdin.Close()
-	<-p.read
-	p.cmd.Wait()
-}
-
-// freeLoopback picks n loopback addresses with ports free right now.
-func freeLoopback(t *testing.T, n int) []string {
-	t.Helper()
-	var addrs []string
-	var lns []net.Listener
-	for range n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		lns = append(lns, ln)
-		addrs = append(addrs, ln.Addr().String())
-	}
-	for _, ln := range lns {
-		ln.Close()
-	}
-	return addrs
+	return p.WaitLine(t, "ready ", systemtest.Limit)[1]
 }
 
 // ringOwner places typ/key on the members as a client with that member
@@ -218,31 +136,27 @@ type memberCluster struct {
 	ctx   context.Context
 	bound time.Duration
 	addrs []string
-	procs []*memberProc
+	procs []*proctest.Proc
 	ids   []string
-	c     *client.Client
-	keys  []string
-	why   sync.Map // key index -> the last failure, for reports
+	// detect is the members' failure detection (detectFast or detectNever).
+	detect string
+	c      *client.Client
+	keys   []string
+	why    sync.Map // key index -> the last failure, for reports
 }
 
-func startMemberCluster(t *testing.T, n, nkeys int) *memberCluster {
+// startMemberCluster starts n member processes with the failure
+// detection detect, and a client that sees them all alive.
+func startMemberCluster(t *testing.T, n, nkeys int, detect string) *memberCluster {
 	t.Helper()
-	mc := &memberCluster{t: t, ctx: t.Context(), bound: systemtest.Limit, addrs: freeLoopback(t, n), procs: make([]*memberProc, n), ids: make([]string, n)}
-	t.Cleanup(func() {
-		var wg sync.WaitGroup
-		for _, p := range mc.procs {
-			if p != nil {
-				wg.Go(func() { p.stop(false) })
-			}
-		}
-		wg.Wait()
-	})
+	mc := &memberCluster{t: t, ctx: t.Context(), bound: systemtest.Limit, addrs: proctest.FreeLoopback(t, n),
+		procs: make([]*proctest.Proc, n), ids: make([]string, n), detect: detect}
 	start := time.Now()
 	for i := range n {
-		mc.procs[i] = spawnMember(t, mc.addrs[i], mc.seedsFor(i))
+		mc.procs[i] = spawnMember(t, mc.addrs[i], mc.seedsFor(i), detect)
 	}
 	for i, p := range mc.procs {
-		mc.ids[i] = p.waitReady(t)
+		mc.ids[i] = memberID(t, p)
 	}
 	cctx, cancel := context.WithTimeout(mc.ctx, mc.bound)
 	defer cancel()
@@ -326,8 +240,8 @@ func (mc *memberCluster) mustAll(what string, at []time.Time, since time.Time) t
 		}
 	}
 	var errs []string
-	for _, p := range mc.procs {
-		errs = append(errs, p.addr+": "+p.stderr.String())
+	for i, p := range mc.procs {
+		errs = append(errs, mc.addrs[i]+": "+p.Stderr())
 	}
 	var view []string
 	for _, m := range mc.c.Members() {
@@ -342,8 +256,8 @@ func (mc *memberCluster) mustAll(what string, at []time.Time, since time.Time) t
 func (mc *memberCluster) restart(i int) {
 	mc.t.Helper()
 	old := mc.ids[i]
-	mc.procs[i] = spawnMember(mc.t, mc.addrs[i], mc.seedsFor(i))
-	mc.ids[i] = mc.procs[i].waitReady(mc.t)
+	mc.procs[i] = spawnMember(mc.t, mc.addrs[i], mc.seedsFor(i), mc.detect)
+	mc.ids[i] = memberID(mc.t, mc.procs[i])
 	if mc.ids[i] == old {
 		mc.t.Fatalf("expected a new incarnation at %s, got %s again", mc.addrs[i], old)
 	}
@@ -381,7 +295,7 @@ func TestMemberProcessesKilledAndRestartedServeEveryKey(t *testing.T) {
 	const n, nkeys = 3, 60
 	tm := cluster.FastTimings()
 	start := time.Now()
-	mc := startMemberCluster(t, n, nkeys)
+	mc := startMemberCluster(t, n, nkeys, detectFast)
 	ctx, bound, c, keys, addrs := mc.ctx, mc.bound, mc.c, mc.keys, mc.addrs
 
 	// Every key on its owner; remember where each lives.
@@ -421,7 +335,7 @@ func TestMemberProcessesKilledAndRestartedServeEveryKey(t *testing.T) {
 
 	// kill -9: the keys of the victim move to the survivors.
 	killed := time.Now()
-	mc.procs[victim].cmd.Process.Kill()
+	mc.procs[victim].Kill()
 	// The survivors' keys stay served throughout.
 	var undisturbed sync.WaitGroup
 	var survivorErrs []string
@@ -462,7 +376,7 @@ func TestMemberProcessesKilledAndRestartedServeEveryKey(t *testing.T) {
 	lastMoved, _ := latest(firstMoved, killed)
 	t.Logf("kill -9 of %s (%d of %d keys on it; heartbeat %v, suspect %v, dead %v): moved keys answered again %v (first) to %v (last) after the kill; every key checked on its new owner %v after (SuspectAfter + DeadAfter = %v); an ask waiting on it failed %v after the kill",
 		addrs[victim], len(moved), nkeys, tm.Heartbeat, tm.SuspectAfter, tm.DeadAfter, first.Round(time.Millisecond), lastMoved.Round(time.Millisecond), all.Round(time.Millisecond), tm.SuspectAfter+tm.DeadAfter, stallFailed.Round(time.Millisecond))
-	mc.procs[victim].stop(true)
+	mc.procs[victim].Kill()
 
 	// Restart at the same address: a new incarnation rejoins and serves
 	// the keys the ring places on it.
@@ -476,34 +390,39 @@ func TestMemberProcessesKilledAndRestartedServeEveryKey(t *testing.T) {
 }
 
 // TestMemberProcessKilledAndRestartedAtOnceTakesItsKeysBack kills a member
-// and restarts it at the same address before anyone can have declared the
-// old process dead: the new incarnation replaces the old one (which is
-// marked left at once), so the keys are served again, by the new process,
-// without waiting for failure detection.
+// and restarts it at the same address: the new incarnation replaces the
+// old one (which is marked left at once), so the keys are served again,
+// by the new process, without waiting for failure detection. The members
+// never detect a failure within the test's bounds (detectNever): every
+// key served again within them was served without it.
 func TestMemberProcessKilledAndRestartedAtOnceTakesItsKeysBack(t *testing.T) {
 	const n, nkeys = 3, 60
-	tm := cluster.FastTimings()
-	mc := startMemberCluster(t, n, nkeys)
+	mc := startMemberCluster(t, n, nkeys, detectNever)
 	start := time.Now()
 	mc.mustAll("before the kill", mc.serveAll(func(int, string) bool { return true }), start)
 	victim := n - 1
+	old := mc.ids[victim]
 	killed := time.Now()
-	mc.procs[victim].stop(true)
+	mc.procs[victim].Kill()
 	mc.restart(victim)
+	for _, m := range mc.c.Members() {
+		if m.ID.String() == old && m.Status != cluster.StatusLeft {
+			t.Errorf("expected the replaced incarnation %s to be left once its successor joined, the client sees it %v", old, m.Status)
+		}
+	}
 	at := mc.serveAll(func(int, string) bool { return true })
-	back := mc.mustAll("after the restart", at, killed)
-	mine := mc.checkOwnsItsKeys(victim)
-	t.Logf("kill -9 and immediate restart of %s as %s: every key answered by its owner %v after the kill (SuspectAfter + DeadAfter = %v); %d keys on the restarted member",
-		mc.addrs[victim], mc.ids[victim], back.Round(time.Millisecond), tm.SuspectAfter+tm.DeadAfter, mine)
+	mc.mustAll("after the restart, without failure detection", at, killed)
+	mc.checkOwnsItsKeys(victim)
 }
 
 // TestMemberProcessLeavingInOrderLosesNoAsk stops a member in order (its
 // Close leaves the cluster and hands its keys over) while the client keeps
 // asking every key: no ask may fail, and afterwards every key is answered
-// by a survivor, without waiting for failure detection.
+// by a survivor, without waiting for failure detection (the members never
+// detect a failure within the test's bounds: detectNever).
 func TestMemberProcessLeavingInOrderLosesNoAsk(t *testing.T) {
 	const n, nkeys = 3, 30
-	mc := startMemberCluster(t, n, nkeys)
+	mc := startMemberCluster(t, n, nkeys, detectNever)
 	start := time.Now()
 	mc.mustAll("before the leave", mc.serveAll(func(int, string) bool { return true }), start)
 	victim := n - 1
@@ -533,17 +452,19 @@ func TestMemberProcessLeavingInOrderLosesNoAsk(t *testing.T) {
 		})
 	}
 	left := time.Now()
-	mc.procs[victim].stop(false) // closes stdin: the member Closes, leaving in order
-	closed := time.Since(left)
+	if err := mc.procs[victim].Stop(); err != nil { // the member Closes, leaving in order
+		t.Errorf("the leaving member exited with %v: %s", err, mc.procs[victim].Stderr())
+	}
 	at := mc.serveAll(func(_ int, node string) bool { return node != mc.addrs[victim] })
 	close(stop)
 	wg.Wait()
-	moved := mc.mustAll("after the leave", at, left)
+	mc.mustAll("after the leave, without failure detection", at, left)
 	for _, f := range failed {
 		t.Errorf("expected no ask to fail while a member leaves in order: %s", f)
 	}
-	t.Logf("orderly leave of %s: its process exited %v after the stop; every key answered by a survivor %v after; %d asks during the leave, %d failed",
-		mc.addrs[victim], closed.Round(time.Millisecond), moved.Round(time.Millisecond), asks, len(failed))
+	if asks == 0 {
+		t.Error("expected asks during the leave, there were none")
+	}
 }
 
 // TestClientSurvivesAFullClusterRestart kills every member process and
@@ -552,22 +473,19 @@ func TestMemberProcessLeavingInOrderLosesNoAsk(t *testing.T) {
 // again, each by its owner.
 func TestClientSurvivesAFullClusterRestart(t *testing.T) {
 	const n, nkeys = 3, 30
-	mc := startMemberCluster(t, n, nkeys)
+	mc := startMemberCluster(t, n, nkeys, detectFast)
 	start := time.Now()
 	mc.mustAll("before the restart", mc.serveAll(func(int, string) bool { return true }), start)
 	killed := time.Now()
 	for _, p := range mc.procs {
-		p.cmd.Process.Kill()
-	}
-	for _, p := range mc.procs {
-		p.stop(true)
+		p.Kill()
 	}
 	old := slices.Clone(mc.ids)
 	for i := range mc.procs {
-		mc.procs[i] = spawnMember(t, mc.addrs[i], mc.seedsFor(i))
+		mc.procs[i] = spawnMember(t, mc.addrs[i], mc.seedsFor(i), mc.detect)
 	}
 	for i, p := range mc.procs {
-		mc.ids[i] = p.waitReady(t)
+		mc.ids[i] = memberID(t, p)
 		if mc.ids[i] == old[i] {
 			t.Fatalf("expected a new incarnation at %s, got %s again", mc.addrs[i], old[i])
 		}

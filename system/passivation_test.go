@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/troupe-go/troupe/actor"
+	"github.com/troupe-go/troupe/internal/systemtest"
 	"github.com/troupe-go/troupe/system"
 )
 
@@ -61,8 +62,8 @@ func TestPassivationRacingWithSendsLosesNothing(t *testing.T) {
 		handled.Add(1)
 		return nil
 	}, actor.WithIdleTimeout(time.Microsecond))
-	sys := newSystem(t, system.Config{Observer: observe, Linger: 100 * time.Microsecond}, def)
-	ctx := ctxT(t)
+	sys := systemtest.NewSystem(t, system.Config{Observer: observe, Linger: 100 * time.Microsecond}, def)
+	ctx := systemtest.Ctx(t)
 	var wg sync.WaitGroup
 	for s := range senders {
 		wg.Go(func() {
@@ -85,8 +86,8 @@ func TestPassivationRacingWithSendsLosesNothing(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	waitUntil(t, "every message is handled", func() bool { return handled.Load() == senders*perSender })
-	waitUntil(t, "every release ends its activation", func() bool {
+	systemtest.WaitUntil(t, "every message is handled", func() bool { return handled.Load() == senders*perSender })
+	systemtest.WaitUntil(t, "every release ends its activation", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		if releaseEnds > releases {
@@ -140,8 +141,8 @@ func TestObserverSeesActivationsOfAKeyInOrder(t *testing.T) {
 		}
 	}
 	def := probe("flicker", nil, nil, actor.WithIdleTimeout(time.Microsecond))
-	sys := newSystem(t, system.Config{Observer: observe, Linger: 100 * time.Microsecond}, def)
-	ctx := ctxT(t)
+	sys := systemtest.NewSystem(t, system.Config{Observer: observe, Linger: 100 * time.Microsecond}, def)
+	ctx := systemtest.Ctx(t)
 	for i := range 3000 {
 		if err := def.Ref(sys, "k").Tell(ctx, Note{}); err != nil {
 			t.Fatal(err)

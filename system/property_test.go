@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/troupe-go/troupe/actor"
+	"github.com/troupe-go/troupe/internal/systemtest"
 	"github.com/troupe-go/troupe/system"
 	"pgregory.net/rapid"
 )
@@ -148,20 +149,20 @@ func checkInterleaving(rt *rapid.T, keys int, scripts [][]propOp) {
 		Observer:   w.observe,
 		Linger:     time.Millisecond,
 		BackoffMin: 20 * time.Microsecond, BackoffMax: 100 * time.Microsecond,
-		AskTimeout: waitLimit,
+		AskTimeout: systemtest.Limit,
 	})
 	if err != nil {
 		rt.Fatal(err)
 	}
 	defer func() {
-		ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+		ctx, cancel := context.WithTimeout(context.Background(), systemtest.Limit)
 		defer cancel()
 		if err := sys.Close(ctx); err != nil {
 			rt.Errorf("Close: %v", err)
 		}
 	}()
 
-	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	ctx, cancel := context.WithTimeout(context.Background(), systemtest.Limit)
 	defer cancel()
 	var tells atomic.Int64
 	var answered sync.Map // id -> reply, for asks answered with a value
@@ -202,7 +203,7 @@ func checkInterleaving(rt *rapid.T, keys int, scripts [][]propOp) {
 	wg.Wait()
 
 	// Every told message is handled exactly once; count them.
-	deadline := time.Now().Add(waitLimit)
+	deadline := time.Now().Add(systemtest.Limit)
 	for {
 		n := 0
 		w.mu.Lock()
@@ -242,7 +243,7 @@ func checkInterleaving(rt *rapid.T, keys int, scripts [][]propOp) {
 		}
 	}
 	w.mu.Unlock()
-	for deadline := time.Now().Add(waitLimit); ; time.Sleep(100 * time.Microsecond) {
+	for deadline := time.Now().Add(systemtest.Limit); ; time.Sleep(100 * time.Microsecond) {
 		w.mu.Lock()
 		settled := w.releaseEnds == w.releases
 		w.mu.Unlock()

@@ -1,9 +1,7 @@
 package system_test
 
 import (
-	"context"
 	"fmt"
-	"net"
 	"strconv"
 	"sync"
 	"testing"
@@ -12,83 +10,8 @@ import (
 	"github.com/troupe-go/troupe/actor"
 	"github.com/troupe-go/troupe/cluster"
 	"github.com/troupe-go/troupe/internal/systemtest"
-	"github.com/troupe-go/troupe/internal/testhook"
 	"github.com/troupe-go/troupe/system"
 )
-
-// cutNet is the network of one member, in process: its listener and its
-// dialer, which a test can cut (every connection closed, new ones
-// refused) and heal.
-type cutNet struct {
-	mu    sync.Mutex
-	cut   bool
-	conns map[net.Conn]struct{}
-}
-
-func newCutNet() *cutNet { return &cutNet{conns: map[net.Conn]struct{}{}} }
-
-func (n *cutNet) track(c net.Conn) net.Conn {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.cut {
-		c.Close()
-		return c
-	}
-	n.conns[c] = struct{}{}
-	return c
-}
-
-func (n *cutNet) setCut(cut bool) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	n.cut = cut
-	if cut {
-		for c := range n.conns {
-			c.Close()
-		}
-		clear(n.conns)
-	}
-}
-
-func (n *cutNet) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
-	n.mu.Lock()
-	cut := n.cut
-	n.mu.Unlock()
-	if cut {
-		return nil, fmt.Errorf("dial %s: network cut", addr)
-	}
-	var d net.Dialer
-	c, err := d.DialContext(ctx, network, addr)
-	if err != nil {
-		return nil, err
-	}
-	return n.track(c), nil
-}
-
-// attach makes cfg's member listen and dial through cn, so that cut
-// breaks its connections.
-func (n *cutNet) attach(t *testing.T, cfg *system.Config) {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Listener = cutListener{ln, n}
-	cfg.Dialer = n
-}
-
-type cutListener struct {
-	net.Listener
-	n *cutNet
-}
-
-func (l cutListener) Accept() (net.Conn, error) {
-	c, err := l.Listener.Accept()
-	if err != nil {
-		return nil, err
-	}
-	return l.n.track(c), nil
-}
 
 // TestMemberRemovedByTheClusterRejoinsWithANewIncarnation cuts one of
 // three members off for longer than RemoveAfter, so that the other two
@@ -98,11 +21,11 @@ func (l cutListener) Accept() (net.Conn, error) {
 func TestMemberRemovedByTheClusterRejoinsWithANewIncarnation(t *testing.T) {
 	tm := cluster.FastTimings()
 	tm.RemoveAfter = 2 * time.Second
-	cn := newCutNet()
+	var cn systemtest.Net
 	systems := startClusterTweaked(t, 3, func(i int, cfg *system.Config) {
 		cfg.Cluster.Timings = tm
 		if i == 2 {
-			cn.attach(t, cfg)
+			cn.Attach(t, cfg)
 		}
 	})
 	ctx := systemtest.Ctx(t)
@@ -119,7 +42,7 @@ func TestMemberRemovedByTheClusterRejoinsWithANewIncarnation(t *testing.T) {
 		}
 	}
 
-	cn.setCut(true)
+	cn.Cut()
 	systemtest.WaitUntil(t, "the majority to remove the cut member", func() bool {
 		for _, s := range systems[:2] {
 			for _, m := range s.Members() {
@@ -134,27 +57,22 @@ func TestMemberRemovedByTheClusterRejoinsWithANewIncarnation(t *testing.T) {
 		t.Fatalf("the cut member cannot know it was removed yet: Removed %v, Rejoins %d", lost.Removed(), lost.Stats().Rejoins)
 	}
 	healed := time.Now()
-	cn.setCut(false)
+	cn.Heal()
 
 	systemtest.WaitUntil(t, "the removed member to rejoin", func() bool { return lost.Stats().Rejoins >= 1 && !lost.Removed() })
 	systemtest.WaitAlive(t, systems, 3)
 	// Views converge: the old incarnation's record can stay alive in one
 	// of them for a gossip round after the rejoin.
-	staleView := func() string {
+	systemtest.Await(t, func() error {
 		for _, s := range systems {
 			for _, m := range s.Members() {
 				if m.ID.Addr == lost.Addr() && m.Status == cluster.StatusAlive && m.ID.Incarnation <= oldInc {
-					return fmt.Sprintf("%s sees %v alive, want an incarnation above %d", s.Addr(), m.ID, oldInc)
+					return fmt.Errorf("%s sees %v alive, want an incarnation above %d", s.Addr(), m.ID, oldInc)
 				}
 			}
 		}
-		return ""
-	}
-	for deadline := time.Now().Add(systemtest.Limit); staleView() != ""; time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal(staleView())
-		}
-	}
+		return nil
+	})
 	var last sync.Map
 	at := pollKeys(len(keys), systemtest.Limit, func(i int) bool { return servedEverywhere(ctx, systems, keys[i], &last, i) })
 	d, ok := latest(at, healed)
@@ -187,12 +105,12 @@ func TestForcedRejoinFailsPendingAsksAndKeepsServing(t *testing.T) {
 		errc <- err
 	}()
 	systemtest.Recv(t, stallStarted(sid), "the stall to run on the owner")
-	testhook.Rejoin(systems[0])
+	system.ForceRejoin(systems[0])
 	if err := systemtest.Recv(t, errc, "the pending ask to fail"); !errorsIs(err, actor.ErrUnavailable) {
 		t.Fatalf("err = %v, want ErrUnavailable", err)
 	}
 	systemtest.WaitUntil(t, "the first rejoin", func() bool { return systems[0].Stats().Rejoins == 1 })
-	testhook.Rejoin(systems[0])
+	system.ForceRejoin(systems[0])
 	systemtest.WaitUntil(t, "the second rejoin", func() bool { return systems[0].Stats().Rejoins == 2 })
 	systemtest.WaitAlive(t, systems, 3)
 	for i := range 20 {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/troupe-go/troupe/actor"
+	"github.com/troupe-go/troupe/internal/systemtest"
 	"github.com/troupe-go/troupe/system"
 )
 
@@ -28,8 +29,8 @@ func TestActivationAfterAReleaseKeepsItsState(t *testing.T) {
 		}
 		return nil
 	})
-	sys := newSystem(t, system.Config{Linger: 50 * time.Microsecond}, def)
-	ctx := ctxT(t)
+	sys := systemtest.NewSystem(t, system.Config{Linger: 50 * time.Microsecond}, def)
+	ctx := systemtest.Ctx(t)
 	var wg sync.WaitGroup
 	for k := range 8 {
 		wg.Go(func() {

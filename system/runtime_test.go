@@ -12,28 +12,29 @@ import (
 	"time"
 
 	"github.com/troupe-go/troupe/actor"
+	"github.com/troupe-go/troupe/internal/systemtest"
 	"github.com/troupe-go/troupe/system"
 )
 
 func TestKeysActivateLazilyOnTheFirstMessage(t *testing.T) {
-	evs := newEvents()
+	evs := systemtest.NewEvents(systemtest.Limit)
 	def := probe("lazy", nil, nil)
-	sys := newSystem(t, system.Config{Observer: evs.Observe}, def)
+	sys := systemtest.NewSystem(t, system.Config{Observer: evs.Observe}, def)
 	refs := []actor.Ref[Msg]{def.Ref(sys, "a"), def.Ref(sys, "b")}
 	if st := sys.Stats(); st.Active != 0 || len(evs.Snapshot()) != 0 {
 		t.Fatalf("taking refs activated something: %+v, events %v", st, evs.Snapshot())
 	}
-	if got, err := actor.Ask(ctxT(t), refs[0], Do{Op: "hi"}); err != nil || got != "hi 1" {
+	if got, err := actor.Ask(systemtest.Ctx(t), refs[0], Do{Op: "hi"}); err != nil || got != "hi 1" {
 		t.Fatalf("Ask = %q, %v", got, err)
 	}
-	ev := evs.WaitFor(t, "ActivationStarted", is(system.ActivationStarted, "a"))
+	ev := evs.WaitFor(t, "ActivationStarted", systemtest.Is(system.ActivationStarted, "a"))
 	if ev.Actor != (actor.ID{Type: "lazy", Key: "a"}) {
 		t.Errorf("event actor = %v, want lazy/a", ev.Actor)
 	}
 	if st := sys.Stats(); st.Active != 1 {
 		t.Errorf("Stats.Active = %d after one key got a message, want 1", st.Active)
 	}
-	if n := evs.Count(is(system.ActivationStarted, "b")); n != 0 {
+	if n := evs.Count(systemtest.Is(system.ActivationStarted, "b")); n != 0 {
 		t.Errorf("b activated without a message")
 	}
 }
@@ -56,8 +57,8 @@ func TestAHandlerNeverRunsConcurrentlyWithItself(t *testing.T) {
 		}
 		return nil
 	}, actor.WithMailbox(senders*perSender, actor.Refuse))
-	sys := newSystem(t, system.Config{}, def)
-	ctx := ctxT(t)
+	sys := systemtest.NewSystem(t, system.Config{}, def)
+	ctx := systemtest.Ctx(t)
 	var wg sync.WaitGroup
 	for s := range senders {
 		wg.Go(func() {
@@ -77,7 +78,7 @@ func TestAHandlerNeverRunsConcurrentlyWithItself(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	waitUntil(t, "every message is handled", func() bool { return handled.Load() == senders*perSender })
+	systemtest.WaitUntil(t, "every message is handled", func() bool { return handled.Load() == senders*perSender })
 	if n := overlaps.Load(); n != 0 {
 		t.Fatalf("a handler ran concurrently with itself %d times", n)
 	}
@@ -86,13 +87,13 @@ func TestAHandlerNeverRunsConcurrentlyWithItself(t *testing.T) {
 func TestKeysRunIndependently(t *testing.T) {
 	g := newGate()
 	def := probe("independent", g, nil)
-	sys := newSystem(t, system.Config{}, def)
+	sys := systemtest.NewSystem(t, system.Config{}, def)
 	defer close(g.open)
-	ctx := ctxT(t)
+	ctx := systemtest.Ctx(t)
 	if err := def.Ref(sys, "stuck").Tell(ctx, Note{Op: "block"}); err != nil {
 		t.Fatal(err)
 	}
-	recv(t, g.entered, "stuck to block")
+	systemtest.Recv(t, g.entered, "stuck to block")
 	if got, err := actor.Ask(ctx, def.Ref(sys, "free"), Do{Op: "hi"}); err != nil || got != "hi 1" {
 		t.Fatalf("a key blocked another: Ask = %q, %v", got, err)
 	}
@@ -116,8 +117,8 @@ func TestMessagesFromOneSenderAreHandledInSendOrder(t *testing.T) {
 		handled.Add(1)
 		return nil
 	}, actor.WithMailbox(16, actor.Wait)) // a small mailbox: senders also wait for room
-	sys := newSystem(t, system.Config{}, def)
-	ctx := ctxT(t)
+	sys := systemtest.NewSystem(t, system.Config{}, def)
+	ctx := systemtest.Ctx(t)
 	var wg sync.WaitGroup
 	for s := range senders {
 		wg.Go(func() {
@@ -133,7 +134,7 @@ func TestMessagesFromOneSenderAreHandledInSendOrder(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	waitUntil(t, "every message is handled", func() bool { return handled.Load() == senders*perSender })
+	systemtest.WaitUntil(t, "every message is handled", func() bool { return handled.Load() == senders*perSender })
 	mu.Lock()
 	defer mu.Unlock()
 	if len(disorder) > 0 {
@@ -143,9 +144,9 @@ func TestMessagesFromOneSenderAreHandledInSendOrder(t *testing.T) {
 
 func TestIdleKeyPassivatesAndTheNextMessageStartsFresh(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		evs := newEvents()
+		evs := systemtest.NewEvents(systemtest.Limit)
 		def := probe("idler", nil, nil, actor.WithIdleTimeout(time.Second))
-		sys := newSystem(t, system.Config{Observer: evs.Observe}, def)
+		sys := systemtest.NewSystem(t, system.Config{Observer: evs.Observe}, def)
 		ctx := context.Background()
 		ref := def.Ref(sys, "k")
 		for _, op := range []string{"a", "b"} {
@@ -155,7 +156,7 @@ func TestIdleKeyPassivatesAndTheNextMessageStartsFresh(t *testing.T) {
 		}
 		time.Sleep(999 * time.Millisecond)
 		synctest.Wait()
-		if n := evs.Count(is(system.ActivationEnded, "k")); n != 0 {
+		if n := evs.Count(systemtest.Is(system.ActivationEnded, "k")); n != 0 {
 			t.Fatalf("the key idled out before its idle timeout")
 		}
 		if st := sys.Stats(); st.Active != 1 {
@@ -174,7 +175,7 @@ func TestIdleKeyPassivatesAndTheNextMessageStartsFresh(t *testing.T) {
 		if got, err := actor.Ask(ctx, ref, Do{Op: "again"}); err != nil || got != "again 1" {
 			t.Errorf("after passivation Ask = %q, %v; want the initial state again", got, err)
 		}
-		if n := evs.Count(is(system.ActivationStarted, "k")); n != 2 {
+		if n := evs.Count(systemtest.Is(system.ActivationStarted, "k")); n != 2 {
 			t.Errorf("ActivationStarted events = %d, want 2", n)
 		}
 	})
@@ -183,15 +184,15 @@ func TestIdleKeyPassivatesAndTheNextMessageStartsFresh(t *testing.T) {
 func TestIdleActivationsHoldNoGoroutine(t *testing.T) {
 	const keys = 300
 	def := probe("many", nil, nil)
-	sys := newSystem(t, system.Config{Linger: time.Millisecond}, def)
+	sys := systemtest.NewSystem(t, system.Config{Linger: time.Millisecond}, def)
 	base := runtime.NumGoroutine()
-	ctx := ctxT(t)
+	ctx := systemtest.Ctx(t)
 	for i := range keys {
 		if err := def.Ref(sys, fmt.Sprint(i)).Tell(ctx, Note{}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	waitUntil(t, "the activations' goroutines to leave", func() bool { return runtime.NumGoroutine() <= base })
+	systemtest.WaitUntil(t, "the activations' goroutines to leave", func() bool { return runtime.NumGoroutine() <= base })
 	if st := sys.Stats(); st.Active != keys {
 		t.Errorf("Stats.Active = %d, want %d idle but active keys", st.Active, keys)
 	}
@@ -221,10 +222,10 @@ func stamped(name string, l *opLog, start *time.Time, opts ...actor.Option) *act
 
 func TestFailedKeyRestartsAfterBackoffFromItsLastStateWithItsMailbox(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l, evs := &opLog{}, newEvents()
+		l, evs := &opLog{}, systemtest.NewEvents(systemtest.Limit)
 		var start time.Time
 		def := stamped("restarting", l, &start, actor.WithBackoff(100*time.Millisecond, 300*time.Millisecond))
-		sys := newSystem(t, system.Config{Observer: evs.Observe}, def)
+		sys := systemtest.NewSystem(t, system.Config{Observer: evs.Observe}, def)
 		ctx := context.Background()
 		ref := def.Ref(sys, "k")
 		start = time.Now()
@@ -254,7 +255,7 @@ func TestFailedKeyRestartsAfterBackoffFromItsLastStateWithItsMailbox(t *testing.
 		if !slices.Equal(l.get(), want) {
 			t.Errorf("handled\n%v\nwant\n%v", l.get(), want)
 		}
-		if n := evs.Count(is(system.ActivationFailed, "k")); n != 3 {
+		if n := evs.Count(systemtest.Is(system.ActivationFailed, "k")); n != 3 {
 			t.Errorf("ActivationFailed events = %d, want 3", n)
 		}
 		if r := sys.Stats().Restarts; r != 3 {
@@ -268,7 +269,7 @@ func TestBackoffIsCappedAtItsMaximum(t *testing.T) {
 		l := &opLog{}
 		var start time.Time
 		def := stamped("capped", l, &start, actor.WithBackoff(100*time.Millisecond, 250*time.Millisecond))
-		sys := newSystem(t, system.Config{}, def)
+		sys := systemtest.NewSystem(t, system.Config{}, def)
 		ref := def.Ref(sys, "k")
 		start = time.Now()
 		for _, op := range []string{"error", "error", "error", "error"} {
@@ -302,13 +303,13 @@ func TestEventKindsPrint(t *testing.T) {
 }
 
 func TestObserverReportsActivationFailureWithTheCause(t *testing.T) {
-	evs := newEvents()
+	evs := systemtest.NewEvents(systemtest.Limit)
 	def := probe("obs", nil, nil, actor.WithBackoff(time.Millisecond, time.Millisecond))
-	sys := newSystem(t, system.Config{Observer: evs.Observe}, def)
-	if err := def.Ref(sys, "k").Tell(ctxT(t), Note{Op: "error"}); err != nil {
+	sys := systemtest.NewSystem(t, system.Config{Observer: evs.Observe}, def)
+	if err := def.Ref(sys, "k").Tell(systemtest.Ctx(t), Note{Op: "error"}); err != nil {
 		t.Fatal(err)
 	}
-	ev := evs.WaitFor(t, "ActivationFailed", is(system.ActivationFailed, "k"))
+	ev := evs.WaitFor(t, "ActivationFailed", systemtest.Is(system.ActivationFailed, "k"))
 	if !errorsIs(ev.Err, errBroken) || ev.Actor != (actor.ID{Type: "obs", Key: "k"}) {
 		t.Errorf("ActivationFailed event = %+v, want the handler's error for obs/k", ev)
 	}
@@ -317,14 +318,14 @@ func TestObserverReportsActivationFailureWithTheCause(t *testing.T) {
 func TestStatsReportTheLoad(t *testing.T) {
 	g := newGate()
 	def := probe("loaded", g, nil, actor.WithBackoff(time.Millisecond, time.Millisecond))
-	sys := newSystem(t, system.Config{}, def)
-	ctx := ctxT(t)
+	sys := systemtest.NewSystem(t, system.Config{}, def)
+	ctx := systemtest.Ctx(t)
 	a, b := def.Ref(sys, "a"), def.Ref(sys, "b")
 	for _, ref := range []actor.Ref[Msg]{a, b} {
 		if err := ref.Tell(ctx, Note{Op: "block"}); err != nil {
 			t.Fatal(err)
 		}
-		recv(t, g.entered, "a handler to block")
+		systemtest.Recv(t, g.entered, "a handler to block")
 	}
 	for range 3 {
 		if err := a.Tell(ctx, Note{Op: "queued"}); err != nil {
@@ -339,10 +340,10 @@ func TestStatsReportTheLoad(t *testing.T) {
 		}()
 	}
 	want := system.Stats{Active: 2, Queued: 5, DeepestMailbox: 4, AsksInFlight: 2}
-	waitUntil(t, fmt.Sprintf("Stats = %+v", want), func() bool { return sys.Stats() == want })
+	systemtest.WaitUntil(t, fmt.Sprintf("Stats = %+v", want), func() bool { return sys.Stats() == want })
 	close(g.open)
 	for range 2 {
-		if err := recv(t, answers, "the asks"); err != nil {
+		if err := systemtest.Recv(t, answers, "the asks"); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -350,5 +351,5 @@ func TestStatsReportTheLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 	want = system.Stats{Active: 2, Restarts: 1}
-	waitUntil(t, fmt.Sprintf("Stats = %+v", want), func() bool { return sys.Stats() == want })
+	systemtest.WaitUntil(t, fmt.Sprintf("Stats = %+v", want), func() bool { return sys.Stats() == want })
 }

@@ -81,8 +81,7 @@ type outcome struct {
 }
 
 func run(ctx context.Context, out io.Writer) (o outcome, err error) {
-	// Three members; the first is the others' seed.
-	var systems []*system.System
+	systems, err := startMembers(ctx, 3)
 	defer func() {
 		for _, s := range systems {
 			closeCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -90,83 +89,101 @@ func run(ctx context.Context, out io.Writer) (o outcome, err error) {
 			cancel()
 		}
 	}()
-	var seeds []string
-	for range 3 {
-		cc := cluster.FastConfig("127.0.0.1:0")
-		cc.ClusterName = "agents"
-		cc.Seeds = seeds
-		sys, err := system.Start(ctx, system.Config{Actors: []system.Definition{Agent}, Cluster: &cc})
-		if err != nil {
-			return o, err
-		}
-		systems = append(systems, sys)
-		seeds = []string{systems[0].Addr()}
+	if err != nil {
+		return o, err
 	}
-
-	// The client learns the members from the seed; it waits until it sees
-	// all three hosting agents.
-	c, err := client.New(ctx, client.Config{ClusterName: "agents", Seeds: seeds})
+	// The client learns the members from a seed; it waits until it sees
+	// all three alive.
+	c, err := client.New(ctx, client.Config{ClusterName: "agents", Seeds: []string{systems[0].Addr()}})
 	if err != nil {
 		return o, err
 	}
 	defer c.Close()
-	if err := poll(ctx, "3 members with agents", func() bool {
-		o.members = agentMembers(c.Members())
-		return len(o.members) == 3
-	}); err != nil {
+	ms, err := c.WaitAlive(ctx, len(systems))
+	if err != nil {
 		return o, err
 	}
+	o.members = agentMembers(ms)
 	fmt.Fprintf(out, "the client sees %d members hosting agents: %v\n", len(o.members), o.members)
-
-	// Jobs go round robin, one agent per member.
-	for i := range 9 {
-		addr := o.members[i%len(o.members)]
-		if err := Agent.RefAt(c, addr, "agent").Tell(ctx, Work{Job: fmt.Sprintf("job-%d", i)}); err != nil {
-			return o, err
-		}
-	}
-	o.reports = map[string]Done{}
-	for _, addr := range o.members {
-		d, err := actor.Ask(ctx, Agent.RefAt(c, addr, "agent"), Report{})
-		if err != nil {
-			return o, fmt.Errorf("ask the agent on %s: %w (the client lists %v)", addr, err, c.Members())
-		}
-		o.reports[addr] = d
-		fmt.Fprintf(out, "  the agent of %s did %v\n", d.Node, d.Jobs)
+	if err := dispatch(ctx, out, c, &o); err != nil {
+		return o, err
 	}
 	// Each agent ran on its own member, and nowhere else.
 	for _, s := range systems {
 		o.active = append(o.active, s.Stats().Active)
 	}
 	fmt.Fprintf(out, "activations per member: %v (each member runs its own agent only)\n", o.active)
-
-	// The last member leaves. Its agent does not move: asking it fails
-	// with ErrUnavailable once the client knows the member is gone.
 	leaver := systems[2]
+	systems = systems[:2]
+	return o, leave(ctx, out, c, leaver, systems, &o)
+}
+
+// startMembers starts n members hosting agents, the first the others'
+// seed. It returns the members started, also on error.
+func startMembers(ctx context.Context, n int) ([]*system.System, error) {
+	var systems []*system.System
+	var seeds []string
+	for range n {
+		cc := cluster.FastConfig("127.0.0.1:0")
+		cc.ClusterName = "agents"
+		cc.Seeds = seeds
+		sys, err := system.Start(ctx, system.Config{Actors: []system.Definition{Agent}, Cluster: &cc})
+		if err != nil {
+			return systems, err
+		}
+		systems = append(systems, sys)
+		seeds = []string{systems[0].Addr()}
+	}
+	return systems, nil
+}
+
+// dispatch sends jobs round robin, one agent per member, and collects
+// each agent's report.
+func dispatch(ctx context.Context, out io.Writer, c *client.Client, o *outcome) error {
+	for i := range 9 {
+		addr := o.members[i%len(o.members)]
+		if err := Agent.RefAt(c, addr, "agent").Tell(ctx, Work{Job: fmt.Sprintf("job-%d", i)}); err != nil {
+			return err
+		}
+	}
+	o.reports = map[string]Done{}
+	for _, addr := range o.members {
+		d, err := actor.Ask(ctx, Agent.RefAt(c, addr, "agent"), Report{})
+		if err != nil {
+			return fmt.Errorf("ask the agent on %s: %w (the client lists %v)", addr, err, c.Members())
+		}
+		o.reports[addr] = d
+		fmt.Fprintf(out, "  the agent of %s did %v\n", d.Node, d.Jobs)
+	}
+	return nil
+}
+
+// leave has leaver leave the cluster. Its agent does not move: once the
+// client knows the member is gone, asking the agent fails with
+// ErrUnavailable, while the agents of the others still answer.
+func leave(ctx context.Context, out io.Writer, c *client.Client, leaver *system.System, others []*system.System, o *outcome) error {
 	o.left = leaver.Addr()
 	if err := leaver.Close(ctx); err != nil {
-		return o, err
+		return err
 	}
-	systems = systems[:2]
-	if err := poll(ctx, "the agent of "+o.left+" to be unavailable", func() bool {
-		askCtx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		defer cancel()
-		_, o.leftErr = actor.Ask(askCtx, Agent.RefAt(c, o.left, "agent"), Report{})
-		return errors.Is(o.leftErr, actor.ErrUnavailable)
-	}); err != nil {
-		return o, fmt.Errorf("%w (last: %v; the client lists %v)", err, o.leftErr, c.Members())
+	if _, err := c.WaitAlive(ctx, len(others)); err != nil {
+		return err
+	}
+	_, o.leftErr = actor.Ask(ctx, Agent.RefAt(c, o.left, "agent"), Report{})
+	if !errors.Is(o.leftErr, actor.ErrUnavailable) {
+		return fmt.Errorf("ask the agent of %s, which left: %v, want ErrUnavailable (the client lists %v)", o.left, o.leftErr, c.Members())
 	}
 	fmt.Fprintf(out, "%s left; its agent did not move: %v\n", o.left, o.leftErr)
 	o.after = map[string]string{}
-	for _, s := range systems {
+	for _, s := range others {
 		d, err := actor.Ask(ctx, Agent.RefAt(c, s.Addr(), "agent"), Report{})
 		if err != nil {
-			return o, fmt.Errorf("ask the agent on %s: %w", s.Addr(), err)
+			return fmt.Errorf("ask the agent on %s: %w", s.Addr(), err)
 		}
 		o.after[s.Addr()] = d.Node
 		fmt.Fprintf(out, "  the agent of %s still answers, with its %d jobs\n", d.Node, len(d.Jobs))
 	}
-	return o, nil
+	return nil
 }
 
 // agentMembers lists the alive members that host agents.
@@ -179,18 +196,4 @@ func agentMembers(ms []cluster.Member) []string {
 	}
 	slices.Sort(addrs)
 	return addrs
-}
-
-// poll calls cond every 10 ms until it holds or ctx ends.
-func poll(ctx context.Context, what string, cond func() bool) error {
-	t := time.NewTicker(10 * time.Millisecond)
-	defer t.Stop()
-	for !cond() {
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("waiting for %s: %w", what, ctx.Err())
-		case <-t.C:
-		}
-	}
-	return nil
 }

@@ -55,15 +55,16 @@ func main() {
 }
 
 func run(ctx context.Context, out io.Writer) error {
-	var mu sync.Mutex
-	var ended []string
+	// The observer reports each activation that ends: idle keys passivate.
+	ended := make(chan system.Event, 16)
 	sys, err := system.New(system.Config{
 		Actors: []system.Definition{Page},
 		Observer: func(e system.Event) {
 			if e.Kind == system.ActivationEnded {
-				mu.Lock()
-				ended = append(ended, fmt.Sprintf("%s (%s)", e.Actor, e.Reason))
-				mu.Unlock()
+				select {
+				case ended <- e:
+				default: // more than the story needs
+				}
 			}
 		},
 	})
@@ -71,30 +72,10 @@ func run(ctx context.Context, out io.Writer) error {
 		return err
 	}
 	defer sys.Close(ctx)
-
-	// 8 visitors, 100 visits each, spread over 3 pages.
 	pages := []string{"/", "/docs", "/blog"}
-	var wg sync.WaitGroup
-	for v := range 8 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range 100 {
-				_ = Page.Ref(sys, pages[(v+i)%len(pages)]).Tell(ctx, Visit{})
-			}
-		}()
+	if err := visit(ctx, out, sys, pages); err != nil {
+		return err
 	}
-	wg.Wait()
-	total := 0
-	for _, p := range pages {
-		n, err := actor.Ask(ctx, Page.Ref(sys, p), Views{})
-		if err != nil {
-			return err
-		}
-		total += n
-		fmt.Fprintf(out, "page %-6s %3d views\n", p, n)
-	}
-	fmt.Fprintf(out, "total       %3d views from 8 visitors\n", total)
 
 	// A failure restarts the actor from its last saved state.
 	home := Page.Ref(sys, "/")
@@ -107,17 +88,43 @@ func run(ctx context.Context, out io.Writer) error {
 	fmt.Fprintf(out, "after a crash and one more visit, / has %d views (restarts: %d)\n", n, sys.Stats().Restarts)
 
 	// Idle keys passivate; the next message starts them afresh.
-	deadline := time.Now().Add(5 * time.Second)
-	for sys.Stats().Active > 0 && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
+	for range pages {
+		select {
+		case <-ended:
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for the idle pages to passivate: %w", ctx.Err())
+		}
 	}
-	mu.Lock()
-	fmt.Fprintf(out, "idle pages passivated: %d\n", len(ended))
-	mu.Unlock()
+	fmt.Fprintf(out, "idle pages passivated: %d\n", len(pages))
 	n, err = actor.Ask(ctx, home, Views{})
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(out, "/ after passivation starts afresh: %d views\n", n)
 	return sys.Close(ctx)
+}
+
+// visit has 8 visitors visit the pages 100 times each, concurrently, and
+// prints the count of each page.
+func visit(ctx context.Context, out io.Writer, sys *system.System, pages []string) error {
+	var wg sync.WaitGroup
+	for v := range 8 {
+		wg.Go(func() {
+			for i := range 100 {
+				_ = Page.Ref(sys, pages[(v+i)%len(pages)]).Tell(ctx, Visit{})
+			}
+		})
+	}
+	wg.Wait()
+	total := 0
+	for _, p := range pages {
+		n, err := actor.Ask(ctx, Page.Ref(sys, p), Views{})
+		if err != nil {
+			return err
+		}
+		total += n
+		fmt.Fprintf(out, "page %-6s %3d views\n", p, n)
+	}
+	fmt.Fprintf(out, "total       %3d views from 8 visitors\n", total)
+	return nil
 }

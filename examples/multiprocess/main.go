@@ -102,8 +102,9 @@ const (
 
 // nodeMain is a node process: it joins the cluster through -seed (none
 // for the first node) and prints "ready <addr>" on out; once it places
-// keys on -members members, all alive, it prints "settled". It serves until in closes (its parent stopped it, or died)
-// or it is signalled; then it leaves the cluster in order.
+// keys on -members members, all alive, it prints "settled". It serves
+// until in closes (its parent stopped it, or died) or it is signalled;
+// then it leaves the cluster in order.
 func nodeMain(args []string, in io.Reader, out, errOut io.Writer) int {
 	fs := flag.NewFlagSet("node", flag.ContinueOnError)
 	fs.SetOutput(errOut)
@@ -148,7 +149,7 @@ func nodeMain(args []string, in io.Reader, out, errOut io.Writer) int {
 	addr := sys.Addr()
 	self.addr.Store(&addr)
 	fmt.Fprintf(out, "ready %s\n", addr)
-	if settled(ctx, sys, *members) {
+	if _, err := sys.WaitAlive(ctx, *members); err == nil {
 		fmt.Fprintln(out, "settled")
 	}
 	<-ctx.Done()
@@ -160,19 +161,4 @@ func nodeMain(args []string, in io.Reader, out, errOut io.Writer) int {
 		return exitUnclean
 	}
 	return 0
-}
-
-// settled waits until sys places keys on want members, all alive, or
-// ctx ends.
-func settled(ctx context.Context, sys *system.System, want int) bool {
-	t := time.NewTicker(10 * time.Millisecond)
-	defer t.Stop()
-	for countStatus(sys.Members(), cluster.StatusAlive) != want {
-		select {
-		case <-ctx.Done():
-			return false
-		case <-t.C:
-		}
-	}
-	return true
 }

@@ -18,7 +18,6 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"slices"
 	"time"
 
 	"github.com/troupe-go/troupe/actor"
@@ -109,8 +108,8 @@ func serve(ctx context.Context, addr string) error {
 const clusterName = "webclient"
 
 // startCluster starts n members on loopback with the fast timings; the
-// first is the others' seed. It returns once every member places keys on
-// the same n members, all alive. It returns the members it started, also
+// first is the others' seed. It returns once every member sees all n
+// alive: from then on they agree where each key lives. It returns the members it started, also
 // on error, for closeAll.
 func startCluster(ctx context.Context, n int) ([]*system.System, error) {
 	var members []*system.System
@@ -126,21 +125,12 @@ func startCluster(ctx context.Context, n int) ([]*system.System, error) {
 		members = append(members, sys)
 		seeds = []string{members[0].Addr()}
 	}
-	for {
-		ms := members[0].Members()
-		agree := alive(ms) == n
-		for _, s := range members[1:] {
-			agree = agree && slices.EqualFunc(ms, s.Members(), cluster.Member.Equal)
-		}
-		if agree {
-			return members, nil
-		}
-		select {
-		case <-ctx.Done():
-			return members, fmt.Errorf("waiting for %d members to agree: %w", n, ctx.Err())
-		case <-time.After(10 * time.Millisecond):
+	for _, s := range members {
+		if _, err := s.WaitAlive(ctx, n); err != nil {
+			return members, err
 		}
 	}
+	return members, nil
 }
 
 // connect returns a client of the cluster once it sees all the members
@@ -150,26 +140,11 @@ func connect(ctx context.Context, members []*system.System) (*client.Client, err
 	if err != nil {
 		return nil, err
 	}
-	for alive(c.Members()) < len(members) {
-		select {
-		case <-ctx.Done():
-			c.Close()
-			return nil, fmt.Errorf("waiting for the client to see %d members: %w", len(members), ctx.Err())
-		case <-time.After(10 * time.Millisecond):
-		}
+	if _, err := c.WaitAlive(ctx, len(members)); err != nil {
+		c.Close()
+		return nil, err
 	}
 	return c, nil
-}
-
-// alive counts the members in ms that are alive.
-func alive(ms []cluster.Member) int {
-	n := 0
-	for _, m := range ms {
-		if m.Status == cluster.StatusAlive {
-			n++
-		}
-	}
-	return n
 }
 
 // closeAll closes members, each leaving the cluster in turn.

@@ -2,11 +2,9 @@ package systemtest
 
 import (
 	"context"
-	"fmt"
 	"testing"
 
 	"github.com/troupe-go/troupe/cluster"
-	"github.com/troupe-go/troupe/internal/testhook"
 	"github.com/troupe-go/troupe/system"
 )
 
@@ -56,24 +54,16 @@ func Join(t testing.TB, seeds []string, tweak func(cfg *system.Config), defs ...
 	return s
 }
 
-// WaitAlive waits until every system sees want members alive.
+// WaitAlive waits until every system sees want members alive and none
+// suspect (System.WaitAlive), failing the test with what a system last
+// saw after Limit.
 func WaitAlive(t testing.TB, systems []*system.System, want int) {
 	t.Helper()
-	WaitUntil(t, fmt.Sprintf("%d members alive everywhere", want), func() bool {
-		for _, s := range systems {
-			alive := 0
-			for _, m := range s.Members() {
-				if m.Status == cluster.StatusAlive {
-					alive++
-				}
-			}
-			if alive != want {
-				return false
-			}
+	ctx, cancel := context.WithTimeout(context.Background(), Limit)
+	defer cancel()
+	for _, s := range systems {
+		if _, err := s.WaitAlive(ctx, want); err != nil {
+			t.Fatalf("%s: %v", s.Addr(), err)
 		}
-		return true
-	})
+	}
 }
-
-// Crash stops s as a killed process would: no leave, no goodbye.
-func Crash(s *system.System) { testhook.Crash(s) }

@@ -2,6 +2,7 @@ package systemtest
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -54,10 +55,26 @@ func Recv[T any](t testing.TB, ch <-chan T, what string) T {
 // (Stats), failing the test after Limit.
 func WaitUntil(t testing.TB, what string, cond func() bool) {
 	t.Helper()
+	Await(t, func() error {
+		if !cond() {
+			return fmt.Errorf("timed out waiting until %s", what)
+		}
+		return nil
+	})
+}
+
+// Await polls check until it returns nil, for state with no event to wait
+// on, failing the test after Limit with check's last error.
+func Await(t testing.TB, check func() error) {
+	t.Helper()
 	deadline := time.Now().Add(Limit)
-	for !cond() {
+	for {
+		err := check()
+		if err == nil {
+			return
+		}
 		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting until %s", what)
+			t.Fatalf("after %v: %v", Limit, err)
 		}
 		time.Sleep(time.Millisecond)
 	}
