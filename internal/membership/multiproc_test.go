@@ -2,13 +2,11 @@ package membership
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"net"
 	"os"
-	"os/exec"
 	"os/signal"
 	"runtime"
 	"slices"
@@ -21,12 +19,13 @@ import (
 	"time"
 
 	"github.com/troupe-go/troupe/cluster"
+	"github.com/troupe-go/troupe/internal/proctest"
 )
 
-// The tests in this file run members as separate processes: the test
-// binary re-executes itself with -test.run=^TestHelperNode$ and the
-// environment variables below, and each child reports what its Node sees
-// on stdout, one line per change:
+// The tests in this file run members as separate processes, in the
+// proctest role "node" (see TestMain) with the environment variables
+// below; each child reports what its Node sees on stdout, one line per
+// change:
 //
 //	start <unixnano> <addr>
 //	joined <unixnano> <id>
@@ -37,11 +36,10 @@ import (
 // Times are the child's wall clock; every process shares the machine's.
 
 const (
-	envHelper  = "TROUPE_HELPER_NODE"    // "1" in a child
-	envAddr    = "TROUPE_HELPER_ADDR"    // address to listen on and advertise
-	envSeeds   = "TROUPE_HELPER_SEEDS"   // comma-separated
-	envTimings = "TROUPE_HELPER_TIMINGS" // see parseTimings
-	envFigures = "TROUPE_FIGURES"        // "1" runs the long figure tests
+	envAddr    = "TROUPE_NODE_ADDR"    // address to listen on and advertise
+	envSeeds   = "TROUPE_NODE_SEEDS"   // comma-separated
+	envTimings = "TROUPE_NODE_TIMINGS" // see parseTimings
+	envFigures = "TROUPE_FIGURES"      // "1" runs the long figure tests
 )
 
 // parseTimings reads "fast" (the default), "default", or
@@ -69,15 +67,8 @@ func parseTimings(s string) (Timings, error) {
 		RemoveAfter: 12 * d[2], AntiEntropy: 30 * d[0], TombstoneTTL: 300 * d[0]}, nil
 }
 
-// TestHelperNode is not a test: it is the body of a member process.
-func TestHelperNode(t *testing.T) {
-	if os.Getenv(envHelper) != "1" {
-		t.Skip("runs only as a child process of the multi-process tests")
-	}
-	os.Exit(runHelperNode())
-}
-
-func runHelperNode() int {
+// runNode is the body of a member process, the role "node".
+func runNode() int {
 	out := bufio.NewWriter(os.Stdout)
 	var outMu sync.Mutex
 	say := func(format string, args ...any) {
@@ -87,7 +78,7 @@ func runHelperNode() int {
 		out.Flush()
 	}
 	fail := func(err error) int {
-		fmt.Fprintln(os.Stderr, "helper node:", err)
+		fmt.Fprintln(os.Stderr, "node:", err)
 		return 2
 	}
 	timings, err := parseTimings(os.Getenv(envTimings))
@@ -147,31 +138,11 @@ func runHelperNode() int {
 	}
 }
 
-// lockedBuffer collects a child's stderr while the test may read it.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-// proc is one member process, as its parent sees it.
+// proc is one member process, as its parent sees it: the child and what
+// its reports said.
 type proc struct {
-	addr   string
-	cmd    *exec.Cmd
-	stdin  io.WriteCloser
-	stderr lockedBuffer
-	read   chan struct{} // closed when stdout is drained
+	*proctest.Proc
+	addr string
 
 	mu       sync.Mutex
 	id       NodeID
@@ -204,27 +175,10 @@ func parseStatus(s string) Status {
 // spawn starts a member process at addr.
 func spawn(t testing.TB, addr string, seeds []string, timings string) *proc {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperNode$", "-test.count=1")
-	cmd.Env = append(os.Environ(), envHelper+"=1", envAddr+"="+addr, envSeeds+"="+strings.Join(seeds, ","), envTimings+"="+timings)
-	p := &proc{addr: addr, cmd: cmd, read: make(chan struct{}), status: map[NodeID]Status{}, firstAt: map[NodeID]map[Status]time.Time{}}
-	cmd.Stderr = &p.stderr
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if p.stdin, err = cmd.StdinPipe(); err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("expected to start a member process: %v", err)
-	}
-	go func() {
-		defer close(p.read)
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			p.line(sc.Text())
-		}
-	}()
+	p := &proc{addr: addr, status: map[NodeID]Status{}, firstAt: map[NodeID]map[Status]time.Time{}}
+	p.Proc = proctest.Start(t, proctest.Spec{Role: "node", OnLine: p.line, Env: []string{
+		envAddr + "=" + addr, envSeeds + "=" + strings.Join(seeds, ","), envTimings + "=" + timings,
+	}})
 	return p
 }
 
@@ -261,17 +215,6 @@ func (p *proc) line(s string) {
 	case f[0] == "missed":
 		p.missed = true
 	}
-}
-
-// stop ends the process: SIGKILL when kill is set, else by closing its
-// stdin. It waits for the process and its output.
-func (p *proc) stop(kill bool) {
-	if kill {
-		p.cmd.Process.Kill()
-	}
-	p.stdin.Close()
-	<-p.read
-	p.cmd.Wait()
 }
 
 func (p *proc) ID() NodeID {
@@ -320,13 +263,15 @@ func (p *proc) describe(ids []NodeID) string {
 	if p.missed {
 		b.WriteString(" (missed events)")
 	}
-	if tail := p.stderr.String(); tail != "" {
+	if tail := p.Stderr(); tail != "" {
 		fmt.Fprintf(&b, "\n  stderr: %.2000s", tail)
 	}
 	return b.String()
 }
 
-// procCluster is a set of member processes on loopback.
+// procCluster is a set of member processes on loopback. Its processes
+// belong to the test that started the cluster, t, even those restarted
+// in a subtest: they run until that test ends.
 type procCluster struct {
 	t       testing.TB
 	timings string
@@ -334,31 +279,17 @@ type procCluster struct {
 	procs   []*proc
 }
 
-// freeAddrs picks n loopback addresses with ports free right now.
-func freeAddrs(t testing.TB, n int) []string {
-	t.Helper()
-	var lns []net.Listener
-	var addrs []string
-	for range n {
-		ln := listenLoopback(t)
-		lns = append(lns, ln)
-		addrs = append(addrs, ln.Addr().String())
-	}
-	for _, ln := range lns {
-		ln.Close()
-	}
-	return addrs
-}
-
 // startProcs starts n member processes at once, each seeded with the
 // first three addresses.
 func startProcs(t testing.TB, n int, timings string) *procCluster {
 	t.Helper()
-	c := &procCluster{t: t, timings: timings, addrs: freeAddrs(t, n)}
-	t.Cleanup(c.stopAll)
+	c := &procCluster{t: t, timings: timings, addrs: proctest.FreeLoopback(t, n)}
 	for _, a := range c.addrs {
 		c.procs = append(c.procs, spawn(t, a, c.seedsFor(a), timings))
 	}
+	// Registered last, so run first: kill every process at once rather
+	// than stop them one after another.
+	t.Cleanup(c.killAll)
 	return c
 }
 
@@ -375,18 +306,17 @@ func (c *procCluster) seedsFor(addr string) []string {
 	return seeds
 }
 
-func (c *procCluster) stopAll() {
+func (c *procCluster) killAll() {
 	var wg sync.WaitGroup
 	for _, p := range c.procs {
-		if p.cmd.ProcessState == nil {
-			wg.Go(func() { p.stop(true) })
-		}
+		wg.Go(p.Kill)
 	}
 	wg.Wait()
 }
 
+// restart kills process i and starts a new one at its address.
 func (c *procCluster) restart(i int) {
-	c.procs[i].stop(true)
+	c.procs[i].Kill()
 	c.procs[i] = spawn(c.t, c.addrs[i], c.seedsFor(c.addrs[i]), c.timings)
 }
 
@@ -435,21 +365,21 @@ func allProcsSee(ps []*proc, ids func() []NodeID, want ...Status) func() bool {
 
 // waitConverged waits until every process sees every process alive and
 // returns how long that took.
-func (c *procCluster) waitConverged(bound time.Duration) time.Duration {
-	c.t.Helper()
-	return waitUntil(c.t, bound, "every process to see every process alive",
+func (c *procCluster) waitConverged(t testing.TB, bound time.Duration) time.Duration {
+	t.Helper()
+	return waitUntil(t, bound, "every process to see every process alive",
 		allProcsSee(c.procs, c.ids, StatusAlive), func() string { return describeProcs(c.procs, c.ids()) })
 }
 
 // killAndMeasure kills process i with SIGKILL and returns how long after
 // the kill the last survivor first saw it dead.
-func (c *procCluster) killAndMeasure(i int, bound time.Duration) time.Duration {
-	c.t.Helper()
+func (c *procCluster) killAndMeasure(t testing.TB, i int, bound time.Duration) time.Duration {
+	t.Helper()
 	victim := c.procs[i].ID()
 	survivors := c.others(i)
 	killedAt := time.Now()
-	c.procs[i].cmd.Process.Kill()
-	waitUntil(c.t, bound, "every survivor to see the killed process dead",
+	c.procs[i].Kill()
+	waitUntil(t, bound, "every survivor to see the killed process dead",
 		allProcsSee(survivors, func() []NodeID { return []NodeID{victim} }, StatusDead, StatusLeft),
 		func() string { return describeProcs(survivors, []NodeID{victim}) })
 	var last time.Duration
@@ -460,15 +390,22 @@ func (c *procCluster) killAndMeasure(i int, bound time.Duration) time.Duration {
 	return last
 }
 
+// sendSignal sends sig to p, failing the test if it cannot.
+func sendSignal(t testing.TB, p *proc, sig os.Signal) {
+	t.Helper()
+	if err := p.Signal(sig); err != nil {
+		t.Fatalf("send %v to %s: %v", sig, p.addr, err)
+	}
+}
+
 func TestProcessesJoinDetectKillSurvivePauseAndRejoin(t *testing.T) {
 	c := startProcs(t, 5, "fast")
-	took := c.waitConverged(wideBound)
+	took := c.waitConverged(t, wideBound)
 	t.Logf("5 processes: full view everywhere %v after spawning", took.Round(time.Millisecond))
 	fast := cluster.FastTimings()
 
 	t.Run("kill -9 is seen as dead by every survivor", func(t *testing.T) {
-		c.t = t
-		d := c.killAndMeasure(4, wideBound)
+		d := c.killAndMeasure(t, 4, wideBound)
 		t.Logf("kill -9 to dead at every survivor: %v (SuspectAfter+DeadAfter = %v)", d.Round(time.Millisecond), fast.SuspectAfter+fast.DeadAfter)
 		for _, p := range c.others(4) {
 			p.mu.Lock()
@@ -481,10 +418,9 @@ func TestProcessesJoinDetectKillSurvivePauseAndRejoin(t *testing.T) {
 	})
 
 	t.Run("a process restarted at the same address rejoins", func(t *testing.T) {
-		c.t = t
 		old := c.procs[4].ID()
 		c.restart(4)
-		took := c.waitConverged(wideBound)
+		took := c.waitConverged(t, wideBound)
 		if c.procs[4].ID() == old {
 			t.Fatalf("expected a new process incarnation, got %v again", old)
 		}
@@ -492,13 +428,12 @@ func TestProcessesJoinDetectKillSurvivePauseAndRejoin(t *testing.T) {
 	})
 
 	t.Run("SIGSTOP shorter than DeadAfter is not death", func(t *testing.T) {
-		c.t = t
 		victim := c.procs[3]
 		id := victim.ID()
 		pause := fast.DeadAfter * 8 / 10
-		victim.cmd.Process.Signal(syscall.SIGSTOP)
+		sendSignal(t, victim, syscall.SIGSTOP)
 		time.Sleep(pause)
-		victim.cmd.Process.Signal(syscall.SIGCONT)
+		sendSignal(t, victim, syscall.SIGCONT)
 		// Give every survivor time to reach a verdict if one were coming.
 		time.Sleep(2 * (fast.SuspectAfter + fast.DeadAfter))
 		for _, p := range c.others(3) {
@@ -506,20 +441,19 @@ func TestProcessesJoinDetectKillSurvivePauseAndRejoin(t *testing.T) {
 				t.Errorf("expected %s never to declare the paused process dead; it did at %v", p.addr, at)
 			}
 		}
-		c.waitConverged(wideBound)
+		c.waitConverged(t, wideBound)
 	})
 
 	t.Run("a process paused past its death verdict refutes it when resumed", func(t *testing.T) {
-		c.t = t
 		victim := c.procs[2]
 		id := victim.ID()
 		survivors := c.others(2)
-		victim.cmd.Process.Signal(syscall.SIGSTOP)
+		sendSignal(t, victim, syscall.SIGSTOP)
 		waitUntil(t, wideBound, "every survivor to declare the paused process dead",
 			allProcsSee(survivors, func() []NodeID { return []NodeID{id} }, StatusDead),
 			func() string { return describeProcs(survivors, []NodeID{id}) })
-		victim.cmd.Process.Signal(syscall.SIGCONT)
-		took := c.waitConverged(wideBound)
+		sendSignal(t, victim, syscall.SIGCONT)
+		took := c.waitConverged(t, wideBound)
 		if c.procs[2].ID() != id {
 			t.Fatalf("expected the same process to come back, got %v", c.procs[2].ID())
 		}
@@ -532,7 +466,7 @@ func TestTwentyProcessesJoiningAtOnceConverge(t *testing.T) {
 		t.Skip("20 processes: skipped in -short")
 	}
 	c := startProcs(t, 20, "fast")
-	took := c.waitConverged(2 * wideBound)
+	took := c.waitConverged(t, 2*wideBound)
 	j := c.joinFigures()
 	t.Logf("20 processes spawned at once: full view everywhere %v after spawning; %s", took.Round(time.Millisecond), j)
 }
@@ -630,15 +564,15 @@ func TestFiguresKillToDeadAtEverySurvivor(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := startProcs(t, n, timings)
-	c.waitConverged(2 * wideBound)
+	c.waitConverged(t, 2*wideBound)
 	bound := 10 * (tm.SuspectAfter + tm.DeadAfter + 10*tm.Heartbeat)
 	var ds []time.Duration
 	start := time.Now()
 	for trial := 0; trial < trials && time.Since(start) < budget; trial++ {
 		victim := trial % n
-		ds = append(ds, c.killAndMeasure(victim, bound))
+		ds = append(ds, c.killAndMeasure(t, victim, bound))
 		c.restart(victim)
-		c.waitConverged(2 * wideBound)
+		c.waitConverged(t, 2*wideBound)
 		// Let the restarted process settle into the overlay.
 		time.Sleep(2 * tm.Heartbeat)
 	}
@@ -670,7 +604,7 @@ func TestFiguresProcessesJoiningAtOnce(t *testing.T) {
 		for run := range runs {
 			t.Run(fmt.Sprintf("%d processes run %d", n, run), func(t *testing.T) {
 				c := startProcs(t, n, timings)
-				took := c.waitConverged(4 * wideBound)
+				took := c.waitConverged(t, 4*wideBound)
 				t.Logf("%d processes spawned at once, timings %s: full view everywhere %v after spawning; %s",
 					n, timings, took.Round(time.Millisecond), c.joinFigures())
 			})
@@ -740,23 +674,10 @@ func TestFiguresNoFalseDeadUnderStarvation(t *testing.T) {
 	}
 
 	// Starve: two spinning child processes, one P, 64 spinning goroutines.
-	var hogs []*exec.Cmd
-	for range 2 {
-		cmd := exec.Command(os.Args[0], "-test.run=^TestHelperHog$", "-test.count=1")
-		cmd.Env = append(os.Environ(), "TROUPE_HELPER_HOG=1")
-		// The hog ends when this pipe closes, even if this process dies.
-		if _, err := cmd.StdinPipe(); err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		hogs = append(hogs, cmd)
-	}
+	hogs := []*proctest.Proc{proctest.Start(t, proctest.Spec{Role: "hog"}), proctest.Start(t, proctest.Spec{Role: "hog"})}
 	defer func() {
 		for _, h := range hogs {
-			h.Process.Kill()
-			h.Wait()
+			h.Kill()
 		}
 	}()
 	prev := runtime.GOMAXPROCS(1)
@@ -794,17 +715,16 @@ func TestFiguresNoFalseDeadUnderStarvation(t *testing.T) {
 	}
 }
 
-// TestHelperHog is not a test: it spins one CPU for a starvation figure.
-func TestHelperHog(t *testing.T) {
-	if os.Getenv("TROUPE_HELPER_HOG") != "1" {
-		t.Skip("runs only as a child process of the starvation figure")
-	}
+// runHog is the body of the role "hog": it spins one CPU until its stdin
+// closes, for the starvation figure.
+func runHog() int {
+	var done atomic.Bool
 	go func() {
 		io.Copy(io.Discard, os.Stdin)
-		os.Exit(0)
+		done.Store(true)
 	}()
 	deadline := time.Now().Add(30 * time.Minute)
-	for time.Now().Before(deadline) {
+	for !done.Load() && time.Now().Before(deadline) {
 	}
-	os.Exit(0)
+	return 0
 }
