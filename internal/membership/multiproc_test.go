@@ -287,8 +287,8 @@ func startProcs(t testing.TB, n int, timings string) *procCluster {
 	for _, a := range c.addrs {
 		c.procs = append(c.procs, spawn(t, a, c.seedsFor(a), timings))
 	}
-	// Registered last, so run first: kill every process at once rather
-	// than stop them one after another.
+	// Registered after the processes' own cleanups, so it runs before
+	// them: every process is killed at once rather than stopped in turn.
 	t.Cleanup(c.killAll)
 	return c
 }
