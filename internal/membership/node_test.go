@@ -674,7 +674,9 @@ func ExampleStart() {
 	defer stopA()
 	b, stopB := start("10.0.0.2:7400", 1, "10.0.0.1:7400")
 	defer stopB()
-	for !sees(a, []NodeID{b.ID()}, StatusAlive) {
+	// Bounded by ctx: a member that never sees the other fails the
+	// example's output rather than hanging it.
+	for ctx.Err() == nil && !sees(a, []NodeID{b.ID()}, StatusAlive) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	fmt.Println(len(a.MemberSet()), len(b.MemberSet()), a.Owning(), b.Owning())
