@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/troupe-go/troupe/internal/transport"
-
 	"github.com/troupe-go/troupe/wire"
 )
 

@@ -2,11 +2,10 @@ package transport
 
 import (
 	"context"
-	"github.com/troupe-go/troupe/wire"
 	"testing"
 	"time"
 
-	"github.com/troupe-go/troupe/internal/transport/flow"
+	"github.com/troupe-go/troupe/wire"
 )
 
 // A sender waiting on a receipt does not wait out the peer's grant delay:
@@ -15,9 +14,8 @@ import (
 // application stream (delivered by the reader) and on the replication
 // stream (delivered by its own goroutine, here after the ping arrived).
 func TestWaitedReceiptsDoNotWaitForTheGrantDelay(t *testing.T) {
-	grantDelay.Store(int64(time.Hour))
-	t.Cleanup(func() { grantDelay.Store(int64(flow.DefaultGrantDelay)) })
-	a, b := newTestNode(t, nil), newTestNode(t, nil)
+	tune := func(tn *tuning) { tn.grantDelay = time.Hour }
+	a, b := newTunedNode(t, tune, nil), newTunedNode(t, tune, nil)
 	started, release := make(chan struct{}, 1), make(chan struct{})
 	b.t.Handle(StreamReplication, HandlerFunc(func(wire.NodeID, []byte) {
 		select {

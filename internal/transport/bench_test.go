@@ -5,12 +5,13 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
-	"github.com/troupe-go/troupe/wire"
 	"io"
 	"math/rand/v2"
 	"net"
 	"testing"
 	"time"
+
+	"github.com/troupe-go/troupe/wire"
 )
 
 func benchPair(b *testing.B, mutate func(*wire.Config)) (a, z *Transport) {

@@ -3,8 +3,9 @@ package transport
 import (
 	"bytes"
 	"context"
-	"github.com/troupe-go/troupe/wire"
 	"testing"
+
+	"github.com/troupe-go/troupe/wire"
 )
 
 func TestClassSizeHoldsTheSizeAndWastesLessThanAFifth(t *testing.T) {

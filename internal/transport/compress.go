@@ -2,10 +2,10 @@ package transport
 
 import (
 	"fmt"
-	"github.com/troupe-go/troupe/wire"
 
 	"github.com/klauspost/compress/s2"
 	"github.com/klauspost/compress/zstd"
+	"github.com/troupe-go/troupe/wire"
 )
 
 // codecOffers lists the codecs a node offers in its hello.

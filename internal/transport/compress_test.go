@@ -3,9 +3,10 @@ package transport
 import (
 	"bytes"
 	"errors"
-	"github.com/troupe-go/troupe/wire"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/troupe-go/troupe/wire"
 )
 
 func TestCodecsRoundTripCompressibleChunks(t *testing.T) {

@@ -5,13 +5,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/troupe-go/troupe/wire"
 	"io"
 	"net"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/troupe-go/troupe/wire"
 )
 
 // liveConn is the active connection of a session, with its reader and
@@ -632,15 +633,6 @@ func (c *liveConn) read(rd *reader) {
 	c.broken(err)
 }
 
-// reliefAfter is how long the reader delivers an envelope itself (one to
-// maxIdleLooks+1 times it, see look) before another goroutine takes over
-// reading: a handler that blocks (its own queue full, or an actor's
-// handler run inline) must not hold the connection's credits, pings and
-// other streams.
-var reliefAfter atomic.Int64 // a time.Duration; tests lengthen it
-
-func init() { reliefAfter.Store(int64(time.Millisecond)) }
-
 // deliverInline runs the handler of an envelope on the reader, which
 // spares the hop to the stream's deliverer: the session took it because
 // the stream's handler was idle and its inbox empty, and marked the
@@ -738,11 +730,11 @@ func (c *liveConn) relieve(seq uint64, rd *reader) {
 // periods; the caller set watchArmed.
 func (c *liveConn) armWatch(seq uint64, periods int64) {
 	c.watchSeq.Store(seq)
-	if h := testWatchArm.Load(); h != nil {
-		(*h)(c, periods) // the test calls look itself
+	if h := c.s.t.tune.watchArm; h != nil {
+		h(c, periods) // the test calls look itself
 		return
 	}
-	d := time.Duration(periods * reliefAfter.Load())
+	d := time.Duration(periods) * c.s.t.tune.reliefAfter
 	c.watchMu.Lock()
 	if c.watch == nil {
 		c.watch = time.AfterFunc(d, c.look)
@@ -751,11 +743,6 @@ func (c *liveConn) armWatch(seq uint64, periods int64) {
 	}
 	c.watchMu.Unlock()
 }
-
-// testWatchArm, if set, replaces the watch's timer: tests drive the
-// looks themselves, so the bound on relief is checked in periods rather
-// than in time.
-var testWatchArm atomic.Pointer[func(c *liveConn, periods int64)]
 
 // maxIdleLooks is the most reliefAfter periods the watch waits after a
 // look that found deliveries since the last one but none running. Short
@@ -1180,10 +1167,6 @@ func (c *liveConn) encode(buf []byte, f *outFrame, minBytes int) ([]byte, []byte
 	return buf, chunk
 }
 
-// shortInlineWrites, when positive, makes tests' inline writes write at
-// most that many bytes, as a full socket would.
-var shortInlineWrites atomic.Int64
-
 // inlineMax is the largest envelope a sender writes inline; larger ones
 // go through the writer, which writes chunks without copying them.
 const inlineMax = 16 << 10
@@ -1339,7 +1322,7 @@ func (c *liveConn) writeVecRaw(fd uintptr) bool {
 // for the socket to become writable.
 func (c *liveConn) writeRaw(fd uintptr) bool {
 	b := c.rawBuf
-	if n := int(shortInlineWrites.Load()); n > 0 && len(b) > n {
+	if n := c.s.t.tune.shortInlineWrites; n > 0 && len(b) > n {
 		b = b[:n]
 	}
 	for {

@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/troupe-go/troupe/wire"
 	"math/rand/v2"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/troupe-go/troupe/internal/faultnet"
+	"github.com/troupe-go/troupe/wire"
 )
 
 // describe dumps a transport's sessions for failure messages.
@@ -64,7 +64,7 @@ func TestSimultaneousDialKeepsOneConnectionAndLosesNothingIn100SeededTrials(t *t
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				time.Sleep(delay)
+				time.Sleep(delay) // jitter: the trial's seed decides which dial starts first
 				for j := range 20 {
 					p := tagged(byte(i), StreamApplication, uint16(j%3), uint32(j), 100+j*50)
 					r, err := fp.nodes[i].Send(context.Background(), fp.nodes[1-i].Self(), StreamApplication, uint64(j%3), p)
@@ -89,18 +89,15 @@ func TestSimultaneousDialKeepsOneConnectionAndLosesNothingIn100SeededTrials(t *t
 			}
 		}
 		// Both sides must settle on the same single connection.
-		deadline := time.Now().Add(10 * time.Second)
-		for {
-			la, ra, oka := activeConn(fp.nodes[0], fp.nodes[1].Self())
-			lb, rb, okb := activeConn(fp.nodes[1], fp.nodes[0].Self())
-			if oka && okb && la == rb && ra == lb {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("trial %d: sides disagree on the connection: %v %s<->%s, %v %s<->%s", trial, oka, la, ra, okb, lb, rb)
-			}
-			time.Sleep(time.Millisecond)
-		}
+		var la, ra, lb, rb string
+		var oka, okb bool
+		eventuallyf(t, func() bool {
+			la, ra, oka = activeConn(fp.nodes[0], fp.nodes[1].Self())
+			lb, rb, okb = activeConn(fp.nodes[1], fp.nodes[0].Self())
+			return oka && okb && la == rb && ra == lb
+		}, func() string {
+			return fmt.Sprintf("trial %d: sides disagree on the connection: %v %s<->%s, %v %s<->%s", trial, oka, la, ra, okb, lb, rb)
+		})
 		checkDelivered(t, fp, all)
 	}
 }
@@ -122,7 +119,7 @@ func TestADialSwallowedByARelayYieldsToThePeersDial(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(50 * time.Millisecond) // a's dial is now stuck in the relay
+	eventually(t, "a's dial stuck in the relay", func() bool { return relay.Accepted() > 0 })
 	rb, err := b.Send(context.Background(), a.Self(), StreamApplication, 1, tagged(1, StreamApplication, 1, 1, 10))
 	if err != nil {
 		t.Fatal(err)

@@ -2,8 +2,9 @@ package transport
 
 import (
 	"context"
-	"github.com/troupe-go/troupe/wire"
 	"time"
+
+	"github.com/troupe-go/troupe/wire"
 )
 
 // Endpoint is what the layers above (membership, actors, replication) use

@@ -4,10 +4,11 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"github.com/troupe-go/troupe/wire"
 	"reflect"
 	"testing"
 	"time"
+
+	"github.com/troupe-go/troupe/wire"
 )
 
 type pingV1 struct {

@@ -3,8 +3,9 @@ package transport
 import (
 	"encoding/binary"
 	"fmt"
-	"github.com/troupe-go/troupe/wire"
 	"io"
+
+	"github.com/troupe-go/troupe/wire"
 )
 
 // ProtocolVersion is the frame protocol version this binary speaks. It

@@ -3,9 +3,10 @@ package transport
 import (
 	"bytes"
 	"errors"
-	"github.com/troupe-go/troupe/wire"
 	"io"
 	"testing"
+
+	"github.com/troupe-go/troupe/wire"
 )
 
 func readOne(t *testing.T, b []byte, max int) (frame, error) {

@@ -2,8 +2,9 @@ package transport
 
 import (
 	"bytes"
-	"github.com/troupe-go/troupe/wire"
 	"testing"
+
+	"github.com/troupe-go/troupe/wire"
 )
 
 // FuzzReadFrame feeds arbitrary bytes to the frame reader and to the

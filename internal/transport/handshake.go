@@ -6,11 +6,11 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"github.com/troupe-go/troupe/wire"
 	"io"
 	"net"
 	"time"
 
+	"github.com/troupe-go/troupe/wire"
 	"github.com/vmihailenco/msgpack/v5"
 )
 

@@ -4,10 +4,11 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
-	"github.com/troupe-go/troupe/wire"
 	"net"
 	"testing"
 	"time"
+
+	"github.com/troupe-go/troupe/wire"
 )
 
 func testLocal(addr string, inc uint64) *local {

@@ -3,12 +3,12 @@ package transport
 import (
 	"bytes"
 	"context"
-	"github.com/troupe-go/troupe/wire"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/troupe-go/troupe/internal/transport/flow"
+	"github.com/troupe-go/troupe/wire"
 )
 
 // A sender skips waking the writer for an envelope the stream's credit

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/binary"
-	"github.com/troupe-go/troupe/wire"
 	"io"
 	"net"
 	"net/netip"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/troupe-go/troupe/internal/delayproxy"
 	"github.com/troupe-go/troupe/internal/netns"
+	"github.com/troupe-go/troupe/wire"
 )
 
 // The head-of-line benchmarks send a 100-byte envelope every millisecond

@@ -5,11 +5,12 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
-	"github.com/troupe-go/troupe/wire"
 	"slices"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/troupe-go/troupe/wire"
 )
 
 // Senders write inline while the writer is idle; a write the socket takes
@@ -17,9 +18,8 @@ import (
 // inline write cut short, envelopes of all sizes from several goroutines
 // still arrive whole and in order per key.
 func TestInlineWritesCutShortArriveWholeAndInOrder(t *testing.T) {
-	shortInlineWrites.Store(7)
-	t.Cleanup(func() { shortInlineWrites.Store(0) })
-	a, b := newTestNode(t, nil), newTestNode(t, nil)
+	tune := func(tn *tuning) { tn.shortInlineWrites = 7 }
+	a, b := newTunedNode(t, tune, nil), newTunedNode(t, tune, nil)
 	const senders, per = 4, 200
 	var mu sync.Mutex
 	next := map[uint64]int{} // key -> next sequence number expected
@@ -154,9 +154,8 @@ func TestDeferredWorkDoesNotHoldTheStream(t *testing.T) {
 // once: with the watch's period made endless, only that lets the envelope
 // it waits for in.
 func TestDeferredWorkThatRelievesHandsReadingOverAtOnce(t *testing.T) {
-	reliefAfter.Store(int64(time.Hour))
-	t.Cleanup(func() { reliefAfter.Store(int64(time.Millisecond)) })
-	a, b := newTestNode(t, nil), newTestNode(t, nil)
+	tune := func(tn *tuning) { tn.reliefAfter = time.Hour }
+	a, b := newTunedNode(t, tune, nil), newTunedNode(t, tune, nil)
 	arrived, done := make(chan struct{}), make(chan struct{})
 	b.t.Handle(StreamApplication, deferHandler(func(from wire.NodeID, p []byte) func(func()) {
 		switch string(p) {
@@ -409,9 +408,8 @@ func TestReliefWatchWaitsLongerOverShortDeliveriesAndStillRelieves(t *testing.T)
 		arms[c] = append(arms[c], periods)
 		armMu.Unlock()
 	}
-	testWatchArm.Store(&hook)
-	t.Cleanup(func() { testWatchArm.Store(nil) })
-	a, b := newTestNode(t, nil), newTestNode(t, nil)
+	tune := func(tn *tuning) { tn.watchArm = hook }
+	a, b := newTunedNode(t, tune, nil), newTunedNode(t, tune, nil)
 	release, blocked, delivered := blockingCounter(b)
 	ctx := context.Background()
 	send := func(st StreamID, p string) {

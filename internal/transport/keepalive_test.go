@@ -3,11 +3,11 @@ package transport
 import (
 	"context"
 	"errors"
-	"github.com/troupe-go/troupe/wire"
 	"testing"
 	"time"
 
 	"github.com/troupe-go/troupe/internal/faultnet"
+	"github.com/troupe-go/troupe/wire"
 )
 
 // keepalive sets KeepaliveAfter and KeepaliveTimeout to d, so the resume
@@ -32,21 +32,21 @@ func TestAnIdleConnectionStaysUpOnPings(t *testing.T) {
 	if err := waitReceipt(t, r); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(100 * time.Millisecond) // let the last credit frames land
+	// Wait for the last credit frames to land, so that from here on only
+	// pings and pongs cross.
+	waitState(t, a, b.Self(), "the envelope credited back", func(st sessionState) bool {
+		return st.resendSize == 0 && st.available == st.window
+	})
 	l1, _, _ := activeConn(a, b.Self())
 	before, _ := a.LastHeard(b.Self())
-	// Silence from the layers above for many keepalive periods: only
-	// pings and pongs cross.
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		time.Sleep(50 * time.Millisecond)
-		if heard, _ := a.LastHeard(b.Self()); heard.After(before) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("nothing heard from an idle peer: pings were not answered")
-		}
-	}
+	pings := stateOf(t, a, b.Self()).pings
+	// Silence from the layers above for several keepalive periods: the
+	// peer is still heard from, through pongs to our pings.
+	waitState(t, a, b.Self(), "three more pings sent", func(st sessionState) bool { return st.pings >= pings+3 })
+	eventually(t, "the idle peer heard from again (pings answered)", func() bool {
+		heard, _ := a.LastHeard(b.Self())
+		return heard.After(before)
+	})
 	l2, _, ok := activeConn(a, b.Self())
 	if !ok || l1 != l2 {
 		t.Fatalf("the idle connection was replaced: %s then %s (%v)", l1, l2, ok)

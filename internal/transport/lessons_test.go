@@ -3,7 +3,7 @@ package transport
 import (
 	"context"
 	"errors"
-	"github.com/troupe-go/troupe/wire"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/troupe-go/troupe/internal/faultnet"
 	"github.com/troupe-go/troupe/internal/transport/flow"
+	"github.com/troupe-go/troupe/wire"
 )
 
 // Tests for lessons other multiplexers learned in production
@@ -49,17 +50,11 @@ func stateOf(t *testing.T, tr *Transport, peer wire.NodeID) sessionState {
 // generous bound.
 func waitState(t *testing.T, tr *Transport, peer wire.NodeID, what string, cond func(sessionState) bool) sessionState {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		st := stateOf(t, tr, peer)
-		if cond(st) {
-			return st
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not after 20s; session %+v", what, st)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
+	var st sessionState
+	eventuallyf(t, func() bool { st = stateOf(t, tr, peer); return cond(st) }, func() string {
+		return fmt.Sprintf("%s: not after %v; session %+v", what, waitBound, st)
+	})
+	return st
 }
 
 // Keepalive pings queued behind data killed congested yamux sessions.
@@ -200,13 +195,10 @@ func TestAnEnvelopeCancelledWhileTheSessionWaitsToResumeIsDropped(t *testing.T) 
 	inFlight := send(context.Background(), 1, 100<<10)
 	fp.fn.Partition(fp.addrs[0], fp.addrs[1], faultnet.Refuse)
 	fp.fn.CutAll()
-	deadline := time.Now().Add(20 * time.Second)
-	for _, _, up := activeConn(a, b.Self()); up; _, _, up = activeConn(a, b.Self()) {
-		if time.Now().After(deadline) {
-			t.Fatal("the session kept its connection after the cut")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	eventually(t, "the session gives up its connection after the cut", func() bool {
+		_, _, up := activeConn(a, b.Self())
+		return !up
+	})
 	before := send(context.Background(), 2, 5000)
 	ctx, cancel := context.WithCancel(context.Background())
 	dropped := send(ctx, 3, 5000)

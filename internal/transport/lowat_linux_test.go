@@ -2,10 +2,10 @@ package transport
 
 import (
 	"context"
-	"github.com/troupe-go/troupe/wire"
 	"net"
 	"testing"
 
+	"github.com/troupe-go/troupe/wire"
 	"golang.org/x/sys/unix"
 )
 

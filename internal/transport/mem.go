@@ -3,9 +3,10 @@ package transport
 import (
 	"context"
 	"fmt"
-	"github.com/troupe-go/troupe/wire"
 	"sync"
 	"time"
+
+	"github.com/troupe-go/troupe/wire"
 )
 
 // MemNetwork connects MemEndpoints in memory, with the delivery guarantees

@@ -4,9 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/troupe-go/troupe/wire"
 	"sync"
 	"testing"
+
+	"github.com/troupe-go/troupe/wire"
 )
 
 type memRecorder struct {

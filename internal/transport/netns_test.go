@@ -2,13 +2,13 @@ package transport
 
 import (
 	"context"
-	"github.com/troupe-go/troupe/wire"
 	"net"
 	"net/netip"
 	"testing"
 	"time"
 
 	"github.com/troupe-go/troupe/internal/netns"
+	"github.com/troupe-go/troupe/wire"
 )
 
 // hostDialer dials from inside a lab host.
@@ -87,7 +87,11 @@ func TestLabResetsMidTransferResumeWithoutLossOrDuplicates(t *testing.T) {
 	}
 	all = append(all, sendBatch(t, fp, 0, 50, 50, 40<<10)...)
 	all = append(all, sendBatch(t, fp, 1, 0, 50, 40<<10)...)
-	time.Sleep(200 * time.Millisecond)
+	eventually(t, "the reset seen by both sides", func() bool {
+		_, _, upA := activeConn(fp.nodes[0], fp.nodes[1].Self())
+		_, _, upB := activeConn(fp.nodes[1], fp.nodes[0].Self())
+		return !upA && !upB
+	})
 	if err := lab.Heal(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +110,12 @@ func TestLabPartitionShorterThanTheGraceLosesNothing(t *testing.T) {
 	}
 	all = append(all, sendBatch(t, fp, 0, 20, 20, 10<<10)...)
 	all = append(all, sendBatch(t, fp, 1, 0, 20, 10<<10)...)
-	time.Sleep(1500 * time.Millisecond) // past keepalive_after, within the 3 s grace
+	// Heal once keepalive has given the quiet connection up, within the
+	// grace.
+	eventually(t, "the quiet connection given up", func() bool {
+		_, _, up := activeConn(fp.nodes[0], fp.nodes[1].Self())
+		return !up
+	})
 	if err := lab.Heal(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -2,11 +2,12 @@ package transport
 
 import (
 	"bufio"
-	"github.com/troupe-go/troupe/wire"
 	"io"
 	"net"
 	"testing"
 	"time"
+
+	"github.com/troupe-go/troupe/wire"
 )
 
 // After a chunk read past the buffer, the refill for the next header asks

@@ -39,12 +39,10 @@ type Receipt struct {
 
 func newReceipt() *Receipt { return &Receipt{} }
 
-// posted are the receipts of envelopes sent with Post, which nobody
-// outside the session sees: once credited they serve again.
-var posted sync.Pool
-
-func getPosted() *Receipt {
-	if r, ok := posted.Get().(*Receipt); ok {
+// getPosted returns a receipt for an envelope sent with Post, reusing
+// one of t.posted if it has any.
+func (t *Transport) getPosted() *Receipt {
+	if r, ok := t.posted.Get().(*Receipt); ok {
 		return r
 	}
 	return &Receipt{post: true}
@@ -57,7 +55,7 @@ func (r *Receipt) recycle(t *Transport) {
 		return
 	}
 	*r = Receipt{post: true}
-	posted.Put(r)
+	t.posted.Put(r)
 }
 
 // closedChan is the Done channel of receipts resolved before anybody

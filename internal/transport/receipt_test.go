@@ -3,9 +3,10 @@ package transport
 import (
 	"context"
 	"errors"
-	"github.com/troupe-go/troupe/wire"
 	"testing"
 	"time"
+
+	"github.com/troupe-go/troupe/wire"
 )
 
 // A receipt makes its channel only when asked for it: one resolved

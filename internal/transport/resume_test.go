@@ -6,7 +6,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/troupe-go/troupe/wire"
 	"math/rand/v2"
 	"net"
 	"sync"
@@ -14,6 +13,7 @@ import (
 	"time"
 
 	"github.com/troupe-go/troupe/internal/faultnet"
+	"github.com/troupe-go/troupe/wire"
 	"pgregory.net/rapid"
 )
 

@@ -2,13 +2,12 @@ package transport
 
 import (
 	"fmt"
-	"github.com/troupe-go/troupe/wire"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/troupe-go/troupe/internal/transport/flow"
+	"github.com/troupe-go/troupe/wire"
 )
 
 // sentFrame is a data or abort frame as written, kept until the peer
@@ -179,13 +178,6 @@ const minCwnd = 32 << 10
 // sender waiting on a receipt asks for its grant (waitedOn).
 const grantSlack = minCwnd / 8
 
-// grantDelay is how long our receivers let consumed bytes wait for more
-// before granting them (flow's default, 2 ms); tests lengthen it to show
-// that a sender waiting on a receipt never waits it out.
-var grantDelay atomic.Int64 // a time.Duration
-
-func init() { grantDelay.Store(int64(flow.DefaultGrantDelay)) }
-
 // resetLocked starts the session afresh: new scheduler, credit and
 // counters.
 func (s *session) resetLocked() error {
@@ -211,7 +203,7 @@ func (s *session) resetLocked() error {
 	}
 	s.sched = sched
 	for i := range s.recv {
-		s.recv[i], err = flow.NewRecvCredit(flow.RecvConfig{Window: int64(lim.Window), GrantBytes: minCwnd, GrantDelay: time.Duration(grantDelay.Load()), Slack: min(grantSlack, int64(lim.Window)/8)})
+		s.recv[i], err = flow.NewRecvCredit(flow.RecvConfig{Window: int64(lim.Window), GrantBytes: minCwnd, GrantDelay: s.t.tune.grantDelay, Slack: min(grantSlack, int64(lim.Window)/8)})
 		if err != nil {
 			return err
 		}

@@ -7,10 +7,11 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
-	"github.com/troupe-go/troupe/wire"
 	"math/big"
 	"testing"
 	"time"
+
+	"github.com/troupe-go/troupe/wire"
 )
 
 // testCA is an in-memory certificate authority for tests.

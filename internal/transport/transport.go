@@ -4,13 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/troupe-go/troupe/wire"
 	"log/slog"
 	"math/rand/v2"
 	"net"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/troupe-go/troupe/wire"
 )
 
 // Handler receives the envelopes of one stream. Receive is called for one
@@ -71,7 +72,11 @@ type PeerEvent struct {
 // connections, keeps a session per peer across connections, and moves
 // envelopes on streams. Its methods are safe for concurrent use.
 type Transport struct {
-	cfg      wire.Config
+	cfg  wire.Config
+	tune tuning
+	// posted are the receipts of envelopes sent with Post, which nobody
+	// outside the session sees: once credited they serve again.
+	posted   sync.Pool
 	loc      *local
 	log      *slog.Logger
 	handlers [NumStreams]atomic.Pointer[Handler]
@@ -107,7 +112,8 @@ func New(cfg wire.Config) (*Transport, error) {
 	cfg = withDefaults(cfg)
 	ctx, cancel := context.WithCancel(context.Background())
 	t := &Transport{
-		cfg: cfg,
+		cfg:  cfg,
+		tune: defaultTuning(),
 		loc: &local{
 			cluster: cfg.ClusterName,
 			node:    wire.NodeID{Addr: cfg.Advertise, Incarnation: cfg.Incarnation},
@@ -394,7 +400,7 @@ func (t *Transport) send(ctx context.Context, to wire.NodeID, stream StreamID, k
 		}
 		var r *Receipt
 		if post {
-			r = getPosted()
+			r = t.getPosted()
 		} else {
 			r = newReceipt()
 		}

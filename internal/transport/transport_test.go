@@ -5,13 +5,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/troupe-go/troupe/wire"
 	"net"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/troupe-go/troupe/internal/transport/flow"
+	"github.com/troupe-go/troupe/wire"
 )
 
 // testNode is a transport listening on loopback with recording handlers.
@@ -26,6 +26,12 @@ type testNode struct {
 
 func newTestNode(t *testing.T, mutate func(*wire.Config)) *testNode {
 	t.Helper()
+	return newTunedNode(t, nil, mutate)
+}
+
+// newTunedNode is newTestNode with the engine's tuning changed by tune.
+func newTunedNode(t *testing.T, tune func(*tuning), mutate func(*wire.Config)) *testNode {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -34,7 +40,7 @@ func newTestNode(t *testing.T, mutate func(*wire.Config)) *testNode {
 	if mutate != nil {
 		mutate(&cfg)
 	}
-	tr, err := New(cfg)
+	tr, err := newTuned(cfg, tune)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -224,7 +230,12 @@ func TestABlockedApplicationHandlerHoldsNeitherOtherStreamsNorOrder(t *testing.T
 	for i := range 5 {
 		send(StreamApplication, fmt.Sprintf("after %d", i))
 	}
-	time.Sleep(10 * time.Millisecond) // let them arrive behind "block"
+	eventually(t, "five envelopes queued behind \"block\"", func() bool {
+		s := onlySession(t, b)
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return len(s.inbox[StreamApplication]) == 5
+	})
 	start := time.Now()
 	send(StreamMembership, "unblock")
 	b.waitFor(t, "all envelopes", func() bool { mu.Lock(); defer mu.Unlock(); return len(got) == 7 })
@@ -280,5 +291,30 @@ func TestBulkOverTCPArrivesInOrderAndIsCreditedBack(t *testing.T) {
 	defer s.mu.Unlock()
 	if cr := s.sched.Credit(flow.StreamID(StreamReplication)); cr.Consumed() != cr.Sent() {
 		t.Fatalf("sender's credit: %d consumed of %d sent, want all", cr.Consumed(), cr.Sent())
+	}
+}
+
+// waitBound is how long eventually waits for a condition: far above any
+// scheduling delay, so only a condition that never comes fails.
+const waitBound = 20 * time.Second
+
+// eventually polls cond until it holds, failing the test with what after
+// waitBound.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	eventuallyf(t, cond, func() string { return what + ": not after " + waitBound.String() })
+}
+
+// eventuallyf is eventually with a failure message built when it fails.
+func eventuallyf(t *testing.T, cond func() bool, msg func() string) {
+	t.Helper()
+	deadline := time.Now().Add(waitBound)
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal(msg())
+		}
+		<-tick.C
 	}
 }
