@@ -1,11 +1,11 @@
-//go:build !linux || race
+//go:build !linux
 
 package transport
 
 import "syscall"
 
-// Elsewhere, and under the race detector, rawRead and rawWrite are the
-// plain system calls (see rawio_linux.go).
+// Elsewhere than Linux, rawRead and rawWrite are the plain system calls
+// (see rawio_linux.go).
 func rawRead(fd int, p []byte) (int, error)  { return syscall.Read(fd, p) }
 func rawWrite(fd int, b []byte) (int, error) { return syscall.Write(fd, b) }
 
