@@ -3,10 +3,16 @@
 // the rate the path delivers, and surviving broken connections without
 // losing or duplicating an envelope.
 //
+// This package holds what a user configures and observes: Config (with
+// Limits, Compression, TLS and the address map), the node identity
+// NodeID, the handshake's *Refused and the sentinel errors. The engine
+// lives in internal/transport; the Transport, Receipt, Handler, Endpoint,
+// Post, Registry and MemNetwork named below are that package's.
+//
 // The byte format is specified in docs/wire.md; this comment explains the
 // model. Flow-control, pacing and scheduling arithmetic lives in the
-// deterministic core wire/internal/flow; this package drives it with
-// sockets, goroutines and the clock.
+// deterministic core internal/transport/flow; internal/transport drives it
+// with sockets, goroutines and the clock.
 //
 // # Frames and streams
 //
