@@ -72,11 +72,7 @@ type PeerEvent struct {
 // connections, keeps a session per peer across connections, and moves
 // envelopes on streams. Its methods are safe for concurrent use.
 type Transport struct {
-	cfg  wire.Config
-	tune tuning
-	// posted are the receipts of envelopes sent with Post, which nobody
-	// outside the session sees: once credited they serve again.
-	posted   sync.Pool
+	cfg      wire.Config
 	loc      *local
 	log      *slog.Logger
 	handlers [NumStreams]atomic.Pointer[Handler]
@@ -101,6 +97,11 @@ type Transport struct {
 	listeners []func(PeerEvent)
 	events    []PeerEvent
 	emitting  bool
+
+	tune tuning // set by New; tests change it before the first connection
+	// posted are the receipts of envelopes sent with Post, which nobody
+	// outside the session sees: once credited they serve again.
+	posted sync.Pool
 }
 
 // New returns a transport for cfg. Handlers must be set with Handle before
