@@ -10,7 +10,7 @@ import (
 // queueing it would wake (or start) the cell's goroutine, a hop through
 // the Go scheduler that costs more than the handler. When the receiving
 // goroutine can run the handler itself (wire's reader, once it released
-// the envelope: see wire.DeferHandler), DeliverRemoteInline claims the
+// the envelope: see transport.DeferHandler), DeliverRemoteInline claims the
 // idle cell instead, as a goroutine of its own would (running set), and
 // returns the run for the caller to make. Whatever reaches the key
 // meanwhile queues in its mailbox behind the claimed message, so order
@@ -29,7 +29,7 @@ import (
 // counts as running and the message as queued (cancel drops it). The
 // handler calls relieve (if not nil) before it waits for a reply from
 // another node, which may come through the goroutine running it (see
-// wire.DeferHandler). Otherwise it queues the ask as DeliverRemote does
+// transport.DeferHandler). Otherwise it queues the ask as DeliverRemote does
 // and run is nil.
 func (k *kind[S, M]) DeliverRemoteInline(in host.Inbound) (cancel host.Withdrawer, run func(relieve func()), err error) {
 	if in.Reply == nil || in.Key == "" {

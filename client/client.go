@@ -13,6 +13,7 @@ import (
 	"github.com/troupe-go/troupe/cluster"
 	"github.com/troupe-go/troupe/internal/host"
 	"github.com/troupe-go/troupe/internal/remote"
+	"github.com/troupe-go/troupe/internal/transport"
 	"github.com/troupe-go/troupe/wire"
 )
 
@@ -61,7 +62,7 @@ var ErrInvalidConfig = errors.New("troupe: invalid client config")
 type Client struct {
 	cfg    Config
 	h      *host.Host
-	tr     *wire.Transport
+	tr     *transport.Transport
 	router *remote.Router
 
 	mu      sync.Mutex
@@ -118,7 +119,7 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 		wcfg.KeepaliveAfter = silence * 2 / 3
 		wcfg.KeepaliveTimeout = silence * 2 / 3
 	}
-	tr, err := wire.New(wcfg)
+	tr, err := transport.New(wcfg)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}

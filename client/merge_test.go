@@ -6,11 +6,12 @@ import (
 
 	"github.com/troupe-go/troupe/cluster"
 	"github.com/troupe-go/troupe/internal/remote"
+	"github.com/troupe-go/troupe/internal/transport"
 	"github.com/troupe-go/troupe/wire"
 )
 
 func TestMemberListsMergeWithoutDroppingANewcomer(t *testing.T) {
-	ep, err := wire.NewMemNetwork().Join(wire.NodeID{Addr: "client", Incarnation: 1})
+	ep, err := transport.NewMemNetwork().Join(wire.NodeID{Addr: "client", Incarnation: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/troupe-go/troupe/internal/host"
 	"github.com/troupe-go/troupe/internal/membership"
 	"github.com/troupe-go/troupe/internal/remote"
+	"github.com/troupe-go/troupe/internal/transport"
 	"github.com/troupe-go/troupe/wire"
 )
 
@@ -51,7 +52,7 @@ type member struct {
 // incarnation is one life of the member in the cluster: its transport
 // identity (address and incarnation) and its membership.
 type incarnation struct {
-	tr   *wire.Transport
+	tr   *transport.Transport
 	wt   *membership.WireTransport
 	node *membership.Node
 	sub  *membership.Subscription
@@ -111,7 +112,7 @@ func Start(ctx context.Context, cfg Config) (*System, error) {
 	inc := uint64(time.Now().UnixNano())
 	wcfg := cc.WireConfig(inc)
 	wcfg.Dialer = cfg.Dialer
-	tr, err := wire.New(wcfg)
+	tr, err := transport.New(wcfg)
 	if err != nil {
 		ln.Close()
 		return nil, fmt.Errorf("troupe: start: %w", err)
@@ -284,7 +285,7 @@ func (s *System) join(seeds []string, last uint64) (*incarnation, error) {
 	cc.Seeds = seeds
 	wcfg := cc.WireConfig(id)
 	wcfg.Dialer = m.dialer
-	tr, err := wire.New(wcfg)
+	tr, err := transport.New(wcfg)
 	if err != nil {
 		return nil, err
 	}

@@ -63,7 +63,7 @@ func holdID(t *testing.T) string { return t.Name() + "#" + strconv.FormatInt(hol
 // onReader reports whether the calling handler runs on wire's reader.
 func onReader() bool {
 	buf := make([]byte, 64<<10)
-	return strings.Contains(string(buf[:runtime.Stack(buf, false)]), "wire.(*liveConn).deliverInline")
+	return strings.Contains(string(buf[:runtime.Stack(buf, false)]), "transport.(*liveConn).deliverInline")
 }
 
 var inlineProbe = actor.Define("inlineprobe", func(c *actor.Context[int, IMsg], m IMsg) error {

@@ -51,42 +51,6 @@ func (t *TLS) validate() error {
 	return nil
 }
 
-func (t *TLS) verify(cs tls.ConnectionState) error {
-	if len(cs.PeerCertificates) == 0 {
-		return errors.New("troupe: peer sent no certificate")
-	}
-	inter := x509.NewCertPool()
-	for _, c := range cs.PeerCertificates[1:] {
-		inter.AddCert(c)
-	}
-	_, err := cs.PeerCertificates[0].Verify(x509.VerifyOptions{
-		Roots:         t.CA,
-		Intermediates: inter,
-		KeyUsages:     []x509.ExtKeyUsage{x509.ExtKeyUsageAny},
-	})
-	return err
-}
-
-func (t *TLS) clientConfig() *tls.Config {
-	return &tls.Config{
-		MinVersion:   tls.VersionTLS13,
-		Certificates: []tls.Certificate{t.Certificate},
-		// The chain is verified in VerifyConnection against the cluster
-		// CA, without the host name check (see TLS).
-		InsecureSkipVerify: true,
-		VerifyConnection:   t.verify,
-	}
-}
-
-func (t *TLS) serverConfig() *tls.Config {
-	return &tls.Config{
-		MinVersion:       tls.VersionTLS13,
-		Certificates:     []tls.Certificate{t.Certificate},
-		ClientAuth:       tls.RequireAnyClientCert,
-		VerifyConnection: t.verify,
-	}
-}
-
 // Config configures a Transport. The zero value of every field except
 // ClusterName means its default.
 type Config struct {
@@ -183,46 +147,3 @@ func (c *Config) Validate() error {
 	}
 	return nil
 }
-
-// withDefaults returns a copy with every zero field set to its default.
-func (c Config) withDefaults() Config {
-	c.Limits = c.Limits.withDefaults()
-	def := func(d *time.Duration, v time.Duration) {
-		if *d == 0 {
-			*d = v
-		}
-	}
-	def(&c.HandshakeTimeout, DefaultHandshakeTimeout)
-	def(&c.KeepaliveAfter, DefaultKeepaliveAfter)
-	def(&c.KeepaliveTimeout, DefaultKeepaliveTimeout)
-	def(&c.RedialMin, DefaultRedialMin)
-	def(&c.RedialMax, DefaultRedialMax)
-	if c.SendQueue == 0 {
-		c.SendQueue = max(DefaultSendQueue, c.Limits.MaxMessage)
-	}
-	if c.NotSentLowat == 0 {
-		c.NotSentLowat = DefaultNotSentLowat
-	}
-	if c.Incarnation == 0 {
-		c.Incarnation = uint64(time.Now().UnixNano())
-	}
-	if c.Dialer == nil {
-		c.Dialer = &net.Dialer{}
-	}
-	if c.Logger == nil {
-		c.Logger = slog.New(slog.DiscardHandler)
-	}
-	return c
-}
-
-// dialAddress applies AddressMap to an advertised address.
-func (c *Config) dialAddress(advertised string) string {
-	if a, ok := c.AddressMap[advertised]; ok {
-		return a
-	}
-	return advertised
-}
-
-// resumeGrace is how long a session keeps in-flight data for a peer it
-// cannot reach: 2 × KeepaliveAfter + KeepaliveTimeout.
-func (c *Config) resumeGrace() time.Duration { return 2*c.KeepaliveAfter + c.KeepaliveTimeout }

@@ -1,41 +1,23 @@
 package wire_test
 
 import (
-	"context"
 	"fmt"
-	"net"
 
 	"github.com/troupe-go/troupe/wire"
 )
 
-// Two nodes on loopback: one sends an envelope, the other prints it.
-func Example() {
-	listen := func() net.Listener {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			panic(err)
-		}
-		return ln
+// Validate names the field that is out of range; zero fields mean their
+// defaults.
+func ExampleConfig_Validate() {
+	c := wire.Config{
+		ClusterName: "demo",
+		Advertise:   "10.0.0.1:7000",
+		Limits:      wire.Limits{MaxFrame: 1 << 10},
 	}
-	lnA, lnB := listen(), listen()
-	a, _ := wire.New(wire.Config{ClusterName: "demo", Advertise: lnA.Addr().String()})
-	b, _ := wire.New(wire.Config{ClusterName: "demo", Advertise: lnB.Addr().String()})
-	defer a.Close()
-	defer b.Close()
-	got := make(chan string, 1)
-	b.Handle(wire.StreamApplication, wire.HandlerFunc(func(from wire.NodeID, p []byte) {
-		got <- string(p)
-	}))
-	go a.Serve(lnA)
-	go b.Serve(lnB)
-
-	r, err := a.Send(context.Background(), b.Self(), wire.StreamApplication, 42, []byte("hello, troupe"))
-	if err != nil {
-		panic(err)
-	}
-	if err := r.Wait(context.Background()); err != nil {
-		panic(err)
-	}
-	fmt.Println(<-got)
-	// Output: hello, troupe
+	fmt.Println(c.Validate())
+	c.Limits.MaxFrame = 0
+	fmt.Println(c.Validate())
+	// Output:
+	// troupe: Limits.MaxFrame 1024 out of range [4096, 16777216]
+	// <nil>
 }

@@ -2,8 +2,6 @@ package wire
 
 import (
 	"fmt"
-
-	"github.com/troupe-go/troupe/wire/internal/flow"
 )
 
 // Default limits. Both sides of a connection must use the same values.
@@ -67,10 +65,3 @@ func (l Limits) Validate() error {
 	}
 	return nil
 }
-
-// chunkSize is the largest envelope chunk carried by one data frame.
-func (l Limits) chunkSize() int { return l.MaxFrame - maxDataOverhead }
-
-// smallFrame is the scheduler's frame limit (its MaxFrame): the largest
-// chunk of a small envelope's frame and the least of a large one's.
-func (l Limits) smallFrame() int { return min(flow.DefaultMaxFrame, l.chunkSize()) }

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/troupe-go/troupe/internal/transport"
+
 	"github.com/troupe-go/troupe/wire"
 
 	"github.com/troupe-go/troupe/cluster"
@@ -103,7 +105,7 @@ func (c *crashNet) crash() {
 // membership adapter over it, and the Node.
 type wireNode struct {
 	addr  string
-	wt    *wire.Transport
+	wt    *transport.Transport
 	mt    *WireTransport
 	node  *Node
 	cn    *crashNet
@@ -135,7 +137,7 @@ func startWireNode(ctx context.Context, o wireNodeOptions) (*wireNode, error) {
 	if logger == nil {
 		logger = testLogger()
 	}
-	wt, err := wire.New(wire.Config{ClusterName: "troupe", Advertise: addr, Dialer: cn, Logger: logger})
+	wt, err := transport.New(wire.Config{ClusterName: "troupe", Advertise: addr, Dialer: cn, Logger: logger})
 	if err != nil {
 		o.ln.Close()
 		return nil, err
@@ -470,7 +472,7 @@ func (n *Node) mustSelf() Member {
 // The tests below use wire's in-memory network: they check the Node's own
 // contract, not the network.
 
-func memNode(t *testing.T, net *wire.MemNetwork, addr string, seeds ...string) (*WireTransport, Config) {
+func memNode(t *testing.T, net *transport.MemNetwork, addr string, seeds ...string) (*WireTransport, Config) {
 	t.Helper()
 	ep, err := net.Join(wire.NodeID{Addr: addr, Incarnation: uint64(time.Now().UnixNano())})
 	if err != nil {
@@ -485,7 +487,7 @@ func memNode(t *testing.T, net *wire.MemNetwork, addr string, seeds ...string) (
 }
 
 func TestStartWithoutSeedsOwnsAtOnce(t *testing.T) {
-	mt, cfg := memNode(t, wire.NewMemNetwork(), "10.0.0.1:7400")
+	mt, cfg := memNode(t, transport.NewMemNetwork(), "10.0.0.1:7400")
 	n, err := Start(t.Context(), cfg, mt)
 	if err != nil {
 		t.Fatalf("expected a seedless node to start: %v", err)
@@ -498,7 +500,7 @@ func TestStartWithoutSeedsOwnsAtOnce(t *testing.T) {
 }
 
 func TestStartGivesUpWhenNoSeedAnswersBeforeTheContextEnds(t *testing.T) {
-	mt, cfg := memNode(t, wire.NewMemNetwork(), "10.0.0.1:7400", "10.0.0.9:7400")
+	mt, cfg := memNode(t, transport.NewMemNetwork(), "10.0.0.1:7400", "10.0.0.9:7400")
 	ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
 	defer cancel()
 	n, err := Start(ctx, cfg, mt)
@@ -508,7 +510,7 @@ func TestStartGivesUpWhenNoSeedAnswersBeforeTheContextEnds(t *testing.T) {
 }
 
 func TestStartRefusesATransportOfAnotherAddress(t *testing.T) {
-	mt, cfg := memNode(t, wire.NewMemNetwork(), "10.0.0.1:7400")
+	mt, cfg := memNode(t, transport.NewMemNetwork(), "10.0.0.1:7400")
 	cfg.Advertise = "10.0.0.2:7400"
 	if _, err := Start(t.Context(), cfg, mt); !errors.Is(err, ErrIdentityMismatch) {
 		t.Fatalf("expected ErrIdentityMismatch, got %v", err)
@@ -516,7 +518,7 @@ func TestStartRefusesATransportOfAnotherAddress(t *testing.T) {
 }
 
 func TestNodeJoinsThroughASeedOnTheMemoryNetwork(t *testing.T) {
-	mn := wire.NewMemNetwork()
+	mn := transport.NewMemNetwork()
 	ctx, cancel := context.WithTimeout(t.Context(), wideBound)
 	defer cancel()
 	mtA, cfgA := memNode(t, mn, "10.0.0.1:7400")
@@ -547,7 +549,7 @@ func TestNodeJoinsThroughASeedOnTheMemoryNetwork(t *testing.T) {
 }
 
 func TestSlowSubscriberMissesEventsWithoutBlockingTheLoop(t *testing.T) {
-	mn := wire.NewMemNetwork()
+	mn := transport.NewMemNetwork()
 	ctx, cancel := context.WithTimeout(t.Context(), wideBound)
 	defer cancel()
 	mtA, cfgA := memNode(t, mn, "10.0.0.1:7400")
@@ -576,7 +578,7 @@ func TestSlowSubscriberMissesEventsWithoutBlockingTheLoop(t *testing.T) {
 }
 
 func TestCallsAfterCloseFailWithErrNodeClosed(t *testing.T) {
-	mt, cfg := memNode(t, wire.NewMemNetwork(), "10.0.0.1:7400")
+	mt, cfg := memNode(t, transport.NewMemNetwork(), "10.0.0.1:7400")
 	n, err := Start(t.Context(), cfg, mt)
 	if err != nil {
 		t.Fatal(err)
@@ -595,7 +597,7 @@ func TestCallsAfterCloseFailWithErrNodeClosed(t *testing.T) {
 }
 
 func TestFailedHandoverLeavesTheNodeLeavingAndLeaveCanBeRetried(t *testing.T) {
-	mt, cfg := memNode(t, wire.NewMemNetwork(), "10.0.0.1:7400")
+	mt, cfg := memNode(t, transport.NewMemNetwork(), "10.0.0.1:7400")
 	fail := true
 	n, err := Start(t.Context(), cfg, mt, WithHandover(func(context.Context) error {
 		if fail {
@@ -658,7 +660,7 @@ func TestLeaveDoesNotWaitForANeighbourThatDiedSilently(t *testing.T) {
 func ExampleStart() {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	network := wire.NewMemNetwork()
+	network := transport.NewMemNetwork()
 	start := func(addr string, inc uint64, seeds ...string) (*Node, func()) {
 		ep, _ := network.Join(wire.NodeID{Addr: addr, Incarnation: inc})
 		tr := NewWireTransport(ep, WireOptions{})

@@ -6,11 +6,12 @@ import (
 	"sync"
 	"time"
 
+	"github.com/troupe-go/troupe/internal/transport"
 	"github.com/troupe-go/troupe/wire"
 )
 
-// WireTransport carries membership over a wire.Endpoint (a *wire.Transport
-// in production, a *wire.MemEndpoint in tests): each Message is one
+// WireTransport carries membership over a transport.Endpoint (a *transport.Transport
+// in production, a *transport.MemEndpoint in tests): each Message is one
 // msgpack envelope on the membership stream. It implements Transport,
 // Inbound, Flusher and SelfReporter.
 //
@@ -24,7 +25,7 @@ import (
 // not written by then, which also bounds what queues for an unreachable
 // address.
 type WireTransport struct {
-	ep  wire.Endpoint
+	ep  transport.Endpoint
 	log *slog.Logger
 	ttl time.Duration
 
@@ -34,7 +35,7 @@ type WireTransport struct {
 	mu      sync.Mutex
 	deliver func(ctx context.Context, m Message) error
 	expiry  []expiring // newest last
-	pending []*wire.Receipt
+	pending []*transport.Receipt
 	pruneAt int
 }
 
@@ -59,10 +60,10 @@ type WireOptions struct {
 }
 
 // NewWireTransport returns a Transport over ep and registers its handler
-// for wire.StreamMembership: call it before ep carries traffic (for a
-// *wire.Transport, before Serve). Messages that arrive before a Node is
+// for transport.StreamMembership: call it before ep carries traffic (for a
+// *transport.Transport, before Serve). Messages that arrive before a Node is
 // attached are dropped; the Core retransmits.
-func NewWireTransport(ep wire.Endpoint, opts WireOptions) *WireTransport {
+func NewWireTransport(ep transport.Endpoint, opts WireOptions) *WireTransport {
 	if opts.MessageTTL <= 0 {
 		opts.MessageTTL = 2 * time.Second
 	}
@@ -71,7 +72,7 @@ func NewWireTransport(ep wire.Endpoint, opts WireOptions) *WireTransport {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	t := &WireTransport{ep: ep, log: opts.Logger, ttl: opts.MessageTTL, ctx: ctx, cancel: cancel}
-	ep.Handle(wire.StreamMembership, wire.HandlerFunc(t.receive))
+	ep.Handle(transport.StreamMembership, transport.HandlerFunc(t.receive))
 	return t
 }
 
@@ -130,7 +131,7 @@ func (t *WireTransport) Send(ctx context.Context, addr string, msg Message) erro
 	if err != nil {
 		return err
 	}
-	r, err := t.ep.Send(t.sendContext(), wire.NodeID{Addr: addr}, wire.StreamMembership, 0, b)
+	r, err := t.ep.Send(t.sendContext(), wire.NodeID{Addr: addr}, transport.StreamMembership, 0, b)
 	if err != nil {
 		return err
 	}
@@ -165,7 +166,7 @@ func (t *WireTransport) sendContext() context.Context {
 
 // track remembers a receipt for Flush, forgetting resolved ones now and
 // then so the list stays as long as what is in flight.
-func (t *WireTransport) track(r *wire.Receipt) {
+func (t *WireTransport) track(r *transport.Receipt) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.pending = append(t.pending, r)
@@ -192,7 +193,7 @@ func (t *WireTransport) track(r *wire.Receipt) {
 // first.
 func (t *WireTransport) Flush(ctx context.Context) error {
 	t.mu.Lock()
-	pending := append([]*wire.Receipt(nil), t.pending...)
+	pending := append([]*transport.Receipt(nil), t.pending...)
 	t.mu.Unlock()
 	limit := time.NewTimer(t.ttl)
 	defer limit.Stop()

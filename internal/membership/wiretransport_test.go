@@ -6,15 +6,17 @@ import (
 	"testing"
 	"time"
 
+	"github.com/troupe-go/troupe/internal/transport"
+
 	"github.com/troupe-go/troupe/wire"
 )
 
 // memPair returns two adapters on one in-memory wire network, each
 // delivering into a channel.
-func memPair(t *testing.T) (a, b *WireTransport, gotA, gotB chan Message, epA wire.Endpoint) {
+func memPair(t *testing.T) (a, b *WireTransport, gotA, gotB chan Message, epA transport.Endpoint) {
 	t.Helper()
-	mn := wire.NewMemNetwork()
-	mk := func(addr string, inc uint64) (*WireTransport, chan Message, wire.Endpoint) {
+	mn := transport.NewMemNetwork()
+	mk := func(addr string, inc uint64) (*WireTransport, chan Message, transport.Endpoint) {
 		ep, err := mn.Join(wire.NodeID{Addr: addr, Incarnation: inc})
 		if err != nil {
 			t.Fatal(err)
@@ -73,7 +75,7 @@ func TestWireTransportDropsAMessageWhoseSenderIsNotTheConnectionsPeer(t *testing
 
 func TestWireTransportDropsUndecodableEnvelopes(t *testing.T) {
 	a, _, _, gotB, epA := memPair(t)
-	if _, err := epA.Send(t.Context(), wire.NodeID{Addr: "10.0.0.2:7400"}, wire.StreamMembership, 0, []byte{0xc1, 0x00}); err != nil {
+	if _, err := epA.Send(t.Context(), wire.NodeID{Addr: "10.0.0.2:7400"}, transport.StreamMembership, 0, []byte{0xc1, 0x00}); err != nil {
 		t.Fatal(err)
 	}
 	if err := a.Send(t.Context(), "10.0.0.2:7400", Message{Type: MsgAck, From: a.Self()}); err != nil {
@@ -100,7 +102,7 @@ func TestWireTransportReportsLastHeardFromAnyBytes(t *testing.T) {
 
 func TestWireTransportExpiresMessagesToAnUnreachableAddress(t *testing.T) {
 	ln := listenLoopback(t)
-	wt, err := wire.New(wire.Config{ClusterName: "troupe", Advertise: ln.Addr().String()})
+	wt, err := transport.New(wire.Config{ClusterName: "troupe", Advertise: ln.Addr().String()})
 	if err != nil {
 		t.Fatal(err)
 	}

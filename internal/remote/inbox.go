@@ -21,7 +21,7 @@ import (
 // cancel also goes to the worker while it has work, so nothing overtakes
 // what the same peer sent before. An ask that finds the worker idle is
 // served at once, sparing its latency the hop. When wire's reader
-// delivers the batch itself (wire.DeferHandler), the first such ask whose
+// delivers the batch itself (transport.DeferHandler), the first such ask whose
 // actor is idle is even run there: stage one claims the actor's cell
 // (actor.DeliverRemoteInline) and the handler runs once wire released the
 // batch, so a handler that blocks holds neither the stream nor the

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 
 	"github.com/troupe-go/troupe/internal/host"
+	"github.com/troupe-go/troupe/internal/transport"
 	"github.com/troupe-go/troupe/wire"
 )
 
@@ -121,7 +122,7 @@ func (o *outbox) flushLocked(i int, l *lane) error {
 	// for a batch like this one so that it rarely grows by copying.
 	l.buf, l.prev = nil, tellHead{}
 	l.next = min(len(batch)+len(batch)/4, batchMax+batchMax/4)
-	if err := o.r.endpoint().Post(o.to, wire.StreamApplication, uint64(i+1), batch); err != nil {
+	if err := o.r.endpoint().Post(o.to, transport.StreamApplication, uint64(i+1), batch); err != nil {
 		return unavailable(o.to, err)
 	}
 	return nil

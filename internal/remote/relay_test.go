@@ -8,12 +8,13 @@ import (
 	"time"
 
 	"github.com/troupe-go/troupe/actor"
+	"github.com/troupe-go/troupe/internal/transport"
 	"github.com/troupe-go/troupe/wire"
 )
 
 // heardEndpoint lets a test say when each peer was last heard.
 type heardEndpoint struct {
-	*wire.MemEndpoint
+	*transport.MemEndpoint
 	mu    sync.Mutex
 	heard map[wire.NodeID]time.Time
 }
@@ -34,10 +35,10 @@ func (e *heardEndpoint) set(id wire.NodeID, at time.Time) {
 // silentLinkNodes starts members a, b and c, all in every view, cuts the
 // link between a and b, and returns a key b owns, a key a owns and the
 // endpoints, whose heard times the test sets.
-func silentLinkNodes(t *testing.T) (net *wire.MemNetwork, ns []*testNode, eps []*heardEndpoint, atB, atA string) {
+func silentLinkNodes(t *testing.T) (net *transport.MemNetwork, ns []*testNode, eps []*heardEndpoint, atB, atA string) {
 	t.Helper()
-	net = wire.NewMemNetwork()
-	ns = newTestNodesWith(t, net, func(ep *wire.MemEndpoint) wire.Endpoint {
+	net = transport.NewMemNetwork()
+	ns = newTestNodesWith(t, net, func(ep *transport.MemEndpoint) transport.Endpoint {
 		he := &heardEndpoint{MemEndpoint: ep, heard: map[wire.NodeID]time.Time{}}
 		eps = append(eps, he)
 		return he

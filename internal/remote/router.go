@@ -21,6 +21,7 @@ import (
 	"github.com/troupe-go/troupe/actor"
 	"github.com/troupe-go/troupe/cluster"
 	"github.com/troupe-go/troupe/internal/host"
+	"github.com/troupe-go/troupe/internal/transport"
 	"github.com/troupe-go/troupe/ring"
 	"github.com/troupe-go/troupe/wire"
 	"github.com/vmihailenco/msgpack/v5"
@@ -28,7 +29,7 @@ import (
 
 // Config configures a Router.
 type Config struct {
-	Endpoint wire.Endpoint
+	Endpoint transport.Endpoint
 	// Host runs the actors of this node; a client's host serves none.
 	Host *host.Host
 	// Serve is set on members: they serve keys and answer clients'
@@ -51,7 +52,7 @@ type Config struct {
 	Handoff time.Duration
 }
 
-// Router implements host.Remote over a wire.Endpoint.
+// Router implements host.Remote over a transport.Endpoint.
 type Router struct {
 	cfg  Config
 	ep   atomic.Pointer[endpoint] // swapped by SetEndpoint
@@ -177,7 +178,7 @@ func New(cfg Config) *Router {
 	r.view.Store(newView(cfg.Endpoint.Self(), false, nil))
 	r.ep.Store(&endpoint{cfg.Endpoint})
 	r.silent.Store(new(map[wire.NodeID]time.Time))
-	cfg.Endpoint.Handle(wire.StreamApplication, receiver{r})
+	cfg.Endpoint.Handle(transport.StreamApplication, receiver{r})
 	if cfg.Silence > 0 {
 		go r.watchSilence(cfg.Silence)
 	}
@@ -187,17 +188,17 @@ func New(cfg Config) *Router {
 // receiver is the router's handler of the application stream.
 type receiver struct{ r *Router }
 
-// Receive implements wire.Handler.
+// Receive implements transport.Handler.
 func (h receiver) Receive(from wire.NodeID, payload []byte) { h.r.receive(from, payload, nil) }
 
-// ReceiveDefer implements wire.DeferHandler: an ask that finds its actor
+// ReceiveDefer implements transport.DeferHandler: an ask that finds its actor
 // idle runs in then, after wire released the batch (see inbox).
 func (h receiver) ReceiveDefer(from wire.NodeID, payload []byte) (then func(relieve func())) {
 	h.r.receive(from, payload, &then)
 	return then
 }
 
-// Quick implements wire.QuickHandler: a batch of replies only completes
+// Quick implements transport.QuickHandler: a batch of replies only completes
 // pending asks, which never waits, so wire's reader delivers it without
 // its relief watch (on an asker, the watch's timer would fire every
 // millisecond while asks go on).
@@ -212,11 +213,11 @@ func (h receiver) Quick(payload []byte) bool {
 	return len(payload) > 0
 }
 
-// endpoint boxes the current wire.Endpoint for the atomic pointer.
-type endpoint struct{ wire.Endpoint }
+// endpoint boxes the current transport.Endpoint for the atomic pointer.
+type endpoint struct{ transport.Endpoint }
 
 // endpoint returns the endpoint the router sends through now.
-func (r *Router) endpoint() wire.Endpoint { return r.ep.Load().Endpoint }
+func (r *Router) endpoint() transport.Endpoint { return r.ep.Load().Endpoint }
 
 // self returns this node's identity on the current endpoint.
 func (r *Router) self() wire.NodeID { return r.endpoint().Self() }
@@ -228,8 +229,8 @@ func (r *Router) self() wire.NodeID { return r.endpoint().Self() }
 // still waiting with actor.ErrUnavailable (their replies would reach the
 // old identity) and cancels the requests served for other nodes. Call
 // Update next with the new identity.
-func (r *Router) SetEndpoint(ep wire.Endpoint) {
-	ep.Handle(wire.StreamApplication, receiver{r})
+func (r *Router) SetEndpoint(ep transport.Endpoint) {
+	ep.Handle(transport.StreamApplication, receiver{r})
 	old := r.ep.Swap(&endpoint{ep}).Endpoint
 	r.hmu.Lock()
 	r.joinedAt = time.Now() // a new incarnation owns nothing yet: see handoff.go

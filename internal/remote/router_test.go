@@ -11,6 +11,7 @@ import (
 	"github.com/troupe-go/troupe/actor"
 	"github.com/troupe-go/troupe/cluster"
 	"github.com/troupe-go/troupe/internal/host"
+	"github.com/troupe-go/troupe/internal/transport"
 	"github.com/troupe-go/troupe/ring"
 	"github.com/troupe-go/troupe/wire"
 )
@@ -53,16 +54,16 @@ func (n *testNode) Runtime() *host.Host { return n.h }
 
 func newTestNodes(t *testing.T, addrs ...string) []*testNode {
 	t.Helper()
-	return newTestNodesOn(t, wire.NewMemNetwork(), addrs...)
+	return newTestNodesOn(t, transport.NewMemNetwork(), addrs...)
 }
 
-func newTestNodesOn(t *testing.T, net *wire.MemNetwork, addrs ...string) []*testNode {
+func newTestNodesOn(t *testing.T, net *transport.MemNetwork, addrs ...string) []*testNode {
 	t.Helper()
-	return newTestNodesWith(t, net, func(ep *wire.MemEndpoint) wire.Endpoint { return ep }, addrs...)
+	return newTestNodesWith(t, net, func(ep *transport.MemEndpoint) transport.Endpoint { return ep }, addrs...)
 }
 
 // newTestNodesWith starts members whose routers use wrap(endpoint).
-func newTestNodesWith(t *testing.T, net *wire.MemNetwork, wrap func(*wire.MemEndpoint) wire.Endpoint, addrs ...string) []*testNode {
+func newTestNodesWith(t *testing.T, net *transport.MemNetwork, wrap func(*transport.MemEndpoint) transport.Endpoint, addrs ...string) []*testNode {
 	t.Helper()
 	var nodes []*testNode
 	for i, a := range addrs {
@@ -218,7 +219,7 @@ func TestTellIsNotForwardedTwice(t *testing.T) {
 }
 
 func TestAskToAMemberThatDiesFailsWhenTheViewSaysSo(t *testing.T) {
-	net := wire.NewMemNetwork()
+	net := transport.NewMemNetwork()
 	ns := newTestNodesOn(t, net, "a:1", "b:1")
 	a, b := ns[0], ns[1]
 	key := keyWhere(t, func(k string) bool { return ownerIn(k, a, b) == b.id })
@@ -269,7 +270,7 @@ func (r *Router) waiting() int {
 }
 
 func TestSetEndpointMovesTheRouterToANewIncarnation(t *testing.T) {
-	mn := wire.NewMemNetwork()
+	mn := transport.NewMemNetwork()
 	ns := newTestNodesOn(t, mn, "a:1", "b:1")
 	a, b := ns[0], ns[1]
 	a.setView(a, b)
@@ -279,7 +280,7 @@ func TestSetEndpointMovesTheRouterToANewIncarnation(t *testing.T) {
 		t.Fatalf("ask before: %v", err)
 	}
 	// a is removed and rejoins as a new incarnation at the same address.
-	oldEp, _ := a.r.endpoint().(*wire.MemEndpoint)
+	oldEp, _ := a.r.endpoint().(*transport.MemEndpoint)
 	oldEp.Close()
 	id := wire.NodeID{Addr: a.id.Addr, Incarnation: a.id.Incarnation + 100}
 	ep, err := mn.Join(id)
