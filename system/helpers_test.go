@@ -119,7 +119,7 @@ func probe(name string, g *gate, l *opLog, opts ...actor.Option) *actor.Def[int,
 func errorsIs(err, target error) bool { return errors.Is(err, target) }
 
 // newSystem starts a system hosting defs and closes it when the test ends.
-func newSystem(t testing.TB, cfg system.Config, defs ...system.Definition) *system.System {
+func newSystem(t testing.TB, cfg system.Config, defs ...actor.Definition) *system.System {
 	t.Helper()
 	return systemtest.NewSystem(t, cfg, defs...)
 }

@@ -65,7 +65,7 @@ func runMember() int {
 	cc.Seeds = seeds
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	s, err := system.Start(ctx, system.Config{Actors: []system.Definition{ccounter}, Cluster: &cc, LeaveTimeout: 2 * time.Second})
+	s, err := system.Start(ctx, system.Config{Actors: []actor.Definition{ccounter}, Cluster: &cc, LeaveTimeout: 2 * time.Second})
 	if err != nil {
 		return fail(err)
 	}

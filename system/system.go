@@ -6,12 +6,14 @@ import (
 
 	"github.com/troupe-go/troupe/actor"
 	"github.com/troupe-go/troupe/internal/host"
+	"github.com/troupe-go/troupe/internal/runtime"
 )
 
 // System hosts actors in this process. It is safe for concurrent use.
 type System struct {
-	h *host.Host
-	m *member // nil for an embedded system
+	handle // makes a *System an actor.System
+	h      *host.Host
+	m      *member // nil for an embedded system
 }
 
 // EventKind says what an Event reports.
@@ -97,13 +99,13 @@ func newSystem(cfg Config, rem host.Remote) *System {
 	}
 	h := host.New(settings)
 	for _, d := range cfg.Actors {
-		h.Register(d.Instantiate(h))
+		h.Register(runtime.Instantiate(d, h))
 	}
-	return &System{h: h}
+	return &System{handle: runtime.NewHandle(h), h: h}
 }
 
-// Runtime implements actor.System.
-func (s *System) Runtime() *host.Host { return s.h }
+// handle is the runtime's handle on the system.
+type handle = runtime.Handle
 
 // Close stops the system: new messages fail with actor.ErrSystemClosed,
 // activations drain their mailboxes until ctx ends, then running handlers

@@ -58,7 +58,7 @@ func run(ctx context.Context, out io.Writer) error {
 	var mu sync.Mutex
 	var ended []string
 	sys, err := system.New(system.Config{
-		Actors: []system.Definition{Page},
+		Actors: []actor.Definition{Page},
 		Observer: func(e system.Event) {
 			if e.Kind == system.ActivationEnded {
 				mu.Lock()

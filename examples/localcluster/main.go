@@ -114,7 +114,7 @@ func runCluster(ctx context.Context, out io.Writer) (outcome, error) {
 		cc.ClusterName = "localcluster"
 		cc.Seeds = seeds
 		sys, err := system.Start(ctx, system.Config{
-			Actors:  []system.Definition{counterOn(n)},
+			Actors:  []actor.Definition{counterOn(n)},
 			Cluster: &cc,
 		})
 		if err != nil {

@@ -61,7 +61,7 @@ func leaveUnderAsks(t *testing.T, ctx context.Context) (int64, error) {
 		cc := cluster.FastConfig("127.0.0.1:0")
 		cc.ClusterName = "leave-repro"
 		cc.Seeds = seeds
-		s, err := system.Start(ctx, system.Config{Actors: []system.Definition{Counter}, Cluster: &cc})
+		s, err := system.Start(ctx, system.Config{Actors: []actor.Definition{Counter}, Cluster: &cc})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,4 +1,4 @@
-package actor
+package runtime
 
 import (
 	"context"
@@ -19,7 +19,7 @@ type inlMsg struct {
 }
 
 type inlineFixture struct {
-	k  *kind[int, inlMsg]
+	k  *kind[int, inlMsg, *tctx[int, inlMsg]]
 	mu sync.Mutex
 	// log holds the tags handled, in order.
 	log     []string
@@ -40,7 +40,7 @@ func newInlineFixture(t *testing.T) *inlineFixture {
 		}
 	}})
 	t.Cleanup(func() { h.Close(context.Background()) })
-	def := Define("inline", func(c *Context[int, inlMsg], m inlMsg) error {
+	def := Define("inline", func(c *tctx[int, inlMsg], m inlMsg) error {
 		if m.Tag == "fail" {
 			return errors.New("boom")
 		}
@@ -56,9 +56,9 @@ func newInlineFixture(t *testing.T) *inlineFixture {
 		f.log = append(f.log, m.Tag)
 		n := len(f.log)
 		f.mu.Unlock()
-		return Respond(c, m, n)
+		return Respond(c.Context, m, n)
 	})
-	f.k = def.Instantiate(h).(*kind[int, inlMsg])
+	f.k = def.Instantiate(h).(*kind[int, inlMsg, *tctx[int, inlMsg]])
 	h.Register(f.k)
 	return f
 }
@@ -68,7 +68,7 @@ func (f *inlineFixture) inbound(t *testing.T, key string, m inlMsg, out chan<- e
 	t.Helper()
 	buf := getEncodeBuffer()
 	defer putEncodeBuffer(buf)
-	name, err := f.k.def.codec.encodeTo(buf, m)
+	name, err := f.k.def.Codec.encodeTo(buf, m)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +101,7 @@ func (f *inlineFixture) logged() []string {
 }
 
 // idle waits until key's cell has no goroutine: the inline run needs it.
-func (f *inlineFixture) idle(t *testing.T, key string) *cell[int, inlMsg] {
+func (f *inlineFixture) idle(t *testing.T, key string) *cell[int, inlMsg, *tctx[int, inlMsg]] {
 	t.Helper()
 	h, _ := f.k.locate(key)
 	c := f.k.cellAt(h, key, false)
