@@ -21,12 +21,29 @@ type EventKind uint8
 
 // Event kinds.
 const (
-	ActivationStarted EventKind = EventKind(host.ActivationStarted)
-	ActivationEnded   EventKind = EventKind(host.ActivationEnded)
-	ActivationFailed  EventKind = EventKind(host.ActivationFailed)
-	MessageDropped    EventKind = EventKind(host.MessageDropped)
-	MailboxFull       EventKind = EventKind(host.MailboxFull)
+	ActivationStarted EventKind = iota + 1
+	ActivationEnded
+	ActivationFailed
+	MessageDropped
+	MailboxFull
 )
+
+// eventKind is the kind of a runtime event.
+func eventKind(k host.EventKind) EventKind {
+	switch k {
+	case host.ActivationStarted:
+		return ActivationStarted
+	case host.ActivationEnded:
+		return ActivationEnded
+	case host.ActivationFailed:
+		return ActivationFailed
+	case host.MessageDropped:
+		return MessageDropped
+	case host.MailboxFull:
+		return MailboxFull
+	}
+	return 0
+}
 
 func (k EventKind) String() string {
 	switch k {
@@ -94,7 +111,7 @@ func newSystem(cfg Config, rem host.Remote) *System {
 	}
 	if obs := cfg.Observer; obs != nil {
 		settings.Observer = func(e host.Event) {
-			obs(Event{Kind: EventKind(e.Kind), Actor: actor.ID{Type: e.Type, Key: e.Key}, Reason: e.Reason, Err: e.Err})
+			obs(Event{Kind: eventKind(e.Kind), Actor: actor.ID{Type: e.Type, Key: e.Key}, Reason: e.Reason, Err: e.Err})
 		}
 	}
 	h := host.New(settings)
