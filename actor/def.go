@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/troupe-go/troupe/internal/codec"
 	"github.com/troupe-go/troupe/internal/host"
 	"github.com/troupe-go/troupe/internal/runtime"
 )
@@ -204,7 +205,7 @@ func Define[S, M any](name string, handler Handler[S, M], opts ...Option) *Def[S
 		Mailbox: d.s.mailbox, Refuse: d.s.overflow == Refuse,
 		Idle: d.s.idle, AskTimeout: d.s.askTimeout, BackoffMin: d.s.backoffMin, BackoffMax: d.s.backoffMax,
 		IdleSet: d.s.idleSet, AskSet: d.s.askSet, BackoffSet: d.s.backoffSet,
-		Pinned: d.s.pinned, Replicas: d.s.replicas, Codec: runtime.NewCodec[M](),
+		Pinned: d.s.pinned, Replicas: d.s.replicas, Codec: codec.New[M](),
 		Panicked: func(v any, stack []byte) error { return &PanicError{Value: v, Stack: stack} },
 	}
 	d.sealed = runtime.Seal(func(h *host.Host) host.Kind { return runtime.NewKind(h, &d.spec) })
@@ -282,7 +283,7 @@ func (d *Def[S, M]) validate() error {
 	if d.s.pinned && d.s.replicasSet && d.s.replicas > 1 {
 		probs = append(probs, &DefinitionError{Field: "Pinned", Problem: "a pinned actor has exactly one copy; drop WithReplicas"})
 	}
-	if field, typ := runtime.Unencodable(reflect.TypeFor[S](), "state"); field != "" {
+	if field, typ := codec.Unencodable(reflect.TypeFor[S](), "state"); field != "" {
 		probs = append(probs, &DefinitionError{Field: field, Problem: fmt.Sprintf("type %s cannot be encoded", typ)})
 	}
 	if len(probs) == 0 {

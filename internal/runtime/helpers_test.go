@@ -3,6 +3,7 @@ package runtime
 import (
 	"time"
 
+	"github.com/troupe-go/troupe/internal/codec"
 	"github.com/troupe-go/troupe/internal/host"
 )
 
@@ -24,7 +25,7 @@ func Define[S, M any](name string, h func(c *tctx[S, M], m M) error) *testDef[S,
 		Wrap:    func(rc *Context[S, M, *tctx[S, M]]) *tctx[S, M] { return &tctx[S, M]{rc} },
 		Mailbox: 1024, Refuse: true, Idle: time.Minute, AskTimeout: 10 * time.Second,
 		BackoffMin: 100 * time.Millisecond, BackoffMax: 10 * time.Second, Replicas: 1,
-		Codec: NewCodec[M](),
+		Codec: codec.New[M](),
 	}}
 }
 

@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 
+	"github.com/troupe-go/troupe/internal/codec"
 	"github.com/troupe-go/troupe/internal/host"
 )
 
@@ -36,7 +37,7 @@ func (k *kind[S, M, C]) DeliverRemoteInline(in host.Inbound) (cancel host.Withdr
 		cancel, err = k.DeliverRemote(in)
 		return cancel, nil, err
 	}
-	m, err := decodeMessage[M](k.def.Codec, k.h, in.Name, in.Body)
+	m, err := codec.DecodeMessage[M](k.def.Codec, k.h, in.Name, in.Body)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/troupe-go/troupe/internal/codec"
 	"github.com/troupe-go/troupe/internal/host"
 )
 
@@ -66,13 +67,13 @@ func newInlineFixture(t *testing.T) *inlineFixture {
 // inbound encodes m as an ask from another node whose outcome goes to out.
 func (f *inlineFixture) inbound(t *testing.T, key string, m inlMsg, out chan<- error) host.Inbound {
 	t.Helper()
-	buf := getEncodeBuffer()
-	defer putEncodeBuffer(buf)
-	name, err := f.k.def.Codec.encodeTo(buf, m)
+	buf := codec.GetBuffer()
+	defer codec.PutBuffer(buf)
+	name, err := f.k.def.Codec.EncodeTo(buf, m)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return host.Inbound{Key: key, Name: name, Body: slices.Clone(buf.w.b),
+	return host.Inbound{Key: key, Name: name, Body: slices.Clone(buf.Bytes()),
 		Reply: host.ReplyFunc(func(_ []byte, err error) { out <- err })}
 }
 

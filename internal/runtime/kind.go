@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/troupe-go/troupe/internal/codec"
 	"github.com/troupe-go/troupe/internal/host"
 )
 
@@ -232,17 +233,17 @@ func (k *kind[S, M, C]) send(ctx context.Context, key string, tok uint64, m M, s
 	if s == nil {
 		// A tell whose type encodes by its plan alone is encoded straight
 		// into the batch that carries it.
-		if tn := k.def.Codec.appender(a); tn != nil {
-			return k.rt.Tell(ctx, host.Outbound{Type: k.def.Name, Key: key, Token: tok, Name: tn.name, Enc: tn, Msg: a})
+		if tn := k.def.Codec.Appender(a); tn != nil {
+			return k.rt.Tell(ctx, host.Outbound{Type: k.def.Name, Key: key, Token: tok, Name: tn.Name(), Enc: tn, Msg: a})
 		}
 	}
-	buf := getEncodeBuffer()
-	defer putEncodeBuffer(buf)
-	name, err := k.def.Codec.encodeTo(buf, a)
+	buf := codec.GetBuffer()
+	defer codec.PutBuffer(buf)
+	name, err := k.def.Codec.EncodeTo(buf, a)
 	if err != nil {
 		return err
 	}
-	out := host.Outbound{Type: k.def.Name, Key: key, Token: tok, Name: name, Body: buf.w.b}
+	out := host.Outbound{Type: k.def.Name, Key: key, Token: tok, Name: name, Body: buf.Bytes()}
 	if s == nil {
 		return k.rt.Tell(ctx, out)
 	}
@@ -282,7 +283,7 @@ func (k *kind[S, M, C]) DeliverRemote(in host.Inbound) (host.Withdrawer, error) 
 	if in.Key == "" {
 		return nil, ErrInvalidRef
 	}
-	m, err := decodeMessage[M](k.def.Codec, k.h, in.Name, in.Body)
+	m, err := codec.DecodeMessage[M](k.def.Codec, k.h, in.Name, in.Body)
 	if err != nil {
 		return nil, err
 	}
@@ -320,16 +321,16 @@ func (a *remoteAsk) outcome(v any, err error) {
 	}
 	// reply copies the body before it returns (into the outbox's batch,
 	// or decoding it for a local asker): the buffer is reused.
-	b := getEncodeBuffer()
-	body, eerr := appendReply(b, v)
+	b := codec.GetBuffer()
+	body, eerr := codec.AppendReply(b, v)
 	if eerr != nil {
-		putEncodeBuffer(b)
+		codec.PutBuffer(b)
 		a.reply.Reply(nil, &FailedError{Actor: a.actor + "/" + a.key, Cause: fmt.Errorf("encode reply %T: %w", v, eerr)})
 		return
 	}
 	a.reply.Reply(body, nil)
-	b.w.b = body[:0]
-	putEncodeBuffer(b)
+	b.SetBytes(body[:0])
+	codec.PutBuffer(b)
 }
 
 // hold queues a tell from another node into a full mailbox: it waits for
@@ -351,8 +352,8 @@ func (k *kind[S, M, C]) hold(key string, m M) error {
 // tells, decoded with one decoder. Consecutive tells to one key are
 // queued together, under one lock of their cell.
 func (k *kind[S, M, C]) DeliverTells(b host.TellBatch) {
-	d := getBoundDecoder(k.h)
-	defer putBoundDecoder(d)
+	d := codec.GetDecoder(k.h)
+	defer codec.PutDecoder(d)
 	var run tellsToKey[S, M, C]
 	for i := range b.Len() {
 		key, name, body := b.Tell(i)
@@ -360,7 +361,7 @@ func (k *kind[S, M, C]) DeliverTells(b host.TellBatch) {
 			b.Dropped(i, ErrInvalidRef)
 			continue
 		}
-		m, err := decodeWith[M](d, k.def.Codec, name, body)
+		m, err := codec.DecodeWith[M](d, k.def.Codec, name, body)
 		if err != nil {
 			b.Dropped(i, err)
 			continue
