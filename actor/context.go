@@ -21,7 +21,7 @@ type Context[S, M any] struct {
 	// finds the run it comes from (hand-off, inline relief) through
 	// methods only the runtime can name.
 	*base
-	runContext *runtime.Context[S, M, *Context[S, M]]
+	runContext *runtime.Context[S, M, Context[S, M]]
 }
 
 type base = runtime.Base
@@ -54,7 +54,7 @@ func (c *Context[S, M]) Update(f func(S) S) { c.runContext.Update(f) }
 // Become makes h handle the following messages, keeping the state. A
 // restart or a new activation goes back to the definition's handler.
 func (c *Context[S, M]) Become(h Handler[S, M]) {
-	c.runContext.Become(runtime.Handler[S, M, *Context[S, M]](h))
+	c.runContext.Become(runtime.Handler[S, M, Context[S, M]](h))
 }
 
 // Release ends this activation once the current message is handled: its

@@ -164,8 +164,7 @@ func Pinned() Option { return func(s *settings) { s.pinned = true } }
 // scope, and register it with every system that hosts it.
 type Def[S, M any] struct {
 	sealed
-	spec runtime.Spec[S, M, *Context[S, M]]
-	run  RunFunc[M]
+	spec runtime.Spec[S, M, Context[S, M]]
 	s    settings
 	err  error
 }
@@ -199,9 +198,9 @@ func Define[S, M any](name string, handler Handler[S, M], opts ...Option) *Def[S
 	for _, o := range opts {
 		o(&d.s)
 	}
-	d.spec = runtime.Spec[S, M, *Context[S, M]]{
-		Name: name, Handler: runtime.Handler[S, M, *Context[S, M]](handler),
-		Wrap:    func(rc *runtime.Context[S, M, *Context[S, M]]) *Context[S, M] { return &Context[S, M]{&rc.Base, rc} },
+	d.spec = runtime.Spec[S, M, Context[S, M]]{
+		Name: name, Handler: runtime.Handler[S, M, Context[S, M]](handler),
+		Wrap:    func(rc *runtime.Context[S, M, Context[S, M]]) Context[S, M] { return Context[S, M]{&rc.Base, rc} },
 		Mailbox: d.s.mailbox, Refuse: d.s.overflow == Refuse,
 		Idle: d.s.idle, AskTimeout: d.s.askTimeout, BackoffMin: d.s.backoffMin, BackoffMax: d.s.backoffMax,
 		IdleSet: d.s.idleSet, AskSet: d.s.askSet, BackoffSet: d.s.backoffSet,
@@ -222,7 +221,6 @@ func (d *Def[S, M]) WithInit(f func(key string) S) *Def[S, M] {
 
 // WithRun makes the actor proactive: body runs while a key is active.
 func (d *Def[S, M]) WithRun(body RunFunc[M]) *Def[S, M] {
-	d.run = body
 	d.spec.Run = nil
 	if body != nil {
 		d.spec.Run = func(ctx context.Context, self runtime.Ref[M]) error { return body(ctx, Ref[M]{self}) }

@@ -57,7 +57,10 @@ func Ask[M any, Q Request[M, R], R any](ctx context.Context, ref Ref[M], q Q) (R
 // reply of the wrong type does not compile. Respond after a Tell (nobody
 // waits) does nothing; a second Respond to the same ask is ignored.
 func Respond[S, M any, Q Request[M, R], R any](c *Context[S, M], q Q, r R) error {
-	return runtime.Respond(c.runContext, q, r)
+	if !runtime.Respond(c.runContext, r) {
+		return fmt.Errorf("%w: %T", ErrWrongReply, q)
+	}
+	return nil
 }
 
 // Deferred is a reply that a handler gives later, after its message has
@@ -71,7 +74,7 @@ type Deferred[R any] struct {
 // deadline, or Close (which fails it with ErrSystemClosed). After a Tell
 // it returns a Deferred whose calls do nothing.
 func Defer[S, M any, Q Request[M, R], R any](c *Context[S, M], q Q) Deferred[R] {
-	return Deferred[R]{runtime.Defer[S, M, *Context[S, M], R](c.runContext)}
+	return Deferred[R]{runtime.Defer[S, M, Context[S, M], R](c.runContext)}
 }
 
 // Resolve answers the deferred request; it reports whether the asker
@@ -89,5 +92,10 @@ func (d Deferred[R]) Fail(err error) bool { return d.d.Fail(err) }
 // building the message. The target's ask timeout bounds the wait. Pipe
 // never blocks: a target with a full mailbox refuses the ask at once.
 func Pipe[S, M, M2 any, Q Request[M2, R], R any](c *Context[S, M], ref Ref[M2], q Q, wrap func(R, error) M) {
-	runtime.Pipe(c.runContext, ref.r, q, func(r R, err error) M { return wrap(r, publicError(err)) })
+	m2, ok := any(q).(M2)
+	var invalid error
+	if !ok {
+		invalid = fmt.Errorf("%w: %T does not implement the message type of %s", ErrInvalidRef, q, ref)
+	}
+	runtime.Pipe(c.runContext, ref.r, m2, invalid, func(r R, err error) M { return wrap(r, publicError(err)) })
 }

@@ -170,12 +170,14 @@ type askError struct {
 func (e *askError) Error() string { return fmt.Sprintf("troupe: ask %s: %v", e.ref, e.cause) }
 func (e *askError) Unwrap() error { return e.cause }
 
-// Respond answers the request q that the handler is handling with r. A
-// reply of the wrong type does not compile. Respond after a Tell (nobody
-// waits) does nothing; a second Respond to the same ask is ignored.
-func Respond[S, M, C, R any](c *Context[S, M, C], q any, r R) error {
+// Respond answers the ask being handled with r. Respond after a Tell
+// (nobody waits) does nothing; a second Respond to the same ask is
+// ignored. It reports false when the request being handled expects another reply
+// type: the caller, which knows the request, makes the error (taking the
+// request here would box it, an allocation per reply).
+func Respond[S, M, C, R any](c *Context[S, M, C], r R) bool {
 	if c.slot == nil {
-		return nil
+		return true
 	}
 	switch s := c.slot.(type) {
 	case *slot[R]:
@@ -183,9 +185,9 @@ func Respond[S, M, C, R any](c *Context[S, M, C], q any, r R) error {
 	case *slot[any]: // an ask from another node: the reply is encoded
 		s.complete(r, nil)
 	default:
-		return fmt.Errorf("%w: %T", ErrWrongReply, q)
+		return false
 	}
-	return nil
+	return true
 }
 
 // Deferred is a reply that a handler gives later, after its message has
@@ -240,14 +242,17 @@ func (d Deferred[R]) Fail(err error) bool {
 	return false
 }
 
-// Pipe asks ref with q without blocking the handler. When the answer (or
+// Pipe asks ref with m2 without blocking the handler. When the answer (or
 // the failure) arrives, wrap turns it into a message that is told to this
 // actor, so the handler sees it in order with the rest of its mail; it is
 // queued even when the mailbox is at its bound, since the actor asked for
 // it. wrap runs on whichever goroutine completes the ask: keep it to
 // building the message. The target's ask timeout bounds the wait. Pipe
 // never blocks: a target with a full mailbox refuses the ask at once.
-func Pipe[S, M, C, M2, R any](c *Context[S, M, C], ref Ref[M2], q any, wrap func(R, error) M) {
+//
+// invalid, if not nil, is the caller's finding that the request is not an
+// M2: wrap gets it at once.
+func Pipe[S, M, C, M2, R any](c *Context[S, M, C], ref Ref[M2], m2 M2, invalid error, wrap func(R, error) M) {
 	k, key := c.cell.k, c.cell.key
 	back := func(r R, err error) {
 		// wrap may run on a timer's goroutine: its panic must not crash
@@ -264,9 +269,8 @@ func Pipe[S, M, C, M2, R any](c *Context[S, M, C], ref Ref[M2], q any, wrap func
 		}
 	}
 	var zero R
-	m2, ok := any(q).(M2)
-	if !ok {
-		back(zero, fmt.Errorf("%w: %T does not implement the message type of %s", ErrInvalidRef, q, ref))
+	if invalid != nil {
+		back(zero, invalid)
 		return
 	}
 	ref, err := ref.resolve(c)

@@ -616,7 +616,7 @@ func (c *cell[S, M, C]) runTells(ctx *Context[S, M, C], work []envelope[M], i, l
 			hd = def
 		}
 		ran = true
-		if err = hd(ctx.user, e.msg); err != nil || ctx.release {
+		if err = hd(&ctx.user, e.msg); err != nil || ctx.release {
 			return j, true, err
 		}
 		ran = false
@@ -642,7 +642,7 @@ func (c *cell[S, M, C]) invoke(ctx *Context[S, M, C], e *envelope[M], def Handle
 	if hd == nil {
 		hd = def
 	}
-	return hd(ctx.user, e.msg)
+	return hd(&ctx.user, e.msg)
 }
 
 // activate starts an activation: initial state, event, run body.

@@ -22,7 +22,7 @@ type Context[S, M, C any] struct {
 	slot    replier // the current message's reply slot; nil for tells
 	release bool
 	self    Ref[M] // made on first use; the Context lives as long as its cell's goroutine
-	user    C      // the typed API's context wrapping this one, passed to handlers
+	user    C      // the typed API's context wrapping this one; handlers get its address
 }
 
 // Base is the part of a run's context that Tell and Ask find through the

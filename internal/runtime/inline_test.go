@@ -20,7 +20,7 @@ type inlMsg struct {
 }
 
 type inlineFixture struct {
-	k  *kind[int, inlMsg, *tctx[int, inlMsg]]
+	k  *kind[int, inlMsg, tctx[int, inlMsg]]
 	mu sync.Mutex
 	// log holds the tags handled, in order.
 	log     []string
@@ -57,9 +57,10 @@ func newInlineFixture(t *testing.T) *inlineFixture {
 		f.log = append(f.log, m.Tag)
 		n := len(f.log)
 		f.mu.Unlock()
-		return Respond(c.Context, m, n)
+		Respond(c.Context, n)
+		return nil
 	})
-	f.k = def.Instantiate(h).(*kind[int, inlMsg, *tctx[int, inlMsg]])
+	f.k = def.Instantiate(h).(*kind[int, inlMsg, tctx[int, inlMsg]])
 	h.Register(f.k)
 	return f
 }
@@ -102,7 +103,7 @@ func (f *inlineFixture) logged() []string {
 }
 
 // idle waits until key's cell has no goroutine: the inline run needs it.
-func (f *inlineFixture) idle(t *testing.T, key string) *cell[int, inlMsg, *tctx[int, inlMsg]] {
+func (f *inlineFixture) idle(t *testing.T, key string) *cell[int, inlMsg, tctx[int, inlMsg]] {
 	t.Helper()
 	h, _ := f.k.locate(key)
 	c := f.k.cellAt(h, key, false)

@@ -50,9 +50,6 @@ func (r Ref[M]) Type() string { return r.typ }
 // Key returns the key the ref addresses.
 func (r Ref[M]) Key() string { return r.key }
 
-// Bound reports whether r carries the runtime that delivers it.
-func (r Ref[M]) Bound() bool { return r.to != nil }
-
 // String prints the ref as type/key.
 func (r Ref[M]) String() string {
 	if r.typ == "" && r.key == "" && r.to == nil {

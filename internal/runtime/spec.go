@@ -8,8 +8,9 @@ import (
 )
 
 // Handler handles one message; C is the typed API's context, which wraps
-// the runtime's Context of the run.
-type Handler[S, M, C any] func(c C, msg M) error
+// the runtime's Context of the run and lives inside it (no allocation of
+// its own).
+type Handler[S, M, C any] func(c *C, msg M) error
 
 // Spec is what the engine needs of one actor definition. Package actor
 // fills it from Define and its options.
@@ -17,7 +18,7 @@ type Spec[S, M, C any] struct {
 	Name    string
 	Handler Handler[S, M, C]
 	// Wrap makes the typed context of a run, once per loop state (not
-	// per message).
+	// per message); the runtime keeps it beside the Context it wraps.
 	Wrap func(*Context[S, M, C]) C
 	Init func(key string) S
 	Run  func(ctx context.Context, self Ref[M]) error
