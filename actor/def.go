@@ -137,13 +137,15 @@ func WithBackoff(min, max time.Duration) Option {
 	}
 }
 
-// WithReplicas declares how many members of a cluster may serve each key
-// (1..7) and the write level replication will use. Today it keeps no
-// copies of state: it only narrows placement, which a pinned definition
-// refuses (more than one replica), and a cluster places the keys of a
-// definition with n > 1 only while at least n members host it (with
-// fewer it reports ErrUnavailable). Copies of state come with
-// replication.
+// WithReplicas sets a key's replica set in a cluster: its first n
+// members on the ring (1..7). Today it keeps no copy of state and level
+// is only validated; copies of state, written at level, come with
+// replication. What it does now is narrow placement: with n > 1 only a
+// key's replica set may serve it (the first live one in ring order), and
+// when all n are down, sends fail with ErrUnavailable; without it, or with
+// n = 1, the first live member in ring order hosting the type takes the
+// key, whichever it is. A key that moves starts from its initial state. A
+// Pinned definition refuses n > 1.
 func WithReplicas(n int, level WriteLevel) Option {
 	return func(s *settings) {
 		if n < 1 || n > MaxReplicas {
