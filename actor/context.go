@@ -1,11 +1,10 @@
 package actor
 
 import (
-	"context"
 	"log/slog"
 	"time"
 
-	"github.com/troupe-go/troupe/internal/host"
+	"github.com/troupe-go/troupe/internal/runtime"
 )
 
 // Context is what a handler gets with each message: the actor's identity,
@@ -18,145 +17,75 @@ import (
 // with defer as usual, and work that outlives the handler needs a context
 // of its own.
 type Context[S, M any] struct {
-	cell    *cell[S, M]
-	slot    replier // the current message's reply slot; nil for tells
-	release bool
-	self    Ref[M] // made on first use; the Context lives as long as its cell's goroutine
-	relieve func() // an inline run's (see inline.go); nil otherwise
+	// The run's base, embedded so that a Tell or Ask given this Context
+	// finds the run it comes from (hand-off, inline relief) through
+	// methods only the runtime can name.
+	*base
+	runContext *runtime.Context[S, M, Context[S, M]]
 }
+
+type base = runtime.Base
 
 // Self returns the ref of this actor.
-func (c *Context[S, M]) Self() Ref[M] {
-	if c.self.to == nil {
-		c.self = c.cell.k.ref(c.cell.key)
-	}
-	return c.self
-}
+func (c *Context[S, M]) Self() Ref[M] { return Ref[M]{c.runContext.Self()} }
 
 // Key returns this actor's key.
-func (c *Context[S, M]) Key() string { return c.cell.key }
+func (c *Context[S, M]) Key() string { return c.runContext.Key() }
 
 // System returns the system hosting this actor. Pass it to Def.Ref to
 // reach any actor. Unlike the Context, it stays valid after the handler
 // returns.
-func (c *Context[S, M]) System() System { return (*hostSystem)(c.cell.k.h) }
-
-// hostSystem is a host seen as a System: a pointer, so the conversion
-// allocates nothing, and not the Context, which is reused once its
-// handler returned.
-type hostSystem host.Host
-
-func (h *hostSystem) Runtime() *host.Host { return (*host.Host)(h) }
-
-// Runtime implements System.
-func (c *Context[S, M]) Runtime() *host.Host { return c.cell.k.h }
+func (c *Context[S, M]) System() System { return c.runContext.System() }
 
 // Logger returns the system's logger with this actor's identity attached.
-func (c *Context[S, M]) Logger() *slog.Logger {
-	return c.cell.k.h.Logger.With("actor", c.cell.k.def.name, "key", c.cell.key)
-}
+func (c *Context[S, M]) Logger() *slog.Logger { return c.runContext.Logger() }
 
 // State returns the actor's current state. Treat it as a value: to change
 // it, build a new value and SetState it (see the package doc on state).
-func (c *Context[S, M]) State() S { return c.cell.state }
+func (c *Context[S, M]) State() S { return c.runContext.State() }
 
 // SetState replaces the state. The last completed SetState or Update is
 // what the actor restarts from after a failure.
-func (c *Context[S, M]) SetState(s S) { c.cell.state = s }
+func (c *Context[S, M]) SetState(s S) { c.runContext.SetState(s) }
 
 // Update replaces the state with f(state).
-func (c *Context[S, M]) Update(f func(S) S) { c.cell.state = f(c.cell.state) }
+func (c *Context[S, M]) Update(f func(S) S) { c.runContext.Update(f) }
 
 // Become makes h handle the following messages, keeping the state. A
 // restart or a new activation goes back to the definition's handler.
-func (c *Context[S, M]) Become(h Handler[S, M]) { c.cell.behavior = h }
+func (c *Context[S, M]) Become(h Handler[S, M]) {
+	c.runContext.Become(runtime.Handler[S, M, Context[S, M]](h))
+}
 
 // Release ends this activation once the current message is handled: its
 // timers stop, a running body is cancelled, its state is dropped. A later
 // message starts a fresh activation.
-func (c *Context[S, M]) Release() { c.release = true }
+func (c *Context[S, M]) Release() { c.runContext.Release() }
 
 // After sends msg to this actor once, after d. A timer with the same name
 // is replaced.
 func (c *Context[S, M]) After(name string, d time.Duration, msg M) {
-	c.cell.setTimer(name, d, msg, false)
+	c.runContext.After(name, d, msg)
 }
 
 // Every sends msg to this actor every d until cancelled. A timer with the
 // same name is replaced. A key with live timers does not idle out.
 func (c *Context[S, M]) Every(name string, d time.Duration, msg M) {
-	c.cell.setTimer(name, d, msg, true)
+	c.runContext.Every(name, d, msg)
 }
 
 // CancelTimer stops the named timer; it reports whether one was live.
-func (c *Context[S, M]) CancelTimer(name string) bool { return c.cell.cancelTimer(name) }
+func (c *Context[S, M]) CancelTimer(name string) bool { return c.runContext.CancelTimer(name) }
 
 // Deadline implements context.Context: the asker's deadline, if any.
-func (c *Context[S, M]) Deadline() (time.Time, bool) {
-	if c.slot != nil {
-		return c.slot.deadline()
-	}
-	return time.Time{}, false
-}
+func (c *Context[S, M]) Deadline() (time.Time, bool) { return c.runContext.Deadline() }
 
 // Done implements context.Context.
-func (c *Context[S, M]) Done() <-chan struct{} {
-	if c.cell == nil {
-		return spent // kept past its handler's return
-	}
-	if c.slot != nil {
-		return c.slot.stopped(c.cell.k.h.HardCtx()).Done()
-	}
-	return c.cell.k.h.HardStop()
-}
-
-// spent is the Done of a Context read after its handler returned (package
-// context may, for a context derived from it and not cancelled): the run
-// it stood for is over.
-var spent = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+func (c *Context[S, M]) Done() <-chan struct{} { return c.runContext.Done() }
 
 // Err implements context.Context.
-func (c *Context[S, M]) Err() error {
-	if c.cell == nil {
-		return context.Canceled
-	}
-	if c.slot != nil && c.slot.cancelled() {
-		return context.Canceled
-	}
-	select {
-	case <-c.cell.k.h.HardStop():
-		return context.Canceled
-	default:
-		return nil
-	}
-}
+func (c *Context[S, M]) Err() error { return c.runContext.Err() }
 
 // Value implements context.Context. It carries the system, so refs decoded
 // from messages can be used with Tell and Ask inside handlers.
-func (c *Context[S, M]) Value(key any) any {
-	if c.cell == nil {
-		return nil
-	}
-	switch key.(type) {
-	case hostKey:
-		return c.cell.k.h
-	case chainKey:
-		// An ask from this handler waits on this actor and on whoever
-		// waits on the message it is handling.
-		self := c.cell.k.def.name + "/" + c.cell.key
-		if c.slot == nil {
-			return []string{self}
-		}
-		up := c.slot.asking()
-		return append(up[:len(up):len(up)], self)
-	}
-	// Package context finds the context Done came from, and attaches
-	// the contexts derived from this one to it.
-	if c.slot != nil {
-		if x := c.slot.stoppedIfMade(); x != nil {
-			return x.Value(key)
-		}
-		return nil
-	}
-	return c.cell.k.h.HardCtx().Value(key)
-}
+func (c *Context[S, M]) Value(key any) any { return c.runContext.Value(key) }

@@ -6,6 +6,10 @@ import (
 	"reflect"
 	"strings"
 	"time"
+
+	"github.com/troupe-go/troupe/internal/codec"
+	"github.com/troupe-go/troupe/internal/host"
+	"github.com/troupe-go/troupe/internal/runtime"
 )
 
 // Handler handles one message for one key. It runs alone: never
@@ -75,7 +79,6 @@ type settings struct {
 	replicas    int
 	write       WriteLevel
 	pinned      bool
-	durable     bool
 	problems    []*DefinitionError
 	mailboxSet  bool
 	replicasSet bool
@@ -134,7 +137,15 @@ func WithBackoff(min, max time.Duration) Option {
 	}
 }
 
-// WithReplicas keeps n copies of each key's state in a cluster (1..7).
+// WithReplicas sets a key's replica set in a cluster: its first n
+// members on the ring (1..7). Today it keeps no copy of state and level
+// is only validated; copies of state, written at level, come with
+// replication. What it does now is narrow placement: with n > 1 only a
+// key's replica set may serve it (the first live one in ring order), and
+// when all n are down, sends fail with ErrUnavailable; without it, or with
+// n = 1, the first live member in ring order hosting the type takes the
+// key, whichever it is. A key that moves starts from its initial state. A
+// Pinned definition refuses n > 1.
 func WithReplicas(n int, level WriteLevel) Option {
 	return func(s *settings) {
 		if n < 1 || n > MaxReplicas {
@@ -150,27 +161,38 @@ func WithReplicas(n int, level WriteLevel) Option {
 // Pinned ties each key to the member named in its ref, bypassing the ring.
 func Pinned() Option { return func(s *settings) { s.pinned = true } }
 
-// Durable keeps each key's state in local durable storage.
-func Durable() Option { return func(s *settings) { s.durable = true } }
-
 // Def is an actor type: a stable name, a state type S, a message type M
 // (usually a sealed interface) and a handler. Declare it once, at package
 // scope, and register it with every system that hosts it.
 type Def[S, M any] struct {
-	name    string
-	handler Handler[S, M]
-	init    func(key string) S
-	run     RunFunc[M]
-	s       settings
-	err     error
-	codec   *codec
+	sealed
+	spec runtime.Spec[S, M, Context[S, M]]
+	s    settings
+	err  error
 }
+
+// sealed, embedded, makes a Def a Definition that only this package can
+// make: the runtime instantiates it through the closure Define gives.
+type sealed = runtime.Sealed
+
+// Definition is an actor definition a system can host: any *Def.
+type Definition interface {
+	Name() string
+	// Err reports why the definition cannot be hosted, or nil.
+	Err() error
+	// ClusterErr is Err, plus what stops the definition's messages from
+	// crossing nodes.
+	ClusterErr() error
+	definition
+}
+
+type definition = runtime.Definition
 
 // Define declares an actor type. Problems with the definition are kept and
 // reported, naming the definition and the field, when a system registers
 // it (see Err).
 func Define[S, M any](name string, handler Handler[S, M], opts ...Option) *Def[S, M] {
-	d := &Def[S, M]{name: name, handler: handler, codec: newCodec[M]()}
+	d := &Def[S, M]{}
 	d.s = settings{
 		mailbox: DefaultMailbox, idle: DefaultIdleTimeout, askTimeout: DefaultAskTimeout,
 		backoffMin: DefaultBackoffMin, backoffMax: DefaultBackoffMax, replicas: 1, write: WriteQuorum,
@@ -178,6 +200,16 @@ func Define[S, M any](name string, handler Handler[S, M], opts ...Option) *Def[S
 	for _, o := range opts {
 		o(&d.s)
 	}
+	d.spec = runtime.Spec[S, M, Context[S, M]]{
+		Name: name, Handler: runtime.Handler[S, M, Context[S, M]](handler),
+		Wrap:    func(rc *runtime.Context[S, M, Context[S, M]]) Context[S, M] { return Context[S, M]{&rc.Base, rc} },
+		Mailbox: d.s.mailbox, Refuse: d.s.overflow == Refuse,
+		Idle: d.s.idle, AskTimeout: d.s.askTimeout, BackoffMin: d.s.backoffMin, BackoffMax: d.s.backoffMax,
+		IdleSet: d.s.idleSet, AskSet: d.s.askSet, BackoffSet: d.s.backoffSet,
+		Pinned: d.s.pinned, Replicas: d.s.replicas, Codec: codec.New[M](),
+		Panicked: func(v any, stack []byte) error { return &PanicError{Value: v, Stack: stack} },
+	}
+	d.sealed = runtime.Seal(func(h *host.Host) host.Kind { return runtime.NewKind(h, &d.spec) })
 	d.err = d.validate()
 	return d
 }
@@ -185,13 +217,16 @@ func Define[S, M any](name string, handler Handler[S, M], opts ...Option) *Def[S
 // WithInit sets how a key's state starts (default: the zero S). It returns
 // d so it can follow Define in a package-scope declaration.
 func (d *Def[S, M]) WithInit(f func(key string) S) *Def[S, M] {
-	d.init = f
+	d.spec.Init = f
 	return d
 }
 
 // WithRun makes the actor proactive: body runs while a key is active.
 func (d *Def[S, M]) WithRun(body RunFunc[M]) *Def[S, M] {
-	d.run = body
+	d.spec.Run = nil
+	if body != nil {
+		d.spec.Run = func(ctx context.Context, self runtime.Ref[M]) error { return body(ctx, Ref[M]{self}) }
+	}
 	return d
 }
 
@@ -206,8 +241,10 @@ func (d *Def[S, M]) WithMessages(msgs ...M) *Def[S, M] {
 	for i, m := range msgs {
 		vals[i] = m
 	}
-	if probs := d.codec.register(d.name, vals); len(probs) > 0 {
-		d.s.problems = append(d.s.problems, probs...)
+	if probs := d.spec.Codec.Register(d.spec.Name, vals); len(probs) > 0 {
+		for _, p := range probs {
+			d.s.problems = append(d.s.problems, &DefinitionError{Definition: p.Definition, Field: p.Field, Problem: p.Problem})
+		}
 		d.err = d.validate()
 	}
 	return d
@@ -220,40 +257,40 @@ func (d *Def[S, M]) ClusterErr() error {
 	if d.err != nil {
 		return d.err
 	}
-	if err := d.codec.portable(); err != nil {
-		return &DefinitionError{Definition: d.name, Field: "WithMessages", Problem: err.Error()}
+	if err := d.spec.Codec.Portable(); err != nil {
+		return &DefinitionError{Definition: d.spec.Name, Field: "WithMessages", Problem: err.Error()}
 	}
 	return nil
 }
 
 // Name is the actor type's stable name.
-func (d *Def[S, M]) Name() string { return d.name }
+func (d *Def[S, M]) Name() string { return d.spec.Name }
 
 // Err reports why the definition cannot be hosted, or nil.
 func (d *Def[S, M]) Err() error { return d.err }
 
 func (d *Def[S, M]) validate() error {
 	var probs []*DefinitionError
-	if d.name == "" {
+	if d.spec.Name == "" {
 		probs = append(probs, &DefinitionError{Field: "name", Problem: "must not be empty"})
-	} else if strings.ContainsAny(d.name, "/\x00") || strings.TrimSpace(d.name) != d.name {
+	} else if strings.ContainsAny(d.spec.Name, "/\x00") || strings.TrimSpace(d.spec.Name) != d.spec.Name {
 		probs = append(probs, &DefinitionError{Field: "name", Problem: "must not contain '/', NUL or surrounding spaces"})
 	}
-	if d.handler == nil {
+	if d.spec.Handler == nil {
 		probs = append(probs, &DefinitionError{Field: "handler", Problem: "must not be nil"})
 	}
 	probs = append(probs, d.s.problems...)
 	if d.s.pinned && d.s.replicasSet && d.s.replicas > 1 {
 		probs = append(probs, &DefinitionError{Field: "Pinned", Problem: "a pinned actor has exactly one copy; drop WithReplicas"})
 	}
-	if field, typ := unencodable(reflect.TypeFor[S](), "state", map[reflect.Type]bool{}); field != "" {
+	if field, typ := codec.Unencodable(reflect.TypeFor[S](), "state"); field != "" {
 		probs = append(probs, &DefinitionError{Field: field, Problem: fmt.Sprintf("type %s cannot be encoded", typ)})
 	}
 	if len(probs) == 0 {
 		return nil
 	}
 	for _, p := range probs {
-		p.Definition = d.name
+		p.Definition = d.spec.Name
 	}
 	if len(probs) == 1 {
 		return probs[0]
@@ -280,34 +317,3 @@ func (m multiDefError) Error() string {
 func (m multiDefError) Unwrap() []error { return m }
 
 func joinDefErrors(errs []error) error { return multiDefError(errs) }
-
-// unencodable returns the path and type of the first part of t that the
-// state codec cannot carry: functions, channels and unsafe pointers.
-func unencodable(t reflect.Type, path string, seen map[reflect.Type]bool) (string, reflect.Type) {
-	if seen[t] {
-		return "", nil
-	}
-	seen[t] = true
-	switch t.Kind() {
-	case reflect.Func, reflect.Chan, reflect.UnsafePointer, reflect.Complex64, reflect.Complex128:
-		return path, t
-	case reflect.Pointer, reflect.Slice, reflect.Array:
-		return unencodable(t.Elem(), path+"[]", seen)
-	case reflect.Map:
-		if p, bad := unencodable(t.Key(), path+"{key}", seen); p != "" {
-			return p, bad
-		}
-		return unencodable(t.Elem(), path+"{}", seen)
-	case reflect.Struct:
-		for i := range t.NumField() {
-			f := t.Field(i)
-			if !f.IsExported() || f.Tag.Get("msgpack") == "-" {
-				continue
-			}
-			if p, bad := unencodable(f.Type, path+"."+f.Name, seen); p != "" {
-				return p, bad
-			}
-		}
-	}
-	return "", nil
-}

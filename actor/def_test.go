@@ -46,8 +46,7 @@ func TestInvalidOptionsAreReportedNamingTheDefinitionAndOption(t *testing.T) {
 func TestValidOptionsAreAccepted(t *testing.T) {
 	def := actor.Define("fine", counterHandler,
 		actor.WithMailbox(1, actor.Wait), actor.WithIdleTimeout(time.Second), actor.WithAskTimeout(time.Second),
-		actor.WithBackoff(time.Millisecond, time.Millisecond), actor.WithReplicas(actor.MaxReplicas, actor.WriteAll),
-		actor.Durable())
+		actor.WithBackoff(time.Millisecond, time.Millisecond), actor.WithReplicas(actor.MaxReplicas, actor.WriteAll))
 	if err := def.Err(); err != nil {
 		t.Errorf("valid options rejected: %v", err)
 	}

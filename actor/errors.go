@@ -1,42 +1,43 @@
 package actor
 
 import (
-	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/troupe-go/troupe/internal/fault"
 )
 
 var (
 	// ErrMailboxFull reports that an actor's mailbox is at its bound and the
 	// definition refuses overflow. It is temporary: the sender may retry.
-	ErrMailboxFull = errors.New("troupe: mailbox full")
+	ErrMailboxFull = fault.ErrMailboxFull
 
 	// ErrSystemClosed reports that the system no longer accepts work.
-	ErrSystemClosed = errors.New("troupe: system closed")
+	ErrSystemClosed = fault.ErrSystemClosed
 
 	// ErrUnknownActor reports a ref whose actor type is not registered in
 	// the system that was asked to deliver it.
-	ErrUnknownActor = errors.New("troupe: unknown actor type")
+	ErrUnknownActor = fault.ErrUnknownActor
 
 	// ErrActorFailed reports that the handler returned an error or
 	// panicked while handling the message. The *FailedError that carries it
 	// holds the cause.
-	ErrActorFailed = errors.New("troupe: actor failed")
+	ErrActorFailed = fault.ErrActorFailed
 
 	// ErrNilRef reports a zero Ref, or a ref used where no system can be
 	// found to deliver it.
-	ErrNilRef = errors.New("troupe: nil ref")
+	ErrNilRef = fault.ErrNilRef
 
 	// ErrInvalidRef reports a ref with an empty key or type name.
-	ErrInvalidRef = errors.New("troupe: invalid ref")
+	ErrInvalidRef = fault.ErrInvalidRef
 
 	// ErrNoReply reports that the handler of an ask returned without
 	// responding and without deferring its reply.
-	ErrNoReply = errors.New("troupe: handler did not reply")
+	ErrNoReply = fault.ErrNoReply
 
 	// ErrInvalidDefinition reports a definition the runtime cannot host;
 	// the *DefinitionError that carries it names the definition and field.
-	ErrInvalidDefinition = errors.New("troupe: invalid actor definition")
+	ErrInvalidDefinition = fault.ErrInvalidDefinition
 
 	// ErrUnavailable reports that no member can serve the actor now: its
 	// owner is down or unreachable, this node lost the majority of the
@@ -45,16 +46,21 @@ var (
 	// handled: an owner declared dead may have run the request before it
 	// died or was cut off, so an ask that failed with it may have
 	// happened (see system's package doc).
-	ErrUnavailable = errors.New("troupe: actor unavailable")
+	ErrUnavailable = fault.ErrUnavailable
 
 	// ErrAskCycle reports an ask that would wait on an actor already
 	// waiting, up the same call chain, for the asker: A asks B, B asks A.
 	// The *CycleError that carries it lists the chain.
-	ErrAskCycle = errors.New("troupe: ask cycle")
+	ErrAskCycle = fault.ErrAskCycle
 
 	// ErrWrongReply reports a Respond whose request is not the ask being
 	// handled.
-	ErrWrongReply = errors.New("troupe: reply does not match the request being handled")
+	ErrWrongReply = fault.ErrWrongReply
+
+	// ErrUndecodable reports a message or reply that arrived from another
+	// node and could not be decoded: an unregistered message type name, or
+	// bytes that do not fit the type.
+	ErrUndecodable = fault.ErrUndecodable
 )
 
 // FailedError is the error an asker receives when the handler failed.
@@ -114,3 +120,41 @@ func (e *CycleError) Error() string {
 
 // Is makes errors.Is(err, ErrAskCycle) hold.
 func (e *CycleError) Is(target error) bool { return target == ErrAskCycle }
+
+// publicError returns err with the runtime's error types replaced by
+// actor's, so that errors.As finds the types this package documents.
+// Sentinels are shared and need nothing.
+func publicError(err error) error {
+	switch e := err.(type) {
+	case nil:
+		return nil
+	case *fault.FailedError:
+		return &FailedError{Actor: e.Actor, Cause: publicError(e.Cause)}
+	case *fault.PanicError:
+		return &PanicError{Value: e.Value, Stack: e.Stack}
+	case *fault.CycleError:
+		return &CycleError{Chain: e.Chain}
+	case *fault.DefinitionError:
+		return &DefinitionError{Definition: e.Definition, Field: e.Field, Problem: e.Problem}
+	}
+	return err
+}
+
+// As lets routing carry a FailedError that a handler returned (a failed
+// ask's error, passed on) to other nodes as it carries the runtime's.
+func (e *FailedError) As(target any) bool {
+	if t, ok := target.(**fault.FailedError); ok {
+		*t = &fault.FailedError{Actor: e.Actor, Cause: e.Cause}
+		return true
+	}
+	return false
+}
+
+// As lets routing carry a CycleError a handler returned to other nodes.
+func (e *CycleError) As(target any) bool {
+	if t, ok := target.(**fault.CycleError); ok {
+		*t = &fault.CycleError{Chain: e.Chain}
+		return true
+	}
+	return false
+}

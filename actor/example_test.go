@@ -34,7 +34,7 @@ var Counter = actor.Define("tour-counter", func(c *actor.Context[int, TourMsg], 
 // ask it, close the system.
 func Example() {
 	ctx := context.Background()
-	sys, err := system.New(system.Config{Actors: []system.Definition{Counter}})
+	sys, err := system.New(system.Config{Actors: []actor.Definition{Counter}})
 	if err != nil {
 		panic(err)
 	}

@@ -113,7 +113,7 @@ func (l *opLog) get() []string {
 }
 
 // newSystem starts a system hosting defs and closes it when the test ends.
-func newSystem(t testing.TB, cfg system.Config, defs ...system.Definition) *system.System {
+func newSystem(t testing.TB, cfg system.Config, defs ...actor.Definition) *system.System {
 	t.Helper()
 	if cfg.BackoffMin == 0 { // restarts in tests need not wait 100 ms
 		cfg.BackoffMin, cfg.BackoffMax = time.Millisecond, 5*time.Millisecond

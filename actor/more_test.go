@@ -125,7 +125,7 @@ func TestTimerMessageThatFindsTheMailboxFullIsDroppedAndObserved(t *testing.T) {
 func TestSenderWaitingForRoomIsReleasedByClose(t *testing.T) {
 	g := newGate()
 	def := gatedProbe("waiters", g, &opLog{}, actor.WithMailbox(1, actor.Wait))
-	sys, err := system.New(system.Config{Actors: []system.Definition{def}})
+	sys, err := system.New(system.Config{Actors: []actor.Definition{def}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -281,7 +281,7 @@ func TestCloseFailsAsksWhoseReplyWasDeferred(t *testing.T) {
 			deferred <- struct{}{}
 			return nil
 		})
-		sys, err := system.New(system.Config{Actors: []system.Definition{def}})
+		sys, err := system.New(system.Config{Actors: []actor.Definition{def}})
 		if err != nil {
 			t.Fatal(err)
 		}

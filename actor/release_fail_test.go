@@ -36,7 +36,7 @@ func TestReleaseThenFailStillReleases(t *testing.T) {
 		return nil
 	}, actor.WithBackoff(time.Millisecond, time.Millisecond))
 	ended := make(chan string, 8)
-	sys, err := system.New(system.Config{Actors: []system.Definition{def}, Observer: func(e system.Event) {
+	sys, err := system.New(system.Config{Actors: []actor.Definition{def}, Observer: func(e system.Event) {
 		if e.Kind == system.ActivationEnded {
 			ended <- e.Reason
 		}

@@ -93,7 +93,7 @@ func TestRunBodyStartsOnActivationAndStopsOnRelease(t *testing.T) {
 func TestRunBodyIsCancelledByClose(t *testing.T) {
 	p := newBodyProbe()
 	def := runner("poller", p, never)
-	sys, err := system.New(system.Config{Actors: []system.Definition{def}})
+	sys, err := system.New(system.Config{Actors: []actor.Definition{def}})
 	if err != nil {
 		t.Fatal(err)
 	}

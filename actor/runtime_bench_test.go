@@ -138,7 +138,7 @@ var benchIdle = actor.Define("bench-idle", func(c *actor.Context[struct{}, idleM
 
 func newBenchSystem(b *testing.B) *system.System {
 	b.Helper()
-	sys, err := system.New(system.Config{Actors: []system.Definition{benchSink, benchEcho, benchBall, benchIdle, benchGate}})
+	sys, err := system.New(system.Config{Actors: []actor.Definition{benchSink, benchEcho, benchBall, benchIdle, benchGate}})
 	if err != nil {
 		b.Fatal(err)
 	}

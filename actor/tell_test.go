@@ -127,7 +127,7 @@ func TestTellUnderWaitGivesUpWhenItsContextEnds(t *testing.T) {
 }
 
 func TestSendAfterCloseFailsWithErrSystemClosed(t *testing.T) {
-	sys, err := system.New(system.Config{Actors: []system.Definition{counter}})
+	sys, err := system.New(system.Config{Actors: []actor.Definition{counter}})
 	if err != nil {
 		t.Fatal(err)
 	}

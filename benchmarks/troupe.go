@@ -62,7 +62,7 @@ func (p troupePeer) counterDef(target int, reached func()) *actor.Def[int, count
 	}, actor.WithMailbox(p.mailbox, actor.Wait))
 }
 
-func newTroupe(defs ...system.Definition) (*system.System, error) {
+func newTroupe(defs ...actor.Definition) (*system.System, error) {
 	return system.New(system.Config{Actors: defs})
 }
 

@@ -67,7 +67,7 @@ func startMember(seeds []string, timings string) (*system.System, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	sys, err := system.Start(ctx, system.Config{
-		Actors: []system.Definition{rcounter}, Cluster: &cc,
+		Actors: []actor.Definition{rcounter}, Cluster: &cc,
 		IdleTimeout: time.Hour, LeaveTimeout: 2 * time.Second,
 		Logger: memberLogger(),
 	})

@@ -14,6 +14,7 @@ import (
 	"github.com/troupe-go/troupe/internal/host"
 	"github.com/troupe-go/troupe/internal/remote"
 	"github.com/troupe-go/troupe/internal/transport"
+	"github.com/troupe-go/troupe/internal/runtime"
 	"github.com/troupe-go/troupe/wire"
 )
 
@@ -60,6 +61,7 @@ var ErrInvalidConfig = errors.New("troupe: invalid client config")
 
 // Client is a non-member connection to a cluster.
 type Client struct {
+	handle // makes a *Client an actor.System
 	cfg    Config
 	h      *host.Host
 	tr     *transport.Transport
@@ -127,6 +129,7 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 	c.router = remote.New(remote.Config{Endpoint: tr, Logger: cfg.Logger, OnMembers: c.onMembers, Silence: silence})
 	c.h = host.New(host.Settings{Logger: cfg.Logger, AskTimeout: cfg.AskTimeout, Remote: c.router, RemoteOnly: true})
 	c.router.SetHost(c.h)
+	c.handle = runtime.NewHandle(c.h)
 	c.syncSeeds()
 	go c.loop()
 	select {
@@ -138,8 +141,8 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 	}
 }
 
-// Runtime implements actor.System.
-func (c *Client) Runtime() *host.Host { return c.h }
+// handle is the runtime's handle on the client.
+type handle = runtime.Handle
 
 // Members returns the cluster's members as the client last learned them.
 func (c *Client) Members() []cluster.Member {

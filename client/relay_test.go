@@ -14,6 +14,13 @@ import (
 	"github.com/troupe-go/troupe/system"
 )
 
+// hostMark is hosted by no system: its refs in one system are equal to
+// each other and to no other system's, so they key per-system maps.
+var hostMark = actor.Define("host-mark", func(*actor.Context[struct{}, struct{}], struct{}) error { return nil })
+
+// hostID identifies the runtime behind sys.
+func hostID(sys actor.System) any { return hostMark.Ref(sys, "h") }
+
 // hostAddr maps each member's runtime to its address, for Where.
 var hostAddr sync.Map
 
@@ -31,7 +38,7 @@ var Located = actor.Define("located", func(c *actor.Context[int, Msg], m Msg) er
 	case Get:
 		return actor.Respond(c, m, c.State())
 	case Where:
-		addr, _ := hostAddr.Load(c.Runtime())
+		addr, _ := hostAddr.Load(hostID(c.System()))
 		s, _ := addr.(string)
 		return actor.Respond(c, m, s)
 	}
@@ -55,7 +62,7 @@ func TestClientRelaysAroundABrokenLinkToOneMember(t *testing.T) {
 		cfg.Dialer = fn.Dialer(ln.Addr().String())
 	}, Located)
 	for _, s := range systems {
-		hostAddr.Store(s.Runtime(), s.Addr())
+		hostAddr.Store(hostID(s), s.Addr())
 	}
 	c, err := client.New(ctx, client.Config{ClusterName: "test", Seeds: []string{systems[0].Addr()},
 		SyncInterval: 200 * time.Millisecond, Silence: 600 * time.Millisecond, Dialer: fn.Dialer("client")})

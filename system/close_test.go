@@ -14,7 +14,7 @@ import (
 	"go.uber.org/goleak"
 )
 
-func startSystem(t *testing.T, cfg system.Config, defs ...system.Definition) *system.System {
+func startSystem(t *testing.T, cfg system.Config, defs ...actor.Definition) *system.System {
 	t.Helper()
 	cfg.Actors = defs
 	sys, err := system.New(cfg)

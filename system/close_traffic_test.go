@@ -48,7 +48,7 @@ func TestCloseDuringTrafficLeavesNothingBehind(t *testing.T) {
 				<-ctx.Done()
 				return nil
 			})
-		sys, err := system.New(system.Config{Actors: []system.Definition{def}, Linger: 200 * time.Microsecond})
+		sys, err := system.New(system.Config{Actors: []actor.Definition{def}, Linger: 200 * time.Microsecond})
 		if err != nil {
 			t.Fatal(err)
 		}

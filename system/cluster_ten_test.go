@@ -135,12 +135,12 @@ func steadyTimings() cluster.Timings {
 }
 
 // startClusterWith is startCluster with timings tm.
-func startClusterWith(t *testing.T, n int, tm cluster.Timings, defs ...system.Definition) []*system.System {
+func startClusterWith(t *testing.T, n int, tm cluster.Timings, defs ...actor.Definition) []*system.System {
 	t.Helper()
 	systems := systemtest.StartCluster(t, n, func(_ int, cfg *system.Config) {
 		cfg.LeaveTimeout = 2 * time.Second
 		cfg.Cluster.Timings = tm
-	}, append([]system.Definition{ccounter}, defs...)...)
+	}, append([]actor.Definition{ccounter}, defs...)...)
 	recordNodes(systems)
 	return systems
 }

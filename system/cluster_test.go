@@ -137,12 +137,19 @@ func handleC(c *actor.Context[int, CMsg], m CMsg) error {
 	return nil
 }
 
+// hostMark is hosted by no system: its refs in one system are equal to
+// each other and to no other system's, so they key per-system maps.
+var hostMark = actor.Define("host-mark", func(*actor.Context[struct{}, struct{}], struct{}) error { return nil })
+
+// hostID identifies the runtime behind sys.
+func hostID(sys actor.System) any { return hostMark.Ref(sys, "h") }
+
 // nodeName names the node a handler runs on: its address, from the pinned
 // lookup the test registers per system.
 func nodeName(c *actor.Context[int, CMsg]) string {
 	nodes.Lock()
 	defer nodes.Unlock()
-	return nodes.byHost[c.Runtime()]
+	return nodes.byHost[hostID(c.System())]
 }
 
 var nodes = struct {
@@ -155,30 +162,30 @@ func recordNodes(systems []*system.System) {
 	nodes.Lock()
 	defer nodes.Unlock()
 	for _, s := range systems {
-		nodes.byHost[s.Runtime()] = s.Addr()
+		nodes.byHost[hostID(s)] = s.Addr()
 	}
 }
 
 // startCluster starts n members hosting the test counter (and defs), and
 // records each one's address for nodeName.
-func startCluster(t *testing.T, n int, defs ...system.Definition) []*system.System {
+func startCluster(t *testing.T, n int, defs ...actor.Definition) []*system.System {
 	t.Helper()
 	systems := systemtest.StartCluster(t, n, func(_ int, cfg *system.Config) { cfg.LeaveTimeout = 2 * time.Second },
-		append([]system.Definition{ccounter}, defs...)...)
+		append([]actor.Definition{ccounter}, defs...)...)
 	recordNodes(systems)
 	return systems
 }
 
 // startClusterCrashable is startCluster with member victim on net, so
 // that the test can crash it (systemtest.Crash).
-func startClusterCrashable(t *testing.T, n, victim int, net *systemtest.Net, defs ...system.Definition) []*system.System {
+func startClusterCrashable(t *testing.T, n, victim int, net *systemtest.Net, defs ...actor.Definition) []*system.System {
 	t.Helper()
 	systems := systemtest.StartCluster(t, n, func(i int, cfg *system.Config) {
 		cfg.LeaveTimeout = 2 * time.Second
 		if i == victim {
 			net.Attach(t, cfg)
 		}
-	}, append([]system.Definition{ccounter}, defs...)...)
+	}, append([]actor.Definition{ccounter}, defs...)...)
 	recordNodes(systems)
 	return systems
 }
@@ -366,7 +373,7 @@ func TestClusterAskToADeadOwnerFailsFastThenTheKeyMoves(t *testing.T) {
 func TestClusterStartRefusesInterfaceMessagesWithoutRegistry(t *testing.T) {
 	bare := actor.Define("bare", func(*actor.Context[int, CMsg], CMsg) error { return nil })
 	cc := cluster.FastConfig("127.0.0.1:0")
-	_, err := system.Start(systemtest.Ctx(t), system.Config{Actors: []system.Definition{bare}, Cluster: &cc})
+	_, err := system.Start(systemtest.Ctx(t), system.Config{Actors: []actor.Definition{bare}, Cluster: &cc})
 	if !errors.Is(err, actor.ErrInvalidDefinition) {
 		t.Fatalf("err = %v, want ErrInvalidDefinition", err)
 	}

@@ -9,26 +9,15 @@ import (
 
 	"github.com/troupe-go/troupe/actor"
 	"github.com/troupe-go/troupe/cluster"
-	"github.com/troupe-go/troupe/internal/host"
 	"github.com/troupe-go/troupe/wire"
 )
-
-// Definition is an actor definition a system can host: any *actor.Def.
-type Definition interface {
-	Name() string
-	Err() error
-	// ClusterErr is Err, plus what stops the definition's messages from
-	// crossing nodes; Start checks it.
-	ClusterErr() error
-	Instantiate(*host.Host) host.Kind
-}
 
 // Config configures a System. The zero value works: it hosts no actor
 // types, logs nothing and uses the defaults below.
 type Config struct {
 	// Actors are the definitions this system hosts. Every node of a
 	// cluster registers the same ones.
-	Actors []Definition
+	Actors []actor.Definition
 
 	// Logger receives the runtime's logs. Nil discards them.
 	Logger *slog.Logger

@@ -59,7 +59,7 @@ func TestValidateNamesTheField(t *testing.T) {
 }
 
 func TestValidateRejectsANilDefinition(t *testing.T) {
-	cfg := system.Config{Actors: []system.Definition{probe("a", nil, nil), nil}}
+	cfg := system.Config{Actors: []actor.Definition{probe("a", nil, nil), nil}}
 	err := cfg.Validate()
 	if !errors.Is(err, system.ErrInvalidConfig) || !strings.Contains(err.Error(), "Actors[1]") {
 		t.Fatalf("Validate() = %v, want ErrInvalidConfig naming Actors[1]", err)
@@ -70,7 +70,7 @@ func TestValidateRejectsANilDefinition(t *testing.T) {
 }
 
 func TestDuplicateTypeNamesAreRejectedNamingBoth(t *testing.T) {
-	cfg := system.Config{Actors: []system.Definition{probe("twin", nil, nil), probe("other", nil, nil), probe("twin", nil, nil)}}
+	cfg := system.Config{Actors: []actor.Definition{probe("twin", nil, nil), probe("other", nil, nil), probe("twin", nil, nil)}}
 	_, err := system.New(cfg)
 	if !errors.Is(err, system.ErrDuplicateActor) {
 		t.Fatalf("New = %v, want ErrDuplicateActor", err)
@@ -111,7 +111,7 @@ func stateDef[S any](name string) *actor.Def[S, Msg] {
 
 func TestStateThatCannotBeEncodedIsRejectedNamingDefinitionAndField(t *testing.T) {
 	for _, tc := range []struct {
-		def   system.Definition
+		def   actor.Definition
 		field string
 	}{
 		{stateDef[WithFunc]("with-func"), "state.OnChange"},
@@ -121,7 +121,7 @@ func TestStateThatCannotBeEncodedIsRejectedNamingDefinitionAndField(t *testing.T
 		{stateDef[chan int]("bare-chan"), "state"},
 	} {
 		t.Run(tc.def.Name(), func(t *testing.T) {
-			_, err := system.New(system.Config{Actors: []system.Definition{tc.def}})
+			_, err := system.New(system.Config{Actors: []actor.Definition{tc.def}})
 			if !errors.Is(err, actor.ErrInvalidDefinition) {
 				t.Fatalf("New = %v, want ErrInvalidDefinition", err)
 			}

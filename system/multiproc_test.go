@@ -72,7 +72,7 @@ func runMember() int {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	s, err := system.Start(ctx, system.Config{Actors: []system.Definition{ccounter}, Cluster: &cc, LeaveTimeout: 2 * time.Second})
+	s, err := system.Start(ctx, system.Config{Actors: []actor.Definition{ccounter}, Cluster: &cc, LeaveTimeout: 2 * time.Second})
 	if err != nil {
 		return fail(err)
 	}

@@ -50,7 +50,7 @@ func labSystemTimings() cluster.Timings {
 
 // labSystems starts one member per lab host, on port 7400, hosting the
 // test counter and defs.
-func labSystems(t *testing.T, lab *netns.Lab, tm cluster.Timings, defs ...system.Definition) []*system.System {
+func labSystems(t *testing.T, lab *netns.Lab, tm cluster.Timings, defs ...actor.Definition) []*system.System {
 	t.Helper()
 	hosts := lab.Hosts()
 	var addrs []string
@@ -70,7 +70,7 @@ func labSystems(t *testing.T, lab *netns.Lab, tm cluster.Timings, defs ...system
 		cc.ClusterName = "netns"
 		cc.Seeds = addrs[:min(3, len(addrs))]
 		cc.Timings = tm
-		cfg := system.Config{Actors: append([]system.Definition{ccounter}, defs...), Cluster: &cc, Listener: ln,
+		cfg := system.Config{Actors: append([]actor.Definition{ccounter}, defs...), Cluster: &cc, Listener: ln,
 			Dialer: hostDialer{h}, LeaveTimeout: 2 * time.Second}
 		wg.Go(func() { systems[i], errs[i] = system.Start(ctx, cfg) })
 	}

@@ -145,7 +145,7 @@ func checkInterleaving(rt *rapid.T, keys int, scripts [][]propOp) {
 		return actor.Respond(c, p, id)
 	}, actor.WithIdleTimeout(time.Millisecond)) // passivate often, racing with new messages
 	sys, err := system.New(system.Config{
-		Actors:     []system.Definition{def},
+		Actors:     []actor.Definition{def},
 		Observer:   w.observe,
 		Linger:     time.Millisecond,
 		BackoffMin: 20 * time.Microsecond, BackoffMax: 100 * time.Microsecond,

@@ -6,12 +6,14 @@ import (
 
 	"github.com/troupe-go/troupe/actor"
 	"github.com/troupe-go/troupe/internal/host"
+	"github.com/troupe-go/troupe/internal/runtime"
 )
 
 // System hosts actors in this process. It is safe for concurrent use.
 type System struct {
-	h *host.Host
-	m *member // nil for an embedded system
+	handle // makes a *System an actor.System
+	h      *host.Host
+	m      *member // nil for an embedded system
 }
 
 // EventKind says what an Event reports.
@@ -19,12 +21,29 @@ type EventKind uint8
 
 // Event kinds.
 const (
-	ActivationStarted EventKind = EventKind(host.ActivationStarted)
-	ActivationEnded   EventKind = EventKind(host.ActivationEnded)
-	ActivationFailed  EventKind = EventKind(host.ActivationFailed)
-	MessageDropped    EventKind = EventKind(host.MessageDropped)
-	MailboxFull       EventKind = EventKind(host.MailboxFull)
+	ActivationStarted EventKind = iota + 1
+	ActivationEnded
+	ActivationFailed
+	MessageDropped
+	MailboxFull
 )
+
+// eventKind is the kind of a runtime event.
+func eventKind(k host.EventKind) EventKind {
+	switch k {
+	case host.ActivationStarted:
+		return ActivationStarted
+	case host.ActivationEnded:
+		return ActivationEnded
+	case host.ActivationFailed:
+		return ActivationFailed
+	case host.MessageDropped:
+		return MessageDropped
+	case host.MailboxFull:
+		return MailboxFull
+	}
+	return 0
+}
 
 func (k EventKind) String() string {
 	switch k {
@@ -92,18 +111,18 @@ func newSystem(cfg Config, rem host.Remote) *System {
 	}
 	if obs := cfg.Observer; obs != nil {
 		settings.Observer = func(e host.Event) {
-			obs(Event{Kind: EventKind(e.Kind), Actor: actor.ID{Type: e.Type, Key: e.Key}, Reason: e.Reason, Err: e.Err})
+			obs(Event{Kind: eventKind(e.Kind), Actor: actor.ID{Type: e.Type, Key: e.Key}, Reason: e.Reason, Err: e.Err})
 		}
 	}
 	h := host.New(settings)
 	for _, d := range cfg.Actors {
-		h.Register(d.Instantiate(h))
+		h.Register(runtime.Instantiate(d, h))
 	}
-	return &System{h: h}
+	return &System{handle: runtime.NewHandle(h), h: h}
 }
 
-// Runtime implements actor.System.
-func (s *System) Runtime() *host.Host { return s.h }
+// handle is the runtime's handle on the system.
+type handle = runtime.Handle
 
 // Close stops the system: new messages fail with actor.ErrSystemClosed,
 // activations drain their mailboxes until ctx ends, then running handlers

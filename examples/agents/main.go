@@ -127,7 +127,7 @@ func startMembers(ctx context.Context, n int) ([]*system.System, error) {
 		cc := cluster.FastConfig("127.0.0.1:0")
 		cc.ClusterName = "agents"
 		cc.Seeds = seeds
-		sys, err := system.Start(ctx, system.Config{Actors: []system.Definition{Agent}, Cluster: &cc})
+		sys, err := system.Start(ctx, system.Config{Actors: []actor.Definition{Agent}, Cluster: &cc})
 		if err != nil {
 			return systems, err
 		}

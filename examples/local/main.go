@@ -58,7 +58,7 @@ func run(ctx context.Context, out io.Writer) error {
 	// The observer reports each activation that ends: idle keys passivate.
 	ended := make(chan system.Event, 16)
 	sys, err := system.New(system.Config{
-		Actors: []system.Definition{Page},
+		Actors: []actor.Definition{Page},
 		Observer: func(e system.Event) {
 			if e.Kind == system.ActivationEnded {
 				select {

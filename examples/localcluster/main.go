@@ -145,7 +145,7 @@ func startMembers(ctx context.Context, n int) ([]*system.System, error) {
 		cc := cluster.FastConfig("127.0.0.1:0") // port 0: a free port
 		cc.ClusterName = "localcluster"
 		cc.Seeds = seeds
-		sys, err := system.Start(ctx, system.Config{Actors: []system.Definition{counterOn(me)}, Cluster: &cc})
+		sys, err := system.Start(ctx, system.Config{Actors: []actor.Definition{counterOn(me)}, Cluster: &cc})
 		if err != nil {
 			return systems, err
 		}

@@ -139,7 +139,7 @@ func nodeMain(args []string, in io.Reader, out, errOut io.Writer) int {
 	}
 	self := &node{}
 	sys, err := system.Start(startCtx, system.Config{
-		Actors:  []system.Definition{counterOn(self)},
+		Actors:  []actor.Definition{counterOn(self)},
 		Cluster: &cc,
 	})
 	if err != nil {

@@ -118,7 +118,7 @@ func startCluster(ctx context.Context, n int) ([]*system.System, error) {
 		cc := cluster.FastConfig("127.0.0.1:0")
 		cc.ClusterName = clusterName
 		cc.Seeds = seeds
-		sys, err := system.Start(ctx, system.Config{Actors: []system.Definition{Page}, Cluster: &cc})
+		sys, err := system.Start(ctx, system.Config{Actors: []actor.Definition{Page}, Cluster: &cc})
 		if err != nil {
 			return members, err
 		}

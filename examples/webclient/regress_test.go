@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/troupe-go/troupe/actor"
 	"github.com/troupe-go/troupe/cluster"
 	"github.com/troupe-go/troupe/system"
 )
@@ -36,7 +37,7 @@ func TestClosingEveryMemberInTurnSucceeds(t *testing.T) {
 			cc := cluster.FastConfig("127.0.0.1:0")
 			cc.ClusterName = "close-repro"
 			cc.Seeds = seeds
-			s, err := system.Start(ctx, system.Config{Actors: []system.Definition{Page}, Cluster: &cc, LeaveTimeout: 2 * time.Second})
+			s, err := system.Start(ctx, system.Config{Actors: []actor.Definition{Page}, Cluster: &cc, LeaveTimeout: 2 * time.Second})
 			if err != nil {
 				t.Fatal(err)
 			}

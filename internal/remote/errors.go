@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/troupe-go/troupe/actor"
+	"github.com/troupe-go/troupe/internal/fault"
 )
 
 // Error codes of wireError. Zero means no error.
@@ -39,8 +39,8 @@ func (e *notOwnerError) Unwrap() error { return errNotOwner }
 func toWire(err error) *wireError { return toWireDepth(err, 0) }
 
 func toWireDepth(err error, depth int) *wireError {
-	var fe *actor.FailedError
-	var ce *actor.CycleError
+	var fe *fault.FailedError
+	var ce *fault.CycleError
 	var no *notOwnerError
 	switch {
 	case errors.As(err, &fe):
@@ -72,16 +72,16 @@ var sentinels = []struct {
 	target error
 	code   uint8
 }{
-	{actor.ErrUnknownActor, codeUnknownActor},
-	{actor.ErrMailboxFull, codeMailboxFull},
-	{actor.ErrSystemClosed, codeClosed},
-	{actor.ErrUnavailable, codeUnavailable},
+	{fault.ErrUnknownActor, codeUnknownActor},
+	{fault.ErrMailboxFull, codeMailboxFull},
+	{fault.ErrSystemClosed, codeClosed},
+	{fault.ErrUnavailable, codeUnavailable},
 	{errNotOwner, codeNotOwner},
 	{context.DeadlineExceeded, codeDeadline},
 	{context.Canceled, codeCanceled},
-	{actor.ErrUndecodable, codeUndecodable},
-	{actor.ErrInvalidRef, codeInvalidRef},
-	{actor.ErrNoReply, codeNoReply},
+	{fault.ErrUndecodable, codeUndecodable},
+	{fault.ErrInvalidRef, codeInvalidRef},
+	{fault.ErrNoReply, codeNoReply},
 }
 
 // fromWire rebuilds an error that errors.Is matches like the original.
@@ -93,15 +93,15 @@ func fromWire(w *wireError, from string) error {
 		if w.cause != nil {
 			cause = fromWire(w.cause, from)
 		}
-		return &actor.FailedError{Actor: w.actor, Cause: cause}
+		return &fault.FailedError{Actor: w.actor, Cause: cause}
 	case codeCycle:
-		return &actor.CycleError{Chain: w.chain}
+		return &fault.CycleError{Chain: w.chain}
 	case codeNotOwner:
 		return &notOwnerError{hint: w.hint}
 	case codeClosed:
 		// The owner is closing: to this asker its actors are unavailable,
 		// not its own system closed.
-		target = actor.ErrUnavailable
+		target = fault.ErrUnavailable
 	default:
 		for _, c := range sentinels {
 			if c.code == w.code {

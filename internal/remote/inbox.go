@@ -23,7 +23,7 @@ import (
 // served at once, sparing its latency the hop. When wire's reader
 // delivers the batch itself (transport.DeferHandler), the first such ask whose
 // actor is idle is even run there: stage one claims the actor's cell
-// (actor.DeliverRemoteInline) and the handler runs once wire released the
+// (the runtime's DeliverRemoteInline) and the handler runs once wire released the
 // batch, so a handler that blocks holds neither the stream nor the
 // cancels that follow it, and its reply is written from that goroutine
 // too. The worker's queue is bounded: when it is full, stage one waits,

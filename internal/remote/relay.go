@@ -4,8 +4,8 @@ import (
 	"slices"
 	"time"
 
-	"github.com/troupe-go/troupe/actor"
 	"github.com/troupe-go/troupe/cluster"
+	"github.com/troupe-go/troupe/internal/fault"
 	"github.com/troupe-go/troupe/internal/host"
 	"github.com/troupe-go/troupe/wire"
 )
@@ -160,7 +160,7 @@ func (r *Router) relayAsk(from wire.NodeID, e *envelope) {
 	r.mu.Lock()
 	if r.closed {
 		r.mu.Unlock()
-		r.answer(from, askerID, nil, actor.ErrSystemClosed)
+		r.answer(from, askerID, nil, fault.ErrSystemClosed)
 		return
 	}
 	s.cancel = p // withdraws it

@@ -18,8 +18,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/troupe-go/troupe/actor"
 	"github.com/troupe-go/troupe/cluster"
+	"github.com/troupe-go/troupe/internal/fault"
 	"github.com/troupe-go/troupe/internal/host"
 	"github.com/troupe-go/troupe/internal/transport"
 	"github.com/troupe-go/troupe/ring"
@@ -226,7 +226,7 @@ func (r *Router) self() wire.NodeID { return r.endpoint().Self() }
 // incarnation of this node (a member that rejoins the cluster): it
 // registers its handler on ep (call it before ep carries traffic), drops
 // the per-peer batches and workers of the old endpoint, fails the asks
-// still waiting with actor.ErrUnavailable (their replies would reach the
+// still waiting with fault.ErrUnavailable (their replies would reach the
 // old identity) and cancels the requests served for other nodes. Call
 // Update next with the new identity.
 func (r *Router) SetEndpoint(ep transport.Endpoint) {
@@ -254,7 +254,7 @@ func (r *Router) SetEndpoint(ep transport.Endpoint) {
 	}
 	r.mu.Unlock()
 	for _, p := range pend {
-		p.done.Reply(nil, fmt.Errorf("%w: this member rejoined the cluster as %v (was %v)", actor.ErrUnavailable, ep.Self(), old.Self()))
+		p.done.Reply(nil, fmt.Errorf("%w: this member rejoined the cluster as %v (was %v)", fault.ErrUnavailable, ep.Self(), old.Self()))
 	}
 	for _, stop := range stops {
 		stop()
@@ -266,7 +266,7 @@ func (r *Router) SetEndpoint(ep transport.Endpoint) {
 func (r *Router) SetHost(h *host.Host) { r.h = h }
 
 // Update replaces the placement view. Asks waiting on members that are
-// now dead or gone fail with actor.ErrUnavailable, and clients that
+// now dead or gone fail with fault.ErrUnavailable, and clients that
 // subscribed get the new list.
 // It reports whether the view changed.
 func (r *Router) Update(self wire.NodeID, owning bool, members []cluster.Member) bool {
@@ -324,7 +324,7 @@ func (r *Router) Update(self wire.NodeID, owning bool, members []cluster.Member)
 		stop()
 	}
 	for _, p := range failed {
-		p.done.Reply(nil, fmt.Errorf("%w: owner %v is down", actor.ErrUnavailable, p.to))
+		p.done.Reply(nil, fmt.Errorf("%w: owner %v is down", fault.ErrUnavailable, p.to))
 		// Should the owner be alive after all (a partition), it drops the
 		// request when the cancel gets through.
 		r.send(p.to, p.out.Token, &envelope{kind: kindCancel, id: p.id}, false)
@@ -382,7 +382,7 @@ func (r *Router) Sync(to wire.NodeID) error {
 // Members returns the member list of the current view.
 func (r *Router) Members() []cluster.Member { return r.view.Load().list }
 
-// Close fails the asks still waiting with actor.ErrSystemClosed and
+// Close fails the asks still waiting with fault.ErrSystemClosed and
 // cancels the requests being served for other nodes.
 func (r *Router) Close() {
 	r.mu.Lock()
@@ -405,7 +405,7 @@ func (r *Router) Close() {
 	r.hmu.Unlock()
 	r.cancel()
 	for _, p := range pend {
-		p.done.Reply(nil, actor.ErrSystemClosed)
+		p.done.Reply(nil, fault.ErrSystemClosed)
 	}
 	for _, stop := range stops {
 		stop()
@@ -500,7 +500,7 @@ func (r *Router) dispatchAs(id uint64, p *pending, again bool) error {
 	if r.closed {
 		delete(r.pending, id)
 		r.mu.Unlock()
-		return actor.ErrSystemClosed
+		return fault.ErrSystemClosed
 	}
 	p.to = to
 	r.pending[id] = p
@@ -550,14 +550,14 @@ func (r *Router) send(to wire.NodeID, key uint64, e *envelope, now bool) error {
 
 func unavailable(to wire.NodeID, err error) error {
 	if errors.Is(err, wire.ErrClosed) {
-		return fmt.Errorf("%w: %w", actor.ErrSystemClosed, err)
+		return fmt.Errorf("%w: %w", fault.ErrSystemClosed, err)
 	}
 	if errors.Is(err, wire.ErrQueueFull) {
 		// The link to the owner is backed up: like a full mailbox, a
 		// reason to retry later.
-		return fmt.Errorf("%w: send to %v: %w", actor.ErrMailboxFull, to, err)
+		return fmt.Errorf("%w: send to %v: %w", fault.ErrMailboxFull, to, err)
 	}
-	return fmt.Errorf("%w: send to %v: %w", actor.ErrUnavailable, to, err)
+	return fmt.Errorf("%w: send to %v: %w", fault.ErrUnavailable, to, err)
 }
 
 // receive handles one batch of the application stream.
@@ -689,7 +689,7 @@ func (r *Router) tellHere(from wire.NodeID, e *envelope, rt *route) (host.Remote
 // key being handed over (not when it was held already).
 func (r *Router) tellHereHold(from wire.NodeID, e *envelope, rt *route, hold bool) (host.RemoteKind, bool) {
 	if rt == nil || !r.cfg.Serve {
-		r.dropped(e, fmt.Errorf("%w: %q is not hosted here", actor.ErrUnknownActor, e.typ))
+		r.dropped(e, fmt.Errorf("%w: %q is not hosted here", fault.ErrUnknownActor, e.typ))
 		return nil, false
 	}
 	to, here, err := rt.dest(e.key, e.token)
@@ -704,7 +704,7 @@ func (r *Router) tellHereHold(from wire.NodeID, e *envelope, rt *route, hold boo
 		return rt.k, true
 	}
 	if e.hops > 0 {
-		r.dropped(e, fmt.Errorf("%w: forwarded once already; owner now %v", actor.ErrUnavailable, to))
+		r.dropped(e, fmt.Errorf("%w: forwarded once already; owner now %v", fault.ErrUnavailable, to))
 		return nil, false
 	}
 	e.hops++
@@ -722,7 +722,7 @@ func (r *Router) dropped(e *envelope, err error) error {
 }
 
 // inlineKind is implemented by kinds that can run an ask's handler on
-// the receiving goroutine (actor.DeliverRemoteInline).
+// the receiving goroutine (the runtime's DeliverRemoteInline).
 type inlineKind interface {
 	DeliverRemoteInline(in host.Inbound) (cancel host.Withdrawer, run func(relieve func()), err error)
 }
@@ -741,7 +741,7 @@ func (r *Router) serveAskHold(from wire.NodeID, e *envelope, hold bool, then *fu
 	fail := func(err error) { r.answer(from, id, nil, err) }
 	k := r.kind(e.typ)
 	if k == nil || !r.cfg.Serve {
-		fail(fmt.Errorf("%w: %q is not hosted on %v", actor.ErrUnknownActor, e.typ, r.self()))
+		fail(fmt.Errorf("%w: %q is not hosted on %v", fault.ErrUnknownActor, e.typ, r.self()))
 		return
 	}
 	to, here, err := r.view.Load().dest(k, e.typ, e.key, e.token)
@@ -765,7 +765,7 @@ func (r *Router) serveAskHold(from wire.NodeID, e *envelope, hold bool, then *fu
 	r.mu.Lock()
 	if r.closed {
 		r.mu.Unlock()
-		fail(actor.ErrSystemClosed)
+		fail(fault.ErrSystemClosed)
 		return
 	}
 	r.serving[sk] = s
@@ -907,7 +907,7 @@ func (r *Router) reply(from wire.NodeID, e *envelope) {
 		return
 	}
 	if e.err.code == codeNotOwner {
-		err = fmt.Errorf("%w: %s/%s: %d members in turn said another owns the key: %w", actor.ErrUnavailable, p.out.Type, p.out.Key, maxRetries+1, err)
+		err = fmt.Errorf("%w: %s/%s: %d members in turn said another owns the key: %w", fault.ErrUnavailable, p.out.Type, p.out.Key, maxRetries+1, err)
 	}
 	p.done.Reply(nil, err)
 }
@@ -923,7 +923,7 @@ func (r *Router) retryLater(id uint64, p *pending) {
 	r.mu.Lock()
 	if r.closed {
 		r.mu.Unlock()
-		p.done.Reply(nil, actor.ErrSystemClosed)
+		p.done.Reply(nil, fault.ErrSystemClosed)
 		return
 	}
 	p.to = wire.NodeID{} // nowhere while it waits

@@ -11,6 +11,7 @@ import (
 	"github.com/troupe-go/troupe/actor"
 	"github.com/troupe-go/troupe/cluster"
 	"github.com/troupe-go/troupe/internal/host"
+	"github.com/troupe-go/troupe/internal/runtime"
 	"github.com/troupe-go/troupe/internal/transport"
 	"github.com/troupe-go/troupe/ring"
 	"github.com/troupe-go/troupe/wire"
@@ -42,15 +43,14 @@ var counter = actor.Define("counter", func(c *actor.Context[int, msg], m msg) er
 
 // testNode is one member: an endpoint, a host running counter, a router.
 type testNode struct {
-	id     wire.NodeID
-	h      *host.Host
-	r      *Router
-	events chan host.Event
+	runtime.Handle // makes a node an actor.System
+	id             wire.NodeID
+	h              *host.Host
+	r              *Router
+	events         chan host.Event
 	// observe, when set, sees every event as it is emitted.
 	observe atomic.Pointer[func(host.Event)]
 }
-
-func (n *testNode) Runtime() *host.Host { return n.h }
 
 func newTestNodes(t *testing.T, addrs ...string) []*testNode {
 	t.Helper()
@@ -83,9 +83,10 @@ func newTestNodesWith(t *testing.T, net *transport.MemNetwork, wrap func(*transp
 			default:
 			}
 		}})
-		n.h.Register(counter.Instantiate(n.h))
-		n.h.Register(seq.Instantiate(n.h))
+		n.h.Register(runtime.Instantiate(counter, n.h))
+		n.h.Register(runtime.Instantiate(seq, n.h))
 		n.r.SetHost(n.h)
+		n.Handle = runtime.NewHandle(n.h)
 		t.Cleanup(func() {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"sync/atomic"
 
-	"github.com/troupe-go/troupe/actor"
 	"github.com/troupe-go/troupe/cluster"
+	"github.com/troupe-go/troupe/internal/fault"
 	"github.com/troupe-go/troupe/internal/host"
 	"github.com/troupe-go/troupe/ring"
 	"github.com/troupe-go/troupe/wire"
@@ -113,23 +113,23 @@ func (v *view) dest(k host.RemoteKind, typ, key string, tok uint64) (wire.NodeID
 	if k != nil && k.Pinned() {
 		addr, _, ok := strings.Cut(key, "/")
 		if !ok || addr == "" {
-			return wire.NodeID{}, false, fmt.Errorf("%w: pinned key %q names no member (take it with RefAt)", actor.ErrInvalidRef, key)
+			return wire.NodeID{}, false, fmt.Errorf("%w: pinned key %q names no member (take it with RefAt)", fault.ErrInvalidRef, key)
 		}
 		if addr == v.self.Addr {
 			return v.self, true, nil
 		}
 		id, ok := v.byAddr[addr]
 		if !ok || !serves(v.status[id]) {
-			return wire.NodeID{}, false, fmt.Errorf("%w: %s/%s: member %s is not up", actor.ErrUnavailable, typ, key, addr)
+			return wire.NodeID{}, false, fmt.Errorf("%w: %s/%s: member %s is not up", fault.ErrUnavailable, typ, key, addr)
 		}
 		return id, false, nil
 	}
 	if len(v.list) == 0 {
-		return wire.NodeID{}, false, fmt.Errorf("%w: %s/%s: not joined to a cluster yet", actor.ErrUnavailable, typ, key)
+		return wire.NodeID{}, false, fmt.Errorf("%w: %s/%s: not joined to a cluster yet", fault.ErrUnavailable, typ, key)
 	}
 	tr := v.rings[typ]
 	if tr == nil {
-		return wire.NodeID{}, false, fmt.Errorf("%w: no member hosts %q", actor.ErrUnknownActor, typ)
+		return wire.NodeID{}, false, fmt.Errorf("%w: no member hosts %q", fault.ErrUnknownActor, typ)
 	}
 	n := tr.r.Len()
 	if k != nil && k.Replicas() > 1 {
@@ -137,13 +137,13 @@ func (v *view) dest(k host.RemoteKind, typ, key string, tok uint64) (wire.NodeID
 	}
 	id, err := tr.owner(tok, n)
 	if err != nil {
-		return wire.NodeID{}, false, fmt.Errorf("%w: %s/%s: %w", actor.ErrUnavailable, typ, key, err)
+		return wire.NodeID{}, false, fmt.Errorf("%w: %s/%s: %w", fault.ErrUnavailable, typ, key, err)
 	}
 	if id != v.self {
 		return id, false, nil
 	}
 	if !v.owning {
-		return wire.NodeID{}, false, fmt.Errorf("%w: %s/%s: this node lost the majority of the cluster", actor.ErrUnavailable, typ, key)
+		return wire.NodeID{}, false, fmt.Errorf("%w: %s/%s: this node lost the majority of the cluster", fault.ErrUnavailable, typ, key)
 	}
 	return id, true, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/troupe-go/troupe/actor"
 	"github.com/troupe-go/troupe/cluster"
 	"github.com/troupe-go/troupe/system"
 )
@@ -11,7 +12,7 @@ import (
 // StartCluster starts n members hosting defs on loopback with the fast
 // timings, closes them when the test ends, and waits until each sees all
 // of them alive. tweak, if not nil, adjusts each member's config.
-func StartCluster(t testing.TB, n int, tweak func(i int, cfg *system.Config), defs ...system.Definition) []*system.System {
+func StartCluster(t testing.TB, n int, tweak func(i int, cfg *system.Config), defs ...actor.Definition) []*system.System {
 	t.Helper()
 	var systems []*system.System
 	var seeds []string
@@ -33,7 +34,7 @@ func StartCluster(t testing.TB, n int, tweak func(i int, cfg *system.Config), de
 // Join starts one member hosting defs on loopback with the fast timings,
 // joining through seeds (none: a new cluster), and closes it when the
 // test ends.
-func Join(t testing.TB, seeds []string, tweak func(cfg *system.Config), defs ...system.Definition) *system.System {
+func Join(t testing.TB, seeds []string, tweak func(cfg *system.Config), defs ...actor.Definition) *system.System {
 	t.Helper()
 	cc := cluster.FastConfig("127.0.0.1:0")
 	cc.ClusterName = "test"

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/troupe-go/troupe/actor"
 	"github.com/troupe-go/troupe/system"
 )
 
@@ -15,7 +16,7 @@ const Limit = 10 * time.Second
 
 // NewSystem starts a system hosting cfg.Actors and defs and closes it when
 // the test ends, failing the test if Close does.
-func NewSystem(t testing.TB, cfg system.Config, defs ...system.Definition) *system.System {
+func NewSystem(t testing.TB, cfg system.Config, defs ...actor.Definition) *system.System {
 	t.Helper()
 	cfg.Actors = append(cfg.Actors, defs...)
 	sys, err := system.New(cfg)

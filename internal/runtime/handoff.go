@@ -1,4 +1,4 @@
-package actor
+package runtime
 
 import (
 	"context"
@@ -196,24 +196,24 @@ type unlinker interface{ unlink(r *runner) }
 // unlink unlinks the cell from r if r was the last to run it: a cell that
 // handed off keeps its runner (saving two atomic writes per hand-off)
 // until the runner drops the cell's loop state.
-func (ls *loopState[S, M]) unlink(r *runner) { ls.ctx.cell.run.CompareAndSwap(r, nil) }
+func (ls *loopState[S, M, C]) unlink(r *runner) { ls.ctx.cell.run.CompareAndSwap(r, nil) }
 
 // handoffRunner is the runner of the handler whose Context this is: the
 // runner that runs or last ran its cell, or nil. It marks the cell as one
 // that tells: the stash opens only for those, so actors that never tell
 // from their handlers pay nothing for it.
-func (c *Context[S, M]) handoffRunner() *runner {
-	if !c.cell.tells.Load() {
-		c.cell.tells.Store(true)
+func (b *Base) handoffRunner() *runner {
+	if !b.tells.Load() {
+		b.tells.Store(true)
 	}
-	return c.cell.run.Load()
+	return b.run.Load()
 }
 
 type runnerCarrier interface{ handoffRunner() *runner }
 
 // handOff stashes c, which the caller has claimed, in the runner of the
 // handler that tells it through ctx; false means c needs a goroutine.
-func (c *cell[S, M]) handOff(ctx context.Context) bool {
+func (c *cell[S, M, C]) handOff(ctx context.Context) bool {
 	rc, ok := ctx.(runnerCarrier)
 	if !ok {
 		return false
@@ -224,20 +224,22 @@ func (c *cell[S, M]) handOff(ctx context.Context) bool {
 
 // loopState is what a runner keeps per cell it runs: the handler's Context
 // and the spare mailbox buffer that the cell's mailbox swaps with.
-type loopState[S, M any] struct {
-	ctx  Context[S, M]
+type loopState[S, M, C any] struct {
+	ctx  Context[S, M, C]
 	work []envelope[M]
 	one  [1]envelope[M] // the batch of an inline ask (localask.go)
 }
 
 // stateOn returns c's loop state on r, making one if r has none.
-func (c *cell[S, M]) stateOn(r *runner) *loopState[S, M] {
+func (c *cell[S, M, C]) stateOn(r *runner) *loopState[S, M, C] {
 	for _, x := range r.ls {
-		if ls, ok := x.(*loopState[S, M]); ok && ls.ctx.cell == c {
+		if ls, ok := x.(*loopState[S, M, C]); ok && ls.ctx.cell == c {
 			return ls
 		}
 	}
-	ls := &loopState[S, M]{ctx: Context[S, M]{cell: c}}
+	ls := &loopState[S, M, C]{}
+	ls.ctx.setCell(c)
+	ls.ctx.user = c.k.def.Wrap(&ls.ctx)
 	if old := r.ls[r.victim]; old != nil {
 		old.(unlinker).unlink(r)
 	}
@@ -247,14 +249,14 @@ func (c *cell[S, M]) stateOn(r *runner) *loopState[S, M] {
 }
 
 // loopRoot is a new runner goroutine's state, allocated at once.
-type loopRoot[S, M any] struct {
+type loopRoot[S, M, C any] struct {
 	r  runner
-	ls loopState[S, M]
+	ls loopState[S, M, C]
 }
 
 // loop is the body of a goroutine that runs c and then the cells handed
 // off to it.
-func (c *cell[S, M]) loop() {
+func (c *cell[S, M, C]) loop() {
 	h := c.k.h
 	defer h.Leave()
 	// A cold cell (see warm) is most likely a one-off activation: it runs
@@ -270,8 +272,9 @@ func (c *cell[S, M]) loop() {
 			return
 		}
 	}
-	root := &loopRoot[S, M]{r: runner{h: h}}
-	root.ls.ctx.cell = c
+	root := &loopRoot[S, M, C]{r: runner{h: h}}
+	root.ls.ctx.setCell(c)
+	root.ls.ctx.user = c.k.def.Wrap(&root.ls.ctx)
 	r := &root.r
 	r.ls[0], r.victim = &root.ls, 1
 	var t runnable = c
@@ -286,19 +289,22 @@ func (c *cell[S, M]) loop() {
 // rather than allocated per activation (a quarter of an activation's
 // bytes, all garbage a moment later). A Context is valid only inside its
 // handler call, so a state can serve another cell once the run ended.
-func (k *kind[S, M]) coldState(c *cell[S, M]) *loopState[S, M] {
-	ls, _ := k.cold.Get().(*loopState[S, M])
+func (k *kind[S, M, C]) coldState(c *cell[S, M, C]) *loopState[S, M, C] {
+	ls, _ := k.cold.Get().(*loopState[S, M, C])
 	if ls == nil {
-		ls = &loopState[S, M]{}
+		ls = &loopState[S, M, C]{}
+		ls.ctx.user = k.def.Wrap(&ls.ctx)
 	}
-	ls.ctx.cell = c
+	ls.ctx.setCell(c)
 	return ls
 }
 
 // putCold returns the state of an ended cold run to k.cold, holding
 // nothing of its cell: its mailbox buffer stays behind as garbage (kept,
 // the next cell's idle mailbox would hold it), its Context is zeroed.
-func (k *kind[S, M]) putCold(ls *loopState[S, M]) {
-	*ls = loopState[S, M]{}
+func (k *kind[S, M, C]) putCold(ls *loopState[S, M, C]) {
+	user := ls.ctx.user // wraps &ls.ctx: stays valid for the next run
+	*ls = loopState[S, M, C]{}
+	ls.ctx.user = user
 	k.cold.Put(ls)
 }

@@ -1,4 +1,4 @@
-package actor
+package codec
 
 import (
 	"bytes"
@@ -370,19 +370,19 @@ func TestCodecUsesPlansForPlainStructs(t *testing.T) {
 // Refs inside a plan-decoded message are bound to the decoding system,
 // as msgpack's path binds them.
 func TestPlanBindsRefsToTheDecodingHost(t *testing.T) {
-	f := newInlineFixture(t)
+	h := testHost(t)
 	pl := planOf(t, reflect.TypeFor[planBound]())
-	body, err := planEncode(pl, &planBound{To: Ref[inlMsg]{typ: "inline", key: "k"}, N: 1})
+	body, err := planEncode(pl, &planBound{To: Ref[codecMsg]{typ: "inline", key: "k"}, N: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := getBoundDecoder(f.k.h)
+	d := getBoundDecoder(h)
 	defer putBoundDecoder(d)
 	var got, want planBound
 	if err := d.decodePlan(pl, body, reflect.ValueOf(&got).UnsafePointer()); err != nil {
 		t.Fatal(err)
 	}
-	if err := decodeBound(f.k.h, body, &want); err != nil {
+	if err := decodeBound(h, body, &want); err != nil {
 		t.Fatal(err)
 	}
 	if got.To.to == nil || got != want {
@@ -391,7 +391,7 @@ func TestPlanBindsRefsToTheDecodingHost(t *testing.T) {
 }
 
 type planBound struct {
-	To Ref[inlMsg]
+	To Ref[codecMsg]
 	N  int
 }
 

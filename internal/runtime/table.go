@@ -1,4 +1,4 @@
-package actor
+package runtime
 
 import (
 	"sync/atomic"
@@ -16,14 +16,14 @@ import (
 // reader checks the key on the cell it finds. A reader racing a writer may
 // miss a present key (a slot mid-move, a table being replaced), never find
 // a wrong one; on a miss the caller looks again under the mutex.
-type cellTable[S, M any] struct {
-	slots atomic.Pointer[[]cellSlot[S, M]]
+type cellTable[S, M, C any] struct {
+	slots atomic.Pointer[[]cellSlot[S, M, C]]
 	n     int // live entries; writers only
 }
 
-type cellSlot[S, M any] struct {
+type cellSlot[S, M, C any] struct {
 	hash atomic.Uint64 // 0 marks an empty slot; real hashes are forced non-zero
-	c    atomic.Pointer[cell[S, M]]
+	c    atomic.Pointer[cell[S, M, C]]
 }
 
 const tableMinSize = 8
@@ -36,7 +36,7 @@ func fixHash(h uint64) uint64 {
 }
 
 // get returns the cell of key, or nil. Safe without the writers' lock.
-func (t *cellTable[S, M]) get(h uint64, key string) *cell[S, M] {
+func (t *cellTable[S, M, C]) get(h uint64, key string) *cell[S, M, C] {
 	p := t.slots.Load()
 	if p == nil {
 		return nil
@@ -65,7 +65,7 @@ func sameKey(a, b string) bool {
 }
 
 // put adds c under hash h; the key must not be present.
-func (t *cellTable[S, M]) put(h uint64, c *cell[S, M]) {
+func (t *cellTable[S, M, C]) put(h uint64, c *cell[S, M, C]) {
 	p := t.slots.Load()
 	if p == nil || (t.n+1)*4 > len(*p)*3 {
 		p = t.resize(max(tableMinSize, 2*t.size()))
@@ -74,7 +74,7 @@ func (t *cellTable[S, M]) put(h uint64, c *cell[S, M]) {
 	t.n++
 }
 
-func (t *cellTable[S, M]) size() int {
+func (t *cellTable[S, M, C]) size() int {
 	if p := t.slots.Load(); p != nil {
 		return len(*p)
 	}
@@ -83,7 +83,7 @@ func (t *cellTable[S, M]) size() int {
 
 // place stores c in the first free slot of its probe run: the cell first,
 // then the hash that makes the slot visible to readers.
-func place[S, M any](slots []cellSlot[S, M], h uint64, c *cell[S, M]) {
+func place[S, M, C any](slots []cellSlot[S, M, C], h uint64, c *cell[S, M, C]) {
 	mask := uint64(len(slots) - 1)
 	i := h & mask
 	for slots[i].hash.Load() != 0 {
@@ -95,8 +95,8 @@ func place[S, M any](slots []cellSlot[S, M], h uint64, c *cell[S, M]) {
 
 // resize copies the live entries into a new table of size slots and
 // publishes it.
-func (t *cellTable[S, M]) resize(size int) *[]cellSlot[S, M] {
-	next := make([]cellSlot[S, M], size)
+func (t *cellTable[S, M, C]) resize(size int) *[]cellSlot[S, M, C] {
+	next := make([]cellSlot[S, M, C], size)
 	if p := t.slots.Load(); p != nil {
 		for i := range *p {
 			s := &(*p)[i]
@@ -112,7 +112,7 @@ func (t *cellTable[S, M]) resize(size int) *[]cellSlot[S, M] {
 // remove deletes the entry holding c, closing the gap by moving later
 // entries of the probe run back (no tombstones), and shrinks a table that
 // has become mostly empty.
-func (t *cellTable[S, M]) remove(h uint64, c *cell[S, M]) bool {
+func (t *cellTable[S, M, C]) remove(h uint64, c *cell[S, M, C]) bool {
 	p := t.slots.Load()
 	if p == nil || t.n == 0 {
 		return false
@@ -157,7 +157,7 @@ func (t *cellTable[S, M]) remove(h uint64, c *cell[S, M]) bool {
 }
 
 // each calls f for every cell; writers' lock held.
-func (t *cellTable[S, M]) each(f func(*cell[S, M])) {
+func (t *cellTable[S, M, C]) each(f func(*cell[S, M, C])) {
 	p := t.slots.Load()
 	if p == nil {
 		return

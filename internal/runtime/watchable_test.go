@@ -1,4 +1,4 @@
-package actor
+package runtime
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package actor
+package runtime
 
 import (
 	"fmt"
@@ -13,8 +13,8 @@ import (
 // every lookup agrees.
 func TestCellTableMatchesAMap(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
-		var tab cellTable[int, int]
-		model := map[string]*cell[int, int]{}
+		var tab cellTable[int, int, any]
+		model := map[string]*cell[int, int, any]{}
 		hashOf := func(key string) uint64 {
 			// Few distinct hashes force long probe runs and wrap-around.
 			return fixHash(uint64(len(key)*7919) % 13)
@@ -26,7 +26,7 @@ func TestCellTableMatchesAMap(t *testing.T) {
 			h := hashOf(key)
 			if op < len(keys) {
 				if tab.get(h, key) == nil {
-					c := &cell[int, int]{key: key}
+					c := &cell[int, int, any]{key: key}
 					tab.put(h, c)
 					model[key] = c
 				}
@@ -53,10 +53,10 @@ func BenchmarkCellTableInsert(b *testing.B) {
 	for i := range keys {
 		keys[i] = fmt.Sprint("k", i)
 	}
-	var tab cellTable[int, int]
+	var tab cellTable[int, int, any]
 	b.ResetTimer()
 	for i, k := range keys {
-		tab.put(fixHash(uint64(i)*0x9e3779b97f4a7c15), &cell[int, int]{key: k})
+		tab.put(fixHash(uint64(i)*0x9e3779b97f4a7c15), &cell[int, int, any]{key: k})
 	}
 }
 
@@ -64,7 +64,7 @@ func BenchmarkCellTableInsert(b *testing.B) {
 // writer inserts, removes and resizes: a reader may miss a key, but never
 // gets another key's cell.
 func TestCellTableReadersNeverSeeAWrongCell(t *testing.T) {
-	var tab cellTable[int, int]
+	var tab cellTable[int, int, any]
 	const keys = 512
 	names := make([]string, keys)
 	for i := range names {
@@ -75,7 +75,7 @@ func TestCellTableReadersNeverSeeAWrongCell(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		cells := make([]*cell[int, int], keys)
+		cells := make([]*cell[int, int, any], keys)
 		for round := 0; ; round++ {
 			select {
 			case <-stop:
@@ -87,7 +87,7 @@ func TestCellTableReadersNeverSeeAWrongCell(t *testing.T) {
 					tab.remove(hashOf(i), cells[i])
 					cells[i] = nil
 				} else if cells[i] == nil {
-					cells[i] = &cell[int, int]{key: names[i]}
+					cells[i] = &cell[int, int, any]{key: names[i]}
 					tab.put(hashOf(i), cells[i])
 				}
 			}
@@ -108,7 +108,7 @@ func TestCellTableReadersNeverSeeAWrongCell(t *testing.T) {
 // stay in the 160-byte size class (BENCHMARKS.md, "Session 5:
 // activations, second pass"), or every idle actor grows by 16 B.
 func TestCellSizeClass(t *testing.T) {
-	if n := unsafe.Sizeof(cell[struct{}, any]{}); n > 160 {
+	if n := unsafe.Sizeof(cell[struct{}, any, any]{}); n > 160 {
 		t.Fatalf("cell is %d bytes, want <= 160", n)
 	}
 }

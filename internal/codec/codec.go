@@ -1,4 +1,4 @@
-package actor
+package codec
 
 import (
 	"bytes"
@@ -13,11 +13,6 @@ import (
 	"github.com/vmihailenco/msgpack/v5"
 	"github.com/vmihailenco/msgpack/v5/msgpcode"
 )
-
-// ErrUndecodable reports a message or reply that arrived from another node
-// and could not be decoded: an unregistered message type name, or bytes
-// that do not fit the type.
-var ErrUndecodable = errors.New("troupe: undecodable message")
 
 // codec turns the messages of one definition into bytes and back, for
 // keys served on another node. Structs encode as msgpack maps keyed by

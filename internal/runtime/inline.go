@@ -1,8 +1,9 @@
-package actor
+package runtime
 
 import (
 	"context"
 
+	"github.com/troupe-go/troupe/internal/codec"
 	"github.com/troupe-go/troupe/internal/host"
 )
 
@@ -31,12 +32,12 @@ import (
 // another node, which may come through the goroutine running it (see
 // transport.DeferHandler). Otherwise it queues the ask as DeliverRemote does
 // and run is nil.
-func (k *kind[S, M]) DeliverRemoteInline(in host.Inbound) (cancel host.Withdrawer, run func(relieve func()), err error) {
+func (k *kind[S, M, C]) DeliverRemoteInline(in host.Inbound) (cancel host.Withdrawer, run func(relieve func()), err error) {
 	if in.Reply == nil || in.Key == "" {
 		cancel, err = k.DeliverRemote(in)
 		return cancel, nil, err
 	}
-	m, err := decodeMessage[M](k.def.codec, k.h, in.Name, in.Body)
+	m, err := codec.DecodeMessage[M](k.def.Codec, k.h, in.Name, in.Body)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -54,7 +55,7 @@ func (k *kind[S, M]) DeliverRemoteInline(in host.Inbound) (cancel host.Withdrawe
 // claim returns key's cell (h is key's hash), claimed for an inline run
 // of one message on the caller's goroutine, if it is started and idle with
 // nothing queued; nil otherwise.
-func (k *kind[S, M]) claim(key string, h uint64) *cell[S, M] {
+func (k *kind[S, M, C]) claim(key string, h uint64) *cell[S, M, C] {
 	c := k.shards[h>>58].t.get(h, key)
 	if c == nil || !c.claimIdle() {
 		return nil
@@ -71,7 +72,7 @@ func relieveInline(ctx context.Context) {
 	}
 }
 
-func (c *Context[S, M]) relieveInline() {
+func (c *Base) relieveInline() {
 	if r := c.relieve; r != nil {
 		c.relieve = nil
 		r()

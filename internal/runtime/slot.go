@@ -1,4 +1,4 @@
-package actor
+package runtime
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/troupe-go/troupe/internal/codec"
 	"github.com/troupe-go/troupe/internal/host"
 )
 
@@ -333,7 +334,7 @@ func (s *slot[R]) sentTo(ctx context.Context, h *host.Host) host.Replier {
 func (s *slot[R]) Reply(body []byte, err error) {
 	var v R
 	if err == nil {
-		if derr := decodeReply(s.rh, body, &v); derr != nil {
+		if derr := codec.DecodeReply(s.rh, body, &v); derr != nil {
 			err = fmt.Errorf("%w: reply %T: %w", ErrUndecodable, v, derr)
 		}
 	}

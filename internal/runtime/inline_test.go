@@ -1,4 +1,4 @@
-package actor
+package runtime
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/troupe-go/troupe/internal/codec"
 	"github.com/troupe-go/troupe/internal/host"
 )
 
@@ -19,7 +20,7 @@ type inlMsg struct {
 }
 
 type inlineFixture struct {
-	k  *kind[int, inlMsg]
+	k  *kind[int, inlMsg, tctx[int, inlMsg]]
 	mu sync.Mutex
 	// log holds the tags handled, in order.
 	log     []string
@@ -40,7 +41,7 @@ func newInlineFixture(t *testing.T) *inlineFixture {
 		}
 	}})
 	t.Cleanup(func() { h.Close(context.Background()) })
-	def := Define("inline", func(c *Context[int, inlMsg], m inlMsg) error {
+	def := Define("inline", func(c *tctx[int, inlMsg], m inlMsg) error {
 		if m.Tag == "fail" {
 			return errors.New("boom")
 		}
@@ -56,9 +57,10 @@ func newInlineFixture(t *testing.T) *inlineFixture {
 		f.log = append(f.log, m.Tag)
 		n := len(f.log)
 		f.mu.Unlock()
-		return Respond(c, m, n)
+		Respond(c.Context, n)
+		return nil
 	})
-	f.k = def.Instantiate(h).(*kind[int, inlMsg])
+	f.k = def.Instantiate(h).(*kind[int, inlMsg, tctx[int, inlMsg]])
 	h.Register(f.k)
 	return f
 }
@@ -66,13 +68,13 @@ func newInlineFixture(t *testing.T) *inlineFixture {
 // inbound encodes m as an ask from another node whose outcome goes to out.
 func (f *inlineFixture) inbound(t *testing.T, key string, m inlMsg, out chan<- error) host.Inbound {
 	t.Helper()
-	buf := getEncodeBuffer()
-	defer putEncodeBuffer(buf)
-	name, err := f.k.def.codec.encodeTo(buf, m)
+	buf := codec.GetBuffer()
+	defer codec.PutBuffer(buf)
+	name, err := f.k.def.Codec.EncodeTo(buf, m)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return host.Inbound{Key: key, Name: name, Body: slices.Clone(buf.w.b),
+	return host.Inbound{Key: key, Name: name, Body: slices.Clone(buf.Bytes()),
 		Reply: host.ReplyFunc(func(_ []byte, err error) { out <- err })}
 }
 
@@ -101,7 +103,7 @@ func (f *inlineFixture) logged() []string {
 }
 
 // idle waits until key's cell has no goroutine: the inline run needs it.
-func (f *inlineFixture) idle(t *testing.T, key string) *cell[int, inlMsg] {
+func (f *inlineFixture) idle(t *testing.T, key string) *cell[int, inlMsg, tctx[int, inlMsg]] {
 	t.Helper()
 	h, _ := f.k.locate(key)
 	c := f.k.cellAt(h, key, false)

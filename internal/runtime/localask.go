@@ -1,4 +1,4 @@
-package actor
+package runtime
 
 // Local asks run inline. An ask from outside any handler (no asking
 // actor up its chain) to an idle actor of this system would queue the
@@ -28,7 +28,7 @@ package actor
 // askHere runs the ask m, whose slot s the caller (the asker, outside any
 // handler) does not wait on yet, on the calling goroutine if key's cell
 // is idle; false means the caller must deliver it as usual.
-func (k *kind[S, M]) askHere(key string, h uint64, m M, s replier) bool {
+func (k *kind[S, M, C]) askHere(key string, h uint64, m M, s replier) bool {
 	if k.rem != nil || h == 0 {
 		return false
 	}
@@ -42,7 +42,7 @@ func (k *kind[S, M]) askHere(key string, h uint64, m M, s replier) bool {
 
 // claimIdle claims c for a run of one message on the caller's goroutine
 // if it is started and idle with nothing queued.
-func (c *cell[S, M]) claimIdle() bool {
+func (c *cell[S, M, C]) claimIdle() bool {
 	k := c.k
 	c.mu.Lock()
 	ok := !c.gone && !c.running && !c.backoff && c.started && len(c.in) == 0 && !k.h.Closed()
@@ -67,7 +67,7 @@ func (c *cell[S, M]) claimIdle() bool {
 // goroutine (an asker, or wire's reader, whose relieve hands reading on),
 // then lets c go idle, or starts a goroutine for the mail that arrived
 // meanwhile.
-func (c *cell[S, M]) runClaimed(m M, s replier, relieve func()) {
+func (c *cell[S, M, C]) runClaimed(m M, s replier, relieve func()) {
 	k := c.k
 	defer k.h.Leave() // deferred: a handler may end the goroutine (Goexit)
 	if c.run.Load() != nil {

@@ -1,4 +1,4 @@
-package actor
+package runtime
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/troupe-go/troupe/internal/codec"
 	"github.com/troupe-go/troupe/internal/host"
 )
 
@@ -18,8 +19,8 @@ const shardCount = 64 // locate takes the top 6 bits of a key's hash
 
 // kind is the runtime of one definition inside one system: the table of
 // its live activations, sharded by key.
-type kind[S, M any] struct {
-	def  *Def[S, M]
+type kind[S, M, C any] struct {
+	def  *Spec[S, M, C]
 	h    *host.Host
 	rem  host.Remote // nil in an embedded system
 	rt   host.Route  // rem's route of this kind
@@ -33,9 +34,9 @@ type kind[S, M any] struct {
 	// moving holds activations of keys now served by another member,
 	// which end as soon as they are idle.
 	movingMu sync.Mutex
-	moving   []*cell[S, M]
+	moving   []*cell[S, M, C]
 	movingN  atomic.Int32 // len(moving), for Sweep to look without the lock
-	shards   [shardCount]shard[S, M]
+	shards   [shardCount]shard[S, M, C]
 	// bound is def's mailbox bound, for cell.tell to read without
 	// following def.
 	bound int
@@ -46,32 +47,32 @@ type kind[S, M any] struct {
 	// it (placed before them it cost ping-pong and ask about a quarter
 	// more CPU).
 	segments sync.Pool
-	// cold holds loop states (*loopState[S, M]) for cold starts to reuse
+	// cold holds loop states (*loopState[S, M, C]) for cold starts to reuse
 	// (see coldState).
 	cold sync.Pool
 }
 
-type shard[S, M any] struct {
+type shard[S, M, C any] struct {
 	mu sync.Mutex // serialises writers of t
-	t  cellTable[S, M]
+	t  cellTable[S, M, C]
 	_  [40]byte // pad to 64 bytes: neighbouring shards' locks on separate cache lines
 }
 
-// Instantiate creates the runtime of d inside h. The runtime calls it when
-// a system registers the definition; applications never call it.
-func (d *Def[S, M]) Instantiate(h *host.Host) host.Kind {
-	k := &kind[S, M]{def: d, h: h, rem: h.Remote, seed: maphash.MakeSeed(),
-		idle: d.s.idle, ask: d.s.askTimeout, bmin: d.s.backoffMin, bmax: d.s.backoffMax, bound: d.s.mailbox}
-	if h.IdleTimeout > 0 && !d.s.idleSet {
+// NewKind creates the runtime of d inside h, when a system registers
+// the definition (or a client takes its first ref).
+func NewKind[S, M, C any](h *host.Host, d *Spec[S, M, C]) host.Kind {
+	k := &kind[S, M, C]{def: d, h: h, rem: h.Remote, seed: maphash.MakeSeed(),
+		idle: d.Idle, ask: d.AskTimeout, bmin: d.BackoffMin, bmax: d.BackoffMax, bound: d.Mailbox}
+	if h.IdleTimeout > 0 && !d.IdleSet {
 		k.idle = h.IdleTimeout
 	}
-	if h.AskTimeout > 0 && !d.s.askSet {
+	if h.AskTimeout > 0 && !d.AskSet {
 		k.ask = h.AskTimeout
 	}
-	if h.BackoffMin > 0 && !d.s.backoffSet {
+	if h.BackoffMin > 0 && !d.BackoffSet {
 		k.bmin = h.BackoffMin
 	}
-	if h.BackoffMax > 0 && !d.s.backoffSet {
+	if h.BackoffMax > 0 && !d.BackoffSet {
 		k.bmax = h.BackoffMax
 	}
 	if k.rem != nil {
@@ -81,41 +82,41 @@ func (d *Def[S, M]) Instantiate(h *host.Host) host.Kind {
 }
 
 // ref returns the bound ref of key.
-func (k *kind[S, M]) ref(key string) Ref[M] {
-	return Ref[M]{to: k, typ: k.def.name, key: key, h: k.hash(key), tok: k.token(key)}
+func (k *kind[S, M, C]) ref(key string) Ref[M] {
+	return Ref[M]{to: k, typ: k.def.Name, key: key, h: k.hash(key), tok: k.token(key)}
 }
 
 // token is key's ring token; 0 in an embedded system.
-func (k *kind[S, M]) token(key string) uint64 {
+func (k *kind[S, M, C]) token(key string) uint64 {
 	if k.rem == nil {
 		return 0
 	}
-	return k.rem.Token(k.def.name, key)
+	return k.rem.Token(k.def.Name, key)
 }
 
 // Pinned implements host.RemoteKind.
-func (k *kind[S, M]) Pinned() bool { return k.def.s.pinned }
+func (k *kind[S, M, C]) Pinned() bool { return k.def.Pinned }
 
 // Replicas implements host.RemoteKind.
-func (k *kind[S, M]) Replicas() int { return k.def.s.replicas }
+func (k *kind[S, M, C]) Replicas() int { return k.def.Replicas }
 
-func (k *kind[S, M]) Name() string              { return k.def.name }
-func (k *kind[S, M]) askTimeout() time.Duration { return k.ask }
-func (k *kind[S, M]) host() *host.Host          { return k.h }
+func (k *kind[S, M, C]) Name() string              { return k.def.Name }
+func (k *kind[S, M, C]) askTimeout() time.Duration { return k.ask }
+func (k *kind[S, M, C]) host() *host.Host          { return k.h }
 
 // hash is key's hash in this kind's table: the top bits pick the shard,
 // the low bits the slot inside the shard's table. Refs keep it, so a send
 // does not hash the key again.
-func (k *kind[S, M]) hash(key string) uint64 { return fixHash(maphash.String(k.seed, key)) }
+func (k *kind[S, M, C]) hash(key string) uint64 { return fixHash(maphash.String(k.seed, key)) }
 
 // locate returns key's hash and shard.
-func (k *kind[S, M]) locate(key string) (uint64, *shard[S, M]) {
+func (k *kind[S, M, C]) locate(key string) (uint64, *shard[S, M, C]) {
 	h := k.hash(key)
 	return h, &k.shards[h>>58]
 }
 
 // newSegment returns an empty mailbox segment.
-func (k *kind[S, M]) newSegment() []envelope[M] {
+func (k *kind[S, M, C]) newSegment() []envelope[M] {
 	if p, ok := k.segments.Get().(*[]envelope[M]); ok {
 		return (*p)[:0]
 	}
@@ -124,7 +125,7 @@ func (k *kind[S, M]) newSegment() []envelope[M] {
 
 // cellAt returns the live cell of key, whose hash is h, creating it; the
 // cell keeps a copy of key unless own says the string is the program's.
-func (k *kind[S, M]) cellAt(h uint64, key string, own bool) *cell[S, M] {
+func (k *kind[S, M, C]) cellAt(h uint64, key string, own bool) *cell[S, M, C] {
 	if c := k.shards[h>>58].t.get(h, key); c != nil { // lock-free; a miss looks again under the lock
 		return c
 	}
@@ -132,7 +133,7 @@ func (k *kind[S, M]) cellAt(h uint64, key string, own bool) *cell[S, M] {
 }
 
 // cellLocked is cellAt after a lock-free miss.
-func (k *kind[S, M]) cellLocked(h uint64, key string, own bool) *cell[S, M] {
+func (k *kind[S, M, C]) cellLocked(h uint64, key string, own bool) *cell[S, M, C] {
 	sh := &k.shards[h>>58]
 	sh.mu.Lock()
 	c := sh.t.get(h, key)
@@ -143,7 +144,7 @@ func (k *kind[S, M]) cellLocked(h uint64, key string, own bool) *cell[S, M] {
 		if !own {
 			key = strings.Clone(key)
 		}
-		c = &cell[S, M]{k: k, key: key}
+		c = &cell[S, M, C]{k: k, key: key}
 		sh.t.put(h, c)
 		k.h.Active.Add(1)
 	}
@@ -151,7 +152,7 @@ func (k *kind[S, M]) cellLocked(h uint64, key string, own bool) *cell[S, M] {
 	return c
 }
 
-func (k *kind[S, M]) deliver(ctx context.Context, key string, h, tok uint64, m M, s replier) error {
+func (k *kind[S, M, C]) deliver(ctx context.Context, key string, h, tok uint64, m M, s replier) error {
 	if k.rem != nil {
 		if key == "" {
 			return ErrInvalidRef
@@ -179,7 +180,7 @@ func (k *kind[S, M]) deliver(ctx context.Context, key string, h, tok uint64, m M
 // tell implements sink.tell: w is key's hash here, its token in a
 // cluster (where a tell delivered here hashes the key again: the ref's
 // hash would make the call a word too long for registers).
-func (k *kind[S, M]) tell(ctx context.Context, key string, w uint64, m M) error {
+func (k *kind[S, M, C]) tell(ctx context.Context, key string, w uint64, m M) error {
 	if k.rem == nil {
 		h := w
 		// The common case inline: the key's cell in the first slot it may
@@ -203,7 +204,7 @@ func (k *kind[S, M]) tell(ctx context.Context, key string, w uint64, m M) error 
 
 // tellHere queues the tell m for key, whose hash is h (0 if unknown), in
 // this system.
-func (k *kind[S, M]) tellHere(ctx context.Context, key string, h uint64, m M) error {
+func (k *kind[S, M, C]) tellHere(ctx context.Context, key string, h uint64, m M) error {
 	if h == 0 || key == "" {
 		return k.pushKey(ctx, key, h, true, m, nil, false)
 	}
@@ -227,22 +228,22 @@ func (k *kind[S, M]) tellHere(ctx context.Context, key string, h uint64, m M) er
 }
 
 // send carries m to the member that serves key.
-func (k *kind[S, M]) send(ctx context.Context, key string, tok uint64, m M, s replier) error {
+func (k *kind[S, M, C]) send(ctx context.Context, key string, tok uint64, m M, s replier) error {
 	a := any(m) // boxed once: boxing a concrete M allocates
 	if s == nil {
 		// A tell whose type encodes by its plan alone is encoded straight
 		// into the batch that carries it.
-		if tn := k.def.codec.appender(a); tn != nil {
-			return k.rt.Tell(ctx, host.Outbound{Type: k.def.name, Key: key, Token: tok, Name: tn.name, Enc: tn, Msg: a})
+		if tn := k.def.Codec.Appender(a); tn != nil {
+			return k.rt.Tell(ctx, host.Outbound{Type: k.def.Name, Key: key, Token: tok, Name: tn.Name(), Enc: tn, Msg: a})
 		}
 	}
-	buf := getEncodeBuffer()
-	defer putEncodeBuffer(buf)
-	name, err := k.def.codec.encodeTo(buf, a)
+	buf := codec.GetBuffer()
+	defer codec.PutBuffer(buf)
+	name, err := k.def.Codec.EncodeTo(buf, a)
 	if err != nil {
 		return err
 	}
-	out := host.Outbound{Type: k.def.name, Key: key, Token: tok, Name: name, Body: buf.w.b}
+	out := host.Outbound{Type: k.def.Name, Key: key, Token: tok, Name: name, Body: buf.Bytes()}
 	if s == nil {
 		return k.rt.Tell(ctx, out)
 	}
@@ -267,7 +268,7 @@ type holdKey struct{}
 // the overflow policy. Its credit stops the sender's node from sending
 // more on it.
 // TODO(backpressure): refuse per key rather than hold the stream.
-func (k *kind[S, M]) tellRemote(key string, m M) error {
+func (k *kind[S, M, C]) tellRemote(key string, m M) error {
 	err := k.push(noWait, key, 0, m, nil, false)
 	if errors.Is(err, ErrMailboxFull) {
 		err = k.hold(key, m)
@@ -278,11 +279,11 @@ func (k *kind[S, M]) tellRemote(key string, m M) error {
 // DeliverRemote implements host.RemoteKind: it queues a message that
 // another node sent, without waiting for mailbox room (a full mailbox
 // refuses it), and answers asks through in.Reply.
-func (k *kind[S, M]) DeliverRemote(in host.Inbound) (host.Withdrawer, error) {
+func (k *kind[S, M, C]) DeliverRemote(in host.Inbound) (host.Withdrawer, error) {
 	if in.Key == "" {
 		return nil, ErrInvalidRef
 	}
-	m, err := decodeMessage[M](k.def.codec, k.h, in.Name, in.Body)
+	m, err := codec.DecodeMessage[M](k.def.Codec, k.h, in.Name, in.Body)
 	if err != nil {
 		return nil, err
 	}
@@ -298,8 +299,8 @@ func (k *kind[S, M]) DeliverRemote(in host.Inbound) (host.Withdrawer, error) {
 
 // remoteSlot returns the reply slot of an ask from another node: it
 // encodes the outcome and hands it to in.Reply.
-func (k *kind[S, M]) remoteSlot(in host.Inbound) *slot[any] {
-	a := &remoteAsk{reply: in.Reply, actor: k.def.name, key: in.Key}
+func (k *kind[S, M, C]) remoteSlot(in host.Inbound) *slot[any] {
+	a := &remoteAsk{reply: in.Reply, actor: k.def.Name, key: in.Key}
 	a.s.dl, a.s.chain = in.Deadline, in.Chain
 	a.s.onDone = a
 	return &a.s
@@ -320,21 +321,21 @@ func (a *remoteAsk) outcome(v any, err error) {
 	}
 	// reply copies the body before it returns (into the outbox's batch,
 	// or decoding it for a local asker): the buffer is reused.
-	b := getEncodeBuffer()
-	body, eerr := appendReply(b, v)
+	b := codec.GetBuffer()
+	body, eerr := codec.AppendReply(b, v)
 	if eerr != nil {
-		putEncodeBuffer(b)
+		codec.PutBuffer(b)
 		a.reply.Reply(nil, &FailedError{Actor: a.actor + "/" + a.key, Cause: fmt.Errorf("encode reply %T: %w", v, eerr)})
 		return
 	}
 	a.reply.Reply(body, nil)
-	b.w.b = body[:0]
-	putEncodeBuffer(b)
+	b.SetBytes(body[:0])
+	codec.PutBuffer(b)
 }
 
 // hold queues a tell from another node into a full mailbox: it waits for
 // room until the system stops hard.
-func (k *kind[S, M]) hold(key string, m M) error {
+func (k *kind[S, M, C]) hold(key string, m M) error {
 	ctx, cancel := context.WithCancel(context.WithValue(context.Background(), holdKey{}, true))
 	defer cancel()
 	go func() {
@@ -350,17 +351,17 @@ func (k *kind[S, M]) hold(key string, m M) error {
 // DeliverTells implements host.RemoteKind: DeliverRemote for a run of
 // tells, decoded with one decoder. Consecutive tells to one key are
 // queued together, under one lock of their cell.
-func (k *kind[S, M]) DeliverTells(b host.TellBatch) {
-	d := getBoundDecoder(k.h)
-	defer putBoundDecoder(d)
-	var run tellsToKey[S, M]
+func (k *kind[S, M, C]) DeliverTells(b host.TellBatch) {
+	d := codec.GetDecoder(k.h)
+	defer codec.PutDecoder(d)
+	var run tellsToKey[S, M, C]
 	for i := range b.Len() {
 		key, name, body := b.Tell(i)
 		if key == "" {
 			b.Dropped(i, ErrInvalidRef)
 			continue
 		}
-		m, err := decodeWith[M](d, k.def.codec, name, body)
+		m, err := codec.DecodeWith[M](d, k.def.Codec, name, body)
 		if err != nil {
 			b.Dropped(i, err)
 			continue
@@ -380,9 +381,9 @@ func (k *kind[S, M]) DeliverTells(b host.TellBatch) {
 }
 
 // tellsToKey is a run of decoded tells to one key, waiting to be queued.
-type tellsToKey[S, M any] struct {
+type tellsToKey[S, M, C any] struct {
 	key  string
-	c    *cell[S, M] // key's cell, when found for an earlier run
+	c    *cell[S, M, C] // key's cell, when found for an earlier run
 	n    int
 	msgs [64]M
 	idx  [64]int // their indexes in the batch, to report drops
@@ -391,7 +392,7 @@ type tellsToKey[S, M any] struct {
 // queueTells queues the run's tells and empties it: at once those the
 // mailbox has room for, then the others one by one as DeliverRemote
 // does, holding the stream while the mailbox is full.
-func (k *kind[S, M]) queueTells(run *tellsToKey[S, M], b host.TellBatch) {
+func (k *kind[S, M, C]) queueTells(run *tellsToKey[S, M, C], b host.TellBatch) {
 	msgs := run.msgs[:run.n]
 	for len(msgs) > 0 {
 		if run.c == nil || run.c.key != run.key {
@@ -425,7 +426,7 @@ func (k *kind[S, M]) queueTells(run *tellsToKey[S, M], b host.TellBatch) {
 // pushTells queues tells from another node, as many as the mailbox bound
 // lets in, under one lock; it returns how many. retry means the cell was
 // passivated meanwhile and the caller must look the key up again.
-func (c *cell[S, M]) pushTells(ms []M) (n int, retry bool, err error) {
+func (c *cell[S, M, C]) pushTells(ms []M) (n int, retry bool, err error) {
 	k := c.k
 	c.mu.Lock()
 	if c.gone {
@@ -437,7 +438,7 @@ func (c *cell[S, M]) pushTells(ms []M) (n int, retry bool, err error) {
 		return 0, false, ErrSystemClosed
 	}
 	for _, m := range ms {
-		if bound := k.def.s.mailbox; c.inLen()+int(c.batchLen) >= bound && c.queuedLocked() >= bound {
+		if bound := k.def.Mailbox; c.inLen()+int(c.batchLen) >= bound && c.queuedLocked() >= bound {
 			break
 		}
 		c.put(envelope[M]{msg: m}) // segments and hasIn as a push
@@ -461,19 +462,19 @@ func (c *cell[S, M]) pushTells(ms []M) (n int, retry bool, err error) {
 
 // deliverAnswer queues a piped answer whatever the mailbox bound: the
 // actor asked for it, and the goroutine delivering it must not block.
-func (k *kind[S, M]) deliverAnswer(key string, m M) error {
+func (k *kind[S, M, C]) deliverAnswer(key string, m M) error {
 	return k.push(context.Background(), key, 0, m, nil, true)
 }
 
 // push queues m for key; h is key's hash, or 0 to compute it. key may
 // alias a network buffer.
-func (k *kind[S, M]) push(ctx context.Context, key string, h uint64, m M, s replier, force bool) error {
+func (k *kind[S, M, C]) push(ctx context.Context, key string, h uint64, m M, s replier, force bool) error {
 	return k.pushKey(ctx, key, h, false, m, s, force)
 }
 
 // pushKey is push; own says key is the program's string (a bound ref's),
 // which a new cell may share.
-func (k *kind[S, M]) pushKey(ctx context.Context, key string, h uint64, own bool, m M, s replier, force bool) error {
+func (k *kind[S, M, C]) pushKey(ctx context.Context, key string, h uint64, own bool, m M, s replier, force bool) error {
 	if key == "" {
 		return ErrInvalidRef
 	}
@@ -496,7 +497,7 @@ func (k *kind[S, M]) pushKey(ctx context.Context, key string, h uint64, own bool
 // forget removes c from the table if it is still passivatable (idle since
 // before idleBefore; now stamps a cell idle at an unread time, see
 // passivatable); the caller must not hold c.mu.
-func (k *kind[S, M]) forget(c *cell[S, M], reason string, idleBefore, now time.Time) bool {
+func (k *kind[S, M, C]) forget(c *cell[S, M, C], reason string, idleBefore, now time.Time) bool {
 	h, sh := k.locate(c.key)
 	sh.mu.Lock()
 	c.mu.Lock()
@@ -523,7 +524,7 @@ func (k *kind[S, M]) forget(c *cell[S, M], reason string, idleBefore, now time.T
 		// Report the end while the gone cell still holds the key's place,
 		// so the next activation of the key cannot start (and be reported)
 		// before this end is: senders wait for the place to clear.
-		k.h.Emit(host.Event{Kind: host.ActivationEnded, Type: k.def.name, Key: c.key, Reason: reason})
+		k.h.Emit(host.Event{Kind: host.ActivationEnded, Type: k.def.Name, Key: c.key, Reason: reason})
 		sh.mu.Lock()
 		sh.t.remove(h, c)
 		sh.mu.Unlock()
@@ -532,13 +533,13 @@ func (k *kind[S, M]) forget(c *cell[S, M], reason string, idleBefore, now time.T
 }
 
 // each calls f for every live cell, outside the shard locks.
-func (k *kind[S, M]) each(f func(*cell[S, M])) {
-	var batch []*cell[S, M]
+func (k *kind[S, M, C]) each(f func(*cell[S, M, C])) {
+	var batch []*cell[S, M, C]
 	for i := range k.shards {
 		sh := &k.shards[i]
 		sh.mu.Lock()
 		batch = batch[:0]
-		sh.t.each(func(c *cell[S, M]) { batch = append(batch, c) })
+		sh.t.each(func(c *cell[S, M, C]) { batch = append(batch, c) })
 		sh.mu.Unlock()
 		for _, c := range batch {
 			f(c)
@@ -550,8 +551,8 @@ func (k *kind[S, M]) each(f func(*cell[S, M])) {
 // accepts stop their timers and body, finish what is queued, and end.
 // Their next message activates the key on its new owner, from the initial
 // state (no state moves without replication).
-func (k *kind[S, M]) Moved(here func(key string) bool) {
-	k.each(func(c *cell[S, M]) {
+func (k *kind[S, M, C]) Moved(here func(key string) bool) {
+	k.each(func(c *cell[S, M, C]) {
 		if here(c.key) {
 			return
 		}
@@ -569,7 +570,7 @@ func (k *kind[S, M]) Moved(here func(key string) bool) {
 }
 
 // endMoved ends the moved activations that became idle.
-func (k *kind[S, M]) endMoved() {
+func (k *kind[S, M, C]) endMoved() {
 	k.movingMu.Lock()
 	defer k.movingMu.Unlock()
 	live := k.moving[:0]
@@ -587,7 +588,7 @@ func (k *kind[S, M]) endMoved() {
 }
 
 // Sweep passivates cells idle for the idle timeout.
-func (k *kind[S, M]) Sweep(now time.Time) {
+func (k *kind[S, M, C]) Sweep(now time.Time) {
 	if k.movingN.Load() > 0 {
 		k.endMoved()
 	}
@@ -596,7 +597,7 @@ func (k *kind[S, M]) Sweep(now time.Time) {
 	}
 	k.lastSweep = now
 	before := now.Add(-k.idle)
-	k.each(func(c *cell[S, M]) {
+	k.each(func(c *cell[S, M, C]) {
 		c.mu.Lock()
 		ok := c.passivatable(before, now)
 		c.mu.Unlock()
@@ -607,9 +608,9 @@ func (k *kind[S, M]) Sweep(now time.Time) {
 }
 
 // Deepest reports the longest mailbox.
-func (k *kind[S, M]) Deepest() int {
+func (k *kind[S, M, C]) Deepest() int {
 	deepest := 0
-	k.each(func(c *cell[S, M]) {
+	k.each(func(c *cell[S, M, C]) {
 		if n := c.queued(); n > deepest {
 			deepest = n
 		}
@@ -618,9 +619,9 @@ func (k *kind[S, M]) Deepest() int {
 }
 
 // QueuedKeys returns the keys with messages waiting, at most limit.
-func (k *kind[S, M]) QueuedKeys(limit int) []string {
+func (k *kind[S, M, C]) QueuedKeys(limit int) []string {
 	var keys []string
-	k.each(func(c *cell[S, M]) {
+	k.each(func(c *cell[S, M, C]) {
 		if len(keys) < limit && c.queued() > 0 {
 			keys = append(keys, c.key)
 		}
@@ -630,7 +631,7 @@ func (k *kind[S, M]) QueuedKeys(limit int) []string {
 
 // Active implements host.Mover: whether key has an activation here, live
 // or ending after a move.
-func (k *kind[S, M]) Active(key string) bool {
+func (k *kind[S, M, C]) Active(key string) bool {
 	h := k.hash(key)
 	if k.shards[h>>58].t.get(h, key) != nil {
 		return true
@@ -649,18 +650,18 @@ func (k *kind[S, M]) Active(key string) bool {
 }
 
 // Queued reports the messages waiting in all mailboxes.
-func (k *kind[S, M]) Queued() int {
+func (k *kind[S, M, C]) Queued() int {
 	total := 0
-	k.each(func(c *cell[S, M]) { total += c.queued() })
+	k.each(func(c *cell[S, M, C]) { total += c.queued() })
 	return total
 }
 
 // Stop stops timers and bodies; queued work drains.
-func (k *kind[S, M]) Stop() {
-	k.each(func(c *cell[S, M]) { c.stop() })
+func (k *kind[S, M, C]) Stop() {
+	k.each(func(c *cell[S, M, C]) { c.stop() })
 }
 
 // Abort cancels running handlers and fails queued messages.
-func (k *kind[S, M]) Abort() {
-	k.each(func(c *cell[S, M]) { c.abort() })
+func (k *kind[S, M, C]) Abort() {
+	k.each(func(c *cell[S, M, C]) { c.abort() })
 }

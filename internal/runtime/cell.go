@@ -1,4 +1,4 @@
-package actor
+package runtime
 
 import (
 	"context"
@@ -29,9 +29,9 @@ type envelope[M any] struct {
 // the goroutine touches per message, and between them, at least a cache
 // line long, what either touches rarely. (Sharing the lines cost the tell
 // workload about a third of its CPU in cache misses.)
-type cell[S, M any] struct {
+type cell[S, M, C any] struct {
 	// Sender side.
-	k        *kind[S, M]
+	k        *kind[S, M, C]
 	mu       sync.Mutex
 	in       []envelope[M] // the newest messages; never empty while seg holds any
 	seg      *segments[M]  // full segments of a long mailbox, or nil
@@ -67,7 +67,7 @@ type cell[S, M any] struct {
 
 	// Goroutine side.
 	state    S
-	behavior Handler[S, M]
+	behavior Handler[S, M, C]
 	x        *extra[M]
 	// remaining is how many messages of the taken batch are still to be
 	// handled. Only the cell's goroutine writes it, once per message; a
@@ -78,7 +78,7 @@ type cell[S, M any] struct {
 }
 
 // queuedLocked is the number of messages waiting; c.mu held.
-func (c *cell[S, M]) queuedLocked() int { return c.inLen() + int(c.remaining.Load()) }
+func (c *cell[S, M, C]) queuedLocked() int { return c.inLen() + int(c.remaining.Load()) }
 
 // segSize is the length at which the mailbox stops growing its slice and
 // queues it as a full segment. Growing a long slice of messages copies it,
@@ -95,7 +95,7 @@ type segments[M any] struct {
 }
 
 // inLen is the number of messages queued and not yet taken; c.mu held.
-func (c *cell[S, M]) inLen() int {
+func (c *cell[S, M, C]) inLen() int {
 	if c.seg != nil {
 		return len(c.in) + c.seg.n
 	}
@@ -105,7 +105,7 @@ func (c *cell[S, M]) inLen() int {
 // claimLocked, after a message was queued, marks an idle cell running
 // (start: the caller starts its goroutine) or takes the wake channel of
 // its parked goroutine (the caller signals it); c.mu held.
-func (c *cell[S, M]) claimLocked() (start bool, wake chan struct{}) {
+func (c *cell[S, M, C]) claimLocked() (start bool, wake chan struct{}) {
 	switch {
 	case !c.running && !c.backoff:
 		c.running = true
@@ -118,7 +118,7 @@ func (c *cell[S, M]) claimLocked() (start bool, wake chan struct{}) {
 }
 
 // put queues e; c.mu held.
-func (c *cell[S, M]) put(e envelope[M]) {
+func (c *cell[S, M, C]) put(e envelope[M]) {
 	if len(c.in) >= segSize {
 		s := c.seg
 		if s == nil {
@@ -139,7 +139,7 @@ func (c *cell[S, M]) put(e envelope[M]) {
 
 // take returns the oldest messages queued, as the next batch, and keeps
 // the emptied buffer spare for the mailbox; c.mu held.
-func (c *cell[S, M]) take(spare []envelope[M]) []envelope[M] {
+func (c *cell[S, M, C]) take(spare []envelope[M]) []envelope[M] {
 	if s := c.seg; s != nil && len(s.full) > 0 {
 		b := s.full[0]
 		s.full[0] = nil
@@ -166,7 +166,7 @@ func (c *cell[S, M]) take(spare []envelope[M]) []envelope[M] {
 
 // takeAll empties the mailbox, returning what it held in order; c.mu
 // held.
-func (c *cell[S, M]) takeAll() []envelope[M] {
+func (c *cell[S, M, C]) takeAll() []envelope[M] {
 	in := c.in
 	if s := c.seg; s != nil && s.n > 0 {
 		all := make([]envelope[M], 0, s.n+len(in))
@@ -182,7 +182,7 @@ func (c *cell[S, M]) takeAll() []envelope[M] {
 }
 
 // queued is the number of messages waiting.
-func (c *cell[S, M]) queued() int {
+func (c *cell[S, M, C]) queued() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.queuedLocked()
@@ -207,7 +207,7 @@ type extra[M any] struct {
 
 type timerEntry struct{ t *time.Timer }
 
-func (c *cell[S, M]) ext() *extra[M] {
+func (c *cell[S, M, C]) ext() *extra[M] {
 	if c.x == nil {
 		c.x = &extra[M]{}
 	}
@@ -216,7 +216,7 @@ func (c *cell[S, M]) ext() *extra[M] {
 
 // push queues a message; force ignores the mailbox bound. retry means the cell was passivated meanwhile and
 // the caller must look the key up again.
-func (c *cell[S, M]) push(ctx context.Context, m M, s replier, force bool) (err error, retry bool) {
+func (c *cell[S, M, C]) push(ctx context.Context, m M, s replier, force bool) (err error, retry bool) {
 	if s != nil {
 		flushStash(ctx) // an asking handler blocks: what it stashed must not wait for it
 	}
@@ -225,7 +225,7 @@ func (c *cell[S, M]) push(ctx context.Context, m M, s replier, force bool) (err 
 }
 
 // pushLocked is push after taking c.mu, which it releases.
-func (c *cell[S, M]) pushLocked(ctx context.Context, m M, s replier, force bool) (err error, retry bool) {
+func (c *cell[S, M, C]) pushLocked(ctx context.Context, m M, s replier, force bool) (err error, retry bool) {
 	k := c.k
 	for {
 		if c.gone {
@@ -236,12 +236,12 @@ func (c *cell[S, M]) pushLocked(ctx context.Context, m M, s replier, force bool)
 			c.mu.Unlock()
 			return ErrSystemClosed, false
 		}
-		if bound := k.def.s.mailbox; force || c.inLen()+int(c.batchLen) < bound || c.queuedLocked() < bound {
+		if bound := k.def.Mailbox; force || c.inLen()+int(c.batchLen) < bound || c.queuedLocked() < bound {
 			break
 		}
-		if k.def.s.overflow == Refuse && ctx.Value(holdKey{}) == nil {
+		if k.def.Refuse && ctx.Value(holdKey{}) == nil {
 			c.mu.Unlock()
-			k.h.Emit(host.Event{Kind: host.MailboxFull, Type: k.def.name, Key: c.key})
+			k.h.Emit(host.Event{Kind: host.MailboxFull, Type: k.def.Name, Key: c.key})
 			return ErrMailboxFull, false
 		}
 		if c.room == nil {
@@ -252,7 +252,7 @@ func (c *cell[S, M]) pushLocked(ctx context.Context, m M, s replier, force bool)
 		// The goroutine lowers remaining without the lock and then looks
 		// for waiters (took): look at remaining again now that this
 		// waiter counts, or room made in between would wake nobody.
-		if c.queuedLocked() < k.def.s.mailbox {
+		if c.queuedLocked() < k.def.Mailbox {
 			c.waiters.Add(-1)
 			continue
 		}
@@ -281,7 +281,7 @@ func (c *cell[S, M]) pushLocked(ctx context.Context, m M, s replier, force bool)
 		}
 		c.waiters.Add(-1)
 		if gaveUp != nil {
-			k.h.Emit(host.Event{Kind: host.MailboxFull, Type: k.def.name, Key: c.key})
+			k.h.Emit(host.Event{Kind: host.MailboxFull, Type: k.def.Name, Key: c.key})
 			return fmt.Errorf("%w: waited for room until: %w", ErrMailboxFull, gaveUp), false
 		}
 		c.mu.Lock()
@@ -308,7 +308,7 @@ func (c *cell[S, M]) pushLocked(ctx context.Context, m M, s replier, force bool)
 // tell queues the tell m: push without a replier, with its common case
 // (a busy cell, running and not parked, with room in its current buffer)
 // first and in few instructions: nothing spilled, nothing called.
-func (c *cell[S, M]) tell(ctx context.Context, m M) (err error, retry bool) {
+func (c *cell[S, M, C]) tell(ctx context.Context, m M) (err error, retry bool) {
 	k := c.k
 	c.mu.Lock()
 	n := len(c.in)
@@ -335,7 +335,7 @@ func nudge(wake chan struct{}) {
 
 // took records that the goroutine is about to handle work[i], so
 // work[i+1:] is what remains of the batch, and lets waiting senders in.
-func (c *cell[S, M]) took(left int) {
+func (c *cell[S, M, C]) took(left int) {
 	c.remaining.Store(int32(left))
 	if c.waiters.Load() > 0 {
 		c.mu.Lock()
@@ -356,7 +356,7 @@ const lingerTicks = 2
 // in bursts, so its goroutine spins and lingers before exiting. A cold
 // cell's goroutine exits as soon as its mailbox is empty, so a million
 // one-message activations do not leave a million goroutines waiting.
-func (c *cell[S, M]) warm() bool {
+func (c *cell[S, M, C]) warm() bool {
 	// Modular in 32 bits: a tick count that wrapped misjudges one
 	// linger, no more.
 	return c.exitTick != 0 && uint32(c.k.h.TickCount())+1-c.exitTick <= lingerTicks
@@ -364,11 +364,11 @@ func (c *cell[S, M]) warm() bool {
 
 // runOn runs c on r's goroutine until c goes idle, fails or hands off; it
 // returns the cell to run next (handed off or stashed), or nil.
-func (c *cell[S, M]) runOn(r *runner) runnable { return c.runWith(r, c.stateOn(r)) }
+func (c *cell[S, M, C]) runOn(r *runner) runnable { return c.runWith(r, c.stateOn(r)) }
 
 // runWith is runOn with c's loop state ls. A nil r (a cold start) runs c
 // alone, and returns c itself, still running, when c turns out busy.
-func (c *cell[S, M]) runWith(r *runner, ls *loopState[S, M]) runnable {
+func (c *cell[S, M, C]) runWith(r *runner, ls *loopState[S, M, C]) runnable {
 	h := c.k.h
 	ctx, work := &ls.ctx, ls.work
 	if r != nil && c.run.Load() != r {
@@ -467,7 +467,7 @@ func (c *cell[S, M]) runWith(r *runner, ls *loopState[S, M]) runnable {
 // idle releases it. It reads no clock (a good part of a hand-off's cost,
 // and of a one-off activation's where reading it takes 140 ns): the idle
 // sweep stamps the cell when it first finds it idle.
-func (c *cell[S, M]) idle(handoff bool) {
+func (c *cell[S, M, C]) idle(handoff bool) {
 	h := c.k.h
 	c.running = false
 	c.batchLen = 0
@@ -491,7 +491,7 @@ const spinYields = 8
 
 // spin yields while nothing is pending; it reports whether work arrived.
 // The caller holds c.mu on entry and on return; spin drops it meanwhile.
-func (c *cell[S, M]) spin() bool {
+func (c *cell[S, M, C]) spin() bool {
 	c.spinning = true
 	c.mu.Unlock()
 	for range spinYields {
@@ -507,12 +507,12 @@ func (c *cell[S, M]) spin() bool {
 
 // handleBatch handles work in order. It returns false when the goroutine
 // must exit because the activation failed.
-func (c *cell[S, M]) handleBatch(ctx *Context[S, M], work []envelope[M], r *runner) bool {
+func (c *cell[S, M, C]) handleBatch(ctx *Context[S, M, C], work []envelope[M], r *runner) bool {
 	// Read once per batch: c.k shares its cache line with the senders'
 	// mutex.
 	h := c.k.h
 	stop := h.HardStop()
-	def := c.k.def.handler
+	def := c.k.def.Handler
 	// The last message of a batch takes the full path when a runner may
 	// open its stash for it.
 	last := len(work)
@@ -546,7 +546,7 @@ func (c *cell[S, M]) handleBatch(ctx *Context[S, M], work []envelope[M], r *runn
 			c.took(len(work) - i - 1)
 			if e.slot != nil {
 				if !e.slot.begin() {
-					h.Emit(host.Event{Kind: host.MessageDropped, Type: c.k.def.name, Key: c.key, Reason: "asker stopped waiting"})
+					h.Emit(host.Event{Kind: host.MessageDropped, Type: c.k.def.Name, Key: c.key, Reason: "asker stopped waiting"})
 					continue
 				}
 				c.mu.Lock()
@@ -559,7 +559,7 @@ func (c *cell[S, M]) handleBatch(ctx *Context[S, M], work []envelope[M], r *runn
 				c.cur = nil
 				c.mu.Unlock()
 				if err != nil {
-					e.slot.fail(&FailedError{Actor: c.k.def.name + "/" + c.key, Cause: err})
+					e.slot.fail(&FailedError{Actor: c.k.def.Name + "/" + c.key, Cause: err})
 				} else if !e.slot.settled() {
 					e.slot.fail(ErrNoReply)
 				}
@@ -592,11 +592,11 @@ func (c *cell[S, M]) handleBatch(ctx *Context[S, M], work []envelope[M], r *runn
 // last message), before handling it, or at the first handled message
 // that failed or released the activation; ran tells which, err is the
 // failure, and j the message's index (len(work) when all went well).
-func (c *cell[S, M]) runTells(ctx *Context[S, M], work []envelope[M], i, last int, def Handler[S, M]) (j int, ran bool, err error) {
+func (c *cell[S, M, C]) runTells(ctx *Context[S, M, C], work []envelope[M], i, last int, def Handler[S, M, C]) (j int, ran bool, err error) {
 	j = i
 	defer func() {
 		if v := recover(); v != nil {
-			err = &PanicError{Value: v, Stack: debug.Stack()}
+			err = c.k.panicked(v, debug.Stack())
 		}
 	}()
 	h := c.k.h
@@ -616,7 +616,7 @@ func (c *cell[S, M]) runTells(ctx *Context[S, M], work []envelope[M], i, last in
 			hd = def
 		}
 		ran = true
-		if err = hd(ctx, e.msg); err != nil || ctx.release {
+		if err = hd(&ctx.user, e.msg); err != nil || ctx.release {
 			return j, true, err
 		}
 		ran = false
@@ -628,11 +628,11 @@ func (c *cell[S, M]) runTells(ctx *Context[S, M], work []envelope[M], i, last in
 }
 
 // invoke runs the current behaviour, or def, on e.
-func (c *cell[S, M]) invoke(ctx *Context[S, M], e *envelope[M], def Handler[S, M]) (err error) {
+func (c *cell[S, M, C]) invoke(ctx *Context[S, M, C], e *envelope[M], def Handler[S, M, C]) (err error) {
 	ctx.slot = e.slot
 	defer func() {
 		if r := recover(); r != nil {
-			err = &PanicError{Value: r, Stack: debug.Stack()}
+			err = c.k.panicked(r, debug.Stack())
 		}
 	}()
 	if !c.started {
@@ -642,44 +642,44 @@ func (c *cell[S, M]) invoke(ctx *Context[S, M], e *envelope[M], def Handler[S, M
 	if hd == nil {
 		hd = def
 	}
-	return hd(ctx, e.msg)
+	return hd(&ctx.user, e.msg)
 }
 
 // activate starts an activation: initial state, event, run body.
-func (c *cell[S, M]) activate() {
+func (c *cell[S, M, C]) activate() {
 	var s S
-	if c.k.def.init != nil {
-		s = c.k.def.init(c.key)
+	if c.k.def.Init != nil {
+		s = c.k.def.Init(c.key)
 	}
 	c.mu.Lock()
 	c.state = s
 	c.behavior = nil
 	c.started = true
 	c.mu.Unlock()
-	c.k.h.Emit(host.Event{Kind: host.ActivationStarted, Type: c.k.def.name, Key: c.key})
-	if c.k.def.run != nil {
+	c.k.h.Emit(host.Event{Kind: host.ActivationStarted, Type: c.k.def.Name, Key: c.key})
+	if c.k.def.Run != nil {
 		c.startRun()
 	}
 }
 
 // end finishes the activation: timers and body stop, state is dropped.
-func (c *cell[S, M]) end(reason string) {
+func (c *cell[S, M, C]) end(reason string) {
 	c.mu.Lock()
 	c.stopTimersLocked()
 	c.stopRunLocked()
 	var zero S
 	c.state, c.behavior, c.started = zero, nil, false
 	c.mu.Unlock()
-	c.k.h.Emit(host.Event{Kind: host.ActivationEnded, Type: c.k.def.name, Key: c.key, Reason: reason})
+	c.k.h.Emit(host.Event{Kind: host.ActivationEnded, Type: c.k.def.Name, Key: c.key, Reason: reason})
 }
 
 // failed schedules a restart after backoff, keeping the unhandled rest
 // of the batch at the head of the mailbox.
-func (c *cell[S, M]) failed(err error, rest []envelope[M]) {
+func (c *cell[S, M, C]) failed(err error, rest []envelope[M]) {
 	h := c.k.h
 	h.Restarts.Add(1)
-	h.Emit(host.Event{Kind: host.ActivationFailed, Type: c.k.def.name, Key: c.key, Err: err})
-	h.Logger.Warn("troupe: actor failed", "actor", c.k.def.name, "key", c.key, "err", err)
+	h.Emit(host.Event{Kind: host.ActivationFailed, Type: c.k.def.Name, Key: c.key, Err: err})
+	h.Logger.Warn("troupe: actor failed", "actor", c.k.def.Name, "key", c.key, "err", err)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if len(rest) > 0 {
@@ -725,7 +725,7 @@ func clamp(d, lo, hi time.Duration) time.Duration {
 }
 
 // restart ends the backoff and resumes the mailbox.
-func (c *cell[S, M]) restart() {
+func (c *cell[S, M, C]) restart() {
 	c.mu.Lock()
 	if !c.backoff {
 		c.mu.Unlock()
@@ -752,7 +752,7 @@ func (c *cell[S, M]) restart() {
 }
 
 // drainLocked fails everything queued; the caller holds c.mu.
-func (c *cell[S, M]) drainLocked(err error) {
+func (c *cell[S, M, C]) drainLocked(err error) {
 	in := c.takeAll()
 	if c.room != nil { // senders waiting for room must see the close
 		close(c.room)
@@ -761,12 +761,12 @@ func (c *cell[S, M]) drainLocked(err error) {
 	go c.failAll(in, err) // outside the lock: completing slots runs pipe callbacks
 }
 
-func (c *cell[S, M]) failAll(es []envelope[M], err error) {
+func (c *cell[S, M, C]) failAll(es []envelope[M], err error) {
 	for _, e := range es {
 		if e.slot != nil {
 			e.slot.abort(err)
 		}
-		c.k.h.Emit(host.Event{Kind: host.MessageDropped, Type: c.k.def.name, Key: c.key, Reason: err.Error()})
+		c.k.h.Emit(host.Event{Kind: host.MessageDropped, Type: c.k.def.Name, Key: c.key, Reason: err.Error()})
 	}
 }
 
@@ -777,7 +777,7 @@ const idleUnstamped = math.MaxInt64
 // An unstamped idle cell is stamped with now, the sweep's time, an upper
 // bound of the true time, so it leaves at most one sweep late, never
 // early.
-func (c *cell[S, M]) passivatable(idleBefore, now time.Time) bool {
+func (c *cell[S, M, C]) passivatable(idleBefore, now time.Time) bool {
 	if c.gone || c.running || c.backoff || c.queuedLocked() != 0 {
 		return false
 	}
@@ -793,7 +793,7 @@ func (c *cell[S, M]) passivatable(idleBefore, now time.Time) bool {
 	return c.idleSince < idleBefore.UnixNano()
 }
 
-func (c *cell[S, M]) setTimer(name string, d time.Duration, msg M, repeat bool) {
+func (c *cell[S, M, C]) setTimer(name string, d time.Duration, msg M, repeat bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.k.h.Closed() {
@@ -811,7 +811,7 @@ func (c *cell[S, M]) setTimer(name string, d time.Duration, msg M, repeat bool) 
 	x.timers[name] = e
 }
 
-func (c *cell[S, M]) fire(name string, e *timerEntry, d time.Duration, msg M, repeat bool) {
+func (c *cell[S, M, C]) fire(name string, e *timerEntry, d time.Duration, msg M, repeat bool) {
 	c.mu.Lock()
 	if c.gone || c.x == nil || c.x.timers[name] != e {
 		c.mu.Unlock()
@@ -824,11 +824,11 @@ func (c *cell[S, M]) fire(name string, e *timerEntry, d time.Duration, msg M, re
 	}
 	c.mu.Unlock()
 	if err := c.k.push(context.Background(), c.key, 0, msg, nil, false); err != nil { // timers belong to this activation: never routed
-		c.k.h.Emit(host.Event{Kind: host.MessageDropped, Type: c.k.def.name, Key: c.key, Reason: "timer " + name + ": " + err.Error(), Err: err})
+		c.k.h.Emit(host.Event{Kind: host.MessageDropped, Type: c.k.def.Name, Key: c.key, Reason: "timer " + name + ": " + err.Error(), Err: err})
 	}
 }
 
-func (c *cell[S, M]) cancelTimer(name string) bool {
+func (c *cell[S, M, C]) cancelTimer(name string) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.x == nil || c.x.timers[name] == nil {
@@ -839,7 +839,7 @@ func (c *cell[S, M]) cancelTimer(name string) bool {
 	return true
 }
 
-func (c *cell[S, M]) stopTimersLocked() {
+func (c *cell[S, M, C]) stopTimersLocked() {
 	if c.x == nil {
 		return
 	}
@@ -850,7 +850,7 @@ func (c *cell[S, M]) stopTimersLocked() {
 }
 
 // startRun starts the proactive body for the current activation.
-func (c *cell[S, M]) startRun() {
+func (c *cell[S, M, C]) startRun() {
 	h := c.k.h
 	ctx, cancel := context.WithCancel(context.Background())
 	c.mu.Lock()
@@ -865,12 +865,12 @@ func (c *cell[S, M]) startRun() {
 	x.runCancel, x.runActive, x.runT = cancel, true, nil
 	c.mu.Unlock()
 	self := c.k.ref(c.key)
-	body := c.k.def.run
+	body := c.k.def.Run
 	h.Enter()
 	go func() {
 		defer h.Leave()
 		defer cancel()
-		err := runSafely(ctx, body, self)
+		err := runSafely(ctx, body, self, c.k.panicked)
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		if x.runGen != gen {
@@ -883,8 +883,8 @@ func (c *cell[S, M]) startRun() {
 		}
 		x.runFailures++
 		h.Restarts.Add(1)
-		h.Emit(host.Event{Kind: host.ActivationFailed, Type: c.k.def.name, Key: c.key, Err: err, Reason: "run body"})
-		h.Logger.Warn("troupe: actor body failed", "actor", c.k.def.name, "key", c.key, "err", err)
+		h.Emit(host.Event{Kind: host.ActivationFailed, Type: c.k.def.Name, Key: c.key, Err: err, Reason: "run body"})
+		h.Logger.Warn("troupe: actor body failed", "actor", c.k.def.Name, "key", c.key, "err", err)
 		delay := backoffDelay(c.k.bmin, c.k.bmax, x.runFailures)
 		x.runT = time.AfterFunc(delay, func() {
 			c.mu.Lock()
@@ -898,16 +898,16 @@ func (c *cell[S, M]) startRun() {
 	}()
 }
 
-func runSafely[M any](ctx context.Context, body RunFunc[M], self Ref[M]) (err error) {
+func runSafely[M any](ctx context.Context, body func(context.Context, Ref[M]) error, self Ref[M], panicked func(any, []byte) error) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			err = &PanicError{Value: r, Stack: debug.Stack()}
+			err = panicked(r, debug.Stack())
 		}
 	}()
 	return body(ctx, self)
 }
 
-func (c *cell[S, M]) stopRunLocked() {
+func (c *cell[S, M, C]) stopRunLocked() {
 	x := c.x
 	if x == nil {
 		return
@@ -924,7 +924,7 @@ func (c *cell[S, M]) stopRunLocked() {
 
 // stop begins shutdown for this cell: timers and body stop, a cell in
 // backoff fails its mailbox, a lingering goroutine is woken to exit.
-func (c *cell[S, M]) stop() {
+func (c *cell[S, M, C]) stop() {
 	c.mu.Lock()
 	deferred := c.takeDeferredLocked()
 	defer func() {
@@ -951,7 +951,7 @@ func (c *cell[S, M]) stop() {
 
 // trackDeferred remembers an ask whose reply was deferred, dropping the
 // ones already answered.
-func (c *cell[S, M]) trackDeferred(s replier) {
+func (c *cell[S, M, C]) trackDeferred(s replier) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	x := c.ext()
@@ -966,7 +966,7 @@ func (c *cell[S, M]) trackDeferred(s replier) {
 }
 
 // takeDeferredLocked returns the deferred asks and forgets them.
-func (c *cell[S, M]) takeDeferredLocked() []replier {
+func (c *cell[S, M, C]) takeDeferredLocked() []replier {
 	if c.x == nil {
 		return nil
 	}
@@ -976,7 +976,7 @@ func (c *cell[S, M]) takeDeferredLocked() []replier {
 }
 
 // abort cancels the running ask and fails what is queued.
-func (c *cell[S, M]) abort() {
+func (c *cell[S, M, C]) abort() {
 	c.mu.Lock()
 	cur := c.cur
 	c.drainLocked(ErrSystemClosed)

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package actor
+package runtime
 
 import (
 	"context"

@@ -1,0 +1,73 @@
+package fault
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// The sentinels; package actor documents each under the same name.
+var (
+	ErrMailboxFull       = errors.New("troupe: mailbox full")
+	ErrSystemClosed      = errors.New("troupe: system closed")
+	ErrUnknownActor      = errors.New("troupe: unknown actor type")
+	ErrActorFailed       = errors.New("troupe: actor failed")
+	ErrNilRef            = errors.New("troupe: nil ref")
+	ErrInvalidRef        = errors.New("troupe: invalid ref")
+	ErrNoReply           = errors.New("troupe: handler did not reply")
+	ErrInvalidDefinition = errors.New("troupe: invalid actor definition")
+	ErrUnavailable       = errors.New("troupe: actor unavailable")
+	ErrAskCycle          = errors.New("troupe: ask cycle")
+	ErrWrongReply        = errors.New("troupe: reply does not match the request being handled")
+	ErrUndecodable       = errors.New("troupe: undecodable message")
+)
+
+// FailedError is the runtime's form of actor.FailedError.
+type FailedError struct {
+	Actor string
+	Cause error
+}
+
+func (e *FailedError) Error() string {
+	return fmt.Sprintf("troupe: actor %s failed: %v", e.Actor, e.Cause)
+}
+
+// Unwrap lets errors.Is find both ErrActorFailed and the cause.
+func (e *FailedError) Unwrap() []error { return []error{ErrActorFailed, e.Cause} }
+
+// PanicError is the runtime's form of actor.PanicError.
+type PanicError struct {
+	Value any
+	Stack []byte
+}
+
+func (e *PanicError) Error() string { return fmt.Sprintf("panic: %v", e.Value) }
+
+// CycleError is the runtime's form of actor.CycleError.
+type CycleError struct {
+	Chain []string
+}
+
+func (e *CycleError) Error() string {
+	return fmt.Sprintf("troupe: ask cycle: %s", strings.Join(e.Chain, " -> "))
+}
+
+// Is makes errors.Is(err, ErrAskCycle) hold.
+func (e *CycleError) Is(target error) bool { return target == ErrAskCycle }
+
+// DefinitionError is the runtime's form of actor.DefinitionError.
+type DefinitionError struct {
+	Definition string
+	Field      string
+	Problem    string
+}
+
+func (e *DefinitionError) Error() string {
+	if e.Field == "" {
+		return fmt.Sprintf("troupe: actor definition %q: %s", e.Definition, e.Problem)
+	}
+	return fmt.Sprintf("troupe: actor definition %q: %s: %s", e.Definition, e.Field, e.Problem)
+}
+
+// Is makes errors.Is(err, ErrInvalidDefinition) hold.
+func (e *DefinitionError) Is(target error) bool { return target == ErrInvalidDefinition }

@@ -1,0 +1,320 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"slices"
+	"time"
+
+	"github.com/troupe-go/troupe/internal/host"
+)
+
+// Tell sends msg to the actor without waiting for it to be handled. Under
+// the Refuse overflow policy it never blocks; under Wait it waits for
+// mailbox room until ctx ends. Tell is a method so that any message type
+// implementing M is accepted as it is.
+func (r Ref[M]) Tell(ctx context.Context, msg M) error {
+	if r.to == nil {
+		return r.tellUnbound(ctx, msg)
+	}
+	// Small enough to inline into the caller. One word for the key's
+	// hash and token: a ref bound outside a cluster has no token, one
+	// inside needs the token (see sink.tell).
+	w := r.h
+	if r.tok != 0 {
+		w = r.tok
+	}
+	return r.to.tell(ctx, r.key, w, msg)
+}
+
+// tellUnbound is Tell for a ref bound to no system.
+func (r Ref[M]) tellUnbound(ctx context.Context, msg M) error {
+	r, err := r.resolve(ctx)
+	if err != nil {
+		return err
+	}
+	return r.Tell(ctx, msg)
+}
+
+// Ask sends the request q to ref and waits for the handler's reply. When ctx
+// has no deadline, the definition's ask timeout applies. If ctx ends first,
+// the request is dropped if still queued, or the handler's context is
+// cancelled if it is running, and the error wraps ctx's error (or
+// context.DeadlineExceeded for the ask timeout). A handler that fails gives
+// an error wrapping ErrActorFailed.
+//
+// An ask from outside any handler to an idle actor of the same system runs
+// the handler on the calling goroutine, as a function call would (one
+// message at a time per key still holds: the actor counts as busy). Its
+// deadline then reaches the handler through the handler's context only: a
+// handler that blocks without watching its context (Done, Err, or a call
+// given the context) returns late, and Ask with it; the reply is dropped
+// and the error is the deadline's as usual. Handlers that wait on I/O
+// should pass their context on, which they should anyway. Running on the
+// caller's goroutine, such a handler also carries the caller's pprof
+// labels and locked OS thread, and a runtime.Goexit in it (t.FailNow)
+// ends the caller.
+func Ask[M, R any](ctx context.Context, ref Ref[M], m M) (R, error) {
+	var zero R
+	ref, err := ref.resolve(ctx)
+	if err != nil {
+		return zero, err
+	}
+	to := ref.to
+	var chain []string
+	if c, ok := ctx.Value(chainKey{}).([]string); ok {
+		if inChain(c, ref.typ, ref.key) {
+			return zero, &CycleError{Chain: append(slices.Clip(c), ref.String())}
+		}
+		chain = c
+	}
+	h := to.host()
+	alone := h.AsksOut.Add(1) == 1
+	defer h.AsksOut.Add(-1)
+	s := newSlot[R](ctx)
+	s.chain = chain
+	own := s.dl.IsZero() // the ask timeout applies
+	if own {
+		s.dl = time.Now().Add(to.askTimeout())
+		s.ownDl = true
+	}
+	if chain == nil && ctx.Err() == nil {
+		// Outside any handler: the asker may run the handler itself
+		// (localask.go). A context already ended takes the usual way,
+		// which drops the request.
+		s.actx = ctx
+		if to.askHere(ref.key, ref.h, m, s) {
+			switch s.endInline() {
+			case slotDone:
+				return s.val, s.err
+			case slotCancelled:
+				cause := ctx.Err()
+				if cause == nil {
+					cause = context.DeadlineExceeded
+				}
+				return zero, &askError{ref: ref.String(), cause: cause}
+			}
+			// Deferred: wait for the reply as usual.
+			return awaitReply(ctx, h, s, own, ref)
+		}
+		s.actx = nil // never published: the ask goes the usual way
+	}
+	// Only an ask alone in flight waits in the poller: the scheduler's
+	// wake-up it spares buys nothing while other goroutines run (many
+	// askers), and costs the waker's system calls there. Nor one whose
+	// context can end unless package context made it (WithTimeout,
+	// WithCancel): watching another would take a goroutine per ask (see
+	// waker.wait), more than the wake-up spared.
+	s.parks = alone && (ctx.Done() == nil || watchable(ctx))
+	if !s.parks {
+		s.done = make(chan struct{}) // before s is published: wait finds it
+	}
+	if err := to.deliver(ctx, ref.key, ref.h, ref.tok, m, s); err != nil {
+		if s.w != nil {
+			s.w.disarm() // dropped, not pooled: rare, and no proof needed that nothing wakes it
+		}
+		return zero, err
+	}
+	if w := s.w; w != nil {
+		// Sent to another node: wait in the poller (see waker), armed
+		// before the request left (sentTo); no channel to close.
+		cause := w.waitArmed(ctx, s)
+		if cause == nil {
+			putWaker(w)
+			return s.val, s.err
+		}
+		if !s.cancel() {
+			// The outcome was set, under s.mu, before cancel looked.
+			return s.val, s.err
+		}
+		return zero, &askError{ref: ref.String(), cause: cause}
+	}
+	return awaitReply(ctx, h, s, own, ref)
+}
+
+// awaitReply waits for s's outcome until ctx ends or, if own, until s's
+// deadline (the ask timeout).
+func awaitReply[M, R any](ctx context.Context, h *host.Host, s *slot[R], own bool, ref Ref[M]) (R, error) {
+	var timeout <-chan time.Time
+	if own {
+		t := h.Timer(time.Until(s.dl))
+		defer h.PutTimer(t)
+		timeout = t.C
+	}
+	var zero R
+	var cause error
+	done := s.wait()
+	select {
+	case <-done:
+		return s.val, s.err
+	case <-ctx.Done():
+		cause = ctx.Err()
+	case <-timeout:
+		cause = context.DeadlineExceeded
+	}
+	if !s.cancel() {
+		<-done
+		return s.val, s.err
+	}
+	return zero, &askError{ref: ref.String(), cause: cause}
+}
+
+// askError wraps the reason an asker stopped waiting.
+type askError struct {
+	ref   string
+	cause error
+}
+
+func (e *askError) Error() string { return fmt.Sprintf("troupe: ask %s: %v", e.ref, e.cause) }
+func (e *askError) Unwrap() error { return e.cause }
+
+// Respond answers the ask being handled with r. Respond after a Tell
+// (nobody waits) does nothing; a second Respond to the same ask is
+// ignored. It reports false when the request being handled expects another reply
+// type: the caller, which knows the request, makes the error (taking the
+// request here would box it, an allocation per reply).
+func Respond[S, M, C, R any](c *Context[S, M, C], r R) bool {
+	if c.slot == nil {
+		return true
+	}
+	switch s := c.slot.(type) {
+	case *slot[R]:
+		s.complete(r, nil)
+	case *slot[any]: // an ask from another node: the reply is encoded
+		s.complete(r, nil)
+	default:
+		return false
+	}
+	return true
+}
+
+// Deferred is a reply that a handler gives later, after its message has
+// returned: from a piped answer, a timer or another goroutine.
+type Deferred[R any] struct {
+	s     *slot[R]
+	a     *slot[any] // instead of s, for an ask from another node
+	actor string
+}
+
+// Defer takes over the reply to the request q being handled: the ask stays
+// open when the handler returns, until Resolve, Fail or the asker's
+// deadline, or Close (which fails it with ErrSystemClosed). After a Tell
+// it returns a Deferred whose calls do nothing.
+func Defer[S, M, C, R any](c *Context[S, M, C]) Deferred[R] {
+	d := Deferred[R]{actor: c.cell.k.def.Name + "/" + c.cell.key}
+	switch s := c.slot.(type) {
+	case *slot[R]:
+		d.s = s
+	case *slot[any]:
+		d.a = s
+	default:
+		return d
+	}
+	c.slot.setDeferred()
+	c.cell.trackDeferred(c.slot)
+	return d
+}
+
+// Resolve answers the deferred request; it reports whether the asker
+// still waited.
+func (d Deferred[R]) Resolve(r R) bool {
+	switch {
+	case d.s != nil:
+		return d.s.complete(r, nil)
+	case d.a != nil:
+		return d.a.complete(r, nil)
+	}
+	return false
+}
+
+// Fail answers the deferred request with an error wrapping ErrActorFailed.
+func (d Deferred[R]) Fail(err error) bool {
+	ferr := &FailedError{Actor: d.actor, Cause: err}
+	switch {
+	case d.s != nil:
+		var zero R
+		return d.s.complete(zero, ferr)
+	case d.a != nil:
+		return d.a.complete(nil, ferr)
+	}
+	return false
+}
+
+// Pipe asks ref with m2 without blocking the handler. When the answer (or
+// the failure) arrives, wrap turns it into a message that is told to this
+// actor, so the handler sees it in order with the rest of its mail; it is
+// queued even when the mailbox is at its bound, since the actor asked for
+// it. wrap runs on whichever goroutine completes the ask: keep it to
+// building the message. The target's ask timeout bounds the wait. Pipe
+// never blocks: a target with a full mailbox refuses the ask at once.
+//
+// invalid, if not nil, is the caller's finding that the request is not an
+// M2: wrap gets it at once.
+func Pipe[S, M, C, M2, R any](c *Context[S, M, C], ref Ref[M2], m2 M2, invalid error, wrap func(R, error) M) {
+	k, key := c.cell.k, c.cell.key
+	back := func(r R, err error) {
+		// wrap may run on a timer's goroutine: its panic must not crash
+		// the process, nor fail the actor that answered.
+		defer func() {
+			if p := recover(); p != nil {
+				perr := k.panicked(p, debug.Stack())
+				k.h.Emit(host.Event{Kind: host.MessageDropped, Type: k.def.Name, Key: key, Reason: "piped answer: wrap panicked", Err: perr})
+				k.h.Logger.Warn("troupe: piped answer dropped", "actor", k.def.Name, "key", key, "err", perr)
+			}
+		}()
+		if terr := k.deliverAnswer(key, wrap(r, err)); terr != nil && !errors.Is(terr, ErrSystemClosed) {
+			k.h.Logger.Warn("troupe: piped answer not delivered", "actor", k.def.Name, "key", key, "err", terr)
+		}
+	}
+	var zero R
+	if invalid != nil {
+		back(zero, invalid)
+		return
+	}
+	ref, err := ref.resolve(c)
+	if err != nil {
+		back(zero, err)
+		return
+	}
+	to := ref.to
+	d := to.askTimeout()
+	s := &slot[R]{dl: time.Now().Add(d)}
+	t := time.AfterFunc(d, func() {
+		if s.cancel() {
+			back(zero, &askError{ref: ref.String(), cause: context.DeadlineExceeded})
+		}
+	})
+	s.onDone = outcomeFunc[R](func(r R, err error) {
+		t.Stop()
+		back(r, err)
+	})
+	if err := to.deliver(noWait, ref.key, ref.h, ref.tok, m2, s); err != nil {
+		t.Stop()
+		back(zero, err)
+	}
+}
+
+// noWait is a context that is already done: a pipe never blocks its
+// handler, so a target whose mailbox is full refuses it at once (wrap
+// gets ErrMailboxFull) even under the Wait policy.
+var noWait = func() context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	return ctx
+}()
+
+// chainKey is the context key under which a handler's Context answers with
+// the actors waiting on it: the asks up the call chain, then itself.
+type chainKey struct{}
+
+// inChain reports whether typ/key is in chain.
+func inChain(chain []string, typ, key string) bool {
+	for _, id := range chain {
+		if len(id) == len(typ)+1+len(key) && id[len(typ)] == '/' && id[:len(typ)] == typ && id[len(typ)+1:] == key {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,166 @@
+package runtime
+
+import (
+	"context"
+	"log/slog"
+	"sync/atomic"
+	"time"
+)
+
+// Context is what a handler gets with each message: the actor's identity,
+// its state, its timers and the system. It is a context.Context that is
+// cancelled when the asker of the current message stops waiting or when
+// the system's Close deadline passes. A Context is valid only inside the
+// handler call it was passed to (the runtime reuses it for other
+// messages): contexts derived from it (WithTimeout, WithCancel,
+// AfterFunc) must be cancelled or stopped before the handler returns,
+// with defer as usual, and work that outlives the handler needs a context
+// of its own.
+type Context[S, M, C any] struct {
+	Base
+	cell    *cell[S, M, C]
+	slot    replier // the current message's reply slot; nil for tells
+	release bool
+	self    Ref[M] // made on first use; the Context lives as long as its cell's goroutine
+	user    C      // the typed API's context wrapping this one; handlers get its address
+}
+
+// Base is the part of a run's context that Tell and Ask find through the
+// context they are given (hand-off, inline relief): the typed API's
+// context embeds a pointer to it, since only this package names its
+// methods.
+type Base struct {
+	tells   *atomic.Bool            // the cell's: see cell.tells
+	run     *atomic.Pointer[runner] // the cell's: see cell.run
+	relieve func()                  // an inline run's (see inline.go); nil otherwise
+}
+
+// setCell points c at cl, the cell its next run is of.
+func (c *Context[S, M, C]) setCell(cl *cell[S, M, C]) {
+	c.cell = cl
+	c.tells, c.run = &cl.tells, &cl.run
+}
+
+// Self returns the ref of this actor.
+func (c *Context[S, M, C]) Self() Ref[M] {
+	if c.self.to == nil {
+		c.self = c.cell.k.ref(c.cell.key)
+	}
+	return c.self
+}
+
+// Key returns this actor's key.
+func (c *Context[S, M, C]) Key() string { return c.cell.key }
+
+// System returns a handle on the system hosting this actor.
+func (c *Context[S, M, C]) System() Handle { return Handle{h: c.cell.k.h} }
+
+// Logger returns the system's logger with this actor's identity attached.
+func (c *Context[S, M, C]) Logger() *slog.Logger {
+	return c.cell.k.h.Logger.With("actor", c.cell.k.def.Name, "key", c.cell.key)
+}
+
+// State returns the actor's current state. Treat it as a value: to change
+// it, build a new value and SetState it (see the package doc on state).
+func (c *Context[S, M, C]) State() S { return c.cell.state }
+
+// SetState replaces the state. The last completed SetState or Update is
+// what the actor restarts from after a failure.
+func (c *Context[S, M, C]) SetState(s S) { c.cell.state = s }
+
+// Update replaces the state with f(state).
+func (c *Context[S, M, C]) Update(f func(S) S) { c.cell.state = f(c.cell.state) }
+
+// Become makes h handle the following messages, keeping the state. A
+// restart or a new activation goes back to the definition's handler.
+func (c *Context[S, M, C]) Become(h Handler[S, M, C]) { c.cell.behavior = h }
+
+// Release ends this activation once the current message is handled: its
+// timers stop, a running body is cancelled, its state is dropped. A later
+// message starts a fresh activation.
+func (c *Context[S, M, C]) Release() { c.release = true }
+
+// After sends msg to this actor once, after d. A timer with the same name
+// is replaced.
+func (c *Context[S, M, C]) After(name string, d time.Duration, msg M) {
+	c.cell.setTimer(name, d, msg, false)
+}
+
+// Every sends msg to this actor every d until cancelled. A timer with the
+// same name is replaced. A key with live timers does not idle out.
+func (c *Context[S, M, C]) Every(name string, d time.Duration, msg M) {
+	c.cell.setTimer(name, d, msg, true)
+}
+
+// CancelTimer stops the named timer; it reports whether one was live.
+func (c *Context[S, M, C]) CancelTimer(name string) bool { return c.cell.cancelTimer(name) }
+
+// Deadline implements context.Context: the asker's deadline, if any.
+func (c *Context[S, M, C]) Deadline() (time.Time, bool) {
+	if c.slot != nil {
+		return c.slot.deadline()
+	}
+	return time.Time{}, false
+}
+
+// Done implements context.Context.
+func (c *Context[S, M, C]) Done() <-chan struct{} {
+	if c.cell == nil {
+		return spent // kept past its handler's return
+	}
+	if c.slot != nil {
+		return c.slot.stopped(c.cell.k.h.HardCtx()).Done()
+	}
+	return c.cell.k.h.HardStop()
+}
+
+// spent is the Done of a Context read after its handler returned (package
+// context may, for a context derived from it and not cancelled): the run
+// it stood for is over.
+var spent = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
+// Err implements context.Context.
+func (c *Context[S, M, C]) Err() error {
+	if c.cell == nil {
+		return context.Canceled
+	}
+	if c.slot != nil && c.slot.cancelled() {
+		return context.Canceled
+	}
+	select {
+	case <-c.cell.k.h.HardStop():
+		return context.Canceled
+	default:
+		return nil
+	}
+}
+
+// Value implements context.Context. It carries the system, so refs decoded
+// from messages can be used with Tell and Ask inside handlers.
+func (c *Context[S, M, C]) Value(key any) any {
+	if c.cell == nil {
+		return nil
+	}
+	switch key.(type) {
+	case hostKey:
+		return c.cell.k.h
+	case chainKey:
+		// An ask from this handler waits on this actor and on whoever
+		// waits on the message it is handling.
+		self := c.cell.k.def.Name + "/" + c.cell.key
+		if c.slot == nil {
+			return []string{self}
+		}
+		up := c.slot.asking()
+		return append(up[:len(up):len(up)], self)
+	}
+	// Package context finds the context Done came from, and attaches
+	// the contexts derived from this one to it.
+	if c.slot != nil {
+		if x := c.slot.stoppedIfMade(); x != nil {
+			return x.Value(key)
+		}
+		return nil
+	}
+	return c.cell.k.h.HardCtx().Value(key)
+}

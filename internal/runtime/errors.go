@@ -1,0 +1,23 @@
+package runtime
+
+import "github.com/troupe-go/troupe/internal/fault"
+
+// The errors the engine reports, under the names its code uses.
+var (
+	ErrMailboxFull  = fault.ErrMailboxFull
+	ErrActorFailed  = fault.ErrActorFailed
+	ErrSystemClosed = fault.ErrSystemClosed
+	ErrUnknownActor = fault.ErrUnknownActor
+	ErrNilRef       = fault.ErrNilRef
+	ErrInvalidRef   = fault.ErrInvalidRef
+	ErrNoReply      = fault.ErrNoReply
+	ErrWrongReply   = fault.ErrWrongReply
+	ErrUndecodable  = fault.ErrUndecodable
+)
+
+type (
+	FailedError     = fault.FailedError
+	PanicError      = fault.PanicError
+	CycleError      = fault.CycleError
+	DefinitionError = fault.DefinitionError
+)

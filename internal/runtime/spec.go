@@ -1,0 +1,51 @@
+package runtime
+
+import (
+	"context"
+	"time"
+
+	"github.com/troupe-go/troupe/internal/codec"
+)
+
+// Handler handles one message; C is the typed API's context, which wraps
+// the runtime's Context of the run and lives inside it (no allocation of
+// its own).
+type Handler[S, M, C any] func(c *C, msg M) error
+
+// Spec is what the engine needs of one actor definition. Package actor
+// fills it from Define and its options.
+type Spec[S, M, C any] struct {
+	Name    string
+	Handler Handler[S, M, C]
+	// Wrap makes the typed context of a run, once per loop state (not
+	// per message); the runtime keeps it beside the Context it wraps.
+	Wrap func(*Context[S, M, C]) C
+	Init func(key string) S
+	Run  func(ctx context.Context, self Ref[M]) error
+	// Mailbox bounds the mailbox; Refuse fails sends at the bound, else
+	// they wait for room.
+	Mailbox int
+	Refuse  bool
+	// Defaults the definition set; the Set flags say which, so that a
+	// system's defaults apply to the others.
+	Idle, AskTimeout, BackoffMin, BackoffMax time.Duration
+	IdleSet, AskSet, BackoffSet              bool
+	Pinned                                   bool
+	Replicas                                 int
+	Codec                                    *codec.Codec
+	// Panicked makes the error a panic in a handler, body or piped
+	// answer's wrap is reported as (nil: a *PanicError), so that the
+	// typed API's PanicError reaches observers and askers.
+	Panicked func(value any, stack []byte) error
+}
+
+// panicked is the error of a panic with value v.
+func (k *kind[S, M, C]) panicked(v any, stack []byte) error {
+	if f := k.def.Panicked; f != nil {
+		return f(v, stack)
+	}
+	return &PanicError{Value: v, Stack: stack}
+}
+
+// DefaultAskTimeout bounds asks to types a system does not host.
+const DefaultAskTimeout = 10 * time.Second
