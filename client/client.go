@@ -13,8 +13,8 @@ import (
 	"github.com/troupe-go/troupe/cluster"
 	"github.com/troupe-go/troupe/internal/host"
 	"github.com/troupe-go/troupe/internal/remote"
-	"github.com/troupe-go/troupe/internal/transport"
 	"github.com/troupe-go/troupe/internal/runtime"
+	"github.com/troupe-go/troupe/internal/transport"
 	"github.com/troupe-go/troupe/wire"
 )
 
