@@ -3,6 +3,7 @@ package transport
 import (
 	"context"
 	"crypto/tls"
+	"encoding/hex"
 	"errors"
 	"net"
 	"testing"
@@ -89,6 +90,22 @@ func wantRefused(t *testing.T, side string, err error, reason wire.RefuseReason)
 	}
 	if r.Reason != reason {
 		t.Fatalf("%s: want reason %v, got %v (%v)", side, reason, r.Reason, err)
+	}
+}
+
+// The hello is pinned because peers of every version read it before they
+// can agree on anything else.
+func TestHelloEncodingIsPinned(t *testing.T) {
+	b, err := encodeHello(hello{Cluster: "c", Node: wire.NodeID{Addr: "10.0.0.1:7400", Incarnation: 7}, Version: 1,
+		Codecs: []string{"s2"}, MaxFrame: 1, MaxMessage: 2, Window: 3, Known: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const want = "88a7636c7573746572a163a46e6f646582a461646472ad31302e302e302e313a37343030a3696e63cf0000000000000007" +
+		"a776657273696f6ecc01a6636f6465637391a27332a96d61785f6672616d65cf0000000000000001" +
+		"ab6d61785f6d657373616765cf0000000000000002a677696e646f77cf0000000000000003a56b6e6f776ecf0000000000000004"
+	if got := hex.EncodeToString(b); got != want {
+		t.Errorf("expected the hello encoding to stay\n%s\ngot\n%s", want, got)
 	}
 }
 
