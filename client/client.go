@@ -15,6 +15,7 @@ import (
 	"github.com/troupe-go/troupe/internal/remote"
 	"github.com/troupe-go/troupe/internal/runtime"
 	"github.com/troupe-go/troupe/internal/transport"
+	"github.com/troupe-go/troupe/ring"
 	"github.com/troupe-go/troupe/wire"
 )
 
@@ -69,8 +70,8 @@ type Client struct {
 
 	mu      sync.Mutex
 	members []cluster.Member
-	seen    map[cluster.NodeID]time.Time // when a list last named each member
-	learned chan struct{}                // closed at the first member list
+	seen    map[ring.NodeID]time.Time // when a list last named each member
+	learned chan struct{}             // closed at the first member list
 	once    sync.Once
 
 	stop      chan struct{}
@@ -155,18 +156,18 @@ func (c *Client) Members() []cluster.Member {
 // A record both know is kept at its later state. A member the list does
 // not name stays for two sync intervals after a list last named it: the
 // sender may simply not have heard of it yet (right after it joined).
-func (c *Client) onMembers(_ wire.NodeID, ms []cluster.Member) {
+func (c *Client) onMembers(_ ring.NodeID, ms []cluster.Member) {
 	now := time.Now()
 	c.mu.Lock()
 	if c.seen == nil {
-		c.seen = map[cluster.NodeID]time.Time{}
+		c.seen = map[ring.NodeID]time.Time{}
 	}
-	old := make(map[cluster.NodeID]cluster.Member, len(c.members))
+	old := make(map[ring.NodeID]cluster.Member, len(c.members))
 	for _, m := range c.members {
 		old[m.ID] = m
 	}
 	merged := make([]cluster.Member, 0, len(ms)+len(c.members))
-	named := make(map[cluster.NodeID]bool, len(ms))
+	named := make(map[ring.NodeID]bool, len(ms))
 	for _, m := range ms {
 		if o, ok := old[m.ID]; ok && (o.Incarnation > m.Incarnation || (o.Incarnation == m.Incarnation && o.Status > m.Status)) {
 			m = o
@@ -188,14 +189,14 @@ func (c *Client) onMembers(_ wire.NodeID, ms []cluster.Member) {
 	slices.SortFunc(merged, func(a, b cluster.Member) int { return a.ID.Compare(b.ID) })
 	c.members = merged
 	c.mu.Unlock()
-	c.router.Update(wire.NodeID{}, true, merged)
+	c.router.Update(ring.NodeID{}, true, merged)
 	c.once.Do(func() { close(c.learned) })
 }
 
 // syncSeeds asks every seed for the member list.
 func (c *Client) syncSeeds() {
 	for _, s := range c.cfg.Seeds {
-		if err := c.router.Sync(wire.NodeID{Addr: s}); err != nil {
+		if err := c.router.Sync(ring.NodeID{Addr: s}); err != nil {
 			c.cfg.Logger.Debug("troupe: client: sync", "seed", s, "err", err)
 		}
 	}
@@ -225,7 +226,7 @@ func (c *Client) loop() {
 			continue
 		}
 		next = (next + 1) % len(alive)
-		if err := c.router.Sync(wire.NodeID{Addr: alive[next]}); err != nil {
+		if err := c.router.Sync(ring.NodeID{Addr: alive[next]}); err != nil {
 			c.cfg.Logger.Debug("troupe: client: sync", "member", alive[next], "err", err)
 		}
 	}

@@ -1,11 +1,12 @@
 package cluster
 
 import (
-	"github.com/troupe-go/troupe/wire"
 	"log/slog"
 	"net"
 	"strconv"
 	"time"
+
+	"github.com/troupe-go/troupe/wire"
 )
 
 // Timings are the failure detector and dissemination intervals. The zero
@@ -119,7 +120,7 @@ type Config struct {
 	// "0.0.0.0:7400".
 	Bind string
 	// Advertise is the host:port peers use to reach this node, and half of
-	// its NodeID. Default: Bind, which then must name a specific host.
+	// its ring.NodeID. Default: Bind, which then must name a specific host.
 	Advertise string
 	// Seeds are host:port addresses of first contacts. They are asked for
 	// the table at join and never coordinate anything afterwards. Default
@@ -151,7 +152,7 @@ type Config struct {
 	// to measure dissemination in rounds. Default false.
 	LazyGossip bool
 	// RandSeed seeds the core's random choices (neighbours, anti-entropy
-	// partners). Default 0: derived from the NodeID, so runs replay.
+	// partners). Default 0: derived from the ring.NodeID, so runs replay.
 	RandSeed uint64
 	// TLS configures mutual TLS for the transport (see WireConfig): the
 	// cluster CA and this node's certificate. The core does not use it.

@@ -23,7 +23,7 @@
 //
 // # Members
 //
-// A member is a process lifetime, named by a NodeID: the address it
+// A member is a process lifetime, named by a ring.NodeID: the address it
 // advertises and an incarnation chosen when the process starts, so a
 // restarted process at the same address is a new member. A Member record
 // adds its Status (alive, leaving, suspect, dead, left) and the actor

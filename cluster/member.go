@@ -1,39 +1,11 @@
 package cluster
 
 import (
-	"cmp"
 	"fmt"
 	"slices"
+
+	"github.com/troupe-go/troupe/ring"
 )
-
-// NodeID names one process lifetime of a cluster member: the address peers
-// dial (the advertised address) and the process incarnation, a number the
-// process picks at start and never reuses. A restart at the same address is
-// a new NodeID, so records about the old process can never be confused with
-// the new one. The incarnation must grow from one process to the next at
-// an address (the start time in nanoseconds does, within clock skew): a
-// lower one than a process already known there is taken for the older
-// process and marked left at once. The shape matches ring.Member so the placement layer can map
-// one to the other field by field.
-type NodeID struct {
-	Addr        string `msgpack:"addr"`
-	Incarnation uint64 `msgpack:"inc"`
-}
-
-// String renders the identity as addr#incarnation.
-func (id NodeID) String() string { return fmt.Sprintf("%s#%d", id.Addr, id.Incarnation) }
-
-// IsZero reports whether id names no node.
-func (id NodeID) IsZero() bool { return id.Addr == "" && id.Incarnation == 0 }
-
-// Compare orders identities by address, then process incarnation. Every
-// node uses this order wherever an order must be derived alike.
-func (id NodeID) Compare(o NodeID) int {
-	if c := cmp.Compare(id.Addr, o.Addr); c != 0 {
-		return c
-	}
-	return cmp.Compare(id.Incarnation, o.Incarnation)
-}
 
 // Status is what the cluster believes about a member. The numeric order is
 // the merge precedence between two records at the same membership
@@ -82,16 +54,22 @@ func (s Status) InMemberSet() bool { return s != StatusLeft }
 // SeenAlive reports whether the status counts towards a majority.
 func (s Status) SeenAlive() bool { return s == StatusAlive || s == StatusLeaving }
 
-// Member is one membership record: what is known about one NodeID.
+// Member is one membership record: what is known about one node, named by
+// its ring.NodeID.
+//
+// The node's incarnation (ID.Incarnation) must grow from one process to
+// the next at an address (the start time in nanoseconds does, within clock
+// skew): a lower one than a process already known there is taken for the
+// older process and marked left at once.
 //
 // Incarnation is the membership incarnation: only the member itself raises
 // it, to order its own announcements (joining, refuting a suspicion,
 // leaving). Observers never raise it; they attach their verdict at the
 // incarnation they know.
 type Member struct {
-	ID          NodeID `msgpack:"id"`
-	Incarnation uint64 `msgpack:"minc"`
-	Status      Status `msgpack:"status"`
+	ID          ring.NodeID `msgpack:"id"`
+	Incarnation uint64      `msgpack:"minc"`
+	Status      Status      `msgpack:"status"`
 	// ActorTypes are the actor type names the member hosts, sorted.
 	ActorTypes []string `msgpack:"types,omitempty"`
 	// Accusers are the addresses of the observers that suspect the member

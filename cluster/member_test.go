@@ -3,41 +3,12 @@ package cluster
 import (
 	"testing"
 	"time"
+
+	"github.com/troupe-go/troupe/ring"
 )
 
-func TestNodeIDOrdersByAddressThenIncarnation(t *testing.T) {
-	ids := []NodeID{{"a:1", 2}, {"a:1", 3}, {"b:1", 1}}
-	for i := range ids {
-		for j := range ids {
-			want := 0
-			if i < j {
-				want = -1
-			} else if i > j {
-				want = 1
-			}
-			if got := ids[i].Compare(ids[j]); got != want {
-				t.Errorf("expected %v.Compare(%v) = %d; got %d", ids[i], ids[j], want, got)
-			}
-		}
-	}
-}
-
-func TestNodeIDZeroAndString(t *testing.T) {
-	if !(NodeID{}).IsZero() {
-		t.Error("expected the zero NodeID to report IsZero")
-	}
-	for _, id := range []NodeID{{Addr: "a:1"}, {Incarnation: 1}} {
-		if id.IsZero() {
-			t.Errorf("expected %v not to be zero", id)
-		}
-	}
-	if got := (NodeID{"10.0.0.1:7400", 42}).String(); got != "10.0.0.1:7400#42" {
-		t.Errorf("expected addr#incarnation; got %q", got)
-	}
-}
-
 func TestMemberCloneIsDeep(t *testing.T) {
-	m := Member{ID: NodeID{"a:1", 1}, Incarnation: 2, Status: StatusSuspect,
+	m := Member{ID: ring.NodeID{Addr: "a:1", Incarnation: 1}, Incarnation: 2, Status: StatusSuspect,
 		ActorTypes: []string{"cart"}, Accusers: []string{"b:1"}}
 	c := m.Clone()
 	if !c.Equal(m) {

@@ -11,9 +11,9 @@ import (
 )
 
 var (
-	sinkToken  Token
-	sinkMember Member
-	sinkRing   *Ring
+	sinkToken Token
+	sinkNode  NodeID
+	sinkRing  *Ring
 )
 
 // BenchmarkDigestVariants measures the ways of getting an 8-byte BLAKE2b
@@ -100,7 +100,7 @@ func BenchmarkOwner100(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		sinkMember = m
+		sinkNode = m
 		i++
 	}
 }
@@ -117,7 +117,7 @@ func BenchmarkOwner1000(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		sinkMember = m
+		sinkNode = m
 		i++
 	}
 }
@@ -132,7 +132,7 @@ func BenchmarkOwnerOfKey100(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		sinkMember = m
+		sinkNode = m
 	}
 }
 
@@ -141,7 +141,7 @@ func BenchmarkOwnerOfKey100(b *testing.B) {
 func BenchmarkOwnerDeadPrimary100(b *testing.B) {
 	r := New(seededMembers(1, 100))
 	toks := seededKeyTokens(4096)
-	dead := make(map[Token]Member, len(toks))
+	dead := make(map[Token]NodeID, len(toks))
 	for _, tok := range toks {
 		dead[tok] = r.AppendReplicas(nil, tok, 1)[0]
 	}
@@ -150,11 +150,11 @@ func BenchmarkOwnerDeadPrimary100(b *testing.B) {
 	for b.Loop() {
 		tok := toks[i&4095]
 		d := dead[tok]
-		m, err := r.Owner(tok, 3, func(m Member) bool { return m != d })
+		m, err := r.Owner(tok, 3, func(m NodeID) bool { return m != d })
 		if err != nil {
 			b.Fatal(err)
 		}
-		sinkMember = m
+		sinkNode = m
 		i++
 	}
 }
@@ -162,14 +162,14 @@ func BenchmarkOwnerDeadPrimary100(b *testing.B) {
 func BenchmarkAppendReplicas100(b *testing.B) {
 	r := New(seededMembers(1, 100))
 	toks := seededKeyTokens(4096)
-	dst := make([]Member, 0, 3)
+	dst := make([]NodeID, 0, 3)
 	b.ReportAllocs()
 	i := 0
 	for b.Loop() {
 		dst = r.AppendReplicas(dst[:0], toks[i&4095], 3)
 		i++
 	}
-	sinkMember = dst[0]
+	sinkNode = dst[0]
 }
 
 func BenchmarkNew100(b *testing.B) {

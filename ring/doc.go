@@ -6,16 +6,19 @@
 // without asking anyone. The runtime uses it to route every message; use
 // it directly to predict where a key lives:
 //
-//	r := ring.New(members)             // members: []ring.Member
+//	r := ring.New(members)             // members: []ring.NodeID
 //	t := ring.KeyToken("counter", "page-views")
 //	owner, err := r.Owner(t, 1, alive) // alive: a ring.Liveness
 //
 // # Members and virtual nodes
 //
-// A Member is a node identity: its advertised address and the incarnation of
-// its process. Each member occupies VirtualNodes (128) positions on the ring,
-// so load spreads evenly and a change of one member moves about 1/N of the
-// keys. A restarted process has a new incarnation and therefore new positions.
+// A member is named by its NodeID: its advertised address and the
+// incarnation of its process. NodeID is the node identity throughout
+// Troupe (membership records, the transport, routing); it lives here, in
+// the package that imports nothing of Troupe, so every layer can use it.
+// Each member occupies VirtualNodes (128) positions on the ring, so load
+// spreads evenly and a change of one member moves about 1/N of the keys. A
+// restarted process has a new incarnation and therefore new positions.
 //
 // # Tokens, byte by byte
 //
@@ -54,7 +57,7 @@
 //
 // Positions are sorted by token. Two members at the same token (a 64-bit
 // collision) are ordered by the canonical member order: address bytes, then
-// incarnation (Member.Compare). New therefore gives the same ring whatever
+// incarnation (NodeID.Compare). New therefore gives the same ring whatever
 // order its members arrive in, and With and Without give the ring New would.
 //
 // # Replicas and owners

@@ -6,8 +6,8 @@ import (
 	"github.com/troupe-go/troupe/ring"
 )
 
-func members() []ring.Member {
-	return []ring.Member{
+func members() []ring.NodeID {
+	return []ring.NodeID{
 		{Addr: "10.0.0.4:7400", Incarnation: 1},
 		{Addr: "10.0.0.5:7400", Incarnation: 1},
 		{Addr: "10.0.0.6:7400", Incarnation: 1},
@@ -24,11 +24,11 @@ func ExampleRing_Owner() {
 	fmt.Println("replicas:", replicas)
 
 	primary := replicas[0]
-	live := func(m ring.Member) bool { return m != primary } // the primary is dead
+	live := func(m ring.NodeID) bool { return m != primary } // the primary is dead
 	owner, err := r.Owner(tok, 2, live)
 	fmt.Println("owner with the primary dead:", owner, err)
 
-	live = func(ring.Member) bool { return false }
+	live = func(ring.NodeID) bool { return false }
 	_, err = r.Owner(tok, 2, live)
 	fmt.Println("every replica dead:", err)
 	// Output:
@@ -41,7 +41,7 @@ func ExampleRing_Owner() {
 // handed over.
 func ExamplePlacement() {
 	ms := members()
-	joiner := ring.Member{Addr: "10.0.0.7:7400", Incarnation: 1}
+	joiner := ring.NodeID{Addr: "10.0.0.7:7400", Incarnation: 1}
 	p := ring.NewPlacement(ring.New(ms))
 	p = p.Next(p.Current().With(joiner))
 
@@ -65,7 +65,7 @@ func ExamplePlacement() {
 // A Client compares versions to learn that its ring is stale.
 func ExampleRing_Version() {
 	cached := ring.New(members())
-	reported := ring.New(append(members(), ring.Member{Addr: "10.0.0.7:7400", Incarnation: 1}))
+	reported := ring.New(append(members(), ring.NodeID{Addr: "10.0.0.7:7400", Incarnation: 1}))
 	fmt.Println("current:", cached.Version() == reported.Version())
 	// Output:
 	// current: false

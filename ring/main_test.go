@@ -15,12 +15,12 @@ func TestMain(m *testing.M) {
 
 // seededMembers returns n distinct members with addresses and incarnations
 // drawn from a PCG seeded with seed, so every run sees the same cluster.
-func seededMembers(seed uint64, n int) []Member {
+func seededMembers(seed uint64, n int) []NodeID {
 	rng := rand.New(rand.NewPCG(seed, 0x7472_6f75_7065))
-	seen := make(map[Member]bool, n)
-	ms := make([]Member, 0, n)
+	seen := make(map[NodeID]bool, n)
+	ms := make([]NodeID, 0, n)
 	for len(ms) < n {
-		m := Member{
+		m := NodeID{
 			Addr:        fmt.Sprintf("10.%d.%d.%d:7400", rng.IntN(256), rng.IntN(256), rng.IntN(256)),
 			Incarnation: rng.Uint64(),
 		}
@@ -57,11 +57,11 @@ func shares(r *Ring) []float64 {
 // state a walk as a picture: tokens 10, 20, 30... in the order given.
 func ringOfPositions(addrs ...string) *Ring {
 	index := map[string]int32{}
-	var ms []Member
+	var ms []NodeID
 	for _, a := range addrs {
 		if _, ok := index[a]; !ok {
 			index[a] = int32(len(ms))
-			ms = append(ms, Member{Addr: a})
+			ms = append(ms, NodeID{Addr: a})
 		}
 	}
 	vs := make([]vnode, len(addrs))
@@ -71,10 +71,10 @@ func ringOfPositions(addrs ...string) *Ring {
 	return assemble(ms, vs)
 }
 
-func allLive(Member) bool { return true }
+func allLive(NodeID) bool { return true }
 
-func liveExcept(dead ...Member) Liveness {
-	return func(m Member) bool {
+func liveExcept(dead ...NodeID) Liveness {
+	return func(m NodeID) bool {
 		for _, d := range dead {
 			if m == d {
 				return false

@@ -28,8 +28,8 @@ func (g Range) Contains(t Token) bool {
 // since its primary changes.
 type Move struct {
 	Range  Range
-	Before []Member
-	After  []Member
+	Before []NodeID
+	After  []NodeID
 }
 
 // Moves returns the ranges whose first n replicas differ between before and
@@ -55,7 +55,7 @@ func Moves(before, after *Ring, n int) []Move {
 	// Segment i is (bounds[i-1], bounds[i]], segment 0 wrapping around;
 	// within a segment both rings have the same next virtual node.
 	var moves []Move
-	var b, a []Member // scratch, copied only into new moves
+	var b, a []NodeID // scratch, copied only into new moves
 	for i, end := range bounds {
 		start := bounds[(i+len(bounds)-1)%len(bounds)]
 		b = before.AppendReplicas(b[:0], end, n)

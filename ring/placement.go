@@ -113,13 +113,13 @@ func (p Placement) Settled() Placement {
 }
 
 // OwnerNow returns the owner of t in the current ring; see Ring.Owner.
-func (p Placement) OwnerNow(t Token, n int, live Liveness) (Member, error) {
+func (p Placement) OwnerNow(t Token, n int, live Liveness) (NodeID, error) {
 	return p.current.Owner(t, n, live)
 }
 
 // OwnerBefore returns the owner of t in the previous ring while handoff is in
 // progress, and in the current ring otherwise; see Ring.Owner.
-func (p Placement) OwnerBefore(t Token, n int, live Liveness) (Member, error) {
+func (p Placement) OwnerBefore(t Token, n int, live Liveness) (NodeID, error) {
 	if p.handoff {
 		return p.previous.Owner(t, n, live)
 	}
@@ -130,7 +130,7 @@ func (p Placement) OwnerBefore(t Token, n int, live Liveness) (Member, error) {
 // while handoff is in progress and t's range has not been marked received,
 // and its owner in the current ring otherwise. For a key whose range did not
 // move the two are the same member.
-func (p Placement) Serving(t Token, n int, live Liveness) (Member, error) {
+func (p Placement) Serving(t Token, n int, live Liveness) (NodeID, error) {
 	if p.handoff && !p.hasReceived(t) {
 		return p.previous.Owner(t, n, live)
 	}

@@ -50,7 +50,7 @@ func TestFirstJoinHandsOffFromTheEmptyRing(t *testing.T) {
 func TestNextWithTheSameMembersIsNoChange(t *testing.T) {
 	ms := seededMembers(23, 3)
 	p := NewPlacement(New(ms))
-	if q := p.Next(New([]Member{ms[2], ms[0], ms[1]})); q.InHandoff() || q.Current() != p.Current() {
+	if q := p.Next(New([]NodeID{ms[2], ms[0], ms[1]})); q.InHandoff() || q.Current() != p.Current() {
 		t.Error("Next with a ring of the same members started a handoff, want no change")
 	}
 }
@@ -106,7 +106,7 @@ func TestRangeContains(t *testing.T) {
 
 func TestMovesFromTheEmptyRingToOneMemberCoverTheWholeRing(t *testing.T) {
 	m := seededMembers(26, 1)[0]
-	moves := Moves(nil, New([]Member{m}), 3)
+	moves := Moves(nil, New([]NodeID{m}), 3)
 	if len(moves) != 1 || moves[0].Range.Start != moves[0].Range.End {
 		t.Fatalf("Moves from the empty ring to one member gave %d moves, want one move of the whole ring", len(moves))
 	}

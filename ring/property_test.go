@@ -12,17 +12,17 @@ import (
 
 // memberGen draws members from a small space of addresses and incarnations,
 // so sets often share an address across incarnations.
-func memberGen() *rapid.Generator[Member] {
-	return rapid.Custom(func(t *rapid.T) Member {
-		return Member{
+func memberGen() *rapid.Generator[NodeID] {
+	return rapid.Custom(func(t *rapid.T) NodeID {
+		return NodeID{
 			Addr:        fmt.Sprintf("10.0.0.%d:7400", rapid.IntRange(1, 24).Draw(t, "host")),
 			Incarnation: rapid.Uint64Range(1, 3).Draw(t, "incarnation"),
 		}
 	})
 }
 
-func membersGen(maxLen int) *rapid.Generator[[]Member] {
-	return rapid.SliceOfNDistinct(memberGen(), 0, maxLen, rapid.ID[Member])
+func membersGen(maxLen int) *rapid.Generator[[]NodeID] {
+	return rapid.SliceOfNDistinct(memberGen(), 0, maxLen, rapid.ID[NodeID])
 }
 
 func tokenGen() *rapid.Generator[Token] {
@@ -33,34 +33,34 @@ func tokenGen() *rapid.Generator[Token] {
 // then member, walked by linear scan.
 type naiveRing []struct {
 	token  Token
-	member Member
+	member NodeID
 }
 
-func newNaiveRing(members []Member) naiveRing {
+func newNaiveRing(members []NodeID) naiveRing {
 	var n naiveRing
 	for _, m := range members {
 		for _, tok := range appendVNodeTokens(nil, m) {
 			n = append(n, struct {
 				token  Token
-				member Member
+				member NodeID
 			}{tok, m})
 		}
 	}
 	slices.SortFunc(n, func(a, b struct {
 		token  Token
-		member Member
+		member NodeID
 	}) int {
 		return cmp.Or(cmp.Compare(a.token, b.token), a.member.Compare(b.member))
 	})
 	return n
 }
 
-func (n naiveRing) replicas(t Token, count int) []Member {
+func (n naiveRing) replicas(t Token, count int) []NodeID {
 	start := 0
 	for start < len(n) && n[start].token < t {
 		start++
 	}
-	var out []Member
+	var out []NodeID
 	for k := range n {
 		m := n[(start+k)%len(n)].member
 		if len(out) < count && !slices.Contains(out, m) {
@@ -90,7 +90,7 @@ func TestPropertyWithAndWithoutGiveTheRingNewGives(t *testing.T) {
 		ms := membersGen(10).Draw(t, "members")
 		m := memberGen().Draw(t, "changed")
 		r := New(ms)
-		rest := slices.DeleteFunc(slices.Clone(ms), func(x Member) bool { return x == m })
+		rest := slices.DeleteFunc(slices.Clone(ms), func(x NodeID) bool { return x == m })
 		if got, want := r.With(m), New(append(slices.Clone(rest), m)); !sameRing(got, want) {
 			t.Fatalf("New(%v).With(%v) differs from New of the joined set", ms, m)
 		}
@@ -114,7 +114,7 @@ func TestPropertyReplicasMatchTheNaiveWalk(t *testing.T) {
 			if len(got) != min(n, len(ms)) {
 				t.Fatalf("replicas(%#x, %d) of %d members has %d entries, want %d", uint64(tok), n, len(ms), len(got), min(n, len(ms)))
 			}
-			if len(slices.Compact(slices.SortedFunc(slices.Values(got), Member.Compare))) != len(got) {
+			if len(slices.Compact(slices.SortedFunc(slices.Values(got), NodeID.Compare))) != len(got) {
 				t.Fatalf("replicas(%#x, %d) = %v repeats a member", uint64(tok), n, got)
 			}
 		}
@@ -124,11 +124,11 @@ func TestPropertyReplicasMatchTheNaiveWalk(t *testing.T) {
 func TestPropertyOwnerIsTheFirstLiveReplica(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		ms := membersGen(10).Draw(t, "members")
-		dead := map[Member]bool{}
+		dead := map[NodeID]bool{}
 		for _, m := range ms {
 			dead[m] = rapid.Bool().Draw(t, "dead "+m.String())
 		}
-		live := func(m Member) bool { return !dead[m] }
+		live := func(m NodeID) bool { return !dead[m] }
 		r := New(ms)
 		tok := tokenGen().Draw(t, "token")
 		n := rapid.IntRange(1, 5).Draw(t, "n")
@@ -165,7 +165,7 @@ func movedShare(moves []Move) float64 {
 func TestPropertyAJoinMovesKeysOnlyToTheJoiner(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		ms := membersGen(12).Draw(t, "members")
-		joiner := memberGen().Filter(func(m Member) bool { return !slices.Contains(ms, m) }).Draw(t, "joiner")
+		joiner := memberGen().Filter(func(m NodeID) bool { return !slices.Contains(ms, m) }).Draw(t, "joiner")
 		before := New(ms)
 		after := before.With(joiner)
 		moves := Moves(before, after, 1)
@@ -185,7 +185,7 @@ func TestPropertyAJoinMovesKeysOnlyToTheJoiner(t *testing.T) {
 
 func TestPropertyALeaveMovesOnlyTheLeaversKeys(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		ms := membersGen(12).Filter(func(ms []Member) bool { return len(ms) >= 2 }).Draw(t, "members")
+		ms := membersGen(12).Filter(func(ms []NodeID) bool { return len(ms) >= 2 }).Draw(t, "members")
 		leaver := rapid.SampledFrom(ms).Draw(t, "leaver")
 		before := New(ms)
 		after := before.Without(leaver)
@@ -272,7 +272,7 @@ func TestPropertyPlacementAnswersBeforeAndNow(t *testing.T) {
 
 func TestPropertySuccessorIsTheFirstPositionAtOrAfterTheToken(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		r := New(membersGen(6).Filter(func(ms []Member) bool { return len(ms) > 0 }).Draw(t, "members"))
+		r := New(membersGen(6).Filter(func(ms []NodeID) bool { return len(ms) > 0 }).Draw(t, "members"))
 		tokens := tokensOf(r)
 		near := rapid.SampledFrom(tokens).Draw(t, "position")
 		for _, tok := range []Token{tokenGen().Draw(t, "token"), near - 1, near, near + 1} {

@@ -10,7 +10,7 @@ import (
 // the empty ring. A Ring is safe for concurrent use: nothing in it changes
 // after construction.
 type Ring struct {
-	members []Member // canonical order, no duplicates
+	members []NodeID // canonical order, no duplicates
 	vnodes  []vnode  // sorted by token; a token and its member share a cache line
 	version Version
 
@@ -40,9 +40,9 @@ func compareVNodes(a, b vnode) int {
 // New returns the ring of members. The order of members does not matter and
 // duplicates count once: the same set gives the same ring on every node.
 // New does not validate addresses; membership does.
-func New(members []Member) *Ring {
+func New(members []NodeID) *Ring {
 	ms := slices.Clone(members)
-	slices.SortFunc(ms, Member.Compare)
+	slices.SortFunc(ms, NodeID.Compare)
 	ms = slices.Compact(ms)
 	vs := make([]vnode, 0, len(ms)*VirtualNodes)
 	var toks []Token
@@ -56,7 +56,7 @@ func New(members []Member) *Ring {
 	return assemble(ms, vs)
 }
 
-func assemble(members []Member, vs []vnode) *Ring {
+func assemble(members []NodeID, vs []vnode) *Ring {
 	r := &Ring{members: members, vnodes: vs}
 	r.finish()
 	return r
@@ -89,7 +89,7 @@ func (r *Ring) indexBuckets() {
 // With returns the ring with m added, or r itself if m is already a member.
 // It reuses r's positions instead of digesting every member again, and gives
 // exactly the ring New would give for the same set.
-func (r *Ring) With(m Member) *Ring {
+func (r *Ring) With(m NodeID) *Ring {
 	pos, found := r.index(m)
 	if found {
 		return r
@@ -123,7 +123,7 @@ func (r *Ring) With(m Member) *Ring {
 }
 
 // Without returns the ring with m removed, or r itself if m is not a member.
-func (r *Ring) Without(m Member) *Ring {
+func (r *Ring) Without(m NodeID) *Ring {
 	pos, found := r.index(m)
 	if !found {
 		return r
@@ -144,11 +144,11 @@ func (r *Ring) Without(m Member) *Ring {
 	return next
 }
 
-func (r *Ring) index(m Member) (int, bool) {
+func (r *Ring) index(m NodeID) (int, bool) {
 	if r == nil {
 		return 0, false
 	}
-	return slices.BinarySearchFunc(r.members, m, Member.Compare)
+	return slices.BinarySearchFunc(r.members, m, NodeID.Compare)
 }
 
 func (r *Ring) vnodeCount() int {
@@ -167,14 +167,14 @@ func (r *Ring) Len() int {
 }
 
 // Contains reports whether m is a member of the ring.
-func (r *Ring) Contains(m Member) bool {
+func (r *Ring) Contains(m NodeID) bool {
 	_, found := r.index(m)
 	return found
 }
 
 // Members returns a copy of the members in canonical order (see
-// Member.Compare).
-func (r *Ring) Members() []Member {
+// NodeID.Compare).
+func (r *Ring) Members() []NodeID {
 	if r == nil {
 		return nil
 	}
@@ -217,7 +217,7 @@ const seenWords = 16
 // and returns the extended slice. Fewer than n are appended when the ring has
 // fewer members; none when n < 1. The first appended member is the key's
 // primary. With room in dst and at most 1024 members it does not allocate.
-func (r *Ring) AppendReplicas(dst []Member, t Token, n int) []Member {
+func (r *Ring) AppendReplicas(dst []NodeID, t Token, n int) []NodeID {
 	n = min(n, r.Len())
 	if n < 1 {
 		return dst
@@ -268,7 +268,7 @@ func (r *Ring) nextDistinct(i *int, seen []uint64) int32 {
 // keeps dead members until membership removes them; Liveness is how the
 // caller's view reaches the ring without the ring holding any state. A nil
 // Liveness treats every member as live.
-type Liveness func(Member) bool
+type Liveness func(NodeID) bool
 
 // Owner returns the owner of t among its first n replicas: the first of them,
 // in walk order, that live accepts. n is the key's replica count; when the
@@ -278,12 +278,12 @@ type Liveness func(Member) bool
 //
 // It returns ErrReplicaCount if n < 1, ErrEmptyRing if the ring has no
 // members and ErrNoLiveReplica if no replica is live.
-func (r *Ring) Owner(t Token, n int, live Liveness) (Member, error) {
+func (r *Ring) Owner(t Token, n int, live Liveness) (NodeID, error) {
 	switch {
 	case n < 1:
-		return Member{}, ErrReplicaCount
+		return NodeID{}, ErrReplicaCount
 	case r.Len() == 0:
-		return Member{}, ErrEmptyRing
+		return NodeID{}, ErrEmptyRing
 	}
 	n = min(n, len(r.members))
 	i := r.successor(t)
@@ -292,7 +292,7 @@ func (r *Ring) Owner(t Token, n int, live Liveness) (Member, error) {
 		return r.members[first], nil
 	}
 	if n == 1 {
-		return Member{}, ErrNoLiveReplica
+		return NodeID{}, ErrNoLiveReplica
 	}
 	var stack [seenWords]uint64
 	seen := r.marks(&stack)
@@ -304,5 +304,5 @@ func (r *Ring) Owner(t Token, n int, live Liveness) (Member, error) {
 		}
 		got++
 	}
-	return Member{}, ErrNoLiveReplica
+	return NodeID{}, ErrNoLiveReplica
 }

@@ -12,7 +12,7 @@ func TestReplicaWalkSkipsRepeatedVirtualNodes(t *testing.T) {
 	// Positions after the key: A1, A2, B1, A3, C1.
 	r := ringOfPositions("A", "A", "B", "A", "C")
 	got := r.AppendReplicas(nil, 5, 3)
-	want := []Member{{Addr: "A"}, {Addr: "B"}, {Addr: "C"}}
+	want := []NodeID{{Addr: "A"}, {Addr: "B"}, {Addr: "C"}}
 	if !slices.Equal(got, want) {
 		t.Errorf("three replicas after A1 A2 B1 A3 C1 = %v, want %v", got, want)
 	}
@@ -37,7 +37,7 @@ func TestReplicaWalkStartsAtTheFirstPositionAtOrAfterTheKey(t *testing.T) {
 func TestReplicaWalkWrapsAroundTheRing(t *testing.T) {
 	r := ringOfPositions("A", "B", "B", "C") // tokens 10, 20, 30, 40
 	got := r.AppendReplicas(nil, 35, 3)
-	want := []Member{{Addr: "C"}, {Addr: "A"}, {Addr: "B"}}
+	want := []NodeID{{Addr: "C"}, {Addr: "A"}, {Addr: "B"}}
 	if !slices.Equal(got, want) {
 		t.Errorf("replicas from token 35 = %v, want %v (C, then wrapping to A and B)", got, want)
 	}
@@ -52,9 +52,9 @@ func TestReplicaCountIsCappedByTheMemberCount(t *testing.T) {
 
 func TestAppendReplicasAppendsToTheCallersSlice(t *testing.T) {
 	r := ringOfPositions("A", "B")
-	prefix := []Member{{Addr: "X"}}
+	prefix := []NodeID{{Addr: "X"}}
 	got := r.AppendReplicas(prefix, 5, 2)
-	want := []Member{{Addr: "X"}, {Addr: "A"}, {Addr: "B"}}
+	want := []NodeID{{Addr: "X"}, {Addr: "A"}, {Addr: "B"}}
 	if !slices.Equal(got, want) {
 		t.Errorf("AppendReplicas onto [X] = %v, want %v", got, want)
 	}
@@ -77,7 +77,7 @@ func TestOwnerIsThePrimaryWhileItIsLive(t *testing.T) {
 
 func TestOwnerPassesToTheNextLiveReplica(t *testing.T) {
 	r := ringOfPositions("A", "A", "B", "A", "C")
-	m, err := r.Owner(5, 3, liveExcept(Member{Addr: "A"}, Member{Addr: "B"}))
+	m, err := r.Owner(5, 3, liveExcept(NodeID{Addr: "A"}, NodeID{Addr: "B"}))
 	if err != nil || m.Addr != "C" {
 		t.Errorf("Owner with A and B dead = %v, %v; want the third replica C", m, err)
 	}
@@ -85,7 +85,7 @@ func TestOwnerPassesToTheNextLiveReplica(t *testing.T) {
 
 func TestOwnerLooksOnlyAmongTheKeysReplicas(t *testing.T) {
 	r := ringOfPositions("A", "B", "C")
-	_, err := r.Owner(5, 2, liveExcept(Member{Addr: "A"}, Member{Addr: "B"}))
+	_, err := r.Owner(5, 2, liveExcept(NodeID{Addr: "A"}, NodeID{Addr: "B"}))
 	if !errors.Is(err, ErrNoLiveReplica) {
 		t.Errorf("Owner with both of 2 replicas dead returned %v, want ErrNoLiveReplica (C is live but holds no copy)", err)
 	}
@@ -93,7 +93,7 @@ func TestOwnerLooksOnlyAmongTheKeysReplicas(t *testing.T) {
 
 func TestDeadMemberStaysInTheReplicaSet(t *testing.T) {
 	r := ringOfPositions("A", "B", "C")
-	dead := Member{Addr: "B"}
+	dead := NodeID{Addr: "B"}
 	replicas := r.AppendReplicas(nil, 5, 3)
 	if !slices.Contains(replicas, dead) {
 		t.Fatalf("replicas %v lack B before any failure", replicas)
@@ -156,7 +156,7 @@ func TestNewIgnoresDuplicateMembers(t *testing.T) {
 }
 
 func TestSameAddressWithAnotherIncarnationIsAnotherMember(t *testing.T) {
-	r := New([]Member{{"10.0.0.1:7400", 1}, {"10.0.0.1:7400", 2}})
+	r := New([]NodeID{{"10.0.0.1:7400", 1}, {"10.0.0.1:7400", 2}})
 	if r.Len() != 2 {
 		t.Errorf("ring of one address at incarnations 1 and 2 has %d members, want 2", r.Len())
 	}
@@ -171,7 +171,7 @@ func TestVersionChangesWithTheMemberSet(t *testing.T) {
 		"one member fewer":         New(ms[1:]),
 		"one member restarted":     New(restarted),
 		"one member more":          New(seededMembers(5, 5)),
-		"members in another order": New([]Member{ms[3], ms[1], ms[0], ms[2]}),
+		"members in another order": New([]NodeID{ms[3], ms[1], ms[0], ms[2]}),
 	} {
 		same := other.Version() == base
 		if want := name == "members in another order"; same != want {
@@ -186,27 +186,21 @@ func TestWithAnExistingMemberReturnsTheSameRing(t *testing.T) {
 	if r.With(ms[1]) != r {
 		t.Error("With of an existing member built a new ring, want the receiver")
 	}
-	if r.Without(Member{Addr: "absent"}) != r {
+	if r.Without(NodeID{Addr: "absent"}) != r {
 		t.Error("Without of a non-member built a new ring, want the receiver")
 	}
 }
 
 func TestMembersAreInCanonicalOrderAndACopy(t *testing.T) {
-	r := New([]Member{{"b", 1}, {"a", 2}, {"a", 1}})
+	r := New([]NodeID{{"b", 1}, {"a", 2}, {"a", 1}})
 	got := r.Members()
-	want := []Member{{"a", 1}, {"a", 2}, {"b", 1}}
+	want := []NodeID{{"a", 1}, {"a", 2}, {"b", 1}}
 	if !slices.Equal(got, want) {
 		t.Fatalf("Members = %v, want %v", got, want)
 	}
 	got[0].Addr = "changed"
 	if r.Members()[0].Addr != "a" {
 		t.Error("changing the slice Members returned changed the ring")
-	}
-}
-
-func TestMemberString(t *testing.T) {
-	if got, want := (Member{"10.0.0.5:7400", 3}).String(), "10.0.0.5:7400#3"; got != want {
-		t.Errorf("String = %q, want %q", got, want)
 	}
 }
 
@@ -229,7 +223,7 @@ func TestCrowdedPositionsAreSearchedCorrectly(t *testing.T) {
 
 func TestSingleMemberOwnsEveryKey(t *testing.T) {
 	only := seededMembers(31, 1)[0]
-	r := New([]Member{only})
+	r := New([]NodeID{only})
 	for _, tok := range append(seededKeyTokens(100), 0, ^Token(0)) {
 		if got := r.AppendReplicas(nil, tok, 3); len(got) != 1 || got[0] != only {
 			t.Fatalf("replicas of %#x in a one-member ring = %v, want [%v]", uint64(tok), got, only)
@@ -240,7 +234,7 @@ func TestSingleMemberOwnsEveryKey(t *testing.T) {
 func TestRingIsSafeForConcurrentLookups(t *testing.T) {
 	r := New(seededMembers(32, 10))
 	toks := seededKeyTokens(200)
-	want := make([]Member, len(toks))
+	want := make([]NodeID, len(toks))
 	for i, tok := range toks {
 		want[i], _ = r.Owner(tok, 3, nil)
 	}
@@ -248,7 +242,7 @@ func TestRingIsSafeForConcurrentLookups(t *testing.T) {
 	errs := make(chan string, 4)
 	for range 4 {
 		wg.Go(func() {
-			var dst []Member
+			var dst []NodeID
 			for i, tok := range toks {
 				dst = r.AppendReplicas(dst[:0], tok, 3)
 				if got, _ := r.Owner(tok, 3, nil); got != want[i] || dst[0] != want[i] {

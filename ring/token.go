@@ -49,7 +49,7 @@ func appendKeyInput(b []byte, actorType, key string) []byte {
 }
 
 // appendVNodeTokens appends the VirtualNodes tokens of m, in index order.
-func appendVNodeTokens(dst []Token, m Member) []Token {
+func appendVNodeTokens(dst []Token, m NodeID) []Token {
 	in := make([]byte, 0, 1+8+len(m.Addr)+8+8)
 	in = append(in, tagVNode)
 	in = binary.BigEndian.AppendUint64(in, uint64(len(m.Addr)))

@@ -33,14 +33,14 @@ func TestKeyTokenMatchesDocumentedDigest(t *testing.T) {
 
 func TestVirtualNodeTokensMatchDocumentedDigest(t *testing.T) {
 	cases := []struct {
-		m     Member
+		m     NodeID
 		index int
 		want  Token
 	}{
-		{Member{"10.0.0.5:7400", 1}, 0, 0x96ea74e6e103c549},
-		{Member{"10.0.0.5:7400", 1}, 1, 0xe36afe335ac7eabf},
-		{Member{"10.0.0.5:7400", 1}, 127, 0x0bbbc052f38dcbda},
-		{Member{"10.0.0.5:7400", 2}, 0, 0x1454a96ea9472ef1},
+		{NodeID{"10.0.0.5:7400", 1}, 0, 0x96ea74e6e103c549},
+		{NodeID{"10.0.0.5:7400", 1}, 1, 0xe36afe335ac7eabf},
+		{NodeID{"10.0.0.5:7400", 1}, 127, 0x0bbbc052f38dcbda},
+		{NodeID{"10.0.0.5:7400", 2}, 0, 0x1454a96ea9472ef1},
 	}
 	for _, c := range cases {
 		toks := appendVNodeTokens(nil, c.m)
@@ -54,7 +54,7 @@ func TestVirtualNodeTokensMatchDocumentedDigest(t *testing.T) {
 }
 
 func TestVersionMatchesDocumentedDigest(t *testing.T) {
-	r := New([]Member{{"10.0.0.5:7400", 1}, {"10.0.0.4:7400", 7}})
+	r := New([]NodeID{{"10.0.0.5:7400", 1}, {"10.0.0.4:7400", 7}})
 	if got, want := r.Version().String(), "4fb5f8c69575329f40ac7fa806c08eed"; got != want {
 		t.Errorf("version of {10.0.0.4:7400#7, 10.0.0.5:7400#1} = %s, want the documented %s", got, want)
 	}
@@ -97,8 +97,8 @@ func TestKeyTokenOfLongKeysAgreesAcrossTheStackBufferLimit(t *testing.T) {
 }
 
 func TestRestartedProcessGetsOtherPositions(t *testing.T) {
-	before := appendVNodeTokens(nil, Member{"10.0.0.5:7400", 1})
-	after := appendVNodeTokens(nil, Member{"10.0.0.5:7400", 2})
+	before := appendVNodeTokens(nil, NodeID{"10.0.0.5:7400", 1})
+	after := appendVNodeTokens(nil, NodeID{"10.0.0.5:7400", 2})
 	shared := map[Token]bool{}
 	for _, tok := range before {
 		shared[tok] = true

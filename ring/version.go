@@ -20,7 +20,7 @@ func (v Version) String() string { return hex.EncodeToString(v[:]) }
 
 // versionOf digests members, which must be in canonical order without
 // duplicates.
-func versionOf(members []Member) Version {
+func versionOf(members []NodeID) Version {
 	size := 1 + 8 + 8
 	for _, m := range members {
 		size += 8 + len(m.Addr) + 8

@@ -147,7 +147,7 @@ func Start(ctx context.Context, cfg Config) (*System, error) {
 // refresh gives placement the node's current view.
 func (m *member) refresh() {
 	inc := m.cur.Load()
-	if m.router.Update(wire.NodeID(inc.node.ID()), inc.node.Owning(), inc.node.Members()) {
+	if m.router.Update(inc.node.ID(), inc.node.Owning(), inc.node.Members()) {
 		m.router.MoveOut()
 	}
 }

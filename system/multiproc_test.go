@@ -112,19 +112,19 @@ func memberID(t *testing.T, p *proctest.Proc) string {
 // list does: the ring of the members that host typ and have not left,
 // skipping the dead.
 func ringOwner(members []cluster.Member, typ, key string) (string, error) {
-	var ms []ring.Member
-	status := map[ring.Member]cluster.Status{}
+	var ms []ring.NodeID
+	status := map[ring.NodeID]cluster.Status{}
 	for _, m := range members {
 		if m.Status == cluster.StatusLeft || !slices.Contains(m.ActorTypes, typ) {
 			continue
 		}
-		rm := ring.Member(m.ID)
+		rm := m.ID
 		ms = append(ms, rm)
 		status[rm] = m.Status
 	}
-	slices.SortFunc(ms, ring.Member.Compare)
+	slices.SortFunc(ms, ring.NodeID.Compare)
 	r := ring.New(ms)
-	o, err := r.Owner(ring.KeyToken(typ, key), r.Len(), func(m ring.Member) bool {
+	o, err := r.Owner(ring.KeyToken(typ, key), r.Len(), func(m ring.NodeID) bool {
 		return status[m] == cluster.StatusAlive || status[m] == cluster.StatusSuspect
 	})
 	return o.Addr, err

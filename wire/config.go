@@ -58,8 +58,8 @@ type Config struct {
 	// Required.
 	ClusterName string
 	// Advertise is the address, host:port, other nodes dial to reach
-	// this node, and half of its NodeID. Empty for a client, which only
-	// dials out.
+	// this node, and half of its ring.NodeID. Empty for a client, which
+	// only dials out.
 	Advertise string
 	// Incarnation identifies this process lifetime; it must change on
 	// every restart. Default: the wall clock in nanoseconds at New.

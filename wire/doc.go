@@ -37,14 +37,14 @@
 //
 // # Identity
 //
-// A NodeID is the address a process advertises and an incarnation chosen
-// when it starts. A peer that restarts is a new identity: what was still
-// pending towards its previous life fails with ErrPeerRestarted. A peer
-// unreachable for 2 × KeepaliveAfter + KeepaliveTimeout, or declared dead
-// by membership, fails what waits for it with ErrPeerDead; an address
-// that never answered within the resume grace fails with
-// ErrNeverConnected, which also matches ErrPeerDead. A full send queue
-// reports ErrQueueFull.
+// A node is named by a ring.NodeID: the address a process advertises and
+// an incarnation chosen when it starts. A peer that restarts is a new
+// identity: what was still pending towards its previous life fails with
+// ErrPeerRestarted. A peer unreachable for 2 × KeepaliveAfter +
+// KeepaliveTimeout, or declared dead by membership, fails what waits for
+// it with ErrPeerDead; an address that never answered within the resume
+// grace fails with ErrNeverConnected, which also matches ErrPeerDead. A
+// full send queue reports ErrQueueFull.
 //
 // # Known gaps
 //

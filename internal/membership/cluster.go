@@ -8,7 +8,6 @@ import "github.com/troupe-go/troupe/cluster"
 type (
 	Config  = cluster.Config
 	Timings = cluster.Timings
-	NodeID  = cluster.NodeID
 	Member  = cluster.Member
 	Status  = cluster.Status
 )

@@ -7,6 +7,8 @@ import (
 	"math/rand/v2"
 	"slices"
 	"time"
+
+	"github.com/troupe-go/troupe/ring"
 )
 
 // Core is the deterministic membership state machine of one node. It has
@@ -27,7 +29,7 @@ type Core struct {
 
 	self    Member
 	table   *Table
-	since   map[NodeID]time.Time // when this node saw the record take its status
+	since   map[ring.NodeID]time.Time // when this node saw the record take its status
 	removed bool
 
 	now, started, lastTick time.Time
@@ -39,14 +41,14 @@ type Core struct {
 	seedsAsked bool // a join went to every seed at least once
 
 	// Liveness evidence.
-	lastFrame map[NodeID]time.Time // last membership message from the process
-	lastBytes map[string]time.Time // last bytes of any kind from the address
-	watchFrom map[NodeID]time.Time // when this node started watching the process
-	lastAny   time.Time            // last evidence from anyone
+	lastFrame map[ring.NodeID]time.Time // last membership message from the process
+	lastBytes map[string]time.Time      // last bytes of any kind from the address
+	watchFrom map[ring.NodeID]time.Time // when this node started watching the process
+	lastAny   time.Time                 // last evidence from anyone
 
 	// Overlay.
-	active    []NodeID
-	passive   []NodeID
+	active    []ring.NodeID
+	passive   []ring.NodeID
 	pendingNb []pending
 
 	// Failure detector.
@@ -69,12 +71,12 @@ type Core struct {
 	majoritySince                time.Time // when this node last started seeing a majority
 
 	memberSetDirty bool
-	changedAt      map[NodeID]int // index into out.Changed
+	changedAt      map[ring.NodeID]int // index into out.Changed
 	out            Ready
 }
 
 type pending struct {
-	id    NodeID
+	id    ring.NodeID
 	since time.Time
 }
 
@@ -91,7 +93,7 @@ func NewCore(cfg Config, incarnation uint64, now time.Time) (*Core, error) {
 		return nil, err
 	}
 	cfg = cfg.WithDefaults()
-	id := NodeID{Addr: cfg.Advertise, Incarnation: incarnation}
+	id := ring.NodeID{Addr: cfg.Advertise, Incarnation: incarnation}
 	seed := cfg.RandSeed
 	if seed == 0 {
 		h := fnv.New64a()
@@ -104,13 +106,13 @@ func NewCore(cfg Config, incarnation uint64, now time.Time) (*Core, error) {
 		log:       cfg.Logger.With("node", id.String()),
 		rng:       rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
 		table:     NewTable(),
-		since:     make(map[NodeID]time.Time),
+		since:     make(map[ring.NodeID]time.Time),
 		now:       now,
 		started:   now,
-		lastFrame: make(map[NodeID]time.Time),
+		lastFrame: make(map[ring.NodeID]time.Time),
 		lastBytes: make(map[string]time.Time),
-		watchFrom: make(map[NodeID]time.Time),
-		changedAt: make(map[NodeID]int),
+		watchFrom: make(map[ring.NodeID]time.Time),
+		changedAt: make(map[ring.NodeID]int),
 		gossip:    newBroadcasts(),
 		healthy:   true,
 	}
@@ -136,13 +138,13 @@ func NewCore(cfg Config, incarnation uint64, now time.Time) (*Core, error) {
 }
 
 // ID returns this process's identity.
-func (c *Core) ID() NodeID { return c.self.ID }
+func (c *Core) ID() ring.NodeID { return c.self.ID }
 
 // Self returns this node's own record.
 func (c *Core) Self() Member { return c.self.Clone() }
 
 // Member returns the record for id.
-func (c *Core) Member(id NodeID) (Member, bool) {
+func (c *Core) Member(id ring.NodeID) (Member, bool) {
 	m, ok := c.table.Get(id)
 	return m.Clone(), ok
 }
@@ -152,14 +154,14 @@ func (c *Core) Members() []Member { return c.table.Records() }
 
 // MemberSet returns the current target member set (every member not left),
 // sorted by NodeID.
-func (c *Core) MemberSet() []NodeID {
-	var ids []NodeID
+func (c *Core) MemberSet() []ring.NodeID {
+	var ids []ring.NodeID
 	c.table.each(func(m Member) {
 		if m.Status.InMemberSet() {
 			ids = append(ids, m.ID)
 		}
 	})
-	slices.SortFunc(ids, NodeID.Compare)
+	slices.SortFunc(ids, ring.NodeID.Compare)
 	return ids
 }
 
@@ -182,14 +184,14 @@ func (c *Core) Removed() bool { return c.removed }
 
 // Neighbours returns the active view, the members this node pings every
 // Heartbeat and gossips to.
-func (c *Core) Neighbours() []NodeID { return slices.Clone(c.active) }
+func (c *Core) Neighbours() []ring.NodeID { return slices.Clone(c.active) }
 
 // Ready returns what the runtime must do and clears it.
 func (c *Core) Ready() Ready {
 	if c.memberSetDirty {
 		c.out.MemberSet = c.MemberSet()
 		if c.out.MemberSet == nil {
-			c.out.MemberSet = []NodeID{}
+			c.out.MemberSet = []ring.NodeID{}
 		}
 		c.memberSetDirty = false
 	}
@@ -487,9 +489,9 @@ func (c *Core) account(prev, cur Member, isNew bool) {
 	}
 }
 
-func (c *Core) forgetPeer(id NodeID) {
+func (c *Core) forgetPeer(id ring.NodeID) {
 	c.dropActive(id, false)
-	c.passive = slices.DeleteFunc(c.passive, func(o NodeID) bool { return o == id })
+	c.passive = slices.DeleteFunc(c.passive, func(o ring.NodeID) bool { return o == id })
 	c.probes = slices.DeleteFunc(c.probes, func(p pending) bool { return p.id == id })
 	c.pendingNb = slices.DeleteFunc(c.pendingNb, func(p pending) bool { return p.id == id })
 	delete(c.watchFrom, id)
@@ -539,7 +541,7 @@ func (c *Core) flush() {
 // passive view (which keeps gossip crossing between parts of an overlay
 // that a partition or churn has fragmented), or, before the overlay has
 // formed, up to ActiveView random live members.
-func (c *Core) gossipTargets() []NodeID {
+func (c *Core) gossipTargets() []ring.NodeID {
 	if len(c.active) > 0 {
 		out := slices.Clone(c.active)
 		if len(c.passive) > 0 {
@@ -547,7 +549,7 @@ func (c *Core) gossipTargets() []NodeID {
 		}
 		return out
 	}
-	var out []NodeID
+	var out []ring.NodeID
 	for range c.cfg.ActiveView {
 		id, ok := c.randomMember(func(m Member) bool {
 			return m.ID != c.self.ID && m.Status.SeenAlive() && !slices.Contains(out, m.ID)
@@ -562,10 +564,10 @@ func (c *Core) gossipTargets() []NodeID {
 
 // randomMember returns a member satisfying ok, scanning from a random
 // position so that ties do not always fall on the same member.
-func (c *Core) randomMember(ok func(Member) bool) (NodeID, bool) {
+func (c *Core) randomMember(ok func(Member) bool) (ring.NodeID, bool) {
 	n := c.table.Len()
 	if n == 0 {
-		return NodeID{}, false
+		return ring.NodeID{}, false
 	}
 	start := c.rng.IntN(n)
 	for i := range n {
@@ -574,7 +576,7 @@ func (c *Core) randomMember(ok func(Member) bool) (NodeID, bool) {
 			return m.ID, true
 		}
 	}
-	return NodeID{}, false
+	return ring.NodeID{}, false
 }
 
 // heartbeatRound is the work done once per Heartbeat.
@@ -667,7 +669,7 @@ func (c *Core) removeDeadAndCollect() {
 	if c.members == c.seenAlive+c.suspects && c.table.Len() == c.members {
 		return // no tombstones
 	}
-	var forget []NodeID
+	var forget []ring.NodeID
 	var remove []Member
 	c.table.each(func(m Member) {
 		if m.ID == c.self.ID || (m.Status != StatusDead && m.Status != StatusLeft) {

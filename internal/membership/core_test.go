@@ -9,6 +9,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/troupe-go/troupe/cluster"
+	"github.com/troupe-go/troupe/ring"
 )
 
 var t0 = time.Unix(1000, 0).UTC()
@@ -23,7 +24,7 @@ func newTestCore(t *testing.T, a string) *Core {
 }
 
 func peer(a string) Member {
-	return Member{ID: NodeID{Addr: a, Incarnation: 1}, Status: StatusAlive}
+	return Member{ID: ring.NodeID{Addr: a, Incarnation: 1}, Status: StatusAlive}
 }
 
 // befriend makes p a member and an active neighbour of c.
@@ -32,7 +33,7 @@ func befriend(c *Core, p Member) {
 	c.Ready()
 }
 
-func statusIn(c *Core, id NodeID) Status {
+func statusIn(c *Core, id ring.NodeID) Status {
 	m, _ := c.Member(id)
 	return m.Status
 }
@@ -131,7 +132,7 @@ func TestALateTickSilencesAccusationsForSuspectAfter(t *testing.T) {
 func TestMessagesForAnotherProcessIncarnationAreDropped(t *testing.T) {
 	c := newTestCore(t, "a:1")
 	b := peer("b:1")
-	stale := NodeID{Addr: "a:1", Incarnation: 0}
+	stale := ring.NodeID{Addr: "a:1", Incarnation: 0}
 	c.Step(Message{Type: MsgGossip, From: b.ID, To: stale, Records: []Member{b}})
 	if _, ok := c.Member(b.ID); ok {
 		t.Fatal("expected a message addressed to an earlier process at this address to be ignored")
@@ -160,7 +161,7 @@ func TestRefutationRaisesOwnIncarnationAboveTheVerdict(t *testing.T) {
 func TestANewerProcessAtOurAddressRemovesUs(t *testing.T) {
 	c := newTestCore(t, "a:1")
 	b := peer("b:1")
-	newer := Member{ID: NodeID{Addr: "a:1", Incarnation: 2}, Status: StatusAlive}
+	newer := Member{ID: ring.NodeID{Addr: "a:1", Incarnation: 2}, Status: StatusAlive}
 	c.Step(Message{Type: MsgGossip, From: b.ID, Records: []Member{b, newer}})
 	if !c.Removed() || c.Owning() {
 		t.Fatal("expected the older process to be removed and own nothing once a newer one is known at its address")
@@ -228,17 +229,17 @@ func TestGossipIsSentAtMostTheRetransmitLimit(t *testing.T) {
 
 func TestPlanChangesOneMemberPerStepJoinersFirst(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		from := rapid.SliceOfNDistinct(genID(), 0, 6, func(id NodeID) NodeID { return id }).Draw(t, "from")
-		to := rapid.SliceOfNDistinct(genID(), 0, 6, func(id NodeID) NodeID { return id }).Draw(t, "to")
+		from := rapid.SliceOfNDistinct(genID(), 0, 6, func(id ring.NodeID) ring.NodeID { return id }).Draw(t, "from")
+		to := rapid.SliceOfNDistinct(genID(), 0, 6, func(id ring.NodeID) ring.NodeID { return id }).Draw(t, "to")
 		plan := PlanChanges(from, to)
 		again := PlanChanges(rapid.Permutation(from).Draw(t, "from2"), rapid.Permutation(to).Draw(t, "to2"))
-		if !slices.EqualFunc(plan, again, func(a, b []NodeID) bool { return slices.Equal(a, b) }) {
+		if !slices.EqualFunc(plan, again, func(a, b []ring.NodeID) bool { return slices.Equal(a, b) }) {
 			t.Fatalf("expected one plan whatever the input order; got %v and %v", plan, again)
 		}
 		prev := sortedIDs(from)
 		shrinking := false
 		for i, step := range plan {
-			if !slices.IsSortedFunc(step, NodeID.Compare) {
+			if !slices.IsSortedFunc(step, ring.NodeID.Compare) {
 				t.Fatalf("expected step %d sorted; got %v", i, step)
 			}
 			switch len(step) - len(prev) {

@@ -3,6 +3,8 @@ package membership
 import (
 	"slices"
 	"time"
+
+	"github.com/troupe-go/troupe/ring"
 )
 
 // The failure detector judges members by elapsed silence. It watches only
@@ -29,7 +31,7 @@ func (c *Core) maxProbes() int {
 }
 
 // evidence returns the last sign of life from id.
-func (c *Core) evidence(id NodeID) time.Time {
+func (c *Core) evidence(id ring.NodeID) time.Time {
 	ev := c.lastFrame[id]
 	if b := c.lastBytes[id.Addr]; !ev.IsZero() && b.After(ev) {
 		ev = minTime(b, ev.Add(c.t.DeadAfter))
@@ -38,7 +40,7 @@ func (c *Core) evidence(id NodeID) time.Time {
 }
 
 // silence is how long id has been silent while watched.
-func (c *Core) silence(id NodeID) time.Duration {
+func (c *Core) silence(id ring.NodeID) time.Duration {
 	base := c.evidence(id)
 	if w := c.watchFrom[id]; w.After(base) {
 		base = w
@@ -50,7 +52,7 @@ func (c *Core) silence(id NodeID) time.Duration {
 // dead: Confirmations, capped by the number of other live members that
 // could observe it, and never below one. In a three-node cluster both
 // survivors must agree; in a two-node cluster the survivor decides alone.
-func (c *Core) needed(id NodeID) int {
+func (c *Core) needed(id ring.NodeID) int {
 	// Possible observers: every live member (this node included) but id.
 	observers := c.seenAlive + c.suspects
 	if c.liveRecord(id) {
@@ -110,7 +112,7 @@ func (c *Core) detect() {
 // from the same start) while a replacement neighbour is found. Without
 // this, a partition would leave each side's overlay fragmented until the
 // far side is declared dead, and verdicts would spread slowly.
-func (c *Core) demoteSuspect(id NodeID) {
+func (c *Core) demoteSuspect(id ring.NodeID) {
 	if !c.inActive(id) {
 		return
 	}
@@ -143,12 +145,12 @@ func (c *Core) probe() {
 	}
 }
 
-func (c *Core) leastRecentlyHeard() (NodeID, bool) {
+func (c *Core) leastRecentlyHeard() (ring.NodeID, bool) {
 	n := c.table.Len()
 	if n == 0 {
-		return NodeID{}, false
+		return ring.NodeID{}, false
 	}
-	var best NodeID
+	var best ring.NodeID
 	var bestAt time.Time
 	found := false
 	start := c.rng.IntN(n)
@@ -201,7 +203,7 @@ func (c *Core) noteLateTick(now time.Time) {
 // creditDeafTime moves the start of every watched peer's silence, and of
 // this node's own isolation, forward by d.
 func (c *Core) creditDeafTime(d time.Duration) {
-	credit := func(id NodeID) {
+	credit := func(id ring.NodeID) {
 		base := c.evidence(id)
 		if w := c.watchFrom[id]; w.After(base) {
 			base = w

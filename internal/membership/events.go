@@ -1,6 +1,10 @@
 package membership
 
-import "time"
+import (
+	"time"
+
+	"github.com/troupe-go/troupe/ring"
+)
 
 // EventKind tells what an Event reports.
 type EventKind uint8
@@ -88,7 +92,7 @@ type Ready struct {
 	// MemberSet is the new target member set, sorted by NodeID, when it
 	// changed since the previous Ready; nil otherwise. Placement moves
 	// towards it one member at a time with PlanChanges.
-	MemberSet []NodeID
+	MemberSet []ring.NodeID
 	// Changed lists every record whose value changed since the previous
 	// Ready (incarnation, status, actor types or accusers), in the order
 	// of the changes, the latest value of each record once. Forgotten

@@ -3,6 +3,8 @@ package membership
 import (
 	"math/bits"
 	"slices"
+
+	"github.com/troupe-go/troupe/ring"
 )
 
 // broadcasts is the queue of records waiting to be piggybacked. Each record
@@ -11,7 +13,7 @@ import (
 // Anti-entropy repairs whatever bounded retransmission misses.
 type broadcasts struct {
 	items []*broadcast
-	byID  map[NodeID]*broadcast
+	byID  map[ring.NodeID]*broadcast
 	fresh bool // a record was queued since the last eager push
 }
 
@@ -21,7 +23,7 @@ type broadcast struct {
 	seq   uint64 // queue order, for deterministic ties
 }
 
-func newBroadcasts() *broadcasts { return &broadcasts{byID: make(map[NodeID]*broadcast)} }
+func newBroadcasts() *broadcasts { return &broadcasts{byID: make(map[ring.NodeID]*broadcast)} }
 
 // queue adds or replaces the record for rec.ID.
 func (q *broadcasts) queue(rec Member, seq uint64) {

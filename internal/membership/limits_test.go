@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/troupe-go/troupe/cluster"
+	"github.com/troupe-go/troupe/ring"
 )
 
 // cluster.Config.Validate keeps its own copy of the record limits (the
@@ -35,7 +36,7 @@ func TestConfigValidateAgreesWithTheRecordLimits(t *testing.T) {
 			t.Errorf("%s at the record limit: expected a valid config; got %v", tc.field, err)
 			continue
 		}
-		self := Member{ID: NodeID{Addr: c.Advertise, Incarnation: 1}, ActorTypes: c.ActorTypes}
+		self := Member{ID: ring.NodeID{Addr: c.Advertise, Incarnation: 1}, ActorTypes: c.ActorTypes}
 		b, err := EncodeMember(self)
 		if err == nil {
 			_, err = DecodeMember(b)

@@ -2,25 +2,27 @@ package membership
 
 import (
 	"bytes"
+	"encoding/hex"
 	"fmt"
 	"slices"
 	"testing"
 
+	"github.com/troupe-go/troupe/ring"
 	"pgregory.net/rapid"
 )
 
 var testAddrs = []string{"10.0.0.1:7400", "10.0.0.2:7400", "10.0.0.3:7400"}
 
-func genID() *rapid.Generator[NodeID] {
-	return rapid.Custom(func(t *rapid.T) NodeID {
-		return NodeID{
+func genID() *rapid.Generator[ring.NodeID] {
+	return rapid.Custom(func(t *rapid.T) ring.NodeID {
+		return ring.NodeID{
 			Addr:        rapid.SampledFrom(testAddrs).Draw(t, "addr"),
 			Incarnation: rapid.Uint64Range(1, 3).Draw(t, "pinc"),
 		}
 	})
 }
 
-func genMemberFor(id *rapid.Generator[NodeID]) *rapid.Generator[Member] {
+func genMemberFor(id *rapid.Generator[ring.NodeID]) *rapid.Generator[Member] {
 	return rapid.Custom(func(t *rapid.T) Member {
 		m := Member{
 			ID:          id.Draw(t, "id"),
@@ -35,7 +37,7 @@ func genMemberFor(id *rapid.Generator[NodeID]) *rapid.Generator[Member] {
 }
 
 func genSameID() *rapid.Generator[Member] {
-	return genMemberFor(rapid.Just(NodeID{Addr: "10.0.0.1:7400", Incarnation: 1}))
+	return genMemberFor(rapid.Just(ring.NodeID{Addr: "10.0.0.1:7400", Incarnation: 1}))
 }
 
 func TestMergeIsCommutative(t *testing.T) {
@@ -80,7 +82,7 @@ func TestMergeKeepsHighestIncarnation(t *testing.T) {
 }
 
 func TestMergeLeftOverridesAnyIncarnation(t *testing.T) {
-	id := NodeID{Addr: "a:1", Incarnation: 7}
+	id := ring.NodeID{Addr: "a:1", Incarnation: 7}
 	left := Member{ID: id, Incarnation: 1, Status: StatusLeft}
 	alive := Member{ID: id, Incarnation: 9, Status: StatusAlive, ActorTypes: []string{"cart"}}
 	got := Merge(alive, left)
@@ -90,7 +92,7 @@ func TestMergeLeftOverridesAnyIncarnation(t *testing.T) {
 }
 
 func TestStaleAliveDoesNotResurrectDead(t *testing.T) {
-	id := NodeID{Addr: "a:1", Incarnation: 7}
+	id := ring.NodeID{Addr: "a:1", Incarnation: 7}
 	dead := Member{ID: id, Incarnation: 4, Status: StatusDead}
 	for inc := uint64(0); inc <= 4; inc++ {
 		stale := Member{ID: id, Incarnation: inc, Status: StatusAlive}
@@ -105,7 +107,7 @@ func TestStaleAliveDoesNotResurrectDead(t *testing.T) {
 }
 
 func TestStatusPrecedenceAtEqualIncarnation(t *testing.T) {
-	id := NodeID{Addr: "a:1", Incarnation: 1}
+	id := ring.NodeID{Addr: "a:1", Incarnation: 1}
 	order := []Status{StatusAlive, StatusLeaving, StatusSuspect, StatusDead, StatusLeft}
 	for i := range order {
 		for j := range order {
@@ -120,8 +122,8 @@ func TestStatusPrecedenceAtEqualIncarnation(t *testing.T) {
 func TestOlderProcessAtSameAddressIsMarkedLeft(t *testing.T) {
 	for _, newFirst := range []bool{false, true} {
 		t.Run(fmt.Sprintf("newer-first=%v", newFirst), func(t *testing.T) {
-			old := Member{ID: NodeID{Addr: "a:1", Incarnation: 1}, Incarnation: 3, Status: StatusAlive}
-			cur := Member{ID: NodeID{Addr: "a:1", Incarnation: 2}, Status: StatusAlive}
+			old := Member{ID: ring.NodeID{Addr: "a:1", Incarnation: 1}, Incarnation: 3, Status: StatusAlive}
+			cur := Member{ID: ring.NodeID{Addr: "a:1", Incarnation: 2}, Status: StatusAlive}
 			tab := NewTable()
 			if newFirst {
 				tab.Apply(cur)
@@ -209,7 +211,7 @@ func TestMessageRoundTripsThroughMsgpack(t *testing.T) {
 }
 
 func TestMemberEncodingUsesFieldNames(t *testing.T) {
-	b, err := EncodeMember(Member{ID: NodeID{Addr: "a:1", Incarnation: 2}, Status: StatusSuspect})
+	b, err := EncodeMember(Member{ID: ring.NodeID{Addr: "a:1", Incarnation: 2}, Status: StatusSuspect})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -220,8 +222,29 @@ func TestMemberEncodingUsesFieldNames(t *testing.T) {
 	}
 }
 
+// The bytes are pinned because every node of every version decodes them:
+// a change to a field name or a type's encoding breaks mixed clusters.
+func TestMessageEncodingIsPinned(t *testing.T) {
+	m := Message{Type: MsgPing,
+		From: ring.NodeID{Addr: "10.0.0.1:7400", Incarnation: 7},
+		To:   ring.NodeID{Addr: "10.0.0.2:7400", Incarnation: 9},
+		Records: []Member{{ID: ring.NodeID{Addr: "10.0.0.3:7400", Incarnation: 1 << 40}, Incarnation: 3, Status: StatusSuspect,
+			ActorTypes: []string{"cart"}, Accusers: []string{"10.0.0.1:7400"}}}}
+	b, err := EncodeMessage(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const want = "85a176cc01a474797065cc03a466726f6d82a461646472ad31302e302e302e313a37343030a3696e63cf0000000000000007" +
+		"a2746f82a461646472ad31302e302e302e323a37343030a3696e63cf0000000000000009" +
+		"a77265636f7264739185a2696482a461646472ad31302e302e302e333a37343030a3696e63cf0000010000000000" +
+		"a46d696e63cf0000000000000003a6737461747573cc02a5747970657391a463617274a8616363757365727391ad31302e302e302e313a37343030"
+	if got := hex.EncodeToString(b); got != want {
+		t.Errorf("expected the membership message encoding to stay\n%s\ngot\n%s", want, got)
+	}
+}
+
 func TestDecodeRefusesNewerVersion(t *testing.T) {
-	b, err := EncodeMessage(Message{Type: MsgPing, From: NodeID{Addr: "a:1", Incarnation: 1}})
+	b, err := EncodeMessage(Message{Type: MsgPing, From: ring.NodeID{Addr: "a:1", Incarnation: 1}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -238,7 +261,7 @@ func TestDecodeRefusesNewerVersion(t *testing.T) {
 }
 
 func TestDecodeRejectsUnknownStatus(t *testing.T) {
-	b, err := EncodeMember(Member{ID: NodeID{Addr: "a:1", Incarnation: 1}, Status: StatusLeft + 1})
+	b, err := EncodeMember(Member{ID: ring.NodeID{Addr: "a:1", Incarnation: 1}, Status: StatusLeft + 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -249,10 +272,10 @@ func TestDecodeRejectsUnknownStatus(t *testing.T) {
 
 func FuzzDecodeMessage(f *testing.F) {
 	for _, m := range []Message{
-		{Type: MsgPing, From: NodeID{Addr: "a:1", Incarnation: 1}},
-		{Type: MsgSync, From: NodeID{Addr: "a:1", Incarnation: 1}, Records: []Member{
-			{ID: NodeID{Addr: "b:1", Incarnation: 2}, Incarnation: 3, Status: StatusSuspect, Accusers: []string{"a:1"}},
-			{ID: NodeID{Addr: "c:1", Incarnation: 2}, Status: StatusAlive, ActorTypes: []string{"cart"}},
+		{Type: MsgPing, From: ring.NodeID{Addr: "a:1", Incarnation: 1}},
+		{Type: MsgSync, From: ring.NodeID{Addr: "a:1", Incarnation: 1}, Records: []Member{
+			{ID: ring.NodeID{Addr: "b:1", Incarnation: 2}, Incarnation: 3, Status: StatusSuspect, Accusers: []string{"a:1"}},
+			{ID: ring.NodeID{Addr: "c:1", Incarnation: 2}, Status: StatusAlive, ActorTypes: []string{"cart"}},
 		}},
 	} {
 		b, err := EncodeMessage(m)
@@ -281,7 +304,7 @@ func FuzzDecodeMessage(f *testing.F) {
 }
 
 func FuzzDecodeMember(f *testing.F) {
-	b, err := EncodeMember(Member{ID: NodeID{Addr: "a:1", Incarnation: 1}, Incarnation: 2, Status: StatusDead, Accusers: []string{"b:1", "c:1"}})
+	b, err := EncodeMember(Member{ID: ring.NodeID{Addr: "a:1", Incarnation: 1}, Incarnation: 2, Status: StatusDead, Accusers: []string{"b:1", "c:1"}})
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -7,6 +7,8 @@ import (
 	"math/rand/v2"
 	"sync"
 	"time"
+
+	"github.com/troupe-go/troupe/ring"
 )
 
 // MemNetwork is an in-memory network with a virtual clock, for tests and
@@ -181,7 +183,7 @@ type MemEndpoint struct {
 	closed    bool
 	held      []func()
 	lastHeard map[string]time.Time
-	dead      []NodeID
+	dead      []ring.NodeID
 }
 
 var _ Transport = (*MemEndpoint)(nil)
@@ -246,17 +248,17 @@ func (e *MemEndpoint) LastHeard(addr string) time.Time {
 }
 
 // PeerDead records that id is dead; see DeadPeers.
-func (e *MemEndpoint) PeerDead(id NodeID) {
+func (e *MemEndpoint) PeerDead(id ring.NodeID) {
 	e.net.mu.Lock()
 	defer e.net.mu.Unlock()
 	e.dead = append(e.dead, id)
 }
 
 // DeadPeers returns the identities reported through PeerDead.
-func (e *MemEndpoint) DeadPeers() []NodeID {
+func (e *MemEndpoint) DeadPeers() []ring.NodeID {
 	e.net.mu.Lock()
 	defer e.net.mu.Unlock()
-	return append([]NodeID(nil), e.dead...)
+	return append([]ring.NodeID(nil), e.dead...)
 }
 
 // Pause holds every message for this endpoint until Resume, as a stopped

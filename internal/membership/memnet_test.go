@@ -4,10 +4,12 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	"github.com/troupe-go/troupe/ring"
 )
 
 func ping(from string) Message {
-	return Message{Type: MsgPing, From: NodeID{Addr: from, Incarnation: 1}}
+	return Message{Type: MsgPing, From: ring.NodeID{Addr: from, Incarnation: 1}}
 }
 
 func TestMemNetworkDeliversAfterTheDelay(t *testing.T) {

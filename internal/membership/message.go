@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 
+	"github.com/troupe-go/troupe/ring"
 	"github.com/vmihailenco/msgpack/v5"
 )
 
@@ -72,11 +73,11 @@ type Message struct {
 	Version uint8       `msgpack:"v"`
 	Type    MessageType `msgpack:"type"`
 	// From is the sender's identity.
-	From NodeID `msgpack:"from"`
+	From ring.NodeID `msgpack:"from"`
 	// To is the intended receiver's identity, zero when only its address
 	// is known (a seed, or a member before its first reply). A process
 	// drops messages addressed to another incarnation of itself.
-	To NodeID `msgpack:"to,omitempty"`
+	To ring.NodeID `msgpack:"to,omitempty"`
 	// Records carries gossip (the sender's own record first for joins),
 	// or the whole table for MsgJoinReply, MsgSync and MsgSyncReply.
 	Records []Member `msgpack:"records,omitempty"`
@@ -175,7 +176,7 @@ func DecodeMember(b []byte) (Member, error) {
 	return m, nil
 }
 
-func checkID(id NodeID) error {
+func checkID(id ring.NodeID) error {
 	if len(id.Addr) > MaxAddrLen {
 		return fmt.Errorf("address of %d bytes exceeds %d", len(id.Addr), MaxAddrLen)
 	}

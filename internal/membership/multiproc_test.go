@@ -20,6 +20,7 @@ import (
 
 	"github.com/troupe-go/troupe/cluster"
 	"github.com/troupe-go/troupe/internal/proctest"
+	"github.com/troupe-go/troupe/ring"
 )
 
 // The tests in this file run members as separate processes, in the
@@ -145,22 +146,22 @@ type proc struct {
 	addr string
 
 	mu       sync.Mutex
-	id       NodeID
+	id       ring.NodeID
 	started  time.Time
 	joinedAt time.Time
-	status   map[NodeID]Status
-	firstAt  map[NodeID]map[Status]time.Time // when this process first saw each status
+	status   map[ring.NodeID]Status
+	firstAt  map[ring.NodeID]map[Status]time.Time // when this process first saw each status
 	owning   bool
 	missed   bool
 }
 
-func parseID(s string) (NodeID, error) {
+func parseID(s string) (ring.NodeID, error) {
 	i := strings.LastIndexByte(s, '#')
 	if i < 0 {
-		return NodeID{}, fmt.Errorf("bad id %q", s)
+		return ring.NodeID{}, fmt.Errorf("bad id %q", s)
 	}
 	inc, err := strconv.ParseUint(s[i+1:], 10, 64)
-	return NodeID{Addr: s[:i], Incarnation: inc}, err
+	return ring.NodeID{Addr: s[:i], Incarnation: inc}, err
 }
 
 func parseStatus(s string) Status {
@@ -175,7 +176,7 @@ func parseStatus(s string) Status {
 // spawn starts a member process at addr.
 func spawn(t testing.TB, addr string, seeds []string, timings string) *proc {
 	t.Helper()
-	p := &proc{addr: addr, status: map[NodeID]Status{}, firstAt: map[NodeID]map[Status]time.Time{}}
+	p := &proc{addr: addr, status: map[ring.NodeID]Status{}, firstAt: map[ring.NodeID]map[Status]time.Time{}}
 	p.Proc = proctest.Start(t, proctest.Spec{Role: "node", OnLine: p.line, Env: []string{
 		envAddr + "=" + addr, envSeeds + "=" + strings.Join(seeds, ","), envTimings + "=" + timings,
 	}})
@@ -217,14 +218,14 @@ func (p *proc) line(s string) {
 	}
 }
 
-func (p *proc) ID() NodeID {
+func (p *proc) ID() ring.NodeID {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.id
 }
 
 // sees reports whether this process holds every id with a status in want.
-func (p *proc) sees(ids []NodeID, want ...Status) bool {
+func (p *proc) sees(ids []ring.NodeID, want ...Status) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, id := range ids {
@@ -236,7 +237,7 @@ func (p *proc) sees(ids []NodeID, want ...Status) bool {
 }
 
 // firstSaw returns when this process first saw id with one of want.
-func (p *proc) firstSaw(id NodeID, want ...Status) (time.Time, bool) {
+func (p *proc) firstSaw(id ring.NodeID, want ...Status) (time.Time, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	var first time.Time
@@ -248,7 +249,7 @@ func (p *proc) firstSaw(id NodeID, want ...Status) (time.Time, bool) {
 	return first, !first.IsZero()
 }
 
-func (p *proc) describe(ids []NodeID) string {
+func (p *proc) describe(ids []ring.NodeID) string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	var b strings.Builder
@@ -320,8 +321,8 @@ func (c *procCluster) restart(i int) {
 	c.procs[i] = spawn(c.t, c.addrs[i], c.seedsFor(c.addrs[i]), c.timings)
 }
 
-func (c *procCluster) ids() []NodeID {
-	var ids []NodeID
+func (c *procCluster) ids() []ring.NodeID {
+	var ids []ring.NodeID
 	for _, p := range c.procs {
 		ids = append(ids, p.ID())
 	}
@@ -338,7 +339,7 @@ func (c *procCluster) others(skip int) []*proc {
 	return out
 }
 
-func describeProcs(ps []*proc, ids []NodeID) string {
+func describeProcs(ps []*proc, ids []ring.NodeID) string {
 	var b strings.Builder
 	for _, p := range ps {
 		b.WriteString(p.describe(ids))
@@ -346,7 +347,7 @@ func describeProcs(ps []*proc, ids []NodeID) string {
 	return b.String()
 }
 
-func allProcsSee(ps []*proc, ids func() []NodeID, want ...Status) func() bool {
+func allProcsSee(ps []*proc, ids func() []ring.NodeID, want ...Status) func() bool {
 	return func() bool {
 		ids := ids()
 		for _, id := range ids {
@@ -380,8 +381,8 @@ func (c *procCluster) killAndMeasure(t testing.TB, i int, bound time.Duration) t
 	killedAt := time.Now()
 	c.procs[i].Kill()
 	waitUntil(t, bound, "every survivor to see the killed process dead",
-		allProcsSee(survivors, func() []NodeID { return []NodeID{victim} }, StatusDead, StatusLeft),
-		func() string { return describeProcs(survivors, []NodeID{victim}) })
+		allProcsSee(survivors, func() []ring.NodeID { return []ring.NodeID{victim} }, StatusDead, StatusLeft),
+		func() string { return describeProcs(survivors, []ring.NodeID{victim}) })
 	var last time.Duration
 	for _, p := range survivors {
 		at, _ := p.firstSaw(victim, StatusDead, StatusLeft)
@@ -450,8 +451,8 @@ func TestProcessesJoinDetectKillSurvivePauseAndRejoin(t *testing.T) {
 		survivors := c.others(2)
 		sendSignal(t, victim, syscall.SIGSTOP)
 		waitUntil(t, wideBound, "every survivor to declare the paused process dead",
-			allProcsSee(survivors, func() []NodeID { return []NodeID{id} }, StatusDead),
-			func() string { return describeProcs(survivors, []NodeID{id}) })
+			allProcsSee(survivors, func() []ring.NodeID { return []ring.NodeID{id} }, StatusDead),
+			func() string { return describeProcs(survivors, []ring.NodeID{id}) })
 		sendSignal(t, victim, syscall.SIGCONT)
 		took := c.waitConverged(t, wideBound)
 		if c.procs[2].ID() != id {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/troupe-go/troupe/internal/netns"
+	"github.com/troupe-go/troupe/ring"
 
 	"github.com/troupe-go/troupe/cluster"
 )
@@ -25,7 +26,7 @@ import (
 type standingLog struct {
 	mu      sync.Mutex
 	owning  []standingChange
-	verdict map[NodeID][]time.Time // every dead verdict about each member
+	verdict map[ring.NodeID][]time.Time // every dead verdict about each member
 	done    chan struct{}
 }
 
@@ -35,7 +36,7 @@ type standingChange struct {
 }
 
 func watchStanding(w *wireNode) *standingLog {
-	l := &standingLog{verdict: map[NodeID][]time.Time{}, done: make(chan struct{})}
+	l := &standingLog{verdict: map[ring.NodeID][]time.Time{}, done: make(chan struct{})}
 	sub := w.node.Subscribe(1 << 14)
 	go func() {
 		defer close(l.done)
@@ -71,7 +72,7 @@ func (l *standingLog) everStoppedOwning(since time.Time) bool {
 	return ok
 }
 
-func (l *standingLog) firstVerdict(id NodeID, since time.Time) (time.Time, bool) {
+func (l *standingLog) firstVerdict(id ring.NodeID, since time.Time) (time.Time, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, at := range l.verdict[id] {
@@ -147,8 +148,8 @@ func startLabCluster(t *testing.T, n int) *labCluster {
 	return c
 }
 
-func (c *labCluster) ids() []NodeID {
-	var ids []NodeID
+func (c *labCluster) ids() []ring.NodeID {
+	var ids []ring.NodeID
 	for _, w := range c.nodes {
 		ids = append(ids, w.node.ID())
 	}
@@ -205,7 +206,7 @@ func (c *labCluster) splitAndHeal(t *testing.T, groups [][]int) {
 	if err := c.lab.Partition(ctx, hostGroups...); err != nil {
 		t.Fatal(err)
 	}
-	minorityIDs := make([]NodeID, 0, len(minority))
+	minorityIDs := make([]ring.NodeID, 0, len(minority))
 	for _, i := range minority {
 		minorityIDs = append(minorityIDs, c.nodes[i].node.ID())
 	}

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/troupe-go/troupe/ring"
 )
 
 // Node runs a Core for real: one goroutine, the placement loop, owns the
@@ -29,9 +31,9 @@ type Node struct {
 	tr    Transport
 	log   *slog.Logger
 	opts  nodeOptions
-	id    NodeID
+	id    ring.NodeID
 	core  *Core // owned by the loop
-	peers map[NodeID]struct{}
+	peers map[ring.NodeID]struct{}
 	// Loop-owned bookkeeping of the published view.
 	published  time.Time
 	joinedSeen bool
@@ -69,7 +71,7 @@ type Node struct {
 //     could restart the membership automatically.
 type nodeView struct {
 	members   []Member
-	memberSet []NodeID
+	memberSet []ring.NodeID
 	owning    bool
 	healthy   bool
 	joined    bool
@@ -101,7 +103,7 @@ type Flusher interface {
 // speak for, as WireTransport does: Start takes the process incarnation
 // from it and checks its address against Config.Advertise.
 type SelfReporter interface {
-	Self() NodeID
+	Self() ring.NodeID
 }
 
 // NodeOption configures a Node beyond its Config.
@@ -209,7 +211,7 @@ func newNode(cfg Config, tr Transport, opts ...NodeOption) (*Node, error) {
 		opts:   o,
 		id:     core.ID(),
 		core:   core,
-		peers:  make(map[NodeID]struct{}),
+		peers:  make(map[ring.NodeID]struct{}),
 		inbox:  make(chan Message, o.inbox),
 		calls:  make(chan nodeCall),
 		stop:   make(chan struct{}),
@@ -233,7 +235,7 @@ func (n *Node) startLoop() {
 }
 
 // ID returns this process's identity.
-func (n *Node) ID() NodeID { return n.id }
+func (n *Node) ID() ring.NodeID { return n.id }
 
 // Deliver hands the node a membership message received from the network.
 // It waits while the inbox is full, so a slow loop slows the sender's
@@ -269,10 +271,10 @@ func (n *Node) Members() []Member {
 }
 
 // Member returns the record this node holds about id.
-func (n *Node) Member(id NodeID) (Member, bool) {
+func (n *Node) Member(id ring.NodeID) (Member, bool) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	i, ok := slices.BinarySearchFunc(n.view.members, id, func(m Member, id NodeID) int { return m.ID.Compare(id) })
+	i, ok := slices.BinarySearchFunc(n.view.members, id, func(m Member, id ring.NodeID) int { return m.ID.Compare(id) })
 	if !ok {
 		return Member{}, false
 	}
@@ -281,7 +283,7 @@ func (n *Node) Member(id NodeID) (Member, bool) {
 
 // MemberSet returns the target member set (every member not left), sorted
 // by NodeID: what placement builds the ring from.
-func (n *Node) MemberSet() []NodeID {
+func (n *Node) MemberSet() []ring.NodeID {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	return slices.Clone(n.view.memberSet)

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/troupe-go/troupe/internal/transport"
+	"github.com/troupe-go/troupe/ring"
 
 	"github.com/troupe-go/troupe/wire"
 
@@ -238,8 +239,8 @@ func (c *testCluster) closeAll() {
 	wg.Wait()
 }
 
-func (c *testCluster) ids() []NodeID {
-	var ids []NodeID
+func (c *testCluster) ids() []ring.NodeID {
+	var ids []ring.NodeID
 	for _, w := range c.nodes {
 		ids = append(ids, w.node.ID())
 	}
@@ -273,7 +274,7 @@ func waitUntil(t testing.TB, bound time.Duration, what string, cond func() bool,
 }
 
 // sees reports whether n's record of every id has a status in want.
-func sees(n *Node, ids []NodeID, want ...Status) bool {
+func sees(n *Node, ids []ring.NodeID, want ...Status) bool {
 	for _, id := range ids {
 		m, ok := n.Member(id)
 		if !ok || !slices.Contains(want, m.Status) {
@@ -284,7 +285,7 @@ func sees(n *Node, ids []NodeID, want ...Status) bool {
 }
 
 // views describes what each node holds about ids, for failure messages.
-func views(nodes []*wireNode, ids []NodeID) string {
+func views(nodes []*wireNode, ids []ring.NodeID) string {
 	var b strings.Builder
 	for _, w := range nodes {
 		fmt.Fprintf(&b, "\n  %s sees:", w.addr)
@@ -299,7 +300,7 @@ func views(nodes []*wireNode, ids []NodeID) string {
 	return b.String()
 }
 
-func allSee(nodes []*wireNode, ids []NodeID, want ...Status) func() bool {
+func allSee(nodes []*wireNode, ids []ring.NodeID, want ...Status) func() bool {
 	return func() bool {
 		for _, w := range nodes {
 			if !sees(w.node, ids, want...) {
@@ -341,8 +342,8 @@ func TestCrashedMemberIsDeclaredDeadByEverySurvivor(t *testing.T) {
 			survivors := c.without(n - 1)
 			victim.crash()
 			took := waitUntil(t, wideBound, "every survivor to declare the crashed member dead",
-				allSee(survivors, []NodeID{victim.node.ID()}, StatusDead, StatusLeft),
-				func() string { return views(survivors, []NodeID{victim.node.ID()}) })
+				allSee(survivors, []ring.NodeID{victim.node.ID()}, StatusDead, StatusLeft),
+				func() string { return views(survivors, []ring.NodeID{victim.node.ID()}) })
 			t.Logf("%d nodes: crash to dead at every survivor: %v (SuspectAfter+DeadAfter = %v)",
 				n, took.Round(time.Millisecond), cluster.FastTimings().SuspectAfter+cluster.FastTimings().DeadAfter)
 			// A loaded machine may delay a survivor enough to be suspected
@@ -474,7 +475,7 @@ func (n *Node) mustSelf() Member {
 
 func memNode(t *testing.T, net *transport.MemNetwork, addr string, seeds ...string) (*WireTransport, Config) {
 	t.Helper()
-	ep, err := net.Join(wire.NodeID{Addr: addr, Incarnation: uint64(time.Now().UnixNano())})
+	ep, err := net.Join(ring.NodeID{Addr: addr, Incarnation: uint64(time.Now().UnixNano())})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -570,7 +571,7 @@ func TestSlowSubscriberMissesEventsWithoutBlockingTheLoop(t *testing.T) {
 		others = append(others, n)
 	}
 	for _, o := range others {
-		waitUntil(t, wideBound, "a to see every joiner", func() bool { return sees(a, []NodeID{o.ID()}, StatusAlive) }, func() string { return "" })
+		waitUntil(t, wideBound, "a to see every joiner", func() bool { return sees(a, []ring.NodeID{o.ID()}, StatusAlive) }, func() string { return "" })
 	}
 	if sub.Missed() == 0 {
 		t.Error("expected the full subscription to count missed events")
@@ -662,7 +663,7 @@ func ExampleStart() {
 	defer cancel()
 	network := transport.NewMemNetwork()
 	start := func(addr string, inc uint64, seeds ...string) (*Node, func()) {
-		ep, _ := network.Join(wire.NodeID{Addr: addr, Incarnation: inc})
+		ep, _ := network.Join(ring.NodeID{Addr: addr, Incarnation: inc})
 		tr := NewWireTransport(ep, WireOptions{})
 		cfg := cluster.FastConfig(addr)
 		cfg.Seeds = seeds
@@ -678,7 +679,7 @@ func ExampleStart() {
 	defer stopB()
 	// Bounded by ctx: a member that never sees the other fails the
 	// example's output rather than hanging it.
-	for ctx.Err() == nil && !sees(a, []NodeID{b.ID()}, StatusAlive) {
+	for ctx.Err() == nil && !sees(a, []ring.NodeID{b.ID()}, StatusAlive) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	fmt.Println(len(a.MemberSet()), len(b.MemberSet()), a.Owning(), b.Owning())

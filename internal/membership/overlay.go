@@ -1,6 +1,10 @@
 package membership
 
-import "slices"
+import (
+	"slices"
+
+	"github.com/troupe-go/troupe/ring"
+)
 
 // The overlay is a HyParView-style pair of views. The active view (about
 // ActiveView members, kept symmetric) is who this node pings every
@@ -9,14 +13,14 @@ import "slices"
 // the passive view is refreshed by sampling the table rather than by
 // HyParView's shuffle walks.
 
-func (c *Core) inActive(id NodeID) bool { return slices.Contains(c.active, id) }
+func (c *Core) inActive(id ring.NodeID) bool { return slices.Contains(c.active, id) }
 
-func (c *Core) addActive(id NodeID) {
+func (c *Core) addActive(id ring.NodeID) {
 	if id == c.self.ID || c.inActive(id) {
 		return
 	}
 	c.active = append(c.active, id)
-	c.passive = slices.DeleteFunc(c.passive, func(o NodeID) bool { return o == id })
+	c.passive = slices.DeleteFunc(c.passive, func(o ring.NodeID) bool { return o == id })
 	c.pendingNb = slices.DeleteFunc(c.pendingNb, func(p pending) bool { return p.id == id })
 	// Watching starts now: a new neighbour gets a full SuspectAfter.
 	c.watchFrom[id] = c.now
@@ -24,11 +28,11 @@ func (c *Core) addActive(id NodeID) {
 
 // dropActive removes id from the active view; toPassive keeps it as a
 // replacement candidate.
-func (c *Core) dropActive(id NodeID, toPassive bool) {
+func (c *Core) dropActive(id ring.NodeID, toPassive bool) {
 	if !c.inActive(id) {
 		return
 	}
-	c.active = slices.DeleteFunc(c.active, func(o NodeID) bool { return o == id })
+	c.active = slices.DeleteFunc(c.active, func(o ring.NodeID) bool { return o == id })
 	if toPassive && !slices.Contains(c.passive, id) {
 		c.passive = append(c.passive, id)
 		if len(c.passive) > c.cfg.PassiveView {
@@ -47,7 +51,7 @@ func (c *Core) evictOne() {
 	c.send(victim.Addr, Message{Type: MsgDisconnect, To: victim})
 }
 
-func (c *Core) onNeighbourRequest(from NodeID, priority bool) {
+func (c *Core) onNeighbourRequest(from ring.NodeID, priority bool) {
 	if !c.liveRecord(from) {
 		c.send(from.Addr, Message{Type: MsgNeighbourReply, To: from, Accept: false})
 		return
@@ -65,7 +69,7 @@ func (c *Core) onNeighbourRequest(from NodeID, priority bool) {
 	c.send(from.Addr, Message{Type: MsgNeighbourReply, To: from, Accept: true, Records: []Member{c.self.Clone()}})
 }
 
-func (c *Core) onNeighbourReply(from NodeID, accept bool) {
+func (c *Core) onNeighbourReply(from ring.NodeID, accept bool) {
 	c.pendingNb = slices.DeleteFunc(c.pendingNb, func(p pending) bool { return p.id == from })
 	if !accept || c.inActive(from) {
 		return
@@ -79,7 +83,7 @@ func (c *Core) onNeighbourReply(from NodeID, accept bool) {
 
 // peerCallsUsNeighbour keeps the views symmetric: a peer that pings us as
 // its neighbour becomes ours if there is room, and is told otherwise.
-func (c *Core) peerCallsUsNeighbour(from NodeID) {
+func (c *Core) peerCallsUsNeighbour(from ring.NodeID) {
 	if c.inActive(from) {
 		return
 	}
@@ -92,7 +96,7 @@ func (c *Core) peerCallsUsNeighbour(from NodeID) {
 
 // liveRecord reports whether id is a known member that is alive, leaving
 // or suspect.
-func (c *Core) liveRecord(id NodeID) bool {
+func (c *Core) liveRecord(id ring.NodeID) bool {
 	m, ok := c.table.Get(id)
 	return ok && (m.Status.SeenAlive() || m.Status == StatusSuspect)
 }
@@ -103,7 +107,7 @@ func (c *Core) maintainOverlay() {
 	c.pendingNb = slices.DeleteFunc(c.pendingNb, func(p pending) bool {
 		return c.now.Sub(p.since) > 2*c.t.Heartbeat
 	})
-	c.passive = slices.DeleteFunc(c.passive, func(id NodeID) bool {
+	c.passive = slices.DeleteFunc(c.passive, func(id ring.NodeID) bool {
 		m, ok := c.table.Get(id)
 		return !ok || !m.Status.SeenAlive()
 	})
@@ -127,11 +131,11 @@ func (c *Core) maintainOverlay() {
 	}
 }
 
-func (c *Core) neighbourCandidate() (NodeID, bool) {
-	isPending := func(id NodeID) bool {
+func (c *Core) neighbourCandidate() (ring.NodeID, bool) {
+	isPending := func(id ring.NodeID) bool {
 		return slices.ContainsFunc(c.pendingNb, func(p pending) bool { return p.id == id })
 	}
-	var cands []NodeID
+	var cands []ring.NodeID
 	for _, id := range c.passive {
 		if !c.inActive(id) && !isPending(id) {
 			cands = append(cands, id)

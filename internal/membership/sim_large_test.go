@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/troupe-go/troupe/cluster"
+	"github.com/troupe-go/troupe/ring"
 )
 
 // Large simulations on the in-memory network, in virtual time. The sizes
@@ -213,7 +214,7 @@ func TestSimulationPartitionMinorityStepsDownBeforeBeingDeclaredDead(t *testing.
 		lastDown = max(lastDown, down)
 	}
 	firstDead := time.Duration(-1)
-	minIDs := make(map[NodeID]bool)
+	minIDs := make(map[ring.NodeID]bool)
 	for _, a := range minority {
 		minIDs[s.nodes[a].core.ID()] = true
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/troupe-go/troupe/cluster"
+	"github.com/troupe-go/troupe/ring"
 )
 
 // sim drives Cores over a MemNetwork: each node ticks on its own schedule
@@ -234,7 +235,7 @@ func (s *sim) cluster(n int) []string {
 
 // everDeclared reports whether observer ever reported subject's process
 // with status st.
-func (s *sim) everDeclared(observer string, id NodeID, st Status) bool {
+func (s *sim) everDeclared(observer string, id ring.NodeID, st Status) bool {
 	for _, e := range s.nodes[observer].events {
 		if e.Kind == EventMemberUpdated && e.Member.ID == id && e.Member.Status == st {
 			return true

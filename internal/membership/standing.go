@@ -1,6 +1,10 @@
 package membership
 
-import "time"
+import (
+	"time"
+
+	"github.com/troupe-go/troupe/ring"
+)
 
 // Majority standing. A node owns non-pinned actors only while it sees a
 // majority of the member set alive (alive or leaving; suspect and dead
@@ -38,7 +42,7 @@ func (c *Core) hasMajority() bool {
 // (active neighbours and probes) and has not heard from for SuspectAfter.
 func (c *Core) silentWatched() int {
 	n := 0
-	count := func(id NodeID) {
+	count := func(id ring.NodeID) {
 		if m, ok := c.table.Get(id); ok && m.Status.SeenAlive() && c.silence(id) >= c.t.SuspectAfter {
 			n++
 		}

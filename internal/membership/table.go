@@ -2,6 +2,8 @@ package membership
 
 import (
 	"slices"
+
+	"github.com/troupe-go/troupe/ring"
 )
 
 // Table is a membership table: one merged record per NodeID, with the
@@ -11,14 +13,14 @@ import (
 // Iteration order is the order identities were first inserted, never a map
 // order, so everything derived from a table is reproducible from a seed.
 type Table struct {
-	byID   map[NodeID]int // index into recs
+	byID   map[ring.NodeID]int // index into recs
 	recs   []Member
-	byAddr map[string][]NodeID
+	byAddr map[string][]ring.NodeID
 }
 
 // NewTable returns an empty table.
 func NewTable() *Table {
-	return &Table{byID: make(map[NodeID]int), byAddr: make(map[string][]NodeID)}
+	return &Table{byID: make(map[ring.NodeID]int), byAddr: make(map[string][]ring.NodeID)}
 }
 
 // Change is one record that Apply altered: its value before (Prev, zero if
@@ -33,7 +35,7 @@ type Change struct {
 func (t *Table) Len() int { return len(t.recs) }
 
 // Get returns the record for id.
-func (t *Table) Get(id NodeID) (Member, bool) {
+func (t *Table) Get(id ring.NodeID) (Member, bool) {
 	i, ok := t.byID[id]
 	if !ok {
 		return Member{}, false
@@ -143,7 +145,7 @@ func isSubset(a, b []string) bool {
 
 // newerAt reports whether a newer process incarnation than id's is known at
 // id's address.
-func (t *Table) newerAt(id NodeID) bool {
+func (t *Table) newerAt(id ring.NodeID) bool {
 	for _, other := range t.byAddr[id.Addr] {
 		if other.Incarnation > id.Incarnation {
 			return true
@@ -180,7 +182,7 @@ func (t *Table) set(rec Member) {
 }
 
 // Remove forgets id entirely. Used to collect tombstones.
-func (t *Table) Remove(id NodeID) {
+func (t *Table) Remove(id ring.NodeID) {
 	i, ok := t.byID[id]
 	if !ok {
 		return
@@ -192,7 +194,7 @@ func (t *Table) Remove(id NodeID) {
 	}
 	t.recs = t.recs[:last]
 	delete(t.byID, id)
-	ids := slices.DeleteFunc(t.byAddr[id.Addr], func(o NodeID) bool { return o == id })
+	ids := slices.DeleteFunc(t.byAddr[id.Addr], func(o ring.NodeID) bool { return o == id })
 	if len(ids) == 0 {
 		delete(t.byAddr, id.Addr)
 	} else {

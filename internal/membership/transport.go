@@ -3,6 +3,8 @@ package membership
 import (
 	"context"
 	"time"
+
+	"github.com/troupe-go/troupe/ring"
 )
 
 // Transport is what the membership runtime needs from the network. The
@@ -23,5 +25,5 @@ type Transport interface {
 	// PeerDead tells the transport that the process id is dead or gone, so
 	// it can release what it buffers for that peer (resend buffers,
 	// pending envelopes) instead of waiting for it.
-	PeerDead(id NodeID)
+	PeerDead(id ring.NodeID)
 }

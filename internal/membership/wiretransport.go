@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/troupe-go/troupe/internal/transport"
-	"github.com/troupe-go/troupe/wire"
+	"github.com/troupe-go/troupe/ring"
 )
 
 // WireTransport carries membership over a transport.Endpoint (a *transport.Transport
@@ -84,7 +84,7 @@ var (
 )
 
 // Self returns the identity the wire endpoint speaks for.
-func (t *WireTransport) Self() NodeID { return NodeID(t.ep.Self()) }
+func (t *WireTransport) Self() ring.NodeID { return t.ep.Self() }
 
 // SetReceiver sets where received messages go; Start calls it.
 func (t *WireTransport) SetReceiver(deliver func(ctx context.Context, m Message) error) {
@@ -96,7 +96,7 @@ func (t *WireTransport) SetReceiver(deliver func(ctx context.Context, m Message)
 // receive decodes one envelope and hands it to the node. A message whose
 // claimed sender is not the identity wire authenticated at the handshake
 // is dropped.
-func (t *WireTransport) receive(from wire.NodeID, payload []byte) {
+func (t *WireTransport) receive(from ring.NodeID, payload []byte) {
 	if t.ctx.Err() != nil {
 		return
 	}
@@ -105,7 +105,7 @@ func (t *WireTransport) receive(from wire.NodeID, payload []byte) {
 		t.log.Debug("membership: dropped undecodable message", "from", from, "err", err)
 		return
 	}
-	if NodeID(from) != m.From {
+	if from != m.From {
 		t.log.Debug("membership: dropped message whose sender disagrees with the connection", "from", from, "claims", m.From)
 		return
 	}
@@ -131,7 +131,7 @@ func (t *WireTransport) Send(ctx context.Context, addr string, msg Message) erro
 	if err != nil {
 		return err
 	}
-	r, err := t.ep.Send(t.sendContext(), wire.NodeID{Addr: addr}, transport.StreamMembership, 0, b)
+	r, err := t.ep.Send(t.sendContext(), ring.NodeID{Addr: addr}, transport.StreamMembership, 0, b)
 	if err != nil {
 		return err
 	}
@@ -213,13 +213,13 @@ func (t *WireTransport) Flush(ctx context.Context) error {
 // LastHeard returns when bytes of any stream last arrived from the peer
 // at addr.
 func (t *WireTransport) LastHeard(addr string) time.Time {
-	at, _ := t.ep.LastHeard(wire.NodeID{Addr: addr})
+	at, _ := t.ep.LastHeard(ring.NodeID{Addr: addr})
 	return at
 }
 
 // PeerDead tells wire to fail what waits for the process and drop its
 // session.
-func (t *WireTransport) PeerDead(id NodeID) { t.ep.PeerDead(wire.NodeID(id)) }
+func (t *WireTransport) PeerDead(id ring.NodeID) { t.ep.PeerDead(id) }
 
 // Close stops delivering to the node and drops every message not yet
 // written. It does not close the wire endpoint, which other layers share.

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/troupe-go/troupe/internal/transport"
+	"github.com/troupe-go/troupe/ring"
 
 	"github.com/troupe-go/troupe/wire"
 )
@@ -17,7 +18,7 @@ func memPair(t *testing.T) (a, b *WireTransport, gotA, gotB chan Message, epA tr
 	t.Helper()
 	mn := transport.NewMemNetwork()
 	mk := func(addr string, inc uint64) (*WireTransport, chan Message, transport.Endpoint) {
-		ep, err := mn.Join(wire.NodeID{Addr: addr, Incarnation: inc})
+		ep, err := mn.Join(ring.NodeID{Addr: addr, Incarnation: inc})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -61,7 +62,7 @@ func TestWireTransportCarriesMessagesByAddress(t *testing.T) {
 
 func TestWireTransportDropsAMessageWhoseSenderIsNotTheConnectionsPeer(t *testing.T) {
 	a, _, _, gotB, _ := memPair(t)
-	forged := Message{Type: MsgGossip, From: NodeID{Addr: "10.0.0.3:7400", Incarnation: 9}}
+	forged := Message{Type: MsgGossip, From: ring.NodeID{Addr: "10.0.0.3:7400", Incarnation: 9}}
 	honest := Message{Type: MsgPing, From: a.Self()}
 	for _, m := range []Message{forged, honest} {
 		if err := a.Send(t.Context(), "10.0.0.2:7400", m); err != nil {
@@ -75,7 +76,7 @@ func TestWireTransportDropsAMessageWhoseSenderIsNotTheConnectionsPeer(t *testing
 
 func TestWireTransportDropsUndecodableEnvelopes(t *testing.T) {
 	a, _, _, gotB, epA := memPair(t)
-	if _, err := epA.Send(t.Context(), wire.NodeID{Addr: "10.0.0.2:7400"}, transport.StreamMembership, 0, []byte{0xc1, 0x00}); err != nil {
+	if _, err := epA.Send(t.Context(), ring.NodeID{Addr: "10.0.0.2:7400"}, transport.StreamMembership, 0, []byte{0xc1, 0x00}); err != nil {
 		t.Fatal(err)
 	}
 	if err := a.Send(t.Context(), "10.0.0.2:7400", Message{Type: MsgAck, From: a.Self()}); err != nil {

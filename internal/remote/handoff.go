@@ -6,7 +6,7 @@ import (
 
 	"github.com/troupe-go/troupe/cluster"
 	"github.com/troupe-go/troupe/internal/host"
-	"github.com/troupe-go/troupe/wire"
+	"github.com/troupe-go/troupe/ring"
 )
 
 // Hand-off of a key whose owner changed.
@@ -41,7 +41,7 @@ type handoff struct {
 
 // hold is a key held on this node until its previous owner drained it.
 type hold struct {
-	prev      wire.NodeID
+	prev      ring.NodeID
 	id        uint64 // the drain request
 	items     []heldItem
 	releasing bool
@@ -51,7 +51,7 @@ type hold struct {
 // heldItem is a tell or ask held, with when it arrived (an ask's time to
 // live shrinks by the wait).
 type heldItem struct {
-	from wire.NodeID
+	from ring.NodeID
 	e    envelope
 	at   time.Time
 }
@@ -90,7 +90,7 @@ func (r *Router) noteChange(old, v *view) {
 		// member that never ran a key answers a drain at once.
 		others := make([]cluster.Member, 0, len(v.list))
 		for _, m := range v.list {
-			if wire.NodeID(m.ID) != v.self {
+			if m.ID != v.self {
 				others = append(others, m)
 			}
 		}
@@ -116,7 +116,7 @@ func (r *Router) noteChange(old, v *view) {
 // hasOthers reports whether v lists a member other than this node.
 func hasOthers(v *view) bool {
 	for _, m := range v.list {
-		if wire.NodeID(m.ID) != v.self {
+		if m.ID != v.self {
 			return true
 		}
 	}
@@ -125,7 +125,7 @@ func hasOthers(v *view) bool {
 
 // waitsOn reports whether a key moving from prev is worth waiting for in
 // view v: prev is still there, serving or leaving (draining).
-func waitsOn(v *view, prev wire.NodeID) bool {
+func waitsOn(v *view, prev ring.NodeID) bool {
 	st, ok := v.status[prev]
 	return ok && st != cluster.StatusDead && st != cluster.StatusLeft
 }
@@ -153,7 +153,7 @@ func (r *Router) mustHold(k host.RemoteKind, typ, key string, tok uint64) bool {
 // was this node (or is gone). Otherwise it reports true, with the
 // previous owner to drain from if the window is open (zero when only
 // holds remain).
-func (r *Router) mayDrainFrom(k host.RemoteKind, typ, key string, tok uint64) (wire.NodeID, bool) {
+func (r *Router) mayDrainFrom(k host.RemoteKind, typ, key string, tok uint64) (ring.NodeID, bool) {
 	held := r.holds0.Load() > 0
 	ho := r.handoff.Load()
 	if ho != nil && time.Now().After(ho.until) {
@@ -161,7 +161,7 @@ func (r *Router) mayDrainFrom(k host.RemoteKind, typ, key string, tok uint64) (w
 		ho = nil
 	}
 	if ho == nil || k == nil || k.Pinned() {
-		return wire.NodeID{}, held
+		return ring.NodeID{}, held
 	}
 	v := r.view.Load()
 	prev, ok := ho.prev.owner(k, typ, tok)
@@ -171,7 +171,7 @@ func (r *Router) mayDrainFrom(k host.RemoteKind, typ, key string, tok uint64) (w
 	if !ok || prev.IsZero() || prev == v.self || !waitsOn(v, prev) || r.isSilent(prev) {
 		// A previous owner behind a broken link cannot be asked: the
 		// key is served here at once rather than unavailable.
-		return wire.NodeID{}, held
+		return ring.NodeID{}, held
 	}
 	return prev, true
 }
@@ -179,7 +179,7 @@ func (r *Router) mayDrainFrom(k host.RemoteKind, typ, key string, tok uint64) (w
 // holdIfNeeded holds e, from from, for a key this node owns, if the key is
 // (or now starts) waiting for its previous owner to drain it. It reports
 // whether it held e.
-func (r *Router) holdIfNeeded(from wire.NodeID, k host.RemoteKind, e *envelope) bool {
+func (r *Router) holdIfNeeded(from ring.NodeID, k host.RemoteKind, e *envelope) bool {
 	prev, maybe := r.mayDrainFrom(k, e.typ, e.key, e.token)
 	if !maybe {
 		return false
@@ -299,7 +299,7 @@ func (r *Router) dropHeld(sk servedKey) bool {
 }
 
 // drained handles a previous owner's answer to a drain request.
-func (r *Router) drained(from wire.NodeID, e *envelope) {
+func (r *Router) drained(from ring.NodeID, e *envelope) {
 	r.hmu.Lock()
 	hid, ok := r.drains[e.id]
 	if ok && r.holds[hid].prev != from {
@@ -314,7 +314,7 @@ func (r *Router) drained(from wire.NodeID, e *envelope) {
 // serveDrain answers a new owner's drain request once this node's view
 // no longer places the key here and the key has no activation here (or
 // after Config.Handoff, or a second when that is unset).
-func (r *Router) serveDrain(from wire.NodeID, e *envelope) {
+func (r *Router) serveDrain(from ring.NodeID, e *envelope) {
 	typ, key, tok, id := strings.Clone(e.typ), strings.Clone(e.key), e.token, e.id
 	k := r.kind(typ)
 	mv, _ := k.(host.Mover)

@@ -12,7 +12,6 @@ import (
 	"github.com/troupe-go/troupe/cluster"
 	"github.com/troupe-go/troupe/internal/host"
 	"github.com/troupe-go/troupe/ring"
-	"github.com/troupe-go/troupe/wire"
 )
 
 // seq records the numbers it is told, in order; a seqGate message holds
@@ -210,7 +209,7 @@ func TestHeldAskWithdrawnByItsAskerIsDropped(t *testing.T) {
 func viewOf(members ...*testNode) []cluster.Member {
 	var ms []cluster.Member
 	for _, m := range members {
-		ms = append(ms, cluster.Member{ID: cluster.NodeID(m.id), Status: cluster.StatusAlive, ActorTypes: []string{"counter", "seq"}})
+		ms = append(ms, cluster.Member{ID: m.id, Status: cluster.StatusAlive, ActorTypes: []string{"counter", "seq"}})
 	}
 	return ms
 }
@@ -223,7 +222,7 @@ func (n *testNode) setViewStatus(alive map[*testNode]bool) {
 		if !up {
 			st = cluster.StatusDead
 		}
-		ms = append(ms, cluster.Member{ID: cluster.NodeID(m.id), Status: st, ActorTypes: []string{"counter", "seq"}})
+		ms = append(ms, cluster.Member{ID: m.id, Status: st, ActorTypes: []string{"counter", "seq"}})
 	}
 	slices.SortFunc(ms, func(x, y cluster.Member) int { return strings.Compare(x.ID.Addr, y.ID.Addr) })
 	n.r.Update(n.id, true, ms)
@@ -244,13 +243,13 @@ func contextWithCancel(t *testing.T) (context.Context, context.CancelFunc) {
 }
 
 // seqOwnerIn returns the owner of seq's key in a ring of the members.
-func seqOwnerIn(key string, members ...*testNode) wire.NodeID {
-	var rm []ring.Member
+func seqOwnerIn(key string, members ...*testNode) ring.NodeID {
+	var rm []ring.NodeID
 	for _, m := range members {
-		rm = append(rm, ring.Member(m.id))
+		rm = append(rm, m.id)
 	}
 	o, _ := ring.New(rm).Owner(ring.KeyToken("seq", key), len(rm), nil)
-	return wire.NodeID(o)
+	return o
 }
 
 func TestJoiningMemberWithAPartialViewStillDrainsFromTheOwnerItDidNotSee(t *testing.T) {

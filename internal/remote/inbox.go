@@ -5,7 +5,7 @@ import (
 	"sync/atomic"
 
 	"github.com/troupe-go/troupe/internal/host"
-	"github.com/troupe-go/troupe/wire"
+	"github.com/troupe-go/troupe/ring"
 )
 
 // Receiving runs in two stages, so that a busy peer's messages use two
@@ -35,7 +35,7 @@ const inboxDepth = 64
 // inbox is the stage-two queue of one peer.
 type inbox struct {
 	r       *Router
-	from    wire.NodeID
+	from    ring.NodeID
 	ch      chan []byte  // segments: framed envelopes, as in a batch
 	pending atomic.Int64 // segments queued or being handled
 	running atomic.Bool
@@ -52,7 +52,7 @@ type inItem struct {
 	e envelope
 }
 
-func (r *Router) inboxFor(from wire.NodeID) *inbox {
+func (r *Router) inboxFor(from ring.NodeID) *inbox {
 	if b, ok := r.inboxes.Load(from); ok {
 		return b.(*inbox)
 	}
@@ -196,7 +196,7 @@ func (b *inbox) serve(items []inItem) {
 // tellRun is a run of tells to one kind (host.TellBatch).
 type tellRun struct {
 	r     *Router
-	from  wire.NodeID
+	from  ring.NodeID
 	items []inItem
 }
 

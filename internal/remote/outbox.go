@@ -10,7 +10,7 @@ import (
 
 	"github.com/troupe-go/troupe/internal/host"
 	"github.com/troupe-go/troupe/internal/transport"
-	"github.com/troupe-go/troupe/wire"
+	"github.com/troupe-go/troupe/ring"
 )
 
 // Envelopes to one peer travel in batches: each wire message on the
@@ -33,7 +33,7 @@ const (
 // outbox is what this node has to send to one peer.
 type outbox struct {
 	r       *Router
-	to      wire.NodeID
+	to      ring.NodeID
 	epoch   uint64      // the router's epoch when it was made
 	running atomic.Bool // a flusher goroutine is at work
 	lanes   [numLanes]lane
@@ -48,7 +48,7 @@ type lane struct {
 }
 
 // outboxFor returns the outbox of to, creating it.
-func (r *Router) outboxFor(to wire.NodeID) *outbox {
+func (r *Router) outboxFor(to ring.NodeID) *outbox {
 	// The epoch check: a lookup racing with SetEndpoint may store an
 	// outbox of the old endpoint after SetEndpoint cleared lastOut.
 	if o := r.lastOut.Load(); o != nil && o.to == to && o.epoch == r.epoch.Load() {
@@ -62,14 +62,14 @@ func (r *Router) outboxFor(to wire.NodeID) *outbox {
 	}
 	r.outboxMu.Lock()
 	defer r.outboxMu.Unlock()
-	var m map[wire.NodeID]*outbox
+	var m map[ring.NodeID]*outbox
 	if cur := r.outboxes.Load(); cur != nil {
 		if o := (*cur)[to]; o != nil {
 			return o
 		}
 		m = maps.Clone(*cur)
 	} else {
-		m = map[wire.NodeID]*outbox{}
+		m = map[ring.NodeID]*outbox{}
 	}
 	o := &outbox{r: r, to: to, epoch: r.epoch.Load()}
 	m[to] = o

@@ -7,7 +7,7 @@ import (
 	"github.com/troupe-go/troupe/cluster"
 	"github.com/troupe-go/troupe/internal/fault"
 	"github.com/troupe-go/troupe/internal/host"
-	"github.com/troupe-go/troupe/wire"
+	"github.com/troupe-go/troupe/ring"
 )
 
 // Relaying around a broken link.
@@ -57,9 +57,9 @@ func (r *Router) markSilent(now time.Time, silence time.Duration) {
 	v := r.view.Load()
 	ep := r.endpoint()
 	old := r.silent.Load()
-	var next map[wire.NodeID]time.Time
+	var next map[ring.NodeID]time.Time
 	for _, m := range v.list {
-		id := wire.NodeID(m.ID)
+		id := m.ID
 		if id == v.self || !serves(m.Status) {
 			continue
 		}
@@ -92,16 +92,16 @@ func (r *Router) markSilent(now time.Time, silence time.Duration) {
 	r.silent.Store(&next)
 }
 
-func put(m map[wire.NodeID]time.Time, id wire.NodeID, at time.Time) map[wire.NodeID]time.Time {
+func put(m map[ring.NodeID]time.Time, id ring.NodeID, at time.Time) map[ring.NodeID]time.Time {
 	if m == nil {
-		m = map[wire.NodeID]time.Time{}
+		m = map[ring.NodeID]time.Time{}
 	}
 	m[id] = at
 	return m
 }
 
 // isSilent reports whether the link to id counts as broken.
-func (r *Router) isSilent(id wire.NodeID) bool {
+func (r *Router) isSilent(id ring.NodeID) bool {
 	s := *r.silent.Load()
 	if len(s) == 0 {
 		return false
@@ -114,11 +114,11 @@ func (r *Router) isSilent(id wire.NodeID) bool {
 // key of token, of type typ: an alive member hosting typ (it must know
 // the type to route it), other than this node and to, not silent itself,
 // picked by token among those.
-func (r *Router) relayFor(v *view, to wire.NodeID, typ string, token uint64) (wire.NodeID, bool) {
+func (r *Router) relayFor(v *view, to ring.NodeID, typ string, token uint64) (ring.NodeID, bool) {
 	silent := *r.silent.Load()
-	var cands []wire.NodeID
+	var cands []ring.NodeID
 	for _, m := range v.list {
-		id := wire.NodeID(m.ID)
+		id := m.ID
 		if id == v.self || id == to || m.Status != cluster.StatusAlive || !slices.Contains(m.ActorTypes, typ) {
 			continue
 		}
@@ -130,7 +130,7 @@ func (r *Router) relayFor(v *view, to wire.NodeID, typ string, token uint64) (wi
 	if len(cands) == 0 {
 		// Nobody to go through: send straight, and wire resends it if
 		// the link resumes.
-		return wire.NodeID{}, false
+		return ring.NodeID{}, false
 	}
 	return cands[token%uint64(len(cands))], true
 }
@@ -139,7 +139,7 @@ func (r *Router) relayFor(v *view, to wire.NodeID, typ string, token uint64) (wi
 // a key this node does not own: it asks the owner itself, never relaying
 // again, and answers from with the outcome. A cancel from the asker
 // withdraws it, and so do the asker's death and the deadline.
-func (r *Router) relayAsk(from wire.NodeID, e *envelope) {
+func (r *Router) relayAsk(from ring.NodeID, e *envelope) {
 	sk := servedKey{from: from, id: e.id}
 	askerID := e.id
 	// Copied whole: the ask outlives the batch it came in.

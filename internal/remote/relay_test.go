@@ -9,24 +9,24 @@ import (
 
 	"github.com/troupe-go/troupe/actor"
 	"github.com/troupe-go/troupe/internal/transport"
-	"github.com/troupe-go/troupe/wire"
+	"github.com/troupe-go/troupe/ring"
 )
 
 // heardEndpoint lets a test say when each peer was last heard.
 type heardEndpoint struct {
 	*transport.MemEndpoint
 	mu    sync.Mutex
-	heard map[wire.NodeID]time.Time
+	heard map[ring.NodeID]time.Time
 }
 
-func (e *heardEndpoint) LastHeard(id wire.NodeID) (time.Time, bool) {
+func (e *heardEndpoint) LastHeard(id ring.NodeID) (time.Time, bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	t, ok := e.heard[id]
 	return t, ok
 }
 
-func (e *heardEndpoint) set(id wire.NodeID, at time.Time) {
+func (e *heardEndpoint) set(id ring.NodeID, at time.Time) {
 	e.mu.Lock()
 	e.heard[id] = at
 	e.mu.Unlock()
@@ -39,7 +39,7 @@ func silentLinkNodes(t *testing.T) (net *transport.MemNetwork, ns []*testNode, e
 	t.Helper()
 	net = transport.NewMemNetwork()
 	ns = newTestNodesWith(t, net, func(ep *transport.MemEndpoint) transport.Endpoint {
-		he := &heardEndpoint{MemEndpoint: ep, heard: map[wire.NodeID]time.Time{}}
+		he := &heardEndpoint{MemEndpoint: ep, heard: map[ring.NodeID]time.Time{}}
 		eps = append(eps, he)
 		return he
 	}, "a:1", "b:1", "c:1")

@@ -5,7 +5,7 @@ import (
 	"sync/atomic"
 
 	"github.com/troupe-go/troupe/internal/host"
-	"github.com/troupe-go/troupe/wire"
+	"github.com/troupe-go/troupe/ring"
 )
 
 // route places the keys of one actor type hosted here. The actor runtime
@@ -52,7 +52,7 @@ func (r *Router) routeOf(typ string) *route {
 }
 
 // dest is view.dest for the route's type under the current view.
-func (rt *route) dest(key string, tok uint64) (wire.NodeID, bool, error) {
+func (rt *route) dest(key string, tok uint64) (ring.NodeID, bool, error) {
 	v := rt.r.view.Load()
 	c := rt.cur.Load()
 	if c == nil || c.v != v {

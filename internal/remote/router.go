@@ -38,7 +38,7 @@ type Config struct {
 	Logger *slog.Logger
 	// OnMembers, for clients, receives the member lists that members
 	// send in answer to Sync and when membership changes.
-	OnMembers func(from wire.NodeID, members []cluster.Member)
+	OnMembers func(from ring.NodeID, members []cluster.Member)
 	// Silence, when set, is how long a member's link may stay silent (no
 	// byte heard) before this node relays what it sends that member
 	// through another member (see relay.go). The transport's keepalive
@@ -67,7 +67,7 @@ type Router struct {
 
 	// silent holds the members whose links are silent, with the last
 	// time they were heard (see relay.go); never nil.
-	silent atomic.Pointer[map[wire.NodeID]time.Time]
+	silent atomic.Pointer[map[ring.NodeID]time.Time]
 
 	// Hand-off (see handoff.go): the view before the last change, the
 	// keys held for their previous owners (by holdID), the drain requests
@@ -85,7 +85,7 @@ type Router struct {
 	// under outboxMu, when a peer is added (rarely), so that a send looks
 	// it up without a lock. inboxes holds an *inbox per peer.
 	outboxMu sync.Mutex
-	outboxes atomic.Pointer[map[wire.NodeID]*outbox]
+	outboxes atomic.Pointer[map[ring.NodeID]*outbox]
 	// lastOut is the outbox outboxFor found last: an ask and its reply go
 	// to one peer, and the check spares the map's hash of a NodeID (its
 	// address string). Cleared with outboxes.
@@ -100,7 +100,7 @@ type Router struct {
 	closed  bool
 	pending map[uint64]*pending       // asks sent from here
 	serving map[servedKey]*served     // asks other nodes sent here
-	clients map[wire.NodeID]time.Time // clients to push member lists to, and their last sync
+	clients map[ring.NodeID]time.Time // clients to push member lists to, and their last sync
 	changed chan struct{}             // closed and replaced when the view changes
 }
 
@@ -122,18 +122,18 @@ const clientExpiry = time.Minute
 // pending is an ask waiting for its reply.
 type pending struct {
 	id      uint64
-	to      wire.NodeID
+	to      ring.NodeID
 	out     host.Outbound
 	r       *Router
 	done    host.Replier
 	retries int         // sends after the first, at most maxRetries
-	prev    wire.NodeID // the node that answered it does not own the key
-	hint    wire.NodeID // ... and the owner it named
+	prev    ring.NodeID // the node that answered it does not own the key
+	hint    ring.NodeID // ... and the owner it named
 	direct  bool        // never relayed: a relay's own ask (see relayAsk)
 }
 
 type servedKey struct {
-	from wire.NodeID
+	from ring.NodeID
 	id   uint64
 }
 
@@ -172,12 +172,12 @@ func New(cfg Config) *Router {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &Router{cfg: cfg, h: cfg.Host, log: cfg.Logger, ctx: ctx, cancel: cancel,
-		pending: map[uint64]*pending{}, serving: map[servedKey]*served{}, clients: map[wire.NodeID]time.Time{},
+		pending: map[uint64]*pending{}, serving: map[servedKey]*served{}, clients: map[ring.NodeID]time.Time{},
 		changed: make(chan struct{}),
 		holds:   map[holdKey]*hold{}, drains: map[uint64]holdKey{}, confirmed: map[holdKey]struct{}{}}
 	r.view.Store(newView(cfg.Endpoint.Self(), false, nil))
 	r.ep.Store(&endpoint{cfg.Endpoint})
-	r.silent.Store(new(map[wire.NodeID]time.Time))
+	r.silent.Store(new(map[ring.NodeID]time.Time))
 	cfg.Endpoint.Handle(transport.StreamApplication, receiver{r})
 	if cfg.Silence > 0 {
 		go r.watchSilence(cfg.Silence)
@@ -189,11 +189,11 @@ func New(cfg Config) *Router {
 type receiver struct{ r *Router }
 
 // Receive implements transport.Handler.
-func (h receiver) Receive(from wire.NodeID, payload []byte) { h.r.receive(from, payload, nil) }
+func (h receiver) Receive(from ring.NodeID, payload []byte) { h.r.receive(from, payload, nil) }
 
 // ReceiveDefer implements transport.DeferHandler: an ask that finds its actor
 // idle runs in then, after wire released the batch (see inbox).
-func (h receiver) ReceiveDefer(from wire.NodeID, payload []byte) (then func(relieve func())) {
+func (h receiver) ReceiveDefer(from ring.NodeID, payload []byte) (then func(relieve func())) {
 	h.r.receive(from, payload, &then)
 	return then
 }
@@ -220,7 +220,7 @@ type endpoint struct{ transport.Endpoint }
 func (r *Router) endpoint() transport.Endpoint { return r.ep.Load().Endpoint }
 
 // self returns this node's identity on the current endpoint.
-func (r *Router) self() wire.NodeID { return r.endpoint().Self() }
+func (r *Router) self() ring.NodeID { return r.endpoint().Self() }
 
 // SetEndpoint makes the router send and receive through ep, a new
 // incarnation of this node (a member that rejoins the cluster): it
@@ -269,7 +269,7 @@ func (r *Router) SetHost(h *host.Host) { r.h = h }
 // now dead or gone fail with fault.ErrUnavailable, and clients that
 // subscribed get the new list.
 // It reports whether the view changed.
-func (r *Router) Update(self wire.NodeID, owning bool, members []cluster.Member) bool {
+func (r *Router) Update(self ring.NodeID, owning bool, members []cluster.Member) bool {
 	old := r.view.Load()
 	if old.self == self && old.owning == owning && len(old.list) > 0 &&
 		slices.EqualFunc(old.list, members, cluster.Member.Equal) {
@@ -297,7 +297,7 @@ func (r *Router) Update(self wire.NodeID, owning bool, members []cluster.Member)
 			orphans = append(orphans, sv.stopLocked())
 		}
 	}
-	var againTo []wire.NodeID
+	var againTo []ring.NodeID
 	for id, p := range r.pending {
 		if !v.gone(p.to) {
 			continue
@@ -309,13 +309,13 @@ func (r *Router) Update(self wire.NodeID, owning bool, members []cluster.Member)
 			// stays withdrawable meanwhile (see redispatch).
 			p.retries++
 			again, againTo = append(again, p), append(againTo, p.to)
-			p.to = wire.NodeID{}
+			p.to = ring.NodeID{}
 			continue
 		}
 		delete(r.pending, id)
 		failed = append(failed, p)
 	}
-	clients := make([]wire.NodeID, 0, len(r.clients))
+	clients := make([]ring.NodeID, 0, len(r.clients))
 	for c := range r.clients {
 		clients = append(clients, c)
 	}
@@ -375,7 +375,7 @@ func (r *Router) MoveOut() {
 
 // Sync asks the member at to for its member list, and for pushes of the
 // list when it changes; the answer reaches Config.OnMembers.
-func (r *Router) Sync(to wire.NodeID) error {
+func (r *Router) Sync(to ring.NodeID) error {
 	return r.send(to, 0, &envelope{kind: kindSync, id: r.nextID.Add(1)}, true)
 }
 
@@ -424,12 +424,12 @@ func (r *Router) kind(typ string) host.RemoteKind {
 }
 
 // Dest returns the member serving typ/key now, and whether it is this node.
-func (r *Router) Dest(typ, key string, tok uint64) (wire.NodeID, bool, error) {
+func (r *Router) Dest(typ, key string, tok uint64) (ring.NodeID, bool, error) {
 	return r.view.Load().dest(r.kind(typ), typ, key, tok)
 }
 
 // tellTo sends a tell to the member to, or serves it here.
-func (r *Router) tellTo(to wire.NodeID, here bool, out host.Outbound) error {
+func (r *Router) tellTo(to ring.NodeID, here bool, out host.Outbound) error {
 	e := envelope{kind: kindTell, token: out.Token, typ: out.Type, key: out.Key, name: out.Name, body: out.Body}
 	if here { // placement changed since the caller looked
 		return r.serveTell(r.self(), &e)
@@ -544,11 +544,11 @@ func (r *Router) take(id uint64) *pending {
 
 // send queues e for to in the lane of key (see outbox); now sends the
 // lane at once, for envelopes someone waits on.
-func (r *Router) send(to wire.NodeID, key uint64, e *envelope, now bool) error {
+func (r *Router) send(to ring.NodeID, key uint64, e *envelope, now bool) error {
 	return r.outboxFor(to).enqueue(key, e, now)
 }
 
-func unavailable(to wire.NodeID, err error) error {
+func unavailable(to ring.NodeID, err error) error {
 	if errors.Is(err, wire.ErrClosed) {
 		return fmt.Errorf("%w: %w", fault.ErrSystemClosed, err)
 	}
@@ -563,7 +563,7 @@ func unavailable(to wire.NodeID, err error) error {
 // receive handles one batch of the application stream.
 // It is stage one of receiving (see inbox). With then set, the first ask
 // served at once may leave the run of its handler in *then.
-func (r *Router) receive(from wire.NodeID, payload []byte, then *func(relieve func())) {
+func (r *Router) receive(from ring.NodeID, payload []byte, then *func(relieve func())) {
 	b := r.inboxFor(from)
 	seg := -1 // offset of the envelopes kept for the worker, or -1
 	off := 0
@@ -622,7 +622,7 @@ func (r *Router) sort(b *inbox, p []byte, more bool, then *func(relieve func()))
 
 // serveQueued serves an ask or a cancel, in stage two or (the worker
 // idle) at once; tells go to their kind in runs (inbox.serve).
-func (r *Router) serveQueued(from wire.NodeID, e *envelope) {
+func (r *Router) serveQueued(from ring.NodeID, e *envelope) {
 	switch e.kind {
 	case kindAsk:
 		r.serveAsk(from, e, nil)
@@ -632,7 +632,7 @@ func (r *Router) serveQueued(from wire.NodeID, e *envelope) {
 }
 
 // receiveOther handles the envelopes that no order ties to the others.
-func (r *Router) receiveOther(from wire.NodeID, e *envelope) {
+func (r *Router) receiveOther(from ring.NodeID, e *envelope) {
 	switch e.kind {
 	case kindReply:
 		r.reply(from, e)
@@ -666,7 +666,7 @@ func (r *Router) receiveOther(from wire.NodeID, e *envelope) {
 
 // serveTell queues a tell here, or forwards it once to the owner this
 // node believes in.
-func (r *Router) serveTell(from wire.NodeID, e *envelope) error {
+func (r *Router) serveTell(from ring.NodeID, e *envelope) error {
 	k, ok := r.tellHere(from, e, r.routeOf(e.typ))
 	if !ok {
 		return nil
@@ -681,13 +681,13 @@ func (r *Router) serveTell(from wire.NodeID, e *envelope) error {
 // its type (nil: none here): it returns the kind that queues it here,
 // or forwards it once to the owner this node believes in, or drops it
 // (reporting MessageDropped), or holds it for a key being handed over.
-func (r *Router) tellHere(from wire.NodeID, e *envelope, rt *route) (host.RemoteKind, bool) {
+func (r *Router) tellHere(from ring.NodeID, e *envelope, rt *route) (host.RemoteKind, bool) {
 	return r.tellHereHold(from, e, rt, true)
 }
 
 // tellHereHold is tellHere; hold says whether the tell may be held for a
 // key being handed over (not when it was held already).
-func (r *Router) tellHereHold(from wire.NodeID, e *envelope, rt *route, hold bool) (host.RemoteKind, bool) {
+func (r *Router) tellHereHold(from ring.NodeID, e *envelope, rt *route, hold bool) (host.RemoteKind, bool) {
 	if rt == nil || !r.cfg.Serve {
 		r.dropped(e, fmt.Errorf("%w: %q is not hosted here", fault.ErrUnknownActor, e.typ))
 		return nil, false
@@ -730,13 +730,13 @@ type inlineKind interface {
 // serveAsk queues a request here and sends its outcome back to from. With
 // then set and *then nil, a handler the kind lets the caller run goes to
 // *then, for the caller to run once it released the batch.
-func (r *Router) serveAsk(from wire.NodeID, e *envelope, then *func(relieve func())) {
+func (r *Router) serveAsk(from ring.NodeID, e *envelope, then *func(relieve func())) {
 	r.serveAskHold(from, e, true, then)
 }
 
 // serveAskHold is serveAsk; hold says whether the ask may be held for a
 // key being handed over (not when it was held already).
-func (r *Router) serveAskHold(from wire.NodeID, e *envelope, hold bool, then *func(relieve func())) {
+func (r *Router) serveAskHold(from ring.NodeID, e *envelope, hold bool, then *func(relieve func())) {
 	id := e.id
 	fail := func(err error) { r.answer(from, id, nil, err) }
 	k := r.kind(e.typ)
@@ -865,7 +865,7 @@ func (r *Router) cancelServed(sk servedKey) {
 }
 
 // answer sends the outcome of request id to from, or completes it here.
-func (r *Router) answer(from wire.NodeID, id uint64, body []byte, err error) {
+func (r *Router) answer(from ring.NodeID, id uint64, body []byte, err error) {
 	e := &envelope{kind: kindReply, id: id, body: body}
 	if err != nil {
 		e.err = toWire(err)
@@ -883,7 +883,7 @@ func (r *Router) answer(from wire.NodeID, id uint64, body []byte, err error) {
 
 // reply completes the ask id with the outcome e carries. A node that no
 // longer owns the key gets one retry against the fresh view.
-func (r *Router) reply(from wire.NodeID, e *envelope) {
+func (r *Router) reply(from ring.NodeID, e *envelope) {
 	r.mu.Lock()
 	p := r.pending[e.id]
 	if p == nil || p.to != from {
@@ -926,7 +926,7 @@ func (r *Router) retryLater(id uint64, p *pending) {
 		p.done.Reply(nil, fault.ErrSystemClosed)
 		return
 	}
-	p.to = wire.NodeID{} // nowhere while it waits
+	p.to = ring.NodeID{} // nowhere while it waits
 	r.pending[id] = p
 	changed := r.changed
 	r.mu.Unlock()
@@ -951,14 +951,14 @@ func (r *Router) retryLater(id uint64, p *pending) {
 }
 
 // parseNodeID parses addr#incarnation, as NodeID.String prints it.
-func parseNodeID(s string) (wire.NodeID, bool) {
+func parseNodeID(s string) (ring.NodeID, bool) {
 	i := strings.LastIndexByte(s, '#')
 	if i < 0 {
-		return wire.NodeID{}, false
+		return ring.NodeID{}, false
 	}
 	inc, err := strconv.ParseUint(s[i+1:], 10, 64)
 	if err != nil {
-		return wire.NodeID{}, false
+		return ring.NodeID{}, false
 	}
-	return wire.NodeID{Addr: s[:i], Incarnation: inc}, true
+	return ring.NodeID{Addr: s[:i], Incarnation: inc}, true
 }

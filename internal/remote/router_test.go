@@ -14,7 +14,6 @@ import (
 	"github.com/troupe-go/troupe/internal/runtime"
 	"github.com/troupe-go/troupe/internal/transport"
 	"github.com/troupe-go/troupe/ring"
-	"github.com/troupe-go/troupe/wire"
 )
 
 // The routing rules, over an in-memory network with views set by hand:
@@ -44,7 +43,7 @@ var counter = actor.Define("counter", func(c *actor.Context[int, msg], m msg) er
 // testNode is one member: an endpoint, a host running counter, a router.
 type testNode struct {
 	runtime.Handle // makes a node an actor.System
-	id             wire.NodeID
+	id             ring.NodeID
 	h              *host.Host
 	r              *Router
 	events         chan host.Event
@@ -67,7 +66,7 @@ func newTestNodesWith(t *testing.T, net *transport.MemNetwork, wrap func(*transp
 	t.Helper()
 	var nodes []*testNode
 	for i, a := range addrs {
-		id := wire.NodeID{Addr: a, Incarnation: uint64(i + 1)}
+		id := ring.NodeID{Addr: a, Incarnation: uint64(i + 1)}
 		ep, err := net.Join(id)
 		if err != nil {
 			t.Fatal(err)
@@ -103,19 +102,19 @@ func newTestNodesWith(t *testing.T, net *transport.MemNetwork, wrap func(*transp
 func (n *testNode) setView(members ...*testNode) {
 	var ms []cluster.Member
 	for _, m := range members {
-		ms = append(ms, cluster.Member{ID: cluster.NodeID(m.id), Status: cluster.StatusAlive, ActorTypes: []string{"counter", "seq"}})
+		ms = append(ms, cluster.Member{ID: m.id, Status: cluster.StatusAlive, ActorTypes: []string{"counter", "seq"}})
 	}
 	n.r.Update(n.id, true, ms)
 }
 
 // ownerIn returns the owner of key in a ring of the members.
-func ownerIn(key string, members ...*testNode) wire.NodeID {
-	var rm []ring.Member
+func ownerIn(key string, members ...*testNode) ring.NodeID {
+	var rm []ring.NodeID
 	for _, m := range members {
-		rm = append(rm, ring.Member(m.id))
+		rm = append(rm, m.id)
 	}
 	o, _ := ring.New(rm).Owner(ring.KeyToken("counter", key), len(rm), nil)
-	return wire.NodeID(o)
+	return o
 }
 
 // staleAtA starts members a, b and c, where a has not heard of c yet and
@@ -241,8 +240,8 @@ func TestAskToAMemberThatDiesFailsWhenTheViewSaysSo(t *testing.T) {
 	}
 	// Declare b dead in a's view: the ask fails now, not at its timeout.
 	a.r.Update(a.id, true, []cluster.Member{
-		{ID: cluster.NodeID(a.id), Status: cluster.StatusAlive, ActorTypes: []string{"counter"}},
-		{ID: cluster.NodeID(b.id), Status: cluster.StatusDead, ActorTypes: []string{"counter"}},
+		{ID: a.id, Status: cluster.StatusAlive, ActorTypes: []string{"counter"}},
+		{ID: b.id, Status: cluster.StatusDead, ActorTypes: []string{"counter"}},
 	})
 	select {
 	case err := <-errc:
@@ -283,7 +282,7 @@ func TestSetEndpointMovesTheRouterToANewIncarnation(t *testing.T) {
 	// a is removed and rejoins as a new incarnation at the same address.
 	oldEp, _ := a.r.endpoint().(*transport.MemEndpoint)
 	oldEp.Close()
-	id := wire.NodeID{Addr: a.id.Addr, Incarnation: a.id.Incarnation + 100}
+	id := ring.NodeID{Addr: a.id.Addr, Incarnation: a.id.Incarnation + 100}
 	ep, err := mn.Join(id)
 	if err != nil {
 		t.Fatal(err)

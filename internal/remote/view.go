@@ -10,15 +10,14 @@ import (
 	"github.com/troupe-go/troupe/internal/fault"
 	"github.com/troupe-go/troupe/internal/host"
 	"github.com/troupe-go/troupe/ring"
-	"github.com/troupe-go/troupe/wire"
 )
 
 // view is one immutable snapshot of the cluster as placement sees it.
 type view struct {
-	self   wire.NodeID // zero for a client
+	self   ring.NodeID // zero for a client
 	owning bool        // this node may own non-pinned keys
-	status map[wire.NodeID]cluster.Status
-	byAddr map[string]wire.NodeID // the newest non-left process at each address
+	status map[ring.NodeID]cluster.Status
+	byAddr map[string]ring.NodeID // the newest non-left process at each address
 	rings  map[string]*typeRing   // by actor type
 	list   []cluster.Member
 }
@@ -41,20 +40,19 @@ const ownerCache = 256
 type owned struct {
 	tok uint64
 	n   int
-	id  wire.NodeID
+	id  ring.NodeID
 }
 
 // owner returns the owner of tok among its first n replicas.
-func (tr *typeRing) owner(tok uint64, n int) (wire.NodeID, error) {
+func (tr *typeRing) owner(tok uint64, n int) (ring.NodeID, error) {
 	slot := &tr.owners[tok%ownerCache]
 	if o := slot.Load(); o != nil && o.tok == tok && o.n == n {
 		return o.id, nil
 	}
-	m, err := tr.r.Owner(ring.Token(tok), n, tr.live)
+	id, err := tr.r.Owner(ring.Token(tok), n, tr.live)
 	if err != nil {
-		return wire.NodeID{}, err
+		return ring.NodeID{}, err
 	}
-	id := wire.NodeID(m)
 	slot.Store(&owned{tok: tok, n: n, id: id})
 	return id, nil
 }
@@ -64,12 +62,12 @@ func (tr *typeRing) owner(tok uint64, n int) (wire.NodeID, error) {
 // in the ring, skipped, until a majority removes it.
 func serves(s cluster.Status) bool { return s == cluster.StatusAlive || s == cluster.StatusSuspect }
 
-func newView(self wire.NodeID, owning bool, members []cluster.Member) *view {
-	v := &view{self: self, owning: owning, status: map[wire.NodeID]cluster.Status{},
-		byAddr: map[string]wire.NodeID{}, rings: map[string]*typeRing{}, list: members}
-	hosts := map[string][]ring.Member{}
+func newView(self ring.NodeID, owning bool, members []cluster.Member) *view {
+	v := &view{self: self, owning: owning, status: map[ring.NodeID]cluster.Status{},
+		byAddr: map[string]ring.NodeID{}, rings: map[string]*typeRing{}, list: members}
+	hosts := map[string][]ring.NodeID{}
 	for _, m := range members {
-		id := wire.NodeID(m.ID)
+		id := m.ID
 		v.status[id] = m.Status
 		if m.Status == cluster.StatusLeft {
 			continue
@@ -78,14 +76,14 @@ func newView(self wire.NodeID, owning bool, members []cluster.Member) *view {
 			v.byAddr[id.Addr] = id
 		}
 		for _, t := range m.ActorTypes {
-			hosts[t] = append(hosts[t], ring.Member(m.ID))
+			hosts[t] = append(hosts[t], id)
 		}
 	}
-	live := func(m ring.Member) bool { return serves(v.status[wire.NodeID(m)]) }
+	live := func(m ring.NodeID) bool { return serves(v.status[m]) }
 	// Types hosted by the same members share one ring.
 	shared := map[string]*typeRing{}
 	for t, ms := range hosts {
-		slices.SortFunc(ms, ring.Member.Compare)
+		slices.SortFunc(ms, ring.NodeID.Compare)
 		var sig strings.Builder
 		for _, m := range ms {
 			sig.WriteString(m.String())
@@ -95,7 +93,7 @@ func newView(self wire.NodeID, owning bool, members []cluster.Member) *view {
 		if !ok {
 			tr = &typeRing{r: ring.New(ms)}
 			for _, m := range ms {
-				if !serves(v.status[wire.NodeID(m)]) {
+				if !serves(v.status[m]) {
 					tr.live = live
 					break
 				}
@@ -109,27 +107,27 @@ func newView(self wire.NodeID, owning bool, members []cluster.Member) *view {
 
 // dest returns the member that serves typ/key now, and whether it is this
 // node. k is the local runtime of typ.
-func (v *view) dest(k host.RemoteKind, typ, key string, tok uint64) (wire.NodeID, bool, error) {
+func (v *view) dest(k host.RemoteKind, typ, key string, tok uint64) (ring.NodeID, bool, error) {
 	if k != nil && k.Pinned() {
 		addr, _, ok := strings.Cut(key, "/")
 		if !ok || addr == "" {
-			return wire.NodeID{}, false, fmt.Errorf("%w: pinned key %q names no member (take it with RefAt)", fault.ErrInvalidRef, key)
+			return ring.NodeID{}, false, fmt.Errorf("%w: pinned key %q names no member (take it with RefAt)", fault.ErrInvalidRef, key)
 		}
 		if addr == v.self.Addr {
 			return v.self, true, nil
 		}
 		id, ok := v.byAddr[addr]
 		if !ok || !serves(v.status[id]) {
-			return wire.NodeID{}, false, fmt.Errorf("%w: %s/%s: member %s is not up", fault.ErrUnavailable, typ, key, addr)
+			return ring.NodeID{}, false, fmt.Errorf("%w: %s/%s: member %s is not up", fault.ErrUnavailable, typ, key, addr)
 		}
 		return id, false, nil
 	}
 	if len(v.list) == 0 {
-		return wire.NodeID{}, false, fmt.Errorf("%w: %s/%s: not joined to a cluster yet", fault.ErrUnavailable, typ, key)
+		return ring.NodeID{}, false, fmt.Errorf("%w: %s/%s: not joined to a cluster yet", fault.ErrUnavailable, typ, key)
 	}
 	tr := v.rings[typ]
 	if tr == nil {
-		return wire.NodeID{}, false, fmt.Errorf("%w: no member hosts %q", fault.ErrUnknownActor, typ)
+		return ring.NodeID{}, false, fmt.Errorf("%w: no member hosts %q", fault.ErrUnknownActor, typ)
 	}
 	n := tr.r.Len()
 	if k != nil && k.Replicas() > 1 {
@@ -137,13 +135,13 @@ func (v *view) dest(k host.RemoteKind, typ, key string, tok uint64) (wire.NodeID
 	}
 	id, err := tr.owner(tok, n)
 	if err != nil {
-		return wire.NodeID{}, false, fmt.Errorf("%w: %s/%s: %w", fault.ErrUnavailable, typ, key, err)
+		return ring.NodeID{}, false, fmt.Errorf("%w: %s/%s: %w", fault.ErrUnavailable, typ, key, err)
 	}
 	if id != v.self {
 		return id, false, nil
 	}
 	if !v.owning {
-		return wire.NodeID{}, false, fmt.Errorf("%w: %s/%s: this node lost the majority of the cluster", fault.ErrUnavailable, typ, key)
+		return ring.NodeID{}, false, fmt.Errorf("%w: %s/%s: this node lost the majority of the cluster", fault.ErrUnavailable, typ, key)
 	}
 	return id, true, nil
 }
@@ -152,10 +150,10 @@ func (v *view) dest(k host.RemoteKind, typ, key string, tok uint64) (wire.NodeID
 // false where dest fails. Hand-off asks it about every message for a
 // while after a view change, where an error built each time cost two
 // allocations per message.
-func (v *view) owner(k host.RemoteKind, typ string, tok uint64) (id wire.NodeID, ok bool) {
+func (v *view) owner(k host.RemoteKind, typ string, tok uint64) (id ring.NodeID, ok bool) {
 	tr := v.rings[typ]
 	if len(v.list) == 0 || tr == nil {
-		return wire.NodeID{}, false
+		return ring.NodeID{}, false
 	}
 	n := tr.r.Len()
 	if k != nil && k.Replicas() > 1 {
@@ -163,7 +161,7 @@ func (v *view) owner(k host.RemoteKind, typ string, tok uint64) (id wire.NodeID,
 	}
 	id, err := tr.owner(tok, n)
 	if err != nil || (id == v.self && !v.owning) {
-		return wire.NodeID{}, false
+		return ring.NodeID{}, false
 	}
 	return id, true
 }
@@ -171,13 +169,13 @@ func (v *view) owner(k host.RemoteKind, typ string, tok uint64) (id wire.NodeID,
 // gone reports whether id no longer serves anything: dead or left. A
 // node the view does not know (named by another member's newer view) is
 // not known to be gone.
-func (v *view) gone(id wire.NodeID) bool {
+func (v *view) gone(id ring.NodeID) bool {
 	s, ok := v.status[id]
 	return ok && (s == cluster.StatusDead || s == cluster.StatusLeft)
 }
 
 // statusOr returns id's status, or def when the view does not know id.
-func (v *view) statusOr(id wire.NodeID, def cluster.Status) cluster.Status {
+func (v *view) statusOr(id ring.NodeID, def cluster.Status) cluster.Status {
 	if s, ok := v.status[id]; ok {
 		return s
 	}

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/troupe-go/troupe/wire"
+	"github.com/troupe-go/troupe/ring"
 )
 
 // A sender waiting on a receipt does not wait out the peer's grant delay:
@@ -17,7 +17,7 @@ func TestWaitedReceiptsDoNotWaitForTheGrantDelay(t *testing.T) {
 	tune := func(tn *tuning) { tn.grantDelay = time.Hour }
 	a, b := newTunedNode(t, tune, nil), newTunedNode(t, tune, nil)
 	started, release := make(chan struct{}, 1), make(chan struct{})
-	b.t.Handle(StreamReplication, HandlerFunc(func(wire.NodeID, []byte) {
+	b.t.Handle(StreamReplication, HandlerFunc(func(ring.NodeID, []byte) {
 		select {
 		case started <- struct{}{}:
 			<-release // only the first envelope blocks

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/troupe-go/troupe/internal/faultnet"
+	"github.com/troupe-go/troupe/ring"
 	"github.com/troupe-go/troupe/wire"
 )
 
@@ -89,9 +90,9 @@ func TestSendsToAnAddressNeverReachedFailAfterTheGraceAndItIsForgotten(t *testin
 
 func TestMemSendToANewerIncarnationFailsWhatWasPendingAndStartsAfresh(t *testing.T) {
 	n := NewMemNetwork()
-	a, _ := n.Join(wire.NodeID{Addr: "a", Incarnation: 1})
+	a, _ := n.Join(ring.NodeID{Addr: "a", Incarnation: 1})
 	defer a.Close()
-	b, _ := n.Join(wire.NodeID{Addr: "b", Incarnation: 1})
+	b, _ := n.Join(ring.NodeID{Addr: "b", Incarnation: 1})
 	r, _ := a.Send(context.Background(), b.Self(), StreamApplication, 1, []byte("first"))
 	if err := waitReceipt(t, r); err != nil {
 		t.Fatal(err)
@@ -99,7 +100,7 @@ func TestMemSendToANewerIncarnationFailsWhatWasPendingAndStartsAfresh(t *testing
 	n.Partition("a", "b")
 	old, _ := a.Send(context.Background(), b.Self(), StreamApplication, 1, []byte("held"))
 	b.Close()
-	b2, _ := n.Join(wire.NodeID{Addr: "b", Incarnation: 2})
+	b2, _ := n.Join(ring.NodeID{Addr: "b", Incarnation: 2})
 	defer b2.Close()
 	r, err := a.Send(context.Background(), b2.Self(), StreamApplication, 1, []byte("new"))
 	if err != nil {
@@ -144,7 +145,7 @@ func TestSendToANewerIncarnationFailsWhatWasPendingAndStartsAfresh(t *testing.T)
 	}
 	defer b2.Close()
 	got := make(chan []byte, 1)
-	b2.Handle(StreamApplication, HandlerFunc(func(_ wire.NodeID, p []byte) { got <- p }))
+	b2.Handle(StreamApplication, HandlerFunc(func(_ ring.NodeID, p []byte) { got <- p }))
 	go b2.Serve(ln)
 
 	r, err = a.Send(context.Background(), b2.Self(), StreamApplication, 1, []byte("new"))
@@ -222,8 +223,8 @@ func TestEveryPeerEventListenerIsToldInTheOrderAdded(t *testing.T) {
 	})
 	t.Run("mem", func(t *testing.T) {
 		n := NewMemNetwork()
-		a, _ := n.Join(wire.NodeID{Addr: "a", Incarnation: 1})
-		b, _ := n.Join(wire.NodeID{Addr: "b", Incarnation: 1})
+		a, _ := n.Join(ring.NodeID{Addr: "a", Incarnation: 1})
+		b, _ := n.Join(ring.NodeID{Addr: "b", Incarnation: 1})
 		defer a.Close()
 		defer b.Close()
 		checkListeners(t, a, b)
@@ -386,8 +387,8 @@ func TestShutdownGivesUpWhenItsContextEnds(t *testing.T) {
 
 func TestMemShutdownDeliversWhatWasSentThenLeaves(t *testing.T) {
 	n := NewMemNetwork()
-	a, _ := n.Join(wire.NodeID{Addr: "a", Incarnation: 1})
-	b, _ := n.Join(wire.NodeID{Addr: "b", Incarnation: 1})
+	a, _ := n.Join(ring.NodeID{Addr: "a", Incarnation: 1})
+	b, _ := n.Join(ring.NodeID{Addr: "b", Incarnation: 1})
 	defer b.Close()
 	n.Partition("a", "b")
 	r, err := a.Send(context.Background(), b.Self(), StreamApplication, 1, []byte("x"))
@@ -417,8 +418,8 @@ func TestMemShutdownDeliversWhatWasSentThenLeaves(t *testing.T) {
 
 func TestMemShutdownGivesUpWhenItsContextEndsAndSendWaitSends(t *testing.T) {
 	n := NewMemNetwork()
-	a, _ := n.Join(wire.NodeID{Addr: "a", Incarnation: 1})
-	b, _ := n.Join(wire.NodeID{Addr: "b", Incarnation: 1})
+	a, _ := n.Join(ring.NodeID{Addr: "a", Incarnation: 1})
+	b, _ := n.Join(ring.NodeID{Addr: "b", Incarnation: 1})
 	defer b.Close()
 	r, err := a.SendWait(context.Background(), b.Self(), StreamApplication, 1, []byte("x"))
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/troupe-go/troupe/ring"
 	"github.com/troupe-go/troupe/wire"
 )
 
@@ -69,7 +70,7 @@ func isResolved(r *Receipt) bool {
 // sendAll sends payload b.N times, waiting for the oldest receipt whenever
 // the send queue is full or maxOutstanding envelopes are unacknowledged (as
 // a caller with a bounded mailbox would), and then for all of them.
-func sendAll(b *testing.B, a *Transport, to wire.NodeID, st StreamID, payload []byte) {
+func sendAll(b *testing.B, a *Transport, to ring.NodeID, st StreamID, payload []byte) {
 	const maxOutstanding = 4096
 	var inflight []*Receipt
 	for range b.N {
@@ -272,7 +273,7 @@ func BenchmarkBulkVsTCPKeep(b *testing.B) { benchBulkVsTCP(b, false) }
 func benchBulkVsTCP(b *testing.B, release bool) {
 	a, z := benchPair(b, func(c *wire.Config) { c.Compression.Disable = true })
 	var sink byte
-	z.Handle(StreamReplication, HandlerFunc(func(_ wire.NodeID, p []byte) {
+	z.Handle(StreamReplication, HandlerFunc(func(_ ring.NodeID, p []byte) {
 		sink ^= p[len(p)-1] // a handler that looks at what it got
 		if release {
 			z.Release(p)

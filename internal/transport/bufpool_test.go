@@ -5,7 +5,7 @@ import (
 	"context"
 	"testing"
 
-	"github.com/troupe-go/troupe/wire"
+	"github.com/troupe-go/troupe/ring"
 )
 
 func TestClassSizeHoldsTheSizeAndWastesLessThanAFifth(t *testing.T) {
@@ -73,7 +73,7 @@ func TestAReleasedBufferHoldsTheNextEnvelope(t *testing.T) {
 	a, b := newTestNode(t, nil), newTestNode(t, nil)
 	got := make(chan []byte, 1)
 	for _, st := range []StreamID{StreamApplication, StreamReplication} {
-		b.t.Handle(st, HandlerFunc(func(_ wire.NodeID, p []byte) { got <- p }))
+		b.t.Handle(st, HandlerFunc(func(_ ring.NodeID, p []byte) { got <- p }))
 	}
 	for _, st := range []StreamID{StreamApplication, StreamReplication} {
 		var prev []byte

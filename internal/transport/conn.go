@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/troupe-go/troupe/ring"
 	"github.com/troupe-go/troupe/wire"
 )
 
@@ -98,7 +99,7 @@ func (s *session) resumeAsAcceptor(ctx context.Context, hc *hsConn) error {
 	t := s.t
 	self := t.loc.node
 	s.mu.Lock()
-	if s.dialing && self.Compare(hc.peer.Node) < 0 {
+	if s.dialing && dialOrder(self, hc.peer.Node) < 0 {
 		// Our own dial wins the simultaneous-dial rule if it completes;
 		// give it half the handshake timeout (a relay may have swallowed
 		// it).
@@ -120,7 +121,7 @@ func (s *session) resumeAsAcceptor(ctx context.Context, hc *hsConn) error {
 			s.dialCancel()
 		}
 	}
-	if c := s.conn; c != nil && c.opener(self).Compare(hc.peer.Node) < 0 && time.Since(s.upAt) < t.cfg.HandshakeTimeout {
+	if c := s.conn; c != nil && dialOrder(c.opener(self), hc.peer.Node) < 0 && time.Since(s.upAt) < t.cfg.HandshakeTimeout {
 		// A connection opened by the smaller identity was just
 		// established: this one is the losing half of a simultaneous
 		// dial.
@@ -640,7 +641,7 @@ func (c *liveConn) read(rd *reader) {
 // then finishes its work after the envelope is consumed. Should the
 // handler run long (reliefAfter to maxIdleLooks+1 times it, see look), a
 // new goroutine continues reading from rd; deliverInline then reports true and the caller must end.
-func (c *liveConn) deliverInline(rd *reader, st StreamID, from wire.NodeID, d delivery) (relieved bool) {
+func (c *liveConn) deliverInline(rd *reader, st StreamID, from ring.NodeID, d delivery) (relieved bool) {
 	s, t := c.s, c.s.t
 	h := t.handlers[st].Load()
 	quick := false
@@ -869,7 +870,7 @@ type taking struct {
 	took bool
 	dv   delivery
 	st   StreamID
-	from wire.NodeID
+	from ring.NodeID
 }
 
 func bufferedOf(r *bufio.Reader) io.Reader {

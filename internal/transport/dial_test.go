@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/troupe-go/troupe/internal/faultnet"
+	"github.com/troupe-go/troupe/ring"
 	"github.com/troupe-go/troupe/wire"
 )
 
@@ -32,7 +33,7 @@ func describe(tr *Transport) string {
 
 // activeConns returns the local and remote addresses of a session's active
 // connection, if any.
-func activeConn(tr *Transport, peer wire.NodeID) (local, remote string, ok bool) {
+func activeConn(tr *Transport, peer ring.NodeID) (local, remote string, ok bool) {
 	s, _ := tr.sessionFor(peer, false)
 	if s == nil {
 		return "", "", false
@@ -43,6 +44,25 @@ func activeConn(tr *Transport, peer wire.NodeID) (local, remote string, ok bool)
 		return "", "", false
 	}
 	return s.conn.LocalAddr().String(), s.conn.RemoteAddr().String(), true
+}
+
+// The simultaneous-dial rule is part of the protocol: peers of every
+// version rank identities by incarnation first, unlike ring.NodeID.Compare.
+func TestDialOrderRanksIncarnationBeforeAddress(t *testing.T) {
+	older := ring.NodeID{Addr: "10.0.0.2:7400", Incarnation: 1}
+	newer := ring.NodeID{Addr: "10.0.0.1:7400", Incarnation: 2}
+	sameInc := ring.NodeID{Addr: "10.0.0.3:7400", Incarnation: 1}
+	for _, c := range []struct {
+		a, b ring.NodeID
+		want int
+	}{
+		{older, newer, -1}, {newer, older, 1}, {older, older, 0},
+		{older, sameInc, -1}, {sameInc, older, 1},
+	} {
+		if got := dialOrder(c.a, c.b); got != c.want {
+			t.Errorf("expected dialOrder(%v, %v) = %d; got %d", c.a, c.b, c.want, got)
+		}
+	}
 }
 
 func TestSimultaneousDialKeepsOneConnectionAndLosesNothingIn100SeededTrials(t *testing.T) {

@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/troupe-go/troupe/wire"
+	"github.com/troupe-go/troupe/ring"
 )
 
 // Endpoint is what the layers above (membership, actors, replication) use
@@ -12,7 +12,7 @@ import (
 // implements it in memory for their tests.
 type Endpoint interface {
 	// Self returns this node's identity.
-	Self() wire.NodeID
+	Self() ring.NodeID
 	// Handle sets the handler of a stream; call it before traffic flows.
 	Handle(stream StreamID, h Handler)
 	// Release gives back the buffer of a payload a handler received and
@@ -23,17 +23,17 @@ type Endpoint interface {
 	// at a time, and must not block.
 	OnPeerEvent(f func(PeerEvent))
 	// Send queues an envelope without blocking; see Transport.Send.
-	Send(ctx context.Context, to wire.NodeID, stream StreamID, key uint64, payload []byte) (*Receipt, error)
+	Send(ctx context.Context, to ring.NodeID, stream StreamID, key uint64, payload []byte) (*Receipt, error)
 	// Post queues an envelope whose fate the sender never looks at;
 	// see Transport.Post.
-	Post(to wire.NodeID, stream StreamID, key uint64, payload []byte) error
+	Post(to ring.NodeID, stream StreamID, key uint64, payload []byte) error
 	// SendWait queues an envelope, waiting for room in a full send queue
 	// until ctx ends; see Transport.SendWait.
-	SendWait(ctx context.Context, to wire.NodeID, stream StreamID, key uint64, payload []byte) (*Receipt, error)
+	SendWait(ctx context.Context, to ring.NodeID, stream StreamID, key uint64, payload []byte) (*Receipt, error)
 	// PeerDead fails whatever waits for the peer and forgets its session.
-	PeerDead(id wire.NodeID)
+	PeerDead(id ring.NodeID)
 	// LastHeard returns when anything last arrived from the peer.
-	LastHeard(id wire.NodeID) (time.Time, bool)
+	LastHeard(id ring.NodeID) (time.Time, bool)
 	// Shutdown leaves once what was sent is delivered (or ctx ends):
 	// new sends fail, then peers see an orderly goodbye.
 	Shutdown(ctx context.Context) error

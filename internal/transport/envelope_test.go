@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/troupe-go/troupe/wire"
+	"github.com/troupe-go/troupe/ring"
 )
 
 type pingV1 struct {
@@ -141,7 +141,7 @@ func TestSmallPayloadsCutFromASlabStayApart(t *testing.T) {
 	a, b := newTestNode(t, nil), newTestNode(t, nil)
 	const n = 300 // more than a slab holds
 	got := make(chan []byte, n)
-	b.t.Handle(StreamApplication, HandlerFunc(func(_ wire.NodeID, p []byte) { got <- p }))
+	b.t.Handle(StreamApplication, HandlerFunc(func(_ ring.NodeID, p []byte) { got <- p }))
 	want := func(i int) []byte {
 		p := make([]byte, 1+i%slabMax)
 		for j := range p {
@@ -180,7 +180,7 @@ func TestPostedEnvelopesArriveInOrderAndShutdownWaitsForThem(t *testing.T) {
 	a, b := newTestNode(t, nil), newTestNode(t, nil)
 	const n = 2000
 	got := make(chan []byte, n)
-	b.t.Handle(StreamApplication, HandlerFunc(func(_ wire.NodeID, p []byte) { got <- p }))
+	b.t.Handle(StreamApplication, HandlerFunc(func(_ ring.NodeID, p []byte) { got <- p }))
 	for i := range n {
 		p := []byte{byte(i), byte(i >> 8)}
 		if err := a.t.Post(b.t.Self(), StreamApplication, 1, p); err != nil {

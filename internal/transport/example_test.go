@@ -6,6 +6,7 @@ import (
 	"net"
 
 	"github.com/troupe-go/troupe/internal/transport"
+	"github.com/troupe-go/troupe/ring"
 	"github.com/troupe-go/troupe/wire"
 )
 
@@ -24,7 +25,7 @@ func Example() {
 	defer a.Close()
 	defer b.Close()
 	got := make(chan string, 1)
-	b.Handle(transport.StreamApplication, transport.HandlerFunc(func(from wire.NodeID, p []byte) {
+	b.Handle(transport.StreamApplication, transport.HandlerFunc(func(from ring.NodeID, p []byte) {
 		got <- string(p)
 	}))
 	go a.Serve(lnA)

@@ -2,6 +2,7 @@ package transport
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -10,6 +11,7 @@ import (
 	"net"
 	"time"
 
+	"github.com/troupe-go/troupe/ring"
 	"github.com/troupe-go/troupe/wire"
 	"github.com/vmihailenco/msgpack/v5"
 )
@@ -26,7 +28,7 @@ const maxCodecOffers = 8
 // binaries skip.
 type hello struct {
 	Cluster    string      `msgpack:"cluster"`
-	Node       wire.NodeID `msgpack:"node"`
+	Node       ring.NodeID `msgpack:"node"`
 	Version    uint8       `msgpack:"version"`
 	Codecs     []string    `msgpack:"codecs"`
 	MaxFrame   uint64      `msgpack:"max_frame"`
@@ -56,7 +58,7 @@ func parseHello(p []byte) (hello, error) {
 // local is what a node states about itself in every handshake.
 type local struct {
 	cluster string
-	node    wire.NodeID
+	node    ring.NodeID
 	limits  wire.Limits
 	codecs  []string
 	tls     *wire.TLS
@@ -108,11 +110,24 @@ type hsConn struct {
 }
 
 // opener returns the identity of the node that dialed the connection.
-func (c *hsConn) opener(self wire.NodeID) wire.NodeID {
+func (c *hsConn) opener(self ring.NodeID) ring.NodeID {
 	if c.dialer {
 		return self
 	}
 	return c.peer.Node
+}
+
+// dialOrder orders identities for the simultaneous-dial rule: by
+// incarnation, then address; of two crossing connections both ends keep
+// the one dialed by the smaller identity. It is not ring.NodeID.Compare
+// (address first) because the rule is part of the wire protocol
+// (docs/wire.md): both ends of a pair must decide alike, so binaries of
+// different versions must keep this order.
+func dialOrder(a, b ring.NodeID) int {
+	if c := cmp.Compare(a.Incarnation, b.Incarnation); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.Addr, b.Addr)
 }
 
 // dialHandshake runs the dialer's half: TLS, send our hello, read theirs,
@@ -132,7 +147,7 @@ func dialHandshake(ctx context.Context, c net.Conn, l *local, expect string, kno
 // check it, answer with ours. knownFor returns the incarnation we hold a
 // session with for the dialer's identity. On error the connection is
 // closed.
-func acceptHandshake(ctx context.Context, c net.Conn, l *local, knownFor func(wire.NodeID) uint64) (*hsConn, error) {
+func acceptHandshake(ctx context.Context, c net.Conn, l *local, knownFor func(ring.NodeID) uint64) (*hsConn, error) {
 	hc, err := handshake(ctx, c, l, false, func(hc *hsConn) (uint64, *wire.Refused) { return knownFor(hc.peer.Node), nil }, "")
 	if err != nil {
 		c.Close()

@@ -3,18 +3,20 @@ package transport
 import (
 	"context"
 	"crypto/tls"
+	"encoding/hex"
 	"errors"
 	"net"
 	"testing"
 	"time"
 
+	"github.com/troupe-go/troupe/ring"
 	"github.com/troupe-go/troupe/wire"
 )
 
 func testLocal(addr string, inc uint64) *local {
 	return &local{
 		cluster: "test",
-		node:    wire.NodeID{Addr: addr, Incarnation: inc},
+		node:    ring.NodeID{Addr: addr, Incarnation: inc},
 		limits:  limitsWithDefaults(wire.Limits{}),
 		codecs:  codecOffers(wire.Compression{}),
 		timeout: 5 * time.Second,
@@ -59,7 +61,7 @@ func runHandshake(t *testing.T, dialer, acceptor *local) (d, a hsResult) {
 	ctx := context.Background()
 	ach := make(chan hsResult, 1)
 	go func() {
-		c, err := acceptHandshake(ctx, ac, acceptor, func(wire.NodeID) uint64 { return 0 })
+		c, err := acceptHandshake(ctx, ac, acceptor, func(ring.NodeID) uint64 { return 0 })
 		if err == nil {
 			// The dialer may still refuse our hello: wait for its verdict
 			// (a goodbye, or the first frame after the hellos).
@@ -89,6 +91,22 @@ func wantRefused(t *testing.T, side string, err error, reason wire.RefuseReason)
 	}
 	if r.Reason != reason {
 		t.Fatalf("%s: want reason %v, got %v (%v)", side, reason, r.Reason, err)
+	}
+}
+
+// The hello is pinned because peers of every version read it before they
+// can agree on anything else.
+func TestHelloEncodingIsPinned(t *testing.T) {
+	b, err := encodeHello(hello{Cluster: "c", Node: ring.NodeID{Addr: "10.0.0.1:7400", Incarnation: 7}, Version: 1,
+		Codecs: []string{"s2"}, MaxFrame: 1, MaxMessage: 2, Window: 3, Known: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const want = "88a7636c7573746572a163a46e6f646582a461646472ad31302e302e302e313a37343030a3696e63cf0000000000000007" +
+		"a776657273696f6ecc01a6636f6465637391a27332a96d61785f6672616d65cf0000000000000001" +
+		"ab6d61785f6d657373616765cf0000000000000002a677696e646f77cf0000000000000003a56b6e6f776ecf0000000000000004"
+	if got := hex.EncodeToString(b); got != want {
+		t.Errorf("expected the hello encoding to stay\n%s\ngot\n%s", want, got)
 	}
 }
 
@@ -151,7 +169,7 @@ func TestHandshakeRefusesAnotherProtocolVersion(t *testing.T) {
 	p, _ := encodeHello(testLocal("a:1", 1).hello(0))
 	future := appendHeader(nil, Header{Version: ProtocolVersion + 1, Type: FrameHello, Length: uint32(len(p))})
 	dc.Write(append(future, p...))
-	_, err := acceptHandshake(context.Background(), ac, testLocal("b:1", 2), func(wire.NodeID) uint64 { return 0 })
+	_, err := acceptHandshake(context.Background(), ac, testLocal("b:1", 2), func(ring.NodeID) uint64 { return 0 })
 	wantRefused(t, "acceptor", err, wire.RefusedVersion)
 	// The old binary told the newer one why, in a frame of its own version.
 	f, ferr := newFrameReader(dc, maxHelloSize).read()
@@ -171,13 +189,13 @@ func TestHandshakeRefusesAVersionFieldMismatch(t *testing.T) {
 	h.Version = 9
 	p, _ := encodeHello(h)
 	dc.Write(appendFrame(nil, FrameHello, 0, 0, p))
-	_, err := acceptHandshake(context.Background(), ac, al, func(wire.NodeID) uint64 { return 0 })
+	_, err := acceptHandshake(context.Background(), ac, al, func(ring.NodeID) uint64 { return 0 })
 	wantRefused(t, "acceptor", err, wire.RefusedVersion)
 }
 
 func TestHandshakeRefusesAPeerThatIsNotTheAddressDialed(t *testing.T) {
 	dc, ac := tcpPair(t)
-	go acceptHandshake(context.Background(), ac, testLocal("b:1", 2), func(wire.NodeID) uint64 { return 0 })
+	go acceptHandshake(context.Background(), ac, testLocal("b:1", 2), func(ring.NodeID) uint64 { return 0 })
 	_, err := dialHandshake(context.Background(), dc, testLocal("a:1", 1), "c:1", 0)
 	wantRefused(t, "dialer", err, wire.RefusedIdentity)
 }

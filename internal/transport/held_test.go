@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/troupe-go/troupe/internal/transport/flow"
+	"github.com/troupe-go/troupe/ring"
 	"github.com/troupe-go/troupe/wire"
 )
 
@@ -31,7 +32,7 @@ func TestAnEnvelopeThatFitsTheRestOfAFullWindowIsWritten(t *testing.T) {
 	unblock := func() { once.Do(func() { close(release) }) }
 	t.Cleanup(unblock) // before the transports close: their deliverers must end
 	var got [][]byte
-	b.t.Handle(StreamReplication, HandlerFunc(func(_ wire.NodeID, p []byte) {
+	b.t.Handle(StreamReplication, HandlerFunc(func(_ ring.NodeID, p []byte) {
 		if len(got) == 0 {
 			<-release
 		}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/troupe-go/troupe/internal/delayproxy"
 	"github.com/troupe-go/troupe/internal/netns"
+	"github.com/troupe-go/troupe/ring"
 	"github.com/troupe-go/troupe/wire"
 )
 
@@ -105,7 +106,7 @@ func benchHOL(b *testing.B, bulk bool) {
 	a, z := trs[0], trs[1]
 	var bulkMu sync.Mutex
 	var bulkN int64 // bulk bytes delivered while measuring
-	z.Handle(StreamApplication, HandlerFunc(func(_ wire.NodeID, p []byte) {
+	z.Handle(StreamApplication, HandlerFunc(func(_ ring.NodeID, p []byte) {
 		if len(p) == 100 {
 			lat.add(p)
 			return
@@ -270,7 +271,7 @@ func BenchmarkHeadOfLineLab(b *testing.B) {
 	}
 	a, z := trs[0], trs[1]
 	var lat latencies
-	z.Handle(StreamApplication, HandlerFunc(func(_ wire.NodeID, p []byte) {
+	z.Handle(StreamApplication, HandlerFunc(func(_ ring.NodeID, p []byte) {
 		if len(p) == 100 {
 			lat.add(p)
 		}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/troupe-go/troupe/ring"
 	"github.com/troupe-go/troupe/wire"
 )
 
@@ -25,7 +26,7 @@ func TestInlineWritesCutShortArriveWholeAndInOrder(t *testing.T) {
 	next := map[uint64]int{} // key -> next sequence number expected
 	var bad []string
 	total := 0
-	b.t.Handle(StreamApplication, HandlerFunc(func(from wire.NodeID, p []byte) {
+	b.t.Handle(StreamApplication, HandlerFunc(func(from ring.NodeID, p []byte) {
 		key, seq := binary.BigEndian.Uint64(p), int(binary.BigEndian.Uint64(p[8:]))
 		mu.Lock()
 		defer mu.Unlock()
@@ -97,11 +98,11 @@ func filler(key uint64, seq int) []byte {
 
 // deferHandler adapts a function to DeferHandler; Receive runs the work
 // on a goroutine of its own, so that it never holds the stream either.
-type deferHandler func(from wire.NodeID, p []byte) (then func(relieve func()))
+type deferHandler func(from ring.NodeID, p []byte) (then func(relieve func()))
 
-func (f deferHandler) ReceiveDefer(from wire.NodeID, p []byte) func(func()) { return f(from, p) }
+func (f deferHandler) ReceiveDefer(from ring.NodeID, p []byte) func(func()) { return f(from, p) }
 
-func (f deferHandler) Receive(from wire.NodeID, p []byte) {
+func (f deferHandler) Receive(from ring.NodeID, p []byte) {
 	if then := f(from, p); then != nil {
 		go then(func() {})
 	}
@@ -115,7 +116,7 @@ func TestDeferredWorkDoesNotHoldTheStream(t *testing.T) {
 	unblocked, done := make(chan struct{}), make(chan struct{})
 	var mu sync.Mutex
 	var got []string
-	b.t.Handle(StreamApplication, deferHandler(func(from wire.NodeID, p []byte) func(func()) {
+	b.t.Handle(StreamApplication, deferHandler(func(from ring.NodeID, p []byte) func(func()) {
 		mu.Lock()
 		got = append(got, string(p))
 		mu.Unlock()
@@ -157,7 +158,7 @@ func TestDeferredWorkThatRelievesHandsReadingOverAtOnce(t *testing.T) {
 	tune := func(tn *tuning) { tn.reliefAfter = time.Hour }
 	a, b := newTunedNode(t, tune, nil), newTunedNode(t, tune, nil)
 	arrived, done := make(chan struct{}), make(chan struct{})
-	b.t.Handle(StreamApplication, deferHandler(func(from wire.NodeID, p []byte) func(func()) {
+	b.t.Handle(StreamApplication, deferHandler(func(from ring.NodeID, p []byte) func(func()) {
 		switch string(p) {
 		case "wait":
 			return func(relieve func()) {
@@ -193,7 +194,7 @@ func TestQuickEnvelopesAreDeliveredWithoutTheReliefWatch(t *testing.T) {
 	a, b := newTestNode(t, nil), newTestNode(t, nil)
 	var mu sync.Mutex
 	n := 0
-	b.t.Handle(StreamApplication, quickHandler{func(from wire.NodeID, p []byte) func(func()) {
+	b.t.Handle(StreamApplication, quickHandler{func(from ring.NodeID, p []byte) func(func()) {
 		mu.Lock()
 		n++
 		mu.Unlock()
@@ -252,13 +253,13 @@ func TestRepliesTakeTheGrantAlongWithoutTheGrantTimer(t *testing.T) {
 	ctx := context.Background()
 	var mu sync.Mutex
 	replies, silent := 0, 0
-	a.t.Handle(StreamApplication, HandlerFunc(func(from wire.NodeID, p []byte) {
+	a.t.Handle(StreamApplication, HandlerFunc(func(from ring.NodeID, p []byte) {
 		mu.Lock()
 		replies++
 		mu.Unlock()
 		a.signal()
 	}))
-	b.t.Handle(StreamApplication, deferHandler(func(from wire.NodeID, p []byte) func(func()) {
+	b.t.Handle(StreamApplication, deferHandler(func(from ring.NodeID, p []byte) func(func()) {
 		if bytes.HasPrefix(p, []byte("silent")) {
 			mu.Lock()
 			silent++
@@ -349,7 +350,7 @@ func TestLargeEnvelopeOnTheReaderIsRelievedWhenItBlocks(t *testing.T) {
 	unblock := make(chan struct{})
 	var mu sync.Mutex
 	var got []string
-	b.t.Handle(StreamReplication, HandlerFunc(func(from wire.NodeID, p []byte) {
+	b.t.Handle(StreamReplication, HandlerFunc(func(from ring.NodeID, p []byte) {
 		if p[0] == 'b' {
 			<-unblock
 		}
@@ -358,7 +359,7 @@ func TestLargeEnvelopeOnTheReaderIsRelievedWhenItBlocks(t *testing.T) {
 		mu.Unlock()
 		b.signal()
 	}))
-	b.t.Handle(StreamMembership, HandlerFunc(func(from wire.NodeID, p []byte) {
+	b.t.Handle(StreamMembership, HandlerFunc(func(from ring.NodeID, p []byte) {
 		mu.Lock()
 		got = append(got, string(p))
 		mu.Unlock()
@@ -532,7 +533,7 @@ func blockingCounter(b *testNode) (release, blocked chan struct{}, delivered fun
 	release, blocked = make(chan struct{}), make(chan struct{})
 	var mu sync.Mutex
 	n := 0
-	b.t.Handle(StreamApplication, HandlerFunc(func(from wire.NodeID, p []byte) {
+	b.t.Handle(StreamApplication, HandlerFunc(func(from ring.NodeID, p []byte) {
 		if string(p) == "block" {
 			close(blocked)
 			<-release

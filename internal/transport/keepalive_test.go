@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/troupe-go/troupe/internal/faultnet"
+	"github.com/troupe-go/troupe/ring"
 	"github.com/troupe-go/troupe/wire"
 )
 
@@ -126,7 +127,7 @@ func TestAClientResumesAfterACutAndIsDroppedAfterTheGrace(t *testing.T) {
 	}
 	defer client.Close()
 	replies := make(chan []byte, 16)
-	client.Handle(StreamApplication, HandlerFunc(func(_ wire.NodeID, p []byte) { replies <- p }))
+	client.Handle(StreamApplication, HandlerFunc(func(_ ring.NodeID, p []byte) { replies <- p }))
 	r, _ := client.Send(context.Background(), node.Self(), StreamApplication, 1, tagged(9, StreamApplication, 1, 0, 10))
 	if err := waitReceipt(t, r); err != nil {
 		t.Fatal(err)

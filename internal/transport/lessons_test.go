@@ -11,6 +11,7 @@ import (
 
 	"github.com/troupe-go/troupe/internal/faultnet"
 	"github.com/troupe-go/troupe/internal/transport/flow"
+	"github.com/troupe-go/troupe/ring"
 	"github.com/troupe-go/troupe/wire"
 )
 
@@ -29,7 +30,7 @@ type sessionState struct {
 	resendSize int   // application bytes written and not yet credited
 }
 
-func stateOf(t *testing.T, tr *Transport, peer wire.NodeID) sessionState {
+func stateOf(t *testing.T, tr *Transport, peer ring.NodeID) sessionState {
 	t.Helper()
 	s, _ := tr.sessionFor(peer, false)
 	if s == nil {
@@ -48,7 +49,7 @@ func stateOf(t *testing.T, tr *Transport, peer wire.NodeID) sessionState {
 
 // waitState polls the session until cond holds, failing after a
 // generous bound.
-func waitState(t *testing.T, tr *Transport, peer wire.NodeID, what string, cond func(sessionState) bool) sessionState {
+func waitState(t *testing.T, tr *Transport, peer ring.NodeID, what string, cond func(sessionState) bool) sessionState {
 	t.Helper()
 	var st sessionState
 	eventuallyf(t, func() bool { st = stateOf(t, tr, peer); return cond(st) }, func() string {
@@ -77,7 +78,7 @@ func TestKeepalivesCrossAConnectionWhoseDataIsOutOfCredit(t *testing.T) {
 	unblock := func() { releaseOnce.Do(func() { close(release) }) }
 	t.Cleanup(unblock) // before the transports close: a failure must not hang
 	var first atomic.Bool
-	b.t.Handle(StreamApplication, HandlerFunc(func(wire.NodeID, []byte) {
+	b.t.Handle(StreamApplication, HandlerFunc(func(ring.NodeID, []byte) {
 		if first.CompareAndSwap(false, true) {
 			close(blocked)
 			<-release

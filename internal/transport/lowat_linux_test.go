@@ -5,6 +5,7 @@ import (
 	"net"
 	"testing"
 
+	"github.com/troupe-go/troupe/ring"
 	"github.com/troupe-go/troupe/wire"
 	"golang.org/x/sys/unix"
 )
@@ -84,7 +85,7 @@ func TestBothEndsOfAConnectionStartWithTheConfiguredNotSentLowat(t *testing.T) {
 	for _, side := range []struct {
 		name   string
 		tr     *Transport
-		peer   wire.NodeID
+		peer   ring.NodeID
 		dialed bool
 	}{{name: "dialer", tr: a.t, peer: b.t.Self(), dialed: true}, {name: "acceptor", tr: b.t, peer: a.t.Self()}} {
 		s, _ := side.tr.sessionFor(side.peer, false)

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/troupe-go/troupe/ring"
 	"github.com/troupe-go/troupe/wire"
 )
 
@@ -35,8 +36,8 @@ func pairOf(a, b string) [2]string {
 
 // memEnv is one envelope in flight in a MemNetwork.
 type memEnv struct {
-	from    wire.NodeID
-	to      wire.NodeID // as addressed; Incarnation 0 means any
+	from    ring.NodeID
+	to      ring.NodeID // as addressed; Incarnation 0 means any
 	known   uint64      // the peer's incarnation the sender knew when sending, 0 if none
 	stream  StreamID
 	payload []byte
@@ -47,7 +48,7 @@ type memEnv struct {
 // MemEndpoint is one node of a MemNetwork.
 type MemEndpoint struct {
 	net  *MemNetwork
-	self wire.NodeID
+	self ring.NodeID
 
 	mu        sync.Mutex
 	cond      *sync.Cond
@@ -56,7 +57,7 @@ type MemEndpoint struct {
 	inbox     [NumStreams][]memEnv
 	held      []memEnv // sent while partitioned or while the peer was absent
 	heard     map[string]time.Time
-	up        map[string]wire.NodeID
+	up        map[string]ring.NodeID
 	suspect   map[string]bool // suspect events reported since the peer was last up
 	sent      []*Receipt      // receipts that may be pending, for Shutdown
 	pruneAt   int             // len(sent) at which resolved receipts are dropped from it
@@ -68,11 +69,11 @@ type MemEndpoint struct {
 // Join adds a node. An address already in use by a closed endpoint is
 // taken over: that is a restart, and what was held for the old
 // incarnation fails with ErrPeerRestarted.
-func (n *MemNetwork) Join(self wire.NodeID) (*MemEndpoint, error) {
+func (n *MemNetwork) Join(self ring.NodeID) (*MemEndpoint, error) {
 	if self.Addr == "" || self.Incarnation == 0 {
 		return nil, fmt.Errorf("troupe: MemNetwork.Join: identity %v needs an address and an incarnation", self)
 	}
-	e := &MemEndpoint{net: n, self: self, heard: map[string]time.Time{}, up: map[string]wire.NodeID{}, suspect: map[string]bool{}}
+	e := &MemEndpoint{net: n, self: self, heard: map[string]time.Time{}, up: map[string]ring.NodeID{}, suspect: map[string]bool{}}
 	e.cond = sync.NewCond(&e.mu)
 	n.mu.Lock()
 	if old := n.nodes[self.Addr]; old != nil && !old.isClosed() {
@@ -142,7 +143,7 @@ func (e *MemEndpoint) isClosed() bool {
 func (e *MemEndpoint) Release([]byte) {}
 
 // Self returns the endpoint's identity.
-func (e *MemEndpoint) Self() wire.NodeID { return e.self }
+func (e *MemEndpoint) Self() ring.NodeID { return e.self }
 
 // Handle sets the handler of a stream.
 func (e *MemEndpoint) Handle(st StreamID, h Handler) {
@@ -170,13 +171,13 @@ func tell(fs []func(PeerEvent), ev PeerEvent) {
 }
 
 // Post is Send without its receipt.
-func (e *MemEndpoint) Post(to wire.NodeID, st StreamID, key uint64, payload []byte) error {
+func (e *MemEndpoint) Post(to ring.NodeID, st StreamID, key uint64, payload []byte) error {
 	_, err := e.Send(context.Background(), to, st, key, payload)
 	return err
 }
 
 // SendWait is Send: a MemEndpoint's queues are unbounded.
-func (e *MemEndpoint) SendWait(ctx context.Context, to wire.NodeID, st StreamID, key uint64, payload []byte) (*Receipt, error) {
+func (e *MemEndpoint) SendWait(ctx context.Context, to ring.NodeID, st StreamID, key uint64, payload []byte) (*Receipt, error) {
 	return e.Send(ctx, to, st, key, payload)
 }
 
@@ -223,7 +224,7 @@ func isDone(r *Receipt) bool {
 
 // Send queues an envelope for to; see Transport.Send. A context that ends
 // before the envelope reaches the peer's inbox drops it.
-func (e *MemEndpoint) Send(ctx context.Context, to wire.NodeID, st StreamID, key uint64, payload []byte) (*Receipt, error) {
+func (e *MemEndpoint) Send(ctx context.Context, to ring.NodeID, st StreamID, key uint64, payload []byte) (*Receipt, error) {
 	if st >= NumStreams {
 		return nil, fmt.Errorf("%w: %d", ErrUnknownStream, st)
 	}
@@ -353,7 +354,7 @@ func (e *MemEndpoint) flushHeld() {
 	}
 }
 
-func (e *MemEndpoint) noteUp(peer wire.NodeID) {
+func (e *MemEndpoint) noteUp(peer ring.NodeID) {
 	e.mu.Lock()
 	prev, was := e.up[peer.Addr]
 	e.up[peer.Addr] = peer
@@ -401,7 +402,7 @@ func (e *MemEndpoint) deliver(st StreamID) {
 }
 
 // PeerDead fails what this endpoint holds for the peer.
-func (e *MemEndpoint) PeerDead(id wire.NodeID) {
+func (e *MemEndpoint) PeerDead(id ring.NodeID) {
 	e.mu.Lock()
 	kept := e.held[:0]
 	var failed []memEnv
@@ -427,7 +428,7 @@ func (e *MemEndpoint) PeerDead(id wire.NodeID) {
 
 // LastHeard returns when an envelope from the peer was last taken from
 // the inbox.
-func (e *MemEndpoint) LastHeard(id wire.NodeID) (time.Time, bool) {
+func (e *MemEndpoint) LastHeard(id ring.NodeID) (time.Time, bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	t, ok := e.heard[id.Addr]

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/troupe-go/troupe/ring"
 	"github.com/troupe-go/troupe/wire"
 )
 
@@ -16,7 +17,7 @@ type memRecorder struct {
 }
 
 func (m *memRecorder) handler() Handler {
-	return HandlerFunc(func(_ wire.NodeID, p []byte) {
+	return HandlerFunc(func(_ ring.NodeID, p []byte) {
 		m.mu.Lock()
 		m.got = append(m.got, string(p))
 		m.mu.Unlock()
@@ -31,7 +32,7 @@ func (m *memRecorder) list() []string {
 
 func joinMem(t *testing.T, n *MemNetwork, addr string, inc uint64) (*MemEndpoint, *memRecorder) {
 	t.Helper()
-	e, err := n.Join(wire.NodeID{Addr: addr, Incarnation: inc})
+	e, err := n.Join(ring.NodeID{Addr: addr, Incarnation: inc})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +96,7 @@ func TestMemSendsHeldForARestartedPeerFail(t *testing.T) {
 	if err := waitReceipt(t, held); !errors.Is(err, wire.ErrPeerRestarted) {
 		t.Fatalf("want wire.ErrPeerRestarted, got %v", err)
 	}
-	r, _ = a.Send(context.Background(), wire.NodeID{Addr: "b:1"}, StreamApplication, 1, []byte("new"))
+	r, _ = a.Send(context.Background(), ring.NodeID{Addr: "b:1"}, StreamApplication, 1, []byte("new"))
 	if err := waitReceipt(t, r); err != nil {
 		t.Fatalf("a send to the new incarnation: %v", err)
 	}

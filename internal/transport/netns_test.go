@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/troupe-go/troupe/internal/netns"
+	"github.com/troupe-go/troupe/ring"
 	"github.com/troupe-go/troupe/wire"
 )
 
@@ -51,7 +52,7 @@ func labPair(t *testing.T, mutate func(*wire.Config)) (*netns.Lab, *faultPair) {
 		}
 		book := newLedger()
 		for st := range StreamID(NumStreams) {
-			tr.Handle(st, HandlerFunc(func(_ wire.NodeID, p []byte) { book.record(p) }))
+			tr.Handle(st, HandlerFunc(func(_ ring.NodeID, p []byte) { book.record(p) }))
 		}
 		fp.nodes[i], fp.books[i] = tr, book
 		go tr.Serve(lns[i])

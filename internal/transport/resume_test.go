@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/troupe-go/troupe/internal/faultnet"
+	"github.com/troupe-go/troupe/ring"
 	"github.com/troupe-go/troupe/wire"
 	"pgregory.net/rapid"
 )
@@ -130,7 +131,7 @@ func newFaultPair(t tb, seed uint64, plan faultnet.Plan, mutate func(*wire.Confi
 		}
 		book := newLedger()
 		for st := range StreamID(NumStreams) {
-			tr.Handle(st, HandlerFunc(func(_ wire.NodeID, p []byte) { book.record(p) }))
+			tr.Handle(st, HandlerFunc(func(_ ring.NodeID, p []byte) { book.record(p) }))
 		}
 		fp.nodes[i], fp.books[i] = tr, book
 		go tr.Serve(lns[i])

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/troupe-go/troupe/internal/transport/flow"
+	"github.com/troupe-go/troupe/ring"
 	"github.com/troupe-go/troupe/wire"
 )
 
@@ -70,7 +71,7 @@ type session struct {
 
 	mu    sync.Mutex
 	ready [NumStreams]*sync.Cond // signals each stream's deliverer
-	id    wire.NodeID            // peer identity of the session; zero before the first handshake
+	id    ring.NodeID            // peer identity of the session; zero before the first handshake
 	epoch uint64                 // bumps when the session starts afresh
 
 	sched       *flow.Scheduler
@@ -1066,7 +1067,7 @@ func (s *session) countsLocked() resumeCounts {
 // lie outside what we sent and what it credited): the session has then
 // failed what was pending and forgotten the peer, and the caller must drop
 // the connection, so that the next handshake starts both sides afresh.
-func (s *session) resumeLocked(peer wire.NodeID, fresh bool, theirs resumeCounts, now time.Time) bool {
+func (s *session) resumeLocked(peer ring.NodeID, fresh bool, theirs resumeCounts, now time.Time) bool {
 	if fresh && s.id == peer && s.pristineLocked() {
 		// Nothing was received from the peer and it credited nothing:
 		// whatever it lost, resending everything from position 0 is

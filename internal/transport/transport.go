@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/troupe-go/troupe/ring"
 	"github.com/troupe-go/troupe/wire"
 )
 
@@ -21,7 +22,7 @@ import (
 // the peer when Receive returns, so a slow handler slows that peer's
 // stream (and only that stream).
 type Handler interface {
-	Receive(from wire.NodeID, payload []byte)
+	Receive(from ring.NodeID, payload []byte)
 }
 
 // A DeferHandler is a Handler that may leave part of an envelope's work
@@ -37,7 +38,7 @@ type Handler interface {
 // deliverer, MemEndpoint) Receive is called as for any Handler.
 type DeferHandler interface {
 	Handler
-	ReceiveDefer(from wire.NodeID, payload []byte) (then func(relieve func()))
+	ReceiveDefer(from ring.NodeID, payload []byte) (then func(relieve func()))
 }
 
 // A QuickHandler is a DeferHandler that can tell an envelope whose
@@ -51,10 +52,10 @@ type QuickHandler interface {
 }
 
 // HandlerFunc adapts a function to Handler.
-type HandlerFunc func(from wire.NodeID, payload []byte)
+type HandlerFunc func(from ring.NodeID, payload []byte)
 
 // Receive calls f.
-func (f HandlerFunc) Receive(from wire.NodeID, payload []byte) { f(from, payload) }
+func (f HandlerFunc) Receive(from ring.NodeID, payload []byte) { f(from, payload) }
 
 // PeerEvent reports a peer becoming reachable (Up), unreachable for now
 // (Suspect: its connection broke and a redial failed; the session still
@@ -62,7 +63,7 @@ func (f HandlerFunc) Receive(from wire.NodeID, payload []byte) { f(from, payload
 // or lost: the dial error, ErrPeerRestarted, ErrPeerDead, or nil for an
 // orderly goodbye.
 type PeerEvent struct {
-	Peer    wire.NodeID
+	Peer    ring.NodeID
 	Up      bool
 	Suspect bool
 	Err     error
@@ -117,7 +118,7 @@ func New(cfg wire.Config) (*Transport, error) {
 		tune: defaultTuning(),
 		loc: &local{
 			cluster: cfg.ClusterName,
-			node:    wire.NodeID{Addr: cfg.Advertise, Incarnation: cfg.Incarnation},
+			node:    ring.NodeID{Addr: cfg.Advertise, Incarnation: cfg.Incarnation},
 			limits:  cfg.Limits,
 			codecs:  codecOffers(cfg.Compression),
 			tls:     cfg.TLS,
@@ -154,7 +155,7 @@ func poolBytes(l wire.Limits) int { return min(4*l.MaxMessage, 32<<20) }
 func (t *Transport) Release(payload []byte) { t.bufs.put(payload) }
 
 // Self returns this node's identity.
-func (t *Transport) Self() wire.NodeID { return t.loc.node }
+func (t *Transport) Self() ring.NodeID { return t.loc.node }
 
 // Handle sets the handler of a stream. Envelopes that arrive while a
 // stream has no handler are taken and dropped; set handlers before traffic
@@ -264,7 +265,7 @@ func (t *Transport) Serve(ln net.Listener) error {
 }
 
 // sessionFor returns the session of a peer, creating it if create is set.
-func (t *Transport) sessionFor(id wire.NodeID, create bool) (*session, error) {
+func (t *Transport) sessionFor(id ring.NodeID, create bool) (*session, error) {
 	key := id.Addr
 	if key == "" {
 		key = "client/" + id.String()
@@ -328,14 +329,14 @@ func (s *session) removeLocked() {
 // (SendWait waits for room instead). While the session has no connection
 // and waits out a redial backoff, a Send redials at once (at most once per
 // 10 ms). After Shutdown or Close it fails with ErrClosed.
-func (t *Transport) Send(ctx context.Context, to wire.NodeID, stream StreamID, key uint64, payload []byte) (*Receipt, error) {
+func (t *Transport) Send(ctx context.Context, to ring.NodeID, stream StreamID, key uint64, payload []byte) (*Receipt, error) {
 	return t.send(ctx, to, stream, key, payload, false, false)
 }
 
 // SendWait is Send, except that when the peer's send queue is full it
 // waits for room until ctx ends (and then returns ctx's error) instead of
 // failing with ErrQueueFull.
-func (t *Transport) SendWait(ctx context.Context, to wire.NodeID, stream StreamID, key uint64, payload []byte) (*Receipt, error) {
+func (t *Transport) SendWait(ctx context.Context, to ring.NodeID, stream StreamID, key uint64, payload []byte) (*Receipt, error) {
 	return t.send(ctx, to, stream, key, payload, true, false)
 }
 
@@ -343,12 +344,12 @@ func (t *Transport) SendWait(ctx context.Context, to wire.NodeID, stream StreamI
 // router's batches): it returns no receipt, so the transport reuses the
 // bookkeeping of the envelope once its credit came back instead of
 // allocating it afresh for every envelope.
-func (t *Transport) Post(to wire.NodeID, stream StreamID, key uint64, payload []byte) error {
+func (t *Transport) Post(to ring.NodeID, stream StreamID, key uint64, payload []byte) error {
 	_, err := t.send(context.Background(), to, stream, key, payload, false, true)
 	return err
 }
 
-func (t *Transport) send(ctx context.Context, to wire.NodeID, stream StreamID, key uint64, payload []byte, wait, post bool) (*Receipt, error) {
+func (t *Transport) send(ctx context.Context, to ring.NodeID, stream StreamID, key uint64, payload []byte, wait, post bool) (*Receipt, error) {
 	if stream >= NumStreams {
 		return nil, fmt.Errorf("%w: %d", ErrUnknownStream, stream)
 	}
@@ -448,7 +449,7 @@ func (t *Transport) send(ctx context.Context, to wire.NodeID, stream StreamID, k
 // its peer, which a caller learned of before the transport did: what was
 // pending towards the old one fails with ErrPeerRestarted, and its
 // connection, if any, is dropped.
-func (s *session) restartLocked(to wire.NodeID) {
+func (s *session) restartLocked(to ring.NodeID) {
 	err := fmt.Errorf("%w: %v is now %v", wire.ErrPeerRestarted, s.id, to)
 	old := s.id
 	s.failAllLocked(err)
@@ -463,7 +464,7 @@ func (s *session) restartLocked(to wire.NodeID) {
 		s.t.emit(PeerEvent{Peer: old, Err: err})
 	}
 	s.suspected = false
-	s.id = wire.NodeID{}
+	s.id = ring.NodeID{}
 }
 
 // nudgeDialLocked cuts short the backoff of a dial loop that waits to
@@ -478,7 +479,7 @@ func (s *session) nudgeDialLocked() {
 // PeerDead is the hook for the membership layer: the peer is declared dead,
 // so whatever waits for it fails now with ErrPeerDead instead of waiting
 // out the resume grace, and its session is dropped.
-func (t *Transport) PeerDead(id wire.NodeID) {
+func (t *Transport) PeerDead(id ring.NodeID) {
 	s, _ := t.sessionFor(id, false)
 	if s == nil {
 		return
@@ -495,7 +496,7 @@ func (t *Transport) PeerDead(id wire.NodeID) {
 // LastHeard returns when any byte last arrived from the peer at addr (or
 // the client id), for the failure detector. It never goes backwards for a
 // session, across reconnects and resumes included.
-func (t *Transport) LastHeard(id wire.NodeID) (time.Time, bool) {
+func (t *Transport) LastHeard(id ring.NodeID) (time.Time, bool) {
 	s, _ := t.sessionFor(id, false)
 	if s == nil {
 		return time.Time{}, false
@@ -618,7 +619,7 @@ func (s *session) dropLocked(err error) {
 		s.up = false
 		s.t.emit(PeerEvent{Peer: s.id, Err: err})
 	}
-	s.id = wire.NodeID{}
+	s.id = ring.NodeID{}
 }
 
 // ensureDialLocked starts the dial loop if the peer has an address and no
@@ -814,7 +815,7 @@ func (t *Transport) accept(c net.Conn) {
 	}
 	ctx, cancel := context.WithTimeout(t.ctx, t.cfg.HandshakeTimeout)
 	defer cancel()
-	hc, err := acceptHandshake(ctx, c, t.loc, func(id wire.NodeID) uint64 {
+	hc, err := acceptHandshake(ctx, c, t.loc, func(id ring.NodeID) uint64 {
 		s, _ := t.sessionFor(id, false)
 		if s == nil {
 			return 0

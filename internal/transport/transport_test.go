@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/troupe-go/troupe/internal/transport/flow"
+	"github.com/troupe-go/troupe/ring"
 	"github.com/troupe-go/troupe/wire"
 )
 
@@ -46,7 +47,7 @@ func newTunedNode(t *testing.T, tune func(*tuning), mutate func(*wire.Config)) *
 	}
 	n := &testNode{t: tr, ln: ln, got: map[StreamID][][]byte{}, sig: make(chan struct{}, 1)}
 	for st := range StreamID(NumStreams) {
-		tr.Handle(st, HandlerFunc(func(from wire.NodeID, p []byte) {
+		tr.Handle(st, HandlerFunc(func(from ring.NodeID, p []byte) {
 			n.mu.Lock()
 			n.got[st] = append(n.got[st], p)
 			n.mu.Unlock()
@@ -187,7 +188,7 @@ func TestTransportOverMutualTLSDeliversAndRefusesStrangers(t *testing.T) {
 func TestSendBeyondTheQueueBoundFailsWithErrQueueFull(t *testing.T) {
 	a := newTestNode(t, func(c *wire.Config) { c.SendQueue = wire.DefaultMaxMessage })
 	// The peer does not exist, so nothing drains.
-	to := wire.NodeID{Addr: "127.0.0.1:1"}
+	to := ring.NodeID{Addr: "127.0.0.1:1"}
 	if _, err := a.t.Send(context.Background(), to, StreamApplication, 1, make([]byte, wire.DefaultMaxMessage-10)); err != nil {
 		t.Fatal(err)
 	}
@@ -205,7 +206,7 @@ func TestABlockedApplicationHandlerHoldsNeitherOtherStreamsNorOrder(t *testing.T
 	release, blocked := make(chan struct{}), make(chan struct{})
 	var mu sync.Mutex
 	var got []string
-	b.t.Handle(StreamApplication, HandlerFunc(func(from wire.NodeID, p []byte) {
+	b.t.Handle(StreamApplication, HandlerFunc(func(from ring.NodeID, p []byte) {
 		if string(p) == "block" {
 			close(blocked)
 			<-release
@@ -215,7 +216,7 @@ func TestABlockedApplicationHandlerHoldsNeitherOtherStreamsNorOrder(t *testing.T
 		mu.Unlock()
 		b.signal()
 	}))
-	b.t.Handle(StreamMembership, HandlerFunc(func(from wire.NodeID, p []byte) { close(release) }))
+	b.t.Handle(StreamMembership, HandlerFunc(func(from ring.NodeID, p []byte) { close(release) }))
 	ctx := context.Background()
 	send := func(st StreamID, s string) {
 		t.Helper()
