@@ -408,8 +408,8 @@ func TestPipeToAFullWaitMailboxFailsAtOnceInsteadOfBlocking(t *testing.T) {
 // next message, or by another cell after a one-off run). Contexts derived
 // from it and cancelled before the handler returns must not read it
 // afterwards: they attach to a context of package context instead of
-// starting a goroutine that watches the Context. Cold starts, inline asks
-// and warm cells all run here, under -race.
+// starting a goroutine that watches the Context. Cold starts and warm
+// cells both run here, under -race.
 func TestContextsDerivedInHandlersDoNotReadItAfterward(t *testing.T) {
 	def := actor.Define("derive", func(c *actor.Context[int, ProbeMsg], m ProbeMsg) error {
 		ctx, cancel := context.WithTimeout(c, time.Second)

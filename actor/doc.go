@@ -43,14 +43,11 @@
 // whose message type is not the request's does not compile. When ctx has no
 // deadline the definition's ask timeout applies (default 10 s). An ask
 // whose caller stops waiting is dropped if still queued, and cancels the
-// handler's Context if running. An ask from outside any handler to an
-// idle actor of the same system runs the handler on the asking goroutine
-// (one message at a time per key and order per sender hold: mail
-// arriving meanwhile queues behind it). Its Context is cancelled at the
-// deadline only if the handler looks at it (Done, Err); a handler that
-// blocks without looking holds such an asker until it returns, and a
-// reply given after the deadline is dropped, so the ask still fails with
-// the deadline's error, only late.
+// handler's Context if running. Ask returns by its deadline on every
+// path (local, from a handler, to another member, through a client):
+// handlers never run on the asking goroutine, so a handler that blocks
+// without watching its Context holds up its own actor, not the asker,
+// and a reply it gives after the deadline is dropped.
 //
 // # Handlers and state
 //
@@ -117,9 +114,6 @@
 //
 //   - State is not replicated: a key whose owner changes starts again from
 //     its initial state on the new owner.
-//   - An ask that runs its handler on the asking goroutine (see Refs and
-//     messages) returns late if the handler blocks without watching its
-//     Context; the error is still the deadline's.
 //   - Errors a handler defines keep their identity only when the key is in
 //     the asker's own process; across members only their text arrives.
 //   - A handler error restarts the actor with backoff, so return one only

@@ -29,17 +29,10 @@ type Request[M, R any] interface{ troupeRequest(M, R) }
 // context.DeadlineExceeded for the ask timeout). A handler that fails gives
 // an error wrapping ErrActorFailed.
 //
-// An ask from outside any handler to an idle actor of the same system runs
-// the handler on the calling goroutine, as a function call would (one
-// message at a time per key still holds: the actor counts as busy). Its
-// deadline then reaches the handler through the handler's context only: a
-// handler that blocks without watching its context (Done, Err, or a call
-// given the context) returns late, and Ask with it; the reply is dropped
-// and the error is the deadline's as usual. Handlers that wait on I/O
-// should pass their context on, which they should anyway. Running on the
-// caller's goroutine, such a handler also carries the caller's pprof
-// labels and locked OS thread, and a runtime.Goexit in it (t.FailNow)
-// ends the caller.
+// Ask returns at its deadline (or when ctx ends) whatever the handler
+// does: the handler never runs on the calling goroutine, so one that
+// ignores its context delays only its actor, and its late reply is
+// dropped.
 func Ask[M any, Q Request[M, R], R any](ctx context.Context, ref Ref[M], q Q) (R, error) {
 	m, ok := any(q).(M)
 	if !ok {

@@ -11,9 +11,8 @@ import (
 	"github.com/troupe-go/troupe/system"
 )
 
-// An ask alone in flight waits for its reply in the network poller (see
-// actor's waker) instead of on a channel; these tests run remote asks
-// that take that path through the events around it.
+// Remote asks alone in flight and many at once, through the events
+// around them: a broken connection, askers coming and going, a cancel.
 
 // LoneHold blocks its handler until the test opens the gate named ID, then
 // answers "opened".
@@ -125,13 +124,13 @@ func TestLoneAndConcurrentRemoteAsksGetTheirOwnReplies(t *testing.T) {
 	for err := range errc {
 		t.Error(err)
 	}
-	// One asker alone: every ask takes the poller's path.
+	// One asker alone.
 	for i := range 200 {
 		if n, err := actor.Ask(ctx, loneGated.Ref(systems[0], keys[i%len(keys)]), LoneSame{N: i}); err != nil || n != i {
 			t.Fatalf("lone ask %d = %d, %v", i, n, err)
 		}
 	}
-	// A lone ask cancelled while it waits in the poller.
+	// A lone ask cancelled while it waits.
 	id := stallID(t)
 	cctx, cancel := context.WithCancel(ctx)
 	errs := make(chan error, 1)

@@ -162,8 +162,10 @@ func TestIdleKeyPassivatesAndTheNextMessageStartsFresh(t *testing.T) {
 		if st := sys.Stats(); st.Active != 1 {
 			t.Fatalf("Stats.Active = %d before the idle timeout, want 1", st.Active)
 		}
-		// Within the timeout plus a sweep period (a quarter) plus linger.
-		time.Sleep(time.Second / 2)
+		// Within the timeout, plus the linger before its goroutine
+		// exits, plus up to a sweep period (a quarter) before a sweep
+		// stamps it idle and another before the sweep that passivates it.
+		time.Sleep(time.Second/2 + 3*system.DefaultLinger)
 		synctest.Wait()
 		evs2 := evs.Snapshot()
 		if len(evs2) != 2 || evs2[1].Kind != system.ActivationEnded || evs2[1].Reason != "idle" {

@@ -38,24 +38,17 @@ func (r Ref[M]) tellUnbound(ctx context.Context, msg M) error {
 	return r.Tell(ctx, msg)
 }
 
-// Ask sends the request q to ref and waits for the handler's reply. When ctx
+// Ask sends the request m to ref and waits for the handler's reply. When ctx
 // has no deadline, the definition's ask timeout applies. If ctx ends first,
 // the request is dropped if still queued, or the handler's context is
 // cancelled if it is running, and the error wraps ctx's error (or
 // context.DeadlineExceeded for the ask timeout). A handler that fails gives
 // an error wrapping ErrActorFailed.
 //
-// An ask from outside any handler to an idle actor of the same system runs
-// the handler on the calling goroutine, as a function call would (one
-// message at a time per key still holds: the actor counts as busy). Its
-// deadline then reaches the handler through the handler's context only: a
-// handler that blocks without watching its context (Done, Err, or a call
-// given the context) returns late, and Ask with it; the reply is dropped
-// and the error is the deadline's as usual. Handlers that wait on I/O
-// should pass their context on, which they should anyway. Running on the
-// caller's goroutine, such a handler also carries the caller's pprof
-// labels and locked OS thread, and a runtime.Goexit in it (t.FailNow)
-// ends the caller.
+// Ask returns at its deadline (or when ctx ends) whatever the handler
+// does: the handler never runs on the calling goroutine, so one that
+// ignores its context delays only its actor, and its late reply is
+// dropped.
 func Ask[M, R any](ctx context.Context, ref Ref[M], m M) (R, error) {
 	var zero R
 	ref, err := ref.resolve(ctx)
@@ -71,94 +64,96 @@ func Ask[M, R any](ctx context.Context, ref Ref[M], m M) (R, error) {
 		chain = c
 	}
 	h := to.host()
-	alone := h.AsksOut.Add(1) == 1
+	h.AsksOut.Add(1)
 	defer h.AsksOut.Add(-1)
-	s := newSlot[R](ctx)
+	waits := to.waits()
+	var done chan struct{}
+	if waits != nil {
+		done = waits.doneChan()
+	} else {
+		done = make(chan struct{}, 1)
+	}
+	s := newSlot[R](ctx, done)
 	s.chain = chain
-	own := s.dl.IsZero() // the ask timeout applies
-	if own {
+	listed := false // s waits in the ask timeout's list
+	timed := false  // the deadline needs a timer of its own
+	if s.dl.IsZero() {
 		s.dl = time.Now().Add(to.askTimeout())
-		s.ownDl = true
-	}
-	if chain == nil && ctx.Err() == nil {
-		// Outside any handler: the asker may run the handler itself
-		// (localask.go). A context already ended takes the usual way,
-		// which drops the request.
-		s.actx = ctx
-		if to.askHere(ref.key, ref.h, m, s) {
-			switch s.endInline() {
-			case slotDone:
-				return s.val, s.err
-			case slotCancelled:
-				cause := ctx.Err()
-				if cause == nil {
-					cause = context.DeadlineExceeded
-				}
-				return zero, &askError{ref: ref.String(), cause: cause}
-			}
-			// Deferred: wait for the reply as usual.
-			return awaitReply(ctx, h, s, own, ref)
-		}
-		s.actx = nil // never published: the ask goes the usual way
-	}
-	// Only an ask alone in flight waits in the poller: the scheduler's
-	// wake-up it spares buys nothing while other goroutines run (many
-	// askers), and costs the waker's system calls there. Nor one whose
-	// context can end unless package context made it (WithTimeout,
-	// WithCancel): watching another would take a goroutine per ask (see
-	// waker.wait), more than the wake-up spared.
-	s.parks = alone && (ctx.Done() == nil || watchable(ctx))
-	if !s.parks {
-		s.done = make(chan struct{}) // before s is published: wait finds it
+		listed = waits != nil
+		timed = !listed
+	} else if chain != nil {
+		timed = endsLate(ctx, s.dl)
 	}
 	if err := to.deliver(ctx, ref.key, ref.h, ref.tok, m, s); err != nil {
-		if s.w != nil {
-			s.w.disarm() // dropped, not pooled: rare, and no proof needed that nothing wakes it
-		}
 		return zero, err
 	}
-	if w := s.w; w != nil {
-		// Sent to another node: wait in the poller (see waker), armed
-		// before the request left (sentTo); no channel to close.
-		cause := w.waitArmed(ctx, s)
-		if cause == nil {
-			putWaker(w)
-			return s.val, s.err
-		}
-		if !s.cancel() {
-			// The outcome was set, under s.mu, before cancel looked.
-			return s.val, s.err
-		}
-		return zero, &askError{ref: ref.String(), cause: cause}
+	if listed {
+		waits.add(&s.wait, s, s.dl)
 	}
-	return awaitReply(ctx, h, s, own, ref)
+	v, took, err := awaitReply(ctx, h, s, timed, ref)
+	if listed {
+		waits.remove(&s.wait)
+	}
+	if took && waits != nil {
+		waits.putChan(done)
+	}
+	return v, err
 }
 
-// awaitReply waits for s's outcome until ctx ends or, if own, until s's
-// deadline (the ask timeout).
-func awaitReply[M, R any](ctx context.Context, h *host.Host, s *slot[R], own bool, ref Ref[M]) (R, error) {
-	var timeout <-chan time.Time
-	if own {
-		t := h.Timer(time.Until(s.dl))
-		defer h.PutTimer(t)
-		timeout = t.C
+// endsLate reports whether ctx, made inside a handler, may end after its
+// deadline dl: the handler's Context reports its asker's deadline but
+// ends when that asker gives up, which for an asker on another member is
+// when its cancel arrives. A context derived from it with an earlier
+// deadline ends at its own.
+func endsLate(ctx context.Context, dl time.Time) bool {
+	hc, ok := ctx.Value(handlerKey{}).(context.Context)
+	if !ok {
+		return false
 	}
+	hdl, ok := hc.Deadline()
+	return ok && !dl.Before(hdl)
+}
+
+// handlerKey is the context key under which a handler's Context answers
+// with itself.
+type handlerKey struct{}
+
+// awaitReply waits for s's outcome until ctx ends, its ask timeout
+// expires s (see askWaits) or, if timed, s's deadline passes. took
+// reports that it took the token of s.done, which is then empty for good.
+func awaitReply[M, R any](ctx context.Context, h *host.Host, s *slot[R], timed bool, ref Ref[M]) (v R, took bool, err error) {
 	var zero R
 	var cause error
-	done := s.wait()
-	select {
-	case <-done:
-		return s.val, s.err
-	case <-ctx.Done():
-		cause = ctx.Err()
-	case <-timeout:
-		cause = context.DeadlineExceeded
+	if quit := ctx.Done(); quit == nil && !timed {
+		<-s.done // nothing else can end the wait: a receive costs less than a select
+	} else {
+		var timeout <-chan time.Time
+		if timed {
+			t := h.Timer(time.Until(s.dl))
+			defer h.PutTimer(t)
+			timeout = t.C
+		}
+		select {
+		case <-s.done:
+		case <-quit:
+			cause = ctx.Err()
+		case <-timeout:
+			cause = context.DeadlineExceeded
+		}
+	}
+	if cause == nil {
+		if !s.expired { // read after the token: set before it was sent
+			return s.val, true, s.err
+		}
+		return zero, true, &askError{ref: ref.String(), cause: context.DeadlineExceeded}
 	}
 	if !s.cancel() {
-		<-done
-		return s.val, s.err
+		<-s.done
+		return s.val, true, s.err
 	}
-	return zero, &askError{ref: ref.String(), cause: cause}
+	// Cancelled here, or expired (whose token may still be on its way):
+	// the channel is not reused.
+	return zero, false, &askError{ref: ref.String(), cause: cause}
 }
 
 // askError wraps the reason an asker stopped waiting.

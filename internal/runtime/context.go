@@ -144,6 +144,8 @@ func (c *Context[S, M, C]) Value(key any) any {
 	switch key.(type) {
 	case hostKey:
 		return c.cell.k.h
+	case handlerKey:
+		return c
 	case chainKey:
 		// An ask from this handler waits on this actor and on whoever
 		// waits on the message it is handling.

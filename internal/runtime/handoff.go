@@ -227,7 +227,7 @@ func (c *cell[S, M, C]) handOff(ctx context.Context) bool {
 type loopState[S, M, C any] struct {
 	ctx  Context[S, M, C]
 	work []envelope[M]
-	one  [1]envelope[M] // the batch of an inline ask (localask.go)
+	one  [1]envelope[M] // the batch of an inline run (inline.go)
 }
 
 // stateOn returns c's loop state on r, making one if r has none.

@@ -78,3 +78,56 @@ func (c *Base) relieveInline() {
 		r()
 	}
 }
+
+// claimIdle claims c for a run of one message on the caller's goroutine
+// (the transport's reader) if it is started and idle with nothing queued.
+func (c *cell[S, M, C]) claimIdle() bool {
+	k := c.k
+	c.mu.Lock()
+	ok := !c.gone && !c.running && !c.backoff && c.started && len(c.in) == 0 && !k.h.Closed()
+	if !ok && c.running && len(c.in) == 0 {
+		// Its goroutine lingers, idle: let it exit after this message,
+		// so that the next one runs inline.
+		c.shed = true
+	}
+	if ok {
+		c.running = true
+		c.batchLen = 1 // the claimed message counts against the bound
+		c.remaining.Store(1)
+	}
+	c.mu.Unlock()
+	if ok {
+		k.h.Enter() // Close waits for the run as for a goroutine's
+	}
+	return ok
+}
+
+// runClaimed handles m, the message c was claimed for, on the calling
+// goroutine (wire's reader, whose relieve hands reading on), then lets c
+// go idle, or starts a goroutine for the mail that arrived meanwhile.
+func (c *cell[S, M, C]) runClaimed(m M, s replier, relieve func()) {
+	k := c.k
+	defer k.h.Leave() // deferred: a handler may end the goroutine (Goexit)
+	if c.run.Load() != nil {
+		// No runner runs the cell now: its handler's tells must not be
+		// stashed in the one that ran it last.
+		c.run.Store(nil)
+	}
+	ls := k.coldState(c)
+	ls.ctx.relieve = relieve
+	work := ls.one[:]
+	work[0] = envelope[M]{msg: m, slot: s}
+	ok := c.handleBatch(&ls.ctx, work, nil)
+	k.putCold(ls)
+	if ok {
+		c.mu.Lock()
+		if len(c.in) > 0 {
+			c.batchLen = 0
+			c.mu.Unlock()
+			k.h.Enter()
+			go c.loop()
+		} else {
+			c.idle(true) // likely asked again soon; the sweep stamps the time
+		}
+	} // else failed: the restart owns the cell and its mailbox
+}

@@ -50,6 +50,8 @@ type kind[S, M, C any] struct {
 	// cold holds loop states (*loopState[S, M, C]) for cold starts to reuse
 	// (see coldState).
 	cold sync.Pool
+	// asks ends the waits of asks at the ask timeout.
+	asks askWaits
 }
 
 type shard[S, M, C any] struct {
@@ -102,6 +104,7 @@ func (k *kind[S, M, C]) Replicas() int { return k.def.Replicas }
 
 func (k *kind[S, M, C]) Name() string              { return k.def.Name }
 func (k *kind[S, M, C]) askTimeout() time.Duration { return k.ask }
+func (k *kind[S, M, C]) waits() *askWaits          { return &k.asks }
 func (k *kind[S, M, C]) host() *host.Host          { return k.h }
 
 // hash is key's hash in this kind's table: the top bits pick the shard,
@@ -250,7 +253,7 @@ func (k *kind[S, M, C]) send(ctx context.Context, key string, tok uint64, m M, s
 	relieveInline(ctx) // the reply may come through the goroutine asking
 	out.Deadline, _ = s.deadline()
 	out.Chain = s.asking()
-	cancel, err := k.rem.Ask(ctx, out, s.sentTo(ctx, k.h))
+	cancel, err := k.rem.Ask(ctx, out, s.sentTo(k.h))
 	if err != nil {
 		return err
 	}

@@ -29,15 +29,13 @@ type sink[M any] interface {
 	// registers: Tell's path. w is the key's ring token in a cluster (0:
 	// unknown), else its hash.
 	tell(ctx context.Context, key string, w uint64, m M) error
-	// askHere runs the ask m to key (hash h) on the calling goroutine if
-	// the key's actor is here and idle (see localask.go); false means the
-	// caller must deliver it.
-	askHere(key string, h uint64, m M, s replier) bool
 	// hash is key's hash in this sink's table (0 where it has none).
 	hash(key string) uint64
 	// token is key's ring token (0 outside a cluster).
 	token(key string) uint64
 	askTimeout() time.Duration
+	// waits is the list that ends asks at the ask timeout, or nil.
+	waits() *askWaits
 	host() *host.Host
 }
 
@@ -204,6 +202,6 @@ func (u unknownSink[M]) deliver(context.Context, string, uint64, uint64, M, repl
 func (u unknownSink[M]) tell(context.Context, string, uint64, M) error {
 	return ErrUnknownActor
 }
-func (u unknownSink[M]) askHere(string, uint64, M, replier) bool { return false }
-func (u unknownSink[M]) askTimeout() time.Duration               { return DefaultAskTimeout }
-func (u unknownSink[M]) host() *host.Host                        { return u.h }
+func (u unknownSink[M]) askTimeout() time.Duration { return DefaultAskTimeout }
+func (u unknownSink[M]) waits() *askWaits          { return nil }
+func (u unknownSink[M]) host() *host.Host          { return u.h }

@@ -45,7 +45,7 @@ type replier interface {
 	// sentTo records that the request is leaving for another node: the
 	// reply comes back through the returned Replier (the slot itself),
 	// decoded against h.
-	sentTo(ctx context.Context, h *host.Host) host.Replier
+	sentTo(h *host.Host) host.Replier
 	// setWithdraw records, once the request left, what withdraws it.
 	setWithdraw(sent host.Withdrawer)
 }
@@ -55,10 +55,8 @@ type slot[R any] struct {
 	mu       sync.Mutex
 	state    int32
 	deferred bool
-	parks    bool          // the asker may wait on a waker if the ask goes to another node
-	ownDl    bool          // dl is the ask timeout's, not the asker's context's
 	stop     *stopper      // made on demand: cancelled when the asker gives up
-	done     chan struct{} // closed when the outcome is set; made by the waiting asker (see wait)
+	done     chan struct{} // gets one token when the outcome is set or the ask timeout expires s; nil when onDone takes it
 	onDone   outcomeTo[R]  // takes the outcome instead of the asker waiting: Pipe, an ask from another node
 	dl       time.Time
 	val      R
@@ -66,12 +64,8 @@ type slot[R any] struct {
 	chain    []string        // actors waiting on this ask, up the call chain
 	withdraw host.Withdrawer // cancels the request on another node
 	rh       *host.Host      // decodes a reply from another node (see sentTo)
-	w        *waker          // what the asker waits on, if parks and the ask left (see waker_linux.go)
-	// actx is the asker's context while the asker runs the handler
-	// itself (see localask.go): nothing watches it, nor the deadline,
-	// unless the handler looks (stopped, cancelled), which arms watch.
-	actx  context.Context
-	watch *askWatch
+	expired  bool            // cancelled by its ask timeout (see askWaits), which sent done its token
+	wait     askWait         // its entry in the kind's askWaits, while its asker waits
 }
 
 // outcomeTo takes a slot's outcome when nobody waits on the slot: an
@@ -94,33 +88,12 @@ type stopper struct {
 	cancel context.CancelFunc
 }
 
-// askWatch cancels an inline ask's slot when its asker's context ends or
-// its deadline passes.
-type askWatch struct {
-	stopCtx func() bool
-	t       *time.Timer
-}
-
-func newSlot[R any](ctx context.Context) *slot[R] {
-	s := &slot[R]{}
+// newSlot returns the slot of an ask whose asker waits on done (empty,
+// with room for one token), with ctx's deadline if it has one.
+func newSlot[R any](ctx context.Context, done chan struct{}) *slot[R] {
+	s := &slot[R]{done: done}
 	s.dl, _ = ctx.Deadline()
 	return s
-}
-
-// wait returns the channel closed when s is complete, making it if need
-// be: an inline ask (localask.go) makes none unless its reply is
-// deferred.
-func (s *slot[R]) wait() <-chan struct{} {
-	s.mu.Lock()
-	if s.done == nil {
-		s.done = make(chan struct{})
-		if s.state == slotDone {
-			close(s.done)
-		}
-	}
-	d := s.done
-	s.mu.Unlock()
-	return d
 }
 
 func (s *slot[R]) begin() bool {
@@ -140,12 +113,6 @@ func (s *slot[R]) complete(v R, err error) bool {
 		s.mu.Unlock()
 		return false
 	}
-	if s.actx != nil && s.givenUpLocked() {
-		// An asker waiting on its own would have stopped by now.
-		s.cancelLocked()
-		s.mu.Unlock()
-		return false
-	}
 	s.state = slotDone
 	s.val, s.err = v, err
 	done := s.done
@@ -162,10 +129,7 @@ func (s *slot[R]) finish(v R, err error, done chan struct{}) {
 		return
 	}
 	if done != nil {
-		close(done)
-	}
-	if s.w != nil {
-		s.w.wake()
+		done <- struct{}{} // never blocks: the only token (see askWaits.chan)
 	}
 }
 
@@ -178,18 +142,6 @@ func (s *slot[R]) settled() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.state == slotDone || s.state == slotCancelled || s.deferred
-}
-
-// outcomer is what a waker's waiter looks at: a slot, without the
-// channel that waiting on its own takes.
-type outcomer interface{ outcomeSet() bool }
-
-// outcomeSet reports whether the outcome is set: once true, val and err
-// may be read without s.mu.
-func (s *slot[R]) outcomeSet() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.state == slotDone
 }
 
 func (s *slot[R]) finished() bool {
@@ -206,8 +158,6 @@ func (s *slot[R]) stopped(parent context.Context) context.Context {
 		s.stop = &stopper{ctx: ctx, cancel: cancel}
 		if s.state == slotCancelled {
 			cancel()
-		} else if s.actx != nil {
-			s.watchLocked()
 		}
 	}
 	return s.stop.ctx
@@ -225,51 +175,7 @@ func (s *slot[R]) stoppedIfMade() context.Context {
 func (s *slot[R]) cancelled() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.actx != nil && (s.state == slotQueued || s.state == slotRunning) && s.givenUpLocked() {
-		s.cancelLocked()
-	}
 	return s.state == slotCancelled
-}
-
-// givenUpLocked reports, for an inline ask, whether its asker would have
-// stopped waiting: its context ended or its deadline passed; s.mu held.
-func (s *slot[R]) givenUpLocked() bool {
-	// A deadline of the context ends it: only the ask timeout's is read
-	// against the clock (time.Until reads only the monotonic one).
-	return s.actx.Err() != nil || s.ownDl && time.Until(s.dl) <= 0
-}
-
-// watchLocked makes the end of an inline ask's context or its deadline
-// cancel s, as the asker would if it waited; s.mu held. Armed only when
-// the handler looks at its context's Done: most handlers never do.
-func (s *slot[R]) watchLocked() {
-	w := &askWatch{}
-	if s.actx.Done() != nil {
-		w.stopCtx = context.AfterFunc(s.actx, func() { s.cancel() })
-	}
-	if !s.dl.IsZero() {
-		w.t = time.AfterFunc(time.Until(s.dl), func() { s.cancel() })
-	}
-	s.watch = w
-}
-
-// endInline ends the inline run of s: the asker waits on its own again
-// (a deferred reply) or takes the outcome. It returns the slot's state.
-func (s *slot[R]) endInline() int32 {
-	s.mu.Lock()
-	w := s.watch
-	s.actx, s.watch = nil, nil
-	st := s.state
-	s.mu.Unlock()
-	if w != nil {
-		if w.stopCtx != nil {
-			w.stopCtx()
-		}
-		if w.t != nil {
-			w.t.Stop()
-		}
-	}
-	return st
 }
 
 func (s *slot[R]) deadline() (time.Time, bool) { return s.dl, !s.dl.IsZero() }
@@ -295,6 +201,24 @@ func (s *slot[R]) cancel() bool {
 	return true
 }
 
+// expire is the ask timeout ending the wait of s's asker (see askWaits):
+// s is cancelled, as by the asker, and the asker woken with done's token.
+func (s *slot[R]) expire() {
+	s.mu.Lock()
+	if s.state == slotDone || s.state == slotCancelled {
+		s.mu.Unlock()
+		return
+	}
+	s.cancelLocked()
+	s.expired = true
+	withdraw, done := s.withdraw, s.done
+	s.mu.Unlock()
+	if withdraw != nil {
+		withdraw.Withdraw()
+	}
+	done <- struct{}{}
+}
+
 // cancelLocked moves s, not complete, to cancelled; s.mu held.
 func (s *slot[R]) cancelLocked() {
 	s.state = slotCancelled
@@ -311,20 +235,7 @@ func (s *slot[R]) setDeferred() {
 
 func (s *slot[R]) asking() []string { return s.chain }
 
-func (s *slot[R]) sentTo(ctx context.Context, h *host.Host) host.Replier {
-	if s.parks && s.onDone == nil {
-		// Armed before the request is written (see waker.arm). The
-		// poller's deadline is the ask timeout's only: a deadline of
-		// ctx ends ctx, which the waker watches.
-		if w := getWaker(); w != nil {
-			var dl time.Time
-			if s.ownDl {
-				dl = s.dl
-			}
-			w.arm(ctx, dl)
-			s.w = w
-		}
-	}
+func (s *slot[R]) sentTo(h *host.Host) host.Replier {
 	s.rh = h
 	return s
 }

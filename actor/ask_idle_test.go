@@ -3,6 +3,7 @@ package actor_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"runtime"
 	"strings"
 	"sync/atomic"
@@ -14,8 +15,12 @@ import (
 	"github.com/troupe-go/troupe/system"
 )
 
+// Asks to an actor that is active and idle: the case where running the
+// handler on the asking goroutine would be tempting, and is not done
+// (Ask's deadline could not end such a run).
+
 // askOnStack reports whether the calling handler runs under actor.Ask,
-// that is on the asking goroutine (an inline ask, see localask.go).
+// that is on the asking goroutine.
 func askOnStack() bool {
 	pc := make([]uintptr, 64)
 	frames := runtime.CallersFrames(pc[:runtime.Callers(2, pc)])
@@ -30,13 +35,13 @@ func askOnStack() bool {
 	}
 }
 
-var errNotInline = errors.New("the handler did not run on the asking goroutine")
+var errInline = errors.New("the handler ran on the asking goroutine")
 
-// inlineProbe answers "where" with "inline" or "queued"; "block" waits at
+// idleProbe answers "where" with "inline" or "queued"; "block" waits at
 // g; "stall" waits for its context and reports c.Err() on ended; "sleep"
 // sleeps 30 ms without looking at its context; "panic" panics; "defer"
 // defers its reply until an Answer; "log" answers the ops seen so far.
-func inlineProbe(name string, g *gate, ended chan<- error, opts ...actor.Option) *actor.Def[[]string, ProbeMsg] {
+func idleProbe(name string, g *gate, ended chan<- error, opts ...actor.Option) *actor.Def[[]string, ProbeMsg] {
 	var pending actor.Deferred[string]
 	return actor.Define(name, func(c *actor.Context[[]string, ProbeMsg], m ProbeMsg) error {
 		op := opOf(m)
@@ -51,8 +56,8 @@ func inlineProbe(name string, g *gate, ended chan<- error, opts ...actor.Option)
 		case "block":
 			g.pass(op)
 		case "stall":
-			if !askOnStack() {
-				ended <- errNotInline
+			if askOnStack() {
+				ended <- errInline
 				return nil
 			}
 			if g != nil {
@@ -82,32 +87,42 @@ func inlineProbe(name string, g *gate, ended chan<- error, opts ...actor.Option)
 	}, opts...)
 }
 
-// warmInline asks ref until an ask runs inline: the key is then active
-// and idle, so the test's next ask from outside runs inline too.
-func warmInline(t *testing.T, ref actor.Ref[ProbeMsg]) {
+// warm asks ref once, so that the key is active and, soon after, idle.
+func warm(t *testing.T, ref actor.Ref[ProbeMsg]) {
 	t.Helper()
-	waitUntil(t, "an ask to run inline", func() bool {
+	if _, err := actor.Ask(ctxT(t), ref, Do{Op: "warm"}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestAskNeverRunsItsHandlerOnTheAskingGoroutine(t *testing.T) {
+	def := idleProbe("where", nil, nil)
+	sys := newSystem(t, system.Config{}, def)
+	ref := def.Ref(sys, "k")
+	for i := range 200 {
 		where, err := actor.Ask(ctxT(t), ref, Do{Op: "where"})
 		if err != nil {
 			t.Fatal(err)
 		}
-		return where == "inline"
-	})
+		if where != "queued" {
+			t.Fatalf("ask %d: the handler ran on the asking goroutine", i)
+		}
+	}
 }
 
-func TestAskFromOutsideRunsAnIdleActorInlineAndMailMeanwhileWaits(t *testing.T) {
+func TestAskToAnIdleActorHoldsItsKeyAndMailMeanwhileWaits(t *testing.T) {
 	g := newGate()
-	def := inlineProbe("inline", g, nil)
+	def := idleProbe("idle", g, nil)
 	sys := newSystem(t, system.Config{}, def)
 	ref := def.Ref(sys, "k")
-	warmInline(t, ref)
+	warm(t, ref)
 	res := make(chan error, 1)
 	go func() {
 		_, err := actor.Ask(ctxT(t), ref, Do{Op: "block"})
 		res <- err
 	}()
-	recv(t, g.entered, "the inline handler to block")
-	// Queued behind the claimed ask, handled after it, in order.
+	recv(t, g.entered, "the handler to block")
+	// Queued behind the running ask, handled after it, in order.
 	for _, op := range []string{"n1", "n2"} {
 		if err := ref.Tell(ctxT(t), Note{Op: op}); err != nil {
 			t.Fatal(err)
@@ -123,19 +138,19 @@ func TestAskFromOutsideRunsAnIdleActorInlineAndMailMeanwhileWaits(t *testing.T) 
 	}
 }
 
-func TestCancelledInlineAskCancelsItsHandler(t *testing.T) {
+func TestCancelledAskToAnIdleActorCancelsItsHandler(t *testing.T) {
 	g, ended := newGate(), make(chan error, 1)
-	def := inlineProbe("inline-cancel", g, ended)
+	def := idleProbe("idle-cancel", g, ended)
 	sys := newSystem(t, system.Config{}, def)
 	ref := def.Ref(sys, "k")
-	warmInline(t, ref)
+	warm(t, ref)
 	ctx, cancel := context.WithCancel(ctxT(t))
 	res := make(chan error, 1)
 	go func() {
 		_, err := actor.Ask(ctx, ref, Do{Op: "stall"})
 		res <- err
 	}()
-	recv(t, g.entered, "the inline handler to start")
+	recv(t, g.entered, "the handler to start")
 	cancel()
 	mustIs(t, recv(t, res, "Ask to return after cancel"), context.Canceled)
 	mustIs(t, recv(t, ended, "the handler to observe <-c.Done()"), context.Canceled)
@@ -144,27 +159,27 @@ func TestCancelledInlineAskCancelsItsHandler(t *testing.T) {
 	}
 }
 
-func TestInlineAskTimeoutCancelsItsHandler(t *testing.T) {
+func TestAskTimeoutToAnIdleActorCancelsItsHandler(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ended := make(chan error, 1)
-		def := inlineProbe("inline-timeout", nil, ended, actor.WithAskTimeout(20*time.Millisecond))
+		def := idleProbe("idle-timeout", nil, ended, actor.WithAskTimeout(20*time.Millisecond))
 		sys := newSystem(t, system.Config{}, def)
 		ref := def.Ref(sys, "k")
-		warmInline(t, ref)
+		warm(t, ref)
 		_, err := actor.Ask(context.Background(), ref, Do{Op: "stall"})
 		mustIs(t, err, context.DeadlineExceeded)
 		mustIs(t, recv(t, ended, "the handler's context to end"), context.Canceled)
 	})
 }
 
-func TestInlineReplyAfterTheDeadlineIsDropped(t *testing.T) {
+func TestReplyAfterTheDeadlineIsDropped(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		def := inlineProbe("inline-late", nil, nil, actor.WithAskTimeout(20*time.Millisecond))
+		def := idleProbe("idle-late", nil, nil, actor.WithAskTimeout(20*time.Millisecond))
 		sys := newSystem(t, system.Config{}, def)
 		ref := def.Ref(sys, "k")
-		warmInline(t, ref)
-		// The handler ignores its context and answers 10 ms late: as
-		// when the asker waits apart, the answer does not count.
+		warm(t, ref)
+		// The handler ignores its context and answers 10 ms late: the
+		// answer does not count.
 		_, err := actor.Ask(context.Background(), ref, Do{Op: "sleep"})
 		mustIs(t, err, context.DeadlineExceeded)
 		if got, err := actor.Ask(context.Background(), ref, Do{Op: "after"}); err != nil || got != "after" {
@@ -173,8 +188,8 @@ func TestInlineReplyAfterTheDeadlineIsDropped(t *testing.T) {
 	})
 }
 
-func TestInlineAskPanicFailsTheAskAndTheActorRestarts(t *testing.T) {
-	def := inlineProbe("inline-panic", nil, nil)
+func TestAskPanicFailsTheAskAndTheActorRestarts(t *testing.T) {
+	def := idleProbe("idle-panic", nil, nil)
 	var failed atomic.Int32
 	sys := newSystem(t, system.Config{Observer: func(e system.Event) {
 		if e.Kind == system.ActivationFailed {
@@ -182,7 +197,7 @@ func TestInlineAskPanicFailsTheAskAndTheActorRestarts(t *testing.T) {
 		}
 	}}, def)
 	ref := def.Ref(sys, "k")
-	warmInline(t, ref)
+	warm(t, ref)
 	_, err := actor.Ask(ctxT(t), ref, Do{Op: "panic"})
 	mustIs(t, err, actor.ErrActorFailed)
 	var pe *actor.PanicError
@@ -197,11 +212,11 @@ func TestInlineAskPanicFailsTheAskAndTheActorRestarts(t *testing.T) {
 	}
 }
 
-func TestInlineAskWithADeferredReplyWaitsForIt(t *testing.T) {
-	def := inlineProbe("inline-defer", nil, nil)
+func TestAskToAnIdleActorWithADeferredReplyWaitsForIt(t *testing.T) {
+	def := idleProbe("idle-defer", nil, nil)
 	sys := newSystem(t, system.Config{}, def)
 	ref := def.Ref(sys, "k")
-	warmInline(t, ref)
+	warm(t, ref)
 	res := make(chan string, 1)
 	go func() {
 		got, err := actor.Ask(ctxT(t), ref, Do{Op: "defer"})
@@ -219,5 +234,49 @@ func TestInlineAskWithADeferredReplyWaitsForIt(t *testing.T) {
 	}
 	if got := recv(t, res, "the deferred reply"); got != "later" {
 		t.Fatalf("deferred ask = %q, want later", got)
+	}
+}
+
+// Replies given twice, or after their asker left, reach no later ask:
+// each ask gets its own outcome however the earlier ones ended.
+func TestLateAndRepeatedRepliesReachNoLaterAsk(t *testing.T) {
+	pending := make(chan actor.Deferred[string], 1)
+	def := actor.Define("late", func(c *actor.Context[int, ProbeMsg], m ProbeMsg) error {
+		d, ok := m.(Do)
+		if !ok {
+			return nil
+		}
+		switch d.Op {
+		case "twice":
+			actor.Respond(c, d, "first")
+			return actor.Respond(c, d, "second")
+		case "defer":
+			pending <- actor.Defer(c, d)
+			return nil
+		}
+		return actor.Respond(c, d, d.Op)
+	})
+	sys := newSystem(t, system.Config{}, def)
+	ref := def.Ref(sys, "k")
+	for i := range 200 {
+		if got, err := actor.Ask(ctxT(t), ref, Do{Op: "twice"}); err != nil || got != "first" {
+			t.Fatalf("round %d: ask answered twice = %q, %v; want first", i, got, err)
+		}
+		ctx, cancel := context.WithCancel(ctxT(t))
+		res := make(chan error, 1)
+		go func() {
+			_, err := actor.Ask(ctx, ref, Do{Op: "defer"})
+			res <- err
+		}()
+		d := recv(t, pending, "the deferring handler")
+		cancel()
+		mustIs(t, recv(t, res, "the cancelled ask"), context.Canceled)
+		if d.Resolve("late") {
+			t.Fatalf("round %d: a reply after its asker left was taken", i)
+		}
+		op := fmt.Sprint("n", i)
+		if got, err := actor.Ask(ctxT(t), ref, Do{Op: op}); err != nil || got != op {
+			t.Fatalf("round %d: ask = %q, %v; want %q", i, got, err, op)
+		}
 	}
 }
