@@ -158,6 +158,16 @@ func (c *cell[S, M, C]) take(spare []envelope[M]) []envelope[M] {
 		return b
 	}
 	b := c.in
+	if cap(spare) < len(b) && len(b) > 1 {
+		// The runner's spare is smaller than the burst just taken (a new
+		// runner has none): senders that keep up the pace would grow it
+		// again by doubling, an allocation and a copy each time.
+		if cap(b) >= segSize {
+			spare = c.k.newSegment()
+		} else {
+			spare = make([]envelope[M], 0, cap(b))
+		}
+	}
 	c.in = spare[:0]
 	c.hasIn.Store(false)
 	return b

@@ -123,6 +123,15 @@ func (k *kind[S, M, C]) newSegment() []envelope[M] {
 	return make([]envelope[M], 0, segSize)
 }
 
+// recycle keeps a dropped mailbox buffer of segment size for another
+// mailbox; it must hold no messages (handled batches are cleared).
+func (k *kind[S, M, C]) recycle(b []envelope[M]) {
+	if cap(b) == segSize {
+		b = b[:0]
+		k.segments.Put(&b)
+	}
+}
+
 // cellAt returns the live cell of key, whose hash is h, creating it; the
 // cell keeps a copy of key unless own says the string is the program's.
 func (k *kind[S, M, C]) cellAt(h uint64, key string, own bool) *cell[S, M, C] {
