@@ -50,6 +50,8 @@ type kind[S, M, C any] struct {
 	// cold holds loop states (*loopState[S, M, C]) for cold starts to reuse
 	// (see coldState).
 	cold sync.Pool
+	// tgt is what this kind's refs point to.
+	tgt target[M]
 }
 
 type shard[S, M, C any] struct {
@@ -78,12 +80,16 @@ func NewKind[S, M, C any](h *host.Host, d *Spec[S, M, C]) host.Kind {
 	if k.rem != nil {
 		k.rt = k.rem.Route(k)
 	}
+	k.tgt = target[M]{sink: k, typ: d.Name, clustered: k.rem != nil}
 	return k
 }
 
 // ref returns the bound ref of key.
 func (k *kind[S, M, C]) ref(key string) Ref[M] {
-	return Ref[M]{to: k, typ: k.def.Name, key: key, h: k.hash(key), tok: k.token(key)}
+	if k.rem != nil {
+		return Ref[M]{to: &k.tgt, key: key, w: k.token(key)}
+	}
+	return Ref[M]{to: &k.tgt, key: key, w: k.hash(key)}
 }
 
 // token is key's ring token; 0 in an embedded system.
