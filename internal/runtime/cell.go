@@ -331,6 +331,13 @@ func (c *cell[S, M, C]) tell(ctx context.Context, m M) (err error, retry bool) {
 	c.in = c.in[:n+1]
 	c.in[n] = envelope[M]{msg: m}
 	c.mu.Unlock()
+	if n == segSize-1 {
+		// This tell filled a segment while the actor's goroutine has not
+		// taken any of it: a sender that never blocks would otherwise run
+		// out its time slice, piling up mailboxes that no longer fit any
+		// cache. Yield, so that the goroutines of the actors it feeds run.
+		runtime.Gosched()
+	}
 	return nil, false
 }
 
