@@ -232,3 +232,31 @@ func TestTypeNotHostedFailsWithErrUnknownActor(t *testing.T) {
 	_, err := actor.Ask(ctx, ref, Get{})
 	mustIs(t, err, actor.ErrUnknownActor)
 }
+
+func TestRefsOfATypeNotHostedCompareEqualWithinOneSystem(t *testing.T) {
+	sys := newSystem(t, system.Config{}, counter)
+	other := newSystem(t, system.Config{}, counter)
+	stranger := actor.Define("stranger", counterHandler)
+	if a1, a2 := stranger.Ref(sys, "a"), stranger.Ref(sys, "a"); a1 != a2 {
+		t.Errorf("two refs of stranger/a from one system differ: %#v vs %#v", a1, a2)
+	}
+	if stranger.Ref(sys, "a") == stranger.Ref(sys, "b") {
+		t.Errorf("refs of stranger/a and stranger/b compare equal")
+	}
+	if stranger.Ref(sys, "a") == stranger.Ref(other, "a") {
+		t.Errorf("refs of stranger/a from two systems compare equal")
+	}
+}
+
+func TestUnboundRefsCompareEqualByTypeAndKey(t *testing.T) {
+	a1, a2 := counter.Ref(nil, "ab"), counter.Ref(nil, "ab")
+	if a1 != a2 {
+		t.Errorf("two unbound refs of counter/ab differ: %#v vs %#v", a1, a2)
+	}
+	if a1 == counter.Ref(nil, "a") {
+		t.Errorf("unbound refs of counter/ab and counter/a compare equal")
+	}
+	if a1.Key() != "ab" || a1.ID() != (actor.ID{Type: "counter", Key: "ab"}) {
+		t.Errorf("unbound ref: Key %q, ID %v; want ab, counter/ab", a1.Key(), a1.ID())
+	}
+}

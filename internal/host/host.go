@@ -113,6 +113,9 @@ type Host struct {
 	stashMu  sync.Mutex
 	stashers map[Stasher]struct{}
 
+	unknownMu sync.Mutex
+	unknown   map[string]any // see Unknown
+
 	Active   atomic.Int64
 	AsksOut  atomic.Int64
 	Restarts atomic.Int64
@@ -156,6 +159,23 @@ func (h *Host) Register(k Kind) bool {
 	next.order = append(next.order, k)
 	h.reg.Store(next)
 	return true
+}
+
+// Unknown returns the value kept for typ, a type name this host does not
+// host, made by mk on first use: the refs of such a type taken in one
+// system share it, so that they compare equal.
+func (h *Host) Unknown(typ string, mk func() any) any {
+	h.unknownMu.Lock()
+	defer h.unknownMu.Unlock()
+	v, ok := h.unknown[typ]
+	if !ok {
+		if h.unknown == nil {
+			h.unknown = make(map[string]any)
+		}
+		v = mk()
+		h.unknown[typ] = v
+	}
+	return v
 }
 
 // Kind returns the registered kind with that name, or nil.

@@ -19,14 +19,7 @@ func (r Ref[M]) Tell(ctx context.Context, msg M) error {
 	if r.to == nil {
 		return r.tellUnbound(ctx, msg)
 	}
-	// Small enough to inline into the caller. One word for the key's
-	// hash and token: a ref bound outside a cluster has no token, one
-	// inside needs the token (see sink.tell).
-	w := r.h
-	if r.tok != 0 {
-		w = r.tok
-	}
-	return r.to.tell(ctx, r.key, w, msg)
+	return r.to.sink.tell(ctx, r.key, r.w, msg)
 }
 
 // tellUnbound is Tell for a ref bound to no system.
@@ -55,10 +48,11 @@ func Ask[M, R any](ctx context.Context, ref Ref[M], m M) (R, error) {
 	if err != nil {
 		return zero, err
 	}
-	to := ref.to
+	to := ref.to.sink
+	hk, tok := ref.hashes()
 	var chain []string
 	if c, ok := ctx.Value(chainKey{}).([]string); ok {
-		if inChain(c, ref.typ, ref.key) {
+		if inChain(c, ref.to.typ, ref.key) {
 			return zero, &CycleError{Chain: append(slices.Clip(c), ref.String())}
 		}
 		chain = c
@@ -84,7 +78,7 @@ func Ask[M, R any](ctx context.Context, ref Ref[M], m M) (R, error) {
 	} else if chain != nil {
 		timed = endsLate(ctx, s.dl)
 	}
-	if err := to.deliver(ctx, ref.key, ref.h, ref.tok, m, s); err != nil {
+	if err := to.deliver(ctx, ref.key, hk, tok, m, s); err != nil {
 		return zero, err
 	}
 	if listed {
@@ -273,7 +267,7 @@ func Pipe[S, M, C, M2, R any](c *Context[S, M, C], ref Ref[M2], m2 M2, invalid e
 		back(zero, err)
 		return
 	}
-	to := ref.to
+	to := ref.to.sink
 	d := to.askTimeout()
 	s := &slot[R]{dl: time.Now().Add(d)}
 	t := time.AfterFunc(d, func() {
@@ -285,7 +279,8 @@ func Pipe[S, M, C, M2, R any](c *Context[S, M, C], ref Ref[M2], m2 M2, invalid e
 		t.Stop()
 		back(r, err)
 	})
-	if err := to.deliver(noWait, ref.key, ref.h, ref.tok, m2, s); err != nil {
+	hk, tok := ref.hashes()
+	if err := to.deliver(noWait, ref.key, hk, tok, m2, s); err != nil {
 		t.Stop()
 		back(zero, err)
 	}

@@ -36,10 +36,9 @@ type cell[S, M, C any] struct {
 	in       []envelope[M] // the newest messages; never empty while seg holds any
 	seg      *segments[M]  // full segments of a long mailbox, or nil
 	batchLen int32         // size of the batch the goroutine took last; bounds remaining
-	hasIn    atomic.Bool   // in is not empty: lets a spinning goroutine look without the lock
+	hasIn    atomic.Bool   // in is not empty: lets the goroutine look without the lock
 	running  bool          // a goroutine owns the cell
 	parked   bool          // ... and waits on wake
-	spinning bool          // ... or yields, looking for work
 	backoff  bool          // restarting after a failure
 	gone     bool          // removed from the table; senders must look again
 	// Goroutine side, in the padding of the sender's line (the goroutine
@@ -159,6 +158,16 @@ func (c *cell[S, M, C]) take(spare []envelope[M]) []envelope[M] {
 		return b
 	}
 	b := c.in
+	if cap(spare) < len(b) && len(b) > 1 {
+		// The runner's spare is smaller than the burst just taken (a new
+		// runner has none): senders that keep up the pace would grow it
+		// again by doubling, an allocation and a copy each time.
+		if cap(b) >= segSize {
+			spare = c.k.newSegment()
+		} else {
+			spare = make([]envelope[M], 0, cap(b))
+		}
+	}
 	c.in = spare[:0]
 	c.hasIn.Store(false)
 	return b
@@ -287,7 +296,7 @@ func (c *cell[S, M, C]) pushLocked(ctx context.Context, m M, s replier, force bo
 		c.mu.Lock()
 	}
 	c.put(envelope[M]{msg: m, slot: s})
-	idlePeer := c.parked || c.spinning
+	idlePeer := c.parked
 	// wake is taken under the lock: failed and an exiting loop reset c.wake.
 	start, wake := c.claimLocked()
 	c.mu.Unlock()
@@ -316,12 +325,19 @@ func (c *cell[S, M, C]) tell(ctx context.Context, m M) (err error, retry bool) {
 	if c.seg != nil {
 		q += c.seg.n
 	}
-	if !c.running || c.parked || c.spinning || c.gone || n == 0 || n >= cap(c.in) || n >= segSize || q >= k.bound || k.h.Closed() {
+	if !c.running || c.parked || c.gone || n == 0 || n >= cap(c.in) || n >= segSize || q >= k.bound || k.h.Closed() {
 		return c.pushLocked(ctx, m, nil, false)
 	}
 	c.in = c.in[:n+1]
 	c.in[n] = envelope[M]{msg: m}
 	c.mu.Unlock()
+	if n == segSize-1 {
+		// This tell filled a segment while the actor's goroutine has not
+		// taken any of it: a sender that never blocks would otherwise run
+		// out its time slice, piling up mailboxes that no longer fit any
+		// cache. Yield, so that the goroutines of the actors it feeds run.
+		runtime.Gosched()
+	}
 	return nil, false
 }
 
@@ -385,11 +401,6 @@ func (c *cell[S, M, C]) runWith(r *runner, ls *loopState[S, M, C]) runnable {
 				ls.work = work
 				c.idle(false)
 				return nil
-			}
-			// spin drops the lock: look at Close again before parking, or a
-			// goroutine could park after the clock's last tick and never wake.
-			if idle == 0 && (c.spin() || h.Closed()) {
-				continue
 			}
 			if c.wake == nil {
 				c.wake = make(chan struct{}, 1)
@@ -482,27 +493,6 @@ func (c *cell[S, M, C]) idle(handoff bool) {
 	if released {
 		c.k.forget(c, "released", time.Time{}, time.Time{})
 	}
-}
-
-// spinYields is how many times an emptied cell yields the processor,
-// looking for more work, before it parks. A sender usually delivers
-// again within a few yields; parking and waking would cost more.
-const spinYields = 8
-
-// spin yields while nothing is pending; it reports whether work arrived.
-// The caller holds c.mu on entry and on return; spin drops it meanwhile.
-func (c *cell[S, M, C]) spin() bool {
-	c.spinning = true
-	c.mu.Unlock()
-	for range spinYields {
-		runtime.Gosched()
-		if c.hasIn.Load() {
-			break
-		}
-	}
-	c.mu.Lock()
-	c.spinning = false
-	return len(c.in) > 0
 }
 
 // handleBatch handles work in order. It returns false when the goroutine

@@ -196,7 +196,12 @@ type unlinker interface{ unlink(r *runner) }
 // unlink unlinks the cell from r if r was the last to run it: a cell that
 // handed off keeps its runner (saving two atomic writes per hand-off)
 // until the runner drops the cell's loop state.
-func (ls *loopState[S, M, C]) unlink(r *runner) { ls.ctx.cell.run.CompareAndSwap(r, nil) }
+func (ls *loopState[S, M, C]) unlink(r *runner) {
+	c := ls.ctx.cell
+	c.run.CompareAndSwap(r, nil)
+	c.k.recycle(ls.work)
+	ls.work = nil
+}
 
 // handoffRunner is the runner of the handler whose Context this is: the
 // runner that runs or last ran its cell, or nil. It marks the cell as one
@@ -303,6 +308,7 @@ func (k *kind[S, M, C]) coldState(c *cell[S, M, C]) *loopState[S, M, C] {
 // nothing of its cell: its mailbox buffer stays behind as garbage (kept,
 // the next cell's idle mailbox would hold it), its Context is zeroed.
 func (k *kind[S, M, C]) putCold(ls *loopState[S, M, C]) {
+	k.recycle(ls.work)
 	user := ls.ctx.user // wraps &ls.ctx: stays valid for the next run
 	*ls = loopState[S, M, C]{}
 	ls.ctx.user = user

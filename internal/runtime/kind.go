@@ -52,6 +52,8 @@ type kind[S, M, C any] struct {
 	cold sync.Pool
 	// asks ends the waits of asks at the ask timeout.
 	asks askWaits
+	// tgt is what this kind's refs point to.
+	tgt target[M]
 }
 
 type shard[S, M, C any] struct {
@@ -80,12 +82,16 @@ func NewKind[S, M, C any](h *host.Host, d *Spec[S, M, C]) host.Kind {
 	if k.rem != nil {
 		k.rt = k.rem.Route(k)
 	}
+	k.tgt = target[M]{sink: k, typ: d.Name, clustered: k.rem != nil}
 	return k
 }
 
 // ref returns the bound ref of key.
 func (k *kind[S, M, C]) ref(key string) Ref[M] {
-	return Ref[M]{to: k, typ: k.def.Name, key: key, h: k.hash(key), tok: k.token(key)}
+	if k.rem != nil {
+		return Ref[M]{to: &k.tgt, key: key, w: k.token(key)}
+	}
+	return Ref[M]{to: &k.tgt, key: key, w: k.hash(key)}
 }
 
 // token is key's ring token; 0 in an embedded system.
@@ -124,6 +130,15 @@ func (k *kind[S, M, C]) newSegment() []envelope[M] {
 		return (*p)[:0]
 	}
 	return make([]envelope[M], 0, segSize)
+}
+
+// recycle keeps a dropped mailbox buffer of segment size for another
+// mailbox; it must hold no messages (handled batches are cleared).
+func (k *kind[S, M, C]) recycle(b []envelope[M]) {
+	if cap(b) == segSize {
+		b = b[:0]
+		k.segments.Put(&b)
+	}
 }
 
 // cellAt returns the live cell of key, whose hash is h, creating it; the

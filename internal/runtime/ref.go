@@ -11,12 +11,30 @@ import (
 
 // Ref is the engine's address of one key of one actor type: the typed
 // API's Ref wraps it. The zero value's sends resolve through the context.
+//
+// A Ref is kept to four words: Go copies a larger struct through memory
+// at every call that takes it by value (Tell, Ask, and whatever users
+// pass refs to), which cost a local tell 10 to 15 ns.
 type Ref[M any] struct {
-	to  sink[M]
-	typ string
-	key string
-	h   uint64 // the key's hash in to's table, computed once when bound
-	tok uint64 // the key's ring token, in a clustered system
+	to  *target[M] // the runtime of the type, shared by its refs; nil: bound to no system
+	key string     // the key; unbound, the type's name followed by the key
+	w   uint64     // the key's ring token in a cluster, else its hash; unbound, the name's length
+}
+
+// target is what the refs of one type in one system share.
+type target[M any] struct {
+	sink      sink[M]
+	typ       string
+	clustered bool // a ref's w is the key's ring token, not its hash
+}
+
+// hashes returns the key's hash and ring token as far as the ref keeps
+// them (0: unknown); r is bound.
+func (r Ref[M]) hashes() (h, tok uint64) {
+	if r.to.clustered {
+		return 0, r.w
+	}
+	return r.w, 0
 }
 
 // sink is the runtime that delivers messages to one actor type.
@@ -29,10 +47,8 @@ type sink[M any] interface {
 	// registers: Tell's path. w is the key's ring token in a cluster (0:
 	// unknown), else its hash.
 	tell(ctx context.Context, key string, w uint64, m M) error
-	// hash is key's hash in this sink's table (0 where it has none).
-	hash(key string) uint64
-	// token is key's ring token (0 outside a cluster).
-	token(key string) uint64
+	// ref returns the ref of key, bound to this sink.
+	ref(key string) Ref[M]
 	askTimeout() time.Duration
 	// waits is the list that ends asks at the ask timeout, or nil.
 	waits() *askWaits
@@ -40,20 +56,35 @@ type sink[M any] interface {
 }
 
 // MakeRef returns the unbound ref of typ/key.
-func MakeRef[M any](typ, key string) Ref[M] { return Ref[M]{typ: typ, key: key} }
+func MakeRef[M any](typ, key string) Ref[M] {
+	if typ == "" {
+		return Ref[M]{key: key}
+	}
+	return Ref[M]{key: typ + key, w: uint64(len(typ))}
+}
 
 // Type returns the actor type name the ref addresses.
-func (r Ref[M]) Type() string { return r.typ }
+func (r Ref[M]) Type() string {
+	if r.to != nil {
+		return r.to.typ
+	}
+	return r.key[:r.w]
+}
 
 // Key returns the key the ref addresses.
-func (r Ref[M]) Key() string { return r.key }
+func (r Ref[M]) Key() string {
+	if r.to != nil {
+		return r.key
+	}
+	return r.key[r.w:]
+}
 
 // String prints the ref as type/key.
 func (r Ref[M]) String() string {
-	if r.typ == "" && r.key == "" && r.to == nil {
+	if r == (Ref[M]{}) {
 		return "<nil ref>"
 	}
-	return r.typ + "/" + r.key
+	return r.Type() + "/" + r.Key()
 }
 
 // EncodeMsgpack encodes the ref as [type, key].
@@ -61,10 +92,10 @@ func (r Ref[M]) EncodeMsgpack(enc *msgpack.Encoder) error {
 	if err := enc.EncodeArrayLen(2); err != nil {
 		return err
 	}
-	if err := enc.EncodeString(r.typ); err != nil {
+	if err := enc.EncodeString(r.Type()); err != nil {
 		return err
 	}
-	return enc.EncodeString(r.key)
+	return enc.EncodeString(r.Key())
 }
 
 // DecodeMsgpack decodes a ref encoded by EncodeMsgpack. When the decoder
@@ -89,12 +120,13 @@ func (r *Ref[M]) DecodeMsgpack(dec *msgpack.Decoder) error {
 	if err != nil {
 		return err
 	}
-	*r = Ref[M]{typ: typ, key: key}
 	if b, ok := dec.Buffered().(interface{ Host() *host.Host }); ok {
 		if to, ok := lookupSink[M](b.Host(), typ); ok {
-			r.to, r.h, r.tok = to, to.hash(key), to.token(key)
+			*r = to.ref(key)
+			return nil
 		}
 	}
+	*r = MakeRef[M](typ, key)
 	return nil
 }
 
@@ -103,19 +135,19 @@ func (r Ref[M]) resolve(ctx context.Context) (Ref[M], error) {
 	if r.to != nil {
 		return r, nil
 	}
-	if r.typ == "" {
+	typ := r.Type()
+	if typ == "" {
 		return r, ErrNilRef
 	}
 	h, _ := ctx.Value(hostKey{}).(*host.Host)
 	if h == nil {
 		return r, fmt.Errorf("%w: %s is not bound to a system and the context carries none", ErrNilRef, r)
 	}
-	to, ok := lookupSink[M](h, r.typ)
+	to, ok := lookupSink[M](h, typ)
 	if !ok {
 		return r, fmt.Errorf("%w: %s", ErrUnknownActor, r)
 	}
-	r.to, r.h, r.tok = to, to.hash(r.key), to.token(r.key)
-	return r, nil
+	return to.ref(r.Key()), nil
 }
 
 func lookupSink[M any](h *host.Host, typ string) (sink[M], bool) {
@@ -172,9 +204,8 @@ func Instantiate(d Definition, h *host.Host) host.Kind { return d.instantiate(h)
 
 // RefOf returns the ref of key in h for the definition named by d.
 func RefOf[S, M, C any](h *host.Host, d *Spec[S, M, C], key string) Ref[M] {
-	r := Ref[M]{typ: d.Name, key: key}
 	if h == nil {
-		return r
+		return MakeRef[M](d.Name, key)
 	}
 	k, ok := h.Kind(d.Name).(*kind[S, M, C])
 	if !ok && h.Kind(d.Name) == nil && h.Remote != nil && h.RemoteOnly {
@@ -184,18 +215,28 @@ func RefOf[S, M, C any](h *host.Host, d *Spec[S, M, C], key string) Ref[M] {
 		k, ok = h.Kind(d.Name).(*kind[S, M, C])
 	}
 	if ok {
-		r.to, r.h, r.tok = k, k.hash(key), k.token(key)
-	} else {
-		r.to = unknownSink[M]{h: h}
+		return k.ref(key)
 	}
-	return r
+	return unknownSink[M]{h: h, typ: d.Name}.ref(key)
 }
 
 // unknownSink answers for types a system does not host.
-type unknownSink[M any] struct{ h *host.Host }
+type unknownSink[M any] struct {
+	h   *host.Host
+	typ string
+}
 
-func (u unknownSink[M]) hash(string) uint64  { return 0 }
-func (u unknownSink[M]) token(string) uint64 { return 0 }
+// ref returns the ref of key. Its target is the one the host keeps for
+// the type, so that refs of it taken in one system compare equal.
+func (u unknownSink[M]) ref(key string) Ref[M] {
+	mk := func() any { return &target[M]{sink: u, typ: u.typ} }
+	t, ok := u.h.Unknown(u.typ, mk).(*target[M])
+	if !ok { // another definition of the name, for other messages
+		t = mk().(*target[M])
+	}
+	return Ref[M]{to: t, key: key}
+}
+
 func (u unknownSink[M]) deliver(context.Context, string, uint64, uint64, M, replier) error {
 	return ErrUnknownActor
 }
