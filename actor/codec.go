@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/troupe-go/troupe/internal/host"
 	"github.com/vmihailenco/msgpack/v5"
@@ -55,6 +56,7 @@ type typeName struct {
 	// dec: the pointer to t (to t's element when t is a pointer) implements
 	// msgpack.CustomDecoder, and t (or the element) itself does not.
 	dec bool
+	ptr bool // t is a pointer
 	// plan encodes and decodes t (a plain struct, or a pointer to one)
 	// without msgpack's reflection; nil for other types.
 	plan *plan
@@ -75,7 +77,7 @@ func nilable(t reflect.Type) bool {
 }
 
 func newTypeName(t reflect.Type, name string) *typeName {
-	tn := &typeName{t: t, name: name, enc: t.Implements(customEncoder), nilable: nilable(t)}
+	tn := &typeName{t: t, name: name, enc: t.Implements(customEncoder), nilable: nilable(t), ptr: t.Kind() == reflect.Pointer}
 	elem := t
 	if t.Kind() == reflect.Pointer {
 		elem = t.Elem()
@@ -164,7 +166,7 @@ func (c *codec) appender(m any) *typeName {
 // AppendMessage implements host.MessageAppender for types with a pure
 // plan.
 func (tn *typeName) AppendMessage(dst []byte, m any) []byte {
-	if tn.t.Kind() == reflect.Pointer {
+	if tn.ptr {
 		dst, _ = tn.appendPlan(dst, m, nil) // no scratch value needed
 		return dst
 	}
@@ -177,19 +179,19 @@ func (tn *typeName) AppendMessage(dst []byte, m any) []byte {
 // appendPlan appends m, of a type with a plan; a nil pointer as msgpack
 // writes it. A pointer is read where it points; a struct is copied into
 // e's scratch value first, as an interface's value cannot be addressed.
+// The copy stays in the pooled buffer until the next message of its type
+// replaces it, as the bytes do.
 func (tn *typeName) appendPlan(dst []byte, m any, e *encodeBuffer) ([]byte, error) {
 	v := reflect.ValueOf(m)
-	if v.Kind() == reflect.Pointer {
+	if tn.ptr {
 		if v.IsNil() {
 			return append(dst, msgpcode.Nil), nil
 		}
 		return tn.plan.appendMessage(dst, v.UnsafePointer(), e)
 	}
-	s := e.scratchOf(tn.t)
+	s, p := e.scratch.of(tn.t)
 	s.Set(v)
-	dst, err := tn.plan.appendMessage(dst, s.Addr().UnsafePointer(), e)
-	s.SetZero() // keep nothing of the message alive in the pool
-	return dst, err
+	return tn.plan.appendMessage(dst, p, e)
 }
 
 // encodeTo encodes m into b and returns m's type name.
@@ -218,18 +220,26 @@ func (c *codec) encodeTo(b *encodeBuffer, m any) (string, error) {
 type encodeBuffer struct {
 	enc *msgpack.Encoder
 	w   appendWriter
-	// scratch is a zero value of type st, addressable, that a struct
-	// message is copied into for its plan to read it.
-	st      reflect.Type
-	scratch reflect.Value
+	// scratch is what a struct message is copied into for its plan to
+	// read it.
+	scratch scratch
 }
 
-// scratchOf returns the zero scratch value of type t.
-func (b *encodeBuffer) scratchOf(t reflect.Type) reflect.Value {
-	if b.st != t {
-		b.st, b.scratch = t, reflect.New(t).Elem()
+// scratch is an addressable value of one type, reused for the messages
+// of that type that one goroutine encodes or decodes in turn.
+type scratch struct {
+	t reflect.Type
+	v reflect.Value  // addressable, of type t
+	p unsafe.Pointer // v's address: reflect.Value.Addr looks up a type each call
+}
+
+// of returns the scratch value of type t and its address.
+func (s *scratch) of(t reflect.Type) (reflect.Value, unsafe.Pointer) {
+	if s.t != t {
+		s.t, s.v = t, reflect.New(t).Elem()
+		s.p = s.v.Addr().UnsafePointer()
 	}
-	return b.scratch
+	return s.v, s.p
 }
 
 // appendWriter appends what is written to b; it is an io.ByteWriter so
@@ -293,8 +303,9 @@ func decodeWith[M any](d *boundDecoder, c *codec, name string, body []byte) (M, 
 	// A registered pointer type is decoded into a new value; a concrete
 	// pointer M (no plan, no custom decoder) keeps msgpack's rules, where
 	// nil decodes as a nil pointer.
-	byPointer := t.Kind() == reflect.Pointer && !c.concrete
+	byPointer := tn.ptr && !c.concrete
 	var v reflect.Value
+	var p unsafe.Pointer
 	var err error
 	if byPointer {
 		v = reflect.New(t.Elem())
@@ -307,10 +318,10 @@ func decodeWith[M any](d *boundDecoder, c *codec, name string, body []byte) (M, 
 			err = d.decode(body, v.Elem())
 		}
 	} else {
-		v = d.scratchOf(t)
+		v, p = d.scratch.of(t)
 		switch {
 		case tn.plan != nil:
-			err = d.decodePlan(tn.plan, body, v.Addr().UnsafePointer())
+			err = d.decodePlan(tn.plan, body, p)
 		case tn.dec:
 			err = d.decodeCustom(body, v.Addr())
 		default:
@@ -331,7 +342,10 @@ func decodeWith[M any](d *boundDecoder, c *codec, name string, body []byte) (M, 
 	case byPointer:
 		m, ok = v.Interface().(M)
 	case c.concrete:
-		m, ok = *v.Addr().Interface().(*M), true // a copy: the scratch value is reused
+		// The scratch value is of type M (c.self.t is M's type): p is a
+		// *M (rule 1 of package unsafe). m is a copy: the scratch value
+		// is reused.
+		m, ok = *(*M)(p), true
 		v.SetZero()
 	default:
 		m, ok = v.Interface().(M) // a copy, likewise
@@ -359,11 +373,10 @@ func (r *hostReader) Host() *host.Host { return r.h }
 type boundDecoder struct {
 	dec *msgpack.Decoder
 	r   hostReader
-	// scratch is a zero value of type st, addressable, that messages of
-	// that type are decoded into and then copied out of: a run of them
-	// allocates no value to decode into.
-	st      reflect.Type
-	scratch reflect.Value
+	// scratch is the zero value that messages of its type are decoded
+	// into and then copied out of: a run of them allocates no value to
+	// decode into.
+	scratch scratch
 	// The message type decoded last, by codec and name: a run of tells
 	// mostly holds one.
 	nc   *codec
@@ -387,14 +400,6 @@ func putBoundDecoder(d *boundDecoder) {
 	d.r.h = nil
 	d.r.Reset(nil)
 	boundDecoders.Put(d)
-}
-
-// scratchOf returns the zero scratch value of type t.
-func (d *boundDecoder) scratchOf(t reflect.Type) reflect.Value {
-	if d.st != t {
-		d.st, d.scratch = t, reflect.New(t).Elem()
-	}
-	return d.scratch
 }
 
 // decode decodes body into v, binding the refs it holds to d's host.

@@ -36,11 +36,9 @@ func appendReply(b *encodeBuffer, v any) ([]byte, error) {
 		t := reflect.TypeOf(v)
 		if pl := replyPlan(t); pl != nil {
 			// Copied into an addressable value for the plan to read.
-			s := b.scratchOf(t)
+			s, p := b.scratch.of(t)
 			s.Set(reflect.ValueOf(v))
-			out, err := pl.appendMessage(b.w.b, s.Addr().UnsafePointer(), b)
-			s.SetZero()
-			return out, err
+			return pl.appendMessage(b.w.b, p, b)
 		}
 	}
 	err := b.enc.Encode(v)
