@@ -164,30 +164,27 @@ func (c *codec) appender(m any) *typeName {
 }
 
 // AppendMessage implements host.MessageAppender for types with a pure
-// plan.
+// plan, which needs no encoder.
 func (tn *typeName) AppendMessage(dst []byte, m any) []byte {
-	if tn.ptr {
-		dst, _ = tn.appendPlan(dst, m, nil) // no scratch value needed
-		return dst
-	}
-	e := getEncodeBuffer()
-	dst, _ = tn.appendPlan(dst, m, e)
-	putEncodeBuffer(e)
+	dst, _ = tn.appendPlan(dst, m, nil)
 	return dst
 }
 
 // appendPlan appends m, of a type with a plan; a nil pointer as msgpack
-// writes it. A pointer is read where it points; a struct is copied into
-// e's scratch value first, as an interface's value cannot be addressed.
-// The copy stays in the pooled buffer until the next message of its type
-// replaces it, as the bytes do.
+// writes it. A pointer is read where it points. A struct (an interface's
+// value, which cannot be addressed) is read through reflect by a pure
+// plan, and otherwise copied into e's scratch value first; the copy stays
+// in the pooled buffer until the next message of its type replaces it,
+// as the bytes do.
 func (tn *typeName) appendPlan(dst []byte, m any, e *encodeBuffer) ([]byte, error) {
 	v := reflect.ValueOf(m)
-	if tn.ptr {
-		if v.IsNil() {
-			return append(dst, msgpcode.Nil), nil
-		}
+	switch {
+	case tn.ptr && v.IsNil():
+		return append(dst, msgpcode.Nil), nil
+	case tn.ptr:
 		return tn.plan.appendMessage(dst, v.UnsafePointer(), e)
+	case tn.plan.pure:
+		return tn.plan.appendValue(dst, v), nil
 	}
 	s, p := e.scratch.of(tn.t)
 	s.Set(v)

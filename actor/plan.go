@@ -437,6 +437,97 @@ func (pl *plan) appendMessage(dst []byte, p unsafe.Pointer, e *encodeBuffer) ([]
 	return dst, nil
 }
 
+// appendValue appends the encoding of v, a struct of pl.t that need not
+// be addressable (a message as an interface holds it), for a pure plan:
+// fields are read through reflect, so the struct is not copied first.
+// Floats are written as msgpack's reflection writes them.
+func (pl *plan) appendValue(dst []byte, v reflect.Value) []byte {
+	if pl.omit {
+		n := 0
+		for i := range pl.fields {
+			if f := &pl.fields[i]; !f.omit || !f.emptyValue(fieldOf(v, f.index)) {
+				n++
+			}
+		}
+		dst = appendMapLen(dst, n)
+	} else {
+		dst = append(dst, pl.head...)
+	}
+	for i := range pl.fields {
+		f := &pl.fields[i]
+		fv := fieldOf(v, f.index)
+		if f.omit && f.emptyValue(fv) {
+			continue
+		}
+		dst = append(dst, f.key...)
+		switch f.kind {
+		case fieldBool:
+			if fv.Bool() {
+				dst = append(dst, msgpcode.True)
+			} else {
+				dst = append(dst, msgpcode.False)
+			}
+		case fieldInt:
+			dst = appendInt(dst, fv.Int())
+		case fieldInt8:
+			dst = append(dst, msgpcode.Int8, byte(fv.Int()))
+		case fieldInt16:
+			dst = binary.BigEndian.AppendUint16(append(dst, msgpcode.Int16), uint16(fv.Int()))
+		case fieldInt32:
+			dst = binary.BigEndian.AppendUint32(append(dst, msgpcode.Int32), uint32(fv.Int()))
+		case fieldInt64:
+			dst = binary.BigEndian.AppendUint64(append(dst, msgpcode.Int64), uint64(fv.Int()))
+		case fieldUint:
+			dst = appendUint(dst, fv.Uint())
+		case fieldUint8:
+			dst = append(dst, msgpcode.Uint8, byte(fv.Uint()))
+		case fieldUint16:
+			dst = binary.BigEndian.AppendUint16(append(dst, msgpcode.Uint16), uint16(fv.Uint()))
+		case fieldUint32:
+			dst = binary.BigEndian.AppendUint32(append(dst, msgpcode.Uint32), uint32(fv.Uint()))
+		case fieldUint64:
+			dst = binary.BigEndian.AppendUint64(append(dst, msgpcode.Uint64), fv.Uint())
+		case fieldFloat32:
+			dst = binary.BigEndian.AppendUint32(append(dst, msgpcode.Float), math.Float32bits(float32(fv.Float())))
+		case fieldFloat64:
+			dst = binary.BigEndian.AppendUint64(append(dst, msgpcode.Double), math.Float64bits(fv.Float()))
+		case fieldString:
+			dst = appendString(dst, fv.String())
+		case fieldBytes:
+			dst = appendBytes(dst, fv.Bytes())
+		case fieldStruct:
+			dst = f.sub.appendValue(dst, fv)
+		}
+	}
+	return dst
+}
+
+// fieldOf is v.FieldByIndex for a plan's path, which never crosses a
+// pointer.
+func fieldOf(v reflect.Value, index []int) reflect.Value {
+	for _, i := range index {
+		v = v.Field(i)
+	}
+	return v
+}
+
+// emptyValue is empty for a field read through reflect.
+func (f *planField) emptyValue(fv reflect.Value) bool {
+	switch f.kind {
+	case fieldBool:
+		return !fv.Bool()
+	case fieldInt, fieldInt8, fieldInt16, fieldInt32, fieldInt64:
+		return fv.Int() == 0
+	case fieldUint, fieldUint8, fieldUint16, fieldUint32, fieldUint64:
+		return fv.Uint() == 0
+	case fieldFloat32, fieldFloat64:
+		return fv.Float() == 0 // -0 too, not NaN
+	case fieldString, fieldBytes:
+		return fv.Len() == 0
+	}
+	return false
+}
+
 // empty reports whether the omitempty field at fp is omitted: a field of
 // a basic kind, as msgpack's isEmptyValue sees it.
 func (f *planField) empty(fp unsafe.Pointer) bool {

@@ -34,7 +34,9 @@ func replyPlan(t reflect.Type) *plan {
 func appendReply(b *encodeBuffer, v any) ([]byte, error) {
 	if v != nil {
 		t := reflect.TypeOf(v)
-		if pl := replyPlan(t); pl != nil {
+		if pl := replyPlan(t); pl != nil && pl.pure {
+			return pl.appendValue(b.w.b, reflect.ValueOf(v)), nil
+		} else if pl != nil {
 			// Copied into an addressable value for the plan to read.
 			s, p := b.scratch.of(t)
 			s.Set(reflect.ValueOf(v))
