@@ -289,3 +289,37 @@ func TestOnlyABatchOfRepliesIsQuick(t *testing.T) {
 		}
 	}
 }
+
+// Decoded strings are copies: overwriting the batch afterwards (a
+// transport reusing its buffer) leaves them as they were, whether they
+// were copied out of it or reused from the envelope before.
+func TestDecodedEnvelopeStringsOutliveTheBuffer(t *testing.T) {
+	first := envelope{kind: kindTell, token: 1, typ: "counter", key: "k1", name: "main.add", body: []byte{0x80}}
+	second := envelope{kind: kindTell, token: 2, typ: "counter", key: "k2", name: "main.add", body: []byte{0x81}}
+	third := envelope{kind: kindAsk, id: 3, token: 2, typ: "counter", key: "k2", name: "main.get", body: []byte{0x82}}
+	var enc tellHead
+	var batch [][]byte
+	for _, e := range []*envelope{&first, &second, &third} {
+		batch = append(batch, e.appendNextBody(nil, &enc, nil, nil))
+	}
+	var prev tellHead
+	var got []envelope
+	for _, b := range batch {
+		var e envelope
+		if err := e.decode(b, &prev); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, e)
+	}
+	for _, b := range batch {
+		for i := range b {
+			b[i] = 'X'
+		}
+	}
+	for i, want := range []envelope{first, second, third} {
+		g := got[i]
+		if g.typ != want.typ || g.key != want.key || g.name != want.name {
+			t.Errorf("envelope %d after the buffer was overwritten: %q %q %q, want %q %q %q", i, g.typ, g.key, g.name, want.typ, want.key, want.name)
+		}
+	}
+}
