@@ -1,4 +1,4 @@
-package actor
+package codec
 
 import (
 	"bytes"
@@ -368,5 +368,24 @@ func TestPlanFieldOffsetsMatchReflect(t *testing.T) {
 func errorsAreUndecodable(t *testing.T, body []byte, err error) {
 	if err != nil && !errors.Is(err, ErrUndecodable) {
 		t.Fatalf("%x: error %v is not ErrUndecodable", body, err)
+	}
+}
+
+// A zero uint8 is written as msgpack writes it (cc 00) by every path the
+// codec takes: a generated struct, a registered message with a plan, and
+// a pointer to it. The random tests once found the codec writing cc 01.
+func TestCodecWritesZeroUint8AsMsgpack(t *testing.T) {
+	d := getBoundDecoder(nil)
+	defer putBoundDecoder(d)
+	gen := reflect.StructOf([]reflect.StructField{{Name: "F0", Type: reflect.TypeFor[uint8]()}})
+	c := newCodec[any]()
+	if probs := c.register("uint8", []any{reflect.Zero(gen).Interface(), planInts{}, &planInts{}}); len(probs) > 0 {
+		t.Fatal(probs[0])
+	}
+	ints := planInts{I: -33, I8: -33, I16: -33, I32: -33, I64: -33}
+	for _, m := range []any{reflect.Zero(gen).Interface(), ints, &ints} {
+		if !checkDiff(t, c, d, m) {
+			t.Errorf("%T took msgpack's path, not a plan", m)
+		}
 	}
 }
