@@ -5,6 +5,7 @@ import (
 	"errors"
 	"reflect"
 	"testing"
+	"unsafe"
 
 	"github.com/troupe-go/troupe/actor"
 	"pgregory.net/rapid"
@@ -321,5 +322,39 @@ func TestDecodedEnvelopeStringsOutliveTheBuffer(t *testing.T) {
 		if g.typ != want.typ || g.key != want.key || g.name != want.name {
 			t.Errorf("envelope %d after the buffer was overwritten: %q %q %q, want %q %q %q", i, g.typ, g.key, g.name, want.typ, want.key, want.name)
 		}
+	}
+}
+
+// Stage one decodes an ask with the strings of the ask before from the
+// same peer: an asker mostly repeats its type, key and request name, and
+// a repeated one costs no copy.
+func TestStageOneReusesTheLastAsksStrings(t *testing.T) {
+	ns := newTestNodes(t, "a:1", "b:1")
+	a, b := ns[0], ns[1]
+	a.setView(a)
+	in := a.r.inboxFor(b.id)
+	ask := func(key string) []byte {
+		e := envelope{kind: kindAsk, id: a.r.nextID.Add(1), token: a.r.Token("counter", key), typ: "counter", key: key, name: "none", body: []byte{0x80}}
+		return e.appendTo(nil)
+	}
+	a.r.sort(in, ask("k1"), false, nil)
+	first := in.asked.Load()
+	if first == nil || first.typ != "counter" || first.key != "k1" || first.name != "none" {
+		t.Fatalf("expected stage one to keep the ask's strings, got %+v", first)
+	}
+	a.r.sort(in, ask("k1"), false, nil)
+	if in.asked.Load() != first {
+		t.Fatal("expected the same strings kept for a repeated ask")
+	}
+	var e envelope
+	if err := e.decodeAfter(ask("k1"), first); err != nil {
+		t.Fatal(err)
+	}
+	if unsafe.StringData(e.typ) != unsafe.StringData(first.typ) || unsafe.StringData(e.key) != unsafe.StringData(first.key) || unsafe.StringData(e.name) != unsafe.StringData(first.name) {
+		t.Error("expected a repeated ask's strings to be the ones kept, not copies")
+	}
+	a.r.sort(in, ask("k2"), false, nil)
+	if got := in.asked.Load(); got.key != "k2" || got.ok {
+		t.Fatalf("expected the next key's strings kept, never as a tell to continue, got %+v", got)
 	}
 }

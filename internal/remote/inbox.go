@@ -42,6 +42,13 @@ type inbox struct {
 	// The worker's own, reused from segment to segment.
 	items []inItem
 	run   tellRun
+	free  freeKey // the last key found free of hand-off holds
+	// asked holds the strings of the last ask stage one decoded, for
+	// the next to reuse (decoder.stringAs): an asker mostly repeats its
+	// type, key and request name. Atomic, as stage one may run on more
+	// than one goroutine while a connection is replaced; ok stays false,
+	// so no tell continues it.
+	asked atomic.Pointer[tellHead]
 }
 
 // inItem is one envelope the worker decoded: a tell to queue (k set), or
@@ -161,7 +168,7 @@ func (b *inbox) decode(seg []byte, c *chunker) []byte {
 			if c.rt == nil || c.rt.typ != it.e.typ {
 				c.rt = r.routeOf(it.e.typ)
 			}
-			it.k, keep = r.tellHere(b.from, &it.e, c.rt) // else forwarded or dropped
+			it.k, keep = r.tellHere(b.from, &it.e, c.rt, &b.free) // else forwarded or dropped
 		}
 		if !keep {
 			*it = inItem{}
