@@ -358,3 +358,27 @@ func TestStageOneReusesTheLastAsksStrings(t *testing.T) {
 		t.Fatalf("expected the next key's strings kept, never as a tell to continue, got %+v", got)
 	}
 }
+
+// A peer's worker reuses the strings of the segment before, but a
+// segment starts afresh: a continued tell cannot open it.
+func TestContinuedTellCannotOpenASegment(t *testing.T) {
+	ns := newTestNodes(t, "a:1", "b:1")
+	a, b := ns[0], ns[1]
+	a.setView(a)
+	in := a.r.inboxFor(b.id)
+	e := envelope{kind: kindTell, token: a.r.Token("counter", "k"), typ: "counter", key: "k", name: "none", body: []byte{0x80}}
+	var enc tellHead
+	first := e.appendFramed(nil, &enc)
+	next := e.appendFramed(nil, &enc) // continues first
+	if len(next) >= len(first) {
+		t.Fatalf("expected the second tell continued, shorter: %x after %x", next, first)
+	}
+	in.handle(first)
+	if len(in.items) != 1 {
+		t.Fatalf("expected the first segment's tell decoded, got %d items", len(in.items))
+	}
+	in.handle(next)
+	if len(in.items) != 0 {
+		t.Fatalf("expected a continued tell opening a segment dropped, got %d items", len(in.items))
+	}
+}

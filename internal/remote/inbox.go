@@ -42,7 +42,8 @@ type inbox struct {
 	// The worker's own, reused from segment to segment.
 	items []inItem
 	run   tellRun
-	free  freeKey // the last key found free of hand-off holds
+	free  freeKey  // the last key found free of hand-off holds
+	last  tellHead // the last envelope of the segment before
 	// asked holds the strings of the last ask stage one decoded, for
 	// the next to reuse (decoder.stringAs): an asker mostly repeats its
 	// type, key and request name. Atomic, as stage one may run on more
@@ -134,11 +135,16 @@ const chunkItems = 256
 
 // handle is stage two for one segment, a chunk at a time.
 func (b *inbox) handle(seg []byte) {
-	var c chunker
+	// The strings of the segment before are there to reuse: a peer's
+	// batches mostly repeat them. No tell of this segment continues one
+	// of the last (a batch starts afresh), hence ok false.
+	c := chunker{prev: b.last}
+	c.prev.ok = false
 	for len(seg) > 0 {
 		seg = b.decode(seg, &c)
 		b.serve(b.items)
 	}
+	b.last = c.prev
 }
 
 // chunker is what decoding a segment carries from chunk to chunk.
