@@ -2,6 +2,7 @@ package remote
 
 import (
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/troupe-go/troupe/cluster"
@@ -217,6 +218,28 @@ func (r *Router) holdIfNeeded(from ring.NodeID, k host.RemoteKind, e *envelope, 
 	return false
 }
 
+// holdIfNeededShared is holdIfNeeded with a freeKey that more than one
+// goroutine may use (nil: none); it allocates only when the key it
+// remembers changes.
+func (r *Router) holdIfNeededShared(from ring.NodeID, k host.RemoteKind, e *envelope, free *atomic.Pointer[freeKey]) bool {
+	if free == nil {
+		return r.holdNow(from, k, e)
+	}
+	var mine freeKey
+	if f := free.Load(); f != nil {
+		mine = *f
+	}
+	was := mine
+	if r.holdIfNeeded(from, k, e, &mine) {
+		return true
+	}
+	if mine != was {
+		f := mine
+		free.Store(&f)
+	}
+	return false
+}
+
 // holdNow is holdIfNeeded without a freeKey.
 func (r *Router) holdNow(from ring.NodeID, k host.RemoteKind, e *envelope) bool {
 	prev, maybe := r.mayDrainFrom(k, e.typ, e.key, e.token)
@@ -313,7 +336,7 @@ func (r *Router) deliverHeld(it *heldItem) {
 				return // the asker gave up already
 			}
 		}
-		r.serveAskHold(it.from, e, false, nil)
+		r.serveAskHold(it.from, e, false, nil, nil)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -349,6 +350,44 @@ func TestKeyFoundFreeIsCheckedAgainAfterAChange(t *testing.T) {
 	a.r.hmu.Unlock()
 	if !a.r.holdIfNeeded(b.id, k, e, &free) {
 		t.Fatal("expected the tell after the change held until b drained the key")
+	}
+	pollUntil(t, "b to drain the key and a to let it go", func() bool { return a.r.held() == 0 })
+}
+
+// Asks remember their free key likewise, in a freeKey that stage one and
+// the worker share: a repeated key stores nothing new, and a change
+// makes the next ask of the key wait again.
+func TestAskKeyFoundFreeIsCheckedAgainAfterAChange(t *testing.T) {
+	ns := newTestNodes(t, "a:1", "b:1")
+	a, b := ns[0], ns[1]
+	for _, n := range ns {
+		n.r.cfg.Handoff = time.Minute
+		n.setView(a, b)
+	}
+	key := keyWhere(t, func(k string) bool { return ownerIn(k, a, b) == a.id })
+	a.r.handoff.Store(&handoff{prev: newView(a.id, true, viewOf(b))})
+	a.r.hmu.Lock()
+	a.r.confirmed[holdID("counter", key)] = struct{}{}
+	a.r.hmu.Unlock()
+	e := &envelope{kind: kindAsk, id: 1, typ: "counter", key: key, token: a.r.Token("counter", key), name: "none"}
+	k := a.r.kind("counter")
+	var free atomic.Pointer[freeKey]
+	if a.r.holdIfNeededShared(b.id, k, e, &free) {
+		t.Fatal("expected an ask for a key handed over not held")
+	}
+	first := free.Load()
+	if first == nil || first.key != key {
+		t.Fatalf("expected %q remembered as free, got %+v", key, first)
+	}
+	if a.r.holdIfNeededShared(b.id, k, e, &free) || free.Load() != first {
+		t.Fatal("expected the repeated ask free, with nothing new stored")
+	}
+	a.r.hmu.Lock()
+	clear(a.r.confirmed)
+	a.r.changes.Add(1)
+	a.r.hmu.Unlock()
+	if !a.r.holdIfNeededShared(b.id, k, e, &free) {
+		t.Fatal("expected the ask after the change held until b drained the key")
 	}
 	pollUntil(t, "b to drain the key and a to let it go", func() bool { return a.r.held() == 0 })
 }

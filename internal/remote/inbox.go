@@ -50,6 +50,9 @@ type inbox struct {
 	// than one goroutine while a connection is replaced; ok stays false,
 	// so no tell continues it.
 	asked atomic.Pointer[tellHead]
+	// askFree is the freeKey of the asks served, by stage one or the
+	// worker (see holdIfNeededShared).
+	askFree atomic.Pointer[freeKey]
 }
 
 // inItem is one envelope the worker decoded: a tell to queue (k set), or
@@ -191,7 +194,7 @@ func (b *inbox) serve(items []inItem) {
 	for i := 0; i < len(items); {
 		it := &items[i]
 		if it.e.kind != kindTell {
-			b.r.serveQueued(b.from, &it.e)
+			b.r.serveQueued(b.from, &it.e, &b.askFree)
 			i++
 			continue
 		}

@@ -510,7 +510,7 @@ func (r *Router) dispatchAs(id uint64, p *pending, again bool) error {
 	r.pending[id] = p
 	r.mu.Unlock()
 	if here {
-		r.serveAsk(r.self(), e, nil)
+		r.serveAsk(r.self(), e, nil, nil)
 		return nil
 	}
 	if err := r.send(to, out.Token, e, true); err != nil {
@@ -619,9 +619,9 @@ func (r *Router) sort(b *inbox, p []byte, more bool, then *func(relieve func()))
 		if was == nil || was.typ != e.typ || was.key != e.key || was.name != e.name {
 			b.asked.Store(&tellHead{typ: e.typ, key: e.key, name: e.name})
 		}
-		r.serveAsk(b.from, &e, then)
+		r.serveAsk(b.from, &e, then, &b.askFree)
 	case kindCancel:
-		r.serveQueued(b.from, &e)
+		r.serveQueued(b.from, &e, &b.askFree)
 	default:
 		r.receiveOther(b.from, &e)
 	}
@@ -630,10 +630,10 @@ func (r *Router) sort(b *inbox, p []byte, more bool, then *func(relieve func()))
 
 // serveQueued serves an ask or a cancel, in stage two or (the worker
 // idle) at once; tells go to their kind in runs (inbox.serve).
-func (r *Router) serveQueued(from ring.NodeID, e *envelope) {
+func (r *Router) serveQueued(from ring.NodeID, e *envelope, free *atomic.Pointer[freeKey]) {
 	switch e.kind {
 	case kindAsk:
-		r.serveAsk(from, e, nil)
+		r.serveAsk(from, e, nil, free)
 	case kindCancel:
 		r.cancelServed(servedKey{from: from, id: e.id})
 	}
@@ -739,13 +739,13 @@ type inlineKind interface {
 // serveAsk queues a request here and sends its outcome back to from. With
 // then set and *then nil, a handler the kind lets the caller run goes to
 // *then, for the caller to run once it released the batch.
-func (r *Router) serveAsk(from ring.NodeID, e *envelope, then *func(relieve func())) {
-	r.serveAskHold(from, e, true, then)
+func (r *Router) serveAsk(from ring.NodeID, e *envelope, then *func(relieve func()), free *atomic.Pointer[freeKey]) {
+	r.serveAskHold(from, e, true, then, free)
 }
 
 // serveAskHold is serveAsk; hold says whether the ask may be held for a
 // key being handed over (not when it was held already).
-func (r *Router) serveAskHold(from ring.NodeID, e *envelope, hold bool, then *func(relieve func())) {
+func (r *Router) serveAskHold(from ring.NodeID, e *envelope, hold bool, then *func(relieve func()), free *atomic.Pointer[freeKey]) {
 	id := e.id
 	fail := func(err error) { r.answer(from, id, nil, err) }
 	k := r.kind(e.typ)
@@ -766,7 +766,7 @@ func (r *Router) serveAskHold(from ring.NodeID, e *envelope, hold bool, then *fu
 		fail(&notOwnerError{hint: to.String()})
 		return
 	}
-	if hold && r.holdIfNeeded(from, k, e, nil) {
+	if hold && r.holdIfNeededShared(from, k, e, free) {
 		return
 	}
 	sk := servedKey{from: from, id: id}
