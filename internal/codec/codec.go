@@ -22,6 +22,12 @@ import (
 // and whose pointer implements msgpack.CustomDecoder is encoded and
 // decoded by those methods, called directly: that skips msgpack's lookups
 // by type and its reflection, most of a small message's cost.
+//
+// The codec reads a message only through reflect: a pointer message
+// through reflect.Value.UnsafePointer, a struct message after copying it
+// into an addressable scratch value of its type. A decoded message is a
+// value of its own (no allocation shared with other messages) and
+// shares no memory with the bytes it was decoded from.
 type codec struct {
 	concrete bool // the message type is not an interface: no name needed
 	// self is the message type when concrete: it has no name.
@@ -32,9 +38,6 @@ type codec struct {
 	// messages is mostly of one type, and a map keyed by an interface
 	// hashes slowly.
 	last atomic.Pointer[typeName]
-	// asM converts a value to the message type, boxed as a *M (see
-	// typeName.asM); made by newCodec, which knows M.
-	asM func(v any) (any, bool)
 }
 
 // typeName is a message type, its registered name, and how to encode and
@@ -48,63 +51,10 @@ type typeName struct {
 	// dec: the pointer to t (to t's element when t is a pointer) implements
 	// msgpack.CustomDecoder, and t (or the element) itself does not.
 	dec bool
-	// For decoding without reflect.Value.Interface (a copy) and type
-	// assertions (an itab lookup each), when t is a pointer or a type an
-	// interface holds by pointer: asM is a *M holding a zero t, and cd a
-	// *msgpack.CustomDecoder holding a nil pointer to t (when dec); a
-	// message is a copy of one whose data word points to the decoded value
-	// (see withData). Nil when t is held in the data word itself.
-	asM, cd any
+	ptr bool // t is a pointer
 	// plan encodes and decodes t (a plain struct, or a pointer to one)
 	// without msgpack's reflection; nil for other types.
 	plan *plan
-	// With asM: elem is the type of the values messages point to, and
-	// slab an array of slabLen of them, allocated at once and handed out
-	// one by one (see boundDecoder.alloc); slab is nil for values too
-	// large to share an allocation.
-	elem     reflect.Type
-	elemSize uintptr
-	slab     reflect.Type
-	slabLen  int
-}
-
-// slabBytes bounds the memory one decoded message may keep alive
-// through its slab: a small message is one allocation per slabMax
-// messages instead of one each.
-const (
-	slabBytes = 1 << 10
-	slabMax   = 64
-)
-
-// iface is the layout of every interface value: a type (or itab) word and
-// a data word, which for the types the fast path takes points to the
-// value.
-type iface struct{ tab, data unsafe.Pointer }
-
-// withData returns x with its data word replaced by p.
-func withData[I any](x I, p unsafe.Pointer) I {
-	(*iface)(unsafe.Pointer(&x)).data = p
-	return x
-}
-
-// held reports whether an interface holds values of t by pointer: not a
-// pointer-shaped type (which sits in the data word itself). It asks the
-// runtime's rule two ways and says yes only when they agree.
-func held(t reflect.Type) bool {
-	var shaped func(reflect.Type) bool
-	shaped = func(t reflect.Type) bool {
-		switch t.Kind() {
-		case reflect.Pointer, reflect.Map, reflect.Chan, reflect.Func, reflect.UnsafePointer:
-			return true
-		case reflect.Struct:
-			return t.NumField() == 1 && shaped(t.Field(0).Type)
-		case reflect.Array:
-			return t.Len() == 1 && shaped(t.Elem())
-		}
-		return false
-	}
-	zero := reflect.Zero(t).Interface()
-	return !shaped(t) && (*iface)(unsafe.Pointer(&zero)).data != nil
 }
 
 var (
@@ -122,26 +72,19 @@ func nilable(t reflect.Type) bool {
 }
 
 func newTypeName(t reflect.Type, name string) *typeName {
-	tn := &typeName{t: t, name: name, enc: t.Implements(customEncoder), nilable: nilable(t)}
+	tn := &typeName{t: t, name: name, enc: t.Implements(customEncoder), nilable: nilable(t), ptr: t.Kind() == reflect.Pointer}
 	elem := t
 	if t.Kind() == reflect.Pointer {
 		elem = t.Elem()
 	}
 	tn.dec = elem.Kind() != reflect.Pointer && reflect.PointerTo(elem).Implements(customDecoder) && !elem.Implements(customDecoder)
-	// A value's plan reads it through the interface's data word: only
-	// for types held there by pointer.
-	if elem != t || held(t) {
-		tn.plan = newPlan(elem)
-	}
+	tn.plan = newPlan(elem)
 	return tn
 }
 
 func newCodec[M any]() *codec {
 	t := reflect.TypeFor[M]()
-	c := &codec{concrete: t.Kind() != reflect.Interface, asM: func(v any) (any, bool) {
-		m, ok := v.(M)
-		return &m, ok
-	}}
+	c := &codec{concrete: t.Kind() != reflect.Interface}
 	if c.concrete {
 		c.self = newTypeName(t, "")
 		// A nil pointer M decodes as nil by msgpack's rules, unlike a
@@ -175,37 +118,9 @@ func (c *codec) register(def string, msgs []any) []*DefinitionError {
 			continue
 		}
 		tn := newTypeName(t, name)
-		c.fast(tn)
 		c.byName[name], c.names[t] = tn, tn
 	}
 	return probs
-}
-
-// fast prepares tn for decoding without reflection's copies and
-// assertions, when its type allows.
-func (c *codec) fast(tn *typeName) {
-	t, elem := tn.t, tn.t
-	if t.Kind() == reflect.Pointer {
-		elem = t.Elem()
-		if elem.Kind() == reflect.Pointer {
-			return
-		}
-	} else if !held(t) {
-		return
-	}
-	asM, ok := c.asM(reflect.Zero(t).Interface())
-	if !ok {
-		return // not a message type: decodeWith says so
-	}
-	if tn.dec {
-		cd := reflect.Zero(reflect.PointerTo(elem)).Interface().(msgpack.CustomDecoder)
-		tn.cd = &cd
-	}
-	tn.asM, tn.elem, tn.elemSize = asM, elem, elem.Size()
-	if size := tn.elemSize; size > 0 && size <= slabBytes/2 {
-		tn.slabLen = min(slabMax, int(slabBytes/size))
-		tn.slab = reflect.ArrayOf(tn.slabLen, elem)
-	}
 }
 
 // portable reports why messages cannot cross nodes, or nil.
@@ -244,20 +159,30 @@ func (c *codec) appender(m any) *typeName {
 }
 
 // AppendMessage implements host.MessageAppender for types with a pure
-// plan.
+// plan, which needs no encoder.
 func (tn *typeName) AppendMessage(dst []byte, m any) []byte {
 	dst, _ = tn.appendPlan(dst, m, nil)
 	return dst
 }
 
-// appendPlan appends m, of a type with a plan, read through the
-// interface's data word (the struct, or the pointer to it); a nil pointer
-// as msgpack writes it.
+// appendPlan appends m, of a type with a plan; a nil pointer as msgpack
+// writes it. A pointer is read where it points. A struct (an interface's
+// value, which cannot be addressed) is read through reflect by a pure
+// plan, and otherwise copied into e's scratch value first; the copy stays
+// in the pooled buffer until the next message of its type replaces it,
+// as the bytes do.
 func (tn *typeName) appendPlan(dst []byte, m any, e *encodeBuffer) ([]byte, error) {
-	p := (*iface)(unsafe.Pointer(&m)).data
-	if p == nil {
+	v := reflect.ValueOf(m)
+	switch {
+	case tn.ptr && v.IsNil():
 		return append(dst, msgpcode.Nil), nil
+	case tn.ptr:
+		return tn.plan.appendMessage(dst, v.UnsafePointer(), e)
+	case tn.plan.pure:
+		return tn.plan.appendValue(dst, v), nil
 	}
+	s, p := e.scratch.of(tn.t)
+	s.Set(v)
 	return tn.plan.appendMessage(dst, p, e)
 }
 
@@ -287,6 +212,26 @@ func (c *codec) encodeTo(b *encodeBuffer, m any) (string, error) {
 type encodeBuffer struct {
 	enc *msgpack.Encoder
 	w   appendWriter
+	// scratch is what a struct message is copied into for its plan to
+	// read it.
+	scratch scratch
+}
+
+// scratch is an addressable value of one type, reused for the messages
+// of that type that one goroutine encodes or decodes in turn.
+type scratch struct {
+	t reflect.Type
+	v reflect.Value  // addressable, of type t
+	p unsafe.Pointer // v's address: reflect.Value.Addr looks up a type each call
+}
+
+// of returns the scratch value of type t and its address.
+func (s *scratch) of(t reflect.Type) (reflect.Value, unsafe.Pointer) {
+	if s.t != t {
+		s.t, s.v = t, reflect.New(t).Elem()
+		s.p = s.v.Addr().UnsafePointer()
+	}
+	return s.v, s.p
 }
 
 // appendWriter appends what is written to b; it is an io.ByteWriter so
@@ -328,77 +273,74 @@ func decodeMessage[M any](c *codec, h *host.Host, name string, body []byte) (M, 
 }
 
 // decodeWith decodes a message of definition type M named name with d.
+// A struct is decoded into d's scratch value and copied out of it (the
+// copy is the message's one allocation); a pointer's struct is allocated
+// and decoded in place.
 func decodeWith[M any](d *boundDecoder, c *codec, name string, body []byte) (M, error) {
 	var m M
-	if c.concrete {
-		v := d.scratchOf(c.self.t)
-		var err error
-		if c.self.plan != nil {
-			err = d.decodePlan(c.self.plan, body, v.Addr().UnsafePointer())
-		} else if c.self.dec {
-			err = d.decodeCustom(body, v.Addr())
-		} else {
-			err = d.decode(body, v)
+	tn := c.self
+	if !c.concrete {
+		tn = d.tn
+		if d.nc != c || d.name != name {
+			if tn = c.byName[name]; tn == nil {
+				return m, fmt.Errorf("%w: message type %q is not registered here", ErrUndecodable, name)
+			}
+			// The registered name, not name: that may be a network
+			// buffer's, which the decoder must not keep.
+			d.nc, d.name, d.tn = c, tn.name, tn
 		}
-		m = *(*M)(v.Addr().UnsafePointer())
-		v.SetZero()
-		if err != nil {
-			return m, fmt.Errorf("%w: %T: %w", ErrUndecodable, m, err)
-		}
-		return m, nil
-	}
-	tn := d.tn
-	if d.nc != c || d.name != name {
-		if tn = c.byName[name]; tn == nil {
-			return m, fmt.Errorf("%w: message type %q is not registered here", ErrUndecodable, name)
-		}
-		// The registered name, not name: that may alias a network buffer.
-		d.nc, d.name, d.tn = c, tn.name, tn
+		name = tn.name
 	}
 	t := tn.t
-	if pm, ok := tn.asM.(*M); ok {
-		// Decode into a new value and make the message point to it.
-		p := d.alloc(tn)
-		var err error
-		if tn.plan != nil {
-			err = d.decodePlan(tn.plan, body, p)
-		} else if tn.dec {
-			err = d.decodeCustomAt(body, withData(*tn.cd.(*msgpack.CustomDecoder), p))
-		} else {
-			err = d.decode(body, reflect.NewAt(tn.elem, p).Elem())
-		}
-		if err != nil {
-			return m, fmt.Errorf("%w: %s: %w", ErrUndecodable, name, err)
-		}
-		return withData(*pm, p), nil
-	}
+	// A registered pointer type is decoded into a new value; a concrete
+	// pointer M (no plan, no custom decoder) keeps msgpack's rules, where
+	// nil decodes as a nil pointer.
+	byPointer := tn.ptr && !c.concrete
 	var v reflect.Value
+	var p unsafe.Pointer
 	var err error
-	if t.Kind() == reflect.Pointer {
+	if byPointer {
 		v = reflect.New(t.Elem())
-		if tn.plan != nil {
+		switch {
+		case tn.plan != nil:
 			err = d.decodePlan(tn.plan, body, v.UnsafePointer())
-		} else if tn.dec {
+		case tn.dec:
 			err = d.decodeCustom(body, v)
-		} else {
+		default:
 			err = d.decode(body, v.Elem())
 		}
 	} else {
-		v = d.scratchOf(t)
-		if tn.dec {
+		v, p = d.scratch.of(t)
+		switch {
+		case tn.plan != nil:
+			err = d.decodePlan(tn.plan, body, p)
+		case tn.dec:
 			err = d.decodeCustom(body, v.Addr())
-		} else {
+		default:
 			err = d.decode(body, v)
 		}
 	}
 	if err != nil {
-		if t.Kind() != reflect.Pointer {
+		if !byPointer {
 			v.SetZero()
+		}
+		if c.concrete {
+			return m, fmt.Errorf("%w: %T: %w", ErrUndecodable, m, err)
 		}
 		return m, fmt.Errorf("%w: %s: %w", ErrUndecodable, name, err)
 	}
-	m, ok := v.Interface().(M) // a copy: the scratch value is reused
-	if t.Kind() != reflect.Pointer {
+	var ok bool
+	switch {
+	case byPointer:
+		m, ok = v.Interface().(M)
+	case c.concrete:
+		// The scratch value is of type M (c.self.t is M's type): p is a
+		// *M (rule 1 of package unsafe). m is a copy: the scratch value
+		// is reused.
+		m, ok = *(*M)(p), true
+		v.SetZero()
+	default:
+		m, ok = v.Interface().(M) // a copy, likewise
 		v.SetZero()
 	}
 	if !ok {
@@ -423,21 +365,15 @@ func (r *hostReader) Host() *host.Host { return r.h }
 type boundDecoder struct {
 	dec *msgpack.Decoder
 	r   hostReader
-	// scratch is a zero value of type st, addressable, that messages of
-	// that type are decoded into and then copied out of: a run of them
-	// allocates no value to decode into.
-	st      reflect.Type
-	scratch reflect.Value
+	// scratch is the zero value that messages of its type are decoded
+	// into and then copied out of: a run of them allocates no value to
+	// decode into.
+	scratch scratch
 	// The message type decoded last, by codec and name: a run of tells
 	// mostly holds one.
 	nc   *codec
 	name string
 	tn   *typeName
-	// slab holds the values alloc hands out for slabOf: slabNext is the
-	// index of the next one.
-	slabOf   *typeName
-	slab     unsafe.Pointer
-	slabNext int
 }
 
 var boundDecoders = sync.Pool{New: func() any {
@@ -456,32 +392,6 @@ func putBoundDecoder(d *boundDecoder) {
 	d.r.h = nil
 	d.r.Reset(nil)
 	boundDecoders.Put(d)
-}
-
-// alloc returns a new zero value of tn.elem. Small values come from a
-// slab shared with the next messages of the type decoded here: one
-// allocation for many, at the price of a message keeping up to
-// slabBytes alive while it is referenced.
-func (d *boundDecoder) alloc(tn *typeName) unsafe.Pointer {
-	if tn.slab == nil {
-		return reflect.New(tn.elem).UnsafePointer()
-	}
-	if d.slabOf != tn || d.slabNext == tn.slabLen {
-		d.slabOf, d.slab, d.slabNext = tn, reflect.New(tn.slab).UnsafePointer(), 0
-	}
-	// Within the array: a pointer past its end could point into the
-	// next object.
-	p := unsafe.Add(d.slab, uintptr(d.slabNext)*tn.elemSize)
-	d.slabNext++
-	return p
-}
-
-// scratchOf returns the zero scratch value of type t.
-func (d *boundDecoder) scratchOf(t reflect.Type) reflect.Value {
-	if d.st != t {
-		d.st, d.scratch = t, reflect.New(t).Elem()
-	}
-	return d.scratch
 }
 
 // decode decodes body into v, binding the refs it holds to d's host.

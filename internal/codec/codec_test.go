@@ -19,8 +19,7 @@ type (
 	customMsg  struct{ N int }
 	customPtr  struct{ S []string }
 	customNone struct{ N int } // encodes by its method, decodes by reflection
-	// An interface holds these in its data word itself, not by pointer:
-	// decodeWith takes reflection's path for them.
+	// An interface holds these in its data word itself, not by pointer.
 	directMsg struct{ P *int }
 	emptyMsg  struct{}
 )
@@ -211,33 +210,9 @@ func TestCodecConcreteMessageTypes(t *testing.T) {
 	}
 }
 
-// The fast path is taken exactly for the types an interface holds by
-// pointer, and for pointers.
-func TestCodecFastPathTypes(t *testing.T) {
-	c := newTestCodec(t)
-	for _, m := range []any{plainMsg{}, &plainPtr{}, customMsg{}, &customPtr{}, customNone{}, emptyMsg{}} {
-		if c.names[reflect.TypeOf(m)].asM == nil {
-			t.Errorf("%T: no fast path", m)
-		}
-	}
-	if c.names[reflect.TypeFor[directMsg]()].asM != nil {
-		t.Error("directMsg takes the fast path, but an interface holds it in its data word")
-	}
-	for _, v := range []any{0, "s", [2]int{}, struct{ a, b *int }{}} {
-		if !held(reflect.TypeOf(v)) {
-			t.Errorf("%T: not held by pointer", v)
-		}
-	}
-	for _, v := range []any{(*int)(nil), map[int]int{}, struct{ p *int }{}, [1]*int{}, func() {}} {
-		if held(reflect.TypeOf(v)) {
-			t.Errorf("%T: held by pointer", v)
-		}
-	}
-}
-
-// Small messages decoded in a run share slabs: every one keeps its own
-// value across slab boundaries and with other types decoded between
-// them; large and empty ones are allocated one by one.
+// Decoded messages are values of their own: each is its own allocation
+// (none keeps another's memory alive), in a run of one type, with other
+// types between them, and for pointer types.
 func TestCodecDecodedRunsKeepEachValue(t *testing.T) {
 	c := newTestCodec(t)
 	d := getBoundDecoder(nil)
@@ -258,21 +233,4 @@ func TestCodecDecodedRunsKeepEachValue(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("got %v, want %v", got, want)
 	}
-	if tn := c.names[reflect.TypeFor[plainMsg]()]; tn.slab == nil || tn.slabLen != slabMax {
-		t.Errorf("plainMsg: slab of %d, want %d", tn.slabLen, slabMax)
-	}
-	if tn := c.names[reflect.TypeFor[emptyMsg]()]; tn.slab != nil {
-		t.Error("emptyMsg has a slab")
-	}
-	big := newCodec[codecMsg]()
-	if probs := big.register("big", []any{bigMsg{}}); len(probs) > 0 {
-		t.Fatal(probs[0])
-	}
-	if tn := big.names[reflect.TypeFor[bigMsg]()]; tn.slab != nil {
-		t.Error("bigMsg shares a slab: one message would keep others alive")
-	}
 }
-
-type bigMsg struct{ B [slabBytes]byte }
-
-func (bigMsg) codecMsg() {}

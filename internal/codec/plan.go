@@ -57,16 +57,16 @@ type plan struct {
 type planField struct {
 	name string
 	key  []byte // name as a msgpack string
-	off  uintptr
-	kind fieldKind
-	omit bool // omitempty
-	sub  *plan
-	typ  reflect.Type
-	// enc and dec are, for fieldCustom, the field's codec as interface
-	// values whose data word is replaced by the field's address (see
-	// withData).
-	enc msgpack.CustomEncoder
-	dec msgpack.CustomDecoder
+	// off is the field's offset in the outermost struct of the plan that
+	// holds it (reflect's StructField.Offset, summed through embedded
+	// structs), index its path there for reflect's FieldByIndex: the
+	// tests check the two agree.
+	off   uintptr
+	index []int
+	kind  fieldKind
+	omit  bool // omitempty
+	sub   *plan
+	typ   reflect.Type
 }
 
 type fieldKind uint8
@@ -200,10 +200,11 @@ func buildPlan(t reflect.Type, building map[reflect.Type]bool) (*plan, bool) {
 					}
 					for _, sf := range sub.fields {
 						sf.off += f.Offset
+						sf.index = append([]int{i}, sf.index...)
 						p.fields = append(p.fields, sf)
 						names[sf.name] = true
 					}
-					p.embeds = append(p.embeds, planField{name: name, off: f.Offset, kind: fieldStruct, sub: sub})
+					p.embeds = append(p.embeds, planField{name: name, off: f.Offset, index: []int{i}, kind: fieldStruct, sub: sub, typ: f.Type})
 					names[name] = true
 					continue
 				}
@@ -222,7 +223,7 @@ func buildPlan(t reflect.Type, building map[reflect.Type]bool) (*plan, bool) {
 		if omit && f.Type.Implements(isZeroer) {
 			return nil, false // msgpack asks IsZero
 		}
-		pf.name, pf.off, pf.omit = name, f.Offset, omit
+		pf.name, pf.off, pf.index, pf.omit = name, f.Offset, []int{i}, omit
 		pf.key = appendString(nil, name)
 		p.fields = append(p.fields, pf)
 		p.omit = p.omit || omit
@@ -284,9 +285,7 @@ func parseTag(tag string) (name string, omit, ok bool) {
 func newField(t reflect.Type, building map[reflect.Type]bool) (planField, bool) {
 	if hooked(t) {
 		if custom(t) {
-			return planField{kind: fieldCustom, typ: t,
-				enc: reflect.Zero(t).Interface().(msgpack.CustomEncoder),
-				dec: reflect.Zero(reflect.PointerTo(t)).Interface().(msgpack.CustomDecoder)}, true
+			return planField{kind: fieldCustom, typ: t}, true
 		}
 		if addrEncoded(t, map[reflect.Type]bool{}) {
 			return planField{}, false
@@ -343,10 +342,9 @@ func newField(t reflect.Type, building map[reflect.Type]bool) (planField, bool) 
 
 // custom reports whether t brings its own msgpack codec that a plan can
 // call directly: a value-receiver EncodeMsgpack and a pointer-receiver
-// DecodeMsgpack, which msgpack's reflection then uses too, and a value
-// an interface holds by pointer.
+// DecodeMsgpack, which msgpack's reflection then uses too.
 func custom(t reflect.Type) bool {
-	if nilable(t) || !t.Implements(customEncoder) || !reflect.PointerTo(t).Implements(customDecoder) || !held(t) {
+	if nilable(t) || !t.Implements(customEncoder) || !reflect.PointerTo(t).Implements(customDecoder) {
 		return false
 	}
 	for _, h := range decodeHooks {
@@ -357,7 +355,13 @@ func custom(t reflect.Type) bool {
 	return true
 }
 
-// appendMessage appends the encoding of the struct at p.
+// appendMessage appends the encoding of the struct at p, a pointer to a
+// value of pl.t.
+//
+// Fields are read at unsafe.Add(p, f.off): arithmetic within the one
+// struct p points to (rule 3 of package unsafe), at an offset reflect
+// gave. Each is read as a type of its kind's size and layout (rule 1:
+// int16 as uint16, float64 as uint64, a named string as string).
 func (pl *plan) appendMessage(dst []byte, p unsafe.Pointer, e *encodeBuffer) ([]byte, error) {
 	if pl.omit {
 		n := 0
@@ -417,7 +421,9 @@ func (pl *plan) appendMessage(dst []byte, p unsafe.Pointer, e *encodeBuffer) ([]
 			dst, err = f.sub.appendMessage(dst, fp, e)
 		case fieldCustom:
 			e.w.b = dst
-			err = withData(f.enc, fp).EncodeMsgpack(e.enc)
+			// A *T holds T's value-receiver method: the call copies the
+			// field as msgpack's reflection would.
+			err = reflect.NewAt(f.typ, fp).Interface().(msgpack.CustomEncoder).EncodeMsgpack(e.enc)
 			dst = e.w.b
 		default:
 			e.w.b = dst
@@ -431,6 +437,97 @@ func (pl *plan) appendMessage(dst []byte, p unsafe.Pointer, e *encodeBuffer) ([]
 	return dst, nil
 }
 
+// appendValue appends the encoding of v, a struct of pl.t that need not
+// be addressable (a message as an interface holds it), for a pure plan:
+// fields are read through reflect, so the struct is not copied first.
+// Floats are written as msgpack's reflection writes them.
+func (pl *plan) appendValue(dst []byte, v reflect.Value) []byte {
+	if pl.omit {
+		n := 0
+		for i := range pl.fields {
+			if f := &pl.fields[i]; !f.omit || !f.emptyValue(fieldOf(v, f.index)) {
+				n++
+			}
+		}
+		dst = appendMapLen(dst, n)
+	} else {
+		dst = append(dst, pl.head...)
+	}
+	for i := range pl.fields {
+		f := &pl.fields[i]
+		fv := fieldOf(v, f.index)
+		if f.omit && f.emptyValue(fv) {
+			continue
+		}
+		dst = append(dst, f.key...)
+		switch f.kind {
+		case fieldBool:
+			if fv.Bool() {
+				dst = append(dst, msgpcode.True)
+			} else {
+				dst = append(dst, msgpcode.False)
+			}
+		case fieldInt:
+			dst = appendInt(dst, fv.Int())
+		case fieldInt8:
+			dst = append(dst, msgpcode.Int8, byte(fv.Int()))
+		case fieldInt16:
+			dst = binary.BigEndian.AppendUint16(append(dst, msgpcode.Int16), uint16(fv.Int()))
+		case fieldInt32:
+			dst = binary.BigEndian.AppendUint32(append(dst, msgpcode.Int32), uint32(fv.Int()))
+		case fieldInt64:
+			dst = binary.BigEndian.AppendUint64(append(dst, msgpcode.Int64), uint64(fv.Int()))
+		case fieldUint:
+			dst = appendUint(dst, fv.Uint())
+		case fieldUint8:
+			dst = append(dst, msgpcode.Uint8, byte(fv.Uint()))
+		case fieldUint16:
+			dst = binary.BigEndian.AppendUint16(append(dst, msgpcode.Uint16), uint16(fv.Uint()))
+		case fieldUint32:
+			dst = binary.BigEndian.AppendUint32(append(dst, msgpcode.Uint32), uint32(fv.Uint()))
+		case fieldUint64:
+			dst = binary.BigEndian.AppendUint64(append(dst, msgpcode.Uint64), fv.Uint())
+		case fieldFloat32:
+			dst = binary.BigEndian.AppendUint32(append(dst, msgpcode.Float), math.Float32bits(float32(fv.Float())))
+		case fieldFloat64:
+			dst = binary.BigEndian.AppendUint64(append(dst, msgpcode.Double), math.Float64bits(fv.Float()))
+		case fieldString:
+			dst = appendString(dst, fv.String())
+		case fieldBytes:
+			dst = appendBytes(dst, fv.Bytes())
+		case fieldStruct:
+			dst = f.sub.appendValue(dst, fv)
+		}
+	}
+	return dst
+}
+
+// fieldOf is v.FieldByIndex for a plan's path, which never crosses a
+// pointer.
+func fieldOf(v reflect.Value, index []int) reflect.Value {
+	for _, i := range index {
+		v = v.Field(i)
+	}
+	return v
+}
+
+// emptyValue is empty for a field read through reflect.
+func (f *planField) emptyValue(fv reflect.Value) bool {
+	switch f.kind {
+	case fieldBool:
+		return !fv.Bool()
+	case fieldInt, fieldInt8, fieldInt16, fieldInt32, fieldInt64:
+		return fv.Int() == 0
+	case fieldUint, fieldUint8, fieldUint16, fieldUint32, fieldUint64:
+		return fv.Uint() == 0
+	case fieldFloat32, fieldFloat64:
+		return fv.Float() == 0 // -0 too, not NaN
+	case fieldString, fieldBytes:
+		return fv.Len() == 0
+	}
+	return false
+}
+
 // empty reports whether the omitempty field at fp is omitted: a field of
 // a basic kind, as msgpack's isEmptyValue sees it.
 func (f *planField) empty(fp unsafe.Pointer) bool {
@@ -441,7 +538,9 @@ func (f *planField) empty(fp unsafe.Pointer) bool {
 		return *(*uint16)(fp) == 0
 	case fieldInt32, fieldUint32:
 		return *(*uint32)(fp) == 0
-	case fieldInt, fieldInt64, fieldUint, fieldUint64:
+	case fieldInt, fieldUint:
+		return *(*uint)(fp) == 0
+	case fieldInt64, fieldUint64:
 		return *(*uint64)(fp) == 0
 	case fieldFloat32:
 		return *(*float32)(fp) == 0 // -0 too, not NaN
@@ -568,7 +667,9 @@ func (r *planReader) withMsgpack(f func(*msgpack.Decoder) error) error {
 	return err
 }
 
-// decodePlan decodes body into the zero struct at p with plan pl.
+// decodePlan decodes body into the zero struct at p, a pointer to a value
+// of pl.t, with plan pl. Fields are written as appendMessage reads them
+// (rules 3 and 1 of package unsafe).
 func (d *boundDecoder) decodePlan(pl *plan, body []byte, p unsafe.Pointer) error {
 	r := planReader{b: body, d: d}
 	return pl.decode(&r, p)
@@ -748,7 +849,7 @@ func (f *planField) decode(r *planReader, fp unsafe.Pointer) error {
 			reflect.NewAt(f.typ, fp).Elem().SetZero()
 			return nil
 		}
-		return r.withMsgpack(withData(f.dec, fp).DecodeMsgpack)
+		return r.withMsgpack(reflect.NewAt(f.typ, fp).Interface().(msgpack.CustomDecoder).DecodeMsgpack)
 	case fieldReflect:
 		v := reflect.NewAt(f.typ, fp).Elem()
 		return r.withMsgpack(func(d *msgpack.Decoder) error { return d.DecodeValue(v) })

@@ -3,7 +3,6 @@ package codec
 import (
 	"reflect"
 	"sync"
-	"unsafe"
 
 	"github.com/troupe-go/troupe/internal/host"
 )
@@ -17,14 +16,13 @@ import (
 // replyPlans caches each reply type's plan (nil: msgpack's path).
 var replyPlans sync.Map // reflect.Type -> *plan
 
-// replyPlan returns t's plan for replies, or nil. Only struct types held
-// by pointer in an interface: a plan reads a reply through its data word.
+// replyPlan returns t's plan for replies, or nil: struct types only.
 func replyPlan(t reflect.Type) *plan {
 	if pl, ok := replyPlans.Load(t); ok {
 		return pl.(*plan)
 	}
 	var pl *plan
-	if t.Kind() == reflect.Struct && held(t) {
+	if t.Kind() == reflect.Struct {
 		pl = newPlan(t)
 	}
 	replyPlans.Store(t, pl)
@@ -35,8 +33,14 @@ func replyPlan(t reflect.Type) *plan {
 // b's buffer.
 func appendReply(b *encodeBuffer, v any) ([]byte, error) {
 	if v != nil {
-		if pl := replyPlan(reflect.TypeOf(v)); pl != nil {
-			return pl.appendMessage(b.w.b, (*iface)(unsafe.Pointer(&v)).data, b)
+		t := reflect.TypeOf(v)
+		if pl := replyPlan(t); pl != nil && pl.pure {
+			return pl.appendValue(b.w.b, reflect.ValueOf(v)), nil
+		} else if pl != nil {
+			// Copied into an addressable value for the plan to read.
+			s, p := b.scratch.of(t)
+			s.Set(reflect.ValueOf(v))
+			return pl.appendMessage(b.w.b, p, b)
 		}
 	}
 	err := b.enc.Encode(v)
@@ -50,7 +54,7 @@ func decodeReply[R any](h *host.Host, body []byte, v *R) error {
 		return decodeBound(h, body, v)
 	}
 	d := getBoundDecoder(h)
-	err := d.decodePlan(pl, body, unsafe.Pointer(v))
+	err := d.decodePlan(pl, body, reflect.ValueOf(v).UnsafePointer())
 	putBoundDecoder(d)
 	return err
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"unsafe"
 
 	"github.com/troupe-go/troupe/internal/host"
 )
@@ -45,12 +44,13 @@ type tellHead struct {
 // set records e as the envelope before the next one. It writes only the
 // fields that change: a pointer written to the heap costs a write barrier
 // while the garbage collector marks, and in a stream they mostly do not.
+// An ask's strings are kept too, for the decoder to reuse (see
+// decoder.stringAs), but only a tell can be continued.
 func (h *tellHead) set(e *envelope) {
-	if e.kind != kindTell {
-		h.ok = false
+	h.ok = e.kind == kindTell
+	if !h.ok && e.kind != kindAsk {
 		return
 	}
-	h.ok = true
 	if h.typ != e.typ {
 		h.typ = e.typ
 	}
@@ -327,15 +327,16 @@ func (d *decoder) bytes(what string) []byte {
 
 func (d *decoder) string(what string) string { return string(d.bytes(what)) }
 
-// alias returns a string that shares the envelope's bytes: for fields
-// that are looked up and not kept (the handler owns the payload, which
-// nothing writes again).
-func (d *decoder) alias(what string) string {
+// stringAs returns the next string, which is same when the bytes are
+// same's: a stream of envelopes mostly repeats its type, key and message
+// name, and reusing the string spares copying it out of the envelope (the
+// comparison copies nothing).
+func (d *decoder) stringAs(what, same string) string {
 	b := d.bytes(what)
-	if len(b) == 0 {
-		return ""
+	if string(b) == same {
+		return same
 	}
-	return unsafe.String(&b[0], len(b))
+	return string(b)
 }
 
 func (d *decoder) strings(what string) []string {
@@ -358,7 +359,7 @@ func (d *decoder) strings(what string) []string {
 }
 
 // decodeEnvelope decodes b, which is alone or first in its batch. Byte
-// fields of the result alias b.
+// fields of the result alias b; strings are copies.
 func decodeEnvelope(b []byte) (envelope, error) {
 	var e envelope
 	err := e.decode(b, nil)
@@ -366,9 +367,9 @@ func decodeEnvelope(b []byte) (envelope, error) {
 }
 
 // decode decodes b into e, which must be zero; on an error e is left
-// zero. Byte fields of e alias b. prev describes the envelope before b
-// in its batch (nil: none), which a kindTellNext needs; decode updates
-// it to e.
+// zero. Byte fields of e alias b; strings are copies, or prev's strings
+// when equal. prev describes the envelope before b in its batch (nil:
+// none), which a kindTellNext needs; decode updates it to e.
 func (e *envelope) decode(b []byte, prev *tellHead) error {
 	err := e.decodeAfter(b, prev)
 	if prev != nil {
@@ -379,6 +380,10 @@ func (e *envelope) decode(b []byte, prev *tellHead) error {
 
 func (e *envelope) decodeAfter(b []byte, prev *tellHead) error {
 	d := decoder{b: b}
+	var was tellHead // strings to reuse; ok is false
+	if prev != nil {
+		was = *prev
+	}
 	if v := d.byte("version"); d.err == nil && v != envelopeVersion {
 		return fmt.Errorf("%w: version %d, want %d", ErrMalformed, v, envelopeVersion)
 	}
@@ -387,9 +392,9 @@ func (e *envelope) decodeAfter(b []byte, prev *tellHead) error {
 	case kindTell, kindAsk, kindDrain:
 		e.id = d.uvarint("id")
 		e.token = d.uint64("token")
-		e.typ = d.alias("type")
-		e.key = d.alias("key") // an activation keeps its own copy
-		e.name = d.alias("name")
+		e.typ = d.stringAs("type", was.typ)
+		e.key = d.stringAs("key", was.key)
+		e.name = d.stringAs("name", was.name)
 		e.body = d.bytes("body")
 		e.ttl = d.varint("ttl")
 		e.hops = d.byte("hops")
@@ -418,10 +423,10 @@ func (e *envelope) decodeAfter(b []byte, prev *tellHead) error {
 		}
 		if flags&nextSameKey == 0 {
 			e.token = d.uint64("token")
-			e.key = d.alias("key")
+			e.key = d.stringAs("key", was.key)
 		}
 		if flags&nextSameName == 0 {
-			e.name = d.alias("name")
+			e.name = d.stringAs("name", was.name)
 		}
 		e.body = d.bytes("body")
 		e.hops = d.byte("hops")

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"reflect"
 	"testing"
+	"unsafe"
 
 	"github.com/troupe-go/troupe/actor"
 	"pgregory.net/rapid"
@@ -287,5 +288,97 @@ func TestOnlyABatchOfRepliesIsQuick(t *testing.T) {
 		if got := (receiver{}).Quick(c.batch); got != c.quick {
 			t.Errorf("%s: Quick = %v, want %v", c.name, got, c.quick)
 		}
+	}
+}
+
+// Decoded strings are copies: overwriting the batch afterwards (a
+// transport reusing its buffer) leaves them as they were, whether they
+// were copied out of it or reused from the envelope before.
+func TestDecodedEnvelopeStringsOutliveTheBuffer(t *testing.T) {
+	first := envelope{kind: kindTell, token: 1, typ: "counter", key: "k1", name: "main.add", body: []byte{0x80}}
+	second := envelope{kind: kindTell, token: 2, typ: "counter", key: "k2", name: "main.add", body: []byte{0x81}}
+	third := envelope{kind: kindAsk, id: 3, token: 2, typ: "counter", key: "k2", name: "main.get", body: []byte{0x82}}
+	var enc tellHead
+	var batch [][]byte
+	for _, e := range []*envelope{&first, &second, &third} {
+		batch = append(batch, e.appendNextBody(nil, &enc, nil, nil))
+	}
+	var prev tellHead
+	var got []envelope
+	for _, b := range batch {
+		var e envelope
+		if err := e.decode(b, &prev); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, e)
+	}
+	for _, b := range batch {
+		for i := range b {
+			b[i] = 'X'
+		}
+	}
+	for i, want := range []envelope{first, second, third} {
+		g := got[i]
+		if g.typ != want.typ || g.key != want.key || g.name != want.name {
+			t.Errorf("envelope %d after the buffer was overwritten: %q %q %q, want %q %q %q", i, g.typ, g.key, g.name, want.typ, want.key, want.name)
+		}
+	}
+}
+
+// Stage one decodes an ask with the strings of the ask before from the
+// same peer: an asker mostly repeats its type, key and request name, and
+// a repeated one costs no copy.
+func TestStageOneReusesTheLastAsksStrings(t *testing.T) {
+	ns := newTestNodes(t, "a:1", "b:1")
+	a, b := ns[0], ns[1]
+	a.setView(a)
+	in := a.r.inboxFor(b.id)
+	ask := func(key string) []byte {
+		e := envelope{kind: kindAsk, id: a.r.nextID.Add(1), token: a.r.Token("counter", key), typ: "counter", key: key, name: "none", body: []byte{0x80}}
+		return e.appendTo(nil)
+	}
+	a.r.sort(in, ask("k1"), false, nil)
+	first := in.asked.Load()
+	if first == nil || first.typ != "counter" || first.key != "k1" || first.name != "none" {
+		t.Fatalf("expected stage one to keep the ask's strings, got %+v", first)
+	}
+	a.r.sort(in, ask("k1"), false, nil)
+	if in.asked.Load() != first {
+		t.Fatal("expected the same strings kept for a repeated ask")
+	}
+	var e envelope
+	if err := e.decodeAfter(ask("k1"), first); err != nil {
+		t.Fatal(err)
+	}
+	if unsafe.StringData(e.typ) != unsafe.StringData(first.typ) || unsafe.StringData(e.key) != unsafe.StringData(first.key) || unsafe.StringData(e.name) != unsafe.StringData(first.name) {
+		t.Error("expected a repeated ask's strings to be the ones kept, not copies")
+	}
+	a.r.sort(in, ask("k2"), false, nil)
+	if got := in.asked.Load(); got.key != "k2" || got.ok {
+		t.Fatalf("expected the next key's strings kept, never as a tell to continue, got %+v", got)
+	}
+}
+
+// A peer's worker reuses the strings of the segment before, but a
+// segment starts afresh: a continued tell cannot open it.
+func TestContinuedTellCannotOpenASegment(t *testing.T) {
+	ns := newTestNodes(t, "a:1", "b:1")
+	a, b := ns[0], ns[1]
+	a.setView(a)
+	in := a.r.inboxFor(b.id)
+	e := envelope{kind: kindTell, token: a.r.Token("counter", "k"), typ: "counter", key: "k", name: "none", body: []byte{0x80}}
+	var enc tellHead
+	first := e.appendFramed(nil, &enc)
+	next := e.appendFramed(nil, &enc) // continues first
+	if len(next) >= len(first) {
+		t.Fatalf("expected the second tell continued, shorter: %x after %x", next, first)
+	}
+	in.handle(first)
+	if len(in.items) != 1 {
+		t.Fatalf("expected the first segment's tell decoded, got %d items", len(in.items))
+	}
+	in.handle(next)
+	if len(in.items) != 0 {
+		t.Fatalf("expected a continued tell opening a segment dropped, got %d items", len(in.items))
 	}
 }

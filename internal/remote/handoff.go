@@ -2,6 +2,7 @@ package remote
 
 import (
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/troupe-go/troupe/cluster"
@@ -29,10 +30,12 @@ import (
 // still arrive after one its sender sent N directly (a sender whose view
 // changed first), and a key first used after the window is not checked.
 
-// handoff is the view before the last change, consulted until until.
+// handoff is the view before the last change, consulted until its timer
+// clears Router.handoff: a timer rather than a deadline, so that the
+// messages checked meanwhile read no clock.
 type handoff struct {
 	prev  *view
-	until time.Time
+	timer *time.Timer // nil for a window that never closes (tests)
 	// fresh, set while this node has just joined, is the view without
 	// it: where prev places a key on this node, fresh names the member
 	// that ran it before the join.
@@ -82,7 +85,7 @@ func (r *Router) noteChange(old, v *view) {
 	}
 	joined := r.joinedAt
 	r.hmu.Unlock()
-	ho := &handoff{prev: old, until: now.Add(r.cfg.Handoff)}
+	ho := &handoff{prev: old}
 	if !joined.IsZero() && now.Sub(joined) < r.cfg.Handoff {
 		// This node joined (or was alone) within the window: what it owns
 		// now was the others' before, as far as it knows, even where its
@@ -97,10 +100,14 @@ func (r *Router) noteChange(old, v *view) {
 		ho.fresh = newView(v.self, v.owning, others)
 	}
 	if len(ho.prev.list) > 0 || ho.fresh != nil {
-		r.handoff.Store(ho)
+		ho.timer = time.AfterFunc(r.cfg.Handoff, func() { r.handoff.CompareAndSwap(ho, nil) })
+		if was := r.handoff.Swap(ho); was != nil && was.timer != nil {
+			was.timer.Stop()
+		}
 	}
 	r.hmu.Lock()
 	clear(r.confirmed)
+	r.changes.Add(1) // under hmu: a freeKey taken before the clear is stale
 	var gone []holdKey
 	for hid, h := range r.holds {
 		if !waitsOn(v, h.prev) {
@@ -156,10 +163,6 @@ func (r *Router) mustHold(k host.RemoteKind, typ, key string, tok uint64) bool {
 func (r *Router) mayDrainFrom(k host.RemoteKind, typ, key string, tok uint64) (ring.NodeID, bool) {
 	held := r.holds0.Load() > 0
 	ho := r.handoff.Load()
-	if ho != nil && time.Now().After(ho.until) {
-		r.handoff.CompareAndSwap(ho, nil)
-		ho = nil
-	}
 	if ho == nil || k == nil || k.Pinned() {
 		return ring.NodeID{}, held
 	}
@@ -176,15 +179,73 @@ func (r *Router) mayDrainFrom(k host.RemoteKind, typ, key string, tok uint64) (r
 	return prev, true
 }
 
+// freeKey is the last key a caller found free of any hold, with what
+// that finding depends on: the hand-off window, the changes of view and
+// the number of holds when it was made. While none of them moved, the
+// key is still free: a stream of tells mostly goes to one key, and the
+// full check costs ring look-ups and a lock per message while a window
+// is open. Each caller keeps its own (a peer's inbox worker), so the
+// check that hits it shares nothing and writes nothing.
+type freeKey struct {
+	ho       *handoff
+	changes  uint64
+	holds    int32
+	typ, key string // copies (envelope strings never alias a buffer)
+}
+
 // holdIfNeeded holds e, from from, for a key this node owns, if the key is
 // (or now starts) waiting for its previous owner to drain it. It reports
-// whether it held e.
-func (r *Router) holdIfNeeded(from ring.NodeID, k host.RemoteKind, e *envelope) bool {
+// whether it held e. free, when not nil, is the caller's freeKey, which
+// it consults and updates.
+func (r *Router) holdIfNeeded(from ring.NodeID, k host.RemoteKind, e *envelope, free *freeKey) bool {
+	if free == nil {
+		return r.holdNow(from, k, e)
+	}
+	// Loaded before the check, so that whatever moves during it makes the
+	// next call check again.
+	now := freeKey{changes: r.changes.Load(), ho: r.handoff.Load(), holds: r.holds0.Load()}
+	if now.ho == nil && now.holds == 0 {
+		return false // no window, no holds: mayDrainFrom's fast path
+	}
+	if now.ho == free.ho && now.changes == free.changes && now.holds == free.holds && e.typ == free.typ && e.key == free.key {
+		return false
+	}
+	if r.holdNow(from, k, e) {
+		return true
+	}
+	now.typ, now.key = e.typ, e.key
+	*free = now
+	return false
+}
+
+// holdIfNeededShared is holdIfNeeded with a freeKey that more than one
+// goroutine may use (nil: none); it allocates only when the key it
+// remembers changes.
+func (r *Router) holdIfNeededShared(from ring.NodeID, k host.RemoteKind, e *envelope, free *atomic.Pointer[freeKey]) bool {
+	if free == nil {
+		return r.holdNow(from, k, e)
+	}
+	var mine freeKey
+	if f := free.Load(); f != nil {
+		mine = *f
+	}
+	was := mine
+	if r.holdIfNeeded(from, k, e, &mine) {
+		return true
+	}
+	if mine != was {
+		f := mine
+		free.Store(&f)
+	}
+	return false
+}
+
+// holdNow is holdIfNeeded without a freeKey.
+func (r *Router) holdNow(from ring.NodeID, k host.RemoteKind, e *envelope) bool {
 	prev, maybe := r.mayDrainFrom(k, e.typ, e.key, e.token)
 	if !maybe {
 		return false
 	}
-	now := time.Now()
 	hid := holdID(e.typ, e.key)
 	r.hmu.Lock()
 	h := r.holds[hid]
@@ -205,7 +266,7 @@ func (r *Router) holdIfNeeded(from ring.NodeID, k host.RemoteKind, e *envelope) 
 			r.release(hid)
 		})
 	}
-	h.items = append(h.items, heldItem{from: from, e: cloneEnvelope(e), at: now})
+	h.items = append(h.items, heldItem{from: from, e: cloneEnvelope(e), at: time.Now()})
 	r.hmu.Unlock()
 	if start {
 		d := &envelope{kind: kindDrain, id: h.id, token: e.token, typ: e.typ, key: e.key}
@@ -263,7 +324,7 @@ func (r *Router) deliverHeld(it *heldItem) {
 	e := &it.e
 	switch e.kind {
 	case kindTell:
-		if k, ok := r.tellHereHold(it.from, e, r.routeOf(e.typ), false); ok {
+		if k, ok := r.tellHereHold(it.from, e, r.routeOf(e.typ), false, nil); ok {
 			if _, err := k.DeliverRemote(host.Inbound{Key: e.key, Name: e.name, Body: e.body}); err != nil {
 				r.dropped(e, err)
 			}
@@ -275,7 +336,7 @@ func (r *Router) deliverHeld(it *heldItem) {
 				return // the asker gave up already
 			}
 		}
-		r.serveAskHold(it.from, e, false, nil)
+		r.serveAskHold(it.from, e, false, nil, nil)
 	}
 }
 

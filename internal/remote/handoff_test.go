@@ -5,12 +5,15 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/troupe-go/troupe/actor"
 	"github.com/troupe-go/troupe/cluster"
 	"github.com/troupe-go/troupe/internal/host"
+	"github.com/troupe-go/troupe/internal/transport"
 	"github.com/troupe-go/troupe/ring"
 )
 
@@ -192,7 +195,7 @@ func TestHeldAskWithdrawnByItsAskerIsDropped(t *testing.T) {
 	for _, n := range ns {
 		n.setView(a, b, c)
 	}
-	a.r.handoff.Store(&handoff{prev: newView(a.id, true, viewOf(b, c)), until: time.Now().Add(time.Minute)})
+	a.r.handoff.Store(&handoff{prev: newView(a.id, true, viewOf(b, c))})
 	done := make(chan error, 1)
 	ctx, cancel := contextWithCancel(t)
 	go func() {
@@ -284,4 +287,107 @@ func (r *Router) drainsAsked() int {
 	r.hmu.Lock()
 	defer r.hmu.Unlock()
 	return r.drainsN
+}
+
+// The hand-off window closes Config.Handoff after the change by itself:
+// messages checked meanwhile read no clock to find out.
+func TestHandoffWindowClosesAfterConfigHandoff(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		a, b := ring.NodeID{Addr: "a:1", Incarnation: 1}, ring.NodeID{Addr: "b:1", Incarnation: 1}
+		ep, err := transport.NewMemNetwork().Join(a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ep.Close()
+		r := New(Config{Endpoint: ep, Handoff: time.Second})
+		defer r.Close()
+		alone := newView(a, true, []cluster.Member{{ID: a, Status: cluster.StatusAlive}})
+		both := newView(a, true, []cluster.Member{{ID: a, Status: cluster.StatusAlive}, {ID: b, Status: cluster.StatusAlive}})
+		r.noteChange(alone, both)
+		time.Sleep(time.Second - time.Millisecond)
+		synctest.Wait()
+		if r.handoff.Load() == nil {
+			t.Fatal("expected the window open just before Config.Handoff")
+		}
+		time.Sleep(time.Millisecond)
+		synctest.Wait()
+		if r.handoff.Load() != nil {
+			t.Fatal("expected the window closed at Config.Handoff")
+		}
+	})
+}
+
+// A key an inbox worker found free (here: handed over already) is not
+// checked again for its next tells, until a change of view could make it
+// wait again: then its next tell is held.
+func TestKeyFoundFreeIsCheckedAgainAfterAChange(t *testing.T) {
+	ns := newTestNodes(t, "a:1", "b:1")
+	a, b := ns[0], ns[1]
+	for _, n := range ns {
+		n.r.cfg.Handoff = time.Minute
+		n.setView(a, b)
+	}
+	key := keyWhere(t, func(k string) bool { return ownerIn(k, a, b) == a.id })
+	a.r.handoff.Store(&handoff{prev: newView(a.id, true, viewOf(b))}) // b ran every key before
+	a.r.hmu.Lock()
+	a.r.confirmed[holdID("counter", key)] = struct{}{}
+	a.r.hmu.Unlock()
+	e := &envelope{kind: kindTell, typ: "counter", key: key, token: a.r.Token("counter", key), name: "none"}
+	k := a.r.kind("counter")
+	var free freeKey
+	for i := range 2 {
+		if a.r.holdIfNeeded(b.id, k, e, &free) {
+			t.Fatalf("tell %d: expected a key handed over not held", i)
+		}
+	}
+	if free.key != key || free.ho != a.r.handoff.Load() {
+		t.Fatalf("expected the worker to remember %q as free, got %+v", key, free)
+	}
+	// What noteChange does to the keys handed over at a change.
+	a.r.hmu.Lock()
+	clear(a.r.confirmed)
+	a.r.changes.Add(1)
+	a.r.hmu.Unlock()
+	if !a.r.holdIfNeeded(b.id, k, e, &free) {
+		t.Fatal("expected the tell after the change held until b drained the key")
+	}
+	pollUntil(t, "b to drain the key and a to let it go", func() bool { return a.r.held() == 0 })
+}
+
+// Asks remember their free key likewise, in a freeKey that stage one and
+// the worker share: a repeated key stores nothing new, and a change
+// makes the next ask of the key wait again.
+func TestAskKeyFoundFreeIsCheckedAgainAfterAChange(t *testing.T) {
+	ns := newTestNodes(t, "a:1", "b:1")
+	a, b := ns[0], ns[1]
+	for _, n := range ns {
+		n.r.cfg.Handoff = time.Minute
+		n.setView(a, b)
+	}
+	key := keyWhere(t, func(k string) bool { return ownerIn(k, a, b) == a.id })
+	a.r.handoff.Store(&handoff{prev: newView(a.id, true, viewOf(b))})
+	a.r.hmu.Lock()
+	a.r.confirmed[holdID("counter", key)] = struct{}{}
+	a.r.hmu.Unlock()
+	e := &envelope{kind: kindAsk, id: 1, typ: "counter", key: key, token: a.r.Token("counter", key), name: "none"}
+	k := a.r.kind("counter")
+	var free atomic.Pointer[freeKey]
+	if a.r.holdIfNeededShared(b.id, k, e, &free) {
+		t.Fatal("expected an ask for a key handed over not held")
+	}
+	first := free.Load()
+	if first == nil || first.key != key {
+		t.Fatalf("expected %q remembered as free, got %+v", key, first)
+	}
+	if a.r.holdIfNeededShared(b.id, k, e, &free) || free.Load() != first {
+		t.Fatal("expected the repeated ask free, with nothing new stored")
+	}
+	a.r.hmu.Lock()
+	clear(a.r.confirmed)
+	a.r.changes.Add(1)
+	a.r.hmu.Unlock()
+	if !a.r.holdIfNeededShared(b.id, k, e, &free) {
+		t.Fatal("expected the ask after the change held until b drained the key")
+	}
+	pollUntil(t, "b to drain the key and a to let it go", func() bool { return a.r.held() == 0 })
 }

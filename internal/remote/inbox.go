@@ -42,6 +42,17 @@ type inbox struct {
 	// The worker's own, reused from segment to segment.
 	items []inItem
 	run   tellRun
+	free  freeKey  // the last key found free of hand-off holds
+	last  tellHead // the last envelope of the segment before
+	// asked holds the strings of the last ask stage one decoded, for
+	// the next to reuse (decoder.stringAs): an asker mostly repeats its
+	// type, key and request name. Atomic, as stage one may run on more
+	// than one goroutine while a connection is replaced; ok stays false,
+	// so no tell continues it.
+	asked atomic.Pointer[tellHead]
+	// askFree is the freeKey of the asks served, by stage one or the
+	// worker (see holdIfNeededShared).
+	askFree atomic.Pointer[freeKey]
 }
 
 // inItem is one envelope the worker decoded: a tell to queue (k set), or
@@ -127,11 +138,16 @@ const chunkItems = 256
 
 // handle is stage two for one segment, a chunk at a time.
 func (b *inbox) handle(seg []byte) {
-	var c chunker
+	// The strings of the segment before are there to reuse: a peer's
+	// batches mostly repeat them. No tell of this segment continues one
+	// of the last (a batch starts afresh), hence ok false.
+	c := chunker{prev: b.last}
+	c.prev.ok = false
 	for len(seg) > 0 {
 		seg = b.decode(seg, &c)
 		b.serve(b.items)
 	}
+	b.last = c.prev
 }
 
 // chunker is what decoding a segment carries from chunk to chunk.
@@ -161,7 +177,7 @@ func (b *inbox) decode(seg []byte, c *chunker) []byte {
 			if c.rt == nil || c.rt.typ != it.e.typ {
 				c.rt = r.routeOf(it.e.typ)
 			}
-			it.k, keep = r.tellHere(b.from, &it.e, c.rt) // else forwarded or dropped
+			it.k, keep = r.tellHere(b.from, &it.e, c.rt, &b.free) // else forwarded or dropped
 		}
 		if !keep {
 			*it = inItem{}
@@ -178,7 +194,7 @@ func (b *inbox) serve(items []inItem) {
 	for i := 0; i < len(items); {
 		it := &items[i]
 		if it.e.kind != kindTell {
-			b.r.serveQueued(b.from, &it.e)
+			b.r.serveQueued(b.from, &it.e, &b.askFree)
 			i++
 			continue
 		}

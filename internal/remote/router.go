@@ -73,7 +73,8 @@ type Router struct {
 	// keys held for their previous owners (by holdID), the drain requests
 	// (by id), the keys handed over since the change.
 	handoff   atomic.Pointer[handoff]
-	holds0    atomic.Int32 // len(holds)
+	holds0    atomic.Int32  // len(holds)
+	changes   atomic.Uint64 // counts the views noteChange saw (see freeKey)
 	hmu       sync.Mutex
 	holds     map[holdKey]*hold
 	drains    map[uint64]holdKey
@@ -403,6 +404,9 @@ func (r *Router) Close() {
 		h.timer.Stop()
 	}
 	r.hmu.Unlock()
+	if ho := r.handoff.Load(); ho != nil && ho.timer != nil {
+		ho.timer.Stop()
+	}
 	r.cancel()
 	for _, p := range pend {
 		p.done.Reply(nil, fault.ErrSystemClosed)
@@ -506,7 +510,7 @@ func (r *Router) dispatchAs(id uint64, p *pending, again bool) error {
 	r.pending[id] = p
 	r.mu.Unlock()
 	if here {
-		r.serveAsk(r.self(), e, nil)
+		r.serveAsk(r.self(), e, nil, nil)
 		return nil
 	}
 	if err := r.send(to, out.Token, e, true); err != nil {
@@ -605,15 +609,19 @@ func (r *Router) sort(b *inbox, p []byte, more bool, then *func(relieve func()))
 		}
 	}
 	var e envelope
-	if err := e.decode(p, nil); err != nil {
+	was := b.asked.Load()
+	if err := e.decodeAfter(p, was); err != nil {
 		r.log.Warn("troupe: dropped application envelope", "from", b.from, "err", err)
 		return false
 	}
 	switch e.kind {
 	case kindAsk:
-		r.serveAsk(b.from, &e, then)
+		if was == nil || was.typ != e.typ || was.key != e.key || was.name != e.name {
+			b.asked.Store(&tellHead{typ: e.typ, key: e.key, name: e.name})
+		}
+		r.serveAsk(b.from, &e, then, &b.askFree)
 	case kindCancel:
-		r.serveQueued(b.from, &e)
+		r.serveQueued(b.from, &e, &b.askFree)
 	default:
 		r.receiveOther(b.from, &e)
 	}
@@ -622,10 +630,10 @@ func (r *Router) sort(b *inbox, p []byte, more bool, then *func(relieve func()))
 
 // serveQueued serves an ask or a cancel, in stage two or (the worker
 // idle) at once; tells go to their kind in runs (inbox.serve).
-func (r *Router) serveQueued(from ring.NodeID, e *envelope) {
+func (r *Router) serveQueued(from ring.NodeID, e *envelope, free *atomic.Pointer[freeKey]) {
 	switch e.kind {
 	case kindAsk:
-		r.serveAsk(from, e, nil)
+		r.serveAsk(from, e, nil, free)
 	case kindCancel:
 		r.cancelServed(servedKey{from: from, id: e.id})
 	}
@@ -667,7 +675,7 @@ func (r *Router) receiveOther(from ring.NodeID, e *envelope) {
 // serveTell queues a tell here, or forwards it once to the owner this
 // node believes in.
 func (r *Router) serveTell(from ring.NodeID, e *envelope) error {
-	k, ok := r.tellHere(from, e, r.routeOf(e.typ))
+	k, ok := r.tellHere(from, e, r.routeOf(e.typ), nil)
 	if !ok {
 		return nil
 	}
@@ -681,13 +689,14 @@ func (r *Router) serveTell(from ring.NodeID, e *envelope) error {
 // its type (nil: none here): it returns the kind that queues it here,
 // or forwards it once to the owner this node believes in, or drops it
 // (reporting MessageDropped), or holds it for a key being handed over.
-func (r *Router) tellHere(from ring.NodeID, e *envelope, rt *route) (host.RemoteKind, bool) {
-	return r.tellHereHold(from, e, rt, true)
+// free is the caller's freeKey, or nil (see holdIfNeeded).
+func (r *Router) tellHere(from ring.NodeID, e *envelope, rt *route, free *freeKey) (host.RemoteKind, bool) {
+	return r.tellHereHold(from, e, rt, true, free)
 }
 
 // tellHereHold is tellHere; hold says whether the tell may be held for a
 // key being handed over (not when it was held already).
-func (r *Router) tellHereHold(from ring.NodeID, e *envelope, rt *route, hold bool) (host.RemoteKind, bool) {
+func (r *Router) tellHereHold(from ring.NodeID, e *envelope, rt *route, hold bool, free *freeKey) (host.RemoteKind, bool) {
 	if rt == nil || !r.cfg.Serve {
 		r.dropped(e, fmt.Errorf("%w: %q is not hosted here", fault.ErrUnknownActor, e.typ))
 		return nil, false
@@ -698,7 +707,7 @@ func (r *Router) tellHereHold(from ring.NodeID, e *envelope, rt *route, hold boo
 		return nil, false
 	}
 	if here {
-		if hold && r.holdIfNeeded(from, rt.k, e) {
+		if hold && r.holdIfNeeded(from, rt.k, e, free) {
 			return nil, false
 		}
 		return rt.k, true
@@ -730,13 +739,13 @@ type inlineKind interface {
 // serveAsk queues a request here and sends its outcome back to from. With
 // then set and *then nil, a handler the kind lets the caller run goes to
 // *then, for the caller to run once it released the batch.
-func (r *Router) serveAsk(from ring.NodeID, e *envelope, then *func(relieve func())) {
-	r.serveAskHold(from, e, true, then)
+func (r *Router) serveAsk(from ring.NodeID, e *envelope, then *func(relieve func()), free *atomic.Pointer[freeKey]) {
+	r.serveAskHold(from, e, true, then, free)
 }
 
 // serveAskHold is serveAsk; hold says whether the ask may be held for a
 // key being handed over (not when it was held already).
-func (r *Router) serveAskHold(from ring.NodeID, e *envelope, hold bool, then *func(relieve func())) {
+func (r *Router) serveAskHold(from ring.NodeID, e *envelope, hold bool, then *func(relieve func()), free *atomic.Pointer[freeKey]) {
 	id := e.id
 	fail := func(err error) { r.answer(from, id, nil, err) }
 	k := r.kind(e.typ)
@@ -757,7 +766,7 @@ func (r *Router) serveAskHold(from ring.NodeID, e *envelope, hold bool, then *fu
 		fail(&notOwnerError{hint: to.String()})
 		return
 	}
-	if hold && r.holdIfNeeded(from, k, e) {
+	if hold && r.holdIfNeededShared(from, k, e, free) {
 		return
 	}
 	sk := servedKey{from: from, id: id}
