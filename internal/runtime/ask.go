@@ -126,8 +126,8 @@ type handlerKey struct{}
 // polls, for up to 50 µs, when it is the only ask in flight) would spare
 // the reply's reader the wake-up of a thread for an idle processor, but
 // on two shared vCPUs the polling took the CPU the serving member needed:
-// remote ask p50 82-96 µs against 41-77 µs, CPU per ask 67-79 µs against
-// 33-53 µs (benchmarks, interleaved runs).
+// remote ask p50 88 µs against 74 µs, asker CPU per ask 74 µs against
+// 47 µs (medians of 7 and 10 interleaved benchmark runs).
 func awaitReply[M, R any](ctx context.Context, h *host.Host, s *slot[R], timed bool, ref Ref[M]) (v R, took bool, err error) {
 	var zero R
 	var cause error
