@@ -7,8 +7,8 @@
 // New(Config) starts a System that hosts the definitions in
 // Config.Actors. Each key of each type is an activation with a bounded
 // mailbox. A key with messages gets a goroutine that handles them one at a
-// time; when the mailbox is empty the goroutine spins briefly, lingers a
-// tick or two if the key is busy, then exits, so an idle actor holds no
+// time; when the mailbox is empty the goroutine parks, lingers a tick or
+// two if the key is busy, then exits, so an idle actor holds no
 // goroutine, only its state (about 200 bytes of runtime bookkeeping). A key
 // with no messages, timers or running body for its idle timeout is
 // passivated: its state is dropped and the next message starts it afresh.

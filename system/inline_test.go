@@ -21,7 +21,7 @@ import (
 
 type (
 	IMsg interface{ imsg() }
-	// Probe answers whether its handler ran on wire's reader.
+	// Probe answers whether its handler ran on the transport's reader.
 	Probe struct{ actor.Reply[IMsg, bool] }
 	// Hold blocks until Free{ID} or the ask's end; it answers how it
 	// ended ("freed" or "cancelled") and whether it ran on the reader.
@@ -60,7 +60,7 @@ var holdN atomic.Int64
 // holdID names a hold uniquely, across -count runs too.
 func holdID(t *testing.T) string { return t.Name() + "#" + strconv.FormatInt(holdN.Add(1), 10) }
 
-// onReader reports whether the calling handler runs on wire's reader.
+// onReader reports whether the calling handler runs on the transport's reader.
 func onReader() bool {
 	buf := make([]byte, 64<<10)
 	return strings.Contains(string(buf[:runtime.Stack(buf, false)]), "transport.(*liveConn).deliverInline")

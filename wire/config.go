@@ -51,7 +51,7 @@ func (t *TLS) validate() error {
 	return nil
 }
 
-// Config configures a Transport. The zero value of every field except
+// Config configures the member-to-member transport. The zero value of every field except
 // ClusterName means its default.
 type Config struct {
 	// ClusterName must be equal on both sides of every connection.
@@ -98,7 +98,7 @@ type Config struct {
 	// negative leaves the socket as it is.
 	NotSentLowat int
 	// SendQueue bounds, in bytes per peer, the envelopes queued and not
-	// yet fully written; a Send beyond it fails with ErrQueueFull.
+	// yet fully written; a send beyond it fails with ErrQueueFull.
 	// Default 64 MiB; at least Limits.MaxMessage.
 	SendQueue int
 	// Dialer opens outgoing connections. Default: a *net.Dialer.

@@ -1,8 +1,9 @@
 // Package wire configures Troupe's member-to-member transport and names
 // the errors it reports. Members and clients run the transport for you;
 // this package holds what you set (TLS, limits, compression, addresses,
-// a dialer) and what you may see (node identities, typed errors). The
-// byte format is specified in docs/wire.md.
+// a dialer) and what you may see (typed errors). Nodes are named by
+// ring.NodeID. The byte format is specified in docs/wire.md, and
+// internal/transport implements it.
 //
 // # What the transport does
 //

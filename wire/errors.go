@@ -6,7 +6,7 @@ import (
 )
 
 // ErrMessageTooLarge reports an envelope larger than the agreed message
-// limit, either on Send or announced by a peer.
+// limit, either when sent or announced by a peer.
 var ErrMessageTooLarge = errors.New("troupe: envelope exceeds the message limit")
 
 // ErrClosed reports a call on a transport, session or connection that has
@@ -36,9 +36,9 @@ var ErrNeverConnected = errors.New("troupe: peer never reached")
 // the queue drains as the peer takes what it was sent.
 var ErrQueueFull = errors.New("troupe: send queue full")
 
-// ErrUnreachable is the cause of a Suspect peer event in a MemNetwork: the
-// peer is partitioned away or absent. (The TCP transport reports the dial
-// error itself.)
+// ErrUnreachable is the cause of a Suspect peer event in the in-memory
+// network of the tests: the peer is partitioned away or absent. (The TCP
+// transport reports the dial error itself.)
 var ErrUnreachable = errors.New("troupe: peer unreachable")
 
 // ErrHandshakeTimeout reports a handshake that did not complete within

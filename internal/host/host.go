@@ -1,7 +1,7 @@
 // Package host holds the untyped services one actor system shares between
 // all of its actor types: the registry of types, counters, the observer,
 // the linger clock and the shutdown sequence. The typed machinery lives in
-// package actor; package system builds a Host from its Config. Nothing
+// package runtime; package system builds a Host from its Config. Nothing
 // outside this module can import it.
 package host
 

@@ -470,7 +470,7 @@ func (n *Node) mustSelf() Member {
 	return m
 }
 
-// The tests below use wire's in-memory network: they check the Node's own
+// The tests below use the transport's in-memory network: they check the Node's own
 // contract, not the network.
 
 func memNode(t *testing.T, net *transport.MemNetwork, addr string, seeds ...string) (*WireTransport, Config) {
@@ -656,7 +656,7 @@ func TestLeaveDoesNotWaitForANeighbourThatDiedSilently(t *testing.T) {
 		allSee(c.nodes[1:2], ids[:1], StatusLeft), func() string { return views(c.nodes[1:2], ids[:1]) })
 }
 
-// ExampleStart runs two members over wire's in-memory network: the second
+// ExampleStart runs two members over the transport's in-memory network: the second
 // joins through the first, and both then see two members alive.
 func ExampleStart() {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

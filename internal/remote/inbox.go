@@ -9,7 +9,7 @@ import (
 )
 
 // Receiving runs in two stages, so that a busy peer's messages use two
-// cores: wire's delivery goroutine for the peer splits each batch and
+// cores: the transport's delivery goroutine for the peer splits each batch and
 // sorts its envelopes by their kind byte (stage one); a worker goroutine
 // per peer decodes the envelopes it was handed, decides where each goes,
 // and decodes and queues the messages (stage two, DeliverTells: the
@@ -20,14 +20,14 @@ import (
 // Order holds: stage one hands every tell to the worker, and an ask or a
 // cancel also goes to the worker while it has work, so nothing overtakes
 // what the same peer sent before. An ask that finds the worker idle is
-// served at once, sparing its latency the hop. When wire's reader
+// served at once, sparing its latency the hop. When the transport's reader
 // delivers the batch itself (transport.DeferHandler), the first such ask whose
 // actor is idle is even run there: stage one claims the actor's cell
-// (the runtime's DeliverRemoteInline) and the handler runs once wire released the
+// (the runtime's DeliverRemoteInline) and the handler runs once the transport released the
 // batch, so a handler that blocks holds neither the stream nor the
 // cancels that follow it, and its reply is written from that goroutine
 // too. The worker's queue is bounded: when it is full, stage one waits,
-// and wire's credit stops the peer.
+// and the transport's credit stops the peer.
 
 // inboxDepth bounds the segments waiting for a peer's worker.
 const inboxDepth = 64

@@ -82,7 +82,7 @@ func laneOf(key uint64) int { return int(key % numLanes) }
 
 // enqueue adds e to the lane of key. With now set (asks, replies: someone
 // waits) or once the lane holds batchMax bytes, the caller sends the lane
-// itself and gets wire's error; otherwise a flusher sends it soon.
+// itself and gets the transport's error; otherwise a flusher sends it soon.
 func (o *outbox) enqueue(key uint64, e *envelope, now bool) error {
 	return o.enqueueBody(key, e, nil, nil, now)
 }

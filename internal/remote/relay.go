@@ -17,7 +17,7 @@ import (
 // refutes the suspicion). Sent straight to the owner, their requests to
 // each other would wait for their deadlines as long as the link stays
 // down. Instead, a member whose link to a peer has been silent for
-// Config.Silence (no byte heard: wire's keepalive, tied to the cluster
+// Config.Silence (no byte heard: the transport's keepalive, tied to the cluster
 // timings, keeps a live link from ever being that silent) sends what it
 // has for that peer through another member it does hear, chosen by key
 // token, so one key's messages take one path:

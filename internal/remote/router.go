@@ -193,14 +193,14 @@ type receiver struct{ r *Router }
 func (h receiver) Receive(from ring.NodeID, payload []byte) { h.r.receive(from, payload, nil) }
 
 // ReceiveDefer implements transport.DeferHandler: an ask that finds its actor
-// idle runs in then, after wire released the batch (see inbox).
+// idle runs in then, after the transport released the batch (see inbox).
 func (h receiver) ReceiveDefer(from ring.NodeID, payload []byte) (then func(relieve func())) {
 	h.r.receive(from, payload, &then)
 	return then
 }
 
 // Quick implements transport.QuickHandler: a batch of replies only completes
-// pending asks, which never waits, so wire's reader delivers it without
+// pending asks, which never waits, so the transport's reader delivers it without
 // its relief watch (on an asker, the watch's timer would fire every
 // millisecond while asks go on).
 func (h receiver) Quick(payload []byte) bool {

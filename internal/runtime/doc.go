@@ -1,9 +1,11 @@
 // Package runtime is the engine behind package actor: per actor type, a
 // sharded table of cells (one per active key) with their mailboxes,
 // goroutines, timers and reply slots; the direct hand-off between
-// goroutines, inline runs of asks, and the codec of messages that cross
-// nodes. It builds on package host, which holds what a system shares
-// across types, and reaches the network only through host.Remote.
+// goroutines, inline runs of asks from other nodes on the transport's
+// reader, and the per-kind lists of ask deadlines. Messages that cross
+// nodes are encoded by package codec. It builds on package host, which
+// holds what a system shares across types, and reaches the network only
+// through host.Remote.
 //
 // Go instantiates generic code only where its type arguments are known,
 // and a definition's state and message types are known only in

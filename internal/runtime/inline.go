@@ -10,7 +10,7 @@ import (
 // Inline runs. An ask from another node usually finds its actor idle:
 // queueing it would wake (or start) the cell's goroutine, a hop through
 // the Go scheduler that costs more than the handler. When the receiving
-// goroutine can run the handler itself (wire's reader, once it released
+// goroutine can run the handler itself (the transport's reader, once it released
 // the envelope: see transport.DeferHandler), DeliverRemoteInline claims the
 // idle cell instead, as a goroutine of its own would (running set), and
 // returns the run for the caller to make. Whatever reaches the key
@@ -103,7 +103,7 @@ func (c *cell[S, M, C]) claimIdle() bool {
 }
 
 // runClaimed handles m, the message c was claimed for, on the calling
-// goroutine (wire's reader, whose relieve hands reading on), then lets c
+// goroutine (the transport's reader, whose relieve hands reading on), then lets c
 // go idle, or starts a goroutine for the mail that arrived meanwhile.
 func (c *cell[S, M, C]) runClaimed(m M, s replier, relieve func()) {
 	k := c.k
