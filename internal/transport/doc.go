@@ -1,8 +1,9 @@
 // Package transport is the engine behind package wire: one connection per
 // pair of nodes, carrying four streams with byte credit, paced at the rate
 // the path delivers, and surviving broken connections without losing or
-// duplicating an envelope. Package wire holds its configuration, the node
-// identity and the errors a user sees; the byte format is docs/wire.md.
+// duplicating an envelope. Package wire holds its configuration and the
+// errors a user sees, package ring the node identity (ring.NodeID); the
+// byte format is docs/wire.md.
 //
 // # Layers
 //
