@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/troupe-go/troupe/actor"
-	"github.com/troupe-go/troupe/client"
 	"github.com/troupe-go/troupe/cluster"
 	"github.com/troupe-go/troupe/internal/systemtest"
 	"github.com/troupe-go/troupe/system"
@@ -38,7 +37,7 @@ func TestClientWaitAliveEndsWithCtxAndSaysWhatItSaw(t *testing.T) {
 	ctx, cancel := context.WithTimeout(systemtest.Ctx(t), 50*time.Millisecond)
 	defer cancel()
 	_, err := c.WaitAlive(ctx, 2)
-	var we *client.WaitError
+	var we *cluster.WaitError
 	if !errors.As(err, &we) || !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("err = %v, want a *WaitError matching DeadlineExceeded", err)
 	}

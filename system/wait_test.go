@@ -36,7 +36,7 @@ func TestWaitAliveEndsWithCtxAndSaysWhatItSaw(t *testing.T) {
 	ctx, cancel := context.WithTimeout(systemtest.Ctx(t), 50*time.Millisecond)
 	defer cancel()
 	_, err := s.WaitAlive(ctx, 3)
-	var we *system.WaitError
+	var we *cluster.WaitError
 	if !errors.As(err, &we) || !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("err = %v, want a *WaitError matching DeadlineExceeded", err)
 	}
