@@ -92,6 +92,7 @@ type Client struct {
 	// changed wakes the loop when a member list arrived, to replace
 	// followed members that are no longer alive at once.
 	changed chan struct{}
+	lists   uint64 // member lists received, under mu
 
 	stop      chan struct{}
 	done      chan struct{}
@@ -207,6 +208,7 @@ func (c *Client) onMembers(_ ring.NodeID, ms []cluster.Member) {
 	}
 	slices.SortFunc(merged, func(a, b cluster.Member) int { return a.ID.Compare(b.ID) })
 	c.members = merged
+	c.lists++
 	c.mu.Unlock()
 	c.router.Update(ring.NodeID{}, true, merged)
 	c.once.Do(func() { close(c.learned) })
@@ -227,39 +229,47 @@ func (c *Client) syncSeeds() {
 
 // loop follows up to `followed` alive members: it syncs with each every
 // SyncInterval, which also keeps their pushes coming, and replaces one
-// that is no longer alive as soon as a member list says so. With none
+// that is no longer alive as soon as a member list says so. Should no
+// list arrive between two ticks, the followed members are gone although
+// no list said so (they died together): it follows others. With none
 // known alive it asks the seeds.
 func (c *Client) loop() {
 	defer close(c.done)
 	t := time.NewTicker(min(c.cfg.SyncInterval, resyncMax))
 	defer t.Stop()
 	var follow []ring.NodeID
+	var heard uint64 // c.lists at the last tick
 	for {
-		all := false
+		tick := false
 		select {
 		case <-c.stop:
 			return
 		case <-t.C:
-			all = true
+			tick = true
 		case <-c.changed:
 		}
+		c.mu.Lock()
 		var alive []ring.NodeID
-		for _, m := range c.Members() {
+		for _, m := range c.members {
 			if m.Status == cluster.StatusAlive {
 				alive = append(alive, m.ID)
 			}
 		}
-		if len(alive) == 0 {
-			follow = nil
-			if all {
+		silent := tick && c.lists == heard
+		if tick {
+			heard = c.lists
+		}
+		c.mu.Unlock()
+		var added []ring.NodeID
+		follow, added = refollow(follow, alive, silent, rand.IntN(max(len(alive), 1)))
+		if len(follow) == 0 {
+			if tick {
 				c.syncSeeds()
 			}
 			continue
 		}
-		var added []ring.NodeID
-		follow, added = refollow(follow, alive, rand.IntN(len(alive)))
 		ask := added
-		if all {
+		if tick {
 			ask = follow
 		}
 		for _, id := range ask {
@@ -270,10 +280,15 @@ func (c *Client) loop() {
 	}
 }
 
-// refollow returns the members to follow: those of follow still alive,
-// and more of alive, taken in turn from start, up to `followed`; added
-// lists the new ones.
-func refollow(follow, alive []ring.NodeID, start int) (next, added []ring.NodeID) {
+// refollow returns the members to follow: those of follow still alive
+// (none if they fell silent), and more of alive, taken in turn from
+// start, up to `followed` (never one that fell silent); added lists the
+// new ones.
+func refollow(follow, alive []ring.NodeID, silent bool, start int) (next, added []ring.NodeID) {
+	if silent {
+		alive = slices.DeleteFunc(slices.Clone(alive), func(id ring.NodeID) bool { return slices.Contains(follow, id) })
+		follow = nil
+	}
 	for _, id := range follow {
 		if slices.Contains(alive, id) {
 			next = append(next, id)

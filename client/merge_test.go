@@ -53,18 +53,21 @@ func TestFollowedMembersAreKeptWhileAliveAndReplacedWhenNot(t *testing.T) {
 	for _, tc := range []struct {
 		name          string
 		follow, alive []ring.NodeID
+		silent        bool
 		start         int
 		want, added   []ring.NodeID
 	}{
-		{"first pick, from start", nil, []ring.NodeID{a, b, c, d, e}, 3, []ring.NodeID{d, e, a}, []ring.NodeID{d, e, a}},
-		{"fewer alive than followed", nil, []ring.NodeID{a, b}, 1, []ring.NodeID{b, a}, []ring.NodeID{b, a}},
-		{"all still alive: no change", []ring.NodeID{b, c, d}, []ring.NodeID{a, b, c, d, e}, 0, []ring.NodeID{b, c, d}, nil},
-		{"one died: replaced", []ring.NodeID{b, c, d}, []ring.NodeID{a, b, d, e}, 2, []ring.NodeID{b, d, e}, []ring.NodeID{e}},
-		{"a newcomer fills a gap", []ring.NodeID{a, b}, []ring.NodeID{a, b, c}, 0, []ring.NodeID{a, b, c}, []ring.NodeID{c}},
+		{"first pick, from start", nil, []ring.NodeID{a, b, c, d, e}, false, 3, []ring.NodeID{d, e, a}, []ring.NodeID{d, e, a}},
+		{"fewer alive than followed", nil, []ring.NodeID{a, b}, false, 1, []ring.NodeID{b, a}, []ring.NodeID{b, a}},
+		{"all still alive: no change", []ring.NodeID{b, c, d}, []ring.NodeID{a, b, c, d, e}, false, 0, []ring.NodeID{b, c, d}, nil},
+		{"one died: replaced", []ring.NodeID{b, c, d}, []ring.NodeID{a, b, d, e}, false, 2, []ring.NodeID{b, d, e}, []ring.NodeID{e}},
+		{"a newcomer fills a gap", []ring.NodeID{a, b}, []ring.NodeID{a, b, c}, false, 0, []ring.NodeID{a, b, c}, []ring.NodeID{c}},
+		{"all fell silent: others", []ring.NodeID{a, b, c}, []ring.NodeID{a, b, c, d, e}, true, 0, []ring.NodeID{d, e}, []ring.NodeID{d, e}},
+		{"all fell silent, no others: none", []ring.NodeID{a, b}, []ring.NodeID{a, b}, true, 0, nil, nil},
 	} {
-		got, added := refollow(tc.follow, tc.alive, tc.start)
+		got, added := refollow(tc.follow, tc.alive, tc.silent, tc.start)
 		if !slices.Equal(got, tc.want) || !slices.Equal(added, tc.added) {
-			t.Errorf("%s: refollow(%v, %v, %d) = %v, added %v; want %v, added %v", tc.name, tc.follow, tc.alive, tc.start, got, added, tc.want, tc.added)
+			t.Errorf("%s: refollow(%v, %v, %v, %d) = %v, added %v; want %v, added %v", tc.name, tc.follow, tc.alive, tc.silent, tc.start, got, added, tc.want, tc.added)
 		}
 	}
 }
