@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"net"
 	"slices"
 	"sync"
@@ -33,8 +34,11 @@ type Config struct {
 	AddressMap map[string]string
 	// Dialer opens the client's connections. Default: a *net.Dialer.
 	Dialer wire.Dialer
-	// SyncInterval is how often the client asks a member for the member
-	// list, besides the pushes it receives. Default 5 s.
+	// SyncInterval is how often the client asks the members it follows
+	// for the member list, besides the pushes they send when it changes.
+	// Default 5 s; the client asks at least every 20 s whatever it says,
+	// since a member stops pushing to a client a minute after its last
+	// request.
 	SyncInterval time.Duration
 	// AskTimeout bounds asks whose context has no deadline, for
 	// definitions that do not set their own. Default 10 s.
@@ -57,6 +61,18 @@ const (
 	DefaultSilence = 7500 * time.Millisecond
 )
 
+// followed is how many members at a time push the member list to the
+// client: one push, from any member that survives, is enough to learn of
+// a death, so a single one (the seed) would leave the client blind for a
+// SyncInterval when it is the member that died. Each more costs every
+// member-list change one more message to each client.
+const followed = 3
+
+// resyncMax bounds the interval between syncs to a followed member: a
+// member pushes to a client for a minute after its last sync
+// (remote.clientExpiry).
+const resyncMax = 20 * time.Second
+
 // ErrInvalidConfig reports a Config that New rejects.
 var ErrInvalidConfig = errors.New("troupe: invalid client config")
 
@@ -73,6 +89,10 @@ type Client struct {
 	seen    map[ring.NodeID]time.Time // when a list last named each member
 	learned chan struct{}             // closed at the first member list
 	once    sync.Once
+	// changed wakes the loop when a member list arrived, to replace
+	// followed members that are no longer alive at once.
+	changed chan struct{}
+	lists   uint64 // member lists received, under mu
 
 	stop      chan struct{}
 	done      chan struct{}
@@ -126,7 +146,7 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
-	c := &Client{cfg: cfg, tr: tr, learned: make(chan struct{}), stop: make(chan struct{}), done: make(chan struct{})}
+	c := &Client{cfg: cfg, tr: tr, learned: make(chan struct{}), changed: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 	c.router = remote.New(remote.Config{Endpoint: tr, Logger: cfg.Logger, OnMembers: c.onMembers, Silence: silence})
 	c.h = host.New(host.Settings{Logger: cfg.Logger, AskTimeout: cfg.AskTimeout, Remote: c.router, RemoteOnly: true})
 	c.router.SetHost(c.h)
@@ -188,9 +208,14 @@ func (c *Client) onMembers(_ ring.NodeID, ms []cluster.Member) {
 	}
 	slices.SortFunc(merged, func(a, b cluster.Member) int { return a.ID.Compare(b.ID) })
 	c.members = merged
+	c.lists++
 	c.mu.Unlock()
 	c.router.Update(ring.NodeID{}, true, merged)
 	c.once.Do(func() { close(c.learned) })
+	select {
+	case c.changed <- struct{}{}:
+	default:
+	}
 }
 
 // syncSeeds asks every seed for the member list.
@@ -202,34 +227,84 @@ func (c *Client) syncSeeds() {
 	}
 }
 
-// loop asks a live member (round robin), or the seeds when none is known
-// alive, for the member list every SyncInterval.
+// loop follows up to `followed` alive members: it syncs with each every
+// SyncInterval, which also keeps their pushes coming, and replaces one
+// that is no longer alive as soon as a member list says so. Should no
+// list arrive between two ticks, the followed members are gone although
+// no list said so (they died together): it follows others. With none
+// known alive it asks the seeds.
 func (c *Client) loop() {
 	defer close(c.done)
-	t := time.NewTicker(c.cfg.SyncInterval)
+	t := time.NewTicker(min(c.cfg.SyncInterval, resyncMax))
 	defer t.Stop()
-	next := 0
+	var follow []ring.NodeID
+	var heard uint64 // c.lists at the last tick
 	for {
+		tick := false
 		select {
 		case <-c.stop:
 			return
 		case <-t.C:
+			tick = true
+		case <-c.changed:
 		}
-		var alive []string
-		for _, m := range c.Members() {
+		c.mu.Lock()
+		var alive []ring.NodeID
+		for _, m := range c.members {
 			if m.Status == cluster.StatusAlive {
-				alive = append(alive, m.ID.Addr)
+				alive = append(alive, m.ID)
 			}
 		}
-		if len(alive) == 0 {
-			c.syncSeeds()
+		silent := tick && c.lists == heard
+		if tick {
+			heard = c.lists
+		}
+		c.mu.Unlock()
+		var added []ring.NodeID
+		follow, added = refollow(follow, alive, silent, rand.IntN(max(len(alive), 1)))
+		if len(follow) == 0 {
+			if tick {
+				c.syncSeeds()
+			}
 			continue
 		}
-		next = (next + 1) % len(alive)
-		if err := c.router.Sync(ring.NodeID{Addr: alive[next]}); err != nil {
-			c.cfg.Logger.Debug("troupe: client: sync", "member", alive[next], "err", err)
+		ask := added
+		if tick {
+			ask = follow
+		}
+		for _, id := range ask {
+			if err := c.router.Sync(id); err != nil {
+				c.cfg.Logger.Debug("troupe: client: sync", "member", id, "err", err)
+			}
 		}
 	}
+}
+
+// refollow returns the members to follow: those of follow still alive
+// (none if they fell silent), and more of alive, taken in turn from
+// start, up to `followed` (never one that fell silent); added lists the
+// new ones.
+func refollow(follow, alive []ring.NodeID, silent bool, start int) (next, added []ring.NodeID) {
+	if silent {
+		alive = slices.DeleteFunc(slices.Clone(alive), func(id ring.NodeID) bool { return slices.Contains(follow, id) })
+		follow = nil
+	}
+	for _, id := range follow {
+		if slices.Contains(alive, id) {
+			next = append(next, id)
+		}
+	}
+	for i := range alive {
+		if len(next) == followed {
+			break
+		}
+		id := alive[(start+i)%len(alive)]
+		if !slices.Contains(next, id) {
+			next = append(next, id)
+			added = append(added, id)
+		}
+	}
+	return next, added
 }
 
 // Close fails the asks still waiting with actor.ErrSystemClosed and closes

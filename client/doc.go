@@ -4,8 +4,11 @@
 // # Using a client
 //
 // A Client connects to the seeds, learns the member list (and which actor
-// types each member hosts) and keeps it fresh: members push the list when
-// it changes, and the client asks for it again every SyncInterval. It
+// types each member hosts) and keeps it fresh: it follows up to three
+// alive members, which push the list to it when it changes, and asks them
+// for it again every SyncInterval. A followed member that dies is
+// replaced as soon as a list says so; the others' pushes carry its death
+// meanwhile. It
 // computes the ring itself and sends each message straight to the key's
 // owner, so there is no proxy hop. A Client implements actor.System: take
 // refs with Def.Ref(client, key) and use Tell and Ask exactly as inside a
@@ -34,8 +37,8 @@
 // member fails keeps reaching that member's keys.
 //
 // When an owner dies, asks waiting on it fail with actor.ErrUnavailable
-// as soon as the members report it dead; later sends go to the key's new
-// owner. Connections that break are redialed by the transport.
+// as soon as the members' push reports it dead (with the fast timings,
+// about a second after a crash); later sends go to the key's new owner. Connections that break are redialed by the transport.
 //
 // # Known gaps
 //

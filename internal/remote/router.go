@@ -506,6 +506,13 @@ func (r *Router) dispatchAs(id uint64, p *pending, again bool) error {
 		r.mu.Unlock()
 		return fault.ErrSystemClosed
 	}
+	if cur := r.view.Load(); cur != v && !here && cur.gone(to) {
+		// Update stored a view that has to dead or gone, and failed the
+		// asks waiting on it, since v was read: this one would wait for
+		// its timeout. Place it on the new view instead.
+		r.mu.Unlock()
+		return r.dispatchAs(id, p, again)
+	}
 	p.to = to
 	r.pending[id] = p
 	r.mu.Unlock()
