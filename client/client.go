@@ -84,6 +84,10 @@ type Client struct {
 	tr     *transport.Transport
 	router *remote.Router
 
+	// apply serialises onMembers, which hands a list to the router
+	// before Members shows it: once a caller sees a member dead, no ask
+	// goes to it.
+	apply   sync.Mutex
 	mu      sync.Mutex
 	members []cluster.Member
 	seen    map[ring.NodeID]time.Time // when a list last named each member
@@ -177,6 +181,8 @@ func (c *Client) Members() []cluster.Member {
 // not name stays for two sync intervals after a list last named it: the
 // sender may simply not have heard of it yet (right after it joined).
 func (c *Client) onMembers(_ ring.NodeID, ms []cluster.Member) {
+	c.apply.Lock()
+	defer c.apply.Unlock()
 	now := time.Now()
 	c.mu.Lock()
 	if c.seen == nil {
@@ -207,10 +213,12 @@ func (c *Client) onMembers(_ ring.NodeID, ms []cluster.Member) {
 		}
 	}
 	slices.SortFunc(merged, func(a, b cluster.Member) int { return a.ID.Compare(b.ID) })
+	c.mu.Unlock()
+	c.router.Update(ring.NodeID{}, true, merged)
+	c.mu.Lock()
 	c.members = merged
 	c.lists++
 	c.mu.Unlock()
-	c.router.Update(ring.NodeID{}, true, merged)
 	c.once.Do(func() { close(c.learned) })
 	select {
 	case c.changed <- struct{}{}:
