@@ -574,3 +574,68 @@ func TestNoRemovalThroughAStaleMajorityView(t *testing.T) {
 		t.Fatalf("expected only the side of three to own after the last split; owners are %v", owners)
 	}
 }
+
+// leaveInOrder has the node at a leave as a system member does: leaving,
+// a hand-over, left; announced says whether its last messages go out.
+// Then its process ends.
+func (s *sim) leaveInOrder(t *testing.T, a string, announced bool) {
+	t.Helper()
+	x := s.nodes[a]
+	if err := x.core.StartLeave(); err != nil {
+		t.Fatal(err)
+	}
+	s.drain(x)
+	s.run(3 * fast.Heartbeat) // the hand-over
+	if err := x.core.CompleteLeave(); err != nil {
+		t.Fatal(err)
+	}
+	if announced {
+		s.drain(x)
+	} else {
+		x.core.Ready() // its last messages never leave
+	}
+	s.run(fast.Heartbeat)
+	s.kill(a)
+}
+
+// keepOwning fails the test if one of the nodes at addrs steps down
+// within a while (past removal of the dead).
+func (s *sim) keepOwning(t *testing.T, addrs []string) {
+	t.Helper()
+	limit := 4 * (fast.SuspectAfter + fast.DeadAfter + fast.RemoveAfter)
+	if d, ok := s.until(limit, func() bool {
+		for _, a := range addrs {
+			if !s.nodes[a].core.Owning() {
+				return true
+			}
+		}
+		return false
+	}); ok {
+		t.Fatalf("expected %v to keep owning; one stepped down %v after the leave", addrs, d)
+	}
+}
+
+// A member that left leaves the majority's denominator: two of four left
+// in order, and the other two, a majority of two, keep owning.
+func TestMembersThatLeftInOrderLeaveTheMajority(t *testing.T) {
+	s := newSim(t, simOptions{seed: 31})
+	addrs := s.cluster(4)
+	s.leaveInOrder(t, addrs[3], true)
+	s.leaveInOrder(t, addrs[2], true)
+	s.keepOwning(t, addrs[:2])
+	if !s.allSee(addrs[:2], addrs[2:], StatusLeft) {
+		t.Fatal("expected the survivors to see both leavers left")
+	}
+}
+
+// A leaver whose left record is lost looks like a member that died: two
+// survivors of three keep their majority and declare it dead.
+func TestSurvivorsOfALeaveWhoseRecordWasLostKeepOwning(t *testing.T) {
+	s := newSim(t, simOptions{seed: 32})
+	addrs := s.cluster(3)
+	s.leaveInOrder(t, addrs[2], false)
+	s.keepOwning(t, addrs[:2])
+	if !s.allSee(addrs[:2], addrs[2:], StatusDead) && !s.allSee(addrs[:2], addrs[2:], StatusLeft) {
+		t.Fatal("expected the survivors to see the leaver dead, or left")
+	}
+}

@@ -29,6 +29,14 @@ const (
 // asker retries once against its fresh view or the hint.
 var errNotOwner = errors.New("troupe: not the owner")
 
+// errViewChanged reports that the view changed while an ask was being
+// placed: it is placed again under the new one (see Router.enlist).
+var errViewChanged = errors.New("troupe: the view changed while placing an ask")
+
+// errWithdrawn reports that an ask waiting to be sent again was withdrawn
+// (or failed) meanwhile: there is nothing to send.
+var errWithdrawn = errors.New("troupe: ask withdrawn")
+
 // notOwnerError carries the replier's idea of the owner.
 type notOwnerError struct{ hint string }
 

@@ -246,12 +246,24 @@ func (r *Router) holdNow(from ring.NodeID, k host.RemoteKind, e *envelope) bool 
 	if !maybe {
 		return false
 	}
+	return r.holdFor(prev, from, e)
+}
+
+// holdFor holds e, from from, for a key this node owns: behind the key's
+// hold if it has one, or in a new hold that drains the key from prev (zero
+// when only an existing hold may take e). It reports whether it held e.
+func (r *Router) holdFor(prev, from ring.NodeID, e *envelope) bool {
 	hid := holdID(e.typ, e.key)
 	r.hmu.Lock()
 	h := r.holds[hid]
 	start := h == nil
 	if start {
-		if _, confirmed := r.confirmed[hid]; confirmed || prev.IsZero() {
+		// mayDrainFrom saw prev still present, but a view that says it
+		// left may have come since: noteChange, which stores the view
+		// before it releases the holds on members gone, under r.hmu,
+		// would then miss this one, and it would wait for a drain that
+		// never comes. Looking again under r.hmu closes that gap.
+		if _, confirmed := r.confirmed[hid]; confirmed || prev.IsZero() || !waitsOn(r.view.Load(), prev) {
 			r.hmu.Unlock()
 			return false
 		}

@@ -473,8 +473,18 @@ func (r *Router) dispatch(id uint64, p *pending) error { return r.dispatchAs(id,
 func (r *Router) redispatch(id uint64, p *pending) error { return r.dispatchAs(id, p, true) }
 
 func (r *Router) dispatchAs(id uint64, p *pending, again bool) error {
+	for {
+		err := r.dispatchIn(r.view.Load(), id, p, again)
+		if !errors.Is(err, errViewChanged) {
+			return err
+		}
+	}
+}
+
+// dispatchIn is dispatchAs under view v. It returns errViewChanged, having
+// sent nothing, when the view changed before the ask was enlisted.
+func (r *Router) dispatchIn(v *view, id uint64, p *pending, again bool) error {
 	out := p.out
-	v := r.view.Load()
 	to, here, err := v.dest(r.kind(out.Type), out.Type, out.Key, out.Token)
 	if err != nil {
 		if again && r.take(id) != p {
@@ -496,26 +506,12 @@ func (r *Router) dispatchAs(id uint64, p *pending, again bool) error {
 			to, e.hops = via, 1 // the relay answers: see relay.go
 		}
 	}
-	r.mu.Lock()
-	if again && r.pending[id] != p {
-		r.mu.Unlock()
-		return nil // withdrawn (or failed) while it waited
+	if err := r.enlist(v, id, p, to, again); err != nil {
+		if errors.Is(err, errWithdrawn) {
+			return nil
+		}
+		return err
 	}
-	if r.closed {
-		delete(r.pending, id)
-		r.mu.Unlock()
-		return fault.ErrSystemClosed
-	}
-	if cur := r.view.Load(); cur != v && !here && cur.gone(to) {
-		// Update stored a view that has to dead or gone, and failed the
-		// asks waiting on it, since v was read: this one would wait for
-		// its timeout. Place it on the new view instead.
-		r.mu.Unlock()
-		return r.dispatchAs(id, p, again)
-	}
-	p.to = to
-	r.pending[id] = p
-	r.mu.Unlock()
 	if here {
 		r.serveAsk(r.self(), e, nil, nil)
 		return nil
@@ -524,6 +520,32 @@ func (r *Router) dispatchAs(id uint64, p *pending, again bool) error {
 		r.take(id)
 		return err
 	}
+	return nil
+}
+
+// enlist records the ask p as pending at to, placed under view v. Update
+// stores a new view before it looks for the asks pending at members that
+// view says are gone, under r.mu: so if the view is still v here, under
+// r.mu, a later change finds p; otherwise the change may have looked
+// already, and enlist returns errViewChanged for p to be placed again
+// (an ask enlisted at a member that left meanwhile would wait for an
+// answer that never comes). It returns errWithdrawn if p was withdrawn
+// (or failed) while it waited to be sent again.
+func (r *Router) enlist(v *view, id uint64, p *pending, to ring.NodeID, again bool) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if again && r.pending[id] != p {
+		return errWithdrawn
+	}
+	if r.closed {
+		delete(r.pending, id)
+		return fault.ErrSystemClosed
+	}
+	if r.view.Load() != v {
+		return errViewChanged
+	}
+	p.to = to
+	r.pending[id] = p
 	return nil
 }
 
