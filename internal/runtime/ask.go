@@ -81,8 +81,10 @@ func Ask[M, R any](ctx context.Context, ref Ref[M], m M) (R, error) {
 	if err := to.deliver(ctx, ref.key, hk, tok, m, s); err != nil {
 		return zero, err
 	}
-	if listed {
-		waits.add(&s.wait, s, s.dl)
+	if listed && !waits.add(&s.wait, s, s.dl) {
+		// Its delivery waited (for mailbox room): asks listed meanwhile
+		// end later than it does.
+		listed, timed = false, true
 	}
 	v, took, err := awaitReply(ctx, h, s, timed, ref)
 	if listed {
@@ -116,12 +118,9 @@ type handlerKey struct{}
 // expires s (see askWaits) or, if timed, s's deadline passes. took
 // reports that it took the token of s.done, which is then empty for good.
 //
-// The asker parks at once. Polling the channel first (yielding between
-// polls, for up to 50 µs, when it is the only ask in flight) would spare
-// the reply's reader the wake-up of a thread for an idle processor, but
-// on two shared vCPUs the polling took the CPU the serving member needed:
-// remote ask p50 88 µs against 74 µs, asker CPU per ask 74 µs against
-// 47 µs (medians of 7 and 10 interleaved benchmark runs).
+// The asker parks at once: polling the channel first would spare the
+// reply's reader the wake-up of a thread for an idle processor, but it
+// takes CPU the serving member needs (docs/architecture.md).
 func awaitReply[M, R any](ctx context.Context, h *host.Host, s *slot[R], timed bool, ref Ref[M]) (v R, took bool, err error) {
 	var zero R
 	var cause error

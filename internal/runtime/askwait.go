@@ -10,8 +10,11 @@ import (
 // time of the ask plus one constant, so they come in the order the asks
 // do: a list in that order with one timer, armed for its head, replaces
 // a timer per ask (a reset and a stop per ask, and the asker's select on
-// its channel). Asks that enter the list a moment apart may enter it
-// out of order: one then expires late by that moment.
+// its channel). An ask enters the list once delivered, so asks may enter
+// it out of order: add accepts one that is at most outOfOrder ahead of
+// the tail (it then expires that late at most) and refuses the rest (an
+// ask whose delivery waited for mailbox room), which keep a timer of their
+// own.
 type askWaits struct {
 	mu         sync.Mutex
 	head, tail *askWait
@@ -49,9 +52,21 @@ type expirer interface {
 	deadline() (time.Time, bool)
 }
 
-// add puts w, whose slot s expires at dl, at the list's tail.
-func (l *askWaits) add(w *askWait, s expirer, dl time.Time) {
+// outOfOrder is how much earlier than the tail's an ask's deadline may be
+// for add to list it.
+const outOfOrder = time.Millisecond
+
+// add puts w, whose slot s expires at dl, at the list's tail; it reports
+// false, listing nothing, when dl comes more than outOfOrder before the
+// tail's deadline.
+func (l *askWaits) add(w *askWait, s expirer, dl time.Time) bool {
 	l.mu.Lock()
+	if l.tail != nil {
+		if tdl, _ := l.tail.s.deadline(); dl.Add(outOfOrder).Before(tdl) {
+			l.mu.Unlock()
+			return false
+		}
+	}
 	w.s, w.prev = s, l.tail
 	if l.tail != nil {
 		l.tail.next = w
@@ -69,6 +84,7 @@ func (l *askWaits) add(w *askWait, s expirer, dl time.Time) {
 		}
 	}
 	l.mu.Unlock()
+	return true
 }
 
 // remove takes w out of the list if it is still in it. The timer stays

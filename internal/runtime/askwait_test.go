@@ -49,3 +49,34 @@ func TestAskWaitsExpireListedSlotsAtTheirDeadlines(t *testing.T) {
 		}
 	})
 }
+
+// A slot whose deadline comes well before the tail's (its delivery waited
+// for mailbox room while later asks were listed) is refused, so that the
+// list's order, which its one timer relies on, holds; one a moment early
+// is taken.
+func TestAskWaitsRefuseASlotThatWouldExpireBeforeTheTail(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var l askWaits
+		start := time.Now()
+		late := &slot[int]{done: make(chan struct{}, 1), dl: start.Add(10 * time.Second)}
+		if !l.add(&late.wait, late, late.dl) {
+			t.Fatal("the first slot was refused")
+		}
+		early := &slot[int]{done: make(chan struct{}, 1), dl: start.Add(time.Second)}
+		if l.add(&early.wait, early, early.dl) {
+			t.Error("a slot 9 s ahead of the tail was listed: it would expire 9 s late")
+		}
+		near := &slot[int]{done: make(chan struct{}, 1), dl: late.dl.Add(-outOfOrder / 2)}
+		if !l.add(&near.wait, near, near.dl) {
+			t.Error("a slot within outOfOrder of the tail was refused")
+		}
+		<-late.done
+		<-near.done
+		if got := time.Since(start); got != 10*time.Second {
+			t.Errorf("listed slots expired after %v, want 10s", got)
+		}
+		if early.finished() {
+			t.Error("a refused slot was expired by the list")
+		}
+	})
+}
