@@ -36,6 +36,7 @@ import (
 type handoff struct {
 	prev  *view
 	timer *time.Timer // nil for a window that never closes (tests)
+	over  atomic.Bool // the timer fired
 	// fresh, set while this node has just joined, is the view without
 	// it: where prev places a key on this node, fresh names the member
 	// that ran it before the join.
@@ -100,9 +101,16 @@ func (r *Router) noteChange(old, v *view) {
 		ho.fresh = newView(v.self, v.owning, others)
 	}
 	if len(ho.prev.list) > 0 || ho.fresh != nil {
-		ho.timer = time.AfterFunc(r.cfg.Handoff, func() { r.handoff.CompareAndSwap(ho, nil) })
+		ho.timer = time.AfterFunc(r.cfg.Handoff, func() {
+			ho.over.Store(true)
+			r.handoff.CompareAndSwap(ho, nil)
+		})
 		if was := r.handoff.Swap(ho); was != nil && was.timer != nil {
 			was.timer.Stop()
+		}
+		if ho.over.Load() {
+			// The timer fired before the swap published ho: close it here.
+			r.handoff.CompareAndSwap(ho, nil)
 		}
 	}
 	r.hmu.Lock()
@@ -181,7 +189,7 @@ func (r *Router) mayDrainFrom(k host.RemoteKind, typ, key string, tok uint64) (r
 
 // freeKey is the last key a caller found free of any hold, with what
 // that finding depends on: the hand-off window, the changes of view and
-// the number of holds when it was made. While none of them moved, the
+// the holds started when it was made. While none of them moved, the
 // key is still free: a stream of tells mostly goes to one key, and the
 // full check costs ring look-ups and a lock per message while a window
 // is open. Each caller keeps its own (a peer's inbox worker), so the
@@ -189,7 +197,7 @@ func (r *Router) mayDrainFrom(k host.RemoteKind, typ, key string, tok uint64) (r
 type freeKey struct {
 	ho       *handoff
 	changes  uint64
-	holds    int32
+	started  uint64 // holds started: a count of live holds could stay put as one ends and another starts
 	typ, key string // copies (envelope strings never alias a buffer)
 }
 
@@ -203,11 +211,11 @@ func (r *Router) holdIfNeeded(from ring.NodeID, k host.RemoteKind, e *envelope, 
 	}
 	// Loaded before the check, so that whatever moves during it makes the
 	// next call check again.
-	now := freeKey{changes: r.changes.Load(), ho: r.handoff.Load(), holds: r.holds0.Load()}
-	if now.ho == nil && now.holds == 0 {
+	now := freeKey{changes: r.changes.Load(), ho: r.handoff.Load(), started: r.holdsStarted.Load()}
+	if now.ho == nil && r.holds0.Load() == 0 {
 		return false // no window, no holds: mayDrainFrom's fast path
 	}
-	if now.ho == free.ho && now.changes == free.changes && now.holds == free.holds && e.typ == free.typ && e.key == free.key {
+	if now.ho == free.ho && now.changes == free.changes && now.started == free.started && e.typ == free.typ && e.key == free.key {
 		return false
 	}
 	if r.holdNow(from, k, e) {
@@ -273,6 +281,7 @@ func (r *Router) holdFor(prev, from ring.NodeID, e *envelope) bool {
 		r.holds[hid] = h
 		r.drains[h.id] = hid
 		r.holds0.Add(1)
+		r.holdsStarted.Add(1)
 		h.timer = time.AfterFunc(r.cfg.Handoff, func() {
 			r.log.Warn("troupe: hand-off: the previous owner did not drain the key in time; serving it here", "actor", hid.typ+"/"+hid.key, "previous", h.prev)
 			r.release(hid)

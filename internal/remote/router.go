@@ -72,15 +72,17 @@ type Router struct {
 	// Hand-off (see handoff.go): the view before the last change, the
 	// keys held for their previous owners (by holdID), the drain requests
 	// (by id), the keys handed over since the change.
-	handoff   atomic.Pointer[handoff]
-	holds0    atomic.Int32  // len(holds)
-	changes   atomic.Uint64 // counts the views noteChange saw (see freeKey)
-	hmu       sync.Mutex
-	holds     map[holdKey]*hold
-	drains    map[uint64]holdKey
-	confirmed map[holdKey]struct{}
-	joinedAt  time.Time // when this node's view first listed another member
-	drainsN   int       // drain requests sent, for tests
+	handoff atomic.Pointer[handoff]
+	holds0  atomic.Int32 // len(holds)
+	// holdsStarted counts the holds ever started, for freeKey.
+	holdsStarted atomic.Uint64
+	changes      atomic.Uint64 // counts the views noteChange saw (see freeKey)
+	hmu          sync.Mutex
+	holds        map[holdKey]*hold
+	drains       map[uint64]holdKey
+	confirmed    map[holdKey]struct{}
+	joinedAt     time.Time // when this node's view first listed another member
+	drainsN      int       // drain requests sent, for tests
 
 	// outboxes holds the outbox of each peer; it is replaced whole,
 	// under outboxMu, when a peer is added (rarely), so that a send looks
