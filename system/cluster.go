@@ -432,10 +432,11 @@ func (s *System) closeMember(ctx context.Context, closeRuntime func(context.Cont
 	return errors.Join(errs...)
 }
 
-// Removed reports whether the cluster removed this member (see
-// membership.EventRemoved) and it has not rejoined yet: between the removal
-// and the join of its new incarnation, or while that join fails (each
-// failure is logged at Error; attempts go on with backoff until Close).
+// Removed reports whether the cluster removed this member (its peers
+// declared it dead, or a newer process took its address) and it has not
+// rejoined yet: between the removal and the join of its new incarnation,
+// or while that join fails (each failure is logged at Error; attempts go
+// on with backoff until Close).
 // It stays true, without rejoin attempts, when the member was removed
 // because a newer process took its address (logged at Error): that
 // process is the member now. It is false for an embedded system.

@@ -369,7 +369,7 @@ func (c *cell[S, M, C]) took(left int) {
 const lingerTicks = 2
 
 // warm reports whether c went idle only a tick or two ago: traffic comes
-// in bursts, so its goroutine spins and lingers before exiting. A cold
+// in bursts, so its goroutine parks and lingers before exiting. A cold
 // cell's goroutine exits as soon as its mailbox is empty, so a million
 // one-message activations do not leave a million goroutines waiting.
 func (c *cell[S, M, C]) warm() bool {

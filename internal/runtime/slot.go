@@ -24,7 +24,7 @@ type replier interface {
 	begin() bool
 	// fail completes the slot with err unless it is already complete.
 	fail(err error)
-	// responded reports whether the slot was completed (or deferred).
+	// settled reports whether the slot was completed (or deferred).
 	settled() bool
 	// stopped returns a context, derived from parent, that ends when the
 	// asker stops waiting.
@@ -129,7 +129,7 @@ func (s *slot[R]) finish(v R, err error, done chan struct{}) {
 		return
 	}
 	if done != nil {
-		done <- struct{}{} // never blocks: the only token (see askWaits.chan)
+		done <- struct{}{} // never blocks: the only token (see askWaits.doneChan)
 	}
 }
 
