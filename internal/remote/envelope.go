@@ -370,6 +370,29 @@ func decodeEnvelope(b []byte) (envelope, error) {
 // zero. Byte fields of e alias b; strings are copies, or prev's strings
 // when equal. prev describes the envelope before b in its batch (nil:
 // none), which a kindTellNext needs; decode updates it to e.
+// decodeRepeat decodes b into e, a zero envelope, when b is a
+// kindTellNext with the key and the message name of the tell before it,
+// prev: the common case in a stream of tells to one key. It reads the
+// body and the hops without the general decoder's bookkeeping, and
+// leaves prev as it is (the strings are prev's). It reports false,
+// touching nothing, for anything else: decode then takes b, and reports
+// its problems.
+func (e *envelope) decodeRepeat(b []byte, prev *tellHead) bool {
+	if len(b) < 5 || b[0] != envelopeVersion || b[1] != kindTellNext || b[2] != nextSameKey|nextSameName || !prev.ok {
+		return false
+	}
+	n, k := binary.Uvarint(b[3:])
+	// The body, then exactly one byte: the hops.
+	if k <= 0 || n >= uint64(len(b)) || 3+k+int(n)+1 != len(b) {
+		return false
+	}
+	end := 3 + k + int(n)
+	e.kind, e.typ, e.name, e.key, e.token = kindTell, prev.typ, prev.name, prev.key, prev.token
+	e.body = b[3+k : end : end]
+	e.hops = b[end]
+	return true
+}
+
 func (e *envelope) decode(b []byte, prev *tellHead) error {
 	err := e.decodeAfter(b, prev)
 	if prev != nil {

@@ -158,8 +158,16 @@ func FuzzSplitBatch(f *testing.F) {
 		var prev tellHead
 		_ = splitBatch(b, func(p []byte) {
 			total += len(p)
+			// The repeat fast path accepts only what decode decodes, and
+			// decodes it the same.
+			var fast envelope
+			was := prev
+			repeat := fast.decodeRepeat(p, &prev)
 			var e envelope
-			e.decode(p, &prev) // must not panic
+			err := e.decode(p, &prev) // must not panic
+			if repeat && (err != nil || !reflect.DeepEqual(fast, e) || prev != was) {
+				t.Fatalf("decodeRepeat gave %+v, decode %+v (%v); head %+v, then %+v", fast, e, err, was, prev)
+			}
 		})
 		if total > len(b) {
 			t.Fatalf("split %d bytes out of %d", total, len(b))

@@ -154,6 +154,39 @@ func (b *inbox) handle(seg []byte) {
 type chunker struct {
 	prev tellHead // the envelope before, for a kindTellNext
 	rt   *route   // of the last tell: a batch mostly holds one type
+	// here is the view under which the last tell was found to be this
+	// node's to serve (nil: it was not, or no tell came yet). The owner
+	// of a key is a function of the view, so a tell to the same key
+	// under the same view is this node's too.
+	here *view
+}
+
+// tellFirst places a tell whose key may differ from the last one's (see
+// Router.tellHere).
+func (b *inbox) tellFirst(e *envelope, c *chunker) (host.RemoteKind, bool) {
+	// Loaded before tellHere reads it: if the view moves in between,
+	// c.here is older than the view tellHere used and the next tell
+	// takes the full path.
+	v := b.r.view.Load()
+	k, keep := b.r.tellHere(b.from, e, c.rt, &b.free)
+	c.here = nil
+	if keep {
+		c.here = v
+	}
+	return k, keep
+}
+
+// tellAgain places a tell to the key of the tell before it: when that
+// one was this node's under the current view, so is this one, and only
+// a hand-over window can still hold it.
+func (b *inbox) tellAgain(e *envelope, c *chunker) (host.RemoteKind, bool) {
+	if c.here == nil || c.here != b.r.view.Load() {
+		return b.tellFirst(e, c)
+	}
+	if b.r.holdIfNeeded(b.from, c.rt.k, e, &b.free) {
+		return nil, false
+	}
+	return c.rt.k, true
 }
 
 // decode decodes up to chunkItems envelopes of seg into the worker's
@@ -169,7 +202,9 @@ func (b *inbox) decode(seg []byte, c *chunker) []byte {
 		q = append(q, inItem{})
 		it := &q[len(q)-1]
 		keep := false
-		if err := it.e.decode(p, &c.prev); err != nil {
+		if c.rt != nil && c.rt.typ == c.prev.typ && it.e.decodeRepeat(p, &c.prev) {
+			it.k, keep = b.tellAgain(&it.e, c)
+		} else if err := it.e.decode(p, &c.prev); err != nil {
 			r.log.Warn("troupe: dropped application envelope", "from", b.from, "err", err)
 		} else if it.e.kind != kindTell {
 			keep = true
@@ -177,7 +212,7 @@ func (b *inbox) decode(seg []byte, c *chunker) []byte {
 			if c.rt == nil || c.rt.typ != it.e.typ {
 				c.rt = r.routeOf(it.e.typ)
 			}
-			it.k, keep = r.tellHere(b.from, &it.e, c.rt, &b.free) // else forwarded or dropped
+			it.k, keep = b.tellFirst(&it.e, c) // else forwarded or dropped
 		}
 		if !keep {
 			*it = inItem{}
