@@ -25,6 +25,10 @@ func (c *codec) Register(def string, msgs []any) []*DefinitionError { return c.r
 // Portable reports why messages of the codec cannot cross nodes, or nil.
 func (c *codec) Portable() error { return c.portable() }
 
+// Concrete reports whether the definition's message type is itself a
+// concrete type (not an interface of registered types).
+func (c *codec) Concrete() bool { return c.concrete }
+
 // Appender returns the appender of m's type if m encodes by its plan
 // alone, else nil; Name is what the appender's type is known by.
 func (c *codec) Appender(m any) *TypeName { return c.appender(m) }

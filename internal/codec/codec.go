@@ -220,16 +220,27 @@ type encodeBuffer struct {
 // scratch is an addressable value of one type, reused for the messages
 // of that type that one goroutine encodes or decodes in turn.
 type scratch struct {
-	t reflect.Type
-	v reflect.Value  // addressable, of type t
-	p unsafe.Pointer // v's address: reflect.Value.Addr looks up a type each call
+	t  reflect.Type
+	tn *typeName      // t's, when found by it (see ofName)
+	v  reflect.Value  // addressable, of type t
+	p  unsafe.Pointer // v's address: reflect.Value.Addr looks up a type each call
 }
 
 // of returns the scratch value of type t and its address.
 func (s *scratch) of(t reflect.Type) (reflect.Value, unsafe.Pointer) {
 	if s.t != t {
-		s.t, s.v = t, reflect.New(t).Elem()
+		s.t, s.tn, s.v = t, nil, reflect.New(t).Elem()
 		s.p = s.v.Addr().UnsafePointer()
+	}
+	return s.v, s.p
+}
+
+// ofName is of(tn.t), checked by comparing pointers: comparing two
+// reflect.Types is a call into the runtime per message.
+func (s *scratch) ofName(tn *typeName) (reflect.Value, unsafe.Pointer) {
+	if s.tn != tn {
+		s.of(tn.t)
+		s.tn = tn
 	}
 	return s.v, s.p
 }
@@ -311,7 +322,7 @@ func decodeWith[M any](d *boundDecoder, c *codec, name string, body []byte) (M, 
 			err = d.decode(body, v.Elem())
 		}
 	} else {
-		v, p = d.scratch.of(t)
+		v, p = d.scratch.ofName(tn)
 		switch {
 		case tn.plan != nil:
 			err = d.decodePlan(tn.plan, body, p)

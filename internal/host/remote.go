@@ -52,6 +52,10 @@ type Route interface {
 	// Tell sends m to the node that serves its key, without waiting for
 	// it to be handled.
 	Tell(ctx context.Context, m Outbound) error
+	// TellOrHere is Here and Tell in one look at the ring, for a tell
+	// whose message enc encodes (m, named name): it sends the tell unless
+	// this node serves key, and then sends nothing and reports here.
+	TellOrHere(ctx context.Context, key string, token uint64, name string, enc MessageAppender, m any) (here bool, err error)
 }
 
 // Outbound is one message leaving this node.

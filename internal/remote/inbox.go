@@ -4,7 +4,6 @@ import (
 	"runtime"
 	"sync/atomic"
 
-	"github.com/troupe-go/troupe/internal/host"
 	"github.com/troupe-go/troupe/ring"
 )
 
@@ -59,8 +58,8 @@ type inbox struct {
 // an ask or cancel to serve (from set: tells leave it zero, which spares
 // writing a string per tell).
 type inItem struct {
-	k host.RemoteKind
-	e envelope
+	rt *route // a tell's: its kind queues it (a pointer compares cheaper than the kind)
+	e  envelope
 }
 
 func (r *Router) inboxFor(from ring.NodeID) *inbox {
@@ -154,6 +153,9 @@ func (b *inbox) handle(seg []byte) {
 type chunker struct {
 	prev tellHead // the envelope before, for a kindTellNext
 	rt   *route   // of the last tell: a batch mostly holds one type
+	// rtTyp is rt's type as the envelopes spell it: the string they
+	// repeat, which compares equal without reading its bytes.
+	rtTyp string
 	// here is the view under which the last tell was found to be this
 	// node's to serve (nil: it was not, or no tell came yet). The owner
 	// of a key is a function of the view, so a tell to the same key
@@ -163,30 +165,31 @@ type chunker struct {
 
 // tellFirst places a tell whose key may differ from the last one's (see
 // Router.tellHere).
-func (b *inbox) tellFirst(e *envelope, c *chunker) (host.RemoteKind, bool) {
+func (b *inbox) tellFirst(e *envelope, c *chunker) (*route, bool) {
 	// Loaded before tellHere reads it: if the view moves in between,
 	// c.here is older than the view tellHere used and the next tell
 	// takes the full path.
 	v := b.r.view.Load()
-	k, keep := b.r.tellHere(b.from, e, c.rt, &b.free)
+	_, keep := b.r.tellHere(b.from, e, c.rt, &b.free) // the kind is c.rt's when kept
 	c.here = nil
-	if keep {
-		c.here = v
+	if !keep {
+		return nil, false
 	}
-	return k, keep
+	c.here = v
+	return c.rt, true
 }
 
 // tellAgain places a tell to the key of the tell before it: when that
 // one was this node's under the current view, so is this one, and only
 // a hand-over window can still hold it.
-func (b *inbox) tellAgain(e *envelope, c *chunker) (host.RemoteKind, bool) {
+func (b *inbox) tellAgain(e *envelope, c *chunker) (*route, bool) {
 	if c.here == nil || c.here != b.r.view.Load() {
 		return b.tellFirst(e, c)
 	}
 	if b.r.holdIfNeeded(b.from, c.rt.k, e, &b.free) {
 		return nil, false
 	}
-	return c.rt.k, true
+	return c.rt, true
 }
 
 // decode decodes up to chunkItems envelopes of seg into the worker's
@@ -202,17 +205,17 @@ func (b *inbox) decode(seg []byte, c *chunker) []byte {
 		q = append(q, inItem{})
 		it := &q[len(q)-1]
 		keep := false
-		if c.rt != nil && c.rt.typ == c.prev.typ && it.e.decodeRepeat(p, &c.prev) {
-			it.k, keep = b.tellAgain(&it.e, c)
+		if c.rt != nil && c.rtTyp == c.prev.typ && it.e.decodeRepeat(p, &c.prev) {
+			it.rt, keep = b.tellAgain(&it.e, c)
 		} else if err := it.e.decode(p, &c.prev); err != nil {
 			r.log.Warn("troupe: dropped application envelope", "from", b.from, "err", err)
 		} else if it.e.kind != kindTell {
 			keep = true
 		} else {
-			if c.rt == nil || c.rt.typ != it.e.typ {
-				c.rt = r.routeOf(it.e.typ)
+			if c.rt == nil || c.rtTyp != it.e.typ {
+				c.rt, c.rtTyp = r.routeOf(it.e.typ), it.e.typ
 			}
-			it.k, keep = b.tellFirst(&it.e, c) // else forwarded or dropped
+			it.rt, keep = b.tellFirst(&it.e, c) // else forwarded or dropped
 		}
 		if !keep {
 			*it = inItem{}
@@ -234,11 +237,11 @@ func (b *inbox) serve(items []inItem) {
 			continue
 		}
 		j := i + 1
-		for j < len(items) && items[j].e.kind == kindTell && items[j].k == it.k {
+		for j < len(items) && items[j].e.kind == kindTell && items[j].rt == it.rt {
 			j++
 		}
 		b.run = tellRun{r: b.r, from: b.from, items: items[i:j]}
-		it.k.DeliverTells(&b.run)
+		it.rt.k.DeliverTells(&b.run)
 		b.run = tellRun{}
 		i = j
 	}

@@ -91,6 +91,23 @@ func (rt *route) Tell(ctx context.Context, out host.Outbound) error {
 	if err != nil {
 		return err
 	}
+	return rt.tellTo(to, here, &out)
+}
+
+// TellOrHere implements host.Route.
+func (rt *route) TellOrHere(ctx context.Context, key string, tok uint64, name string, enc host.MessageAppender, m any) (bool, error) {
+	to, here, err := rt.dest(key, tok)
+	if err != nil {
+		return false, err
+	}
+	if here && !rt.r.mustHold(rt.k, rt.typ, key, tok) {
+		return true, nil
+	}
+	return false, rt.tellTo(to, here, &host.Outbound{Type: rt.typ, Key: key, Token: tok, Name: name, Enc: enc, Msg: m})
+}
+
+// tellTo sends out to to, the owner of its key (this node when here).
+func (rt *route) tellTo(to ring.NodeID, here bool, out *host.Outbound) error {
 	if here || rt.r.isSilent(to) {
 		return rt.r.tellTo(to, here, out.Encoded()) // holds, or relays (see relay.go)
 	}

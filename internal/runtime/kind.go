@@ -181,6 +181,20 @@ func (k *kind[S, M, C]) deliver(ctx context.Context, key string, h, tok uint64, 
 		if tok == 0 {
 			tok = k.token(key)
 		}
+		if s == nil && !k.def.Codec.Concrete() {
+			// A tell whose type encodes by its plan alone is encoded
+			// straight into the batch that carries it, and placed with one
+			// look at the ring. (Only for an interface M: boxing a
+			// concrete one would cost the tells that stay here.)
+			a := any(m)
+			if tn := k.def.Codec.Appender(a); tn != nil {
+				here, err := k.rt.TellOrHere(ctx, key, tok, tn.Name(), tn, a)
+				if err != nil || !here {
+					return err
+				}
+				return k.tellHere(ctx, key, h, m)
+			}
+		}
 		here, err := k.rt.Here(key, tok)
 		if err != nil {
 			return err
