@@ -35,7 +35,7 @@ const inboxDepth = 64
 type inbox struct {
 	r       *Router
 	from    ring.NodeID
-	ch      chan []byte  // segments: framed envelopes, as in a batch
+	ch      chan segment
 	pending atomic.Int64 // segments queued or being handled
 	running atomic.Bool
 	// The worker's own, reused from segment to segment.
@@ -54,6 +54,17 @@ type inbox struct {
 	askFree atomic.Pointer[freeKey]
 }
 
+// segment is a run of a batch's envelopes, framed as in the batch, for
+// the worker. whole says it is the whole batch and holds tells only: the
+// worker then gives the batch back to the transport for reuse once it
+// handled it, as nothing it keeps aliases the batch (messages decode into
+// values of their own; tells held for a hand-off or forwarded are copied;
+// the strings decoded are copies).
+type segment struct {
+	b     []byte
+	whole bool
+}
+
 // inItem is one envelope the worker decoded: a tell to queue (k set), or
 // an ask or cancel to serve (from set: tells leave it zero, which spares
 // writing a string per tell).
@@ -66,7 +77,7 @@ func (r *Router) inboxFor(from ring.NodeID) *inbox {
 	if b, ok := r.inboxes.Load(from); ok {
 		return b.(*inbox)
 	}
-	b, _ := r.inboxes.LoadOrStore(from, &inbox{r: r, from: from, ch: make(chan []byte, inboxDepth)})
+	b, _ := r.inboxes.LoadOrStore(from, &inbox{r: r, from: from, ch: make(chan segment, inboxDepth)})
 	return b.(*inbox)
 }
 
@@ -74,7 +85,7 @@ func (r *Router) inboxFor(from ring.NodeID) *inbox {
 func (b *inbox) busy() bool { return b.pending.Load() > 0 }
 
 // push hands a segment to the worker, starting it if it is not running.
-func (b *inbox) push(seg []byte) {
+func (b *inbox) push(seg segment) {
 	b.pending.Add(1)
 	select {
 	case b.ch <- seg:
@@ -93,7 +104,10 @@ func (b *inbox) work() {
 		select {
 		case seg := <-b.ch:
 			idle = 0
-			b.handle(seg)
+			b.handle(seg.b)
+			if seg.whole {
+				b.r.endpoint().Release(seg.b)
+			}
 			// Counted down once the segment is done: an ask arriving
 			// meanwhile waits its turn here, which keeps order.
 			b.pending.Add(-1)

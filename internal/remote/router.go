@@ -602,6 +602,7 @@ func (r *Router) receive(from ring.NodeID, payload []byte, then *func(relieve fu
 	b := r.inboxFor(from)
 	seg := -1 // offset of the envelopes kept for the worker, or -1
 	off := 0
+	tells := true // every envelope so far is a tell
 	for off < len(payload) {
 		p, rest, ok := nextInBatch(payload[off:])
 		if !ok {
@@ -609,19 +610,22 @@ func (r *Router) receive(from ring.NodeID, payload []byte, then *func(relieve fu
 			break
 		}
 		end := len(payload) - len(rest)
+		if len(p) < 2 || p[0] != envelopeVersion || (p[1] != kindTell && p[1] != kindTellNext) {
+			tells = false
+		}
 		if r.sort(b, p, seg >= 0, then) {
 			if seg < 0 {
 				seg = off
 			}
 		} else if seg >= 0 {
 			// Served here: what was kept before goes to the worker now.
-			b.push(payload[seg:off])
+			b.push(segment{b: payload[seg:off]})
 			seg = -1
 		}
 		off = end
 	}
 	if seg >= 0 {
-		b.push(payload[seg:off])
+		b.push(segment{b: payload[seg:off], whole: tells && seg == 0 && off == len(payload)})
 	}
 }
 

@@ -2,6 +2,7 @@ package transport
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/klauspost/compress/s2"
 	"github.com/klauspost/compress/zstd"
@@ -79,8 +80,15 @@ func newCodec(name string, maxFrame int) (codec, error) {
 type s2Codec struct{}
 
 func (s2Codec) compress(dst, src []byte) []byte {
-	out := s2.Encode(dst[len(dst):cap(dst)], src)
-	return append(dst, out...)
+	// Room for the worst case, so that s2 encodes in place rather than
+	// into a buffer of its own.
+	n := s2.MaxEncodedLen(len(src))
+	if n < 0 {
+		return append(dst, src...) // too large for s2: never smaller
+	}
+	dst = slices.Grow(dst, n)
+	out := s2.Encode(dst[len(dst):len(dst)+n], src)
+	return dst[:len(dst)+len(out)]
 }
 
 func (s2Codec) decompress(dst, src []byte, rawLen, max int) ([]byte, error) {

@@ -45,10 +45,14 @@ type liveConn struct {
 	// Used by the inline writer holding the turn.
 	iframes []outFrame
 	ibuf    []byte
-	rawBuf  []byte
-	rawN    int
-	rawErr  error
-	rawFn   func(fd uintptr) bool
+	// zbuf holds the compressed chunks of the frames of one write; the
+	// goroutine holding the turn (writing) reuses it once they are out:
+	// a buffer per frame was most of a streaming sender's garbage.
+	zbuf   []byte
+	rawBuf []byte
+	rawN   int
+	rawErr error
+	rawFn  func(fd uintptr) bool
 	// Used by the writer goroutine for its vectored writes (writeVec).
 	wvec   [][]byte
 	wiov   []syscall.Iovec
@@ -1065,6 +1069,7 @@ func (c *liveConn) writeLoop() {
 			// without a copy (writev on TCP).
 			buf = buf[:0]
 			vec = vec[:0]
+			c.zbuf = c.zbuf[:0] // the last write's chunks are out
 			mark := 0
 			for i := range frames {
 				var chunk []byte
@@ -1085,6 +1090,8 @@ func (c *liveConn) writeLoop() {
 				c.Close() // the reader notices and handles the break
 				return
 			}
+			clear(vec) // the chunks point into payloads and zbuf
+			c.keepZbuf()
 			if closing {
 				c.Close()
 				return
@@ -1143,11 +1150,14 @@ func (c *liveConn) encode(buf []byte, f *outFrame, minBytes int) ([]byte, []byte
 			flags |= FlagLast
 		}
 		if c.enc != nil && len(d.Chunk) >= minBytes {
-			z := c.enc.compress(nil, d.Chunk)
-			if len(z) < len(d.Chunk) {
+			at := len(c.zbuf)
+			c.zbuf = c.enc.compress(c.zbuf, d.Chunk)
+			if z := c.zbuf[at:]; len(z) < len(d.Chunk) {
 				flags |= FlagCompressed
 				d.RawLen = uint64(len(d.Chunk))
-				d.Chunk = z
+				d.Chunk = z[:len(z):len(z)]
+			} else {
+				c.zbuf = c.zbuf[:at]
 			}
 		}
 		chunk = d.Chunk
@@ -1211,7 +1221,8 @@ func (c *liveConn) writeInlineLocked(budget int) {
 	s.mu.Unlock()
 	minBytes := compressMinBytes(s.t.cfg.Compression)
 	buf := c.ibuf[:0]
-	size := 0 // as the budget counts: uncompressed, with headers
+	c.zbuf = c.zbuf[:0] // the last write's chunks are out
+	size := 0           // as the budget counts: uncompressed, with headers
 	for i := range frames {
 		if frames[i].typ == FrameData {
 			size += len(frames[i].data.payload) + HeaderSize
@@ -1247,7 +1258,20 @@ func (c *liveConn) writeInlineLocked(budget int) {
 	if cap(buf) <= 2*creditBudget {
 		c.ibuf = buf[:0]
 	}
+	c.keepZbuf()
 }
+
+// keepZbuf drops zbuf after a write that grew it past what a steady
+// stream needs, so that one burst of large messages does not pin it.
+func (c *liveConn) keepZbuf() {
+	if cap(c.zbuf) > zbufKeep {
+		c.zbuf = nil
+	}
+}
+
+// zbufKeep is the largest compression buffer a connection keeps between
+// writes: a write budget's worth, with room for incompressible data.
+const zbufKeep = 2 << 20
 
 // writeNow writes b with one non-blocking system call and returns how
 // much the socket took.
