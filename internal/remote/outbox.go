@@ -94,7 +94,7 @@ func (o *outbox) enqueueBody(key uint64, e *envelope, enc host.MessageAppender, 
 	l := &o.lanes[i]
 	l.mu.Lock()
 	if l.buf == nil {
-		l.buf = make([]byte, 0, max(l.next, 64))
+		l.buf = o.r.endpoint().Buffer(max(l.next, 64))
 	}
 	l.buf = e.appendFramedBody(l.buf, &l.prev, enc, m)
 	if now || len(l.buf) >= batchMax {
@@ -118,8 +118,9 @@ func (o *outbox) flushLocked(i int, l *lane) error {
 		return nil
 	}
 	batch := l.buf
-	// wire keeps the batch: the next one starts in a new buffer, sized
-	// for a batch like this one so that it rarely grows by copying.
+	// wire takes the batch (and reuses its buffer once the peer consumed
+	// it): the next one starts in another buffer, sized for a batch like
+	// this one so that it rarely grows by copying.
 	l.buf, l.prev = nil, tellHead{}
 	l.next = min(len(batch)+len(batch)/4, batchMax+batchMax/4)
 	if err := o.r.endpoint().Post(o.to, transport.StreamApplication, uint64(i+1), batch); err != nil {

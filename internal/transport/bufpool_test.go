@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"testing"
+	"time"
 
 	"github.com/troupe-go/troupe/ring"
 )
@@ -96,5 +97,45 @@ func TestAReleasedBufferHoldsTheNextEnvelope(t *testing.T) {
 			b.t.Release(p)
 			prev = p
 		}
+	}
+}
+
+// A posted payload is the transport's: its buffer comes back from Buffer
+// once the peer consumed the envelope, and not while the peer's handler
+// still holds it.
+func TestAPostedBufferIsReusedOnceConsumed(t *testing.T) {
+	a, b := newTestNode(t, nil), newTestNode(t, nil)
+	const n = 100 << 10
+	entered, leave := make(chan []byte, 1), make(chan struct{})
+	b.t.Handle(StreamApplication, HandlerFunc(func(_ ring.NodeID, p []byte) {
+		entered <- bytes.Clone(p)
+		<-leave
+	}))
+	p := a.t.Buffer(n)
+	p = append(p, bytes.Repeat([]byte{7}, n)...)
+	first := &p[0]
+	if err := a.t.Post(b.t.Self(), StreamApplication, 1, p); err != nil {
+		t.Fatal(err)
+	}
+	if got := <-entered; !bytes.Equal(got, bytes.Repeat([]byte{7}, n)) {
+		t.Fatal("the peer got other bytes than were posted")
+	}
+	// Not consumed yet: the buffer is not handed out.
+	for range 3 {
+		if q := a.t.Buffer(n); &q[:1][0] == first {
+			t.Fatal("Buffer handed out a posted buffer the peer had not consumed")
+		}
+	}
+	close(leave)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		q := a.t.Buffer(n)
+		if &q[:1][0] == first {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the posted buffer never came back from Buffer after the peer consumed it")
+		}
+		time.Sleep(time.Millisecond)
 	}
 }

@@ -18,6 +18,9 @@ type Endpoint interface {
 	// Release gives back the buffer of a payload a handler received and
 	// no longer uses, for reuse; optional. See Transport.Release.
 	Release(payload []byte)
+	// Buffer returns an empty buffer with room for n bytes, for a payload
+	// to Post; see Transport.Buffer.
+	Buffer(n int) []byte
 	// OnPeerEvent adds a function told about peers coming up and going
 	// down; listeners are called in the order added, from one goroutine
 	// at a time, and must not block.

@@ -142,6 +142,9 @@ func (e *MemEndpoint) isClosed() bool {
 // slice, which is not its to reuse.
 func (e *MemEndpoint) Release([]byte) {}
 
+// Buffer implements Endpoint: a new buffer (nothing is pooled in memory).
+func (e *MemEndpoint) Buffer(n int) []byte { return make([]byte, 0, n) }
+
 // Self returns the endpoint's identity.
 func (e *MemEndpoint) Self() ring.NodeID { return e.self }
 

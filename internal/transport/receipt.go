@@ -35,6 +35,7 @@ type Receipt struct {
 	st      StreamID // its stream, once written
 	end     int64    // its stream position's end, once written
 	post    bool     // sent by Post: nobody else holds it (see recycle)
+	payload []byte   // Post's: the transport's once sent, reused once consumed
 }
 
 func newReceipt() *Receipt { return &Receipt{} }
@@ -50,9 +51,17 @@ func (t *Transport) getPosted() *Receipt {
 
 // recycle takes back a resolved receipt of Post's, unless Shutdown may
 // hold it (it gathers the pending receipts once draining is set).
+//
+// A Post's payload is the transport's: once the peer consumed it, no
+// frame, resend entry or replay refers to it any more (each frame of it
+// ended at or before what the peer consumed), so its buffer goes to the
+// pool Buffer draws from.
 func (r *Receipt) recycle(t *Transport) {
 	if !r.post || t.draining.Load() {
 		return
+	}
+	if r.payload != nil {
+		t.bufs.put(r.payload)
 	}
 	*r = Receipt{post: true}
 	t.posted.Put(r)

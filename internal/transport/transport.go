@@ -154,6 +154,16 @@ func poolBytes(l wire.Limits) int { return min(4*l.MaxMessage, 32<<20) }
 // envelopes and at most 32 MiB in all, and ignores anything else.
 func (t *Transport) Release(payload []byte) { t.bufs.put(payload) }
 
+// Buffer returns an empty buffer with room for n bytes, for a payload to
+// Post: one that Post or Release gave back when there is one of its size
+// class (32 KiB and more), else a new one.
+func (t *Transport) Buffer(n int) []byte {
+	if t.bufs.pooled(n) {
+		return t.bufs.get(n)
+	}
+	return make([]byte, 0, n)
+}
+
 // Self returns this node's identity.
 func (t *Transport) Self() ring.NodeID { return t.loc.node }
 
@@ -343,7 +353,9 @@ func (t *Transport) SendWait(ctx context.Context, to ring.NodeID, stream StreamI
 // Post is Send for a sender that never looks at the envelope's fate (the
 // router's batches): it returns no receipt, so the transport reuses the
 // bookkeeping of the envelope once its credit came back instead of
-// allocating it afresh for every envelope.
+// allocating it afresh for every envelope. Post takes the payload: the
+// caller must not touch it again, and once the peer consumed it the
+// transport reuses its buffer (see Buffer).
 func (t *Transport) Post(to ring.NodeID, stream StreamID, key uint64, payload []byte) error {
 	_, err := t.send(context.Background(), to, stream, key, payload, false, true)
 	return err
@@ -403,6 +415,7 @@ func (t *Transport) send(ctx context.Context, to ring.NodeID, stream StreamID, k
 		var r *Receipt
 		if post {
 			r = t.getPosted()
+			r.payload = payload
 		} else {
 			r = newReceipt()
 		}
