@@ -140,7 +140,7 @@ func (c *codec) typeOf(m any) (*typeName, error) {
 	tn := c.last.Load()
 	if tn == nil || tn.t != t {
 		if tn = c.names[t]; tn == nil {
-			return nil, fmt.Errorf("troupe: message type %T is not listed in WithMessages", m)
+			return nil, fmt.Errorf("%w: message type %T is not listed in WithMessages", ErrUndecodable, m)
 		}
 		c.last.Store(tn)
 	}
