@@ -29,12 +29,12 @@ type member struct {
 	limits      wire.Limits
 	compression wire.Compression
 	log         *slog.Logger
-	acc    *acceptor // the listener, handed from incarnation to incarnation
-	router *remote.Router
-	cur    atomic.Pointer[incarnation]
-	leave  time.Duration
-	done   chan struct{} // closed when the view loop ends
-	once   sync.Once
+	acc         *acceptor // the listener, handed from incarnation to incarnation
+	router      *remote.Router
+	cur         atomic.Pointer[incarnation]
+	leave       time.Duration
+	done        chan struct{} // closed when the view loop ends
+	once        sync.Once
 	// leaveErr is what the handover abandoned; written by the handover,
 	// read by Close after Leave returned.
 	leaveErr *LeaveError
