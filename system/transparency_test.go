@@ -14,6 +14,7 @@ import (
 	"github.com/troupe-go/troupe/client"
 	"github.com/troupe-go/troupe/internal/systemtest"
 	"github.com/troupe-go/troupe/system"
+	"github.com/troupe-go/troupe/wire"
 )
 
 // The transparency suite: one table of behaviours, each run three ways
@@ -386,3 +387,42 @@ func TestTransparencySuite(t *testing.T) {
 }
 
 func ctx(t *testing.T) context.Context { return systemtest.Ctx(t) }
+
+// The message limit is the configured one, on members and clients alike,
+// with compression set beside it.
+func TestTheMessageLimitIsSetInTheConfig(t *testing.T) {
+	const limit = 256 << 10
+	members := systemtest.StartCluster(t, 2, func(_ int, cfg *system.Config) {
+		cfg.MaxMessage = limit
+		cfg.Compression = wire.Compression{Disable: true}
+	}, Bank)
+	cl, err := client.New(systemtest.Ctx(t), client.Config{ClusterName: "test", Seeds: []string{members[0].Addr()},
+		MaxMessage: limit, Compression: wire.Compression{Codecs: []string{wire.CodecZstd}}})
+	if err != nil {
+		t.Fatalf("client.New: %v", err)
+	}
+	t.Cleanup(func() { cl.Close() })
+	data := make([]byte, limit)
+	for _, from := range []actor.System{members[0], members[1], cl} {
+		for i := range 4 { // keys on either member
+			ref := Bank.Ref(from, fmt.Sprintf("limit-%d", i))
+			if _, err := actor.Ask(ctx(t), ref, Big{Data: data}); !errors.Is(err, actor.ErrMessageTooLarge) {
+				t.Fatalf("%d bytes: got %v, want ErrMessageTooLarge", limit, err)
+			}
+			if n, err := actor.Ask(ctx(t), ref, Big{Data: data[:limit-64]}); err != nil || n != limit-64 {
+				t.Fatalf("%d bytes: got %d, %v: want it handled", limit-64, n, err)
+			}
+		}
+	}
+}
+
+func TestClientConfigValidatesTheMessageSettings(t *testing.T) {
+	for _, cfg := range []client.Config{
+		{Seeds: []string{"127.0.0.1:1"}, MaxMessage: -1},
+		{Seeds: []string{"127.0.0.1:1"}, Compression: wire.Compression{Codecs: []string{"lz4"}}},
+	} {
+		if _, err := client.New(ctx(t), cfg); !errors.Is(err, client.ErrInvalidConfig) {
+			t.Errorf("%+v: got %v, want ErrInvalidConfig", cfg, err)
+		}
+	}
+}

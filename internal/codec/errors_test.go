@@ -23,7 +23,10 @@ func TestDeclaredErrorsRoundTrip(t *testing.T) {
 	}{
 		{errDeclared, func(e error) bool { return e == errDeclared }},
 		{fmt.Errorf("ctx: %w", errDeclared), func(e error) bool { return errors.Is(e, errDeclared) && e.Error() == "ctx: test: declared" }},
-		{&declaredType{N: 4}, func(e error) bool { var d *declaredType; return errors.As(e, &d) && d.N == 4 && e.Error() == "test: n=4" }},
+		{&declaredType{N: 4}, func(e error) bool {
+			var d *declaredType
+			return errors.As(e, &d) && d.N == 4 && e.Error() == "test: n=4"
+		}},
 		{fmt.Errorf("ctx: %w", &declaredType{N: 5}), func(e error) bool {
 			var d *declaredType
 			return errors.As(e, &d) && d.N == 5 && e.Error() == "ctx: test: n=5"
