@@ -256,6 +256,9 @@ func (k *kind[S, M, C]) fits(m M) error {
 	if limit <= 0 {
 		return nil
 	}
+	if ok, err := k.def.Codec.Within(any(m), limit); ok || err != nil {
+		return err
+	}
 	buf := codec.GetBuffer()
 	defer codec.PutBuffer(buf)
 	if _, err := k.def.Codec.EncodeTo(buf, any(m)); err != nil {
