@@ -140,6 +140,7 @@ func TestFailuresCarryTheirMemberAndWhetherTheHandlerPanicked(t *testing.T) {
 		{&fault.FailedError{Member: "m:1", Actor: "a/1", Cause: errors.New("boom")}, "boom"},
 		{&fault.FailedError{Member: "m:1", Actor: "a/1", Cause: &fault.PanicError{Value: "torn"}, Panic: true}, "panic: torn"},
 		{&fault.FailedError{Actor: "a/1", Cause: errors.New("boom")}, "boom"}, // member: the replier
+		{&fault.FailedError{Member: "m:1", Actor: "a/1", Cause: fmt.Errorf("ask b/2: %w", fault.ErrMailboxFull)}, "ask b/2: troupe: mailbox full"},
 	} {
 		e := envelope{kind: kindReply, id: 1, err: toWire(c.in)}
 		got, err := decodeEnvelope(e.encode())

@@ -122,7 +122,9 @@ func fromWire(w *wireError, from string) error {
 		if w.cause != nil {
 			cause = fromWire(w.cause, from)
 			var pe *fault.PanicError
-			panicked = errors.As(cause, &pe)
+			if panicked = errors.As(cause, &pe); !panicked {
+				cause = &causeError{text: w.msg, err: cause} // the text as on the member that failed
+			}
 		}
 		return &fault.FailedError{Member: member, Actor: w.actor, Cause: cause, Panic: panicked}
 	case codePanic:
@@ -152,3 +154,13 @@ func fromWire(w *wireError, from string) error {
 	}
 	return fmt.Errorf("%w (on %s: %s)", target, from, w.msg)
 }
+
+// causeError is a failure's cause that arrived with a code: its own text,
+// matching what the code stands for.
+type causeError struct {
+	text string
+	err  error
+}
+
+func (e *causeError) Error() string { return e.text }
+func (e *causeError) Unwrap() error { return e.err }
