@@ -28,8 +28,10 @@ type Config struct {
 	Observer func(Event)
 
 	// IdleTimeout passivates keys without messages, timers or a running
-	// body for this long, for definitions that do not set their own.
-	// Default 1 minute.
+	// body for this long, for definitions that do not set their own:
+	// their state, neither replicated nor durable, is dropped, and the
+	// next message starts the key from its initial state. Default 1
+	// minute; actor.Never keeps idle keys active.
 	IdleTimeout time.Duration
 
 	// AskTimeout bounds asks whose context has no deadline, for
