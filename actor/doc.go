@@ -56,7 +56,7 @@
 // to ask without blocking (Pipe) or to reply later (Defer).
 //
 // State is a value the runtime keeps for the key. SetState and Update are
-// the commit points: after a failure (a returned error or a panic) the
+// the commit points: after a failure (an undeclared error or a panic) the
 // actor restarts, after a backoff, from the state of its last completed
 // SetState or Update, with its mailbox kept. A handler must therefore not
 // change the state in place: do not write into a map or slice that the
