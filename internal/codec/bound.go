@@ -88,3 +88,10 @@ func (c *codec) Within(m any, limit int) (bool, error) {
 	}
 	return tn.bound != unbounded && tn.bound <= limit, nil
 }
+
+// ConcreteWithin reports whether the message type is concrete and every
+// message of it encodes within limit bytes: Within without boxing a
+// message to ask.
+func (c *codec) ConcreteWithin(limit int) bool {
+	return c.concrete && c.self.bound != unbounded && c.self.bound <= limit
+}

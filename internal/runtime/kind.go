@@ -256,6 +256,9 @@ func (k *kind[S, M, C]) fits(m M) error {
 	if limit <= 0 {
 		return nil
 	}
+	if k.def.Codec.ConcreteWithin(limit) {
+		return nil
+	}
 	if ok, err := k.def.Codec.Within(any(m), limit); ok || err != nil {
 		return err
 	}
