@@ -37,6 +37,11 @@ func (c *Context[S, M]) Key() string { return c.runContext.Key() }
 // returns.
 func (c *Context[S, M]) System() System { return c.runContext.System() }
 
+// Member returns the address (host:port) of the cluster member running
+// this handler, as system.System.Addr and cluster.Member.Addr give it;
+// "" in a standalone system.
+func (c *Context[S, M]) Member() string { return c.runContext.Member() }
+
 // Logger returns the system's logger with this actor's identity attached.
 func (c *Context[S, M]) Logger() *slog.Logger { return c.runContext.Logger() }
 

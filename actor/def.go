@@ -13,8 +13,10 @@ import (
 )
 
 // Handler handles one message for one key. It runs alone: never
-// concurrently with itself for the same key. Returning an error, or
-// panicking, fails the message: an asker receives ErrActorFailed and the
+// concurrently with itself for the same key. Returning an error the
+// definition declares (WithErrors) answers an ask with that error: no
+// failure, no restart. Returning any other error, or panicking, fails the
+// message: an asker receives a *FailedError (ErrActorFailed) and the
 // activation restarts after backoff from its last saved state.
 type Handler[S, M any] func(c *Context[S, M], msg M) error
 
@@ -64,7 +66,16 @@ const (
 	DefaultBackoffMax  = 10 * time.Second
 	// MaxReplicas bounds Replicas.
 	MaxReplicas = 7
+	// DefaultMaxMessage is the default message limit of a clustered
+	// system or client (system.Config.MaxMessage, client.Config.MaxMessage),
+	// in encoded bytes: 16 MiB.
+	DefaultMaxMessage = 16 << 20
 )
+
+// Never, given to WithIdleTimeout (or as system.Config.IdleTimeout),
+// keeps a key's activation until it is released, moves, fails to restart
+// or the system closes: it never passivates for being idle.
+const Never time.Duration = -1
 
 // Option configures a definition.
 type Option func(*settings)
@@ -79,6 +90,7 @@ type settings struct {
 	replicas    int
 	write       WriteLevel
 	pinned      bool
+	errors      []error
 	problems    []*DefinitionError
 	mailboxSet  bool
 	replicasSet bool
@@ -106,11 +118,13 @@ func WithMailbox(size int, overflow Overflow) Option {
 }
 
 // WithIdleTimeout passivates a key after d without messages, timers or a
-// running body (default 1 minute).
+// running body (default 1 minute); Never keeps it active. Passivation ends
+// the activation: its state, neither replicated nor durable, is dropped,
+// and the key's next message starts from WithInit's state.
 func WithIdleTimeout(d time.Duration) Option {
 	return func(s *settings) {
-		if d <= 0 {
-			s.problem("WithIdleTimeout", "%v must be positive", d)
+		if d <= 0 && d != Never {
+			s.problem("WithIdleTimeout", "%v must be positive, or Never", d)
 		}
 		s.idle, s.idleSet = d, true
 	}
@@ -156,6 +170,21 @@ func WithReplicas(n int, level WriteLevel) Option {
 		}
 		s.replicas, s.write, s.replicasSet = n, level, true
 	}
+}
+
+// WithErrors declares the errors the handler may answer an ask with:
+// sentinels by value (ErrInsufficientFunds) and error types by a nil
+// pointer of the type ((*InsufficientFundsError)(nil)). A declared error
+// is an answer, not a failure: the actor does not restart, and the asker
+// gets the error itself, on every path. Across nodes a sentinel is known
+// by its text and a type by its Go name (package.Type), its value carried
+// as msgpack, as for messages: keep both stable. An error that wraps a
+// declared one (fmt.Errorf("...: %w", ErrX)) counts as declared: the
+// first declared error, in the order given, found by errors.Is or
+// errors.As travels with the wrapper's text. Declaring panics and
+// undeclared errors is not possible: they stay failures.
+func WithErrors(errs ...error) Option {
+	return func(s *settings) { s.errors = append(s.errors, errs...) }
 }
 
 // Pinned ties each key to the member named in its ref, bypassing the ring.
@@ -208,6 +237,10 @@ func Define[S, M any](name string, handler Handler[S, M], opts ...Option) *Def[S
 		IdleSet: d.s.idleSet, AskSet: d.s.askSet, BackoffSet: d.s.backoffSet,
 		Pinned: d.s.pinned, Replicas: d.s.replicas, Codec: codec.New[M](),
 		Panicked: func(v any, stack []byte) error { return &PanicError{Value: v, Stack: stack} },
+		Errors:   &codec.Errors{},
+	}
+	for _, p := range d.spec.Errors.Register(name, d.s.errors) {
+		d.s.problems = append(d.s.problems, &DefinitionError{Definition: p.Definition, Field: p.Field, Problem: p.Problem})
 	}
 	d.sealed = runtime.Seal(func(h *host.Host) host.Kind { return runtime.NewKind(h, &d.spec) })
 	d.err = d.validate()

@@ -56,7 +56,7 @@
 // to ask without blocking (Pipe) or to reply later (Defer).
 //
 // State is a value the runtime keeps for the key. SetState and Update are
-// the commit points: after a failure (a returned error or a panic) the
+// the commit points: after a failure (an undeclared error or a panic) the
 // actor restarts, after a backoff, from the state of its last completed
 // SetState or Update, with its mailbox kept. A handler must therefore not
 // change the state in place: do not write into a map or slice that the
@@ -75,11 +75,35 @@
 //
 // # Failures
 //
-// A handler error or panic reaches an asker as an error wrapping
-// ErrActorFailed (errors.As gives *FailedError and its cause, a
-// *PanicError for panics); a panic never crashes the process. Return an
-// error only when the actor cannot go on: expected outcomes belong in the
-// reply type.
+// A handler answers an ask with an error in two ways, and the definition
+// says which is which:
+//
+//   - A declared error (WithErrors: sentinels by value, error types by a
+//     nil pointer of the type) is an answer, a business refusal: the
+//     handler returns it (or Deferred.Fail gives it), the asker gets the
+//     error itself, and the actor goes on with its state as the handler
+//     left it: no restart, no backoff for the next caller. An error that
+//     wraps a declared one counts as declared. Returned from a tell, it
+//     is dropped.
+//   - Any other error, and a panic, is a failure: the asker gets a
+//     *FailedError (matching ErrActorFailed) that names the member that
+//     ran the handler, the actor and the cause; Panic is set, and the
+//     cause is a *PanicError, when the handler panicked. The actor
+//     restarts after a backoff from its last committed state. A panic
+//     never crashes the process.
+//
+// Whether retrying can help is Temporary(err): true for ErrUnavailable,
+// ErrMailboxFull and deadlines, false for everything else, declared
+// errors and failures included.
+//
+// # Passivation
+//
+// A key with no messages, timers or running body for its idle timeout
+// (WithIdleTimeout, default 1 minute) is passivated: its activation ends
+// and its state, which is neither replicated nor durable, is dropped; the
+// key's next message starts it again from WithInit's state. With
+// WithIdleTimeout(Never) a key stays active until it is released, its key
+// moves to another member, or the system closes.
 //
 // # In a cluster
 //
@@ -96,11 +120,25 @@
 //     implements msgpack.CustomEncoder (value receiver) and whose pointer
 //     implements msgpack.CustomDecoder is encoded and decoded by those
 //     methods.
-//   - The runtime's errors keep their identity across nodes: errors.Is matches
-//     ErrMailboxFull, ErrActorFailed (with the cause's sentinel when it
-//     has one), ErrUnknownActor, context.DeadlineExceeded, and so on.
+//   - Errors keep their identity across nodes. A definition's declared
+//     errors arrive as the same sentinel (errors.Is) or a decoded value of
+//     the same type (errors.As, fields and all), wrapped in the wrapper's
+//     text when the handler wrapped one: a sentinel crosses by its text, a
+//     type by its Go name and msgpack value, so keep both stable. Failures
+//     arrive as the same *FailedError as locally, its cause known by its
+//     text (a panic's as a *PanicError holding the text). The runtime's
+//     errors match as locally: ErrMailboxFull, ErrActorFailed,
+//     ErrUnknownActor, context.DeadlineExceeded, and so on.
 //     ErrUnavailable means no member can serve the key now (its owner is
 //     down, or this node lost the majority); it is temporary.
+//   - A message, and a reply, is limited in size (system.Config.MaxMessage,
+//     client.Config.MaxMessage, default 16 MiB of msgpack): one over it
+//     fails with ErrMessageTooLarge, which is permanent, wherever its key
+//     lives. A member therefore encodes the messages to its own keys too,
+//     to measure them; a standalone system encodes nothing and has no
+//     limit.
+//   - Context.Member names the member running the handler (its address,
+//     as in system.Members), "" in a standalone system.
 //   - An ask that would wait on an actor already waiting for the asker,
 //     up the chain of asks (A asks B, B asks A), fails at once with
 //     ErrAskCycle (a *CycleError), locally as across nodes.
@@ -114,8 +152,8 @@
 //
 //   - State is not replicated: a key whose owner changes starts again from
 //     its initial state on the new owner.
-//   - Errors a handler defines keep their identity only when the key is in
-//     the asker's own process; across members only their text arrives.
-//   - A handler error restarts the actor with backoff, so return one only
-//     when the actor cannot go on.
+//   - A failure's cause crosses nodes as its text only (sentinels of this
+//     package still match); declare the errors callers test for.
+//   - A reply to an asker in the same process is not measured against the
+//     message limit; one to another node is.
 package actor

@@ -1,6 +1,8 @@
 package actor
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -61,14 +63,53 @@ var (
 	// node and could not be decoded: an unregistered message type name, or
 	// bytes that do not fit the type.
 	ErrUndecodable = fault.ErrUndecodable
+
+	// ErrMessageTooLarge reports a message (or a reply) whose encoding
+	// exceeds the message limit of a clustered system or client
+	// (system.Config.MaxMessage, client.Config.MaxMessage), wherever its
+	// key lives. It is permanent: the same message fails again.
+	ErrMessageTooLarge = fault.ErrMessageTooLarge
 )
 
-// FailedError is the error an asker receives when the handler failed.
+// Temporary reports whether retrying what failed with err may succeed:
+// true when err matches ErrUnavailable, ErrMailboxFull,
+// context.DeadlineExceeded (an ask that timed out: the handler may have
+// run) or ErrSystemClosed of another node (which matches ErrUnavailable);
+// false for nil and every other error, among them ErrMessageTooLarge,
+// ErrUnknownActor, ErrUndecodable, ErrInvalidRef, ErrNilRef,
+// ErrInvalidDefinition, ErrAskCycle, ErrNoReply, ErrWrongReply, this
+// system's own ErrSystemClosed, context.Canceled (the caller gave up),
+// failures (*FailedError) and the errors a definition declares. A retry
+// after a deadline may run the request twice: make such requests
+// idempotent.
+func Temporary(err error) bool {
+	if err == nil {
+		return false
+	}
+	var fe *FailedError
+	if errors.As(err, &fe) {
+		return false
+	}
+	return errors.Is(err, ErrUnavailable) || errors.Is(err, ErrMailboxFull) || errors.Is(err, context.DeadlineExceeded)
+}
+
+// FailedError is the error an asker receives when the handler failed:
+// it panicked, or returned (or Deferred.Fail gave) an error its
+// definition does not declare. It is the same type on every path, local,
+// from another member or through a client.
 type FailedError struct {
+	// Member is the address of the member that ran the handler; "" in a
+	// standalone system.
+	Member string
 	// Actor is the ref of the actor that failed, as printed by Ref.String.
 	Actor string
-	// Cause is the handler's error, or a *PanicError.
+	// Cause is the handler's error, or a *PanicError. From another node
+	// only its text arrives (with the sentinels of this package still
+	// matching through errors.Is); a panic's cause is a *PanicError whose
+	// Value is the panic's text and Stack is empty.
 	Cause error
+	// Panic reports that the handler panicked.
+	Panic bool
 }
 
 func (e *FailedError) Error() string {
@@ -129,7 +170,7 @@ func publicError(err error) error {
 	case nil:
 		return nil
 	case *fault.FailedError:
-		return &FailedError{Actor: e.Actor, Cause: publicError(e.Cause)}
+		return &FailedError{Member: e.Member, Actor: e.Actor, Cause: publicError(e.Cause), Panic: e.Panic}
 	case *fault.PanicError:
 		return &PanicError{Value: e.Value, Stack: e.Stack}
 	case *fault.CycleError:
@@ -144,7 +185,7 @@ func publicError(err error) error {
 // ask's error, passed on) to other nodes as it carries the runtime's.
 func (e *FailedError) As(target any) bool {
 	if t, ok := target.(**fault.FailedError); ok {
-		*t = &fault.FailedError{Actor: e.Actor, Cause: e.Cause}
+		*t = &fault.FailedError{Member: e.Member, Actor: e.Actor, Cause: e.Cause, Panic: e.Panic}
 		return true
 	}
 	return false
@@ -154,6 +195,15 @@ func (e *FailedError) As(target any) bool {
 func (e *CycleError) As(target any) bool {
 	if t, ok := target.(**fault.CycleError); ok {
 		*t = &fault.CycleError{Chain: e.Chain}
+		return true
+	}
+	return false
+}
+
+// As lets the runtime and routing recognise a handler's panic as one.
+func (e *PanicError) As(target any) bool {
+	if t, ok := target.(**fault.PanicError); ok {
+		*t = &fault.PanicError{Value: e.Value, Stack: e.Stack}
 		return true
 	}
 	return false

@@ -26,8 +26,9 @@ type Request[M, R any] interface{ troupeRequest(M, R) }
 // has no deadline, the definition's ask timeout applies. If ctx ends first,
 // the request is dropped if still queued, or the handler's context is
 // cancelled if it is running, and the error wraps ctx's error (or
-// context.DeadlineExceeded for the ask timeout). A handler that fails gives
-// an error wrapping ErrActorFailed.
+// context.DeadlineExceeded for the ask timeout). A handler that answers
+// with an error its definition declares gives that error; one that fails
+// gives a *FailedError wrapping ErrActorFailed.
 //
 // Ask returns at its deadline (or when ctx ends) whatever the handler
 // does: the handler never runs on the calling goroutine, so one that
@@ -74,7 +75,9 @@ func Defer[S, M any, Q Request[M, R], R any](c *Context[S, M], q Q) Deferred[R] 
 // still waited.
 func (d Deferred[R]) Resolve(r R) bool { return d.d.Resolve(r) }
 
-// Fail answers the deferred request with an error wrapping ErrActorFailed.
+// Fail answers the deferred request with err: as it is when the
+// definition declares it (WithErrors), else as a failure, a *FailedError
+// wrapping ErrActorFailed (the actor does not restart for it).
 func (d Deferred[R]) Fail(err error) bool { return d.d.Fail(err) }
 
 // Pipe asks ref with q without blocking the handler. When the answer (or

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/troupe-go/troupe/actor"
 	"github.com/troupe-go/troupe/cluster"
 	"github.com/troupe-go/troupe/internal/host"
 	"github.com/troupe-go/troupe/internal/remote"
@@ -49,6 +50,15 @@ type Config struct {
 	// live one is never that quiet. Default DefaultSilence; negative:
 	// never relay (and the transport's default keepalive).
 	Silence time.Duration
+	// MaxMessage bounds a message (and a reply), in bytes of its msgpack
+	// encoding: a message over it fails with actor.ErrMessageTooLarge.
+	// It must be the cluster's (system.Config.MaxMessage): the
+	// transport's handshake refuses a client with another. Default
+	// actor.DefaultMaxMessage (16 MiB).
+	MaxMessage int
+	// Compression is what the client offers the members for the messages
+	// it sends; see wire.Compression. Default: s2, then zstd.
+	Compression wire.Compression
 	// Logger receives connection problems. Nil discards them.
 	Logger *slog.Logger
 }
@@ -115,6 +125,12 @@ func (cfg Config) validate() error {
 	if cfg.SyncInterval < 0 || cfg.AskTimeout < 0 {
 		return fmt.Errorf("%w: negative SyncInterval or AskTimeout", ErrInvalidConfig)
 	}
+	if cfg.MaxMessage < 0 || cfg.MaxMessage > 1<<30 {
+		return fmt.Errorf("%w: MaxMessage %d out of range [0, %d]", ErrInvalidConfig, cfg.MaxMessage, 1<<30)
+	}
+	if err := cfg.Compression.Validate(); err != nil {
+		return fmt.Errorf("%w: Compression: %w", ErrInvalidConfig, err)
+	}
 	return nil
 }
 
@@ -136,8 +152,12 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 	if cfg.Silence == 0 {
 		cfg.Silence = DefaultSilence
 	}
+	if cfg.MaxMessage == 0 {
+		cfg.MaxMessage = actor.DefaultMaxMessage
+	}
 	wcfg := wire.Config{ClusterName: cfg.ClusterName, Incarnation: uint64(time.Now().UnixNano()),
-		TLS: cfg.TLS, AddressMap: cfg.AddressMap, Dialer: cfg.Dialer, Logger: cfg.Logger}
+		TLS: cfg.TLS, AddressMap: cfg.AddressMap, Dialer: cfg.Dialer, Logger: cfg.Logger,
+		Limits: remote.WireLimits(cfg.MaxMessage), Compression: cfg.Compression}
 	var silence time.Duration
 	if cfg.Silence > 0 {
 		// Pinged after two thirds of the silence, a live connection
@@ -152,7 +172,7 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 	}
 	c := &Client{cfg: cfg, tr: tr, learned: make(chan struct{}), changed: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 	c.router = remote.New(remote.Config{Endpoint: tr, Logger: cfg.Logger, OnMembers: c.onMembers, Silence: silence})
-	c.h = host.New(host.Settings{Logger: cfg.Logger, AskTimeout: cfg.AskTimeout, Remote: c.router, RemoteOnly: true})
+	c.h = host.New(host.Settings{Logger: cfg.Logger, AskTimeout: cfg.AskTimeout, Remote: c.router, RemoteOnly: true, MaxMessage: cfg.MaxMessage})
 	c.router.SetHost(c.h)
 	c.handle = runtime.NewHandle(c.h)
 	c.syncSeeds()

@@ -45,5 +45,4 @@
 //   - New with a context that never ends waits forever for an unreachable
 //     seed, and a failed join reports the context's error, not its cause.
 //   - The member list can include left records of earlier incarnations.
-//   - Errors a handler defines arrive as their text only.
 package client

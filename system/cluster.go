@@ -24,13 +24,17 @@ import (
 type member struct {
 	cfg    cluster.Config // as validated at Start: Bind and Advertise fixed
 	dialer wire.Dialer
-	log    *slog.Logger
-	acc    *acceptor // the listener, handed from incarnation to incarnation
-	router *remote.Router
-	cur    atomic.Pointer[incarnation]
-	leave  time.Duration
-	done   chan struct{} // closed when the view loop ends
-	once   sync.Once
+	// limits and compression are the transport's, the same for every
+	// incarnation.
+	limits      wire.Limits
+	compression wire.Compression
+	log         *slog.Logger
+	acc         *acceptor // the listener, handed from incarnation to incarnation
+	router      *remote.Router
+	cur         atomic.Pointer[incarnation]
+	leave       time.Duration
+	done        chan struct{} // closed when the view loop ends
+	once        sync.Once
 	// leaveErr is what the handover abandoned; written by the handover,
 	// read by Close after Leave returned.
 	leaveErr *LeaveError
@@ -112,18 +116,21 @@ func Start(ctx context.Context, cfg Config) (*System, error) {
 	inc := uint64(time.Now().UnixNano())
 	wcfg := cc.WireConfig(inc)
 	wcfg.Dialer = cfg.Dialer
+	wcfg.Limits = remote.WireLimits(cfg.withDefaults().MaxMessage)
+	wcfg.Compression = cfg.Compression
 	tr, err := transport.New(wcfg)
 	if err != nil {
 		ln.Close()
 		return nil, fmt.Errorf("troupe: start: %w", err)
 	}
 	log := cfg.withDefaults().Logger
-	m := &member{cfg: cc, dialer: cfg.Dialer, log: log, leave: cfg.withDefaults().LeaveTimeout,
+	m := &member{cfg: cc, dialer: cfg.Dialer, limits: wcfg.Limits, compression: wcfg.Compression, log: log, leave: cfg.withDefaults().LeaveTimeout,
 		done: make(chan struct{}), stop: make(chan struct{}), force: make(chan struct{}, 1)}
 	m.rejoinCtx, m.cancelRejoin = context.WithCancel(context.Background())
 	m.acc = newAcceptor(ln)
 	wt := membership.NewWireTransport(tr, membership.WireOptions{Logger: cc.Logger})
 	m.router = remote.New(remote.Config{Endpoint: tr, Serve: true, Logger: log, Silence: cc.WireSilence(), Handoff: cfg.withDefaults().LeaveTimeout})
+	cfg.Cluster = &cc // with Advertise fixed: the member's name in handlers and failures
 	s := newSystem(cfg, m.router)
 	s.m = m
 	m.router.SetHost(s.h)
@@ -285,6 +292,7 @@ func (s *System) join(seeds []string, last uint64) (*incarnation, error) {
 	cc.Seeds = seeds
 	wcfg := cc.WireConfig(id)
 	wcfg.Dialer = m.dialer
+	wcfg.Limits, wcfg.Compression = m.limits, m.compression
 	tr, err := transport.New(wcfg)
 	if err != nil {
 		return nil, err

@@ -28,8 +28,10 @@ type Config struct {
 	Observer func(Event)
 
 	// IdleTimeout passivates keys without messages, timers or a running
-	// body for this long, for definitions that do not set their own.
-	// Default 1 minute.
+	// body for this long, for definitions that do not set their own:
+	// their state, neither replicated nor durable, is dropped, and the
+	// next message starts the key from its initial state. Default 1
+	// minute; actor.Never keeps idle keys active.
 	IdleTimeout time.Duration
 
 	// AskTimeout bounds asks whose context has no deadline, for
@@ -61,6 +63,21 @@ type Config struct {
 	// Dialer, if set, opens a cluster member's outgoing connections.
 	Dialer wire.Dialer
 
+	// MaxMessage bounds a message (and a reply) in a cluster, in bytes
+	// of its msgpack encoding; a message over it fails with
+	// actor.ErrMessageTooLarge wherever its key lives: a member encodes
+	// the messages to its own keys to measure them. A standalone system
+	// encodes nothing and has no limit. Every member and client of a
+	// cluster must use the same value (the transport's handshake refuses
+	// a peer with another). Default actor.DefaultMaxMessage (16 MiB); at
+	// most 1 GiB.
+	MaxMessage int
+
+	// Compression is what a cluster member offers its peers for the
+	// messages it sends; see wire.Compression. Default: s2, then zstd,
+	// for chunks of 1 KiB or more.
+	Compression wire.Compression
+
 	// LeaveTimeout bounds how long Close waits, in a cluster, for the
 	// keys of this node to drain before it leaves (their later messages
 	// go to the new owners). Default 30 s.
@@ -75,6 +92,9 @@ const (
 	DefaultBackoffMax   = actor.DefaultBackoffMax
 	DefaultLinger       = 10 * time.Millisecond
 	DefaultLeaveTimeout = 30 * time.Second
+	DefaultMaxMessage   = actor.DefaultMaxMessage
+	// MaxMaxMessage bounds MaxMessage.
+	MaxMaxMessage = 1 << 30
 )
 
 // Validate reports every problem with cfg: negative or inconsistent
@@ -90,9 +110,15 @@ func (cfg Config) Validate() error {
 		d    time.Duration
 	}{{"IdleTimeout", cfg.IdleTimeout}, {"AskTimeout", cfg.AskTimeout}, {"BackoffMin", cfg.BackoffMin},
 		{"BackoffMax", cfg.BackoffMax}, {"Linger", cfg.Linger}, {"LeaveTimeout", cfg.LeaveTimeout}} {
-		if f.d < 0 {
+		if f.d < 0 && (f.name != "IdleTimeout" || f.d != actor.Never) {
 			bad(f.name, "%v is negative", f.d)
 		}
+	}
+	if cfg.MaxMessage < 0 || cfg.MaxMessage > MaxMaxMessage {
+		bad("MaxMessage", "%d bytes out of range [0, %d]", cfg.MaxMessage, MaxMaxMessage)
+	}
+	if err := cfg.Compression.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("%w: Compression: %w", ErrInvalidConfig, err))
 	}
 	if cfg.Cluster != nil {
 		if err := cfg.Cluster.Validate(); err != nil {
@@ -143,6 +169,9 @@ func (cfg Config) withDefaults() Config {
 	}
 	if cfg.LeaveTimeout == 0 {
 		cfg.LeaveTimeout = DefaultLeaveTimeout
+	}
+	if cfg.MaxMessage == 0 {
+		cfg.MaxMessage = DefaultMaxMessage
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)

@@ -10,6 +10,7 @@ import (
 	"github.com/troupe-go/troupe/actor"
 	"github.com/troupe-go/troupe/internal/systemtest"
 	"github.com/troupe-go/troupe/system"
+	"github.com/troupe-go/troupe/wire"
 )
 
 func TestZeroConfigWorks(t *testing.T) {
@@ -29,6 +30,12 @@ func TestZeroConfigWorks(t *testing.T) {
 	}
 }
 
+func TestIdleTimeoutNeverIsValid(t *testing.T) {
+	if err := (system.Config{IdleTimeout: actor.Never}).Validate(); err != nil {
+		t.Errorf("IdleTimeout Never: %v", err)
+	}
+}
+
 func TestValidateNamesTheField(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
@@ -42,6 +49,10 @@ func TestValidateNamesTheField(t *testing.T) {
 		{"max below min", system.Config{BackoffMin: time.Second, BackoffMax: time.Millisecond}, "BackoffMax"},
 		{"max below default min", system.Config{BackoffMax: time.Millisecond}, "BackoffMax"},
 		{"negative linger", system.Config{Linger: -1}, "Linger"},
+		{"negative idle other than Never", system.Config{IdleTimeout: -2}, "IdleTimeout"},
+		{"negative message limit", system.Config{MaxMessage: -1}, "MaxMessage"},
+		{"message limit over 1 GiB", system.Config{MaxMessage: system.MaxMaxMessage + 1}, "MaxMessage"},
+		{"unknown compression codec", system.Config{Compression: wire.Compression{Codecs: []string{"lz4"}}}, "Compression"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.cfg.Validate()

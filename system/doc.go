@@ -15,7 +15,9 @@
 //
 // # Failures
 //
-// A failed message (error or panic) restarts the activation after a
+// A handler that answers with an error its definition declares
+// (actor.WithErrors) has not failed: the activation goes on. A failed
+// message (an undeclared error or a panic) restarts the activation after a
 // backoff that doubles from Config.BackoffMin to BackoffMax per
 // consecutive failure; its state is the last one it saved, its mailbox is
 // kept, and the messages queued behind the failed one are handled after
@@ -42,10 +44,13 @@
 // Every member registers the same definitions. A ref routes each message
 // to the owner of its key: the first live member, clockwise on the ring of
 // the members hosting the key's type (package ring), from the key's token,
-// which the ref computes once. A key owned here is delivered without
-// encoding; elsewhere the message is encoded (msgpack, by field name: see
-// actor.Def.WithMessages) and sent over the member-to-member connection
-// (package wire configures it). The protocol is in docs/cluster.md. What
+// which the ref computes once. A message is encoded (msgpack, by field
+// name: see actor.Def.WithMessages) and measured against
+// Config.MaxMessage wherever its key lives, so that one over the limit
+// fails with actor.ErrMessageTooLarge on every path; a key owned here
+// gets the message itself, elsewhere the encoding goes over the
+// member-to-member connection (package wire configures it; Config sets
+// its compression, and its message limit from MaxMessage). The protocol is in docs/cluster.md. What
 // callers see:
 //
 //   - Tells from one member to one key keep their order while the owner
@@ -97,8 +102,6 @@
 //   - State is not replicated, and there is no ownership epoch: a member
 //     paused longer than SuspectAfter + DeadAfter serves its keys again on
 //     its first tick, while its peers still hold it dead.
-//   - The message size limit depends on where a key lives, and a remote
-//     message over it fails as actor.ErrUnavailable.
 //   - A join that fails reports the context's error, not its cause (a wrong
 //     cluster name, an unreachable seed).
 //   - A handler run on the transport's reader that blocks holds that

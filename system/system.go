@@ -109,6 +109,10 @@ func newSystem(cfg Config, rem host.Remote) *System {
 		Logger: c.Logger, IdleTimeout: c.IdleTimeout, AskTimeout: c.AskTimeout,
 		BackoffMin: c.BackoffMin, BackoffMax: c.BackoffMax, Linger: c.Linger, Remote: rem,
 	}
+	if rem != nil {
+		settings.MaxMessage = c.MaxMessage
+		settings.Member = c.Cluster.Advertise // fixed by Start before it builds the system
+	}
 	if obs := cfg.Observer; obs != nil {
 		settings.Observer = func(e host.Event) {
 			obs(Event{Kind: eventKind(e.Kind), Actor: actor.ID{Type: e.Type, Key: e.Key}, Reason: e.Reason, Err: e.Err})

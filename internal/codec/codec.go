@@ -55,6 +55,8 @@ type typeName struct {
 	// plan encodes and decodes t (a plain struct, or a pointer to one)
 	// without msgpack's reflection; nil for other types.
 	plan *plan
+	// bound is an upper bound of t's encoding, or unbounded (bound.go).
+	bound int
 }
 
 var (
@@ -79,6 +81,7 @@ func newTypeName(t reflect.Type, name string) *typeName {
 	}
 	tn.dec = elem.Kind() != reflect.Pointer && reflect.PointerTo(elem).Implements(customDecoder) && !elem.Implements(customDecoder)
 	tn.plan = newPlan(elem)
+	tn.bound = maxEncoded(t, map[reflect.Type]bool{})
 	return tn
 }
 
@@ -140,7 +143,7 @@ func (c *codec) typeOf(m any) (*typeName, error) {
 	tn := c.last.Load()
 	if tn == nil || tn.t != t {
 		if tn = c.names[t]; tn == nil {
-			return nil, fmt.Errorf("troupe: message type %T is not listed in WithMessages", m)
+			return nil, fmt.Errorf("%w: message type %T is not listed in WithMessages", ErrUndecodable, m)
 		}
 		c.last.Store(tn)
 	}

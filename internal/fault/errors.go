@@ -20,12 +20,15 @@ var (
 	ErrAskCycle          = errors.New("troupe: ask cycle")
 	ErrWrongReply        = errors.New("troupe: reply does not match the request being handled")
 	ErrUndecodable       = errors.New("troupe: undecodable message")
+	ErrMessageTooLarge   = errors.New("troupe: message exceeds the message limit")
 )
 
 // FailedError is the runtime's form of actor.FailedError.
 type FailedError struct {
-	Actor string
-	Cause error
+	Member string
+	Actor  string
+	Cause  error
+	Panic  bool
 }
 
 func (e *FailedError) Error() string {
@@ -71,3 +74,16 @@ func (e *DefinitionError) Error() string {
 
 // Is makes errors.Is(err, ErrInvalidDefinition) hold.
 func (e *DefinitionError) Is(target error) bool { return target == ErrInvalidDefinition }
+
+// DeclaredError is a definition's declared error in the form that
+// crosses nodes: the name it was declared under, its msgpack body (empty
+// for a sentinel) and the text of the error the handler answered with
+// (a wrapper's, when it wrapped the declared error). The asker's runtime
+// turns it back into the declared value.
+type DeclaredError struct {
+	Name string
+	Body []byte
+	Text string
+}
+
+func (e *DeclaredError) Error() string { return e.Text }

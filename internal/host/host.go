@@ -73,6 +73,13 @@ type Settings struct {
 	// Remote, when set, places keys on cluster members and carries the
 	// messages of keys served elsewhere. Nil: everything is local.
 	Remote Remote
+	// Member is the address of the cluster member this host runs on, as
+	// handlers and failures name it; "" for a standalone system or a
+	// client.
+	Member string
+	// MaxMessage bounds a message's encoded size, in bytes, in a
+	// clustered host (member or client); 0: no bound.
+	MaxMessage int
 	// RemoteOnly marks a host that serves no keys (a client): it
 	// registers a definition's runtime when a ref of it is first taken.
 	RemoteOnly bool

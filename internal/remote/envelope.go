@@ -112,6 +112,8 @@ type wireError struct {
 	hint  string     // the owner the replier believes in (codeNotOwner)
 	chain []string   // codeCycle
 	cause *wireError // codeFailed: the handler's error, when it has a code
+	name  string     // codeDeclared: the declared error's name
+	body  []byte     // codeDeclared: its msgpack value (types only)
 }
 
 // maxCauseDepth bounds nested causes, so a hostile envelope cannot
@@ -124,6 +126,10 @@ func appendWireError(b []byte, w *wireError, depth int) []byte {
 	b = appendString(b, w.actor)
 	b = appendString(b, w.hint)
 	b = appendStrings(b, w.chain)
+	if w.code == codeDeclared {
+		b = appendString(b, w.name)
+		b = appendBytes(b, w.body)
+	}
 	if w.cause == nil || depth >= maxCauseDepth {
 		return append(b, 0)
 	}
@@ -136,6 +142,10 @@ func (d *decoder) wireError(code uint8, depth int) *wireError {
 	w.actor = d.string("actor")
 	w.hint = d.string("hint")
 	w.chain = d.strings("chain")
+	if code == codeDeclared {
+		w.name = d.string("error name")
+		w.body = d.bytes("error body")
+	}
 	if c := d.byte("cause"); c != 0 && d.err == nil {
 		if depth >= maxCauseDepth {
 			d.fail("causes nested too deeply")

@@ -3,11 +3,14 @@ package remote
 import (
 	"context"
 	"errors"
+	"fmt"
 	"reflect"
 	"testing"
 	"unsafe"
 
 	"github.com/troupe-go/troupe/actor"
+	"github.com/troupe-go/troupe/internal/fault"
+	"github.com/troupe-go/troupe/wire"
 	"pgregory.net/rapid"
 )
 
@@ -29,6 +32,9 @@ func TestEnvelopeRoundTrips(t *testing.T) {
 			if rapid.Bool().Draw(t, "failed") {
 				e.err = &wireError{code: rapid.Uint8Range(1, 20).Draw(t, "code"), msg: rapid.String().Draw(t, "msg"),
 					actor: rapid.String().Draw(t, "actor"), hint: rapid.String().Draw(t, "hint"), chain: rapid.SliceOf(rapid.String()).Draw(t, "echain")}
+				if e.err.code == codeDeclared {
+					e.err.name, e.err.body = rapid.String().Draw(t, "name"), rapid.SliceOf(rapid.Byte()).Draw(t, "ebody")
+				}
 				if rapid.Bool().Draw(t, "nested") {
 					e.err.cause = &wireError{code: codeCycle, msg: "inner"}
 				}
@@ -51,6 +57,9 @@ func TestEnvelopeRoundTrips(t *testing.T) {
 			}
 			if e.err != nil && len(e.err.chain) == 0 {
 				e.err.chain = nil
+			}
+			if e.err != nil && len(e.err.body) == 0 {
+				e.err.body = nil
 			}
 			return e
 		}
@@ -106,6 +115,8 @@ func TestErrorsKeepTheirIdentityAcrossNodes(t *testing.T) {
 		{&actor.FailedError{Actor: "a/1", Cause: cycle}, []error{actor.ErrActorFailed, actor.ErrAskCycle}},
 		{&actor.FailedError{Actor: "a/1", Cause: errors.New("boom")}, []error{actor.ErrActorFailed}},
 		{&notOwnerError{hint: "h:1"}, []error{errNotOwner}},
+		{fmt.Errorf("%w: 20 MiB", actor.ErrMessageTooLarge), []error{actor.ErrMessageTooLarge}},
+		{fmt.Errorf("send: %w", wire.ErrMessageTooLarge), []error{actor.ErrMessageTooLarge}},
 	} {
 		e := envelope{kind: kindReply, id: 1, err: toWire(c.err)}
 		got, err := decodeEnvelope(e.encode())
@@ -118,6 +129,52 @@ func TestErrorsKeepTheirIdentityAcrossNodes(t *testing.T) {
 				t.Errorf("%v came back as %v, which is not %v", c.err, back, w)
 			}
 		}
+	}
+}
+
+func TestFailuresCarryTheirMemberAndWhetherTheHandlerPanicked(t *testing.T) {
+	for _, c := range []struct {
+		in    *fault.FailedError
+		cause string
+	}{
+		{&fault.FailedError{Member: "m:1", Actor: "a/1", Cause: errors.New("boom")}, "boom"},
+		{&fault.FailedError{Member: "m:1", Actor: "a/1", Cause: &fault.PanicError{Value: "torn"}, Panic: true}, "panic: torn"},
+		{&fault.FailedError{Actor: "a/1", Cause: errors.New("boom")}, "boom"}, // member: the replier
+		{&fault.FailedError{Member: "m:1", Actor: "a/1", Cause: fmt.Errorf("ask b/2: %w", fault.ErrMailboxFull)}, "ask b/2: troupe: mailbox full"},
+	} {
+		e := envelope{kind: kindReply, id: 1, err: toWire(c.in)}
+		got, err := decodeEnvelope(e.encode())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var fe *fault.FailedError
+		if !errors.As(fromWire(got.err, "node:9"), &fe) {
+			t.Fatalf("%v: no FailedError came back", c.in)
+		}
+		member := c.in.Member
+		if member == "" {
+			member = "node:9"
+		}
+		var pe *fault.PanicError
+		if fe.Member != member || fe.Actor != c.in.Actor || fe.Panic != c.in.Panic || fe.Cause.Error() != c.cause || errors.As(fe.Cause, &pe) != c.in.Panic {
+			t.Errorf("%+v came back as %+v", c.in, fe)
+		}
+	}
+}
+
+func TestDeclaredErrorsCrossAsNameBodyAndText(t *testing.T) {
+	in := &fault.DeclaredError{Name: "*bank.FundsError", Body: []byte{0x80}, Text: "withdraw: need 7"}
+	e := envelope{kind: kindReply, id: 1, err: toWire(fmt.Errorf("relayed: %w", in))}
+	b := e.encode()
+	got, err := decodeEnvelope(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back := fromWire(got.err, "node")
+	clear(b) // the error must not alias the network buffer
+	var de *fault.DeclaredError
+	if !errors.As(back, &de) || de.Name != in.Name || string(de.Body) != string([]byte{0x80}) || de.Text != in.Text {
+		t.Fatalf("got %+v, want %+v", de, in)
 	}
 }
 

@@ -1,11 +1,14 @@
 package remote
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/troupe-go/troupe/internal/fault"
+	"github.com/troupe-go/troupe/wire"
 )
 
 // Error codes of wireError. Zero means no error.
@@ -23,6 +26,9 @@ const (
 	codeUndecodable
 	codeInvalidRef
 	codeNoReply
+	codeDeclared // a declared error: name and body travel with its text
+	codeTooLarge
+	codePanic // a failure's cause: the handler panicked
 )
 
 // errNotOwner is what a node answers for a key it does not serve; the
@@ -50,15 +56,23 @@ func toWireDepth(err error, depth int) *wireError {
 	var fe *fault.FailedError
 	var ce *fault.CycleError
 	var no *notOwnerError
+	var de *fault.DeclaredError
+	var pe *fault.PanicError
 	switch {
 	case errors.As(err, &fe):
-		w := &wireError{code: codeFailed, msg: fe.Cause.Error(), actor: fe.Actor}
-		if depth < maxCauseDepth {
+		w := &wireError{code: codeFailed, msg: fe.Cause.Error(), actor: fe.Actor, hint: fe.Member}
+		if fe.Panic {
+			w.cause = &wireError{code: codePanic, msg: fe.Cause.Error()}
+		} else if depth < maxCauseDepth {
 			if c := toWireDepth(fe.Cause, depth+1); c.code != codeOther {
 				w.cause = c
 			}
 		}
 		return w
+	case errors.As(err, &de):
+		return &wireError{code: codeDeclared, msg: de.Text, name: de.Name, body: de.Body}
+	case errors.As(err, &pe):
+		return &wireError{code: codePanic, msg: err.Error()}
 	case errors.As(err, &ce):
 		return &wireError{code: codeCycle, msg: err.Error(), chain: ce.Chain}
 	case errors.As(err, &no):
@@ -90,6 +104,8 @@ var sentinels = []struct {
 	{fault.ErrUndecodable, codeUndecodable},
 	{fault.ErrInvalidRef, codeInvalidRef},
 	{fault.ErrNoReply, codeNoReply},
+	{fault.ErrMessageTooLarge, codeTooLarge},
+	{wire.ErrMessageTooLarge, codeTooLarge},
 }
 
 // fromWire rebuilds an error that errors.Is matches like the original.
@@ -97,11 +113,27 @@ func fromWire(w *wireError, from string) error {
 	var target error
 	switch w.code {
 	case codeFailed:
-		var cause error = &RemoteError{Node: from, Msg: w.msg}
+		member := w.hint
+		if member == "" {
+			member = from
+		}
+		var cause error = errors.New(w.msg)
+		panicked := false
 		if w.cause != nil {
 			cause = fromWire(w.cause, from)
+			var pe *fault.PanicError
+			if panicked = errors.As(cause, &pe); !panicked {
+				cause = &causeError{text: w.msg, err: cause} // the text as on the member that failed
+			}
 		}
-		return &fault.FailedError{Actor: w.actor, Cause: cause}
+		return &fault.FailedError{Member: member, Actor: w.actor, Cause: cause, Panic: panicked}
+	case codePanic:
+		// Only the panic's text crosses nodes.
+		return &fault.PanicError{Value: strings.TrimPrefix(w.msg, "panic: ")}
+	case codeDeclared:
+		return &fault.DeclaredError{Name: w.name, Body: bytes.Clone(w.body), Text: w.msg}
+	case codeTooLarge:
+		target = fault.ErrMessageTooLarge
 	case codeCycle:
 		return &fault.CycleError{Chain: w.chain}
 	case codeNotOwner:
@@ -117,17 +149,18 @@ func fromWire(w *wireError, from string) error {
 			}
 		}
 		if target == nil {
-			return &RemoteError{Node: from, Msg: w.msg}
+			return fmt.Errorf("%s (on %s)", w.msg, from)
 		}
 	}
 	return fmt.Errorf("%w (on %s: %s)", target, from, w.msg)
 }
 
-// RemoteError is an error that happened on another node, known by its
-// text only.
-type RemoteError struct {
-	Node string
-	Msg  string
+// causeError is a failure's cause that arrived with a code: its own text,
+// matching what the code stands for.
+type causeError struct {
+	text string
+	err  error
 }
 
-func (e *RemoteError) Error() string { return e.Msg + " (on " + e.Node + ")" }
+func (e *causeError) Error() string { return e.text }
+func (e *causeError) Unwrap() error { return e.err }

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/troupe-go/troupe/internal/fault"
 	"github.com/troupe-go/troupe/internal/host"
 	"github.com/troupe-go/troupe/internal/transport"
 	"github.com/troupe-go/troupe/ring"
@@ -96,7 +97,23 @@ func (o *outbox) enqueueBody(key uint64, e *envelope, enc host.MessageAppender, 
 	if l.buf == nil {
 		l.buf = o.r.endpoint().Buffer(max(l.next, 64))
 	}
-	l.buf = e.appendFramedBody(l.buf, &l.prev, enc, m)
+	if enc != nil {
+		if limit := o.r.maxMessage(); limit > 0 {
+			// Encoded straight into the batch, the message is measured
+			// there, and taken out again when over the limit.
+			start, prev := len(l.buf), l.prev
+			l.buf = e.appendFramedBody(l.buf, &l.prev, enc, m)
+			if n := len(l.buf) - start; n > limit {
+				l.buf, l.prev = l.buf[:start], prev
+				l.mu.Unlock()
+				return fmt.Errorf("%w: %T of about %d bytes, limit %d", fault.ErrMessageTooLarge, m, n, limit)
+			}
+		} else {
+			l.buf = e.appendFramedBody(l.buf, &l.prev, enc, m)
+		}
+	} else {
+		l.buf = e.appendFramedBody(l.buf, &l.prev, enc, m)
+	}
 	if now || len(l.buf) >= batchMax {
 		err := o.flushLocked(i, l)
 		l.mu.Unlock()

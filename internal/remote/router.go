@@ -268,6 +268,14 @@ func (r *Router) SetEndpoint(ep transport.Endpoint) {
 // router had to exist before it.
 func (r *Router) SetHost(h *host.Host) { r.h = h }
 
+// maxMessage is the host's message limit; 0: none.
+func (r *Router) maxMessage() int {
+	if r.h == nil {
+		return 0
+	}
+	return r.h.MaxMessage
+}
+
 // Update replaces the placement view. Asks waiting on members that are
 // now dead or gone fail with fault.ErrUnavailable, and clients that
 // subscribed get the new list.
@@ -586,6 +594,10 @@ func (r *Router) send(to ring.NodeID, key uint64, e *envelope, now bool) error {
 func unavailable(to ring.NodeID, err error) error {
 	if errors.Is(err, wire.ErrClosed) {
 		return fmt.Errorf("%w: %w", fault.ErrSystemClosed, err)
+	}
+	if errors.Is(err, wire.ErrMessageTooLarge) {
+		// Permanent: no member would take it.
+		return fmt.Errorf("%w: send to %v: %w", fault.ErrMessageTooLarge, to, err)
 	}
 	if errors.Is(err, wire.ErrQueueFull) {
 		// The link to the owner is backed up: like a full mailbox, a

@@ -188,9 +188,10 @@ func Respond[S, M, C, R any](c *Context[S, M, C], r R) bool {
 // Deferred is a reply that a handler gives later, after its message has
 // returned: from a piped answer, a timer or another goroutine.
 type Deferred[R any] struct {
-	s     *slot[R]
-	a     *slot[any] // instead of s, for an ask from another node
-	actor string
+	s   *slot[R]
+	a   *slot[any] // instead of s, for an ask from another node
+	k   failer
+	key string
 }
 
 // Defer takes over the reply to the request q being handled: the ask stays
@@ -198,7 +199,7 @@ type Deferred[R any] struct {
 // deadline, or Close (which fails it with ErrSystemClosed). After a Tell
 // it returns a Deferred whose calls do nothing.
 func Defer[S, M, C, R any](c *Context[S, M, C]) Deferred[R] {
-	d := Deferred[R]{actor: c.cell.k.def.Name + "/" + c.cell.key}
+	d := Deferred[R]{k: c.cell.k, key: c.cell.key}
 	switch s := c.slot.(type) {
 	case *slot[R]:
 		d.s = s
@@ -224,9 +225,16 @@ func (d Deferred[R]) Resolve(r R) bool {
 	return false
 }
 
-// Fail answers the deferred request with an error wrapping ErrActorFailed.
+// Fail answers the deferred request with err when the definition
+// declares it, else with a failure wrapping ErrActorFailed.
 func (d Deferred[R]) Fail(err error) bool {
-	ferr := &FailedError{Actor: d.actor, Cause: err}
+	if d.k == nil {
+		return false
+	}
+	ferr := err
+	if !d.k.declared().Declares(err) {
+		ferr = d.k.failure(d.key, err)
+	}
 	switch {
 	case d.s != nil:
 		var zero R

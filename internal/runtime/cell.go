@@ -544,17 +544,23 @@ func (c *cell[S, M, C]) handleBatch(ctx *Context[S, M, C], work []envelope[M], r
 				c.mu.Unlock()
 			}
 			err = c.invoke(ctx, e, def)
+			refused := err != nil && c.k.def.Errors.Declares(err)
 			if e.slot != nil {
 				c.mu.Lock()
 				c.cur = nil
 				c.mu.Unlock()
-				if err != nil {
-					e.slot.fail(&FailedError{Actor: c.k.def.Name + "/" + c.key, Cause: err})
+				if refused {
+					e.slot.fail(err) // an answer: the asker gets the declared error itself
+				} else if err != nil {
+					e.slot.fail(c.k.failure(c.key, err))
 				} else if !e.slot.settled() {
 					e.slot.fail(ErrNoReply)
 				}
 			}
 			ctx.slot = nil
+			if refused {
+				err = nil // a declared error is no failure: no restart, no backoff
+			}
 		}
 		if err != nil {
 			if ctx.release { // released and failed: end it, then back off
@@ -606,7 +612,10 @@ func (c *cell[S, M, C]) runTells(ctx *Context[S, M, C], work []envelope[M], i, l
 			hd = def
 		}
 		ran = true
-		if err = hd(&ctx.user, e.msg); err != nil || ctx.release {
+		if err = hd(&ctx.user, e.msg); err != nil && c.k.def.Errors.Declares(err) {
+			err = nil // a tell answered with a declared error: nobody to tell, nothing failed
+		}
+		if err != nil || ctx.release {
 			return j, true, err
 		}
 		ran = false

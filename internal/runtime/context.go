@@ -55,6 +55,10 @@ func (c *Context[S, M, C]) Key() string { return c.cell.key }
 // System returns a handle on the system hosting this actor.
 func (c *Context[S, M, C]) System() Handle { return Handle{h: c.cell.k.h} }
 
+// Member returns the address of the cluster member running this
+// handler; "" in a standalone system.
+func (c *Context[S, M, C]) Member() string { return c.cell.k.h.Member }
+
 // Logger returns the system's logger with this actor's identity attached.
 func (c *Context[S, M, C]) Logger() *slog.Logger {
 	return c.cell.k.h.Logger.With("actor", c.cell.k.def.Name, "key", c.cell.key)

@@ -4,15 +4,16 @@ import "github.com/troupe-go/troupe/internal/fault"
 
 // The errors the engine reports, under the names its code uses.
 var (
-	ErrMailboxFull  = fault.ErrMailboxFull
-	ErrActorFailed  = fault.ErrActorFailed
-	ErrSystemClosed = fault.ErrSystemClosed
-	ErrUnknownActor = fault.ErrUnknownActor
-	ErrNilRef       = fault.ErrNilRef
-	ErrInvalidRef   = fault.ErrInvalidRef
-	ErrNoReply      = fault.ErrNoReply
-	ErrWrongReply   = fault.ErrWrongReply
-	ErrUndecodable  = fault.ErrUndecodable
+	ErrMailboxFull     = fault.ErrMailboxFull
+	ErrActorFailed     = fault.ErrActorFailed
+	ErrSystemClosed    = fault.ErrSystemClosed
+	ErrUnknownActor    = fault.ErrUnknownActor
+	ErrNilRef          = fault.ErrNilRef
+	ErrInvalidRef      = fault.ErrInvalidRef
+	ErrNoReply         = fault.ErrNoReply
+	ErrWrongReply      = fault.ErrWrongReply
+	ErrUndecodable     = fault.ErrUndecodable
+	ErrMessageTooLarge = fault.ErrMessageTooLarge
 )
 
 type (
@@ -20,4 +21,5 @@ type (
 	PanicError      = fault.PanicError
 	CycleError      = fault.CycleError
 	DefinitionError = fault.DefinitionError
+	DeclaredError   = fault.DeclaredError
 )

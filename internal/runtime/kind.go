@@ -67,7 +67,7 @@ type shard[S, M, C any] struct {
 func NewKind[S, M, C any](h *host.Host, d *Spec[S, M, C]) host.Kind {
 	k := &kind[S, M, C]{def: d, h: h, rem: h.Remote, seed: maphash.MakeSeed(),
 		idle: d.Idle, ask: d.AskTimeout, bmin: d.BackoffMin, bmax: d.BackoffMax, bound: d.Mailbox}
-	if h.IdleTimeout > 0 && !d.IdleSet {
+	if h.IdleTimeout != 0 && !d.IdleSet { // negative: never
 		k.idle = h.IdleTimeout
 	}
 	if h.AskTimeout > 0 && !d.AskSet {
@@ -202,6 +202,9 @@ func (k *kind[S, M, C]) deliver(ctx context.Context, key string, h, tok uint64, 
 		if !here {
 			return k.send(ctx, key, tok, m, s)
 		}
+		if err := k.fits(m); err != nil {
+			return err
+		}
 	}
 	if s == nil {
 		return k.tellHere(ctx, key, h, m)
@@ -259,6 +262,36 @@ func (k *kind[S, M, C]) tellHere(ctx context.Context, key string, h uint64, m M)
 	}
 }
 
+// fits checks, in a clustered system, that m to a key served here
+// encodes within the message limit (and encodes at all), so that a
+// message meets the same limit wherever its key lives.
+func (k *kind[S, M, C]) fits(m M) error {
+	limit := k.h.MaxMessage
+	if limit <= 0 {
+		return nil
+	}
+	if k.def.Codec.ConcreteWithin(limit) {
+		return nil
+	}
+	if ok, err := k.def.Codec.Within(any(m), limit); ok || err != nil {
+		return err
+	}
+	buf := codec.GetBuffer()
+	defer codec.PutBuffer(buf)
+	if _, err := k.def.Codec.EncodeTo(buf, any(m)); err != nil {
+		return err
+	}
+	return tooLarge(m, len(buf.Bytes()), limit)
+}
+
+// tooLarge reports a message of n bytes over limit (0: none).
+func tooLarge(m any, n, limit int) error {
+	if limit > 0 && n > limit {
+		return fmt.Errorf("%w: %T of %d bytes, limit %d", ErrMessageTooLarge, m, n, limit)
+	}
+	return nil
+}
+
 // send carries m to the member that serves key.
 func (k *kind[S, M, C]) send(ctx context.Context, key string, tok uint64, m M, s replier) error {
 	a := any(m) // boxed once: boxing a concrete M allocates
@@ -275,6 +308,9 @@ func (k *kind[S, M, C]) send(ctx context.Context, key string, tok uint64, m M, s
 	if err != nil {
 		return err
 	}
+	if err := tooLarge(a, len(buf.Bytes()), k.h.MaxMessage); err != nil {
+		return err
+	}
 	out := host.Outbound{Type: k.def.Name, Key: key, Token: tok, Name: name, Body: buf.Bytes()}
 	if s == nil {
 		return k.rt.Tell(ctx, out)
@@ -282,7 +318,7 @@ func (k *kind[S, M, C]) send(ctx context.Context, key string, tok uint64, m M, s
 	relieveInline(ctx) // the reply may come through the goroutine asking
 	out.Deadline, _ = s.deadline()
 	out.Chain = s.asking()
-	cancel, err := k.rem.Ask(ctx, out, s.sentTo(k.h))
+	cancel, err := k.rem.Ask(ctx, out, s.sentTo(k.h, k.def.Errors))
 	if err != nil {
 		return err
 	}
@@ -332,7 +368,7 @@ func (k *kind[S, M, C]) DeliverRemote(in host.Inbound) (host.Withdrawer, error) 
 // remoteSlot returns the reply slot of an ask from another node: it
 // encodes the outcome and hands it to in.Reply.
 func (k *kind[S, M, C]) remoteSlot(in host.Inbound) *slot[any] {
-	a := &remoteAsk{reply: in.Reply, actor: k.def.Name, key: in.Key}
+	a := &remoteAsk{reply: in.Reply, k: k.failer(), key: in.Key}
 	a.s.dl, a.s.chain = in.Deadline, in.Chain
 	a.s.onDone = a
 	return &a.s
@@ -341,13 +377,31 @@ func (k *kind[S, M, C]) remoteSlot(in host.Inbound) *slot[any] {
 // remoteAsk is the slot of an ask from another node with what its reply
 // needs, in one allocation.
 type remoteAsk struct {
-	s          slot[any]
-	reply      host.Replier
-	actor, key string
+	s     slot[any]
+	reply host.Replier
+	k     failer
+	key   string
 }
+
+// failer is what a remote ask's reply needs of its kind, untyped.
+type failer interface {
+	failure(key string, err error) *FailedError
+	declared() *codec.Errors
+	maxMessage() int
+}
+
+func (k *kind[S, M, C]) failer() failer          { return k }
+func (k *kind[S, M, C]) declared() *codec.Errors { return k.def.Errors }
+func (k *kind[S, M, C]) maxMessage() int         { return k.h.MaxMessage }
 
 func (a *remoteAsk) outcome(v any, err error) {
 	if err != nil {
+		var fe *FailedError
+		if !errors.As(err, &fe) {
+			if de, ok := a.k.declared().Encode(err); ok {
+				err = de
+			}
+		}
 		a.reply.Reply(nil, err)
 		return
 	}
@@ -357,7 +411,12 @@ func (a *remoteAsk) outcome(v any, err error) {
 	body, eerr := codec.AppendReply(b, v)
 	if eerr != nil {
 		codec.PutBuffer(b)
-		a.reply.Reply(nil, &FailedError{Actor: a.actor + "/" + a.key, Cause: fmt.Errorf("encode reply %T: %w", v, eerr)})
+		a.reply.Reply(nil, a.k.failure(a.key, fmt.Errorf("encode reply %T: %w", v, eerr)))
+		return
+	}
+	if limit := a.k.maxMessage(); limit > 0 && len(body) > limit {
+		codec.PutBuffer(b)
+		a.reply.Reply(nil, fmt.Errorf("%w: reply %T of %d bytes, limit %d", ErrMessageTooLarge, v, len(body), limit))
 		return
 	}
 	a.reply.Reply(body, nil)
@@ -619,19 +678,32 @@ func (k *kind[S, M, C]) endMoved() {
 	k.movingN.Store(int32(len(live)))
 }
 
-// Sweep passivates cells idle for the idle timeout.
+// neverSweep is how often a kind whose keys never passivate looks for
+// released keys to drop from its table.
+const neverSweep = time.Minute
+
+// Sweep passivates cells idle for the idle timeout (a negative one:
+// never, see actor.Never).
 func (k *kind[S, M, C]) Sweep(now time.Time) {
 	if k.movingN.Load() > 0 {
 		k.endMoved()
 	}
-	if now.Sub(k.lastSweep) < k.idle/4 {
+	never := k.idle < 0 // keys never passivate; released ones still leave the table
+	if never {
+		if now.Sub(k.lastSweep) < neverSweep {
+			return
+		}
+	} else if now.Sub(k.lastSweep) < k.idle/4 {
 		return
 	}
 	k.lastSweep = now
 	before := now.Add(-k.idle)
+	if never {
+		before = now.Add(-neverSweep)
+	}
 	k.each(func(c *cell[S, M, C]) {
 		c.mu.Lock()
-		ok := c.passivatable(before, now)
+		ok := c.passivatable(before, now) && (!never || !c.started)
 		c.mu.Unlock()
 		if ok {
 			k.forget(c, "idle", before, now)

@@ -45,7 +45,7 @@ type replier interface {
 	// sentTo records that the request is leaving for another node: the
 	// reply comes back through the returned Replier (the slot itself),
 	// decoded against h.
-	sentTo(h *host.Host) host.Replier
+	sentTo(h *host.Host, errs *codec.Errors) host.Replier
 	// setWithdraw records, once the request left, what withdraws it.
 	setWithdraw(sent host.Withdrawer)
 }
@@ -64,6 +64,7 @@ type slot[R any] struct {
 	chain    []string        // actors waiting on this ask, up the call chain
 	withdraw host.Withdrawer // cancels the request on another node
 	rh       *host.Host      // decodes a reply from another node (see sentTo)
+	errs     *codec.Errors   // the target's declared errors, to decode them (see sentTo)
 	expired  bool            // cancelled by its ask timeout (see askWaits), which sent done its token
 	wait     askWait         // its entry in the kind's askWaits, while its asker waits
 }
@@ -235,8 +236,8 @@ func (s *slot[R]) setDeferred() {
 
 func (s *slot[R]) asking() []string { return s.chain }
 
-func (s *slot[R]) sentTo(h *host.Host) host.Replier {
-	s.rh = h
+func (s *slot[R]) sentTo(h *host.Host, errs *codec.Errors) host.Replier {
+	s.rh, s.errs = h, errs
 	return s
 }
 
@@ -248,6 +249,8 @@ func (s *slot[R]) Reply(body []byte, err error) {
 		if derr := codec.DecodeReply(s.rh, body, &v); derr != nil {
 			err = fmt.Errorf("%w: reply %T: %w", ErrUndecodable, v, derr)
 		}
+	} else if de, ok := err.(*DeclaredError); ok {
+		err = s.errs.Decode(s.rh, de)
 	}
 	s.complete(v, err)
 }

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/troupe-go/troupe/internal/codec"
@@ -33,6 +34,9 @@ type Spec[S, M, C any] struct {
 	Pinned                                   bool
 	Replicas                                 int
 	Codec                                    *codec.Codec
+	// Errors are the errors the handler may answer with (declared
+	// errors): an answer, not a failure.
+	Errors *codec.Errors
 	// Panicked makes the error a panic in a handler, body or piped
 	// answer's wrap is reported as (nil: a *PanicError), so that the
 	// typed API's PanicError reaches observers and askers.
@@ -45,6 +49,13 @@ func (k *kind[S, M, C]) panicked(v any, stack []byte) error {
 		return f(v, stack)
 	}
 	return &PanicError{Value: v, Stack: stack}
+}
+
+// failure is the error an asker gets when the handler of key failed
+// with err, a panic or an undeclared error.
+func (k *kind[S, M, C]) failure(key string, err error) *FailedError {
+	var pe *PanicError
+	return &FailedError{Member: k.h.Member, Actor: k.def.Name + "/" + key, Cause: err, Panic: errors.As(err, &pe)}
 }
 
 // DefaultAskTimeout bounds asks to types a system does not host.

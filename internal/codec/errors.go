@@ -1,0 +1,154 @@
+package codec
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+
+	"github.com/troupe-go/troupe/internal/fault"
+	"github.com/troupe-go/troupe/internal/host"
+	"github.com/vmihailenco/msgpack/v5"
+)
+
+// Errors are the errors one definition declares its handler may answer
+// with: sentinels, matched with errors.Is and known across nodes by their
+// text, and error types, matched with errors.As and known by their Go
+// name (package.Type), their value carried as msgpack. A declared error
+// is an answer, not a failure, and crosses nodes as a
+// *fault.DeclaredError that Decode turns back into the declared value.
+type Errors struct {
+	list   []*declared // in declaration order: the first match wins
+	byName map[string]*declared
+}
+
+type declared struct {
+	name     string
+	sentinel error        // a sentinel; nil for a type
+	t        reflect.Type // the error type, for a type
+}
+
+// Register declares errs for definition def: a nil pointer of an error
+// type declares the type, any other value declares that value as a
+// sentinel. It returns the problems, naming the field WithErrors.
+func (e *Errors) Register(def string, errs []error) []*DefinitionError {
+	if e.byName == nil {
+		e.byName = map[string]*declared{}
+	}
+	var probs []*DefinitionError
+	bad := func(format string, args ...any) {
+		probs = append(probs, &DefinitionError{Definition: def, Field: "WithErrors", Problem: fmt.Sprintf(format, args...)})
+	}
+	for _, err := range errs {
+		if err == nil {
+			bad("nil error")
+			continue
+		}
+		d := &declared{}
+		v := reflect.ValueOf(err)
+		if v.Kind() == reflect.Pointer && v.IsNil() {
+			d.t, d.name = v.Type(), v.Type().String()
+			if field, typ := unencodable(v.Type().Elem(), d.name, map[reflect.Type]bool{}); field != "" {
+				bad("%s: type %s cannot be encoded", field, typ)
+				continue
+			}
+		} else {
+			d.sentinel, d.name = err, err.Error()
+			if d.name == "" {
+				bad("a sentinel with empty text cannot be told from others")
+				continue
+			}
+		}
+		if _, dup := e.byName[d.name]; dup {
+			bad("two errors named %q", d.name)
+			continue
+		}
+		e.byName[d.name] = d
+		e.list = append(e.list, d)
+	}
+	return probs
+}
+
+// find returns the first declared error that err is or wraps, and the
+// matching value in err's chain.
+func (e *Errors) find(err error) (*declared, error) {
+	if e == nil || err == nil {
+		return nil, nil
+	}
+	for _, d := range e.list {
+		if d.sentinel != nil {
+			if errors.Is(err, d.sentinel) {
+				return d, d.sentinel
+			}
+			continue
+		}
+		p := reflect.New(d.t)
+		if errors.As(err, p.Interface()) {
+			return d, p.Elem().Interface().(error)
+		}
+	}
+	return nil, nil
+}
+
+// Declares reports whether err is, or wraps, a declared error.
+func (e *Errors) Declares(err error) bool {
+	if e == nil || len(e.list) == 0 {
+		return false
+	}
+	d, _ := e.find(err)
+	return d != nil
+}
+
+// Encode returns the form of err that crosses nodes, when err is or
+// wraps a declared error: the first declared error found (in declaration
+// order) with err's own text. A type whose value does not encode is sent
+// as its text alone, decoded as the zero value of the type.
+func (e *Errors) Encode(err error) (*fault.DeclaredError, bool) {
+	d, v := e.find(err)
+	if d == nil {
+		return nil, false
+	}
+	out := &fault.DeclaredError{Name: d.name, Text: err.Error()}
+	if d.t != nil {
+		if b, merr := msgpack.Marshal(v); merr == nil {
+			out.Body = b
+		}
+	}
+	return out, true
+}
+
+// Decode turns de back into the declared error it names: the sentinel, or
+// a decoded value of the type; wrapped, when de's text is not the
+// declared error's own, in an error with that text.
+func (e *Errors) Decode(h *host.Host, de *fault.DeclaredError) error {
+	var d *declared
+	if e != nil {
+		d = e.byName[de.Name]
+	}
+	if d == nil {
+		return fmt.Errorf("%w: error %q is not declared by the definition here: %s", ErrUndecodable, de.Name, de.Text)
+	}
+	v := d.sentinel
+	if d.t != nil {
+		p := reflect.New(d.t.Elem())
+		if len(de.Body) > 0 {
+			if err := decodeBound(h, de.Body, p.Interface()); err != nil {
+				return fmt.Errorf("%w: error %s: %w (%s)", ErrUndecodable, de.Name, err, de.Text)
+			}
+		}
+		v = p.Interface().(error)
+	}
+	if v.Error() == de.Text {
+		return v
+	}
+	return &wrappedError{text: de.Text, err: v}
+}
+
+// wrappedError is a declared error that arrived wrapped: the wrapper's
+// text around the declared value.
+type wrappedError struct {
+	text string
+	err  error
+}
+
+func (w *wrappedError) Error() string { return w.text }
+func (w *wrappedError) Unwrap() error { return w.err }

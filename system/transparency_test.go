@@ -1,0 +1,433 @@
+package system_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/troupe-go/troupe/actor"
+	"github.com/troupe-go/troupe/client"
+	"github.com/troupe-go/troupe/internal/systemtest"
+	"github.com/troupe-go/troupe/system"
+	"github.com/troupe-go/troupe/wire"
+)
+
+// The transparency suite: one table of behaviours, each run three ways
+// with the same expectations: asked from the member that owns the key
+// (local), from another member, and from a client.
+
+type BankMsg interface{ bankMsg() }
+
+// Refuse makes the handler answer with the error Kind names.
+type Refuse struct {
+	actor.Reply[BankMsg, string]
+	Kind string
+}
+
+type Deposit struct{ N int }
+
+type Balance struct{ actor.Reply[BankMsg, int] }
+
+// Big carries Data; the reply is its length.
+type Big struct {
+	actor.Reply[BankMsg, int]
+	Data []byte
+}
+
+// Sleep blocks until its asker gives up, reporting its start and the end
+// of its Context through the sleepers of ID.
+type Sleep struct {
+	actor.Reply[BankMsg, string]
+	ID string
+}
+
+type Seq struct{ N int }
+
+type Log struct{ actor.Reply[BankMsg, []int] }
+
+type WhereAmI struct{ actor.Reply[BankMsg, string] }
+
+// PipeRefuse makes the handler defer its reply, pipe Refuse{Kind} to the
+// key Target, and answer with the piped outcome through the Deferred.
+type PipeRefuse struct {
+	actor.Reply[BankMsg, string]
+	Target, Kind string
+}
+
+// Unlisted is a message type the definition does not list.
+type Unlisted struct{ actor.Reply[BankMsg, string] }
+
+// piped is the piped answer, told to the piping actor itself (never
+// encoded: it stays in its process).
+type piped struct {
+	d   actor.Deferred[string]
+	r   string
+	err error
+}
+
+func (Refuse) bankMsg()     {}
+func (Deposit) bankMsg()    {}
+func (Balance) bankMsg()    {}
+func (Big) bankMsg()        {}
+func (Sleep) bankMsg()      {}
+func (Seq) bankMsg()        {}
+func (Log) bankMsg()        {}
+func (WhereAmI) bankMsg()   {}
+func (PipeRefuse) bankMsg() {}
+func (Unlisted) bankMsg()   {}
+func (piped) bankMsg()      {}
+
+var ErrInsufficientFunds = errors.New("bank: insufficient funds")
+
+type InsufficientFundsError struct{ Need, Have int }
+
+func (e *InsufficientFundsError) Error() string {
+	return fmt.Sprintf("bank: need %d, have %d", e.Need, e.Have)
+}
+
+type BankState struct {
+	Balance int
+	Log     []int
+}
+
+// sleepers connects Sleep handlers, on whichever member, with the test.
+var sleepers sync.Map // ID -> *sleeper
+
+var sleeperIDs atomic.Int64
+
+type sleeper struct{ started, stopped chan struct{} }
+
+func sleeperOf(id string) *sleeper {
+	s, _ := sleepers.LoadOrStore(id, &sleeper{started: make(chan struct{}), stopped: make(chan struct{})})
+	return s.(*sleeper)
+}
+
+// Bank pipes to keys of its own kind: assigned in init, as Go requires.
+var Bank *actor.Def[BankState, BankMsg]
+
+func init() {
+	Bank = actor.Define("bank", func(c *actor.Context[BankState, BankMsg], m BankMsg) error {
+		switch m := m.(type) {
+		case Refuse:
+			switch m.Kind {
+			case "sentinel":
+				return ErrInsufficientFunds
+			case "typed":
+				return &InsufficientFundsError{Need: 7, Have: c.State().Balance}
+			case "wrapped":
+				return fmt.Errorf("withdraw 7: %w", ErrInsufficientFunds)
+			case "undeclared":
+				return errors.New("ledger unreadable")
+			case "panic":
+				panic("ledger torn")
+			}
+			return actor.Respond(c, m, "ok")
+		case Deposit:
+			c.Update(func(s BankState) BankState { s.Balance += m.N; return s })
+		case Balance:
+			return actor.Respond(c, m, c.State().Balance)
+		case Big:
+			return actor.Respond(c, m, len(m.Data))
+		case Sleep:
+			s := sleeperOf(m.ID)
+			close(s.started)
+			<-c.Done()
+			close(s.stopped)
+		case Seq:
+			c.Update(func(s BankState) BankState { s.Log = append(slices.Clip(s.Log), m.N); return s })
+		case Log:
+			return actor.Respond(c, m, c.State().Log)
+		case WhereAmI:
+			return actor.Respond(c, m, c.Member())
+		case PipeRefuse:
+			d := actor.Defer(c, m)
+			actor.Pipe(c, Bank.Ref(c.System(), m.Target), Refuse{Kind: m.Kind}, func(r string, err error) BankMsg {
+				return piped{d: d, r: r, err: err}
+			})
+		case piped:
+			if m.err != nil {
+				m.d.Fail(m.err)
+			} else {
+				m.d.Resolve(m.r)
+			}
+		case Unlisted:
+			return actor.Respond(c, m, "handled")
+		}
+		return nil
+	}, actor.WithErrors(ErrInsufficientFunds, (*InsufficientFundsError)(nil)),
+		actor.WithBackoff(time.Second, 10*time.Second)).
+		WithMessages(Refuse{}, Deposit{}, Balance{}, Big{}, Sleep{}, Seq{}, Log{}, WhereAmI{}, PipeRefuse{}).
+		WithInit(func(string) BankState { return BankState{Balance: 3} })
+}
+
+// Unhosted is a definition no member hosts.
+var Unhosted = actor.Define("unhosted", func(c *actor.Context[int, BankMsg], m BankMsg) error {
+	return nil
+}).WithMessages(Balance{})
+
+// way is one way of reaching a key: the system that asks, and the key.
+type way struct {
+	name  string
+	from  actor.System
+	key   func(prefix string) string // a fresh key of the placement this way tests
+	owner func(key string) string    // the member that serves key
+}
+
+func TestTransparencySuite(t *testing.T) {
+	members := systemtest.StartCluster(t, 2, nil, Bank)
+	a, b := members[0], members[1]
+	cl, err := client.New(systemtest.Ctx(t), client.Config{ClusterName: "test", Seeds: []string{a.Addr()}})
+	if err != nil {
+		t.Fatalf("client.New: %v", err)
+	}
+	t.Cleanup(func() { cl.Close() })
+	systemtest.Await(t, func() error {
+		if n := len(cl.Members()); n < 2 {
+			return fmt.Errorf("client knows %d members", n)
+		}
+		return nil
+	})
+	owner := func(key string) string { return system.OwnerOf(a, "bank", key) }
+	keyOn := func(s *system.System) func(string) string {
+		return func(prefix string) string {
+			for i := range 10000 {
+				k := fmt.Sprintf("%s-%d", prefix, i)
+				if owner(k) == s.Addr() && system.OwnerOf(b, "bank", k) == s.Addr() {
+					return k
+				}
+			}
+			panic("no key of 10000 on " + s.Addr())
+		}
+	}
+	ways := []way{
+		{"local", a, keyOn(a), owner},
+		{"member", a, keyOn(b), owner},
+		{"client", cl, keyOn(b), owner},
+	}
+	big := make([]byte, actor.DefaultMaxMessage)
+
+	rows := []struct {
+		name string
+		run  func(t *testing.T, w way)
+	}{
+		{"declared sentinel arrives as itself", func(t *testing.T, w way) {
+			_, err := actor.Ask(ctx(t), Bank.Ref(w.from, w.key("s")), Refuse{Kind: "sentinel"})
+			if !errors.Is(err, ErrInsufficientFunds) || errors.Is(err, actor.ErrActorFailed) || err.Error() != ErrInsufficientFunds.Error() {
+				t.Fatalf("got %v, want ErrInsufficientFunds itself, no failure", err)
+			}
+			if actor.Temporary(err) {
+				t.Errorf("Temporary(%v) = true, want false for a declared error", err)
+			}
+		}},
+		{"declared type arrives with its fields", func(t *testing.T, w way) {
+			_, err := actor.Ask(ctx(t), Bank.Ref(w.from, w.key("t")), Refuse{Kind: "typed"})
+			var fe *InsufficientFundsError
+			if !errors.As(err, &fe) || fe.Need != 7 || fe.Have != 3 || errors.Is(err, actor.ErrActorFailed) {
+				t.Fatalf("got %v, want *InsufficientFundsError{7, 3}", err)
+			}
+		}},
+		{"wrapped declared error keeps the wrapper's text", func(t *testing.T, w way) {
+			_, err := actor.Ask(ctx(t), Bank.Ref(w.from, w.key("w")), Refuse{Kind: "wrapped"})
+			if !errors.Is(err, ErrInsufficientFunds) || err.Error() != "withdraw 7: "+ErrInsufficientFunds.Error() {
+				t.Fatalf("got %v, want the wrapper's text around ErrInsufficientFunds", err)
+			}
+		}},
+		{"seven refusals then a query: no restart", func(t *testing.T, w way) {
+			key := w.key("r")
+			ref := Bank.Ref(w.from, key)
+			before := a.Stats().Restarts + b.Stats().Restarts
+			for i := range 7 {
+				if _, err := actor.Ask(ctx(t), ref, Refuse{Kind: "sentinel"}); !errors.Is(err, ErrInsufficientFunds) {
+					t.Fatalf("refusal %d: %v", i, err)
+				}
+			}
+			if err := ref.Tell(ctx(t), Deposit{N: 2}); err != nil {
+				t.Fatal(err)
+			}
+			n, err := actor.Ask(ctx(t), ref, Balance{})
+			if err != nil || n != 5 {
+				t.Fatalf("balance %d, %v: want 5, the state kept through the refusals", n, err)
+			}
+			if after := a.Stats().Restarts + b.Stats().Restarts; after != before {
+				t.Errorf("restarts went from %d to %d: a refusal restarted the actor", before, after)
+			}
+		}},
+		{"undeclared error is a FailedError naming the member", func(t *testing.T, w way) {
+			key := w.key("u")
+			_, err := actor.Ask(ctx(t), Bank.Ref(w.from, key), Refuse{Kind: "undeclared"})
+			var fe *actor.FailedError
+			if !errors.As(err, &fe) || !errors.Is(err, actor.ErrActorFailed) {
+				t.Fatalf("got %v (%T), want *actor.FailedError", err, err)
+			}
+			if fe.Member != w.owner(key) || fe.Actor != "bank/"+key || fe.Cause.Error() != "ledger unreadable" || fe.Panic {
+				t.Errorf("got %+v, want member %s, actor bank/%s, cause text, no panic", fe, w.owner(key), key)
+			}
+			if actor.Temporary(err) {
+				t.Errorf("Temporary(%v) = true, want false for a failure", err)
+			}
+		}},
+		{"panic is a FailedError with a PanicError", func(t *testing.T, w way) {
+			key := w.key("p")
+			_, err := actor.Ask(ctx(t), Bank.Ref(w.from, key), Refuse{Kind: "panic"})
+			var fe *actor.FailedError
+			var pe *actor.PanicError
+			if !errors.As(err, &fe) || !fe.Panic || !errors.As(err, &pe) || fmt.Sprint(pe.Value) != "ledger torn" {
+				t.Fatalf("got %v, want a FailedError with Panic and a *PanicError of the panic's value", err)
+			}
+			if fe.Member != w.owner(key) {
+				t.Errorf("member %q, want %q", fe.Member, w.owner(key))
+			}
+		}},
+		{"message over the limit fails for good", func(t *testing.T, w way) {
+			_, err := actor.Ask(ctx(t), Bank.Ref(w.from, w.key("big")), Big{Data: big})
+			if !errors.Is(err, actor.ErrMessageTooLarge) || errors.Is(err, actor.ErrUnavailable) || actor.Temporary(err) {
+				t.Fatalf("got %v, want ErrMessageTooLarge, not ErrUnavailable, not temporary", err)
+			}
+			err = Bank.Ref(w.from, w.key("bigtell")).Tell(ctx(t), Big{Data: big})
+			if !errors.Is(err, actor.ErrMessageTooLarge) || actor.Temporary(err) {
+				t.Fatalf("tell: got %v, want ErrMessageTooLarge", err)
+			}
+		}},
+		{"message under the limit arrives", func(t *testing.T, w way) {
+			n, err := actor.Ask(ctx(t), Bank.Ref(w.from, w.key("half")), Big{Data: big[:8<<20]})
+			if err != nil || n != 8<<20 {
+				t.Fatalf("got %d, %v: want the 8 MiB message handled", n, err)
+			}
+		}},
+		{"ask deadline", func(t *testing.T, w way) {
+			id := fmt.Sprintf("deadline-%s-%d", w.name, sleeperIDs.Add(1))
+			c, cancel := context.WithTimeout(ctx(t), 200*time.Millisecond)
+			defer cancel()
+			_, err := actor.Ask(c, Bank.Ref(w.from, w.key("dl")), Sleep{ID: id})
+			if !errors.Is(err, context.DeadlineExceeded) || !actor.Temporary(err) {
+				t.Fatalf("got %v, want context.DeadlineExceeded, temporary", err)
+			}
+			select {
+			case <-sleeperOf(id).started: // it ran: its Context ends with the ask
+				systemtest.Recv(t, sleeperOf(id).stopped, "the handler's context to end")
+			default: // a loaded machine: the request expired before it ran
+			}
+		}},
+		{"caller cancellation reaches the handler", func(t *testing.T, w way) {
+			id := fmt.Sprintf("cancel-%s-%d", w.name, sleeperIDs.Add(1))
+			c, cancel := context.WithCancel(ctx(t))
+			s := sleeperOf(id)
+			go func() {
+				<-s.started
+				cancel()
+			}()
+			_, err := actor.Ask(c, Bank.Ref(w.from, w.key("cancel")), Sleep{ID: id})
+			if !errors.Is(err, context.Canceled) || actor.Temporary(err) {
+				t.Fatalf("got %v, want context.Canceled, not temporary", err)
+			}
+			systemtest.Recv(t, s.stopped, "the handler's context to end")
+		}},
+		{"unlisted message type", func(t *testing.T, w way) {
+			_, err := actor.Ask(ctx(t), Bank.Ref(w.from, w.key("unl")), Unlisted{})
+			if !errors.Is(err, actor.ErrUndecodable) || actor.Temporary(err) {
+				t.Fatalf("got %v, want ErrUndecodable", err)
+			}
+		}},
+		{"unhosted actor type", func(t *testing.T, w way) {
+			_, err := actor.Ask(ctx(t), Unhosted.Ref(w.from, w.key("unh")), Balance{})
+			if !errors.Is(err, actor.ErrUnknownActor) || actor.Temporary(err) {
+				t.Fatalf("got %v, want ErrUnknownActor", err)
+			}
+		}},
+		{"tells from one sender keep their order", func(t *testing.T, w way) {
+			ref := Bank.Ref(w.from, w.key("seq"))
+			var want []int
+			for i := range 200 {
+				if err := ref.Tell(ctx(t), Seq{N: i}); err != nil {
+					t.Fatal(err)
+				}
+				want = append(want, i)
+			}
+			got, err := actor.Ask(ctx(t), ref, Log{})
+			if err != nil || !slices.Equal(got, want) {
+				t.Fatalf("got %v, %v: want 0..199 in order", got, err)
+			}
+		}},
+		{"the handler knows its member", func(t *testing.T, w way) {
+			key := w.key("where")
+			got, err := actor.Ask(ctx(t), Bank.Ref(w.from, key), WhereAmI{})
+			if err != nil || got != w.owner(key) {
+				t.Fatalf("got %q, %v: want %q", got, err, w.owner(key))
+			}
+		}},
+		{"declared errors through Pipe and Defer", func(t *testing.T, w way) {
+			target := keyOn(a)("pipe-target")
+			ref := Bank.Ref(w.from, w.key("pipe"))
+			_, err := actor.Ask(ctx(t), ref, PipeRefuse{Target: target, Kind: "sentinel"})
+			if !errors.Is(err, ErrInsufficientFunds) || errors.Is(err, actor.ErrActorFailed) {
+				t.Fatalf("sentinel: got %v, want ErrInsufficientFunds through the pipe and the deferred reply", err)
+			}
+			_, err = actor.Ask(ctx(t), ref, PipeRefuse{Target: target, Kind: "typed"})
+			var fe *InsufficientFundsError
+			if !errors.As(err, &fe) || fe.Need != 7 || fe.Have != 3 {
+				t.Fatalf("typed: got %v, want *InsufficientFundsError{7, 3}", err)
+			}
+			_, err = actor.Ask(ctx(t), ref, PipeRefuse{Target: target, Kind: "undeclared"})
+			if !errors.Is(err, actor.ErrActorFailed) {
+				t.Fatalf("undeclared: got %v, want a failure", err)
+			}
+		}},
+	}
+	for _, row := range rows {
+		t.Run(row.name, func(t *testing.T) {
+			for _, w := range ways {
+				t.Run(w.name, func(t *testing.T) {
+					key := w.key
+					w.key = func(prefix string) string { return key(w.name + "-" + prefix) } // keys of their own
+					row.run(t, w)
+				})
+			}
+		})
+	}
+}
+
+func ctx(t *testing.T) context.Context { return systemtest.Ctx(t) }
+
+// The message limit is the configured one, on members and clients alike,
+// with compression set beside it.
+func TestTheMessageLimitIsSetInTheConfig(t *testing.T) {
+	const limit = 256 << 10
+	members := systemtest.StartCluster(t, 2, func(_ int, cfg *system.Config) {
+		cfg.MaxMessage = limit
+		cfg.Compression = wire.Compression{Disable: true}
+	}, Bank)
+	cl, err := client.New(systemtest.Ctx(t), client.Config{ClusterName: "test", Seeds: []string{members[0].Addr()},
+		MaxMessage: limit, Compression: wire.Compression{Codecs: []string{wire.CodecZstd}}})
+	if err != nil {
+		t.Fatalf("client.New: %v", err)
+	}
+	t.Cleanup(func() { cl.Close() })
+	data := make([]byte, limit)
+	for _, from := range []actor.System{members[0], members[1], cl} {
+		for i := range 4 { // keys on either member
+			ref := Bank.Ref(from, fmt.Sprintf("limit-%d", i))
+			if _, err := actor.Ask(ctx(t), ref, Big{Data: data}); !errors.Is(err, actor.ErrMessageTooLarge) {
+				t.Fatalf("%d bytes: got %v, want ErrMessageTooLarge", limit, err)
+			}
+			if n, err := actor.Ask(ctx(t), ref, Big{Data: data[:limit-64]}); err != nil || n != limit-64 {
+				t.Fatalf("%d bytes: got %d, %v: want it handled", limit-64, n, err)
+			}
+		}
+	}
+}
+
+func TestClientConfigValidatesTheMessageSettings(t *testing.T) {
+	for _, cfg := range []client.Config{
+		{Seeds: []string{"127.0.0.1:1"}, MaxMessage: -1},
+		{Seeds: []string{"127.0.0.1:1"}, Compression: wire.Compression{Codecs: []string{"lz4"}}},
+	} {
+		if _, err := client.New(ctx(t), cfg); !errors.Is(err, client.ErrInvalidConfig) {
+			t.Errorf("%+v: got %v, want ErrInvalidConfig", cfg, err)
+		}
+	}
+}
