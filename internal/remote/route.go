@@ -111,11 +111,11 @@ func (rt *route) TellOrHere(ctx context.Context, key string, tok uint64, name st
 // tellTo sends out to to, the owner of its key (this node when here).
 func (rt *route) tellTo(to ring.NodeID, here bool, out *host.Outbound) error {
 	if here || rt.r.isSilent(to) {
-		out = out.Encoded()
-		if limit := rt.r.maxMessage(); limit > 0 && len(out.Body) > limit {
-			return fmt.Errorf("%w: %s/%s: message of %d bytes, limit %d", fault.ErrMessageTooLarge, out.Type, out.Key, len(out.Body), limit)
+		enc := out.Encoded()
+		if limit := rt.r.maxMessage(); limit > 0 && len(enc.Body) > limit {
+			return fmt.Errorf("%w: %s/%s: message of %d bytes, limit %d", fault.ErrMessageTooLarge, enc.Type, enc.Key, len(enc.Body), limit)
 		}
-		return rt.r.tellTo(to, here, out) // holds, or relays (see relay.go)
+		return rt.r.tellTo(to, here, enc) // holds, or relays (see relay.go)
 	}
 	o := rt.out.Load()
 	if o == nil || o.to != to || o.epoch != rt.r.epoch.Load() {

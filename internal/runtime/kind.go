@@ -190,6 +190,9 @@ func (k *kind[S, M, C]) deliver(ctx context.Context, key string, h, tok uint64, 
 			if tn := k.def.Codec.Appender(a); tn != nil {
 				here, err := k.rt.TellOrHere(ctx, key, tok, tn.Name(), tn, a)
 				if err != nil || !here {
+					return err // sent: the batch it went into measured it
+				}
+				if err := k.fits(m); err != nil {
 					return err
 				}
 				return k.tellHere(ctx, key, h, m)
