@@ -3,6 +3,7 @@ module github.com/troupe-go/troupe
 go 1.26.0
 
 require (
+	github.com/anishathalye/porcupine v1.3.1
 	github.com/klauspost/compress v1.20.4
 	github.com/vmihailenco/msgpack/v5 v5.4.1
 	go.uber.org/goleak v1.3.0
