@@ -1,0 +1,38 @@
+package replicastore
+
+import (
+	"context"
+
+	"github.com/troupe-go/troupe/internal/replica"
+	"github.com/troupe-go/troupe/ring"
+)
+
+// Store persists a node's replicated records, one per key and kind (a
+// promise is the record of kind replica.KindPromise).
+//
+// Every method is safe for concurrent use. Writes to one record must be
+// ordered by the caller (the replication driver is single-threaded per
+// node): concurrent Puts of the same record leave one of them.
+type Store interface {
+	// Get returns the record of kind stored for key; ok is false when
+	// there is none.
+	Get(ctx context.Context, key replica.Key, kind replica.Kind) (rec replica.Record, ok bool, err error)
+	// Put stores recs, replacing the records of the same key and kind, all
+	// or none. It returns once they are as durable as the store promises.
+	Put(ctx context.Context, recs ...replica.Record) error
+	// Range calls fn for each record whose key's ring token lies in
+	// [from, to), in token order, wrapping past the largest token when to
+	// <= from (from == to is the whole ring). It stops when fn returns
+	// false. A hand-off sends a moving range this way.
+	Range(ctx context.Context, from, to ring.Token, fn func(replica.Record) bool) error
+	// Close releases the store; later calls return replication.ErrClosed.
+	Close() error
+}
+
+// inRange reports whether t lies in [from, to) on the ring.
+func inRange(t, from, to ring.Token) bool {
+	if from < to {
+		return from <= t && t < to
+	}
+	return t >= from || t < to
+}
