@@ -1,7 +1,9 @@
 package replica
 
 import (
+	"cmp"
 	"slices"
+	"strings"
 
 	"github.com/troupe-go/troupe/replication"
 	"github.com/troupe-go/troupe/ring"
@@ -376,21 +378,7 @@ func (c *Core) Tick() {
 		keys = append(keys, k)
 	}
 	// Map order must not reach the output.
-	slices.SortFunc(keys, func(a, b Key) int {
-		if a.Type != b.Type {
-			if a.Type < b.Type {
-				return -1
-			}
-			return 1
-		}
-		if a.ID < b.ID {
-			return -1
-		}
-		if a.ID > b.ID {
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(keys, compareKeys)
 	for _, k := range keys {
 		o := c.owned[k]
 		if o == nil {
@@ -419,6 +407,10 @@ func (c *Core) Tick() {
 		}
 		c.drain()
 	}
+}
+
+func compareKeys(a, b Key) int {
+	return cmp.Or(strings.Compare(a.Type, b.Type), strings.Compare(a.ID, b.ID))
 }
 
 func (c *Core) nextTicket() Ticket {

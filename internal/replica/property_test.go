@@ -40,6 +40,7 @@ func TestRandomSchedulesStayLinearizable(t *testing.T) {
 		steps := 50 + pick(350)
 		for range steps {
 			node := s.nodes[pick(n)]
+			s.expire(50)
 			switch op := pick(100); {
 			case op < 45:
 				burst := 1 + pick(8)
@@ -64,7 +65,7 @@ func TestRandomSchedulesStayLinearizable(t *testing.T) {
 				if !node.paused && !node.core.Serving(k) && contains(s.replicas[k], node) && (steal || !served) {
 					s.acquire(node, k)
 				}
-			case op < 92:
+			case op < 88:
 				reg := regs[pick(len(regs))]
 				var owners []*simNode
 				for _, o := range s.nodes {
@@ -85,10 +86,12 @@ func TestRandomSchedulesStayLinearizable(t *testing.T) {
 				kind := opKind(pick(3))
 				old := pick(s.nextVal + 1)
 				s.clientOp(at, reg, kind, old)
-			case op < 94:
+			case op < 90:
 				s.crash(node)
-			case op < 96:
+			case op < 91:
 				node.paused = !node.paused
+			case op < 96:
+				s.takeOver(keys[pick(len(keys))], pick, 200)
 			case op < 98:
 				other := s.nodes[pick(n)]
 				cut := !s.cut[[2]string{node.id.Addr, other.id.Addr}]

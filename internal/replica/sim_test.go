@@ -3,6 +3,7 @@ package replica
 import (
 	"encoding/binary"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 
@@ -25,6 +26,10 @@ type simNode struct {
 	seen map[Key]Epoch
 	// tickets waiting at this node.
 	ops map[Ticket]*simOp
+	// abandoned holds tickets whose client stopped waiting.
+	abandoned map[Ticket]bool
+	// sets holds the replica set each key was acquired with.
+	sets map[Key][]ring.NodeID
 }
 
 // register names one linearizable register: a key's record of one kind.
@@ -71,14 +76,20 @@ type sim struct {
 	cut      map[[2]string]bool
 	now      int64
 	history  []porcupine.Operation
-	nextVal  int
+	// busy counts the clients waiting for an answer: each of
+	// maxClients clients has one operation at a time, which keeps the
+	// histories small enough to check quickly.
+	busy    int
+	nextVal int
 }
+
+const maxClients = 5
 
 func newSim(tb fataler, n int, level replication.Level, keys []Key) *sim {
 	s := &sim{tb: tb, level: level, replicas: make(map[Key][]ring.NodeID), cut: make(map[[2]string]bool)}
 	for i := range n {
 		id := ring.NodeID{Addr: fmt.Sprintf("n%d", i), Incarnation: 1}
-		s.nodes = append(s.nodes, &simNode{id: id, core: New(id), stored: make(map[recordKey]Record), seen: make(map[Key]Epoch), ops: make(map[Ticket]*simOp)})
+		s.nodes = append(s.nodes, &simNode{id: id, core: New(id), stored: make(map[recordKey]Record), seen: make(map[Key]Epoch), ops: make(map[Ticket]*simOp), abandoned: make(map[Ticket]bool), sets: make(map[Key][]ring.NodeID)})
 	}
 	for i, k := range keys {
 		var set []ring.NodeID
@@ -118,12 +129,21 @@ func (s *sim) apply(n *simNode) {
 		op := n.ops[t]
 		delete(n.ops, t)
 		if op == nil {
-			s.tb.Fatalf("%s released unknown ticket %d", n.id, t)
+			if !n.abandoned[t] {
+				s.tb.Fatalf("%s released unknown ticket %d", n.id, t)
+			}
+			continue
 		}
+		s.busy--
 		s.history = append(s.history, porcupine.Operation{ClientId: len(s.history), Input: op.in, Call: op.call, Output: op.out, Return: s.now})
 	}
 	for _, t := range rd.Failed {
 		s.fail(n, t)
+	}
+	for _, ch := range rd.Changes {
+		if !ch.Serving {
+			delete(n.sets, ch.Key)
+		}
 	}
 	for k, e := range n.core.promised {
 		if !n.wiped && e.Compare(n.seen[k]) < 0 {
@@ -137,8 +157,11 @@ func (s *sim) apply(n *simNode) {
 // happened (it may linearize any time after its call), a read has no
 // effect and is left out.
 func (s *sim) fail(n *simNode, t Ticket) {
-	op := n.ops[t]
+	op, ok := n.ops[t]
 	delete(n.ops, t)
+	if ok {
+		s.busy--
+	}
 	if op == nil || op.in.kind == opRead || (op.in.kind == opCAS && !op.out.ok) {
 		return
 	}
@@ -176,6 +199,10 @@ func (s *sim) acquire(n *simNode, k Key) {
 	if err := n.core.Acquire(k, s.replicas[k], s.level); err != nil {
 		s.tb.Fatalf("acquire %v on %s: %v", k, n.id, err)
 	}
+	// Acquiring a key already held (still being fenced) does nothing.
+	if _, held := n.sets[k]; !held {
+		n.sets[k] = slices.Clone(s.replicas[k])
+	}
 	s.apply(n)
 }
 
@@ -191,6 +218,8 @@ func (s *sim) crash(n *simNode) {
 		s.fail(n, t)
 	}
 	n.core = New(n.id)
+	n.sets = make(map[Key][]ring.NodeID)
+	n.abandoned = make(map[Ticket]bool)
 	n.core.SetCaughtUp(!n.wiped)
 	recs := make([]Record, 0, len(n.stored))
 	for _, r := range n.stored {
@@ -201,8 +230,16 @@ func (s *sim) crash(n *simNode) {
 }
 
 // wipe turns n into a new member with an empty store that must not count
-// until it received its ranges.
+// until it received its ranges. Like any new process it has a new
+// incarnation, which takes the old one's place in the replica sets.
 func (s *sim) wipe(n *simNode) {
+	old := n.id
+	n.id.Incarnation++
+	for _, set := range s.replicas {
+		if i := slices.Index(set, old); i >= 0 {
+			set[i] = n.id
+		}
+	}
 	n.stored = make(map[recordKey]Record)
 	n.wiped = true
 	n.seen = make(map[Key]Epoch)
@@ -244,9 +281,18 @@ func decodeValue(r Record, ok bool) int {
 
 // clientOp runs one register operation at n, which must serve the key.
 func (s *sim) clientOp(n *simNode, reg register, kind opKind, casOld int) {
+	if s.busy < maxClients {
+		s.issue(n, reg, kind, casOld)
+	}
+}
+
+// issue runs one register operation at n, whether or not a client is
+// free, if n serves the key.
+func (s *sim) issue(n *simNode, reg register, kind opKind, casOld int) {
 	if !n.core.Serving(reg.key) {
 		return
 	}
+	s.busy++
 	op := &simOp{in: regInput{reg: reg, kind: kind}, call: s.now}
 	var t Ticket
 	var err error
@@ -282,6 +328,8 @@ func (s *sim) clientOp(n *simNode, reg register, kind opKind, casOld int) {
 }
 
 // settle heals everything and delivers until nothing is left in flight.
+// Membership removes replaced incarnations: owners whose replica set
+// named one give the key up, as a placement change makes them.
 func (s *sim) settle() {
 	s.cut = make(map[[2]string]bool)
 	for _, n := range s.nodes {
@@ -290,6 +338,14 @@ func (s *sim) settle() {
 	for _, n := range s.nodes {
 		if n.wiped {
 			s.catchUp(n)
+		}
+	}
+	for _, n := range s.nodes {
+		for _, k := range slices.SortedFunc(maps.Keys(n.sets), compareKeys) {
+			if set := n.sets[k]; !slices.Equal(set, s.replicas[k]) {
+				n.core.Resign(k)
+				s.apply(n)
+			}
 		}
 	}
 	for range 50 {
@@ -303,7 +359,7 @@ func (s *sim) settle() {
 			return
 		}
 	}
-	s.tb.Fatalf("messages still in flight after healing: %d", len(s.net))
+	s.tb.Fatalf("messages still in flight after healing: %+v", s.net)
 }
 
 // finalReads acquires each register's key on its first replica and reads
@@ -411,4 +467,75 @@ func (s *sim) anyWiped() bool {
 		}
 	}
 	return false
+}
+
+// takeOver pauses a node serving k, lets another replica acquire k and
+// write while up to deliveries messages are delivered, then resumes the
+// paused owner and has it read or write at once, before the messages
+// that would tell it about the new owner arrive.
+func (s *sim) takeOver(k Key, pick func(int) int, deliveries int) {
+	i := slices.IndexFunc(s.nodes, func(n *simNode) bool { return !n.paused && n.core.Serving(k) })
+	if i < 0 {
+		return
+	}
+	// The pause is the fault here: links are healed first.
+	s.cut = make(map[[2]string]bool)
+	a := s.nodes[i]
+	a.paused = true
+	var others []*simNode
+	for _, id := range s.replicas[k] {
+		if n := s.node(id); n != nil && n != a && !n.paused {
+			others = append(others, n)
+		}
+	}
+	if len(others) > 0 {
+		b := others[pick(len(others))]
+		// A refused acquisition has learnt the newer term: try again.
+		for range 3 {
+			if b.core.Serving(k) {
+				break
+			}
+			s.acquire(b, k)
+			s.deliverSome(pick, deliveries)
+		}
+		s.issue(b, register{k, KindState}, opWrite, 0)
+		s.deliverSome(pick, deliveries)
+	}
+	a.paused = false
+	s.issue(a, register{k, KindState}, opKind(pick(2)), 0)
+}
+
+// deliverSome delivers up to n random messages, skipping those for
+// paused nodes.
+func (s *sim) deliverSome(pick func(int) int, n int) {
+	for range n {
+		var live []int
+		for i, m := range s.net {
+			if to := s.node(m.To); to != nil && !to.paused {
+				live = append(live, i)
+			}
+		}
+		if len(live) == 0 {
+			return
+		}
+		s.deliver(live[pick(len(live))], false)
+	}
+}
+
+// expire gives up on operations that waited longer than timeout, as a
+// client's deadline would: their outcome is unknown.
+func (s *sim) expire(timeout int64) {
+	for _, n := range s.nodes {
+		var late []Ticket
+		for t, op := range n.ops {
+			if s.now-op.call > timeout {
+				late = append(late, t)
+			}
+		}
+		slices.Sort(late)
+		for _, t := range late {
+			n.abandoned[t] = true
+			s.fail(n, t)
+		}
+	}
 }
