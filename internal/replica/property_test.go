@@ -14,15 +14,18 @@ import (
 )
 
 // TestRandomSchedulesStayLinearizable runs random schedules of client
-// reads, writes and compare-and-sets on two keys (each with a state and a
-// continuity register) over three to five nodes, while messages are lost,
-// duplicated and reordered, nodes crash and restart from their stores,
-// pause and resume as stale owners, are cut off from each other, or lose
-// their store and catch up. Any node may try to own a key at any time.
-// After healing, every register is read once more. The whole history must
-// be linearizable per register (porcupine), so no acknowledged write is
-// lost and no read is stale; promised epochs never go back on a replica
-// (checked as the schedule runs).
+// reads, writes, deletes and compare-and-sets on two keys (each with a
+// state and a continuity register) over three to five nodes at Majority
+// or All, while messages are lost, duplicated and reordered, nodes crash
+// and restart from what they persisted, pause, are cut off from each
+// other, or lose their store and catch up as a new incarnation. Any
+// replica may acquire a key while another serves it; a take-over pauses
+// an owner, lets another acquire and write, and resumes the stale owner
+// with a request before the news reaches it. Clients give up after a
+// deadline (the outcome is then unknown). After healing, every register
+// is read once more. The whole history must be linearizable per register
+// (porcupine), so no acknowledged write is lost and no read is stale; as
+// the schedule runs, no replica's promise goes back.
 func TestRandomSchedulesStayLinearizable(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
 		n := rapid.IntRange(3, 5).Draw(rt, "nodes")

@@ -15,11 +15,11 @@ import (
 
 // Options configures a Badger store.
 type Options struct {
-	// Sync makes Put return only once its records are on disk. Badger's
-	// writer batches the commits waiting at one moment into one write and
-	// one fsync (group commit), so concurrent Puts share the cost. Without
-	// Sync, Put returns once the operating system holds the records: they
-	// survive the process being killed, not a power loss.
+	// Sync makes Put return only once its records are on disk. The Puts
+	// waiting at one moment are written as one transaction with one fsync
+	// (group commit), so concurrent Puts share the cost. Without Sync, Put
+	// returns once the operating system holds the records: they survive
+	// the process being killed, not a power loss.
 	Sync bool
 	// Logger receives badger's own messages. Nil logs nothing.
 	Logger *slog.Logger
@@ -27,8 +27,10 @@ type Options struct {
 
 // Badger is a Store in a badger database under one directory.
 type Badger struct {
-	db  *badger.DB
-	dir string
+	db    *badger.DB
+	dir   string
+	sync  bool
+	group groupCommit
 }
 
 var _ Store = (*Badger)(nil)
@@ -55,7 +57,7 @@ func Open(dir string, opts Options) (*Badger, error) {
 	if err != nil {
 		return nil, fmt.Errorf("troupe: open store %s: %w", dir, err)
 	}
-	s := &Badger{db: db, dir: dir}
+	s := &Badger{db: db, dir: dir, sync: opts.Sync}
 	if err := s.checkFormat(); err != nil {
 		_ = db.Close()
 		return nil, err
@@ -132,19 +134,27 @@ func (s *Badger) Get(ctx context.Context, key replica.Key, kind replica.Kind) (r
 }
 
 // Put implements Store, in one transaction (a batch larger than badger's
-// transaction limit fails whole).
+// transaction limit fails whole). With Sync, the Puts waiting at one
+// moment are written as one transaction with one fsync (see commit).
 func (s *Badger) Put(ctx context.Context, recs ...replica.Record) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	return s.wrap(s.db.Update(func(txn *badger.Txn) error {
+	if s.sync {
+		return s.wrap(s.group.commit(recs, s.write))
+	}
+	return s.wrap(s.write(recs))
+}
+
+func (s *Badger) write(recs []replica.Record) error {
+	return s.db.Update(func(txn *badger.Txn) error {
 		for _, r := range recs {
 			if err := txn.Set(appendKey(nil, r.Key, r.Kind), encodeValue(r)); err != nil {
 				return err
 			}
 		}
 		return nil
-	}))
+	})
 }
 
 // Range implements Store.
