@@ -330,7 +330,8 @@ func (c *Core) Current(k Key, kind Kind) (Record, bool) {
 
 // Write replaces k's record of kind with value (or a tombstone) on a
 // served key. The ticket is done once the write and every earlier one met
-// the level; what follows the write must wait for it.
+// the level; what follows the write must wait for it. The core keeps
+// value: the caller must not change it afterwards.
 func (c *Core) Write(k Key, kind Kind, value []byte, tombstone bool) (Ticket, error) {
 	if kind == KindPromise || kind > maxKind {
 		return 0, ErrInvalidKind
