@@ -48,8 +48,9 @@ type recordKey struct {
 // for every key it holds, and the owner's progress for every key it
 // acquired. It is not safe for concurrent use.
 type Core struct {
-	self     ring.NodeID
-	caughtUp bool
+	self ring.NodeID
+	// receiving lists the ranges this replica is still receiving.
+	receiving []ring.Range
 
 	promised map[Key]Epoch
 	records  map[recordKey]Record
@@ -64,12 +65,11 @@ type Core struct {
 	ready   Ready
 }
 
-// New returns the core of node self. It counts toward quorums: a node
-// receiving ranges should clear that with SetCaughtUp(false) first.
+// New returns the core of node self. It counts toward every quorum: a
+// new member must first call SetReceiving with the ranges it receives.
 func New(self ring.NodeID) *Core {
 	return &Core{
 		self:     self,
-		caughtUp: true,
 		promised: make(map[Key]Epoch),
 		records:  make(map[recordKey]Record),
 		kinds:    make(map[Key][]Kind),
@@ -81,10 +81,21 @@ func New(self ring.NodeID) *Core {
 // Self returns the node this core runs on.
 func (c *Core) Self() ring.NodeID { return c.self }
 
-// SetCaughtUp says whether this replica holds everything of the ranges it
-// is a replica for. While false its answers tell owners not to count it
-// toward a quorum (it still stores what it is sent).
-func (c *Core) SetCaughtUp(ok bool) { c.caughtUp = ok }
+// SetReceiving says which ranges this replica is still receiving from
+// their previous replicas (none: it is caught up; a new member receives
+// the whole ring, ring.Range{}). For a key in such a range its answers
+// tell owners not to count it toward a quorum, since it may lack what a
+// quorum holds; it still stores what it is sent.
+func (c *Core) SetReceiving(ranges ...ring.Range) { c.receiving = slices.Clone(ranges) }
+
+// counts reports whether this replica's answers about k may count.
+func (c *Core) counts(k Key) bool {
+	if len(c.receiving) == 0 {
+		return true
+	}
+	t := k.Token()
+	return !slices.ContainsFunc(c.receiving, func(g ring.Range) bool { return g.Contains(t) })
+}
 
 // Restore loads records read from the store at start. It must be called
 // before anything else.
@@ -185,7 +196,7 @@ func (c *Core) replicaStep(m Message) {
 		c.promised[m.Key] = m.Epoch
 		c.ready.Persist = append(c.ready.Persist, Record{Key: m.Key, Kind: KindPromise, Epoch: m.Epoch})
 	}
-	reply := Message{To: m.From, Key: m.Key, Epoch: m.Epoch, Counted: c.caughtUp}
+	reply := Message{To: m.From, Key: m.Key, Epoch: m.Epoch, Counted: c.counts(m.Key)}
 	switch m.Type {
 	case MsgPrepare:
 		reply.Type = MsgPromise

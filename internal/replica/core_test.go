@@ -168,17 +168,32 @@ func TestAPausedOwnerServesNoStaleRead(t *testing.T) {
 }
 
 func TestAReplicaStillReceivingItsRangeDoesNotCount(t *testing.T) {
-	s := newSim(t, 3, replication.Majority, []Key{keyA})
+	keyB := Key{Type: "counter", ID: "b"}
+	s := newSim(t, 3, replication.Majority, []Key{keyA, keyB})
 	serve(t, s, 0)
-	s.nodes[1].core.SetCaughtUp(false)
+	s.acquire(s.nodes[0], keyB)
+	s.flush()
+	// Replica 1 receives the range of keyA only; replica 2 is down.
+	ta := keyA.Token()
+	s.nodes[1].core.SetReceiving(ring.Range{Start: ta - 1, End: ta})
 	s.nodes[2].paused = true
 	tk := write(t, s, 0, 1)
+	n := s.nodes[0]
+	tb, err := n.core.Write(keyB, KindState, encodeValue(2), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.ops[tb] = &simOp{in: regInput{kind: opWrite}}
+	s.apply(n)
 	s.flush()
 	if released(s, 0, tk) {
-		t.Fatal("a write counted a replica that is still receiving its range")
+		t.Fatal("a write counted a replica still receiving the key's range")
 	}
-	s.nodes[1].core.SetCaughtUp(true)
-	s.tick(s.nodes[0])
+	if !released(s, 0, tb) {
+		t.Fatal("a write outside the range being received did not count that replica")
+	}
+	s.nodes[1].core.SetReceiving()
+	s.tick(n)
 	s.flush()
 	if !released(s, 0, tk) {
 		t.Fatal("the write was not released once the replica caught up")

@@ -220,7 +220,9 @@ func (s *sim) crash(n *simNode) {
 	n.core = New(n.id)
 	n.sets = make(map[Key][]ring.NodeID)
 	n.abandoned = make(map[Ticket]bool)
-	n.core.SetCaughtUp(!n.wiped)
+	if n.wiped {
+		n.core.SetReceiving(ring.Range{})
+	}
 	recs := make([]Record, 0, len(n.stored))
 	for _, r := range n.stored {
 		recs = append(recs, r)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"strings"
 
 	"github.com/dgraph-io/badger/v4"
@@ -158,37 +159,37 @@ func (s *Badger) write(recs []replica.Record) error {
 }
 
 // Range implements Store.
-func (s *Badger) Range(ctx context.Context, from, to ring.Token, fn func(replica.Record) bool) error {
-	// [from, to) as one or two spans of the key space.
+func (s *Badger) Range(ctx context.Context, g ring.Range, fn func(replica.Record) bool) error {
+	// The arc as one or two spans of tokens, each [lo, hi] with lo
+	// excluded when it is the arc's Start.
 	type span struct {
-		lo []byte
-		hi []byte // nil: to the end of the records
+		lo, hi  ring.Token
+		exclude bool
 	}
-	var spans []span
-	if from < to {
-		spans = []span{{tokenKey(from), tokenKey(to)}}
-	} else {
-		spans = []span{{tokenKey(from), nil}}
-		if to > 0 {
-			spans = append(spans, span{tokenKey(0), tokenKey(to)})
-		}
+	spans := []span{{g.Start, g.End, true}}
+	if g.Start >= g.End {
+		spans = []span{{g.Start, math.MaxUint64, true}, {0, g.End, false}}
 	}
 	err := s.db.View(func(txn *badger.Txn) error {
 		it := txn.NewIterator(badger.IteratorOptions{PrefetchValues: false, Prefix: []byte{recordPrefix}})
 		defer it.Close()
 		for _, sp := range spans {
-			for it.Seek(sp.lo); it.Valid(); it.Next() {
+			for it.Seek(tokenKey(sp.lo)); it.Valid(); it.Next() {
 				if err := ctx.Err(); err != nil {
 					return err
 				}
 				item := it.Item()
 				k := item.Key()
-				if sp.hi != nil && string(k) >= string(sp.hi) {
-					break
-				}
 				key, kind, err := decodeKey(k)
 				if err != nil {
 					return err
+				}
+				t := key.Token()
+				if t > sp.hi {
+					break
+				}
+				if sp.exclude && t == sp.lo {
+					continue
 				}
 				var rec replica.Record
 				if err := item.Value(func(v []byte) error {

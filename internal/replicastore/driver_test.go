@@ -52,7 +52,7 @@ func TestAReplicaRestartsFromItsStore(t *testing.T) {
 	defer s.Close()
 	c = replica.New(self)
 	var recs []replica.Record
-	if err := s.Range(ctx, 0, 0, func(r replica.Record) bool { recs = append(recs, r); return true }); err != nil {
+	if err := s.Range(ctx, ring.Range{}, func(r replica.Record) bool { recs = append(recs, r); return true }); err != nil {
 		t.Fatal(err)
 	}
 	c.Restore(recs...)

@@ -2,6 +2,7 @@ package replicastore
 
 import (
 	"context"
+	"encoding/binary"
 	"slices"
 	"sync"
 
@@ -52,7 +53,7 @@ func (m *Memory) Put(_ context.Context, recs ...replica.Record) error {
 }
 
 // Range implements Store.
-func (m *Memory) Range(ctx context.Context, from, to ring.Token, fn func(replica.Record) bool) error {
+func (m *Memory) Range(ctx context.Context, g ring.Range, fn func(replica.Record) bool) error {
 	m.mu.Lock()
 	if m.closed {
 		m.mu.Unlock()
@@ -60,16 +61,19 @@ func (m *Memory) Range(ctx context.Context, from, to ring.Token, fn func(replica
 	}
 	keys := make([]string, 0, len(m.recs))
 	for k, r := range m.recs {
-		if from == to || inRange(r.Key.Token(), from, to) {
+		if g.Contains(r.Key.Token()) {
 			keys = append(keys, k)
 		}
 	}
-	// The encoded keys sort by token; a wrapped range starts at from.
+	// The encoded keys sort by token; the walk starts after Start.
 	slices.Sort(keys)
-	start := string(tokenKey(from))
-	if i, _ := slices.BinarySearch(keys, start); i > 0 {
-		keys = append(keys[i:], keys[:i]...)
-	}
+	i, _ := slices.BinarySearchFunc(keys, g.Start, func(k string, start ring.Token) int {
+		if ring.Token(binary.BigEndian.Uint64([]byte(k[1:9]))) <= start {
+			return -1
+		}
+		return 1
+	})
+	keys = append(keys[i:], keys[:i]...)
 	recs := make([]replica.Record, len(keys))
 	for i, k := range keys {
 		recs[i] = m.recs[k]

@@ -20,19 +20,12 @@ type Store interface {
 	// Put stores recs, replacing the records of the same key and kind, all
 	// or none. It returns once they are as durable as the store promises.
 	Put(ctx context.Context, recs ...replica.Record) error
-	// Range calls fn for each record whose key's ring token lies in
-	// [from, to), in token order, wrapping past the largest token when to
-	// <= from (from == to is the whole ring). It stops when fn returns
-	// false. A hand-off sends a moving range this way.
-	Range(ctx context.Context, from, to ring.Token, fn func(replica.Record) bool) error
+	// Range calls fn for each record whose key's ring token lies in g (a
+	// ring.Range: after Start up to and including End, wrapping past the
+	// largest token; Start == End is the whole ring), in ring order from
+	// Start. It stops when fn returns false. A hand-off sends a moving
+	// range (ring.Moves) this way.
+	Range(ctx context.Context, g ring.Range, fn func(replica.Record) bool) error
 	// Close releases the store; later calls return replication.ErrClosed.
 	Close() error
-}
-
-// inRange reports whether t lies in [from, to) on the ring.
-func inRange(t, from, to ring.Token) bool {
-	if from < to {
-		return from <= t && t < to
-	}
-	return t >= from || t < to
 }

@@ -91,9 +91,9 @@ func TestRangeVisitsTokenRangesInOrder(t *testing.T) {
 			tokens = append(tokens, r.Key.Token())
 		}
 		slices.Sort(tokens)
-		collect := func(from, to ring.Token) []ring.Token {
+		collect := func(g ring.Range) []ring.Token {
 			var got []ring.Token
-			if err := s.Range(ctx, from, to, func(r replica.Record) bool {
+			if err := s.Range(ctx, g, func(r replica.Record) bool {
 				got = append(got, r.Key.Token())
 				return true
 			}); err != nil {
@@ -101,19 +101,24 @@ func TestRangeVisitsTokenRangesInOrder(t *testing.T) {
 			}
 			return got
 		}
-		if got := collect(0, 0); !slices.Equal(got, tokens) {
+		if got := collect(ring.Range{}); !slices.Equal(got, tokens) {
 			t.Fatalf("the whole ring gave %d tokens out of order or missing, want %d sorted", len(got), len(tokens))
 		}
+		// (t10, t30] holds t11..t30.
 		from, to := tokens[10], tokens[30]
-		if got := collect(from, to); !slices.Equal(got, tokens[10:30]) {
-			t.Fatalf("[t10, t30) gave %v, want %v", got, tokens[10:30])
+		if got := collect(ring.Range{Start: from, End: to}); !slices.Equal(got, tokens[11:31]) {
+			t.Fatalf("(t10, t30] gave %v, want %v", got, tokens[11:31])
 		}
-		wrapped := append(slices.Clone(tokens[30:]), tokens[:10]...)
-		if got := collect(to, from); !slices.Equal(got, wrapped) {
-			t.Fatalf("the wrapped range [t30, t10) gave %v, want %v", got, wrapped)
+		wrapped := append(slices.Clone(tokens[31:]), tokens[:11]...)
+		if got := collect(ring.Range{Start: to, End: from}); !slices.Equal(got, wrapped) {
+			t.Fatalf("the wrapped range (t30, t10] gave %v, want %v", got, wrapped)
+		}
+		rotated := append(slices.Clone(tokens[21:]), tokens[:21]...)
+		if got := collect(ring.Range{Start: tokens[20], End: tokens[20]}); !slices.Equal(got, rotated) {
+			t.Fatalf("the whole ring from t20 gave %v, want %v", got, rotated)
 		}
 		n := 0
-		_ = s.Range(ctx, 0, 0, func(replica.Record) bool { n++; return n < 3 })
+		_ = s.Range(ctx, ring.Range{}, func(replica.Record) bool { n++; return n < 3 })
 		if n != 3 {
 			t.Fatalf("Range went on after fn returned false: %d calls", n)
 		}
@@ -239,7 +244,7 @@ func TestADamagedRecordIsReportedNotReset(t *testing.T) {
 	if _, _, err := s.Get(ctx, r.Key, r.Kind); !errors.Is(err, replication.ErrCorrupt) {
 		t.Fatalf("Get of a flipped value: %v, want ErrCorrupt", err)
 	}
-	if err := s.Range(ctx, 0, 0, func(replica.Record) bool { return true }); !errors.Is(err, replication.ErrCorrupt) {
+	if err := s.Range(ctx, ring.Range{}, func(replica.Record) bool { return true }); !errors.Is(err, replication.ErrCorrupt) {
 		t.Fatalf("Range over a flipped value: %v, want ErrCorrupt", err)
 	}
 }
@@ -300,7 +305,7 @@ func TestConcurrentSyncedWritersAllLand(t *testing.T) {
 	}
 	defer s.Close()
 	n := 0
-	if err := s.Range(ctx, 0, 0, func(replica.Record) bool { n++; return true }); err != nil {
+	if err := s.Range(ctx, ring.Range{}, func(replica.Record) bool { n++; return true }); err != nil {
 		t.Fatal(err)
 	}
 	if n != writers*each {
