@@ -73,7 +73,7 @@ func (m *Memory) Range(ctx context.Context, g ring.Range, fn func(replica.Record
 		}
 		return 1
 	})
-	keys = append(keys[i:], keys[:i]...)
+	keys = slices.Concat(keys[i:], keys[:i])
 	recs := make([]replica.Record, len(keys))
 	for i, k := range keys {
 		recs[i] = m.recs[k]
