@@ -18,7 +18,7 @@ func BenchmarkMajorityWrite(b *testing.B) {
 	value := make([]byte, 64)
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := n.core.Write(keyA, KindState, value, false); err != nil {
+		if _, err := n.core.Write(keyA, stateSlot, value, false); err != nil {
 			b.Fatal(err)
 		}
 		rd := n.core.Ready()

@@ -15,8 +15,8 @@ const FormatVersion = 1
 // record count and the records. A NodeID is a string then a uvarint
 // incarnation; an Epoch is a uvarint term then a NodeID; a string or byte
 // slice is a uvarint length then the bytes. A record is its kind byte, its
-// flags byte (bit 0: Tombstone), its Epoch, a uvarint Version and its
-// Value; its Key is the message's.
+// flags byte (bit 0: Tombstone), its Name, its Epoch, a uvarint Version and
+// its Value; its Key is the message's.
 
 const (
 	flagCounted   = 1
@@ -52,6 +52,7 @@ func appendRecordBody(b []byte, r Record) []byte {
 		flags |= flagTombstone
 	}
 	b = append(b, byte(r.Kind), flags)
+	b = appendString(b, r.Name)
 	b = appendEpoch(b, r.Epoch)
 	b = binary.AppendUvarint(b, r.Version)
 	b = binary.AppendUvarint(b, uint64(len(r.Value)))
@@ -105,9 +106,9 @@ func Decode(b []byte) (Message, error) {
 	m.Version = d.uvarint("version")
 	m.Round = d.uvarint("round")
 	n := d.uvarint("record count")
-	// A record takes at least 6 bytes, so a count beyond what remains is
+	// A record takes at least 8 bytes, so a count beyond what remains is
 	// a lie and must not size an allocation.
-	if d.err == nil && n > uint64(len(d.b)-d.off)/6 {
+	if d.err == nil && n > uint64(len(d.b)-d.off)/8 {
 		d.fail(ErrMalformed, "record count")
 	}
 	if d.err == nil && n > 0 {
@@ -210,6 +211,7 @@ func (d *decoder) record(k Key) Record {
 		d.fail(ErrMalformed, "record flags")
 	}
 	r.Tombstone = flags&flagTombstone != 0
+	r.Name = d.string("record name")
 	r.Epoch = d.epoch("record epoch")
 	r.Version = d.uvarint("record version")
 	if v := d.bytes("record value"); len(v) > 0 {

@@ -18,7 +18,7 @@ func sampleMessages() []Message {
 		{Type: MsgPrepare, From: a, To: b, Key: k, Epoch: e},
 		{Type: MsgPromise, From: b, To: a, Key: k, Epoch: e, Counted: true, Records: []Record{
 			{Key: k, Kind: KindState, Epoch: Epoch{Term: 8, Node: b}, Version: 41, Value: []byte{1, 2, 3}},
-			{Key: k, Kind: KindContinuity, Epoch: Epoch{Term: 7, Node: b}, Version: 2, Tombstone: true},
+			{Key: k, Kind: KindContinuity, Name: "req-7", Epoch: Epoch{Term: 7, Node: b}, Version: 2, Tombstone: true},
 		}},
 		{Type: MsgAccept, From: a, To: b, Key: k, Epoch: e, Records: []Record{{Key: k, Kind: KindState, Epoch: e, Version: 42, Value: []byte("state")}}},
 		{Type: MsgAccepted, From: b, To: a, Key: k, Epoch: e, Version: 42, Counted: true},

@@ -2,6 +2,7 @@ package replica
 
 import (
 	"cmp"
+	"maps"
 	"slices"
 	"strings"
 
@@ -41,7 +42,7 @@ func (r Ready) IsEmpty() bool {
 
 type recordKey struct {
 	key  Key
-	kind Kind
+	slot Slot
 }
 
 // Core is one node's replication state: the replica's promises and records
@@ -54,9 +55,9 @@ type Core struct {
 
 	promised map[Key]Epoch
 	records  map[recordKey]Record
-	// kinds lists, per key, the kinds the replica holds, so a promise can
+	// slots lists, per key, the slots the replica holds, so a promise can
 	// carry them without scanning every record.
-	kinds map[Key][]Kind
+	slots map[Key][]Slot
 
 	owned   map[Key]*ownership
 	maxTerm map[Key]uint64
@@ -72,7 +73,7 @@ func New(self ring.NodeID) *Core {
 		self:     self,
 		promised: make(map[Key]Epoch),
 		records:  make(map[recordKey]Record),
-		kinds:    make(map[Key][]Kind),
+		slots:    make(map[Key][]Slot),
 		owned:    make(map[Key]*ownership),
 		maxTerm:  make(map[Key]uint64),
 	}
@@ -107,10 +108,10 @@ func (c *Core) Restore(recs ...Record) {
 			}
 			continue
 		}
-		rk := recordKey{r.Key, r.Kind}
+		rk := recordKey{r.Key, r.Slot()}
 		old, ok := c.records[rk]
 		if !ok {
-			c.kinds[r.Key] = append(c.kinds[r.Key], r.Kind)
+			c.slots[r.Key] = append(c.slots[r.Key], r.Slot())
 		}
 		if !ok || r.newer(old) {
 			c.records[rk] = r
@@ -121,9 +122,9 @@ func (c *Core) Restore(recs ...Record) {
 // Promised returns the newest epoch this replica promised for k.
 func (c *Core) Promised(k Key) Epoch { return c.promised[k] }
 
-// Stored returns the record of kind the replica holds for k.
-func (c *Core) Stored(k Key, kind Kind) (Record, bool) {
-	r, ok := c.records[recordKey{k, kind}]
+// Stored returns the record in slot the replica holds for k.
+func (c *Core) Stored(k Key, slot Slot) (Record, bool) {
+	r, ok := c.records[recordKey{k, slot}]
 	return r, ok
 }
 
@@ -200,8 +201,8 @@ func (c *Core) replicaStep(m Message) {
 	switch m.Type {
 	case MsgPrepare:
 		reply.Type = MsgPromise
-		for _, kind := range c.kinds[m.Key] {
-			reply.Records = append(reply.Records, c.records[recordKey{m.Key, kind}])
+		for _, slot := range c.slots[m.Key] {
+			reply.Records = append(reply.Records, c.records[recordKey{m.Key, slot}])
 		}
 	case MsgAccept:
 		if len(m.Records) != 1 || m.Records[0].Epoch != m.Epoch || m.Records[0].Kind == KindPromise || m.Records[0].Kind > maxKind {
@@ -209,10 +210,10 @@ func (c *Core) replicaStep(m Message) {
 		}
 		r := m.Records[0]
 		r.Key = m.Key
-		rk := recordKey{m.Key, r.Kind}
+		rk := recordKey{m.Key, r.Slot()}
 		old, ok := c.records[rk]
 		if !ok {
-			c.kinds[m.Key] = append(c.kinds[m.Key], r.Kind)
+			c.slots[m.Key] = append(c.slots[m.Key], r.Slot())
 		}
 		// An older record of this epoch arriving late is covered by the
 		// newer one held: the owner's writes replace the whole record.
@@ -261,8 +262,8 @@ type ownership struct {
 
 	promises map[ring.NodeID]Message
 
-	// current holds the newest record of each kind, committed or not.
-	current map[Kind]Record
+	// current holds the newest record of each slot, committed or not.
+	current map[Slot]Record
 	version uint64
 	// committed is the highest version such that it and every version
 	// below it met the level.
@@ -306,7 +307,7 @@ func (c *Core) Acquire(k Key, replicas []ring.NodeID, level replication.Level) e
 		quorum:   level.Quorum(len(set)),
 		epoch:    Epoch{Term: term, Node: c.self},
 		promises: make(map[ring.NodeID]Message),
-		current:  make(map[Kind]Record),
+		current:  make(map[Slot]Record),
 	}
 	c.owned[k] = o
 	c.broadcast(o, Message{Type: MsgPrepare, Key: k, Epoch: o.epoch})
@@ -328,23 +329,23 @@ func (c *Core) Serving(k Key) bool {
 	return o != nil && o.phase == serving
 }
 
-// Current returns the owner's newest record of kind for k, which may not
+// Current returns the owner's newest record in slot for k, which may not
 // have met its level yet: what a handler sees as its state.
-func (c *Core) Current(k Key, kind Kind) (Record, bool) {
+func (c *Core) Current(k Key, slot Slot) (Record, bool) {
 	o := c.owned[k]
 	if o == nil || o.phase != serving {
 		return Record{}, false
 	}
-	r, ok := o.current[kind]
+	r, ok := o.current[slot]
 	return r, ok
 }
 
-// Write replaces k's record of kind with value (or a tombstone) on a
+// Write replaces k's record in slot with value (or a tombstone) on a
 // served key. The ticket is done once the write and every earlier one met
 // the level; what follows the write must wait for it. The core keeps
 // value: the caller must not change it afterwards.
-func (c *Core) Write(k Key, kind Kind, value []byte, tombstone bool) (Ticket, error) {
-	if kind == KindPromise || kind > maxKind {
+func (c *Core) Write(k Key, slot Slot, value []byte, tombstone bool) (Ticket, error) {
+	if slot.Kind == KindPromise || slot.Kind > maxKind {
 		return 0, ErrInvalidKind
 	}
 	o := c.owned[k]
@@ -354,26 +355,26 @@ func (c *Core) Write(k Key, kind Kind, value []byte, tombstone bool) (Ticket, er
 	if tombstone {
 		value = nil
 	}
-	c.propose(o, Record{Key: k, Kind: kind, Tombstone: tombstone, Value: value})
+	c.propose(o, Record{Key: k, Kind: slot.Kind, Name: slot.Name, Tombstone: tombstone, Value: value})
 	t := c.nextTicket()
 	o.writes = append(o.writes, readWait{ticket: t, version: o.version})
 	c.drain()
 	return t, nil
 }
 
-// Read returns the owner's records of k (every kind it holds) as a handler
+// Read returns the owner's records of k (every slot it holds) as a handler
 // would see them and a ticket that is done once what they reflect met its
 // level and a quorum confirmed, after that, that this node still holds the
 // epoch. Reads wait together: one check round serves all that were waiting
 // when it started.
-func (c *Core) Read(k Key) (map[Kind]Record, Ticket, error) {
+func (c *Core) Read(k Key) (map[Slot]Record, Ticket, error) {
 	o := c.owned[k]
 	if o == nil || o.phase != serving {
 		return nil, 0, ErrNotServing
 	}
-	view := make(map[Kind]Record, len(o.current))
-	for kind, r := range o.current {
-		view[kind] = r
+	view := make(map[Slot]Record, len(o.current))
+	for slot, r := range o.current {
+		view[slot] = r
 	}
 	t := c.nextTicket()
 	o.reads = append(o.reads, readWait{ticket: t, version: o.version})
@@ -443,7 +444,7 @@ func (c *Core) propose(o *ownership, r Record) {
 	r.Key = o.key
 	r.Epoch = o.epoch
 	r.Version = o.version
-	o.current[r.Kind] = r
+	o.current[r.Slot()] = r
 	o.inflight = append(o.inflight, &proposal{rec: r, acked: make(map[ring.NodeID]bool)})
 	c.broadcast(o, Message{Type: MsgAccept, Key: o.key, Epoch: o.epoch, Records: []Record{r}})
 }
@@ -492,11 +493,11 @@ func (c *Core) ownerStep(o *ownership, m Message) {
 	}
 }
 
-// adopt takes, per kind, the newest record the promises carry and writes
+// adopt takes, per slot, the newest record the promises carry and writes
 // each back at o's epoch, so that what a quorum may hold is held by a
 // quorum at this epoch before anything is served.
 func (c *Core) adopt(o *ownership) {
-	newest := make(map[Kind]Record)
+	newest := make(map[Slot]Record)
 	// Sorted replicas make the adopted set independent of map order.
 	for _, r := range o.replicas {
 		m, ok := o.promises[r]
@@ -504,21 +505,19 @@ func (c *Core) adopt(o *ownership) {
 			continue
 		}
 		for _, rec := range m.Records {
-			if old, ok := newest[rec.Kind]; !ok || rec.newer(old) {
-				newest[rec.Kind] = rec
+			if old, ok := newest[rec.Slot()]; !ok || rec.newer(old) {
+				newest[rec.Slot()] = rec
 			}
 		}
 	}
 	o.promises = nil
 	o.phase = writingBack
-	kinds := make([]Kind, 0, len(newest))
-	for kind := range newest {
-		kinds = append(kinds, kind)
-	}
-	slices.Sort(kinds)
-	for _, kind := range kinds {
-		rec := newest[kind]
-		c.propose(o, Record{Kind: kind, Tombstone: rec.Tombstone, Value: rec.Value})
+	slots := slices.SortedFunc(maps.Keys(newest), func(a, b Slot) int {
+		return cmp.Or(cmp.Compare(a.Kind, b.Kind), strings.Compare(a.Name, b.Name))
+	})
+	for _, slot := range slots {
+		rec := newest[slot]
+		c.propose(o, Record{Kind: slot.Kind, Name: slot.Name, Tombstone: rec.Tombstone, Value: rec.Value})
 	}
 	o.serveAt = o.version
 	c.advance(o)

@@ -10,7 +10,10 @@ import (
 	"github.com/troupe-go/troupe/ring"
 )
 
-var keyA = Key{Type: "counter", ID: "a"}
+var (
+	keyA      = Key{Type: "counter", ID: "a"}
+	stateSlot = Slot{Kind: KindState}
+)
 
 // flush delivers every message in flight, in order, until none is left
 // but those for paused nodes.
@@ -44,11 +47,11 @@ func serve(t *testing.T, s *sim, i int) {
 func write(t *testing.T, s *sim, i, v int) Ticket {
 	t.Helper()
 	n := s.nodes[i]
-	tk, err := n.core.Write(keyA, KindState, encodeValue(v), false)
+	tk, err := n.core.Write(keyA, stateSlot, encodeValue(v), false)
 	if err != nil {
 		t.Fatalf("write at %s: %v", n.id, err)
 	}
-	n.ops[tk] = &simOp{in: regInput{reg: register{keyA, KindState}, kind: opWrite, new: v}}
+	n.ops[tk] = &simOp{in: regInput{reg: register{keyA, stateSlot}, kind: opWrite, new: v}}
 	s.apply(n)
 	return tk
 }
@@ -70,7 +73,7 @@ func TestAnOwnerServesAfterAQuorumPromisedAndWritesMeetTheLevel(t *testing.T) {
 		t.Fatal("a Majority write was not released after every replica answered")
 	}
 	for _, n := range s.nodes {
-		if got := decodeValue(n.core.Stored(keyA, KindState)); got != 7 {
+		if got := decodeValue(n.core.Stored(keyA, stateSlot)); got != 7 {
 			t.Errorf("%s stores %d, want 7", n.id, got)
 		}
 	}
@@ -139,7 +142,7 @@ func TestAPausedOwnerGetsNoWriteAcknowledged(t *testing.T) {
 	if s.nodes[0].core.Serving(keyA) {
 		t.Fatal("the stale owner did not step down after its replicas refused it")
 	}
-	if got := decodeValue(s.nodes[1].core.Current(keyA, KindState)); got != 2 {
+	if got := decodeValue(s.nodes[1].core.Current(keyA, stateSlot)); got != 2 {
 		t.Fatalf("the new owner's state is %d, want 2", got)
 	}
 }
@@ -151,7 +154,7 @@ func TestAPausedOwnerServesNoStaleRead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := decodeValue(view[KindState], true); got != 1 {
+	if got := decodeValue(view[stateSlot], true); got != 1 {
 		t.Fatalf("the stale owner's view is %d, want its own last write 1", got)
 	}
 	n.ops[tk] = &simOp{in: regInput{kind: opRead}}
@@ -179,7 +182,7 @@ func TestAReplicaStillReceivingItsRangeDoesNotCount(t *testing.T) {
 	s.nodes[2].paused = true
 	tk := write(t, s, 0, 1)
 	n := s.nodes[0]
-	tb, err := n.core.Write(keyB, KindState, encodeValue(2), false)
+	tb, err := n.core.Write(keyB, stateSlot, encodeValue(2), false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -208,7 +211,7 @@ func TestATombstoneIsNotUndoneByAStaleReplica(t *testing.T) {
 	// Replica 2 misses the delete and keeps the old state.
 	s.nodes[2].paused = true
 	n := s.nodes[0]
-	tk, err := n.core.Write(keyA, KindState, nil, true)
+	tk, err := n.core.Write(keyA, stateSlot, nil, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -221,7 +224,7 @@ func TestATombstoneIsNotUndoneByAStaleReplica(t *testing.T) {
 	// delete.
 	s.nodes[0].paused = true
 	serve(t, s, 2)
-	r, ok := s.nodes[2].core.Current(keyA, KindState)
+	r, ok := s.nodes[2].core.Current(keyA, stateSlot)
 	if !ok || !r.Tombstone {
 		t.Fatalf("the new owner adopted %+v, want the tombstone", r)
 	}
@@ -242,7 +245,7 @@ func TestOlderEpochsAreRefusedWithTheNewerOne(t *testing.T) {
 	if len(rd.Messages) != 1 || rd.Messages[0].Type != MsgRefuse || rd.Messages[0].Promised != newer {
 		t.Fatalf("an older epoch's write got %+v, want a refusal naming %v", rd.Messages, newer)
 	}
-	if _, ok := c.Stored(keyA, KindState); ok || len(rd.Persist) != 0 {
+	if _, ok := c.Stored(keyA, stateSlot); ok || len(rd.Persist) != 0 {
 		t.Fatal("a refused write was stored")
 	}
 }
@@ -252,7 +255,7 @@ func TestAcquireNeedsTheOwnerInTheReplicaSet(t *testing.T) {
 	if err := c.Acquire(keyA, []ring.NodeID{{Addr: "b", Incarnation: 1}}, replication.Majority); !errors.Is(err, ErrNotReplica) {
 		t.Fatalf("Acquire outside the replica set: %v, want ErrNotReplica", err)
 	}
-	if _, err := c.Write(keyA, KindState, nil, false); !errors.Is(err, ErrNotServing) {
+	if _, err := c.Write(keyA, stateSlot, nil, false); !errors.Is(err, ErrNotServing) {
 		t.Fatalf("Write on a key not served: %v, want ErrNotServing", err)
 	}
 	if _, _, err := c.Read(keyA); !errors.Is(err, ErrNotServing) {

@@ -15,7 +15,7 @@ import (
 
 // TestRandomSchedulesStayLinearizable runs random schedules of client
 // reads, writes, deletes and compare-and-sets on two keys (each with a
-// state and a continuity register) over three to five nodes at Majority
+// state and two named continuity registers) over three to five nodes at Majority
 // or All, while messages are lost, duplicated and reordered, nodes crash
 // and restart from what they persisted, pause, are cut off from each
 // other, or lose their store and catch up as a new incarnation. Any
@@ -33,7 +33,10 @@ func TestRandomSchedulesStayLinearizable(t *testing.T) {
 		keys := []Key{{Type: "reg", ID: "a"}, {Type: "reg", ID: "b"}}
 		var regs []register
 		for _, k := range keys {
-			regs = append(regs, register{k, KindState}, register{k, KindContinuity})
+			regs = append(regs,
+				register{k, Slot{Kind: KindState}},
+				register{k, Slot{Kind: KindContinuity, Name: "req-1"}},
+				register{k, Slot{Kind: KindContinuity, Name: "req-2"}})
 		}
 		s := newSim(rt, n, level, keys)
 		// rapid biases its draws towards small values; the schedule takes

@@ -35,7 +35,7 @@ type simNode struct {
 // register names one linearizable register: a key's record of one kind.
 type register struct {
 	key  Key
-	kind Kind
+	slot Slot
 }
 
 type opKind uint8
@@ -115,7 +115,7 @@ func (s *sim) node(id ring.NodeID) *simNode {
 func (s *sim) apply(n *simNode) {
 	rd := n.core.Ready()
 	for _, r := range rd.Persist {
-		rk := recordKey{r.Key, r.Kind}
+		rk := recordKey{r.Key, r.Slot()}
 		if r.Kind == KindPromise {
 			if r.Epoch.Compare(n.stored[rk].Epoch) < 0 {
 				s.tb.Fatalf("%s persisted promise %v below its stored %v for %v", n.id, r.Epoch, n.stored[rk].Epoch, r.Key)
@@ -260,7 +260,7 @@ func (s *sim) catchUp(n *simNode) bool {
 	for _, o := range s.nodes {
 		for rk, r := range o.stored {
 			old, ok := merged[rk]
-			if !ok || (rk.kind == KindPromise && r.Epoch.Compare(old.Epoch) > 0) || (rk.kind != KindPromise && r.newer(old)) {
+			if !ok || (rk.slot.Kind == KindPromise && r.Epoch.Compare(old.Epoch) > 0) || (rk.slot.Kind != KindPromise && r.newer(old)) {
 				merged[rk] = r
 			}
 		}
@@ -300,9 +300,9 @@ func (s *sim) issue(n *simNode, reg register, kind opKind, casOld int) {
 	var err error
 	switch kind {
 	case opRead:
-		var view map[Kind]Record
+		var view map[Slot]Record
 		view, t, err = n.core.Read(reg.key)
-		r, ok := view[reg.kind]
+		r, ok := view[reg.slot]
 		op.out.value = decodeValue(r, ok)
 	case opWrite:
 		s.nextVal++
@@ -310,14 +310,14 @@ func (s *sim) issue(n *simNode, reg register, kind opKind, casOld int) {
 		if s.nextVal%5 == 0 {
 			op.in.new = 0 // a delete leaves a tombstone
 		}
-		t, err = n.core.Write(reg.key, reg.kind, encodeValue(op.in.new), op.in.new == 0)
+		t, err = n.core.Write(reg.key, reg.slot, encodeValue(op.in.new), op.in.new == 0)
 	case opCAS:
 		s.nextVal++
 		op.in.old, op.in.new = casOld, s.nextVal
-		cur, ok := n.core.Current(reg.key, reg.kind)
+		cur, ok := n.core.Current(reg.key, reg.slot)
 		if decodeValue(cur, ok) == casOld {
 			op.out.ok = true
-			t, err = n.core.Write(reg.key, reg.kind, encodeValue(op.in.new), false)
+			t, err = n.core.Write(reg.key, reg.slot, encodeValue(op.in.new), false)
 		} else {
 			_, t, err = n.core.Read(reg.key)
 		}
@@ -432,11 +432,11 @@ var registerModel = porcupine.Model{
 		in, out := input.(regInput), output.(regOutput)
 		switch in.kind {
 		case opRead:
-			return fmt.Sprintf("read %v/%d -> %d", in.reg.key.ID, in.reg.kind, out.value)
+			return fmt.Sprintf("read %v/%v -> %d", in.reg.key.ID, in.reg.slot, out.value)
 		case opWrite:
-			return fmt.Sprintf("write %v/%d %d", in.reg.key.ID, in.reg.kind, in.new)
+			return fmt.Sprintf("write %v/%v %d", in.reg.key.ID, in.reg.slot, in.new)
 		}
-		return fmt.Sprintf("cas %v/%d %d->%d: %v (unknown %v)", in.reg.key.ID, in.reg.kind, in.old, in.new, out.ok, out.unknown)
+		return fmt.Sprintf("cas %v/%v %d->%d: %v (unknown %v)", in.reg.key.ID, in.reg.slot, in.old, in.new, out.ok, out.unknown)
 	},
 }
 
@@ -500,11 +500,11 @@ func (s *sim) takeOver(k Key, pick func(int) int, deliveries int) {
 			s.acquire(b, k)
 			s.deliverSome(pick, deliveries)
 		}
-		s.issue(b, register{k, KindState}, opWrite, 0)
+		s.issue(b, register{k, Slot{Kind: KindState}}, opWrite, 0)
 		s.deliverSome(pick, deliveries)
 	}
 	a.paused = false
-	s.issue(a, register{k, KindState}, opKind(pick(2)), 0)
+	s.issue(a, register{k, Slot{Kind: KindState}}, opKind(pick(2)), 0)
 }
 
 // deliverSome delivers up to n random messages, skipping those for

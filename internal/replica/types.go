@@ -55,17 +55,29 @@ func (e Epoch) Compare(o Epoch) int {
 // IsZero reports whether e is the epoch before any promise.
 func (e Epoch) IsZero() bool { return e.Term == 0 && e.Node.IsZero() }
 
+// Slot is a record's place among its key's records: its kind, and a name
+// that tells records of one kind apart (a continuity record's request id;
+// empty for the state).
+type Slot struct {
+	Kind Kind
+	Name string
+}
+
 // Record is one stored record of a key: the epoch of the owner that wrote
 // it, the version that owner gave it, and its value or a tombstone. For
 // KindPromise only Key, Kind and Epoch are set.
 type Record struct {
 	Key       Key
 	Kind      Kind
+	Name      string
 	Epoch     Epoch
 	Version   uint64
 	Tombstone bool
 	Value     []byte
 }
+
+// Slot returns r's place among its key's records.
+func (r Record) Slot() Slot { return Slot{Kind: r.Kind, Name: r.Name} }
 
 // newer reports whether r was written after o: a newer epoch wins, then a
 // higher version within one epoch.

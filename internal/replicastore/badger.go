@@ -111,14 +111,14 @@ func (s *Badger) wrap(err error) error {
 }
 
 // Get implements Store.
-func (s *Badger) Get(ctx context.Context, key replica.Key, kind replica.Kind) (replica.Record, bool, error) {
+func (s *Badger) Get(ctx context.Context, key replica.Key, slot replica.Slot) (replica.Record, bool, error) {
 	if err := ctx.Err(); err != nil {
 		return replica.Record{}, false, err
 	}
 	var rec replica.Record
 	var found bool
 	err := s.db.View(func(txn *badger.Txn) error {
-		item, err := txn.Get(appendKey(nil, key, kind))
+		item, err := txn.Get(appendKey(nil, key, slot))
 		if errors.Is(err, badger.ErrKeyNotFound) {
 			return nil
 		}
@@ -126,7 +126,7 @@ func (s *Badger) Get(ctx context.Context, key replica.Key, kind replica.Kind) (r
 			return err
 		}
 		return item.Value(func(v []byte) error {
-			rec, err = decodeValue(key, kind, v)
+			rec, err = decodeValue(key, slot, v)
 			found = err == nil
 			return err
 		})
@@ -150,7 +150,7 @@ func (s *Badger) Put(ctx context.Context, recs ...replica.Record) error {
 func (s *Badger) write(recs []replica.Record) error {
 	return s.db.Update(func(txn *badger.Txn) error {
 		for _, r := range recs {
-			if err := txn.Set(appendKey(nil, r.Key, r.Kind), encodeValue(r)); err != nil {
+			if err := txn.Set(appendKey(nil, r.Key, r.Slot()), encodeValue(r)); err != nil {
 				return err
 			}
 		}
@@ -180,7 +180,7 @@ func (s *Badger) Range(ctx context.Context, g ring.Range, fn func(replica.Record
 				}
 				item := it.Item()
 				k := item.Key()
-				key, kind, err := decodeKey(k)
+				key, slot, err := decodeKey(k)
 				if err != nil {
 					return err
 				}
@@ -193,7 +193,7 @@ func (s *Badger) Range(ctx context.Context, g ring.Range, fn func(replica.Record
 				}
 				var rec replica.Record
 				if err := item.Value(func(v []byte) error {
-					rec, err = decodeValue(key, kind, v)
+					rec, err = decodeValue(key, slot, v)
 					return err
 				}); err != nil {
 					return err

@@ -36,7 +36,7 @@ func TestAReplicaRestartsFromItsStore(t *testing.T) {
 	}
 	persist(c)
 	first := c.Promised(key)
-	tk, err := c.Write(key, replica.KindState, []byte("seven"), false)
+	tk, err := c.Write(key, replica.Slot{Kind: replica.KindState}, []byte("seven"), false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +66,7 @@ func TestAReplicaRestartsFromItsStore(t *testing.T) {
 	if c.Promised(key).Compare(first) <= 0 {
 		t.Fatalf("the epoch after restart %v is not above %v", c.Promised(key), first)
 	}
-	r, ok := c.Current(key, replica.KindState)
+	r, ok := c.Current(key, replica.Slot{Kind: replica.KindState})
 	if !ok || string(r.Value) != "seven" {
 		t.Fatalf("after restart the owner sees %+v, want seven", r)
 	}

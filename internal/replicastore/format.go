@@ -17,7 +17,8 @@ import (
 //
 // A record lives under 'r', the key's ring token (8 bytes, big-endian, so
 // a token range is a key range), the key's type and id (each a uvarint
-// length then the bytes) and the kind byte. Its value is a CRC-32C
+// length then the bytes), the kind byte and the record's name (a uvarint
+// length then the bytes). Its value is a CRC-32C
 // (4 bytes, big-endian) of what follows, a flags byte (bit 0: tombstone),
 // the epoch (uvarint term, node address as uvarint length and bytes,
 // uvarint incarnation), the uvarint version and the value bytes to the end.
@@ -43,41 +44,54 @@ func decodeFormat(b []byte) (uint32, error) {
 	return binary.BigEndian.Uint32(b), nil
 }
 
-func appendKey(b []byte, k replica.Key, kind replica.Kind) []byte {
+func appendKey(b []byte, k replica.Key, slot replica.Slot) []byte {
 	b = append(b, recordPrefix)
 	b = binary.BigEndian.AppendUint64(b, uint64(k.Token()))
 	b = binary.AppendUvarint(b, uint64(len(k.Type)))
 	b = append(b, k.Type...)
 	b = binary.AppendUvarint(b, uint64(len(k.ID)))
 	b = append(b, k.ID...)
-	return append(b, byte(kind))
+	b = append(b, byte(slot.Kind))
+	b = binary.AppendUvarint(b, uint64(len(slot.Name)))
+	return append(b, slot.Name...)
 }
 
 func tokenKey(t ring.Token) []byte {
 	return binary.BigEndian.AppendUint64([]byte{recordPrefix}, uint64(t))
 }
 
-func decodeKey(b []byte) (replica.Key, replica.Kind, error) {
-	bad := func() (replica.Key, replica.Kind, error) {
-		return replica.Key{}, 0, fmt.Errorf("%w: record key %x", replication.ErrCorrupt, b)
+func decodeKey(b []byte) (replica.Key, replica.Slot, error) {
+	bad := func() (replica.Key, replica.Slot, error) {
+		return replica.Key{}, replica.Slot{}, fmt.Errorf("%w: record key %x", replication.ErrCorrupt, b)
 	}
 	if len(b) < 10 || b[0] != recordPrefix {
 		return bad()
 	}
 	r := b[9:]
-	var k replica.Key
-	for _, dst := range []*string{&k.Type, &k.ID} {
+	str := func() (string, bool) {
 		n, w := binary.Uvarint(r)
 		if w <= 0 || n > uint64(len(r)-w) {
-			return bad()
+			return "", false
 		}
-		*dst = string(r[w : w+int(n)])
+		s := string(r[w : w+int(n)])
 		r = r[w+int(n):]
+		return s, true
 	}
-	if len(r) != 1 || binary.BigEndian.Uint64(b[1:9]) != uint64(k.Token()) {
+	var k replica.Key
+	var slot replica.Slot
+	var ok bool
+	if k.Type, ok = str(); !ok {
 		return bad()
 	}
-	return k, replica.Kind(r[0]), nil
+	if k.ID, ok = str(); !ok || len(r) < 1 {
+		return bad()
+	}
+	slot.Kind = replica.Kind(r[0])
+	r = r[1:]
+	if slot.Name, ok = str(); !ok || len(r) != 0 || binary.BigEndian.Uint64(b[1:9]) != uint64(k.Token()) {
+		return bad()
+	}
+	return k, slot, nil
 }
 
 func encodeValue(r replica.Record) []byte {
@@ -97,9 +111,9 @@ func encodeValue(r replica.Record) []byte {
 	return b
 }
 
-func decodeValue(k replica.Key, kind replica.Kind, b []byte) (replica.Record, error) {
+func decodeValue(k replica.Key, slot replica.Slot, b []byte) (replica.Record, error) {
 	bad := func(what string) (replica.Record, error) {
-		return replica.Record{}, fmt.Errorf("%w: %s of %s/%s kind %d", replication.ErrCorrupt, what, k.Type, k.ID, kind)
+		return replica.Record{}, fmt.Errorf("%w: %s of %s/%s kind %d %q", replication.ErrCorrupt, what, k.Type, k.ID, slot.Kind, slot.Name)
 	}
 	if len(b) < 5 {
 		return bad("short value")
@@ -107,7 +121,7 @@ func decodeValue(k replica.Key, kind replica.Kind, b []byte) (replica.Record, er
 	if binary.BigEndian.Uint32(b) != crc32.Checksum(b[4:], castagnoli) {
 		return bad("checksum mismatch")
 	}
-	r := replica.Record{Key: k, Kind: kind, Tombstone: b[4]&1 != 0}
+	r := replica.Record{Key: k, Kind: slot.Kind, Name: slot.Name, Tombstone: b[4]&1 != 0}
 	if b[4]&^1 != 0 {
 		return bad("unknown flags")
 	}

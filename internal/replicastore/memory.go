@@ -27,13 +27,13 @@ func NewMemory() *Memory {
 var _ Store = (*Memory)(nil)
 
 // Get implements Store.
-func (m *Memory) Get(_ context.Context, key replica.Key, kind replica.Kind) (replica.Record, bool, error) {
+func (m *Memory) Get(_ context.Context, key replica.Key, slot replica.Slot) (replica.Record, bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {
 		return replica.Record{}, false, replication.ErrClosed
 	}
-	r, ok := m.recs[string(appendKey(nil, key, kind))]
+	r, ok := m.recs[string(appendKey(nil, key, slot))]
 	r.Value = slices.Clone(r.Value)
 	return r, ok, nil
 }
@@ -47,7 +47,7 @@ func (m *Memory) Put(_ context.Context, recs ...replica.Record) error {
 	}
 	for _, r := range recs {
 		r.Value = slices.Clone(r.Value)
-		m.recs[string(appendKey(nil, r.Key, r.Kind))] = r
+		m.recs[string(appendKey(nil, r.Key, r.Slot()))] = r
 	}
 	return nil
 }

@@ -7,16 +7,16 @@ import (
 	"github.com/troupe-go/troupe/ring"
 )
 
-// Store persists a node's replicated records, one per key and kind (a
-// promise is the record of kind replica.KindPromise).
+// Store persists a node's replicated records, one per key and slot (a
+// promise is the record of kind replica.KindPromise, with no name).
 //
 // Every method is safe for concurrent use. Writes to one record must be
 // ordered by the caller (the replication driver is single-threaded per
 // node): concurrent Puts of the same record leave one of them.
 type Store interface {
-	// Get returns the record of kind stored for key; ok is false when
+	// Get returns the record in slot stored for key; ok is false when
 	// there is none.
-	Get(ctx context.Context, key replica.Key, kind replica.Kind) (rec replica.Record, ok bool, err error)
+	Get(ctx context.Context, key replica.Key, slot replica.Slot) (rec replica.Record, ok bool, err error)
 	// Put stores recs, replacing the records of the same key and kind, all
 	// or none. It returns once they are as durable as the store promises.
 	Put(ctx context.Context, recs ...replica.Record) error

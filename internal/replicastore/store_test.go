@@ -21,6 +21,9 @@ var node = ring.NodeID{Addr: "10.0.0.1:7400", Incarnation: 3}
 
 func rec(id string, kind replica.Kind, version uint64, value string) replica.Record {
 	r := replica.Record{Key: replica.Key{Type: "counter", ID: id}, Kind: kind, Epoch: replica.Epoch{Term: 2, Node: node}, Version: version}
+	if kind == replica.KindContinuity {
+		r.Name = "req-1"
+	}
 	if value != "" {
 		r.Value = []byte(value)
 	}
@@ -49,7 +52,8 @@ func TestRecordsRoundTrip(t *testing.T) {
 		ctx := context.Background()
 		want := []replica.Record{
 			rec("a", replica.KindState, 7, "state"),
-			rec("a", replica.KindContinuity, 8, "requests"),
+			rec("a", replica.KindContinuity, 8, "response"),
+			{Key: replica.Key{Type: "counter", ID: "a"}, Kind: replica.KindContinuity, Name: "req-2", Epoch: replica.Epoch{Term: 2, Node: node}, Version: 9, Value: []byte("other")},
 			{Key: replica.Key{Type: "counter", ID: "a"}, Kind: replica.KindPromise, Epoch: replica.Epoch{Term: 5, Node: node}},
 			{Key: replica.Key{Type: "counter", ID: "gone"}, Kind: replica.KindState, Epoch: replica.Epoch{Term: 1, Node: node}, Version: 3, Tombstone: true},
 		}
@@ -57,12 +61,12 @@ func TestRecordsRoundTrip(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, w := range want {
-			got, ok, err := s.Get(ctx, w.Key, w.Kind)
+			got, ok, err := s.Get(ctx, w.Key, w.Slot())
 			if err != nil || !ok || !reflect.DeepEqual(got, w) {
-				t.Fatalf("Get(%v, %d) = %+v, %v, %v; want %+v", w.Key, w.Kind, got, ok, err, w)
+				t.Fatalf("Get(%v, %v) = %+v, %v, %v; want %+v", w.Key, w.Slot(), got, ok, err, w)
 			}
 		}
-		if _, ok, err := s.Get(ctx, replica.Key{Type: "counter", ID: "none"}, replica.KindState); ok || err != nil {
+		if _, ok, err := s.Get(ctx, replica.Key{Type: "counter", ID: "none"}, replica.Slot{Kind: replica.KindState}); ok || err != nil {
 			t.Fatalf("Get of a record never stored: ok %v, err %v", ok, err)
 		}
 		// A Put replaces the record of the same key and kind.
@@ -70,7 +74,7 @@ func TestRecordsRoundTrip(t *testing.T) {
 		if err := s.Put(ctx, newer); err != nil {
 			t.Fatal(err)
 		}
-		if got, _, _ := s.Get(ctx, newer.Key, newer.Kind); !reflect.DeepEqual(got, newer) {
+		if got, _, _ := s.Get(ctx, newer.Key, newer.Slot()); !reflect.DeepEqual(got, newer) {
 			t.Fatalf("after a second Put, Get = %+v, want %+v", got, newer)
 		}
 	})
@@ -167,7 +171,7 @@ func TestReopenRecoversTheRecords(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if got, ok, err := s.Get(ctx, want.Key, want.Kind); err != nil || !ok || !reflect.DeepEqual(got, want) {
+	if got, ok, err := s.Get(ctx, want.Key, want.Slot()); err != nil || !ok || !reflect.DeepEqual(got, want) {
 		t.Fatalf("after reopening, Get = %+v, %v, %v; want %+v", got, ok, err, want)
 	}
 }
@@ -226,7 +230,7 @@ func TestADamagedRecordIsReportedNotReset(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = s.Close()
-	key := appendKey(nil, r.Key, r.Kind)
+	key := appendKey(nil, r.Key, r.Slot())
 	rawUpdate(t, dir, func(txn *badger.Txn) error {
 		item, err := txn.Get(key)
 		if err != nil {
@@ -241,7 +245,7 @@ func TestADamagedRecordIsReportedNotReset(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if _, _, err := s.Get(ctx, r.Key, r.Kind); !errors.Is(err, replication.ErrCorrupt) {
+	if _, _, err := s.Get(ctx, r.Key, r.Slot()); !errors.Is(err, replication.ErrCorrupt) {
 		t.Fatalf("Get of a flipped value: %v, want ErrCorrupt", err)
 	}
 	if err := s.Range(ctx, ring.Range{}, func(replica.Record) bool { return true }); !errors.Is(err, replication.ErrCorrupt) {
