@@ -71,7 +71,7 @@ func TestRandomSchedulesStayLinearizable(t *testing.T) {
 				if !node.paused && !node.core.Serving(k) && contains(s.replicas[k], node) && (steal || !served) {
 					s.acquire(node, k)
 				}
-			case op < 88:
+			case op < 84:
 				reg := regs[pick(len(regs))]
 				var owners []*simNode
 				for _, o := range s.nodes {
@@ -92,9 +92,9 @@ func TestRandomSchedulesStayLinearizable(t *testing.T) {
 				kind := opKind(pick(3))
 				old := pick(s.nextVal + 1)
 				s.clientOp(at, reg, kind, old)
-			case op < 90:
+			case op < 86:
 				s.crash(node)
-			case op < 91:
+			case op < 87:
 				node.paused = !node.paused
 			case op < 96:
 				s.takeOver(keys[pick(len(keys))], pick, 200)
