@@ -3,6 +3,8 @@ module github.com/troupe-go/troupe
 go 1.26.0
 
 require (
+	github.com/anishathalye/porcupine v1.3.1
+	github.com/dgraph-io/badger/v4 v4.9.6
 	github.com/klauspost/compress v1.20.4
 	github.com/vmihailenco/msgpack/v5 v5.4.1
 	go.uber.org/goleak v1.3.0
@@ -12,6 +14,16 @@ require (
 )
 
 require (
-	github.com/stretchr/testify v1.11.1 // indirect
+	github.com/cespare/xxhash/v2 v2.3.0 // indirect
+	github.com/dgraph-io/ristretto/v2 v2.2.0 // indirect
+	github.com/dustin/go-humanize v1.0.1 // indirect
+	github.com/go-logr/logr v1.4.3 // indirect
+	github.com/go-logr/stdr v1.2.2 // indirect
+	github.com/google/flatbuffers v25.2.10+incompatible // indirect
 	github.com/vmihailenco/tagparser/v2 v2.0.0 // indirect
+	go.opentelemetry.io/auto/sdk v1.2.1 // indirect
+	go.opentelemetry.io/otel v1.41.0 // indirect
+	go.opentelemetry.io/otel/metric v1.41.0 // indirect
+	go.opentelemetry.io/otel/trace v1.41.0 // indirect
+	google.golang.org/protobuf v1.36.7 // indirect
 )

@@ -1,0 +1,221 @@
+package replica
+
+import (
+	"encoding/binary"
+
+	"github.com/troupe-go/troupe/ring"
+)
+
+// FormatVersion is the first byte of every encoded message. A decoder
+// refuses a higher one.
+const FormatVersion = 1
+
+// The encoding, in order: version byte, type byte, flags byte (bit 0:
+// Counted), From, To, Key (type, id), Epoch, Promised, Version, Round, the
+// record count and the records. A NodeID is a string then a uvarint
+// incarnation; an Epoch is a uvarint term then a NodeID; a string or byte
+// slice is a uvarint length then the bytes. A record is its kind byte, its
+// flags byte (bit 0: Tombstone), its Name, its Epoch, a uvarint Version and
+// its Value; its Key is the message's.
+
+const (
+	flagCounted   = 1
+	flagTombstone = 1
+)
+
+// AppendEncode appends the encoding of m to b.
+func AppendEncode(b []byte, m Message) []byte {
+	var flags byte
+	if m.Counted {
+		flags |= flagCounted
+	}
+	b = append(b, FormatVersion, byte(m.Type), flags)
+	b = appendNode(b, m.From)
+	b = appendNode(b, m.To)
+	b = appendString(b, m.Key.Type)
+	b = appendString(b, m.Key.ID)
+	b = appendEpoch(b, m.Epoch)
+	b = appendEpoch(b, m.Promised)
+	b = binary.AppendUvarint(b, m.Version)
+	b = binary.AppendUvarint(b, m.Round)
+	b = binary.AppendUvarint(b, uint64(len(m.Records)))
+	for _, r := range m.Records {
+		b = appendRecordBody(b, r)
+	}
+	return b
+}
+
+// appendRecordBody appends r without its key.
+func appendRecordBody(b []byte, r Record) []byte {
+	var flags byte
+	if r.Tombstone {
+		flags |= flagTombstone
+	}
+	b = append(b, byte(r.Kind), flags)
+	b = appendString(b, r.Name)
+	b = appendEpoch(b, r.Epoch)
+	b = binary.AppendUvarint(b, r.Version)
+	b = binary.AppendUvarint(b, uint64(len(r.Value)))
+	return append(b, r.Value...)
+}
+
+func appendString(b []byte, s string) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
+}
+
+func appendNode(b []byte, n ring.NodeID) []byte {
+	b = appendString(b, n.Addr)
+	return binary.AppendUvarint(b, n.Incarnation)
+}
+
+func appendEpoch(b []byte, e Epoch) []byte {
+	b = binary.AppendUvarint(b, e.Term)
+	return appendNode(b, e.Node)
+}
+
+// Decode decodes one message. Every declared length is checked against
+// the bytes present before anything is allocated. Errors are
+// *DecodeError, matching ErrUnsupportedVersion, ErrTruncated or
+// ErrMalformed.
+func Decode(b []byte) (Message, error) {
+	d := decoder{b: b}
+	var m Message
+	v := d.byte("version")
+	if d.err == nil && v != FormatVersion {
+		if v > FormatVersion {
+			return Message{}, &DecodeError{Offset: 0, Err: ErrUnsupportedVersion, What: "version"}
+		}
+		d.fail(ErrMalformed, "version")
+	}
+	m.Type = MsgType(d.byte("type"))
+	if d.err == nil && (m.Type == 0 || m.Type > maxMsgType) {
+		d.fail(ErrMalformed, "type")
+	}
+	flags := d.byte("flags")
+	if d.err == nil && flags&^flagCounted != 0 {
+		d.fail(ErrMalformed, "flags")
+	}
+	m.Counted = flags&flagCounted != 0
+	m.From = d.node("from")
+	m.To = d.node("to")
+	m.Key.Type = d.string("key type")
+	m.Key.ID = d.string("key id")
+	m.Epoch = d.epoch("epoch")
+	m.Promised = d.epoch("promised")
+	m.Version = d.uvarint("version")
+	m.Round = d.uvarint("round")
+	n := d.uvarint("record count")
+	// A record takes at least 8 bytes, so a count beyond what remains is
+	// a lie and must not size an allocation.
+	if d.err == nil && n > uint64(len(d.b)-d.off)/8 {
+		d.fail(ErrMalformed, "record count")
+	}
+	if d.err == nil && n > 0 {
+		m.Records = make([]Record, 0, n)
+		for range n {
+			r := d.record(m.Key)
+			if d.err != nil {
+				break
+			}
+			m.Records = append(m.Records, r)
+		}
+	}
+	if d.err == nil && d.off != len(d.b) {
+		d.fail(ErrMalformed, "trailing bytes")
+	}
+	if d.err != nil {
+		return Message{}, d.err
+	}
+	return m, nil
+}
+
+type decoder struct {
+	b   []byte
+	off int
+	err error
+}
+
+func (d *decoder) fail(err error, what string) {
+	if d.err == nil {
+		d.err = &DecodeError{Offset: d.off, Err: err, What: what}
+	}
+}
+
+func (d *decoder) byte(what string) byte {
+	if d.err != nil {
+		return 0
+	}
+	if d.off >= len(d.b) {
+		d.fail(ErrTruncated, what)
+		return 0
+	}
+	c := d.b[d.off]
+	d.off++
+	return c
+}
+
+func (d *decoder) uvarint(what string) uint64 {
+	if d.err != nil {
+		return 0
+	}
+	v, n := binary.Uvarint(d.b[d.off:])
+	switch {
+	case n == 0:
+		d.fail(ErrTruncated, what)
+		return 0
+	case n < 0 || (n > 1 && d.b[d.off+n-1] == 0):
+		// An overlong encoding would give one message two encodings.
+		d.fail(ErrMalformed, what)
+		return 0
+	}
+	d.off += n
+	return v
+}
+
+func (d *decoder) bytes(what string) []byte {
+	n := d.uvarint(what)
+	if d.err != nil {
+		return nil
+	}
+	if n > uint64(len(d.b)-d.off) {
+		d.fail(ErrTruncated, what)
+		return nil
+	}
+	s := d.b[d.off : d.off+int(n)]
+	d.off += int(n)
+	return s
+}
+
+func (d *decoder) string(what string) string { return string(d.bytes(what)) }
+
+func (d *decoder) node(what string) ring.NodeID {
+	addr := d.string(what)
+	inc := d.uvarint(what)
+	return ring.NodeID{Addr: addr, Incarnation: inc}
+}
+
+func (d *decoder) epoch(what string) Epoch {
+	term := d.uvarint(what)
+	return Epoch{Term: term, Node: d.node(what)}
+}
+
+func (d *decoder) record(k Key) Record {
+	r := Record{Key: k}
+	r.Kind = Kind(d.byte("record kind"))
+	if d.err == nil && (r.Kind == KindPromise || r.Kind > maxKind) {
+		d.fail(ErrMalformed, "record kind")
+	}
+	flags := d.byte("record flags")
+	if d.err == nil && flags&^flagTombstone != 0 {
+		d.fail(ErrMalformed, "record flags")
+	}
+	r.Tombstone = flags&flagTombstone != 0
+	r.Name = d.string("record name")
+	r.Epoch = d.epoch("record epoch")
+	r.Version = d.uvarint("record version")
+	if v := d.bytes("record value"); len(v) > 0 {
+		r.Value = append([]byte(nil), v...)
+	}
+	return r
+}

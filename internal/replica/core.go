@@ -1,0 +1,596 @@
+package replica
+
+import (
+	"cmp"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/troupe-go/troupe/replication"
+	"github.com/troupe-go/troupe/ring"
+)
+
+// Ticket names one Write or Read waiting for its level or its read barrier.
+// Ready.Done and Ready.Failed list tickets.
+type Ticket uint64
+
+// Change says that this node's standing as a key's owner changed.
+type Change struct {
+	Key Key
+	// Serving is true once the key is served (fenced, adopted, written
+	// back); false when the node stepped down.
+	Serving bool
+	// Epoch is this node's epoch when Serving, otherwise the newer epoch a
+	// replica reported (zero when the driver resigned the key itself).
+	Epoch Epoch
+}
+
+// Ready is what the driver must do after a call, in field order: persist,
+// send, then release and fail. Changes is informational.
+type Ready struct {
+	Persist  []Record
+	Messages []Message
+	Done     []Ticket
+	Failed   []Ticket
+	Changes  []Change
+}
+
+// IsEmpty reports whether r asks nothing of the driver.
+func (r Ready) IsEmpty() bool {
+	return len(r.Persist) == 0 && len(r.Messages) == 0 && len(r.Done) == 0 && len(r.Failed) == 0 && len(r.Changes) == 0
+}
+
+type recordKey struct {
+	key  Key
+	slot Slot
+}
+
+// Core is one node's replication state: the replica's promises and records
+// for every key it holds, and the owner's progress for every key it
+// acquired. It is not safe for concurrent use.
+type Core struct {
+	self ring.NodeID
+	// receiving lists the ranges this replica is still receiving.
+	receiving []ring.Range
+
+	promised map[Key]Epoch
+	records  map[recordKey]Record
+	// slots lists, per key, the slots the replica holds, so a promise can
+	// carry them without scanning every record.
+	slots map[Key][]Slot
+
+	owned   map[Key]*ownership
+	maxTerm map[Key]uint64
+	ticket  Ticket
+	local   []Message
+	ready   Ready
+}
+
+// New returns the core of node self. It counts toward every quorum: a
+// new member must first call SetReceiving with the ranges it receives.
+func New(self ring.NodeID) *Core {
+	return &Core{
+		self:     self,
+		promised: make(map[Key]Epoch),
+		records:  make(map[recordKey]Record),
+		slots:    make(map[Key][]Slot),
+		owned:    make(map[Key]*ownership),
+		maxTerm:  make(map[Key]uint64),
+	}
+}
+
+// Self returns the node this core runs on.
+func (c *Core) Self() ring.NodeID { return c.self }
+
+// SetReceiving says which ranges this replica is still receiving from
+// their previous replicas (none: it is caught up; a new member receives
+// the whole ring, ring.Range{}). For a key in such a range its answers
+// tell owners not to count it toward a quorum, since it may lack what a
+// quorum holds; it still stores what it is sent.
+func (c *Core) SetReceiving(ranges ...ring.Range) { c.receiving = slices.Clone(ranges) }
+
+// counts reports whether this replica's answers about k may count.
+func (c *Core) counts(k Key) bool {
+	if len(c.receiving) == 0 {
+		return true
+	}
+	t := k.Token()
+	return !slices.ContainsFunc(c.receiving, func(g ring.Range) bool { return g.Contains(t) })
+}
+
+// Restore loads records read from the store at start. It must be called
+// before anything else.
+func (c *Core) Restore(recs ...Record) {
+	for _, r := range recs {
+		if r.Kind == KindPromise {
+			if r.Epoch.Compare(c.promised[r.Key]) > 0 {
+				c.promised[r.Key] = r.Epoch
+			}
+			continue
+		}
+		rk := recordKey{r.Key, r.Slot()}
+		old, ok := c.records[rk]
+		if !ok {
+			c.slots[r.Key] = append(c.slots[r.Key], r.Slot())
+		}
+		if !ok || r.newer(old) {
+			c.records[rk] = r
+		}
+	}
+}
+
+// Promised returns the newest epoch this replica promised for k.
+func (c *Core) Promised(k Key) Epoch { return c.promised[k] }
+
+// Stored returns the record in slot the replica holds for k.
+func (c *Core) Stored(k Key, slot Slot) (Record, bool) {
+	r, ok := c.records[recordKey{k, slot}]
+	return r, ok
+}
+
+// Ready returns what the driver must do and forgets it.
+func (c *Core) Ready() Ready {
+	r := c.ready
+	c.ready = Ready{}
+	return r
+}
+
+func (c *Core) send(m Message) {
+	m.From = c.self
+	if m.To == c.self {
+		c.local = append(c.local, m)
+		return
+	}
+	c.ready.Messages = append(c.ready.Messages, m)
+}
+
+// drain delivers the messages this node sent itself. The owner's own
+// replica answers at once; its records reach Ready.Persist before any
+// release that counted them, so the driver's persist-first order covers
+// them.
+func (c *Core) drain() {
+	for len(c.local) > 0 {
+		m := c.local[0]
+		c.local = c.local[1:]
+		c.step(m)
+	}
+	c.local = c.local[:0]
+}
+
+// Step handles a message received from another node (or a duplicate of
+// one: every rule is idempotent).
+func (c *Core) Step(m Message) {
+	if m.To != c.self {
+		return
+	}
+	c.step(m)
+	c.drain()
+}
+
+func (c *Core) step(m Message) {
+	if m.Epoch.Term > c.maxTerm[m.Key] {
+		c.maxTerm[m.Key] = m.Epoch.Term
+	}
+	switch m.Type {
+	case MsgPrepare, MsgAccept, MsgCheck:
+		c.replicaStep(m)
+	case MsgPromise, MsgAccepted, MsgChecked, MsgRefuse:
+		if m.Type == MsgRefuse && m.Promised.Term > c.maxTerm[m.Key] {
+			c.maxTerm[m.Key] = m.Promised.Term
+		}
+		if o := c.owned[m.Key]; o != nil && o.epoch == m.Epoch {
+			c.ownerStep(o, m)
+		}
+	}
+}
+
+// replicaStep applies the replica's rules: refuse an epoch older than the
+// promised one and name the newer; otherwise raise the promise to it
+// (durably, before answering) and answer.
+func (c *Core) replicaStep(m Message) {
+	p := c.promised[m.Key]
+	if m.Epoch.Compare(p) < 0 {
+		c.send(Message{Type: MsgRefuse, To: m.From, Key: m.Key, Epoch: m.Epoch, Promised: p})
+		return
+	}
+	if m.Epoch.Compare(p) > 0 {
+		c.promised[m.Key] = m.Epoch
+		c.ready.Persist = append(c.ready.Persist, Record{Key: m.Key, Kind: KindPromise, Epoch: m.Epoch})
+	}
+	reply := Message{To: m.From, Key: m.Key, Epoch: m.Epoch, Counted: c.counts(m.Key)}
+	switch m.Type {
+	case MsgPrepare:
+		reply.Type = MsgPromise
+		for _, slot := range c.slots[m.Key] {
+			reply.Records = append(reply.Records, c.records[recordKey{m.Key, slot}])
+		}
+	case MsgAccept:
+		if len(m.Records) != 1 || m.Records[0].Epoch != m.Epoch || m.Records[0].Kind == KindPromise || m.Records[0].Kind > maxKind {
+			return
+		}
+		r := m.Records[0]
+		r.Key = m.Key
+		rk := recordKey{m.Key, r.Slot()}
+		old, ok := c.records[rk]
+		if !ok {
+			c.slots[m.Key] = append(c.slots[m.Key], r.Slot())
+		}
+		// An older record of this epoch arriving late is covered by the
+		// newer one held: the owner's writes replace the whole record.
+		if !ok || r.newer(old) {
+			c.records[rk] = r
+			c.ready.Persist = append(c.ready.Persist, r)
+		}
+		reply.Type = MsgAccepted
+		reply.Version = r.Version
+	case MsgCheck:
+		reply.Type = MsgChecked
+		reply.Round = m.Round
+	}
+	c.send(reply)
+}
+
+// phase is where an owner stands with a key.
+type phase uint8
+
+const (
+	// preparing: waiting for promises from a quorum.
+	preparing phase = iota
+	// writingBack: the adopted records are being written at the new epoch.
+	writingBack
+	// serving: reads and writes are taken.
+	serving
+)
+
+// proposal is one write in flight.
+type proposal struct {
+	rec   Record
+	acked map[ring.NodeID]bool
+}
+
+type readWait struct {
+	ticket  Ticket
+	version uint64
+}
+
+type ownership struct {
+	key      Key
+	replicas []ring.NodeID
+	quorum   int
+	epoch    Epoch
+	phase    phase
+
+	promises map[ring.NodeID]Message
+
+	// current holds the newest record of each slot, committed or not.
+	current map[Slot]Record
+	version uint64
+	// committed is the highest version such that it and every version
+	// below it met the level.
+	committed uint64
+	// serveAt is the version of the last write-back: serving once
+	// committed reaches it.
+	serveAt  uint64
+	inflight []*proposal
+	writes   []readWait
+
+	reads      []readWait
+	round      uint64
+	roundOpen  bool
+	roundReads []Ticket
+	roundAcked map[ring.NodeID]bool
+}
+
+// Acquire starts serving k on this node: it raises k's epoch on replicas
+// (which must include this node) with a term above every term it has seen
+// for k, adopts the newest records a quorum of level holds and writes them
+// back at the new epoch. Ready.Changes reports when k is served, or that
+// this node stepped down. Acquiring a key already held does nothing.
+func (c *Core) Acquire(k Key, replicas []ring.NodeID, level replication.Level) error {
+	if !slices.Contains(replicas, c.self) {
+		return ErrNotReplica
+	}
+	if err := level.Validate(); err != nil {
+		return err
+	}
+	if _, ok := c.owned[k]; ok {
+		return nil
+	}
+	term := max(c.maxTerm[k], c.promised[k].Term) + 1
+	c.maxTerm[k] = term
+	set := slices.Clone(replicas)
+	slices.SortFunc(set, ring.NodeID.Compare)
+	set = slices.Compact(set)
+	o := &ownership{
+		key:      k,
+		replicas: set,
+		quorum:   level.Quorum(len(set)),
+		epoch:    Epoch{Term: term, Node: c.self},
+		promises: make(map[ring.NodeID]Message),
+		current:  make(map[Slot]Record),
+	}
+	c.owned[k] = o
+	c.broadcast(o, Message{Type: MsgPrepare, Key: k, Epoch: o.epoch})
+	c.drain()
+	return nil
+}
+
+// Resign stops serving k on this node without waiting: what was in flight
+// fails (its outcome unknown).
+func (c *Core) Resign(k Key) {
+	if o := c.owned[k]; o != nil {
+		c.stepDown(o, Epoch{})
+	}
+}
+
+// Serving reports whether k is served here.
+func (c *Core) Serving(k Key) bool {
+	o := c.owned[k]
+	return o != nil && o.phase == serving
+}
+
+// Current returns the owner's newest record in slot for k, which may not
+// have met its level yet: what a handler sees as its state.
+func (c *Core) Current(k Key, slot Slot) (Record, bool) {
+	o := c.owned[k]
+	if o == nil || o.phase != serving {
+		return Record{}, false
+	}
+	r, ok := o.current[slot]
+	return r, ok
+}
+
+// Write replaces k's record in slot with value (or a tombstone) on a
+// served key. The ticket is done once the write and every earlier one met
+// the level; what follows the write must wait for it. The core keeps
+// value: the caller must not change it afterwards.
+func (c *Core) Write(k Key, slot Slot, value []byte, tombstone bool) (Ticket, error) {
+	if slot.Kind == KindPromise || slot.Kind > maxKind {
+		return 0, ErrInvalidKind
+	}
+	o := c.owned[k]
+	if o == nil || o.phase != serving {
+		return 0, ErrNotServing
+	}
+	if tombstone {
+		value = nil
+	}
+	c.propose(o, Record{Key: k, Kind: slot.Kind, Name: slot.Name, Tombstone: tombstone, Value: value})
+	t := c.nextTicket()
+	o.writes = append(o.writes, readWait{ticket: t, version: o.version})
+	c.drain()
+	return t, nil
+}
+
+// Read returns the owner's records of k (every slot it holds) as a handler
+// would see them and a ticket that is done once what they reflect met its
+// level and a quorum confirmed, after that, that this node still holds the
+// epoch. Reads wait together: one check round serves all that were waiting
+// when it started.
+func (c *Core) Read(k Key) (map[Slot]Record, Ticket, error) {
+	o := c.owned[k]
+	if o == nil || o.phase != serving {
+		return nil, 0, ErrNotServing
+	}
+	view := make(map[Slot]Record, len(o.current))
+	for slot, r := range o.current {
+		view[slot] = r
+	}
+	t := c.nextTicket()
+	o.reads = append(o.reads, readWait{ticket: t, version: o.version})
+	c.maybeCheck(o)
+	c.drain()
+	return view, t, nil
+}
+
+// Tick sends again what has not been answered: prepares, writes and the
+// open check round, to the replicas that have not answered them.
+func (c *Core) Tick() {
+	keys := make([]Key, 0, len(c.owned))
+	for k := range c.owned {
+		keys = append(keys, k)
+	}
+	// Map order must not reach the output.
+	slices.SortFunc(keys, compareKeys)
+	for _, k := range keys {
+		o := c.owned[k]
+		if o == nil {
+			continue
+		}
+		if o.phase == preparing {
+			for _, r := range o.replicas {
+				if _, ok := o.promises[r]; !ok {
+					c.send(Message{Type: MsgPrepare, To: r, Key: k, Epoch: o.epoch})
+				}
+			}
+		}
+		for _, p := range o.inflight {
+			for _, r := range o.replicas {
+				if !p.acked[r] {
+					c.send(Message{Type: MsgAccept, To: r, Key: k, Epoch: o.epoch, Records: []Record{p.rec}})
+				}
+			}
+		}
+		if o.roundOpen {
+			for _, r := range o.replicas {
+				if !o.roundAcked[r] {
+					c.send(Message{Type: MsgCheck, To: r, Key: k, Epoch: o.epoch, Round: o.round})
+				}
+			}
+		}
+		c.drain()
+	}
+}
+
+func compareKeys(a, b Key) int {
+	return cmp.Or(strings.Compare(a.Type, b.Type), strings.Compare(a.ID, b.ID))
+}
+
+func (c *Core) nextTicket() Ticket {
+	c.ticket++
+	return c.ticket
+}
+
+func (c *Core) broadcast(o *ownership, m Message) {
+	for _, r := range o.replicas {
+		m.To = r
+		c.send(m)
+	}
+}
+
+// propose gives r the next version at o's epoch and sends it.
+func (c *Core) propose(o *ownership, r Record) {
+	o.version++
+	r.Key = o.key
+	r.Epoch = o.epoch
+	r.Version = o.version
+	o.current[r.Slot()] = r
+	o.inflight = append(o.inflight, &proposal{rec: r, acked: make(map[ring.NodeID]bool)})
+	c.broadcast(o, Message{Type: MsgAccept, Key: o.key, Epoch: o.epoch, Records: []Record{r}})
+}
+
+func (c *Core) ownerStep(o *ownership, m Message) {
+	if !slices.Contains(o.replicas, m.From) {
+		return
+	}
+	// A replica still receiving its range may lack what a quorum must
+	// hold: its answers are not counted, nor remembered, so that what it
+	// was sent is sent again once it counts.
+	if !m.Counted && m.Type != MsgRefuse {
+		return
+	}
+	switch m.Type {
+	case MsgRefuse:
+		if m.Promised.Compare(o.epoch) > 0 {
+			c.stepDown(o, m.Promised)
+		}
+	case MsgPromise:
+		if o.phase != preparing || o.promises[m.From].Type != 0 {
+			return
+		}
+		o.promises[m.From] = m
+		if len(o.promises) >= o.quorum {
+			c.adopt(o)
+		}
+	case MsgAccepted:
+		for _, p := range o.inflight {
+			if p.rec.Version == m.Version {
+				p.acked[m.From] = true
+			}
+		}
+		c.advance(o)
+	case MsgChecked:
+		if !o.roundOpen || m.Round != o.round {
+			return
+		}
+		o.roundAcked[m.From] = true
+		if len(o.roundAcked) >= o.quorum {
+			c.ready.Done = append(c.ready.Done, o.roundReads...)
+			o.roundOpen = false
+			o.roundReads = nil
+			c.maybeCheck(o)
+		}
+	}
+}
+
+// adopt takes, per slot, the newest record the promises carry and writes
+// each back at o's epoch, so that what a quorum may hold is held by a
+// quorum at this epoch before anything is served.
+func (c *Core) adopt(o *ownership) {
+	newest := make(map[Slot]Record)
+	// Sorted replicas make the adopted set independent of map order.
+	for _, r := range o.replicas {
+		m, ok := o.promises[r]
+		if !ok {
+			continue
+		}
+		for _, rec := range m.Records {
+			if old, ok := newest[rec.Slot()]; !ok || rec.newer(old) {
+				newest[rec.Slot()] = rec
+			}
+		}
+	}
+	o.promises = nil
+	o.phase = writingBack
+	slots := slices.SortedFunc(maps.Keys(newest), func(a, b Slot) int {
+		return cmp.Or(cmp.Compare(a.Kind, b.Kind), strings.Compare(a.Name, b.Name))
+	})
+	for _, slot := range slots {
+		rec := newest[slot]
+		c.propose(o, Record{Kind: slot.Kind, Name: slot.Name, Tombstone: rec.Tombstone, Value: rec.Value})
+	}
+	o.serveAt = o.version
+	c.advance(o)
+}
+
+// advance moves the commit point past every leading write that met the
+// level, releases what waited for it, and starts serving once the
+// write-back is committed.
+func (c *Core) advance(o *ownership) {
+	n := 0
+	for _, p := range o.inflight {
+		if len(p.acked) < o.quorum {
+			break
+		}
+		o.committed = p.rec.Version
+		n++
+	}
+	o.inflight = o.inflight[n:]
+	// A later write met the level before an earlier one: it waits, since
+	// releasing it would let its effects leave before the earlier's.
+	w := 0
+	for _, wr := range o.writes {
+		if wr.version > o.committed {
+			break
+		}
+		c.ready.Done = append(c.ready.Done, wr.ticket)
+		w++
+	}
+	o.writes = o.writes[w:]
+	if o.phase == writingBack && o.committed >= o.serveAt {
+		o.phase = serving
+		c.ready.Changes = append(c.ready.Changes, Change{Key: o.key, Serving: true, Epoch: o.epoch})
+	}
+	c.maybeCheck(o)
+}
+
+// maybeCheck opens a check round for the reads whose view has met its
+// level, unless one is open: a round confirms only the reads that were
+// waiting before it started.
+func (c *Core) maybeCheck(o *ownership) {
+	if o.roundOpen || o.phase != serving {
+		return
+	}
+	var batch []Ticket
+	rest := o.reads[:0]
+	for _, r := range o.reads {
+		if r.version <= o.committed {
+			batch = append(batch, r.ticket)
+		} else {
+			rest = append(rest, r)
+		}
+	}
+	o.reads = rest
+	if len(batch) == 0 {
+		return
+	}
+	o.round++
+	o.roundOpen = true
+	o.roundReads = batch
+	o.roundAcked = make(map[ring.NodeID]bool)
+	c.broadcast(o, Message{Type: MsgCheck, Key: o.key, Epoch: o.epoch, Round: o.round})
+}
+
+// stepDown forgets o: whatever waited fails, and a newer owner (named by
+// newer, when known) is reported.
+func (c *Core) stepDown(o *ownership, newer Epoch) {
+	for _, w := range o.writes {
+		c.ready.Failed = append(c.ready.Failed, w.ticket)
+	}
+	for _, r := range o.reads {
+		c.ready.Failed = append(c.ready.Failed, r.ticket)
+	}
+	c.ready.Failed = append(c.ready.Failed, o.roundReads...)
+	delete(c.owned, o.key)
+	c.ready.Changes = append(c.ready.Changes, Change{Key: o.key, Epoch: newer})
+}

@@ -1,0 +1,27 @@
+// Package replica is the deterministic core of state replication: the
+// rules by which an owner raises a key's ownership epoch on the key's
+// replica set, adopts the newest state, writes changes to the level its
+// type asks for and answers reads only after checking it still holds the
+// epoch; and the rules by which a replica promises, accepts and refuses.
+//
+// # Driving the core
+//
+// The core has no goroutines, clock, sockets or randomness. A driver owns
+// one [Core] per node and calls it from one goroutine: [Core.Acquire],
+// [Core.Write] and [Core.Read] for the owner's work, [Core.Step] for each
+// received [Message] and [Core.Tick] when it wants lost messages sent
+// again. After any of these it takes [Core.Ready] and must, in order:
+//
+//  1. store Ready.Persist (the replica's promises and records) durably
+//     enough for its level of Sync;
+//  2. send Ready.Messages;
+//  3. release what waited on Ready.Done (replies, outgoing messages that
+//     followed a state change) and fail Ready.Failed with an error that
+//     says the outcome is unknown.
+//
+// A restarted node builds a new Core and gives it its stored records with
+// [Core.Restore]; the owner's in-memory state is gone and its keys must be
+// acquired again.
+//
+// The protocol and the argument for its safety are in docs/replication.md.
+package replica

@@ -1,0 +1,45 @@
+package replica
+
+import (
+	"errors"
+	"fmt"
+)
+
+// ErrNotServing is returned by Write and Read on a key this core does not
+// serve: it has not acquired it, is still fencing older owners, or stepped
+// down.
+var ErrNotServing = errors.New("troupe: replica: key is not served here")
+
+// ErrNotReplica is returned by Acquire when this node is not in the
+// replica set it was given.
+var ErrNotReplica = errors.New("troupe: replica: owner is not in the replica set")
+
+// ErrInvalidKind is returned for a record kind the format does not know or
+// that a caller may not write.
+var ErrInvalidKind = errors.New("troupe: replica: invalid record kind")
+
+// ErrUnsupportedVersion is matched by the error of decoding a message of a
+// newer format version.
+var ErrUnsupportedVersion = errors.New("troupe: replica: unsupported message format version")
+
+// ErrTruncated is matched by the error of decoding a message that ends
+// early.
+var ErrTruncated = errors.New("troupe: replica: truncated message")
+
+// ErrMalformed is matched by the error of decoding a message with an
+// unknown type or kind, an impossible length or trailing bytes.
+var ErrMalformed = errors.New("troupe: replica: malformed message")
+
+// DecodeError says where decoding a message failed. It matches its cause
+// (ErrTruncated, ErrMalformed or ErrUnsupportedVersion).
+type DecodeError struct {
+	Offset int
+	Err    error
+	What   string
+}
+
+func (e *DecodeError) Error() string {
+	return fmt.Sprintf("%v: %s at byte %d", e.Err, e.What, e.Offset)
+}
+
+func (e *DecodeError) Unwrap() error { return e.Err }

@@ -1,0 +1,55 @@
+package replica
+
+import "github.com/troupe-go/troupe/ring"
+
+// MsgType says what a Message asks or answers.
+type MsgType uint8
+
+const (
+	// MsgPrepare (owner → replica) asks the replica to promise Epoch for
+	// Key and to send back what it holds.
+	MsgPrepare MsgType = iota + 1
+	// MsgPromise (replica → owner) promises Epoch and carries every record
+	// the replica holds for Key.
+	MsgPromise
+	// MsgAccept (owner → replica) carries one record written at Epoch.
+	MsgAccept
+	// MsgAccepted (replica → owner) says the replica stored the record of
+	// Version at Epoch, or a newer one of that epoch.
+	MsgAccepted
+	// MsgCheck (owner → replica) is the read barrier: is Epoch still the
+	// newest the replica promised for Key? Round names the owner's batch.
+	MsgCheck
+	// MsgChecked (replica → owner) answers a check of Round positively.
+	MsgChecked
+	// MsgRefuse (replica → owner) refuses a message of Epoch because the
+	// replica promised Promised, a newer epoch: the owner steps down.
+	MsgRefuse
+	maxMsgType = MsgRefuse
+)
+
+var msgTypeNames = [...]string{"", "prepare", "promise", "accept", "accepted", "check", "checked", "refuse"}
+
+func (t MsgType) String() string {
+	if t == 0 || t > maxMsgType {
+		return "unknown"
+	}
+	return msgTypeNames[t]
+}
+
+// Message is one protocol message. Which fields matter depends on Type:
+// Records for promise (all the replica holds) and accept (exactly one);
+// Version for accepted; Round for check and checked; Promised for refuse.
+// Counted is set by a replica that may count toward a quorum (it is not
+// still receiving its range).
+type Message struct {
+	Type     MsgType
+	From, To ring.NodeID
+	Key      Key
+	Epoch    Epoch
+	Promised Epoch
+	Version  uint64
+	Round    uint64
+	Counted  bool
+	Records  []Record
+}

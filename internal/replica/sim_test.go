@@ -1,0 +1,543 @@
+package replica
+
+import (
+	"encoding/binary"
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+
+	"github.com/anishathalye/porcupine"
+	"github.com/troupe-go/troupe/replication"
+	"github.com/troupe-go/troupe/ring"
+)
+
+// simNode is one node of the simulation: its core, what its driver
+// persisted, and whether it is paused or receiving its ranges.
+type simNode struct {
+	id     ring.NodeID
+	core   *Core
+	stored map[recordKey]Record
+	paused bool
+	// wiped is set for a node that lost its store (a new member
+	// receiving its range); it counts again once it caught up.
+	wiped bool
+	// highest promised epoch seen per key, to check epochs never go back.
+	seen map[Key]Epoch
+	// tickets waiting at this node.
+	ops map[Ticket]*simOp
+	// abandoned holds tickets whose client stopped waiting.
+	abandoned map[Ticket]bool
+	// sets holds the replica set each key was acquired with.
+	sets map[Key][]ring.NodeID
+}
+
+// register names one linearizable register: a key's record of one kind.
+type register struct {
+	key  Key
+	slot Slot
+}
+
+type opKind uint8
+
+const (
+	opRead opKind = iota
+	opWrite
+	opCAS
+)
+
+type regInput struct {
+	reg      register
+	kind     opKind
+	old, new int
+}
+
+type regOutput struct {
+	value   int
+	ok      bool
+	unknown bool
+}
+
+type simOp struct {
+	in   regInput
+	out  regOutput
+	call int64
+}
+
+// sim runs cores over a message bag the schedule draws from: any message
+// may be delivered, duplicated, reordered or lost, and nodes crash, pause
+// and are cut off from each other.
+type sim struct {
+	tb       fataler
+	nodes    []*simNode
+	replicas map[Key][]ring.NodeID
+	level    replication.Level
+	net      []Message
+	cut      map[[2]string]bool
+	now      int64
+	history  []porcupine.Operation
+	// busy counts the clients waiting for an answer: each of
+	// maxClients clients has one operation at a time, which keeps the
+	// histories small enough to check quickly.
+	busy    int
+	nextVal int
+}
+
+const maxClients = 5
+
+func newSim(tb fataler, n int, level replication.Level, keys []Key) *sim {
+	s := &sim{tb: tb, level: level, replicas: make(map[Key][]ring.NodeID), cut: make(map[[2]string]bool)}
+	for i := range n {
+		id := ring.NodeID{Addr: fmt.Sprintf("n%d", i), Incarnation: 1}
+		s.nodes = append(s.nodes, &simNode{id: id, core: New(id), stored: make(map[recordKey]Record), seen: make(map[Key]Epoch), ops: make(map[Ticket]*simOp), abandoned: make(map[Ticket]bool), sets: make(map[Key][]ring.NodeID)})
+	}
+	for i, k := range keys {
+		var set []ring.NodeID
+		for j := range min(3, n) {
+			set = append(set, s.nodes[(i+j)%n].id)
+		}
+		s.replicas[k] = set
+	}
+	return s
+}
+
+func (s *sim) node(id ring.NodeID) *simNode {
+	for _, n := range s.nodes {
+		if n.id == id {
+			return n
+		}
+	}
+	return nil
+}
+
+// apply carries out a node's Ready in the order the driver contract
+// requires and checks that promises never go back.
+func (s *sim) apply(n *simNode) {
+	rd := n.core.Ready()
+	for _, r := range rd.Persist {
+		rk := recordKey{r.Key, r.Slot()}
+		if r.Kind == KindPromise {
+			if r.Epoch.Compare(n.stored[rk].Epoch) < 0 {
+				s.tb.Fatalf("%s persisted promise %v below its stored %v for %v", n.id, r.Epoch, n.stored[rk].Epoch, r.Key)
+			}
+		}
+		n.stored[rk] = r
+	}
+	s.net = append(s.net, rd.Messages...)
+	s.now++
+	for _, t := range rd.Done {
+		op := n.ops[t]
+		delete(n.ops, t)
+		if op == nil {
+			if !n.abandoned[t] {
+				s.tb.Fatalf("%s released unknown ticket %d", n.id, t)
+			}
+			continue
+		}
+		s.busy--
+		s.history = append(s.history, porcupine.Operation{ClientId: len(s.history), Input: op.in, Call: op.call, Output: op.out, Return: s.now})
+	}
+	for _, t := range rd.Failed {
+		s.fail(n, t)
+	}
+	for _, ch := range rd.Changes {
+		if !ch.Serving {
+			delete(n.sets, ch.Key)
+		}
+	}
+	for k, e := range n.core.promised {
+		if !n.wiped && e.Compare(n.seen[k]) < 0 {
+			s.tb.Fatalf("%s: promised epoch for %v went back from %v to %v", n.id, k, n.seen[k], e)
+		}
+		n.seen[k] = e
+	}
+}
+
+// fail records an operation whose outcome is unknown: a write may have
+// happened (it may linearize any time after its call), a read has no
+// effect and is left out.
+func (s *sim) fail(n *simNode, t Ticket) {
+	op, ok := n.ops[t]
+	delete(n.ops, t)
+	if ok {
+		s.busy--
+	}
+	if op == nil || op.in.kind == opRead || (op.in.kind == opCAS && !op.out.ok) {
+		return
+	}
+	out := op.out
+	out.unknown = true
+	s.history = append(s.history, porcupine.Operation{ClientId: len(s.history), Input: op.in, Call: op.call, Output: out, Return: math.MaxInt64})
+}
+
+func (s *sim) deliver(i int, keep bool) {
+	m := s.net[i]
+	if !keep {
+		s.net = slices.Delete(s.net, i, i+1)
+	}
+	if s.cut[[2]string{m.From.Addr, m.To.Addr}] {
+		return
+	}
+	to := s.node(m.To)
+	if to == nil || to.paused {
+		if !keep && to != nil && to.paused {
+			// A paused process still has the message in its socket.
+			s.net = append(s.net, m)
+		}
+		return
+	}
+	to.core.Step(m)
+	s.apply(to)
+}
+
+func (s *sim) tick(n *simNode) {
+	n.core.Tick()
+	s.apply(n)
+}
+
+func (s *sim) acquire(n *simNode, k Key) {
+	if err := n.core.Acquire(k, s.replicas[k], s.level); err != nil {
+		s.tb.Fatalf("acquire %v on %s: %v", k, n.id, err)
+	}
+	// Acquiring a key already held (still being fenced) does nothing.
+	if _, held := n.sets[k]; !held {
+		n.sets[k] = slices.Clone(s.replicas[k])
+	}
+	s.apply(n)
+}
+
+// crash restarts n from what it persisted: everything in memory is lost,
+// and what waited there has an unknown outcome.
+func (s *sim) crash(n *simNode) {
+	tickets := make([]Ticket, 0, len(n.ops))
+	for t := range n.ops {
+		tickets = append(tickets, t)
+	}
+	slices.Sort(tickets)
+	for _, t := range tickets {
+		s.fail(n, t)
+	}
+	n.core = New(n.id)
+	n.sets = make(map[Key][]ring.NodeID)
+	n.abandoned = make(map[Ticket]bool)
+	if n.wiped {
+		n.core.SetReceiving(ring.Range{})
+	}
+	recs := make([]Record, 0, len(n.stored))
+	for _, r := range n.stored {
+		recs = append(recs, r)
+	}
+	n.core.Restore(recs...)
+	n.paused = false
+}
+
+// wipe turns n into a new member with an empty store that must not count
+// until it received its ranges. Like any new process it has a new
+// incarnation, which takes the old one's place in the replica sets.
+func (s *sim) wipe(n *simNode) {
+	old := n.id
+	n.id.Incarnation++
+	for _, set := range s.replicas {
+		if i := slices.Index(set, old); i >= 0 {
+			set[i] = n.id
+		}
+	}
+	n.stored = make(map[recordKey]Record)
+	n.wiped = true
+	n.seen = make(map[Key]Epoch)
+	s.crash(n)
+}
+
+// catchUp hands a wiped node everything the others hold, as a hand-off
+// would, then lets it count again. It needs every other unwiped node.
+func (s *sim) catchUp(n *simNode) bool {
+	for _, o := range s.nodes {
+		if o != n && o.wiped {
+			return false
+		}
+	}
+	merged := make(map[recordKey]Record)
+	for _, o := range s.nodes {
+		for rk, r := range o.stored {
+			old, ok := merged[rk]
+			if !ok || (rk.slot.Kind == KindPromise && r.Epoch.Compare(old.Epoch) > 0) || (rk.slot.Kind != KindPromise && r.newer(old)) {
+				merged[rk] = r
+			}
+		}
+	}
+	n.stored = merged
+	n.wiped = false
+	s.crash(n)
+	return true
+}
+
+func encodeValue(v int) []byte { return binary.AppendUvarint(nil, uint64(v)) }
+
+func decodeValue(r Record, ok bool) int {
+	if !ok || r.Tombstone {
+		return 0
+	}
+	v, _ := binary.Uvarint(r.Value)
+	return int(v)
+}
+
+// clientOp runs one register operation at n, which must serve the key.
+func (s *sim) clientOp(n *simNode, reg register, kind opKind, casOld int) {
+	if s.busy < maxClients {
+		s.issue(n, reg, kind, casOld)
+	}
+}
+
+// issue runs one register operation at n, whether or not a client is
+// free, if n serves the key.
+func (s *sim) issue(n *simNode, reg register, kind opKind, casOld int) {
+	if !n.core.Serving(reg.key) {
+		return
+	}
+	s.busy++
+	op := &simOp{in: regInput{reg: reg, kind: kind}, call: s.now}
+	var t Ticket
+	var err error
+	switch kind {
+	case opRead:
+		var view map[Slot]Record
+		view, t, err = n.core.Read(reg.key)
+		r, ok := view[reg.slot]
+		op.out.value = decodeValue(r, ok)
+	case opWrite:
+		s.nextVal++
+		op.in.new = s.nextVal
+		if s.nextVal%5 == 0 {
+			op.in.new = 0 // a delete leaves a tombstone
+		}
+		t, err = n.core.Write(reg.key, reg.slot, encodeValue(op.in.new), op.in.new == 0)
+	case opCAS:
+		s.nextVal++
+		op.in.old, op.in.new = casOld, s.nextVal
+		cur, ok := n.core.Current(reg.key, reg.slot)
+		if decodeValue(cur, ok) == casOld {
+			op.out.ok = true
+			t, err = n.core.Write(reg.key, reg.slot, encodeValue(op.in.new), false)
+		} else {
+			_, t, err = n.core.Read(reg.key)
+		}
+	}
+	if err != nil {
+		s.tb.Fatalf("%v at serving %s: %v", kind, n.id, err)
+	}
+	n.ops[t] = op
+	s.apply(n)
+}
+
+// settle heals everything and delivers until nothing is left in flight.
+// Membership removes replaced incarnations: owners whose replica set
+// named one give the key up, as a placement change makes them.
+func (s *sim) settle() {
+	s.cut = make(map[[2]string]bool)
+	for _, n := range s.nodes {
+		n.paused = false
+	}
+	for _, n := range s.nodes {
+		if n.wiped {
+			s.catchUp(n)
+		}
+	}
+	for _, n := range s.nodes {
+		for _, k := range slices.SortedFunc(maps.Keys(n.sets), compareKeys) {
+			if set := n.sets[k]; !slices.Equal(set, s.replicas[k]) {
+				n.core.Resign(k)
+				s.apply(n)
+			}
+		}
+	}
+	for range 50 {
+		for len(s.net) > 0 {
+			s.deliver(0, false)
+		}
+		for _, n := range s.nodes {
+			s.tick(n)
+		}
+		if len(s.net) == 0 {
+			return
+		}
+	}
+	s.tb.Fatalf("messages still in flight after healing: %+v", s.net)
+}
+
+// finalReads acquires each register's key on its first replica and reads
+// it, so that the history ends with what survived.
+func (s *sim) finalReads(regs []register) {
+	for _, reg := range regs {
+		n := s.node(s.replicas[reg.key][0])
+		for range 5 {
+			if n.core.Serving(reg.key) {
+				break
+			}
+			s.acquire(n, reg.key)
+			s.settle()
+		}
+		if !n.core.Serving(reg.key) {
+			s.tb.Fatalf("%s could not serve %v on a healed network", n.id, reg.key)
+		}
+		before := len(n.ops)
+		s.clientOp(n, reg, opRead, 0)
+		s.settle()
+		if len(n.ops) > before {
+			s.tb.Fatalf("final read of %v on %s not answered on a healed network", reg, n.id)
+		}
+	}
+}
+
+// registerModel is a register per (key, kind) with read, write and
+// compare-and-set; 0 is the absent (or deleted) value.
+var registerModel = porcupine.Model{
+	Partition: func(h []porcupine.Operation) [][]porcupine.Operation {
+		byReg := make(map[register][]porcupine.Operation)
+		var order []register
+		for _, op := range h {
+			r := op.Input.(regInput).reg
+			if _, ok := byReg[r]; !ok {
+				order = append(order, r)
+			}
+			byReg[r] = append(byReg[r], op)
+		}
+		out := make([][]porcupine.Operation, 0, len(order))
+		for _, r := range order {
+			out = append(out, byReg[r])
+		}
+		return out
+	},
+	Init: func() any { return 0 },
+	Step: func(state, input, output any) (bool, any) {
+		st, in, out := state.(int), input.(regInput), output.(regOutput)
+		switch in.kind {
+		case opRead:
+			return out.value == st, st
+		case opWrite:
+			return true, in.new
+		default:
+			if out.unknown {
+				if st == in.old {
+					return true, in.new
+				}
+				return true, st
+			}
+			if out.ok {
+				return st == in.old, in.new
+			}
+			return st != in.old, st
+		}
+	},
+	DescribeOperation: func(input, output any) string {
+		in, out := input.(regInput), output.(regOutput)
+		switch in.kind {
+		case opRead:
+			return fmt.Sprintf("read %v/%v -> %d", in.reg.key.ID, in.reg.slot, out.value)
+		case opWrite:
+			return fmt.Sprintf("write %v/%v %d", in.reg.key.ID, in.reg.slot, in.new)
+		}
+		return fmt.Sprintf("cas %v/%v %d->%d: %v (unknown %v)", in.reg.key.ID, in.reg.slot, in.old, in.new, out.ok, out.unknown)
+	},
+}
+
+// fataler is what the simulation needs of testing.T or rapid.T.
+type fataler interface {
+	Fatalf(format string, args ...any)
+}
+
+// abandon ends the run: whatever still waits has an unknown outcome.
+func (s *sim) abandon() {
+	for _, n := range s.nodes {
+		tickets := make([]Ticket, 0, len(n.ops))
+		for t := range n.ops {
+			tickets = append(tickets, t)
+		}
+		slices.Sort(tickets)
+		for _, t := range tickets {
+			s.fail(n, t)
+		}
+	}
+}
+
+// anyWiped reports whether a node is receiving its ranges. The simulation
+// replaces one member at a time, as placement moves keys one member per
+// step.
+func (s *sim) anyWiped() bool {
+	for _, n := range s.nodes {
+		if n.wiped {
+			return true
+		}
+	}
+	return false
+}
+
+// takeOver pauses a node serving k, lets another replica acquire k and
+// write while up to deliveries messages are delivered, then resumes the
+// paused owner and has it read or write at once, before the messages
+// that would tell it about the new owner arrive.
+func (s *sim) takeOver(k Key, pick func(int) int, deliveries int) {
+	i := slices.IndexFunc(s.nodes, func(n *simNode) bool { return !n.paused && n.core.Serving(k) })
+	if i < 0 {
+		return
+	}
+	// The pause is the fault here: links are healed first.
+	s.cut = make(map[[2]string]bool)
+	a := s.nodes[i]
+	a.paused = true
+	var others []*simNode
+	for _, id := range s.replicas[k] {
+		if n := s.node(id); n != nil && n != a && !n.paused {
+			others = append(others, n)
+		}
+	}
+	if len(others) > 0 {
+		b := others[pick(len(others))]
+		// A refused acquisition has learnt the newer term: try again.
+		for range 3 {
+			if b.core.Serving(k) {
+				break
+			}
+			s.acquire(b, k)
+			s.deliverSome(pick, deliveries)
+		}
+		s.issue(b, register{k, Slot{Kind: KindState}}, opWrite, 0)
+		s.deliverSome(pick, deliveries)
+	}
+	a.paused = false
+	s.issue(a, register{k, Slot{Kind: KindState}}, opKind(pick(2)), 0)
+}
+
+// deliverSome delivers up to n random messages, skipping those for
+// paused nodes.
+func (s *sim) deliverSome(pick func(int) int, n int) {
+	for range n {
+		var live []int
+		for i, m := range s.net {
+			if to := s.node(m.To); to != nil && !to.paused {
+				live = append(live, i)
+			}
+		}
+		if len(live) == 0 {
+			return
+		}
+		s.deliver(live[pick(len(live))], false)
+	}
+}
+
+// expire gives up on operations that waited longer than timeout, as a
+// client's deadline would: their outcome is unknown.
+func (s *sim) expire(timeout int64) {
+	for _, n := range s.nodes {
+		var late []Ticket
+		for t, op := range n.ops {
+			if s.now-op.call > timeout {
+				late = append(late, t)
+			}
+		}
+		slices.Sort(late)
+		for _, t := range late {
+			n.abandoned[t] = true
+			s.fail(n, t)
+		}
+	}
+}

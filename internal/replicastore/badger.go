@@ -1,0 +1,224 @@
+package replicastore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"strings"
+
+	"github.com/dgraph-io/badger/v4"
+	"github.com/troupe-go/troupe/internal/replica"
+	"github.com/troupe-go/troupe/replication"
+	"github.com/troupe-go/troupe/ring"
+)
+
+// Options configures a Badger store.
+type Options struct {
+	// Sync makes Put return only once its records are on disk. The Puts
+	// waiting at one moment are written as one transaction with one fsync
+	// (group commit), so concurrent Puts share the cost. Without Sync, Put
+	// returns once the operating system holds the records: they survive
+	// the process being killed, not a power loss.
+	Sync bool
+	// Logger receives badger's own messages. Nil logs nothing.
+	Logger *slog.Logger
+}
+
+// Badger is a Store in a badger database under one directory.
+type Badger struct {
+	db    *badger.DB
+	dir   string
+	sync  bool
+	group groupCommit
+}
+
+var _ Store = (*Badger)(nil)
+
+// Open opens (or creates) the store under dir. A store written in a newer
+// on-disk format is refused with a *replication.FormatError (matching
+// replication.ErrNewerFormat) and left as it is; a store whose format
+// record is missing or damaged is refused with replication.ErrCorrupt.
+func Open(dir string, opts Options) (*Badger, error) {
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	bo := badger.DefaultOptions(dir).
+		WithSyncWrites(opts.Sync).
+		WithLogger(slogAdapter{logger.With("component", "badger", "dir", dir)}).
+		// Records are small: keep them in the LSM tree, and keep the
+		// memory a node reserves for its store modest.
+		WithMemTableSize(16 << 20).
+		WithValueLogFileSize(64 << 20).
+		WithBlockCacheSize(16 << 20).
+		WithNumCompactors(2)
+	db, err := badger.Open(bo)
+	if err != nil {
+		return nil, fmt.Errorf("troupe: open store %s: %w", dir, err)
+	}
+	s := &Badger{db: db, dir: dir, sync: opts.Sync}
+	if err := s.checkFormat(); err != nil {
+		_ = db.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// checkFormat reads the format record, writing it into a new store. The
+// version only moves forward: an older store would be upgraded here, a
+// newer one is refused.
+func (s *Badger) checkFormat() error {
+	return s.db.Update(func(txn *badger.Txn) error {
+		item, err := txn.Get(formatKey)
+		if errors.Is(err, badger.ErrKeyNotFound) {
+			it := txn.NewIterator(badger.IteratorOptions{PrefetchValues: false})
+			it.Rewind()
+			empty := !it.Valid()
+			it.Close()
+			if !empty {
+				return fmt.Errorf("%w: store %s has records but no format record", replication.ErrCorrupt, s.dir)
+			}
+			return txn.Set(formatKey, encodeFormat(formatVersion))
+		}
+		if err != nil {
+			return err
+		}
+		b, err := item.ValueCopy(nil)
+		if err != nil {
+			return err
+		}
+		v, err := decodeFormat(b)
+		if err != nil {
+			return fmt.Errorf("store %s: %w", s.dir, err)
+		}
+		if v > formatVersion {
+			return &replication.FormatError{Dir: s.dir, Found: v, Supported: formatVersion}
+		}
+		if v == 0 {
+			return fmt.Errorf("%w: store %s has format 0", replication.ErrCorrupt, s.dir)
+		}
+		return nil
+	})
+}
+
+func (s *Badger) wrap(err error) error {
+	if errors.Is(err, badger.ErrDBClosed) {
+		return replication.ErrClosed
+	}
+	return err
+}
+
+// Get implements Store.
+func (s *Badger) Get(ctx context.Context, key replica.Key, slot replica.Slot) (replica.Record, bool, error) {
+	if err := ctx.Err(); err != nil {
+		return replica.Record{}, false, err
+	}
+	var rec replica.Record
+	var found bool
+	err := s.db.View(func(txn *badger.Txn) error {
+		item, err := txn.Get(appendKey(nil, key, slot))
+		if errors.Is(err, badger.ErrKeyNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		return item.Value(func(v []byte) error {
+			rec, err = decodeValue(key, slot, v)
+			found = err == nil
+			return err
+		})
+	})
+	return rec, found, s.wrap(err)
+}
+
+// Put implements Store, in one transaction (a batch larger than badger's
+// transaction limit fails whole). With Sync, the Puts waiting at one
+// moment are written as one transaction with one fsync (see commit).
+func (s *Badger) Put(ctx context.Context, recs ...replica.Record) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if s.sync {
+		return s.wrap(s.group.commit(recs, s.write))
+	}
+	return s.wrap(s.write(recs))
+}
+
+func (s *Badger) write(recs []replica.Record) error {
+	return s.db.Update(func(txn *badger.Txn) error {
+		for _, r := range recs {
+			if err := txn.Set(appendKey(nil, r.Key, r.Slot()), encodeValue(r)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// Range implements Store.
+func (s *Badger) Range(ctx context.Context, g ring.Range, fn func(replica.Record) bool) error {
+	// The arc as one or two spans of tokens, each [lo, hi] with lo
+	// excluded when it is the arc's Start.
+	type span struct {
+		lo, hi  ring.Token
+		exclude bool
+	}
+	spans := []span{{g.Start, g.End, true}}
+	if g.Start >= g.End {
+		spans = []span{{g.Start, math.MaxUint64, true}, {0, g.End, false}}
+	}
+	err := s.db.View(func(txn *badger.Txn) error {
+		it := txn.NewIterator(badger.IteratorOptions{PrefetchValues: false, Prefix: []byte{recordPrefix}})
+		defer it.Close()
+		for _, sp := range spans {
+			for it.Seek(tokenKey(sp.lo)); it.Valid(); it.Next() {
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+				item := it.Item()
+				k := item.Key()
+				key, slot, err := decodeKey(k)
+				if err != nil {
+					return err
+				}
+				t := key.Token()
+				if t > sp.hi {
+					break
+				}
+				if sp.exclude && t == sp.lo {
+					continue
+				}
+				var rec replica.Record
+				if err := item.Value(func(v []byte) error {
+					rec, err = decodeValue(key, slot, v)
+					return err
+				}); err != nil {
+					return err
+				}
+				if !fn(rec) {
+					return nil
+				}
+			}
+		}
+		return nil
+	})
+	return s.wrap(err)
+}
+
+// Close implements Store.
+func (s *Badger) Close() error { return s.wrap(s.db.Close()) }
+
+// slogAdapter passes badger's messages to a slog.Logger.
+type slogAdapter struct{ l *slog.Logger }
+
+func msg(format string, args []any) string {
+	return strings.TrimSpace(fmt.Sprintf(format, args...))
+}
+
+func (a slogAdapter) Errorf(f string, args ...any)   { a.l.Error(msg(f, args)) }
+func (a slogAdapter) Warningf(f string, args ...any) { a.l.Warn(msg(f, args)) }
+func (a slogAdapter) Infof(f string, args ...any)    { a.l.Info(msg(f, args)) }
+func (a slogAdapter) Debugf(f string, args ...any)   { a.l.Debug(msg(f, args)) }

@@ -1,0 +1,157 @@
+package replicastore
+
+import (
+	"encoding/binary"
+	"fmt"
+	"hash/crc32"
+
+	"github.com/troupe-go/troupe/internal/replica"
+	"github.com/troupe-go/troupe/replication"
+	"github.com/troupe-go/troupe/ring"
+)
+
+// The on-disk format, version 1.
+//
+// The format record, under key "\x00format", is the format version as a
+// big-endian uint32 followed by a CRC-32C of those four bytes.
+//
+// A record lives under 'r', the key's ring token (8 bytes, big-endian, so
+// a token range is a key range), the key's type and id (each a uvarint
+// length then the bytes), the kind byte and the record's name (a uvarint
+// length then the bytes). Its value is a CRC-32C
+// (4 bytes, big-endian) of what follows, a flags byte (bit 0: tombstone),
+// the epoch (uvarint term, node address as uvarint length and bytes,
+// uvarint incarnation), the uvarint version and the value bytes to the end.
+
+// formatVersion is the newest on-disk format this binary writes and reads.
+const formatVersion uint32 = 1
+
+var formatKey = []byte("\x00format")
+
+const recordPrefix = 'r'
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+func encodeFormat(v uint32) []byte {
+	b := binary.BigEndian.AppendUint32(nil, v)
+	return binary.BigEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
+}
+
+func decodeFormat(b []byte) (uint32, error) {
+	if len(b) != 8 || binary.BigEndian.Uint32(b[4:]) != crc32.Checksum(b[:4], castagnoli) {
+		return 0, fmt.Errorf("%w: format record %x", replication.ErrCorrupt, b)
+	}
+	return binary.BigEndian.Uint32(b), nil
+}
+
+func appendKey(b []byte, k replica.Key, slot replica.Slot) []byte {
+	b = append(b, recordPrefix)
+	b = binary.BigEndian.AppendUint64(b, uint64(k.Token()))
+	b = binary.AppendUvarint(b, uint64(len(k.Type)))
+	b = append(b, k.Type...)
+	b = binary.AppendUvarint(b, uint64(len(k.ID)))
+	b = append(b, k.ID...)
+	b = append(b, byte(slot.Kind))
+	b = binary.AppendUvarint(b, uint64(len(slot.Name)))
+	return append(b, slot.Name...)
+}
+
+func tokenKey(t ring.Token) []byte {
+	return binary.BigEndian.AppendUint64([]byte{recordPrefix}, uint64(t))
+}
+
+func decodeKey(b []byte) (replica.Key, replica.Slot, error) {
+	bad := func() (replica.Key, replica.Slot, error) {
+		return replica.Key{}, replica.Slot{}, fmt.Errorf("%w: record key %x", replication.ErrCorrupt, b)
+	}
+	if len(b) < 10 || b[0] != recordPrefix {
+		return bad()
+	}
+	r := b[9:]
+	str := func() (string, bool) {
+		n, w := binary.Uvarint(r)
+		if w <= 0 || n > uint64(len(r)-w) {
+			return "", false
+		}
+		s := string(r[w : w+int(n)])
+		r = r[w+int(n):]
+		return s, true
+	}
+	var k replica.Key
+	var slot replica.Slot
+	var ok bool
+	if k.Type, ok = str(); !ok {
+		return bad()
+	}
+	if k.ID, ok = str(); !ok || len(r) < 1 {
+		return bad()
+	}
+	slot.Kind = replica.Kind(r[0])
+	r = r[1:]
+	if slot.Name, ok = str(); !ok || len(r) != 0 || binary.BigEndian.Uint64(b[1:9]) != uint64(k.Token()) {
+		return bad()
+	}
+	return k, slot, nil
+}
+
+func encodeValue(r replica.Record) []byte {
+	b := make([]byte, 4, 24+len(r.Epoch.Node.Addr)+len(r.Value))
+	var flags byte
+	if r.Tombstone {
+		flags = 1
+	}
+	b = append(b, flags)
+	b = binary.AppendUvarint(b, r.Epoch.Term)
+	b = binary.AppendUvarint(b, uint64(len(r.Epoch.Node.Addr)))
+	b = append(b, r.Epoch.Node.Addr...)
+	b = binary.AppendUvarint(b, r.Epoch.Node.Incarnation)
+	b = binary.AppendUvarint(b, r.Version)
+	b = append(b, r.Value...)
+	binary.BigEndian.PutUint32(b, crc32.Checksum(b[4:], castagnoli))
+	return b
+}
+
+func decodeValue(k replica.Key, slot replica.Slot, b []byte) (replica.Record, error) {
+	bad := func(what string) (replica.Record, error) {
+		return replica.Record{}, fmt.Errorf("%w: %s of %s/%s kind %d %q", replication.ErrCorrupt, what, k.Type, k.ID, slot.Kind, slot.Name)
+	}
+	if len(b) < 5 {
+		return bad("short value")
+	}
+	if binary.BigEndian.Uint32(b) != crc32.Checksum(b[4:], castagnoli) {
+		return bad("checksum mismatch")
+	}
+	r := replica.Record{Key: k, Kind: slot.Kind, Name: slot.Name, Tombstone: b[4]&1 != 0}
+	if b[4]&^1 != 0 {
+		return bad("unknown flags")
+	}
+	rest := b[5:]
+	next := func() (uint64, bool) {
+		v, n := binary.Uvarint(rest)
+		if n <= 0 {
+			return 0, false
+		}
+		rest = rest[n:]
+		return v, true
+	}
+	var ok bool
+	if r.Epoch.Term, ok = next(); !ok {
+		return bad("epoch")
+	}
+	n, ok := next()
+	if !ok || n > uint64(len(rest)) {
+		return bad("epoch node")
+	}
+	r.Epoch.Node.Addr = string(rest[:n])
+	rest = rest[n:]
+	if r.Epoch.Node.Incarnation, ok = next(); !ok {
+		return bad("epoch incarnation")
+	}
+	if r.Version, ok = next(); !ok {
+		return bad("version")
+	}
+	if len(rest) > 0 {
+		r.Value = append([]byte(nil), rest...)
+	}
+	return r, nil
+}

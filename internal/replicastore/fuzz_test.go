@@ -1,0 +1,48 @@
+package replicastore
+
+import (
+	"errors"
+	"reflect"
+	"testing"
+
+	"github.com/troupe-go/troupe/internal/replica"
+	"github.com/troupe-go/troupe/replication"
+)
+
+func FuzzDecodeValue(f *testing.F) {
+	f.Add(encodeValue(rec("a", replica.KindState, 3, "value")))
+	f.Add(encodeValue(replica.Record{Kind: replica.KindPromise}))
+	f.Add([]byte{0, 0, 0, 0, 1})
+	k := replica.Key{Type: "t", ID: "k"}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		r, err := decodeValue(k, replica.Slot{Kind: replica.KindState}, b)
+		if err != nil {
+			if !errors.Is(err, replication.ErrCorrupt) {
+				t.Fatalf("untyped error %v", err)
+			}
+			return
+		}
+		again, err := decodeValue(k, replica.Slot{Kind: replica.KindState}, encodeValue(r))
+		if err != nil || !reflect.DeepEqual(again, r) {
+			t.Fatalf("a decoded record does not round-trip: %+v, %v", again, err)
+		}
+	})
+}
+
+func FuzzDecodeKey(f *testing.F) {
+	f.Add(appendKey(nil, replica.Key{Type: "counter", ID: "a"}, replica.Slot{Kind: replica.KindState}))
+	f.Add(appendKey(nil, replica.Key{Type: "counter", ID: "a"}, replica.Slot{Kind: replica.KindContinuity, Name: "req-1"}))
+	f.Add([]byte("r"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		k, slot, err := decodeKey(b)
+		if err != nil {
+			if !errors.Is(err, replication.ErrCorrupt) {
+				t.Fatalf("untyped error %v", err)
+			}
+			return
+		}
+		if got := appendKey(nil, k, slot); string(got) != string(b) {
+			t.Fatalf("key %x decoded to %v/%v which encodes as %x", b, k, slot, got)
+		}
+	})
+}

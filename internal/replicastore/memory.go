@@ -1,0 +1,101 @@
+package replicastore
+
+import (
+	"context"
+	"encoding/binary"
+	"slices"
+	"sync"
+
+	"github.com/troupe-go/troupe/internal/replica"
+	"github.com/troupe-go/troupe/replication"
+	"github.com/troupe-go/troupe/ring"
+)
+
+// Memory is a Store in memory: what it holds is lost with the process.
+// The zero value is not usable; use NewMemory.
+type Memory struct {
+	mu     sync.Mutex
+	recs   map[string]replica.Record
+	closed bool
+}
+
+// NewMemory returns an empty in-memory store.
+func NewMemory() *Memory {
+	return &Memory{recs: make(map[string]replica.Record)}
+}
+
+var _ Store = (*Memory)(nil)
+
+// Get implements Store.
+func (m *Memory) Get(_ context.Context, key replica.Key, slot replica.Slot) (replica.Record, bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return replica.Record{}, false, replication.ErrClosed
+	}
+	r, ok := m.recs[string(appendKey(nil, key, slot))]
+	r.Value = slices.Clone(r.Value)
+	return r, ok, nil
+}
+
+// Put implements Store.
+func (m *Memory) Put(_ context.Context, recs ...replica.Record) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return replication.ErrClosed
+	}
+	for _, r := range recs {
+		r.Value = slices.Clone(r.Value)
+		m.recs[string(appendKey(nil, r.Key, r.Slot()))] = r
+	}
+	return nil
+}
+
+// Range implements Store.
+func (m *Memory) Range(ctx context.Context, g ring.Range, fn func(replica.Record) bool) error {
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return replication.ErrClosed
+	}
+	keys := make([]string, 0, len(m.recs))
+	for k, r := range m.recs {
+		if g.Contains(r.Key.Token()) {
+			keys = append(keys, k)
+		}
+	}
+	// The encoded keys sort by token; the walk starts after Start.
+	slices.Sort(keys)
+	i, _ := slices.BinarySearchFunc(keys, g.Start, func(k string, start ring.Token) int {
+		if ring.Token(binary.BigEndian.Uint64([]byte(k[1:9]))) <= start {
+			return -1
+		}
+		return 1
+	})
+	keys = slices.Concat(keys[i:], keys[:i])
+	recs := make([]replica.Record, len(keys))
+	for i, k := range keys {
+		recs[i] = m.recs[k]
+		recs[i].Value = slices.Clone(recs[i].Value)
+	}
+	m.mu.Unlock()
+	for _, r := range recs {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if !fn(r) {
+			return nil
+		}
+	}
+	return nil
+}
+
+// Close implements Store.
+func (m *Memory) Close() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.closed = true
+	m.recs = nil
+	return nil
+}

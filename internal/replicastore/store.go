@@ -1,0 +1,31 @@
+package replicastore
+
+import (
+	"context"
+
+	"github.com/troupe-go/troupe/internal/replica"
+	"github.com/troupe-go/troupe/ring"
+)
+
+// Store persists a node's replicated records, one per key and slot (a
+// promise is the record of kind replica.KindPromise, with no name).
+//
+// Every method is safe for concurrent use. Writes to one record must be
+// ordered by the caller (the replication driver is single-threaded per
+// node): concurrent Puts of the same record leave one of them.
+type Store interface {
+	// Get returns the record in slot stored for key; ok is false when
+	// there is none.
+	Get(ctx context.Context, key replica.Key, slot replica.Slot) (rec replica.Record, ok bool, err error)
+	// Put stores recs, replacing the records of the same key and kind, all
+	// or none. It returns once they are as durable as the store promises.
+	Put(ctx context.Context, recs ...replica.Record) error
+	// Range calls fn for each record whose key's ring token lies in g (a
+	// ring.Range: after Start up to and including End, wrapping past the
+	// largest token; Start == End is the whole ring), in ring order from
+	// Start. It stops when fn returns false. A hand-off sends a moving
+	// range (ring.Moves) this way.
+	Range(ctx context.Context, g ring.Range, fn func(replica.Record) bool) error
+	// Close releases the store; later calls return replication.ErrClosed.
+	Close() error
+}
