@@ -128,7 +128,7 @@ func Start(ctx context.Context, cfg Config) (*System, error) {
 	s.m = m
 	m.router.SetHost(s.h)
 	go tr.Serve(m.acc.listener())
-	node, err := membership.Start(ctx, cc, wt, membership.WithIncarnation(inc), membership.WithHandover(s.handover))
+	node, err := membership.Start(ctx, cc, wt, membership.WithIncarnation(inc), membership.WithHandover(s.handover), membership.WithReadyGate())
 	if err != nil {
 		m.cancelRejoin()
 		m.router.Close()
@@ -140,6 +140,10 @@ func Start(ctx context.Context, cfg Config) (*System, error) {
 	}
 	m.cur.Store(&incarnation{tr: tr, wt: wt, node: node, sub: node.Subscribe(1024)})
 	m.refresh()
+	// Only now, with the view in place, may others route keys here.
+	if err := node.MarkReady(ctx); err != nil {
+		m.log.Warn("troupe: announcing this member ready failed; it takes no keys until it rejoins", "err", err)
+	}
 	go s.follow()
 	return s, nil
 }
@@ -258,6 +262,9 @@ func (s *System) rejoin(old *incarnation) {
 			m.removed.Store(false)
 			m.rejoins.Add(1)
 			m.refresh()
+			if err := inc.node.MarkReady(m.rejoinCtx); err != nil {
+				m.log.Warn("troupe: announcing this member ready failed", "member", inc.node.ID(), "err", err)
+			}
 			m.log.Warn("troupe: rejoined the cluster", "member", inc.node.ID(), "was", self, "attempts", attempt)
 			return
 		}
@@ -294,7 +301,7 @@ func (s *System) join(seeds []string, last uint64) (*incarnation, error) {
 	go tr.Serve(m.acc.listener())
 	ctx, cancel := context.WithTimeout(m.rejoinCtx, rejoinJoinTimeout)
 	defer cancel()
-	node, err := membership.Start(ctx, cc, wt, membership.WithIncarnation(id), membership.WithHandover(s.handover))
+	node, err := membership.Start(ctx, cc, wt, membership.WithIncarnation(id), membership.WithHandover(s.handover), membership.WithReadyGate())
 	if err != nil {
 		wt.Close()
 		tr.Close()
@@ -385,14 +392,17 @@ func (s *System) Addr() string {
 	return s.m.cfg.Advertise
 }
 
-// Members returns the cluster's members as this node places keys on
-// them, this node included (nil for an embedded system). It follows the
-// membership within a heartbeat.
+// Members returns the cluster's current members as this node places
+// keys on them, this node included (nil for an embedded system): one
+// record per address, of the newest process there, sorted by NodeID.
+// Members that left and the older processes of a restarted member are
+// not listed; a member whose record says Joining gets no keys yet. It
+// follows the membership within a heartbeat.
 func (s *System) Members() []cluster.Member {
 	if s.m == nil {
 		return nil
 	}
-	return slices.Clone(s.m.router.Members())
+	return membership.Current(s.m.router.Members())
 }
 
 // closeCluster leaves the cluster (handing keys over within the leave
