@@ -44,11 +44,15 @@ const procClusterName = "procs"
 // any wait of a test (systemtest.Limit): what such a test sees happen, it
 // sees without failure detection.
 const (
-	detectFast  = "fast"
-	detectNever = "never"
+	detectFast    = "fast"
+	detectNever   = "never"
+	detectDefault = "default" // cluster.DefaultTimings
 )
 
 func timingsFor(detect string) cluster.Timings {
+	if detect == detectDefault {
+		return cluster.DefaultTimings()
+	}
 	tm := cluster.FastTimings()
 	if detect == detectNever {
 		tm.SuspectAfter = 6 * systemtest.Limit
