@@ -465,7 +465,9 @@ func (c *Core) onChange(ch Change) {
 	c.account(ch.Prev, ch.Cur, ch.IsNew)
 	c.noteChanged(ch.Cur)
 	c.enqueue(ch.Cur)
-	if ch.IsNew || ch.Prev.Status != ch.Cur.Status {
+	if ch.IsNew || ch.Prev.Status != ch.Cur.Status || ch.Prev.Joining != ch.Cur.Joining {
+		// A member done joining is an event too: placement takes it in
+		// at once rather than at the next periodic refresh.
 		c.since[ch.Cur.ID] = c.now
 		c.memberSetDirty = c.memberSetDirty || ch.IsNew || ch.Cur.Status == StatusLeft
 		c.emit(Event{Kind: EventMemberUpdated, Member: ch.Cur.Clone(), Prev: ch.Prev.Status, New: ch.IsNew})
