@@ -61,8 +61,9 @@ type incarnation struct {
 }
 
 // Start starts a system. With cfg.Cluster set it listens, joins the
-// cluster through the seeds (waiting until it has, or until ctx ends) and
-// serves its share of the keys; without, it is New.
+// cluster through the seeds (waiting until it has, until ctx ends, or
+// until Cluster.JoinTimeout passes: see cluster.JoinError) and serves its
+// share of the keys once joined; without, it is New.
 //
 // Should the cluster remove the member while it runs (it was unreachable
 // for longer than Timings.RemoveAfter, or judged dead falsely), the
