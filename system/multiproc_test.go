@@ -36,7 +36,10 @@ import (
 const (
 	envMemberAddr   = "TROUPE_SYSTEM_MEMBER_ADDR"   // address to listen on and advertise
 	envMemberSeeds  = "TROUPE_SYSTEM_MEMBER_SEEDS"  // comma-separated
-	envMemberDetect = "TROUPE_SYSTEM_MEMBER_DETECT" // "fast" (the default) or "never"
+	envMemberDetect = "TROUPE_SYSTEM_MEMBER_DETECT" // "fast" (the default), "never" or "default"
+	// envMemberLog, set in the test's environment, makes members log at
+	// Info to their stderr, which tests print when they fail.
+	envMemberLog = "TROUPE_SYSTEM_MEMBER_LOG"
 )
 
 const procClusterName = "procs"
@@ -78,7 +81,7 @@ func runMember() int {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	scfg := system.Config{Actors: []actor.Definition{ccounter}, Cluster: &cc, LeaveTimeout: 2 * time.Second}
-	if os.Getenv("TROUPE_DEBUG_MEMBER_LOG") != "" {
+	if os.Getenv(envMemberLog) != "" {
 		scfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	}
 	s, err := system.Start(ctx, scfg)
