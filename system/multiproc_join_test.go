@@ -58,21 +58,14 @@ func TestFirstSeedRestartedWithoutSeedsMergesBackIntoTheCluster(t *testing.T) {
 	}
 	defer watch.Close()
 	procs[0].Kill()
-	removed := func() bool {
+	awaitWithin(t, 2*systemtest.Limit, func() error {
 		for _, m := range watch.Members() {
 			if m.ID.Addr == addrs[0] {
-				return false
+				return fmt.Errorf("expected the others to remove the killed seed; the client sees %v", watch.Members())
 			}
 		}
-		return true
-	}
-	for !removed() {
-		select {
-		case <-ctx.Done():
-			t.Fatalf("expected the others to remove the killed seed within %v; the client sees %v", 2*systemtest.Limit, watch.Members())
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
+		return nil
+	})
 	restarted := time.Now()
 	procs[0] = spawnMember(t, addrs[0], nil, detectFast)
 	ids[0] = memberID(t, procs[0])
@@ -113,6 +106,25 @@ func TestFirstSeedRestartedWithoutSeedsMergesBackIntoTheCluster(t *testing.T) {
 		whole.Round(time.Millisecond), servedBy)
 }
 
+// awaitWithin is systemtest.Await with a bound of its own.
+func awaitWithin(t *testing.T, limit time.Duration, check func() error) {
+	t.Helper()
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(limit)
+	for {
+		err := check()
+		if err == nil {
+			return
+		}
+		select {
+		case <-deadline:
+			t.Fatalf("after %v: %v", limit, err)
+		case <-tick.C:
+		}
+	}
+}
+
 // loadFigures are the failed asks of a client under load around one
 // kill -9 and restart of a member.
 type loadFigures struct {
@@ -120,6 +132,7 @@ type loadFigures struct {
 	killFailed, rejoinFailed int64
 	rejoinErrs               []string
 	stderr                   []string
+	killErrs                 []string
 }
 
 // killAndRejoinUnderLoad runs three members with the given failure
@@ -197,6 +210,11 @@ func killAndRejoinUnderLoad(t *testing.T, detect string, immediate bool) loadFig
 					mu.Unlock()
 				} else {
 					atomic.AddInt64(&f.killFailed, 1)
+					mu.Lock()
+					if len(f.killErrs) < 5 {
+						f.killErrs = append(f.killErrs, err.Error())
+					}
+					mu.Unlock()
 				}
 				if errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil {
 					return
@@ -210,10 +228,13 @@ func killAndRejoinUnderLoad(t *testing.T, detect string, immediate bool) loadFig
 	old := ids[victim]
 	procs[victim].Kill()
 	if !immediate {
-		systemtest.Await(t, func() error {
+		// Until the client sees it dead, asks still go to it (a suspect
+		// serves): those fail because of the kill.
+		// SuspectAfter + DeadAfter is 10 s with the default timings.
+		awaitWithin(t, 3*systemtest.Limit, func() error {
 			for _, m := range c.Members() {
-				if m.ID.String() == old && m.Status == cluster.StatusAlive {
-					return errors.New("the client still sees the killed member alive")
+				if m.ID.String() == old && (m.Status == cluster.StatusAlive || m.Status == cluster.StatusSuspect) {
+					return fmt.Errorf("the client still sees the killed member %v", m.Status)
 				}
 			}
 			return nil
@@ -244,7 +265,7 @@ func TestNoAskRefusedWhileAMemberRejoinsWithTheDefaultTimings(t *testing.T) {
 		t.Skip("about 20 s of default failure detection")
 	}
 	f := killAndRejoinUnderLoad(t, detectDefault, false)
-	t.Logf("default timings: %d asks; %d failed around the kill -9 (before the restart), %d during the rejoin", f.asks, f.killFailed, f.rejoinFailed)
+	t.Logf("default timings: %d asks; %d failed around the kill -9 (before the restart; first: %q), %d during the rejoin", f.asks, f.killFailed, f.killErrs, f.rejoinFailed)
 	if f.rejoinFailed != 0 {
 		t.Errorf("expected no ask to fail while the restarted member rejoins; %d did: %v", f.rejoinFailed, f.rejoinErrs)
 		for _, s := range f.stderr {
@@ -262,7 +283,7 @@ func TestNoAskRefusedWhenAMemberIsRestartedAtOnceAfterAKill(t *testing.T) {
 	for _, detect := range []string{detectDefault, detectFast} {
 		t.Run(detect, func(t *testing.T) {
 			f := killAndRejoinUnderLoad(t, detect, true)
-			t.Logf("%s timings, restarted at once: %d asks; %d failed between the kill and the new process's join, %d after it: %v", detect, f.asks, f.killFailed, f.rejoinFailed, f.rejoinErrs)
+			t.Logf("%s timings, restarted at once: %d asks; %d failed between the kill and the new process's join (%q), %d after it: %v", detect, f.asks, f.killFailed, f.killErrs, f.rejoinFailed, f.rejoinErrs)
 			if f.rejoinFailed != 0 {
 				t.Errorf("expected no ask to fail once the restarted member has joined; %d did", f.rejoinFailed)
 				for _, s := range f.stderr {
