@@ -170,3 +170,24 @@ func TestCurrentListsTheNewestLiveProcessOfEachAddress(t *testing.T) {
 		}
 	})
 }
+
+// Whenever a member restarts alone (without seeds) at an address the
+// others know, as their seed or from their tables, before its tombstone
+// is forgotten, the two clusters merge: every node sees every current
+// process alive, whatever the timing and the random choices.
+func TestAMemberRestartedAloneAtAKnownAddressMergesBack(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		seed := rapid.Uint64().Draw(rt, "seed")
+		n := rapid.IntRange(2, 5).Draw(rt, "n")
+		victim := rapid.IntRange(0, n-1).Draw(rt, "victim")
+		down := time.Duration(rapid.IntRange(1, 20).Draw(rt, "down_s")) * time.Second
+		s := newSim(t, simOptions{seed: seed, mem: MemOptions{MinDelay: time.Millisecond, MaxDelay: 5 * time.Millisecond}})
+		addrs := s.cluster(n)
+		s.kill(addrs[victim])
+		s.run(down) // within RemoveAfter + TombstoneTTL (36 s) of the kill
+		s.start(addrs[victim])
+		if d, ok := s.until(5*time.Second, func() bool { return s.allSee(addrs, addrs, StatusAlive) }); !ok {
+			rt.Fatalf("expected the restarted %s (down %v) and the others to merge; not after %v", addrs[victim], down, d)
+		}
+	})
+}
