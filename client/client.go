@@ -14,6 +14,7 @@ import (
 	"github.com/troupe-go/troupe/actor"
 	"github.com/troupe-go/troupe/cluster"
 	"github.com/troupe-go/troupe/internal/host"
+	"github.com/troupe-go/troupe/internal/membership"
 	"github.com/troupe-go/troupe/internal/remote"
 	"github.com/troupe-go/troupe/internal/runtime"
 	"github.com/troupe-go/troupe/internal/transport"
@@ -61,6 +62,12 @@ type Config struct {
 	Compression wire.Compression
 	// Logger receives connection problems. Nil discards them.
 	Logger *slog.Logger
+	// JoinTimeout bounds how long New waits for the first member list,
+	// whatever its context allows: past it New fails with a
+	// *cluster.JoinError naming each seed's last error. New fails at once
+	// when every seed refuses the handshake. Default 30 s
+	// (cluster.DefaultJoinTimeout).
+	JoinTimeout time.Duration
 }
 
 // Defaults.
@@ -122,8 +129,8 @@ func (cfg Config) validate() error {
 			return fmt.Errorf("%w: Seeds[%d]: %v", ErrInvalidConfig, i, err)
 		}
 	}
-	if cfg.SyncInterval < 0 || cfg.AskTimeout < 0 {
-		return fmt.Errorf("%w: negative SyncInterval or AskTimeout", ErrInvalidConfig)
+	if cfg.SyncInterval < 0 || cfg.AskTimeout < 0 || cfg.JoinTimeout < 0 {
+		return fmt.Errorf("%w: negative SyncInterval, AskTimeout or JoinTimeout", ErrInvalidConfig)
 	}
 	if cfg.MaxMessage < 0 || cfg.MaxMessage > 1<<30 {
 		return fmt.Errorf("%w: MaxMessage %d out of range [0, %d]", ErrInvalidConfig, cfg.MaxMessage, 1<<30)
@@ -155,6 +162,9 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 	if cfg.MaxMessage == 0 {
 		cfg.MaxMessage = actor.DefaultMaxMessage
 	}
+	if cfg.JoinTimeout == 0 {
+		cfg.JoinTimeout = cluster.DefaultJoinTimeout
+	}
 	wcfg := wire.Config{ClusterName: cfg.ClusterName, Incarnation: uint64(time.Now().UnixNano()),
 		TLS: cfg.TLS, AddressMap: cfg.AddressMap, Dialer: cfg.Dialer, Logger: cfg.Logger,
 		Limits: remote.WireLimits(cfg.MaxMessage), Compression: cfg.Compression}
@@ -177,23 +187,56 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 	c.handle = runtime.NewHandle(c.h)
 	c.syncSeeds()
 	go c.loop()
+	if err := c.awaitList(ctx); err != nil {
+		c.Close()
+		return nil, fmt.Errorf("troupe: client: learn the cluster: %w", err)
+	}
+	return c, nil
+}
+
+// refusalPoll is how often New looks whether every seed refused it.
+const refusalPoll = 20 * time.Millisecond
+
+// awaitList waits for the first member list, until ctx ends, the join
+// timeout passes or every seed refused the handshake.
+func (c *Client) awaitList(ctx context.Context) error {
 	select {
 	case <-c.learned:
-		return c, nil
-	case <-ctx.Done():
-		c.Close()
-		return nil, fmt.Errorf("troupe: client: learn the cluster from seeds %v: %w", cfg.Seeds, ctx.Err())
+		return nil
+	default:
+	}
+	timeout := time.NewTimer(c.cfg.JoinTimeout)
+	defer timeout.Stop()
+	poll := time.NewTicker(refusalPoll)
+	defer poll.Stop()
+	for {
+		select {
+		case <-c.learned:
+			return nil
+		case <-ctx.Done():
+			return membership.JoinFailure(ctx.Err(), c.cfg.Seeds, c.tr)
+		case <-timeout.C:
+			return membership.JoinFailure(membership.ErrJoinTimeout, c.cfg.Seeds, c.tr)
+		case <-poll.C:
+			if membership.AllRefused(c.cfg.Seeds, c.tr) {
+				return membership.JoinFailure(membership.ErrJoinRefused, c.cfg.Seeds, c.tr)
+			}
+		}
 	}
 }
 
 // handle is the runtime's handle on the client.
 type handle = runtime.Handle
 
-// Members returns the cluster's members as the client last learned them.
+// Members returns the cluster's current members as the client last
+// learned them: one record per address, of the newest process there,
+// sorted by NodeID. Members that left and the older processes of a
+// restarted member are not listed; a member whose record says Joining
+// gets no keys yet.
 func (c *Client) Members() []cluster.Member {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return slices.Clone(c.members)
+	return membership.Current(c.members)
 }
 
 // onMembers merges a member list from a member into the client's view.

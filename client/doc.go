@@ -19,7 +19,15 @@
 //	n, err := actor.Ask(r.Context(), Counter.Ref(c, path), Get{})
 //
 // WaitAlive(ctx, n) waits until the client sees n members alive and none
-// suspect, after New for instance, before the first sends.
+// suspect or still joining, after New for instance, before the first
+// sends. Members lists the current members: one per address, the newest
+// process there, none that left.
+//
+// New waits for the first member list up to Config.JoinTimeout (default
+// 30 s) whatever its context allows, then fails with a *cluster.JoinError
+// naming each seed's last error; when every seed refuses the handshake it
+// fails at once with cluster.ErrJoinRefused (errors.As finds the
+// *wire.Refused saying why).
 //
 // # Guarantees
 //
@@ -38,11 +46,6 @@
 //
 // When an owner dies, asks waiting on it fail with actor.ErrUnavailable
 // as soon as the members' push reports it dead (with the fast timings,
-// about a second after a crash); later sends go to the key's new owner. Connections that break are redialed by the transport.
-//
-// # Known gaps
-//
-//   - New with a context that never ends waits forever for an unreachable
-//     seed, and a failed join reports the context's error, not its cause.
-//   - The member list can include left records of earlier incarnations.
+// about a second after a crash); later sends go to the key's new owner.
+// Connections that break are redialed by the transport.
 package client

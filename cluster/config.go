@@ -165,7 +165,15 @@ type Config struct {
 	// Logger receives membership changes at Info and protocol detail at
 	// Debug. Default nil: discard.
 	Logger *slog.Logger
+	// JoinTimeout bounds how long a join through the seeds may take,
+	// whatever the context of system.Start allows: past it the join fails
+	// with a *JoinError listing each seed's last error. A join that every
+	// seed refuses fails at once. Default 30 s.
+	JoinTimeout time.Duration
 }
+
+// DefaultJoinTimeout is the JoinTimeout of a zero Config.
+const DefaultJoinTimeout = 30 * time.Second
 
 // DefaultConfig returns the production defaults, advertising addr.
 func DefaultConfig(advertise string) Config {
@@ -216,6 +224,9 @@ func (c Config) WithDefaults() Config {
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
+	if c.JoinTimeout == 0 {
+		c.JoinTimeout = DefaultJoinTimeout
+	}
 	return c
 }
 
@@ -261,6 +272,8 @@ func (c Config) Validate() error {
 		return &ConfigError{Field: "RetransmitMult", Reason: "must be at least 1"}
 	case c.MaxPiggyback < 1:
 		return &ConfigError{Field: "MaxPiggyback", Reason: "must be at least 1"}
+	case c.JoinTimeout < 0:
+		return &ConfigError{Field: "JoinTimeout", Reason: "must not be negative"}
 	}
 	for from, to := range c.AddressMap {
 		if err := checkHostPort("AddressMap["+from+"]", to); err != nil {

@@ -19,7 +19,15 @@
 // of a cluster uses the same ClusterName, timings and TLS settings.
 //
 // Seeds are first contacts only: any live member will do, and a member
-// that lists none starts a new cluster.
+// that lists none starts a new cluster. A member listed among its own
+// seeds asks the others for 2×SuspectAfter, then starts a new cluster
+// (and says so in the log); any other member waits for a seed, up to
+// JoinTimeout, then fails with a *JoinError naming each seed's last
+// error, or at once with ErrJoinRefused when every seed refused it (a
+// *wire.Refused says why). Members keep probing their seeds and the
+// addresses of members they lost, so clusters of the same name that
+// formed apart (a seed restarted without seeds, say) merge when they
+// meet.
 //
 // # Members
 //
@@ -27,7 +35,10 @@
 // advertises and an incarnation chosen when the process starts, so a
 // restarted process at the same address is a new member. A Member record
 // adds its Status (alive, leaving, suspect, dead, left) and the actor
-// types it hosts. system.System.Members lists the members a system knows.
+// types it hosts. A member that has not finished joining says Joining and
+// gets no keys until it has its own view. system.System.Members lists
+// the current members a system knows: one per address, the newest
+// process there, none that left.
 //
 // # Failure detection
 //

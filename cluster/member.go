@@ -77,6 +77,12 @@ type Member struct {
 	// than one observer are required before dead where the cluster is
 	// large enough.
 	Accusers []string `msgpack:"accusers,omitempty"`
+	// Joining is set while the member has not finished joining: it is in
+	// the member set, but no key is placed on it yet. Only the member
+	// itself clears it, at a higher Incarnation, once it has learned the
+	// table, installed its view and sees a majority; from then on every
+	// member and client may route to it.
+	Joining bool `msgpack:"joining,omitempty"`
 }
 
 // Clone returns a deep copy of m.
@@ -89,10 +95,13 @@ func (m Member) Clone() Member {
 // Equal reports whether two records are identical.
 func (m Member) Equal(o Member) bool {
 	return m.ID == o.ID && m.Incarnation == o.Incarnation && m.Status == o.Status &&
-		slices.Equal(m.ActorTypes, o.ActorTypes) && slices.Equal(m.Accusers, o.Accusers)
+		slices.Equal(m.ActorTypes, o.ActorTypes) && slices.Equal(m.Accusers, o.Accusers) && m.Joining == o.Joining
 }
 
 // String renders the record for logs and test failures.
 func (m Member) String() string {
+	if m.Joining {
+		return fmt.Sprintf("%s@%d:%s(joining)", m.ID, m.Incarnation, m.Status)
+	}
 	return fmt.Sprintf("%s@%d:%s", m.ID, m.Incarnation, m.Status)
 }

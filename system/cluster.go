@@ -65,8 +65,9 @@ type incarnation struct {
 }
 
 // Start starts a system. With cfg.Cluster set it listens, joins the
-// cluster through the seeds (waiting until it has, or until ctx ends) and
-// serves its share of the keys; without, it is New.
+// cluster through the seeds (waiting until it has, until ctx ends, or
+// until Cluster.JoinTimeout passes: see cluster.JoinError) and serves its
+// share of the keys once joined; without, it is New.
 //
 // Should the cluster remove the member while it runs (it was unreachable
 // for longer than Timings.RemoveAfter, or judged dead falsely), the
@@ -135,7 +136,7 @@ func Start(ctx context.Context, cfg Config) (*System, error) {
 	s.m = m
 	m.router.SetHost(s.h)
 	go tr.Serve(m.acc.listener())
-	node, err := membership.Start(ctx, cc, wt, membership.WithIncarnation(inc), membership.WithHandover(s.handover))
+	node, err := membership.Start(ctx, cc, wt, membership.WithIncarnation(inc), membership.WithHandover(s.handover), membership.WithReadyGate())
 	if err != nil {
 		m.cancelRejoin()
 		m.router.Close()
@@ -147,6 +148,10 @@ func Start(ctx context.Context, cfg Config) (*System, error) {
 	}
 	m.cur.Store(&incarnation{tr: tr, wt: wt, node: node, sub: node.Subscribe(1024)})
 	m.refresh()
+	// Only now, with the view in place, may others route keys here.
+	if err := node.MarkReady(ctx); err != nil {
+		m.log.Warn("troupe: announcing this member ready failed; it takes no keys until it rejoins", "err", err)
+	}
 	go s.follow()
 	return s, nil
 }
@@ -265,6 +270,9 @@ func (s *System) rejoin(old *incarnation) {
 			m.removed.Store(false)
 			m.rejoins.Add(1)
 			m.refresh()
+			if err := inc.node.MarkReady(m.rejoinCtx); err != nil {
+				m.log.Warn("troupe: announcing this member ready failed", "member", inc.node.ID(), "err", err)
+			}
 			m.log.Warn("troupe: rejoined the cluster", "member", inc.node.ID(), "was", self, "attempts", attempt)
 			return
 		}
@@ -302,7 +310,7 @@ func (s *System) join(seeds []string, last uint64) (*incarnation, error) {
 	go tr.Serve(m.acc.listener())
 	ctx, cancel := context.WithTimeout(m.rejoinCtx, rejoinJoinTimeout)
 	defer cancel()
-	node, err := membership.Start(ctx, cc, wt, membership.WithIncarnation(id), membership.WithHandover(s.handover))
+	node, err := membership.Start(ctx, cc, wt, membership.WithIncarnation(id), membership.WithHandover(s.handover), membership.WithReadyGate())
 	if err != nil {
 		wt.Close()
 		tr.Close()
@@ -393,14 +401,17 @@ func (s *System) Addr() string {
 	return s.m.cfg.Advertise
 }
 
-// Members returns the cluster's members as this node places keys on
-// them, this node included (nil for an embedded system). It follows the
-// membership within a heartbeat.
+// Members returns the cluster's current members as this node places
+// keys on them, this node included (nil for an embedded system): one
+// record per address, of the newest process there, sorted by NodeID.
+// Members that left and the older processes of a restarted member are
+// not listed; a member whose record says Joining gets no keys yet. It
+// follows the membership within a heartbeat.
 func (s *System) Members() []cluster.Member {
 	if s.m == nil {
 		return nil
 	}
-	return slices.Clone(s.m.router.Members())
+	return membership.Current(s.m.router.Members())
 }
 
 // closeCluster leaves the cluster (handing keys over within the leave

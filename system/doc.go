@@ -90,10 +90,19 @@
 //     ErrUnavailable, its runtime and the activations of keys it still
 //     owns stay. System.Removed reports the time in between (and failed
 //     attempts, logged at Error and retried with backoff until Close).
-//   - Members lists the members as this one places keys on them;
+//   - A join waits for a seed up to Cluster.JoinTimeout (default 30 s),
+//     whatever ctx allows, and fails with a *cluster.JoinError naming each
+//     seed's last error; when every seed refuses the handshake (another
+//     cluster name, version or CA) it fails at once with
+//     cluster.ErrJoinRefused and the seeds' *wire.Refused.
+//   - A member starting or rejoining gets no keys until it has joined and
+//     installed its own view: its record says Joining until then, and
+//     members and clients route only to members that do not.
+//   - Members lists the current members as this one places keys on them,
+//     one per address (the newest process there; none that left);
 //     WaitAlive(ctx, n) waits until n of them are alive and none is
-//     suspect, so that a program starting members, or waiting out a
-//     member's death, needs no polling of its own.
+//     suspect or still joining, so that a program starting members, or
+//     waiting out a member's death, needs no polling of its own.
 //
 // Non-members reach the cluster with package client.
 //
@@ -102,8 +111,6 @@
 //   - State is not replicated, and there is no ownership epoch: a member
 //     paused longer than SuspectAfter + DeadAfter serves its keys again on
 //     its first tick, while its peers still hold it dead.
-//   - A join that fails reports the context's error, not its cause (a wrong
-//     cluster name, an unreachable seed).
 //   - A handler run on the transport's reader that blocks holds that
 //     connection for 1-9 ms before another goroutine takes over.
 //

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"slices"
 	"strconv"
@@ -35,7 +36,10 @@ import (
 const (
 	envMemberAddr   = "TROUPE_SYSTEM_MEMBER_ADDR"   // address to listen on and advertise
 	envMemberSeeds  = "TROUPE_SYSTEM_MEMBER_SEEDS"  // comma-separated
-	envMemberDetect = "TROUPE_SYSTEM_MEMBER_DETECT" // "fast" (the default) or "never"
+	envMemberDetect = "TROUPE_SYSTEM_MEMBER_DETECT" // "fast" (the default), "never" or "default"
+	// envMemberLog, set in the test's environment, makes members log at
+	// Info to their stderr, which tests print when they fail.
+	envMemberLog = "TROUPE_SYSTEM_MEMBER_LOG"
 )
 
 const procClusterName = "procs"
@@ -44,11 +48,15 @@ const procClusterName = "procs"
 // any wait of a test (systemtest.Limit): what such a test sees happen, it
 // sees without failure detection.
 const (
-	detectFast  = "fast"
-	detectNever = "never"
+	detectFast    = "fast"
+	detectNever   = "never"
+	detectDefault = "default" // cluster.DefaultTimings
 )
 
 func timingsFor(detect string) cluster.Timings {
+	if detect == detectDefault {
+		return cluster.DefaultTimings()
+	}
 	tm := cluster.FastTimings()
 	if detect == detectNever {
 		tm.SuspectAfter = 6 * systemtest.Limit
@@ -72,7 +80,11 @@ func runMember() int {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	s, err := system.Start(ctx, system.Config{Actors: []actor.Definition{ccounter}, Cluster: &cc, LeaveTimeout: 2 * time.Second})
+	scfg := system.Config{Actors: []actor.Definition{ccounter}, Cluster: &cc, LeaveTimeout: 2 * time.Second}
+	if os.Getenv(envMemberLog) != "" {
+		scfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	}
+	s, err := system.Start(ctx, scfg)
 	if err != nil {
 		return fail(err)
 	}

@@ -39,6 +39,12 @@ type Core struct {
 	seeds      []string
 	joined     bool
 	seedsAsked bool // a join went to every seed at least once
+	selfSeeded bool // cfg.Seeds names this node too: it may form a cluster alone
+
+	// Readiness and meeting (joining.go).
+	gateReady      bool // HoldUntilReady was called
+	readyAsked     bool // MarkReady was called
+	lastKnownProbe map[string]time.Time
 
 	// Liveness evidence.
 	lastFrame map[ring.NodeID]time.Time // last membership message from the process
@@ -115,6 +121,8 @@ func NewCore(cfg Config, incarnation uint64, now time.Time) (*Core, error) {
 		changedAt: make(map[ring.NodeID]int),
 		gossip:    newBroadcasts(),
 		healthy:   true,
+
+		lastKnownProbe: make(map[string]time.Time),
 	}
 	c.self = Member{ID: id, Status: StatusAlive, ActorTypes: cfg.ActorTypes}
 	normalize(&c.self)
@@ -127,6 +135,10 @@ func NewCore(cfg Config, incarnation uint64, now time.Time) (*Core, error) {
 		}
 	}
 	c.joined = len(c.seeds) == 0
+	c.selfSeeded = len(c.seeds) > 0 && slices.Contains(cfg.Seeds, cfg.Advertise)
+	if c.joined {
+		c.log.Info("no seeds besides this node: starting a new cluster")
+	}
 	c.joinedAt = now
 	c.owning = c.joined
 	c.memberSetDirty = true
@@ -314,6 +326,7 @@ func (c *Core) Tick(now time.Time) {
 	}
 	c.detect()
 	c.updateStanding()
+	c.maybeReady()
 	c.flush()
 }
 
@@ -383,6 +396,7 @@ func (c *Core) Step(m Message) {
 		c.dropActive(m.From, true)
 	}
 	c.updateStanding()
+	c.maybeReady()
 	c.flush()
 }
 
@@ -451,7 +465,9 @@ func (c *Core) onChange(ch Change) {
 	c.account(ch.Prev, ch.Cur, ch.IsNew)
 	c.noteChanged(ch.Cur)
 	c.enqueue(ch.Cur)
-	if ch.IsNew || ch.Prev.Status != ch.Cur.Status {
+	if ch.IsNew || ch.Prev.Status != ch.Cur.Status || ch.Prev.Joining != ch.Cur.Joining {
+		// A member done joining is an event too: placement takes it in
+		// at once rather than at the next periodic refresh.
 		c.since[ch.Cur.ID] = c.now
 		c.memberSetDirty = c.memberSetDirty || ch.IsNew || ch.Cur.Status == StatusLeft
 		c.emit(Event{Kind: EventMemberUpdated, Member: ch.Cur.Clone(), Prev: ch.Prev.Status, New: ch.IsNew})
@@ -589,6 +605,9 @@ func (c *Core) heartbeatRound() {
 		for _, s := range c.seeds {
 			c.send(s, Message{Type: MsgJoin, Records: []Member{c.self.Clone()}})
 		}
+		if !c.joined && c.selfSeeded && c.now.Sub(c.started) >= c.formAloneAfter() {
+			c.formAlone()
+		}
 		if !c.joined {
 			return
 		}
@@ -599,6 +618,7 @@ func (c *Core) heartbeatRound() {
 	}
 	c.probe()
 	c.reconnect()
+	c.probeKnown()
 	c.updateHealth()
 	c.removeDeadAndCollect()
 }

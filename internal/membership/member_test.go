@@ -30,6 +30,7 @@ func genMemberFor(id *rapid.Generator[ring.NodeID]) *rapid.Generator[Member] {
 			Status:      Status(rapid.IntRange(0, int(StatusLeft)).Draw(t, "status")),
 			ActorTypes:  rapid.SliceOfN(rapid.SampledFrom([]string{"cart", "counter", "user"}), 0, 3).Draw(t, "types"),
 			Accusers:    rapid.SliceOfN(rapid.SampledFrom(testAddrs), 0, 3).Draw(t, "accusers"),
+			Joining:     rapid.Bool().Draw(t, "joining"),
 		}
 		normalize(&m)
 		return m

@@ -22,7 +22,7 @@ func validStatus(s Status) bool { return s <= cluster.StatusLeft }
 //  2. The record with the newer incarnation wins; at equal incarnations the
 //     status later in precedence (alive < leaving < suspect < dead < left)
 //     wins; at equal incarnation and status, actor types and accusers are
-//     united.
+//     united, and the member counts as joining only if both say so.
 //  3. left overrides any incarnation: if either record is left, so is the
 //     result, and as a tombstone it carries no actor types or accusers.
 //
@@ -45,10 +45,14 @@ func Merge(a, b Member) Member {
 		out = a.Clone()
 		out.ActorTypes = unionSorted(a.ActorTypes, b.ActorTypes, 0)
 		out.Accusers = unionSorted(a.Accusers, b.Accusers, maxAccusers)
+		// Joining only ever clears: a record that says the member is
+		// ready wins, so the merge stays commutative.
+		out.Joining = a.Joining && b.Joining
 	}
 	if left {
 		out.Status = StatusLeft
 		out.ActorTypes, out.Accusers = nil, nil
+		out.Joining = false
 	}
 	return out
 }
@@ -102,6 +106,7 @@ func unionSorted(a, b []string, limit int) []string {
 func normalize(m *Member) {
 	if m.Status == StatusLeft {
 		m.ActorTypes, m.Accusers = nil, nil
+		m.Joining = false
 		return
 	}
 	m.ActorTypes = sortedSet(m.ActorTypes, 0)

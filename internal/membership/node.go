@@ -114,6 +114,23 @@ type nodeOptions struct {
 	handover    func(ctx context.Context) error
 	tick        time.Duration
 	inbox       int
+	readyGate   bool
+}
+
+// WithReadyGate makes the node's record say Joining (no key is placed on
+// it) until MarkReady is called, the node has joined and it sees a
+// majority: the runtime calls MarkReady once the view is installed, so
+// that no request reaches it before it can place keys. Default: the record
+// never says Joining.
+func WithReadyGate() NodeOption {
+	return func(o *nodeOptions) { o.readyGate = true }
+}
+
+// DialReporter is implemented by transports that remember why the last
+// dial to an address failed, as WireTransport does over a real transport:
+// a failed join then names each seed's error.
+type DialReporter interface {
+	DialError(addr string) error
 }
 
 // WithIncarnation sets the process incarnation, the half of the NodeID
@@ -150,6 +167,10 @@ func WithInboxSize(n int) NodeOption {
 // and returns ctx's error. The node's lifetime does not depend on ctx.
 //
 // The Logger of cfg receives the runtime's messages with the Core's.
+//
+// The join is bounded by Config.JoinTimeout too, and fails at once when
+// every seed refused the handshake (if tr is a DialReporter): the error is
+// then a *cluster.JoinError naming each seed's last error.
 func Start(ctx context.Context, cfg Config, tr Transport, opts ...NodeOption) (*Node, error) {
 	n, err := newNode(cfg, tr, opts...)
 	if err != nil {
@@ -161,14 +182,45 @@ func Start(ctx context.Context, cfg Config, tr Transport, opts ...NodeOption) (*
 		return n, nil
 	default:
 	}
-	select {
-	case <-n.joined:
-		return n, nil
-	case <-ctx.Done():
-		n.Close()
-		return nil, fmt.Errorf("troupe: join through seeds %v: %w", n.cfg.Seeds, ctx.Err())
+	dr, _ := tr.(DialReporter)
+	seeds := otherSeeds(n.cfg)
+	timeout := time.NewTimer(n.cfg.JoinTimeout)
+	defer timeout.Stop()
+	poll := time.NewTicker(n.opts.tick)
+	defer poll.Stop()
+	for {
+		select {
+		case <-n.joined:
+			return n, nil
+		case <-ctx.Done():
+			n.Close()
+			return nil, JoinFailure(ctx.Err(), seeds, dr)
+		case <-timeout.C:
+			n.Close()
+			return nil, JoinFailure(ErrJoinTimeout, seeds, dr)
+		case <-poll.C:
+			if AllRefused(seeds, dr) {
+				n.Close()
+				return nil, JoinFailure(ErrJoinRefused, seeds, dr)
+			}
+		}
 	}
 }
+
+// otherSeeds are the seeds a node joins through: not itself.
+func otherSeeds(cfg Config) []string {
+	var out []string
+	for _, s := range cfg.Seeds {
+		if s != cfg.Advertise && !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// MarkReady tells the node that the runtime has installed its view (see
+// WithReadyGate).
+func (n *Node) MarkReady(ctx context.Context) error { return n.call(ctx, (*Core).MarkReady) }
 
 func newNode(cfg Config, tr Transport, opts ...NodeOption) (*Node, error) {
 	if err := cfg.Validate(); err != nil {
@@ -202,6 +254,9 @@ func newNode(cfg Config, tr Transport, opts ...NodeOption) (*Node, error) {
 	core, err := NewCore(cfg, o.incarnation, time.Now())
 	if err != nil {
 		return nil, err
+	}
+	if o.readyGate {
+		core.HoldUntilReady()
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	n := &Node{

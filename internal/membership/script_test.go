@@ -24,6 +24,7 @@ var updateGolden = flag.Bool("update", false, "rewrite the golden transcripts in
 //	start N                start nodes n0..n(N-1) through n0; wait for a full view
 //	run D                  run D of virtual time; report what changed
 //	kill I | restart I     stop node I / start a new process at its address
+//	restart-alone I        restart node I without seeds (a new cluster of its own)
 //	pause I | resume I     stop / resume node I's loop and inbox
 //	partition 0 1 | 2 3 4  split the nodes into groups
 //	heal                   remove the partition
@@ -137,6 +138,11 @@ func (r *scriptRun) exec(f []string) {
 		a := r.node(f[1])
 		r.s.kill(a)
 		r.s.start(a, r.addrs[0], r.addrs[1])
+		r.seen[a] = 0
+	case "restart-alone":
+		a := r.node(f[1])
+		r.s.kill(a)
+		r.s.start(a)
 		r.seen[a] = 0
 	case "pause":
 		r.s.pause(r.node(f[1]))

@@ -130,7 +130,7 @@ func mayChange(prev, rec Member) bool {
 	case 1:
 		return true
 	}
-	return !isSubset(rec.ActorTypes, prev.ActorTypes) || !isSubset(rec.Accusers, prev.Accusers)
+	return !isSubset(rec.ActorTypes, prev.ActorTypes) || !isSubset(rec.Accusers, prev.Accusers) || (prev.Joining && !rec.Joining)
 }
 
 // isSubset reports whether every element of a is in b; both are short.

@@ -32,12 +32,16 @@ func WaitAlive(ctx context.Context, n int, members func() []cluster.Member) ([]c
 	}
 }
 
-// settled reports whether ms holds n members alive and none suspect.
+// settled reports whether ms holds n members alive and none suspect or
+// still joining.
 func settled(ms []cluster.Member, n int) bool {
 	alive := 0
 	for _, m := range ms {
 		switch m.Status {
 		case cluster.StatusAlive:
+			if m.Joining {
+				return false // not placed on yet: about to change
+			}
 			alive++
 		case cluster.StatusSuspect:
 			return false

@@ -81,6 +81,7 @@ var (
 	_ Inbound      = (*WireTransport)(nil)
 	_ Flusher      = (*WireTransport)(nil)
 	_ SelfReporter = (*WireTransport)(nil)
+	_ DialReporter = (*WireTransport)(nil)
 )
 
 // Self returns the identity the wire endpoint speaks for.
@@ -232,5 +233,14 @@ func (t *WireTransport) Close() error {
 	t.expiry = nil
 	t.pending = nil
 	t.mu.Unlock()
+	return nil
+}
+
+// DialError returns the last dial error to addr, if the endpoint keeps
+// one (a *transport.Transport does; see Transport.DialError).
+func (t *WireTransport) DialError(addr string) error {
+	if d, ok := t.ep.(DialReporter); ok {
+		return d.DialError(addr)
+	}
 	return nil
 }

@@ -800,7 +800,16 @@ func (r *Router) serveAskHold(from ring.NodeID, e *envelope, hold bool, then *fu
 		fail(fmt.Errorf("%w: %q is not hosted on %v", fault.ErrUnknownActor, e.typ, r.self()))
 		return
 	}
-	to, here, err := r.view.Load().dest(k, e.typ, e.key, e.token)
+	v := r.view.Load()
+	if len(v.list) == 0 {
+		// Not joined yet: the asker placed the key on the process that
+		// was at this address before, or on this one too early. "Not the
+		// owner" makes it place the ask again once its view changes,
+		// where "not joined" would fail it.
+		fail(&notOwnerError{})
+		return
+	}
+	to, here, err := v.dest(k, e.typ, e.key, e.token)
 	if err != nil {
 		fail(err)
 		return

@@ -69,7 +69,9 @@ func newView(self ring.NodeID, owning bool, members []cluster.Member) *view {
 	for _, m := range members {
 		id := m.ID
 		v.status[id] = m.Status
-		if m.Status == cluster.StatusLeft {
+		if m.Status == cluster.StatusLeft || m.Joining {
+			// A member still joining has no view to place keys with yet:
+			// nothing is routed to it until its record says it is ready.
 			continue
 		}
 		if cur, ok := v.byAddr[id.Addr]; !ok || cur.Incarnation < id.Incarnation {

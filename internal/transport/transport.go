@@ -98,6 +98,7 @@ type Transport struct {
 	listeners []func(PeerEvent)
 	events    []PeerEvent
 	emitting  bool
+	notes     dialNotes // under mu
 
 	tune tuning // set by New; tests change it before the first connection
 	// posted are the receipts of envelopes sent with Post, which nobody
@@ -714,6 +715,11 @@ func (s *session) dialLoop(ctx context.Context, cancel context.CancelFunc) {
 		attempt := time.Now()
 		err := s.dialOnce(ctx, known)
 		lastErr = err
+		if errors.Is(err, errSuperseded) {
+			t.noteDial(s.addr, nil) // a connection came up the other way
+		} else {
+			t.noteDial(s.addr, err)
+		}
 		if err == nil {
 			return
 		}
@@ -722,14 +728,13 @@ func (s *session) dialLoop(ctx context.Context, cancel context.CancelFunc) {
 		var refused *wire.Refused
 		if errors.As(err, &refused) && refused.Reason != wire.RefusedTimeout {
 			// A refusal is a configuration mismatch; retrying will not
-			// cure it. What waits for this peer fails with the reason.
-			t.log.Warn("troupe: wire: handshake refused", "addr", s.addr, "err", err)
+			// cure it. What waits for this peer fails with the reason
+			// (noteDial logged it, or counted it for a summary).
 			s.mu.Lock()
 			s.dropLocked(err)
 			s.mu.Unlock()
 			return
 		}
-		t.log.Debug("troupe: wire: dial failed", "addr", s.addr, "err", err)
 		s.mu.Lock()
 		if s.up && s.conn == nil && !s.suspected {
 			// The membership layer hears of it at once, rather than

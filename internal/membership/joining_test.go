@@ -1,0 +1,193 @@
+package membership
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"pgregory.net/rapid"
+
+	"github.com/troupe-go/troupe/cluster"
+)
+
+func seededCore(t *testing.T, a string, seeds ...string) *Core {
+	t.Helper()
+	cfg := cluster.FastConfig(a)
+	cfg.Seeds = seeds
+	c, err := NewCore(cfg, 1, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func TestAHeldRecordSaysJoiningUntilMarkReadyAndTheJoinAndAMajority(t *testing.T) {
+	c := seededCore(t, "a:1", "b:1")
+	c.HoldUntilReady()
+	c.Tick(t0)
+	r := c.Ready()
+	if len(r.Messages) != 1 || len(r.Messages[0].Msg.Records) != 1 || !r.Messages[0].Msg.Records[0].Joining {
+		t.Fatalf("expected the join to the seed to carry a record that says Joining; got %+v", r.Messages)
+	}
+	if err := c.MarkReady(); err != nil {
+		t.Fatal(err)
+	}
+	if !c.Self().Joining {
+		t.Fatal("expected a node that has not joined to keep saying Joining after MarkReady")
+	}
+	b := peer("b:1")
+	c.Step(Message{Type: MsgJoinReply, From: b.ID, Records: []Member{b}})
+	self := c.Self()
+	if self.Joining || self.Incarnation != 1 {
+		t.Fatalf("expected the record to stop saying Joining at incarnation 1 once joined, ready and owning; got %v", self)
+	}
+	var announced, event bool
+	for _, env := range c.Ready().Messages {
+		for _, rec := range env.Msg.Records {
+			announced = announced || (rec.ID == self.ID && !rec.Joining)
+		}
+	}
+	if !announced {
+		t.Fatal("expected the ready record to be pushed to the peers at once")
+	}
+	// A peer that learns it raises an event, so its placement follows at once.
+	p := newTestCore(t, "b:1")
+	joining := self
+	joining.Incarnation, joining.Joining = 0, true
+	p.Step(Message{Type: MsgGossip, From: self.ID, Records: []Member{joining}})
+	p.Ready()
+	p.Step(Message{Type: MsgGossip, From: self.ID, Records: []Member{self}})
+	for _, e := range p.Ready().Events {
+		event = event || (e.Kind == EventMemberUpdated && e.Member.ID == self.ID && !e.Member.Joining)
+	}
+	if !event {
+		t.Fatal("expected a peer to raise EventMemberUpdated when a member stops saying Joining")
+	}
+}
+
+func TestARecordNeverSaysJoiningWithoutHoldUntilReady(t *testing.T) {
+	c := seededCore(t, "a:1", "b:1")
+	c.Tick(t0)
+	if c.Self().Joining {
+		t.Fatal("expected no Joining flag on a core the runtime does not gate")
+	}
+}
+
+func TestANodeAmongItsOwnSeedsFormsAClusterAloneOnlyAfterTryingTheOthers(t *testing.T) {
+	c := seededCore(t, "a:1", "a:1", "b:1", "c:1")
+	step := fast.Heartbeat / 4
+	var joins int
+	var formedAt time.Duration
+	for now := t0; now.Sub(t0) <= 4*fast.SuspectAfter; now = now.Add(step) {
+		c.Tick(now)
+		for _, env := range c.Ready().Messages {
+			if env.Msg.Type == MsgJoin {
+				joins++
+			}
+		}
+		if c.Joined() && formedAt == 0 {
+			formedAt = now.Sub(t0)
+		}
+	}
+	if formedAt != 2*fast.SuspectAfter {
+		t.Fatalf("expected the node to form a cluster alone after %v of asking its seeds; it did after %v", 2*fast.SuspectAfter, formedAt)
+	}
+	if joins < 2*int(formedAt/fast.Heartbeat) {
+		t.Fatalf("expected joins to both other seeds every heartbeat before forming alone; saw %d", joins)
+	}
+	if !c.Owning() {
+		t.Fatal("expected a node that formed a cluster alone to own")
+	}
+}
+
+func TestANodeWhoseSeedsAreAllOthersNeverFormsAClusterAlone(t *testing.T) {
+	c := seededCore(t, "a:1", "b:1")
+	for now := t0; now.Sub(t0) <= 10*fast.SuspectAfter; now = now.Add(fast.Heartbeat) {
+		c.Tick(now)
+		c.Ready()
+	}
+	if c.Joined() {
+		t.Fatal("expected a node not listed among its seeds to wait for them (and its join to time out) rather than form a cluster alone")
+	}
+}
+
+func TestAJoinedNodeProbesKnownAddressesWhereItKnowsNoLiveProcess(t *testing.T) {
+	c := seededCore(t, "b:1", "a:1")
+	a, d := peer("a:1"), peer("d:1")
+	c.Step(Message{Type: MsgJoinReply, From: a.ID, Records: []Member{a, d}})
+	c.Ready()
+	deadA := a
+	deadA.Status = StatusLeft
+	c.Step(Message{Type: MsgGossip, From: d.ID, Records: []Member{deadA}})
+	c.Ready()
+	probes := map[string]int{}
+	for now := t0; now.Sub(t0) < 4*fast.SuspectAfter; now = now.Add(fast.Heartbeat / 4) {
+		c.Tick(now)
+		c.Step(Message{Type: MsgAck, From: d.ID}) // d stays alive
+		for _, env := range c.Ready().Messages {
+			if env.Msg.Type == MsgSync && env.Msg.To.IsZero() {
+				probes[env.To]++
+				if len(env.Msg.Records) < 2 {
+					t.Fatalf("expected a probe to carry the whole table; got %v", env.Msg.Records)
+				}
+			}
+		}
+	}
+	if probes["d:1"] != 0 {
+		t.Fatalf("expected no probe to an address with a live process; got %v", probes)
+	}
+	if n := probes["a:1"]; n < 3 || n > 5 {
+		t.Fatalf("expected the seed's address, where only a left record lives, probed once per SuspectAfter (4 times in 4×SuspectAfter); got %v", probes)
+	}
+}
+
+// Current lists, for any table, one record per address: that of the
+// newest process, unless it left.
+func TestCurrentListsTheNewestLiveProcessOfEachAddress(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		recs := rapid.SliceOfN(genMemberFor(genID()), 0, 12).Draw(t, "records")
+		got := Current(recs)
+		newest := map[string]Member{}
+		for _, m := range recs {
+			if o, ok := newest[m.ID.Addr]; !ok || o.ID.Incarnation < m.ID.Incarnation {
+				newest[m.ID.Addr] = m
+			}
+		}
+		var want []Member
+		for _, m := range newest {
+			if m.Status != StatusLeft {
+				want = append(want, m)
+			}
+		}
+		slices.SortFunc(want, func(a, b Member) int { return a.ID.Compare(b.ID) })
+		if len(got) != len(want) {
+			t.Fatalf("expected %v; got %v", want, got)
+		}
+		for i := range got {
+			if got[i].ID != want[i].ID {
+				t.Fatalf("expected %v; got %v", want, got)
+			}
+		}
+	})
+}
+
+// Whenever a member restarts alone (without seeds) at an address the
+// others know, as their seed or from their tables, before its tombstone
+// is forgotten, the two clusters merge: every node sees every current
+// process alive, whatever the timing and the random choices.
+func TestAMemberRestartedAloneAtAKnownAddressMergesBack(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		seed := rapid.Uint64().Draw(rt, "seed")
+		n := rapid.IntRange(2, 5).Draw(rt, "n")
+		victim := rapid.IntRange(0, n-1).Draw(rt, "victim")
+		down := time.Duration(rapid.IntRange(1, 20).Draw(rt, "down_s")) * time.Second
+		s := newSim(t, simOptions{seed: seed, mem: MemOptions{MinDelay: time.Millisecond, MaxDelay: 5 * time.Millisecond}})
+		addrs := s.cluster(n)
+		s.kill(addrs[victim])
+		s.run(down) // within RemoveAfter + TombstoneTTL (36 s) of the kill
+		s.start(addrs[victim])
+		if d, ok := s.until(5*time.Second, func() bool { return s.allSee(addrs, addrs, StatusAlive) }); !ok {
+			rt.Fatalf("expected the restarted %s (down %v) and the others to merge; not after %v", addrs[victim], down, d)
+		}
+	})
+}

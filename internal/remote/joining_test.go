@@ -1,0 +1,44 @@
+package remote
+
+import (
+	"testing"
+
+	"github.com/troupe-go/troupe/actor"
+	"github.com/troupe-go/troupe/cluster"
+)
+
+func TestAnAskReachingAMemberNotJoinedYetIsPlacedAgainOnceTheViewChanges(t *testing.T) {
+	ns := newTestNodes(t, "a:1", "b:1")
+	a, b := ns[0], ns[1]
+	key := keyWhere(t, func(k string) bool { return ownerIn(k, a, b) == b.id })
+	a.setView(a, b) // b has no view yet: it has not joined
+	done := make(chan error, 1)
+	go func() {
+		_, err := actor.Ask(ctxT(t), counter.Ref(a, key), get{})
+		done <- err
+	}()
+	// b turns out to be joining: a places the key on itself once told.
+	a.r.Update(a.id, true, []cluster.Member{
+		{ID: a.id, Status: cluster.StatusAlive, ActorTypes: []string{"counter", "seq"}},
+		{ID: b.id, Status: cluster.StatusAlive, ActorTypes: []string{"counter", "seq"}, Joining: true},
+	})
+	if err := <-done; err != nil {
+		t.Fatalf("expected the ask b could not place to be placed again and answered; got %v", err)
+	}
+}
+
+func TestAMemberThatSaysJoiningGetsNoKeys(t *testing.T) {
+	ns := newTestNodes(t, "a:1", "b:1")
+	a, b := ns[0], ns[1]
+	a.r.Update(a.id, true, []cluster.Member{
+		{ID: a.id, Status: cluster.StatusAlive, ActorTypes: []string{"counter"}},
+		{ID: b.id, Status: cluster.StatusAlive, ActorTypes: []string{"counter"}, Joining: true},
+	})
+	for i := range 50 {
+		key := "j" + string(rune('a'+i%26)) + string(rune('a'+i/26))
+		to, here, err := a.r.view.Load().dest(a.r.kind("counter"), "counter", key, a.r.Token("counter", key))
+		if err != nil || !here || to != a.id {
+			t.Fatalf("expected every key on a while b says Joining; %s goes to %v (%v)", key, to, err)
+		}
+	}
+}
