@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"os"
 	"strconv"
-	"sync/atomic"
 	"time"
 
 	"github.com/troupe-go/troupe/actor"
@@ -29,9 +28,6 @@ func (rAdd) rcMsg()   {}
 func (rGet) rcMsg()   {}
 func (rWhere) rcMsg() {}
 
-// memberAddr is this process's advertised member address, for rWhere.
-var memberAddr atomic.Pointer[string]
-
 var rcounter = actor.Define("rcounter", func(c *actor.Context[int, rcMsg], m rcMsg) error {
 	switch m := m.(type) {
 	case rAdd:
@@ -39,11 +35,7 @@ var rcounter = actor.Define("rcounter", func(c *actor.Context[int, rcMsg], m rcM
 	case rGet:
 		return actor.Respond(c, m, c.State())
 	case rWhere:
-		a := ""
-		if p := memberAddr.Load(); p != nil {
-			a = *p
-		}
-		return actor.Respond(c, m, a)
+		return actor.Respond(c, m, c.Member())
 	}
 	return nil
 }, actor.WithMailbox(troupeMailbox, actor.Wait)).WithMessages(rAdd{}, rGet{}, rWhere{})
@@ -74,8 +66,6 @@ func startMember(seeds []string, timings string) (*system.System, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := sys.Addr()
-	memberAddr.Store(&a)
 	return sys, nil
 }
 
