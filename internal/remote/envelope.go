@@ -64,8 +64,11 @@ func (h *tellHead) set(e *envelope) {
 }
 
 // envelopeVersion is the first byte of every envelope; a node refuses
-// envelopes of a version it does not know.
-const envelopeVersion = 1
+// envelopes of a version it does not know. 2 added the reply codes of
+// declared errors, too-large messages and panics (a declared error's
+// reply carries its name and body), which a node of version 1 would
+// misread.
+const envelopeVersion = 2
 
 // ErrMalformed reports an envelope that cannot be decoded.
 var ErrMalformed = errors.New("troupe: malformed application envelope")
@@ -87,6 +90,9 @@ type envelope struct {
 	hops  uint8  // forwards already taken (tell)
 	chain []string
 	err   *wireError // reply
+	// encoded is the length of the body appendBody last encoded from a
+	// message (not from body): the size the message limit is about.
+	encoded int
 }
 
 // appendBody appends e's body with its length: e.body, or, when enc is
@@ -100,6 +106,7 @@ func (e *envelope) appendBody(b []byte, enc host.MessageAppender, m any) []byte 
 	start := len(b)
 	b = append(b, 0) // room for a one-byte length: most bodies are short
 	b = enc.AppendMessage(b, m)
+	e.encoded = len(b) - start - 1
 	return putLength(b, start)
 }
 
@@ -376,10 +383,6 @@ func decodeEnvelope(b []byte) (envelope, error) {
 	return e, err
 }
 
-// decode decodes b into e, which must be zero; on an error e is left
-// zero. Byte fields of e alias b; strings are copies, or prev's strings
-// when equal. prev describes the envelope before b in its batch (nil:
-// none), which a kindTellNext needs; decode updates it to e.
 // decodeRepeat decodes b into e, a zero envelope, when b is a
 // kindTellNext with the key and the message name of the tell before it,
 // prev: the common case in a stream of tells to one key. It reads the
@@ -403,6 +406,10 @@ func (e *envelope) decodeRepeat(b []byte, prev *tellHead) bool {
 	return true
 }
 
+// decode decodes b into e, which must be zero; on an error e is left
+// zero. Byte fields of e alias b; strings are copies, or prev's strings
+// when equal. prev describes the envelope before b in its batch (nil:
+// none), which a kindTellNext needs; decode updates it to e.
 func (e *envelope) decode(b []byte, prev *tellHead) error {
 	err := e.decodeAfter(b, prev)
 	if prev != nil {

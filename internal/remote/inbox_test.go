@@ -1,7 +1,11 @@
 package remote
 
 import (
+	"bytes"
+	"errors"
 	"testing"
+
+	"github.com/troupe-go/troupe/internal/fault"
 )
 
 // A stream of tells to one key takes the repeat fast path (decodeRepeat,
@@ -46,4 +50,41 @@ func TestRepeatedTellsFollowAViewChangeWithinASegment(t *testing.T) {
 		t.Fatal("second chunk: the key is still remembered as served here")
 	}
 	in.release()
+}
+
+// fixedBody is a message appender that encodes n bytes.
+type fixedBody int
+
+func (n fixedBody) AppendMessage(dst []byte, _ any) []byte {
+	return append(dst, bytes.Repeat([]byte{0xc0}, int(n))...)
+}
+
+// A tell encoded straight into a batch meets the message limit by its
+// body, as on every other path: a body of exactly the limit goes, one
+// byte more fails with ErrMessageTooLarge and leaves the batch as it was.
+func TestATellEncodedIntoTheBatchIsMeasuredByItsBody(t *testing.T) {
+	ns := newTestNodes(t, "a:1", "b:1")
+	a, b := ns[0], ns[1]
+	const limit = 1000
+	a.h.MaxMessage = limit
+	o := a.r.outboxFor(b.id)
+	o.running.Store(true) // no flusher: the lane keeps what is appended
+	e := envelope{kind: kindTell, token: 1, typ: "counter", key: "k", name: "n"}
+	if err := o.enqueueBody(1, &e, fixedBody(limit), nil, false); err != nil {
+		t.Fatalf("a body of exactly the limit: %v", err)
+	}
+	l := &o.lanes[laneOf(1)]
+	l.mu.Lock()
+	before, prev := bytes.Clone(l.buf), l.prev
+	l.mu.Unlock()
+	e2 := envelope{kind: kindTell, token: 1, typ: "counter", key: "k", name: "n"}
+	err := o.enqueueBody(1, &e2, fixedBody(limit+1), nil, false)
+	if !errors.Is(err, fault.ErrMessageTooLarge) {
+		t.Fatalf("a body of the limit plus one: got %v, want ErrMessageTooLarge", err)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(before) == 0 || !bytes.Equal(l.buf, before) || l.prev != prev {
+		t.Fatal("the refused tell changed the batch")
+	}
 }

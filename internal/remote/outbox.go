@@ -97,19 +97,22 @@ func (o *outbox) enqueueBody(key uint64, e *envelope, enc host.MessageAppender, 
 	if l.buf == nil {
 		l.buf = o.r.endpoint().Buffer(max(l.next, 64))
 	}
-	if enc != nil {
-		if limit := o.r.maxMessage(); limit > 0 {
-			// Encoded straight into the batch, the message is measured
-			// there, and taken out again when over the limit.
-			start, prev := len(l.buf), l.prev
-			l.buf = e.appendFramedBody(l.buf, &l.prev, enc, m)
-			if n := len(l.buf) - start; n > limit {
-				l.buf, l.prev = l.buf[:start], prev
-				l.mu.Unlock()
-				return fmt.Errorf("%w: %T of about %d bytes, limit %d", fault.ErrMessageTooLarge, m, n, limit)
+	if limit := o.r.maxMessage(); enc != nil && limit > 0 {
+		// Encoded straight into the batch, the message is measured there
+		// (its body, as on every other path), and taken out again when
+		// over the limit.
+		start, prev := len(l.buf), l.prev
+		l.buf = e.appendFramedBody(l.buf, &l.prev, enc, m)
+		if e.encoded > limit {
+			l.prev = prev
+			if cap(l.buf) > 2*batchMax {
+				// Grown for the message: keep the batch, not the room.
+				l.buf = append(o.r.endpoint().Buffer(max(start, l.next, 64)), l.buf[:start]...)
+			} else {
+				l.buf = l.buf[:start]
 			}
-		} else {
-			l.buf = e.appendFramedBody(l.buf, &l.prev, enc, m)
+			l.mu.Unlock()
+			return fmt.Errorf("%w: %T of %d bytes, limit %d", fault.ErrMessageTooLarge, m, e.encoded, limit)
 		}
 	} else {
 		l.buf = e.appendFramedBody(l.buf, &l.prev, enc, m)
