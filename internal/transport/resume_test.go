@@ -154,14 +154,17 @@ type sent struct {
 	cancels bool
 }
 
-func TestResumeAfterRepeatedCutsLosesAndDuplicatesNothing(t *testing.T) {
-	plan := func(info faultnet.ConnInfo, rng *rand.Rand) []faultnet.Fault {
-		if info.Seq >= 8 {
-			return nil
-		}
-		return []faultnet.Fault{faultnet.CutWriteAt(faultnet.MustBetween(rng, 1, 400<<10))}
+// eightCuts cuts each of the first eight connections once, somewhere in
+// its first 400 KiB of writes.
+func eightCuts(info faultnet.ConnInfo, rng *rand.Rand) []faultnet.Fault {
+	if info.Seq >= 8 {
+		return nil
 	}
-	fp := newFaultPair(t, 7, plan, nil)
+	return []faultnet.Fault{faultnet.CutWriteAt(faultnet.MustBetween(rng, 1, 400<<10))}
+}
+
+func TestResumeAfterRepeatedCutsLosesAndDuplicatesNothing(t *testing.T) {
+	fp := newFaultPair(t, 7, eightCuts, nil)
 	defer fp.close()
 	rng := rand.New(rand.NewPCG(7, 7))
 	var all []sent
@@ -371,13 +374,7 @@ func TestCutsDuringTheHandshakeAndResumeLoseNothing(t *testing.T) {
 // frame of its envelope could still be written or replayed would corrupt
 // a later envelope or this one.
 func TestPostedBuffersReusedAcrossCutsAndResumesStayWhole(t *testing.T) {
-	plan := func(info faultnet.ConnInfo, rng *rand.Rand) []faultnet.Fault {
-		if info.Seq >= 8 {
-			return nil
-		}
-		return []faultnet.Fault{faultnet.CutWriteAt(faultnet.MustBetween(rng, 1, 400<<10))}
-	}
-	fp := newFaultPair(t, 11, plan, nil)
+	fp := newFaultPair(t, 11, eightCuts, nil)
 	defer fp.close()
 	rng := rand.New(rand.NewPCG(11, 11))
 	const n = 400
