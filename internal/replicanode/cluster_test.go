@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -24,7 +25,10 @@ var stateSlot = replica.Slot{Kind: replica.KindState}
 // across restarts: a Badger directory, or a Memory store standing for a
 // process killed with its writes in the page cache.
 type testCluster struct {
-	t       testing.TB
+	t testing.TB
+	// mu guards the members' fields that a restart changes (inc, ep,
+	// node), for tests whose clients run beside a nemesis.
+	mu      sync.Mutex
 	net     *transport.MemNetwork
 	members []*member
 	badger  bool
@@ -82,48 +86,69 @@ func (c *testCluster) config(m *member) Config {
 // restored from m's store.
 func (c *testCluster) start(m *member) {
 	c.t.Helper()
+	c.mu.Lock()
 	m.inc++
-	ep, err := c.net.Join(ring.NodeID{Addr: m.addr, Incarnation: m.inc})
+	id := ring.NodeID{Addr: m.addr, Incarnation: m.inc}
+	c.mu.Unlock()
+	ep, err := c.net.Join(id)
 	if err != nil {
 		c.t.Fatal(err)
 	}
+	c.mu.Lock()
 	m.ep = ep
-	node, err := Open(context.Background(), c.config(m))
+	cfg := c.config(m)
+	c.mu.Unlock()
+	node, err := Open(context.Background(), cfg)
 	if err != nil {
 		c.t.Fatal(err)
 	}
+	c.mu.Lock()
 	m.node = node
+	c.mu.Unlock()
+}
+
+// nodeOf returns m's running node, or nil while it is down.
+func (c *testCluster) nodeOf(m *member) *Node {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return m.node
 }
 
 // crash stops m abruptly: its node and endpoint close, and what was on
 // its way to it is lost.
 func (c *testCluster) crash(m *member) {
 	c.t.Helper()
-	if m.node == nil {
+	c.mu.Lock()
+	node, ep := m.node, m.ep
+	m.node = nil
+	c.mu.Unlock()
+	if node == nil {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
 	defer cancel()
-	if err := m.node.Close(ctx); err != nil {
+	if err := node.Close(ctx); err != nil {
 		c.t.Errorf("closing %s: %v", m.addr, err)
 	}
-	_ = m.ep.Close()
-	m.node = nil
+	_ = ep.Close()
 }
 
 // stop stops m in order: its node stops, then its endpoint delivers what
 // was already sent before it leaves.
 func (c *testCluster) stop(m *member) {
 	c.t.Helper()
+	c.mu.Lock()
+	node, ep := m.node, m.ep
+	m.node = nil
+	c.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
 	defer cancel()
-	if err := m.node.Close(ctx); err != nil {
+	if err := node.Close(ctx); err != nil {
 		c.t.Errorf("closing %s: %v", m.addr, err)
 	}
-	if err := m.ep.Shutdown(ctx); err != nil {
+	if err := ep.Shutdown(ctx); err != nil {
 		c.t.Errorf("shutting down %s: %v", m.addr, err)
 	}
-	m.node = nil
 }
 
 func (c *testCluster) stopAll() {
@@ -137,6 +162,8 @@ func (c *testCluster) ids(ms ...*member) []ring.NodeID {
 	if len(ms) == 0 {
 		ms = c.members
 	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	out := make([]ring.NodeID, len(ms))
 	for i, m := range ms {
 		out[i] = ring.NodeID{Addr: m.addr, Incarnation: m.inc}
