@@ -223,6 +223,8 @@ func TestATickSendsAgainWhatWasLost(t *testing.T) {
 		t.Fatalf("the acquisition ended (%v) with its prepares lost and no tick", err)
 	default:
 	}
+	// A prepare is sent again at the second tick after it was sent.
+	owner.ticks <- struct{}{}
 	owner.ticks <- struct{}{}
 	if err := <-acquired; err != nil {
 		t.Fatalf("after a tick the acquisition returned %v", err)
