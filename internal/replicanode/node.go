@@ -85,6 +85,8 @@ type request struct {
 	level     replication.Level
 	ranges    []ring.Range
 	w         *waiter
+	// abandoned is the op of the request an opAbandon gives up on.
+	abandoned opKind
 }
 
 // waiter is a caller waiting for its ticket or acquisition.
@@ -214,7 +216,7 @@ func (n *Node) call(ctx context.Context, r *request) error {
 	case <-ctx.Done():
 		// The loop forgets the waiter; what it asked for goes on (a write
 		// still reaches the replicas it can), so its outcome is unknown.
-		n.enqueue(input{req: &request{op: opAbandon, key: r.key, w: r.w}})
+		n.enqueue(input{req: &request{op: opAbandon, key: r.key, w: r.w, abandoned: r.op}})
 		select {
 		case err := <-r.w.done:
 			// Answered meanwhile: the answer stands.
@@ -423,11 +425,18 @@ func (n *Node) apply(r *request) {
 	case opReceiving:
 		n.core.SetReceiving(r.ranges...)
 	case opAbandon:
-		if r.w.ticket != 0 {
-			delete(n.waiters, r.w.ticket)
+		if r.abandoned != opAcquire {
+			// A request that failed at once has no ticket: nothing to drop.
+			if r.w.ticket != 0 {
+				delete(n.waiters, r.w.ticket)
+			}
 			return
 		}
-		ws := slices.DeleteFunc(n.acquiring[r.key], func(w *waiter) bool { return w == r.w })
+		ws, ok := n.acquiring[r.key]
+		if !ok || !slices.Contains(ws, r.w) {
+			return // answered meanwhile
+		}
+		ws = slices.DeleteFunc(ws, func(w *waiter) bool { return w == r.w })
 		if len(ws) > 0 {
 			n.acquiring[r.key] = ws
 			return

@@ -352,3 +352,29 @@ func TestAnAbandonedAcquisitionResigns(t *testing.T) {
 		t.Fatalf("a write after the abandoned acquisition returned %v, want ErrNotServing", err)
 	}
 }
+
+// A write abandoned at its deadline leaves the key served: once the
+// replicas are reachable again the owner goes on writing, and the
+// abandoned write, sent again, lands before the next.
+func TestAnAbandonedWriteKeepsTheKeyServed(t *testing.T) {
+	c := newCluster(t, 3, false)
+	ctx := bounded(t)
+	k := key("a")
+	m := c.members[0]
+	if err := m.node.Acquire(ctx, k, c.ids(), replication.Majority); err != nil {
+		t.Fatal(err)
+	}
+	c.isolate(m)
+	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer cancel()
+	if err := m.node.Write(short, k, stateSlot, []byte("1")); !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("a cut-off write returned %v, want ErrUnavailable", err)
+	}
+	c.heal(m)
+	if err := m.node.Write(ctx, k, stateSlot, []byte("2")); err != nil {
+		t.Fatalf("a write after the abandoned one returned %v, want nil", err)
+	}
+	if got, err := readState(ctx, m, k); err != nil || got != "2" {
+		t.Fatalf("read %q, %v; want 2", got, err)
+	}
+}
