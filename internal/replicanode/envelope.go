@@ -28,19 +28,19 @@ func appendEnvelope(b []byte, enc []byte, ends []int) []byte {
 	return b
 }
 
-// decodeEnvelope calls fn with each message of an envelope, in order.
-// Messages are decoded into fresh memory: b can be reused once it returns.
-// Errors are *replica.DecodeError; an envelope that fails to decode
-// delivers none of its messages.
-func decodeEnvelope(b []byte, fn func(replica.Message)) error {
+// decodeEnvelope returns the messages of an envelope, in order, decoded
+// into fresh memory: b can be reused once it returns. Errors are
+// *replica.DecodeError; an envelope that fails to decode gives none of its
+// messages.
+func decodeEnvelope(b []byte) ([]replica.Message, error) {
 	if len(b) == 0 {
-		return &replica.DecodeError{Offset: 0, Err: replica.ErrTruncated, What: "envelope version"}
+		return nil, &replica.DecodeError{Offset: 0, Err: replica.ErrTruncated, What: "envelope version"}
 	}
 	if b[0] != envelopeVersion {
 		if b[0] > envelopeVersion {
-			return &replica.DecodeError{Offset: 0, Err: replica.ErrUnsupportedVersion, What: "envelope version"}
+			return nil, &replica.DecodeError{Offset: 0, Err: replica.ErrUnsupportedVersion, What: "envelope version"}
 		}
-		return &replica.DecodeError{Offset: 0, Err: replica.ErrMalformed, What: "envelope version"}
+		return nil, &replica.DecodeError{Offset: 0, Err: replica.ErrMalformed, What: "envelope version"}
 	}
 	off := 1
 	uvarint := func(what string) (uint64, error) {
@@ -56,37 +56,34 @@ func decodeEnvelope(b []byte, fn func(replica.Message)) error {
 	}
 	count, err := uvarint("envelope count")
 	if err != nil {
-		return err
+		return nil, err
 	}
 	// Every message takes at least two bytes (its length and more), so a
 	// count beyond that is a lie.
 	if count > uint64(len(b)-off)/2 {
-		return &replica.DecodeError{Offset: off, Err: replica.ErrMalformed, What: "envelope count"}
+		return nil, &replica.DecodeError{Offset: off, Err: replica.ErrMalformed, What: "envelope count"}
 	}
 	msgs := make([]replica.Message, 0, count)
 	for range count {
 		n, err := uvarint("envelope message length")
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if n > uint64(len(b)-off) {
-			return &replica.DecodeError{Offset: off, Err: replica.ErrTruncated, What: "envelope message"}
+			return nil, &replica.DecodeError{Offset: off, Err: replica.ErrTruncated, What: "envelope message"}
 		}
 		m, err := replica.Decode(b[off : off+int(n)])
 		if err != nil {
 			if de, ok := err.(*replica.DecodeError); ok {
 				de.Offset += off
 			}
-			return err
+			return nil, err
 		}
 		off += int(n)
 		msgs = append(msgs, m)
 	}
 	if off != len(b) {
-		return &replica.DecodeError{Offset: off, Err: replica.ErrMalformed, What: "envelope trailing bytes"}
+		return nil, &replica.DecodeError{Offset: off, Err: replica.ErrMalformed, What: "envelope trailing bytes"}
 	}
-	for _, m := range msgs {
-		fn(m)
-	}
-	return nil
+	return msgs, nil
 }

@@ -26,11 +26,7 @@ func sampleEnvelope() []byte {
 	return appendEnvelope(nil, enc, ends)
 }
 
-func decodeAll(b []byte) ([]replica.Message, error) {
-	var got []replica.Message
-	err := decodeEnvelope(b, func(m replica.Message) { got = append(got, m) })
-	return got, err
-}
+func decodeAll(b []byte) ([]replica.Message, error) { return decodeEnvelope(b) }
 
 func TestAnEnvelopeRoundTripsItsMessagesInOrder(t *testing.T) {
 	got, err := decodeAll(sampleEnvelope())

@@ -160,20 +160,33 @@ func (n *Node) Self() ring.NodeID { return n.self }
 
 // receive takes an envelope off the replication stream.
 func (n *Node) receive(from ring.NodeID, payload []byte) {
-	var in []input
-	err := decodeEnvelope(payload, func(m replica.Message) {
-		// The transport authenticates the sender; a message claiming
-		// another is dropped.
-		if m.From == from && m.To == n.self {
-			in = append(in, input{msg: m})
-		}
-	})
+	msgs, err := decodeEnvelope(payload)
 	n.ep.Release(payload)
 	if err != nil {
 		n.log.Warn("dropped a replication envelope", "from", from.String(), "err", err)
 		return
 	}
-	n.enqueue(in...)
+	n.mu.Lock()
+	if n.closed {
+		n.mu.Unlock()
+		return
+	}
+	for _, m := range msgs {
+		// The transport authenticates the sender; a message claiming
+		// another is dropped.
+		if m.From == from && m.To == n.self {
+			n.queue = append(n.queue, input{msg: m})
+		}
+	}
+	n.mu.Unlock()
+	n.signal()
+}
+
+func (n *Node) signal() {
+	select {
+	case n.wake <- struct{}{}:
+	default:
+	}
 }
 
 func (n *Node) enqueue(in ...input) bool {
@@ -184,10 +197,7 @@ func (n *Node) enqueue(in ...input) bool {
 	}
 	n.queue = append(n.queue, in...)
 	n.mu.Unlock()
-	select {
-	case n.wake <- struct{}{}:
-	default:
-	}
+	n.signal()
 	return true
 }
 
