@@ -245,7 +245,15 @@ func (n *Node) call(ctx context.Context, r *request) error {
 }
 
 func unavailable(r *request, cause error) error {
-	what := map[opKind]string{opAcquire: "acquire", opWrite: "write", opRead: "read"}[r.op]
+	what := "read"
+	switch {
+	case r.op == opAcquire:
+		what = "acquire"
+	case r.op == opWrite && r.tombstone:
+		what = "delete"
+	case r.op == opWrite:
+		what = "write"
+	}
 	return fmt.Errorf("%w: %s %s/%s: %w", ErrUnavailable, what, r.key.Type, r.key.ID, cause)
 }
 

@@ -378,3 +378,27 @@ func TestAnAbandonedWriteKeepsTheKeyServed(t *testing.T) {
 		t.Fatalf("read %q, %v; want 2", got, err)
 	}
 }
+
+// A member still receiving its ranges does not count toward a quorum
+// until it says it caught up.
+func TestAMemberStillReceivingDoesNotCount(t *testing.T) {
+	c := newCluster(t, 3, false)
+	ctx := bounded(t)
+	k := key("a")
+	a, b, far := c.members[0], c.members[1], c.members[2]
+	if err := b.node.SetReceiving(ring.Range{}); err != nil {
+		t.Fatal(err)
+	}
+	c.isolate(far)
+	short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer cancel()
+	if err := a.node.Acquire(short, k, c.ids(), replication.Majority); !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("an acquisition counting a receiving member returned %v, want ErrUnavailable", err)
+	}
+	if err := b.node.SetReceiving(); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.node.Acquire(ctx, k, c.ids(), replication.Majority); err != nil {
+		t.Fatalf("once the member caught up the acquisition returned %v", err)
+	}
+}
