@@ -22,6 +22,9 @@ import (
 // The nemesis run lasts nemesisDefault unless TROUPE_REPLICATION_NEMESIS
 // names another duration (say 2m for a figures run); its seed is
 // TROUPE_REPLICATION_SEED, or the clock's (logged, to replay a failure).
+// Nodes keep their copies in memory stores that outlive a crash, as the
+// page cache does a kill -9; TROUPE_REPLICATION_BADGER=1 gives each a
+// badger store instead.
 const nemesisDefault = 3 * time.Second
 
 type lnOp uint8
@@ -139,7 +142,7 @@ func TestConcurrentClientsUnderANemesisStayLinearizable(t *testing.T) {
 	run, seed := nemesisSettings(t)
 	t.Logf("nemesis for %v, TROUPE_REPLICATION_SEED=%d", run, seed)
 	const nodes, replicas, registers, clients = 5, 3, 6, 8
-	c := newCluster(t, nodes, false)
+	c := newCluster(t, nodes, os.Getenv("TROUPE_REPLICATION_BADGER") == "1")
 	r := ring.New(c.ids())
 	byAddr := map[string]*member{}
 	for _, m := range c.members {
