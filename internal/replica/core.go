@@ -252,8 +252,10 @@ const (
 
 // proposal is one write in flight.
 type proposal struct {
-	rec    Record
-	acked  map[ring.NodeID]bool
+	rec Record
+	// acked lists the replicas that stored the record (a replica set is
+	// a handful of members: a slice beats a map).
+	acked  []ring.NodeID
 	sentAt uint64
 }
 
@@ -290,7 +292,7 @@ type ownership struct {
 	round      uint64
 	roundOpen  bool
 	roundReads []Ticket
-	roundAcked map[ring.NodeID]bool
+	roundAcked []ring.NodeID
 }
 
 // Acquire starts serving k on this node: it raises k's epoch on replicas
@@ -434,14 +436,14 @@ func (c *Core) Tick() {
 				continue
 			}
 			for _, r := range o.replicas {
-				if !p.acked[r] {
+				if !slices.Contains(p.acked, r) {
 					c.send(Message{Type: MsgAccept, To: r, Key: k, Epoch: o.epoch, Records: []Record{p.rec}})
 				}
 			}
 		}
 		if o.roundOpen && due(&o.roundAt) {
 			for _, r := range o.replicas {
-				if !o.roundAcked[r] {
+				if !slices.Contains(o.roundAcked, r) {
 					c.send(Message{Type: MsgCheck, To: r, Key: k, Epoch: o.epoch, Round: o.round})
 				}
 			}
@@ -473,7 +475,7 @@ func (c *Core) propose(o *ownership, r Record) {
 	r.Epoch = o.epoch
 	r.Version = o.version
 	o.current[r.Slot()] = r
-	o.inflight = append(o.inflight, &proposal{rec: r, acked: make(map[ring.NodeID]bool), sentAt: c.ticks})
+	o.inflight = append(o.inflight, &proposal{rec: r, acked: make([]ring.NodeID, 0, len(o.replicas)), sentAt: c.ticks})
 	c.waiting[o.key] = struct{}{}
 	c.broadcast(o, Message{Type: MsgAccept, Key: o.key, Epoch: o.epoch, Records: []Record{r}})
 }
@@ -504,7 +506,9 @@ func (c *Core) ownerStep(o *ownership, m Message) {
 	case MsgAccepted:
 		for _, p := range o.inflight {
 			if p.rec.Version == m.Version {
-				p.acked[m.From] = true
+				if !slices.Contains(p.acked, m.From) {
+					p.acked = append(p.acked, m.From)
+				}
 			}
 		}
 		c.advance(o)
@@ -512,7 +516,9 @@ func (c *Core) ownerStep(o *ownership, m Message) {
 		if !o.roundOpen || m.Round != o.round {
 			return
 		}
-		o.roundAcked[m.From] = true
+		if !slices.Contains(o.roundAcked, m.From) {
+			o.roundAcked = append(o.roundAcked, m.From)
+		}
 		if len(o.roundAcked) >= o.quorum {
 			c.ready.Done = append(c.ready.Done, o.roundReads...)
 			o.roundOpen = false
@@ -608,7 +614,7 @@ func (c *Core) maybeCheck(o *ownership) {
 	o.roundAt = c.ticks
 	c.waiting[o.key] = struct{}{}
 	o.roundReads = batch
-	o.roundAcked = make(map[ring.NodeID]bool)
+	o.roundAcked = o.roundAcked[:0]
 	c.broadcast(o, Message{Type: MsgCheck, Key: o.key, Epoch: o.epoch, Round: o.round})
 }
 
