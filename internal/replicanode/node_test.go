@@ -122,7 +122,24 @@ func TestRestartsFromBadgerLoseNothingAcknowledged(t *testing.T) {
 // network heals, both fail with the newer owner's epoch, and the newer
 // owner's write stands.
 func TestAPausedOwnerIsFenced(t *testing.T) {
-	c := newCluster(t, 3, false)
+	// Ticks by hand, so that the old owner posts only what the test asks
+	// of it, and the test can tell when its requests went out.
+	counting := &countingEndpoint{notify: make(chan struct{}, 64)}
+	c := &testCluster{t: t, net: transport.NewMemNetwork(), manual: true}
+	c.wrap = func(m *member, ep transport.Endpoint) transport.Endpoint {
+		if m != c.members[0] {
+			return ep
+		}
+		counting.Endpoint = ep
+		return counting
+	}
+	for i := range 3 {
+		c.members = append(c.members, &member{addr: fmt.Sprintf("n%d", i), store: replicastore.NewMemory()})
+	}
+	for _, m := range c.members {
+		c.start(m)
+	}
+	t.Cleanup(c.stopAll)
 	ctx := bounded(t)
 	k := key("a")
 	old, next := c.members[0], c.members[1]
@@ -141,22 +158,43 @@ func TestAPausedOwnerIsFenced(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	short, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
-	defer cancel()
-	if err := old.node.Write(short, k, stateSlot, []byte("stale write")); !errors.Is(err, ErrUnavailable) {
-		t.Fatalf("the cut-off owner's write returned %v, want ErrUnavailable", err)
-	}
-	if got, err := readState(short, old, k); !errors.Is(err, ErrUnavailable) {
-		t.Fatalf("the cut-off owner's read returned %q, %v; want ErrUnavailable", got, err)
-	}
-
+	// The read goes first: it sends a check round; the write then sends
+	// its accepts. Each reaches the replicas only once the network heals.
 	type result struct {
 		v   string
 		err error
 	}
-	wrote, read := make(chan error, 1), make(chan result, 1)
-	go func() { wrote <- old.node.Write(ctx, k, stateSlot, []byte("stale again")) }()
+	posted := func(n int) {
+		t.Helper()
+		for range n {
+			select {
+			case <-counting.notify:
+			case <-ctx.Done():
+				t.Fatal("the cut-off owner did not post its requests")
+			}
+		}
+	}
+	for len(counting.notify) > 0 {
+		<-counting.notify
+	}
+	read, wrote := make(chan result, 1), make(chan error, 1)
 	go func() { v, err := readState(ctx, old, k); read <- result{v, err} }()
+	posted(2) // a check to each other replica
+	go func() { wrote <- old.node.Write(ctx, k, stateSlot, []byte("stale")) }()
+	posted(2) // an accept to each
+	short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer cancel()
+	if err := old.node.Write(short, k, stateSlot, []byte("stale too")); !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("the cut-off owner's write returned %v, want ErrUnavailable", err)
+	}
+	select {
+	case r := <-read:
+		t.Fatalf("the cut-off owner answered a read: %q, %v", r.v, r.err)
+	case err := <-wrote:
+		t.Fatalf("the cut-off owner's write returned %v while cut off", err)
+	default:
+	}
+
 	c.heal(old)
 	var stale *StaleOwnerError
 	if err := <-wrote; !errors.As(err, &stale) || stale.Newer.Node != next.node.Self() {

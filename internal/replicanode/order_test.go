@@ -30,14 +30,22 @@ func (s *gatedStore) Put(ctx context.Context, recs ...replica.Record) error {
 	return s.Store.Put(ctx, recs...)
 }
 
-// countingEndpoint counts the envelopes posted through it.
+// countingEndpoint counts the envelopes posted through it, and tells
+// notify (when set, with room) of each.
 type countingEndpoint struct {
 	transport.Endpoint
 	posted atomic.Int64
+	notify chan struct{}
 }
 
 func (e *countingEndpoint) Post(to ring.NodeID, st transport.StreamID, key uint64, payload []byte) error {
 	e.posted.Add(1)
+	if e.notify != nil {
+		select {
+		case e.notify <- struct{}{}:
+		default:
+		}
+	}
 	return e.Endpoint.Post(to, st, key, payload)
 }
 
