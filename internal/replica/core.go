@@ -59,7 +59,14 @@ type Core struct {
 	// carry them without scanning every record.
 	slots map[Key][]Slot
 
-	owned   map[Key]*ownership
+	owned map[Key]*ownership
+	// waiting lists the owned keys with something unanswered (promises,
+	// accepts or a check round): all that Tick looks at.
+	waiting map[Key]struct{}
+	// ticks counts Tick calls; what was sent at tick t is sent again
+	// from tick t+2 on, so a message is not repeated before it had a
+	// whole tick period to be answered.
+	ticks   uint64
 	maxTerm map[Key]uint64
 	ticket  Ticket
 	local   []Message
@@ -75,6 +82,7 @@ func New(self ring.NodeID) *Core {
 		records:  make(map[recordKey]Record),
 		slots:    make(map[Key][]Slot),
 		owned:    make(map[Key]*ownership),
+		waiting:  make(map[Key]struct{}),
 		maxTerm:  make(map[Key]uint64),
 	}
 }
@@ -244,8 +252,11 @@ const (
 
 // proposal is one write in flight.
 type proposal struct {
-	rec   Record
-	acked map[ring.NodeID]bool
+	rec Record
+	// acked lists the replicas that stored the record (a replica set is
+	// a handful of members: a slice beats a map).
+	acked  []ring.NodeID
+	sentAt uint64
 }
 
 type readWait struct {
@@ -261,6 +272,9 @@ type ownership struct {
 	phase    phase
 
 	promises map[ring.NodeID]Message
+	// preparedAt and roundAt are the ticks at which the prepares and the
+	// open check round were last sent.
+	preparedAt, roundAt uint64
 
 	// current holds the newest record of each slot, committed or not.
 	current map[Slot]Record
@@ -278,7 +292,7 @@ type ownership struct {
 	round      uint64
 	roundOpen  bool
 	roundReads []Ticket
-	roundAcked map[ring.NodeID]bool
+	roundAcked []ring.NodeID
 }
 
 // Acquire starts serving k on this node: it raises k's epoch on replicas
@@ -310,6 +324,8 @@ func (c *Core) Acquire(k Key, replicas []ring.NodeID, level replication.Level) e
 		current:  make(map[Slot]Record),
 	}
 	c.owned[k] = o
+	o.preparedAt = c.ticks
+	c.waiting[k] = struct{}{}
 	c.broadcast(o, Message{Type: MsgPrepare, Key: k, Epoch: o.epoch})
 	c.drain()
 	return nil
@@ -383,21 +399,32 @@ func (c *Core) Read(k Key) (map[Slot]Record, Ticket, error) {
 	return view, t, nil
 }
 
-// Tick sends again what has not been answered: prepares, writes and the
-// open check round, to the replicas that have not answered them.
+// Tick sends again what has not been answered for a whole tick period
+// (it was sent before the previous Tick): prepares, writes and the open
+// check round, to the replicas that have not answered them. Only keys
+// with something unanswered are visited.
 func (c *Core) Tick() {
-	keys := make([]Key, 0, len(c.owned))
-	for k := range c.owned {
+	c.ticks++
+	keys := make([]Key, 0, len(c.waiting))
+	for k := range c.waiting {
 		keys = append(keys, k)
 	}
 	// Map order must not reach the output.
 	slices.SortFunc(keys, compareKeys)
+	due := func(at *uint64) bool {
+		if c.ticks-*at < 2 {
+			return false
+		}
+		*at = c.ticks
+		return true
+	}
 	for _, k := range keys {
 		o := c.owned[k]
-		if o == nil {
+		if o == nil || (o.phase != preparing && len(o.inflight) == 0 && !o.roundOpen) {
+			delete(c.waiting, k)
 			continue
 		}
-		if o.phase == preparing {
+		if o.phase == preparing && due(&o.preparedAt) {
 			for _, r := range o.replicas {
 				if _, ok := o.promises[r]; !ok {
 					c.send(Message{Type: MsgPrepare, To: r, Key: k, Epoch: o.epoch})
@@ -405,15 +432,18 @@ func (c *Core) Tick() {
 			}
 		}
 		for _, p := range o.inflight {
+			if !due(&p.sentAt) {
+				continue
+			}
 			for _, r := range o.replicas {
-				if !p.acked[r] {
+				if !slices.Contains(p.acked, r) {
 					c.send(Message{Type: MsgAccept, To: r, Key: k, Epoch: o.epoch, Records: []Record{p.rec}})
 				}
 			}
 		}
-		if o.roundOpen {
+		if o.roundOpen && due(&o.roundAt) {
 			for _, r := range o.replicas {
-				if !o.roundAcked[r] {
+				if !slices.Contains(o.roundAcked, r) {
 					c.send(Message{Type: MsgCheck, To: r, Key: k, Epoch: o.epoch, Round: o.round})
 				}
 			}
@@ -445,7 +475,8 @@ func (c *Core) propose(o *ownership, r Record) {
 	r.Epoch = o.epoch
 	r.Version = o.version
 	o.current[r.Slot()] = r
-	o.inflight = append(o.inflight, &proposal{rec: r, acked: make(map[ring.NodeID]bool)})
+	o.inflight = append(o.inflight, &proposal{rec: r, acked: make([]ring.NodeID, 0, len(o.replicas)), sentAt: c.ticks})
+	c.waiting[o.key] = struct{}{}
 	c.broadcast(o, Message{Type: MsgAccept, Key: o.key, Epoch: o.epoch, Records: []Record{r}})
 }
 
@@ -475,7 +506,9 @@ func (c *Core) ownerStep(o *ownership, m Message) {
 	case MsgAccepted:
 		for _, p := range o.inflight {
 			if p.rec.Version == m.Version {
-				p.acked[m.From] = true
+				if !slices.Contains(p.acked, m.From) {
+					p.acked = append(p.acked, m.From)
+				}
 			}
 		}
 		c.advance(o)
@@ -483,7 +516,9 @@ func (c *Core) ownerStep(o *ownership, m Message) {
 		if !o.roundOpen || m.Round != o.round {
 			return
 		}
-		o.roundAcked[m.From] = true
+		if !slices.Contains(o.roundAcked, m.From) {
+			o.roundAcked = append(o.roundAcked, m.From)
+		}
 		if len(o.roundAcked) >= o.quorum {
 			c.ready.Done = append(c.ready.Done, o.roundReads...)
 			o.roundOpen = false
@@ -576,8 +611,10 @@ func (c *Core) maybeCheck(o *ownership) {
 	}
 	o.round++
 	o.roundOpen = true
+	o.roundAt = c.ticks
+	c.waiting[o.key] = struct{}{}
 	o.roundReads = batch
-	o.roundAcked = make(map[ring.NodeID]bool)
+	o.roundAcked = o.roundAcked[:0]
 	c.broadcast(o, Message{Type: MsgCheck, Key: o.key, Epoch: o.epoch, Round: o.round})
 }
 
@@ -592,5 +629,6 @@ func (c *Core) stepDown(o *ownership, newer Epoch) {
 	}
 	c.ready.Failed = append(c.ready.Failed, o.roundReads...)
 	delete(c.owned, o.key)
+	delete(c.waiting, o.key)
 	c.ready.Changes = append(c.ready.Changes, Change{Key: o.key, Epoch: newer})
 }

@@ -196,6 +196,9 @@ func TestAReplicaStillReceivingItsRangeDoesNotCount(t *testing.T) {
 		t.Fatal("a write outside the range being received did not count that replica")
 	}
 	s.nodes[1].core.SetReceiving()
+	// The accept is sent again once it went unanswered a whole tick
+	// period: at the second tick after it was sent.
+	s.tick(n)
 	s.tick(n)
 	s.flush()
 	if !released(s, 0, tk) {
@@ -289,5 +292,35 @@ func TestReadsWaitingTogetherShareOneCheckRound(t *testing.T) {
 	s.flush()
 	if len(n.ops) != 0 {
 		t.Fatalf("%d reads still wait after every check was answered", len(n.ops))
+	}
+}
+
+// A message lost in flight is sent again only once it went unanswered a
+// whole tick period, so a Tick right after a send does not repeat it.
+func TestTickRepeatsOnlyWhatWentUnansweredATickPeriod(t *testing.T) {
+	s := newSim(t, 3, replication.Majority, []Key{keyA})
+	serve(t, s, 0)
+	n := s.nodes[0]
+	write(t, s, 0, 7)
+	s.net = nil // the accepts are lost
+	s.tick(n)
+	if len(s.net) != 0 {
+		t.Fatalf("the first tick after the write repeated %d messages, want none", len(s.net))
+	}
+	s.tick(n)
+	accepts := 0
+	for _, m := range s.net {
+		if m.Type == MsgAccept {
+			accepts++
+		}
+	}
+	if accepts != 2 {
+		t.Fatalf("the second tick sent %d accepts, want one to each other replica", accepts)
+	}
+	s.flush()
+	s.tick(n)
+	s.tick(n)
+	if len(s.net) != 0 {
+		t.Fatalf("ticks after every answer arrived sent %+v", s.net)
 	}
 }

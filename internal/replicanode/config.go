@@ -1,0 +1,81 @@
+package replicanode
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/troupe-go/troupe/internal/replicastore"
+	"github.com/troupe-go/troupe/internal/transport"
+	"github.com/troupe-go/troupe/replication"
+)
+
+// Config configures a Node. Endpoint is required; the zero value of every
+// other field means its default.
+type Config struct {
+	// Endpoint carries the replication stream. The node sets the handler
+	// of transport.StreamReplication; the endpoint's lifetime is the
+	// caller's (membership and actors share it).
+	Endpoint transport.Endpoint
+	// Store is where the node persists its promises and records. The
+	// caller opens and closes it. Nil: the node opens one from Replication
+	// (Badger under DataDir, or memory without one) and closes it at Close.
+	Store replicastore.Store
+	// Replication says where the node's own store lives when Store is nil.
+	Replication replication.Config
+	// TickEvery is how often the node sends again what has not been
+	// answered (prepares, accepts, read checks). Default 50ms.
+	TickEvery time.Duration
+	// MaxBatch is the most bytes of messages the node packs into one
+	// envelope to a peer; a single larger message travels alone. Default
+	// 256 KiB.
+	MaxBatch int
+	// Logger receives the node's and badger's messages. Nil logs nothing.
+	Logger *slog.Logger
+
+	// ticks, when set (tests, through export_test.go), replaces the
+	// timer: the node ticks once per value received.
+	ticks <-chan struct{}
+}
+
+// Defaults.
+const (
+	DefaultTickEvery = 50 * time.Millisecond
+	DefaultMaxBatch  = 256 << 10
+)
+
+// ErrInvalidConfig is wrapped by the errors of Config.Validate; the
+// message names the field.
+var ErrInvalidConfig = errors.New("troupe: invalid replication node config")
+
+// Validate reports a configuration that cannot work, naming the field.
+func (c Config) Validate() error {
+	switch {
+	case c.Endpoint == nil:
+		return fmt.Errorf("%w: Endpoint is required", ErrInvalidConfig)
+	case c.TickEvery < 0:
+		return fmt.Errorf("%w: TickEvery %v is negative", ErrInvalidConfig, c.TickEvery)
+	case c.MaxBatch < 0:
+		return fmt.Errorf("%w: MaxBatch %d is negative", ErrInvalidConfig, c.MaxBatch)
+	case c.Store != nil && (c.Replication != replication.Config{}):
+		return fmt.Errorf("%w: Store and Replication are exclusive", ErrInvalidConfig)
+	}
+	if err := c.Replication.Validate(); err != nil {
+		return fmt.Errorf("Replication: %w", err)
+	}
+	return nil
+}
+
+func (c Config) withDefaults() Config {
+	if c.TickEvery == 0 {
+		c.TickEvery = DefaultTickEvery
+	}
+	if c.MaxBatch == 0 {
+		c.MaxBatch = DefaultMaxBatch
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return c
+}

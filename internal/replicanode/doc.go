@@ -1,0 +1,23 @@
+// Package replicanode runs a node's replication core: a [Node] owns one
+// replica.Core, one store and the replication stream of a transport
+// endpoint, and offers the runtime Acquire, Write, Delete, Read and
+// Resign, each waiting under a context.
+//
+// # The loop
+//
+// One goroutine owns the core. The transport's handler decodes arriving
+// envelopes and queues their messages; callers queue requests. The loop
+// takes everything queued, feeds it to the core in arrival order, and for
+// the whole batch persists the records the core produced (one Store.Put),
+// then sends its messages (one envelope per peer), then answers the
+// callers whose tickets are done or failed. A timer ticks the core, which
+// sends again what was not answered.
+//
+// # Errors
+//
+// A call whose level is not met before its context ends fails with an
+// error matching [ErrUnavailable]; a fenced owner's calls fail with a
+// [*StaleOwnerError]. A write that fails either way may or may not have
+// happened. docs/replication.md has the protocol, the driver and the
+// argument for their safety.
+package replicanode

@@ -1,0 +1,89 @@
+package replicanode
+
+import (
+	"encoding/binary"
+
+	"github.com/troupe-go/troupe/internal/replica"
+)
+
+// envelopeVersion is the first byte of every envelope on the replication
+// stream. A receiver drops an envelope of a newer version.
+const envelopeVersion = 1
+
+// An envelope packs the messages of one flush to one peer: the version
+// byte, a uvarint count, then each message as a uvarint length and its
+// replica encoding (which carries its own format version).
+
+// appendEnvelope appends an envelope of the encoded messages in msgs,
+// each given by its end offset in enc.
+func appendEnvelope(b []byte, enc []byte, ends []int) []byte {
+	b = append(b, envelopeVersion)
+	b = binary.AppendUvarint(b, uint64(len(ends)))
+	start := 0
+	for _, end := range ends {
+		b = binary.AppendUvarint(b, uint64(end-start))
+		b = append(b, enc[start:end]...)
+		start = end
+	}
+	return b
+}
+
+// decodeEnvelope returns the messages of an envelope, in order, decoded
+// into fresh memory: b can be reused once it returns. Errors are
+// *replica.DecodeError; an envelope that fails to decode gives none of its
+// messages.
+func decodeEnvelope(b []byte) ([]replica.Message, error) {
+	if len(b) == 0 {
+		return nil, &replica.DecodeError{Offset: 0, Err: replica.ErrTruncated, What: "envelope version"}
+	}
+	if b[0] != envelopeVersion {
+		if b[0] > envelopeVersion {
+			return nil, &replica.DecodeError{Offset: 0, Err: replica.ErrUnsupportedVersion, What: "envelope version"}
+		}
+		return nil, &replica.DecodeError{Offset: 0, Err: replica.ErrMalformed, What: "envelope version"}
+	}
+	off := 1
+	uvarint := func(what string) (uint64, error) {
+		v, n := binary.Uvarint(b[off:])
+		switch {
+		case n == 0:
+			return 0, &replica.DecodeError{Offset: off, Err: replica.ErrTruncated, What: what}
+		case n < 0 || (n > 1 && b[off+n-1] == 0):
+			return 0, &replica.DecodeError{Offset: off, Err: replica.ErrMalformed, What: what}
+		}
+		off += n
+		return v, nil
+	}
+	count, err := uvarint("envelope count")
+	if err != nil {
+		return nil, err
+	}
+	// Every message takes at least two bytes (its length and more), so a
+	// count beyond that is a lie.
+	if count > uint64(len(b)-off)/2 {
+		return nil, &replica.DecodeError{Offset: off, Err: replica.ErrMalformed, What: "envelope count"}
+	}
+	msgs := make([]replica.Message, 0, count)
+	for range count {
+		n, err := uvarint("envelope message length")
+		if err != nil {
+			return nil, err
+		}
+		if n > uint64(len(b)-off) {
+			return nil, &replica.DecodeError{Offset: off, Err: replica.ErrTruncated, What: "envelope message"}
+		}
+		m, err := replica.Decode(b[off : off+int(n)])
+		if err != nil {
+			if de, ok := err.(*replica.DecodeError); ok {
+				de.Offset += off
+			}
+			return nil, err
+		}
+		off += int(n)
+		msgs = append(msgs, m)
+	}
+	if off != len(b) {
+		return nil, &replica.DecodeError{Offset: off, Err: replica.ErrMalformed, What: "envelope trailing bytes"}
+	}
+	return msgs, nil
+}

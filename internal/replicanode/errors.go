@@ -1,0 +1,43 @@
+package replicanode
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/troupe-go/troupe/internal/replica"
+)
+
+// ErrUnavailable is matched by the error of a call whose level (or read
+// barrier, or acquisition) was not met before its context ended. A write
+// that ends so may or may not have happened: a later owner adopts it if a
+// replica of its quorum holds it. The error also matches the context's.
+var ErrUnavailable = errors.New("troupe: replication: level not met before the deadline (a write may or may not have happened)")
+
+// ErrStaleOwner is matched by a *StaleOwnerError: a replica refused this
+// node's epoch because it promised a newer owner's, so this node no longer
+// serves the key.
+var ErrStaleOwner = errors.New("troupe: replication: a newer owner holds the key")
+
+// ErrResigned is matched by the error of a call that waited on a key this
+// node resigned (Resign, or an acquisition abandoned at its deadline). A
+// write that ends so may or may not have happened.
+var ErrResigned = errors.New("troupe: replication: key resigned")
+
+// ErrClosed is returned by calls on a closed node, and by calls that were
+// waiting when it closed.
+var ErrClosed = errors.New("troupe: replication node is closed")
+
+// StaleOwnerError says that a key's owner was fenced: a replica promised
+// Newer, a later epoch than this node's. What was waiting fails with it; a
+// write that fails so may or may not have happened.
+type StaleOwnerError struct {
+	Key   replica.Key
+	Newer replica.Epoch
+}
+
+func (e *StaleOwnerError) Error() string {
+	return fmt.Sprintf("%v: %s/%s is owned at epoch %d by %v", ErrStaleOwner, e.Key.Type, e.Key.ID, e.Newer.Term, e.Newer.Node)
+}
+
+// Is makes a StaleOwnerError match ErrStaleOwner.
+func (e *StaleOwnerError) Is(target error) bool { return target == ErrStaleOwner }

@@ -1,0 +1,576 @@
+package replicanode
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/troupe-go/troupe/internal/replica"
+	"github.com/troupe-go/troupe/internal/replicastore"
+	"github.com/troupe-go/troupe/internal/transport"
+	"github.com/troupe-go/troupe/replication"
+	"github.com/troupe-go/troupe/ring"
+)
+
+// Node drives one node's replication core: it feeds the core the
+// messages that arrive on the replication stream, the callers' requests
+// and a tick, and after each batch of them persists what the core asks,
+// then sends its messages, then releases or fails the callers that
+// waited. One goroutine owns the core; every method is safe for
+// concurrent use.
+type Node struct {
+	cfg      Config
+	ep       transport.Endpoint
+	self     ring.NodeID
+	store    replicastore.Store
+	ownStore bool
+	log      *slog.Logger
+
+	mu     sync.Mutex
+	queue  []input
+	spare  []input
+	closed bool
+	// err is why the loop stopped: ErrClosed, or a store failure.
+	err  error
+	wake chan struct{}
+	stop chan struct{}
+	done chan struct{}
+
+	// Owned by the loop goroutine.
+	core      *replica.Core
+	waiters   map[replica.Ticket]*waiter
+	acquiring map[replica.Key][]*waiter
+	scratch   []byte
+	ends      []int
+	// out gathers a batch's records to persist and messages to send;
+	// answers, what its waiters are told once both are done.
+	out     replica.Ready
+	answers []answer
+}
+
+type answer struct {
+	w   *waiter
+	err error
+}
+
+// input is one thing for the loop: a message from a peer or a request.
+type input struct {
+	msg replica.Message
+	req *request
+}
+
+type opKind uint8
+
+const (
+	opAcquire opKind = iota + 1
+	opWrite
+	opRead
+	opResign
+	opAbandon
+	opReceiving
+)
+
+type request struct {
+	op        opKind
+	key       replica.Key
+	slot      replica.Slot
+	value     []byte
+	tombstone bool
+	replicas  []ring.NodeID
+	level     replication.Level
+	ranges    []ring.Range
+	w         *waiter
+	// abandoned is the op of the request an opAbandon gives up on.
+	abandoned opKind
+}
+
+// waiter is a caller waiting for its ticket or acquisition.
+type waiter struct {
+	key    replica.Key
+	ticket replica.Ticket
+	view   map[replica.Slot]replica.Record
+	done   chan error // buffered: the loop never blocks on it
+}
+
+// Open restores a node from its store and starts it. A store that cannot
+// be opened or read fails Open with the store's typed error
+// (replication.ErrCorrupt, a *replication.FormatError matching
+// replication.ErrNewerFormat), wrapped; nothing is reset.
+func Open(ctx context.Context, cfg Config) (*Node, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	self := cfg.Endpoint.Self()
+	n := &Node{
+		cfg:       cfg,
+		ep:        cfg.Endpoint,
+		self:      self,
+		store:     cfg.Store,
+		log:       cfg.Logger.With("component", "replication", "node", self.String()),
+		wake:      make(chan struct{}, 1),
+		stop:      make(chan struct{}),
+		done:      make(chan struct{}),
+		core:      replica.New(self),
+		waiters:   make(map[replica.Ticket]*waiter),
+		acquiring: make(map[replica.Key][]*waiter),
+	}
+	if n.store == nil {
+		if dir := cfg.Replication.DataDir; dir != "" {
+			b, err := replicastore.Open(dir, replicastore.Options{Sync: cfg.Replication.Sync, Logger: cfg.Logger})
+			if err != nil {
+				return nil, fmt.Errorf("troupe: replication node %v: %w", self, err)
+			}
+			n.store = b
+		} else {
+			n.store = replicastore.NewMemory()
+		}
+		n.ownStore = true
+	}
+	var recs []replica.Record
+	err := n.store.Range(ctx, ring.Range{}, func(r replica.Record) bool {
+		recs = append(recs, r)
+		return true
+	})
+	if err != nil {
+		if n.ownStore {
+			_ = n.store.Close()
+		}
+		return nil, fmt.Errorf("troupe: replication node %v: restore: %w", self, err)
+	}
+	n.core.Restore(recs...)
+	n.ep.Handle(transport.StreamReplication, transport.HandlerFunc(n.receive))
+	var tick <-chan time.Time
+	var stopTicker func()
+	if cfg.ticks == nil {
+		t := time.NewTicker(cfg.TickEvery)
+		tick, stopTicker = t.C, t.Stop
+	}
+	go n.run(tick, stopTicker)
+	return n, nil
+}
+
+// Self returns the node's identity.
+func (n *Node) Self() ring.NodeID { return n.self }
+
+// receive takes an envelope off the replication stream.
+func (n *Node) receive(from ring.NodeID, payload []byte) {
+	msgs, err := decodeEnvelope(payload)
+	n.ep.Release(payload)
+	if err != nil {
+		n.log.Warn("dropped a replication envelope", "from", from.String(), "err", err)
+		return
+	}
+	n.mu.Lock()
+	if n.closed {
+		n.mu.Unlock()
+		return
+	}
+	for _, m := range msgs {
+		// The transport authenticates the sender; a message claiming
+		// another is dropped.
+		if m.From == from && m.To == n.self {
+			n.queue = append(n.queue, input{msg: m})
+		}
+	}
+	n.mu.Unlock()
+	n.signal()
+}
+
+func (n *Node) signal() {
+	select {
+	case n.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (n *Node) enqueue(in ...input) bool {
+	n.mu.Lock()
+	if n.closed {
+		n.mu.Unlock()
+		return false
+	}
+	n.queue = append(n.queue, in...)
+	n.mu.Unlock()
+	n.signal()
+	return true
+}
+
+// closedErr returns why the node no longer takes requests.
+func (n *Node) closedErr() error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.err != nil {
+		return n.err
+	}
+	return ErrClosed
+}
+
+// call hands a request to the loop and waits for its answer.
+func (n *Node) call(ctx context.Context, r *request) error {
+	if err := ctx.Err(); err != nil {
+		return unavailable(r, err)
+	}
+	r.w = &waiter{key: r.key, done: make(chan error, 1)}
+	if !n.enqueue(input{req: r}) {
+		return n.closedErr()
+	}
+	select {
+	case err := <-r.w.done:
+		return err
+	case <-ctx.Done():
+		// The loop forgets the waiter; what it asked for goes on (a write
+		// still reaches the replicas it can), so its outcome is unknown.
+		n.enqueue(input{req: &request{op: opAbandon, key: r.key, w: r.w, abandoned: r.op}})
+		select {
+		case err := <-r.w.done:
+			// Answered meanwhile: the answer stands.
+			return err
+		default:
+		}
+		return unavailable(r, ctx.Err())
+	case <-n.done:
+		select {
+		case err := <-r.w.done:
+			return err
+		default:
+		}
+		return n.closedErr()
+	}
+}
+
+func unavailable(r *request, cause error) error {
+	what := "read"
+	switch {
+	case r.op == opAcquire:
+		what = "acquire"
+	case r.op == opWrite && r.tombstone:
+		what = "delete"
+	case r.op == opWrite:
+		what = "write"
+	}
+	return fmt.Errorf("%w: %s %s/%s: %w", ErrUnavailable, what, r.key.Type, r.key.ID, cause)
+}
+
+// Acquire makes this node the owner of k: it raises k's ownership epoch
+// on replicas (which must include this node; the runtime computes them
+// with ring.AppendReplicas from the full ring, dead members included),
+// adopts the newest records a quorum of level holds and writes them back,
+// and returns once k is served here. A key already served returns at once
+// (with the replica set it was acquired with). If ctx ends first the
+// acquisition is abandoned (the key resigned) and the error matches
+// ErrUnavailable; a newer owner's refusal gives a *StaleOwnerError.
+func (n *Node) Acquire(ctx context.Context, k replica.Key, replicas []ring.NodeID, level replication.Level) error {
+	return n.call(ctx, &request{op: opAcquire, key: k, replicas: slices.Clone(replicas), level: level})
+}
+
+// Write replaces k's record in slot with value on a served key and
+// returns once it, and every write made before it here, met the key's
+// level. value is copied. A write that fails with ErrUnavailable,
+// ErrStaleOwner or ErrResigned may or may not have happened; one on a key
+// not served here fails with replica.ErrNotServing and did not happen.
+func (n *Node) Write(ctx context.Context, k replica.Key, slot replica.Slot, value []byte) error {
+	return n.call(ctx, &request{op: opWrite, key: k, slot: slot, value: slices.Clone(value)})
+}
+
+// Delete writes a tombstone in k's slot: a stale replica's older record
+// cannot bring the value back. It waits and fails as Write.
+func (n *Node) Delete(ctx context.Context, k replica.Key, slot replica.Slot) error {
+	return n.call(ctx, &request{op: opWrite, key: k, slot: slot, tombstone: true})
+}
+
+// Read returns k's records as its owner sees them (every slot, tombstones
+// included), once what they reflect met the level and a quorum confirmed,
+// after the read arrived, that this node still holds k's epoch: a fenced
+// owner never answers with stale records. It fails as Write does.
+func (n *Node) Read(ctx context.Context, k replica.Key) (map[replica.Slot]replica.Record, error) {
+	r := &request{op: opRead, key: k}
+	if err := n.call(ctx, r); err != nil {
+		return nil, err
+	}
+	return r.w.view, nil
+}
+
+// Resign stops serving k here without waiting; what waited on k fails
+// with ErrResigned. It does nothing on a key not held.
+func (n *Node) Resign(k replica.Key) error {
+	if !n.enqueue(input{req: &request{op: opResign, key: k}}) {
+		return n.closedErr()
+	}
+	return nil
+}
+
+// SetReceiving names the ring ranges this node is still receiving from
+// their previous replicas (a new member: the whole ring, ring.Range{});
+// none means it is caught up. Its answers about keys in them do not count
+// toward quorums. See replica.Core.SetReceiving.
+func (n *Node) SetReceiving(ranges ...ring.Range) error {
+	if !n.enqueue(input{req: &request{op: opReceiving, ranges: slices.Clone(ranges)}}) {
+		return n.closedErr()
+	}
+	return nil
+}
+
+// Close stops the node: calls waiting fail with ErrClosed, and the store
+// is closed if the node opened it. Messages already handed to the
+// endpoint still travel; the endpoint stays open. Close waits for the
+// loop until ctx ends.
+func (n *Node) Close(ctx context.Context) error {
+	n.mu.Lock()
+	if !n.closed {
+		n.closed = true
+		close(n.stop)
+	}
+	n.mu.Unlock()
+	select {
+	case <-n.done:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	n.mu.Lock()
+	err := n.err
+	n.mu.Unlock()
+	if errors.Is(err, ErrClosed) {
+		return nil
+	}
+	return err
+}
+
+// run is the loop that owns the core.
+func (n *Node) run(tick <-chan time.Time, stopTicker func()) {
+	defer close(n.done)
+	if stopTicker != nil {
+		defer stopTicker()
+	}
+	err := n.loop(tick)
+	n.mu.Lock()
+	n.closed = true
+	n.err = err
+	n.queue = nil
+	n.mu.Unlock()
+	// Answers collected but not flushed were not persisted: they fail.
+	for _, w := range n.waiters {
+		w.done <- err
+	}
+	for _, a := range n.answers {
+		a.w.done <- err
+	}
+	for _, ws := range n.acquiring {
+		for _, w := range ws {
+			w.done <- err
+		}
+	}
+	if n.ownStore {
+		if cerr := n.store.Close(); cerr != nil {
+			n.log.Warn("closing the store", "err", cerr)
+		}
+	}
+}
+
+func (n *Node) loop(tick <-chan time.Time) error {
+	for {
+		select {
+		case <-n.stop:
+			return ErrClosed
+		case <-n.wake:
+		case <-tick:
+			n.core.Tick()
+			n.collect()
+		case <-n.cfg.ticks:
+			n.core.Tick()
+			n.collect()
+		}
+		n.mu.Lock()
+		batch := n.queue
+		n.queue = n.spare[:0]
+		n.mu.Unlock()
+		for _, in := range batch {
+			if in.req != nil {
+				n.apply(in.req)
+			} else {
+				n.core.Step(in.msg)
+			}
+			n.collect()
+		}
+		clear(batch)
+		n.spare = batch
+		if err := n.flush(); err != nil {
+			return err
+		}
+	}
+}
+
+// apply runs one request against the core.
+func (n *Node) apply(r *request) {
+	switch r.op {
+	case opAcquire:
+		if n.core.Serving(r.key) {
+			r.w.done <- nil
+			return
+		}
+		if err := n.core.Acquire(r.key, r.replicas, r.level); err != nil {
+			r.w.done <- fmt.Errorf("troupe: acquire %s/%s: %w", r.key.Type, r.key.ID, err)
+			return
+		}
+		n.acquiring[r.key] = append(n.acquiring[r.key], r.w)
+	case opWrite:
+		t, err := n.core.Write(r.key, r.slot, r.value, r.tombstone)
+		if err != nil {
+			r.w.done <- fmt.Errorf("troupe: write %s/%s: %w", r.key.Type, r.key.ID, err)
+			return
+		}
+		r.w.ticket = t
+		n.waiters[t] = r.w
+	case opRead:
+		view, t, err := n.core.Read(r.key)
+		if err != nil {
+			r.w.done <- fmt.Errorf("troupe: read %s/%s: %w", r.key.Type, r.key.ID, err)
+			return
+		}
+		for slot, rec := range view {
+			rec.Value = slices.Clone(rec.Value)
+			view[slot] = rec
+		}
+		r.w.ticket, r.w.view = t, view
+		n.waiters[t] = r.w
+	case opResign:
+		n.core.Resign(r.key)
+	case opReceiving:
+		n.core.SetReceiving(r.ranges...)
+	case opAbandon:
+		if r.abandoned != opAcquire {
+			// A request that failed at once has no ticket: nothing to drop.
+			if r.w.ticket != 0 {
+				delete(n.waiters, r.w.ticket)
+			}
+			return
+		}
+		ws, ok := n.acquiring[r.key]
+		if !ok || !slices.Contains(ws, r.w) {
+			return // answered meanwhile
+		}
+		ws = slices.DeleteFunc(ws, func(w *waiter) bool { return w == r.w })
+		if len(ws) > 0 {
+			n.acquiring[r.key] = ws
+			return
+		}
+		delete(n.acquiring, r.key)
+		// Nobody waits for the key any more: an acquisition that cannot
+		// meet its level stops asking.
+		if !n.core.Serving(r.key) {
+			n.core.Resign(r.key)
+		}
+	}
+}
+
+// collect takes the core's Ready after one input: its records and
+// messages join the batch's, and the waiters it settles are set aside
+// with their answers until the batch is persisted and sent. Taking Ready
+// per input keeps each answer tied to the input that caused it (a key
+// resigned and acquired again in one batch).
+func (n *Node) collect() {
+	rd := n.core.Ready()
+	if rd.IsEmpty() {
+		return
+	}
+	n.out.Persist = append(n.out.Persist, rd.Persist...)
+	n.out.Messages = append(n.out.Messages, rd.Messages...)
+	// Why each stepped-down key stepped down, for its failed waiters.
+	var down map[replica.Key]error
+	for _, c := range rd.Changes {
+		if c.Serving {
+			continue
+		}
+		if down == nil {
+			down = make(map[replica.Key]error)
+		}
+		if c.Epoch.IsZero() {
+			down[c.Key] = fmt.Errorf("%w: %s/%s", ErrResigned, c.Key.Type, c.Key.ID)
+		} else {
+			down[c.Key] = &StaleOwnerError{Key: c.Key, Newer: c.Epoch}
+		}
+	}
+	for _, t := range rd.Done {
+		if w := n.waiters[t]; w != nil {
+			delete(n.waiters, t)
+			n.answers = append(n.answers, answer{w, nil})
+		}
+	}
+	for _, t := range rd.Failed {
+		if w := n.waiters[t]; w != nil {
+			delete(n.waiters, t)
+			n.answers = append(n.answers, answer{w, down[w.key]})
+		}
+	}
+	for _, c := range rd.Changes {
+		var err error
+		if !c.Serving {
+			err = down[c.Key]
+		}
+		for _, w := range n.acquiring[c.Key] {
+			n.answers = append(n.answers, answer{w, err})
+		}
+		delete(n.acquiring, c.Key)
+	}
+}
+
+// flush does what the batch's Readys asked, in their order: persist,
+// send, then answer the waiters. A store that fails stops the node: the
+// core has moved on in memory past what it could persist.
+func (n *Node) flush() error {
+	if len(n.out.Persist) > 0 {
+		if err := n.store.Put(context.Background(), n.out.Persist...); err != nil {
+			n.log.Error("the store failed; the node stops", "err", err)
+			return fmt.Errorf("troupe: replication node %v: persist: %w", n.self, err)
+		}
+	}
+	n.send(n.out.Messages)
+	for _, a := range n.answers {
+		a.w.done <- a.err
+	}
+	clear(n.out.Persist)
+	clear(n.out.Messages)
+	clear(n.answers)
+	n.out.Persist, n.out.Messages, n.answers = n.out.Persist[:0], n.out.Messages[:0], n.answers[:0]
+	return nil
+}
+
+// send packs the messages of one flush into one envelope per peer (up to
+// MaxBatch bytes each) and posts them. A message that cannot be posted is
+// dropped: the core sends again at the next tick what stays unanswered.
+func (n *Node) send(msgs []replica.Message) {
+	if len(msgs) == 0 {
+		return
+	}
+	// Group by peer, keeping each peer's messages in order.
+	byPeer := make(map[ring.NodeID][]int, 4)
+	for i, m := range msgs {
+		byPeer[m.To] = append(byPeer[m.To], i)
+	}
+	for _, to := range slices.SortedFunc(maps.Keys(byPeer), ring.NodeID.Compare) {
+		idx := byPeer[to]
+		for len(idx) > 0 {
+			n.scratch, n.ends = n.scratch[:0], n.ends[:0]
+			k := 0
+			for k < len(idx) {
+				n.scratch = replica.AppendEncode(n.scratch, msgs[idx[k]])
+				n.ends = append(n.ends, len(n.scratch))
+				k++
+				if len(n.scratch) >= n.cfg.MaxBatch {
+					break
+				}
+			}
+			idx = idx[k:]
+			buf := n.ep.Buffer(len(n.scratch) + 10*(len(n.ends)+1) + 1)
+			buf = appendEnvelope(buf, n.scratch, n.ends)
+			if err := n.ep.Post(to, transport.StreamReplication, 0, buf); err != nil {
+				n.log.Debug("a replication envelope was not sent", "to", to.String(), "err", err)
+			}
+		}
+	}
+}
