@@ -149,6 +149,13 @@ func TestWithErrorsValidates(t *testing.T) {
 		{"duplicate sentinel", []error{errOverdrawn, errOverdrawn}},
 		{"two sentinels with one text", []error{errOverdrawn, errors.New(errOverdrawn.Error())}},
 		{"unencodable type", []error{(*unencodableError)(nil)}},
+		{"PanicError", []error{(*actor.PanicError)(nil)}},
+		{"FailedError", []error{(*actor.FailedError)(nil)}},
+		{"CycleError", []error{(*actor.CycleError)(nil)}},
+		{"DefinitionError", []error{(*actor.DefinitionError)(nil)}},
+		{"ErrUnavailable", []error{actor.ErrUnavailable}},
+		{"ErrActorFailed", []error{actor.ErrActorFailed}},
+		{"wrapped ErrMailboxFull", []error{fmt.Errorf("busy: %w", actor.ErrMailboxFull)}},
 	} {
 		err := actor.Define("d", h, actor.WithErrors(c.errs...)).Err()
 		var de *actor.DefinitionError

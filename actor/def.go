@@ -181,8 +181,11 @@ func WithReplicas(n int, level WriteLevel) Option {
 // as msgpack, as for messages: keep both stable. An error that wraps a
 // declared one (fmt.Errorf("...: %w", ErrX)) counts as declared: the
 // first declared error, in the order given, found by errors.Is or
-// errors.As travels with the wrapper's text. Declaring panics and
-// undeclared errors is not possible: they stay failures.
+// errors.As travels with the wrapper's text. The runtime's own errors
+// (this package's sentinels, *PanicError, *FailedError, *CycleError,
+// *DefinitionError) cannot be declared: the definition reports a
+// *DefinitionError naming WithErrors. A panic stays a failure, and so does
+// a *FailedError a handler passes on, whatever it wraps.
 func WithErrors(errs ...error) Option {
 	return func(s *settings) { s.errors = append(s.errors, errs...) }
 }
