@@ -121,8 +121,9 @@ func fromWire(w *wireError, from string) error {
 		panicked := false
 		if w.cause != nil {
 			cause = fromWire(w.cause, from)
-			var pe *fault.PanicError
-			if panicked = errors.As(cause, &pe); !panicked {
+			// Only a cause coded as a panic is this actor's own: a failure
+			// passed on (an ask to an actor that panicked) is not.
+			if panicked = w.cause.code == codePanic; !panicked {
 				cause = &causeError{text: w.msg, err: cause} // the text as on the member that failed
 			}
 		}

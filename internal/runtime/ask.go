@@ -226,14 +226,16 @@ func (d Deferred[R]) Resolve(r R) bool {
 }
 
 // Fail answers the deferred request with err when the definition
-// declares it, else with a failure wrapping ErrActorFailed.
+// declares it, else with a failure wrapping ErrActorFailed. The failure
+// is never a panic: Fail runs after the handler returned, and a panic's
+// value passed to it is an error like any other.
 func (d Deferred[R]) Fail(err error) bool {
 	if d.k == nil {
 		return false
 	}
 	ferr := err
 	if !d.k.declared().Declares(err) {
-		ferr = d.k.failure(d.key, err)
+		ferr = d.k.failure(d.key, err, false)
 	}
 	switch {
 	case d.s != nil:
