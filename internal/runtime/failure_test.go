@@ -75,3 +75,34 @@ func TestAFailurePassedOnIsNoPanic(t *testing.T) {
 		}
 	}
 }
+
+// A reply to an asker in this process meets the message limit of a
+// clustered system as one to another node does, answered directly or
+// through a Deferred.
+func TestRepliesHereMeetTheMessageLimit(t *testing.T) {
+	const limit = 100
+	h := host.New(host.Settings{MaxMessage: limit})
+	defer h.Close(context.Background())
+	def := Define("r", func(c *tctx[int, int], m int) error {
+		if m < 0 {
+			d := Defer[int, int, tctx[int, int], []byte](c.Context)
+			go d.Resolve(make([]byte, -m))
+			return nil
+		}
+		Respond(c.Context, make([]byte, m))
+		return nil
+	})
+	k := def.Instantiate(h).(*kind[int, int, tctx[int, int]])
+	h.Register(k)
+	// A []byte under 256 bytes encodes in its length + 2 (bin 8).
+	for _, n := range []int{limit - 2, -(limit - 2)} {
+		if got, err := Ask[int, []byte](context.Background(), k.ref("k"), n); err != nil || len(got) != limit-2 {
+			t.Errorf("%d: got %d bytes, %v: want the reply at the limit", n, len(got), err)
+		}
+	}
+	for _, n := range []int{limit - 1, -(limit - 1)} {
+		if _, err := Ask[int, []byte](context.Background(), k.ref("k"), n); !errors.Is(err, ErrMessageTooLarge) {
+			t.Errorf("%d: got %v, want ErrMessageTooLarge one byte over", n, err)
+		}
+	}
+}
