@@ -70,6 +70,9 @@ const (
 	// system or client (system.Config.MaxMessage, client.Config.MaxMessage),
 	// in encoded bytes: 16 MiB.
 	DefaultMaxMessage = 16 << 20
+	// MaxMessageLimit is the largest message limit a clustered system or
+	// client accepts, in encoded bytes: 1 GiB.
+	MaxMessageLimit = 1 << 30
 )
 
 // Never, given to WithIdleTimeout (or as system.Config.IdleTimeout),

@@ -115,7 +115,9 @@ func fromWire(w *wireError, from string) error {
 	case codeFailed:
 		member := w.hint
 		if member == "" {
-			member = from
+			// The replier ran it: its address, as Members lists it,
+			// without the incarnation that from carries.
+			member, _, _ = strings.Cut(from, "#")
 		}
 		var cause error = errors.New(w.msg)
 		panicked := false
