@@ -52,6 +52,10 @@ var acct = actor.Define("acct", func(c *actor.Context[int, AcctMsg], m AcctMsg) 
 			d := actor.Defer(c, m)
 			go d.Fail(errOverdrawn)
 			return nil
+		case "deferred-undeclared":
+			d := actor.Defer(c, m)
+			go d.Fail(errors.New("ledger unreadable"))
+			return nil
 		case "tell":
 			return errOverdrawn // told, not asked: nobody to answer
 		}
@@ -121,6 +125,29 @@ func TestUndeclaredErrorsStillFailAndRestart(t *testing.T) {
 	}
 }
 
+// Deferred.Fail answers after the handler returned: with a declared
+// error as itself, with any other as a failure that is no panic; the
+// actor restarts for neither (the handler did not fail).
+func TestDeferredFailAnswersWithoutARestart(t *testing.T) {
+	sys := systemtest.NewSystem(t, system.Config{}, acct)
+	ref := acct.Ref(sys, "k")
+	ctx := systemtest.Ctx(t)
+	if _, err := actor.Ask(ctx, ref, Withdraw{Err: "deferred"}); err != errOverdrawn {
+		t.Fatalf("declared: got %v, want errOverdrawn itself", err)
+	}
+	_, err := actor.Ask(ctx, ref, Withdraw{Err: "deferred-undeclared"})
+	var fe *actor.FailedError
+	if !errors.As(err, &fe) || fe.Actor != "acct/k" || fe.Panic || fe.Cause.Error() != "ledger unreadable" {
+		t.Fatalf("undeclared: got %v, want acct/k's failure with the cause, no panic", err)
+	}
+	if n, err := actor.Ask(ctx, ref, Deposited{}); err != nil || n != 2 {
+		t.Errorf("state %d, %v: want 2, kept through both answers", n, err)
+	}
+	if r := sys.Stats().Restarts; r != 0 {
+		t.Errorf("%d restarts, want none", r)
+	}
+}
+
 func TestPanicsFailWithThePanicFlag(t *testing.T) {
 	panicky := actor.Define("panicky", func(c *actor.Context[int, ProbeMsg], m ProbeMsg) error { panic("torn") })
 	sys := systemtest.NewSystem(t, system.Config{}, panicky)
@@ -149,6 +176,13 @@ func TestWithErrorsValidates(t *testing.T) {
 		{"duplicate sentinel", []error{errOverdrawn, errOverdrawn}},
 		{"two sentinels with one text", []error{errOverdrawn, errors.New(errOverdrawn.Error())}},
 		{"unencodable type", []error{(*unencodableError)(nil)}},
+		{"PanicError", []error{(*actor.PanicError)(nil)}},
+		{"FailedError", []error{(*actor.FailedError)(nil)}},
+		{"CycleError", []error{(*actor.CycleError)(nil)}},
+		{"DefinitionError", []error{(*actor.DefinitionError)(nil)}},
+		{"ErrUnavailable", []error{actor.ErrUnavailable}},
+		{"ErrActorFailed", []error{actor.ErrActorFailed}},
+		{"wrapped ErrMailboxFull", []error{fmt.Errorf("busy: %w", actor.ErrMailboxFull)}},
 	} {
 		err := actor.Define("d", h, actor.WithErrors(c.errs...)).Err()
 		var de *actor.DefinitionError

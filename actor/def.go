@@ -70,6 +70,9 @@ const (
 	// system or client (system.Config.MaxMessage, client.Config.MaxMessage),
 	// in encoded bytes: 16 MiB.
 	DefaultMaxMessage = 16 << 20
+	// MaxMessageLimit is the largest message limit a clustered system or
+	// client accepts, in encoded bytes: 1 GiB.
+	MaxMessageLimit = 1 << 30
 )
 
 // Never, given to WithIdleTimeout (or as system.Config.IdleTimeout),
@@ -181,8 +184,11 @@ func WithReplicas(n int, level WriteLevel) Option {
 // as msgpack, as for messages: keep both stable. An error that wraps a
 // declared one (fmt.Errorf("...: %w", ErrX)) counts as declared: the
 // first declared error, in the order given, found by errors.Is or
-// errors.As travels with the wrapper's text. Declaring panics and
-// undeclared errors is not possible: they stay failures.
+// errors.As travels with the wrapper's text. The runtime's own errors
+// (this package's sentinels, *PanicError, *FailedError, *CycleError,
+// *DefinitionError) cannot be declared: the definition reports a
+// *DefinitionError naming WithErrors. A panic stays a failure, and so does
+// a *FailedError a handler passes on, whatever it wraps.
 func WithErrors(errs ...error) Option {
 	return func(s *settings) { s.errors = append(s.errors, errs...) }
 }

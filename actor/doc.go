@@ -134,9 +134,10 @@
 //   - A message, and a reply, is limited in size (system.Config.MaxMessage,
 //     client.Config.MaxMessage, default 16 MiB of msgpack): one over it
 //     fails with ErrMessageTooLarge, which is permanent, wherever its key
-//     lives. A member therefore encodes the messages to its own keys too,
-//     to measure them; a standalone system encodes nothing and has no
-//     limit.
+//     lives and wherever its asker is. A member therefore measures the
+//     messages to its own keys, and the replies to its own askers, too:
+//     by the type's bound where it has one, else by encoding them; a
+//     standalone system encodes nothing and has no limit.
 //   - Context.Member names the member running the handler (its address,
 //     as in system.Members), "" in a standalone system.
 //   - An ask that would wait on an actor already waiting for the asker,
@@ -154,6 +155,4 @@
 //     its initial state on the new owner.
 //   - A failure's cause crosses nodes as its text only (sentinels of this
 //     package still match); declare the errors callers test for.
-//   - A reply to an asker in the same process is not measured against the
-//     message limit; one to another node is.
 package actor

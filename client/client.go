@@ -55,7 +55,8 @@ type Config struct {
 	// encoding: a message over it fails with actor.ErrMessageTooLarge.
 	// It must be the cluster's (system.Config.MaxMessage): the
 	// transport's handshake refuses a client with another. Default
-	// actor.DefaultMaxMessage (16 MiB).
+	// actor.DefaultMaxMessage (16 MiB); at most actor.MaxMessageLimit
+	// (1 GiB).
 	MaxMessage int
 	// Compression is what the client offers the members for the messages
 	// it sends; see wire.Compression. Default: s2, then zstd.
@@ -132,8 +133,8 @@ func (cfg Config) validate() error {
 	if cfg.SyncInterval < 0 || cfg.AskTimeout < 0 || cfg.JoinTimeout < 0 {
 		return fmt.Errorf("%w: negative SyncInterval, AskTimeout or JoinTimeout", ErrInvalidConfig)
 	}
-	if cfg.MaxMessage < 0 || cfg.MaxMessage > 1<<30 {
-		return fmt.Errorf("%w: MaxMessage %d out of range [0, %d]", ErrInvalidConfig, cfg.MaxMessage, 1<<30)
+	if cfg.MaxMessage < 0 || cfg.MaxMessage > actor.MaxMessageLimit {
+		return fmt.Errorf("%w: MaxMessage %d out of range [0, %d]", ErrInvalidConfig, cfg.MaxMessage, actor.MaxMessageLimit)
 	}
 	if err := cfg.Compression.Validate(); err != nil {
 		return fmt.Errorf("%w: Compression: %w", ErrInvalidConfig, err)

@@ -78,3 +78,19 @@ func benchRemoteAsk(b *testing.B, newCtx func() (context.Context, context.Cancel
 		}
 	}
 }
+
+// BenchmarkLocalAskInACluster asks a key on the asking member itself:
+// no network, but the message and the reply (a struct with a string, so
+// encoded) are measured against the message limit.
+func BenchmarkLocalAskInACluster(b *testing.B) {
+	systems := benchCluster(b)
+	ref := ccounter.Ref(systems[0], keyPlacedOn(b, systems[0], systems[0], "ccounter", "local-"))
+	ctx := systemtest.Ctx(b)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		if _, err := actor.Ask(ctx, ref, Get{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

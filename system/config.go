@@ -65,12 +65,12 @@ type Config struct {
 
 	// MaxMessage bounds a message (and a reply) in a cluster, in bytes
 	// of its msgpack encoding; a message over it fails with
-	// actor.ErrMessageTooLarge wherever its key lives: a member encodes
-	// the messages to its own keys to measure them. A standalone system
-	// encodes nothing and has no limit. Every member and client of a
-	// cluster must use the same value (the transport's handshake refuses
-	// a peer with another). Default actor.DefaultMaxMessage (16 MiB); at
-	// most 1 GiB.
+	// actor.ErrMessageTooLarge wherever its key lives: a member measures
+	// the messages to its own keys, and its replies to its own askers,
+	// too. A standalone system encodes nothing and has no limit. Every
+	// member and client of a cluster must use the same value (the
+	// transport's handshake refuses a peer with another). Default
+	// actor.DefaultMaxMessage (16 MiB); at most MaxMessageLimit (1 GiB).
 	MaxMessage int
 
 	// Compression is what a cluster member offers its peers for the
@@ -93,8 +93,8 @@ const (
 	DefaultLinger       = 10 * time.Millisecond
 	DefaultLeaveTimeout = 30 * time.Second
 	DefaultMaxMessage   = actor.DefaultMaxMessage
-	// MaxMaxMessage bounds MaxMessage.
-	MaxMaxMessage = 1 << 30
+	// MaxMessageLimit bounds MaxMessage.
+	MaxMessageLimit = actor.MaxMessageLimit
 )
 
 // Validate reports every problem with cfg: negative or inconsistent
@@ -114,8 +114,8 @@ func (cfg Config) Validate() error {
 			bad(f.name, "%v is negative", f.d)
 		}
 	}
-	if cfg.MaxMessage < 0 || cfg.MaxMessage > MaxMaxMessage {
-		bad("MaxMessage", "%d bytes out of range [0, %d]", cfg.MaxMessage, MaxMaxMessage)
+	if cfg.MaxMessage < 0 || cfg.MaxMessage > MaxMessageLimit {
+		bad("MaxMessage", "%d bytes out of range [0, %d]", cfg.MaxMessage, MaxMessageLimit)
 	}
 	if err := cfg.Compression.Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("%w: Compression: %w", ErrInvalidConfig, err))

@@ -51,7 +51,7 @@ func TestValidateNamesTheField(t *testing.T) {
 		{"negative linger", system.Config{Linger: -1}, "Linger"},
 		{"negative idle other than Never", system.Config{IdleTimeout: -2}, "IdleTimeout"},
 		{"negative message limit", system.Config{MaxMessage: -1}, "MaxMessage"},
-		{"message limit over 1 GiB", system.Config{MaxMessage: system.MaxMaxMessage + 1}, "MaxMessage"},
+		{"message limit over 1 GiB", system.Config{MaxMessage: system.MaxMessageLimit + 1}, "MaxMessage"},
 		{"unknown compression codec", system.Config{Compression: wire.Compression{Codecs: []string{"lz4"}}}, "Compression"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

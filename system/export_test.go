@@ -19,3 +19,8 @@ func ForceRejoin(s *System) {
 	default:
 	}
 }
+
+// HandoffOpen reports whether s, a member, may still hold messages to its
+// own keys (a hand-off window is open, or a key is held): until it does
+// not, they may go through its router rather than in process.
+func HandoffOpen(s *System) bool { return s.m.router.HandoffOpen() }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -15,6 +16,7 @@ import (
 	"github.com/troupe-go/troupe/internal/systemtest"
 	"github.com/troupe-go/troupe/system"
 	"github.com/troupe-go/troupe/wire"
+	"github.com/vmihailenco/msgpack/v5"
 )
 
 // The transparency suite: one table of behaviours, each run three ways
@@ -62,6 +64,26 @@ type PipeRefuse struct {
 // Unlisted is a message type the definition does not list.
 type Unlisted struct{ actor.Reply[BankMsg, string] }
 
+// Fill asks for a reply of N bytes.
+type Fill struct {
+	actor.Reply[BankMsg, []byte]
+	N int
+}
+
+// PassOn makes the handler ask Refuse{Kind} of the teller key Target and
+// fail with that ask's error, as its own.
+type PassOn struct {
+	actor.Reply[BankMsg, string]
+	Target, Kind string
+}
+
+// HereProbe answers whether Here, which is never encoded, arrived: only a
+// message delivered in process keeps it.
+type HereProbe struct {
+	actor.Reply[BankMsg, bool]
+	Here *int `msgpack:"-"`
+}
+
 // piped is the piped answer, told to the piping actor itself (never
 // encoded: it stays in its process).
 type piped struct {
@@ -80,6 +102,9 @@ func (Log) bankMsg()        {}
 func (WhereAmI) bankMsg()   {}
 func (PipeRefuse) bankMsg() {}
 func (Unlisted) bankMsg()   {}
+func (Fill) bankMsg()       {}
+func (PassOn) bankMsg()     {}
+func (HereProbe) bankMsg()  {}
 func (piped) bankMsg()      {}
 
 var ErrInsufficientFunds = errors.New("bank: insufficient funds")
@@ -157,13 +182,37 @@ func init() {
 			}
 		case Unlisted:
 			return actor.Respond(c, m, "handled")
+		case Fill:
+			return actor.Respond(c, m, make([]byte, m.N))
+		case PassOn:
+			if _, err := actor.Ask(c, Teller.Ref(c.System(), m.Target), Refuse{Kind: m.Kind}); err != nil {
+				return err
+			}
+			return actor.Respond(c, m, "ok")
+		case HereProbe:
+			return actor.Respond(c, m, m.Here != nil)
 		}
 		return nil
 	}, actor.WithErrors(ErrInsufficientFunds, (*InsufficientFundsError)(nil)),
 		actor.WithBackoff(time.Second, 10*time.Second)).
-		WithMessages(Refuse{}, Deposit{}, Balance{}, Big{}, Sleep{}, Seq{}, Log{}, WhereAmI{}, PipeRefuse{}).
+		WithMessages(Refuse{}, Deposit{}, Balance{}, Big{}, Sleep{}, Seq{}, Log{}, WhereAmI{}, PipeRefuse{}, Fill{}, PassOn{}, HereProbe{}).
 		WithInit(func(string) BankState { return BankState{Balance: 3} })
 }
+
+// Teller refuses like Bank but declares nothing: its refusals are
+// failures, which a Bank handler passes on with PassOn.
+var Teller = actor.Define("teller", func(c *actor.Context[int, BankMsg], m BankMsg) error {
+	if m, ok := m.(Refuse); ok {
+		switch m.Kind {
+		case "sentinel":
+			return ErrInsufficientFunds
+		case "panic":
+			panic("till torn")
+		}
+		return actor.Respond(c, m, "ok")
+	}
+	return nil
+}).WithMessages(Refuse{})
 
 // Unhosted is a definition no member hosts.
 var Unhosted = actor.Define("unhosted", func(c *actor.Context[int, BankMsg], m BankMsg) error {
@@ -178,10 +227,23 @@ type way struct {
 	owner func(key string) string    // the member that serves key
 }
 
+// suiteLimit is the suite's message limit: smaller than the default, so
+// that its messages over the limit stay cheap.
+const suiteLimit = 1 << 20
+
 func TestTransparencySuite(t *testing.T) {
-	members := systemtest.StartCluster(t, 2, nil, Bank)
+	members := systemtest.StartCluster(t, 2, func(_ int, cfg *system.Config) {
+		cfg.MaxMessage = suiteLimit
+		// The hand-off window (LeaveTimeout) holds the first message to a
+		// key a member gained and sends it through its router, encoded:
+		// the local column must not run in it.
+		cfg.LeaveTimeout = 100 * time.Millisecond
+	}, Bank, Teller)
 	a, b := members[0], members[1]
-	cl, err := client.New(systemtest.Ctx(t), client.Config{ClusterName: "test", Seeds: []string{a.Addr()}})
+	systemtest.WaitUntil(t, "the members' hand-off windows close", func() bool {
+		return !system.HandoffOpen(a) && !system.HandoffOpen(b)
+	})
+	cl, err := client.New(systemtest.Ctx(t), client.Config{ClusterName: "test", Seeds: []string{a.Addr()}, MaxMessage: suiteLimit})
 	if err != nil {
 		t.Fatalf("client.New: %v", err)
 	}
@@ -193,23 +255,37 @@ func TestTransparencySuite(t *testing.T) {
 		return nil
 	})
 	owner := func(key string) string { return system.OwnerOf(a, "bank", key) }
-	keyOn := func(s *system.System) func(string) string {
+	keyOfOn := func(typ string, s *system.System) func(string) string {
 		return func(prefix string) string {
 			for i := range 10000 {
 				k := fmt.Sprintf("%s-%d", prefix, i)
-				if owner(k) == s.Addr() && system.OwnerOf(b, "bank", k) == s.Addr() {
+				if system.OwnerOf(a, typ, k) == s.Addr() && system.OwnerOf(b, typ, k) == s.Addr() {
 					return k
 				}
 			}
 			panic("no key of 10000 on " + s.Addr())
 		}
 	}
+	keyOn := func(s *system.System) func(string) string { return keyOfOn("bank", s) }
+	// inProcess makes keyOn(a)'s keys prove, before use, that a serves
+	// them in process: a probe keeps what encoding would drop.
+	inProcess := func(prefix string) string {
+		k := keyOn(a)(prefix)
+		here, err := actor.Ask(systemtest.Ctx(t), Bank.Ref(a, k), HereProbe{Here: new(int)})
+		if err != nil || !here {
+			t.Fatalf("probe of %s: %v, %v: the local column's key went through the router, encoded", k, here, err)
+		}
+		return k
+	}
 	ways := []way{
-		{"local", a, keyOn(a), owner},
+		{"local", a, inProcess, owner},
 		{"member", a, keyOn(b), owner},
 		{"client", cl, keyOn(b), owner},
 	}
-	big := make([]byte, actor.DefaultMaxMessage)
+	big := make([]byte, suiteLimit)
+	// atLimit is the length of Big's Data whose message encodes to the
+	// limit exactly.
+	atLimit := suiteLimit - bigOverhead(t)
 
 	rows := []struct {
 		name string
@@ -294,9 +370,40 @@ func TestTransparencySuite(t *testing.T) {
 			}
 		}},
 		{"message under the limit arrives", func(t *testing.T, w way) {
-			n, err := actor.Ask(ctx(t), Bank.Ref(w.from, w.key("half")), Big{Data: big[:8<<20]})
-			if err != nil || n != 8<<20 {
-				t.Fatalf("got %d, %v: want the 8 MiB message handled", n, err)
+			n, err := actor.Ask(ctx(t), Bank.Ref(w.from, w.key("half")), Big{Data: big[:suiteLimit/2]})
+			if err != nil || n != suiteLimit/2 {
+				t.Fatalf("got %d, %v: want the message of half the limit handled", n, err)
+			}
+		}},
+		{"message at the limit arrives, one byte over fails", func(t *testing.T, w way) {
+			ref := Bank.Ref(w.from, w.key("edge"))
+			if n, err := actor.Ask(ctx(t), ref, Big{Data: big[:atLimit]}); err != nil || n != atLimit {
+				t.Fatalf("at the limit: got %d, %v: want it handled", n, err)
+			}
+			if w.name == "local" { // TODO(limits): every path, once the outbox measures a tell exactly
+				if err := ref.Tell(ctx(t), Big{Data: big[:atLimit]}); err != nil {
+					t.Fatalf("tell at the limit: got %v, want it sent", err)
+				}
+			}
+			if _, err := actor.Ask(ctx(t), ref, Big{Data: big[:atLimit+1]}); !errors.Is(err, actor.ErrMessageTooLarge) {
+				t.Fatalf("one byte over: got %v, want ErrMessageTooLarge", err)
+			}
+			if err := ref.Tell(ctx(t), Big{Data: big[:atLimit+1]}); !errors.Is(err, actor.ErrMessageTooLarge) {
+				t.Fatalf("tell one byte over: got %v, want ErrMessageTooLarge", err)
+			}
+		}},
+		{"reply over the limit fails for good", func(t *testing.T, w way) {
+			ref := Bank.Ref(w.from, w.key("bigreply"))
+			_, err := actor.Ask(ctx(t), ref, Fill{N: suiteLimit})
+			if !errors.Is(err, actor.ErrMessageTooLarge) || errors.Is(err, actor.ErrActorFailed) || actor.Temporary(err) {
+				t.Fatalf("got %v, want ErrMessageTooLarge, no failure, not temporary", err)
+			}
+			// A []byte of n bytes encodes in n+5 (bin 32).
+			if got, err := actor.Ask(ctx(t), ref, Fill{N: suiteLimit - 5}); err != nil || len(got) != suiteLimit-5 {
+				t.Fatalf("at the limit: got %d bytes, %v: want the reply", len(got), err)
+			}
+			if _, err := actor.Ask(ctx(t), ref, Fill{N: suiteLimit - 4}); !errors.Is(err, actor.ErrMessageTooLarge) {
+				t.Fatalf("one byte over: got %v, want ErrMessageTooLarge", err)
 			}
 		}},
 		{"ask deadline", func(t *testing.T, w way) {
@@ -360,8 +467,30 @@ func TestTransparencySuite(t *testing.T) {
 				t.Fatalf("got %q, %v: want %q", got, err, w.owner(key))
 			}
 		}},
+		{"a failure passed on is the passer's, not a panic, wherever the failed actor lives", func(t *testing.T, w way) {
+			for _, on := range []*system.System{a, b} {
+				// The teller does not declare the bank's sentinel: its
+				// refusal is a failure, which the bank's own declaration
+				// does not make an answer.
+				for _, kind := range []string{"sentinel", "panic"} {
+					// Keys of their own: a failure backs its key off.
+					key := w.key("pass-" + kind + "-" + on.Addr())
+					target := keyOfOn("teller", on)(w.name + "-pass-" + kind)
+					_, err := actor.Ask(ctx(t), Bank.Ref(w.from, key), PassOn{Target: target, Kind: kind})
+					var fe *actor.FailedError
+					if !errors.As(err, &fe) || fe.Actor != "bank/"+key || fe.Panic || fe.Member != w.owner(key) {
+						t.Fatalf("%s, teller on %s: got %v (%+v), want bank/%s's failure on %s, no panic",
+							kind, on.Addr(), err, fe, key, w.owner(key))
+					}
+					var inner *actor.FailedError
+					if !errors.As(fe.Cause, &inner) && !strings.Contains(fe.Cause.Error(), "teller/"+target) {
+						t.Errorf("%s: cause %v, want the teller's failure", kind, fe.Cause)
+					}
+				}
+			}
+		}},
 		{"declared errors through Pipe and Defer", func(t *testing.T, w way) {
-			target := keyOn(a)("pipe-target")
+			target := keyOn(a)(w.name + "-pipe-target") // its own: a failure backs it off
 			ref := Bank.Ref(w.from, w.key("pipe"))
 			_, err := actor.Ask(ctx(t), ref, PipeRefuse{Target: target, Kind: "sentinel"})
 			if !errors.Is(err, ErrInsufficientFunds) || errors.Is(err, actor.ErrActorFailed) {
@@ -393,6 +522,17 @@ func TestTransparencySuite(t *testing.T) {
 
 func ctx(t *testing.T) context.Context { return systemtest.Ctx(t) }
 
+// bigOverhead is what Big's encoding adds to its Data's length, for Data
+// of at least 64 KiB (a bin 32 header).
+func bigOverhead(t *testing.T) int {
+	const n = 1 << 16
+	b, err := msgpack.Marshal(Big{Data: make([]byte, n)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(b) - n
+}
+
 // The message limit is the configured one, on members and clients alike,
 // with compression set beside it.
 func TestTheMessageLimitIsSetInTheConfig(t *testing.T) {
@@ -407,15 +547,16 @@ func TestTheMessageLimitIsSetInTheConfig(t *testing.T) {
 		t.Fatalf("client.New: %v", err)
 	}
 	t.Cleanup(func() { cl.Close() })
-	data := make([]byte, limit)
+	at := limit - bigOverhead(t) // Data whose message encodes to the limit
+	data := make([]byte, at+1)
 	for _, from := range []actor.System{members[0], members[1], cl} {
 		for i := range 4 { // keys on either member
 			ref := Bank.Ref(from, fmt.Sprintf("limit-%d", i))
 			if _, err := actor.Ask(ctx(t), ref, Big{Data: data}); !errors.Is(err, actor.ErrMessageTooLarge) {
-				t.Fatalf("%d bytes: got %v, want ErrMessageTooLarge", limit, err)
+				t.Fatalf("one byte over the limit: got %v, want ErrMessageTooLarge", err)
 			}
-			if n, err := actor.Ask(ctx(t), ref, Big{Data: data[:limit-64]}); err != nil || n != limit-64 {
-				t.Fatalf("%d bytes: got %d, %v: want it handled", limit-64, n, err)
+			if n, err := actor.Ask(ctx(t), ref, Big{Data: data[:at]}); err != nil || n != at {
+				t.Fatalf("at the limit: got %d, %v: want it handled", n, err)
 			}
 		}
 	}

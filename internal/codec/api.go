@@ -81,6 +81,11 @@ func DecodeWith[M any](d *Decoder, c *Codec, name string, body []byte) (M, error
 // bytes.
 func AppendReply(b *Buffer, v any) ([]byte, error) { return appendReply(b, v) }
 
+// ReplyWithin reports whether every reply of type R encodes within limit
+// bytes, known from the type alone: false when a reply must be encoded to
+// be measured.
+func ReplyWithin[R any](limit int) bool { return replyWithin[R](limit) }
+
 // DecodeReply decodes body into v, of the asker's reply type.
 func DecodeReply[R any](h *host.Host, body []byte, v *R) error { return decodeReply(h, body, v) }
 

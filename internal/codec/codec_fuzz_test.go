@@ -2,9 +2,12 @@ package codec
 
 import (
 	"bytes"
+	"errors"
+	"fmt"
 	"reflect"
 	"testing"
 
+	"github.com/troupe-go/troupe/internal/fault"
 	"github.com/vmihailenco/msgpack/v5"
 )
 
@@ -99,6 +102,53 @@ func FuzzDecodeReply(f *testing.F) {
 		}
 		if a, b := canonical(t, &got), canonical(t, &want); !bytes.Equal(a, b) {
 			t.Fatalf("%x: the reply decodes %+v, msgpack %+v", body, got, want)
+		}
+	})
+}
+
+// fuzzDeclared is a declared error type whose value carries fields of
+// several kinds.
+type fuzzDeclared struct {
+	N    int
+	S    string
+	Tags []string
+}
+
+func (e *fuzzDeclared) Error() string { return "fuzz: declared " + e.S }
+
+// A declared error's name, body and text come from the peer: any of them
+// decodes to the declared value (wrapped when the text differs) or fails
+// with ErrUndecodable, never panics.
+func FuzzDeclaredErrorDecode(f *testing.F) {
+	h := testHost(f)
+	var es Errors
+	if probs := es.Register("fuzz", []error{errDeclared, (*fuzzDeclared)(nil)}); len(probs) > 0 {
+		f.Fatal(probs[0])
+	}
+	typeName := reflect.TypeFor[*fuzzDeclared]().String()
+	for _, err := range []error{errDeclared, &fuzzDeclared{N: 3, S: "s", Tags: []string{"a"}}, fmt.Errorf("w: %w", &fuzzDeclared{})} {
+		de, _ := es.Encode(err)
+		f.Add(de.Name, de.Body, de.Text)
+		f.Add(de.Name, de.Body[:len(de.Body)/2], de.Text)
+	}
+	f.Add("other", []byte{0xc0}, "")
+	f.Fuzz(func(t *testing.T, name string, body []byte, text string) {
+		got := es.Decode(h, &fault.DeclaredError{Name: name, Body: body, Text: text})
+		if got == nil {
+			t.Fatalf("%q %x %q: decoded to nil", name, body, text)
+		}
+		if errors.Is(got, ErrUndecodable) {
+			return
+		}
+		var fd *fuzzDeclared
+		switch {
+		case name == errDeclared.Error() && errors.Is(got, errDeclared):
+		case name == typeName && errors.As(got, &fd):
+		default:
+			t.Fatalf("%q %x %q: decoded to %v (%T), neither the declared error nor ErrUndecodable", name, body, text, got, got)
+		}
+		if got.Error() != text {
+			t.Fatalf("%q: decoded with text %q, want the peer's %q", name, got.Error(), text)
 		}
 	})
 }

@@ -45,6 +45,10 @@ func (e *Errors) Register(def string, errs []error) []*DefinitionError {
 		}
 		d := &declared{}
 		v := reflect.ValueOf(err)
+		if what := runtimeError(err, v); what != "" {
+			bad("%s is the runtime's own error: it stays a failure or the runtime's answer", what)
+			continue
+		}
 		if v.Kind() == reflect.Pointer && v.IsNil() {
 			d.t, d.name = v.Type(), v.Type().String()
 			if field, typ := unencodable(v.Type().Elem(), d.name, map[reflect.Type]bool{}); field != "" {
@@ -68,6 +72,59 @@ func (e *Errors) Register(def string, errs []error) []*DefinitionError {
 	return probs
 }
 
+// runtimeSentinels are the runtime's own sentinels, which no definition
+// may declare: an ask that fails with one must keep meaning what the
+// runtime says it means.
+var runtimeSentinels = [...]error{
+	fault.ErrMailboxFull, fault.ErrSystemClosed, fault.ErrUnknownActor, fault.ErrActorFailed,
+	fault.ErrNilRef, fault.ErrInvalidRef, fault.ErrNoReply, fault.ErrInvalidDefinition,
+	fault.ErrUnavailable, fault.ErrAskCycle, fault.ErrWrongReply, fault.ErrUndecodable,
+	fault.ErrMessageTooLarge,
+}
+
+// runtimeError names err when it is one of the runtime's own errors, or
+// of their types (v is err's reflect.Value): a sentinel that matches a
+// runtime sentinel, or a failure, panic, cycle or definition error,
+// among them the typed API's, which convert to the runtime's through As.
+// Declaring one would turn a panic or a failure into an answer.
+func runtimeError(err error, v reflect.Value) string {
+	if v.Kind() != reflect.Pointer || !v.IsNil() {
+		return matchesRuntime(err, fmt.Sprintf("%q", err.Error()))
+	}
+	// A declared type: look at a zero value of it, since the typed API's
+	// methods read their receiver.
+	z, ok := reflect.New(v.Type().Elem()).Interface().(error)
+	if !ok {
+		return ""
+	}
+	return matchesRuntime(z, v.Type().String())
+}
+
+// matchesRuntime is runtimeError on a non-nil probe; a probe whose
+// methods panic on a zero value is not the runtime's.
+func matchesRuntime(probe error, name string) (what string) {
+	defer func() {
+		if recover() != nil {
+			what = ""
+		}
+	}()
+	for _, s := range runtimeSentinels {
+		if errors.Is(probe, s) {
+			return fmt.Sprintf("%s (%v)", name, s)
+		}
+	}
+	var (
+		fe *fault.FailedError
+		pe *fault.PanicError
+		ce *fault.CycleError
+		de *fault.DefinitionError
+	)
+	if errors.As(probe, &fe) || errors.As(probe, &pe) || errors.As(probe, &ce) || errors.As(probe, &de) {
+		return name
+	}
+	return ""
+}
+
 // find returns the first declared error that err is or wraps, and the
 // matching value in err's chain.
 func (e *Errors) find(err error) (*declared, error) {
@@ -89,9 +146,18 @@ func (e *Errors) find(err error) (*declared, error) {
 	return nil, nil
 }
 
-// Declares reports whether err is, or wraps, a declared error.
+// Declares reports whether err is, or wraps, a declared error. A
+// failure (*fault.FailedError, such as the error of an ask to an actor
+// that failed) is never declared, whatever its cause: a declared error
+// inside it was its own actor's failure, and across nodes it arrives
+// inside the failure too, so counting it here would make the outcome
+// depend on where that actor lived.
 func (e *Errors) Declares(err error) bool {
 	if e == nil || len(e.list) == 0 {
+		return false
+	}
+	var fe *fault.FailedError
+	if errors.As(err, &fe) {
 		return false
 	}
 	d, _ := e.find(err)

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+
+	"github.com/troupe-go/troupe/internal/fault"
 )
 
 var errDeclared = errors.New("test: declared")
@@ -60,5 +62,35 @@ func TestUnknownDeclaredErrorsAreUndecodable(t *testing.T) {
 	de, _ = other.Encode(errDeclared)
 	if err := es.Decode(nil, de); !errors.Is(err, ErrUndecodable) {
 		t.Errorf("got %v, want ErrUndecodable for a name the receiver does not declare", err)
+	}
+}
+
+func TestRegisterRejectsTheRuntimesOwnErrors(t *testing.T) {
+	for _, err := range []error{
+		fault.ErrUnavailable, fault.ErrActorFailed, fault.ErrMessageTooLarge,
+		fmt.Errorf("busy: %w", fault.ErrMailboxFull),
+		(*fault.PanicError)(nil), (*fault.FailedError)(nil), (*fault.CycleError)(nil), (*fault.DefinitionError)(nil),
+	} {
+		var es Errors
+		probs := es.Register("d", []error{err})
+		if len(probs) != 1 || probs[0].Field != "WithErrors" {
+			t.Errorf("%#v: got %v, want one problem naming WithErrors", err, probs)
+		}
+		if es.Declares(err) {
+			t.Errorf("%#v: declared after it was rejected", err)
+		}
+	}
+}
+
+// A failure is never declared, whatever it wraps: its cause was another
+// actor's, and a failure from another node carries it the same way.
+func TestDeclaresDoesNotLookInsideAFailure(t *testing.T) {
+	var es Errors
+	es.Register("d", []error{errDeclared, (*declaredType)(nil)})
+	for _, cause := range []error{errDeclared, &declaredType{N: 1}} {
+		fe := &fault.FailedError{Actor: "b/1", Cause: cause}
+		if es.Declares(fe) || es.Declares(fmt.Errorf("ask b: %w", fe)) {
+			t.Errorf("a failure caused by %v counts as declared", cause)
+		}
 	}
 }

@@ -29,6 +29,21 @@ func replyPlan(t reflect.Type) *plan {
 	return pl
 }
 
+// replyBounds caches each reply type's bound (see maxEncoded).
+var replyBounds sync.Map // reflect.Type -> int
+
+// replyWithin reports whether every reply of type R encodes within limit
+// bytes, known from the type alone; false when it must be encoded to tell.
+func replyWithin[R any](limit int) bool {
+	t := reflect.TypeFor[R]()
+	b, ok := replyBounds.Load(t)
+	if !ok {
+		b, _ = replyBounds.LoadOrStore(t, maxEncoded(t, map[reflect.Type]bool{}))
+	}
+	n := b.(int)
+	return n != unbounded && n <= limit
+}
+
 // appendReply appends v's encoding, as msgpack.Marshal writes it, to
 // b's buffer.
 func appendReply(b *encodeBuffer, v any) ([]byte, error) {

@@ -74,3 +74,16 @@ func TestReplyDecodesAsMsgpack(t *testing.T) {
 		}
 	})
 }
+
+func TestReplyWithinKnowsBoundedTypesOnly(t *testing.T) {
+	type pair struct{ A, B int64 }
+	if !ReplyWithin[int](9) || ReplyWithin[int](8) {
+		t.Error("int: want within 9 bytes, not within 8")
+	}
+	if !ReplyWithin[pair](64) {
+		t.Error("a struct of two int64: want a bound within 64 bytes")
+	}
+	if ReplyWithin[[]byte](1<<30) || ReplyWithin[string](1<<30) || ReplyWithin[any](1<<30) {
+		t.Error("a type without a bound counts as within")
+	}
+}

@@ -88,6 +88,11 @@ func TestDecodeEnvelopeRefusesBadInput(t *testing.T) {
 func FuzzDecodeEnvelope(f *testing.F) {
 	f.Add((&envelope{kind: kindAsk, id: 7, typ: "t", key: "k", body: []byte("x"), ttl: 5, chain: []string{"a/b"}}).encode())
 	f.Add((&envelope{kind: kindReply, id: 7, err: &wireError{code: codeFailed, msg: "m", cause: &wireError{code: codeCycle}}}).encode())
+	// The codes whose payload came with declared errors and panics.
+	f.Add((&envelope{kind: kindReply, id: 7, err: &wireError{code: codeDeclared, msg: "w: e", name: "pkg.E", body: []byte{0x81, 0xa1, 'N', 0x07}}}).encode())
+	f.Add((&envelope{kind: kindReply, id: 7, err: &wireError{code: codeFailed, msg: "panic: torn", actor: "a/1", hint: "m:1", cause: &wireError{code: codePanic, msg: "panic: torn"}}}).encode())
+	f.Add((&envelope{kind: kindReply, id: 7, err: &wireError{code: codeFailed, msg: "m", cause: &wireError{code: codeDeclared, name: "e", msg: "e"}}}).encode())
+	f.Add((&envelope{kind: kindReply, id: 7, err: &wireError{code: codeTooLarge, msg: "too large"}}).encode())
 	f.Fuzz(func(t *testing.T, b []byte) {
 		e, err := decodeEnvelope(b)
 		if err != nil {
@@ -132,6 +137,24 @@ func TestErrorsKeepTheirIdentityAcrossNodes(t *testing.T) {
 	}
 }
 
+// Another node's ErrSystemClosed means its actors are unavailable to the
+// asker: it arrives as ErrUnavailable, which is temporary, while this
+// system's own ErrSystemClosed is not.
+func TestAnotherNodesSystemClosedIsTemporary(t *testing.T) {
+	e := envelope{kind: kindReply, id: 1, err: toWire(fmt.Errorf("deliver: %w", fault.ErrSystemClosed))}
+	got, err := decodeEnvelope(e.encode())
+	if err != nil {
+		t.Fatal(err)
+	}
+	back := fromWire(got.err, "node")
+	if !errors.Is(back, actor.ErrUnavailable) || errors.Is(back, actor.ErrSystemClosed) || !actor.Temporary(back) {
+		t.Errorf("got %v, want ErrUnavailable (not ErrSystemClosed), temporary", back)
+	}
+	if actor.Temporary(actor.ErrSystemClosed) {
+		t.Error("this system's own ErrSystemClosed counts as temporary")
+	}
+}
+
 func TestFailuresCarryTheirMemberAndWhetherTheHandlerPanicked(t *testing.T) {
 	for _, c := range []struct {
 		in    *fault.FailedError
@@ -141,6 +164,9 @@ func TestFailuresCarryTheirMemberAndWhetherTheHandlerPanicked(t *testing.T) {
 		{&fault.FailedError{Member: "m:1", Actor: "a/1", Cause: &fault.PanicError{Value: "torn"}, Panic: true}, "panic: torn"},
 		{&fault.FailedError{Actor: "a/1", Cause: errors.New("boom")}, "boom"}, // member: the replier
 		{&fault.FailedError{Member: "m:1", Actor: "a/1", Cause: fmt.Errorf("ask b/2: %w", fault.ErrMailboxFull)}, "ask b/2: troupe: mailbox full"},
+		// A failure passed on, of an actor that panicked: the passer did not panic.
+		{&fault.FailedError{Member: "m:1", Actor: "a/1", Cause: &fault.FailedError{Member: "m:2", Actor: "b/2", Cause: &fault.PanicError{Value: "torn"}, Panic: true}},
+			"troupe: actor b/2 failed: panic: torn"},
 	} {
 		e := envelope{kind: kindReply, id: 1, err: toWire(c.in)}
 		got, err := decodeEnvelope(e.encode())
@@ -148,15 +174,15 @@ func TestFailuresCarryTheirMemberAndWhetherTheHandlerPanicked(t *testing.T) {
 			t.Fatal(err)
 		}
 		var fe *fault.FailedError
-		if !errors.As(fromWire(got.err, "node:9"), &fe) {
+		if !errors.As(fromWire(got.err, "node:9#4"), &fe) {
 			t.Fatalf("%v: no FailedError came back", c.in)
 		}
 		member := c.in.Member
 		if member == "" {
 			member = "node:9"
 		}
-		var pe *fault.PanicError
-		if fe.Member != member || fe.Actor != c.in.Actor || fe.Panic != c.in.Panic || fe.Cause.Error() != c.cause || errors.As(fe.Cause, &pe) != c.in.Panic {
+		_, ownPanic := fe.Cause.(*fault.PanicError)
+		if fe.Member != member || fe.Actor != c.in.Actor || fe.Panic != c.in.Panic || fe.Cause.Error() != c.cause || ownPanic != c.in.Panic {
 			t.Errorf("%+v came back as %+v", c.in, fe)
 		}
 	}

@@ -115,14 +115,17 @@ func fromWire(w *wireError, from string) error {
 	case codeFailed:
 		member := w.hint
 		if member == "" {
-			member = from
+			// The replier ran it: its address, as Members lists it,
+			// without the incarnation that from carries.
+			member, _, _ = strings.Cut(from, "#")
 		}
 		var cause error = errors.New(w.msg)
 		panicked := false
 		if w.cause != nil {
 			cause = fromWire(w.cause, from)
-			var pe *fault.PanicError
-			if panicked = errors.As(cause, &pe); !panicked {
+			// Only a cause coded as a panic is this actor's own: a failure
+			// passed on (an ask to an actor that panicked) is not.
+			if panicked = w.cause.code == codePanic; !panicked {
 				cause = &causeError{text: w.msg, err: cause} // the text as on the member that failed
 			}
 		}

@@ -128,6 +128,13 @@ func (r *Router) noteChange(old, v *view) {
 	}
 }
 
+// HandoffOpen reports whether a hand-off window is open or a key is
+// held: until neither holds, a message to a key this node owns may be
+// held and delivered through the router rather than in process.
+func (r *Router) HandoffOpen() bool {
+	return r.handoff.Load() != nil || r.holds0.Load() > 0
+}
+
 // hasOthers reports whether v lists a member other than this node.
 func hasOthers(v *view) bool {
 	for _, m := range v.list {

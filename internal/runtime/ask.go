@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/troupe-go/troupe/internal/codec"
 	"github.com/troupe-go/troupe/internal/host"
 )
 
@@ -176,7 +177,7 @@ func Respond[S, M, C, R any](c *Context[S, M, C], r R) bool {
 	}
 	switch s := c.slot.(type) {
 	case *slot[R]:
-		s.complete(r, nil)
+		completeHere(s, c.cell.k, c.cell.key, r)
 	case *slot[any]: // an ask from another node: the reply is encoded
 		s.complete(r, nil)
 	default:
@@ -218,22 +219,55 @@ func Defer[S, M, C, R any](c *Context[S, M, C]) Deferred[R] {
 func (d Deferred[R]) Resolve(r R) bool {
 	switch {
 	case d.s != nil:
-		return d.s.complete(r, nil)
+		return completeHere(d.s, d.k, d.key, r)
 	case d.a != nil:
 		return d.a.complete(r, nil)
 	}
 	return false
 }
 
+// completeHere answers s, the slot of an asker in this process, with r.
+// In a clustered system r is first measured against the message limit,
+// as a reply to another node is (remoteAsk.outcome), so that a reply
+// meets the same limit wherever its asker is: by its type's bound where
+// it has one, else by encoding it.
+func completeHere[R any](s *slot[R], k failer, key string, r R) bool {
+	if limit := k.maxMessage(); limit > 0 && !codec.ReplyWithin[R](limit) {
+		if err := replyFits(k, key, r, limit); err != nil {
+			var zero R
+			return s.complete(zero, err)
+		}
+	}
+	return s.complete(r, nil)
+}
+
+// replyFits encodes r to measure it: ErrMessageTooLarge over limit, a
+// failure of key when r does not encode (as for an asker on another node).
+func replyFits(k failer, key string, r any, limit int) error {
+	b := codec.GetBuffer()
+	defer codec.PutBuffer(b)
+	body, err := codec.AppendReply(b, r)
+	if err != nil {
+		return k.failure(key, fmt.Errorf("encode reply %T: %w", r, err), false)
+	}
+	if len(body) > limit {
+		return fmt.Errorf("%w: reply %T of %d bytes, limit %d", ErrMessageTooLarge, r, len(body), limit)
+	}
+	b.SetBytes(body[:0])
+	return nil
+}
+
 // Fail answers the deferred request with err when the definition
-// declares it, else with a failure wrapping ErrActorFailed.
+// declares it, else with a failure wrapping ErrActorFailed. The failure
+// is never a panic: Fail runs after the handler returned, and a panic's
+// value passed to it is an error like any other.
 func (d Deferred[R]) Fail(err error) bool {
 	if d.k == nil {
 		return false
 	}
 	ferr := err
 	if !d.k.declared().Declares(err) {
-		ferr = d.k.failure(d.key, err)
+		ferr = d.k.failure(d.key, err, false)
 	}
 	switch {
 	case d.s != nil:

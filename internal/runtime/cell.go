@@ -543,8 +543,10 @@ func (c *cell[S, M, C]) handleBatch(ctx *Context[S, M, C], work []envelope[M], r
 				c.cur = e.slot
 				c.mu.Unlock()
 			}
-			err = c.invoke(ctx, e, def)
-			refused := err != nil && c.k.def.Errors.Declares(err)
+			var panicked bool
+			panicked, err = c.invoke(ctx, e, def)
+			// A recovered panic is a failure whatever its value wraps.
+			refused := err != nil && !panicked && c.k.def.Errors.Declares(err)
 			if e.slot != nil {
 				c.mu.Lock()
 				c.cur = nil
@@ -552,7 +554,7 @@ func (c *cell[S, M, C]) handleBatch(ctx *Context[S, M, C], work []envelope[M], r
 				if refused {
 					e.slot.fail(err) // an answer: the asker gets the declared error itself
 				} else if err != nil {
-					e.slot.fail(c.k.failure(c.key, err))
+					e.slot.fail(c.k.failure(c.key, err, panicked))
 				} else if !e.slot.settled() {
 					e.slot.fail(ErrNoReply)
 				}
@@ -626,12 +628,13 @@ func (c *cell[S, M, C]) runTells(ctx *Context[S, M, C], work []envelope[M], i, l
 	return j, false, nil
 }
 
-// invoke runs the current behaviour, or def, on e.
-func (c *cell[S, M, C]) invoke(ctx *Context[S, M, C], e *envelope[M], def Handler[S, M, C]) (err error) {
+// invoke runs the current behaviour, or def, on e; panicked reports
+// that err is the handler's recovered panic.
+func (c *cell[S, M, C]) invoke(ctx *Context[S, M, C], e *envelope[M], def Handler[S, M, C]) (panicked bool, err error) {
 	ctx.slot = e.slot
 	defer func() {
 		if r := recover(); r != nil {
-			err = c.k.panicked(r, debug.Stack())
+			panicked, err = true, c.k.panicked(r, debug.Stack())
 		}
 	}()
 	if !c.started {
@@ -641,7 +644,7 @@ func (c *cell[S, M, C]) invoke(ctx *Context[S, M, C], e *envelope[M], def Handle
 	if hd == nil {
 		hd = def
 	}
-	return hd(&ctx.user, e.msg)
+	return false, hd(&ctx.user, e.msg)
 }
 
 // activate starts an activation: initial state, event, run body.

@@ -388,7 +388,7 @@ type remoteAsk struct {
 
 // failer is what a remote ask's reply needs of its kind, untyped.
 type failer interface {
-	failure(key string, err error) *FailedError
+	failure(key string, err error, panicked bool) *FailedError
 	declared() *codec.Errors
 	maxMessage() int
 }
@@ -414,7 +414,7 @@ func (a *remoteAsk) outcome(v any, err error) {
 	body, eerr := codec.AppendReply(b, v)
 	if eerr != nil {
 		codec.PutBuffer(b)
-		a.reply.Reply(nil, a.k.failure(a.key, fmt.Errorf("encode reply %T: %w", v, eerr)))
+		a.reply.Reply(nil, a.k.failure(a.key, fmt.Errorf("encode reply %T: %w", v, eerr), false))
 		return
 	}
 	if limit := a.k.maxMessage(); limit > 0 && len(body) > limit {

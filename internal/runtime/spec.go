@@ -2,7 +2,6 @@ package runtime
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/troupe-go/troupe/internal/codec"
@@ -52,10 +51,12 @@ func (k *kind[S, M, C]) panicked(v any, stack []byte) error {
 }
 
 // failure is the error an asker gets when the handler of key failed
-// with err, a panic or an undeclared error.
-func (k *kind[S, M, C]) failure(key string, err error) *FailedError {
-	var pe *PanicError
-	return &FailedError{Member: k.h.Member, Actor: k.def.Name + "/" + key, Cause: err, Panic: errors.As(err, &pe)}
+// with err, an undeclared error, or panicked (err is then the error the
+// runtime made of the recovered value). Panic comes from the recover, not
+// from err's chain: a handler that returns the failure of an ask to an
+// actor that panicked did not panic itself.
+func (k *kind[S, M, C]) failure(key string, err error, panicked bool) *FailedError {
+	return &FailedError{Member: k.h.Member, Actor: k.def.Name + "/" + key, Cause: err, Panic: panicked}
 }
 
 // DefaultAskTimeout bounds asks to types a system does not host.
