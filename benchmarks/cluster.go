@@ -10,7 +10,6 @@ import (
 
 	"github.com/troupe-go/troupe/actor"
 	"github.com/troupe-go/troupe/client"
-	"github.com/troupe-go/troupe/cluster"
 )
 
 // Troupe-only workloads on a cluster of node processes, reached from this
@@ -61,22 +60,12 @@ func newClient(nodes []*node) (*client.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	for {
-		alive := 0
-		for _, m := range c.Members() {
-			if m.Status == cluster.StatusAlive {
-				alive++
-			}
-		}
-		if alive == len(nodes) {
-			return c, nil
-		}
-		if ctx.Err() != nil {
-			c.Close()
-			return nil, fmt.Errorf("client knows %d members alive after 30 s, want %d", alive, len(nodes))
-		}
-		time.Sleep(10 * time.Millisecond)
+	// Alive and done joining on every member: placement is settled.
+	if _, err := c.WaitAlive(ctx, len(nodes)); err != nil {
+		c.Close()
+		return nil, err
 	}
+	return c, nil
 }
 
 // ClientAsk has goroutines goroutines ask, through a client, n asks in all

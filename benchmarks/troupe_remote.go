@@ -91,26 +91,6 @@ func startTroupeNode(seeds []string, timings string) (string, func() error, erro
 	}, nil
 }
 
-// waitMembers waits until sys sees want members alive (at most 30 s).
-func waitMembers(sys *system.System, want int) error {
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		alive := 0
-		for _, m := range sys.Members() {
-			if m.Status == cluster.StatusAlive {
-				alive++
-			}
-		}
-		if alive == want {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("troupe: %d members alive after 30 s, want %d", alive, want)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // keyOn returns a key of rcounter that member at serves, as seen from sys.
 func keyOn(sys actor.System, at, prefix string) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -177,7 +157,12 @@ func (e *remoteEnv) troupeEnv() (*troupeRemote, error) {
 		defer cancel()
 		sys.Close(ctx)
 	})
-	if err := waitMembers(sys, 2); err != nil {
+	// Both members alive and done joining, so that the key chosen on
+	// the node stays there: a member still joining is not placed on.
+	wctx, wcancel := context.WithTimeout(context.Background(), 30*time.Second)
+	_, err = sys.WaitAlive(wctx, 2)
+	wcancel()
+	if err != nil {
 		return nil, err
 	}
 	key, err := keyOn(sys, n.addr, "c")
