@@ -123,8 +123,11 @@ type Config struct {
 	// its ring.NodeID. Default: Bind, which then must name a specific host.
 	Advertise string
 	// Seeds are host:port addresses of first contacts. They are asked for
-	// the table at join and never coordinate anything afterwards. Default
-	// none: the node starts a cluster of its own.
+	// the table at join and never coordinate anything afterwards; the
+	// node's own address may be among them (one list for every member).
+	// A node whose seeds name other addresses never starts a cluster
+	// alone: it waits, up to JoinTimeout, for one of them to answer or
+	// to join it. Default none: the node starts a cluster of its own.
 	Seeds []string
 	// ActorTypes are the actor type names this node hosts, announced in
 	// its record. Default none.

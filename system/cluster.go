@@ -148,8 +148,10 @@ func Start(ctx context.Context, cfg Config) (*System, error) {
 	}
 	m.cur.Store(&incarnation{tr: tr, wt: wt, node: node, sub: node.Subscribe(1024)})
 	m.refresh()
-	// Only now, with the view in place, may others route keys here.
-	if err := node.MarkReady(ctx); err != nil {
+	// Only now, with the view in place, may others route keys here. Not
+	// under ctx: a Start whose context ends just now still returns a
+	// member, which must not stay joining (unplaced) for its life.
+	if err := node.MarkReady(context.WithoutCancel(ctx)); err != nil {
 		m.log.Warn("troupe: announcing this member ready failed; it takes no keys until it rejoins", "err", err)
 	}
 	go s.follow()

@@ -39,7 +39,6 @@ type Core struct {
 	seeds      []string
 	joined     bool
 	seedsAsked bool // a join went to every seed at least once
-	selfSeeded bool // cfg.Seeds names this node too: it may form a cluster alone
 
 	// Readiness and meeting (joining.go).
 	gateReady      bool // HoldUntilReady was called
@@ -135,7 +134,6 @@ func NewCore(cfg Config, incarnation uint64, now time.Time) (*Core, error) {
 		}
 	}
 	c.joined = len(c.seeds) == 0
-	c.selfSeeded = len(c.seeds) > 0 && slices.Contains(cfg.Seeds, cfg.Advertise)
 	if c.joined {
 		c.log.Info("no seeds besides this node: starting a new cluster")
 	}
@@ -604,9 +602,6 @@ func (c *Core) heartbeatRound() {
 		c.seedsAsked = true
 		for _, s := range c.seeds {
 			c.send(s, Message{Type: MsgJoin, Records: []Member{c.self.Clone()}})
-		}
-		if !c.joined && c.selfSeeded && c.now.Sub(c.started) >= c.formAloneAfter() {
-			c.formAlone()
 		}
 		if !c.joined {
 			return

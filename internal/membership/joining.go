@@ -47,29 +47,25 @@ func (c *Core) maybeReady() {
 	c.log.Info("ready: taking keys", "record", c.self.String())
 }
 
-// formAloneAfter is how long a node listed among its own seeds asks the
-// others before it forms a cluster alone: long enough for a seed that
-// starts at the same time to answer, short against a join timeout.
-func (c *Core) formAloneAfter() time.Duration { return 2 * c.t.SuspectAfter }
-
-// formAlone ends the wait of a node listed among its own seeds whose other
-// seeds did not answer: it forms a cluster of its own. probeKnown keeps
-// asking the seeds, and the clusters merge when they meet.
-func (c *Core) formAlone() {
-	c.log.Warn("no other seed answered; forming a new cluster alone (it merges with theirs once they answer)",
-		"seeds", c.seeds, "waited", c.formAloneAfter())
-	c.markJoined()
-}
-
 // knownProbeEvery is how often one address is probed by probeKnown.
 func (c *Core) knownProbeEvery() time.Duration { return c.t.SuspectAfter }
 
 // probeKnown sends a full table to one address that this node knows of
 // (a seed, or the address of a record it holds) but where it knows no
-// live process: a process that started there since, alone or in another
-// cluster of the same name, merges tables with this one. One address per
-// Heartbeat, each at most every knownProbeEvery.
+// live process: a process that started there since with no seeds (a
+// seed's first command) formed a cluster of its own, and merges tables
+// with this one. Only a node that owns probes (a minority must not
+// recruit); one address per Heartbeat, each at most every
+// knownProbeEvery; and in a cluster of more than ten only about ten nodes
+// try per Heartbeat, as reconnect does, so an address that stays dark
+// sees a few probes per Heartbeat in all, not one from every member.
 func (c *Core) probeKnown() {
+	if !c.owning {
+		return
+	}
+	if c.members > 10 && c.rng.IntN(c.members) >= 10 {
+		return
+	}
 	manned := map[string]bool{c.self.ID.Addr: true}
 	var addrs []string
 	c.table.each(func(m Member) {

@@ -73,30 +73,37 @@ func TestARecordNeverSaysJoiningWithoutHoldUntilReady(t *testing.T) {
 	}
 }
 
-func TestANodeAmongItsOwnSeedsFormsAClusterAloneOnlyAfterTryingTheOthers(t *testing.T) {
+// A node listed among its own seeds (every member started with one seed
+// list) never forms a cluster alone: alone, it would own every key while
+// the others may own them too (it was cut off from them, or restarted while
+// they run). It asks the others every Heartbeat and starts a cluster with
+// the first that joins it.
+func TestANodeAmongItsOwnSeedsNeverFormsAClusterAlone(t *testing.T) {
 	c := seededCore(t, "a:1", "a:1", "b:1", "c:1")
-	step := fast.Heartbeat / 4
-	var joins int
-	var formedAt time.Duration
-	for now := t0; now.Sub(t0) <= 4*fast.SuspectAfter; now = now.Add(step) {
-		c.Tick(now)
+	joins := 0
+	const rounds = 40
+	for i := range rounds {
+		c.Tick(t0.Add(time.Duration(i) * fast.Heartbeat))
 		for _, env := range c.Ready().Messages {
 			if env.Msg.Type == MsgJoin {
 				joins++
 			}
 		}
-		if c.Joined() && formedAt == 0 {
-			formedAt = now.Sub(t0)
-		}
 	}
-	if formedAt != 2*fast.SuspectAfter {
-		t.Fatalf("expected the node to form a cluster alone after %v of asking its seeds; it did after %v", 2*fast.SuspectAfter, formedAt)
+	if c.Joined() || c.Owning() {
+		t.Fatalf("expected a node whose other seeds never answered to stay out of any cluster and own nothing after %v", rounds*fast.Heartbeat)
 	}
-	if joins < 2*int(formedAt/fast.Heartbeat) {
-		t.Fatalf("expected joins to both other seeds every heartbeat before forming alone; saw %d", joins)
+	if joins < 2*rounds {
+		t.Fatalf("expected joins to both other seeds every heartbeat; saw %d in %d heartbeats", joins, rounds)
 	}
-	if !c.Owning() {
-		t.Fatal("expected a node that formed a cluster alone to own")
+	b := peer("b:1")
+	c.Step(Message{Type: MsgJoin, From: b.ID, Records: []Member{b}})
+	var replied bool
+	for _, env := range c.Ready().Messages {
+		replied = replied || (env.Msg.Type == MsgJoinReply && env.To == "b:1")
+	}
+	if !replied {
+		t.Fatal("expected the node to admit the first seed that joins it, so that nodes seeding each other start a cluster")
 	}
 }
 
@@ -190,4 +197,60 @@ func TestAMemberRestartedAloneAtAKnownAddressMergesBack(t *testing.T) {
 			rt.Fatalf("expected the restarted %s (down %v) and the others to merge; not after %v", addrs[victim], down, d)
 		}
 	})
+}
+
+// The split a node forming alone would make: three nodes seeded with one
+// list, {a} cut off from {b, c}, a restarted with its usual command. The
+// restarted a must own nothing while b and c own every key; it joins them
+// once the cut heals.
+func TestASeedRestartedInsideAMinorityOwnsNothing(t *testing.T) {
+	s := newSim(t, simOptions{seed: 3, mem: MemOptions{MinDelay: time.Millisecond, MaxDelay: 5 * time.Millisecond}})
+	a, b, c := addr(0), addr(1), addr(2)
+	for _, x := range []string{a, b, c} {
+		s.start(x, a, b, c)
+	}
+	all := []string{a, b, c}
+	if d, ok := s.until(10*time.Second, func() bool { return s.allSee(all, all, StatusAlive) }); !ok {
+		t.Fatalf("expected the three to form a cluster; not after %v", d)
+	}
+	s.net.Partition([]string{a}, []string{b, c})
+	s.kill(a)
+	s.start(a, a, b, c)
+	for i := range 40 {
+		s.run(fast.SuspectAfter / 4)
+		if n := s.nodes[a].core; n.Owning() || n.Joined() {
+			t.Fatalf("after %v: the restarted seed cut off from the others joined or owns (joined %v, owning %v)", time.Duration(i+1)*fast.SuspectAfter/4, n.Joined(), n.Owning())
+		}
+	}
+	if !s.nodes[b].core.Owning() || !s.nodes[c].core.Owning() {
+		t.Fatal("expected the majority side to own")
+	}
+	s.net.Heal()
+	if d, ok := s.until(20*time.Second, func() bool { return s.allSee(all, all, StatusAlive) && s.nodes[a].core.Owning() }); !ok {
+		t.Fatalf("expected the restarted seed to join the others once the cut healed; not after %v", d)
+	}
+}
+
+// A node that joined through a minority (its join-reply shows two of the
+// three other members dead) stays Joining after MarkReady: members that
+// cannot see a majority must not be placed on.
+func TestAJoinedNodeWithoutAMajorityStaysJoining(t *testing.T) {
+	c := seededCore(t, "a:1", "b:1")
+	c.HoldUntilReady()
+	c.Tick(t0)
+	c.Ready()
+	b, d, e := peer("b:1"), peer("d:1"), peer("e:1")
+	d.Status, e.Status = StatusDead, StatusDead
+	c.Step(Message{Type: MsgJoinReply, From: b.ID, Records: []Member{b, d, e}})
+	c.Ready()
+	if err := c.MarkReady(); err != nil {
+		t.Fatal(err)
+	}
+	c.Ready()
+	if !c.Joined() {
+		t.Fatal("expected the node to have joined through b")
+	}
+	if c.Owning() || !c.Self().Joining {
+		t.Fatalf("expected a node that sees 2 of 4 members alive to own nothing and keep saying Joining; owning %v, record %v", c.Owning(), c.Self())
+	}
 }

@@ -34,6 +34,10 @@ func (t *Transport) DialError(addr string) error {
 	return t.notes.lastErr[addr]
 }
 
+// maxDialNotes bounds the addresses whose last dial error the transport
+// remembers: far more than a join has seeds.
+const maxDialNotes = 1024
+
 // noteDial records the outcome of one dial to addr; a refusal is logged
 // at Warn the first time, then once per refusalSummaryEvery with the
 // count of those in between.
@@ -46,7 +50,9 @@ func (t *Transport) noteDial(addr string, err error) {
 		t.mu.Unlock()
 		return
 	}
-	if t.notes.lastErr == nil {
+	if t.notes.lastErr == nil || len(t.notes.lastErr) >= maxDialNotes {
+		// Addresses come and go (a cluster's churn): past the bound the
+		// notes start afresh rather than grow for the transport's life.
 		t.notes.lastErr = map[string]error{}
 		t.notes.refusals = map[string]*refusalLog{}
 	}
