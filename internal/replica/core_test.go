@@ -324,3 +324,37 @@ func TestTickRepeatsOnlyWhatWentUnansweredATickPeriod(t *testing.T) {
 		t.Fatalf("ticks after every answer arrived sent %+v", s.net)
 	}
 }
+
+// TestWritesCompleteInOrderAcrossSlots: a write that met its level waits
+// for every earlier write of its key, whatever their slots, since its
+// effects must not leave before theirs.
+func TestWritesCompleteInOrderAcrossSlots(t *testing.T) {
+	s := newSim(t, 3, replication.Majority, []Key{keyA})
+	serve(t, s, 0)
+	first := write(t, s, 0, 1)
+	n := s.nodes[0]
+	second, err := n.core.Write(keyA, Slot{Kind: KindContinuity, Name: "req"}, encodeValue(2), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.ops[second] = &simOp{in: regInput{reg: register{keyA, Slot{Kind: KindContinuity, Name: "req"}}, kind: opWrite, new: 2}}
+	s.apply(n)
+	// Deliver everything but the first write's accepts: the second write
+	// meets its level, the first does not.
+	for {
+		j := slices.IndexFunc(s.net, func(m Message) bool {
+			return m.Type != MsgAccept || m.Records[0].Slot() != stateSlot
+		})
+		if j < 0 {
+			break
+		}
+		s.deliver(j, false)
+	}
+	if released(s, 0, second) {
+		t.Fatal("the second write (another slot) was released before the first met its level")
+	}
+	s.flush()
+	if !released(s, 0, first) || !released(s, 0, second) {
+		t.Fatal("the writes were not released once both met their level")
+	}
+}
