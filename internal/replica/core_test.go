@@ -358,3 +358,20 @@ func TestWritesCompleteInOrderAcrossSlots(t *testing.T) {
 		t.Fatal("the writes were not released once both met their level")
 	}
 }
+
+// A peer that claims the largest term must not make the next
+// acquisition's term wrap to zero, which every older epoch would beat:
+// the acquisition is refused instead.
+func TestAnAcquisitionAfterTheLargestTermIsRefused(t *testing.T) {
+	s := newSim(t, 3, replication.Majority, []Key{keyA})
+	n := s.nodes[0]
+	hostile := s.nodes[1].id
+	n.core.Step(Message{Type: MsgPrepare, From: hostile, To: n.id, Key: keyA, Epoch: Epoch{Term: math.MaxUint64, Node: hostile}})
+	s.apply(n)
+	if err := n.core.Acquire(keyA, s.replicas[keyA], replication.Majority); !errors.Is(err, ErrTermExhausted) {
+		t.Fatalf("an acquisition after term MaxUint64 returned %v, want ErrTermExhausted", err)
+	}
+	if n.core.owned[keyA] != nil {
+		t.Fatal("a refused acquisition left the key owned")
+	}
+}
