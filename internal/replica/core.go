@@ -351,6 +351,15 @@ func (c *Core) Serving(k Key) bool {
 	return o != nil && o.phase == serving
 }
 
+// InFlight returns how many of k's writes (write-backs included) have not
+// met their level, on a key owned here.
+func (c *Core) InFlight(k Key) int {
+	if o := c.owned[k]; o != nil {
+		return len(o.inflight)
+	}
+	return 0
+}
+
 // Current returns the owner's newest record in slot for k, which may not
 // have met its level yet: what a handler sees as its state.
 func (c *Core) Current(k Key, slot Slot) (Record, bool) {

@@ -31,6 +31,13 @@ type Config struct {
 	// envelope to a peer; a single larger message travels alone. Default
 	// 256 KiB.
 	MaxBatch int
+	// MaxWritesInFlight is the most writes of one key that may wait for
+	// their level at once; past it Write and Delete fail at once with
+	// ErrTooManyWrites (matching ErrUnavailable) and do not happen. It
+	// bounds the memory and the retransmissions of a key whose level cannot
+	// be met, whose abandoned writes are otherwise kept and sent again at
+	// every tick. Default 1024.
+	MaxWritesInFlight int
 	// Logger receives the node's and badger's messages. Nil logs nothing.
 	Logger *slog.Logger
 
@@ -43,6 +50,8 @@ type Config struct {
 const (
 	DefaultTickEvery = 50 * time.Millisecond
 	DefaultMaxBatch  = 256 << 10
+	// DefaultMaxWritesInFlight is Config.MaxWritesInFlight's default.
+	DefaultMaxWritesInFlight = 1024
 )
 
 // ErrInvalidConfig is wrapped by the errors of Config.Validate; the
@@ -58,6 +67,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: TickEvery %v is negative", ErrInvalidConfig, c.TickEvery)
 	case c.MaxBatch < 0:
 		return fmt.Errorf("%w: MaxBatch %d is negative", ErrInvalidConfig, c.MaxBatch)
+	case c.MaxWritesInFlight < 0:
+		return fmt.Errorf("%w: MaxWritesInFlight %d is negative", ErrInvalidConfig, c.MaxWritesInFlight)
 	case c.Store != nil && (c.Replication != replication.Config{}):
 		return fmt.Errorf("%w: Store and Replication are exclusive", ErrInvalidConfig)
 	}
@@ -73,6 +84,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxBatch == 0 {
 		c.MaxBatch = DefaultMaxBatch
+	}
+	if c.MaxWritesInFlight == 0 {
+		c.MaxWritesInFlight = DefaultMaxWritesInFlight
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)

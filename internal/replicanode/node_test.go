@@ -317,6 +317,7 @@ func TestValidateNamesTheField(t *testing.T) {
 		{Config{}, "Endpoint"},
 		{Config{Endpoint: ep, TickEvery: -1}, "TickEvery"},
 		{Config{Endpoint: ep, MaxBatch: -1}, "MaxBatch"},
+		{Config{Endpoint: ep, MaxWritesInFlight: -1}, "MaxWritesInFlight"},
 		{Config{Endpoint: ep, Store: replicastore.NewMemory(), Replication: replication.Config{DataDir: "/d"}}, "Store"},
 		{Config{Endpoint: ep, Replication: replication.Config{Sync: true}}, "Sync"},
 	} {
@@ -438,5 +439,48 @@ func TestAMemberStillReceivingDoesNotCount(t *testing.T) {
 	}
 	if err := a.node.Acquire(ctx, k, c.ids(), replication.Majority); err != nil {
 		t.Fatalf("once the member caught up the acquisition returned %v", err)
+	}
+}
+
+// Writes of a key whose level cannot be met pile up only to
+// MaxWritesInFlight: past it a write is refused at once with
+// ErrTooManyWrites (and ErrUnavailable), and once the replicas are back
+// the key takes writes again.
+func TestWritesInFlightPerKeyAreBounded(t *testing.T) {
+	c := newCluster(t, 3, false)
+	const limit = 3
+	c.configure = func(cfg *Config) { cfg.MaxWritesInFlight = limit }
+	m := c.members[0]
+	c.stop(m)
+	c.start(m)
+	ctx := bounded(t)
+	k := key("a")
+	if err := m.node.Acquire(ctx, k, c.ids(), replication.Majority); err != nil {
+		t.Fatal(err)
+	}
+	c.isolate(m)
+	for i := range limit {
+		short, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
+		err := m.node.Write(short, k, stateSlot, []byte{byte(i)})
+		cancel()
+		if !errors.Is(err, ErrUnavailable) || errors.Is(err, ErrTooManyWrites) {
+			t.Fatalf("cut-off write %d returned %v, want ErrUnavailable at its deadline", i, err)
+		}
+	}
+	// ctx has seconds left: only a refusal returns before it ends.
+	if err := m.node.Write(ctx, k, stateSlot, []byte("over")); !errors.Is(err, ErrTooManyWrites) || !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("a write past MaxWritesInFlight returned %v, want ErrTooManyWrites matching ErrUnavailable", err)
+	}
+	c.heal(m)
+	// A read returns once what it reflects (the abandoned writes) met the
+	// level.
+	if got, err := readState(ctx, m, k); err != nil || got != string([]byte{limit - 1}) {
+		t.Fatalf("read %q, %v; want the last abandoned write", got, err)
+	}
+	if err := m.node.Write(ctx, k, stateSlot, []byte("after")); err != nil {
+		t.Fatalf("a write once the replicas were back returned %v", err)
+	}
+	if got, err := readState(ctx, m, k); err != nil || got != "after" {
+		t.Fatalf("read %q, %v; want after", got, err)
 	}
 }
