@@ -274,14 +274,29 @@ func (n *Node) Acquire(ctx context.Context, k replica.Key, replicas []ring.NodeI
 // level. value is copied. A write that fails with ErrUnavailable,
 // ErrStaleOwner or ErrResigned may or may not have happened, except one
 // refused with ErrTooManyWrites (Config.MaxWritesInFlight); one on a key
-// not served here fails with replica.ErrNotServing and did not happen.
+// not served here fails with replica.ErrNotServing, and one larger than
+// Config.MaxValue with ErrValueTooLarge: neither happened.
 func (n *Node) Write(ctx context.Context, k replica.Key, slot replica.Slot, value []byte) error {
+	if err := n.checkSize(k, slot, value); err != nil {
+		return err
+	}
 	return n.call(ctx, &request{op: opWrite, key: k, slot: slot, value: slices.Clone(value)})
+}
+
+// checkSize refuses a write the transport could not carry.
+func (n *Node) checkSize(k replica.Key, slot replica.Slot, value []byte) error {
+	if size := len(k.Type) + len(k.ID) + len(slot.Name) + len(value); size > n.cfg.MaxValue {
+		return fmt.Errorf("%w: %s/%s: %d bytes, limit %d", ErrValueTooLarge, k.Type, k.ID, size, n.cfg.MaxValue)
+	}
+	return nil
 }
 
 // Delete writes a tombstone in k's slot: a stale replica's older record
 // cannot bring the value back. It waits and fails as Write.
 func (n *Node) Delete(ctx context.Context, k replica.Key, slot replica.Slot) error {
+	if err := n.checkSize(k, slot, nil); err != nil {
+		return err
+	}
 	return n.call(ctx, &request{op: opWrite, key: k, slot: slot, tombstone: true})
 }
 

@@ -318,6 +318,7 @@ func TestValidateNamesTheField(t *testing.T) {
 		{Config{Endpoint: ep, TickEvery: -1}, "TickEvery"},
 		{Config{Endpoint: ep, MaxBatch: -1}, "MaxBatch"},
 		{Config{Endpoint: ep, MaxWritesInFlight: -1}, "MaxWritesInFlight"},
+		{Config{Endpoint: ep, MaxValue: -1}, "MaxValue"},
 		{Config{Endpoint: ep, Store: replicastore.NewMemory(), Replication: replication.Config{DataDir: "/d"}}, "Store"},
 		{Config{Endpoint: ep, Replication: replication.Config{Sync: true}}, "Sync"},
 	} {
@@ -482,5 +483,44 @@ func TestWritesInFlightPerKeyAreBounded(t *testing.T) {
 	}
 	if got, err := readState(ctx, m, k); err != nil || got != "after" {
 		t.Fatalf("read %q, %v; want after", got, err)
+	}
+}
+
+// A write larger than MaxValue is refused before it is taken; one at
+// the default limit crosses the TCP transport at its default message
+// limit and meets its level, so the default fits the transport.
+func TestAWriteLargerThanMaxValueIsRefusedAndTheDefaultFitsTheTransport(t *testing.T) {
+	eps := benchEndpoints(t, "tcp")[:2]
+	ctx := bounded(t)
+	var nodes []*Node
+	for _, ep := range eps {
+		n, err := Open(ctx, Config{Endpoint: ep, TickEvery: 20 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer n.Close(ctx)
+		nodes = append(nodes, n)
+	}
+	k := key("a")
+	set := []ring.NodeID{eps[0].Self(), eps[1].Self()}
+	if err := nodes[0].Acquire(ctx, k, set, replication.Majority); err != nil {
+		t.Fatal(err)
+	}
+	room := DefaultMaxValue - len(k.Type) - len(k.ID)
+	if err := nodes[0].Write(ctx, k, stateSlot, make([]byte, room+1)); !errors.Is(err, ErrValueTooLarge) {
+		t.Fatalf("a write over MaxValue returned %v, want ErrValueTooLarge", err)
+	}
+	if err := nodes[0].Write(ctx, k, stateSlot, make([]byte, room)); err != nil {
+		t.Fatalf("a write of MaxValue bytes over TCP returned %v, want it to meet Majority of two", err)
+	}
+	if err := nodes[0].Resign(k); err != nil {
+		t.Fatal(err)
+	}
+	if err := nodes[1].Acquire(ctx, k, set, replication.Majority); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := nodes[1].Read(ctx, k)
+	if err != nil || len(recs[stateSlot].Value) != room {
+		t.Fatalf("the next owner read %d bytes, %v; want %d", len(recs[stateSlot].Value), err, room)
 	}
 }
