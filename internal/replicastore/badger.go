@@ -134,9 +134,14 @@ func (s *Badger) Get(ctx context.Context, key replica.Key, slot replica.Slot) (r
 	return rec, found, s.wrap(err)
 }
 
-// Put implements Store, in one transaction (a batch larger than badger's
-// transaction limit fails whole). With Sync, the Puts waiting at one
-// moment are written as one transaction with one fsync (see commit).
+// Put implements Store, in one transaction when the records fit badger's
+// transaction limit, otherwise in several, in order, all committed
+// before Put returns. Several are not atomic as a whole, which is fine:
+// the driver sends nothing and answers nobody before Put returns, and a
+// crash midway leaves a prefix of the records (a replica's promise before
+// the record it covers), the state the replica would hold had the rest
+// of its input been lost. With Sync, the Puts waiting at one moment are
+// written together (see commit).
 func (s *Badger) Put(ctx context.Context, recs ...replica.Record) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -148,14 +153,23 @@ func (s *Badger) Put(ctx context.Context, recs ...replica.Record) error {
 }
 
 func (s *Badger) write(recs []replica.Record) error {
-	return s.db.Update(func(txn *badger.Txn) error {
-		for _, r := range recs {
-			if err := txn.Set(appendKey(nil, r.Key, r.Slot()), encodeValue(r)); err != nil {
+	txn := s.db.NewTransaction(true)
+	defer func() { txn.Discard() }()
+	for _, r := range recs {
+		k, v := appendKey(nil, r.Key, r.Slot()), encodeValue(r)
+		err := txn.Set(k, v)
+		if errors.Is(err, badger.ErrTxnTooBig) {
+			if err := txn.Commit(); err != nil {
 				return err
 			}
+			txn = s.db.NewTransaction(true)
+			err = txn.Set(k, v)
 		}
-		return nil
-	})
+		if err != nil {
+			return err
+		}
+	}
+	return txn.Commit()
 }
 
 // Range implements Store.

@@ -346,3 +346,53 @@ func TestBadgerLogsThroughSlog(t *testing.T) {
 		t.Fatal("badger logged nothing through the given slog.Logger on open and close")
 	}
 }
+
+// A Put larger than one badger transaction is written in several: it
+// returns only once every record is stored, and ErrTxnTooBig never
+// reaches the caller (the driver would stop on it).
+func TestAPutLargerThanATransactionIsWrittenWhole(t *testing.T) {
+	for _, sync := range []bool{false, true} {
+		t.Run(fmt.Sprintf("sync=%v", sync), func(t *testing.T) {
+			dir := t.TempDir()
+			s, err := Open(dir, Options{Sync: sync})
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Eight records of 512 KiB pass badger's size limit per
+			// transaction (15% of the 16 MiB memtable).
+			var recs []replica.Record
+			big := string(make([]byte, 512<<10))
+			for i := range 8 {
+				recs = append(recs, rec(fmt.Sprint("big-", i), replica.KindState, 1, big))
+			}
+			ctx := context.Background()
+			if err := s.db.Update(func(txn *badger.Txn) error {
+				for _, r := range recs {
+					if err := txn.Set(appendKey(nil, r.Key, r.Slot()), encodeValue(r)); err != nil {
+						return err
+					}
+				}
+				return nil
+			}); !errors.Is(err, badger.ErrTxnTooBig) {
+				t.Fatalf("the test's records fit one transaction (%v): they must not", err)
+			}
+			if err := s.Put(ctx, recs...); err != nil {
+				t.Fatalf("a Put larger than a transaction returned %v", err)
+			}
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if s, err = Open(dir, Options{}); err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			n := 0
+			if err := s.Range(ctx, ring.Range{}, func(replica.Record) bool { n++; return true }); err != nil {
+				t.Fatal(err)
+			}
+			if n != len(recs) {
+				t.Fatalf("the reopened store holds %d records, want %d", n, len(recs))
+			}
+		})
+	}
+}
