@@ -153,6 +153,11 @@ func (s *Badger) Put(ctx context.Context, recs ...replica.Record) error {
 }
 
 func (s *Badger) write(recs []replica.Record) error {
+	// As db.Update does: a closed database would only say that writes
+	// are blocked.
+	if s.db.IsClosed() {
+		return badger.ErrDBClosed
+	}
 	txn := s.db.NewTransaction(true)
 	defer func() { txn.Discard() }()
 	for _, r := range recs {
