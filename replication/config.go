@@ -16,7 +16,9 @@ const (
 	// replicas received it.
 	One
 	// All waits for every replica in the set: a single member down makes
-	// the key unavailable for writes.
+	// the key unavailable for writes, and, since the same count is the
+	// quorum of every phase, for reads (the read barrier) and for
+	// acquisitions (a new owner cannot be fenced in).
 	All
 )
 

@@ -47,11 +47,21 @@ func TestValidateNamesTheField(t *testing.T) {
 }
 
 func TestFormatErrorMatchesErrNewerFormat(t *testing.T) {
-	var err error = &FormatError{Dir: "/d", Found: 3, Supported: 1}
-	if !errors.Is(err, ErrNewerFormat) || errors.Is(err, ErrCorrupt) {
+	var err error = &FormatError{Dir: "/d", Found: 3, Oldest: 1, Supported: 1}
+	if !errors.Is(err, ErrNewerFormat) || errors.Is(err, ErrOlderFormat) || errors.Is(err, ErrCorrupt) {
 		t.Fatalf("%v should match ErrNewerFormat only", err)
 	}
 	if !strings.Contains(err.Error(), "format 3") || !strings.Contains(err.Error(), "up to 1") {
+		t.Fatalf("the message %q should say both versions", err)
+	}
+}
+
+func TestFormatErrorMatchesErrOlderFormat(t *testing.T) {
+	var err error = &FormatError{Dir: "/d", Found: 1, Oldest: 2, Supported: 2}
+	if !errors.Is(err, ErrOlderFormat) || errors.Is(err, ErrNewerFormat) || errors.Is(err, ErrCorrupt) {
+		t.Fatalf("%v should match ErrOlderFormat only", err)
+	}
+	if !strings.Contains(err.Error(), "format 1") || !strings.Contains(err.Error(), "from 2") {
 		t.Fatalf("the message %q should say both versions", err)
 	}
 }

@@ -25,12 +25,15 @@
 // them). With a DataDir they live in a store under that directory that a
 // restarted process at the same address opens again. The store carries an
 // on-disk format version that only moves forward: a binary that finds a
-// newer format refuses to open it ([ErrNewerFormat]); a record that fails
+// newer format refuses to open it ([ErrNewerFormat]), as does one that
+// finds an unreleased older format ([ErrOlderFormat]); a record that fails
 // its checksum is reported ([ErrCorrupt]), never silently reset.
 //
 // Without Sync a write is in the operating system's page cache when it is
 // acknowledged: it survives the process being killed, not the machine
-// losing power. With Sync every acknowledgement waits for an fsync, which
-// concurrent writes share (group commit), so an acknowledged write also
-// survives a power loss of the whole cluster.
+// losing power, and a power loss on any one replica may lose acknowledged
+// writes at every level (the replica counts again without them). With
+// Sync every acknowledgement waits for an fsync, which concurrent writes
+// share (group commit), so an acknowledged write also survives a power
+// loss of the whole cluster.
 package replication

@@ -23,6 +23,21 @@ const (
 	flagTombstone = 1
 )
 
+// The shortest encodings: every string empty and every integer one byte.
+// A declared count is checked against them, so a count is never larger
+// than the input could hold.
+const (
+	// MinMessageLen is the length of the shortest encoded message.
+	MinMessageLen = 18
+	// minRecordLen is the length of the shortest encoded record.
+	minRecordLen = 8
+	// maxPresize is the largest record count that sizes an allocation
+	// before the records were parsed: a decoded record takes 16 times its
+	// shortest encoding in memory, so a larger count is first checked by
+	// parsing the records without keeping them.
+	maxPresize = 4
+)
+
 // AppendEncode appends the encoding of m to b.
 func AppendEncode(b []byte, m Message) []byte {
 	var flags byte
@@ -106,10 +121,15 @@ func Decode(b []byte) (Message, error) {
 	m.Version = d.uvarint("version")
 	m.Round = d.uvarint("round")
 	n := d.uvarint("record count")
-	// A record takes at least 8 bytes, so a count beyond what remains is
-	// a lie and must not size an allocation.
-	if d.err == nil && n > uint64(len(d.b)-d.off)/8 {
+	if d.err == nil && n > uint64(len(d.b)-d.off)/minRecordLen {
 		d.fail(ErrMalformed, "record count")
+	}
+	if d.err == nil && n > maxPresize {
+		start := d.off
+		for range n {
+			d.skipRecord()
+		}
+		d.off = start
 	}
 	if d.err == nil && n > 0 {
 		m.Records = make([]Record, 0, n)
@@ -198,6 +218,24 @@ func (d *decoder) node(what string) ring.NodeID {
 func (d *decoder) epoch(what string) Epoch {
 	term := d.uvarint(what)
 	return Epoch{Term: term, Node: d.node(what)}
+}
+
+// skipRecord parses a record as record does, allocating nothing.
+func (d *decoder) skipRecord() {
+	kind := Kind(d.byte("record kind"))
+	if d.err == nil && (kind == KindPromise || kind > maxKind) {
+		d.fail(ErrMalformed, "record kind")
+	}
+	flags := d.byte("record flags")
+	if d.err == nil && flags&^flagTombstone != 0 {
+		d.fail(ErrMalformed, "record flags")
+	}
+	d.bytes("record name")
+	d.uvarint("record epoch")
+	d.bytes("record epoch")
+	d.uvarint("record epoch")
+	d.uvarint("record version")
+	d.bytes("record value")
 }
 
 func (d *decoder) record(k Key) Record {

@@ -2,8 +2,10 @@ package replica
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"reflect"
+	"runtime"
 	"testing"
 
 	"github.com/troupe-go/troupe/ring"
@@ -84,7 +86,11 @@ func FuzzDecode(f *testing.F) {
 	f.Add([]byte{})
 	f.Add([]byte{FormatVersion})
 	f.Fuzz(func(t *testing.T, b []byte) {
-		m, err := Decode(b)
+		var m Message
+		var err error
+		if n := allocated(func() { m, err = Decode(b) }); n > maxAllocPerByte*uint64(len(b))+allocSlack {
+			t.Fatalf("decoding %d bytes allocated %d bytes, want at most %d per byte", len(b), n, maxAllocPerByte)
+		}
 		if err != nil {
 			var de *DecodeError
 			if !errors.As(err, &de) || !(errors.Is(err, ErrTruncated) || errors.Is(err, ErrMalformed) || errors.Is(err, ErrUnsupportedVersion)) {
@@ -98,4 +104,68 @@ func FuzzDecode(f *testing.F) {
 			t.Fatalf("re-encoding differs:\n%x\n%x", b, again)
 		}
 	})
+}
+
+// The decoder's count checks rest on these being the shortest encodings.
+func TestShortestEncodings(t *testing.T) {
+	if n := len(AppendEncode(nil, Message{Type: MsgPrepare})); n != MinMessageLen {
+		t.Fatalf("the shortest message encodes in %d bytes, MinMessageLen is %d", n, MinMessageLen)
+	}
+	if n := len(appendRecordBody(nil, Record{Kind: KindState})); n != minRecordLen {
+		t.Fatalf("the shortest record encodes in %d bytes, minRecordLen is %d", n, minRecordLen)
+	}
+}
+
+// allocated returns the bytes f allocates on the heap.
+func allocated(f func()) uint64 {
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	f()
+	runtime.ReadMemStats(&after)
+	return after.TotalAlloc - before.TotalAlloc
+}
+
+// maxAllocPerByte bounds what decoding may allocate per input byte (a
+// record is 128 bytes in memory and 8 at its shortest), plus allocSlack
+// for the error and the first allocations.
+const (
+	maxAllocPerByte = 40
+	allocSlack      = 16 << 10
+)
+
+// A record count that lies (as many records as the bytes could hold, each
+// of them garbage) is refused without allocating for it.
+func TestDecodeOfALyingCountAllocatesLittle(t *testing.T) {
+	m := sampleMessages()[0]
+	b := AppendEncode(nil, m)
+	const body = 4 << 20
+	b = binary.AppendUvarint(b[:len(b)-1], body/minRecordLen)
+	b = append(b, make([]byte, body)...) // kind 0: malformed at the first record
+	var err error
+	got := allocated(func() { _, err = Decode(b) })
+	if !errors.Is(err, ErrMalformed) {
+		t.Fatalf("decoded with %v, want ErrMalformed", err)
+	}
+	if got > allocSlack {
+		t.Fatalf("a lying record count allocated %d bytes before failing, want at most %d", got, allocSlack)
+	}
+}
+
+// A promise of many of the shortest records allocates in proportion to
+// its size.
+func TestDecodeOfManyShortRecordsAllocatesInProportion(t *testing.T) {
+	m := Message{Type: MsgPromise, Records: make([]Record, 100000)}
+	for i := range m.Records {
+		m.Records[i].Kind = KindState
+	}
+	b := AppendEncode(nil, m)
+	var err error
+	got := allocated(func() { _, err = Decode(b) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d bytes allocated %d (%.1f per byte)", len(b), got, float64(got)/float64(len(b)))
+	if limit := maxAllocPerByte*uint64(len(b)) + allocSlack; got > limit {
+		t.Fatalf("decoding %d bytes allocated %d, want at most %d", len(b), got, limit)
+	}
 }

@@ -3,6 +3,7 @@ package replica
 import (
 	"cmp"
 	"maps"
+	"math"
 	"slices"
 	"strings"
 
@@ -299,7 +300,8 @@ type ownership struct {
 // (which must include this node) with a term above every term it has seen
 // for k, adopts the newest records a quorum of level holds and writes them
 // back at the new epoch. Ready.Changes reports when k is served, or that
-// this node stepped down. Acquiring a key already held does nothing.
+// this node stepped down. Acquiring a key already held does nothing. A
+// term above every term seen that would not fit gives ErrTermExhausted.
 func (c *Core) Acquire(k Key, replicas []ring.NodeID, level replication.Level) error {
 	if !slices.Contains(replicas, c.self) {
 		return ErrNotReplica
@@ -310,7 +312,11 @@ func (c *Core) Acquire(k Key, replicas []ring.NodeID, level replication.Level) e
 	if _, ok := c.owned[k]; ok {
 		return nil
 	}
-	term := max(c.maxTerm[k], c.promised[k].Term) + 1
+	seen := max(c.maxTerm[k], c.promised[k].Term)
+	if seen == math.MaxUint64 {
+		return ErrTermExhausted
+	}
+	term := seen + 1
 	c.maxTerm[k] = term
 	set := slices.Clone(replicas)
 	slices.SortFunc(set, ring.NodeID.Compare)
@@ -343,6 +349,15 @@ func (c *Core) Resign(k Key) {
 func (c *Core) Serving(k Key) bool {
 	o := c.owned[k]
 	return o != nil && o.phase == serving
+}
+
+// InFlight returns how many of k's writes (write-backs included) have not
+// met their level, on a key owned here.
+func (c *Core) InFlight(k Key) int {
+	if o := c.owned[k]; o != nil {
+		return len(o.inflight)
+	}
+	return 0
 }
 
 // Current returns the owner's newest record in slot for k, which may not

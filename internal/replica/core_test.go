@@ -324,3 +324,54 @@ func TestTickRepeatsOnlyWhatWentUnansweredATickPeriod(t *testing.T) {
 		t.Fatalf("ticks after every answer arrived sent %+v", s.net)
 	}
 }
+
+// TestWritesCompleteInOrderAcrossSlots: a write that met its level waits
+// for every earlier write of its key, whatever their slots, since its
+// effects must not leave before theirs.
+func TestWritesCompleteInOrderAcrossSlots(t *testing.T) {
+	s := newSim(t, 3, replication.Majority, []Key{keyA})
+	serve(t, s, 0)
+	first := write(t, s, 0, 1)
+	n := s.nodes[0]
+	second, err := n.core.Write(keyA, Slot{Kind: KindContinuity, Name: "req"}, encodeValue(2), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.ops[second] = &simOp{in: regInput{reg: register{keyA, Slot{Kind: KindContinuity, Name: "req"}}, kind: opWrite, new: 2}}
+	s.apply(n)
+	// Deliver everything but the first write's accepts: the second write
+	// meets its level, the first does not.
+	for {
+		j := slices.IndexFunc(s.net, func(m Message) bool {
+			return m.Type != MsgAccept || m.Records[0].Slot() != stateSlot
+		})
+		if j < 0 {
+			break
+		}
+		s.deliver(j, false)
+	}
+	if released(s, 0, second) {
+		t.Fatal("the second write (another slot) was released before the first met its level")
+	}
+	s.flush()
+	if !released(s, 0, first) || !released(s, 0, second) {
+		t.Fatal("the writes were not released once both met their level")
+	}
+}
+
+// A peer that claims the largest term must not make the next
+// acquisition's term wrap to zero, which every older epoch would beat:
+// the acquisition is refused instead.
+func TestAnAcquisitionAfterTheLargestTermIsRefused(t *testing.T) {
+	s := newSim(t, 3, replication.Majority, []Key{keyA})
+	n := s.nodes[0]
+	hostile := s.nodes[1].id
+	n.core.Step(Message{Type: MsgPrepare, From: hostile, To: n.id, Key: keyA, Epoch: Epoch{Term: math.MaxUint64, Node: hostile}})
+	s.apply(n)
+	if err := n.core.Acquire(keyA, s.replicas[keyA], replication.Majority); !errors.Is(err, ErrTermExhausted) {
+		t.Fatalf("an acquisition after term MaxUint64 returned %v, want ErrTermExhausted", err)
+	}
+	if n.core.owned[keyA] != nil {
+		t.Fatal("a refused acquisition left the key owned")
+	}
+}

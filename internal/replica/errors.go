@@ -14,6 +14,12 @@ var ErrNotServing = errors.New("troupe: replica: key is not served here")
 // replica set it was given.
 var ErrNotReplica = errors.New("troupe: replica: owner is not in the replica set")
 
+// ErrTermExhausted is returned by Acquire when a term above every term
+// seen for the key would not fit in 64 bits: a peer claimed the largest
+// term, and picking the next one would wrap to zero and lose to every
+// older epoch.
+var ErrTermExhausted = errors.New("troupe: replica: ownership terms of the key are exhausted")
+
 // ErrInvalidKind is returned for a record kind the format does not know or
 // that a caller may not write.
 var ErrInvalidKind = errors.New("troupe: replica: invalid record kind")

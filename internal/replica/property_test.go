@@ -26,109 +26,136 @@ import (
 // is read once more. The whole history must be linearizable per register
 // (porcupine), so no acknowledged write is lost and no read is stale; as
 // the schedule runs, no replica's promise goes back.
+//
+// Rapid's default budget is 100 schedules, about 0.3 s with -race: the
+// test runs scheduleRounds rounds of it, each from its own seed, for
+// 1,000 schedules in about 3 s with -race on two cores (-short runs one
+// round; -rapid.seed replays one schedule in every round).
 func TestRandomSchedulesStayLinearizable(t *testing.T) {
-	rapid.Check(t, func(rt *rapid.T) {
-		n := rapid.IntRange(3, 5).Draw(rt, "nodes")
-		level := rapid.SampledFrom([]replication.Level{replication.Majority, replication.All}).Draw(rt, "level")
-		keys := []Key{{Type: "reg", ID: "a"}, {Type: "reg", ID: "b"}}
-		var regs []register
-		for _, k := range keys {
-			regs = append(regs,
-				register{k, Slot{Kind: KindState}},
-				register{k, Slot{Kind: KindContinuity, Name: "req-1"}},
-				register{k, Slot{Kind: KindContinuity, Name: "req-2"}})
-		}
-		s := newSim(rt, n, level, keys)
-		// rapid biases its draws towards small values; the schedule takes
-		// its choices from a seeded generator instead, uniformly.
-		rng := rand.New(rand.NewPCG(rapid.Uint64().Draw(rt, "seed"), 0))
-		pick := func(n int) int { return rng.IntN(n) }
-		steps := 50 + pick(350)
-		for range steps {
-			node := s.nodes[pick(n)]
-			s.expire(50)
-			switch op := pick(100); {
-			case op < 45:
-				burst := 1 + pick(8)
-				for j := 0; j < burst && len(s.net) > 0; j++ {
-					m := pick(len(s.net))
-					s.deliver(m, pick(20) == 0)
+	rounds := scheduleRounds
+	if testing.Short() {
+		rounds = 1
+	}
+	for range rounds {
+		rapid.Check(t, randomSchedule)
+	}
+}
+
+// scheduleRounds is how many times TestRandomSchedulesStayLinearizable
+// runs rapid's budget of schedules.
+const scheduleRounds = 10
+
+func randomSchedule(rt *rapid.T) {
+	n := rapid.IntRange(3, 5).Draw(rt, "nodes")
+	level := rapid.SampledFrom([]replication.Level{replication.Majority, replication.All}).Draw(rt, "level")
+	keys := []Key{{Type: "reg", ID: "a"}, {Type: "reg", ID: "b"}}
+	var regs []register
+	for _, k := range keys {
+		regs = append(regs,
+			register{k, Slot{Kind: KindState}},
+			register{k, Slot{Kind: KindContinuity, Name: "req-1"}},
+			register{k, Slot{Kind: KindContinuity, Name: "req-2"}})
+	}
+	s := newSim(rt, n, level, keys)
+	// rapid biases its draws towards small values; the schedule takes
+	// its choices from a seeded generator instead, uniformly.
+	rng := rand.New(rand.NewPCG(rapid.Uint64().Draw(rt, "seed"), 0))
+	pick := func(n int) int { return rng.IntN(n) }
+	steps := 50 + pick(350)
+	for range steps {
+		node := s.nodes[pick(n)]
+		s.expire(50)
+		switch op := pick(100); {
+		case op < 45:
+			burst := 1 + pick(8)
+			for j := 0; j < burst && len(s.net) > 0; j++ {
+				m := pick(len(s.net))
+				s.deliver(m, pick(20) == 0)
+			}
+		case op < 47:
+			if len(s.net) > 0 {
+				j := pick(len(s.net))
+				s.net = append(s.net[:j], s.net[j+1:]...)
+			}
+		case op < 55:
+			if !node.paused {
+				s.tick(node)
+			}
+		case op < 58:
+			k := keys[pick(len(keys))]
+			// Mostly acquire keys nobody serves; sometimes take one over.
+			steal := pick(4) == 0
+			served := slices.ContainsFunc(s.nodes, func(o *simNode) bool { return o.core.Serving(k) })
+			if !node.paused && !node.core.Serving(k) && contains(s.replicas[k], node) && (steal || !served) {
+				s.acquire(node, k)
+			}
+		case op < 84:
+			reg := regs[pick(len(regs))]
+			var owners []*simNode
+			for _, o := range s.nodes {
+				if !o.paused && o.core.Serving(reg.key) {
+					owners = append(owners, o)
 				}
-			case op < 47:
-				if len(s.net) > 0 {
-					j := pick(len(s.net))
-					s.net = append(s.net[:j], s.net[j+1:]...)
+			}
+			if len(owners) == 0 {
+				// A request for a key nobody serves activates it on
+				// a replica, as the runtime would.
+				r := s.node(s.replicas[reg.key][pick(len(s.replicas[reg.key]))])
+				if !r.paused {
+					s.acquire(r, reg.key)
 				}
-			case op < 55:
-				if !node.paused {
-					s.tick(node)
-				}
-			case op < 58:
+				continue
+			}
+			at := owners[pick(len(owners))]
+			kind := opKind(pick(3))
+			old := pick(s.nextVal + 1)
+			s.clientOp(at, reg, kind, old)
+		case op < 86:
+			s.crash(node)
+			// An owner's crash is soon followed by an acquisition
+			// elsewhere (or on the restarted node), as the runtime
+			// would do after failure detection.
+			if pick(2) == 0 {
 				k := keys[pick(len(keys))]
-				// Mostly acquire keys nobody serves; sometimes take one over.
-				steal := pick(4) == 0
-				served := slices.ContainsFunc(s.nodes, func(o *simNode) bool { return o.core.Serving(k) })
-				if !node.paused && !node.core.Serving(k) && contains(s.replicas[k], node) && (steal || !served) {
-					s.acquire(node, k)
+				r := s.node(s.replicas[k][pick(len(s.replicas[k]))])
+				if r != nil && !r.paused && !r.core.Serving(k) {
+					s.acquire(r, k)
 				}
-			case op < 84:
-				reg := regs[pick(len(regs))]
-				var owners []*simNode
-				for _, o := range s.nodes {
-					if !o.paused && o.core.Serving(reg.key) {
-						owners = append(owners, o)
-					}
-				}
-				if len(owners) == 0 {
-					// A request for a key nobody serves activates it on
-					// a replica, as the runtime would.
-					r := s.node(s.replicas[reg.key][pick(len(s.replicas[reg.key]))])
-					if !r.paused {
-						s.acquire(r, reg.key)
-					}
-					continue
-				}
-				at := owners[pick(len(owners))]
-				kind := opKind(pick(3))
-				old := pick(s.nextVal + 1)
-				s.clientOp(at, reg, kind, old)
-			case op < 86:
-				s.crash(node)
-			case op < 87:
-				node.paused = !node.paused
-			case op < 96:
-				s.takeOver(keys[pick(len(keys))], pick, 200)
-			case op < 98:
-				other := s.nodes[pick(n)]
-				cut := !s.cut[[2]string{node.id.Addr, other.id.Addr}]
-				s.cut[[2]string{node.id.Addr, other.id.Addr}] = cut
-				s.cut[[2]string{other.id.Addr, node.id.Addr}] = cut
-			case op < 99:
-				if !s.anyWiped() {
-					s.wipe(node)
-				}
-			default:
-				if node.wiped {
-					s.catchUp(node)
-				}
+			}
+		case op < 87:
+			node.paused = !node.paused
+		case op < 96:
+			s.takeOver(keys[pick(len(keys))], pick, 200)
+		case op < 98:
+			other := s.nodes[pick(n)]
+			cut := !s.cut[[2]string{node.id.Addr, other.id.Addr}]
+			s.cut[[2]string{node.id.Addr, other.id.Addr}] = cut
+			s.cut[[2]string{other.id.Addr, node.id.Addr}] = cut
+		case op < 99:
+			if !s.anyWiped() {
+				s.wipe(node)
+			}
+		default:
+			if node.wiped {
+				s.catchUp(node)
 			}
 		}
-		s.settle()
-		s.finalReads(regs)
-		s.abandon()
-		res, info := porcupine.CheckOperationsVerbose(registerModel, s.history, 10*time.Second)
-		if res != porcupine.Ok {
-			if f, err := os.CreateTemp("", "replica-history-*.html"); err == nil {
-				_ = porcupine.Visualize(registerModel, info, f)
-				_ = f.Close()
-				rt.Logf("history drawn in %s", f.Name())
-			}
-			for _, op := range s.history {
-				rt.Logf("[%d,%d] %s", op.Call, op.Return, registerModel.DescribeOperation(op.Input, op.Output))
-			}
-			rt.Fatalf("history of %d operations is %s", len(s.history), res)
+	}
+	s.settle()
+	s.finalReads(regs)
+	s.abandon()
+	res, info := porcupine.CheckOperationsVerbose(registerModel, s.history, 10*time.Second)
+	if res != porcupine.Ok {
+		if f, err := os.CreateTemp("", "replica-history-*.html"); err == nil {
+			_ = porcupine.Visualize(registerModel, info, f)
+			_ = f.Close()
+			rt.Logf("history drawn in %s", f.Name())
 		}
-	})
+		for _, op := range s.history {
+			rt.Logf("[%d,%d] %s", op.Call, op.Return, registerModel.DescribeOperation(op.Input, op.Output))
+		}
+		rt.Fatalf("history of %d operations is %s", len(s.history), res)
+	}
 }
 
 func contains(set []ring.NodeID, n *simNode) bool {

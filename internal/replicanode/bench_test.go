@@ -42,7 +42,7 @@ const (
 	benchWriters = 64
 )
 
-func benchEndpoints(b *testing.B, network string) []transport.Endpoint {
+func benchEndpoints(b testing.TB, network string) []transport.Endpoint {
 	eps := make([]transport.Endpoint, benchNodes)
 	if network == "mem" {
 		mn := transport.NewMemNetwork()

@@ -36,6 +36,8 @@ type testCluster struct {
 	manual bool
 	// wrap, when set, stands between a member and its endpoint.
 	wrap func(*member, transport.Endpoint) transport.Endpoint
+	// configure, when set, adjusts a member's config at each start.
+	configure func(*Config)
 }
 
 type member struct {
@@ -74,6 +76,9 @@ func (c *testCluster) config(m *member) Config {
 		cfg.Replication = replication.Config{DataDir: m.dir}
 	} else {
 		cfg.Store = m.store
+	}
+	if c.configure != nil {
+		c.configure(&cfg)
 	}
 	if c.manual {
 		m.ticks = make(chan struct{})

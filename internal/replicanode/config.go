@@ -9,6 +9,7 @@ import (
 	"github.com/troupe-go/troupe/internal/replicastore"
 	"github.com/troupe-go/troupe/internal/transport"
 	"github.com/troupe-go/troupe/replication"
+	"github.com/troupe-go/troupe/wire"
 )
 
 // Config configures a Node. Endpoint is required; the zero value of every
@@ -31,6 +32,21 @@ type Config struct {
 	// envelope to a peer; a single larger message travels alone. Default
 	// 256 KiB.
 	MaxBatch int
+	// MaxValue is the most bytes a write may carry in its value, key
+	// (type and id) and slot name together; a larger write fails at once
+	// with ErrValueTooLarge and does not happen. An accept that the
+	// transport refuses to carry would be sent again at every tick and
+	// never met its level. Default DefaultMaxValue, which fits the
+	// transport's default message limit (wire.DefaultMaxMessage); set it
+	// below the transport's limit when that is lower.
+	MaxValue int
+	// MaxWritesInFlight is the most writes of one key that may wait for
+	// their level at once; past it Write and Delete fail at once with
+	// ErrTooManyWrites (matching ErrUnavailable) and do not happen. It
+	// bounds the memory and the retransmissions of a key whose level cannot
+	// be met, whose abandoned writes are otherwise kept and sent again at
+	// every tick. Default 1024.
+	MaxWritesInFlight int
 	// Logger receives the node's and badger's messages. Nil logs nothing.
 	Logger *slog.Logger
 
@@ -43,6 +59,15 @@ type Config struct {
 const (
 	DefaultTickEvery = 50 * time.Millisecond
 	DefaultMaxBatch  = 256 << 10
+	// DefaultMaxValue is Config.MaxValue's default: the transport's
+	// default message limit less envelopeRoom.
+	DefaultMaxValue = wire.DefaultMaxMessage - envelopeRoom
+	// envelopeRoom is what an accept needs besides its record's value,
+	// key and name: the envelope's header and the message's node
+	// addresses, epochs and integers.
+	envelopeRoom = 64 << 10
+	// DefaultMaxWritesInFlight is Config.MaxWritesInFlight's default.
+	DefaultMaxWritesInFlight = 1024
 )
 
 // ErrInvalidConfig is wrapped by the errors of Config.Validate; the
@@ -58,6 +83,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: TickEvery %v is negative", ErrInvalidConfig, c.TickEvery)
 	case c.MaxBatch < 0:
 		return fmt.Errorf("%w: MaxBatch %d is negative", ErrInvalidConfig, c.MaxBatch)
+	case c.MaxValue < 0:
+		return fmt.Errorf("%w: MaxValue %d is negative", ErrInvalidConfig, c.MaxValue)
+	case c.MaxWritesInFlight < 0:
+		return fmt.Errorf("%w: MaxWritesInFlight %d is negative", ErrInvalidConfig, c.MaxWritesInFlight)
 	case c.Store != nil && (c.Replication != replication.Config{}):
 		return fmt.Errorf("%w: Store and Replication are exclusive", ErrInvalidConfig)
 	}
@@ -73,6 +102,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxBatch == 0 {
 		c.MaxBatch = DefaultMaxBatch
+	}
+	if c.MaxValue == 0 {
+		c.MaxValue = DefaultMaxValue
+	}
+	if c.MaxWritesInFlight == 0 {
+		c.MaxWritesInFlight = DefaultMaxWritesInFlight
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)

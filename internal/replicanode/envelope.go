@@ -58,11 +58,29 @@ func decodeEnvelope(b []byte) ([]replica.Message, error) {
 	if err != nil {
 		return nil, err
 	}
-	// Every message takes at least two bytes (its length and more), so a
+	// Every message takes its length byte and its shortest encoding, so a
 	// count beyond that is a lie.
-	if count > uint64(len(b)-off)/2 {
+	if count > uint64(len(b)-off)/(1+replica.MinMessageLen) {
 		return nil, &replica.DecodeError{Offset: off, Err: replica.ErrMalformed, What: "envelope count"}
 	}
+	// A decoded message takes about ten times its shortest encoding in
+	// memory, so the count sizes an allocation only once the framing
+	// showed that count messages are really there.
+	start := off
+	for range count {
+		n, err := uvarint("envelope message length")
+		if err != nil {
+			return nil, err
+		}
+		if n > uint64(len(b)-off) {
+			return nil, &replica.DecodeError{Offset: off, Err: replica.ErrTruncated, What: "envelope message"}
+		}
+		off += int(n)
+	}
+	if off != len(b) {
+		return nil, &replica.DecodeError{Offset: off, Err: replica.ErrMalformed, What: "envelope trailing bytes"}
+	}
+	off = start
 	msgs := make([]replica.Message, 0, count)
 	for range count {
 		n, err := uvarint("envelope message length")

@@ -1,8 +1,10 @@
 package replicanode
 
 import (
+	"encoding/binary"
 	"errors"
 	"reflect"
+	"runtime"
 	"testing"
 
 	"github.com/troupe-go/troupe/internal/replica"
@@ -62,7 +64,11 @@ func FuzzDecodeEnvelope(f *testing.F) {
 	f.Add([]byte{envelopeVersion, 0})
 	f.Add([]byte{envelopeVersion, 0xff, 0xff, 0xff, 0xff, 0x0f})
 	f.Fuzz(func(t *testing.T, b []byte) {
-		got, err := decodeAll(b)
+		var got []replica.Message
+		var err error
+		if n := allocated(func() { got, err = decodeAll(b) }); n > maxAllocPerByte*uint64(len(b))+allocSlack {
+			t.Fatalf("decoding %d bytes allocated %d bytes, want at most %d per byte", len(b), n, maxAllocPerByte)
+		}
 		if err != nil {
 			var de *replica.DecodeError
 			if !errors.As(err, &de) {
@@ -81,4 +87,61 @@ func FuzzDecodeEnvelope(f *testing.F) {
 			t.Fatalf("a decoded envelope does not round-trip: %+v, %v", again, err)
 		}
 	})
+}
+
+// allocated returns the bytes f allocates on the heap.
+func allocated(f func()) uint64 {
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	f()
+	runtime.ReadMemStats(&after)
+	return after.TotalAlloc - before.TotalAlloc
+}
+
+// maxAllocPerByte bounds what decoding an envelope may allocate per input
+// byte (a message is about 200 bytes in memory and 19 at its shortest,
+// and the slice of them grows by doubling), plus allocSlack for the error
+// and the first allocations.
+const (
+	maxAllocPerByte = 40
+	allocSlack      = 16 << 10
+)
+
+// An envelope whose count lies (as many messages as the bytes could hold,
+// each of them garbage) is refused without allocating for them.
+func TestAnEnvelopeWithALyingCountAllocatesLittle(t *testing.T) {
+	const body = 4 << 20
+	b := []byte{envelopeVersion}
+	b = binary.AppendUvarint(b, body/(1+replica.MinMessageLen))
+	b = append(b, make([]byte, body)...) // empty messages: truncated at the first
+	var err error
+	got := allocated(func() { _, err = decodeEnvelope(b) })
+	if err == nil {
+		t.Fatal("an envelope of garbage decoded")
+	}
+	if got > allocSlack {
+		t.Fatalf("a lying envelope count allocated %d bytes before failing, want at most %d", got, allocSlack)
+	}
+}
+
+// An envelope of many of the shortest messages allocates in proportion
+// to its size.
+func TestAnEnvelopeOfShortMessagesAllocatesInProportion(t *testing.T) {
+	enc := replica.AppendEncode(nil, replica.Message{Type: replica.MsgPrepare})
+	var all []byte
+	var ends []int
+	for range 50000 {
+		all = append(all, enc...)
+		ends = append(ends, len(all))
+	}
+	b := appendEnvelope(nil, all, ends)
+	var err error
+	got := allocated(func() { _, err = decodeEnvelope(b) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d bytes allocated %d (%.1f per byte)", len(b), got, float64(got)/float64(len(b)))
+	if limit := maxAllocPerByte*uint64(len(b)) + allocSlack; got > limit {
+		t.Fatalf("decoding %d bytes allocated %d, want at most %d", len(b), got, limit)
+	}
 }

@@ -13,6 +13,15 @@ import (
 // replica of its quorum holds it. The error also matches the context's.
 var ErrUnavailable = errors.New("troupe: replication: level not met before the deadline (a write may or may not have happened)")
 
+// ErrTooManyWrites is matched, with ErrUnavailable, by the error of a
+// write refused because Config.MaxWritesInFlight writes of its key wait
+// for their level. Such a write did not happen.
+var ErrTooManyWrites = errors.New("troupe: replication: too many writes of the key in flight")
+
+// ErrValueTooLarge is matched by the error of a write whose value, key and
+// slot name together exceed Config.MaxValue. Such a write did not happen.
+var ErrValueTooLarge = errors.New("troupe: replication: value too large")
+
 // ErrStaleOwner is matched by a *StaleOwnerError: a replica refused this
 // node's epoch because it promised a newer owner's, so this node no longer
 // serves the key.

@@ -272,15 +272,31 @@ func (n *Node) Acquire(ctx context.Context, k replica.Key, replicas []ring.NodeI
 // Write replaces k's record in slot with value on a served key and
 // returns once it, and every write made before it here, met the key's
 // level. value is copied. A write that fails with ErrUnavailable,
-// ErrStaleOwner or ErrResigned may or may not have happened; one on a key
-// not served here fails with replica.ErrNotServing and did not happen.
+// ErrStaleOwner or ErrResigned may or may not have happened, except one
+// refused with ErrTooManyWrites (Config.MaxWritesInFlight); one on a key
+// not served here fails with replica.ErrNotServing, and one larger than
+// Config.MaxValue with ErrValueTooLarge: neither happened.
 func (n *Node) Write(ctx context.Context, k replica.Key, slot replica.Slot, value []byte) error {
+	if err := n.checkSize(k, slot, value); err != nil {
+		return err
+	}
 	return n.call(ctx, &request{op: opWrite, key: k, slot: slot, value: slices.Clone(value)})
+}
+
+// checkSize refuses a write the transport could not carry.
+func (n *Node) checkSize(k replica.Key, slot replica.Slot, value []byte) error {
+	if size := len(k.Type) + len(k.ID) + len(slot.Name) + len(value); size > n.cfg.MaxValue {
+		return fmt.Errorf("%w: %s/%s: %d bytes, limit %d", ErrValueTooLarge, k.Type, k.ID, size, n.cfg.MaxValue)
+	}
+	return nil
 }
 
 // Delete writes a tombstone in k's slot: a stale replica's older record
 // cannot bring the value back. It waits and fails as Write.
 func (n *Node) Delete(ctx context.Context, k replica.Key, slot replica.Slot) error {
+	if err := n.checkSize(k, slot, nil); err != nil {
+		return err
+	}
 	return n.call(ctx, &request{op: opWrite, key: k, slot: slot, tombstone: true})
 }
 
@@ -419,6 +435,10 @@ func (n *Node) apply(r *request) {
 		}
 		n.acquiring[r.key] = append(n.acquiring[r.key], r.w)
 	case opWrite:
+		if n.core.InFlight(r.key) >= n.cfg.MaxWritesInFlight {
+			r.w.done <- fmt.Errorf("%w: %w: %s/%s", ErrUnavailable, ErrTooManyWrites, r.key.Type, r.key.ID)
+			return
+		}
 		t, err := n.core.Write(r.key, r.slot, r.value, r.tombstone)
 		if err != nil {
 			r.w.done <- fmt.Errorf("troupe: write %s/%s: %w", r.key.Type, r.key.ID, err)

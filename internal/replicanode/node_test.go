@@ -317,6 +317,8 @@ func TestValidateNamesTheField(t *testing.T) {
 		{Config{}, "Endpoint"},
 		{Config{Endpoint: ep, TickEvery: -1}, "TickEvery"},
 		{Config{Endpoint: ep, MaxBatch: -1}, "MaxBatch"},
+		{Config{Endpoint: ep, MaxWritesInFlight: -1}, "MaxWritesInFlight"},
+		{Config{Endpoint: ep, MaxValue: -1}, "MaxValue"},
 		{Config{Endpoint: ep, Store: replicastore.NewMemory(), Replication: replication.Config{DataDir: "/d"}}, "Store"},
 		{Config{Endpoint: ep, Replication: replication.Config{Sync: true}}, "Sync"},
 	} {
@@ -438,5 +440,87 @@ func TestAMemberStillReceivingDoesNotCount(t *testing.T) {
 	}
 	if err := a.node.Acquire(ctx, k, c.ids(), replication.Majority); err != nil {
 		t.Fatalf("once the member caught up the acquisition returned %v", err)
+	}
+}
+
+// Writes of a key whose level cannot be met pile up only to
+// MaxWritesInFlight: past it a write is refused at once with
+// ErrTooManyWrites (and ErrUnavailable), and once the replicas are back
+// the key takes writes again.
+func TestWritesInFlightPerKeyAreBounded(t *testing.T) {
+	c := newCluster(t, 3, false)
+	const limit = 3
+	c.configure = func(cfg *Config) { cfg.MaxWritesInFlight = limit }
+	m := c.members[0]
+	c.stop(m)
+	c.start(m)
+	ctx := bounded(t)
+	k := key("a")
+	if err := m.node.Acquire(ctx, k, c.ids(), replication.Majority); err != nil {
+		t.Fatal(err)
+	}
+	c.isolate(m)
+	for i := range limit {
+		short, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
+		err := m.node.Write(short, k, stateSlot, []byte{byte(i)})
+		cancel()
+		if !errors.Is(err, ErrUnavailable) || errors.Is(err, ErrTooManyWrites) {
+			t.Fatalf("cut-off write %d returned %v, want ErrUnavailable at its deadline", i, err)
+		}
+	}
+	// ctx has seconds left: only a refusal returns before it ends.
+	if err := m.node.Write(ctx, k, stateSlot, []byte("over")); !errors.Is(err, ErrTooManyWrites) || !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("a write past MaxWritesInFlight returned %v, want ErrTooManyWrites matching ErrUnavailable", err)
+	}
+	c.heal(m)
+	// A read returns once what it reflects (the abandoned writes) met the
+	// level.
+	if got, err := readState(ctx, m, k); err != nil || got != string([]byte{limit - 1}) {
+		t.Fatalf("read %q, %v; want the last abandoned write", got, err)
+	}
+	if err := m.node.Write(ctx, k, stateSlot, []byte("after")); err != nil {
+		t.Fatalf("a write once the replicas were back returned %v", err)
+	}
+	if got, err := readState(ctx, m, k); err != nil || got != "after" {
+		t.Fatalf("read %q, %v; want after", got, err)
+	}
+}
+
+// A write larger than MaxValue is refused before it is taken; one at
+// the default limit crosses the TCP transport at its default message
+// limit and meets its level, so the default fits the transport.
+func TestAWriteLargerThanMaxValueIsRefusedAndTheDefaultFitsTheTransport(t *testing.T) {
+	eps := benchEndpoints(t, "tcp")[:2]
+	ctx := bounded(t)
+	var nodes []*Node
+	for _, ep := range eps {
+		n, err := Open(ctx, Config{Endpoint: ep, TickEvery: 20 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer n.Close(ctx)
+		nodes = append(nodes, n)
+	}
+	k := key("a")
+	set := []ring.NodeID{eps[0].Self(), eps[1].Self()}
+	if err := nodes[0].Acquire(ctx, k, set, replication.Majority); err != nil {
+		t.Fatal(err)
+	}
+	room := DefaultMaxValue - len(k.Type) - len(k.ID)
+	if err := nodes[0].Write(ctx, k, stateSlot, make([]byte, room+1)); !errors.Is(err, ErrValueTooLarge) {
+		t.Fatalf("a write over MaxValue returned %v, want ErrValueTooLarge", err)
+	}
+	if err := nodes[0].Write(ctx, k, stateSlot, make([]byte, room)); err != nil {
+		t.Fatalf("a write of MaxValue bytes over TCP returned %v, want it to meet Majority of two", err)
+	}
+	if err := nodes[0].Resign(k); err != nil {
+		t.Fatal(err)
+	}
+	if err := nodes[1].Acquire(ctx, k, set, replication.Majority); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := nodes[1].Read(ctx, k)
+	if err != nil || len(recs[stateSlot].Value) != room {
+		t.Fatalf("the next owner read %d bytes, %v; want %d", len(recs[stateSlot].Value), err, room)
 	}
 }

@@ -2,6 +2,7 @@ package replicanode
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -135,5 +136,56 @@ func TestAWriteIsAcknowledgedOnlyOnceStored(t *testing.T) {
 	gated.gate <- struct{}{}
 	if err := <-wrote; err != nil {
 		t.Fatalf("once stored the write returned %v", err)
+	}
+}
+
+// failingStore fails every Put with records once fail is set.
+type failingStore struct {
+	replicastore.Store
+	fail atomic.Bool
+	err  error
+}
+
+func (s *failingStore) Put(ctx context.Context, recs ...replica.Record) error {
+	if len(recs) > 0 && s.fail.Load() {
+		return s.err
+	}
+	return s.Store.Put(ctx, recs...)
+}
+
+// A Put that fails stops the node: the write whose records it held is not
+// acknowledged, and every later call fails with the store's error, since
+// the core moved past what the store holds.
+func TestAFailedPutStopsTheNodeAndAcknowledgesNothing(t *testing.T) {
+	diskFull := errors.New("disk full")
+	store := &failingStore{Store: replicastore.NewMemory(), err: diskFull}
+	net := transport.NewMemNetwork()
+	ep, err := net.Join(ring.NodeID{Addr: "a", Incarnation: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ep.Close()
+	ctx := bounded(t)
+	n, err := Open(ctx, Config{Endpoint: ep, Store: store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close(ctx)
+	k := key("a")
+	if err := n.Acquire(ctx, k, []ring.NodeID{ep.Self()}, replication.One); err != nil {
+		t.Fatal(err)
+	}
+	store.fail.Store(true)
+	if err := n.Write(ctx, k, stateSlot, []byte("v")); !errors.Is(err, diskFull) {
+		t.Fatalf("a write whose Put failed returned %v, want the store's error", err)
+	}
+	if err := n.Write(ctx, k, stateSlot, []byte("w")); !errors.Is(err, diskFull) {
+		t.Fatalf("a write after the store failed returned %v, want the store's error", err)
+	}
+	if _, err := n.Read(ctx, k); !errors.Is(err, diskFull) {
+		t.Fatalf("a read after the store failed returned %v, want the store's error", err)
+	}
+	if _, ok, _ := store.Store.Get(ctx, k, stateSlot); ok {
+		t.Fatal("the store holds a record the failing Put was refused")
 	}
 }

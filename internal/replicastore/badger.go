@@ -67,8 +67,8 @@ func Open(dir string, opts Options) (*Badger, error) {
 }
 
 // checkFormat reads the format record, writing it into a new store. The
-// version only moves forward: an older store would be upgraded here, a
-// newer one is refused.
+// version only moves forward: a newer store is refused, and so is one
+// older than oldestFormat (no released format is older).
 func (s *Badger) checkFormat() error {
 	return s.db.Update(func(txn *badger.Txn) error {
 		item, err := txn.Get(formatKey)
@@ -93,11 +93,11 @@ func (s *Badger) checkFormat() error {
 		if err != nil {
 			return fmt.Errorf("store %s: %w", s.dir, err)
 		}
-		if v > formatVersion {
-			return &replication.FormatError{Dir: s.dir, Found: v, Supported: formatVersion}
-		}
 		if v == 0 {
 			return fmt.Errorf("%w: store %s has format 0", replication.ErrCorrupt, s.dir)
+		}
+		if v > formatVersion || v < oldestFormat {
+			return &replication.FormatError{Dir: s.dir, Found: v, Oldest: oldestFormat, Supported: formatVersion}
 		}
 		return nil
 	})
@@ -118,7 +118,8 @@ func (s *Badger) Get(ctx context.Context, key replica.Key, slot replica.Slot) (r
 	var rec replica.Record
 	var found bool
 	err := s.db.View(func(txn *badger.Txn) error {
-		item, err := txn.Get(appendKey(nil, key, slot))
+		bkey := appendKey(nil, key, slot)
+		item, err := txn.Get(bkey)
 		if errors.Is(err, badger.ErrKeyNotFound) {
 			return nil
 		}
@@ -126,7 +127,7 @@ func (s *Badger) Get(ctx context.Context, key replica.Key, slot replica.Slot) (r
 			return err
 		}
 		return item.Value(func(v []byte) error {
-			rec, err = decodeValue(key, slot, v)
+			rec, err = decodeValue(bkey, key, slot, v)
 			found = err == nil
 			return err
 		})
@@ -134,9 +135,14 @@ func (s *Badger) Get(ctx context.Context, key replica.Key, slot replica.Slot) (r
 	return rec, found, s.wrap(err)
 }
 
-// Put implements Store, in one transaction (a batch larger than badger's
-// transaction limit fails whole). With Sync, the Puts waiting at one
-// moment are written as one transaction with one fsync (see commit).
+// Put implements Store, in one transaction when the records fit badger's
+// transaction limit, otherwise in several, in order, all committed
+// before Put returns. Several are not atomic as a whole, which is fine:
+// the driver sends nothing and answers nobody before Put returns, and a
+// crash midway leaves a prefix of the records (a replica's promise before
+// the record it covers), the state the replica would hold had the rest
+// of its input been lost. With Sync, the Puts waiting at one moment are
+// written together (see commit).
 func (s *Badger) Put(ctx context.Context, recs ...replica.Record) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -148,14 +154,29 @@ func (s *Badger) Put(ctx context.Context, recs ...replica.Record) error {
 }
 
 func (s *Badger) write(recs []replica.Record) error {
-	return s.db.Update(func(txn *badger.Txn) error {
-		for _, r := range recs {
-			if err := txn.Set(appendKey(nil, r.Key, r.Slot()), encodeValue(r)); err != nil {
+	// As db.Update does: a closed database would only say that writes
+	// are blocked.
+	if s.db.IsClosed() {
+		return badger.ErrDBClosed
+	}
+	txn := s.db.NewTransaction(true)
+	defer func() { txn.Discard() }()
+	for _, r := range recs {
+		k := appendKey(nil, r.Key, r.Slot())
+		v := encodeValue(k, r)
+		err := txn.Set(k, v)
+		if errors.Is(err, badger.ErrTxnTooBig) {
+			if err := txn.Commit(); err != nil {
 				return err
 			}
+			txn = s.db.NewTransaction(true)
+			err = txn.Set(k, v)
 		}
-		return nil
-	})
+		if err != nil {
+			return err
+		}
+	}
+	return txn.Commit()
 }
 
 // Range implements Store.
@@ -193,7 +214,7 @@ func (s *Badger) Range(ctx context.Context, g ring.Range, fn func(replica.Record
 				}
 				var rec replica.Record
 				if err := item.Value(func(v []byte) error {
-					rec, err = decodeValue(key, slot, v)
+					rec, err = decodeValue(k, key, slot, v)
 					return err
 				}); err != nil {
 					return err

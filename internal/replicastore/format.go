@@ -10,7 +10,7 @@ import (
 	"github.com/troupe-go/troupe/ring"
 )
 
-// The on-disk format, version 1.
+// The on-disk format, version 2.
 //
 // The format record, under key "\x00format", is the format version as a
 // big-endian uint32 followed by a CRC-32C of those four bytes.
@@ -18,13 +18,21 @@ import (
 // A record lives under 'r', the key's ring token (8 bytes, big-endian, so
 // a token range is a key range), the key's type and id (each a uvarint
 // length then the bytes), the kind byte and the record's name (a uvarint
-// length then the bytes). Its value is a CRC-32C
-// (4 bytes, big-endian) of what follows, a flags byte (bit 0: tombstone),
-// the epoch (uvarint term, node address as uvarint length and bytes,
-// uvarint incarnation), the uvarint version and the value bytes to the end.
+// length then the bytes). Its value is a CRC-32C (4 bytes, big-endian) of
+// the record's key followed by what follows the CRC, so a damaged key is
+// caught as a damaged value is; then a flags byte (bit 0: tombstone), the
+// epoch (uvarint term, node address as uvarint length and bytes, uvarint
+// incarnation), the uvarint version and the value bytes to the end.
+//
+// Version 1, whose CRC covered the value alone, was never released: a
+// store of version 1 is refused (replication.ErrOlderFormat), not
+// upgraded.
 
 // formatVersion is the newest on-disk format this binary writes and reads.
-const formatVersion uint32 = 1
+const formatVersion uint32 = 2
+
+// oldestFormat is the oldest on-disk format this binary reads.
+const oldestFormat uint32 = 2
 
 var formatKey = []byte("\x00format")
 
@@ -87,6 +95,9 @@ func decodeKey(b []byte) (replica.Key, replica.Slot, error) {
 		return bad()
 	}
 	slot.Kind = replica.Kind(r[0])
+	if slot.Kind > replica.KindContinuity {
+		return bad()
+	}
 	r = r[1:]
 	if slot.Name, ok = str(); !ok || len(r) != 0 || binary.BigEndian.Uint64(b[1:9]) != uint64(k.Token()) {
 		return bad()
@@ -94,7 +105,8 @@ func decodeKey(b []byte) (replica.Key, replica.Slot, error) {
 	return k, slot, nil
 }
 
-func encodeValue(r replica.Record) []byte {
+// encodeValue encodes r, stored under key (appendKey's encoding).
+func encodeValue(key []byte, r replica.Record) []byte {
 	b := make([]byte, 4, 24+len(r.Epoch.Node.Addr)+len(r.Value))
 	var flags byte
 	if r.Tombstone {
@@ -107,18 +119,25 @@ func encodeValue(r replica.Record) []byte {
 	b = binary.AppendUvarint(b, r.Epoch.Node.Incarnation)
 	b = binary.AppendUvarint(b, r.Version)
 	b = append(b, r.Value...)
-	binary.BigEndian.PutUint32(b, crc32.Checksum(b[4:], castagnoli))
+	binary.BigEndian.PutUint32(b, checksum(key, b[4:]))
 	return b
 }
 
-func decodeValue(k replica.Key, slot replica.Slot, b []byte) (replica.Record, error) {
+// checksum is the CRC-32C of a record's key and its value after the CRC.
+func checksum(key, rest []byte) uint32 {
+	return crc32.Update(crc32.Checksum(key, castagnoli), castagnoli, rest)
+}
+
+// decodeValue decodes the value b stored under key, which decodes as k
+// and slot.
+func decodeValue(key []byte, k replica.Key, slot replica.Slot, b []byte) (replica.Record, error) {
 	bad := func(what string) (replica.Record, error) {
 		return replica.Record{}, fmt.Errorf("%w: %s of %s/%s kind %d %q", replication.ErrCorrupt, what, k.Type, k.ID, slot.Kind, slot.Name)
 	}
 	if len(b) < 5 {
 		return bad("short value")
 	}
-	if binary.BigEndian.Uint32(b) != crc32.Checksum(b[4:], castagnoli) {
+	if binary.BigEndian.Uint32(b) != checksum(key, b[4:]) {
 		return bad("checksum mismatch")
 	}
 	r := replica.Record{Key: k, Kind: slot.Kind, Name: slot.Name, Tombstone: b[4]&1 != 0}

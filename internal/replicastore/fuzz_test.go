@@ -10,19 +10,21 @@ import (
 )
 
 func FuzzDecodeValue(f *testing.F) {
-	f.Add(encodeValue(rec("a", replica.KindState, 3, "value")))
-	f.Add(encodeValue(replica.Record{Kind: replica.KindPromise}))
-	f.Add([]byte{0, 0, 0, 0, 1})
 	k := replica.Key{Type: "t", ID: "k"}
+	slot := replica.Slot{Kind: replica.KindState}
+	key := appendKey(nil, k, slot)
+	f.Add(encodeValue(key, rec("a", replica.KindState, 3, "value")))
+	f.Add(encodeValue(key, replica.Record{Kind: replica.KindPromise}))
+	f.Add([]byte{0, 0, 0, 0, 1})
 	f.Fuzz(func(t *testing.T, b []byte) {
-		r, err := decodeValue(k, replica.Slot{Kind: replica.KindState}, b)
+		r, err := decodeValue(key, k, slot, b)
 		if err != nil {
 			if !errors.Is(err, replication.ErrCorrupt) {
 				t.Fatalf("untyped error %v", err)
 			}
 			return
 		}
-		again, err := decodeValue(k, replica.Slot{Kind: replica.KindState}, encodeValue(r))
+		again, err := decodeValue(key, k, slot, encodeValue(key, r))
 		if err != nil || !reflect.DeepEqual(again, r) {
 			t.Fatalf("a decoded record does not round-trip: %+v, %v", again, err)
 		}

@@ -1,10 +1,8 @@
 package replicastore
 
 import (
-	"errors"
 	"sync"
 
-	"github.com/dgraph-io/badger/v4"
 	"github.com/troupe-go/troupe/internal/replica"
 )
 
@@ -47,21 +45,14 @@ func (g *groupCommit) commit(recs []replica.Record, write func([]replica.Record)
 	return <-p.done
 }
 
-// writeBatch writes every pending Put in one transaction, in queue order
-// (a later Put of the same record wins); if together they exceed a
-// transaction, each is written alone, so one large Put fails only itself.
+// writeBatch writes every pending Put in one write, in queue order (a
+// later Put of the same record wins); they all get its result.
 func writeBatch(batch []*pendingPut, write func([]replica.Record) error) {
 	var all []replica.Record
 	for _, p := range batch {
 		all = append(all, p.recs...)
 	}
 	err := write(all)
-	if errors.Is(err, badger.ErrTxnTooBig) && len(batch) > 1 {
-		for _, p := range batch {
-			p.done <- write(p.recs)
-		}
-		return
-	}
 	for _, p := range batch {
 		p.done <- err
 	}

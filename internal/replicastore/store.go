@@ -17,8 +17,9 @@ type Store interface {
 	// Get returns the record in slot stored for key; ok is false when
 	// there is none.
 	Get(ctx context.Context, key replica.Key, slot replica.Slot) (rec replica.Record, ok bool, err error)
-	// Put stores recs, replacing the records of the same key and kind, all
-	// or none. It returns once they are as durable as the store promises.
+	// Put stores recs, replacing the records of the same key and slot. It
+	// returns once all are as durable as the store promises; when it fails,
+	// any of them may have been stored.
 	Put(ctx context.Context, recs ...replica.Record) error
 	// Range calls fn for each record whose key's ring token lies in g (a
 	// ring.Range: after Start up to and including End, wrapping past the

@@ -69,7 +69,7 @@ func TestRecordsRoundTrip(t *testing.T) {
 		if _, ok, err := s.Get(ctx, replica.Key{Type: "counter", ID: "none"}, replica.Slot{Kind: replica.KindState}); ok || err != nil {
 			t.Fatalf("Get of a record never stored: ok %v, err %v", ok, err)
 		}
-		// A Put replaces the record of the same key and kind.
+		// A Put replaces the record of the same key and slot.
 		newer := rec("a", replica.KindState, 9, "newer")
 		if err := s.Put(ctx, newer); err != nil {
 			t.Fatal(err)
@@ -344,5 +344,133 @@ func TestBadgerLogsThroughSlog(t *testing.T) {
 	defer h.mu.Unlock()
 	if len(h.msgs) == 0 {
 		t.Fatal("badger logged nothing through the given slog.Logger on open and close")
+	}
+}
+
+// A Put larger than one badger transaction is written in several: it
+// returns only once every record is stored, and ErrTxnTooBig never
+// reaches the caller (the driver would stop on it).
+func TestAPutLargerThanATransactionIsWrittenWhole(t *testing.T) {
+	for _, sync := range []bool{false, true} {
+		t.Run(fmt.Sprintf("sync=%v", sync), func(t *testing.T) {
+			dir := t.TempDir()
+			s, err := Open(dir, Options{Sync: sync})
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Eight records of 512 KiB pass badger's size limit per
+			// transaction (15% of the 16 MiB memtable).
+			var recs []replica.Record
+			big := string(make([]byte, 512<<10))
+			for i := range 8 {
+				recs = append(recs, rec(fmt.Sprint("big-", i), replica.KindState, 1, big))
+			}
+			ctx := context.Background()
+			if err := s.db.Update(func(txn *badger.Txn) error {
+				for _, r := range recs {
+					k := appendKey(nil, r.Key, r.Slot())
+					if err := txn.Set(k, encodeValue(k, r)); err != nil {
+						return err
+					}
+				}
+				return nil
+			}); !errors.Is(err, badger.ErrTxnTooBig) {
+				t.Fatalf("the test's records fit one transaction (%v): they must not", err)
+			}
+			if err := s.Put(ctx, recs...); err != nil {
+				t.Fatalf("a Put larger than a transaction returned %v", err)
+			}
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if s, err = Open(dir, Options{}); err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			n := 0
+			if err := s.Range(ctx, ring.Range{}, func(replica.Record) bool { n++; return true }); err != nil {
+				t.Fatal(err)
+			}
+			if n != len(recs) {
+				t.Fatalf("the reopened store holds %d records, want %d", n, len(recs))
+			}
+		})
+	}
+}
+
+// A store in format 1 (whose checksums did not cover the keys; never
+// released) is refused with ErrOlderFormat and left as it is.
+func TestAnOlderFormatIsRefusedAndLeftAlone(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = s.Close()
+	rawUpdate(t, dir, func(txn *badger.Txn) error { return txn.Set(formatKey, encodeFormat(1)) })
+	_, err = Open(dir, Options{})
+	var fe *replication.FormatError
+	if !errors.Is(err, replication.ErrOlderFormat) || errors.Is(err, replication.ErrNewerFormat) || !errors.As(err, &fe) || fe.Found != 1 || fe.Oldest != formatVersion {
+		t.Fatalf("opening format 1: %v, want a FormatError matching ErrOlderFormat", err)
+	}
+	rawUpdate(t, dir, func(txn *badger.Txn) error {
+		item, err := txn.Get(formatKey)
+		if err != nil {
+			return err
+		}
+		v, _ := item.ValueCopy(nil)
+		if !bytes.Equal(v, encodeFormat(1)) {
+			t.Errorf("the refused store's format record was changed to %x", v)
+		}
+		return nil
+	})
+}
+
+// A record's checksum covers its key: a value found under another key (a
+// damaged key that still decodes) is reported as corrupt, not read as
+// the other key's record.
+func TestADamagedKeyIsReportedNotRead(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	s, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rec("a", replica.KindState, 4, "precious")
+	if err := s.Put(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	_ = s.Close()
+	key := appendKey(nil, r.Key, r.Slot())
+	other := replica.Slot{Kind: replica.KindContinuity}
+	rawUpdate(t, dir, func(txn *badger.Txn) error {
+		item, err := txn.Get(key)
+		if err != nil {
+			return err
+		}
+		v, _ := item.ValueCopy(nil)
+		if err := txn.Delete(key); err != nil {
+			return err
+		}
+		return txn.Set(appendKey(nil, r.Key, other), v)
+	})
+	s, err = Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, _, err := s.Get(ctx, r.Key, other); !errors.Is(err, replication.ErrCorrupt) {
+		t.Fatalf("Get of a record under a damaged key: %v, want ErrCorrupt", err)
+	}
+	if err := s.Range(ctx, ring.Range{}, func(replica.Record) bool { return true }); !errors.Is(err, replication.ErrCorrupt) {
+		t.Fatalf("Range over a record under a damaged key: %v, want ErrCorrupt", err)
+	}
+}
+
+// A key whose kind byte no format knows is corrupt.
+func TestAKeyOfAnUnknownKindIsCorrupt(t *testing.T) {
+	b := appendKey(nil, replica.Key{Type: "counter", ID: "a"}, replica.Slot{Kind: replica.KindContinuity + 1})
+	if _, _, err := decodeKey(b); !errors.Is(err, replication.ErrCorrupt) {
+		t.Fatalf("a key of kind %d decoded with %v, want ErrCorrupt", replica.KindContinuity+1, err)
 	}
 }
