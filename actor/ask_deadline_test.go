@@ -17,40 +17,18 @@ import (
 // askDeadline is the deadline the tests give their asks.
 const askDeadline = 100 * time.Millisecond
 
-// deadlineCases are the two ways an ask gets its deadline: a Stubborn
-// defined with opts, asked with ctx(parent), where parent has no
-// deadline.
-var deadlineCases = []struct {
-	name string
-	opts []actor.Option
-	ctx  func(parent context.Context) (context.Context, context.CancelFunc)
-}{
-	{"context deadline", nil, func(p context.Context) (context.Context, context.CancelFunc) {
-		return context.WithTimeout(p, askDeadline)
-	}},
-	{"ask timeout", []actor.Option{actor.WithAskTimeout(askDeadline)}, func(p context.Context) (context.Context, context.CancelFunc) {
-		return p, func() {}
-	}},
-}
+// deadlineCases are the two ways an ask gets its deadline.
+var deadlineCases = systemtest.DeadlineCases(askDeadline)
 
 func TestAskFromOutsideAHandlerReturnsAtItsDeadline(t *testing.T) {
 	for _, tc := range deadlineCases {
-		t.Run(tc.name, func(t *testing.T) {
-			st := systemtest.NewStubborn("stubborn", tc.opts...)
+		t.Run(tc.Name, func(t *testing.T) {
+			st := systemtest.NewStubborn("stubborn", tc.Opts...)
 			sys := newSystem(t, system.Config{}, st.Def)
 			defer st.Release()
-			ref := st.Def.Ref(sys, "k")
-			// Active and idle: the actor a handler run on the asker's
-			// goroutine would find.
-			if _, err := actor.Ask(ctxT(t), ref, systemtest.Ping{}); err != nil {
-				t.Fatal(err)
-			}
-			st.ExpectDeadline(t, askDeadline, func() error {
-				ctx, cancel := tc.ctx(context.Background())
-				defer cancel()
-				_, err := actor.Ask(ctx, ref, systemtest.Hold{})
-				return err
-			})
+			// Idle: the actor a handler run on the asker's goroutine
+			// would find.
+			st.ExpectAskDeadline(t, st.Def.Ref(sys, "k"), askDeadline, tc)
 		})
 	}
 }
@@ -63,8 +41,8 @@ func (Relay) probeMsg() {}
 
 func TestAskFromAHandlerReturnsAtItsDeadline(t *testing.T) {
 	for _, tc := range deadlineCases {
-		t.Run(tc.name, func(t *testing.T) {
-			st := systemtest.NewStubborn("stubborn", tc.opts...)
+		t.Run(tc.Name, func(t *testing.T) {
+			st := systemtest.NewStubborn("stubborn", tc.Opts...)
 			errs := make(chan error, 1)
 			relay := actor.Define("relay", func(c *actor.Context[int, ProbeMsg], m ProbeMsg) error {
 				if _, ok := m.(Relay); ok {
@@ -75,10 +53,10 @@ func TestAskFromAHandlerReturnsAtItsDeadline(t *testing.T) {
 					// fires, while the runtime reuses c for the next
 					// message (see docs/roadmap.md).
 					parent := context.Context(c)
-					if tc.opts == nil {
+					if tc.Opts == nil {
 						parent = context.WithoutCancel(c)
 					}
-					ctx, cancel := tc.ctx(parent)
+					ctx, cancel := tc.Ctx(parent)
 					defer cancel()
 					_, err := actor.Ask(ctx, st.Def.Ref(c.System(), "k"), systemtest.Hold{})
 					errs <- err

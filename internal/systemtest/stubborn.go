@@ -92,3 +92,40 @@ func (s *Stubborn) ExpectDeadline(t testing.TB, d time.Duration, ask func() erro
 		t.Fatalf("%d handlers returned before the test released them", n)
 	}
 }
+
+// DeadlineCase is one way an ask gets its deadline: a Stubborn defined
+// with Opts, asked under Ctx(parent), where parent has no deadline.
+type DeadlineCase struct {
+	Name string
+	Opts []actor.Option
+	Ctx  func(parent context.Context) (context.Context, context.CancelFunc)
+}
+
+// DeadlineCases are the two ways an ask gets a deadline of d: its
+// context's, and the definition's ask timeout under a context without one.
+func DeadlineCases(d time.Duration) []DeadlineCase {
+	return []DeadlineCase{
+		{"context deadline", nil, func(p context.Context) (context.Context, context.CancelFunc) {
+			return context.WithTimeout(p, d)
+		}},
+		{"ask timeout", []actor.Option{actor.WithAskTimeout(d)}, func(p context.Context) (context.Context, context.CancelFunc) {
+			return p, func() {}
+		}},
+	}
+}
+
+// ExpectAskDeadline makes ref's key active and idle (a Ping: the actor an
+// inline run would find), then asks it a Hold under tc's deadline d and
+// checks with ExpectDeadline that the ask returns at its deadline.
+func (s *Stubborn) ExpectAskDeadline(t testing.TB, ref actor.Ref[StubbornMsg], d time.Duration, tc DeadlineCase) {
+	t.Helper()
+	if _, err := actor.Ask(Ctx(t), ref, Ping{}); err != nil {
+		t.Fatal(err)
+	}
+	s.ExpectDeadline(t, d, func() error {
+		ctx, cancel := tc.Ctx(context.Background())
+		defer cancel()
+		_, err := actor.Ask(ctx, ref, Hold{})
+		return err
+	})
+}
