@@ -6,9 +6,21 @@ import (
 	"github.com/troupe-go/troupe/ring"
 )
 
-// FormatVersion is the first byte of every encoded message. A decoder
-// refuses a higher one.
-const FormatVersion = 1
+// FormatVersion is the newest message format version, the first byte of
+// every encoded message. A message is encoded in the oldest version that
+// can express it: version 1 for the replication messages, version 2 for
+// the catch-up messages (MsgSyncRequest, MsgSyncChunk), so a binary that
+// knows only version 1 refuses those with ErrUnsupportedVersion. A decoder
+// refuses a version above FormatVersion, and a message in a version other
+// than its type's.
+const FormatVersion = 2
+
+func versionOf(t MsgType) byte {
+	if t.isSync() {
+		return 2
+	}
+	return 1
+}
 
 // The encoding, in order: version byte, type byte, flags byte (bit 0:
 // Counted), From, To, Key (type, id), Epoch, Promised, Version, Round, the
@@ -17,9 +29,16 @@ const FormatVersion = 1
 // slice is a uvarint length then the bytes. A record is its kind byte, its
 // flags byte (bit 0: Tombstone), its Name, its Epoch, a uvarint Version and
 // its Value; its Key is the message's.
+//
+// Version 2 (the catch-up messages) adds, after Round: Range (Start, End)
+// and Cursor as uvarint tokens and Limit as a uvarint; its flags byte has
+// bit 1 for Done; and each record starts with its own Key (type, id),
+// since a chunk spans many keys, and may be a promise (then only its Epoch
+// is set).
 
 const (
 	flagCounted   = 1
+	flagDone      = 2
 	flagTombstone = 1
 )
 
@@ -44,7 +63,11 @@ func AppendEncode(b []byte, m Message) []byte {
 	if m.Counted {
 		flags |= flagCounted
 	}
-	b = append(b, FormatVersion, byte(m.Type), flags)
+	sync := m.Type.isSync()
+	if sync && m.Done {
+		flags |= flagDone
+	}
+	b = append(b, versionOf(m.Type), byte(m.Type), flags)
 	b = appendNode(b, m.From)
 	b = appendNode(b, m.To)
 	b = appendString(b, m.Key.Type)
@@ -53,8 +76,18 @@ func AppendEncode(b []byte, m Message) []byte {
 	b = appendEpoch(b, m.Promised)
 	b = binary.AppendUvarint(b, m.Version)
 	b = binary.AppendUvarint(b, m.Round)
+	if sync {
+		b = binary.AppendUvarint(b, uint64(m.Range.Start))
+		b = binary.AppendUvarint(b, uint64(m.Range.End))
+		b = binary.AppendUvarint(b, uint64(m.Cursor))
+		b = binary.AppendUvarint(b, m.Limit)
+	}
 	b = binary.AppendUvarint(b, uint64(len(m.Records)))
 	for _, r := range m.Records {
+		if sync {
+			b = appendString(b, r.Key.Type)
+			b = appendString(b, r.Key.ID)
+		}
 		b = appendRecordBody(b, r)
 	}
 	return b
@@ -97,7 +130,7 @@ func Decode(b []byte) (Message, error) {
 	d := decoder{b: b}
 	var m Message
 	v := d.byte("version")
-	if d.err == nil && v != FormatVersion {
+	if d.err == nil && (v == 0 || v > FormatVersion) {
 		if v > FormatVersion {
 			return Message{}, &DecodeError{Offset: 0, Err: ErrUnsupportedVersion, What: "version"}
 		}
@@ -107,11 +140,22 @@ func Decode(b []byte) (Message, error) {
 	if d.err == nil && (m.Type == 0 || m.Type > maxMsgType) {
 		d.fail(ErrMalformed, "type")
 	}
+	if d.err == nil && v != versionOf(m.Type) {
+		// One message, one encoding: its type fixes its version.
+		d.off--
+		d.fail(ErrMalformed, "type of another version")
+	}
+	sync := m.Type.isSync()
+	allowed := byte(flagCounted)
+	if sync {
+		allowed |= flagDone
+	}
 	flags := d.byte("flags")
-	if d.err == nil && flags&^flagCounted != 0 {
+	if d.err == nil && flags&^allowed != 0 {
 		d.fail(ErrMalformed, "flags")
 	}
 	m.Counted = flags&flagCounted != 0
+	m.Done = flags&flagDone != 0
 	m.From = d.node("from")
 	m.To = d.node("to")
 	m.Key.Type = d.string("key type")
@@ -120,6 +164,12 @@ func Decode(b []byte) (Message, error) {
 	m.Promised = d.epoch("promised")
 	m.Version = d.uvarint("version")
 	m.Round = d.uvarint("round")
+	if sync {
+		m.Range.Start = ring.Token(d.uvarint("range start"))
+		m.Range.End = ring.Token(d.uvarint("range end"))
+		m.Cursor = ring.Token(d.uvarint("cursor"))
+		m.Limit = d.uvarint("limit")
+	}
 	n := d.uvarint("record count")
 	if d.err == nil && n > uint64(len(d.b)-d.off)/minRecordLen {
 		d.fail(ErrMalformed, "record count")
@@ -127,14 +177,23 @@ func Decode(b []byte) (Message, error) {
 	if d.err == nil && n > maxPresize {
 		start := d.off
 		for range n {
-			d.skipRecord()
+			if sync {
+				d.bytes("record key type")
+				d.bytes("record key id")
+			}
+			d.skipRecord(sync)
 		}
 		d.off = start
 	}
 	if d.err == nil && n > 0 {
 		m.Records = make([]Record, 0, n)
 		for range n {
-			r := d.record(m.Key)
+			k := m.Key
+			if sync {
+				k.Type = d.string("record key type")
+				k.ID = d.string("record key id")
+			}
+			r := d.record(k, sync)
 			if d.err != nil {
 				break
 			}
@@ -221,9 +280,9 @@ func (d *decoder) epoch(what string) Epoch {
 }
 
 // skipRecord parses a record as record does, allocating nothing.
-func (d *decoder) skipRecord() {
+func (d *decoder) skipRecord(promiseOK bool) {
 	kind := Kind(d.byte("record kind"))
-	if d.err == nil && (kind == KindPromise || kind > maxKind) {
+	if d.err == nil && ((kind == KindPromise && !promiseOK) || kind > maxKind) {
 		d.fail(ErrMalformed, "record kind")
 	}
 	flags := d.byte("record flags")
@@ -238,12 +297,21 @@ func (d *decoder) skipRecord() {
 	d.bytes("record value")
 }
 
-func (d *decoder) record(k Key) Record {
+// record parses one record of key k; promiseOK allows a promise (a
+// catch-up chunk carries them), which must have nothing but its epoch.
+func (d *decoder) record(k Key, promiseOK bool) Record {
 	r := Record{Key: k}
+	start := d.off
 	r.Kind = Kind(d.byte("record kind"))
-	if d.err == nil && (r.Kind == KindPromise || r.Kind > maxKind) {
+	if d.err == nil && ((r.Kind == KindPromise && !promiseOK) || r.Kind > maxKind) {
 		d.fail(ErrMalformed, "record kind")
 	}
+	defer func() {
+		if d.err == nil && r.Kind == KindPromise && (r.Tombstone || r.Name != "" || r.Version != 0 || r.Value != nil) {
+			d.off = start
+			d.fail(ErrMalformed, "promise record with a value")
+		}
+	}()
 	flags := d.byte("record flags")
 	if d.err == nil && flags&^flagTombstone != 0 {
 		d.fail(ErrMalformed, "record flags")

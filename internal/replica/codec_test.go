@@ -27,6 +27,48 @@ func sampleMessages() []Message {
 		{Type: MsgCheck, From: a, To: b, Key: k, Epoch: e, Round: 7},
 		{Type: MsgChecked, From: b, To: a, Key: k, Epoch: e, Round: 7},
 		{Type: MsgRefuse, From: b, To: a, Key: k, Epoch: e, Promised: Epoch{Term: 10, Node: b}},
+		{Type: MsgSyncRequest, From: a, To: b, Round: 3, Range: ring.Range{Start: 1 << 40, End: 7}, Cursor: 1<<40 + 99, Limit: 1 << 20},
+		{Type: MsgSyncChunk, From: b, To: a, Round: 3, Cursor: 1 << 41, Done: true, Records: []Record{
+			{Key: k, Kind: KindPromise, Epoch: e},
+			{Key: k, Kind: KindState, Epoch: e, Version: 42, Value: []byte("state")},
+			{Key: Key{Type: "counter", ID: "other"}, Kind: KindContinuity, Name: "req-1", Epoch: e, Version: 3, Tombstone: true},
+		}},
+	}
+}
+
+// A message is encoded in its type's version only: the catch-up messages
+// in version 2, the others in version 1, so a binary that knows version 1
+// refuses a catch-up message as newer and one message has one encoding.
+func TestEachTypeHasItsOwnFormatVersion(t *testing.T) {
+	for _, m := range sampleMessages() {
+		b := AppendEncode(nil, m)
+		want := byte(1)
+		if m.Type == MsgSyncRequest || m.Type == MsgSyncChunk {
+			want = 2
+		}
+		if b[0] != want {
+			t.Fatalf("%v encodes in version %d, want %d", m.Type, b[0], want)
+		}
+		b[0] = 3 - want
+		if _, err := Decode(b); !errors.Is(err, ErrMalformed) {
+			t.Fatalf("%v in version %d decoded with %v, want ErrMalformed", m.Type, b[0], err)
+		}
+	}
+}
+
+// Only a catch-up chunk carries promises, and a promise carries nothing
+// but its epoch.
+func TestDecodeRefusesPromisesOutsideAChunkAndPromisesWithValues(t *testing.T) {
+	k := Key{Type: "t", ID: "x"}
+	promise := Record{Key: k, Kind: KindPromise, Epoch: Epoch{Term: 1}}
+	b := AppendEncode(nil, Message{Type: MsgPromise, Key: k, Records: []Record{promise}})
+	if _, err := Decode(b); !errors.Is(err, ErrMalformed) {
+		t.Fatalf("a promise message carrying a promise record decoded with %v, want ErrMalformed", err)
+	}
+	promise.Value = []byte("v")
+	b = AppendEncode(nil, Message{Type: MsgSyncChunk, Records: []Record{promise}})
+	if _, err := Decode(b); !errors.Is(err, ErrMalformed) {
+		t.Fatalf("a chunk's promise with a value decoded with %v, want ErrMalformed", err)
 	}
 }
 

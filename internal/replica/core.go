@@ -74,10 +74,24 @@ type Core struct {
 	ready   Ready
 }
 
-// New returns the core of node self. It counts toward every quorum: a
-// new member must first call SetReceiving with the ranges it receives.
-func New(self ring.NodeID) *Core {
-	return &Core{
+// Start says whether a new core counts toward quorums at once.
+type Start uint8
+
+const (
+	// Counting: the node holds everything it acknowledged (a member that
+	// bootstraps the cluster, or a restart from a store that survived).
+	Counting Start = iota
+	// Receiving: the node may lack what it acknowledged, or never was a
+	// replica (a new or wiped member, a store that lost its last writes):
+	// it receives the whole ring and does not count until CatchUp and
+	// Received say it caught up.
+	Receiving
+)
+
+// New returns the core of node self, counting toward quorums at once or
+// receiving the whole ring as start says.
+func New(self ring.NodeID, start Start) *Core {
+	c := &Core{
 		self:     self,
 		promised: make(map[Key]Epoch),
 		records:  make(map[recordKey]Record),
@@ -86,6 +100,10 @@ func New(self ring.NodeID) *Core {
 		waiting:  make(map[Key]struct{}),
 		maxTerm:  make(map[Key]uint64),
 	}
+	if start == Receiving {
+		c.receiving = []ring.Range{{}}
+	}
+	return c
 }
 
 // Self returns the node this core runs on.
@@ -97,6 +115,44 @@ func (c *Core) Self() ring.NodeID { return c.self }
 // tell owners not to count it toward a quorum, since it may lack what a
 // quorum holds; it still stores what it is sent.
 func (c *Core) SetReceiving(ranges ...ring.Range) { c.receiving = slices.Clone(ranges) }
+
+// Receiving returns the ranges this replica is still receiving.
+func (c *Core) Receiving() []ring.Range { return slices.Clone(c.receiving) }
+
+// Received says that this replica caught up on g: it counts for the keys
+// of g from now on (the rest of what it receives is unchanged).
+func (c *Core) Received(g ring.Range) { c.receiving = subtractRange(c.receiving, g) }
+
+// CatchUp stores records another replica held (a catch-up's chunk): each
+// record replaces the one held in its slot if it is newer, and a promise
+// raises the one held if it is newer. What changed reaches Ready.Persist;
+// the driver must persist it before it counts the chunk as received.
+func (c *Core) CatchUp(recs ...Record) {
+	for _, r := range recs {
+		if r.Kind == KindPromise {
+			if r.Epoch.Compare(c.promised[r.Key]) > 0 {
+				c.promised[r.Key] = r.Epoch
+				c.ready.Persist = append(c.ready.Persist, Record{Key: r.Key, Kind: KindPromise, Epoch: r.Epoch})
+			}
+			if r.Epoch.Term > c.maxTerm[r.Key] {
+				c.maxTerm[r.Key] = r.Epoch.Term
+			}
+			continue
+		}
+		if r.Kind > maxKind {
+			continue
+		}
+		rk := recordKey{r.Key, r.Slot()}
+		old, ok := c.records[rk]
+		if !ok {
+			c.slots[r.Key] = append(c.slots[r.Key], r.Slot())
+		}
+		if !ok || r.newer(old) {
+			c.records[rk] = r
+			c.ready.Persist = append(c.ready.Persist, r)
+		}
+	}
+}
 
 // counts reports whether this replica's answers about k may count.
 func (c *Core) counts(k Key) bool {
@@ -269,6 +325,12 @@ type ownership struct {
 	key      Key
 	replicas []ring.NodeID
 	quorum   int
+	// previous is the key's previous replica set during a change of set
+	// (nil otherwise): promises are needed from prevQuorum of it too.
+	previous   []ring.NodeID
+	prevQuorum int
+	// prepared is replicas and previous together: who is asked to promise.
+	prepared []ring.NodeID
 	epoch    Epoch
 	phase    phase
 
@@ -303,6 +365,25 @@ type ownership struct {
 // this node stepped down. Acquiring a key already held does nothing. A
 // term above every term seen that would not fit gives ErrTermExhausted.
 func (c *Core) Acquire(k Key, replicas []ring.NodeID, level replication.Level) error {
+	return c.AcquireWith(k, replicas, level, AcquireOptions{})
+}
+
+// AcquireOptions are the optional parts of an acquisition.
+type AcquireOptions struct {
+	// Previous is the key's replica set before its set changed. When it
+	// is set and differs from the current set, the acquisition needs
+	// promises from a quorum of each set (a replica in both counts for
+	// both) and adopts the newest records over all of them; it writes
+	// back, and later writes go, to the current set only. A quorum of the
+	// previous set then holds the new epoch, so an owner still writing
+	// to that set is fenced, and whatever such an owner had acknowledged
+	// is adopted.
+	Previous []ring.NodeID
+}
+
+// AcquireWith is Acquire with options: a joint acquisition when the
+// replica set changed (AcquireOptions.Previous).
+func (c *Core) AcquireWith(k Key, replicas []ring.NodeID, level replication.Level, opts AcquireOptions) error {
 	if !slices.Contains(replicas, c.self) {
 		return ErrNotReplica
 	}
@@ -318,21 +399,27 @@ func (c *Core) Acquire(k Key, replicas []ring.NodeID, level replication.Level) e
 	}
 	term := seen + 1
 	c.maxTerm[k] = term
-	set := slices.Clone(replicas)
-	slices.SortFunc(set, ring.NodeID.Compare)
-	set = slices.Compact(set)
+	set := sortedSet(replicas)
 	o := &ownership{
 		key:      k,
 		replicas: set,
 		quorum:   level.Quorum(len(set)),
+		prepared: set,
 		epoch:    Epoch{Term: term, Node: c.self},
 		promises: make(map[ring.NodeID]Message),
 		current:  make(map[Slot]Record),
 	}
+	if prev := sortedSet(opts.Previous); len(prev) > 0 && !slices.Equal(prev, set) {
+		o.previous = prev
+		o.prevQuorum = level.Quorum(len(prev))
+		o.prepared = sortedSet(append(slices.Clone(set), prev...))
+	}
 	c.owned[k] = o
 	o.preparedAt = c.ticks
 	c.waiting[k] = struct{}{}
-	c.broadcast(o, Message{Type: MsgPrepare, Key: k, Epoch: o.epoch})
+	for _, r := range o.prepared {
+		c.send(Message{Type: MsgPrepare, To: r, Key: k, Epoch: o.epoch})
+	}
 	c.drain()
 	return nil
 }
@@ -440,7 +527,7 @@ func (c *Core) Tick() {
 			continue
 		}
 		if o.phase == preparing && due(&o.preparedAt) {
-			for _, r := range o.replicas {
+			for _, r := range o.prepared {
 				if _, ok := o.promises[r]; !ok {
 					c.send(Message{Type: MsgPrepare, To: r, Key: k, Epoch: o.epoch})
 				}
@@ -496,7 +583,13 @@ func (c *Core) propose(o *ownership, r Record) {
 }
 
 func (c *Core) ownerStep(o *ownership, m Message) {
-	if !slices.Contains(o.replicas, m.From) {
+	// Only promises and refusals come from the previous set: writes and
+	// checks go to the current one.
+	from := o.replicas
+	if m.Type == MsgPromise || m.Type == MsgRefuse {
+		from = o.prepared
+	}
+	if !slices.Contains(from, m.From) {
 		return
 	}
 	// A replica still receiving its range may lack what a quorum must
@@ -515,7 +608,7 @@ func (c *Core) ownerStep(o *ownership, m Message) {
 			return
 		}
 		o.promises[m.From] = m
-		if len(o.promises) >= o.quorum {
+		if o.promisedQuorum() {
 			c.adopt(o)
 		}
 	case MsgAccepted:
@@ -543,13 +636,38 @@ func (c *Core) ownerStep(o *ownership, m Message) {
 	}
 }
 
+// promisedQuorum reports whether a quorum of the replica set promised,
+// and during a change of set a quorum of the previous set too.
+func (o *ownership) promisedQuorum() bool {
+	count := func(set []ring.NodeID) int {
+		n := 0
+		for _, r := range set {
+			if _, ok := o.promises[r]; ok {
+				n++
+			}
+		}
+		return n
+	}
+	if count(o.replicas) < o.quorum {
+		return false
+	}
+	return o.previous == nil || count(o.previous) >= o.prevQuorum
+}
+
+// sortedSet returns the distinct members of set, sorted.
+func sortedSet(set []ring.NodeID) []ring.NodeID {
+	s := slices.Clone(set)
+	slices.SortFunc(s, ring.NodeID.Compare)
+	return slices.Compact(s)
+}
+
 // adopt takes, per slot, the newest record the promises carry and writes
 // each back at o's epoch, so that what a quorum may hold is held by a
 // quorum at this epoch before anything is served.
 func (c *Core) adopt(o *ownership) {
 	newest := make(map[Slot]Record)
 	// Sorted replicas make the adopted set independent of map order.
-	for _, r := range o.replicas {
+	for _, r := range o.prepared {
 		m, ok := o.promises[r]
 		if !ok {
 			continue

@@ -234,7 +234,7 @@ func TestATombstoneIsNotUndoneByAStaleReplica(t *testing.T) {
 }
 
 func TestOlderEpochsAreRefusedWithTheNewerOne(t *testing.T) {
-	c := New(ring.NodeID{Addr: "r", Incarnation: 1})
+	c := New(ring.NodeID{Addr: "r", Incarnation: 1}, Counting)
 	newer := Epoch{Term: 5, Node: ring.NodeID{Addr: "b", Incarnation: 1}}
 	older := Epoch{Term: 4, Node: ring.NodeID{Addr: "z", Incarnation: 9}}
 	c.Step(Message{Type: MsgPrepare, From: newer.Node, To: c.Self(), Key: keyA, Epoch: newer})
@@ -254,7 +254,7 @@ func TestOlderEpochsAreRefusedWithTheNewerOne(t *testing.T) {
 }
 
 func TestAcquireNeedsTheOwnerInTheReplicaSet(t *testing.T) {
-	c := New(ring.NodeID{Addr: "a", Incarnation: 1})
+	c := New(ring.NodeID{Addr: "a", Incarnation: 1}, Counting)
 	if err := c.Acquire(keyA, []ring.NodeID{{Addr: "b", Incarnation: 1}}, replication.Majority); !errors.Is(err, ErrNotReplica) {
 		t.Fatalf("Acquire outside the replica set: %v, want ErrNotReplica", err)
 	}

@@ -25,10 +25,19 @@ const (
 	// MsgRefuse (replica → owner) refuses a message of Epoch because the
 	// replica promised Promised, a newer epoch: the owner steps down.
 	MsgRefuse
-	maxMsgType = MsgRefuse
+	// MsgSyncRequest (catching-up replica → source) asks for the records
+	// of Range whose tokens lie after Cursor, at most Limit bytes of them;
+	// Round names the request.
+	MsgSyncRequest
+	// MsgSyncChunk (source → catching-up replica) answers the request of
+	// Round with Records (each with its own Key; promises included) in
+	// ring order, the Cursor to resume after, and Done once the range
+	// is exhausted.
+	MsgSyncChunk
+	maxMsgType = MsgSyncChunk
 )
 
-var msgTypeNames = [...]string{"", "prepare", "promise", "accept", "accepted", "check", "checked", "refuse"}
+var msgTypeNames = [...]string{"", "prepare", "promise", "accept", "accepted", "check", "checked", "refuse", "sync-request", "sync-chunk"}
 
 func (t MsgType) String() string {
 	if t == 0 || t > maxMsgType {
@@ -41,7 +50,8 @@ func (t MsgType) String() string {
 // Records for promise (all the replica holds) and accept (exactly one);
 // Version for accepted; Round for check and checked; Promised for refuse.
 // Counted is set by a replica that may count toward a quorum (it is not
-// still receiving its range).
+// still receiving its range). Range, Cursor, Limit and Done belong to the
+// catch-up messages, MsgSyncRequest and MsgSyncChunk.
 type Message struct {
 	Type     MsgType
 	From, To ring.NodeID
@@ -52,4 +62,13 @@ type Message struct {
 	Round    uint64
 	Counted  bool
 	Records  []Record
+
+	Range  ring.Range
+	Cursor ring.Token
+	Limit  uint64
+	Done   bool
 }
+
+// isSync reports whether t is a catch-up message type, which needs format
+// version 2.
+func (t MsgType) isSync() bool { return t == MsgSyncRequest || t == MsgSyncChunk }

@@ -1,11 +1,13 @@
 package replica
 
 import (
+	"cmp"
 	"encoding/binary"
 	"fmt"
 	"maps"
 	"math"
 	"slices"
+	"strings"
 
 	"github.com/anishathalye/porcupine"
 	"github.com/troupe-go/troupe/replication"
@@ -30,6 +32,8 @@ type simNode struct {
 	abandoned map[Ticket]bool
 	// sets holds the replica set each key was acquired with.
 	sets map[Key][]ring.NodeID
+	// joint holds the previous set each key's acquisition named.
+	joint map[Key][]ring.NodeID
 }
 
 // register names one linearizable register: a key's record of one kind.
@@ -81,15 +85,21 @@ type sim struct {
 	// histories small enough to check quickly.
 	busy    int
 	nextVal int
+	// previous holds a key's replica set before a change of set, until
+	// an acquisition that named it served (joint acquisitions only).
+	previous map[Key][]ring.NodeID
+	// plain makes acquisitions ignore previous: the unfenced change of
+	// set that joint acquisitions fix.
+	plain bool
 }
 
 const maxClients = 5
 
 func newSim(tb fataler, n int, level replication.Level, keys []Key) *sim {
-	s := &sim{tb: tb, level: level, replicas: make(map[Key][]ring.NodeID), cut: make(map[[2]string]bool)}
+	s := &sim{tb: tb, level: level, replicas: make(map[Key][]ring.NodeID), cut: make(map[[2]string]bool), previous: make(map[Key][]ring.NodeID)}
 	for i := range n {
 		id := ring.NodeID{Addr: fmt.Sprintf("n%d", i), Incarnation: 1}
-		s.nodes = append(s.nodes, &simNode{id: id, core: New(id), stored: make(map[recordKey]Record), seen: make(map[Key]Epoch), ops: make(map[Ticket]*simOp), abandoned: make(map[Ticket]bool), sets: make(map[Key][]ring.NodeID)})
+		s.nodes = append(s.nodes, &simNode{id: id, core: New(id, Counting), stored: make(map[recordKey]Record), seen: make(map[Key]Epoch), ops: make(map[Ticket]*simOp), abandoned: make(map[Ticket]bool), sets: make(map[Key][]ring.NodeID), joint: make(map[Key][]ring.NodeID)})
 	}
 	for i, k := range keys {
 		var set []ring.NodeID
@@ -143,6 +153,15 @@ func (s *sim) apply(n *simNode) {
 	for _, ch := range rd.Changes {
 		if !ch.Serving {
 			delete(n.sets, ch.Key)
+			delete(n.joint, ch.Key)
+			continue
+		}
+		// Once an acquisition that named the previous set served, a
+		// quorum of the new set holds what the previous one acknowledged
+		// and a quorum of the previous set is fenced: later acquisitions
+		// name the new set alone.
+		if prev, ok := n.joint[ch.Key]; ok && slices.Equal(prev, s.previous[ch.Key]) {
+			delete(s.previous, ch.Key)
 		}
 	}
 	for k, e := range n.core.promised {
@@ -196,14 +215,43 @@ func (s *sim) tick(n *simNode) {
 }
 
 func (s *sim) acquire(n *simNode, k Key) {
-	if err := n.core.Acquire(k, s.replicas[k], s.level); err != nil {
+	var opts AcquireOptions
+	if !s.plain {
+		opts.Previous = s.previous[k]
+	}
+	if err := n.core.AcquireWith(k, s.replicas[k], s.level, opts); err != nil {
 		s.tb.Fatalf("acquire %v on %s: %v", k, n.id, err)
 	}
 	// Acquiring a key already held (still being fenced) does nothing.
 	if _, held := n.sets[k]; !held {
 		n.sets[k] = slices.Clone(s.replicas[k])
+		if opts.Previous != nil {
+			n.joint[k] = slices.Clone(opts.Previous)
+		}
 	}
 	s.apply(n)
+}
+
+// changeSet moves k's replica set as a joining member would: a member
+// outside the set takes the first place and the last member leaves the
+// set while it lives on (and may still serve k). One change at a time
+// per key, as placement moves keys one member per step.
+func (s *sim) changeSet(k Key, pick func(int) int) {
+	set := s.replicas[k]
+	if _, changing := s.previous[k]; changing {
+		return
+	}
+	var outside []ring.NodeID
+	for _, n := range s.nodes {
+		if !slices.Contains(set, n.id) {
+			outside = append(outside, n.id)
+		}
+	}
+	if len(outside) == 0 {
+		return
+	}
+	s.previous[k] = slices.Clone(set)
+	s.replicas[k] = append([]ring.NodeID{outside[pick(len(outside))]}, set[:len(set)-1]...)
 }
 
 // crash restarts n from what it persisted: everything in memory is lost,
@@ -217,12 +265,14 @@ func (s *sim) crash(n *simNode) {
 	for _, t := range tickets {
 		s.fail(n, t)
 	}
-	n.core = New(n.id)
-	n.sets = make(map[Key][]ring.NodeID)
-	n.abandoned = make(map[Ticket]bool)
+	start := Counting
 	if n.wiped {
-		n.core.SetReceiving(ring.Range{})
+		start = Receiving
 	}
+	n.core = New(n.id, start)
+	n.sets = make(map[Key][]ring.NodeID)
+	n.joint = make(map[Key][]ring.NodeID)
+	n.abandoned = make(map[Ticket]bool)
 	recs := make([]Record, 0, len(n.stored))
 	for _, r := range n.stored {
 		recs = append(recs, r)
@@ -237,9 +287,11 @@ func (s *sim) crash(n *simNode) {
 func (s *sim) wipe(n *simNode) {
 	old := n.id
 	n.id.Incarnation++
-	for _, set := range s.replicas {
-		if i := slices.Index(set, old); i >= 0 {
-			set[i] = n.id
+	for _, sets := range []map[Key][]ring.NodeID{s.replicas, s.previous} {
+		for _, set := range sets {
+			if i := slices.Index(set, old); i >= 0 {
+				set[i] = n.id
+			}
 		}
 	}
 	n.stored = make(map[recordKey]Record)
@@ -248,26 +300,52 @@ func (s *sim) wipe(n *simNode) {
 	s.crash(n)
 }
 
-// catchUp hands a wiped node everything the others hold, as a hand-off
-// would, then lets it count again. It needs every other unwiped node.
-func (s *sim) catchUp(n *simNode) bool {
+// catchUp copies to a wiped node, for each key it is a replica of, the
+// records of a quorum (at the run's level) of the key's other replicas,
+// chosen by pick, as the driver's CatchUp does from its sources: each
+// record is kept if newer than what the node holds (it has been storing
+// the accepts it was sent since it restarted). Then the node counts.
+// The sources must not be wiped themselves.
+func (s *sim) catchUp(n *simNode, pick func(int) int) bool {
 	for _, o := range s.nodes {
 		if o != n && o.wiped {
 			return false
 		}
 	}
-	merged := make(map[recordKey]Record)
-	for _, o := range s.nodes {
-		for rk, r := range o.stored {
-			old, ok := merged[rk]
-			if !ok || (rk.slot.Kind == KindPromise && r.Epoch.Compare(old.Epoch) > 0) || (rk.slot.Kind != KindPromise && r.newer(old)) {
-				merged[rk] = r
+	keys := slices.SortedFunc(maps.Keys(s.replicas), compareKeys)
+	for _, k := range keys {
+		set := slices.Clone(s.replicas[k])
+		if prev, ok := s.previous[k]; ok {
+			set = sortedSet(append(set, prev...))
+		}
+		if !slices.Contains(set, n.id) {
+			continue
+		}
+		others := slices.DeleteFunc(set, func(id ring.NodeID) bool { return id == n.id })
+		q := s.level.Quorum(len(others))
+		if _, changing := s.previous[k]; changing {
+			// Each set's quorum must meet the sources: take them all.
+			q = len(others)
+		}
+		for range q {
+			i := pick(len(others))
+			src := s.node(others[i])
+			others = slices.Delete(others, i, i+1)
+			var recs []Record
+			for rk, r := range src.stored {
+				if rk.key == k {
+					recs = append(recs, r)
+				}
 			}
+			slices.SortFunc(recs, func(a, b Record) int {
+				return cmp.Or(cmp.Compare(a.Kind, b.Kind), strings.Compare(a.Name, b.Name))
+			})
+			n.core.CatchUp(recs...)
+			s.apply(n)
 		}
 	}
-	n.stored = merged
+	n.core.Received(ring.Range{})
 	n.wiped = false
-	s.crash(n)
 	return true
 }
 
@@ -339,12 +417,13 @@ func (s *sim) settle() {
 	}
 	for _, n := range s.nodes {
 		if n.wiped {
-			s.catchUp(n)
+			s.catchUp(n, func(n int) int { return 0 })
 		}
 	}
 	for _, n := range s.nodes {
 		for _, k := range slices.SortedFunc(maps.Keys(n.sets), compareKeys) {
-			if set := n.sets[k]; !slices.Equal(set, s.replicas[k]) {
+			prev, joint := n.joint[k]
+			if set := n.sets[k]; !slices.Equal(set, s.replicas[k]) || (joint && !slices.Equal(prev, s.previous[k])) {
 				n.core.Resign(k)
 				s.apply(n)
 			}
@@ -377,6 +456,10 @@ func (s *sim) finalReads(regs []register) {
 			s.settle()
 		}
 		if !n.core.Serving(reg.key) {
+			o := n.core.owned[reg.key]
+			if o != nil {
+				s.tb.Fatalf("%s could not serve %v on a healed network: set %v previous %v promises %v phase %v inflight %d", n.id, reg.key, o.replicas, o.previous, len(o.promises), o.phase, len(o.inflight))
+			}
 			s.tb.Fatalf("%s could not serve %v on a healed network", n.id, reg.key)
 		}
 		before := len(n.ops)

@@ -82,6 +82,7 @@ type request struct {
 	value     []byte
 	tombstone bool
 	replicas  []ring.NodeID
+	previous  []ring.NodeID
 	level     replication.Level
 	ranges    []ring.Range
 	w         *waiter
@@ -116,7 +117,7 @@ func Open(ctx context.Context, cfg Config) (*Node, error) {
 		wake:      make(chan struct{}, 1),
 		stop:      make(chan struct{}),
 		done:      make(chan struct{}),
-		core:      replica.New(self),
+		core:      replica.New(self, replica.Counting),
 		waiters:   make(map[replica.Ticket]*waiter),
 		acquiring: make(map[replica.Key][]*waiter),
 	}
@@ -267,6 +268,18 @@ func unavailable(r *request, cause error) error {
 // ErrUnavailable; a newer owner's refusal gives a *StaleOwnerError.
 func (n *Node) Acquire(ctx context.Context, k replica.Key, replicas []ring.NodeID, level replication.Level) error {
 	return n.call(ctx, &request{op: opAcquire, key: k, replicas: slices.Clone(replicas), level: level})
+}
+
+// AcquireFrom is Acquire after k's replica set changed from previous to
+// replicas (a member joined or left, and placement moved k): when
+// previous is not empty and differs, the acquisition needs promises from
+// a quorum of each set (a member of both counts for both), adopts the
+// newest records over all of them and writes them back to replicas only.
+// An owner still writing to the previous set is fenced, and whatever it
+// had acknowledged is adopted. Name the previous set in every acquisition
+// of k until one that named it returned; from then replicas alone will do.
+func (n *Node) AcquireFrom(ctx context.Context, k replica.Key, replicas, previous []ring.NodeID, level replication.Level) error {
+	return n.call(ctx, &request{op: opAcquire, key: k, replicas: slices.Clone(replicas), previous: slices.Clone(previous), level: level})
 }
 
 // Write replaces k's record in slot with value on a served key and
@@ -429,7 +442,7 @@ func (n *Node) apply(r *request) {
 			r.w.done <- nil
 			return
 		}
-		if err := n.core.Acquire(r.key, r.replicas, r.level); err != nil {
+		if err := n.core.AcquireWith(r.key, r.replicas, r.level, replica.AcquireOptions{Previous: r.previous}); err != nil {
 			r.w.done <- fmt.Errorf("troupe: acquire %s/%s: %w", r.key.Type, r.key.ID, err)
 			return
 		}

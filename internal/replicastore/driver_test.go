@@ -30,7 +30,7 @@ func TestAReplicaRestartsFromItsStore(t *testing.T) {
 		}
 		return rd
 	}
-	c := replica.New(self)
+	c := replica.New(self, replica.Counting)
 	if err := c.Acquire(key, []ring.NodeID{self}, replication.Majority); err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +50,7 @@ func TestAReplicaRestartsFromItsStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	c = replica.New(self)
+	c = replica.New(self, replica.Counting)
 	var recs []replica.Record
 	if err := s.Range(ctx, ring.Range{}, func(r replica.Record) bool { recs = append(recs, r); return true }); err != nil {
 		t.Fatal(err)

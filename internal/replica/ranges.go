@@ -1,0 +1,67 @@
+package replica
+
+import (
+	"math"
+
+	"github.com/troupe-go/troupe/ring"
+)
+
+// span is a closed interval [lo, hi] of tokens, which does not wrap.
+type span struct{ lo, hi ring.Token }
+
+// spans returns the tokens of g as one or two spans.
+func spans(g ring.Range) []span {
+	switch {
+	case g.Start < g.End:
+		return []span{{g.Start + 1, g.End}}
+	case g.Start == math.MaxUint64:
+		// After the largest token wraps to zero.
+		return []span{{0, g.End}}
+	default:
+		out := []span{{0, g.End}}
+		if g.Start < math.MaxUint64 {
+			out = append(out, span{g.Start + 1, math.MaxUint64})
+		}
+		return out
+	}
+}
+
+// rangeOf returns the ring.Range holding exactly the tokens of s.
+func rangeOf(s span) ring.Range {
+	if s.lo == 0 {
+		if s.hi == math.MaxUint64 {
+			return ring.Range{}
+		}
+		return ring.Range{Start: math.MaxUint64, End: s.hi}
+	}
+	return ring.Range{Start: s.lo - 1, End: s.hi}
+}
+
+// subtractRange returns the tokens of ranges that are not in g, as ranges.
+func subtractRange(ranges []ring.Range, g ring.Range) []ring.Range {
+	cut := spans(g)
+	var out []ring.Range
+	for _, r := range ranges {
+		rest := spans(r)
+		for _, c := range cut {
+			var next []span
+			for _, s := range rest {
+				if c.hi < s.lo || c.lo > s.hi {
+					next = append(next, s)
+					continue
+				}
+				if s.lo < c.lo {
+					next = append(next, span{s.lo, c.lo - 1})
+				}
+				if s.hi > c.hi {
+					next = append(next, span{c.hi + 1, s.hi})
+				}
+			}
+			rest = next
+		}
+		for _, s := range rest {
+			out = append(out, rangeOf(s))
+		}
+	}
+	return out
+}

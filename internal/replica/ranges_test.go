@@ -1,0 +1,55 @@
+package replica
+
+import (
+	"math"
+	"slices"
+	"testing"
+
+	"github.com/troupe-go/troupe/ring"
+	"pgregory.net/rapid"
+)
+
+// TestReceivedRangeStopsOnlyItsTokens checks subtractRange against
+// Contains: a token is still received after Received(g) exactly when it
+// was received before and g does not contain it.
+func TestReceivedRangeStopsOnlyItsTokens(t *testing.T) {
+	edges := []ring.Token{0, 1, 100, 200, math.MaxUint64 - 1, math.MaxUint64}
+	token := rapid.Custom(func(t *rapid.T) ring.Token {
+		if rapid.Bool().Draw(t, "edge") {
+			return rapid.SampledFrom(edges).Draw(t, "e")
+		}
+		return ring.Token(rapid.Uint64().Draw(t, "t"))
+	})
+	rng := rapid.Custom(func(t *rapid.T) ring.Range {
+		return ring.Range{Start: token.Draw(t, "start"), End: token.Draw(t, "end")}
+	})
+	rapid.Check(t, func(t *rapid.T) {
+		before := rapid.SliceOfN(rng, 0, 3).Draw(t, "receiving")
+		g := rng.Draw(t, "received")
+		after := subtractRange(before, g)
+		probes := append(slices.Clone(edges), token.Draw(t, "probe"), g.Start, g.End, g.Start+1, g.End+1)
+		for _, r := range before {
+			probes = append(probes, r.Start, r.End, r.Start+1, r.End+1)
+		}
+		for _, p := range probes {
+			in := func(rs []ring.Range) bool {
+				return slices.ContainsFunc(rs, func(r ring.Range) bool { return r.Contains(p) })
+			}
+			if want := in(before) && !g.Contains(p); in(after) != want {
+				t.Fatalf("token %d: received %v after %v minus %v = %v, want %v", p, in(after), before, g, after, want)
+			}
+		}
+	})
+}
+
+func TestReceivingTheWholeRingAndCatchingUpOnItCounts(t *testing.T) {
+	c := New(ring.NodeID{Addr: "a", Incarnation: 1}, Receiving)
+	k := Key{Type: "t", ID: "x"}
+	if c.counts(k) {
+		t.Fatal("a core started Receiving counts before it caught up")
+	}
+	c.Received(ring.Range{Start: 5, End: 5})
+	if !c.counts(k) || len(c.Receiving()) != 0 {
+		t.Fatalf("after receiving the whole ring the core still receives %v", c.Receiving())
+	}
+}

@@ -1,0 +1,44 @@
+package replicanode
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/troupe-go/troupe/replication"
+)
+
+// When a key's replica set moves from {A,B,C} to {D,A,B} while C lives
+// and still serves the key, an acquisition by D that names the previous
+// set fences C even though each could reach a quorum of its own set
+// alone ({B,C} and {D,A}), and adopts what C had acknowledged.
+func TestAnAcquisitionFromThePreviousSetFencesItsOwner(t *testing.T) {
+	c := newCluster(t, 4, false)
+	ctx := bounded(t)
+	k := key("a")
+	a, b, old, d := c.members[0], c.members[1], c.members[2], c.members[3]
+	previous := c.ids(a, b, old)
+	if err := old.node.Acquire(ctx, k, previous, replication.Majority); err != nil {
+		t.Fatal(err)
+	}
+	if err := old.node.Write(ctx, k, stateSlot, []byte("before")); err != nil {
+		t.Fatal(err)
+	}
+	c.net.Partition(old.addr, a.addr)
+	c.net.Partition(d.addr, b.addr)
+	if err := d.node.AcquireFrom(ctx, k, c.ids(d, a, b), previous, replication.Majority); err != nil {
+		t.Fatalf("the joint acquisition with {D,A} and {A,C} reachable returned %v", err)
+	}
+	if got, err := readState(ctx, d, k); err != nil || got != "before" {
+		t.Fatalf("the new owner read %q, %v; want what the previous set acknowledged", got, err)
+	}
+	var stale *StaleOwnerError
+	if err := old.node.Write(ctx, k, stateSlot, []byte("after")); !errors.As(err, &stale) {
+		t.Fatalf("the previous set's owner wrote with %v, want a *StaleOwnerError", err)
+	}
+	if err := d.node.Write(ctx, k, stateSlot, []byte("new")); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := readState(ctx, d, k); err != nil || got != "new" {
+		t.Fatalf("the new owner read %q, %v; want new", got, err)
+	}
+}
