@@ -32,6 +32,8 @@ type Badger struct {
 	dir   string
 	sync  bool
 	group groupCommit
+	// unclean: the store held records but no clean-stop marker at Open.
+	unclean bool
 }
 
 var _ Store = (*Badger)(nil)
@@ -63,7 +65,47 @@ func Open(dir string, opts Options) (*Badger, error) {
 		_ = db.Close()
 		return nil, err
 	}
+	if err := s.checkStop(); err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("troupe: open store %s: %w", dir, err)
+	}
 	return s, nil
+}
+
+// Unclean reports whether the store may have lost acknowledged writes: at
+// Open it held records but no clean-stop marker, so the previous process
+// stopped without Close while it ran without Sync (or the marker was
+// removed). A power loss may then have taken its last writes and promises,
+// and the replica must catch up before it counts again.
+func (s *Badger) Unclean() bool { return s.unclean }
+
+// checkStop reads the clean-stop marker and arms it for this run: without
+// Sync it is removed, durably, so that a stop without Close leaves none;
+// with Sync it is kept (written if missing), since every Put of this run
+// returns after an fsync and a crash loses nothing acknowledged.
+func (s *Badger) checkStop() error {
+	err := s.db.Update(func(txn *badger.Txn) error {
+		_, err := txn.Get(cleanKey)
+		switch {
+		case errors.Is(err, badger.ErrKeyNotFound):
+			it := txn.NewIterator(badger.IteratorOptions{PrefetchValues: false, Prefix: []byte{recordPrefix}})
+			it.Rewind()
+			s.unclean = it.Valid()
+			it.Close()
+		case err != nil:
+			return err
+		}
+		if s.sync {
+			return txn.Set(cleanKey, []byte("sync"))
+		}
+		return txn.Delete(cleanKey)
+	})
+	if err != nil {
+		return err
+	}
+	// The marker's removal must be on disk before anything is
+	// acknowledged, or a power loss could bring it back.
+	return s.db.Sync()
 }
 
 // checkFormat reads the format record, writing it into a new store. The
@@ -229,8 +271,22 @@ func (s *Badger) Range(ctx context.Context, g ring.Range, fn func(replica.Record
 	return s.wrap(err)
 }
 
-// Close implements Store.
-func (s *Badger) Close() error { return s.wrap(s.db.Close()) }
+// Close implements Store. It writes the clean-stop marker after
+// everything before it is on disk, so that the next Open knows nothing
+// acknowledged was lost.
+func (s *Badger) Close() error {
+	if s.db.IsClosed() {
+		return replication.ErrClosed
+	}
+	err := s.db.Sync()
+	if err == nil {
+		err = s.db.Update(func(txn *badger.Txn) error { return txn.Set(cleanKey, []byte("clean")) })
+	}
+	if cerr := s.db.Close(); err == nil {
+		err = cerr
+	}
+	return s.wrap(err)
+}
 
 // slogAdapter passes badger's messages to a slog.Logger.
 type slogAdapter struct{ l *slog.Logger }

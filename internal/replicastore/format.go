@@ -24,6 +24,10 @@ import (
 // epoch (uvarint term, node address as uvarint length and bytes, uvarint
 // incarnation), the uvarint version and the value bytes to the end.
 //
+// The clean-stop marker, under key "\x00clean", says the store lost
+// nothing it acknowledged: written at Close after a sync, removed at an
+// Open without Sync; its value is informational.
+//
 // Version 1, whose CRC covered the value alone, was never released: a
 // store of version 1 is refused (replication.ErrOlderFormat), not
 // upgraded.
@@ -35,6 +39,11 @@ const formatVersion uint32 = 2
 const oldestFormat uint32 = 2
 
 var formatKey = []byte("\x00format")
+
+// cleanKey is the clean-stop marker: present while no acknowledged write
+// can have been lost to a power loss (written at Close, and kept by a
+// store opened with Sync), removed at an Open without Sync.
+var cleanKey = []byte("\x00clean")
 
 const recordPrefix = 'r'
 
