@@ -65,3 +65,15 @@ func subtractRange(ranges []ring.Range, g ring.Range) []ring.Range {
 	}
 	return out
 }
+
+// Overlap reports whether ranges a and b share a token.
+func Overlap(a, b ring.Range) bool {
+	for _, x := range spans(a) {
+		for _, y := range spans(b) {
+			if x.lo <= y.hi && y.lo <= x.hi {
+				return true
+			}
+		}
+	}
+	return false
+}

@@ -53,3 +53,20 @@ func TestReceivingTheWholeRingAndCatchingUpOnItCounts(t *testing.T) {
 		t.Fatalf("after receiving the whole ring the core still receives %v", c.Receiving())
 	}
 }
+
+// Two arcs that share a token share the first token of one of their
+// spans: Start+1 of either, or zero where one wraps.
+func TestOverlapMeansASharedToken(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		tok := rapid.SampledFrom([]ring.Token{0, 1, 2, 50, 100, math.MaxUint64 - 1, math.MaxUint64})
+		a := ring.Range{Start: tok.Draw(t, "a.start"), End: tok.Draw(t, "a.end")}
+		b := ring.Range{Start: tok.Draw(t, "b.start"), End: tok.Draw(t, "b.end")}
+		shared := false
+		for _, p := range []ring.Token{a.Start + 1, b.Start + 1, 0} {
+			shared = shared || (a.Contains(p) && b.Contains(p))
+		}
+		if Overlap(a, b) != shared {
+			t.Fatalf("Overlap(%v, %v) = %v, want %v", a, b, Overlap(a, b), shared)
+		}
+	})
+}

@@ -1,6 +1,7 @@
 package replicanode
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -47,6 +48,23 @@ type Config struct {
 	// be met, whose abandoned writes are otherwise kept and sent again at
 	// every tick. Default 1024.
 	MaxWritesInFlight int
+	// Joining says that this node joins a cluster that already holds
+	// state. A joining node whose store holds no records starts receiving
+	// the whole ring: its answers do not count toward quorums until
+	// CatchUp says it caught up. A node that is not joining (the first
+	// members, bootstrapping) and a node with records counts at once,
+	// unless its store reports an unclean stop (see Open). Default false.
+	Joining bool
+	// SyncChunk is the most bytes of records this node asks a source for
+	// in one chunk of a catch-up, and sends in one chunk as a source; the
+	// records of one ring token travel together, so a chunk exceeds it by
+	// at most one key's records (which a promise carries in one message
+	// anyway). At most MaxValue. Default 1 MiB.
+	SyncChunk int
+	// SyncRate is the most bytes per second a catch-up takes from its
+	// sources together, so that application traffic keeps flowing beside
+	// it; negative means unlimited. Default 32 MiB/s.
+	SyncRate int
 	// Logger receives the node's and badger's messages. Nil logs nothing.
 	Logger *slog.Logger
 
@@ -68,6 +86,10 @@ const (
 	envelopeRoom = 64 << 10
 	// DefaultMaxWritesInFlight is Config.MaxWritesInFlight's default.
 	DefaultMaxWritesInFlight = 1024
+	// DefaultSyncChunk is Config.SyncChunk's default.
+	DefaultSyncChunk = 1 << 20
+	// DefaultSyncRate is Config.SyncRate's default, in bytes per second.
+	DefaultSyncRate = 32 << 20
 )
 
 // ErrInvalidConfig is wrapped by the errors of Config.Validate; the
@@ -87,6 +109,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: MaxValue %d is negative", ErrInvalidConfig, c.MaxValue)
 	case c.MaxWritesInFlight < 0:
 		return fmt.Errorf("%w: MaxWritesInFlight %d is negative", ErrInvalidConfig, c.MaxWritesInFlight)
+	case c.SyncChunk < 0:
+		return fmt.Errorf("%w: SyncChunk %d is negative", ErrInvalidConfig, c.SyncChunk)
+	case c.SyncChunk > cmp.Or(c.MaxValue, DefaultMaxValue):
+		return fmt.Errorf("%w: SyncChunk %d exceeds MaxValue %d, what the transport carries", ErrInvalidConfig, c.SyncChunk, cmp.Or(c.MaxValue, DefaultMaxValue))
 	case c.Store != nil && (c.Replication != replication.Config{}):
 		return fmt.Errorf("%w: Store and Replication are exclusive", ErrInvalidConfig)
 	}
@@ -108,6 +134,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxWritesInFlight == 0 {
 		c.MaxWritesInFlight = DefaultMaxWritesInFlight
+	}
+	if c.SyncChunk == 0 {
+		c.SyncChunk = min(DefaultSyncChunk, c.MaxValue)
+	}
+	if c.SyncRate == 0 {
+		c.SyncRate = DefaultSyncRate
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)

@@ -59,8 +59,39 @@ func TestABadEnvelopeDeliversNothing(t *testing.T) {
 	}
 }
 
+// syncEnvelope is an envelope of the catch-up messages, which travel
+// one per envelope.
+func syncEnvelope(m replica.Message) []byte {
+	enc := replica.AppendEncode(nil, m)
+	return appendEnvelope(nil, enc, []int{len(enc)})
+}
+
+func sampleSyncEnvelopes() [][]byte {
+	a, b := ring.NodeID{Addr: "a", Incarnation: 1}, ring.NodeID{Addr: "b", Incarnation: 2}
+	e := replica.Epoch{Term: 3, Node: a}
+	return [][]byte{
+		syncEnvelope(replica.Message{Type: replica.MsgSyncRequest, From: a, To: b, Round: 1, Range: ring.Range{Start: 5, End: 9}, Cursor: 5, Limit: 1 << 20}),
+		syncEnvelope(replica.Message{Type: replica.MsgSyncChunk, From: b, To: a, Round: 1, Counted: true, Cursor: 7, Records: []replica.Record{
+			{Key: key("x"), Kind: replica.KindPromise, Epoch: e},
+			{Key: key("x"), Kind: replica.KindState, Epoch: e, Version: 2, Value: []byte("two")},
+		}}),
+	}
+}
+
+func TestCatchUpEnvelopesRoundTrip(t *testing.T) {
+	for _, env := range sampleSyncEnvelopes() {
+		got, err := decodeAll(env)
+		if err != nil || len(got) != 1 || !(got[0].Type == replica.MsgSyncRequest || got[0].Type == replica.MsgSyncChunk) {
+			t.Fatalf("decoded %+v, %v; want one catch-up message", got, err)
+		}
+	}
+}
+
 func FuzzDecodeEnvelope(f *testing.F) {
 	f.Add(sampleEnvelope())
+	for _, env := range sampleSyncEnvelopes() {
+		f.Add(env)
+	}
 	f.Add([]byte{envelopeVersion, 0})
 	f.Add([]byte{envelopeVersion, 0xff, 0xff, 0xff, 0xff, 0x0f})
 	f.Fuzz(func(t *testing.T, b []byte) {

@@ -32,6 +32,15 @@ var ErrStaleOwner = errors.New("troupe: replication: a newer owner holds the key
 // write that ends so may or may not have happened.
 var ErrResigned = errors.New("troupe: replication: key resigned")
 
+// ErrCatchUpQuorum is returned by CatchUp when its quorum is not between
+// one and the number of its sources.
+var ErrCatchUpQuorum = errors.New("troupe: replication: catch-up quorum out of range of its sources")
+
+// ErrSourceReceiving is matched by the error of a catch-up source that is
+// itself still receiving part of the range: it may lack what a quorum
+// holds, so it cannot count as a source.
+var ErrSourceReceiving = errors.New("troupe: replication: catch-up source is still receiving the range")
+
 // ErrClosed is returned by calls on a closed node, and by calls that were
 // waiting when it closed.
 var ErrClosed = errors.New("troupe: replication node is closed")

@@ -8,6 +8,7 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/troupe-go/troupe/internal/replica"
@@ -40,6 +41,20 @@ type Node struct {
 	wake chan struct{}
 	stop chan struct{}
 	done chan struct{}
+	// receiving mirrors the core's ranges still being received.
+	receiving []ring.Range
+	// syncs holds the catch-up requests waiting for their chunk, by id.
+	syncs map[uint64]*syncWait
+
+	syncID atomic.Uint64
+	// syncReqs queues the catch-up requests this node answers as a
+	// source, on the goroutine that reads them from the store.
+	syncReqs chan replica.Message
+	// syncCtx ends when the loop stops: the source stops reading.
+	syncCtx  context.Context
+	syncStop context.CancelFunc
+	syncDone chan struct{}
+	pace     pacer
 
 	// Owned by the loop goroutine.
 	core      *replica.Core
@@ -73,6 +88,8 @@ const (
 	opResign
 	opAbandon
 	opReceiving
+	opSync
+	opReceived
 )
 
 type request struct {
@@ -85,6 +102,7 @@ type request struct {
 	previous  []ring.NodeID
 	level     replication.Level
 	ranges    []ring.Range
+	records   []replica.Record
 	w         *waiter
 	// abandoned is the op of the request an opAbandon gives up on.
 	abandoned opKind
@@ -102,6 +120,14 @@ type waiter struct {
 // be opened or read fails Open with the store's typed error
 // (replication.ErrCorrupt, a *replication.FormatError matching
 // replication.ErrNewerFormat), wrapped; nothing is reset.
+//
+// The node counts toward quorums at once, except that it starts receiving
+// the whole ring (Receiving) when it may lack what it acknowledged: its
+// store reports an unclean stop (a Badger store stopped without Close
+// while it ran without Sync, so a power loss may have taken its last
+// writes and promises), or Config.Joining is set and its store holds no
+// records. It is decided before the node takes any message; CatchUp ends
+// it.
 func Open(ctx context.Context, cfg Config) (*Node, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -117,7 +143,10 @@ func Open(ctx context.Context, cfg Config) (*Node, error) {
 		wake:      make(chan struct{}, 1),
 		stop:      make(chan struct{}),
 		done:      make(chan struct{}),
-		core:      replica.New(self, replica.Counting),
+		syncs:     make(map[uint64]*syncWait),
+		syncReqs:  make(chan replica.Message, syncQueue),
+		syncDone:  make(chan struct{}),
+		pace:      pacer{rate: cfg.SyncRate},
 		waiters:   make(map[replica.Ticket]*waiter),
 		acquiring: make(map[replica.Key][]*waiter),
 	}
@@ -144,8 +173,21 @@ func Open(ctx context.Context, cfg Config) (*Node, error) {
 		}
 		return nil, fmt.Errorf("troupe: replication node %v: restore: %w", self, err)
 	}
+	start := replica.Counting
+	if u, ok := n.store.(interface{ Unclean() bool }); ok && u.Unclean() {
+		n.log.Warn("the store was not closed cleanly and ran without Sync: it may have lost acknowledged writes and promises, so this node receives the whole ring and does not count until it caught up")
+		start = replica.Receiving
+	} else if cfg.Joining && len(recs) == 0 {
+		n.log.Info("joining with an empty store: this node receives the whole ring and does not count until it caught up")
+		start = replica.Receiving
+	}
+	n.syncCtx, n.syncStop = context.WithCancel(context.Background())
+	n.core = replica.New(self, start)
 	n.core.Restore(recs...)
+	n.receiving = n.core.Receiving()
+	// The start is decided before the first message can arrive.
 	n.ep.Handle(transport.StreamReplication, transport.HandlerFunc(n.receive))
+	go n.serveSyncs()
 	var tick <-chan time.Time
 	var stopTicker func()
 	if cfg.ticks == nil {
@@ -175,7 +217,24 @@ func (n *Node) receive(from ring.NodeID, payload []byte) {
 	for _, m := range msgs {
 		// The transport authenticates the sender; a message claiming
 		// another is dropped.
-		if m.From == from && m.To == n.self {
+		if m.From != from || m.To != n.self {
+			continue
+		}
+		switch m.Type {
+		case replica.MsgSyncChunk:
+			if w := n.syncs[m.Round]; w != nil && w.from == from {
+				select {
+				case w.chunk <- chunk{msg: m, size: len(payload)}:
+				default: // a duplicate
+				}
+			}
+		case replica.MsgSyncRequest:
+			select {
+			case n.syncReqs <- m:
+			default:
+				// The requester asks again later.
+			}
+		default:
 			n.queue = append(n.queue, input{msg: m})
 		}
 	}
@@ -250,6 +309,8 @@ func unavailable(r *request, cause error) error {
 	switch {
 	case r.op == opAcquire:
 		what = "acquire"
+	case r.op == opSync || r.op == opReceived:
+		return fmt.Errorf("%w: catch-up: %w", ErrUnavailable, cause)
 	case r.op == opWrite && r.tombstone:
 		what = "delete"
 	case r.op == opWrite:
@@ -382,6 +443,8 @@ func (n *Node) run(tick <-chan time.Time, stopTicker func()) {
 	n.err = err
 	n.queue = nil
 	n.mu.Unlock()
+	n.syncStop()
+	<-n.syncDone
 	// Answers collected but not flushed were not persisted: they fail.
 	for _, w := range n.waiters {
 		w.done <- err
@@ -475,6 +538,16 @@ func (n *Node) apply(r *request) {
 		n.core.Resign(r.key)
 	case opReceiving:
 		n.core.SetReceiving(r.ranges...)
+		n.setReceiving()
+	case opSync:
+		n.core.CatchUp(r.records...)
+		// Answered once the batch is persisted: a chunk counts only
+		// once it is stored.
+		n.answers = append(n.answers, answer{r.w, nil})
+	case opReceived:
+		n.core.Received(r.ranges[0])
+		n.setReceiving()
+		r.w.done <- nil
 	case opAbandon:
 		if r.abandoned != opAcquire {
 			// A request that failed at once has no ticket: nothing to drop.

@@ -1,0 +1,264 @@
+package replicanode
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/troupe-go/troupe/internal/replica"
+	"github.com/troupe-go/troupe/internal/transport"
+	"github.com/troupe-go/troupe/ring"
+)
+
+// syncQueue is how many catch-up requests a source holds before it drops
+// more (their requesters ask again).
+const syncQueue = 16
+
+// syncRetryTicks is how many tick periods a catch-up waits for a chunk
+// before it asks its source again.
+const syncRetryTicks = 20
+
+// syncWait is one catch-up request waiting for its chunk.
+type syncWait struct {
+	from  ring.NodeID
+	chunk chan chunk
+}
+
+type chunk struct {
+	msg  replica.Message
+	size int
+}
+
+// Receiving returns the ring ranges this node still receives: its answers
+// about keys in them do not count toward quorums. None means it counts
+// everywhere.
+func (n *Node) Receiving() []ring.Range {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return slices.Clone(n.receiving)
+}
+
+// setReceiving publishes the core's ranges; called by the loop.
+func (n *Node) setReceiving() {
+	r := n.core.Receiving()
+	n.mu.Lock()
+	n.receiving = r
+	n.mu.Unlock()
+}
+
+// CatchUp copies the records of rng from sources (the range's other
+// replicas) and, once quorum of them delivered the whole range, stops
+// receiving rng: the node counts for its keys from then on.
+//
+// Each source sends the records it holds in rng in ring order, in chunks
+// of at most Config.SyncChunk bytes, one chunk in flight per source, at
+// most Config.SyncRate bytes per second over all sources. Each record is
+// kept if it is newer than the one held in its slot (a promise if it is
+// newer than the one held), and a chunk counts only once it is persisted.
+// A source still receiving part of rng itself fails with
+// ErrSourceReceiving; a source that does not answer is asked again. The
+// catch-up fails when too few sources can still deliver, or when ctx
+// ends (ErrUnavailable); what was copied stays, and the node keeps
+// receiving rng.
+//
+// Caught up means holding, per slot, the newest record among quorum of
+// the sources. That is enough when quorum is more than the number of
+// sources less the level's quorum of the full set plus one (for Majority
+// of n replicas with n-1 sources: a majority of the sources), and when
+// this node was already receiving rng (started receiving, or
+// SetReceiving) before the catch-up began: a write acknowledged before
+// the snapshots reached a quorum, which meets the sources read; one
+// acknowledged after reached this node too, since it stores every accept
+// it is sent while receiving.
+func (n *Node) CatchUp(ctx context.Context, rng ring.Range, sources []ring.NodeID, quorum int) error {
+	if quorum < 1 || quorum > len(sources) {
+		return fmt.Errorf("%w: quorum %d of %d sources", ErrCatchUpQuorum, quorum, len(sources))
+	}
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	results := make(chan error, len(sources))
+	var wg sync.WaitGroup
+	for _, src := range sources {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results <- n.syncFrom(sctx, rng, src)
+		}()
+	}
+	delivered, failed := 0, 0
+	var errs []error
+	for delivered < quorum && len(sources)-failed >= quorum {
+		err := <-results
+		if err == nil {
+			delivered++
+			continue
+		}
+		failed++
+		errs = append(errs, err)
+	}
+	cancel()
+	wg.Wait()
+	if delivered < quorum {
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("%w: catch-up of %v: %w", ErrUnavailable, rng, err)
+		}
+		return fmt.Errorf("troupe: catch-up of %v: %d of %d sources delivered, %d needed: %w", rng, delivered, len(sources), quorum, errors.Join(errs...))
+	}
+	return n.call(ctx, &request{op: opReceived, ranges: []ring.Range{rng}})
+}
+
+// syncFrom copies rng from src, a chunk at a time, until src says done.
+func (n *Node) syncFrom(ctx context.Context, rng ring.Range, src ring.NodeID) error {
+	retry := time.NewTimer(time.Hour)
+	defer retry.Stop()
+	cursor := rng.Start
+	for {
+		id := n.syncID.Add(1)
+		w := &syncWait{from: src, chunk: make(chan chunk, 1)}
+		n.mu.Lock()
+		n.syncs[id] = w
+		n.mu.Unlock()
+		req := replica.Message{Type: replica.MsgSyncRequest, From: n.self, To: src, Round: id, Range: rng, Cursor: cursor, Limit: uint64(n.cfg.SyncChunk)}
+		c, err := n.await(ctx, req, w, retry)
+		n.mu.Lock()
+		delete(n.syncs, id)
+		n.mu.Unlock()
+		if err != nil {
+			return err
+		}
+		if !c.msg.Counted {
+			return fmt.Errorf("%w: %v for %v", ErrSourceReceiving, src, rng)
+		}
+		if len(c.msg.Records) > 0 {
+			if err := n.call(ctx, &request{op: opSync, records: c.msg.Records}); err != nil {
+				return err
+			}
+		}
+		if c.msg.Done {
+			return nil
+		}
+		cursor = c.msg.Cursor
+		if err := n.pace.wait(ctx, c.size); err != nil {
+			return err
+		}
+	}
+}
+
+// await sends req and waits for its chunk, asking again every
+// syncRetryTicks tick periods.
+func (n *Node) await(ctx context.Context, req replica.Message, w *syncWait, retry *time.Timer) (chunk, error) {
+	for {
+		n.post(req)
+		retry.Reset(syncRetryTicks * n.cfg.TickEvery)
+		select {
+		case c := <-w.chunk:
+			return c, nil
+		case <-retry.C:
+		case <-ctx.Done():
+			return chunk{}, ctx.Err()
+		case <-n.done:
+			return chunk{}, n.closedErr()
+		}
+	}
+}
+
+// post sends one message in an envelope of its own, from any goroutine.
+func (n *Node) post(m replica.Message) {
+	enc := replica.AppendEncode(nil, m)
+	buf := n.ep.Buffer(len(enc) + 2*10 + 1)
+	buf = appendEnvelope(buf, enc, []int{len(enc)})
+	if err := n.ep.Post(m.To, transport.StreamReplication, 0, buf); err != nil {
+		n.log.Debug("a catch-up message was not sent", "to", m.To.String(), "type", m.Type.String(), "err", err)
+	}
+}
+
+// serveSyncs answers catch-up requests as a source, one at a time, until
+// the loop stops.
+func (n *Node) serveSyncs() {
+	defer close(n.syncDone)
+	for {
+		select {
+		case <-n.syncCtx.Done():
+			return
+		case m := <-n.syncReqs:
+			n.answerSync(m)
+		}
+	}
+}
+
+// answerSync sends the records of m's range after its cursor, in ring
+// order, up to its limit (and this node's SyncChunk), ending the chunk
+// only between ring tokens so that the next request can resume after
+// the last token sent. The store holds everything this node acknowledged,
+// since the loop persists before it answers.
+func (n *Node) answerSync(m replica.Message) {
+	limit := n.cfg.SyncChunk
+	if m.Limit > 0 && m.Limit < uint64(limit) {
+		limit = int(m.Limit)
+	}
+	counted := true
+	for _, r := range n.Receiving() {
+		counted = counted && !replica.Overlap(r, m.Range)
+	}
+	reply := replica.Message{Type: replica.MsgSyncChunk, From: n.self, To: m.From, Round: m.Round, Counted: counted, Cursor: m.Cursor, Done: true}
+	if counted {
+		size := 0
+		err := n.store.Range(n.syncCtx, ring.Range{Start: m.Cursor, End: m.Range.End}, func(r replica.Record) bool {
+			t := r.Key.Token()
+			if size >= limit && t != reply.Cursor {
+				reply.Done = false
+				return false
+			}
+			reply.Records = append(reply.Records, r)
+			size += recordSize(r)
+			reply.Cursor = t
+			return true
+		})
+		if err != nil {
+			n.log.Warn("a catch-up request could not be answered", "from", m.From.String(), "err", err)
+			return
+		}
+	}
+	n.post(reply)
+}
+
+// recordSize is about what r takes in a chunk.
+func recordSize(r replica.Record) int {
+	return len(r.Key.Type) + len(r.Key.ID) + len(r.Name) + len(r.Value) + len(r.Epoch.Node.Addr) + 32
+}
+
+// pacer spaces catch-up requests so that what they bring stays under a
+// byte rate: a chunk of b bytes delays the next request by b/rate.
+type pacer struct {
+	rate int // bytes per second; negative: unlimited
+	mu   sync.Mutex
+	next time.Time
+}
+
+func (p *pacer) wait(ctx context.Context, bytes int) error {
+	if p.rate < 0 {
+		return nil
+	}
+	p.mu.Lock()
+	now := time.Now()
+	if p.next.Before(now) {
+		p.next = now
+	}
+	p.next = p.next.Add(time.Duration(float64(bytes) / float64(p.rate) * float64(time.Second)))
+	d := p.next.Sub(now)
+	p.mu.Unlock()
+	if d <= 0 {
+		return nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

@@ -1,0 +1,293 @@
+package replicanode
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/troupe-go/troupe/internal/replica"
+	"github.com/troupe-go/troupe/internal/replicastore"
+	"github.com/troupe-go/troupe/internal/transport"
+	"github.com/troupe-go/troupe/replication"
+	"github.com/troupe-go/troupe/ring"
+)
+
+// wipe restarts m as a joining member with an empty store.
+func (c *testCluster) wipe(m *member) {
+	c.t.Helper()
+	c.crash(m)
+	m.store = replicastore.NewMemory()
+	prev := c.configure
+	c.configure = func(cfg *Config) {
+		if prev != nil {
+			prev(cfg)
+		}
+		cfg.Joining = true
+	}
+	c.start(m)
+	c.configure = prev
+}
+
+func wholeRing(rs []ring.Range) bool { return slices.Equal(rs, []ring.Range{{}}) }
+
+// A member that joins with an empty store does not count until it caught
+// up from a quorum of the other replicas; then the write that only it
+// and a member cut off from the next owner held is not lost.
+func TestAWipedMemberCountsOnlyAfterItCaughtUp(t *testing.T) {
+	c := newCluster(t, 3, false)
+	ctx := bounded(t)
+	k := key("a")
+	a, b, w := c.members[0], c.members[1], c.members[2]
+	// b's write is acknowledged by {b, w}: a never hears of it.
+	c.net.Partition(b.addr, a.addr)
+	if err := b.node.Acquire(ctx, k, c.ids(), replication.Majority); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.node.Write(ctx, k, stateSlot, []byte("acked")); err != nil {
+		t.Fatal(err)
+	}
+	c.net.Heal(b.addr, a.addr)
+	c.wipe(w)
+	if got := w.node.Receiving(); !wholeRing(got) {
+		t.Fatalf("a joining member with an empty store receives %v, want the whole ring", got)
+	}
+	// With w not counting, {a, w} is no quorum: a cannot acquire over
+	// b's head while b is cut off.
+	c.isolate(b)
+	short, cancel := context.WithTimeout(ctx, 150*time.Millisecond)
+	defer cancel()
+	if err := a.node.Acquire(short, k, c.ids(), replication.Majority); !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("an acquisition that needed the wiped member returned %v, want ErrUnavailable", err)
+	}
+	c.heal(b)
+	if err := w.node.CatchUp(ctx, ring.Range{}, c.ids(a, b), 2); err != nil {
+		t.Fatalf("catch-up from a and b: %v", err)
+	}
+	if got := w.node.Receiving(); len(got) != 0 {
+		t.Fatalf("after catching up the member still receives %v", got)
+	}
+	// Now {a, w} is a quorum, and w holds what b acknowledged.
+	c.isolate(b)
+	if err := a.node.Acquire(ctx, k, c.ids(), replication.Majority); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := readState(ctx, a, k); err != nil || got != "acked" {
+		t.Fatalf("the next owner read %q, %v; want the acknowledged write", got, err)
+	}
+}
+
+// A joining member whose store holds records (a restart) counts at once,
+// and so does a member that is not joining.
+func TestOnlyAJoiningMemberWithAnEmptyStoreStartsReceiving(t *testing.T) {
+	c := newCluster(t, 3, false)
+	ctx := bounded(t)
+	if got := c.members[0].node.Receiving(); len(got) != 0 {
+		t.Fatalf("a bootstrapping member receives %v, want nothing", got)
+	}
+	if err := c.members[0].node.Acquire(ctx, key("a"), c.ids(), replication.All); err != nil {
+		t.Fatal(err)
+	}
+	m := c.members[1]
+	c.crash(m)
+	c.configure = func(cfg *Config) { cfg.Joining = true }
+	c.start(m)
+	if got := m.node.Receiving(); len(got) != 0 {
+		t.Fatalf("a joining member restarted with its records receives %v, want nothing", got)
+	}
+}
+
+// A catch-up moves many keys in many small chunks and leaves every record
+// on the new member, over MemNetwork and TCP.
+func TestACatchUpCopiesEveryRecordInChunks(t *testing.T) {
+	for _, network := range []string{"mem", "tcp"} {
+		t.Run(network, func(t *testing.T) {
+			eps := benchEndpoints(t, network)
+			ctx := bounded(t)
+			stores := make([]*replicastore.Memory, len(eps))
+			nodes := make([]*Node, len(eps))
+			for i, ep := range eps {
+				stores[i] = replicastore.NewMemory()
+				n, err := Open(ctx, Config{Endpoint: ep, Store: stores[i], Joining: i == 2, SyncChunk: 512, TickEvery: 20 * time.Millisecond})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer n.Close(ctx)
+				nodes[i] = n
+			}
+			ids := []ring.NodeID{eps[0].Self(), eps[1].Self(), eps[2].Self()}
+			const keys = 60
+			for i := range keys {
+				k := key(fmt.Sprint(i))
+				owner := nodes[i%2]
+				if err := owner.Acquire(ctx, k, ids, replication.Majority); err != nil {
+					t.Fatal(err)
+				}
+				if err := owner.Write(ctx, k, stateSlot, []byte(fmt.Sprintf("value-%d", i))); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := nodes[2].CatchUp(ctx, ring.Range{Start: 1 << 62, End: 1 << 62}, ids[:2], 2); err != nil {
+				t.Fatal(err)
+			}
+			for i := range keys {
+				k := key(fmt.Sprint(i))
+				r, ok, err := stores[2].Get(ctx, k, stateSlot)
+				if err != nil || !ok || string(r.Value) != fmt.Sprintf("value-%d", i) {
+					t.Fatalf("after the catch-up the new member holds %q, %v, %v for %v", r.Value, ok, err, k)
+				}
+				p, ok, err := stores[2].Get(ctx, k, replica.Slot{Kind: replica.KindPromise})
+				if err != nil || !ok || p.Epoch.IsZero() {
+					t.Fatalf("after the catch-up the new member holds no promise for %v", k)
+				}
+			}
+			if got := nodes[2].Receiving(); len(got) != 0 {
+				t.Fatalf("after the catch-up the member still receives %v", got)
+			}
+		})
+	}
+}
+
+// A source that is itself still receiving the range cannot count; a
+// quorum beyond the sources is refused.
+func TestACatchUpNeedsCaughtUpSources(t *testing.T) {
+	c := newCluster(t, 3, false)
+	ctx := bounded(t)
+	w, r := c.members[2], c.members[1]
+	c.wipe(w)
+	if err := r.node.SetReceiving(ring.Range{Start: 10, End: 20}); err != nil {
+		t.Fatal(err)
+	}
+	err := w.node.CatchUp(ctx, ring.Range{}, c.ids(r), 1)
+	if !errors.Is(err, ErrSourceReceiving) {
+		t.Fatalf("a catch-up from a receiving source returned %v, want ErrSourceReceiving", err)
+	}
+	if !wholeRing(w.node.Receiving()) {
+		t.Fatal("a failed catch-up stopped receiving")
+	}
+	if err := w.node.CatchUp(ctx, ring.Range{}, c.ids(r), 2); !errors.Is(err, ErrCatchUpQuorum) {
+		t.Fatalf("a quorum of 2 out of one source returned %v, want ErrCatchUpQuorum", err)
+	}
+	// A catch-up of part of the ring leaves the rest received.
+	if err := w.node.CatchUp(ctx, ring.Range{Start: 100, End: 200}, c.ids(c.members[0]), 1); err != nil {
+		t.Fatal(err)
+	}
+	got := w.node.Receiving()
+	if len(got) == 0 || slices.ContainsFunc(got, func(g ring.Range) bool { return g.Contains(150) }) || !slices.ContainsFunc(got, func(g ring.Range) bool { return g.Contains(250) }) {
+		t.Fatalf("after catching up on (100, 200] the member receives %v", got)
+	}
+}
+
+// The catch-up's byte rate is bounded: with SyncRate R, B bytes take at
+// least (B - one chunk) / R.
+func TestACatchUpKeepsToItsRate(t *testing.T) {
+	const (
+		chunkSize = 2 << 10
+		rate      = 64 << 10
+		keys      = 48
+		valueSize = 1 << 10
+	)
+	c := newCluster(t, 2, false)
+	c.configure = func(cfg *Config) { cfg.SyncChunk, cfg.SyncRate = chunkSize, rate }
+	ctx := bounded(t)
+	src, w := c.members[0], c.members[1]
+	c.crash(w)
+	for i := range keys {
+		k := key(fmt.Sprint(i))
+		if err := src.node.Acquire(ctx, k, c.ids(src), replication.One); err != nil {
+			t.Fatal(err)
+		}
+		if err := src.node.Write(ctx, k, stateSlot, make([]byte, valueSize)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.wipe(w)
+	start := time.Now()
+	if err := w.node.CatchUp(ctx, ring.Range{}, c.ids(src), 1); err != nil {
+		t.Fatal(err)
+	}
+	least := time.Duration(float64(keys*valueSize-chunkSize) / rate * float64(time.Second))
+	if took := time.Since(start); took < least {
+		t.Fatalf("%d bytes at %d B/s caught up in %v, want at least %v", keys*valueSize, rate, took, least)
+	}
+}
+
+// copyDir copies a store's directory while its process runs: what a
+// power loss would leave, at best, of a store without Sync.
+func copyDir(t *testing.T, from string) string {
+	t.Helper()
+	to := t.TempDir()
+	entries, err := os.ReadDir(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join(from, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(to, e.Name()), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return to
+}
+
+// A node whose Badger store was not closed cleanly while it ran without
+// Sync may have lost acknowledged writes: it starts receiving the whole
+// ring. With Sync, or after a clean Close, it counts at once.
+func TestAnUncleanStopWithoutSyncMakesTheNodeCatchUp(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		sync      bool
+		clean     bool
+		receiving bool
+	}{
+		{"crash without Sync", false, false, true},
+		{"crash with Sync", true, false, false},
+		{"clean close without Sync", false, true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			net := transport.NewMemNetwork()
+			ctx := bounded(t)
+			open := func(inc uint64, dir string) (*Node, transport.Endpoint) {
+				ep, err := net.Join(ring.NodeID{Addr: "a", Incarnation: inc})
+				if err != nil {
+					t.Fatal(err)
+				}
+				n, err := Open(ctx, Config{Endpoint: ep, Replication: replication.Config{DataDir: dir, Sync: tc.sync}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return n, ep
+			}
+			dir := filepath.Join(t.TempDir(), "a")
+			n, ep := open(1, dir)
+			k := key("a")
+			if err := n.Acquire(ctx, k, []ring.NodeID{ep.Self()}, replication.Majority); err != nil {
+				t.Fatal(err)
+			}
+			if err := n.Write(ctx, k, stateSlot, []byte("v")); err != nil {
+				t.Fatal(err)
+			}
+			reopen := dir
+			if !tc.clean {
+				reopen = copyDir(t, dir)
+			}
+			if err := n.Close(ctx); err != nil {
+				t.Fatal(err)
+			}
+			_ = ep.Close()
+			n, ep = open(2, reopen)
+			defer ep.Close()
+			defer n.Close(ctx)
+			if got := n.Receiving(); wholeRing(got) != tc.receiving {
+				t.Fatalf("after a %s the node receives %v; want receiving the whole ring: %v", tc.name, got, tc.receiving)
+			}
+		})
+	}
+}
