@@ -108,12 +108,23 @@ type request struct {
 	abandoned opKind
 }
 
-// waiter is a caller waiting for its ticket or acquisition.
+// waiter is a caller waiting for its ticket or acquisition: on done, or
+// (WriteAsync) through cb, called on the loop goroutine.
 type waiter struct {
 	key    replica.Key
 	ticket replica.Ticket
 	view   map[replica.Slot]replica.Record
 	done   chan error // buffered: the loop never blocks on it
+	cb     func(error)
+}
+
+// finish answers w once.
+func (w *waiter) finish(err error) {
+	if w.cb != nil {
+		w.cb(err)
+		return
+	}
+	w.done <- err
 }
 
 // Open restores a node from its store and starts it. A store that cannot
@@ -365,6 +376,27 @@ func (n *Node) checkSize(k replica.Key, slot replica.Slot, value []byte) error {
 	return nil
 }
 
+// WriteAsync is Write without waiting: it queues the write and returns.
+// done is called exactly once, on the node's loop goroutine, with what
+// Write would have returned: nil once the write and every earlier one of
+// k met the level, or the error (ErrStaleOwner, ErrResigned,
+// ErrTooManyWrites, replica.ErrNotServing, ErrClosed, a store failure).
+// done must not block or call the node: the loop waits for it. A write
+// refused at once (ErrValueTooLarge, or a closed node) returns the error
+// and never calls done. Without a context, the caller that stops waiting
+// at a deadline treats the write as one whose outcome is unknown.
+func (n *Node) WriteAsync(k replica.Key, slot replica.Slot, value []byte, done func(error)) error {
+	if err := n.checkSize(k, slot, value); err != nil {
+		return err
+	}
+	r := &request{op: opWrite, key: k, slot: slot, value: slices.Clone(value)}
+	r.w = &waiter{key: k, cb: done}
+	if !n.enqueue(input{req: r}) {
+		return n.closedErr()
+	}
+	return nil
+}
+
 // Delete writes a tombstone in k's slot: a stale replica's older record
 // cannot bring the value back. It waits and fails as Write.
 func (n *Node) Delete(ctx context.Context, k replica.Key, slot replica.Slot) error {
@@ -441,20 +473,28 @@ func (n *Node) run(tick <-chan time.Time, stopTicker func()) {
 	n.mu.Lock()
 	n.closed = true
 	n.err = err
+	left := n.queue
 	n.queue = nil
 	n.mu.Unlock()
 	n.syncStop()
 	<-n.syncDone
+	// A request queued as the loop stopped is answered too: an
+	// asynchronous write's done is called once whatever happens.
+	for _, in := range left {
+		if in.req != nil && in.req.w != nil && in.req.op != opAbandon {
+			in.req.w.finish(err)
+		}
+	}
 	// Answers collected but not flushed were not persisted: they fail.
 	for _, w := range n.waiters {
-		w.done <- err
+		w.finish(err)
 	}
 	for _, a := range n.answers {
-		a.w.done <- err
+		a.w.finish(err)
 	}
 	for _, ws := range n.acquiring {
 		for _, w := range ws {
-			w.done <- err
+			w.finish(err)
 		}
 	}
 	if n.ownStore {
@@ -502,22 +542,22 @@ func (n *Node) apply(r *request) {
 	switch r.op {
 	case opAcquire:
 		if n.core.Serving(r.key) {
-			r.w.done <- nil
+			r.w.finish(nil)
 			return
 		}
 		if err := n.core.AcquireWith(r.key, r.replicas, r.level, replica.AcquireOptions{Previous: r.previous}); err != nil {
-			r.w.done <- fmt.Errorf("troupe: acquire %s/%s: %w", r.key.Type, r.key.ID, err)
+			r.w.finish(fmt.Errorf("troupe: acquire %s/%s: %w", r.key.Type, r.key.ID, err))
 			return
 		}
 		n.acquiring[r.key] = append(n.acquiring[r.key], r.w)
 	case opWrite:
 		if n.core.InFlight(r.key) >= n.cfg.MaxWritesInFlight {
-			r.w.done <- fmt.Errorf("%w: %w: %s/%s", ErrUnavailable, ErrTooManyWrites, r.key.Type, r.key.ID)
+			r.w.finish(fmt.Errorf("%w: %w: %s/%s", ErrUnavailable, ErrTooManyWrites, r.key.Type, r.key.ID))
 			return
 		}
 		t, err := n.core.Write(r.key, r.slot, r.value, r.tombstone)
 		if err != nil {
-			r.w.done <- fmt.Errorf("troupe: write %s/%s: %w", r.key.Type, r.key.ID, err)
+			r.w.finish(fmt.Errorf("troupe: write %s/%s: %w", r.key.Type, r.key.ID, err))
 			return
 		}
 		r.w.ticket = t
@@ -525,7 +565,7 @@ func (n *Node) apply(r *request) {
 	case opRead:
 		view, t, err := n.core.Read(r.key)
 		if err != nil {
-			r.w.done <- fmt.Errorf("troupe: read %s/%s: %w", r.key.Type, r.key.ID, err)
+			r.w.finish(fmt.Errorf("troupe: read %s/%s: %w", r.key.Type, r.key.ID, err))
 			return
 		}
 		for slot, rec := range view {
@@ -547,7 +587,7 @@ func (n *Node) apply(r *request) {
 	case opReceived:
 		n.core.Received(r.ranges[0])
 		n.setReceiving()
-		r.w.done <- nil
+		r.w.finish(nil)
 	case opAbandon:
 		if r.abandoned != opAcquire {
 			// A request that failed at once has no ticket: nothing to drop.
@@ -637,7 +677,7 @@ func (n *Node) flush() error {
 	}
 	n.send(n.out.Messages)
 	for _, a := range n.answers {
-		a.w.done <- a.err
+		a.w.finish(a.err)
 	}
 	clear(n.out.Persist)
 	clear(n.out.Messages)
