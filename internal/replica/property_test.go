@@ -49,7 +49,7 @@ func randomSchedule(rt *rapid.T) {
 	n := rapid.IntRange(3, 5).Draw(rt, "nodes")
 	level := rapid.SampledFrom([]replication.Level{replication.Majority, replication.All}).Draw(rt, "level")
 	seed := rapid.Uint64().Draw(rt, "seed")
-	s, res, info := runSchedule(rt, n, level, seed, false)
+	s, res, info := runSchedule(rt, n, level, seed, nil)
 	if res != porcupine.Ok {
 		if f, err := os.CreateTemp("", "replica-history-*.html"); err == nil {
 			_ = porcupine.Visualize(registerModel, info, f)
@@ -64,8 +64,8 @@ func randomSchedule(rt *rapid.T) {
 }
 
 // runSchedule runs the random schedule of seed over n nodes and checks
-// its history; plain makes acquisitions ignore a change of set.
-func runSchedule(tb fataler, n int, level replication.Level, seed uint64, plain bool) (*sim, porcupine.CheckResult, porcupine.LinearizationInfo) {
+// its history; weaken, when set, removes a rule from the simulation.
+func runSchedule(tb fataler, n int, level replication.Level, seed uint64, weaken func(*sim)) (*sim, porcupine.CheckResult, porcupine.LinearizationInfo) {
 	keys := []Key{{Type: "reg", ID: "a"}, {Type: "reg", ID: "b"}}
 	var regs []register
 	for _, k := range keys {
@@ -75,7 +75,9 @@ func runSchedule(tb fataler, n int, level replication.Level, seed uint64, plain 
 			register{k, Slot{Kind: KindContinuity, Name: "req-2"}})
 	}
 	s := newSim(tb, n, level, keys)
-	s.plain = plain
+	if weaken != nil {
+		weaken(s)
+	}
 	// rapid biases its draws towards small values; the schedule takes
 	// its choices from a seeded generator instead, uniformly.
 	rng := rand.New(rand.NewPCG(seed, 0))
@@ -182,12 +184,34 @@ func contains(set []ring.NodeID, n *simNode) bool {
 // reach the gap that joint acquisitions close: with acquisitions that
 // ignore the previous set, some seed's history is not linearizable.
 func TestRandomSchedulesFindTheUnfencedSetChange(t *testing.T) {
+	findIllegal(t, "plain acquisitions after a change of set", func(s *sim) { s.plain = true })
+}
+
+// TestRandomSchedulesFindAWipedReplicaThatCountsAtOnce shows that the
+// schedules reach the gap that catching up closes: with a wiped replica
+// that counts as soon as it restarts, some seed's history is not
+// linearizable.
+func TestRandomSchedulesFindAWipedReplicaThatCountsAtOnce(t *testing.T) {
+	findIllegal(t, "a wiped replica counting at once", func(s *sim) { s.wipedCounts = true })
+}
+
+// TestRandomSchedulesFindACatchUpFromTooFewSources shows that a catch-up
+// needs a quorum of sources: from one source, some history is not
+// linearizable.
+func TestRandomSchedulesFindACatchUpFromTooFewSources(t *testing.T) {
+	findIllegal(t, "a catch-up from one source", func(s *sim) { s.oneSource = true })
+}
+
+// findIllegal runs seeded schedules over four and five nodes at Majority
+// until one history is not linearizable, and fails if none is.
+func findIllegal(t *testing.T, what string, weaken func(*sim)) {
+	t.Helper()
 	for seed := range uint64(2000) {
-		_, res, _ := runSchedule(t, 4, replication.Majority, seed, true)
+		_, res, _ := runSchedule(t, 4+int(seed%2), replication.Majority, seed, weaken)
 		if res == porcupine.Illegal {
-			t.Logf("seed %d: not linearizable without joint acquisitions", seed)
+			t.Logf("seed %d: not linearizable with %s", seed, what)
 			return
 		}
 	}
-	t.Fatal("no schedule of 2,000 lost a write with plain acquisitions after a change of set: the schedules no longer reach the gap")
+	t.Fatalf("no schedule of 2,000 lost a write with %s: the schedules no longer reach the gap", what)
 }

@@ -91,6 +91,10 @@ type sim struct {
 	// plain makes acquisitions ignore previous: the unfenced change of
 	// set that joint acquisitions fix.
 	plain bool
+	// wipedCounts makes a wiped node count at once, without catching up.
+	wipedCounts bool
+	// oneSource makes a catch-up copy from one source only, not a quorum.
+	oneSource bool
 }
 
 const maxClients = 5
@@ -266,7 +270,7 @@ func (s *sim) crash(n *simNode) {
 		s.fail(n, t)
 	}
 	start := Counting
-	if n.wiped {
+	if n.wiped && !s.wipedCounts {
 		start = Receiving
 	}
 	n.core = New(n.id, start)
@@ -326,6 +330,9 @@ func (s *sim) catchUp(n *simNode, pick func(int) int) bool {
 		if _, changing := s.previous[k]; changing {
 			// Each set's quorum must meet the sources: take them all.
 			q = len(others)
+		}
+		if s.oneSource {
+			q = 1
 		}
 		for range q {
 			i := pick(len(others))

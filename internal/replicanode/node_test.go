@@ -319,6 +319,9 @@ func TestValidateNamesTheField(t *testing.T) {
 		{Config{Endpoint: ep, MaxBatch: -1}, "MaxBatch"},
 		{Config{Endpoint: ep, MaxWritesInFlight: -1}, "MaxWritesInFlight"},
 		{Config{Endpoint: ep, MaxValue: -1}, "MaxValue"},
+		{Config{Endpoint: ep, SyncChunk: -1}, "SyncChunk"},
+		{Config{Endpoint: ep, MaxValue: 1 << 10, SyncChunk: 2 << 10}, "SyncChunk"},
+		{Config{Endpoint: ep, SyncChunk: DefaultMaxValue + 1}, "SyncChunk"},
 		{Config{Endpoint: ep, Store: replicastore.NewMemory(), Replication: replication.Config{DataDir: "/d"}}, "Store"},
 		{Config{Endpoint: ep, Replication: replication.Config{Sync: true}}, "Sync"},
 	} {
