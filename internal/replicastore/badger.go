@@ -110,7 +110,9 @@ func (s *Badger) checkStop() error {
 
 // checkFormat reads the format record, writing it into a new store. The
 // version only moves forward: a newer store is refused, and so is one
-// older than oldestFormat (no released format is older).
+// older than oldestFormat (no released format is older); one between is
+// upgraded by rewriting its format record, so that an older binary
+// refuses it from then on.
 func (s *Badger) checkFormat() error {
 	return s.db.Update(func(txn *badger.Txn) error {
 		item, err := txn.Get(formatKey)
@@ -140,6 +142,9 @@ func (s *Badger) checkFormat() error {
 		}
 		if v > formatVersion || v < oldestFormat {
 			return &replication.FormatError{Dir: s.dir, Found: v, Oldest: oldestFormat, Supported: formatVersion}
+		}
+		if v < formatVersion {
+			return txn.Set(formatKey, encodeFormat(formatVersion))
 		}
 		return nil
 	})

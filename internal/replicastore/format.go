@@ -10,7 +10,7 @@ import (
 	"github.com/troupe-go/troupe/ring"
 )
 
-// The on-disk format, version 2.
+// The on-disk format, version 3.
 //
 // The format record, under key "\x00format", is the format version as a
 // big-endian uint32 followed by a CRC-32C of those four bytes.
@@ -26,14 +26,18 @@ import (
 //
 // The clean-stop marker, under key "\x00clean", says the store lost
 // nothing it acknowledged: written at Close after a sync, removed at an
-// Open without Sync; its value is informational.
+// Open without Sync; its value is informational. It is what version 3
+// adds to version 2, which is upgraded at Open by rewriting the format
+// record (a version 2 store has no marker, so it opens as unclean if it
+// holds records), and an older binary, which would neither remove nor
+// heed the marker, then refuses the store.
 //
 // Version 1, whose CRC covered the value alone, was never released: a
 // store of version 1 is refused (replication.ErrOlderFormat), not
 // upgraded.
 
 // formatVersion is the newest on-disk format this binary writes and reads.
-const formatVersion uint32 = 2
+const formatVersion uint32 = 3
 
 // oldestFormat is the oldest on-disk format this binary reads.
 const oldestFormat uint32 = 2

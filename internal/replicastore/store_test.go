@@ -410,7 +410,7 @@ func TestAnOlderFormatIsRefusedAndLeftAlone(t *testing.T) {
 	rawUpdate(t, dir, func(txn *badger.Txn) error { return txn.Set(formatKey, encodeFormat(1)) })
 	_, err = Open(dir, Options{})
 	var fe *replication.FormatError
-	if !errors.Is(err, replication.ErrOlderFormat) || errors.Is(err, replication.ErrNewerFormat) || !errors.As(err, &fe) || fe.Found != 1 || fe.Oldest != formatVersion {
+	if !errors.Is(err, replication.ErrOlderFormat) || errors.Is(err, replication.ErrNewerFormat) || !errors.As(err, &fe) || fe.Found != 1 || fe.Oldest != oldestFormat {
 		t.Fatalf("opening format 1: %v, want a FormatError matching ErrOlderFormat", err)
 	}
 	rawUpdate(t, dir, func(txn *badger.Txn) error {

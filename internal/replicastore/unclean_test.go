@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/dgraph-io/badger/v4"
 	"github.com/troupe-go/troupe/internal/replica"
 )
 
@@ -90,4 +91,46 @@ func TestTheCleanStopMarkerCoversOneRun(t *testing.T) {
 	if b.Unclean() {
 		t.Fatal("a crash of a run with Sync was reported unclean")
 	}
+}
+
+// A store of format 2 (no clean-stop marker) is upgraded to format 3 at
+// Open and, holding records, opens as unclean: nothing says its last run
+// lost nothing.
+func TestAFormat2StoreIsUpgradedAndOpensUnclean(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	b := openBadger(t, dir, Options{})
+	if err := b.Put(ctx, rec("a", replica.KindState, 1, "x")); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	rawUpdate(t, dir, func(txn *badger.Txn) error {
+		if err := txn.Set(formatKey, encodeFormat(2)); err != nil {
+			return err
+		}
+		return txn.Delete(cleanKey)
+	})
+	b = openBadger(t, dir, Options{})
+	if !b.Unclean() {
+		t.Fatal("a format 2 store with records opened clean")
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	rawUpdate(t, dir, func(txn *badger.Txn) error {
+		item, err := txn.Get(formatKey)
+		if err != nil {
+			return err
+		}
+		v, err := item.ValueCopy(nil)
+		if err != nil {
+			return err
+		}
+		if got, err := decodeFormat(v); err != nil || got != formatVersion {
+			t.Fatalf("after opening, the format record says %d, %v; want %d", got, err, formatVersion)
+		}
+		return nil
+	})
 }
