@@ -21,7 +21,12 @@
 //
 // A restarted node builds a new Core and gives it its stored records with
 // [Core.Restore]; the owner's in-memory state is gone and its keys must be
-// acquired again.
+// acquired again. A core that may lack what it acknowledged (a new or
+// wiped member, a store that lost its last writes) starts [Receiving]:
+// its answers do not count until the driver fed it a quorum's records
+// with [Core.CatchUp] and called [Core.Received]. After a key's replica
+// set changed, [Core.AcquireWith] names the previous set, so that the
+// acquisition fences it.
 //
 // The protocol and the argument for its safety are in docs/replication.md.
 package replica

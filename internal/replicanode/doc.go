@@ -1,7 +1,8 @@
 // Package replicanode runs a node's replication core: a [Node] owns one
 // replica.Core, one store and the replication stream of a transport
-// endpoint, and offers the runtime Acquire, Write, Delete, Read and
-// Resign, each waiting under a context.
+// endpoint, and offers the runtime Acquire (and AcquireFrom after a
+// change of replica set), Write, Delete, Read and Resign, each waiting
+// under a context, and WriteAsync, which does not wait.
 //
 // # The loop
 //
@@ -12,6 +13,14 @@
 // then sends its messages (one envelope per peer), then answers the
 // callers whose tickets are done or failed. A timer ticks the core, which
 // sends again what was not answered.
+//
+// # Counting and catching up
+//
+// A node that may lack what it acknowledged (a joining member with an
+// empty store, a store stopped uncleanly without Sync) starts receiving
+// the whole ring: its answers do not count toward quorums. [Node.CatchUp]
+// copies a range from a quorum of its other replicas, in paced chunks
+// over the replication stream, after which the node counts for it.
 //
 // # Errors
 //
