@@ -21,7 +21,13 @@ import (
 func (c *testCluster) wipe(m *member) {
 	c.t.Helper()
 	c.crash(m)
-	m.store = replicastore.NewMemory()
+	c.mu.Lock()
+	if c.badger {
+		m.dir = filepath.Join(c.t.TempDir(), m.addr)
+	} else {
+		m.store = replicastore.NewMemory()
+	}
+	c.mu.Unlock()
 	prev := c.configure
 	c.configure = func(cfg *Config) {
 		if prev != nil {

@@ -135,9 +135,10 @@ func nemesisSettings(t *testing.T) (time.Duration, uint64) {
 // writing and compare-and-setting a few registers at whichever replica
 // they pick (which acquires the key, fencing the previous owner), while a
 // seeded nemesis cuts nodes off (a paused process), splits the cluster
-// 2|3, and crashes and restarts nodes from their stores. Every history is
-// linearizable per register, and once the network heals every register is
-// readable.
+// 2|3, crashes and restarts nodes from their stores, and wipes a node's
+// store (it restarts joining, receiving the whole ring, and catches up
+// from the four others before it counts). Every history is linearizable
+// per register, and once the network heals every register is readable.
 func TestConcurrentClientsUnderANemesisStayLinearizable(t *testing.T) {
 	run, seed := nemesisSettings(t)
 	t.Logf("nemesis for %v, TROUPE_REPLICATION_SEED=%d", run, seed)
@@ -301,7 +302,7 @@ func TestConcurrentClientsUnderANemesisStayLinearizable(t *testing.T) {
 	deadline := time.Now().Add(run)
 	faults := map[string]int{}
 	for time.Now().Before(deadline) {
-		switch rng.IntN(3) {
+		switch rng.IntN(4) {
 		case 0: // a node paused past detection: cut off from the others
 			m := c.members[rng.IntN(nodes)]
 			c.isolate(m)
@@ -319,6 +320,24 @@ func TestConcurrentClientsUnderANemesisStayLinearizable(t *testing.T) {
 			c.crash(m)
 			c.start(m)
 			faults["restart"]++
+		case 3: // the disk is lost: restart empty and catch up
+			m := c.members[rng.IntN(nodes)]
+			c.wipe(m)
+			var others []*member
+			for _, o := range c.members {
+				if o != m {
+					others = append(others, o)
+				}
+			}
+			// Every key's other replicas are among the sources, and
+			// each needs both of them: take all four.
+			ctx, cancel := context.WithTimeout(context.Background(), waitFor)
+			err := c.nodeOf(m).CatchUp(ctx, ring.Range{}, c.ids(others...), len(others))
+			cancel()
+			if err != nil {
+				t.Fatalf("the wiped %s could not catch up: %v", m.addr, err)
+			}
+			faults["wipe"]++
 		}
 		// The nemesis paces faults by the clock: a fault lasts a while
 		// whatever the clients do. Nothing waits on it for correctness.
