@@ -50,7 +50,7 @@ func (n *Node) setReceiving() {
 }
 
 // CatchUp copies the records of rng from sources (the range's other
-// replicas) and, once quorum of them delivered the whole range, stops
+// replicas, each counted once) and, once quorum of them delivered the whole range, stops
 // receiving rng: the node counts for its keys from then on.
 //
 // Each source sends the records it holds in rng in ring order, in chunks
@@ -74,6 +74,9 @@ func (n *Node) setReceiving() {
 // acknowledged after reached this node too, since it stores every accept
 // it is sent while receiving.
 func (n *Node) CatchUp(ctx context.Context, rng ring.Range, sources []ring.NodeID, quorum int) error {
+	sources = slices.Clone(sources)
+	slices.SortFunc(sources, ring.NodeID.Compare)
+	sources = slices.Compact(sources)
 	if quorum < 1 || quorum > len(sources) {
 		return fmt.Errorf("%w: quorum %d of %d sources", ErrCatchUpQuorum, quorum, len(sources))
 	}

@@ -428,9 +428,12 @@ func (n *Node) Resign(k replica.Key) error {
 }
 
 // SetReceiving names the ring ranges this node is still receiving from
-// their previous replicas (a new member: the whole ring, ring.Range{});
-// none means it is caught up. Its answers about keys in them do not count
-// toward quorums. See replica.Core.SetReceiving.
+// their previous replicas (a member about to become a replica of a range
+// at a hand-off names it before it is placed there); none means it
+// counts everywhere, which an operator may force after a whole-cluster
+// power loss without Sync, accepting that acknowledged writes may be
+// lost. Its answers about keys in the ranges do not count toward
+// quorums; CatchUp ends a range. See replica.Core.SetReceiving.
 func (n *Node) SetReceiving(ranges ...ring.Range) error {
 	if !n.enqueue(input{req: &request{op: opReceiving, ranges: slices.Clone(ranges)}}) {
 		return n.closedErr()
