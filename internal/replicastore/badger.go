@@ -281,7 +281,7 @@ func (s *Badger) Range(ctx context.Context, g ring.Range, fn func(replica.Record
 // acknowledged was lost.
 func (s *Badger) Close() error {
 	if s.db.IsClosed() {
-		return replication.ErrClosed
+		return s.wrap(s.db.Close())
 	}
 	err := s.db.Sync()
 	if err == nil {
