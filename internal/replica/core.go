@@ -314,6 +314,7 @@ type proposal struct {
 	// a handful of members: a slice beats a map).
 	acked  []ring.NodeID
 	sentAt uint64
+	tries  uint8
 }
 
 type readWait struct {
@@ -336,8 +337,10 @@ type ownership struct {
 
 	promises map[ring.NodeID]Message
 	// preparedAt and roundAt are the ticks at which the prepares and the
-	// open check round were last sent.
-	preparedAt, roundAt uint64
+	// open check round were last sent; the tries count how often they were
+	// sent again.
+	preparedAt, roundAt      uint64
+	prepareTries, roundTries uint8
 
 	// current holds the newest record of each slot, committed or not.
 	current map[Slot]Record
@@ -503,8 +506,9 @@ func (c *Core) Read(k Key) (map[Slot]Record, Ticket, error) {
 
 // Tick sends again what has not been answered for a whole tick period
 // (it was sent before the previous Tick): prepares, writes and the open
-// check round, to the replicas that have not answered them. Only keys
-// with something unanswered are visited.
+// check round, to the replicas that have not answered them; a message
+// sent again waits twice as long before its next resend, up to
+// maxResendTicks. Only keys with something unanswered are visited.
 func (c *Core) Tick() {
 	c.ticks++
 	keys := make([]Key, 0, len(c.waiting))
@@ -513,11 +517,19 @@ func (c *Core) Tick() {
 	}
 	// Map order must not reach the output.
 	slices.SortFunc(keys, compareKeys)
-	due := func(at *uint64) bool {
-		if c.ticks-*at < 2 {
+	// Sent again after 2 ticks, then after twice as long each time up
+	// to maxResendTicks: the transport is reliable and in order, so a
+	// message goes unanswered for long only when a peer restarted or was
+	// declared dead, or when it is large and slow to cross, which a fixed
+	// period would send again and again while it still crosses.
+	due := func(at *uint64, tries *uint8) bool {
+		if c.ticks-*at < min(uint64(2)<<*tries, maxResendTicks) {
 			return false
 		}
 		*at = c.ticks
+		if uint64(2)<<*tries < maxResendTicks {
+			*tries++
+		}
 		return true
 	}
 	for _, k := range keys {
@@ -526,7 +538,7 @@ func (c *Core) Tick() {
 			delete(c.waiting, k)
 			continue
 		}
-		if o.phase == preparing && due(&o.preparedAt) {
+		if o.phase == preparing && due(&o.preparedAt, &o.prepareTries) {
 			for _, r := range o.prepared {
 				if _, ok := o.promises[r]; !ok {
 					c.send(Message{Type: MsgPrepare, To: r, Key: k, Epoch: o.epoch})
@@ -534,7 +546,7 @@ func (c *Core) Tick() {
 			}
 		}
 		for _, p := range o.inflight {
-			if !due(&p.sentAt) {
+			if !due(&p.sentAt, &p.tries) {
 				continue
 			}
 			for _, r := range o.replicas {
@@ -543,7 +555,7 @@ func (c *Core) Tick() {
 				}
 			}
 		}
-		if o.roundOpen && due(&o.roundAt) {
+		if o.roundOpen && due(&o.roundAt, &o.roundTries) {
 			for _, r := range o.replicas {
 				if !slices.Contains(o.roundAcked, r) {
 					c.send(Message{Type: MsgCheck, To: r, Key: k, Epoch: o.epoch, Round: o.round})
@@ -553,6 +565,10 @@ func (c *Core) Tick() {
 		c.drain()
 	}
 }
+
+// maxResendTicks is the longest wait, in ticks, before an unanswered
+// message is sent again (see Tick).
+const maxResendTicks = 32
 
 func compareKeys(a, b Key) int {
 	return cmp.Or(strings.Compare(a.Type, b.Type), strings.Compare(a.ID, b.ID))
@@ -744,7 +760,7 @@ func (c *Core) maybeCheck(o *ownership) {
 	}
 	o.round++
 	o.roundOpen = true
-	o.roundAt = c.ticks
+	o.roundAt, o.roundTries = c.ticks, 0
 	c.waiting[o.key] = struct{}{}
 	o.roundReads = batch
 	o.roundAcked = o.roundAcked[:0]
