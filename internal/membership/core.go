@@ -49,10 +49,7 @@ type Core struct {
 	lastFrame map[ring.NodeID]time.Time // last membership message from the process
 	lastBytes map[string]time.Time      // last bytes of any kind from the address
 	watchFrom map[ring.NodeID]time.Time // when this node started watching the process
-	// unreachable holds, per process, when a dial to it failed after its
-	// connection broke, while nothing was heard from it since (Unreachable).
-	unreachable map[ring.NodeID]time.Time
-	lastAny     time.Time // last evidence from anyone
+	lastAny   time.Time                 // last evidence from anyone
 
 	// Overlay.
 	active    []ring.NodeID
@@ -60,12 +57,15 @@ type Core struct {
 	pendingNb []pending
 
 	// Failure detector.
-	probes     []pending
-	health     int
-	quietUntil time.Time
-	usualGap   time.Duration // smoothed interval between ticks
-	deafBase   time.Time     // isolation clock, moved forward by deaf time
-	healthy    bool
+	// unreachable holds, per process, when a dial to it failed after its
+	// connection broke, while nothing was heard from it since (Unreachable).
+	unreachable map[ring.NodeID]time.Time
+	probes      []pending
+	health      int
+	quietUntil  time.Time
+	usualGap    time.Duration // smoothed interval between ticks
+	deafBase    time.Time     // isolation clock, moved forward by deaf time
+	healthy     bool
 
 	gossip *broadcasts
 	seq    uint64
@@ -122,13 +122,12 @@ func NewCore(cfg Config, incarnation uint64, now time.Time) (*Core, error) {
 		lastFrame: make(map[ring.NodeID]time.Time),
 		lastBytes: make(map[string]time.Time),
 		watchFrom: make(map[ring.NodeID]time.Time),
-
-		unreachable: make(map[ring.NodeID]time.Time),
-		changedAt:   make(map[ring.NodeID]int),
-		gossip:      newBroadcasts(),
-		healthy:     true,
+		changedAt: make(map[ring.NodeID]int),
+		gossip:    newBroadcasts(),
+		healthy:   true,
 
 		lastKnownProbe: make(map[string]time.Time),
+		unreachable:    make(map[ring.NodeID]time.Time),
 	}
 	c.self = Member{ID: id, Status: StatusAlive, ActorTypes: cfg.ActorTypes}
 	normalize(&c.self)

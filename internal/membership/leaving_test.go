@@ -103,3 +103,30 @@ func TestALeaverRemovedByOthersIsRemoved(t *testing.T) {
 		t.Fatalf("expected CompleteLeave after removal to report ErrRemoved; got %v", err)
 	}
 }
+
+// A leaver keeps its own standing while it hands over, even when it is
+// the last member, so its keys keep an owner until they have moved.
+func TestALeaverKeepsOwningWhileItHandsOver(t *testing.T) {
+	for _, others := range [][]Member{nil, {peer("b:1")}} {
+		c := newTestCore(t, "a:1")
+		for _, p := range others {
+			befriend(c, p)
+		}
+		c.Tick(t0)
+		if err := c.StartLeave(); err != nil {
+			t.Fatal(err)
+		}
+		c.Ready()
+		tick := fast.Heartbeat / 4
+		for now := t0.Add(tick); now.Sub(t0) <= 2*fast.DeadAfter; now = now.Add(tick) {
+			c.Tick(now)
+			for _, p := range others {
+				c.Step(Message{Type: MsgAck, From: p.ID})
+			}
+			c.Ready()
+			if !c.Owning() {
+				t.Fatalf("expected a leaver with %d other members to keep owning while it hands over; stepped down at %v", len(others), now.Sub(t0))
+			}
+		}
+	}
+}

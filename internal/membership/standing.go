@@ -11,7 +11,8 @@ import (
 // leaving are alive (suspect and dead members count against it, and an
 // isolated node counts only itself). Leaving members count on neither
 // side: they still hand over, but they are going, so they must not make
-// a majority. Two sides that disagree on who is leaving still cannot
+// a majority. A leaver counts itself as alive, so it keeps owning what it
+// has not handed over yet. Two sides that disagree on who is leaving still cannot
 // both hold a majority (docs/membership.md gives the count). When it
 // stops seeing one, it keeps owning for a grace of DeadAfter/2, so that
 // observations that briefly cross the threshold do not end activations,
@@ -30,16 +31,21 @@ import (
 // majority had moved its keys at 2.5 s.
 
 func (c *Core) hasMajority() bool {
-	alive := c.alive
+	alive, leaving := c.alive, c.leaving
+	if c.self.Status == StatusLeaving {
+		// A leaver keeps counting itself while it hands over: its keys
+		// still need an owner until they have moved.
+		alive, leaving = alive+1, leaving-1
+	}
 	if c.isolated {
 		alive = 0
-		if c.self.Status.SeenAlive() {
+		if live(c.self.Status) {
 			alive = 1
 		}
 	} else {
 		alive -= c.silentWatched()
 	}
-	return 2*alive > c.members-c.leaving
+	return 2*alive > c.members-leaving
 }
 
 // silentWatched counts the members seen alive that this node watches
