@@ -12,8 +12,9 @@
 //	cfg.Seeds = []string{"10.0.0.1:7400", "10.0.0.2:7400"}
 //
 // DefaultConfig suits a network of machines (a failed member is declared
-// dead after about 10 s); FastConfig suits members on one machine and
-// tests (about 1 s). Timings holds the heartbeat, SuspectAfter, DeadAfter,
+// dead after about 10 s of silence, 5 s when its port refuses);
+// FastConfig suits members on one machine and tests (about 1 s, 0.5 s).
+// Timings holds the heartbeat, SuspectAfter, DeadAfter,
 // RemoveAfter, AntiEntropy and TombstoneTTL; the zero value of any field
 // means its default, and Validate names the field it rejects. Every member
 // of a cluster uses the same ClusterName, timings and TLS settings.
