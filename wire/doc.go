@@ -12,9 +12,10 @@
 // each with its own byte credit, so a burst on one never starves another
 // of credit. A stream's credit grows towards what the path holds in a
 // round trip, never past the window both sides agreed, which bounds what
-// a peer may make the other hold unread. Messages that fit one frame go ahead of the frames of large
-// ones, and large messages are split and interleaved, so a small message
-// waits for at most about a frame of a large one on the link. Sending is
+// a peer may make the other hold unread. Messages that fit one frame go
+// ahead of the frames of large ones, and large messages are split and
+// interleaved, so a small message waits for at most about a frame of a
+// large one on the link. Sending is
 // paced at the rate the path delivers, which keeps the kernel's queues
 // short.
 //

@@ -35,7 +35,7 @@ type Limits struct {
 	// how much a peer may make us hold unread per stream. A stream starts
 	// with 256 KiB (or Window, if smaller) and grows towards the
 	// bandwidth-delay product, never past Window. Default 8 MiB, which
-	// keeps a stream at 160 MB/s on a 50 ms path; at least MaxFrame.
+	// carries about 160 MB/s on a 50 ms path; at least MaxFrame.
 	Window int
 }
 
