@@ -12,8 +12,9 @@
 //	cfg.Seeds = []string{"10.0.0.1:7400", "10.0.0.2:7400"}
 //
 // DefaultConfig suits a network of machines (a failed member is declared
-// dead after about 10 s); FastConfig suits members on one machine and
-// tests (about 1 s). Timings holds the heartbeat, SuspectAfter, DeadAfter,
+// dead after about 10 s of silence, 5 s when its port refuses);
+// FastConfig suits members on one machine and tests (about 1 s, 0.5 s).
+// Timings holds the heartbeat, SuspectAfter, DeadAfter,
 // RemoveAfter, AntiEntropy and TombstoneTTL; the zero value of any field
 // means its default, and Validate names the field it rejects. Every member
 // of a cluster uses the same ClusterName, timings and TLS settings.
@@ -46,19 +47,25 @@
 // recently. A member silent for SuspectAfter is suspected; silent for
 // SuspectAfter + DeadAfter and accused by enough distinct observers (two,
 // fewer only when fewer exist), it is declared dead and its keys move to
-// other members. A member that hears of a verdict about itself refutes it.
-// A member that hears nobody, or whose own clock ticks late (a paused
-// process, a starved machine), doubts itself first and accuses no one.
+// other members. A member whose connection broke and whose redial failed
+// (its port refuses: the process is gone) is suspected at once, and dead
+// DeadAfter later if still silent and accused by enough observers, about
+// 5 s instead of 10 s with DefaultConfig. A member that hears of a
+// verdict about itself refutes it. A member that hears nobody, or whose
+// own clock ticks late (a paused process, a starved machine), doubts
+// itself first and accuses no one.
 //
 // # Standing
 //
 // A member owns actors only while it sees a majority of the member set
-// alive. After losing it, it steps down once DeadAfter/2 has passed and
-// resumes as soon as it sees a majority again, so the minority side of a
-// partition stops serving before the majority declares it dead. Only a
-// member that sees a majority removes dead members, after RemoveAfter; a
-// member removed while it still runs rejoins by itself with a new
-// incarnation.
+// alive: more than half of the members that are not leaving are alive
+// (leaving members count on neither side). After losing it, it steps
+// down once DeadAfter/2 has passed and resumes as soon as it sees a
+// majority again, so the minority side of a partition stops serving
+// before the majority declares it dead. Only a member that sees a
+// majority removes dead members, after RemoveAfter, and members still
+// leaving after RemoveAfter (a leave that never completes); a member
+// removed while it still runs rejoins by itself with a new incarnation.
 //
 // # Known gaps
 //
@@ -68,10 +75,6 @@
 //   - Standing is a timing argument (step-down after DeadAfter/2 against
 //     the peers' SuspectAfter + DeadAfter, about 0.1 s of margin with
 //     FastConfig), and there is no ownership epoch yet.
-//   - Leaving members count as alive for the majority, and a member that
-//     never completes its leave stays leaving until it dies.
 //   - A record forgotten after TombstoneTTL can come back from a member
 //     that missed it for that long (it then dies again by silence).
-//   - A failed redial is not counted as evidence: detection waits for
-//     silence.
 package cluster

@@ -51,8 +51,11 @@ func (s Status) String() string {
 // the member set the ring is built from. Dead members stay until removed.
 func (s Status) InMemberSet() bool { return s != StatusLeft }
 
-// SeenAlive reports whether the status counts towards a majority.
-func (s Status) SeenAlive() bool { return s == StatusAlive || s == StatusLeaving }
+// SeenAlive reports whether the status counts as alive towards a
+// majority: only alive does. A leaving member is still in the member set
+// (and the ring) while it hands over, but a majority is reckoned without
+// it, neither alive nor among the members counted.
+func (s Status) SeenAlive() bool { return s == StatusAlive }
 
 // Member is one membership record: what is known about one node, named by
 // its ring.NodeID.

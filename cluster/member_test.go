@@ -33,7 +33,7 @@ func TestStatusMembershipAndMajority(t *testing.T) {
 		inSet, counted bool
 	}{
 		{StatusAlive, "alive", true, true},
-		{StatusLeaving, "leaving", true, true},
+		{StatusLeaving, "leaving", true, false},
 		{StatusSuspect, "suspect", true, false},
 		{StatusDead, "dead", true, false},
 		{StatusLeft, "left", false, false},

@@ -10,9 +10,12 @@
 // Two processes talk over one TCP connection, which carries several
 // logical streams (membership, actor messages, and later replication),
 // each with its own byte credit, so a burst on one never starves another
-// of credit. Messages that fit one frame go ahead of the frames of large
-// ones, and large messages are split and interleaved, so a small message
-// waits for at most about a frame of a large one on the link. Sending is
+// of credit. A stream's credit grows towards what the path holds in a
+// round trip, never past the window both sides agreed, which bounds what
+// a peer may make the other hold unread. Messages that fit one frame go
+// ahead of the frames of large ones, and large messages are split and
+// interleaved, so a small message waits for at most about a frame of a
+// large one on the link. Sending is
 // paced at the rate the path delivers, which keeps the kernel's queues
 // short.
 //
@@ -49,8 +52,11 @@
 //
 // # Known gaps
 //
-//   - Receive windows auto-tune past the window agreed at the handshake,
-//     up to 8 MiB.
+//   - The window counts a message that arrived whole but is not yet read
+//     only by its last frame: the earlier frames were credited as they
+//     arrived, so a message larger than the window cannot stall. A
+//     receiver that does not read can so hold more than the window of
+//     messages larger than a frame.
 //   - The send queue is bounded by bytes, not by message count.
 //   - After a message to a newer incarnation of a peer, the older
 //     process's session is dropped even if that process is still up.

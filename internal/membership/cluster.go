@@ -20,3 +20,8 @@ const (
 	StatusDead    = cluster.StatusDead
 	StatusLeft    = cluster.StatusLeft
 )
+
+// live reports whether a member with status s runs and takes part in the
+// overlay: alive or leaving (a leaving member still hands over, so it is
+// watched, pinged and gossiped to, though it counts for no majority).
+func live(s Status) bool { return s == StatusAlive || s == StatusLeaving }

@@ -57,23 +57,28 @@ type Core struct {
 	pendingNb []pending
 
 	// Failure detector.
-	probes     []pending
-	health     int
-	quietUntil time.Time
-	usualGap   time.Duration // smoothed interval between ticks
-	deafBase   time.Time     // isolation clock, moved forward by deaf time
-	healthy    bool
+	// unreachable holds, per process, when a dial to it failed after its
+	// connection broke, while nothing was heard from it since (Unreachable).
+	unreachable map[ring.NodeID]time.Time
+	probes      []pending
+	health      int
+	quietUntil  time.Time
+	usualGap    time.Duration // smoothed interval between ticks
+	deafBase    time.Time     // isolation clock, moved forward by deaf time
+	healthy     bool
 
 	gossip *broadcasts
 	seq    uint64
 
 	// Standing.
-	seenAlive, suspects, members int
-	isolated                     bool
-	joinedAt                     time.Time
-	owning                       bool
-	lostSince                    time.Time
-	majoritySince                time.Time // when this node last started seeing a majority
+	// Counts of the records by status: alive, leaving and suspect ones,
+	// and the member set (every record not left).
+	alive, leaving, suspects, members int
+	isolated                          bool
+	joinedAt                          time.Time
+	owning                            bool
+	lostSince                         time.Time
+	majoritySince                     time.Time // when this node last started seeing a majority
 
 	memberSetDirty bool
 	changedAt      map[ring.NodeID]int // index into out.Changed
@@ -122,6 +127,7 @@ func NewCore(cfg Config, incarnation uint64, now time.Time) (*Core, error) {
 		healthy:   true,
 
 		lastKnownProbe: make(map[string]time.Time),
+		unreachable:    make(map[ring.NodeID]time.Time),
 	}
 	c.self = Member{ID: id, Status: StatusAlive, ActorTypes: cfg.ActorTypes}
 	normalize(&c.self)
@@ -262,7 +268,7 @@ func (c *Core) CompleteLeave() error {
 	targets := slices.Clone(c.active)
 	for range 3 {
 		if id, ok := c.randomMember(func(m Member) bool {
-			return m.Status.SeenAlive() && m.ID != c.self.ID && !slices.Contains(targets, m.ID)
+			return live(m.Status) && m.ID != c.self.ID && !slices.Contains(targets, m.ID)
 		}); ok {
 			targets = append(targets, id)
 		}
@@ -474,7 +480,7 @@ func (c *Core) onChange(ch Change) {
 	if ch.Cur.Status == StatusDead || ch.Cur.Status == StatusLeft {
 		c.forgetPeer(ch.Cur.ID)
 	}
-	if !c.joined && ch.Cur.Status.SeenAlive() {
+	if !c.joined && live(ch.Cur.Status) {
 		c.markJoined()
 	}
 }
@@ -482,24 +488,22 @@ func (c *Core) onChange(ch Change) {
 // account keeps the counts majority standing needs.
 func (c *Core) account(prev, cur Member, isNew bool) {
 	if !isNew {
-		if prev.Status.InMemberSet() {
-			c.members--
-		}
-		if prev.Status.SeenAlive() {
-			c.seenAlive--
-		}
+		c.count(prev.Status, -1)
 	}
-	if cur.Status.InMemberSet() {
-		c.members++
+	c.count(cur.Status, 1)
+}
+
+func (c *Core) count(s Status, d int) {
+	if s.InMemberSet() {
+		c.members += d
 	}
-	if cur.Status.SeenAlive() {
-		c.seenAlive++
-	}
-	if !isNew && prev.Status == StatusSuspect {
-		c.suspects--
-	}
-	if cur.Status == StatusSuspect {
-		c.suspects++
+	switch s {
+	case StatusAlive:
+		c.alive += d
+	case StatusLeaving:
+		c.leaving += d
+	case StatusSuspect:
+		c.suspects += d
 	}
 }
 
@@ -509,6 +513,7 @@ func (c *Core) forgetPeer(id ring.NodeID) {
 	c.probes = slices.DeleteFunc(c.probes, func(p pending) bool { return p.id == id })
 	c.pendingNb = slices.DeleteFunc(c.pendingNb, func(p pending) bool { return p.id == id })
 	delete(c.watchFrom, id)
+	delete(c.unreachable, id)
 }
 
 func (c *Core) enqueue(m Member) {
@@ -566,7 +571,7 @@ func (c *Core) gossipTargets() []ring.NodeID {
 	var out []ring.NodeID
 	for range c.cfg.ActiveView {
 		id, ok := c.randomMember(func(m Member) bool {
-			return m.ID != c.self.ID && m.Status.SeenAlive() && !slices.Contains(out, m.ID)
+			return m.ID != c.self.ID && live(m.Status) && !slices.Contains(out, m.ID)
 		})
 		if !ok {
 			break
@@ -638,7 +643,7 @@ func (c *Core) reconnect() {
 // antiEntropy exchanges full tables with one random live member.
 func (c *Core) antiEntropy() {
 	id, ok := c.randomMember(func(m Member) bool {
-		return m.ID != c.self.ID && (m.Status.SeenAlive() || m.Status == StatusSuspect)
+		return m.ID != c.self.ID && (live(m.Status) || m.Status == StatusSuspect)
 	})
 	if !ok {
 		return
@@ -677,22 +682,25 @@ func (c *Core) neighboursFresh() bool {
 	return true
 }
 
-// removeDeadAndCollect marks members dead for RemoveAfter as left, on a
-// node that sees a majority only, and forgets tombstones older than
-// TombstoneTTL.
+// removeDeadAndCollect marks members dead or leaving for RemoveAfter as
+// left, on a node that sees a majority only, and forgets tombstones older
+// than TombstoneTTL.
 func (c *Core) removeDeadAndCollect() {
-	if c.members == c.seenAlive+c.suspects && c.table.Len() == c.members {
-		return // no tombstones
+	if c.members == c.alive+c.suspects && c.table.Len() == c.members {
+		return // nothing dead, leaving or left
 	}
 	var forget []ring.NodeID
 	var remove []Member
 	c.table.each(func(m Member) {
-		if m.ID == c.self.ID || (m.Status != StatusDead && m.Status != StatusLeft) {
+		if m.ID == c.self.ID || (m.Status != StatusDead && m.Status != StatusLeaving && m.Status != StatusLeft) {
 			return
 		}
 		age := c.now.Sub(c.since[m.ID])
 		switch {
-		case m.Status == StatusDead && c.mayRemove(c.since[m.ID]):
+		case (m.Status == StatusDead || m.Status == StatusLeaving) && c.mayRemove(c.since[m.ID]):
+			// A member leaving for RemoveAfter never finished its
+			// handover (its Leave failed and the process lingers): it
+			// ends as left rather than leaving forever.
 			remove = append(remove, m)
 		case m.Status == StatusLeft && age >= c.t.TombstoneTTL:
 			forget = append(forget, m.ID)

@@ -1,6 +1,7 @@
 package membership
 
 import (
+	"maps"
 	"slices"
 	"time"
 
@@ -54,7 +55,7 @@ func (c *Core) silence(id ring.NodeID) time.Duration {
 // survivors must agree; in a two-node cluster the survivor decides alone.
 func (c *Core) needed(id ring.NodeID) int {
 	// Possible observers: every live member (this node included) but id.
-	observers := c.seenAlive + c.suspects
+	observers := c.alive + c.leaving + c.suspects
 	if c.liveRecord(id) {
 		observers--
 	}
@@ -80,28 +81,95 @@ func (c *Core) detect() {
 	}
 	for _, id := range watched {
 		m, ok := c.table.Get(id)
-		if !ok || !(m.Status.SeenAlive() || m.Status == StatusSuspect) {
+		if !ok || !(live(m.Status) || m.Status == StatusSuspect) {
 			continue
 		}
 		s := c.silence(id)
 		if s < suspectAfter {
 			continue
 		}
-		// Accuse unless the suspicion already carries enough accusers:
-		// further names would only spread more gossip.
-		if m.Status != StatusSuspect || (!slices.Contains(m.Accusers, c.self.ID.Addr) && len(m.Accusers) < c.needed(id)) {
-			rec := m.Clone()
-			rec.Status = StatusSuspect
-			rec.Accusers = append(rec.Accusers, c.self.ID.Addr)
-			c.log.Info("suspecting member", "member", id.String(), "silence", s)
-			c.applyLocal(rec)
-			m, _ = c.table.Get(id)
-			c.demoteSuspect(id)
-		}
+		m = c.accuse(m, s)
 		if s >= suspectAfter+deadAfter && m.Status == StatusSuspect && len(m.Accusers) >= c.needed(id) {
 			rec := m.Clone()
 			rec.Status = StatusDead
 			c.log.Info("declaring member dead", "member", id.String(), "silence", s, "accusers", m.Accusers)
+			c.applyLocal(rec)
+		}
+	}
+	c.detectUnreachable(deadAfter)
+}
+
+// Unreachable reports that the transport's dial to the process id failed,
+// at time at, after its connection broke without a goodbye: the port
+// refuses, or nothing answers. That is evidence, as silence is, and
+// counts as this node's accusation at once: the member becomes suspect
+// with this node among its accusers. If nothing is heard from the process
+// for DeadAfter after the failed dial (stretched like every timeout while
+// this node doubts itself), and the record carries enough accusers, this
+// node declares it dead; a member whose process is gone is so dead about
+// DeadAfter after it went instead of SuspectAfter + DeadAfter. Like any
+// suspicion it is refuted by the member itself, at a higher incarnation,
+// and a single flaky dial cannot kill: death still needs Confirmations
+// accusers. A node that doubts itself (see canAccuse) ignores the report.
+func (c *Core) Unreachable(id ring.NodeID, at time.Time) {
+	if c.removed || id == c.self.ID || !c.canAccuse() {
+		return
+	}
+	m, ok := c.table.Get(id)
+	if !ok || !(live(m.Status) || m.Status == StatusSuspect) || c.heardSince(id, at) {
+		return
+	}
+	if _, ok := c.unreachable[id]; !ok {
+		c.unreachable[id] = at
+	}
+	c.accuse(m, "dial failed")
+	c.updateStanding()
+	c.flush()
+}
+
+// heardSince reports whether anything came from id after at.
+func (c *Core) heardSince(id ring.NodeID, at time.Time) bool {
+	return c.lastFrame[id].After(at) || c.lastBytes[id.Addr].After(at)
+}
+
+// accuse adds this node to the accusers of m, making it suspect, unless
+// the suspicion already carries enough accusers: further names would
+// only spread more gossip. It returns the record as it now stands.
+func (c *Core) accuse(m Member, why any) Member {
+	if m.Status == StatusSuspect && (slices.Contains(m.Accusers, c.self.ID.Addr) || len(m.Accusers) >= c.needed(m.ID)) {
+		return m
+	}
+	rec := m.Clone()
+	rec.Status = StatusSuspect
+	rec.Accusers = append(rec.Accusers, c.self.ID.Addr)
+	c.log.Info("suspecting member", "member", m.ID.String(), "evidence", why)
+	c.applyLocal(rec)
+	c.demoteSuspect(m.ID)
+	m, _ = c.table.Get(m.ID)
+	return m
+}
+
+// detectUnreachable declares dead the members a dial failed to reach
+// (Unreachable) that stayed silent for DeadAfter since, once their
+// records carry enough accusers. A member heard from again, or refuted
+// (no longer suspect), is forgotten here; silence may accuse it again.
+func (c *Core) detectUnreachable(deadAfter time.Duration) {
+	if len(c.unreachable) == 0 {
+		return
+	}
+	// In NodeID order: the verdicts' order is the core's output.
+	for _, id := range slices.SortedFunc(maps.Keys(c.unreachable), ring.NodeID.Compare) {
+		at := c.unreachable[id]
+		m, ok := c.table.Get(id)
+		if !ok || m.Status != StatusSuspect || c.heardSince(id, at) {
+			delete(c.unreachable, id)
+			continue
+		}
+		if c.now.Sub(at) >= deadAfter && len(m.Accusers) >= c.needed(id) {
+			rec := m.Clone()
+			rec.Status = StatusDead
+			c.log.Info("declaring member dead", "member", id.String(), "unreachable_for", c.now.Sub(at), "accusers", m.Accusers)
+			delete(c.unreachable, id)
 			c.applyLocal(rec)
 		}
 	}
@@ -156,7 +224,7 @@ func (c *Core) leastRecentlyHeard() (ring.NodeID, bool) {
 	start := c.rng.IntN(n)
 	for i := range n {
 		m := &c.table.recs[(start+i)%n]
-		if !(m.Status.SeenAlive() || m.Status == StatusSuspect) || m.ID == c.self.ID {
+		if !(live(m.Status) || m.Status == StatusSuspect) || m.ID == c.self.ID {
 			continue
 		}
 		ev := c.lastFrame[m.ID]

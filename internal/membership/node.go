@@ -38,10 +38,11 @@ type Node struct {
 	published  time.Time
 	joinedSeen bool
 
-	inbox chan Message
-	calls chan nodeCall
-	stop  chan struct{} // closed by Close
-	done  chan struct{} // closed when the loop has ended
+	inbox   chan Message
+	unreach chan unreachableReport
+	calls   chan nodeCall
+	stop    chan struct{} // closed by Close
+	done    chan struct{} // closed when the loop has ended
 	// ctx ends at Close; sends made by the loop use it.
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -78,6 +79,11 @@ type nodeView struct {
 	removed   bool
 }
 
+type unreachableReport struct {
+	id ring.NodeID
+	at time.Time
+}
+
 type nodeCall struct {
 	fn   func(*Core) error
 	errc chan error
@@ -90,6 +96,15 @@ type nodeCall struct {
 // messages to Node.Deliver.
 type Inbound interface {
 	SetReceiver(deliver func(ctx context.Context, m Message) error)
+}
+
+// UnreachableReporter is implemented by transports that learn that a
+// peer is unreachable before its silence shows it, as WireTransport does:
+// a connection to the peer broke and a dial to it failed. newNode calls
+// SetUnreachable once, before the loop starts, with the Node's
+// Unreachable.
+type UnreachableReporter interface {
+	SetUnreachable(f func(id ring.NodeID, at time.Time))
 }
 
 // Flusher is implemented by transports that can wait until what was sent
@@ -260,24 +275,28 @@ func newNode(cfg Config, tr Transport, opts ...NodeOption) (*Node, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	n := &Node{
-		cfg:    cfg,
-		tr:     tr,
-		log:    cfg.Logger.With("node", core.ID().String()),
-		opts:   o,
-		id:     core.ID(),
-		core:   core,
-		peers:  make(map[ring.NodeID]struct{}),
-		inbox:  make(chan Message, o.inbox),
-		calls:  make(chan nodeCall),
-		stop:   make(chan struct{}),
-		done:   make(chan struct{}),
-		ctx:    ctx,
-		cancel: cancel,
-		joined: make(chan struct{}),
-		subs:   make(map[*Subscription]struct{}),
+		cfg:     cfg,
+		tr:      tr,
+		log:     cfg.Logger.With("node", core.ID().String()),
+		opts:    o,
+		id:      core.ID(),
+		core:    core,
+		peers:   make(map[ring.NodeID]struct{}),
+		inbox:   make(chan Message, o.inbox),
+		unreach: make(chan unreachableReport, unreachBacklog),
+		calls:   make(chan nodeCall),
+		stop:    make(chan struct{}),
+		done:    make(chan struct{}),
+		ctx:     ctx,
+		cancel:  cancel,
+		joined:  make(chan struct{}),
+		subs:    make(map[*Subscription]struct{}),
 	}
 	if in, ok := tr.(Inbound); ok {
 		in.SetReceiver(n.Deliver)
+	}
+	if ur, ok := tr.(UnreachableReporter); ok {
+		ur.SetUnreachable(n.Unreachable)
 	}
 	return n, nil
 }
@@ -310,6 +329,21 @@ func (n *Node) Deliver(ctx context.Context, m Message) error {
 		return ErrNodeClosed
 	case <-ctx.Done():
 		return ctx.Err()
+	}
+}
+
+// unreachBacklog bounds the unreachable reports waiting for the loop.
+const unreachBacklog = 64
+
+// Unreachable tells the node that a dial to the process id failed at
+// time at, after its connection broke (see Core.Unreachable). It never
+// blocks: a report that finds the backlog full is dropped, as silence
+// will tell the same.
+func (n *Node) Unreachable(id ring.NodeID, at time.Time) {
+	select {
+	case n.unreach <- unreachableReport{id: id, at: at}:
+	default:
+		n.log.Debug("membership: unreachable report dropped", "peer", id)
 	}
 }
 
@@ -510,6 +544,8 @@ func (n *Node) loop() {
 				}
 				break
 			}
+		case u := <-n.unreach:
+			n.core.Unreachable(u.id, u.at)
 		case c := <-n.calls:
 			err := c.fn(n.core)
 			// Publish before answering, so the caller reads its own

@@ -98,7 +98,7 @@ func (c *Core) peerCallsUsNeighbour(from ring.NodeID) {
 // or suspect.
 func (c *Core) liveRecord(id ring.NodeID) bool {
 	m, ok := c.table.Get(id)
-	return ok && (m.Status.SeenAlive() || m.Status == StatusSuspect)
+	return ok && (live(m.Status) || m.Status == StatusSuspect)
 }
 
 // maintainOverlay drops dead neighbours, asks replacements when the active
@@ -109,11 +109,11 @@ func (c *Core) maintainOverlay() {
 	})
 	c.passive = slices.DeleteFunc(c.passive, func(id ring.NodeID) bool {
 		m, ok := c.table.Get(id)
-		return !ok || !m.Status.SeenAlive()
+		return !ok || !live(m.Status)
 	})
 	for len(c.passive) < c.cfg.PassiveView {
 		id, ok := c.randomMember(func(m Member) bool {
-			return m.ID != c.self.ID && m.Status.SeenAlive() && !c.inActive(m.ID) && !slices.Contains(c.passive, m.ID)
+			return m.ID != c.self.ID && live(m.Status) && !c.inActive(m.ID) && !slices.Contains(c.passive, m.ID)
 		})
 		if !ok {
 			break
@@ -145,6 +145,6 @@ func (c *Core) neighbourCandidate() (ring.NodeID, bool) {
 		return cands[c.rng.IntN(len(cands))], true
 	}
 	return c.randomMember(func(m Member) bool {
-		return m.ID != c.self.ID && m.Status.SeenAlive() && !c.inActive(m.ID) && !isPending(m.ID)
+		return m.ID != c.self.ID && live(m.Status) && !c.inActive(m.ID) && !isPending(m.ID)
 	})
 }

@@ -7,8 +7,13 @@ import (
 )
 
 // Majority standing. A node owns non-pinned actors only while it sees a
-// majority of the member set alive (alive or leaving; suspect and dead
-// members do not count, and an isolated node counts only itself). When it
+// majority of the member set alive: more than half of the members not
+// leaving are alive (suspect and dead members count against it, and an
+// isolated node counts only itself). Leaving members count on neither
+// side: they still hand over, but they are going, so they must not make
+// a majority. A leaver counts itself as alive, so it keeps owning what it
+// has not handed over yet. Two sides that disagree on who is leaving still cannot
+// both hold a majority (docs/membership.md gives the count). When it
 // stops seeing one, it keeps owning for a grace of DeadAfter/2, so that
 // observations that briefly cross the threshold do not end activations,
 // then steps down; it resumes as soon as it sees a majority again. Peers
@@ -26,16 +31,21 @@ import (
 // majority had moved its keys at 2.5 s.
 
 func (c *Core) hasMajority() bool {
-	alive := c.seenAlive
+	alive, leaving := c.alive, c.leaving
+	if c.self.Status == StatusLeaving {
+		// A leaver keeps counting itself while it hands over: its keys
+		// still need an owner until they have moved.
+		alive, leaving = alive+1, leaving-1
+	}
 	if c.isolated {
 		alive = 0
-		if c.self.Status.SeenAlive() {
+		if live(c.self.Status) {
 			alive = 1
 		}
 	} else {
 		alive -= c.silentWatched()
 	}
-	return 2*alive > c.members
+	return 2*alive > c.members-leaving
 }
 
 // silentWatched counts the members seen alive that this node watches
@@ -74,7 +84,7 @@ func (c *Core) updateStanding() {
 	c.majoritySince = time.Time{}
 	if c.lostSince.IsZero() {
 		c.lostSince = c.now
-		c.log.Info("majority lost", "seen_alive", c.seenAlive, "members", c.members, "isolated", c.isolated)
+		c.log.Info("majority lost", "alive", c.alive, "leaving", c.leaving, "members", c.members, "isolated", c.isolated)
 	}
 	if c.owning && c.now.Sub(c.lostSince) >= c.t.DeadAfter/2 {
 		c.setOwning(false)

@@ -32,11 +32,12 @@ type WireTransport struct {
 	ctx    context.Context // ends at Close
 	cancel context.CancelFunc
 
-	mu      sync.Mutex
-	deliver func(ctx context.Context, m Message) error
-	expiry  []expiring // newest last
-	pending []*transport.Receipt
-	pruneAt int
+	mu          sync.Mutex
+	deliver     func(ctx context.Context, m Message) error
+	unreachable func(id ring.NodeID, at time.Time)
+	expiry      []expiring // newest last
+	pending     []*transport.Receipt
+	pruneAt     int
 }
 
 // expiring is a context shared by the sends of a short period; it ends
@@ -73,6 +74,7 @@ func NewWireTransport(ep transport.Endpoint, opts WireOptions) *WireTransport {
 	ctx, cancel := context.WithCancel(context.Background())
 	t := &WireTransport{ep: ep, log: opts.Logger, ttl: opts.MessageTTL, ctx: ctx, cancel: cancel}
 	ep.Handle(transport.StreamMembership, transport.HandlerFunc(t.receive))
+	ep.OnPeerEvent(t.peerEvent)
 	return t
 }
 
@@ -82,6 +84,8 @@ var (
 	_ Flusher      = (*WireTransport)(nil)
 	_ SelfReporter = (*WireTransport)(nil)
 	_ DialReporter = (*WireTransport)(nil)
+
+	_ UnreachableReporter = (*WireTransport)(nil)
 )
 
 // Self returns the identity the wire endpoint speaks for.
@@ -92,6 +96,28 @@ func (t *WireTransport) SetReceiver(deliver func(ctx context.Context, m Message)
 	t.mu.Lock()
 	t.deliver = deliver
 	t.mu.Unlock()
+}
+
+// SetUnreachable sets who hears of peers that a dial failed to reach
+// after their connection broke; Start calls it.
+func (t *WireTransport) SetUnreachable(f func(id ring.NodeID, at time.Time)) {
+	t.mu.Lock()
+	t.unreachable = f
+	t.mu.Unlock()
+}
+
+// peerEvent passes on the transport's suspicions: a connection broke
+// and the redial failed, which membership counts as an accusation.
+func (t *WireTransport) peerEvent(e transport.PeerEvent) {
+	if !e.Suspect || e.Peer.IsZero() || t.ctx.Err() != nil {
+		return
+	}
+	t.mu.Lock()
+	f := t.unreachable
+	t.mu.Unlock()
+	if f != nil {
+		f(e.Peer, time.Now())
+	}
 }
 
 // receive decodes one envelope and hands it to the node. A message whose

@@ -138,3 +138,44 @@ func TestWireTransportSendAfterTheContextEndedFails(t *testing.T) {
 }
 
 var _ net.Listener = (*crashNet)(nil)
+
+// The transport's suspicion (the connection broke and a redial failed)
+// reaches whoever SetUnreachable named, with the peer's identity.
+func TestWireTransportReportsAPeerItCannotReachAgain(t *testing.T) {
+	mn := transport.NewMemNetwork()
+	aID, bID := ring.NodeID{Addr: "10.0.0.1:7400", Incarnation: 1}, ring.NodeID{Addr: "10.0.0.2:7400", Incarnation: 2}
+	var eps []*transport.MemEndpoint
+	for _, id := range []ring.NodeID{aID, bID} {
+		ep, err := mn.Join(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { ep.Close() })
+		eps = append(eps, ep)
+	}
+	a := NewWireTransport(eps[0], WireOptions{})
+	t.Cleanup(func() { a.Close() })
+	b := NewWireTransport(eps[1], WireOptions{})
+	t.Cleanup(func() { b.Close() })
+	gotB := make(chan Message, 4)
+	b.SetReceiver(func(_ context.Context, m Message) error { gotB <- m; return nil })
+	unreachable := make(chan ring.NodeID, 4)
+	a.SetUnreachable(func(id ring.NodeID, _ time.Time) { unreachable <- id })
+
+	if err := a.Send(t.Context(), bID.Addr, Message{Type: MsgPing, From: aID}); err != nil {
+		t.Fatal(err)
+	}
+	receiveOne(t, gotB)
+	mn.Partition(aID.Addr, bID.Addr)
+	if err := a.Send(t.Context(), bID.Addr, Message{Type: MsgPing, From: aID}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case id := <-unreachable:
+		if id != bID {
+			t.Fatalf("expected the unreachable peer to be %v; got %v", bID, id)
+		}
+	case <-time.After(wideBound):
+		t.Fatal("expected the failed redial to be reported as unreachable")
+	}
+}

@@ -11,7 +11,7 @@ func TestConfigZeroValuesMeanTheDefaults(t *testing.T) {
 	c := withDefaults(wire.Config{ClusterName: "c"})
 	if c.HandshakeTimeout != 5*time.Second || c.KeepaliveAfter != 15*time.Second || c.KeepaliveTimeout != 5*time.Second ||
 		c.RedialMin != 100*time.Millisecond || c.RedialMax != 15*time.Second ||
-		c.Limits != (wire.Limits{MaxFrame: 256 << 10, MaxMessage: 4 << 20, Window: 256 << 10}) || c.Incarnation == 0 {
+		c.Limits != (wire.Limits{MaxFrame: 256 << 10, MaxMessage: 4 << 20, Window: 8 << 20}) || c.Incarnation == 0 {
 		t.Fatalf("defaults not applied: %+v", c)
 	}
 	if g := resumeGrace(&c); g != 35*time.Second {

@@ -332,8 +332,8 @@ func parseDataPrefix(h Header, p []byte, length, maxFrame, maxMessage int) (data
 }
 
 // credit is the payload of a FrameCredit frame: the cumulative bytes of the
-// stream the receiver consumed, its current window (which may have grown
-// past the handshake window by auto-tuning), and the cumulative bytes it
+// stream the receiver consumed, its current window (which auto-tuning
+// grows from 256 KiB up to the agreed window), and the cumulative bytes it
 // received (at least Consumed), which lets the sender's estimator tell a
 // slow link from a slow consumer.
 type credit struct {

@@ -179,6 +179,14 @@ const minCwnd = 32 << 10
 // sender waiting on a receipt asks for its grant (waitedOn).
 const grantSlack = minCwnd / 8
 
+// initialWindow is the window each stream starts with. Auto-tuning grows
+// it towards the bandwidth-delay product, but never past the agreed
+// window (Limits.Window), so the agreed window bounds what a peer may
+// make us hold unread, as both sides promised at the handshake.
+func initialWindow(lim wire.Limits) int64 {
+	return min(flow.DefaultWindow, int64(lim.Window))
+}
+
 // resetLocked starts the session afresh: new scheduler, credit and
 // counters.
 func (s *session) resetLocked() error {
@@ -196,7 +204,7 @@ func (s *session) resetLocked() error {
 		case StreamMembership:
 			class = flow.ClassMembership
 		}
-		cfg.Streams = append(cfg.Streams, flow.StreamConfig{ID: flow.StreamID(id), Class: class, Window: int64(lim.Window)})
+		cfg.Streams = append(cfg.Streams, flow.StreamConfig{ID: flow.StreamID(id), Class: class, Window: initialWindow(lim), MaxWindow: int64(lim.Window)})
 	}
 	sched, err := flow.NewScheduler(cfg)
 	if err != nil {
@@ -204,7 +212,7 @@ func (s *session) resetLocked() error {
 	}
 	s.sched = sched
 	for i := range s.recv {
-		s.recv[i], err = flow.NewRecvCredit(flow.RecvConfig{Window: int64(lim.Window), GrantBytes: minCwnd, GrantDelay: s.t.tune.grantDelay, Slack: min(grantSlack, int64(lim.Window)/8)})
+		s.recv[i], err = flow.NewRecvCredit(flow.RecvConfig{Window: initialWindow(lim), MaxWindow: int64(lim.Window), GrantBytes: minCwnd, GrantDelay: s.t.tune.grantDelay, Slack: min(grantSlack, initialWindow(lim)/8)})
 		if err != nil {
 			return err
 		}
@@ -594,7 +602,7 @@ func (s *session) newPartialLocked(total int) *partialEnv {
 // the reader makes after releasing the lock: zeroing a large buffer takes
 // milliseconds that the writer and the deliverers need not wait.
 func (s *session) planPartialLocked(total int) *partialEnv {
-	p := &partialEnv{total: total, alloc: min(total, s.t.cfg.Limits.Window)}
+	p := &partialEnv{total: total, alloc: min(total, int(initialWindow(s.t.cfg.Limits)))}
 	if budget := 4 * s.t.cfg.Limits.MaxMessage; s.reserved+total <= budget {
 		p.reserved, p.alloc = total, total
 	}

@@ -55,7 +55,8 @@
 //
 // The receiver auto-tunes its window toward the bandwidth-delay product, as
 // quic-go does: when more than half the window was consumed in less than four
-// round trips' worth of time, the window doubles, up to MaxWindow (8 MiB).
+// round trips' worth of time, the window doubles, up to MaxWindow (8 MiB by
+// default; the transport sets it to the agreed window).
 // A fixed 256 KiB window would cap a stream at 5 MB/s on a 50 ms path. The
 // sender clamps window growth to its own MaxWindow, which bounds its resend
 // buffer: a stream's resend buffer holds the bytes from Consumed to Sent, at
