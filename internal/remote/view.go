@@ -183,3 +183,17 @@ func (v *view) statusOr(id ring.NodeID, def cluster.Status) cluster.Status {
 	}
 	return def
 }
+
+// Replicas appends to dst the replica set of typ's key at tok: the first
+// n distinct members clockwise on the type's full ring, dead members
+// included (a partition cannot shrink a quorum), fewer when the ring has
+// fewer members. It fails when no member hosts typ or this node has no
+// view yet.
+func (r *Router) Replicas(dst []ring.NodeID, typ string, tok uint64, n int) ([]ring.NodeID, error) {
+	v := r.view.Load()
+	tr := v.rings[typ]
+	if len(v.list) == 0 || tr == nil {
+		return dst, fmt.Errorf("%w: %s: no ring places it here yet", fault.ErrUnavailable, typ)
+	}
+	return tr.r.AppendReplicas(dst, ring.Token(tok), min(n, tr.r.Len())), nil
+}
