@@ -317,3 +317,25 @@ func TestATimerOfADurableKeyFiresAfterARestart(t *testing.T) {
 	case <-time.After(400 * time.Millisecond):
 	}
 }
+
+func TestAPinnedDurableActorRestartsFromItsStoredState(t *testing.T) {
+	dir := t.TempDir()
+	def := counterDef("pinned", nil, actor.Pinned(), actor.Durable())
+	start := func(addr string) *system.System {
+		return systemtest.Join(t, nil, func(cfg *system.Config) {
+			cfg.DataDir = dir
+			if addr != "" {
+				cfg.Cluster.Bind, cfg.Cluster.Advertise = addr, addr
+			}
+		}, def)
+	}
+	sys := start("")
+	addr := sys.Addr()
+	add(t, def.RefAt(sys, addr, "a"), 9)
+	closeNow(t, sys)
+
+	sys = start(addr)
+	if got := get(t, def.RefAt(sys, addr, "a")); got != 9 {
+		t.Fatalf("the pinned actor restarted with %d, want its stored 9", got)
+	}
+}

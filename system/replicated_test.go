@@ -174,6 +174,7 @@ func TestAStateChangeThatMissesItsLevelIsNeitherAnsweredNorFollowedByItsTells(t 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	got, err := actor.Ask(ctx, ref, DRelay{N: 1, To: to})
+	t.Logf("the relay with two replicas cut off: %v", err)
 	if !errors.Is(err, actor.ErrUnavailable) {
 		t.Fatalf("a state change with two of three replicas cut off: %d, %v; want ErrUnavailable", got, err)
 	}

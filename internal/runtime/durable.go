@@ -132,17 +132,25 @@ func (c *Context[S, M, C]) commit(barrier bool) error {
 }
 
 // storeCtx bounds a store call of the message being handled: by its
-// asker's deadline, else by the kind's ask timeout, and by Close's.
+// asker's deadline, else by the kind's ask timeout, and by Close's. It
+// ends a little before an asker's deadline, so that the asker hears
+// ErrUnavailable rather than its own timeout.
 func (c *Context[S, M, C]) storeCtx() (context.Context, context.CancelFunc) {
 	dl, ok := time.Time{}, false
 	if c.slot != nil {
 		dl, ok = c.slot.deadline()
 	}
-	if !ok {
+	if ok {
+		dl = dl.Add(-min(time.Until(dl)/10, answerMargin))
+	} else {
 		dl = time.Now().Add(c.cell.k.ask)
 	}
 	return context.WithDeadline(c.cell.k.h.HardCtx(), dl)
 }
+
+// answerMargin bounds what a store call leaves of its asker's time for
+// the answer to travel.
+const answerMargin = 50 * time.Millisecond
 
 // settle ends a message of a durable kind: it commits what the message
 // changed and fails an unanswered ask if that failed; a lost or deleted
