@@ -175,18 +175,18 @@ func WithBackoff(min, max time.Duration) Option {
 	}
 }
 
-// WithReplicas keeps n copies (1..7) of each key's state, the owner's
-// included, on the first n distinct members clockwise from the key on the
-// cluster's ring (dead members included until the cluster removes them;
-// fewer when the ring has fewer members), and writes each state change at
-// level (WriteMajority by default) before the handler's outputs leave. A
-// definition with n > 1 is Durable. Only a key's replica set serves it: the
-// first live replica in ring order owns it, and when none is up, sends
-// fail with ErrUnavailable. A key that moves (its owner left or died, a
-// member joined) continues on its new owner from the state its replicas
-// hold. n = 1 only narrows nothing: the first live member in ring order
-// takes the key. A Pinned definition refuses n > 1. In a standalone
-// system the one copy is the node's own store.
+// WithReplicas keeps n copies (1..7) of each key's state in a cluster,
+// the owner's included, on the first n distinct members clockwise from the
+// key on the ring (dead members count until the cluster removes them;
+// fewer copies when the ring has fewer members), and writes each state
+// change at level (WriteMajority by default) before the handler's outputs
+// leave. With n > 1 the definition is Durable, and only a key's replica
+// set serves it: the first live replica in ring order owns it, a key whose
+// owner leaves, dies or changes continues on the next from the state its
+// replicas hold, and when all n are down, sends fail with ErrUnavailable.
+// With n = 1 (the default) any live member may take a key: the first in
+// ring order hosting the type. A Pinned definition refuses n > 1. A
+// standalone system keeps one copy, its own.
 func WithReplicas(n int, level WriteLevel) Option {
 	return func(s *settings) {
 		if n < 1 || n > MaxReplicas {

@@ -89,10 +89,10 @@ type Config struct {
 
 	// Sync makes the store fsync each batch of writes (group commit)
 	// before they are acknowledged, so that an acknowledged state survives
-	// a power loss of the machine. Without it a write survives the
-	// process's crash (it is in the operating system's cache) but not the
-	// machine's: with replication, a whole-cluster power loss may lose the
-	// last acknowledged writes. Needs DataDir.
+	// a power loss, even of the whole cluster. Without it a write survives
+	// the process's crash (it is in the operating system's cache) but not a
+	// power loss of its machine, which may lose acknowledged writes at
+	// every level (see package replication). Needs DataDir.
 	Sync bool
 
 	// LeaveTimeout bounds how long Close waits, in a cluster, for the

@@ -28,8 +28,8 @@
 // write level before the handler's outputs leave (see actor's package doc,
 // "Durable and replicated state"). Config.Sync fsyncs each batch of writes
 // before they count: without it an acknowledged write survives the
-// process's crash but not a power loss of its machine, so a whole-cluster
-// power loss may lose the last acknowledged writes. A store of a newer
+// process's crash but not a power loss of its machine, which may lose
+// acknowledged writes at every level. A store of a newer
 // on-disk format refuses to open: New and Start fail with the store's
 // *replication.FormatError.
 //

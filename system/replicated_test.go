@@ -150,14 +150,7 @@ func TestAStateChangeThatMissesItsLevelIsNeitherAnsweredNorFollowedByItsTells(t 
 	// Five members: with two of the key's replicas cut off its owner still
 	// has a majority of the cluster, and keeps the key.
 	systems, nets := replicatedCluster(t, 5, def, listener)
-	key := ""
-	for i := 0; key == ""; i++ {
-		k := fmt.Sprint("k", i)
-		if r := system.ReplicasOf(systems[0], "counter", k, 3); r[0] == system.OwnerOf(systems[0], "counter", k) {
-			key = k
-		}
-	}
-	replicas := system.ReplicasOf(systems[0], "counter", key, 3)
+	key, replicas := ownedByFirstReplica(t, systems[0], "counter", 3)
 	owner, _ := byAddr(t, systems, replicas[0])
 	to := listener.RefAt(owner, owner.Addr(), "l")
 	ref := def.Ref(owner, key)
@@ -228,5 +221,51 @@ func TestADeletedReplicatedKeyStartsFromInitOnTheNextOwner(t *testing.T) {
 		return actor.Ask(ctx, def.Ref(rest[0], "k"), DGet{})
 	}); got != 100 {
 		t.Fatalf("a deleted key on its next owner holds %d, want WithInit's 100", got)
+	}
+}
+
+// ownedByFirstReplica returns a key of typ whose owner is the first of
+// its n replicas, with those replicas.
+func ownedByFirstReplica(t *testing.T, s *system.System, typ string, n int) (string, []string) {
+	t.Helper()
+	for i := 0; i < 1000; i++ {
+		k := fmt.Sprint("k", i)
+		if r := system.ReplicasOf(s, typ, k, n); r[0] == system.OwnerOf(s, typ, k) {
+			return k, r
+		}
+	}
+	t.Fatal("no key is owned by its first replica")
+	return "", nil
+}
+
+func TestWriteAllNeedsEveryReplica(t *testing.T) {
+	def := counterDef("counter", nil, actor.WithReplicas(3, actor.WriteAll))
+	systems, nets := replicatedCluster(t, 3, def)
+	key, replicas := ownedByFirstReplica(t, systems[0], "counter", 3)
+	owner, _ := byAddr(t, systems, replicas[0])
+	ref := def.Ref(owner, key)
+	add(t, ref, 1)
+	_, i := byAddr(t, systems, replicas[2])
+	nets[i].Cut()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	if got, err := actor.Ask(ctx, ref, DAdd{N: 1}); !errors.Is(err, actor.ErrUnavailable) {
+		t.Fatalf("WriteAll with one replica of three cut off: %d, %v; want ErrUnavailable", got, err)
+	}
+}
+
+func TestWriteOneNeedsOnlyTheOwner(t *testing.T) {
+	def := counterDef("counter", nil, actor.WithReplicas(3, actor.WriteOne))
+	systems, nets := replicatedCluster(t, 5, def)
+	key, replicas := ownedByFirstReplica(t, systems[0], "counter", 3)
+	owner, _ := byAddr(t, systems, replicas[0])
+	ref := def.Ref(owner, key)
+	add(t, ref, 1)
+	for _, addr := range replicas[1:] {
+		_, i := byAddr(t, systems, addr)
+		nets[i].Cut()
+	}
+	if got := add(t, ref, 1); got != 2 {
+		t.Fatalf("WriteOne with the other replicas cut off counted %d, want 2", got)
 	}
 }
