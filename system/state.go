@@ -123,6 +123,10 @@ func (s *states) Acquire(ctx context.Context, typ, key string, n int, level repl
 			return fmt.Errorf("%w: %s/%s: this member is not one of its replicas %v", actor.ErrUnavailable, typ, key, set)
 		}
 	}
+	// TODO(handoff): while placement's hand-off window is open, acquire
+	// from the previous ring's set too (Router.PreviousReplicas), once the
+	// driver takes it (AcquireFrom), so that a key whose set changed adopts
+	// what the old set holds.
 	return stateErr(node.Acquire(ctx, k, set, level))
 }
 

@@ -191,9 +191,26 @@ func (v *view) statusOr(id ring.NodeID, def cluster.Status) cluster.Status {
 // view yet.
 func (r *Router) Replicas(dst []ring.NodeID, typ string, tok uint64, n int) ([]ring.NodeID, error) {
 	v := r.view.Load()
-	tr := v.rings[typ]
-	if len(v.list) == 0 || tr == nil {
+	if len(v.list) == 0 || v.rings[typ] == nil {
 		return dst, fmt.Errorf("%w: %s: no ring places it here yet", fault.ErrUnavailable, typ)
 	}
-	return tr.r.AppendReplicas(dst, ring.Token(tok), min(n, tr.r.Len())), nil
+	return v.replicas(dst, typ, tok, n), nil
+}
+
+// PreviousReplicas appends to dst the replica set of typ's key at tok on
+// the ring before the latest change, while its hand-off window is open
+// (ok false otherwise): the set a new owner acquires from besides its own,
+// so that what the old set holds is adopted.
+func (r *Router) PreviousReplicas(dst []ring.NodeID, typ string, tok uint64, n int) (_ []ring.NodeID, ok bool) {
+	ho := r.handoff.Load()
+	if ho == nil || ho.over.Load() || ho.prev == nil || ho.prev.rings[typ] == nil {
+		return dst, false
+	}
+	return ho.prev.replicas(dst, typ, tok, n), true
+}
+
+// replicas is Router.Replicas under v, for a type v has a ring of.
+func (v *view) replicas(dst []ring.NodeID, typ string, tok uint64, n int) []ring.NodeID {
+	tr := v.rings[typ]
+	return tr.r.AppendReplicas(dst, ring.Token(tok), min(n, tr.r.Len()))
 }
