@@ -26,7 +26,8 @@
 //
 // The name is the actor's identity across processes and versions: keep it
 // stable. Options set the mailbox bound and overflow policy, the idle
-// timeout, the ask timeout and the restart backoff; WithInit sets each
+// timeout, the ask timeout, the restart backoff and whether the state is
+// stored (Durable) or replicated (WithReplicas); WithInit sets each
 // key's initial state and WithRun makes the actor proactive. Problems with
 // a definition are reported when a system registers it, naming the
 // definition and the field.
