@@ -269,3 +269,26 @@ func TestWriteOneNeedsOnlyTheOwner(t *testing.T) {
 		t.Fatalf("WriteOne with the other replicas cut off counted %d, want 2", got)
 	}
 }
+
+func TestAReplicatedKeyKeepsItsStateWhenItsOwnerRejoinsWithANewIncarnation(t *testing.T) {
+	def := counterDef("counter", nil, actor.WithReplicas(3, actor.WriteMajority))
+	systems, _ := replicatedCluster(t, 3, def)
+	const keys = 8
+	for i := range keys {
+		add(t, def.Ref(systems[0], fmt.Sprint("k", i)), i+1)
+	}
+	system.ForceRejoin(systems[0])
+	systemtest.WaitUntil(t, "the rejoin", func() bool { return systems[0].Stats().Rejoins == 1 && !systems[0].Removed() })
+	systemtest.WaitAlive(t, systems, 3)
+	for i := range keys {
+		key := fmt.Sprint("k", i)
+		// Through the rejoined member: its new node, on the same store,
+		// acquires the keys it owns again.
+		got := eventually(t, "add to "+key, func(ctx context.Context) (int, error) {
+			return actor.Ask(ctx, def.Ref(systems[0], key), DAdd{N: 100})
+		})
+		if got != i+1+100 {
+			t.Fatalf("%s counted %d after the rejoin, want %d", key, got, i+1+100)
+		}
+	}
+}
