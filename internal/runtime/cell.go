@@ -869,7 +869,7 @@ func (c *cell[S, M, C]) fire(name string, e *timerEntry[M]) {
 		return
 	}
 	if e.period > 0 {
-		e.due = e.due.Add(e.period)
+		e.due = time.Now().Add(e.period)
 		e.t.Reset(e.period)
 	} else {
 		delete(c.x.timers, name)
