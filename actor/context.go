@@ -50,11 +50,20 @@ func (c *Context[S, M]) Logger() *slog.Logger { return c.runContext.Logger() }
 func (c *Context[S, M]) State() S { return c.runContext.State() }
 
 // SetState replaces the state. The last completed SetState or Update is
-// what the actor restarts from after a failure.
+// what the actor restarts from after a failure. A Durable key's state is
+// written before the handler's next output and at the end of the message
+// (see Durable).
 func (c *Context[S, M]) SetState(s S) { c.runContext.SetState(s) }
 
 // Update replaces the state with f(state).
 func (c *Context[S, M]) Update(f func(S) S) { c.runContext.Update(f) }
+
+// Delete ends the key for good once the current message is handled: the
+// activation ends as with Release, and a Durable key's stored state is
+// replaced by a tombstone (written, like a state change, before the
+// handler's outputs leave), so that the key's next message starts from
+// WithInit's state and no stale replica can bring the old one back.
+func (c *Context[S, M]) Delete() { c.runContext.Delete() }
 
 // Become makes h handle the following messages, keeping the state. A
 // restart or a new activation goes back to the definition's handler.

@@ -10,6 +10,7 @@ import (
 	"github.com/troupe-go/troupe/internal/codec"
 	"github.com/troupe-go/troupe/internal/host"
 	"github.com/troupe-go/troupe/internal/runtime"
+	"github.com/troupe-go/troupe/replication"
 )
 
 // Handler handles one message for one key. It runs alone: never
@@ -46,16 +47,34 @@ func (o Overflow) String() string {
 	return fmt.Sprintf("Overflow(%d)", uint8(o))
 }
 
-// WriteLevel is how many replicas acknowledge a state write (used by
-// replicated definitions; accepted and validated now).
+// WriteLevel is how many of a key's replicas must hold a state write
+// before the handler's outputs leave (see WithReplicas).
 type WriteLevel uint8
 
 // Write levels.
 const (
+	// WriteOne needs the owner's own copy only: fast, but a write it
+	// acknowledged is lost if the owner's store is, and a fenced owner is
+	// not kept from answering.
 	WriteOne WriteLevel = iota + 1
-	WriteQuorum
+	// WriteMajority needs n/2+1 of the n replicas (the default): any two
+	// majorities share a replica, so an acknowledged write survives the
+	// loss of a minority and a newer owner fences an older one.
+	WriteMajority
+	// WriteAll needs every replica: a single replica down blocks writes.
 	WriteAll
 )
+
+// level maps a write level to the replication driver's.
+func (l WriteLevel) level() replication.Level {
+	switch l {
+	case WriteOne:
+		return replication.One
+	case WriteAll:
+		return replication.All
+	}
+	return replication.Majority
+}
 
 // Default option values.
 const (
@@ -93,6 +112,7 @@ type settings struct {
 	replicas    int
 	write       WriteLevel
 	pinned      bool
+	durable     bool
 	errors      []error
 	problems    []*DefinitionError
 	mailboxSet  bool
@@ -122,8 +142,9 @@ func WithMailbox(size int, overflow Overflow) Option {
 
 // WithIdleTimeout passivates a key after d without messages, timers or a
 // running body (default 1 minute); Never keeps it active. Passivation ends
-// the activation: its state, neither replicated nor durable, is dropped,
-// and the key's next message starts from WithInit's state.
+// the activation: the state of a definition neither Durable nor
+// replicated is dropped, and the key's next message starts from WithInit's
+// state; a durable key's next message starts from its stored state.
 func WithIdleTimeout(d time.Duration) Option {
 	return func(s *settings) {
 		if d <= 0 && d != Never {
@@ -154,15 +175,18 @@ func WithBackoff(min, max time.Duration) Option {
 	}
 }
 
-// WithReplicas sets a key's replica set in a cluster: its first n
-// members on the ring (1..7). Today it keeps no copy of state and level
-// is only validated; copies of state, written at level, come with
-// replication. What it does now is narrow placement: with n > 1 only a
-// key's replica set may serve it (the first live one in ring order), and
-// when all n are down, sends fail with ErrUnavailable; without it, or with
-// n = 1, the first live member in ring order hosting the type takes the
-// key, whichever it is. A key that moves starts from its initial state. A
-// Pinned definition refuses n > 1.
+// WithReplicas keeps n copies (1..7) of each key's state in a cluster,
+// the owner's included, on the first n distinct members clockwise from the
+// key on the ring (dead members count until the cluster removes them;
+// fewer copies when the ring has fewer members), and writes each state
+// change at level (WriteMajority by default) before the handler's outputs
+// leave. With n > 1 the definition is Durable, and only a key's replica
+// set serves it: the first live replica in ring order owns it, a key whose
+// owner leaves, dies or changes continues on the next from the state its
+// replicas hold, and when all n are down, sends fail with ErrUnavailable.
+// With n = 1 (the default) any live member may take a key: the first in
+// ring order hosting the type. A Pinned definition refuses n > 1. A
+// standalone system keeps one copy, its own.
 func WithReplicas(n int, level WriteLevel) Option {
 	return func(s *settings) {
 		if n < 1 || n > MaxReplicas {
@@ -195,6 +219,24 @@ func WithErrors(errs ...error) Option {
 
 // Pinned ties each key to the member named in its ref, bypassing the ring.
 func Pinned() Option { return func(s *settings) { s.pinned = true } }
+
+// Durable keeps each key's state, and the timers it set, in the node's
+// store (system.Config.DataDir, or memory without one): it survives
+// passivation, a restart of the activation, and with a DataDir a restart
+// of the process. A key's first message acquires it and reads its stored
+// state (WithInit's when there is none). Each message's changes are
+// written before its handler's outputs (tells, asks, pipes, the reply)
+// leave and at its end, as WithReplicas describes; a state that cannot be
+// written ends the activation and fails the ask with ErrUnavailable (the
+// write may or may not have happened). A stored state that no longer
+// decodes (its type changed) fails the activation with a *StateError and is
+// left as it is. Without WithReplicas(n > 1) the one copy is on the member
+// that owns the key, so a key that moves to another member starts there
+// from what that member stored, if anything; a Pinned durable actor
+// restarts on its member from its stored state. The definition's messages
+// must be encodable (WithMessages for an interface M): its timers are
+// stored with its state.
+func Durable() Option { return func(s *settings) { s.durable = true } }
 
 // Def is an actor type: a stable name, a state type S, a message type M
 // (usually a sealed interface) and a handler. Declare it once, at package
@@ -230,7 +272,7 @@ func Define[S, M any](name string, handler Handler[S, M], opts ...Option) *Def[S
 	d := &Def[S, M]{}
 	d.s = settings{
 		mailbox: DefaultMailbox, idle: DefaultIdleTimeout, askTimeout: DefaultAskTimeout,
-		backoffMin: DefaultBackoffMin, backoffMax: DefaultBackoffMax, replicas: 1, write: WriteQuorum,
+		backoffMin: DefaultBackoffMin, backoffMax: DefaultBackoffMax, replicas: 1, write: WriteMajority,
 	}
 	for _, o := range opts {
 		o(&d.s)
@@ -242,13 +284,17 @@ func Define[S, M any](name string, handler Handler[S, M], opts ...Option) *Def[S
 		Idle: d.s.idle, AskTimeout: d.s.askTimeout, BackoffMin: d.s.backoffMin, BackoffMax: d.s.backoffMax,
 		IdleSet: d.s.idleSet, AskSet: d.s.askSet, BackoffSet: d.s.backoffSet,
 		Pinned: d.s.pinned, Replicas: d.s.replicas, Codec: codec.New[M](),
+		Durable: d.s.durable || d.s.replicas > 1, Level: d.s.write.level(),
+		StateFailed: func(key string, err error) error {
+			return &StateError{Definition: name, Key: key, Err: err}
+		},
 		Panicked: func(v any, stack []byte) error { return &PanicError{Value: v, Stack: stack} },
 		Errors:   &codec.Errors{},
 	}
 	for _, p := range d.spec.Errors.Register(name, d.s.errors) {
 		d.s.problems = append(d.s.problems, &DefinitionError{Definition: p.Definition, Field: p.Field, Problem: p.Problem})
 	}
-	d.sealed = runtime.Seal(func(h *host.Host) host.Kind { return runtime.NewKind(h, &d.spec) })
+	d.sealed = runtime.Seal(func(h *host.Host) host.Kind { return runtime.NewKind(h, &d.spec) }, d.spec.Durable)
 	d.err = d.validate()
 	return d
 }
@@ -293,8 +339,8 @@ func (d *Def[S, M]) WithMessages(msgs ...M) *Def[S, M] {
 // system, where its messages cross nodes: Err's problems, or an interface
 // message type without WithMessages.
 func (d *Def[S, M]) ClusterErr() error {
-	if d.err != nil {
-		return d.err
+	if err := d.Err(); err != nil {
+		return err
 	}
 	if err := d.spec.Codec.Portable(); err != nil {
 		return &DefinitionError{Definition: d.spec.Name, Field: "WithMessages", Problem: err.Error()}
@@ -306,7 +352,15 @@ func (d *Def[S, M]) ClusterErr() error {
 func (d *Def[S, M]) Name() string { return d.spec.Name }
 
 // Err reports why the definition cannot be hosted, or nil.
-func (d *Def[S, M]) Err() error { return d.err }
+func (d *Def[S, M]) Err() error {
+	if d.err == nil && d.spec.Durable {
+		// Checked here, not in Define: WithMessages follows Define.
+		if err := d.spec.Codec.Portable(); err != nil {
+			return &DefinitionError{Definition: d.spec.Name, Field: "WithMessages", Problem: "a durable actor stores its timers' messages: " + err.Error()}
+		}
+	}
+	return d.err
+}
 
 func (d *Def[S, M]) validate() error {
 	var probs []*DefinitionError

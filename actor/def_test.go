@@ -17,10 +17,10 @@ func TestInvalidOptionsAreReportedNamingTheDefinitionAndOption(t *testing.T) {
 	}{
 		{"empty mailbox", []actor.Option{actor.WithMailbox(0, actor.Refuse)}, "WithMailbox"},
 		{"unknown overflow", []actor.Option{actor.WithMailbox(8, actor.Overflow(9))}, "WithMailbox"},
-		{"no replicas", []actor.Option{actor.WithReplicas(0, actor.WriteQuorum)}, "WithReplicas"},
+		{"no replicas", []actor.Option{actor.WithReplicas(0, actor.WriteMajority)}, "WithReplicas"},
 		{"too many replicas", []actor.Option{actor.WithReplicas(actor.MaxReplicas+1, actor.WriteAll)}, "WithReplicas"},
 		{"unknown write level", []actor.Option{actor.WithReplicas(3, actor.WriteLevel(0))}, "WithReplicas"},
-		{"pinned with replicas", []actor.Option{actor.Pinned(), actor.WithReplicas(3, actor.WriteQuorum)}, "Pinned"},
+		{"pinned with replicas", []actor.Option{actor.Pinned(), actor.WithReplicas(3, actor.WriteMajority)}, "Pinned"},
 		{"zero idle", []actor.Option{actor.WithIdleTimeout(0)}, "WithIdleTimeout"},
 		{"negative ask timeout", []actor.Option{actor.WithAskTimeout(-time.Second)}, "WithAskTimeout"},
 		{"backoff max below min", []actor.Option{actor.WithBackoff(time.Second, time.Millisecond)}, "WithBackoff"},
@@ -46,7 +46,7 @@ func TestInvalidOptionsAreReportedNamingTheDefinitionAndOption(t *testing.T) {
 func TestValidOptionsAreAccepted(t *testing.T) {
 	def := actor.Define("fine", counterHandler,
 		actor.WithMailbox(1, actor.Wait), actor.WithIdleTimeout(time.Second), actor.WithAskTimeout(time.Second),
-		actor.WithBackoff(time.Millisecond, time.Millisecond), actor.WithReplicas(actor.MaxReplicas, actor.WriteAll))
+		actor.WithBackoff(time.Millisecond, time.Millisecond), actor.WithReplicas(actor.MaxReplicas, actor.WriteAll)).WithMessages(Add{}, Get{})
 	if err := def.Err(); err != nil {
 		t.Errorf("valid options rejected: %v", err)
 	}
@@ -90,5 +90,18 @@ func TestEveryProblemOfADefinitionIsReported(t *testing.T) {
 func TestOverflowPrints(t *testing.T) {
 	if actor.Refuse.String() != "refuse" || actor.Wait.String() != "wait" || actor.Overflow(7).String() != "Overflow(7)" {
 		t.Errorf("Overflow strings: %v %v %v", actor.Refuse, actor.Wait, actor.Overflow(7))
+	}
+}
+
+func TestADurableDefinitionNeedsItsMessagesListed(t *testing.T) {
+	for _, opt := range []actor.Option{actor.Durable(), actor.WithReplicas(3, actor.WriteMajority)} {
+		def := actor.Define("stored", counterHandler, opt)
+		var de *actor.DefinitionError
+		if err := def.Err(); !errors.As(err, &de) || de.Field != "WithMessages" {
+			t.Fatalf("a durable definition of an interface message type without WithMessages: %v, want a DefinitionError naming WithMessages", err)
+		}
+		if err := def.WithMessages(Add{}, Get{}).Err(); err != nil {
+			t.Fatalf("with its messages listed: %v", err)
+		}
 	}
 }

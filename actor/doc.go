@@ -26,7 +26,8 @@
 //
 // The name is the actor's identity across processes and versions: keep it
 // stable. Options set the mailbox bound and overflow policy, the idle
-// timeout, the ask timeout and the restart backoff; WithInit sets each
+// timeout, the ask timeout, the restart backoff and whether the state is
+// stored (Durable) or replicated (WithReplicas); WithInit sets each
 // key's initial state and WithRun makes the actor proactive. Problems with
 // a definition are reported when a system registers it, naming the
 // definition and the field.
@@ -70,8 +71,43 @@
 //
 // maps.Clone and slices.Clone make the copy easy; a state of plain values
 // (structs of numbers and strings) needs none. State types must be
-// encodable (no funcs or channels): later, replicated and durable actors
-// store and ship them.
+// encodable (no funcs or channels): durable and replicated actors store
+// and ship them.
+//
+// # Durable and replicated state
+//
+// By default a key's state lives in memory for the life of its activation.
+// Durable() stores it (and the timers the key set) in the node's store
+// (system.Config.DataDir, or memory without one): it survives passivation,
+// a restart of the activation and, with a DataDir, of the process; a
+// Pinned durable actor restarts on its member from its stored state.
+// WithReplicas(n, level) with n > 1 keeps n copies on the first n members
+// clockwise from the key on the cluster's ring, so that a key whose owner
+// leaves, dies or changes goes on from its state on the next one.
+//
+// The commit points stay SetState and Update, and output commit holds:
+// before anything the handler sends leaves (a Tell given the handler's
+// Context, an Ask, a Pipe, the reply) and at the end of each message,
+// the state the message changed is written at the definition's write level
+// (WriteMajority by default), the handler waiting meanwhile, bounded by its
+// asker's deadline (by the ask timeout for tells and timers). An output of
+// a message that changed nothing first confirms, once per message, that
+// this member still owns the key, so that an owner fenced by a newer one
+// sends nothing. If the level is not met the ask fails with ErrUnavailable
+// (the write may or may not have happened), later outputs of the message
+// fail with it too, and the activation ends: the key's next message
+// acquires it again and adopts what its replicas hold. A state whose
+// encoding exceeds the store's limit fails with ErrMessageTooLarge and is
+// not written. A stored state that no longer decodes (its type changed
+// incompatibly: add fields rather than rename them) fails the activation
+// with a *StateError and stays stored as it was. Context.Delete ends a key
+// for good: a tombstone replaces its state, and its next message starts
+// from WithInit's state.
+//
+// A timer (After, Every) of a durable key is stored with its state (name,
+// when it fires next, period, message) and set again, with what is left of
+// its time, when the key is next activated, on whichever member owns it
+// then; a timer fires only in the activation that owns the key.
 //
 // # Failures
 //
@@ -100,8 +136,9 @@
 //
 // A key with no messages, timers or running body for its idle timeout
 // (WithIdleTimeout, default 1 minute) is passivated: its activation ends
-// and its state, which is neither replicated nor durable, is dropped; the
-// key's next message starts it again from WithInit's state. With
+// and, unless the definition is durable or replicated, its state is
+// dropped and the key's next message starts it again from WithInit's
+// state; a durable key's next message starts from its stored state. With
 // WithIdleTimeout(Never) a key stays active until it is released, its key
 // moves to another member, or the system closes.
 //
@@ -151,8 +188,15 @@
 //
 // # Known gaps
 //
-//   - State is not replicated: a key whose owner changes starts again from
-//     its initial state on the new owner.
+//   - The state of a definition neither durable nor replicated is not
+//     kept: a key whose owner changes starts again from its initial state
+//     on the new owner.
+//   - A stored timer is set again only when its key is next activated: a
+//     failover or restart does not itself activate keys with timers.
+//   - Output commit holds a Tell only when it is given the handler's
+//     Context itself, not a context derived from it; and a Deferred reply
+//     resolved later is not held on the state of the message that
+//     resolves it.
 //   - A failure's cause crosses nodes as its text only (sentinels of this
 //     package still match); declare the errors callers test for.
 package actor

@@ -127,6 +127,25 @@ type PanicError struct {
 
 func (e *PanicError) Error() string { return fmt.Sprintf("panic: %v", e.Value) }
 
+// StateError reports a stored state that this binary cannot read: its
+// type changed in a way that does not decode (a field renamed or removed,
+// another kind of value), or the record is damaged. The activation fails
+// (and restarts after backoff, failing again) and the stored state is left
+// as it is: fix the type, or Delete the key from a handler of a definition
+// that decodes it.
+type StateError struct {
+	// Definition is the actor type's name, Key the key.
+	Definition, Key string
+	// Err is why the state does not decode.
+	Err error
+}
+
+func (e *StateError) Error() string {
+	return fmt.Sprintf("troupe: stored state of %s/%s does not decode: %v", e.Definition, e.Key, e.Err)
+}
+
+func (e *StateError) Unwrap() error { return e.Err }
+
 // DefinitionError explains why a definition cannot be hosted.
 type DefinitionError struct {
 	// Definition is the actor type name.

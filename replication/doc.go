@@ -1,4 +1,8 @@
 // Package replication configures how Troupe keeps copies of actor state.
+// Users choose a level per actor type with actor.WithReplicas (WriteOne,
+// WriteMajority and WriteAll are [One], [Majority] and [All]) and the
+// storage per system with system.Config's DataDir and Sync, which make a
+// [Config].
 //
 // # Levels
 //

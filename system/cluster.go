@@ -131,8 +131,28 @@ func Start(ctx context.Context, cfg Config) (*System, error) {
 	m.acc = newAcceptor(ln)
 	wt := membership.NewWireTransport(tr, membership.WireOptions{Logger: cc.Logger})
 	m.router = remote.New(remote.Config{Endpoint: tr, Serve: true, Logger: log, Silence: cc.WireSilence(), Handoff: cfg.withDefaults().LeaveTimeout})
+	var st *states
+	if durableTypes(cfg.Actors) {
+		if st, err = openStates(cfg, log); err == nil {
+			st.replicas = m.router.Replicas
+			if st.maxValue > wcfg.Limits.MaxMessage-replicaRoom {
+				st.maxValue = wcfg.Limits.MaxMessage - replicaRoom
+			}
+			if err = st.attach(ctx, tr); err != nil {
+				st.store.Close()
+			}
+		}
+		if err != nil {
+			m.cancelRejoin()
+			m.router.Close()
+			wt.Close()
+			tr.Close()
+			m.acc.Close()
+			return nil, fmt.Errorf("troupe: start: %w", err)
+		}
+	}
 	cfg.Cluster = &cc // with Advertise fixed: the member's name in handlers and failures
-	s := newSystem(cfg, m.router)
+	s := newSystem(cfg, m.router, st)
 	s.m = m
 	m.router.SetHost(s.h)
 	go tr.Serve(m.acc.listener())
@@ -141,6 +161,9 @@ func Start(ctx context.Context, cfg Config) (*System, error) {
 		m.cancelRejoin()
 		m.router.Close()
 		s.h.Close(ctx)
+		if s.st != nil {
+			s.closeStates(ctx)
+		}
 		wt.Close()
 		tr.Close()
 		m.acc.Close()
@@ -209,6 +232,10 @@ func (s *System) follow() {
 	}
 }
 
+// replicaRoom is what a replication envelope needs besides a state's
+// value, key and slot name (the driver's own margin, envelopeRoom).
+const replicaRoom = 64 << 10
+
 // Rejoin backoff: the wait after a failed attempt doubles from
 // rejoinBackoffMin up to rejoinBackoffMax; an attempt waits up to
 // rejoinJoinTimeout to join through the seeds.
@@ -263,6 +290,13 @@ func (s *System) rejoin(old *incarnation) {
 	old.node.Close()
 	old.wt.Close()
 	old.tr.Close()
+	if s.st != nil {
+		// The node of the removed identity goes with it; the next one
+		// opens on the same store.
+		dctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		s.st.detach(dctx)
+		cancel()
+	}
 	last := self.Incarnation
 	backoff := rejoinBackoffMin
 	for attempt := 1; ; attempt++ {
@@ -309,11 +343,21 @@ func (s *System) join(seeds []string, last uint64) (*incarnation, error) {
 	}
 	wt := membership.NewWireTransport(tr, membership.WireOptions{Logger: cc.Logger})
 	m.router.SetEndpoint(tr)
-	go tr.Serve(m.acc.listener())
 	ctx, cancel := context.WithTimeout(m.rejoinCtx, rejoinJoinTimeout)
 	defer cancel()
+	if s.st != nil {
+		if err := s.st.attach(ctx, tr); err != nil {
+			wt.Close()
+			tr.Close()
+			return nil, err
+		}
+	}
+	go tr.Serve(m.acc.listener())
 	node, err := membership.Start(ctx, cc, wt, membership.WithIncarnation(id), membership.WithHandover(s.handover), membership.WithReadyGate())
 	if err != nil {
+		if s.st != nil {
+			s.st.detach(context.WithoutCancel(ctx))
+		}
 		wt.Close()
 		tr.Close()
 		return nil, err
@@ -438,6 +482,9 @@ func (s *System) closeMember(ctx context.Context, closeRuntime func(context.Cont
 		}
 		if err := closeRuntime(ctx); err != nil {
 			errs = append(errs, err)
+		}
+		if s.st != nil {
+			s.closeStates(ctx)
 		}
 		m.router.Close()
 		inc.node.Close()

@@ -9,6 +9,7 @@ import (
 
 	"github.com/troupe-go/troupe/actor"
 	"github.com/troupe-go/troupe/cluster"
+	"github.com/troupe-go/troupe/replication"
 	"github.com/troupe-go/troupe/wire"
 )
 
@@ -78,6 +79,22 @@ type Config struct {
 	// for chunks of 1 KiB or more.
 	Compression wire.Compression
 
+	// DataDir is the directory where this node stores the state of its
+	// Durable and replicated actors (a badger database, with an on-disk
+	// format version checked on open: a store of a newer format refuses to
+	// open). A restarted process with the same DataDir recovers its copies.
+	// Empty: the state lives in memory, for the life of the System
+	// (tests, embedded use). One System at a time may use a directory.
+	DataDir string
+
+	// Sync makes the store fsync each batch of writes (group commit)
+	// before they are acknowledged, so that an acknowledged state survives
+	// a power loss, even of the whole cluster. Without it a write survives
+	// the process's crash (it is in the operating system's cache) but not a
+	// power loss of its machine, which may lose acknowledged writes at
+	// every level (see package replication). Needs DataDir.
+	Sync bool
+
 	// LeaveTimeout bounds how long Close waits, in a cluster, for the
 	// keys of this node to drain before it leaves (their later messages
 	// go to the new owners). Default 30 s.
@@ -119,6 +136,9 @@ func (cfg Config) Validate() error {
 	}
 	if err := cfg.Compression.Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("%w: Compression: %w", ErrInvalidConfig, err))
+	}
+	if err := (replication.Config{DataDir: cfg.DataDir, Sync: cfg.Sync}).Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("%w: %w", ErrInvalidConfig, err))
 	}
 	if cfg.Cluster != nil {
 		if err := cfg.Cluster.Validate(); err != nil {

@@ -11,7 +11,27 @@
 // two if the key is busy, then exits, so an idle actor holds no
 // goroutine, only its state (about 200 bytes of runtime bookkeeping). A key
 // with no messages, timers or running body for its idle timeout is
-// passivated: its state is dropped and the next message starts it afresh.
+// passivated: its state is dropped and the next message starts it afresh,
+// unless its definition is durable or replicated.
+//
+// # Stored state
+//
+// A system hosting a durable or replicated definition (actor.Durable,
+// actor.WithReplicas) keeps those keys' state in a store: a badger
+// database under Config.DataDir, or memory without one (the state then
+// lives as long as the System). One replication node per system runs over
+// it: a standalone system's node is each key's only replica; a member's
+// runs on its transport (the replication stream) and places a key's copies
+// on the first n members clockwise on the ring. A key's first message
+// acquires it on the member that owns it (fencing an earlier owner) and
+// reads its state; each message's changes are written at the definition's
+// write level before the handler's outputs leave (see actor's package doc,
+// "Durable and replicated state"). Config.Sync fsyncs each batch of writes
+// before they count: without it an acknowledged write survives the
+// process's crash but not a power loss of its machine, which may lose
+// acknowledged writes at every level. A store of a newer
+// on-disk format refuses to open: New and Start fail with the store's
+// *replication.FormatError.
 //
 // # Failures
 //
@@ -70,16 +90,19 @@
 //     when its owner left in order is sent once to the new owner, so it
 //     can run twice if the leaver abandoned it mid-handler (at
 //     LeaveTimeout). Effects outside the actor's own state need an
-//     idempotency key until replication's continuity records exist.
+//     idempotency key until replication's continuity records exist; a
+//     replicated actor's own state does not count a run twice only if the
+//     handler makes its change idempotent.
 //   - A member that lost the majority of the cluster (it sees fewer than
 //     half of the members alive) refuses the keys it would own with ErrUnavailable. Pinned actors
 //     (actor.Pinned, Def.RefAt) ignore placement and majority: they live
 //     on the member their key names.
 //   - When the member set changes, the activations of keys now owned
 //     elsewhere stop their timers and body, handle what is queued, and
-//     end; the next message activates the key on its new owner, from the
-//     initial state (state is not replicated). While the views of the members differ, a tell that
-//     reaches a non-owner is forwarded once.
+//     end (a replicated key is resigned); the next message activates the
+//     key on its new owner, from the initial state, or for a replicated
+//     definition from what its replicas hold. While the views of the
+//     members differ, a tell that reaches a non-owner is forwarded once.
 //   - Close leaves the cluster first: placement stops sending this member
 //     keys, and queued work drains for up to LeaveTimeout (a *LeaveError
 //     names the keys abandoned).
@@ -108,9 +131,17 @@
 //
 // # Known gaps
 //
-//   - State is not replicated, and there is no ownership epoch: a member
-//     paused longer than SuspectAfter + DeadAfter serves its keys again on
-//     its first tick, while its peers still hold it dead.
+//   - The state of a definition neither durable nor replicated is not
+//     kept, and such keys have no ownership epoch: a member paused longer
+//     than SuspectAfter + DeadAfter serves them again on its first tick,
+//     while its peers still hold it dead. A replicated key's owner is
+//     fenced: once another member acquired the key, the paused one's
+//     writes and outputs fail.
+//   - When a key's replica set changes (a member joins between its
+//     replicas), the new set adopts what a quorum of it holds; until
+//     hand-off transfers state, a write acknowledged by a majority of the
+//     old set that a majority of the new one lacks can be lost.
+//   - A stored timer is set again only when its key is next activated.
 //   - A handler run on the transport's reader that blocks holds that
 //     connection for 1-9 ms before another goroutine takes over.
 //

@@ -24,3 +24,17 @@ func ForceRejoin(s *System) {
 // own keys (a hand-off window is open, or a key is held): until it does
 // not, they may go through its router rather than in process.
 func HandoffOpen(s *System) bool { return s.m.router.HandoffOpen() }
+
+// ReplicasOf returns the addresses of the n replicas of typ/key as s
+// places them, in ring order (the first is the owner while it is up).
+func ReplicasOf(s *System, typ, key string, n int) []string {
+	ids, err := s.m.router.Replicas(nil, typ, uint64(ring.KeyToken(typ, key)), n)
+	if err != nil {
+		return []string{"error: " + err.Error()}
+	}
+	addrs := make([]string, len(ids))
+	for i, id := range ids {
+		addrs[i] = id.Addr
+	}
+	return addrs
+}

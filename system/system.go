@@ -3,6 +3,8 @@ package system
 import (
 	"context"
 	"fmt"
+	"sync"
+	"time"
 
 	"github.com/troupe-go/troupe/actor"
 	"github.com/troupe-go/troupe/internal/host"
@@ -14,6 +16,8 @@ type System struct {
 	handle // makes a *System an actor.System
 	h      *host.Host
 	m      *member // nil for an embedded system
+	st     *states // nil when no definition keeps state
+	stOnce sync.Once
 }
 
 // EventKind says what an Event reports.
@@ -98,16 +102,31 @@ func New(cfg Config) (*System, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return newSystem(cfg, nil), nil
+	var st *states
+	if durableTypes(cfg.Actors) {
+		var err error
+		if st, err = openStates(cfg, cfg.withDefaults().Logger); err != nil {
+			return nil, err
+		}
+		// The only replica of every key is this node: nothing is sent.
+		if err := st.attach(context.Background(), newLocalEndpoint()); err != nil {
+			st.store.Close()
+			return nil, fmt.Errorf("troupe: open the store: %w", err)
+		}
+	}
+	return newSystem(cfg, nil, st), nil
 }
 
 // newSystem builds the runtime of a validated cfg; rem, if not nil, places
-// keys across the cluster.
-func newSystem(cfg Config, rem host.Remote) *System {
+// keys across the cluster; st, if not nil, keeps durable state.
+func newSystem(cfg Config, rem host.Remote, st *states) *System {
 	c := cfg.withDefaults()
 	settings := host.Settings{
 		Logger: c.Logger, IdleTimeout: c.IdleTimeout, AskTimeout: c.AskTimeout,
 		BackoffMin: c.BackoffMin, BackoffMax: c.BackoffMax, Linger: c.Linger, Remote: rem,
+	}
+	if st != nil {
+		settings.Store = st
 	}
 	if rem != nil {
 		settings.MaxMessage = c.MaxMessage
@@ -122,7 +141,7 @@ func newSystem(cfg Config, rem host.Remote) *System {
 	for _, d := range cfg.Actors {
 		h.Register(runtime.Instantiate(d, h))
 	}
-	return &System{handle: runtime.NewHandle(h), h: h}
+	return &System{handle: runtime.NewHandle(h), h: h, st: st}
 }
 
 // handle is the runtime's handle on the system.
@@ -142,7 +161,24 @@ func (s *System) Close(ctx context.Context) error {
 	if s.m != nil {
 		return s.closeMember(ctx, s.h.Close)
 	}
-	return s.h.Close(ctx)
+	err := s.h.Close(ctx)
+	if s.st != nil {
+		s.closeStates(ctx)
+	}
+	return err
+}
+
+// closeStates closes the store once the runtime closed: briefly, whatever
+// ctx says, so that the node's loop has stopped and the store is closed
+// (a DataDir is free for the next process) when Close returns.
+func (s *System) closeStates(ctx context.Context) {
+	s.stOnce.Do(func() {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if err := s.st.close(cctx); err != nil {
+			s.h.Logger.Warn("troupe: closing the store", "err", err)
+		}
+	})
 }
 
 // Stats returns a snapshot of the runtime's load.

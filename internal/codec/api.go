@@ -1,10 +1,12 @@
 package codec
 
 import (
+	"fmt"
 	"reflect"
 
 	"github.com/troupe-go/troupe/internal/fault"
 	"github.com/troupe-go/troupe/internal/host"
+	"github.com/vmihailenco/msgpack/v5"
 )
 
 // ErrUndecodable is fault's, under the name this package's code uses.
@@ -124,4 +126,22 @@ func unencodable(t reflect.Type, path string, seen map[reflect.Type]bool) (strin
 		}
 	}
 	return "", nil
+}
+
+// DecodeState decodes a stored actor state into v, binding the refs it
+// holds to h. A struct field the type no longer has, or bytes left over,
+// are errors: a state whose type changed must not decode silently into
+// zero fields.
+func DecodeState(h *host.Host, body []byte, v any) error {
+	r := &hostReader{h: h}
+	r.Reset(body)
+	dec := msgpack.NewDecoder(r)
+	dec.DisallowUnknownFields(true)
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if n := r.Len(); n != 0 {
+		return fmt.Errorf("%w: %d bytes after the state", ErrUndecodable, n)
+	}
+	return nil
 }

@@ -83,6 +83,9 @@ type Settings struct {
 	// RemoteOnly marks a host that serves no keys (a client): it
 	// registers a definition's runtime when a ref of it is first taken.
 	RemoteOnly bool
+	// Store keeps the state of durable and replicated actor types; nil
+	// when the system hosts none.
+	Store Store
 }
 
 // registry is an immutable snapshot of the registered kinds.

@@ -183,3 +183,34 @@ func (v *view) statusOr(id ring.NodeID, def cluster.Status) cluster.Status {
 	}
 	return def
 }
+
+// Replicas appends to dst the replica set of typ's key at tok: the first
+// n distinct members clockwise on the type's full ring, dead members
+// included (a partition cannot shrink a quorum), fewer when the ring has
+// fewer members. It fails when no member hosts typ or this node has no
+// view yet.
+func (r *Router) Replicas(dst []ring.NodeID, typ string, tok uint64, n int) ([]ring.NodeID, error) {
+	v := r.view.Load()
+	if len(v.list) == 0 || v.rings[typ] == nil {
+		return dst, fmt.Errorf("%w: %s: no ring places it here yet", fault.ErrUnavailable, typ)
+	}
+	return v.replicas(dst, typ, tok, n), nil
+}
+
+// PreviousReplicas appends to dst the replica set of typ's key at tok on
+// the ring before the latest change, while its hand-off window is open
+// (ok false otherwise): the set a new owner acquires from besides its own,
+// so that what the old set holds is adopted.
+func (r *Router) PreviousReplicas(dst []ring.NodeID, typ string, tok uint64, n int) (_ []ring.NodeID, ok bool) {
+	ho := r.handoff.Load()
+	if ho == nil || ho.over.Load() || ho.prev == nil || ho.prev.rings[typ] == nil {
+		return dst, false
+	}
+	return ho.prev.replicas(dst, typ, tok, n), true
+}
+
+// replicas is Router.Replicas under v, for a type v has a ring of.
+func (v *view) replicas(dst []ring.NodeID, typ string, tok uint64, n int) []ring.NodeID {
+	tr := v.rings[typ]
+	return tr.r.AppendReplicas(dst, ring.Token(tok), min(n, tr.r.Len()))
+}

@@ -17,6 +17,9 @@ import (
 // mailbox room until ctx ends. Tell is a method so that any message type
 // implementing M is accepted as it is.
 func (r Ref[M]) Tell(ctx context.Context, msg M) error {
+	if err := gateOutput(ctx); err != nil {
+		return err
+	}
 	if r.to == nil {
 		return r.tellUnbound(ctx, msg)
 	}
@@ -53,6 +56,10 @@ func Ask[M, R any](ctx context.Context, ref Ref[M], m M) (R, error) {
 	hk, tok := ref.hashes()
 	var chain []string
 	if c, ok := ctx.Value(chainKey{}).([]string); ok {
+		// Asked from a handler: what it changed is stored first.
+		if err := gateAsk(ctx); err != nil {
+			return zero, err
+		}
 		if inChain(c, ref.to.typ, ref.key) {
 			return zero, &CycleError{Chain: append(slices.Clip(c), ref.String())}
 		}
@@ -173,6 +180,10 @@ func (e *askError) Unwrap() error { return e.cause }
 // request here would box it, an allocation per reply).
 func Respond[S, M, C, R any](c *Context[S, M, C], r R) bool {
 	if c.slot == nil {
+		return true
+	}
+	if err := c.Base.gateOutput(); err != nil {
+		c.slot.fail(err) // the reply would follow a state not stored
 		return true
 	}
 	switch s := c.slot.(type) {
@@ -308,6 +319,10 @@ func Pipe[S, M, C, M2, R any](c *Context[S, M, C], ref Ref[M2], m2 M2, invalid e
 	var zero R
 	if invalid != nil {
 		back(zero, invalid)
+		return
+	}
+	if err := c.Base.gateOutput(); err != nil {
+		back(zero, err)
 		return
 	}
 	ref, err := ref.resolve(c)

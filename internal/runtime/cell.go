@@ -199,9 +199,12 @@ func (c *cell[S, M, C]) queued() int {
 
 // extra holds what few cells need, to keep idle cells small.
 type extra[M any] struct {
-	timers   map[string]*timerEntry
-	failures int
-	restartT *time.Timer
+	timers map[string]*timerEntry[M]
+	// timersChanged is set when a timer fired once and left the record
+	// of a durable key: the next commit writes it.
+	timersChanged bool
+	failures      int
+	restartT      *time.Timer
 
 	runCancel   context.CancelFunc
 	runActive   bool
@@ -214,7 +217,14 @@ type extra[M any] struct {
 	deferred []replier
 }
 
-type timerEntry struct{ t *time.Timer }
+// timerEntry is a live timer: when it fires next, its period (0: once)
+// and its message, which a durable key stores with its state.
+type timerEntry[M any] struct {
+	t      *time.Timer
+	due    time.Time
+	period time.Duration
+	msg    M
+}
 
 func (c *cell[S, M, C]) ext() *extra[M] {
 	if c.x == nil {
@@ -509,6 +519,10 @@ func (c *cell[S, M, C]) handleBatch(ctx *Context[S, M, C], work []envelope[M], r
 	if r != nil || last == 1 {
 		last--
 	}
+	durable := h.Store != nil && c.k.def.Durable
+	if durable {
+		last = 0 // each message commits its state: the full path
+	}
 	for i := 0; i < len(work); i++ {
 		var ran bool
 		var err error
@@ -545,6 +559,9 @@ func (c *cell[S, M, C]) handleBatch(ctx *Context[S, M, C], work []envelope[M], r
 			}
 			var panicked bool
 			panicked, err = c.invoke(ctx, e, def)
+			if durable {
+				err = c.settle(ctx, e, err)
+			}
 			// A recovered panic is a failure whatever its value wraps.
 			refused := err != nil && !panicked && c.k.def.Errors.Declares(err)
 			if e.slot != nil {
@@ -638,7 +655,10 @@ func (c *cell[S, M, C]) invoke(ctx *Context[S, M, C], e *envelope[M], def Handle
 		}
 	}()
 	if !c.started {
-		c.activate()
+		if err := c.activate(ctx); err != nil {
+			ctx.startErr = err
+			return false, err
+		}
 	}
 	hd := c.behavior
 	if hd == nil {
@@ -647,10 +667,17 @@ func (c *cell[S, M, C]) invoke(ctx *Context[S, M, C], e *envelope[M], def Handle
 	return false, hd(&ctx.user, e.msg)
 }
 
-// activate starts an activation: initial state, event, run body.
-func (c *cell[S, M, C]) activate() {
+// activate starts an activation: initial (or stored) state, event, run
+// body, stored timers.
+func (c *cell[S, M, C]) activate(ctx *Context[S, M, C]) error {
 	var s S
-	if c.k.def.Init != nil {
+	var timers []storedTimer
+	if c.durable() {
+		var err error
+		if s, timers, err = c.load(ctx); err != nil {
+			return err
+		}
+	} else if c.k.def.Init != nil {
 		s = c.k.def.Init(c.key)
 	}
 	c.mu.Lock()
@@ -662,16 +689,28 @@ func (c *cell[S, M, C]) activate() {
 	if c.k.def.Run != nil {
 		c.startRun()
 	}
+	if err := c.rearm(timers); err != nil {
+		c.k.h.Logger.Warn("troupe: a stored timer was not set again", "actor", c.k.def.Name, "key", c.key, "err", err)
+	}
+	return nil
 }
 
-// end finishes the activation: timers and body stop, state is dropped.
+// durable reports whether the kind keeps its keys' state in the store.
+func (c *cell[S, M, C]) durable() bool { return c.k.def.Durable && c.k.h.Store != nil }
+
+// end finishes the activation: timers and body stop, state is dropped
+// (a durable key's stays stored, and the key is resigned).
 func (c *cell[S, M, C]) end(reason string) {
 	c.mu.Lock()
 	c.stopTimersLocked()
 	c.stopRunLocked()
 	var zero S
+	wasStarted := c.started
 	c.state, c.behavior, c.started = zero, nil, false
 	c.mu.Unlock()
+	if wasStarted && c.durable() {
+		c.k.h.Store.Resign(c.k.def.Name, c.key)
+	}
 	c.k.h.Emit(host.Event{Kind: host.ActivationEnded, Type: c.k.def.Name, Key: c.key, Reason: reason})
 }
 
@@ -796,6 +835,16 @@ func (c *cell[S, M, C]) passivatable(idleBefore, now time.Time) bool {
 }
 
 func (c *cell[S, M, C]) setTimer(name string, d time.Duration, msg M, repeat bool) {
+	period := time.Duration(0)
+	if repeat {
+		period = d
+	}
+	c.armTimer(name, d, period, msg)
+}
+
+// armTimer sets the named timer to fire after d, then every period (0:
+// once).
+func (c *cell[S, M, C]) armTimer(name string, d, period time.Duration, msg M) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.k.h.Closed() {
@@ -803,27 +852,30 @@ func (c *cell[S, M, C]) setTimer(name string, d time.Duration, msg M, repeat boo
 	}
 	x := c.ext()
 	if x.timers == nil {
-		x.timers = make(map[string]*timerEntry)
+		x.timers = make(map[string]*timerEntry[M])
 	}
 	if old := x.timers[name]; old != nil {
 		old.t.Stop()
 	}
-	e := &timerEntry{}
-	e.t = time.AfterFunc(d, func() { c.fire(name, e, d, msg, repeat) })
+	e := &timerEntry[M]{due: time.Now().Add(d), period: period, msg: msg}
+	e.t = time.AfterFunc(d, func() { c.fire(name, e) })
 	x.timers[name] = e
 }
 
-func (c *cell[S, M, C]) fire(name string, e *timerEntry, d time.Duration, msg M, repeat bool) {
+func (c *cell[S, M, C]) fire(name string, e *timerEntry[M]) {
 	c.mu.Lock()
 	if c.gone || c.x == nil || c.x.timers[name] != e {
 		c.mu.Unlock()
 		return
 	}
-	if repeat {
-		e.t.Reset(d)
+	if e.period > 0 {
+		e.due = time.Now().Add(e.period)
+		e.t.Reset(e.period)
 	} else {
 		delete(c.x.timers, name)
+		c.x.timersChanged = true
 	}
+	msg := e.msg
 	c.mu.Unlock()
 	if err := c.k.push(context.Background(), c.key, 0, msg, nil, false); err != nil { // timers belong to this activation: never routed
 		c.k.h.Emit(host.Event{Kind: host.MessageDropped, Type: c.k.def.Name, Key: c.key, Reason: "timer " + name + ": " + err.Error(), Err: err})

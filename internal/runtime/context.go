@@ -23,6 +23,14 @@ type Context[S, M, C any] struct {
 	release bool
 	self    Ref[M] // made on first use; the Context lives as long as its cell's goroutine
 	user    C      // the typed API's context wrapping this one; handlers get its address
+
+	// A durable kind's message (see durable.go): dirty, the state or
+	// timers changed since the last commit; confirmed, this node's
+	// ownership was confirmed during the message; deleted, Delete was
+	// called, and erased, its tombstone met the level; lost, why a commit
+	// failed; startErr, why the activation could not start.
+	dirty, confirmed, deleted, erased bool
+	lost, startErr                    error
 }
 
 // Base is the part of a run's context that Tell and Ask find through the
@@ -33,12 +41,17 @@ type Base struct {
 	tells   *atomic.Bool            // the cell's: see cell.tells
 	run     *atomic.Pointer[runner] // the cell's: see cell.run
 	relieve func()                  // an inline run's (see inline.go); nil otherwise
+	gate    committer               // the run's Context when its kind is durable; nil otherwise
 }
 
 // setCell points c at cl, the cell its next run is of.
 func (c *Context[S, M, C]) setCell(cl *cell[S, M, C]) {
 	c.cell = cl
 	c.tells, c.run = &cl.tells, &cl.run
+	c.gate = nil
+	if cl.durable() {
+		c.gate = c
+	}
 }
 
 // Self returns the ref of this actor.
@@ -69,11 +82,23 @@ func (c *Context[S, M, C]) Logger() *slog.Logger {
 func (c *Context[S, M, C]) State() S { return c.cell.state }
 
 // SetState replaces the state. The last completed SetState or Update is
-// what the actor restarts from after a failure.
-func (c *Context[S, M, C]) SetState(s S) { c.cell.state = s }
+// what the actor restarts from after a failure; a durable kind's is what
+// the store keeps.
+func (c *Context[S, M, C]) SetState(s S) { c.cell.state, c.dirty = s, true }
 
 // Update replaces the state with f(state).
-func (c *Context[S, M, C]) Update(f func(S) S) { c.cell.state = f(c.cell.state) }
+func (c *Context[S, M, C]) Update(f func(S) S) { c.cell.state, c.dirty = f(c.cell.state), true }
+
+// Delete ends the key for good once the current message is handled: as
+// Release, and a durable kind's stored state is replaced by a tombstone,
+// so that the key's next message starts from WithInit's state.
+func (c *Context[S, M, C]) Delete() {
+	if c.cell.durable() {
+		c.deleted = true
+		return
+	}
+	c.release = true
+}
 
 // Become makes h handle the following messages, keeping the state. A
 // restart or a new activation goes back to the definition's handler.
@@ -88,16 +113,22 @@ func (c *Context[S, M, C]) Release() { c.release = true }
 // is replaced.
 func (c *Context[S, M, C]) After(name string, d time.Duration, msg M) {
 	c.cell.setTimer(name, d, msg, false)
+	c.dirty = true
 }
 
 // Every sends msg to this actor every d until cancelled. A timer with the
 // same name is replaced. A key with live timers does not idle out.
 func (c *Context[S, M, C]) Every(name string, d time.Duration, msg M) {
 	c.cell.setTimer(name, d, msg, true)
+	c.dirty = true
 }
 
 // CancelTimer stops the named timer; it reports whether one was live.
-func (c *Context[S, M, C]) CancelTimer(name string) bool { return c.cell.cancelTimer(name) }
+func (c *Context[S, M, C]) CancelTimer(name string) bool {
+	ok := c.cell.cancelTimer(name)
+	c.dirty = c.dirty || ok
+	return ok
+}
 
 // Deadline implements context.Context: the asker's deadline, if any.
 func (c *Context[S, M, C]) Deadline() (time.Time, bool) {

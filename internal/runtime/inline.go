@@ -33,7 +33,9 @@ import (
 // transport.DeferHandler). Otherwise it queues the ask as DeliverRemote does
 // and run is nil.
 func (k *kind[S, M, C]) DeliverRemoteInline(in host.Inbound) (cancel host.Withdrawer, run func(relieve func()), err error) {
-	if in.Reply == nil || in.Key == "" {
+	// A durable key's handler waits for its replicas, whose answers may
+	// come through the very goroutine that would run it: never inline.
+	if in.Reply == nil || in.Key == "" || (k.def.Durable && k.h.Store != nil) {
 		cancel, err = k.DeliverRemote(in)
 		return cancel, nil, err
 	}

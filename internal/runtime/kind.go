@@ -614,6 +614,9 @@ func (k *kind[S, M, C]) forget(c *cell[S, M, C], reason string, idleBefore, now 
 		return false
 	}
 	k.h.Active.Add(-1)
+	if wasStarted && c.durable() {
+		k.h.Store.Resign(k.def.Name, c.key)
+	}
 	if wasStarted {
 		// Report the end while the gone cell still holds the key's place,
 		// so the next activation of the key cannot start (and be reported)
@@ -643,8 +646,8 @@ func (k *kind[S, M, C]) each(f func(*cell[S, M, C])) {
 
 // Moved implements host.Mover: activations of keys that here no longer
 // accepts stop their timers and body, finish what is queued, and end.
-// Their next message activates the key on its new owner, from the initial
-// state (no state moves without replication).
+// Their next message activates the key on its new owner: from the
+// initial state, or for a durable kind from what its replicas hold.
 func (k *kind[S, M, C]) Moved(here func(key string) bool) {
 	k.each(func(c *cell[S, M, C]) {
 		if here(c.key) {

@@ -188,16 +188,28 @@ func HostOf(sys System) *host.Host {
 type Definition interface {
 	Name() string
 	instantiate(h *host.Host) host.Kind
+	stored() bool
 }
 
-// Sealed implements Definition's unexported method; a definition embeds
+// Sealed implements Definition's unexported methods; a definition embeds
 // it.
-type Sealed struct{ inst func(h *host.Host) host.Kind }
+type Sealed struct {
+	inst    func(h *host.Host) host.Kind
+	durable bool
+}
 
-// Seal returns a Sealed that instantiates through inst.
-func Seal(inst func(h *host.Host) host.Kind) Sealed { return Sealed{inst: inst} }
+// Seal returns a Sealed that instantiates through inst; durable says the
+// definition keeps its keys' state in the host's Store.
+func Seal(inst func(h *host.Host) host.Kind, durable bool) Sealed {
+	return Sealed{inst: inst, durable: durable}
+}
 
 func (s Sealed) instantiate(h *host.Host) host.Kind { return s.inst(h) }
+func (s Sealed) stored() bool                       { return s.durable }
+
+// Durable reports whether d keeps its keys' state in a store: a system
+// hosting it opens one.
+func Durable(d Definition) bool { return d.stored() }
 
 // Instantiate creates d's runtime inside h.
 func Instantiate(d Definition, h *host.Host) host.Kind { return d.instantiate(h) }

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/troupe-go/troupe/internal/codec"
+	"github.com/troupe-go/troupe/replication"
 )
 
 // Handler handles one message; C is the typed API's context, which wraps
@@ -32,7 +33,15 @@ type Spec[S, M, C any] struct {
 	IdleSet, AskSet, BackoffSet              bool
 	Pinned                                   bool
 	Replicas                                 int
-	Codec                                    *codec.Codec
+	// Durable keeps each key's state (and timers) in the host's Store,
+	// written at Level on Replicas copies (see durable.go).
+	Durable bool
+	Level   replication.Level
+	// StateFailed makes the error of a stored state that does not decode
+	// (nil: a plain error), so that the typed API's StateError reaches
+	// askers.
+	StateFailed func(key string, err error) error
+	Codec       *codec.Codec
 	// Errors are the errors the handler may answer with (declared
 	// errors): an answer, not a failure.
 	Errors *codec.Errors

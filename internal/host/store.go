@@ -1,0 +1,31 @@
+package host
+
+import (
+	"context"
+
+	"github.com/troupe-go/troupe/replication"
+)
+
+// Store keeps the state of the keys of durable and replicated actor types
+// (package system implements it over the replication driver). A key is
+// acquired by one activation at a time: Acquire makes this node its owner
+// (fencing any earlier one), Write and Delete return once the key's
+// write level is met, Resign gives the key up. Every method is safe for
+// concurrent use; calls for one key come from its activation, in order.
+type Store interface {
+	// Acquire makes this node the owner of typ/key. replicas is the
+	// number of copies (1: this node only, as for a pinned or
+	// non-replicated durable type); level the write level.
+	Acquire(ctx context.Context, typ, key string, replicas int, level replication.Level) error
+	// Read returns the key's stored value once a quorum confirmed that
+	// this node still owns it; ok is false when nothing (or a tombstone)
+	// is stored.
+	Read(ctx context.Context, typ, key string) (value []byte, ok bool, err error)
+	// Write stores value as the key's state; Delete stores a tombstone.
+	Write(ctx context.Context, typ, key string, value []byte) error
+	Delete(ctx context.Context, typ, key string) error
+	// Resign gives the key up without waiting.
+	Resign(typ, key string)
+	// MaxValue is the largest value Write accepts, in bytes.
+	MaxValue(typ, key string) int
+}

@@ -1,0 +1,392 @@
+package runtime
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/troupe-go/troupe/internal/codec"
+	"github.com/troupe-go/troupe/internal/host"
+)
+
+// Durable state.
+//
+// A kind whose Spec is Durable keeps each key's state in the host's Store
+// (see host.Store). An activation first acquires its key (fencing any
+// earlier owner) and reads the stored record: the state and the timers
+// it had set, or, with no record, WithInit's state. The commit point stays
+// SetState and Update, and output commit holds: before anything a handler
+// sends leaves (Tell, Ask, Pipe, a reply) and at the end of each message,
+// the Context writes the state if the message changed it, blocking the
+// handler until the key's write level is met or the message's deadline
+// passes. An output of a message that changed nothing first confirms,
+// once per message, that this node still owns the key (a read barrier):
+// an owner fenced by a newer one sends nothing. A write or barrier that
+// fails ends the activation, which resigns the key; the next message
+// acquires it again and adopts what the replicas hold.
+
+// recordVersion is the format of a stored record; a newer one is refused.
+const recordVersion = 1
+
+// storedTimer is a timer kept in a key's record: its name, when it fires
+// next (wall clock), its period (0: once) and its message.
+type storedTimer struct {
+	name   string
+	due    time.Time
+	period time.Duration
+	msg    string // the message's registered type name
+	body   []byte
+}
+
+// committer is a Context whose kind is durable: the output gate that Tell
+// and Ask reach through the Base of the context they are given.
+type committer interface{ commitState() error }
+
+// outputGated is a handler's context: its Base.
+type outputGated interface{ gateOutput() error }
+
+// gateOutput commits the state of the run whose Base b is, before an
+// output leaves: nothing for a kind that keeps no state.
+func (b *Base) gateOutput() error {
+	if b.gate == nil {
+		return nil
+	}
+	return b.gate.commitState()
+}
+
+// gateOutput is Base.gateOutput of the handler whose context ctx is, if
+// it is one.
+func gateOutput(ctx context.Context) error {
+	if g, ok := ctx.(outputGated); ok {
+		return g.gateOutput()
+	}
+	return nil
+}
+
+// gateAsk is gateOutput for an ask from a handler, whose context may be
+// derived from the handler's.
+func gateAsk(ctx context.Context) error {
+	if g, ok := ctx.(outputGated); ok {
+		return g.gateOutput()
+	}
+	if g, ok := ctx.Value(handlerKey{}).(outputGated); ok {
+		return g.gateOutput()
+	}
+	return nil
+}
+
+// commitState implements committer: the state the message changed, or
+// the ownership of an unchanged one, meets the write level.
+func (c *Context[S, M, C]) commitState() error { return c.commit(true) }
+
+// commit writes what the message being handled changed (its state and
+// timers, or the key's deletion); with barrier, a message that changed
+// nothing confirms once that this node still owns the key. Once failed it
+// fails again: the activation is lost.
+func (c *Context[S, M, C]) commit(barrier bool) error {
+	if c.lost != nil {
+		return c.lost
+	}
+	cl := c.cell
+	k := cl.k
+	st := k.h.Store
+	var err error
+	switch {
+	case c.deleted:
+		if c.erased {
+			return nil
+		}
+		ctx, cancel := c.storeCtx()
+		err = st.Delete(ctx, k.def.Name, cl.key)
+		cancel()
+		c.erased = err == nil
+	case c.dirty || cl.timersChanged():
+		var rec []byte
+		rec, err = cl.record()
+		if err == nil {
+			if limit := st.MaxValue(k.def.Name, cl.key); len(rec) > limit {
+				err = fmt.Errorf("%w: state of %s/%s: %d bytes, limit %d", ErrMessageTooLarge, k.def.Name, cl.key, len(rec), limit)
+			}
+		}
+		if err == nil {
+			ctx, cancel := c.storeCtx()
+			err = st.Write(ctx, k.def.Name, cl.key, rec)
+			cancel()
+		}
+		if err == nil {
+			c.dirty, c.confirmed = false, true
+		}
+	case barrier && !c.confirmed:
+		ctx, cancel := c.storeCtx()
+		_, _, err = st.Read(ctx, k.def.Name, cl.key)
+		cancel()
+		c.confirmed = err == nil
+	}
+	if err != nil {
+		c.lost = fmt.Errorf("troupe: %s/%s: state not stored: %w", k.def.Name, cl.key, err)
+		return c.lost
+	}
+	return nil
+}
+
+// storeCtx bounds a store call of the message being handled: by its
+// asker's deadline, else by the kind's ask timeout, and by Close's. It
+// ends a little before an asker's deadline, so that the asker hears
+// ErrUnavailable rather than its own timeout.
+func (c *Context[S, M, C]) storeCtx() (context.Context, context.CancelFunc) {
+	dl, ok := time.Time{}, false
+	if c.slot != nil {
+		dl, ok = c.slot.deadline()
+	}
+	if ok {
+		dl = dl.Add(-min(time.Until(dl)/10, answerMargin))
+	} else {
+		dl = time.Now().Add(c.cell.k.ask)
+	}
+	return context.WithDeadline(c.cell.k.h.HardCtx(), dl)
+}
+
+// answerMargin bounds what a store call leaves of its asker's time for
+// the answer to travel.
+const answerMargin = 50 * time.Millisecond
+
+// settle ends a message of a durable kind: it commits what the message
+// changed and fails an unanswered ask if that failed; a lost or deleted
+// key's activation ends (resigning it). err is the handler's error,
+// returned as it is unless the activation could not start.
+func (c *cell[S, M, C]) settle(ctx *Context[S, M, C], e *envelope[M], err error) error {
+	if serr := ctx.startErr; serr != nil {
+		ctx.startErr = nil
+		if e.slot != nil {
+			e.slot.fail(serr)
+		}
+		return serr
+	}
+	if !c.started {
+		return err // ended by the handler (a failure restarts it)
+	}
+	cerr := ctx.commit(false)
+	if cerr != nil && e.slot != nil {
+		e.slot.fail(cerr)
+	}
+	deleted := ctx.deleted
+	ctx.dirty, ctx.confirmed, ctx.deleted, ctx.erased, ctx.lost = false, false, false, false, nil
+	switch {
+	case cerr != nil:
+		c.k.h.Logger.Warn("troupe: actor state not stored; the activation ends", "actor", c.k.def.Name, "key", c.key, "err", cerr)
+		ctx.release = false
+		c.end("unavailable")
+	case deleted:
+		ctx.release = false
+		c.end("deleted")
+	}
+	return err
+}
+
+// load acquires the key of a starting activation and reads its stored
+// state and timers; with nothing stored, the state is WithInit's.
+func (c *cell[S, M, C]) load(ctx *Context[S, M, C]) (S, []storedTimer, error) {
+	var zero S
+	k := c.k
+	st := k.h.Store
+	sctx, cancel := ctx.storeCtx()
+	defer cancel()
+	n := k.def.Replicas
+	if k.def.Pinned || n < 1 {
+		n = 1
+	}
+	if err := st.Acquire(sctx, k.def.Name, c.key, n, k.def.Level); err != nil {
+		st.Resign(k.def.Name, c.key)
+		return zero, nil, fmt.Errorf("troupe: %s/%s: acquire: %w", k.def.Name, c.key, err)
+	}
+	v, ok, err := st.Read(sctx, k.def.Name, c.key)
+	if err != nil {
+		st.Resign(k.def.Name, c.key)
+		return zero, nil, fmt.Errorf("troupe: %s/%s: read: %w", k.def.Name, c.key, err)
+	}
+	ctx.confirmed = true
+	if !ok {
+		if k.def.Init != nil {
+			return k.def.Init(c.key), nil, nil
+		}
+		return zero, nil, nil
+	}
+	s, timers, err := decodeRecord[S](k.h, v)
+	if err != nil {
+		st.Resign(k.def.Name, c.key)
+		if f := k.def.StateFailed; f != nil {
+			return zero, nil, f(c.key, err)
+		}
+		return zero, nil, fmt.Errorf("troupe: %s/%s: stored state: %w", k.def.Name, c.key, err)
+	}
+	return s, timers, nil
+}
+
+// record encodes the activation's state and timers as the key's record:
+// a version byte, the state (msgpack), then each timer.
+func (c *cell[S, M, C]) record() ([]byte, error) {
+	buf := codec.GetBuffer()
+	defer codec.PutBuffer(buf)
+	state, err := codec.AppendReply(buf, any(c.state))
+	if err != nil {
+		return nil, fmt.Errorf("encode state %T: %w", c.state, err)
+	}
+	out := make([]byte, 0, len(state)+16)
+	out = append(out, recordVersion)
+	out = binary.AppendUvarint(out, uint64(len(state)))
+	out = append(out, state...)
+	buf.SetBytes(state[:0])
+	timers := c.storedTimers()
+	out = binary.AppendUvarint(out, uint64(len(timers)))
+	for _, t := range timers {
+		mb := codec.GetBuffer()
+		name, err := c.k.def.Codec.EncodeTo(mb, any(t.m))
+		if err != nil {
+			codec.PutBuffer(mb)
+			return nil, fmt.Errorf("encode timer %q: %w", t.name, err)
+		}
+		out = appendString(out, t.name)
+		out = binary.AppendVarint(out, t.due.UnixNano())
+		out = binary.AppendVarint(out, int64(t.period))
+		out = appendString(out, name)
+		out = binary.AppendUvarint(out, uint64(len(mb.Bytes())))
+		out = append(out, mb.Bytes()...)
+		codec.PutBuffer(mb)
+	}
+	return out, nil
+}
+
+func appendString(b []byte, s string) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
+}
+
+// errRecord reports a stored record that is not one this binary wrote.
+var errRecord = errors.New("troupe: malformed state record")
+
+// decodeRecord decodes a record that record encoded.
+func decodeRecord[S any](h *host.Host, b []byte) (S, []storedTimer, error) {
+	var s S
+	if len(b) == 0 {
+		return s, nil, fmt.Errorf("%w: empty", errRecord)
+	}
+	if b[0] != recordVersion {
+		return s, nil, fmt.Errorf("%w: format %d, this binary reads %d", errRecord, b[0], recordVersion)
+	}
+	r := recordReader{b: b[1:]}
+	state := r.bytes()
+	n := r.uvarint()
+	if r.err != nil {
+		return s, nil, r.err
+	}
+	if err := codec.DecodeState(h, state, &s); err != nil {
+		return s, nil, fmt.Errorf("decode state as %T: %w", s, err)
+	}
+	var timers []storedTimer
+	for i := uint64(0); i < n && r.err == nil; i++ {
+		var t storedTimer
+		t.name = string(r.bytes())
+		t.due = time.Unix(0, r.varint())
+		t.period = time.Duration(r.varint())
+		t.msg = string(r.bytes())
+		t.body = r.bytes()
+		timers = append(timers, t)
+	}
+	if r.err == nil && len(r.b) != 0 {
+		r.err = fmt.Errorf("%w: %d trailing bytes", errRecord, len(r.b))
+	}
+	return s, timers, r.err
+}
+
+type recordReader struct {
+	b   []byte
+	err error
+}
+
+func (r *recordReader) uvarint() uint64 {
+	if r.err != nil {
+		return 0
+	}
+	v, n := binary.Uvarint(r.b)
+	if n <= 0 {
+		r.err = fmt.Errorf("%w: bad length", errRecord)
+		return 0
+	}
+	r.b = r.b[n:]
+	return v
+}
+
+func (r *recordReader) varint() int64 {
+	if r.err != nil {
+		return 0
+	}
+	v, n := binary.Varint(r.b)
+	if n <= 0 {
+		r.err = fmt.Errorf("%w: bad integer", errRecord)
+		return 0
+	}
+	r.b = r.b[n:]
+	return v
+}
+
+func (r *recordReader) bytes() []byte {
+	n := r.uvarint()
+	if r.err != nil {
+		return nil
+	}
+	if n > uint64(len(r.b)) {
+		r.err = fmt.Errorf("%w: truncated", errRecord)
+		return nil
+	}
+	v := r.b[:n:n]
+	r.b = r.b[n:]
+	return v
+}
+
+// liveTimer is a timer of the activation as record stores it.
+type liveTimer[M any] struct {
+	name   string
+	due    time.Time
+	period time.Duration
+	m      M
+}
+
+// storedTimers returns the activation's live timers.
+func (c *cell[S, M, C]) storedTimers() []liveTimer[M] {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.x == nil {
+		return nil
+	}
+	c.x.timersChanged = false
+	ts := make([]liveTimer[M], 0, len(c.x.timers))
+	for name, e := range c.x.timers {
+		ts = append(ts, liveTimer[M]{name: name, due: e.due, period: e.period, m: e.msg})
+	}
+	return ts
+}
+
+// timersChanged reports whether a timer fired once (and so left the
+// record) since the record was last written.
+func (c *cell[S, M, C]) timersChanged() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.x != nil && c.x.timersChanged
+}
+
+// rearm sets again the timers a loaded record holds, with what is left
+// of their time (none: they fire at once).
+func (c *cell[S, M, C]) rearm(timers []storedTimer) error {
+	now := time.Now()
+	for _, t := range timers {
+		m, err := codec.DecodeMessage[M](c.k.def.Codec, c.k.h, t.msg, t.body)
+		if err != nil {
+			return fmt.Errorf("timer %q: %w", t.name, err)
+		}
+		d := max(t.due.Sub(now), 0)
+		c.armTimer(t.name, d, t.period, m)
+	}
+	return nil
+}

@@ -1,0 +1,226 @@
+package system
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/troupe-go/troupe/actor"
+	"github.com/troupe-go/troupe/internal/host"
+	"github.com/troupe-go/troupe/internal/replica"
+	"github.com/troupe-go/troupe/internal/replicanode"
+	"github.com/troupe-go/troupe/internal/replicastore"
+	"github.com/troupe-go/troupe/internal/runtime"
+	"github.com/troupe-go/troupe/internal/transport"
+	"github.com/troupe-go/troupe/replication"
+	"github.com/troupe-go/troupe/ring"
+)
+
+// states is a system's host.Store: the replication driver's node, on the
+// member's transport endpoint (or, standalone, on a local endpoint that
+// never sends), over a store the system owns, so that a member that
+// rejoins with a new incarnation opens a new node on the same store.
+type states struct {
+	store    replicastore.Store
+	log      *slog.Logger
+	maxValue int
+	// replicas computes a key's replica set of n copies (n > 1) in a
+	// cluster; nil standalone.
+	replicas func(dst []ring.NodeID, typ string, tok uint64, n int) ([]ring.NodeID, error)
+
+	mu   sync.Mutex
+	node *replicanode.Node // nil between incarnations
+}
+
+var _ host.Store = (*states)(nil)
+
+// durableTypes reports whether any definition keeps state.
+func durableTypes(defs []actor.Definition) bool {
+	for _, d := range defs {
+		if d != nil && runtime.Durable(d) {
+			return true
+		}
+	}
+	return false
+}
+
+// openStates opens the store that cfg names (badger under DataDir, or
+// memory).
+func openStates(cfg Config, log *slog.Logger) (*states, error) {
+	s := &states{log: log, maxValue: replicanode.DefaultMaxValue}
+	if cfg.DataDir == "" {
+		s.store = replicastore.NewMemory()
+		return s, nil
+	}
+	b, err := replicastore.Open(cfg.DataDir, replicastore.Options{Sync: cfg.Sync, Logger: log})
+	if err != nil {
+		return nil, fmt.Errorf("troupe: open the store under DataDir: %w", err)
+	}
+	s.store = b
+	return s, nil
+}
+
+// attach opens the node of an incarnation on ep (before ep serves).
+func (s *states) attach(ctx context.Context, ep transport.Endpoint) error {
+	n, err := replicanode.Open(ctx, replicanode.Config{Endpoint: ep, Store: s.store, MaxValue: s.maxValue, Logger: s.log})
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.node = n
+	s.mu.Unlock()
+	return nil
+}
+
+// detach closes the current node: what waits on it fails, and the keys it
+// served are acquired again by their next activation on the next node.
+func (s *states) detach(ctx context.Context) {
+	s.mu.Lock()
+	n := s.node
+	s.node = nil
+	s.mu.Unlock()
+	if n != nil {
+		if err := n.Close(ctx); err != nil {
+			s.log.Warn("troupe: closing the replication node", "err", err)
+		}
+	}
+}
+
+// close detaches the node and closes the store.
+func (s *states) close(ctx context.Context) error {
+	s.detach(ctx)
+	return s.store.Close()
+}
+
+func (s *states) current() (*replicanode.Node, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.node == nil {
+		return nil, fmt.Errorf("%w: this member is between incarnations", actor.ErrUnavailable)
+	}
+	return s.node, nil
+}
+
+var stateSlot = replica.Slot{Kind: replica.KindState}
+
+// Acquire implements host.Store.
+func (s *states) Acquire(ctx context.Context, typ, key string, n int, level replication.Level) error {
+	node, err := s.current()
+	if err != nil {
+		return err
+	}
+	k := replica.Key{Type: typ, ID: key}
+	set := []ring.NodeID{node.Self()}
+	if n > 1 && s.replicas != nil {
+		if set, err = s.replicas(nil, typ, uint64(k.Token()), n); err != nil {
+			return err
+		}
+		if !slices.Contains(set, node.Self()) {
+			return fmt.Errorf("%w: %s/%s: this member is not one of its replicas %v", actor.ErrUnavailable, typ, key, set)
+		}
+	}
+	// TODO(handoff): while placement's hand-off window is open, acquire
+	// from the previous ring's set too (Router.PreviousReplicas), once the
+	// driver takes it (AcquireFrom), so that a key whose set changed adopts
+	// what the old set holds.
+	return stateErr(node.Acquire(ctx, k, set, level))
+}
+
+// Read implements host.Store.
+func (s *states) Read(ctx context.Context, typ, key string) ([]byte, bool, error) {
+	node, err := s.current()
+	if err != nil {
+		return nil, false, err
+	}
+	recs, err := node.Read(ctx, replica.Key{Type: typ, ID: key})
+	if err != nil {
+		return nil, false, stateErr(err)
+	}
+	r, ok := recs[stateSlot]
+	if !ok || r.Tombstone {
+		return nil, false, nil
+	}
+	return r.Value, true, nil
+}
+
+// Write implements host.Store.
+func (s *states) Write(ctx context.Context, typ, key string, value []byte) error {
+	node, err := s.current()
+	if err != nil {
+		return err
+	}
+	return stateErr(node.Write(ctx, replica.Key{Type: typ, ID: key}, stateSlot, value))
+}
+
+// Delete implements host.Store.
+func (s *states) Delete(ctx context.Context, typ, key string) error {
+	node, err := s.current()
+	if err != nil {
+		return err
+	}
+	return stateErr(node.Delete(ctx, replica.Key{Type: typ, ID: key}, stateSlot))
+}
+
+// Resign implements host.Store.
+func (s *states) Resign(typ, key string) {
+	if node, err := s.current(); err == nil {
+		_ = node.Resign(replica.Key{Type: typ, ID: key})
+	}
+}
+
+// MaxValue implements host.Store: the driver's limit, less the key.
+func (s *states) MaxValue(typ, key string) int {
+	return s.maxValue - len(typ) - len(key)
+}
+
+// stateErr maps the driver's errors to the actor API's: a value over the
+// limit is ErrMessageTooLarge (nothing was written); every other failure
+// (level not met, a newer owner, the key resigned, the node closed) is
+// ErrUnavailable, whose write may or may not have happened.
+func stateErr(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, replicanode.ErrValueTooLarge):
+		return fmt.Errorf("%w: %w", actor.ErrMessageTooLarge, err)
+	case errors.Is(err, actor.ErrUnavailable):
+		return err
+	}
+	return fmt.Errorf("%w: %w", actor.ErrUnavailable, err)
+}
+
+// localEndpoint is the endpoint of a standalone system's node: every key's
+// only replica is the node itself, whose core answers its own messages,
+// so nothing is ever sent.
+type localEndpoint struct{ self ring.NodeID }
+
+func newLocalEndpoint() *localEndpoint {
+	return &localEndpoint{self: ring.NodeID{Addr: "local", Incarnation: uint64(time.Now().UnixNano())}}
+}
+
+func (e *localEndpoint) Self() ring.NodeID                            { return e.self }
+func (e *localEndpoint) Handle(transport.StreamID, transport.Handler) {}
+func (e *localEndpoint) Release([]byte)                               {}
+func (e *localEndpoint) Buffer(n int) []byte                          { return make([]byte, 0, n) }
+func (e *localEndpoint) OnPeerEvent(func(transport.PeerEvent))        {}
+func (e *localEndpoint) PeerDead(ring.NodeID)                         {}
+func (e *localEndpoint) LastHeard(ring.NodeID) (time.Time, bool)      { return time.Time{}, false }
+func (e *localEndpoint) Shutdown(context.Context) error               { return nil }
+func (e *localEndpoint) Close() error                                 { return nil }
+func (e *localEndpoint) Post(ring.NodeID, transport.StreamID, uint64, []byte) error {
+	return errLocal
+}
+func (e *localEndpoint) Send(context.Context, ring.NodeID, transport.StreamID, uint64, []byte) (*transport.Receipt, error) {
+	return nil, errLocal
+}
+func (e *localEndpoint) SendWait(context.Context, ring.NodeID, transport.StreamID, uint64, []byte) (*transport.Receipt, error) {
+	return nil, errLocal
+}
+
+// errLocal is what a standalone node's endpoint answers a send with: it
+// has no peers.
+var errLocal = errors.New("troupe: a standalone system has no peers")
