@@ -134,7 +134,7 @@ func Start(ctx context.Context, cfg Config) (*System, error) {
 	var st *states
 	if durableTypes(cfg.Actors) {
 		if st, err = openStates(cfg, log); err == nil {
-			st.replicas = m.router.Replicas
+			st.replicas, st.previous, st.gone = m.router.Replicas, m.router.PreviousReplicas, m.router.Gone
 			if st.maxValue > wcfg.Limits.MaxMessage-replicaRoom {
 				st.maxValue = wcfg.Limits.MaxMessage - replicaRoom
 			}

@@ -108,7 +108,17 @@ func TestAReplicatedCounterContinuesOnTheNewOwnerAfterACrash(t *testing.T) {
 }
 
 func TestKeysThatMoveWhenAMemberJoinsKeepTheirState(t *testing.T) {
-	def := counterDef("counter", nil, actor.WithReplicas(3, actor.WriteMajority))
+	t.Run("3 replicas", func(t *testing.T) {
+		keysKeepStateOnAJoin(t, counterDef("counter", nil, actor.WithReplicas(3, actor.WriteMajority)))
+	})
+	// One copy, on the owner: the new owner adopts it from the previous
+	// one, acquiring from the previous ring's set during the hand-off.
+	t.Run("durable, one copy", func(t *testing.T) {
+		keysKeepStateOnAJoin(t, counterDef("counter", nil, actor.Durable()))
+	})
+}
+
+func keysKeepStateOnAJoin(t *testing.T, def *actor.Def[int, CountMsg]) {
 	systems, _ := replicatedCluster(t, 3, def)
 	const keys = 24
 	before := map[string]string{}

@@ -31,6 +31,12 @@ type states struct {
 	// replicas computes a key's replica set of n copies (n > 1) in a
 	// cluster; nil standalone.
 	replicas func(dst []ring.NodeID, typ string, tok uint64, n int) ([]ring.NodeID, error)
+	// previous computes the set on the ring before the latest change,
+	// while its hand-off window is open (ok false otherwise); nil
+	// standalone.
+	previous func(dst []ring.NodeID, typ string, tok uint64, n int) (_ []ring.NodeID, ok bool)
+	// gone reports a member the view holds dead or left; nil standalone.
+	gone func(ring.NodeID) bool
 
 	mu   sync.Mutex
 	node *replicanode.Node // nil between incarnations
@@ -108,25 +114,36 @@ func (s *states) current() (*replicanode.Node, error) {
 var stateSlot = replica.Slot{Kind: replica.KindState}
 
 // Acquire implements host.Store.
-func (s *states) Acquire(ctx context.Context, typ, key string, n int, level replication.Level) error {
+//
+// In a cluster, while placement's hand-off window is open, the key is
+// acquired from its set on the previous ring too (a joint acquisition,
+// see docs/replication.md): an owner on the old set is fenced and what a
+// quorum of the old set acknowledged is adopted. A key with one copy
+// moves that way: its new owner adopts the copy of the previous one.
+func (s *states) Acquire(ctx context.Context, typ, key string, n int, level replication.Level, pinned bool) error {
 	node, err := s.current()
 	if err != nil {
 		return err
 	}
 	k := replica.Key{Type: typ, ID: key}
 	set := []ring.NodeID{node.Self()}
-	if n > 1 && s.replicas != nil {
-		if set, err = s.replicas(nil, typ, uint64(k.Token()), n); err != nil {
+	if pinned || s.replicas == nil {
+		return stateErr(node.Acquire(ctx, k, set, level))
+	}
+	tok := uint64(k.Token())
+	if n > 1 {
+		if set, err = s.replicas(nil, typ, tok, n); err != nil {
 			return err
 		}
 		if !slices.Contains(set, node.Self()) {
 			return fmt.Errorf("%w: %s/%s: this member is not one of its replicas %v", actor.ErrUnavailable, typ, key, set)
 		}
 	}
-	// TODO(handoff): while placement's hand-off window is open, acquire
-	// from the previous ring's set too (Router.PreviousReplicas), once the
-	// driver takes it (AcquireFrom), so that a key whose set changed adopts
-	// what the old set holds.
+	// A single copy on a member now dead is out of reach: waiting for it
+	// would only hold the key until the window closes.
+	if prev, ok := s.previous(nil, typ, tok, n); ok && len(prev) > 0 && (n > 1 || !s.gone(prev[0])) {
+		return stateErr(node.AcquireFrom(ctx, k, set, prev, level))
+	}
 	return stateErr(node.Acquire(ctx, k, set, level))
 }
 

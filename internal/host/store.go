@@ -15,8 +15,10 @@ import (
 type Store interface {
 	// Acquire makes this node the owner of typ/key. replicas is the
 	// number of copies (1: this node only, as for a pinned or
-	// non-replicated durable type); level the write level.
-	Acquire(ctx context.Context, typ, key string, replicas int, level replication.Level) error
+	// non-replicated durable type); level the write level. pinned keys
+	// live on the member their ref names, whatever the ring: their only
+	// copy stays here.
+	Acquire(ctx context.Context, typ, key string, replicas int, level replication.Level, pinned bool) error
 	// Read returns the key's stored value once a quorum confirmed that
 	// this node still owns it; ok is false when nothing (or a tombstone)
 	// is stored.

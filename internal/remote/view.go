@@ -209,6 +209,9 @@ func (r *Router) PreviousReplicas(dst []ring.NodeID, typ string, tok uint64, n i
 	return ho.prev.replicas(dst, typ, tok, n), true
 }
 
+// Gone reports whether the current view holds id dead or left.
+func (r *Router) Gone(id ring.NodeID) bool { return r.view.Load().gone(id) }
+
 // replicas is Router.Replicas under v, for a type v has a ring of.
 func (v *view) replicas(dst []ring.NodeID, typ string, tok uint64, n int) []ring.NodeID {
 	tr := v.rings[typ]

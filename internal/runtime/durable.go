@@ -197,7 +197,7 @@ func (c *cell[S, M, C]) load(ctx *Context[S, M, C]) (S, []storedTimer, error) {
 	if k.def.Pinned || n < 1 {
 		n = 1
 	}
-	if err := st.Acquire(sctx, k.def.Name, c.key, n, k.def.Level); err != nil {
+	if err := st.Acquire(sctx, k.def.Name, c.key, n, k.def.Level, k.def.Pinned); err != nil {
 		st.Resign(k.def.Name, c.key)
 		return zero, nil, fmt.Errorf("troupe: %s/%s: acquire: %w", k.def.Name, c.key, err)
 	}
