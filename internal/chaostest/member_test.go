@@ -50,11 +50,35 @@ var register = actor.Define("register", func(c *actor.Context[int, regMsg], m re
 	return nil
 }, actor.WithReplicas(3, actor.WriteMajority)).WithMessages(regRead{}, regWrite{}, regCAS{})
 
+// A tally counts increments, replicated like a register: each answer is
+// the count after the increment, so the highest answer a client got is a
+// lower bound on what the cluster must still hold.
+type (
+	tallyMsg interface{ tallyMsg() }
+	tallyInc struct{ actor.Reply[tallyMsg, int] }
+	tallyGet struct{ actor.Reply[tallyMsg, int] }
+)
+
+func (tallyInc) tallyMsg() {}
+func (tallyGet) tallyMsg() {}
+
+var tally = actor.Define("tally", func(c *actor.Context[int, tallyMsg], m tallyMsg) error {
+	switch m := m.(type) {
+	case tallyInc:
+		c.SetState(c.State() + 1)
+		return actor.Respond(c, m, c.State())
+	case tallyGet:
+		return actor.Respond(c, m, c.State())
+	}
+	return nil
+}, actor.WithReplicas(3, actor.WriteMajority)).WithMessages(tallyInc{}, tallyGet{})
+
 // The member role's parameters.
 const (
 	envAddr    = "TROUPE_CHAOS_ADDR"  // address to listen on and advertise
 	envSeeds   = "TROUPE_CHAOS_SEEDS" // comma-separated
 	envDataDir = "TROUPE_CHAOS_DATA"
+	envSync    = "TROUPE_CHAOS_SYNC" // "1": fsync before acknowledging
 	envLog     = "TROUPE_CHAOS_LOG" // set: members log at Info to stderr
 )
 
@@ -87,8 +111,8 @@ func runMember() int {
 	cc.Seeds = strings.Split(os.Getenv(envSeeds), ",")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cfg := system.Config{Actors: []actor.Definition{register}, Cluster: &cc, LeaveTimeout: 2 * time.Second,
-		DataDir: os.Getenv(envDataDir)}
+	cfg := system.Config{Actors: []actor.Definition{register, tally}, Cluster: &cc, LeaveTimeout: 2 * time.Second,
+		DataDir: os.Getenv(envDataDir), Sync: os.Getenv(envSync) == "1"}
 	if os.Getenv(envLog) != "" {
 		cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	}
