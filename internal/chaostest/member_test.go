@@ -79,7 +79,7 @@ const (
 	envSeeds   = "TROUPE_CHAOS_SEEDS" // comma-separated
 	envDataDir = "TROUPE_CHAOS_DATA"
 	envSync    = "TROUPE_CHAOS_SYNC" // "1": fsync before acknowledging
-	envLog     = "TROUPE_CHAOS_LOG" // set: members log at Info to stderr
+	envLog     = "TROUPE_CHAOS_LOG"  // set: members log at Info to stderr
 )
 
 const clusterName = "chaos"
