@@ -4,8 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/troupe-go/troupe/actor"
@@ -16,12 +20,16 @@ import (
 // process through a client.Client (a non-member).
 
 // startCluster starts n troupe nodes (the first is the seed of the others)
-// with timings ("" fast, "default").
-func startCluster(n int, timings string) ([]*node, error) {
+// with timings ("" fast, "default"); extra, if set, gives node i more
+// environment.
+func startCluster(n int, timings string, extra ...func(i int) []string) ([]*node, error) {
 	var nodes []*node
 	var seeds []string
-	for range n {
+	for i := range n {
 		env := []string{timesEnv + "=" + timings}
+		for _, f := range extra {
+			env = append(env, f(i)...)
+		}
 		if seeds != nil {
 			env = append(env, seedsEnv+"="+strings.Join(seeds, ","))
 		}
@@ -170,4 +178,100 @@ func (troupePeer) Failover(clk *clock, nodes int, timings string) (failed int, e
 	}
 	clk.stop()
 	return failed, nil
+}
+
+// ReplicatedWrite starts a cluster of nodes processes (with a DataDir
+// each and Sync when sync is set) and has goroutines goroutines, through
+// a client, write n times in all to keys keys of rrcounter (three
+// replicas, Majority), each goroutine one write at a time; then the same
+// on rcounter (one copy, nothing stored) in the same cluster, for the
+// ratio. It returns the latency of every replicated write and the
+// unreplicated rate.
+func (troupePeer) ReplicatedWrite(clk *clock, nodes, goroutines, keys, n int, sync bool) (lat []time.Duration, base float64, err error) {
+	dir, err := os.MkdirTemp("", "troupe-bench-replicated-")
+	if err != nil {
+		return nil, 0, err
+	}
+	defer os.RemoveAll(dir)
+	ns, err := startCluster(nodes, "", func(i int) []string {
+		if !sync {
+			return nil
+		}
+		return []string{dataEnv + "=" + filepath.Join(dir, strconv.Itoa(i)), syncEnv + "=1"}
+	})
+	if err != nil {
+		return nil, 0, err
+	}
+	defer stopAll(ns)
+	c, err := newClient(ns)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer c.Close()
+	write := func(def *actor.Def[int, rcMsg], clk *clock) ([]time.Duration, error) {
+		refs := make([]actor.Ref[rcMsg], keys)
+		for i := range refs {
+			refs[i] = def.Ref(c, activationKey(i))
+		}
+		// Activate every key first, outside the clock: an activation of a
+		// replicated key acquires it on its replica set.
+		if err := inParallel(goroutines, keys, func(i int) error {
+			_, err := askSettling(context.Background(), refs[i], rGet{})
+			return err
+		}); err != nil {
+			return nil, err
+		}
+		per := n / goroutines
+		lat := make([]time.Duration, per*goroutines)
+		for _, nd := range ns {
+			clk.node(nd.cmd.Process.Pid)
+		}
+		clk.start()
+		err := inParallel(goroutines, goroutines, func(g int) error {
+			mine := lat[g*per : (g+1)*per]
+			for i := range mine {
+				t0 := time.Now()
+				if _, err := actor.Ask(context.Background(), refs[(g+i*goroutines)%keys], rInc{}); err != nil {
+					return err
+				}
+				mine[i] = time.Since(t0)
+			}
+			return nil
+		})
+		clk.stop()
+		return lat, err
+	}
+	var bclk clock
+	if _, err := write(rcounter, &bclk); err != nil {
+		return nil, 0, fmt.Errorf("unreplicated writes: %w", err)
+	}
+	base = bclk.rate(n / goroutines * goroutines).primary
+	lat, err = write(rrcounter, clk)
+	return lat, base, err
+}
+
+// inParallel runs f(0..n-1) on g goroutines and returns the first error.
+func inParallel(g, n int, f func(i int) error) error {
+	var next atomic.Int64
+	errs := make(chan error, g)
+	for range g {
+		go func() {
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= n {
+					errs <- nil
+					return
+				}
+				if err := f(i); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	var err error
+	for range g {
+		err = errors.Join(err, <-errs)
+	}
+	return err
 }

@@ -49,7 +49,7 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	var o options
 	fs := flag.NewFlagSet("benchmarks", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	only := fs.String("only", "", "comma-separated workloads to run (default all: tell,tell-many,ask,pingpong,activate,remote-tell,remote-ask,client-ask,failover-fast,failover-default)")
+	only := fs.String("only", "", "comma-separated workloads to run (default all: tell,tell-many,ask,pingpong,activate,remote-tell,remote-ask,client-ask,replicated-write,replicated-write-sync,failover-fast,failover-default)")
 	systems := fs.String("systems", "troupe,protoactor", "comma-separated systems to run (one alone prints no ratio; for profiling)")
 	fs.IntVar(&o.rounds, "rounds", 5, "rounds; each measures every workload once on each system")
 	fs.BoolVar(&o.warmup, "warmup", true, "run every workload once at a tenth of its size before the rounds, unreported")
@@ -69,6 +69,10 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.sz.ClientGos, "client-goroutines", 64, "client-ask: goroutines asking, one ask at a time each")
 	fs.IntVar(&o.sz.ClientKeys, "client-keys", 1024, "client-ask: keys asked (round-robin)")
 	fs.IntVar(&o.sz.ClientAskN, "client-ask-n", 200_000, "client-ask: asks in all (rounded down to a multiple of -client-goroutines)")
+	fs.IntVar(&o.sz.ReplNodes, "repl-nodes", 3, "replicated-write: node processes in the cluster")
+	fs.IntVar(&o.sz.ReplGos, "repl-goroutines", 64, "replicated-write: goroutines writing, one write at a time each")
+	fs.IntVar(&o.sz.ReplKeys, "repl-keys", 10_000, "replicated-write: keys written (round-robin)")
+	fs.IntVar(&o.sz.ReplN, "repl-n", 200_000, "replicated-write: writes in all on each definition (rounded down to a multiple of -repl-goroutines)")
 	fs.IntVar(&o.sz.FailoverNodes, "failover-nodes", 3, "failover-*: node processes in the cluster (one is killed)")
 	fs.IntVar(&o.mailbox, "troupe-mailbox", troupeMailbox, "Troupe's mailbox bound (Wait overflow) in the throughput workloads")
 	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of the rounds to this file")
@@ -105,6 +109,9 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	if o.sz.ClientGos > 0 && o.sz.ClientAskN < o.sz.ClientGos {
 		return o, errors.New("-client-ask-n must be at least -client-goroutines")
 	}
+	if o.sz.ReplN < o.sz.ReplGos {
+		return o, errors.New("-repl-n must be at least -repl-goroutines")
+	}
 	if o.sz.FailoverNodes < 2 {
 		return o, errors.New("-failover-nodes must be at least 2")
 	}
@@ -114,7 +121,8 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	}{{"rounds", o.rounds}, {"tell-n", o.sz.TellN}, {"ask-n", o.sz.AskN}, {"pairs", o.sz.Pairs},
 		{"pingpong-m", o.sz.PingPongM}, {"activate-keys", o.sz.ActivateKeys}, {"troupe-mailbox", o.mailbox},
 		{"remote-tell-n", o.sz.RemoteTellN}, {"remote-ask-n", o.sz.RemoteAskN},
-		{"client-nodes", o.sz.ClientNodes}, {"client-goroutines", o.sz.ClientGos}, {"client-keys", o.sz.ClientKeys}} {
+		{"client-nodes", o.sz.ClientNodes}, {"client-goroutines", o.sz.ClientGos}, {"client-keys", o.sz.ClientKeys},
+		{"repl-nodes", o.sz.ReplNodes}, {"repl-goroutines", o.sz.ReplGos}, {"repl-keys", o.sz.ReplKeys}} {
 		if v.n < 1 {
 			return o, fmt.Errorf("-%s must be positive, got %d", v.name, v.n)
 		}
@@ -293,13 +301,15 @@ func header(w io.Writer, o options) {
 		o.sz.AskN, o.sz.Pairs, o.sz.PingPongM, o.sz.ActivateKeys, o.mailbox)
 	fmt.Fprintf(w, "remote (two processes on loopback): remote-tell %d msgs; remote-ask %d; client-ask %d nodes, %d goroutines, %d keys, %d asks; failover %d nodes\n",
 		o.sz.RemoteTellN, o.sz.RemoteAskN, o.sz.ClientNodes, o.sz.ClientGos, o.sz.ClientKeys, o.sz.ClientAskN/o.sz.ClientGos*o.sz.ClientGos, o.sz.FailoverNodes)
+	fmt.Fprintf(w, "replicated-write: %d nodes, %d goroutines, %d keys, %d writes, %d replicas at Majority (-sync: badger DataDir and Sync)\n",
+		o.sz.ReplNodes, o.sz.ReplGos, o.sz.ReplKeys, o.sz.ReplN/o.sz.ReplGos*o.sz.ReplGos, replicas)
 }
 
 // summary is the median over rounds of each figure of one workload on one
 // system.
 type summary struct {
 	primary, cpuPerOp, perActr, gcCycles, gcCPU float64
-	nodeCPUPerOp, failed, min, max              float64
+	nodeCPUPerOp, failed, min, max, base        float64
 	p50, p99                                    time.Duration
 }
 
@@ -316,6 +326,7 @@ func summarize(ms []measurement) summary {
 	s.gcCPU = median(ms, func(m measurement) float64 { return m.gcCPU })
 	s.p50 = time.Duration(median(ms, func(m measurement) float64 { return float64(m.p50) }))
 	s.p99 = time.Duration(median(ms, func(m measurement) float64 { return float64(m.p99) }))
+	s.base = median(ms, func(m measurement) float64 { return m.base })
 	return s
 }
 
@@ -329,6 +340,9 @@ func describe(w string, ms []measurement) string {
 	case "remote-ask":
 		return fmt.Sprintf("%s asks/s  p50 %v  p99 %v  cpu %s/ask + node %s", si(s.primary), s.p50, s.p99, cpu,
 			time.Duration(s.nodeCPUPerOp))
+	case "replicated-write", "replicated-write-sync":
+		return fmt.Sprintf("%s writes/s  p50 %v  p99 %v  cpu %s/write + nodes %s; unreplicated %s writes/s", si(s.primary), s.p50, s.p99, cpu,
+			time.Duration(s.nodeCPUPerOp), si(s.base))
 	case "client-ask":
 		return fmt.Sprintf("%s asks/s  p50 %v  p99 %v  cpu %s/ask + nodes %s", si(s.primary), s.p50, s.p99, cpu,
 			time.Duration(s.nodeCPUPerOp))
@@ -363,6 +377,12 @@ func report(w io.Writer, o options, peers []peer, results map[string]map[string]
 			}
 		}
 		tr, okT := byPeer["troupe"]
+		if okT && summarize(tr).base > 0 {
+			s := summarize(tr)
+			// What replication costs: the replicated rate over the
+			// unreplicated one, measured in the same clusters.
+			fmt.Fprintf(w, "ratio %s %.2f\n", wl.name, s.primary/s.base)
+		}
 		pr, okP := byPeer["protoactor"]
 		if !okT || !okP {
 			continue
@@ -425,6 +445,11 @@ func floors(w io.Writer, o options, results map[string]map[string][]measurement)
 	ratioFloor("pingpong", 6)
 	ratioFloor("remote-tell", 3)
 	ratioFloor("remote-ask", 2)
+	if tr, ok := results["replicated-write"]["troupe"]; ok {
+		t := summarize(tr)
+		check("replicated-write >= 25k writes/s", t.primary >= 25_000, si(t.primary))
+		check("replicated-write >= 0.5x unreplicated", t.primary >= 0.5*t.base, fmt.Sprintf("%.2fx", t.primary/t.base))
+	}
 	if tr, ok := results["activate"]["troupe"]; ok {
 		t := summarize(tr)
 		check("idle actor <= 300 B heap", t.perActr <= 300, fmt.Sprintf("%.0f B", t.perActr))

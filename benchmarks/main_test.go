@@ -25,6 +25,7 @@ var tiny = sizes{
 	Pairs: 2, PingPongM: 200, ActivateKeys: 500, ActivateQuiet: time.Millisecond,
 	RemoteTellN: 2000, RemoteAskN: 100,
 	ClientNodes: 2, ClientGos: 4, ClientKeys: 16, ClientAskN: 64, FailoverNodes: 3,
+	ReplNodes: 3, ReplGos: 4, ReplKeys: 16, ReplN: 64,
 }
 
 func TestEveryWorkloadRunsOnEverySystem(t *testing.T) {
@@ -44,7 +45,10 @@ func TestEveryWorkloadRunsOnEverySystem(t *testing.T) {
 				if m.primary <= 0 || m.cpuPerOp < 0 {
 					t.Errorf("%s on %s measured %v (cpu %v ns/op), want a positive figure", w.name, p.Name(), m.primary, m.cpuPerOp)
 				}
-				if (w.name == "ask" || w.name == "remote-ask" || w.name == "client-ask") && (m.p50 <= 0 || m.p99 < m.p50) {
+				if strings.HasPrefix(w.name, "replicated-write") && m.base <= 0 {
+					t.Errorf("%s measured no unreplicated rate to compare with", w.name)
+				}
+				if (w.name == "ask" || w.name == "remote-ask" || w.name == "client-ask" || strings.HasPrefix(w.name, "replicated-write")) && (m.p50 <= 0 || m.p99 < m.p50) {
 					t.Errorf("ask on %s: p50 %v, p99 %v; want 0 < p50 <= p99", p.Name(), m.p50, m.p99)
 				}
 			})
@@ -64,9 +68,10 @@ func TestRunPrintsMediansAndARatioPerWorkload(t *testing.T) {
 		"-pingpong-m", "100", "-activate-keys", "300", "-activate-quiet", "1ms",
 		"-remote-tell-n", "1000", "-remote-ask-n", "50",
 		"-client-nodes", "2", "-client-goroutines", "4", "-client-keys", "16", "-client-ask-n", "64",
+		"-repl-goroutines", "4", "-repl-keys", "16", "-repl-n", "64",
 		// failover-default waits out the default detection (about 10 s):
 		// TestEveryWorkloadRunsOnEverySystem runs it once.
-		"-only", "tell,tell-many,ask,pingpong,activate,remote-tell,remote-ask,client-ask,failover-fast"}
+		"-only", "tell,tell-many,ask,pingpong,activate,remote-tell,remote-ask,client-ask,replicated-write,failover-fast"}
 	if code := run(args, &out, &errOut); code != 0 {
 		t.Fatalf("run exited %d; stderr:\n%s", code, errOut.String())
 	}
@@ -80,6 +85,9 @@ func TestRunPrintsMediansAndARatioPerWorkload(t *testing.T) {
 		if strings.Contains(out.String(), "\nratio "+w+" ") {
 			t.Errorf("%s runs on Troupe alone but printed a ratio:\n%s", w, out.String())
 		}
+	}
+	if !strings.Contains(out.String(), "\nratio replicated-write ") || !strings.Contains(out.String(), "replicated-write >= 25k writes/s") {
+		t.Errorf("output lacks replicated-write's ratio to the unreplicated rate, or its floor:\n%s", out.String())
 	}
 	for _, w := range []string{"tell", "tell-many", "ask", "pingpong", "activate", "remote-tell", "remote-ask"} {
 		if !strings.Contains(out.String(), "\nratio "+w+" ") {

@@ -27,6 +27,8 @@ const (
 	timesEnv = "TROUPE_BENCH_TIMINGS"    // troupe: "default" for cluster.DefaultConfig, else the fast timings
 	profEnv  = "TROUPE_BENCH_CPUPROFILE" // -cpuprofile: each node writes <path>.<role>.<pid>
 	logEnv   = "TROUPE_BENCH_LOG"        // Troupe members (nodes and this process) log at this level to stderr
+	dataEnv  = "TROUPE_BENCH_DATA"       // troupe: the member's DataDir (empty: copies in memory)
+	syncEnv  = "TROUPE_BENCH_SYNC"       // troupe: "1" fsyncs before acknowledging (needs a DataDir)
 )
 
 // nodeMain runs this process as a node when nodeEnv is set; ok reports

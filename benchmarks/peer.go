@@ -57,6 +57,10 @@ type sizes struct {
 	ClientKeys       int
 	ClientAskN       int // client-ask: asks in all
 	FailoverNodes    int
+	ReplNodes        int // replicated-write: node processes
+	ReplGos          int // replicated-write: writing goroutines
+	ReplKeys         int
+	ReplN            int // replicated-write: writes in all, on each definition
 }
 
 // measurement is one run of one workload on one peer.
@@ -72,6 +76,9 @@ type measurement struct {
 	perActr      float64 // heap bytes per idle actor (activate)
 	gcCycles     float64 // collections that ended in the measured region
 	gcCPU        float64 // the runtime's estimate of their CPU seconds
+	// base is the replicated workloads' rate on the unreplicated
+	// definition, measured in the same cluster right before.
+	base float64
 }
 
 // workload is a named benchmark and how to run it on a peer.
@@ -125,6 +132,12 @@ var workloads = []workload{
 		}
 		return latencies(clk, lat), nil
 	}},
+	{"replicated-write", func(p peer, clk *clock, sz sizes, _ []string) (measurement, error) {
+		return replicatedWrite(p, clk, sz, false)
+	}},
+	{"replicated-write-sync", func(p peer, clk *clock, sz sizes, _ []string) (measurement, error) {
+		return replicatedWrite(p, clk, sz, true)
+	}},
 	{"failover-fast", func(p peer, clk *clock, sz sizes, _ []string) (measurement, error) {
 		return failover(p, clk, sz, "fast")
 	}},
@@ -135,11 +148,23 @@ var workloads = []workload{
 
 // troupeOnly are the workloads Proto.Actor has no counterpart for here:
 // they run on Troupe alone and print no ratio.
-var troupeOnly = map[string]bool{"client-ask": true, "failover-fast": true, "failover-default": true}
+var troupeOnly = map[string]bool{"client-ask": true, "failover-fast": true, "failover-default": true,
+	"replicated-write": true, "replicated-write-sync": true}
 
 // noWarmup are the workloads that build a cluster of node processes for
 // each measurement: the warm-up would only start and stop processes.
-var noWarmup = map[string]bool{"client-ask": true, "failover-fast": true, "failover-default": true}
+var noWarmup = map[string]bool{"client-ask": true, "failover-fast": true, "failover-default": true,
+	"replicated-write": true, "replicated-write-sync": true}
+
+func replicatedWrite(p peer, clk *clock, sz sizes, sync bool) (measurement, error) {
+	lat, base, err := p.(troupePeer).ReplicatedWrite(clk, sz.ReplNodes, sz.ReplGos, sz.ReplKeys, sz.ReplN, sync)
+	if err != nil {
+		return measurement{}, err
+	}
+	m := latencies(clk, lat)
+	m.base = base
+	return m, nil
+}
 
 func failover(p peer, clk *clock, sz sizes, timings string) (measurement, error) {
 	failed, err := p.(troupePeer).Failover(clk, sz.FailoverNodes, timings)

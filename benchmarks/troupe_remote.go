@@ -22,13 +22,17 @@ type (
 	rGet  struct{ actor.Reply[rcMsg, int] }
 	// rWhere answers the address of the member that serves the key.
 	rWhere struct{ actor.Reply[rcMsg, string] }
+	// rInc adds one and answers the new count: a write whose answer
+	// leaves only once the count met its write level.
+	rInc struct{ actor.Reply[rcMsg, int] }
 )
 
 func (rAdd) rcMsg()   {}
 func (rGet) rcMsg()   {}
 func (rWhere) rcMsg() {}
+func (rInc) rcMsg()   {}
 
-var rcounter = actor.Define("rcounter", func(c *actor.Context[int, rcMsg], m rcMsg) error {
+func rcounterHandler(c *actor.Context[int, rcMsg], m rcMsg) error {
 	switch m := m.(type) {
 	case rAdd:
 		c.SetState(c.State() + m.N)
@@ -36,9 +40,23 @@ var rcounter = actor.Define("rcounter", func(c *actor.Context[int, rcMsg], m rcM
 		return actor.Respond(c, m, c.State())
 	case rWhere:
 		return actor.Respond(c, m, c.Member())
+	case rInc:
+		c.SetState(c.State() + 1)
+		return actor.Respond(c, m, c.State())
 	}
 	return nil
-}, actor.WithMailbox(troupeMailbox, actor.Wait)).WithMessages(rAdd{}, rGet{}, rWhere{})
+}
+
+var rcounter = actor.Define("rcounter", rcounterHandler,
+	actor.WithMailbox(troupeMailbox, actor.Wait)).WithMessages(rAdd{}, rGet{}, rWhere{}, rInc{})
+
+// replicas is the replicated-write workload's replica count.
+const replicas = 3
+
+// rrcounter is rcounter with three copies of each count, written at
+// Majority: the replicated-write workload.
+var rrcounter = actor.Define("rrcounter", rcounterHandler, actor.WithMailbox(troupeMailbox, actor.Wait),
+	actor.WithReplicas(replicas, actor.WriteMajority)).WithMessages(rAdd{}, rGet{}, rWhere{}, rInc{})
 
 // clusterConfig is the member config of the remote workloads: loopback,
 // a free port, the fast timings unless timings is "default".
@@ -52,16 +70,17 @@ func clusterConfig(seeds []string, timings string) cluster.Config {
 	return cc
 }
 
-// startMember starts a cluster member hosting rcounter. Keys stay active
+// startMember starts a cluster member hosting rcounter and rrcounter. Keys stay active
 // for the whole run (IdleTimeout 1 h) so a counter keeps its count.
 func startMember(seeds []string, timings string) (*system.System, error) {
 	cc := clusterConfig(seeds, timings)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	sys, err := system.Start(ctx, system.Config{
-		Actors: []actor.Definition{rcounter}, Cluster: &cc,
+		Actors: []actor.Definition{rcounter, rrcounter}, Cluster: &cc,
 		IdleTimeout: time.Hour, LeaveTimeout: 2 * time.Second,
-		Logger: memberLogger(),
+		Logger:  memberLogger(),
+		DataDir: os.Getenv(dataEnv), Sync: os.Getenv(syncEnv) == "1",
 	})
 	if err != nil {
 		return nil, err

@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -50,6 +51,12 @@ type Spec struct {
 	// Args are added to the child's command line, after those that keep
 	// the test framework from running tests.
 	Args []string
+	// Prefix, if set, is a command that runs the child: the child's
+	// command line is appended to it (say ip netns exec NS, to run the
+	// child inside a network namespace). The command must exec the child
+	// in its own process, as ip netns exec does, so that Kill and Signal
+	// reach the child itself.
+	Prefix []string
 }
 
 // Proc is a child process as its parent sees it.
@@ -69,8 +76,15 @@ type Proc struct {
 // test ends, if it still runs.
 func Start(t testing.TB, spec Spec) *Proc {
 	t.Helper()
-	args := append([]string{"-test.run=^$", "-test.count=1"}, spec.Args...)
-	cmd := exec.Command(os.Args[0], args...)
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatalf("start a %s process: %v", spec.Role, err)
+	}
+	args := append([]string{exe, "-test.run=^$", "-test.count=1"}, spec.Args...)
+	if len(spec.Prefix) > 0 {
+		args = append(slices.Clone(spec.Prefix), args...)
+	}
+	cmd := exec.Command(args[0], args[1:]...)
 	cmd.Env = append(append(os.Environ(), envRole+"="+spec.Role), spec.Env...)
 	p := &Proc{cmd: cmd, done: make(chan struct{}), seen: make(chan struct{})}
 	cmd.Stderr = &p.stderr

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -21,6 +22,7 @@ func TestMain(m *testing.M) {
 	proctest.Roles{
 		"greeter": func() int {
 			fmt.Println("hello", os.Getenv("NAME"))
+			fmt.Println("pid", os.Getpid())
 			io.Copy(io.Discard, os.Stdin) // until the parent stops it
 			fmt.Fprintln(os.Stderr, "bye")
 			return 0
@@ -45,8 +47,23 @@ func TestAChildRunsItsRoleAndStopsWhenItsStdinCloses(t *testing.T) {
 	if !strings.Contains(p.Stderr(), "bye") {
 		t.Fatalf("stderr %q, want the child's goodbye", p.Stderr())
 	}
-	if len(lines) != 1 || lines[0] != "hello ada" {
-		t.Fatalf("OnLine saw %q, want the one line", lines)
+	if len(lines) != 2 || lines[0] != "hello ada" || !strings.HasPrefix(lines[1], "pid ") {
+		t.Fatalf("OnLine saw %q, want the two lines in order", lines)
+	}
+}
+
+func TestAPrefixRunsTheChildInItsOwnProcess(t *testing.T) {
+	// env execs the child with NAME set: the child is the process Start
+	// made, so PID (and so Kill and Signal) reach the child itself.
+	p := proctest.Start(t, proctest.Spec{Role: "greeter", Prefix: []string{"env", "NAME=grace"}})
+	if got := p.WaitLine(t, "hello", limit); len(got) != 1 || got[0] != "grace" {
+		t.Fatalf("WaitLine(hello) = %q, want [grace] (set by the prefix)", got)
+	}
+	if got := p.WaitLine(t, "pid", limit); len(got) != 1 || got[0] != strconv.Itoa(p.PID()) {
+		t.Fatalf("the child runs as pid %q, Start made %d", got, p.PID())
+	}
+	if err := p.Stop(); err != nil {
+		t.Fatalf("Stop: %v, want a clean exit; stderr: %s", err, p.Stderr())
 	}
 }
 

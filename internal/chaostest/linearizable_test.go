@@ -1,0 +1,398 @@
+package chaostest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"net"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+	"github.com/troupe-go/troupe/actor"
+	"github.com/troupe-go/troupe/client"
+	"github.com/troupe-go/troupe/internal/netns"
+	"github.com/troupe-go/troupe/internal/proctest"
+)
+
+// A register operation as porcupine sees it.
+type opKind uint8
+
+const (
+	opRead opKind = iota
+	opWrite
+	opCAS
+)
+
+type regInput struct {
+	key      string
+	op       opKind
+	old, new int
+}
+
+type regOutput struct {
+	value   int
+	ok      bool
+	unknown bool // the ask failed: a write may or may not have happened
+}
+
+// registerModel is one integer register per key, 0 before any write. An
+// operation whose outcome is unknown may take effect at any time after
+// its call, or never.
+var registerModel = porcupine.Model{
+	Partition: func(h []porcupine.Operation) [][]porcupine.Operation {
+		by := map[string][]porcupine.Operation{}
+		var order []string
+		for _, op := range h {
+			k := op.Input.(regInput).key
+			if _, ok := by[k]; !ok {
+				order = append(order, k)
+			}
+			by[k] = append(by[k], op)
+		}
+		out := make([][]porcupine.Operation, 0, len(order))
+		for _, k := range order {
+			out = append(out, by[k])
+		}
+		return out
+	},
+	Init: func() any { return 0 },
+	Step: func(state, input, output any) (bool, any) {
+		st, in, out := state.(int), input.(regInput), output.(regOutput)
+		switch in.op {
+		case opRead:
+			return out.value == st, st
+		case opWrite:
+			return true, in.new
+		}
+		switch {
+		case out.unknown && st == in.old:
+			return true, in.new
+		case out.unknown:
+			return true, st
+		case out.ok:
+			return st == in.old, in.new
+		}
+		return st != in.old, st
+	},
+	DescribeOperation: func(input, output any) string {
+		in, out := input.(regInput), output.(regOutput)
+		switch in.op {
+		case opRead:
+			return fmt.Sprintf("read %s -> %d", in.key, out.value)
+		case opWrite:
+			return fmt.Sprintf("write %s %d (unknown %v)", in.key, in.new, out.unknown)
+		}
+		return fmt.Sprintf("cas %s %d->%d: %v (unknown %v)", in.key, in.old, in.new, out.ok, out.unknown)
+	},
+}
+
+// history collects the operations of concurrent clients.
+type history struct {
+	start time.Time
+	mu    sync.Mutex
+	ops   []porcupine.Operation
+	acked atomic.Int64 // operations that completed with an answer
+}
+
+func (h *history) now() int64 { return time.Since(h.start).Nanoseconds() }
+
+func (h *history) add(in regInput, out regOutput, call, ret int64) {
+	h.mu.Lock()
+	h.ops = append(h.ops, porcupine.Operation{ClientId: len(h.ops), Input: in, Output: out, Call: call, Return: ret})
+	h.mu.Unlock()
+}
+
+// settings reads the run's length, seed and trials from the environment.
+func settings(t *testing.T) (d time.Duration, seed uint64, trials int) {
+	d, trials = 12*time.Second, 1
+	if s := os.Getenv("TROUPE_CHAOS_DURATION"); s != "" {
+		var err error
+		if d, err = time.ParseDuration(s); err != nil {
+			t.Fatalf("TROUPE_CHAOS_DURATION=%q: %v", s, err)
+		}
+	}
+	seed = uint64(time.Now().UnixNano())
+	if s := os.Getenv("TROUPE_CHAOS_SEED"); s != "" {
+		var err error
+		if seed, err = strconv.ParseUint(s, 10, 64); err != nil {
+			t.Fatalf("TROUPE_CHAOS_SEED=%q: %v", s, err)
+		}
+	}
+	if s := os.Getenv("TROUPE_CHAOS_TRIALS"); s != "" {
+		var err error
+		if trials, err = strconv.Atoi(s); err != nil || trials < 1 {
+			t.Fatalf("TROUPE_CHAOS_TRIALS=%q: want a positive count", s)
+		}
+	}
+	return d, seed, trials
+}
+
+// hostDialer opens the client's connections from inside its lab host:
+// nothing dials a lab address from the test's own namespace.
+type hostDialer struct{ h *netns.Host }
+
+func (d hostDialer) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
+	return d.h.Dial(ctx, network, addr)
+}
+
+// labCluster is five member processes, each in its own lab host with
+// its own data directory, and a client in a sixth host.
+type labCluster struct {
+	t     *testing.T
+	lab   *netns.Lab
+	addrs []string
+	dirs  []string
+	procs []*proctest.Proc
+	c     *client.Client
+}
+
+const members = 5
+
+func startLabCluster(t *testing.T) *labCluster {
+	t.Helper()
+	lab := netns.New(t.Context(), t, netns.Config{Hosts: members + 1})
+	lc := &labCluster{t: t, lab: lab, procs: make([]*proctest.Proc, members)}
+	for i := range members {
+		lc.addrs = append(lc.addrs, netip.AddrPortFrom(lab.Host(i).Addr, 7400).String())
+		lc.dirs = append(lc.dirs, filepath.Join(t.TempDir(), "member"+strconv.Itoa(i)))
+	}
+	for i := range members {
+		lc.start(i)
+	}
+	for i := range members {
+		lc.procs[i].WaitLine(t, "ready ", time.Minute)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	c, err := client.New(ctx, client.Config{ClusterName: clusterName, Seeds: lc.addrs,
+		Dialer: hostDialer{lab.Host(members)}, SyncInterval: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lc.c = c
+	t.Cleanup(func() { c.Close() })
+	if _, err := c.WaitAlive(ctx, members); err != nil {
+		t.Fatalf("the client did not see %d members alive: %v", members, err)
+	}
+	return lc
+}
+
+// start starts member i in its host, on its data directory.
+func (lc *labCluster) start(i int) {
+	var seeds []string
+	for j, a := range lc.addrs {
+		if j != i {
+			seeds = append(seeds, a)
+		}
+	}
+	env := []string{envAddr + "=" + lc.addrs[i], envSeeds + "=" + strings.Join(seeds, ","), envDataDir + "=" + lc.dirs[i]}
+	if os.Getenv(envLog) != "" {
+		env = append(env, envLog+"=1")
+	}
+	lc.procs[i] = proctest.Start(lc.t, proctest.Spec{Role: "member", Env: env,
+		Prefix: []string{"ip", "netns", "exec", lc.lab.Host(i).NS}})
+}
+
+// TestRegistersStayLinearizableUnderANemesis runs clients over a few
+// dozen replicated registers (3 replicas, Majority) on five member
+// processes while a seeded nemesis kills members with SIGKILL and
+// restarts them on their data directories, pauses one with SIGSTOP past
+// DeadAfter, and partitions the members 2|3 and 1|4. Every history must be
+// linearizable per register; the final reads on a healed cluster make
+// every acknowledged write that was lost show up as a violation.
+func TestRegistersStayLinearizableUnderANemesis(t *testing.T) {
+	d, seed, trials := settings(t)
+	for trial := range trials {
+		s := seed + uint64(trial)
+		t.Run(fmt.Sprintf("seed=%d", s), func(t *testing.T) { runTrial(t, d, s) })
+	}
+}
+
+func runTrial(t *testing.T, d time.Duration, seed uint64) {
+	lc := startLabCluster(t)
+	rng := rand.New(rand.NewPCG(seed, 0x6368616f73))
+	const (
+		registers = 24
+		clients   = 8
+		opTimeout = 2 * time.Second
+	)
+	refs := make([]actor.Ref[regMsg], registers)
+	for i := range refs {
+		refs[i] = register.Ref(lc.c, "reg-"+strconv.Itoa(i))
+	}
+	h := &history{start: time.Now()}
+	var next atomic.Int64 // distinct written values
+	op := func(r *rand.Rand, i int, kind opKind) bool {
+		ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+		defer cancel()
+		in := regInput{key: refs[i].Key(), op: kind}
+		call := h.now()
+		var out regOutput
+		var err error
+		switch kind {
+		case opRead:
+			out.value, err = actor.Ask(ctx, refs[i], regRead{})
+		case opWrite:
+			in.new = int(next.Add(1))
+			_, err = actor.Ask(ctx, refs[i], regWrite{V: in.new})
+		case opCAS:
+			in.old, in.new = r.IntN(int(next.Load())+1), int(next.Add(1))
+			out.ok, err = actor.Ask(ctx, refs[i], regCAS{Old: in.old, New: in.new})
+		}
+		if err != nil {
+			if kind == opRead {
+				return false // a failed read has no effect to check
+			}
+			out.unknown = true
+			h.add(in, out, call, math.MaxInt64)
+			return false
+		}
+		h.add(in, out, call, h.now())
+		h.acked.Add(1)
+		return true
+	}
+
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for c := range clients {
+		r := rand.New(rand.NewPCG(seed, uint64(c)))
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				kind := opRead
+				switch p := r.IntN(10); {
+				case p >= 7:
+					kind = opCAS
+				case p >= 4:
+					kind = opWrite
+				}
+				op(r, r.IntN(registers), kind)
+			}
+		})
+	}
+
+	faults := lc.nemesis(rng, d)
+	close(stop)
+	wg.Wait()
+	lc.healAll()
+
+	// Every register once more on the healed cluster: a write that was
+	// acknowledged and then lost makes this read illegal.
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	if _, err := lc.c.WaitAlive(ctx, members); err != nil {
+		t.Fatalf("the healed cluster did not come back: %v", err)
+	}
+	for i := range refs {
+		for !op(rng, i, opRead) {
+			if ctx.Err() != nil {
+				t.Fatalf("register %d could not be read on the healed cluster", i)
+			}
+		}
+	}
+	t.Logf("seed %d: faults %v; %d operations, %d answered", seed, faults, len(h.ops), h.acked.Load())
+	if h.acked.Load() < int64(registers)*4 {
+		t.Fatalf("only %d operations answered: the cluster made no progress under the nemesis", h.acked.Load())
+	}
+	res, info := porcupine.CheckOperationsVerbose(registerModel, h.ops, 2*time.Minute)
+	switch res {
+	case porcupine.Ok:
+	case porcupine.Illegal:
+		name := filepath.Join(os.TempDir(), fmt.Sprintf("troupe-chaos-%d.html", seed))
+		if f, err := os.Create(name); err == nil {
+			_ = porcupine.Visualize(registerModel, info, f)
+			_ = f.Close()
+			t.Logf("history drawn in %s", name)
+		}
+		t.Fatalf("the history is not linearizable (TROUPE_CHAOS_SEED=%d)", seed)
+	default:
+		t.Logf("porcupine could not decide within its time limit")
+	}
+}
+
+// nemesis injects faults for d, one at a time with a quiet second
+// between them, and counts them by kind.
+func (lc *labCluster) nemesis(rng *rand.Rand, d time.Duration) map[string]int {
+	t := lc.t
+	ctx := t.Context()
+	faults := map[string]int{}
+	hold := 3 * timings().DeadAfter
+	end := time.Now().Add(d)
+	for time.Now().Before(end) {
+		quiet := time.NewTimer(time.Second)
+		<-quiet.C
+		switch f := rng.IntN(4); f {
+		case 0: // kill -9 and restart on the same data directory
+			i := rng.IntN(members)
+			lc.procs[i].Kill()
+			<-lc.procs[i].Exited()
+			lc.start(i)
+			lc.procs[i].WaitLine(t, "ready ", time.Minute)
+			faults["kill"]++
+		case 1: // pause past DeadAfter, then resume
+			i := rng.IntN(members)
+			if err := lc.procs[i].Signal(syscall.SIGSTOP); err != nil {
+				t.Fatal(err)
+			}
+			sleepFor(hold)
+			if err := lc.procs[i].Signal(syscall.SIGCONT); err != nil {
+				t.Fatal(err)
+			}
+			faults["pause"]++
+		default: // partition 2|3 (f == 2) or 1|4 (f == 3)
+			perm := rng.Perm(members)
+			small := 2
+			if f == 3 {
+				small = 1
+			}
+			var a, b []*netns.Host
+			for j, i := range perm {
+				if j < small {
+					a = append(a, lc.lab.Host(i))
+				} else {
+					b = append(b, lc.lab.Host(i))
+				}
+			}
+			if err := lc.lab.Partition(ctx, a, b); err != nil {
+				t.Fatal(err)
+			}
+			sleepFor(hold)
+			if err := lc.lab.Heal(ctx); err != nil {
+				t.Fatal(err)
+			}
+			faults[fmt.Sprintf("partition %d|%d", small, members-small)]++
+		}
+	}
+	return faults
+}
+
+// healAll resumes every member and removes every rule.
+func (lc *labCluster) healAll() {
+	for _, p := range lc.procs {
+		_ = p.Signal(syscall.SIGCONT)
+	}
+	if err := lc.lab.Heal(lc.t.Context()); err != nil && !errors.Is(err, context.Canceled) {
+		lc.t.Fatal(err)
+	}
+}
+
+// sleepFor lets a fault last d: the nemesis's schedule is time itself.
+func sleepFor(d time.Duration) {
+	tm := time.NewTimer(d)
+	<-tm.C
+}
