@@ -281,7 +281,18 @@ func runTrial(t *testing.T, d time.Duration, seed uint64) {
 				case p >= 4:
 					kind = opWrite
 				}
-				op(r, r.IntN(registers), kind)
+				if !op(r, r.IntN(registers), kind) {
+					// A failed operation's outcome is unknown: each one
+					// widens porcupine's search, so a client backs off
+					// rather than pile them up while a fault lasts.
+					pause := time.NewTimer(50 * time.Millisecond)
+					select {
+					case <-pause.C:
+					case <-stop:
+						pause.Stop()
+						return
+					}
+				}
 			}
 		})
 	}
