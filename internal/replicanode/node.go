@@ -334,8 +334,9 @@ func unavailable(r *request, cause error) error {
 // on replicas (which must include this node; the runtime computes them
 // with ring.AppendReplicas from the full ring, dead members included),
 // adopts the newest records a quorum of level holds and writes them back,
-// and returns once k is served here. A key already served returns at once
-// (with the replica set it was acquired with). If ctx ends first the
+// and returns once k is served here. A key already served over the same
+// set returns at once; one held over another set is resigned (what waited
+// on it fails with ErrResigned) and acquired again over replicas. If ctx ends first the
 // acquisition is abandoned (the key resigned) and the error matches
 // ErrUnavailable; a newer owner's refusal gives a *StaleOwnerError.
 func (n *Node) Acquire(ctx context.Context, k replica.Key, replicas []ring.NodeID, level replication.Level) error {
@@ -348,8 +349,11 @@ func (n *Node) Acquire(ctx context.Context, k replica.Key, replicas []ring.NodeI
 // a quorum of each set (a member of both counts for both), adopts the
 // newest records over all of them and writes them back to replicas only.
 // An owner still writing to the previous set is fenced, and whatever it
-// had acknowledged is adopted. Name the previous set in every acquisition
-// of k until one that named it returned; from then replicas alone will do.
+// had acknowledged is adopted. A key this node already serves returns at
+// once only if it was acquired over replicas by a joint acquisition from
+// previous; served otherwise (over previous, say), it is resigned and
+// acquired jointly. Name the previous set in every acquisition of k until
+// one that named it returned; from then replicas alone will do.
 func (n *Node) AcquireFrom(ctx context.Context, k replica.Key, replicas, previous []ring.NodeID, level replication.Level) error {
 	return n.call(ctx, &request{op: opAcquire, key: k, replicas: slices.Clone(replicas), previous: slices.Clone(previous), level: level})
 }
@@ -544,11 +548,21 @@ func (n *Node) loop(tick <-chan time.Time) error {
 func (n *Node) apply(r *request) {
 	switch r.op {
 	case opAcquire:
-		if n.core.Serving(r.key) {
-			r.w.finish(nil)
-			return
+		opts := replica.AcquireOptions{Previous: r.previous}
+		if n.core.Holds(r.key, r.replicas, opts) {
+			if n.core.Serving(r.key) {
+				r.w.finish(nil)
+				return
+			}
+		} else {
+			// Held over another set (or not jointly when a previous set
+			// is named): the core would step down and acquire again.
+			// Resigning first settles what waited on the old ownership
+			// before this caller waits on the new one.
+			n.core.Resign(r.key)
+			n.collect()
 		}
-		if err := n.core.AcquireWith(r.key, r.replicas, r.level, replica.AcquireOptions{Previous: r.previous}); err != nil {
+		if err := n.core.AcquireWith(r.key, r.replicas, r.level, opts); err != nil {
 			r.w.finish(fmt.Errorf("troupe: acquire %s/%s: %w", r.key.Type, r.key.ID, err))
 			return
 		}
