@@ -109,12 +109,31 @@ func New(self ring.NodeID, start Start) *Core {
 // Self returns the node this core runs on.
 func (c *Core) Self() ring.NodeID { return c.self }
 
-// SetReceiving says which ranges this replica is still receiving from
-// their previous replicas (none: it is caught up; a new member receives
-// the whole ring, ring.Range{}). For a key in such a range its answers
-// tell owners not to count it toward a quorum, since it may lack what a
-// quorum holds; it still stores what it is sent.
-func (c *Core) SetReceiving(ranges ...ring.Range) { c.receiving = slices.Clone(ranges) }
+// AddReceiving adds ranges to those this replica is still receiving from
+// their previous replicas (a member that becomes a replica of a range at
+// a hand-off; the whole ring is ring.Range{}). For a key in such a range
+// its answers tell owners not to count it toward a quorum, since it may
+// lack what a quorum holds; it still stores what it is sent. Adding never
+// ends receiving a range: only Received (after a catch-up) and
+// CountEverywhere do.
+func (c *Core) AddReceiving(ranges ...ring.Range) {
+	for _, g := range ranges {
+		if g.Start == g.End {
+			c.receiving = []ring.Range{{}}
+			return
+		}
+	}
+	if len(c.receiving) == 1 && c.receiving[0].Start == c.receiving[0].End {
+		return
+	}
+	c.receiving = append(c.receiving, ranges...)
+}
+
+// CountEverywhere makes this replica count for every key at once,
+// whatever it was receiving: an operator's decision after a loss no
+// catch-up can repair (a whole-cluster power loss without Sync), which
+// accepts that acknowledged writes may be gone.
+func (c *Core) CountEverywhere() { c.receiving = nil }
 
 // Receiving returns the ranges this replica is still receiving.
 func (c *Core) Receiving() []ring.Range { return slices.Clone(c.receiving) }

@@ -24,6 +24,10 @@ type simNode struct {
 	// wiped is set for a node that lost its store (a new member
 	// receiving its range); it counts again once it caught up.
 	wiped bool
+	// storedReceiving is what the driver persisted of the core's
+	// receiving ranges (the store's receiving record): a restart
+	// receives what it says, whatever the node was doing.
+	storedReceiving []ring.Range
 	// highest promised epoch seen per key, to check epochs never go back.
 	seen map[Key]Epoch
 	// tickets waiting at this node.
@@ -95,6 +99,10 @@ type sim struct {
 	wipedCounts bool
 	// oneSource makes a catch-up copy from one source only, not a quorum.
 	oneSource bool
+	// volatileReceiving forgets the receiving ranges at a restart: a
+	// wiped node restarts receiving only if its store is still empty,
+	// as a driver that persisted no receiving record would.
+	volatileReceiving bool
 }
 
 const maxClients = 5
@@ -274,11 +282,11 @@ func (s *sim) crash(n *simNode) {
 	for _, t := range tickets {
 		s.fail(n, t)
 	}
-	start := Counting
-	if n.wiped && !s.wipedCounts {
-		start = Receiving
+	n.core = New(n.id, Counting)
+	n.core.AddReceiving(n.storedReceiving...)
+	if s.volatileReceiving && len(n.stored) > 0 {
+		n.core.CountEverywhere()
 	}
-	n.core = New(n.id, start)
 	n.sets = make(map[Key][]ring.NodeID)
 	n.joint = make(map[Key][]ring.NodeID)
 	n.abandoned = make(map[Ticket]bool)
@@ -305,6 +313,12 @@ func (s *sim) wipe(n *simNode) {
 	}
 	n.stored = make(map[recordKey]Record)
 	n.wiped = true
+	// The driver records the whole ring as receiving before its first
+	// answer, so that a restart before the catch-up still receives.
+	n.storedReceiving = []ring.Range{{}}
+	if s.wipedCounts {
+		n.storedReceiving = nil
+	}
 	n.seen = make(map[Key]Epoch)
 	s.crash(n)
 }
@@ -357,6 +371,8 @@ func (s *sim) catchUp(n *simNode, pick func(int) int) bool {
 		}
 	}
 	n.core.Received(ring.Range{})
+	// Recorded once the chunks are persisted (apply above).
+	n.storedReceiving = n.core.Receiving()
 	n.wiped = false
 	return true
 }

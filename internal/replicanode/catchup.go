@@ -41,14 +41,6 @@ func (n *Node) Receiving() []ring.Range {
 	return slices.Clone(n.receiving)
 }
 
-// setReceiving publishes the core's ranges; called by the loop.
-func (n *Node) setReceiving() {
-	r := n.core.Receiving()
-	n.mu.Lock()
-	n.receiving = r
-	n.mu.Unlock()
-}
-
 // CatchUp copies the records of rng from sources (the range's other
 // replicas, each counted once) and, once quorum of them delivered the whole range, stops
 // receiving rng: the node counts for its keys from then on.

@@ -14,9 +14,11 @@ import (
 // Memory is a Store in memory: what it holds is lost with the process.
 // The zero value is not usable; use NewMemory.
 type Memory struct {
-	mu     sync.Mutex
-	recs   map[string]replica.Record
-	closed bool
+	mu        sync.Mutex
+	recs      map[string]replica.Record
+	receiving []ring.Range
+	recorded  bool
+	closed    bool
 }
 
 // NewMemory returns an empty in-memory store.
@@ -88,6 +90,27 @@ func (m *Memory) Range(ctx context.Context, g ring.Range, fn func(replica.Record
 			return nil
 		}
 	}
+	return nil
+}
+
+// Receiving implements Store.
+func (m *Memory) Receiving(context.Context) ([]ring.Range, bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return nil, false, replication.ErrClosed
+	}
+	return slices.Clone(m.receiving), m.recorded, nil
+}
+
+// SetReceiving implements Store.
+func (m *Memory) SetReceiving(_ context.Context, ranges []ring.Range) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return replication.ErrClosed
+	}
+	m.receiving, m.recorded = slices.Clone(ranges), true
 	return nil
 }
 
