@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"sync"
 	"time"
@@ -166,7 +167,14 @@ func (n *Node) post(m replica.Message) {
 	buf := n.ep.Buffer(len(enc) + 2*10 + 1)
 	buf = appendEnvelope(buf, enc, []int{len(enc)})
 	if err := n.ep.Post(m.To, transport.StreamReplication, 0, buf); err != nil {
-		n.log.Debug("a catch-up message was not sent", "to", m.To.String(), "type", m.Type.String(), "err", err)
+		// A request is asked again; a chunk that cannot be posted (too
+		// large for the transport, say) stalls its catch-up, which the
+		// operator must see.
+		level := slog.LevelDebug
+		if m.Type == replica.MsgSyncChunk {
+			level = slog.LevelWarn
+		}
+		n.log.Log(context.Background(), level, "a catch-up message was not sent", "to", m.To.String(), "type", m.Type.String(), "bytes", len(enc), "err", err)
 	}
 }
 
@@ -187,8 +195,12 @@ func (n *Node) serveSyncs() {
 // answerSync sends the records of m's range after its cursor, in ring
 // order, up to its limit (and this node's SyncChunk), ending the chunk
 // only between ring tokens so that the next request can resume after
-// the last token sent. The store holds everything this node acknowledged,
-// since the loop persists before it answers.
+// the last token sent. A token's records go whole into a chunk, and one
+// that would take a non-empty chunk past the limit waits for the next,
+// so a chunk is at most the limit or one token's records (one key's,
+// which Config.MaxValue keeps under the transport's message limit). The
+// store holds everything this node acknowledged, since the loop persists
+// before it answers.
 func (n *Node) answerSync(m replica.Message) {
 	limit := n.cfg.SyncChunk
 	if m.Limit > 0 && m.Limit < uint64(limit) {
@@ -201,20 +213,41 @@ func (n *Node) answerSync(m replica.Message) {
 	reply := replica.Message{Type: replica.MsgSyncChunk, From: n.self, To: m.From, Round: m.Round, Counted: counted, Cursor: m.Cursor, Done: true}
 	if counted {
 		size := 0
-		err := n.store.Range(n.syncCtx, ring.Range{Start: m.Cursor, End: m.Range.End}, func(r replica.Record) bool {
-			t := r.Key.Token()
-			if size >= limit && t != reply.Cursor {
-				reply.Done = false
+		// group holds the records of the token being read.
+		var group []replica.Record
+		groupSize := 0
+		// take adds the group to the chunk if it fits, or if the chunk
+		// is empty; it reports whether it did.
+		take := func() bool {
+			if len(group) == 0 {
+				return true
+			}
+			if size > 0 && size+groupSize > limit {
 				return false
 			}
-			reply.Records = append(reply.Records, r)
-			size += recordSize(r)
-			reply.Cursor = t
+			reply.Records = append(reply.Records, group...)
+			size += groupSize
+			reply.Cursor = group[0].Key.Token()
+			group, groupSize = group[:0], 0
+			return true
+		}
+		err := n.store.Range(n.syncCtx, ring.Range{Start: m.Cursor, End: m.Range.End}, func(r replica.Record) bool {
+			if len(group) > 0 && r.Key.Token() != group[0].Key.Token() {
+				if !take() || size >= limit {
+					reply.Done = false
+					return false
+				}
+			}
+			group = append(group, r)
+			groupSize += recordSize(r)
 			return true
 		})
 		if err != nil {
 			n.log.Warn("a catch-up request could not be answered", "from", m.From.String(), "err", err)
 			return
+		}
+		if reply.Done && !take() {
+			reply.Done = false
 		}
 	}
 	n.post(reply)

@@ -417,3 +417,44 @@ func TestACleanStopBeforeTheCatchUpKeepsTheNodeReceiving(t *testing.T) {
 		t.Fatalf("after a clean stop of a run that never caught up the node receives %v, want the whole ring", got)
 	}
 }
+
+// A chunk that holds almost SyncChunk bytes and then reaches a key with a
+// value near MaxValue closes before that key: together they would exceed
+// the transport's message limit, the chunk would never be posted, and
+// the catch-up would ask again forever.
+func TestACatchUpChunkStaysUnderTheTransportLimit(t *testing.T) {
+	eps := benchEndpoints(t, "tcp")
+	ctx := bounded(t)
+	ks := []replica.Key{key("0"), key("1")}
+	if ks[0].Token() > ks[1].Token() {
+		ks[0], ks[1] = ks[1], ks[0]
+	}
+	src := replicastore.NewMemory()
+	e := replica.Epoch{Term: 1, Node: eps[0].Self()}
+	small := replica.Record{Key: ks[0], Kind: replica.KindState, Epoch: e, Version: 1, Value: make([]byte, DefaultSyncChunk-1000)}
+	big := replica.Record{Key: ks[1], Kind: replica.KindState, Epoch: e, Version: 1, Value: make([]byte, DefaultMaxValue-100)}
+	if err := src.Put(ctx, small, big); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(ctx, Config{Endpoint: eps[0], Store: src, TickEvery: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close(ctx)
+	dst := replicastore.NewMemory()
+	w, err := Open(ctx, Config{Endpoint: eps[1], Store: dst, Joining: true, TickEvery: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close(ctx)
+	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := w.CatchUp(cctx, ring.Range{}, []ring.NodeID{eps[0].Self()}, 1); err != nil {
+		t.Fatalf("the catch-up of two records each within the limits did not complete: %v", err)
+	}
+	for _, want := range []replica.Record{small, big} {
+		if got, ok, err := dst.Get(ctx, want.Key, want.Slot()); err != nil || !ok || len(got.Value) != len(want.Value) {
+			t.Fatalf("after the catch-up the member holds %d bytes for %v (%v, %v), want %d", len(got.Value), want.Key, ok, err, len(want.Value))
+		}
+	}
+}
