@@ -43,34 +43,42 @@ func (n *Node) Receiving() []ring.Range {
 }
 
 // CatchUp copies the records of rng from sources (the range's other
-// replicas, each counted once) and, once quorum of them delivered the whole range, stops
-// receiving rng: the node counts for its keys from then on.
+// replicas, dead ones included, each counted once) and, once quorum of
+// them delivered the whole range, stops receiving rng: the node counts
+// for its keys from then on.
 //
 // Each source sends the records it holds in rng in ring order, in chunks
-// of at most Config.SyncChunk bytes, one chunk in flight per source, at
-// most Config.SyncRate bytes per second over all sources. Each record is
-// kept if it is newer than the one held in its slot (a promise if it is
-// newer than the one held), and a chunk counts only once it is persisted.
-// A source still receiving part of rng itself fails with
-// ErrSourceReceiving; a source that does not answer is asked again. The
-// catch-up fails when too few sources can still deliver, or when ctx
-// ends (ErrUnavailable); what was copied stays, and the node keeps
-// receiving rng.
+// of at most Config.SyncChunk bytes (or one key's records), one chunk in
+// flight per source, at most Config.SyncRate bytes per second over all
+// sources. Each record is kept if it is newer than the one held in its
+// slot (a promise if it is newer than the one held), and a chunk counts
+// only once it is persisted; the end of receiving rng is recorded in the
+// store before CatchUp returns. A source still receiving part of rng
+// itself fails with ErrSourceReceiving; a source that does not answer is
+// asked again. The catch-up fails when too few sources can still deliver,
+// or when ctx ends (ErrUnavailable); what was copied stays, and the node
+// keeps receiving rng.
 //
 // Caught up means holding, per slot, the newest record among quorum of
-// the sources. That is enough when quorum is more than the number of
-// sources less the level's quorum of the full set plus one (for Majority
-// of n replicas with n-1 sources: a majority of the sources), and when
-// this node was already receiving rng (started receiving, or
-// SetReceiving) before the catch-up began: a write acknowledged before
-// the snapshots reached a quorum, which meets the sources read; one
-// acknowledged after reached this node too, since it stores every accept
-// it is sent while receiving.
+// the sources. With Majority or All over n replicas and the n-1 others as
+// sources, a majority of the sources is enough (n-q+1 of them meet every
+// quorum of q); CatchUp refuses a smaller quorum (ErrCatchUpQuorum) and a
+// source list that names this node (ErrCatchUpSource), but cannot check
+// that sources are all the others: naming fewer, or the sources of one
+// set only while the range's set changes (take all the others of both
+// sets then), is the caller's error. The node must already be receiving
+// rng (started receiving, or SetReceiving) before the catch-up begins: a
+// write acknowledged before the snapshots reached a quorum, which meets
+// the sources read; one acknowledged after reached this node too, since
+// it stores every accept it is sent while receiving.
 func (n *Node) CatchUp(ctx context.Context, rng ring.Range, sources []ring.NodeID, quorum int) error {
 	sources = slices.Clone(sources)
 	slices.SortFunc(sources, ring.NodeID.Compare)
 	sources = slices.Compact(sources)
-	if quorum < 1 || quorum > len(sources) {
+	if slices.Contains(sources, n.self) {
+		return fmt.Errorf("%w: %v", ErrCatchUpSource, n.self)
+	}
+	if quorum*2 <= len(sources) || quorum > len(sources) {
 		return fmt.Errorf("%w: quorum %d of %d sources", ErrCatchUpQuorum, quorum, len(sources))
 	}
 	sctx, cancel := context.WithCancel(ctx)

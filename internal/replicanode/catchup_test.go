@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -251,6 +252,22 @@ func TestACatchUpNeedsCaughtUpSources(t *testing.T) {
 	if err := w.node.CatchUp(ctx, ring.Range{}, c.ids(r), 2); !errors.Is(err, ErrCatchUpQuorum) {
 		t.Fatalf("a quorum of 2 out of one source returned %v, want ErrCatchUpQuorum", err)
 	}
+	if err := w.node.CatchUp(ctx, ring.Range{}, c.ids(r, c.members[0]), 1); !errors.Is(err, ErrCatchUpQuorum) {
+		t.Fatalf("a quorum of 1 out of two sources returned %v, want ErrCatchUpQuorum", err)
+	}
+	if err := w.node.CatchUp(ctx, ring.Range{}, c.ids(w, c.members[0]), 2); !errors.Is(err, ErrCatchUpSource) {
+		t.Fatalf("a catch-up naming the node itself returned %v, want ErrCatchUpSource", err)
+	}
+	// A catch-up that runs out of time says so, not that a write may
+	// have happened.
+	c.isolate(w)
+	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer cancel()
+	err = w.node.CatchUp(short, ring.Range{}, c.ids(c.members[0]), 1)
+	if !errors.Is(err, ErrUnavailable) || !errors.Is(err, context.DeadlineExceeded) || strings.Contains(err.Error(), "write") {
+		t.Fatalf("a catch-up past its deadline returned %v, want ErrUnavailable and the deadline, without a word about writes", err)
+	}
+	c.heal(w)
 	// A catch-up of part of the ring leaves the rest received.
 	if err := w.node.CatchUp(ctx, ring.Range{Start: 100, End: 200}, c.ids(c.members[0]), 1); err != nil {
 		t.Fatal(err)

@@ -345,9 +345,9 @@ func unavailable(r *request, cause error) error {
 	case r.op == opSync || r.op == opReceived:
 		return fmt.Errorf("%w: catch-up: %w", ErrUnavailable, cause)
 	case r.op == opWrite && r.tombstone:
-		what = "delete"
+		return fmt.Errorf("%w: delete %s/%s (it may or may not have happened): %w", ErrUnavailable, r.key.Type, r.key.ID, cause)
 	case r.op == opWrite:
-		what = "write"
+		return fmt.Errorf("%w: write %s/%s (it may or may not have happened): %w", ErrUnavailable, r.key.Type, r.key.ID, cause)
 	}
 	return fmt.Errorf("%w: %s %s/%s: %w", ErrUnavailable, what, r.key.Type, r.key.ID, cause)
 }

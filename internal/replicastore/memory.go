@@ -76,15 +76,24 @@ func (m *Memory) Range(ctx context.Context, g ring.Range, fn func(replica.Record
 		return 1
 	})
 	keys = slices.Concat(keys[i:], keys[:i])
-	recs := make([]replica.Record, len(keys))
-	for i, k := range keys {
-		recs[i] = m.recs[k]
-		recs[i].Value = slices.Clone(recs[i].Value)
-	}
 	m.mu.Unlock()
-	for _, r := range recs {
+	// Each record is copied as fn takes it, not the whole rest of the
+	// range up front: a caller that stops early (a catch-up chunk)
+	// copies only what it took.
+	for _, k := range keys {
 		if err := ctx.Err(); err != nil {
 			return err
+		}
+		m.mu.Lock()
+		if m.closed {
+			m.mu.Unlock()
+			return replication.ErrClosed
+		}
+		r, ok := m.recs[k]
+		r.Value = slices.Clone(r.Value)
+		m.mu.Unlock()
+		if !ok {
+			continue // removed since the keys were taken
 		}
 		if !fn(r) {
 			return nil
