@@ -126,7 +126,11 @@ func (c *Core) AddReceiving(ranges ...ring.Range) {
 	if len(c.receiving) == 1 && c.receiving[0].Start == c.receiving[0].End {
 		return
 	}
-	c.receiving = append(c.receiving, ranges...)
+	for _, g := range ranges {
+		if !slices.Contains(c.receiving, g) {
+			c.receiving = append(c.receiving, g)
+		}
+	}
 }
 
 // CountEverywhere makes this replica count for every key at once,
