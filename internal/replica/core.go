@@ -109,12 +109,35 @@ func New(self ring.NodeID, start Start) *Core {
 // Self returns the node this core runs on.
 func (c *Core) Self() ring.NodeID { return c.self }
 
-// SetReceiving says which ranges this replica is still receiving from
-// their previous replicas (none: it is caught up; a new member receives
-// the whole ring, ring.Range{}). For a key in such a range its answers
-// tell owners not to count it toward a quorum, since it may lack what a
-// quorum holds; it still stores what it is sent.
-func (c *Core) SetReceiving(ranges ...ring.Range) { c.receiving = slices.Clone(ranges) }
+// AddReceiving adds ranges to those this replica is still receiving from
+// their previous replicas (a member that becomes a replica of a range at
+// a hand-off; the whole ring is ring.Range{}). For a key in such a range
+// its answers tell owners not to count it toward a quorum, since it may
+// lack what a quorum holds; it still stores what it is sent. Adding never
+// ends receiving a range: only Received (after a catch-up) and
+// CountEverywhere do.
+func (c *Core) AddReceiving(ranges ...ring.Range) {
+	for _, g := range ranges {
+		if g.Start == g.End {
+			c.receiving = []ring.Range{{}}
+			return
+		}
+	}
+	if len(c.receiving) == 1 && c.receiving[0].Start == c.receiving[0].End {
+		return
+	}
+	for _, g := range ranges {
+		if !slices.Contains(c.receiving, g) {
+			c.receiving = append(c.receiving, g)
+		}
+	}
+}
+
+// CountEverywhere makes this replica count for every key at once,
+// whatever it was receiving: an operator's decision after a loss no
+// catch-up can repair (a whole-cluster power loss without Sync), which
+// accepts that acknowledged writes may be gone.
+func (c *Core) CountEverywhere() { c.receiving = nil }
 
 // Receiving returns the ranges this replica is still receiving.
 func (c *Core) Receiving() []ring.Range { return slices.Clone(c.receiving) }
@@ -365,7 +388,9 @@ type ownership struct {
 // (which must include this node) with a term above every term it has seen
 // for k, adopts the newest records a quorum of level holds and writes them
 // back at the new epoch. Ready.Changes reports when k is served, or that
-// this node stepped down. Acquiring a key already held does nothing. A
+// this node stepped down. Acquiring a key already held over the same set
+// does nothing; one held over another set steps down (what waited on it
+// fails) and is acquired again over replicas. A
 // term above every term seen that would not fit gives ErrTermExhausted.
 func (c *Core) Acquire(k Key, replicas []ring.NodeID, level replication.Level) error {
 	return c.AcquireWith(k, replicas, level, AcquireOptions{})
@@ -385,7 +410,12 @@ type AcquireOptions struct {
 }
 
 // AcquireWith is Acquire with options: a joint acquisition when the
-// replica set changed (AcquireOptions.Previous).
+// replica set changed (AcquireOptions.Previous). A key already held is
+// left as it is only if it is held over the same set and, when Previous
+// names another set, by a joint acquisition from that set; otherwise the
+// node steps down (Ready.Changes reports it, with a zero epoch) and
+// acquires k again as asked, since an ownership of the previous set alone
+// does not fence an owner of the new one.
 func (c *Core) AcquireWith(k Key, replicas []ring.NodeID, level replication.Level, opts AcquireOptions) error {
 	if !slices.Contains(replicas, c.self) {
 		return ErrNotReplica
@@ -393,8 +423,20 @@ func (c *Core) AcquireWith(k Key, replicas []ring.NodeID, level replication.Leve
 	if err := level.Validate(); err != nil {
 		return err
 	}
-	if _, ok := c.owned[k]; ok {
-		return nil
+	set := sortedSet(replicas)
+	prev := sortedSet(opts.Previous)
+	if slices.Equal(prev, set) {
+		prev = nil
+	}
+	if o := c.owned[k]; o != nil {
+		if o.covers(set, prev) {
+			return nil
+		}
+		// Held over another set, or without the previous set this
+		// acquisition names: that ownership fences neither the new set's
+		// nor the previous set's quorums as asked, so it steps down and
+		// the key is acquired again as asked.
+		c.stepDown(o, Epoch{})
 	}
 	seen := max(c.maxTerm[k], c.promised[k].Term)
 	if seen == math.MaxUint64 {
@@ -402,7 +444,6 @@ func (c *Core) AcquireWith(k Key, replicas []ring.NodeID, level replication.Leve
 	}
 	term := seen + 1
 	c.maxTerm[k] = term
-	set := sortedSet(replicas)
 	o := &ownership{
 		key:      k,
 		replicas: set,
@@ -412,7 +453,7 @@ func (c *Core) AcquireWith(k Key, replicas []ring.NodeID, level replication.Leve
 		promises: make(map[ring.NodeID]Message),
 		current:  make(map[Slot]Record),
 	}
-	if prev := sortedSet(opts.Previous); len(prev) > 0 && !slices.Equal(prev, set) {
+	if len(prev) > 0 {
 		o.previous = prev
 		o.prevQuorum = level.Quorum(len(prev))
 		o.prepared = sortedSet(append(slices.Clone(set), prev...))
@@ -425,6 +466,30 @@ func (c *Core) AcquireWith(k Key, replicas []ring.NodeID, level replication.Leve
 	}
 	c.drain()
 	return nil
+}
+
+// covers reports whether o, held over its replica set (and previous set),
+// is what an acquisition over set after a change from prev (nil: no
+// change) asks for: the same set, and a joint acquisition from prev when
+// one is asked. A joint ownership also covers a plain acquisition of its
+// set.
+func (o *ownership) covers(set, prev []ring.NodeID) bool {
+	return slices.Equal(o.replicas, set) && (prev == nil || slices.Equal(o.previous, prev))
+}
+
+// Holds reports whether k is held here (being acquired or served) as an
+// AcquireWith of replicas and opts would hold it, so that such a call
+// would do nothing.
+func (c *Core) Holds(k Key, replicas []ring.NodeID, opts AcquireOptions) bool {
+	o := c.owned[k]
+	if o == nil {
+		return false
+	}
+	set, prev := sortedSet(replicas), sortedSet(opts.Previous)
+	if slices.Equal(prev, set) {
+		prev = nil
+	}
+	return o.covers(set, prev)
 }
 
 // Resign stops serving k on this node without waiting: what was in flight

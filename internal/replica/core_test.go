@@ -178,7 +178,7 @@ func TestAReplicaStillReceivingItsRangeDoesNotCount(t *testing.T) {
 	s.flush()
 	// Replica 1 receives the range of keyA only; replica 2 is down.
 	ta := keyA.Token()
-	s.nodes[1].core.SetReceiving(ring.Range{Start: ta - 1, End: ta})
+	s.nodes[1].core.AddReceiving(ring.Range{Start: ta - 1, End: ta})
 	s.nodes[2].paused = true
 	tk := write(t, s, 0, 1)
 	n := s.nodes[0]
@@ -195,7 +195,7 @@ func TestAReplicaStillReceivingItsRangeDoesNotCount(t *testing.T) {
 	if !released(s, 0, tb) {
 		t.Fatal("a write outside the range being received did not count that replica")
 	}
-	s.nodes[1].core.SetReceiving()
+	s.nodes[1].core.Received(ring.Range{Start: ta - 1, End: ta})
 	// The accept is sent again once it went unanswered a whole tick
 	// period: at the second tick after it was sent.
 	s.tick(n)

@@ -24,7 +24,10 @@
 // acquired again. A core that may lack what it acknowledged (a new or
 // wiped member, a store that lost its last writes) starts [Receiving]:
 // its answers do not count until the driver fed it a quorum's records
-// with [Core.CatchUp] and called [Core.Received]. After a key's replica
+// with [Core.CatchUp] and called [Core.Received]; [Core.AddReceiving]
+// adds ranges (a hand-off), and the driver must persist [Core.Receiving]
+// whenever it changes, before anything that follows leaves, so that a
+// restart before the catch-up still receives. After a key's replica
 // set changed, [Core.AcquireWith] names the previous set, so that the
 // acquisition fences it.
 //

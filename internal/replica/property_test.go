@@ -195,6 +195,14 @@ func TestRandomSchedulesFindAWipedReplicaThatCountsAtOnce(t *testing.T) {
 	findIllegal(t, "a wiped replica counting at once", func(s *sim) { s.wipedCounts = true })
 }
 
+// TestRandomSchedulesFindARestartBeforeTheCatchUpThatCounts shows that
+// the receiving ranges must be persisted: a wiped replica that restarts
+// before it caught up, with what it stored while receiving, and counts
+// because its store is not empty, lets some history lose a write.
+func TestRandomSchedulesFindARestartBeforeTheCatchUpThatCounts(t *testing.T) {
+	findIllegal(t, "receiving forgotten at a restart", func(s *sim) { s.volatileReceiving = true })
+}
+
 // TestRandomSchedulesFindACatchUpFromTooFewSources shows that a catch-up
 // needs a quorum of sources: from one source, some history is not
 // linearizable.

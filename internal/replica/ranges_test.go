@@ -70,3 +70,30 @@ func TestOverlapMeansASharedToken(t *testing.T) {
 		}
 	})
 }
+
+// A hand-off's range added to a core receiving the whole ring must not
+// narrow what it receives: adding only adds, and only Received or
+// CountEverywhere end receiving.
+func TestAddingARangeNeverEndsReceivingAnother(t *testing.T) {
+	c := New(ring.NodeID{Addr: "a", Incarnation: 1}, Receiving)
+	g := ring.Range{Start: 10, End: 20}
+	c.AddReceiving(g)
+	if got := c.Receiving(); !slices.Equal(got, []ring.Range{{}}) {
+		t.Fatalf("after adding %v to the whole ring the core receives %v, want the whole ring", g, got)
+	}
+	c = New(ring.NodeID{Addr: "a", Incarnation: 1}, Counting)
+	h := ring.Range{Start: 100, End: 200}
+	c.AddReceiving(g)
+	c.AddReceiving(h)
+	if got := c.Receiving(); !slices.Equal(got, []ring.Range{g, h}) {
+		t.Fatalf("after adding %v and %v the core receives %v", g, h, got)
+	}
+	c.AddReceiving()
+	if got := c.Receiving(); !slices.Equal(got, []ring.Range{g, h}) {
+		t.Fatalf("adding no range changed what the core receives to %v", got)
+	}
+	c.CountEverywhere()
+	if got := c.Receiving(); len(got) != 0 {
+		t.Fatalf("after CountEverywhere the core receives %v", got)
+	}
+}

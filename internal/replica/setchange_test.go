@@ -1,6 +1,7 @@
 package replica
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/troupe-go/troupe/replication"
@@ -107,5 +108,50 @@ func TestAJointAcquisitionAdoptsWhatThePreviousSetAcknowledged(t *testing.T) {
 	}
 	if _, changing := s.previous[keyA]; changing {
 		t.Fatal("the simulation kept naming the previous set after a joint acquisition served")
+	}
+}
+
+// A key served over P={A,B,C} whose set moves to R={A,B,D}: the owner's
+// joint acquisition must fence P and move to R, not return at once
+// because the key is served. Then A, cut off from B and D, must not get
+// a write acknowledged by {A,C} while D serves over R after a plain
+// acquisition with {B,D}.
+func TestAJointAcquisitionOfAKeyServedOverThePreviousSetMovesItToTheNewSet(t *testing.T) {
+	s := newSim(t, 4, replication.Majority, []Key{keyA})
+	a, b, d := s.nodes[0], s.nodes[1], s.nodes[3]
+	serve(t, s, 0)
+	write(t, s, 0, 1)
+	s.flush()
+	s.previous[keyA] = s.replicas[keyA]
+	s.replicas[keyA] = []ring.NodeID{a.id, b.id, d.id}
+	s.acquire(a, keyA)
+	s.flush()
+	if !a.core.Serving(keyA) {
+		t.Fatal("the joint acquisition of a key already served did not serve")
+	}
+	if o := a.core.owned[keyA]; !slices.Equal(o.replicas, sortedSet(s.replicas[keyA])) {
+		t.Fatalf("after the joint acquisition the owner writes to %v, want the new set %v", o.replicas, s.replicas[keyA])
+	}
+	if _, changing := s.previous[keyA]; changing {
+		t.Fatal("the joint acquisition served but the simulation still names the previous set")
+	}
+	for _, o := range []*simNode{b, d} {
+		s.cut[[2]string{a.id.Addr, o.id.Addr}] = true
+		s.cut[[2]string{o.id.Addr, a.id.Addr}] = true
+	}
+	s.acquire(d, keyA)
+	s.flush()
+	if !d.core.Serving(keyA) {
+		t.Fatal("the new set's owner did not serve with {B,D}")
+	}
+	if a.core.Serving(keyA) {
+		write(t, s, 0, 2)
+		s.flush()
+	}
+	if acknowledged(s, 2) {
+		t.Fatal("two owners: the old owner's write was acknowledged while the new set's owner serves")
+	}
+	if got := decodeValue(d.core.Current(keyA, stateSlot)); got != 1 {
+		t.Fatalf("the new set's owner adopted %d, want 1", got)
 	}
 }

@@ -24,6 +24,10 @@ type simNode struct {
 	// wiped is set for a node that lost its store (a new member
 	// receiving its range); it counts again once it caught up.
 	wiped bool
+	// storedReceiving is what the driver persisted of the core's
+	// receiving ranges (the store's receiving record): a restart
+	// receives what it says, whatever the node was doing.
+	storedReceiving []ring.Range
 	// highest promised epoch seen per key, to check epochs never go back.
 	seen map[Key]Epoch
 	// tickets waiting at this node.
@@ -95,6 +99,10 @@ type sim struct {
 	wipedCounts bool
 	// oneSource makes a catch-up copy from one source only, not a quorum.
 	oneSource bool
+	// volatileReceiving forgets the receiving ranges at a restart: a
+	// wiped node restarts receiving only if its store is still empty,
+	// as a driver that persisted no receiving record would.
+	volatileReceiving bool
 }
 
 const maxClients = 5
@@ -223,15 +231,20 @@ func (s *sim) acquire(n *simNode, k Key) {
 	if !s.plain {
 		opts.Previous = s.previous[k]
 	}
+	// Acquiring a key held as asked does nothing; one held otherwise
+	// steps down first (as the driver does), so that the step-down is
+	// applied before the new acquisition is recorded.
+	if n.core.Holds(k, s.replicas[k], opts) {
+		return
+	}
+	n.core.Resign(k)
+	s.apply(n)
+	n.sets[k] = slices.Clone(s.replicas[k])
+	if opts.Previous != nil {
+		n.joint[k] = slices.Clone(opts.Previous)
+	}
 	if err := n.core.AcquireWith(k, s.replicas[k], s.level, opts); err != nil {
 		s.tb.Fatalf("acquire %v on %s: %v", k, n.id, err)
-	}
-	// Acquiring a key already held (still being fenced) does nothing.
-	if _, held := n.sets[k]; !held {
-		n.sets[k] = slices.Clone(s.replicas[k])
-		if opts.Previous != nil {
-			n.joint[k] = slices.Clone(opts.Previous)
-		}
 	}
 	s.apply(n)
 }
@@ -269,11 +282,11 @@ func (s *sim) crash(n *simNode) {
 	for _, t := range tickets {
 		s.fail(n, t)
 	}
-	start := Counting
-	if n.wiped && !s.wipedCounts {
-		start = Receiving
+	n.core = New(n.id, Counting)
+	n.core.AddReceiving(n.storedReceiving...)
+	if s.volatileReceiving && len(n.stored) > 0 {
+		n.core.CountEverywhere()
 	}
-	n.core = New(n.id, start)
 	n.sets = make(map[Key][]ring.NodeID)
 	n.joint = make(map[Key][]ring.NodeID)
 	n.abandoned = make(map[Ticket]bool)
@@ -300,6 +313,12 @@ func (s *sim) wipe(n *simNode) {
 	}
 	n.stored = make(map[recordKey]Record)
 	n.wiped = true
+	// The driver records the whole ring as receiving before its first
+	// answer, so that a restart before the catch-up still receives.
+	n.storedReceiving = []ring.Range{{}}
+	if s.wipedCounts {
+		n.storedReceiving = nil
+	}
 	n.seen = make(map[Key]Epoch)
 	s.crash(n)
 }
@@ -352,6 +371,8 @@ func (s *sim) catchUp(n *simNode, pick func(int) int) bool {
 		}
 	}
 	n.core.Received(ring.Range{})
+	// Recorded once the chunks are persisted (apply above).
+	n.storedReceiving = n.core.Receiving()
 	n.wiped = false
 	return true
 }
@@ -436,18 +457,30 @@ func (s *sim) settle() {
 			}
 		}
 	}
-	for range 50 {
+	// Ticks go on while a core waits for an answer: a lost message is
+	// sent again only after its resend period, which doubles up to
+	// maxResendTicks, so an empty network does not mean all is answered.
+	for range 4 * maxResendTicks {
 		for len(s.net) > 0 {
 			s.deliver(0, false)
 		}
 		for _, n := range s.nodes {
 			s.tick(n)
 		}
-		if len(s.net) == 0 {
+		if len(s.net) > 0 {
+			continue
+		}
+		waiting := false
+		for _, n := range s.nodes {
+			waiting = waiting || len(n.core.waiting) > 0
+		}
+		if !waiting {
 			return
 		}
 	}
-	s.tb.Fatalf("messages still in flight after healing: %+v", s.net)
+	if len(s.net) > 0 {
+		s.tb.Fatalf("messages still in flight after healing: %+v", s.net)
+	}
 }
 
 // finalReads acquires each register's key on its first replica and reads

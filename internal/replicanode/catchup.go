@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"sync"
 	"time"
@@ -41,43 +42,43 @@ func (n *Node) Receiving() []ring.Range {
 	return slices.Clone(n.receiving)
 }
 
-// setReceiving publishes the core's ranges; called by the loop.
-func (n *Node) setReceiving() {
-	r := n.core.Receiving()
-	n.mu.Lock()
-	n.receiving = r
-	n.mu.Unlock()
-}
-
 // CatchUp copies the records of rng from sources (the range's other
-// replicas, each counted once) and, once quorum of them delivered the whole range, stops
-// receiving rng: the node counts for its keys from then on.
+// replicas, dead ones included, each counted once) and, once quorum of
+// them delivered the whole range, stops receiving rng: the node counts
+// for its keys from then on.
 //
 // Each source sends the records it holds in rng in ring order, in chunks
-// of at most Config.SyncChunk bytes, one chunk in flight per source, at
-// most Config.SyncRate bytes per second over all sources. Each record is
-// kept if it is newer than the one held in its slot (a promise if it is
-// newer than the one held), and a chunk counts only once it is persisted.
-// A source still receiving part of rng itself fails with
-// ErrSourceReceiving; a source that does not answer is asked again. The
-// catch-up fails when too few sources can still deliver, or when ctx
-// ends (ErrUnavailable); what was copied stays, and the node keeps
-// receiving rng.
+// of at most Config.SyncChunk bytes (or one key's records), one chunk in
+// flight per source, at most Config.SyncRate bytes per second over all
+// sources. Each record is kept if it is newer than the one held in its
+// slot (a promise if it is newer than the one held), and a chunk counts
+// only once it is persisted; the end of receiving rng is recorded in the
+// store before CatchUp returns. A source still receiving part of rng
+// itself fails with ErrSourceReceiving; a source that does not answer is
+// asked again. The catch-up fails when too few sources can still deliver,
+// or when ctx ends (ErrUnavailable); what was copied stays, and the node
+// keeps receiving rng.
 //
 // Caught up means holding, per slot, the newest record among quorum of
-// the sources. That is enough when quorum is more than the number of
-// sources less the level's quorum of the full set plus one (for Majority
-// of n replicas with n-1 sources: a majority of the sources), and when
-// this node was already receiving rng (started receiving, or
-// SetReceiving) before the catch-up began: a write acknowledged before
-// the snapshots reached a quorum, which meets the sources read; one
-// acknowledged after reached this node too, since it stores every accept
-// it is sent while receiving.
+// the sources. With Majority or All over n replicas and the n-1 others as
+// sources, a majority of the sources is enough (n-q+1 of them meet every
+// quorum of q); CatchUp refuses a smaller quorum (ErrCatchUpQuorum) and a
+// source list that names this node (ErrCatchUpSource), but cannot check
+// that sources are all the others: naming fewer, or the sources of one
+// set only while the range's set changes (take all the others of both
+// sets then), is the caller's error. The node must already be receiving
+// rng (started receiving, or SetReceiving) before the catch-up begins: a
+// write acknowledged before the snapshots reached a quorum, which meets
+// the sources read; one acknowledged after reached this node too, since
+// it stores every accept it is sent while receiving.
 func (n *Node) CatchUp(ctx context.Context, rng ring.Range, sources []ring.NodeID, quorum int) error {
 	sources = slices.Clone(sources)
 	slices.SortFunc(sources, ring.NodeID.Compare)
 	sources = slices.Compact(sources)
-	if quorum < 1 || quorum > len(sources) {
+	if slices.Contains(sources, n.self) {
+		return fmt.Errorf("%w: %v", ErrCatchUpSource, n.self)
+	}
+	if quorum*2 <= len(sources) || quorum > len(sources) {
 		return fmt.Errorf("%w: quorum %d of %d sources", ErrCatchUpQuorum, quorum, len(sources))
 	}
 	sctx, cancel := context.WithCancel(ctx)
@@ -174,7 +175,14 @@ func (n *Node) post(m replica.Message) {
 	buf := n.ep.Buffer(len(enc) + 2*10 + 1)
 	buf = appendEnvelope(buf, enc, []int{len(enc)})
 	if err := n.ep.Post(m.To, transport.StreamReplication, 0, buf); err != nil {
-		n.log.Debug("a catch-up message was not sent", "to", m.To.String(), "type", m.Type.String(), "err", err)
+		// A request is asked again; a chunk that cannot be posted (too
+		// large for the transport, say) stalls its catch-up, which the
+		// operator must see.
+		level := slog.LevelDebug
+		if m.Type == replica.MsgSyncChunk {
+			level = slog.LevelWarn
+		}
+		n.log.Log(context.Background(), level, "a catch-up message was not sent", "to", m.To.String(), "type", m.Type.String(), "bytes", len(enc), "err", err)
 	}
 }
 
@@ -195,8 +203,12 @@ func (n *Node) serveSyncs() {
 // answerSync sends the records of m's range after its cursor, in ring
 // order, up to its limit (and this node's SyncChunk), ending the chunk
 // only between ring tokens so that the next request can resume after
-// the last token sent. The store holds everything this node acknowledged,
-// since the loop persists before it answers.
+// the last token sent. A token's records go whole into a chunk, and one
+// that would take a non-empty chunk past the limit waits for the next,
+// so a chunk is at most the limit or one token's records (one key's,
+// which Config.MaxValue keeps under the transport's message limit). The
+// store holds everything this node acknowledged, since the loop persists
+// before it answers.
 func (n *Node) answerSync(m replica.Message) {
 	limit := n.cfg.SyncChunk
 	if m.Limit > 0 && m.Limit < uint64(limit) {
@@ -209,20 +221,41 @@ func (n *Node) answerSync(m replica.Message) {
 	reply := replica.Message{Type: replica.MsgSyncChunk, From: n.self, To: m.From, Round: m.Round, Counted: counted, Cursor: m.Cursor, Done: true}
 	if counted {
 		size := 0
-		err := n.store.Range(n.syncCtx, ring.Range{Start: m.Cursor, End: m.Range.End}, func(r replica.Record) bool {
-			t := r.Key.Token()
-			if size >= limit && t != reply.Cursor {
-				reply.Done = false
+		// group holds the records of the token being read.
+		var group []replica.Record
+		groupSize := 0
+		// take adds the group to the chunk if it fits, or if the chunk
+		// is empty; it reports whether it did.
+		take := func() bool {
+			if len(group) == 0 {
+				return true
+			}
+			if size > 0 && size+groupSize > limit {
 				return false
 			}
-			reply.Records = append(reply.Records, r)
-			size += recordSize(r)
-			reply.Cursor = t
+			reply.Records = append(reply.Records, group...)
+			size += groupSize
+			reply.Cursor = group[0].Key.Token()
+			group, groupSize = group[:0], 0
+			return true
+		}
+		err := n.store.Range(n.syncCtx, ring.Range{Start: m.Cursor, End: m.Range.End}, func(r replica.Record) bool {
+			if len(group) > 0 && r.Key.Token() != group[0].Key.Token() {
+				if !take() || size >= limit {
+					reply.Done = false
+					return false
+				}
+			}
+			group = append(group, r)
+			groupSize += recordSize(r)
 			return true
 		})
 		if err != nil {
 			n.log.Warn("a catch-up request could not be answered", "from", m.From.String(), "err", err)
 			return
+		}
+		if reply.Done && !take() {
+			reply.Done = false
 		}
 	}
 	n.post(reply)

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -43,7 +44,10 @@ func wholeRing(rs []ring.Range) bool { return slices.Equal(rs, []ring.Range{{}})
 
 // A member that joins with an empty store does not count until it caught
 // up from a quorum of the other replicas; then the write that only it
-// and a member cut off from the next owner held is not lost.
+// and a member cut off from the next owner held is not lost. The owner
+// of that write stays cut off from the next owner for good: healing the
+// link would deliver its held traffic and repair the loss without any
+// catch-up.
 func TestAWipedMemberCountsOnlyAfterItCaughtUp(t *testing.T) {
 	c := newCluster(t, 3, false)
 	ctx := bounded(t)
@@ -57,20 +61,17 @@ func TestAWipedMemberCountsOnlyAfterItCaughtUp(t *testing.T) {
 	if err := b.node.Write(ctx, k, stateSlot, []byte("acked")); err != nil {
 		t.Fatal(err)
 	}
-	c.net.Heal(b.addr, a.addr)
 	c.wipe(w)
 	if got := w.node.Receiving(); !wholeRing(got) {
 		t.Fatalf("a joining member with an empty store receives %v, want the whole ring", got)
 	}
 	// With w not counting, {a, w} is no quorum: a cannot acquire over
-	// b's head while b is cut off.
-	c.isolate(b)
+	// b's head.
 	short, cancel := context.WithTimeout(ctx, 150*time.Millisecond)
 	defer cancel()
 	if err := a.node.Acquire(short, k, c.ids(), replication.Majority); !errors.Is(err, ErrUnavailable) {
 		t.Fatalf("an acquisition that needed the wiped member returned %v, want ErrUnavailable", err)
 	}
-	c.heal(b)
 	if err := w.node.CatchUp(ctx, ring.Range{}, c.ids(a, b), 2); err != nil {
 		t.Fatalf("catch-up from a and b: %v", err)
 	}
@@ -78,12 +79,85 @@ func TestAWipedMemberCountsOnlyAfterItCaughtUp(t *testing.T) {
 		t.Fatalf("after catching up the member still receives %v", got)
 	}
 	// Now {a, w} is a quorum, and w holds what b acknowledged.
-	c.isolate(b)
+	c.net.Partition(b.addr, w.addr)
 	if err := a.node.Acquire(ctx, k, c.ids(), replication.Majority); err != nil {
 		t.Fatal(err)
 	}
 	if got, err := readState(ctx, a, k); err != nil || got != "acked" {
 		t.Fatalf("the next owner read %q, %v; want the acknowledged write", got, err)
+	}
+}
+
+// A wiped member restarted before its catch-up ended (a deploy, a crash)
+// holds what it was sent while receiving, so its store is not empty; it
+// must still receive, or {a, w} would be a quorum missing b's write.
+func TestARestartBeforeTheCatchUpEndedStillReceives(t *testing.T) {
+	c := newCluster(t, 3, false)
+	ctx := bounded(t)
+	k := key("a")
+	a, b, w := c.members[0], c.members[1], c.members[2]
+	c.net.Partition(b.addr, a.addr)
+	if err := b.node.Acquire(ctx, k, c.ids(), replication.Majority); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.node.Write(ctx, k, stateSlot, []byte("acked")); err != nil {
+		t.Fatal(err)
+	}
+	c.wipe(w)
+	c.net.Partition(b.addr, w.addr)
+	// a's attempt sends w a prepare: w stores a promise while receiving.
+	short, cancel := context.WithTimeout(ctx, 150*time.Millisecond)
+	defer cancel()
+	if err := a.node.Acquire(short, k, c.ids(), replication.Majority); !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("an acquisition that needed the wiped member returned %v, want ErrUnavailable", err)
+	}
+	c.crash(w)
+	c.configure = func(cfg *Config) { cfg.Joining = true }
+	c.start(w)
+	c.configure = nil
+	if got := w.node.Receiving(); !wholeRing(got) {
+		t.Fatalf("a member restarted before its catch-up ended receives %v, want the whole ring", got)
+	}
+	short, cancel = context.WithTimeout(ctx, 150*time.Millisecond)
+	defer cancel()
+	if err := a.node.Acquire(short, k, c.ids(), replication.Majority); !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("an acquisition counting the member that never caught up returned %v, want ErrUnavailable", err)
+	}
+	c.net.Heal(b.addr, w.addr)
+	if err := w.node.CatchUp(ctx, ring.Range{}, c.ids(a, b), 2); err != nil {
+		t.Fatalf("catch-up from a and b: %v", err)
+	}
+	c.net.Partition(b.addr, w.addr)
+	if err := a.node.Acquire(ctx, k, c.ids(), replication.Majority); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := readState(ctx, a, k); err != nil || got != "acked" {
+		t.Fatalf("the next owner read %q, %v; want the acknowledged write", got, err)
+	}
+}
+
+// A hand-off's range added to a member receiving the whole ring leaves it
+// receiving the whole ring, also after a restart.
+func TestAHandOffRangeDoesNotNarrowWhatAMemberReceives(t *testing.T) {
+	c := newCluster(t, 2, false)
+	w := c.members[1]
+	c.wipe(w)
+	if err := w.node.SetReceiving(ring.Range{Start: 10, End: 20}); err != nil {
+		t.Fatal(err)
+	}
+	// A catch-up call is answered after the loop took what was queued
+	// before it: a cheap barrier for the SetReceiving above.
+	if err := w.node.CatchUp(bounded(t), ring.Range{Start: 1, End: 2}, c.ids(c.members[0]), 1); err != nil {
+		t.Fatal(err)
+	}
+	got := w.node.Receiving()
+	if !slices.ContainsFunc(got, func(g ring.Range) bool { return g.Contains(15) }) || !slices.ContainsFunc(got, func(g ring.Range) bool { return g.Contains(1000) }) {
+		t.Fatalf("after adding (10, 20] to the whole ring the member receives %v", got)
+	}
+	c.crash(w)
+	c.start(w)
+	if after := w.node.Receiving(); !slices.Equal(after, got) {
+		t.Fatalf("after a restart the member receives %v, want %v", after, got)
 	}
 }
 
@@ -178,6 +252,22 @@ func TestACatchUpNeedsCaughtUpSources(t *testing.T) {
 	if err := w.node.CatchUp(ctx, ring.Range{}, c.ids(r), 2); !errors.Is(err, ErrCatchUpQuorum) {
 		t.Fatalf("a quorum of 2 out of one source returned %v, want ErrCatchUpQuorum", err)
 	}
+	if err := w.node.CatchUp(ctx, ring.Range{}, c.ids(r, c.members[0]), 1); !errors.Is(err, ErrCatchUpQuorum) {
+		t.Fatalf("a quorum of 1 out of two sources returned %v, want ErrCatchUpQuorum", err)
+	}
+	if err := w.node.CatchUp(ctx, ring.Range{}, c.ids(w, c.members[0]), 2); !errors.Is(err, ErrCatchUpSource) {
+		t.Fatalf("a catch-up naming the node itself returned %v, want ErrCatchUpSource", err)
+	}
+	// A catch-up that runs out of time says so, not that a write may
+	// have happened.
+	c.isolate(w)
+	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer cancel()
+	err = w.node.CatchUp(short, ring.Range{}, c.ids(c.members[0]), 1)
+	if !errors.Is(err, ErrUnavailable) || !errors.Is(err, context.DeadlineExceeded) || strings.Contains(err.Error(), "write") {
+		t.Fatalf("a catch-up past its deadline returned %v, want ErrUnavailable and the deadline, without a word about writes", err)
+	}
+	c.heal(w)
 	// A catch-up of part of the ring leaves the rest received.
 	if err := w.node.CatchUp(ctx, ring.Range{Start: 100, End: 200}, c.ids(c.members[0]), 1); err != nil {
 		t.Fatal(err)
@@ -295,5 +385,93 @@ func TestAnUncleanStopWithoutSyncMakesTheNodeCatchUp(t *testing.T) {
 				t.Fatalf("after a %s the node receives %v; want receiving the whole ring: %v", tc.name, got, tc.receiving)
 			}
 		})
+	}
+}
+
+// A node restarted after an unclean stop and then stopped cleanly before
+// it caught up (a deploy) still receives the whole ring at the next
+// start: the clean stop must not hide the earlier loss.
+func TestACleanStopBeforeTheCatchUpKeepsTheNodeReceiving(t *testing.T) {
+	net := transport.NewMemNetwork()
+	ctx := bounded(t)
+	open := func(inc uint64, dir string) (*Node, transport.Endpoint) {
+		ep, err := net.Join(ring.NodeID{Addr: "a", Incarnation: inc})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, err := Open(ctx, Config{Endpoint: ep, Replication: replication.Config{DataDir: dir}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n, ep
+	}
+	dir := filepath.Join(t.TempDir(), "a")
+	n, ep := open(1, dir)
+	k := key("a")
+	if err := n.Acquire(ctx, k, []ring.NodeID{ep.Self()}, replication.Majority); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Write(ctx, k, stateSlot, []byte("v")); err != nil {
+		t.Fatal(err)
+	}
+	crashed := copyDir(t, dir)
+	if err := n.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	_ = ep.Close()
+	n, ep = open(2, crashed)
+	if got := n.Receiving(); !wholeRing(got) {
+		t.Fatalf("after the unclean stop the node receives %v, want the whole ring", got)
+	}
+	if err := n.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	_ = ep.Close()
+	n, ep = open(3, crashed)
+	defer ep.Close()
+	defer n.Close(ctx)
+	if got := n.Receiving(); !wholeRing(got) {
+		t.Fatalf("after a clean stop of a run that never caught up the node receives %v, want the whole ring", got)
+	}
+}
+
+// A chunk that holds almost SyncChunk bytes and then reaches a key with a
+// value near MaxValue closes before that key: together they would exceed
+// the transport's message limit, the chunk would never be posted, and
+// the catch-up would ask again forever.
+func TestACatchUpChunkStaysUnderTheTransportLimit(t *testing.T) {
+	eps := benchEndpoints(t, "tcp")
+	ctx := bounded(t)
+	ks := []replica.Key{key("0"), key("1")}
+	if ks[0].Token() > ks[1].Token() {
+		ks[0], ks[1] = ks[1], ks[0]
+	}
+	src := replicastore.NewMemory()
+	e := replica.Epoch{Term: 1, Node: eps[0].Self()}
+	small := replica.Record{Key: ks[0], Kind: replica.KindState, Epoch: e, Version: 1, Value: make([]byte, DefaultSyncChunk-1000)}
+	big := replica.Record{Key: ks[1], Kind: replica.KindState, Epoch: e, Version: 1, Value: make([]byte, DefaultMaxValue-100)}
+	if err := src.Put(ctx, small, big); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(ctx, Config{Endpoint: eps[0], Store: src, TickEvery: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close(ctx)
+	dst := replicastore.NewMemory()
+	w, err := Open(ctx, Config{Endpoint: eps[1], Store: dst, Joining: true, TickEvery: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close(ctx)
+	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := w.CatchUp(cctx, ring.Range{}, []ring.NodeID{eps[0].Self()}, 1); err != nil {
+		t.Fatalf("the catch-up of two records each within the limits did not complete: %v", err)
+	}
+	for _, want := range []replica.Record{small, big} {
+		if got, ok, err := dst.Get(ctx, want.Key, want.Slot()); err != nil || !ok || len(got.Value) != len(want.Value) {
+			t.Fatalf("after the catch-up the member holds %d bytes for %v (%v, %v), want %d", len(got.Value), want.Key, ok, err, len(want.Value))
+		}
 	}
 }

@@ -49,17 +49,20 @@ type Config struct {
 	// every tick. Default 1024.
 	MaxWritesInFlight int
 	// Joining says that this node joins a cluster that already holds
-	// state. A joining node whose store holds no records starts receiving
-	// the whole ring: its answers do not count toward quorums until
-	// CatchUp says it caught up. A node that is not joining (the first
-	// members, bootstrapping) and a node with records counts at once,
-	// unless its store reports an unclean stop (see Open). Default false.
+	// state. A joining node whose store holds no records and never
+	// recorded receiving anything starts receiving the whole ring: its
+	// answers do not count toward quorums until CatchUp says it caught
+	// up. A node that is not joining (the first members, bootstrapping)
+	// and a node with records counts at once, except on what its store
+	// records as still receiving and unless its store reports an unclean
+	// stop (see Open). Default false.
 	Joining bool
 	// SyncChunk is the most bytes of records this node asks a source for
 	// in one chunk of a catch-up, and sends in one chunk as a source; the
-	// records of one ring token travel together, so a chunk exceeds it by
-	// at most one key's records (which a promise carries in one message
-	// anyway). At most MaxValue. Default 1 MiB.
+	// records of one ring token travel together, and go into a chunk
+	// that holds others only if they fit, so a chunk exceeds it only when
+	// it holds a single token's records (one key's, which a promise
+	// carries in one message anyway). At most MaxValue. Default 1 MiB.
 	SyncChunk int
 	// SyncRate is the most bytes per second a catch-up takes from its
 	// sources together, so that application traffic keeps flowing beside

@@ -8,10 +8,11 @@ import (
 )
 
 // ErrUnavailable is matched by the error of a call whose level (or read
-// barrier, or acquisition) was not met before its context ended. A write
-// that ends so may or may not have happened: a later owner adopts it if a
-// replica of its quorum holds it. The error also matches the context's.
-var ErrUnavailable = errors.New("troupe: replication: level not met before the deadline (a write may or may not have happened)")
+// barrier, acquisition or catch-up) was not met before its context ended.
+// A write that ends so may or may not have happened (its error says so):
+// a later owner adopts it if a replica of its quorum holds it. The error
+// also matches the context's.
+var ErrUnavailable = errors.New("troupe: replication: not done before the deadline")
 
 // ErrTooManyWrites is matched, with ErrUnavailable, by the error of a
 // write refused because Config.MaxWritesInFlight writes of its key wait
@@ -32,9 +33,13 @@ var ErrStaleOwner = errors.New("troupe: replication: a newer owner holds the key
 // write that ends so may or may not have happened.
 var ErrResigned = errors.New("troupe: replication: key resigned")
 
-// ErrCatchUpQuorum is returned by CatchUp when its quorum is not between
-// one and the number of its sources.
-var ErrCatchUpQuorum = errors.New("troupe: replication: catch-up quorum out of range of its sources")
+// ErrCatchUpQuorum is returned by CatchUp when its quorum is not a
+// majority of its sources (or is more than there are).
+var ErrCatchUpQuorum = errors.New("troupe: replication: catch-up quorum is not a majority of its sources")
+
+// ErrCatchUpSource is returned by CatchUp when its sources name this
+// node: it cannot catch up from itself.
+var ErrCatchUpSource = errors.New("troupe: replication: catch-up source is this node")
 
 // ErrSourceReceiving is matched by the error of a catch-up source that is
 // itself still receiving part of the range: it may lack what a quorum

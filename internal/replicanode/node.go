@@ -62,6 +62,9 @@ type Node struct {
 	acquiring map[replica.Key][]*waiter
 	scratch   []byte
 	ends      []int
+	// receivingChanged: the core's receiving ranges changed in this
+	// batch and must be recorded before anything leaves.
+	receivingChanged bool
 	// out gathers a batch's records to persist and messages to send;
 	// answers, what its waiters are told once both are done.
 	out     replica.Ready
@@ -88,6 +91,7 @@ const (
 	opResign
 	opAbandon
 	opReceiving
+	opCountEverywhere
 	opSync
 	opReceived
 )
@@ -132,12 +136,14 @@ func (w *waiter) finish(err error) {
 // (replication.ErrCorrupt, a *replication.FormatError matching
 // replication.ErrNewerFormat), wrapped; nothing is reset.
 //
-// The node counts toward quorums at once, except that it starts receiving
-// the whole ring (Receiving) when it may lack what it acknowledged: its
+// The node counts toward quorums at once, except on the ranges its store
+// records as still receiving (a previous run that had not caught up
+// them), and on the whole ring when it may lack what it acknowledged: its
 // store reports an unclean stop (a Badger store stopped without Close
 // while it ran without Sync, so a power loss may have taken its last
 // writes and promises), or Config.Joining is set and its store holds no
-// records. It is decided before the node takes any message; CatchUp ends
+// records and never recorded receiving anything. It is decided, and
+// recorded in the store, before the node takes any message; CatchUp ends
 // it.
 func Open(ctx context.Context, cfg Config) (*Node, error) {
 	if err := cfg.Validate(); err != nil {
@@ -173,29 +179,45 @@ func Open(ctx context.Context, cfg Config) (*Node, error) {
 		}
 		n.ownStore = true
 	}
+	fail := func(what string, err error) (*Node, error) {
+		if n.ownStore {
+			_ = n.store.Close()
+		}
+		return nil, fmt.Errorf("troupe: replication node %v: %s: %w", self, what, err)
+	}
 	var recs []replica.Record
 	err := n.store.Range(ctx, ring.Range{}, func(r replica.Record) bool {
 		recs = append(recs, r)
 		return true
 	})
 	if err != nil {
-		if n.ownStore {
-			_ = n.store.Close()
-		}
-		return nil, fmt.Errorf("troupe: replication node %v: restore: %w", self, err)
+		return fail("restore", err)
 	}
-	start := replica.Counting
+	stored, recorded, err := n.store.Receiving(ctx)
+	if err != nil {
+		return fail("restore", err)
+	}
+	n.core = replica.New(self, replica.Counting)
+	n.core.AddReceiving(stored...)
 	if u, ok := n.store.(interface{ Unclean() bool }); ok && u.Unclean() {
 		n.log.Warn("the store was not closed cleanly and ran without Sync: it may have lost acknowledged writes and promises, so this node receives the whole ring and does not count until it caught up")
-		start = replica.Receiving
-	} else if cfg.Joining && len(recs) == 0 {
+		n.core.AddReceiving(ring.Range{})
+	} else if cfg.Joining && len(recs) == 0 && !recorded {
 		n.log.Info("joining with an empty store: this node receives the whole ring and does not count until it caught up")
-		start = replica.Receiving
+		n.core.AddReceiving(ring.Range{})
+	} else if len(stored) > 0 {
+		n.log.Info("this node had not caught up when it stopped: it still receives what it did not catch up", "ranges", fmt.Sprint(stored))
 	}
-	n.syncCtx, n.syncStop = context.WithCancel(context.Background())
-	n.core = replica.New(self, start)
 	n.core.Restore(recs...)
 	n.receiving = n.core.Receiving()
+	// What the node receives is recorded before its first answer, so a
+	// restart before its catch-up ends still receives.
+	if !slices.Equal(n.receiving, stored) {
+		if err := n.store.SetReceiving(ctx, n.receiving); err != nil {
+			return fail("record receiving", err)
+		}
+	}
+	n.syncCtx, n.syncStop = context.WithCancel(context.Background())
 	// The start is decided before the first message can arrive.
 	n.ep.Handle(transport.StreamReplication, transport.HandlerFunc(n.receive))
 	go n.serveSyncs()
@@ -323,9 +345,9 @@ func unavailable(r *request, cause error) error {
 	case r.op == opSync || r.op == opReceived:
 		return fmt.Errorf("%w: catch-up: %w", ErrUnavailable, cause)
 	case r.op == opWrite && r.tombstone:
-		what = "delete"
+		return fmt.Errorf("%w: delete %s/%s (it may or may not have happened): %w", ErrUnavailable, r.key.Type, r.key.ID, cause)
 	case r.op == opWrite:
-		what = "write"
+		return fmt.Errorf("%w: write %s/%s (it may or may not have happened): %w", ErrUnavailable, r.key.Type, r.key.ID, cause)
 	}
 	return fmt.Errorf("%w: %s %s/%s: %w", ErrUnavailable, what, r.key.Type, r.key.ID, cause)
 }
@@ -334,8 +356,9 @@ func unavailable(r *request, cause error) error {
 // on replicas (which must include this node; the runtime computes them
 // with ring.AppendReplicas from the full ring, dead members included),
 // adopts the newest records a quorum of level holds and writes them back,
-// and returns once k is served here. A key already served returns at once
-// (with the replica set it was acquired with). If ctx ends first the
+// and returns once k is served here. A key already served over the same
+// set returns at once; one held over another set is resigned (what waited
+// on it fails with ErrResigned) and acquired again over replicas. If ctx ends first the
 // acquisition is abandoned (the key resigned) and the error matches
 // ErrUnavailable; a newer owner's refusal gives a *StaleOwnerError.
 func (n *Node) Acquire(ctx context.Context, k replica.Key, replicas []ring.NodeID, level replication.Level) error {
@@ -348,8 +371,11 @@ func (n *Node) Acquire(ctx context.Context, k replica.Key, replicas []ring.NodeI
 // a quorum of each set (a member of both counts for both), adopts the
 // newest records over all of them and writes them back to replicas only.
 // An owner still writing to the previous set is fenced, and whatever it
-// had acknowledged is adopted. Name the previous set in every acquisition
-// of k until one that named it returned; from then replicas alone will do.
+// had acknowledged is adopted. A key this node already serves returns at
+// once only if it was acquired over replicas by a joint acquisition from
+// previous; served otherwise (over previous, say), it is resigned and
+// acquired jointly. Name the previous set in every acquisition of k until
+// one that named it returned; from then replicas alone will do.
 func (n *Node) AcquireFrom(ctx context.Context, k replica.Key, replicas, previous []ring.NodeID, level replication.Level) error {
 	return n.call(ctx, &request{op: opAcquire, key: k, replicas: slices.Clone(replicas), previous: slices.Clone(previous), level: level})
 }
@@ -427,15 +453,28 @@ func (n *Node) Resign(k replica.Key) error {
 	return nil
 }
 
-// SetReceiving names the ring ranges this node is still receiving from
-// their previous replicas (a member about to become a replica of a range
-// at a hand-off names it before it is placed there); none means it
-// counts everywhere, which an operator may force after a whole-cluster
-// power loss without Sync, accepting that acknowledged writes may be
-// lost. Its answers about keys in the ranges do not count toward
-// quorums; CatchUp ends a range. See replica.Core.SetReceiving.
+// SetReceiving adds ranges to those this node is still receiving from
+// their previous replicas: a member about to become a replica of a range
+// at a hand-off names it before it is placed there. It never ends
+// receiving a range (CatchUp does; CountEverywhere overrides), so a node
+// still receiving the whole ring stays so. Its answers about keys in the
+// ranges do not count toward quorums from the next batch on, and the
+// ranges are recorded in the store before any answer leaves, so a
+// restart receives them too. With no ranges it does nothing.
 func (n *Node) SetReceiving(ranges ...ring.Range) error {
 	if !n.enqueue(input{req: &request{op: opReceiving, ranges: slices.Clone(ranges)}}) {
+		return n.closedErr()
+	}
+	return nil
+}
+
+// CountEverywhere makes this node count toward quorums for every key at
+// once, whatever it was receiving, and records that in its store. It is
+// an operator's decision after a loss no catch-up can repair (a
+// whole-cluster power loss without Sync leaves every member receiving and
+// no counted source): acknowledged writes may be lost.
+func (n *Node) CountEverywhere() error {
+	if !n.enqueue(input{req: &request{op: opCountEverywhere}}) {
 		return n.closedErr()
 	}
 	return nil
@@ -544,11 +583,21 @@ func (n *Node) loop(tick <-chan time.Time) error {
 func (n *Node) apply(r *request) {
 	switch r.op {
 	case opAcquire:
-		if n.core.Serving(r.key) {
-			r.w.finish(nil)
-			return
+		opts := replica.AcquireOptions{Previous: r.previous}
+		if n.core.Holds(r.key, r.replicas, opts) {
+			if n.core.Serving(r.key) {
+				r.w.finish(nil)
+				return
+			}
+		} else {
+			// Held over another set (or not jointly when a previous set
+			// is named): the core would step down and acquire again.
+			// Resigning first settles what waited on the old ownership
+			// before this caller waits on the new one.
+			n.core.Resign(r.key)
+			n.collect()
 		}
-		if err := n.core.AcquireWith(r.key, r.replicas, r.level, replica.AcquireOptions{Previous: r.previous}); err != nil {
+		if err := n.core.AcquireWith(r.key, r.replicas, r.level, opts); err != nil {
 			r.w.finish(fmt.Errorf("troupe: acquire %s/%s: %w", r.key.Type, r.key.ID, err))
 			return
 		}
@@ -580,8 +629,11 @@ func (n *Node) apply(r *request) {
 	case opResign:
 		n.core.Resign(r.key)
 	case opReceiving:
-		n.core.SetReceiving(r.ranges...)
-		n.setReceiving()
+		n.core.AddReceiving(r.ranges...)
+		n.receivingChanged = true
+	case opCountEverywhere:
+		n.core.CountEverywhere()
+		n.receivingChanged = true
 	case opSync:
 		n.core.CatchUp(r.records...)
 		// Answered once the batch is persisted: a chunk counts only
@@ -589,8 +641,9 @@ func (n *Node) apply(r *request) {
 		n.answers = append(n.answers, answer{r.w, nil})
 	case opReceived:
 		n.core.Received(r.ranges[0])
-		n.setReceiving()
-		r.w.finish(nil)
+		n.receivingChanged = true
+		// Answered once the new ranges are recorded.
+		n.answers = append(n.answers, answer{r.w, nil})
 	case opAbandon:
 		if r.abandoned != opAcquire {
 			// A request that failed at once has no ticket: nothing to drop.
@@ -672,6 +725,17 @@ func (n *Node) collect() {
 // send, then answer the waiters. A store that fails stops the node: the
 // core has moved on in memory past what it could persist.
 func (n *Node) flush() error {
+	if n.receivingChanged {
+		n.receivingChanged = false
+		r := n.core.Receiving()
+		if err := n.store.SetReceiving(context.Background(), r); err != nil {
+			n.log.Error("the store failed; the node stops", "err", err)
+			return fmt.Errorf("troupe: replication node %v: record receiving: %w", n.self, err)
+		}
+		n.mu.Lock()
+		n.receiving = r
+		n.mu.Unlock()
+	}
 	if len(n.out.Persist) > 0 {
 		if err := n.store.Put(context.Background(), n.out.Persist...); err != nil {
 			n.log.Error("the store failed; the node stops", "err", err)

@@ -423,7 +423,7 @@ func TestAnAbandonedWriteKeepsTheKeyServed(t *testing.T) {
 }
 
 // A member still receiving its ranges does not count toward a quorum
-// until it says it caught up.
+// until it caught up or an operator makes it count everywhere.
 func TestAMemberStillReceivingDoesNotCount(t *testing.T) {
 	c := newCluster(t, 3, false)
 	ctx := bounded(t)
@@ -438,11 +438,18 @@ func TestAMemberStillReceivingDoesNotCount(t *testing.T) {
 	if err := a.node.Acquire(short, k, c.ids(), replication.Majority); !errors.Is(err, ErrUnavailable) {
 		t.Fatalf("an acquisition counting a receiving member returned %v, want ErrUnavailable", err)
 	}
+	// Adding no range changes nothing.
 	if err := b.node.SetReceiving(); err != nil {
 		t.Fatal(err)
 	}
+	if err := a.node.Acquire(short, k, c.ids(), replication.Majority); !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("after SetReceiving() an acquisition counting a receiving member returned %v, want ErrUnavailable", err)
+	}
+	if err := b.node.CountEverywhere(); err != nil {
+		t.Fatal(err)
+	}
 	if err := a.node.Acquire(ctx, k, c.ids(), replication.Majority); err != nil {
-		t.Fatalf("once the member caught up the acquisition returned %v", err)
+		t.Fatalf("once the member counts everywhere the acquisition returned %v", err)
 	}
 }
 

@@ -1,8 +1,10 @@
 package replicanode
 
 import (
+	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/troupe-go/troupe/replication"
 )
@@ -40,5 +42,40 @@ func TestAnAcquisitionFromThePreviousSetFencesItsOwner(t *testing.T) {
 	}
 	if got, err := readState(ctx, d, k); err != nil || got != "new" {
 		t.Fatalf("the new owner read %q, %v; want new", got, err)
+	}
+}
+
+// A serves k over P={A,B,C}; the set moves to R={A,B,D} and A's
+// AcquireFrom(k, R, P) must acquire jointly, not return because k is
+// served. Once it returned, D may acquire over R alone: with A cut off
+// from B and D, A must not get a write acknowledged by {A,C} while D
+// serves.
+func TestAcquireFromOnAKeyServedOverThePreviousSetAcquiresJointly(t *testing.T) {
+	c := newCluster(t, 4, false)
+	ctx := bounded(t)
+	k := key("a")
+	a, b, cc, d := c.members[0], c.members[1], c.members[2], c.members[3]
+	P, R := c.ids(a, b, cc), c.ids(a, b, d)
+	if err := a.node.Acquire(ctx, k, P, replication.Majority); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.node.Write(ctx, k, stateSlot, []byte("v0")); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.node.AcquireFrom(ctx, k, R, P, replication.Majority); err != nil {
+		t.Fatal(err)
+	}
+	c.net.Partition(a.addr, b.addr)
+	c.net.Partition(a.addr, d.addr)
+	if err := d.node.Acquire(ctx, k, R, replication.Majority); err != nil {
+		t.Fatalf("D's acquisition over R with {B,D}: %v", err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancel()
+	if err := a.node.Write(wctx, k, stateSlot, []byte("v1")); err == nil {
+		t.Fatal("two owners: A's write was acknowledged while D serves over R")
+	}
+	if got, err := readState(ctx, d, k); err != nil || got != "v0" {
+		t.Fatalf("D read %q, %v; want v0", got, err)
 	}
 }

@@ -61,39 +61,48 @@ func Open(dir string, opts Options) (*Badger, error) {
 		return nil, fmt.Errorf("troupe: open store %s: %w", dir, err)
 	}
 	s := &Badger{db: db, dir: dir, sync: opts.Sync}
-	if err := s.checkFormat(); err != nil {
+	existed, err := s.checkFormat()
+	if err != nil {
 		_ = db.Close()
 		return nil, err
 	}
-	if err := s.checkStop(); err != nil {
+	if err := s.checkStop(existed); err != nil {
 		_ = db.Close()
 		return nil, fmt.Errorf("troupe: open store %s: %w", dir, err)
 	}
 	return s, nil
 }
 
-// Unclean reports whether the store may have lost acknowledged writes: at
-// Open it held records but no clean-stop marker, so the previous process
-// stopped without Close while it ran without Sync (or the marker was
-// removed). A power loss may then have taken its last writes and promises,
-// and the replica must catch up before it counts again.
+// Unclean reports whether this Open found that the store may have lost
+// acknowledged writes: it had been opened before and held no clean-stop
+// marker, so its previous run stopped without Close while it ran without
+// Sync (or the marker was removed), and a power loss may have taken its
+// last writes and promises, or all of them. Open then recorded the whole
+// ring as receiving (see Receiving), durably, so the loss stays known
+// after later stops, clean or not, until the driver records that it
+// caught up.
 func (s *Badger) Unclean() bool { return s.unclean }
 
 // checkStop reads the clean-stop marker and arms it for this run: without
 // Sync it is removed, durably, so that a stop without Close leaves none;
 // with Sync it is kept (written if missing), since every Put of this run
-// returns after an fsync and a crash loses nothing acknowledged.
-func (s *Badger) checkStop() error {
+// returns after an fsync and a crash loses nothing acknowledged. A store
+// opened before (existed) without a marker may have lost acknowledged
+// writes: the whole ring is recorded as receiving in the same
+// transaction, so that a later clean stop does not hide the loss.
+func (s *Badger) checkStop(existed bool) error {
 	err := s.db.Update(func(txn *badger.Txn) error {
 		_, err := txn.Get(cleanKey)
 		switch {
 		case errors.Is(err, badger.ErrKeyNotFound):
-			it := txn.NewIterator(badger.IteratorOptions{PrefetchValues: false, Prefix: []byte{recordPrefix}})
-			it.Rewind()
-			s.unclean = it.Valid()
-			it.Close()
+			s.unclean = existed
 		case err != nil:
 			return err
+		}
+		if s.unclean {
+			if err := txn.Set(receivingKey, encodeReceiving([]ring.Range{{}})); err != nil {
+				return err
+			}
 		}
 		if s.sync {
 			return txn.Set(cleanKey, []byte("sync"))
@@ -103,18 +112,18 @@ func (s *Badger) checkStop() error {
 	if err != nil {
 		return err
 	}
-	// The marker's removal must be on disk before anything is
-	// acknowledged, or a power loss could bring it back.
+	// The marker's removal and the receiving record must be on disk
+	// before anything is acknowledged, or a power loss could bring the
+	// marker back or lose the record.
 	return s.db.Sync()
 }
 
-// checkFormat reads the format record, writing it into a new store. The
-// version only moves forward: a newer store is refused, and so is one
-// older than oldestFormat (no released format is older); one between is
-// upgraded by rewriting its format record, so that an older binary
-// refuses it from then on.
-func (s *Badger) checkFormat() error {
-	return s.db.Update(func(txn *badger.Txn) error {
+// checkFormat reads the format record, writing it into a new store, and
+// reports whether it existed. The version only moves forward: a store of
+// another version is refused and left as it is (no released format is
+// older than this one).
+func (s *Badger) checkFormat() (existed bool, err error) {
+	err = s.db.Update(func(txn *badger.Txn) error {
 		item, err := txn.Get(formatKey)
 		if errors.Is(err, badger.ErrKeyNotFound) {
 			it := txn.NewIterator(badger.IteratorOptions{PrefetchValues: false})
@@ -129,6 +138,7 @@ func (s *Badger) checkFormat() error {
 		if err != nil {
 			return err
 		}
+		existed = true
 		b, err := item.ValueCopy(nil)
 		if err != nil {
 			return err
@@ -140,14 +150,49 @@ func (s *Badger) checkFormat() error {
 		if v == 0 {
 			return fmt.Errorf("%w: store %s has format 0", replication.ErrCorrupt, s.dir)
 		}
-		if v > formatVersion || v < oldestFormat {
+		if v != formatVersion {
 			return &replication.FormatError{Dir: s.dir, Found: v, Oldest: oldestFormat, Supported: formatVersion}
-		}
-		if v < formatVersion {
-			return txn.Set(formatKey, encodeFormat(formatVersion))
 		}
 		return nil
 	})
+	return existed, err
+}
+
+// Receiving implements Store.
+func (s *Badger) Receiving(ctx context.Context) ([]ring.Range, bool, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, false, err
+	}
+	var ranges []ring.Range
+	var recorded bool
+	err := s.db.View(func(txn *badger.Txn) error {
+		item, err := txn.Get(receivingKey)
+		if errors.Is(err, badger.ErrKeyNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		recorded = true
+		return item.Value(func(v []byte) error {
+			ranges, err = decodeReceiving(v)
+			return err
+		})
+	})
+	return ranges, recorded, s.wrap(err)
+}
+
+// SetReceiving implements Store: the record is written and synced to
+// disk before it returns, with or without Sync.
+func (s *Badger) SetReceiving(ctx context.Context, ranges []ring.Range) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	err := s.db.Update(func(txn *badger.Txn) error { return txn.Set(receivingKey, encodeReceiving(ranges)) })
+	if err == nil {
+		err = s.db.Sync()
+	}
+	return s.wrap(err)
 }
 
 func (s *Badger) wrap(err error) error {

@@ -10,7 +10,7 @@ import (
 	"github.com/troupe-go/troupe/ring"
 )
 
-// The on-disk format, version 3.
+// The on-disk format, version 4.
 //
 // The format record, under key "\x00format", is the format version as a
 // big-endian uint32 followed by a CRC-32C of those four bytes.
@@ -25,22 +25,26 @@ import (
 // incarnation), the uvarint version and the value bytes to the end.
 //
 // The clean-stop marker, under key "\x00clean", says the store lost
-// nothing it acknowledged: written at Close after a sync, removed at an
-// Open without Sync; its value is informational. It is what version 3
-// adds to version 2, which is upgraded at Open by rewriting the format
-// record (a version 2 store has no marker, so it opens as unclean if it
-// holds records), and an older binary, which would neither remove nor
-// heed the marker, then refuses the store.
+// nothing it acknowledged since it was last opened: written at Close
+// after a sync, kept by an Open with Sync, removed at an Open without
+// Sync; its value is informational.
 //
-// Version 1, whose CRC covered the value alone, was never released: a
-// store of version 1 is refused (replication.ErrOlderFormat), not
-// upgraded.
+// The receiving record, under key "\x00receiving", lists the ring ranges
+// the replica is still receiving: a CRC-32C (4 bytes, big-endian) of the
+// key and what follows, a uvarint count, then each range's Start and End
+// (8 bytes each, big-endian). An Open that finds no marker in a store
+// that was opened before writes the whole ring into it, so a loss stays
+// known, across clean stops too, until the driver records that it caught
+// up. No record means the replica never recorded any.
+//
+// Versions 1 to 3 were never released: a store of one of them is refused
+// (replication.ErrOlderFormat), not upgraded, and left as it is.
 
 // formatVersion is the newest on-disk format this binary writes and reads.
-const formatVersion uint32 = 3
+const formatVersion uint32 = 4
 
 // oldestFormat is the oldest on-disk format this binary reads.
-const oldestFormat uint32 = 2
+const oldestFormat uint32 = 4
 
 var formatKey = []byte("\x00format")
 
@@ -48,6 +52,9 @@ var formatKey = []byte("\x00format")
 // can have been lost to a power loss (written at Close, and kept by a
 // store opened with Sync), removed at an Open without Sync.
 var cleanKey = []byte("\x00clean")
+
+// receivingKey holds the ranges the replica is still receiving.
+var receivingKey = []byte("\x00receiving")
 
 const recordPrefix = 'r'
 
@@ -186,4 +193,32 @@ func decodeValue(key []byte, k replica.Key, slot replica.Slot, b []byte) (replic
 		r.Value = append([]byte(nil), rest...)
 	}
 	return r, nil
+}
+
+func encodeReceiving(ranges []ring.Range) []byte {
+	b := make([]byte, 4, 4+binary.MaxVarintLen64+16*len(ranges))
+	b = binary.AppendUvarint(b, uint64(len(ranges)))
+	for _, g := range ranges {
+		b = binary.BigEndian.AppendUint64(b, uint64(g.Start))
+		b = binary.BigEndian.AppendUint64(b, uint64(g.End))
+	}
+	binary.BigEndian.PutUint32(b, checksum(receivingKey, b[4:]))
+	return b
+}
+
+func decodeReceiving(b []byte) ([]ring.Range, error) {
+	bad := fmt.Errorf("%w: receiving record %x", replication.ErrCorrupt, b)
+	if len(b) < 5 || binary.BigEndian.Uint32(b) != checksum(receivingKey, b[4:]) {
+		return nil, bad
+	}
+	n, w := binary.Uvarint(b[4:])
+	rest := b[4+max(w, 0):]
+	if w <= 0 || n != uint64(len(rest))/16 || len(rest)%16 != 0 {
+		return nil, bad
+	}
+	ranges := make([]ring.Range, 0, n)
+	for ; len(rest) > 0; rest = rest[16:] {
+		ranges = append(ranges, ring.Range{Start: ring.Token(binary.BigEndian.Uint64(rest)), End: ring.Token(binary.BigEndian.Uint64(rest[8:]))})
+	}
+	return ranges, nil
 }

@@ -3,10 +3,12 @@ package replicastore
 import (
 	"errors"
 	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/troupe-go/troupe/internal/replica"
 	"github.com/troupe-go/troupe/replication"
+	"github.com/troupe-go/troupe/ring"
 )
 
 func FuzzDecodeValue(f *testing.F) {
@@ -45,6 +47,26 @@ func FuzzDecodeKey(f *testing.F) {
 		}
 		if got := appendKey(nil, k, slot); string(got) != string(b) {
 			t.Fatalf("key %x decoded to %v/%v which encodes as %x", b, k, slot, got)
+		}
+	})
+}
+
+func FuzzDecodeReceiving(f *testing.F) {
+	f.Add(encodeReceiving(nil))
+	f.Add(encodeReceiving([]ring.Range{{}}))
+	f.Add(encodeReceiving([]ring.Range{{Start: 10, End: 20}, {Start: 30, End: 5}}))
+	f.Add([]byte{0, 0, 0, 0, 1})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		ranges, err := decodeReceiving(b)
+		if err != nil {
+			if !errors.Is(err, replication.ErrCorrupt) {
+				t.Fatalf("untyped error %v", err)
+			}
+			return
+		}
+		again, err := decodeReceiving(encodeReceiving(ranges))
+		if err != nil || !slices.Equal(again, ranges) {
+			t.Fatalf("decoded ranges %v do not round-trip: %v, %v", ranges, again, err)
 		}
 	})
 }

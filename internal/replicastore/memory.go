@@ -14,9 +14,11 @@ import (
 // Memory is a Store in memory: what it holds is lost with the process.
 // The zero value is not usable; use NewMemory.
 type Memory struct {
-	mu     sync.Mutex
-	recs   map[string]replica.Record
-	closed bool
+	mu        sync.Mutex
+	recs      map[string]replica.Record
+	receiving []ring.Range
+	recorded  bool
+	closed    bool
 }
 
 // NewMemory returns an empty in-memory store.
@@ -74,20 +76,50 @@ func (m *Memory) Range(ctx context.Context, g ring.Range, fn func(replica.Record
 		return 1
 	})
 	keys = slices.Concat(keys[i:], keys[:i])
-	recs := make([]replica.Record, len(keys))
-	for i, k := range keys {
-		recs[i] = m.recs[k]
-		recs[i].Value = slices.Clone(recs[i].Value)
-	}
 	m.mu.Unlock()
-	for _, r := range recs {
+	// Each record is copied as fn takes it, not the whole rest of the
+	// range up front: a caller that stops early (a catch-up chunk)
+	// copies only what it took.
+	for _, k := range keys {
 		if err := ctx.Err(); err != nil {
 			return err
+		}
+		m.mu.Lock()
+		if m.closed {
+			m.mu.Unlock()
+			return replication.ErrClosed
+		}
+		r, ok := m.recs[k]
+		r.Value = slices.Clone(r.Value)
+		m.mu.Unlock()
+		if !ok {
+			continue // removed since the keys were taken
 		}
 		if !fn(r) {
 			return nil
 		}
 	}
+	return nil
+}
+
+// Receiving implements Store.
+func (m *Memory) Receiving(context.Context) ([]ring.Range, bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return nil, false, replication.ErrClosed
+	}
+	return slices.Clone(m.receiving), m.recorded, nil
+}
+
+// SetReceiving implements Store.
+func (m *Memory) SetReceiving(_ context.Context, ranges []ring.Range) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return replication.ErrClosed
+	}
+	m.receiving, m.recorded = slices.Clone(ranges), true
 	return nil
 }
 

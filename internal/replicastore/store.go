@@ -27,6 +27,16 @@ type Store interface {
 	// Start. It stops when fn returns false. A hand-off sends a moving
 	// range (ring.Moves) this way.
 	Range(ctx context.Context, g ring.Range, fn func(replica.Record) bool) error
+	// Receiving returns the ring ranges last recorded by SetReceiving
+	// (or by the store itself after a stop that may have lost
+	// acknowledged writes); recorded is false when none ever was.
+	Receiving(ctx context.Context) (ranges []ring.Range, recorded bool, err error)
+	// SetReceiving records the ranges the replica is still receiving,
+	// replacing the previous ones, and returns once they are as durable
+	// as a Put with Sync would be, whatever the store's options: a
+	// replica that restarts must not count on ranges it had not caught
+	// up.
+	SetReceiving(ctx context.Context, ranges []ring.Range) error
 	// Close releases the store; later calls return replication.ErrClosed.
 	Close() error
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"reflect"
+	"runtime"
 	"slices"
 	"sync"
 	"testing"
@@ -472,5 +473,30 @@ func TestAKeyOfAnUnknownKindIsCorrupt(t *testing.T) {
 	b := appendKey(nil, replica.Key{Type: "counter", ID: "a"}, replica.Slot{Kind: replica.KindContinuity + 1})
 	if _, _, err := decodeKey(b); !errors.Is(err, replication.ErrCorrupt) {
 		t.Fatalf("a key of kind %d decoded with %v, want ErrCorrupt", replica.KindContinuity+1, err)
+	}
+}
+
+// A Range that stops after one record copies that record, not the rest
+// of the range: a catch-up chunk's memory follows the chunk, not what is
+// left to send.
+func TestMemoryRangeCopiesOnlyWhatItHandsOut(t *testing.T) {
+	ctx := context.Background()
+	m := NewMemory()
+	const records, size = 64, 64 << 10
+	for i := range records {
+		r := rec(fmt.Sprint(i), replica.KindState, 1, "")
+		r.Value = make([]byte, size)
+		if err := m.Put(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	if err := m.Range(ctx, ring.Range{}, func(replica.Record) bool { return false }); err != nil {
+		t.Fatal(err)
+	}
+	runtime.ReadMemStats(&after)
+	if got := after.TotalAlloc - before.TotalAlloc; got > 8*size {
+		t.Fatalf("a Range that took one record of %d bytes allocated %d bytes (%d records in range)", size, got, records)
 	}
 }

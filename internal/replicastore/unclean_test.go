@@ -2,10 +2,15 @@ package replicastore
 
 import (
 	"context"
+	"errors"
+	"math"
+	"slices"
 	"testing"
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/troupe-go/troupe/internal/replica"
+	"github.com/troupe-go/troupe/replication"
+	"github.com/troupe-go/troupe/ring"
 )
 
 func openBadger(t *testing.T, dir string, opts Options) *Badger {
@@ -18,8 +23,9 @@ func openBadger(t *testing.T, dir string, opts Options) *Badger {
 }
 
 // A store without Sync stopped without Close may have lost its last
-// writes to a power loss: the next Open reports it unclean. A clean
-// Close, an empty store, or a run with Sync (every Put fsynced) does not.
+// writes to a power loss, all of them if it opens empty: the next Open
+// reports it unclean and records the whole ring as receiving. A clean
+// Close or a run with Sync (every Put fsynced) does not.
 func TestAStopWithoutCloseAndWithoutSyncIsUnclean(t *testing.T) {
 	ctx := context.Background()
 	for _, tc := range []struct {
@@ -32,7 +38,8 @@ func TestAStopWithoutCloseAndWithoutSyncIsUnclean(t *testing.T) {
 		{"crash after writes without Sync", false, true, false, true},
 		{"clean close without Sync", false, true, true, false},
 		{"crash after writes with Sync", true, true, false, false},
-		{"crash of an empty store", false, false, false, false},
+		{"crash of a store that holds no records (a power loss may have taken them all)", false, false, false, true},
+		{"crash of an empty store with Sync", true, false, false, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -57,15 +64,18 @@ func TestAStopWithoutCloseAndWithoutSyncIsUnclean(t *testing.T) {
 			if b.Unclean() != tc.unclean {
 				t.Fatalf("reopened after %s: Unclean() = %v, want %v", tc.name, b.Unclean(), tc.unclean)
 			}
+			if got := receiving(t, b); wholeRing(got) != tc.unclean {
+				t.Fatalf("reopened after %s: receiving %v, want the whole ring: %v", tc.name, got, tc.unclean)
+			}
 		})
 	}
 }
 
 // The marker is removed at Open: a crash after a clean stop and a
-// reopen without Sync is unclean again, and a crash after a reopen with
-// Sync of a store whose previous run lost writes still reports them
-// (the marker says nothing was lost only while no unsynced run crashed).
-func TestTheCleanStopMarkerCoversOneRun(t *testing.T) {
+// reopen without Sync is unclean again, and the loss stays recorded
+// through a later run with Sync that crashes (its own run lost nothing,
+// but the one before it may have).
+func TestTheCleanStopMarkerCoversOneRunAndTheLossStaysRecorded(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	b := openBadger(t, dir, Options{})
@@ -91,46 +101,162 @@ func TestTheCleanStopMarkerCoversOneRun(t *testing.T) {
 	if b.Unclean() {
 		t.Fatal("a crash of a run with Sync was reported unclean")
 	}
+	if got := receiving(t, b); !wholeRing(got) {
+		t.Fatalf("after the loss and a run with Sync the store records receiving %v, want the whole ring", got)
+	}
 }
 
-// A store of format 2 (no clean-stop marker) is upgraded to format 3 at
-// Open and, holding records, opens as unclean: nothing says its last run
-// lost nothing.
-func TestAFormat2StoreIsUpgradedAndOpensUnclean(t *testing.T) {
+// A run that opened unclean and stopped cleanly before anything caught
+// up (a deploy) must not hide the loss: with or without Sync, the next
+// Open still records the whole ring as receiving, until SetReceiving
+// records less.
+func TestACleanCloseOfAnUncleanRunKeepsTheLossRecorded(t *testing.T) {
+	ctx := context.Background()
+	for _, sync := range []bool{false, true} {
+		dir := t.TempDir()
+		b := openBadger(t, dir, Options{})
+		if err := b.Put(ctx, rec("a", replica.KindState, 1, "x")); err != nil {
+			t.Fatal(err)
+		}
+		if err := crash(b); err != nil {
+			t.Fatal(err)
+		}
+		b = openBadger(t, dir, Options{Sync: sync})
+		if !b.Unclean() {
+			t.Fatal("the run after the crash did not open unclean")
+		}
+		if err := b.Close(); err != nil {
+			t.Fatal(err)
+		}
+		b = openBadger(t, dir, Options{})
+		if got := receiving(t, b); !wholeRing(got) {
+			t.Fatalf("sync=%v: after an unclean run closed cleanly the store records receiving %v, want the whole ring", sync, got)
+		}
+		if err := b.SetReceiving(ctx, nil); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Close(); err != nil {
+			t.Fatal(err)
+		}
+		b = openBadger(t, dir, Options{})
+		if got, recorded, err := b.Receiving(ctx); err != nil || len(got) != 0 || !recorded {
+			t.Fatalf("sync=%v: after the driver recorded it caught up the store receives %v (recorded %v, %v), want nothing", sync, got, recorded, err)
+		}
+		b.Close()
+	}
+}
+
+// SetReceiving's ranges survive a crash (they are synced whatever the
+// options), and a new store has recorded none.
+func TestTheReceivingRangesSurviveACrash(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
+	b := openBadger(t, dir, Options{Sync: true})
+	if got, recorded, err := b.Receiving(ctx); err != nil || got != nil || recorded {
+		t.Fatalf("a new store receives %v (recorded %v, %v), want none recorded", got, recorded, err)
+	}
+	want := []ring.Range{{Start: 10, End: 20}, {Start: math.MaxUint64 - 5, End: 3}}
+	if err := b.SetReceiving(ctx, want); err != nil {
+		t.Fatal(err)
+	}
+	if err := crash(b); err != nil {
+		t.Fatal(err)
+	}
+	b = openBadger(t, dir, Options{Sync: true})
+	defer b.Close()
+	if got, recorded, err := b.Receiving(ctx); err != nil || !slices.Equal(got, want) || !recorded {
+		t.Fatalf("after a crash the store receives %v (recorded %v, %v), want %v", got, recorded, err, want)
+	}
+}
+
+// A damaged receiving record is ErrCorrupt, not an empty list.
+func TestADamagedReceivingRecordIsCorrupt(t *testing.T) {
+	dir := t.TempDir()
 	b := openBadger(t, dir, Options{})
-	if err := b.Put(ctx, rec("a", replica.KindState, 1, "x")); err != nil {
+	if err := b.SetReceiving(context.Background(), []ring.Range{{Start: 1, End: 2}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := b.Close(); err != nil {
 		t.Fatal(err)
 	}
 	rawUpdate(t, dir, func(txn *badger.Txn) error {
-		if err := txn.Set(formatKey, encodeFormat(2)); err != nil {
-			return err
-		}
-		return txn.Delete(cleanKey)
+		v := encodeReceiving([]ring.Range{{Start: 1, End: 2}})
+		v[len(v)-1] ^= 1
+		return txn.Set(receivingKey, v)
 	})
 	b = openBadger(t, dir, Options{})
-	if !b.Unclean() {
-		t.Fatal("a format 2 store with records opened clean")
+	defer b.Close()
+	if _, _, err := b.Receiving(context.Background()); !errors.Is(err, replication.ErrCorrupt) {
+		t.Fatalf("a damaged receiving record gave %v, want ErrCorrupt", err)
 	}
-	if err := b.Close(); err != nil {
+}
+
+// Formats 2 and 3 were never released: they are refused as older, not
+// upgraded, and the directory is left as it was.
+func TestUnreleasedFormatsAreRefusedAndLeftAlone(t *testing.T) {
+	for _, v := range []uint32{2, 3} {
+		dir := t.TempDir()
+		b := openBadger(t, dir, Options{})
+		if err := b.Put(context.Background(), rec("a", replica.KindState, 1, "x")); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Close(); err != nil {
+			t.Fatal(err)
+		}
+		rawUpdate(t, dir, func(txn *badger.Txn) error { return txn.Set(formatKey, encodeFormat(v)) })
+		_, err := Open(dir, Options{})
+		var fe *replication.FormatError
+		if !errors.Is(err, replication.ErrOlderFormat) || !errors.As(err, &fe) || fe.Found != v {
+			t.Fatalf("opening format %d: %v, want a FormatError matching ErrOlderFormat", v, err)
+		}
+		rawUpdate(t, dir, func(txn *badger.Txn) error {
+			item, err := txn.Get(formatKey)
+			if err != nil {
+				return err
+			}
+			got, err := item.ValueCopy(nil)
+			if err != nil {
+				return err
+			}
+			if f, err := decodeFormat(got); err != nil || f != v {
+				t.Fatalf("after the refusal the format record says %d, %v; want %d", f, err, v)
+			}
+			if _, err := txn.Get(cleanKey); err != nil {
+				t.Fatalf("after the refusal the clean-stop marker is gone: %v", err)
+			}
+			return nil
+		})
+	}
+}
+
+func receiving(t *testing.T, b *Badger) []ring.Range {
+	t.Helper()
+	got, _, err := b.Receiving(context.Background())
+	if err != nil {
 		t.Fatal(err)
 	}
-	rawUpdate(t, dir, func(txn *badger.Txn) error {
-		item, err := txn.Get(formatKey)
-		if err != nil {
-			return err
-		}
-		v, err := item.ValueCopy(nil)
-		if err != nil {
-			return err
-		}
-		if got, err := decodeFormat(v); err != nil || got != formatVersion {
-			t.Fatalf("after opening, the format record says %d, %v; want %d", got, err, formatVersion)
-		}
-		return nil
-	})
+	return got
+}
+
+func wholeRing(rs []ring.Range) bool { return slices.Equal(rs, []ring.Range{{}}) }
+
+// A Memory store keeps the receiving ranges as it keeps records, for as
+// long as the store lives.
+func TestMemoryKeepsTheReceivingRanges(t *testing.T) {
+	ctx := context.Background()
+	m := NewMemory()
+	if got, recorded, err := m.Receiving(ctx); err != nil || got != nil || recorded {
+		t.Fatalf("a new memory store receives %v (recorded %v, %v), want none recorded", got, recorded, err)
+	}
+	want := []ring.Range{{Start: 1, End: 2}}
+	if err := m.SetReceiving(ctx, want); err != nil {
+		t.Fatal(err)
+	}
+	if got, recorded, err := m.Receiving(ctx); err != nil || !slices.Equal(got, want) || !recorded {
+		t.Fatalf("the memory store receives %v (recorded %v, %v), want %v", got, recorded, err, want)
+	}
+	m.Close()
+	if err := m.SetReceiving(ctx, nil); !errors.Is(err, replication.ErrClosed) {
+		t.Fatalf("SetReceiving on a closed store returned %v, want ErrClosed", err)
+	}
 }
