@@ -135,6 +135,7 @@ func Start(ctx context.Context, cfg Config) (*System, error) {
 	if durableTypes(cfg.Actors) {
 		if st, err = openStates(cfg, log); err == nil {
 			st.replicas, st.previous, st.gone = m.router.Replicas, m.router.PreviousReplicas, m.router.Gone
+			st.alive = aliveHosts(m.router, cfg.Actors)
 			if st.maxValue > wcfg.Limits.MaxMessage-replicaRoom {
 				st.maxValue = wcfg.Limits.MaxMessage - replicaRoom
 			}

@@ -3,6 +3,8 @@ package system_test
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -159,6 +161,38 @@ func TestADurableCounterSurvivesARestartOnTheSameDataDir(t *testing.T) {
 	}
 	if got := get(t, def.Ref(sys, "b")); got != 0 {
 		t.Fatalf("a key never written starts at %d, want 0", got)
+	}
+}
+
+// A standalone system whose store stopped uncleanly without Sync (its
+// directory copied while it ran, as a crash leaves it) has no other
+// replica to catch up from: it serves at once from what the store holds.
+func TestAStandaloneStoreThatStoppedUncleanlyServesAtOnce(t *testing.T) {
+	dir := t.TempDir()
+	def := counterDef("counter", nil, actor.Durable())
+	sys := newStandalone(t, system.Config{DataDir: dir}, def)
+	for i := 1; i <= 5; i++ {
+		add(t, def.Ref(sys, "a"), i)
+	}
+	crashed := t.TempDir()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(crashed, e.Name()), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	closeNow(t, sys)
+
+	sys = newStandalone(t, system.Config{DataDir: crashed}, def)
+	if got := add(t, def.Ref(sys, "a"), 1); got != 16 {
+		t.Fatalf("after an unclean stop the count is %d, want 16", got)
 	}
 }
 

@@ -10,9 +10,11 @@ import (
 	"time"
 
 	"github.com/troupe-go/troupe/actor"
+	"github.com/troupe-go/troupe/cluster"
 	"github.com/troupe-go/troupe/internal/host"
 	"github.com/troupe-go/troupe/internal/replica"
 	"github.com/troupe-go/troupe/internal/replicanode"
+	"github.com/troupe-go/troupe/internal/remote"
 	"github.com/troupe-go/troupe/internal/replicastore"
 	"github.com/troupe-go/troupe/internal/runtime"
 	"github.com/troupe-go/troupe/internal/transport"
@@ -37,12 +39,39 @@ type states struct {
 	previous func(dst []ring.NodeID, typ string, tok uint64, n int) (_ []ring.NodeID, ok bool)
 	// gone reports a member the view holds dead or left; nil standalone.
 	gone func(ring.NodeID) bool
+	// alive lists the members the view holds alive; nil standalone.
+	alive func() []ring.NodeID
+
+	// stopCatchUp ends the catch-up of the current node; catching is
+	// closed when it returned.
+	stopCatchUp context.CancelFunc
+	catching    chan struct{}
 
 	mu   sync.Mutex
 	node *replicanode.Node // nil between incarnations
 }
 
 var _ host.Store = (*states)(nil)
+
+// aliveHosts returns a function listing the members r's view holds alive
+// that host one of defs' durable types (and so run a replication node).
+func aliveHosts(r *remote.Router, defs []actor.Definition) func() []ring.NodeID {
+	var names []string
+	for _, d := range defs {
+		if d != nil && runtime.Durable(d) {
+			names = append(names, d.Name())
+		}
+	}
+	return func() []ring.NodeID {
+		var ids []ring.NodeID
+		for _, m := range r.Members() {
+			if m.Status == cluster.StatusAlive && slices.ContainsFunc(m.ActorTypes, func(t string) bool { return slices.Contains(names, t) }) {
+				ids = append(ids, m.ID)
+			}
+		}
+		return ids
+	}
+}
 
 // durableTypes reports whether any definition keeps state.
 func durableTypes(defs []actor.Definition) bool {
@@ -71,15 +100,79 @@ func openStates(cfg Config, log *slog.Logger) (*states, error) {
 }
 
 // attach opens the node of an incarnation on ep (before ep serves).
+//
+// A node whose store stopped uncleanly without Sync (or stopped before a
+// catch-up ended) starts receiving: its answers do not count until it
+// holds what a quorum holds. Standalone, there is nobody to catch up
+// from and its store is all there is: it counts at once, and says what
+// may be lost. In a cluster it catches up the whole ring from every other
+// member alive, in the background, and counts once they all delivered.
 func (s *states) attach(ctx context.Context, ep transport.Endpoint) error {
 	n, err := replicanode.Open(ctx, replicanode.Config{Endpoint: ep, Store: s.store, MaxValue: s.maxValue, Logger: s.log})
 	if err != nil {
 		return err
 	}
+	if len(n.Receiving()) > 0 {
+		if s.alive == nil {
+			s.log.Warn("troupe: the store stopped uncleanly without Sync: the last writes acknowledged before the stop may be lost")
+			if err := n.CountEverywhere(); err != nil {
+				n.Close(ctx)
+				return err
+			}
+		} else {
+			cctx, cancel := context.WithCancel(context.Background())
+			done := make(chan struct{})
+			s.stopCatchUp, s.catching = cancel, done
+			go func() {
+				defer close(done)
+				s.catchUp(cctx, n)
+			}()
+		}
+	}
 	s.mu.Lock()
 	s.node = n
 	s.mu.Unlock()
 	return nil
+}
+
+// catchUpRetry is the pause between two attempts of a catch-up that
+// could not complete (a source unreachable, or still receiving itself).
+const catchUpRetry = time.Second
+
+// catchUp copies the whole ring from every other member alive until one
+// attempt completes or ctx ends. All the others, not a quorum of them:
+// which members are a key's other replicas depends on the key, and every
+// key's are among them.
+func (s *states) catchUp(ctx context.Context, n *replicanode.Node) {
+	s.log.Warn("troupe: the store stopped uncleanly without Sync (or before a catch-up ended): its copies count again once caught up from the other members")
+	for attempt := 0; ; attempt++ {
+		var sources []ring.NodeID
+		for _, id := range s.alive() {
+			if id != n.Self() {
+				sources = append(sources, id)
+			}
+		}
+		if len(sources) > 0 {
+			err := n.CatchUp(ctx, ring.Range{}, sources, len(sources))
+			if err == nil {
+				s.log.Info("troupe: caught up from the other members; this member's copies count", "sources", len(sources))
+				return
+			}
+			if ctx.Err() != nil {
+				return
+			}
+			if attempt%10 == 0 {
+				s.log.Warn("troupe: catching up from the other members", "err", err, "attempt", attempt+1)
+			}
+		}
+		t := time.NewTimer(catchUpRetry)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+	}
 }
 
 // detach closes the current node: what waits on it fails, and the keys it
@@ -89,6 +182,11 @@ func (s *states) detach(ctx context.Context) {
 	n := s.node
 	s.node = nil
 	s.mu.Unlock()
+	if s.stopCatchUp != nil {
+		s.stopCatchUp()
+		<-s.catching
+		s.stopCatchUp, s.catching = nil, nil
+	}
 	if n != nil {
 		if err := n.Close(ctx); err != nil {
 			s.log.Warn("troupe: closing the replication node", "err", err)

@@ -212,3 +212,29 @@ func waitProgress(t *testing.T, ts *tallies, n int64) {
 		<-tick.C
 	}
 }
+
+// TestAMemberKilledWithoutSyncCatchesUpAndCountsAgain kills a member
+// (SIGKILL, no Sync: its store may have lost its last writes, so it
+// restarts receiving) and restarts it on its data directory; then it
+// stops another member. With three replicas on three members, the keys
+// can only make progress on the two left if the restarted member caught
+// up from the others and counts again.
+func TestAMemberKilledWithoutSyncCatchesUpAndCountsAgain(t *testing.T) {
+	const members = 3
+	lc := startLoopCluster(t, members, false)
+	ts := runTallies(lc.c, 40, 8)
+	waitProgress(t, ts, 100)
+	lc.procs[0].Kill()
+	<-lc.procs[0].Exited()
+	lc.start(0)
+	lc.procs[0].WaitLine(t, "ready ", time.Minute)
+	lc.waitAlive(members)
+	waitProgress(t, ts, 100)
+	if err := lc.procs[1].Stop(); err != nil {
+		t.Fatalf("member 1 did not close cleanly: %v\n%s", err, lc.procs[1].Stderr())
+	}
+	lc.waitAlive(members - 1)
+	waitProgress(t, ts, 100)
+	ts.halt()
+	ts.check(t, time.Minute)
+}
