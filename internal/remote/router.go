@@ -867,7 +867,7 @@ func (r *Router) serveAskHold(from ring.NodeID, e *envelope, hold bool, then *fu
 	}
 	var cancel host.Withdrawer
 	var run func(relieve func())
-	if ik, ok := k.(inlineKind); ok && then != nil && *then == nil {
+	if ik, ok := k.(inlineKind); ok && then != nil && *then == nil && len(e.body) <= largeEnvelope {
 		cancel, run, err = ik.DeliverRemoteInline(in)
 	} else {
 		cancel, err = k.DeliverRemote(in)
