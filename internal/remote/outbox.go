@@ -166,12 +166,18 @@ func (o *outbox) enqueueBody(key uint64, e *envelope, enc host.MessageAppender, 
 }
 
 // alone sends e by itself under the divert key of key: behind what the
-// lane holds so far (which it sends first), unless the key's earlier
-// messages went alone too and the peer did not take them all yet. l.mu
-// held; alone unlocks it.
+// lane holds (which it sends first), unless the key's earlier messages
+// went alone too and the peer did not take them all yet. l.mu held;
+// alone releases it.
 func (o *outbox) alone(i int, l *lane, key uint64, e *envelope, enc host.MessageAppender, m any, u unsent) error {
-	defer l.mu.Unlock()
+	// Encoded without the lock: copying a large message takes a while,
+	// and the lane's other senders would wait. Where it goes is decided
+	// once it is encoded; a sender's own messages keep their order, as
+	// it sends the next one after this one returns.
+	l.mu.Unlock()
 	b := e.appendFramedBody(make([]byte, 0, max(len(e.body), e.encoded)+256), nil, enc, m)
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	ctx := u.ctx
 	if ctx == nil {
 		ctx = context.Background()
