@@ -34,6 +34,12 @@ type blobEcho struct {
 	Pad []byte
 }
 
+// blobWait is answered with Size bytes once the ask's context ends.
+type blobWait struct {
+	actor.Reply[blobMsg, []byte]
+	Size int
+}
+
 type blobGet struct {
 	actor.Reply[blobMsg, []byte]
 	Size int
@@ -43,6 +49,7 @@ func (blobPut) blobMsg()  {}
 func (blobList) blobMsg() {}
 func (blobEcho) blobMsg() {}
 func (blobGet) blobMsg()  {}
+func (blobWait) blobMsg() {}
 
 var blob = actor.Define("blob", func(c *actor.Context[[]int, blobMsg], m blobMsg) error {
 	switch m := m.(type) {
@@ -54,6 +61,9 @@ var blob = actor.Define("blob", func(c *actor.Context[[]int, blobMsg], m blobMsg
 		return actor.Respond(c, m, len(m.Pad))
 	case blobGet:
 		return actor.Respond(c, m, noise(m.Size))
+	case blobWait:
+		<-c.Done()
+		return actor.Respond(c, m, noise(m.Size))
 	}
 	return nil
-}).WithMessages(blobPut{}, blobList{}, blobEcho{}, blobGet{})
+}).WithMessages(blobPut{}, blobList{}, blobEcho{}, blobGet{}, blobWait{})

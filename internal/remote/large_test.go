@@ -7,6 +7,9 @@ import (
 	"testing"
 
 	"github.com/troupe-go/troupe/actor"
+	"github.com/troupe-go/troupe/cluster"
+	"github.com/troupe-go/troupe/internal/host"
+	"github.com/troupe-go/troupe/internal/runtime"
 	"github.com/troupe-go/troupe/internal/transport"
 	"github.com/troupe-go/troupe/ring"
 )
@@ -16,6 +19,7 @@ import (
 type sendRecord struct {
 	key, after uint64
 	follows    bool
+	ctx        context.Context // Send's and SendAfter's
 	envs       []envelope
 	size       int
 }
@@ -28,11 +32,11 @@ type recordingEndpoint struct {
 	sends []sendRecord
 }
 
-func (e *recordingEndpoint) note(st transport.StreamID, key, after uint64, follows bool, p []byte) {
+func (e *recordingEndpoint) note(ctx context.Context, st transport.StreamID, key, after uint64, follows bool, p []byte) {
 	if st != transport.StreamApplication {
 		return
 	}
-	rec := sendRecord{key: key, after: after, follows: follows, size: len(p)}
+	rec := sendRecord{key: key, after: after, follows: follows, size: len(p), ctx: ctx}
 	splitBatch(p, func(b []byte) {
 		if env, err := decodeEnvelope(b); err == nil {
 			rec.envs = append(rec.envs, cloneEnvelope(&env))
@@ -46,17 +50,17 @@ func (e *recordingEndpoint) note(st transport.StreamID, key, after uint64, follo
 }
 
 func (e *recordingEndpoint) Post(to ring.NodeID, st transport.StreamID, key uint64, p []byte) error {
-	e.note(st, key, 0, false, p)
+	e.note(context.Background(), st, key, 0, false, p)
 	return e.MemEndpoint.Post(to, st, key, p)
 }
 
 func (e *recordingEndpoint) Send(ctx context.Context, to ring.NodeID, st transport.StreamID, key uint64, p []byte) (*transport.Receipt, error) {
-	e.note(st, key, 0, false, p)
+	e.note(ctx, st, key, 0, false, p)
 	return e.MemEndpoint.Send(ctx, to, st, key, p)
 }
 
 func (e *recordingEndpoint) SendAfter(ctx context.Context, to ring.NodeID, st transport.StreamID, key, after uint64, p []byte) (*transport.Receipt, error) {
-	e.note(st, key, after, true, p)
+	e.note(ctx, st, key, after, true, p)
 	return e.MemEndpoint.SendAfter(ctx, to, st, key, after, p)
 }
 
@@ -154,4 +158,105 @@ func TestALargeMessageGoesAloneAndOnlyItsKeysMessagesFollowIt(t *testing.T) {
 func ringOwner(a, b *testNode, typ, key string) ring.NodeID {
 	o, _ := ring.New([]ring.NodeID{a.id, b.id}).Owner(ring.KeyToken(typ, key), 2, nil)
 	return o
+}
+
+// recordOn starts members a and b, placing keys on both, with what the
+// router of the member at addr sends recorded.
+func recordOn(t *testing.T, net *transport.MemNetwork, addr string) (a, b *testNode, rec *recordingEndpoint) {
+	t.Helper()
+	ns := newTestNodesWith(t, net, func(ep *transport.MemEndpoint) transport.Endpoint {
+		if ep.Self().Addr == addr {
+			rec = &recordingEndpoint{MemEndpoint: ep}
+			return rec
+		}
+		return ep
+	}, "a:1", "b:1")
+	a, b = ns[0], ns[1]
+	a.setView(a, b)
+	b.setView(a, b)
+	return a, b, rec
+}
+
+// A large request whose asker stops waiting is taken off the link: the
+// context it was sent with ends, and the transport drops what of it was
+// not written.
+func TestAWithdrawnLargeAskEndsTheSendOfItsRequest(t *testing.T) {
+	net := transport.NewMemNetwork()
+	a, b, rec := recordOn(t, net, "a:1")
+	key := keyWhere(t, func(k string) bool { return ringOwner(a, b, "blob", k) == b.id })
+	net.Partition("a:1", "b:1") // held on the way: never taken
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := actor.Ask(ctx, blob.Ref(a, key), blobEcho{Pad: noise(64 << 10)})
+		done <- err
+	}()
+	var sent sendRecord
+	pollUntil(t, "the request to be sent", func() bool {
+		var ok bool
+		sent, _, ok = rec.find(func(e *envelope) bool { return e.kind == kindAsk })
+		return ok
+	})
+	cancel()
+	if err := <-done; err == nil {
+		t.Fatal("the withdrawn ask was answered")
+	}
+	select {
+	case <-sent.ctx.Done():
+	default:
+		t.Fatal("the request's send goes on after its asker stopped waiting; want its context ended, so the transport drops what was not written")
+	}
+	net.Heal("a:1", "b:1")
+}
+
+// A large reply on its way when the owner learns its ask was withdrawn is
+// taken off the link: the context it was sent with ends, and the
+// transport drops what of it was not written.
+func TestAReplyOnItsWayWhenItsAskIsWithdrawnEndsItsSend(t *testing.T) {
+	net := transport.NewMemNetwork()
+	a, b, rec := recordOn(t, net, "b:1")
+	gate := make(chan struct{})
+	gated := actor.Define("gated", func(c *actor.Context[int, blobMsg], m blobMsg) error {
+		if m, ok := m.(blobGet); ok {
+			<-gate
+			return actor.Respond(c, m, noise(m.Size))
+		}
+		return nil
+	}).WithMessages(blobGet{})
+	var ms []cluster.Member
+	for _, n := range []*testNode{a, b} {
+		n.h.Register(runtime.Instantiate(gated, n.h))
+		ms = append(ms, cluster.Member{ID: n.id, Status: cluster.StatusAlive, ActorTypes: []string{"gated"}})
+	}
+	for _, n := range []*testNode{a, b} {
+		n.r.Update(n.id, true, ms)
+	}
+	key := keyWhere(t, func(k string) bool { return ringOwner(a, b, "gated", k) == b.id })
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		_, err := actor.Ask(ctx, gated.Ref(a, key), blobGet{Size: 64 << 10})
+		done <- err
+	}()
+	pollUntil(t, "the handler to run", func() bool { return b.h.Kind("gated").(host.Mover).Active(key) })
+	net.Partition("a:1", "b:1") // the reply is held on its way: never taken
+	close(gate)
+	var sent sendRecord
+	var reply *envelope
+	pollUntil(t, "the reply to be sent", func() bool {
+		var ok bool
+		sent, reply, ok = rec.find(func(e *envelope) bool { return e.kind == kindReply })
+		return ok
+	})
+	// The asker's cancel, as it arrives.
+	b.r.cancelServed(servedKey{from: a.id, id: reply.id})
+	select {
+	case <-sent.ctx.Done():
+	default:
+		t.Fatal("the reply's send goes on after the owner learned its ask was withdrawn; want its context ended, so the transport drops what was not written")
+	}
+	cancel()
+	<-done
+	net.Heal("a:1", "b:1")
 }
