@@ -917,8 +917,7 @@ func (r *Router) serveAskHold(from ring.NodeID, e *envelope, hold bool, then *fu
 }
 
 // Reply implements host.Replier: the outcome of the ask s serves goes
-// back to the asker.
-// A withdrawn ask gets none: its asker waits no more.
+// back to the asker. A withdrawn ask gets none: its asker waits no more.
 func (s *served) Reply(body []byte, err error) {
 	var u unsent
 	if !s.r.finishServed(s.sk, s, err == nil && len(body) > largeEnvelope, &u) {
