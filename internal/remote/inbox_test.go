@@ -70,7 +70,7 @@ func TestATellEncodedIntoTheBatchIsMeasuredByItsBody(t *testing.T) {
 	o := a.r.outboxFor(b.id)
 	o.running.Store(true) // no flusher: the lane keeps what is appended
 	e := envelope{kind: kindTell, token: 1, typ: "counter", key: "k", name: "n"}
-	if err := o.enqueueBody(1, &e, fixedBody(limit), nil, false); err != nil {
+	if err := o.enqueueBody(1, &e, fixedBody(limit), nil, false, unsent{}); err != nil {
 		t.Fatalf("a body of exactly the limit: %v", err)
 	}
 	l := &o.lanes[laneOf(1)]
@@ -78,7 +78,7 @@ func TestATellEncodedIntoTheBatchIsMeasuredByItsBody(t *testing.T) {
 	before, prev := bytes.Clone(l.buf), l.prev
 	l.mu.Unlock()
 	e2 := envelope{kind: kindTell, token: 1, typ: "counter", key: "k", name: "n"}
-	err := o.enqueueBody(1, &e2, fixedBody(limit+1), nil, false)
+	err := o.enqueueBody(1, &e2, fixedBody(limit+1), nil, false, unsent{})
 	if !errors.Is(err, fault.ErrMessageTooLarge) {
 		t.Fatalf("a body of the limit plus one: got %v, want ErrMessageTooLarge", err)
 	}

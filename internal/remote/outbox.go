@@ -1,6 +1,7 @@
 package remote
 
 import (
+	"context"
 	"encoding/binary"
 	"fmt"
 	"maps"
@@ -11,6 +12,7 @@ import (
 	"github.com/troupe-go/troupe/internal/fault"
 	"github.com/troupe-go/troupe/internal/host"
 	"github.com/troupe-go/troupe/internal/transport"
+	"github.com/troupe-go/troupe/internal/transport/flow"
 	"github.com/troupe-go/troupe/ring"
 )
 
@@ -21,15 +23,31 @@ import (
 //
 // A peer's envelopes are spread over lanes by key token (by request id
 // for replies and cancels). A lane is one wire ordering key, so one
-// sender's messages to one key keep their order, and a large message
-// holds back only the keys of its own lane: the other lanes' batches go
-// ahead of its frames (wire sends messages that fit a frame first).
+// sender's messages to one key keep their order.
+//
+// An envelope larger than a frame never joins a batch: it goes alone,
+// under a wire key of its own key (divertKey), queued to follow what its
+// lane holds so far (transport's SendAfter), so the lane's later batches
+// go ahead of its frames (wire sends messages that fit a frame first) and
+// a small message never waits for it to cross. Until the peer has taken
+// every envelope sent under that divert key, the key's later messages
+// follow it there instead of joining the lane: a small message to a key
+// sent after a large one to that key still arrives after it.
 const (
 	numLanes = 8
 	// batchMax is the size at which a lane is sent at once by the caller
 	// rather than left for the flusher.
 	batchMax = 64 << 10
+	// largeEnvelope is the size above which an envelope goes alone: it
+	// would take more than one frame of the transport's (flow's
+	// DefaultMaxFrame, the transport's small-envelope bound).
+	largeEnvelope = flow.DefaultMaxFrame - 64
 )
+
+// divertKey is the wire ordering key of key's envelopes that go alone.
+// Lane keys are small numbers; a collision between two keys only orders
+// their envelopes more strictly.
+func divertKey(key uint64) uint64 { return key | 1<<63 }
 
 // outbox is what this node has to send to one peer.
 type outbox struct {
@@ -45,7 +63,10 @@ type lane struct {
 	buf  []byte   // framed envelopes not yet handed to wire
 	prev tellHead // the last envelope in buf, for the next to refer to
 	next int      // capacity for the next batch: the size of the last one, and some
-	_    [24]byte // to 128 bytes: lanes apart in cache
+	// diverted counts, per key, the envelopes sent under the key's
+	// divertKey that the peer has not taken yet; nil while none.
+	diverted map[uint64]int
+	_        [16]byte // to 128 bytes: lanes apart in cache
 }
 
 // outboxFor returns the outbox of to, creating it.
@@ -85,37 +106,50 @@ func laneOf(key uint64) int { return int(key % numLanes) }
 // waits) or once the lane holds batchMax bytes, the caller sends the lane
 // itself and gets the transport's error; otherwise a flusher sends it soon.
 func (o *outbox) enqueue(key uint64, e *envelope, now bool) error {
-	return o.enqueueBody(key, e, nil, nil, now)
+	return o.enqueueBody(key, e, nil, nil, now, unsent{})
+}
+
+// unsent ties an envelope that goes alone to its sender: the transport
+// drops what of it was not written once ctx ends (nil: never), and done,
+// if set, runs once the peer took it or it was dropped.
+type unsent struct {
+	ctx  context.Context
+	done func()
 }
 
 // enqueueBody is enqueue with e's body given as for appendBody: a tell's
-// message encoded straight into the lane's batch.
-func (o *outbox) enqueueBody(key uint64, e *envelope, enc host.MessageAppender, m any, now bool) error {
+// message encoded straight into the lane's batch. u applies if e goes
+// alone (see largeEnvelope).
+func (o *outbox) enqueueBody(key uint64, e *envelope, enc host.MessageAppender, m any, now bool, u unsent) error {
 	i := laneOf(key)
 	l := &o.lanes[i]
 	l.mu.Lock()
+	if enc == nil && (len(e.body) > largeEnvelope || l.diverted[key] > 0) {
+		return o.alone(i, l, key, e, nil, nil, u) // unlocks l.mu
+	}
 	if l.buf == nil {
 		l.buf = o.r.endpoint().Buffer(max(l.next, 64))
 	}
-	if limit := o.r.maxMessage(); enc != nil && limit > 0 {
-		// Encoded straight into the batch, the message is measured there
-		// (its body, as on every other path), and taken out again when
-		// over the limit.
-		start, prev := len(l.buf), l.prev
-		l.buf = e.appendFramedBody(l.buf, &l.prev, enc, m)
-		if e.encoded > limit {
-			l.prev = prev
-			if cap(l.buf) > 2*batchMax {
-				// Grown for the message: keep the batch, not the room.
-				l.buf = append(o.r.endpoint().Buffer(max(start, l.next, 64)), l.buf[:start]...)
-			} else {
-				l.buf = l.buf[:start]
-			}
+	// Encoded straight into the batch, a message is measured there (its
+	// body, as on every other path), and taken out again when over the
+	// limit, or too large for a batch, or for a key that goes alone.
+	start, prev := len(l.buf), l.prev
+	l.buf = e.appendFramedBody(l.buf, &l.prev, enc, m)
+	limit := o.r.maxMessage()
+	tooLarge := enc != nil && limit > 0 && e.encoded > limit
+	if enc != nil && (tooLarge || e.encoded > largeEnvelope || l.diverted[key] > 0) {
+		l.prev = prev
+		if cap(l.buf) > 2*batchMax {
+			// Grown for the message: keep the batch, not the room.
+			l.buf = append(o.r.endpoint().Buffer(max(start, l.next, 64)), l.buf[:start]...)
+		} else {
+			l.buf = l.buf[:start]
+		}
+		if tooLarge {
 			l.mu.Unlock()
 			return fmt.Errorf("%w: %T of %d bytes, limit %d", fault.ErrMessageTooLarge, m, e.encoded, limit)
 		}
-	} else {
-		l.buf = e.appendFramedBody(l.buf, &l.prev, enc, m)
+		return o.alone(i, l, key, e, enc, m, u) // unlocks l.mu
 	}
 	if now || len(l.buf) >= batchMax {
 		err := o.flushLocked(i, l)
@@ -128,6 +162,55 @@ func (o *outbox) enqueueBody(key uint64, e *envelope, enc host.MessageAppender, 
 	if !o.running.Load() && o.running.CompareAndSwap(false, true) {
 		go o.flush()
 	}
+	return nil
+}
+
+// alone sends e by itself under the divert key of key: behind what the
+// lane holds (which it sends first), unless the key's earlier messages
+// went alone too and the peer did not take them all yet. l.mu held;
+// alone releases it.
+func (o *outbox) alone(i int, l *lane, key uint64, e *envelope, enc host.MessageAppender, m any, u unsent) error {
+	// Encoded without the lock: copying a large message takes a while,
+	// and the lane's other senders would wait. Where it goes is decided
+	// once it is encoded; a sender's own messages keep their order, as
+	// it sends the next one after this one returns.
+	l.mu.Unlock()
+	b := e.appendFramedBody(make([]byte, 0, max(len(e.body), e.encoded)+256), nil, enc, m)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	ctx := u.ctx
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	ep := o.r.endpoint()
+	var rc *transport.Receipt
+	var err error
+	if l.diverted[key] > 0 {
+		rc, err = ep.Send(ctx, o.to, transport.StreamApplication, divertKey(key), b)
+	} else {
+		if err := o.flushLocked(i, l); err != nil {
+			return err
+		}
+		rc, err = ep.SendAfter(ctx, o.to, transport.StreamApplication, divertKey(key), uint64(i+1), b)
+	}
+	if err != nil {
+		return unavailable(o.to, err)
+	}
+	if l.diverted == nil {
+		l.diverted = map[uint64]int{}
+	}
+	l.diverted[key]++
+	go func() {
+		<-rc.Done()
+		l.mu.Lock()
+		if l.diverted[key]--; l.diverted[key] == 0 {
+			delete(l.diverted, key)
+		}
+		l.mu.Unlock()
+		if u.done != nil {
+			u.done()
+		}
+	}()
 	return nil
 }
 

@@ -123,5 +123,5 @@ func (rt *route) tellTo(to ring.NodeID, here bool, out *host.Outbound) error {
 		rt.out.Store(o)
 	}
 	e := envelope{kind: kindTell, token: out.Token, typ: out.Type, key: out.Key, name: out.Name, body: out.Body}
-	return o.enqueueBody(out.Token, &e, out.Enc, out.Msg, false)
+	return o.enqueueBody(out.Token, &e, out.Enc, out.Msg, false, unsent{})
 }

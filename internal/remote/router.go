@@ -105,6 +105,11 @@ type Router struct {
 	serving map[servedKey]*served     // asks other nodes sent here
 	clients map[ring.NodeID]time.Time // clients to push member lists to, and their last sync
 	changed chan struct{}             // closed and replaced when the view changes
+
+	// replying holds the replies to asks of other nodes that went alone
+	// (see largeEnvelope) and that the asker has not taken yet: a cancel
+	// drops what of them was not written.
+	replying map[servedKey]*replyOut
 }
 
 // maxRetries bounds how often an ask is sent again after a member said
@@ -133,7 +138,13 @@ type pending struct {
 	prev    ring.NodeID // the node that answered it does not own the key
 	hint    ring.NodeID // ... and the owner it named
 	direct  bool        // never relayed: a relay's own ask (see relayAsk)
+	// unsend drops what was not written of the request, when it went
+	// alone (see largeEnvelope); nil otherwise. Set under r.mu.
+	unsend context.CancelFunc
 }
+
+// replyOut is a reply that went alone, until the asker took it.
+type replyOut struct{ unsend context.CancelFunc }
 
 type servedKey struct {
 	from ring.NodeID
@@ -177,7 +188,8 @@ func New(cfg Config) *Router {
 	r := &Router{cfg: cfg, h: cfg.Host, log: cfg.Logger, ctx: ctx, cancel: cancel,
 		pending: map[uint64]*pending{}, serving: map[servedKey]*served{}, clients: map[ring.NodeID]time.Time{},
 		changed: make(chan struct{}),
-		holds:   map[holdKey]*hold{}, drains: map[uint64]holdKey{}, confirmed: map[holdKey]struct{}{}}
+		holds:   map[holdKey]*hold{}, drains: map[uint64]holdKey{}, confirmed: map[holdKey]struct{}{},
+		replying: map[servedKey]*replyOut{}}
 	r.view.Store(newView(cfg.Endpoint.Self(), false, nil))
 	r.ep.Store(&endpoint{cfg.Endpoint})
 	r.silent.Store(new(map[ring.NodeID]time.Time))
@@ -516,7 +528,15 @@ func (r *Router) dispatchIn(v *view, id uint64, p *pending, again bool) error {
 			to, e.hops = via, 1 // the relay answers: see relay.go
 		}
 	}
-	if err := r.enlist(v, id, p, to, again); err != nil {
+	var u unsent
+	var unsend context.CancelFunc
+	if !here && len(e.body) > largeEnvelope {
+		// It goes alone: withdrawn, what of it was not written is
+		// dropped. (A context of Background's needs no cancel to be
+		// collected.)
+		u.ctx, unsend = context.WithCancel(context.Background())
+	}
+	if err := r.enlist(v, id, p, to, again, unsend); err != nil {
 		if errors.Is(err, errWithdrawn) {
 			return nil
 		}
@@ -526,7 +546,7 @@ func (r *Router) dispatchIn(v *view, id uint64, p *pending, again bool) error {
 		r.serveAsk(r.self(), e, nil, nil)
 		return nil
 	}
-	if err := r.send(to, out.Token, e, true); err != nil {
+	if err := r.outboxFor(to).enqueueBody(out.Token, e, nil, nil, true, u); err != nil {
 		r.take(id)
 		return err
 	}
@@ -541,7 +561,7 @@ func (r *Router) dispatchIn(v *view, id uint64, p *pending, again bool) error {
 // (an ask enlisted at a member that left meanwhile would wait for an
 // answer that never comes). It returns errWithdrawn if p was withdrawn
 // (or failed) while it waited to be sent again.
-func (r *Router) enlist(v *view, id uint64, p *pending, to ring.NodeID, again bool) error {
+func (r *Router) enlist(v *view, id uint64, p *pending, to ring.NodeID, again bool, unsend context.CancelFunc) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if again && r.pending[id] != p {
@@ -554,7 +574,7 @@ func (r *Router) enlist(v *view, id uint64, p *pending, to ring.NodeID, again bo
 	if r.view.Load() != v {
 		return errViewChanged
 	}
-	p.to = to
+	p.to, p.unsend = to, unsend
 	r.pending[id] = p
 	return nil
 }
@@ -572,8 +592,12 @@ func (r *Router) withdraw(id uint64) {
 	if p.to.IsZero() {
 		return // waiting to be sent again: nothing out there
 	}
+	if p.unsend != nil {
+		p.unsend() // what of the request was not written stays here
+	}
 	// The request may sit in a batch or on the owner: the cancel follows
-	// it on the same lane, so it arrives after it.
+	// it on the same lane (or divert key), so it arrives after it, and
+	// the owner drops the reply, or what of it was not written.
 	r.send(p.to, p.out.Token, &envelope{kind: kindCancel, id: id}, false)
 }
 
@@ -843,7 +867,7 @@ func (r *Router) serveAskHold(from ring.NodeID, e *envelope, hold bool, then *fu
 	}
 	var cancel host.Withdrawer
 	var run func(relieve func())
-	if ik, ok := k.(inlineKind); ok && then != nil && *then == nil {
+	if ik, ok := k.(inlineKind); ok && then != nil && *then == nil && len(e.body) <= largeEnvelope {
 		cancel, run, err = ik.DeliverRemoteInline(in)
 	} else {
 		cancel, err = k.DeliverRemote(in)
@@ -893,15 +917,22 @@ func (r *Router) serveAskHold(from ring.NodeID, e *envelope, hold bool, then *fu
 }
 
 // Reply implements host.Replier: the outcome of the ask s serves goes
-// back to the asker.
+// back to the asker. A withdrawn ask gets none: its asker waits no more.
 func (s *served) Reply(body []byte, err error) {
-	s.r.finishServed(s.sk, s)
-	s.r.answer(s.sk.from, s.sk.id, body, err)
+	var u unsent
+	if !s.r.finishServed(s.sk, s, err == nil && len(body) > largeEnvelope, &u) {
+		return
+	}
+	s.r.answerAs(s.sk.from, s.sk.id, body, err, u)
 }
 
-// finishServed forgets s, served for sk, once its outcome is known.
-func (r *Router) finishServed(sk servedKey, s *served) {
+// finishServed forgets s, served for sk, once its outcome is known. It
+// reports false when the ask was withdrawn. With alone set (the reply
+// will go alone), it sets u for the reply to be withdrawn by the asker's
+// cancel from now on.
+func (r *Router) finishServed(sk servedKey, s *served, alone bool, u *unsent) bool {
 	r.mu.Lock()
+	defer r.mu.Unlock()
 	if r.serving[sk] == s {
 		delete(r.serving, sk)
 	}
@@ -909,7 +940,22 @@ func (r *Router) finishServed(sk servedKey, s *served) {
 	if s.timer != nil {
 		s.timer.Stop()
 	}
-	r.mu.Unlock()
+	if s.cancelled {
+		return false
+	}
+	if alone && !r.closed {
+		ro := &replyOut{}
+		u.ctx, ro.unsend = context.WithCancel(context.Background())
+		r.replying[sk] = ro
+		u.done = func() {
+			r.mu.Lock()
+			if r.replying[sk] == ro {
+				delete(r.replying, sk)
+			}
+			r.mu.Unlock()
+		}
+	}
+	return true
 }
 
 // cancelServed cancels a request being served for another node.
@@ -921,7 +967,13 @@ func (r *Router) cancelServed(sk servedKey) {
 	if s != nil {
 		stop = s.stopLocked()
 	}
+	ro := r.replying[sk]
+	delete(r.replying, sk)
 	r.mu.Unlock()
+	if ro != nil {
+		ro.unsend() // the answer, on its way: what was not written stays here
+		return
+	}
 	if stop != nil {
 		stop()
 		return
@@ -931,6 +983,11 @@ func (r *Router) cancelServed(sk servedKey) {
 
 // answer sends the outcome of request id to from, or completes it here.
 func (r *Router) answer(from ring.NodeID, id uint64, body []byte, err error) {
+	r.answerAs(from, id, body, err, unsent{})
+}
+
+// answerAs is answer with u for a reply that goes alone.
+func (r *Router) answerAs(from ring.NodeID, id uint64, body []byte, err error, u unsent) {
 	e := &envelope{kind: kindReply, id: id, body: body}
 	if err != nil {
 		e.err = toWire(err)
@@ -939,10 +996,16 @@ func (r *Router) answer(from ring.NodeID, id uint64, body []byte, err error) {
 		// Asked here (by this incarnation or, just before a rejoin, by
 		// the previous one, whose ask reply drops): never over the wire.
 		r.reply(from, e)
+		if u.done != nil {
+			u.done()
+		}
 		return
 	}
-	if serr := r.send(from, id, e, true); serr != nil {
+	if serr := r.outboxFor(from).enqueueBody(id, e, nil, nil, true, u); serr != nil {
 		r.log.Debug("troupe: reply not sent", "to", from, "err", serr)
+		if u.done != nil {
+			u.done()
+		}
 	}
 }
 

@@ -71,38 +71,46 @@ func newTestNodesWith(t *testing.T, net *transport.MemNetwork, wrap func(*transp
 		if err != nil {
 			t.Fatal(err)
 		}
-		n := &testNode{id: id, events: make(chan host.Event, 1000)}
-		n.r = New(Config{Endpoint: wrap(ep), Serve: true})
-		n.h = host.New(host.Settings{Remote: n.r, Observer: func(e host.Event) {
-			if f := n.observe.Load(); f != nil {
-				(*f)(e)
-			}
-			select {
-			case n.events <- e:
-			default:
-			}
-		}})
-		n.h.Register(runtime.Instantiate(counter, n.h))
-		n.h.Register(runtime.Instantiate(seq, n.h))
-		n.r.SetHost(n.h)
-		n.Handle = runtime.NewHandle(n.h)
-		t.Cleanup(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			n.h.Close(ctx)
-			n.r.Close()
-			ep.Close()
-		})
-		nodes = append(nodes, n)
+		nodes = append(nodes, startTestNode(t, id, wrap(ep), func() { ep.Close() }))
 	}
 	return nodes
+}
+
+// startTestNode starts a member with identity id on ep; closeEp ends ep
+// once the member is closed.
+func startTestNode(t *testing.T, id ring.NodeID, ep transport.Endpoint, closeEp func()) *testNode {
+	t.Helper()
+	n := &testNode{id: id, events: make(chan host.Event, 1000)}
+	n.r = New(Config{Endpoint: ep, Serve: true})
+	n.h = host.New(host.Settings{Remote: n.r, Observer: func(e host.Event) {
+		if f := n.observe.Load(); f != nil {
+			(*f)(e)
+		}
+		select {
+		case n.events <- e:
+		default:
+		}
+	}})
+	n.h.Register(runtime.Instantiate(counter, n.h))
+	n.h.Register(runtime.Instantiate(seq, n.h))
+	n.h.Register(runtime.Instantiate(blob, n.h))
+	n.r.SetHost(n.h)
+	n.Handle = runtime.NewHandle(n.h)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		n.h.Close(ctx)
+		n.r.Close()
+		closeEp()
+	})
+	return n
 }
 
 // setView makes n place keys on the given members.
 func (n *testNode) setView(members ...*testNode) {
 	var ms []cluster.Member
 	for _, m := range members {
-		ms = append(ms, cluster.Member{ID: m.id, Status: cluster.StatusAlive, ActorTypes: []string{"counter", "seq"}})
+		ms = append(ms, cluster.Member{ID: m.id, Status: cluster.StatusAlive, ActorTypes: []string{"counter", "seq", "blob"}})
 	}
 	n.r.Update(n.id, true, ms)
 }

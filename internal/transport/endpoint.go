@@ -30,6 +30,10 @@ type Endpoint interface {
 	// Post queues an envelope whose fate the sender never looks at;
 	// see Transport.Post.
 	Post(to ring.NodeID, stream StreamID, key uint64, payload []byte) error
+	// SendAfter queues an envelope that also follows what is queued
+	// under key after, without holding back what is queued there later;
+	// see Transport.SendAfter.
+	SendAfter(ctx context.Context, to ring.NodeID, stream StreamID, key, after uint64, payload []byte) (*Receipt, error)
 	// SendWait queues an envelope, waiting for room in a full send queue
 	// until ctx ends; see Transport.SendWait.
 	SendWait(ctx context.Context, to ring.NodeID, stream StreamID, key uint64, payload []byte) (*Receipt, error)

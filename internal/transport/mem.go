@@ -184,6 +184,12 @@ func (e *MemEndpoint) SendWait(ctx context.Context, to ring.NodeID, st StreamID,
 	return e.Send(ctx, to, st, key, payload)
 }
 
+// SendAfter is Send: a MemEndpoint keeps every envelope of a stream in
+// the order sent, which satisfies SendAfter's order.
+func (e *MemEndpoint) SendAfter(ctx context.Context, to ring.NodeID, st StreamID, key, _ uint64, payload []byte) (*Receipt, error) {
+	return e.Send(ctx, to, st, key, payload)
+}
+
 // Shutdown leaves gracefully, as Transport.Shutdown: new sends fail with
 // ErrClosed, and it waits until every envelope sent was taken or failed,
 // or ctx ends, then closes.

@@ -297,11 +297,17 @@ func (s *session) appendPendingLocked(rs []*Receipt) []*Receipt {
 
 // enqueueLocked queues an envelope; the caller wakes the writer (or
 // writes inline).
-func (s *session) enqueueLocked(stream StreamID, key uint64, payload []byte, r *Receipt) (flow.Handle, error) {
+func (s *session) enqueueLocked(stream StreamID, key uint64, payload []byte, r *Receipt, o order) (flow.Handle, error) {
 	if s.fullLocked(len(payload)) {
 		return flow.Handle{}, fmt.Errorf("%w: %d bytes queued for %s", wire.ErrQueueFull, s.queuedBytes, s.key)
 	}
-	h, err := s.sched.Enqueue(flow.StreamID(stream), key, payload)
+	var h flow.Handle
+	var err error
+	if o.follow {
+		h, err = s.sched.EnqueueAfter(flow.StreamID(stream), key, o.after, payload)
+	} else {
+		h, err = s.sched.Enqueue(flow.StreamID(stream), key, payload)
+	}
 	if err != nil {
 		return h, err
 	}

@@ -341,14 +341,32 @@ func (s *session) removeLocked() {
 // and waits out a redial backoff, a Send redials at once (at most once per
 // 10 ms). After Shutdown or Close it fails with ErrClosed.
 func (t *Transport) Send(ctx context.Context, to ring.NodeID, stream StreamID, key uint64, payload []byte) (*Receipt, error) {
-	return t.send(ctx, to, stream, key, payload, false, false)
+	return t.send(ctx, to, stream, key, payload, false, false, order{})
+}
+
+// SendAfter is Send for an envelope that also starts only once the
+// envelopes queued so far for the peer on stream under key after are
+// fully written (or dropped); envelopes queued under after later do not
+// wait for it. A sender whose envelopes share a key moves a large one off
+// it this way: what it queues under that key next goes ahead of the large
+// one's frames, and the large one still arrives after what was queued
+// before it.
+func (t *Transport) SendAfter(ctx context.Context, to ring.NodeID, stream StreamID, key, after uint64, payload []byte) (*Receipt, error) {
+	return t.send(ctx, to, stream, key, payload, false, false, order{follow: true, after: after})
+}
+
+// order is how an envelope queues besides its key: with follow set, also
+// behind what is queued under after (SendAfter).
+type order struct {
+	follow bool
+	after  uint64
 }
 
 // SendWait is Send, except that when the peer's send queue is full it
 // waits for room until ctx ends (and then returns ctx's error) instead of
 // failing with ErrQueueFull.
 func (t *Transport) SendWait(ctx context.Context, to ring.NodeID, stream StreamID, key uint64, payload []byte) (*Receipt, error) {
-	return t.send(ctx, to, stream, key, payload, true, false)
+	return t.send(ctx, to, stream, key, payload, true, false, order{})
 }
 
 // Post is Send for a sender that never looks at the envelope's fate (the
@@ -358,11 +376,11 @@ func (t *Transport) SendWait(ctx context.Context, to ring.NodeID, stream StreamI
 // caller must not touch it again, and once the peer consumed it the
 // transport reuses its buffer (see Buffer).
 func (t *Transport) Post(to ring.NodeID, stream StreamID, key uint64, payload []byte) error {
-	_, err := t.send(context.Background(), to, stream, key, payload, false, true)
+	_, err := t.send(context.Background(), to, stream, key, payload, false, true, order{})
 	return err
 }
 
-func (t *Transport) send(ctx context.Context, to ring.NodeID, stream StreamID, key uint64, payload []byte, wait, post bool) (*Receipt, error) {
+func (t *Transport) send(ctx context.Context, to ring.NodeID, stream StreamID, key uint64, payload []byte, wait, post bool, o order) (*Receipt, error) {
 	if stream >= NumStreams {
 		return nil, fmt.Errorf("%w: %d", ErrUnknownStream, stream)
 	}
@@ -429,7 +447,7 @@ func (t *Transport) send(ctx context.Context, to ring.NodeID, stream StreamID, k
 				s.mu.Unlock()
 			})
 		}
-		if _, err := s.enqueueLocked(stream, key, payload, r); err != nil {
+		if _, err := s.enqueueLocked(stream, key, payload, r, o); err != nil {
 			s.mu.Unlock()
 			r.resolve(err)
 			return nil, err

@@ -319,3 +319,58 @@ func eventuallyf(t *testing.T, cond func() bool, msg func() string) {
 		<-tick.C
 	}
 }
+
+// An envelope sent with SendAfter starts only once what its after key
+// held is written, and that key's later envelopes do not wait for it.
+// The envelopes are all queued before the peer serves, so the scheduler
+// alone orders them.
+func TestSendAfterFollowsWhatTheKeyHeldAndHoldsNothingBackOnIt(t *testing.T) {
+	order := func(t *testing.T, send func(a *Transport, to ring.NodeID)) []int {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := New(wire.Config{ClusterName: "test", Advertise: ln.Addr().String()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { b.Close() })
+		var mu sync.Mutex
+		var got []int
+		b.Handle(StreamApplication, HandlerFunc(func(_ ring.NodeID, p []byte) {
+			mu.Lock()
+			got = append(got, int(p[0]))
+			mu.Unlock()
+		}))
+		a := newTestNode(t, nil)
+		send(a.t, b.Self())
+		go b.Serve(ln)
+		eventually(t, "three envelopes", func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			return len(got) == 3
+		})
+		return got
+	}
+	env := func(tag byte, n int) []byte { p := make([]byte, n); p[0] = tag; return p }
+	ctx := context.Background()
+	// A small envelope after a large one's key waits for it, though
+	// small envelopes go first.
+	got := order(t, func(a *Transport, to ring.NodeID) {
+		a.Send(ctx, to, StreamApplication, 1, env(1, 100<<10))
+		a.SendAfter(ctx, to, StreamApplication, 9, 1, env(2, 10))
+		a.Send(ctx, to, StreamApplication, 5, env(3, 10))
+	})
+	if fmt.Sprint(got) != "[3 1 2]" {
+		t.Fatalf("arrival order %v; want [3 1 2]: the envelope sent after key 1 only once key 1's large one is in", got)
+	}
+	// A large one after a key holds back none of the key's later ones.
+	got = order(t, func(a *Transport, to ring.NodeID) {
+		a.Send(ctx, to, StreamApplication, 1, env(1, 10))
+		a.SendAfter(ctx, to, StreamApplication, 9, 1, env(2, 200<<10))
+		a.Send(ctx, to, StreamApplication, 1, env(3, 10))
+	})
+	if fmt.Sprint(got) != "[1 3 2]" {
+		t.Fatalf("arrival order %v; want [1 3 2]: key 1's later small envelope ahead of the large one that followed key 1", got)
+	}
+}

@@ -110,7 +110,9 @@
 // data streams take turns, so a small message waits for at most about the
 // frame being written, whatever is queued. Per (stream, key) an envelope
 // starts only after the previous one of that key is fully written, so
-// messages from one node to one key arrive in order. Every stream spends its
+// messages from one node to one key arrive in order; [Scheduler.EnqueueAfter]
+// also holds an envelope until what another key holds now is written,
+// without holding that key's later envelopes. Every stream spends its
 // own credit; a frame is cut short to fit the credit only if at least an
 // eighth of the window is available, to avoid a trickle of tiny frames.
 //

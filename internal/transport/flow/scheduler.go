@@ -236,6 +236,14 @@ type envelope struct {
 	next      int32
 	freeNext  int32
 	keyLinked bool
+	// waits counts what holds a waiting envelope back: an earlier
+	// envelope of its key, and the envelope of its after key it follows
+	// (EnqueueAfter).
+	waits uint8
+	// deps heads the envelopes that follow this one from another key
+	// (EnqueueAfter), linked by depNext; after is the one an envelope
+	// follows, or none.
+	deps, depNext, after int32
 }
 
 type list struct{ head, tail int32 }
@@ -365,7 +373,17 @@ func (s *Scheduler) index(id StreamID) int {
 // only orders two keys' envelopes more strictly. The scheduler keeps payload
 // until the envelope's last frame is written; frames carry sub-slices of it.
 func (s *Scheduler) Enqueue(stream StreamID, key uint64, payload []byte) (Handle, error) {
-	return s.enqueue(stream, key, payload, len(payload))
+	return s.enqueue(stream, key, payload, len(payload), false, 0)
+}
+
+// EnqueueAfter is Enqueue for an envelope that also starts only once the
+// envelopes queued so far under key after, on the same stream, are fully
+// written or dropped; envelopes queued under after later do not wait for
+// it. A sender moves a large envelope off a shared key with it: what
+// follows on that key goes ahead of the large one's frames, and the large
+// one still arrives after what preceded it there.
+func (s *Scheduler) EnqueueAfter(stream StreamID, key, after uint64, payload []byte) (Handle, error) {
+	return s.enqueue(stream, key, payload, len(payload), true, after)
 }
 
 // EnqueueSize is Enqueue for a caller that keeps the payload itself: frames
@@ -374,10 +392,10 @@ func (s *Scheduler) EnqueueSize(stream StreamID, key uint64, size int) (Handle, 
 	if size < 0 {
 		return Handle{}, fmt.Errorf("%w: negative envelope size %d", ErrInvalidConfig, size)
 	}
-	return s.enqueue(stream, key, nil, size)
+	return s.enqueue(stream, key, nil, size, false, 0)
 }
 
-func (s *Scheduler) enqueue(stream StreamID, key uint64, payload []byte, size int) (Handle, error) {
+func (s *Scheduler) enqueue(stream StreamID, key uint64, payload []byte, size int, follow bool, after uint64) (Handle, error) {
 	si := s.index(stream)
 	if si < 0 {
 		return Handle{}, fmt.Errorf("%w: %d", ErrUnknownStream, stream)
@@ -388,14 +406,23 @@ func (s *Scheduler) enqueue(stream StreamID, key uint64, payload []byte, size in
 	e.large = size > s.cfg.MaxFrame
 	e.prevKey, e.nextKey, e.prev, e.next = none, none, none, none
 	e.keyLinked = true
+	e.waits, e.deps, e.depNext, e.after = 0, none, none, none
 	s.pending++
 	if s.streams[si].cfg.Class == ClassData {
 		s.dataQueued += int64(size)
 	}
 	k := keyOf(int32(si), key)
+	if ak := keyOf(int32(si), after); follow && ak != k {
+		if tail, ok := s.keys[ak]; ok {
+			s.follow(slot, tail)
+		}
+	}
 	if tail, ok := s.keys[k]; ok {
 		s.slots[tail].nextKey = slot
 		e.prevKey = tail
+		e.waits++
+	}
+	if e.waits > 0 {
 		e.state = envWaiting
 	} else {
 		s.makeReady(slot)
@@ -490,10 +517,64 @@ func (s *Scheduler) unkey(slot int32) {
 		}
 	}
 	next := e.nextKey
-	wasHead := e.prevKey == none
+	prev := e.prevKey
 	e.prevKey, e.nextKey = none, none
-	if wasHead && next != none {
-		s.makeReady(next)
+	if e.after != none {
+		s.unfollow(slot)
+	}
+	// Those that follow e follow what is still before it in its key; when
+	// nothing is, they are free of it.
+	for d := e.deps; d != none; {
+		dn := s.slots[d].depNext
+		s.slots[d].depNext, s.slots[d].after = none, none
+		if prev != none {
+			s.follow(d, prev)
+			s.slots[d].waits-- // the same wait, moved
+		} else {
+			s.unblock(d)
+		}
+		d = dn
+	}
+	e.deps = none
+	if prev == none && next != none {
+		s.unblock(next)
+	}
+}
+
+// follow makes the envelope at slot wait for the one at tail, of another
+// key, to be done.
+func (s *Scheduler) follow(slot, tail int32) {
+	e := &s.slots[slot]
+	e.after = tail
+	e.depNext = s.slots[tail].deps
+	s.slots[tail].deps = slot
+	e.waits++
+}
+
+// unfollow takes the envelope at slot, dropped while it waited, off the
+// list of the envelope it followed.
+func (s *Scheduler) unfollow(slot int32) {
+	e := &s.slots[slot]
+	t := &s.slots[e.after]
+	if t.deps == slot {
+		t.deps = e.depNext
+	} else {
+		for d := t.deps; d != none; d = s.slots[d].depNext {
+			if s.slots[d].depNext == slot {
+				s.slots[d].depNext = e.depNext
+				break
+			}
+		}
+	}
+	e.after, e.depNext = none, none
+}
+
+// unblock lifts one of the waits of the envelope at slot; it becomes
+// ready when none is left.
+func (s *Scheduler) unblock(slot int32) {
+	e := &s.slots[slot]
+	if e.waits--; e.waits == 0 && e.state == envWaiting {
+		s.makeReady(slot)
 	}
 }
 

@@ -166,6 +166,35 @@ func TestSchedulerKeepsOrderOfEnvelopesToOneKey(t *testing.T) {
 	}
 }
 
+func TestSchedulerEnvelopeQueuedAfterAKeyLetsThatKeysLaterEnvelopesPass(t *testing.T) {
+	s := mustScheduler(t, testConfig(1<<20))
+	before := mustEnqueue(t, s, stApp, 1, 150)
+	large, err := s.EnqueueAfter(stApp, 9, 1, make([]byte, 300))
+	if err != nil {
+		t.Fatal(err)
+	}
+	later := mustEnqueue(t, s, stApp, 1, 150)
+	same := mustEnqueue(t, s, stApp, 9, 10)
+	frames, _ := drain(t, s, t0)
+	var order []Handle
+	for _, f := range frames {
+		if f.Last {
+			order = append(order, f.Handle)
+		}
+		if f.Handle == large && f.First {
+			for _, g := range frames {
+				if g.Handle == before && g.Last && g.StreamOffset > f.StreamOffset {
+					t.Fatalf("frames = %s; want the large envelope to start only after the envelope queued before it on key 1", describe(frames))
+				}
+			}
+		}
+	}
+	want := []Handle{before, later, large, same}
+	if fmt.Sprint(order) != fmt.Sprint(want) {
+		t.Fatalf("frames = %s; want key 1's envelopes done first (the later one not waiting for the large one), then the large one, then the small one behind it on key 9", describe(frames))
+	}
+}
+
 func TestSchedulerOrdersKeysPerStreamOnly(t *testing.T) {
 	s := mustScheduler(t, testConfig(1<<20))
 	mustEnqueue(t, s, stApp, 7, 300)
@@ -370,6 +399,9 @@ type modelEnvelope struct {
 	cancel   CancelResult
 	aborts   int
 	afterEnd int // frames written after it was done
+	// follows lists the envelopes of its after key that were queued
+	// before it (EnqueueAfter): it starts only once they are done.
+	follows []*modelEnvelope
 }
 
 type schedModel struct {
@@ -385,6 +417,11 @@ type schedModel struct {
 func (m *schedModel) ready(e *modelEnvelope) bool {
 	if e.done {
 		return false
+	}
+	for _, o := range e.follows {
+		if !o.done {
+			return false
+		}
 	}
 	for _, o := range m.envs {
 		if o == e {
@@ -492,7 +529,21 @@ func TestSchedulerProperties(t *testing.T) {
 				st := rapid.SampledFrom([]StreamID{stControl, stMembership, stApp, stRepl}).Draw(t, "stream")
 				size := rapid.IntRange(0, 450).Draw(t, "size")
 				e := &modelEnvelope{stream: st, class: classes[st], key: rapid.Uint64Range(0, 3).Draw(t, "key"), size: size}
-				e.h = mustEnqueue(t, m.s, st, e.key, size)
+				if rapid.Bool().Draw(t, "after") {
+					after := rapid.Uint64Range(0, 3).Draw(t, "after key")
+					for _, o := range m.envs {
+						if !o.done && o.stream == st && o.key == after && after != e.key {
+							e.follows = append(e.follows, o)
+						}
+					}
+					h, err := m.s.EnqueueAfter(st, e.key, after, make([]byte, size))
+					if err != nil {
+						t.Fatalf("EnqueueAfter: %v", err)
+					}
+					e.h = h
+				} else {
+					e.h = mustEnqueue(t, m.s, st, e.key, size)
+				}
 				m.envs = append(m.envs, e)
 				m.byHandle[e.h] = e
 			case 2:
