@@ -332,6 +332,9 @@ func (e *localEndpoint) Post(ring.NodeID, transport.StreamID, uint64, []byte) er
 func (e *localEndpoint) Send(context.Context, ring.NodeID, transport.StreamID, uint64, []byte) (*transport.Receipt, error) {
 	return nil, errLocal
 }
+func (e *localEndpoint) SendAfter(context.Context, ring.NodeID, transport.StreamID, uint64, uint64, []byte) (*transport.Receipt, error) {
+	return nil, errLocal
+}
 func (e *localEndpoint) SendWait(context.Context, ring.NodeID, transport.StreamID, uint64, []byte) (*transport.Receipt, error) {
 	return nil, errLocal
 }
