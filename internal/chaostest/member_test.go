@@ -27,11 +27,14 @@ type (
 		Old, New int
 		actor.Reply[regMsg, bool]
 	}
+	// regWhere answers the member serving the register.
+	regWhere struct{ actor.Reply[regMsg, string] }
 )
 
 func (regRead) regMsg()  {}
 func (regWrite) regMsg() {}
 func (regCAS) regMsg()   {}
+func (regWhere) regMsg() {}
 
 var register = actor.Define("register", func(c *actor.Context[int, regMsg], m regMsg) error {
 	switch m := m.(type) {
@@ -46,9 +49,11 @@ var register = actor.Define("register", func(c *actor.Context[int, regMsg], m re
 		}
 		c.SetState(m.New)
 		return actor.Respond(c, m, true)
+	case regWhere:
+		return actor.Respond(c, m, c.Member())
 	}
 	return nil
-}, actor.WithReplicas(3, actor.WriteMajority)).WithMessages(regRead{}, regWrite{}, regCAS{})
+}, actor.WithReplicas(3, actor.WriteMajority)).WithMessages(regRead{}, regWrite{}, regCAS{}, regWhere{})
 
 // A tally counts increments, replicated like a register: each answer is
 // the count after the increment, so the highest answer a client got is a
@@ -80,6 +85,11 @@ const (
 	envDataDir = "TROUPE_CHAOS_DATA"
 	envSync    = "TROUPE_CHAOS_SYNC" // "1": fsync before acknowledging
 	envLog     = "TROUPE_CHAOS_LOG"  // set: members log at Info to stderr
+	// envProbe names a register the member itself reads and writes every
+	// few milliseconds through its own system, printing each outcome as
+	// "probe <op> <call> <return> <value> <ok>" (times in Unix
+	// nanoseconds; a write's value is unique to this member).
+	envProbe = "TROUPE_CHAOS_PROBE"
 )
 
 const clusterName = "chaos"
@@ -121,11 +131,59 @@ func runMember() int {
 		return fail(err)
 	}
 	fmt.Printf("ready %s\n", s.Addr())
+	stopProbe := make(chan struct{})
+	probed := make(chan struct{})
+	if key := os.Getenv(envProbe); key != "" {
+		go func() {
+			defer close(probed)
+			probe(s, key, stopProbe)
+		}()
+	} else {
+		close(probed)
+	}
 	io.Copy(io.Discard, os.Stdin)
+	close(stopProbe)
+	<-probed
 	cctx, ccancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer ccancel()
 	if err := s.Close(cctx); err != nil {
 		return fail(err)
 	}
 	return 0
+}
+
+// probe reads and writes the register key through s until stop closes,
+// printing each outcome for the parent's history. Its writes carry values
+// from the member's start time up, so no other client writes them.
+func probe(s *system.System, key string, stop <-chan struct{}) {
+	ref := register.Ref(s, key)
+	next := int(time.Now().UnixNano() % 1_000_000_000 * 1000)
+	for i := 0; ; i++ {
+		select {
+		case <-stop:
+			return
+		default:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		call := time.Now().UnixNano()
+		var err error
+		var v int
+		op := "read"
+		if i%2 == 0 {
+			v, err = actor.Ask(ctx, ref, regRead{})
+		} else {
+			op, v = "write", next
+			next++
+			_, err = actor.Ask(ctx, ref, regWrite{V: v})
+		}
+		cancel()
+		fmt.Printf("probe %s %d %d %d %v\n", op, call, time.Now().UnixNano(), v, err == nil)
+		pause := time.NewTimer(10 * time.Millisecond)
+		select {
+		case <-stop:
+			pause.Stop()
+			return
+		case <-pause.C:
+		}
+	}
 }

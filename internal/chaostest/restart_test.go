@@ -24,13 +24,24 @@ type loopCluster struct {
 	addrs []string
 	dirs  []string
 	sync  bool
-	procs []*proctest.Proc
+	// probe, if set, is the register every member probes (envProbe);
+	// onProbe gets each probe line with the member's index.
+	probe   string
+	onProbe func(member int, line string)
+	procs   []*proctest.Proc
 	c     *client.Client
 }
 
 func startLoopCluster(t *testing.T, n int, sync bool) *loopCluster {
 	t.Helper()
-	lc := &loopCluster{t: t, addrs: proctest.FreeLoopback(t, n), sync: sync, procs: make([]*proctest.Proc, n)}
+	return startLoopClusterWith(t, &loopCluster{sync: sync}, n)
+}
+
+// startLoopClusterWith starts lc (sync, probe and onProbe set) with n
+// members.
+func startLoopClusterWith(t *testing.T, lc *loopCluster, n int) *loopCluster {
+	t.Helper()
+	lc.t, lc.addrs, lc.procs = t, proctest.FreeLoopback(t, n), make([]*proctest.Proc, n)
 	for i := range n {
 		lc.dirs = append(lc.dirs, filepath.Join(t.TempDir(), "member"+strconv.Itoa(i)))
 	}
@@ -58,7 +69,16 @@ func (lc *loopCluster) start(i int) {
 	if lc.sync {
 		env = append(env, envSync+"=1")
 	}
-	lc.procs[i] = proctest.Start(lc.t, proctest.Spec{Role: "member", Env: env})
+	spec := proctest.Spec{Role: "member", Env: env}
+	if lc.probe != "" {
+		spec.Env = append(spec.Env, envProbe+"="+lc.probe)
+		spec.OnLine = func(line string) {
+			if strings.HasPrefix(line, "probe ") {
+				lc.onProbe(i, line)
+			}
+		}
+	}
+	lc.procs[i] = proctest.Start(lc.t, spec)
 }
 
 func (lc *loopCluster) waitAlive(n int) {

@@ -1,0 +1,154 @@
+package chaostest
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+	"github.com/troupe-go/troupe/actor"
+)
+
+// TestAPausedOwnerGetsNoWriteAcknowledgedAndServesNoStaleRead pauses the
+// owner of a register (SIGSTOP) past DeadAfter while a client writes it
+// through the new owner, then resumes it. Every member, the paused one
+// included, probes the register through its own system all along: the
+// resumed owner, whose view still says it owns the key, must neither get
+// a write acknowledged on its old epoch nor answer a read from the state
+// it held before the pause. Porcupine checks the probes' and the client's
+// operations together (times are the machine's wall clock, shared by the
+// processes).
+func TestAPausedOwnerGetsNoWriteAcknowledgedAndServesNoStaleRead(t *testing.T) {
+	const members = 3
+	const key = "paused"
+	var mu sync.Mutex
+	var ops []porcupine.Operation
+	record := func(in regInput, out regOutput, call, ret int64) {
+		mu.Lock()
+		ops = append(ops, porcupine.Operation{ClientId: len(ops), Input: in, Output: out, Call: call, Return: ret})
+		mu.Unlock()
+	}
+	var resumed, afterResume sync.Map // member -> unix nanos; member -> probes called after it
+	lc := &loopCluster{probe: key}
+	lc.onProbe = func(member int, line string) {
+		f := strings.Fields(line) // probe op call return value ok
+		if len(f) != 6 {
+			return
+		}
+		call, _ := strconv.ParseInt(f[2], 10, 64)
+		ret, _ := strconv.ParseInt(f[3], 10, 64)
+		v, _ := strconv.Atoi(f[4])
+		ok := f[5] == "true"
+		if at, was := resumed.Load(member); was && call > at.(int64) {
+			n, _ := afterResume.LoadOrStore(member, new(int))
+			*n.(*int)++
+		}
+		switch {
+		case f[1] == "read" && ok:
+			record(regInput{key: key, op: opRead}, regOutput{value: v}, call, ret)
+		case f[1] == "write" && ok:
+			record(regInput{key: key, op: opWrite, new: v}, regOutput{}, call, ret)
+		case f[1] == "write":
+			record(regInput{key: key, op: opWrite, new: v}, regOutput{unknown: true}, call, math.MaxInt64)
+		}
+	}
+	startLoopClusterWith(t, lc, members)
+	ref := register.Ref(lc.c, key)
+	write := func(v int, limit time.Duration) error {
+		ctx, cancel := context.WithTimeout(t.Context(), limit)
+		defer cancel()
+		call := time.Now().UnixNano()
+		_, err := actor.Ask(ctx, ref, regWrite{V: v})
+		if err != nil {
+			record(regInput{key: key, op: opWrite, new: v}, regOutput{unknown: true}, call, math.MaxInt64)
+			return err
+		}
+		record(regInput{key: key, op: opWrite, new: v}, regOutput{}, call, time.Now().UnixNano())
+		return nil
+	}
+	if err := write(1, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	where, err := actor.Ask(ctx, ref, regWhere{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	owner := -1
+	for i, a := range lc.addrs {
+		if a == where {
+			owner = i
+		}
+	}
+	if owner < 0 {
+		t.Fatalf("the register is served by %q, not one of %v", where, lc.addrs)
+	}
+	if err := lc.procs[owner].Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	// Past DeadAfter the others hold the owner dead, and the client's
+	// writes reach the new owner.
+	v := 2
+	deadline := time.Now().Add(time.Minute)
+	for write(v, time.Second) != nil {
+		if time.Now().After(deadline) {
+			t.Fatal("no write went through while the owner was paused")
+		}
+		v++
+	}
+	for range 5 {
+		v++
+		if err := write(v, time.Second); err != nil {
+			t.Logf("a write while the owner is paused: %v", err)
+		}
+	}
+	resumed.Store(owner, time.Now().UnixNano())
+	if err := lc.procs[owner].Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	// Let the resumed owner probe for a while, with its stale view first.
+	systemWait := time.NewTimer(3 * time.Second)
+	<-systemWait.C
+	v++
+	if err := write(v, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	for i := range members {
+		_ = lc.procs[i].Stop()
+	}
+	n, _ := afterResume.Load(owner)
+	if n == nil || *n.(*int) == 0 {
+		t.Fatal("the resumed owner probed nothing: the test shows nothing")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	t.Logf("owner %s paused; it probed %d times after resuming; %d operations in all", where, *n.(*int), len(ops))
+	res, info := porcupine.CheckOperationsVerbose(registerModel, ops, time.Minute)
+	switch res {
+	case porcupine.Ok:
+	case porcupine.Illegal:
+		name := fmt.Sprintf("%s/troupe-paused-owner-%d.html", os.TempDir(), time.Now().UnixNano())
+		_ = visualize(info, name)
+		t.Fatalf("the history is not linearizable: the resumed owner acknowledged a write or served a stale read (%s)", name)
+	default:
+		t.Fatal("porcupine could not decide within its time limit")
+	}
+}
+
+// visualize draws a history porcupine rejected, for the failure message.
+func visualize(info porcupine.LinearizationInfo, name string) error {
+	f, err := os.Create(name)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return porcupine.Visualize(registerModel, info, f)
+}
