@@ -29,7 +29,7 @@ type loopCluster struct {
 	probe   string
 	onProbe func(member int, line string)
 	procs   []*proctest.Proc
-	c     *client.Client
+	c       *client.Client
 }
 
 func startLoopCluster(t *testing.T, n int, sync bool) *loopCluster {
