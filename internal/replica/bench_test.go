@@ -1,7 +1,10 @@
 package replica
 
 import (
+	"fmt"
 	"testing"
+
+	"github.com/troupe-go/troupe/ring"
 
 	"github.com/troupe-go/troupe/replication"
 )
@@ -45,5 +48,47 @@ func BenchmarkEncodeDecodeAccept(b *testing.B) {
 		if _, err := Decode(buf); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkMajorityWriteManyKeys is BenchmarkMajorityWrite over 10,000
+// keys written in turn, as a loaded node sees them: the core's per-key
+// maps no longer fit in cache, so each lookup costs a miss.
+func BenchmarkMajorityWriteManyKeys(b *testing.B) {
+	ids := []ring.NodeID{{Addr: "n0", Incarnation: 1}, {Addr: "n1", Incarnation: 1}, {Addr: "n2", Incarnation: 1}}
+	cores := map[ring.NodeID]*Core{}
+	for _, id := range ids {
+		cores[id] = New(id, Counting)
+	}
+	var net []Message
+	deliver := func() {
+		for len(net) > 0 {
+			m := net[0]
+			net = net[1:]
+			to := cores[m.To]
+			to.Step(m)
+			net = append(net, to.Ready().Messages...)
+		}
+	}
+	owner := cores[ids[0]]
+	keys := make([]Key, 10000)
+	for i := range keys {
+		keys[i] = Key{Type: "counter", ID: fmt.Sprintf("key-%d", i)}
+		if err := owner.Acquire(keys[i], ids, replication.Majority); err != nil {
+			b.Fatal(err)
+		}
+		net = append(net, owner.Ready().Messages...)
+		deliver()
+	}
+	value := make([]byte, 64)
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		if _, err := owner.Write(keys[i%len(keys)], stateSlot, value, false); err != nil {
+			b.Fatal(err)
+		}
+		i++
+		net = append(net, owner.Ready().Messages...)
+		deliver()
 	}
 }

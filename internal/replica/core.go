@@ -41,9 +41,41 @@ func (r Ready) IsEmpty() bool {
 	return len(r.Persist) == 0 && len(r.Messages) == 0 && len(r.Done) == 0 && len(r.Failed) == 0 && len(r.Changes) == 0
 }
 
-type recordKey struct {
-	key  Key
-	slot Slot
+// keyState is what the core holds for one key as a replica, together so
+// that a message costs one map lookup (the maps are large; each lookup is
+// a cache miss).
+type keyState struct {
+	promised Epoch
+	maxTerm  uint64 // the highest term seen for the key
+	// records holds one record per slot, in the order first stored. A
+	// key has a handful of slots (its state and a few continuity
+	// records), so a scan beats a map.
+	records []Record
+}
+
+// find returns the index of the record in slot, or -1.
+func (ks *keyState) find(slot Slot) int {
+	for i := range ks.records {
+		if ks.records[i].Kind == slot.Kind && ks.records[i].Name == slot.Name {
+			return i
+		}
+	}
+	return -1
+}
+
+// store keeps r unless the record held in its slot is as new; it
+// reports whether r was kept.
+func (ks *keyState) store(r Record) bool {
+	i := ks.find(r.Slot())
+	if i < 0 {
+		ks.records = append(ks.records, r)
+		return true
+	}
+	if r.newer(ks.records[i]) {
+		ks.records[i] = r
+		return true
+	}
+	return false
 }
 
 // Core is one node's replication state: the replica's promises and records
@@ -54,11 +86,7 @@ type Core struct {
 	// receiving lists the ranges this replica is still receiving.
 	receiving []ring.Range
 
-	promised map[Key]Epoch
-	records  map[recordKey]Record
-	// slots lists, per key, the slots the replica holds, so a promise can
-	// carry them without scanning every record.
-	slots map[Key][]Slot
+	keys map[Key]*keyState
 
 	owned map[Key]*ownership
 	// waiting lists the owned keys with something unanswered (promises,
@@ -67,11 +95,10 @@ type Core struct {
 	// ticks counts Tick calls; what was sent at tick t is sent again
 	// from tick t+2 on, so a message is not repeated before it had a
 	// whole tick period to be answered.
-	ticks   uint64
-	maxTerm map[Key]uint64
-	ticket  Ticket
-	local   []Message
-	ready   Ready
+	ticks  uint64
+	ticket Ticket
+	local  []Message
+	ready  Ready
 }
 
 // Start says whether a new core counts toward quorums at once.
@@ -92,13 +119,10 @@ const (
 // receiving the whole ring as start says.
 func New(self ring.NodeID, start Start) *Core {
 	c := &Core{
-		self:     self,
-		promised: make(map[Key]Epoch),
-		records:  make(map[recordKey]Record),
-		slots:    make(map[Key][]Slot),
-		owned:    make(map[Key]*ownership),
-		waiting:  make(map[Key]struct{}),
-		maxTerm:  make(map[Key]uint64),
+		self:    self,
+		keys:    make(map[Key]*keyState),
+		owned:   make(map[Key]*ownership),
+		waiting: make(map[Key]struct{}),
 	}
 	if start == Receiving {
 		c.receiving = []ring.Range{{}}
@@ -153,25 +177,18 @@ func (c *Core) Received(g ring.Range) { c.receiving = subtractRange(c.receiving,
 func (c *Core) CatchUp(recs ...Record) {
 	for _, r := range recs {
 		if r.Kind == KindPromise {
-			if r.Epoch.Compare(c.promised[r.Key]) > 0 {
-				c.promised[r.Key] = r.Epoch
+			ks := c.state(r.Key)
+			if r.Epoch.Compare(ks.promised) > 0 {
+				ks.promised = r.Epoch
 				c.ready.Persist = append(c.ready.Persist, Record{Key: r.Key, Kind: KindPromise, Epoch: r.Epoch})
 			}
-			if r.Epoch.Term > c.maxTerm[r.Key] {
-				c.maxTerm[r.Key] = r.Epoch.Term
-			}
+			ks.maxTerm = max(ks.maxTerm, r.Epoch.Term)
 			continue
 		}
 		if r.Kind > maxKind {
 			continue
 		}
-		rk := recordKey{r.Key, r.Slot()}
-		old, ok := c.records[rk]
-		if !ok {
-			c.slots[r.Key] = append(c.slots[r.Key], r.Slot())
-		}
-		if !ok || r.newer(old) {
-			c.records[rk] = r
+		if c.state(r.Key).store(r) {
 			c.ready.Persist = append(c.ready.Persist, r)
 		}
 	}
@@ -190,30 +207,43 @@ func (c *Core) counts(k Key) bool {
 // before anything else.
 func (c *Core) Restore(recs ...Record) {
 	for _, r := range recs {
+		ks := c.state(r.Key)
 		if r.Kind == KindPromise {
-			if r.Epoch.Compare(c.promised[r.Key]) > 0 {
-				c.promised[r.Key] = r.Epoch
+			if r.Epoch.Compare(ks.promised) > 0 {
+				ks.promised = r.Epoch
 			}
 			continue
 		}
-		rk := recordKey{r.Key, r.Slot()}
-		old, ok := c.records[rk]
-		if !ok {
-			c.slots[r.Key] = append(c.slots[r.Key], r.Slot())
-		}
-		if !ok || r.newer(old) {
-			c.records[rk] = r
-		}
+		ks.store(r)
 	}
 }
 
 // Promised returns the newest epoch this replica promised for k.
-func (c *Core) Promised(k Key) Epoch { return c.promised[k] }
+func (c *Core) Promised(k Key) Epoch {
+	if ks := c.keys[k]; ks != nil {
+		return ks.promised
+	}
+	return Epoch{}
+}
 
 // Stored returns the record in slot the replica holds for k.
 func (c *Core) Stored(k Key, slot Slot) (Record, bool) {
-	r, ok := c.records[recordKey{k, slot}]
-	return r, ok
+	if ks := c.keys[k]; ks != nil {
+		if i := ks.find(slot); i >= 0 {
+			return ks.records[i], true
+		}
+	}
+	return Record{}, false
+}
+
+// state returns what the core holds for k, creating it.
+func (c *Core) state(k Key) *keyState {
+	ks := c.keys[k]
+	if ks == nil {
+		ks = &keyState{}
+		c.keys[k] = ks
+	}
+	return ks
 }
 
 // Ready returns what the driver must do and forgets it.
@@ -256,15 +286,14 @@ func (c *Core) Step(m Message) {
 }
 
 func (c *Core) step(m Message) {
-	if m.Epoch.Term > c.maxTerm[m.Key] {
-		c.maxTerm[m.Key] = m.Epoch.Term
-	}
+	ks := c.state(m.Key)
+	ks.maxTerm = max(ks.maxTerm, m.Epoch.Term)
 	switch m.Type {
 	case MsgPrepare, MsgAccept, MsgCheck:
-		c.replicaStep(m)
+		c.replicaStep(ks, m)
 	case MsgPromise, MsgAccepted, MsgChecked, MsgRefuse:
-		if m.Type == MsgRefuse && m.Promised.Term > c.maxTerm[m.Key] {
-			c.maxTerm[m.Key] = m.Promised.Term
+		if m.Type == MsgRefuse {
+			ks.maxTerm = max(ks.maxTerm, m.Promised.Term)
 		}
 		if o := c.owned[m.Key]; o != nil && o.epoch == m.Epoch {
 			c.ownerStep(o, m)
@@ -275,38 +304,31 @@ func (c *Core) step(m Message) {
 // replicaStep applies the replica's rules: refuse an epoch older than the
 // promised one and name the newer; otherwise raise the promise to it
 // (durably, before answering) and answer.
-func (c *Core) replicaStep(m Message) {
-	p := c.promised[m.Key]
+func (c *Core) replicaStep(ks *keyState, m Message) {
+	p := ks.promised
 	if m.Epoch.Compare(p) < 0 {
 		c.send(Message{Type: MsgRefuse, To: m.From, Key: m.Key, Epoch: m.Epoch, Promised: p})
 		return
 	}
 	if m.Epoch.Compare(p) > 0 {
-		c.promised[m.Key] = m.Epoch
+		ks.promised = m.Epoch
 		c.ready.Persist = append(c.ready.Persist, Record{Key: m.Key, Kind: KindPromise, Epoch: m.Epoch})
 	}
 	reply := Message{To: m.From, Key: m.Key, Epoch: m.Epoch, Counted: c.counts(m.Key)}
 	switch m.Type {
 	case MsgPrepare:
 		reply.Type = MsgPromise
-		for _, slot := range c.slots[m.Key] {
-			reply.Records = append(reply.Records, c.records[recordKey{m.Key, slot}])
-		}
+		// A copy: the reply must not change when the records do.
+		reply.Records = slices.Clone(ks.records)
 	case MsgAccept:
 		if len(m.Records) != 1 || m.Records[0].Epoch != m.Epoch || m.Records[0].Kind == KindPromise || m.Records[0].Kind > maxKind {
 			return
 		}
 		r := m.Records[0]
 		r.Key = m.Key
-		rk := recordKey{m.Key, r.Slot()}
-		old, ok := c.records[rk]
-		if !ok {
-			c.slots[m.Key] = append(c.slots[m.Key], r.Slot())
-		}
 		// An older record of this epoch arriving late is covered by the
 		// newer one held: the owner's writes replace the whole record.
-		if !ok || r.newer(old) {
-			c.records[rk] = r
+		if ks.store(r) {
 			c.ready.Persist = append(c.ready.Persist, r)
 		}
 		reply.Type = MsgAccepted
@@ -438,12 +460,13 @@ func (c *Core) AcquireWith(k Key, replicas []ring.NodeID, level replication.Leve
 		// the key is acquired again as asked.
 		c.stepDown(o, Epoch{})
 	}
-	seen := max(c.maxTerm[k], c.promised[k].Term)
+	ks := c.state(k)
+	seen := max(ks.maxTerm, ks.promised.Term)
 	if seen == math.MaxUint64 {
 		return ErrTermExhausted
 	}
 	term := seen + 1
-	c.maxTerm[k] = term
+	ks.maxTerm = term
 	o := &ownership{
 		key:      k,
 		replicas: set,

@@ -14,6 +14,12 @@ import (
 	"github.com/troupe-go/troupe/ring"
 )
 
+// recordKey is a record's place in what a simulated driver persisted.
+type recordKey struct {
+	key  Key
+	slot Slot
+}
+
 // simNode is one node of the simulation: its core, what its driver
 // persisted, and whether it is paused or receiving its ranges.
 type simNode struct {
@@ -176,7 +182,8 @@ func (s *sim) apply(n *simNode) {
 			delete(s.previous, ch.Key)
 		}
 	}
-	for k, e := range n.core.promised {
+	for k, ks := range n.core.keys {
+		e := ks.promised
 		if !n.wiped && e.Compare(n.seen[k]) < 0 {
 			s.tb.Fatalf("%s: promised epoch for %v went back from %v to %v", n.id, k, n.seen[k], e)
 		}

@@ -68,6 +68,9 @@ type session struct {
 	t    *Transport
 	key  string
 	addr string // advertised address; empty for a client
+	// client is the identity a client's session was made for (key is
+	// made from it); zero for a peer's session.
+	client ring.NodeID
 
 	mu    sync.Mutex
 	ready [NumStreams]*sync.Cond // signals each stream's deliverer

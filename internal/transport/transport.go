@@ -91,14 +91,18 @@ type Transport struct {
 	// one peer at a time (an ask and its reply), and the check spares the
 	// lock and the map's string hash. Cleared when that session is removed
 	// and at Close; it never holds a client's session (no address).
-	last      atomic.Pointer[session]
-	lns       map[net.Listener]struct{}
-	closed    bool
-	rng       *rand.Rand
-	listeners []func(PeerEvent)
-	events    []PeerEvent
-	emitting  bool
-	notes     dialNotes // under mu
+	last atomic.Pointer[session]
+	// lastClient is last for clients, matched by identity: a node's
+	// replies to a client would otherwise build the client's session key
+	// (a string with its incarnation) for each send.
+	lastClient atomic.Pointer[session]
+	lns        map[net.Listener]struct{}
+	closed     bool
+	rng        *rand.Rand
+	listeners  []func(PeerEvent)
+	events     []PeerEvent
+	emitting   bool
+	notes      dialNotes // under mu
 
 	tune tuning // set by New; tests change it before the first connection
 	// posted are the receipts of envelopes sent with Post, which nobody
@@ -279,6 +283,9 @@ func (t *Transport) Serve(ln net.Listener) error {
 func (t *Transport) sessionFor(id ring.NodeID, create bool) (*session, error) {
 	key := id.Addr
 	if key == "" {
+		if s := t.lastClient.Load(); s != nil && s.client == id {
+			return s, nil
+		}
 		key = "client/" + id.String()
 	} else if s := t.last.Load(); s != nil && s.key == key {
 		return s, nil
@@ -289,14 +296,21 @@ func (t *Transport) sessionFor(id ring.NodeID, create bool) (*session, error) {
 		return nil, wire.ErrClosed
 	}
 	if s := t.sessions[key]; s != nil || !create {
-		if s != nil && id.Addr != "" {
+		switch {
+		case s == nil:
+		case id.Addr != "":
 			t.last.Store(s)
+		default:
+			t.lastClient.Store(s)
 		}
 		return s, nil
 	}
 	s, err := newSession(t, key, id.Addr)
 	if err != nil {
 		return nil, err
+	}
+	if id.Addr == "" {
+		s.client = id
 	}
 	t.sessions[key] = s
 	for st := range StreamID(NumStreams) {
@@ -315,6 +329,7 @@ func (s *session) removeLocked() {
 		delete(t.sessions, s.key)
 	}
 	t.last.CompareAndSwap(s, nil)
+	t.lastClient.CompareAndSwap(s, nil)
 	t.mu.Unlock()
 	s.removed = true
 	s.wakeDeliverersLocked()
@@ -586,6 +601,7 @@ func (t *Transport) Close() error {
 	}
 	t.closed = true
 	t.last.Store(nil)
+	t.lastClient.Store(nil)
 	for ln := range t.lns {
 		ln.Close()
 	}
