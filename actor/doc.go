@@ -194,9 +194,7 @@
 //   - A stored timer is set again only when its key is next activated: a
 //     failover or restart does not itself activate keys with timers.
 //   - Output commit holds a Tell only when it is given the handler's
-//     Context itself, not a context derived from it; and a Deferred reply
-//     resolved later is not held on the state of the message that
-//     resolves it.
+//     Context itself, not a context derived from it.
 //   - A failure's cause crosses nodes as its text only (sentinels of this
 //     package still match); declare the errors callers test for.
 package actor

@@ -215,6 +215,11 @@ type extra[M any] struct {
 	// deferred holds the asks whose replies handlers deferred, so Close
 	// can fail those still open.
 	deferred []replier
+
+	// handling is set while a durable cell handles a message; held are
+	// the deferred replies given meanwhile, which wait for its commit.
+	handling bool
+	held     []heldReply
 }
 
 // timerEntry is a live timer: when it fires next, its period (0: once)
@@ -558,6 +563,9 @@ func (c *cell[S, M, C]) handleBatch(ctx *Context[S, M, C], work []envelope[M], r
 				c.mu.Unlock()
 			}
 			var panicked bool
+			if durable {
+				c.handling()
+			}
 			panicked, err = c.invoke(ctx, e, def)
 			if durable {
 				err = c.settle(ctx, e, err)

@@ -154,23 +154,30 @@ const answerMargin = 50 * time.Millisecond
 
 // settle ends a message of a durable kind: it commits what the message
 // changed and fails an unanswered ask if that failed; a lost or deleted
-// key's activation ends (resigning it). err is the handler's error,
-// returned as it is unless the activation could not start.
+// key's activation ends (resigning it). The deferred replies held while
+// the message ran leave once the commit succeeded, or fail with its
+// error. err is the handler's error, returned as it is unless the
+// activation could not start.
 func (c *cell[S, M, C]) settle(ctx *Context[S, M, C], e *envelope[M], err error) error {
 	if serr := ctx.startErr; serr != nil {
 		ctx.startErr = nil
 		if e.slot != nil {
 			e.slot.fail(serr)
 		}
+		c.releaseHeld(serr)
 		return serr
 	}
 	if !c.started {
+		c.releaseHeld(nil)
 		return err // ended by the handler (a failure restarts it)
 	}
-	cerr := ctx.commit(false)
+	// A reply held for this message is an answer: like one given with
+	// Respond, it first confirms this node still owns the key.
+	cerr := ctx.commit(c.holds())
 	if cerr != nil && e.slot != nil {
 		e.slot.fail(cerr)
 	}
+	c.releaseHeld(cerr)
 	deleted := ctx.deleted
 	ctx.dirty, ctx.confirmed, ctx.deleted, ctx.erased, ctx.lost = false, false, false, false, nil
 	switch {
@@ -183,6 +190,59 @@ func (c *cell[S, M, C]) settle(ctx *Context[S, M, C], e *envelope[M], err error)
 		c.end("deleted")
 	}
 	return err
+}
+
+// heldReply is a deferred reply given while its durable cell handled a
+// message: answer gives it, fail replaces it with an error.
+type heldReply struct {
+	answer func()
+	fail   func(error) bool
+}
+
+// handling marks the start of a durable message: deferred replies given
+// until settle wait for its commit.
+func (c *cell[S, M, C]) handling() {
+	c.mu.Lock()
+	c.ext().handling = true
+	c.mu.Unlock()
+}
+
+// holdReply implements replyHolder: while the cell handles a message, r
+// waits for its commit (whichever goroutine resolved it: the state it
+// was taken from may be the message's, not yet stored).
+func (c *cell[S, M, C]) holdReply(r heldReply) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.x == nil || !c.x.handling {
+		return false
+	}
+	c.x.held = append(c.x.held, r)
+	return true
+}
+
+// holds reports whether a deferred reply waits for the message's commit.
+func (c *cell[S, M, C]) holds() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.x != nil && len(c.x.held) > 0
+}
+
+// releaseHeld ends the message's hold: its held replies leave, or with
+// err fail with it.
+func (c *cell[S, M, C]) releaseHeld(err error) {
+	c.mu.Lock()
+	var held []heldReply
+	if x := c.x; x != nil {
+		held, x.held, x.handling = x.held, nil, false
+	}
+	c.mu.Unlock()
+	for _, r := range held {
+		if err != nil {
+			r.fail(err)
+		} else {
+			r.answer()
+		}
+	}
 }
 
 // load acquires the key of a starting activation and reads its stored
