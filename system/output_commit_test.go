@@ -141,3 +141,14 @@ func TestADeferredReplyWaitsForTheStateOfTheMessageThatResolvesIt(t *testing.T) 
 		t.Fatalf("a deferred reply resolved with a state that missed its level: %d, %v; want ErrUnavailable", got.n, got.err)
 	}
 }
+
+func TestADeclaredErrorFromAnOwnerThatCannotConfirmTheKeyIsNotSent(t *testing.T) {
+	ref, _, _, _, cut := gatedCluster(t)
+	cut()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	got, err := actor.Ask(ctx, ref, GCheck{Min: 100})
+	if !errors.Is(err, actor.ErrUnavailable) {
+		t.Fatalf("a declared error answered by an owner that cannot reach a majority of its replicas: %d, %v; want ErrUnavailable", got, err)
+	}
+}

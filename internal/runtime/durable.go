@@ -18,7 +18,8 @@ import (
 // earlier owner) and reads the stored record: the state and the timers
 // it had set, or, with no record, WithInit's state. The commit point stays
 // SetState and Update, and output commit holds: before anything a handler
-// sends leaves (Tell, Ask, Pipe, a reply) and at the end of each message,
+// sends leaves (Tell, Ask, Pipe, a reply, a declared error or a deferred
+// reply given meanwhile) and at the end of each message,
 // the Context writes the state if the message changed it, blocking the
 // handler until the key's write level is met or the message's deadline
 // passes. An output of a message that changed nothing first confirms,
@@ -171,9 +172,11 @@ func (c *cell[S, M, C]) settle(ctx *Context[S, M, C], e *envelope[M], err error)
 		c.releaseHeld(nil)
 		return err // ended by the handler (a failure restarts it)
 	}
-	// A reply held for this message is an answer: like one given with
-	// Respond, it first confirms this node still owns the key.
-	cerr := ctx.commit(c.holds())
+	// An answer still to leave (a declared error, a failure, a held
+	// deferred reply) is an output like a reply given with Respond: it
+	// first confirms that this node still owns the key.
+	answer := e.slot != nil && !e.slot.settled()
+	cerr := ctx.commit(answer || c.holds())
 	if cerr != nil && e.slot != nil {
 		e.slot.fail(cerr)
 	}
