@@ -203,6 +203,10 @@ type extra[M any] struct {
 	// timersChanged is set when a timer fired once and left the record
 	// of a durable key: the next commit writes it.
 	timersChanged bool
+	// timersStopped is set when Close or a move stopped a durable key's
+	// timers: they no longer fire, but stay in the record that a message
+	// still handled commits.
+	timersStopped bool
 	failures      int
 	restartT      *time.Timer
 
@@ -830,7 +834,7 @@ func (c *cell[S, M, C]) passivatable(idleBefore, now time.Time) bool {
 	if c.gone || c.running || c.backoff || c.queuedLocked() != 0 {
 		return false
 	}
-	if x := c.x; x != nil && (len(x.timers) > 0 || x.runActive || x.runT != nil) {
+	if x := c.x; x != nil && ((len(x.timers) > 0 && !x.timersStopped) || x.runActive || x.runT != nil) {
 		return false
 	}
 	if idleBefore.IsZero() {
@@ -867,12 +871,15 @@ func (c *cell[S, M, C]) armTimer(name string, d, period time.Duration, msg M) {
 	}
 	e := &timerEntry[M]{due: time.Now().Add(d), period: period, msg: msg}
 	e.t = time.AfterFunc(d, func() { c.fire(name, e) })
+	if x.timersStopped {
+		e.t.Stop() // kept for the record only
+	}
 	x.timers[name] = e
 }
 
 func (c *cell[S, M, C]) fire(name string, e *timerEntry[M]) {
 	c.mu.Lock()
-	if c.gone || c.x == nil || c.x.timers[name] != e {
+	if c.gone || c.x == nil || c.x.timersStopped || c.x.timers[name] != e {
 		c.mu.Unlock()
 		return
 	}
@@ -901,13 +908,33 @@ func (c *cell[S, M, C]) cancelTimer(name string) bool {
 	return true
 }
 
+// stopTimersLocked stops the activation's timers and forgets them; c.mu
+// held.
 func (c *cell[S, M, C]) stopTimersLocked() {
 	if c.x == nil {
 		return
 	}
+	c.x.timersStopped = false
 	for name, e := range c.x.timers {
 		e.t.Stop()
 		delete(c.x.timers, name)
+	}
+}
+
+// haltTimersLocked stops the timers of an activation that Close or a
+// move ends: a durable key's stay in its record, for the messages it
+// still handles to commit with; c.mu held.
+func (c *cell[S, M, C]) haltTimersLocked() {
+	if !c.durable() {
+		c.stopTimersLocked()
+		return
+	}
+	if c.x == nil {
+		return
+	}
+	c.x.timersStopped = true
+	for _, e := range c.x.timers {
+		e.t.Stop()
 	}
 }
 
@@ -997,7 +1024,7 @@ func (c *cell[S, M, C]) stop() {
 			d.abort(ErrSystemClosed)
 		}
 	}()
-	c.stopTimersLocked()
+	c.haltTimersLocked()
 	c.stopRunLocked()
 	if c.backoff {
 		if c.x != nil && c.x.restartT != nil {

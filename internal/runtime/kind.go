@@ -654,7 +654,7 @@ func (k *kind[S, M, C]) Moved(here func(key string) bool) {
 			return
 		}
 		c.mu.Lock()
-		c.stopTimersLocked()
+		c.haltTimersLocked()
 		c.stopRunLocked()
 		c.mu.Unlock()
 		if !k.forget(c, "moved", time.Now().Add(time.Hour), time.Now()) {
