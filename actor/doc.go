@@ -99,7 +99,8 @@
 // acquires it again and adopts what its replicas hold. A state whose
 // encoding exceeds the store's limit fails with ErrMessageTooLarge and is
 // not written. A stored state that no longer decodes (its type changed
-// incompatibly: add fields rather than rename them) fails the activation
+// incompatibly: add fields rather than rename them), or a stored timer
+// whose message type the definition no longer lists, fails the activation
 // with a *StateError and stays stored as it was. Context.Delete ends a key
 // for good: a tombstone replaces its state, and its next message starts
 // from WithInit's state.

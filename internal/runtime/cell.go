@@ -683,7 +683,7 @@ func (c *cell[S, M, C]) invoke(ctx *Context[S, M, C], e *envelope[M], def Handle
 // body, stored timers.
 func (c *cell[S, M, C]) activate(ctx *Context[S, M, C]) error {
 	var s S
-	var timers []storedTimer
+	var timers []liveTimer[M]
 	if c.durable() {
 		var err error
 		if s, timers, err = c.load(ctx); err != nil {
@@ -701,9 +701,7 @@ func (c *cell[S, M, C]) activate(ctx *Context[S, M, C]) error {
 	if c.k.def.Run != nil {
 		c.startRun()
 	}
-	if err := c.rearm(timers); err != nil {
-		c.k.h.Logger.Warn("troupe: a stored timer was not set again", "actor", c.k.def.Name, "key", c.key, "err", err)
-	}
+	c.rearm(timers)
 	return nil
 }
 

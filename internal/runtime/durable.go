@@ -249,8 +249,12 @@ func (c *cell[S, M, C]) releaseHeld(err error) {
 }
 
 // load acquires the key of a starting activation and reads its stored
-// state and timers; with nothing stored, the state is WithInit's.
-func (c *cell[S, M, C]) load(ctx *Context[S, M, C]) (S, []storedTimer, error) {
+// state and timers; with nothing stored, the state is WithInit's. A
+// record whose state or a timer's message does not decode fails the
+// activation (as StateFailed makes the error) and stays as it is: an
+// activation that started without the timer would store its record
+// without it.
+func (c *cell[S, M, C]) load(ctx *Context[S, M, C]) (S, []liveTimer[M], error) {
 	var zero S
 	k := c.k
 	st := k.h.Store
@@ -276,7 +280,11 @@ func (c *cell[S, M, C]) load(ctx *Context[S, M, C]) (S, []storedTimer, error) {
 		}
 		return zero, nil, nil
 	}
-	s, timers, err := decodeRecord[S](k.h, v)
+	s, stored, err := decodeRecord[S](k.h, v)
+	var timers []liveTimer[M]
+	if err == nil {
+		timers, err = c.decodeTimers(stored)
+	}
 	if err != nil {
 		st.Resign(k.def.Name, c.key)
 		if f := k.def.StateFailed; f != nil {
@@ -439,17 +447,24 @@ func (c *cell[S, M, C]) timersChanged() bool {
 	return c.x != nil && c.x.timersChanged
 }
 
-// rearm sets again the timers a loaded record holds, with what is left
-// of their time (none: they fire at once).
-func (c *cell[S, M, C]) rearm(timers []storedTimer) error {
-	now := time.Now()
-	for _, t := range timers {
+// decodeTimers decodes the messages of a record's timers.
+func (c *cell[S, M, C]) decodeTimers(stored []storedTimer) ([]liveTimer[M], error) {
+	var timers []liveTimer[M]
+	for _, t := range stored {
 		m, err := codec.DecodeMessage[M](c.k.def.Codec, c.k.h, t.msg, t.body)
 		if err != nil {
-			return fmt.Errorf("timer %q: %w", t.name, err)
+			return nil, fmt.Errorf("timer %q: %w", t.name, err)
 		}
-		d := max(t.due.Sub(now), 0)
-		c.armTimer(t.name, d, t.period, m)
+		timers = append(timers, liveTimer[M]{name: t.name, due: t.due, period: t.period, m: m})
 	}
-	return nil
+	return timers, nil
+}
+
+// rearm sets again the timers a loaded record holds, with what is left
+// of their time (none: they fire at once).
+func (c *cell[S, M, C]) rearm(timers []liveTimer[M]) {
+	now := time.Now()
+	for _, t := range timers {
+		c.armTimer(t.name, max(t.due.Sub(now), 0), t.period, t.m)
+	}
 }

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"testing"
 	"time"
@@ -161,5 +162,37 @@ func TestAMessageCommittedAfterItsKeyMovedKeepsTheStoredTimers(t *testing.T) {
 	close(release)
 	if names := timersIn(t, recv(t, st.writes, "the slow message's record")); len(names) != 1 {
 		t.Fatalf("the record written after the key moved holds timers %v, want [t]", names)
+	}
+}
+
+// errStateTest is the test's StateFailed error.
+type errStateTest struct{ err error }
+
+func (e *errStateTest) Error() string { return "state: " + e.err.Error() }
+func (e *errStateTest) Unwrap() error { return e.err }
+
+func TestAStoredTimerWhoseMessageNoLongerDecodesFailsTheActivation(t *testing.T) {
+	st := newMemStore()
+	rec := []byte{recordVersion}
+	rec = appendString(rec, "\x00") // msgpack 0
+	rec = append(rec, 1)            // one timer
+	rec = appendString(rec, "t")
+	rec = appendVarint(rec, time.Now().Add(time.Hour).UnixNano())
+	rec = appendVarint(rec, 0)
+	rec = appendString(rec, "runtime.gone") // a message type no longer listed
+	rec = appendString(rec, "\x80")
+	st.recs["d/a"] = rec
+	h, k := durableKind(t, st, nil, nil)
+	defer h.Close(context.Background())
+	k.def.StateFailed = func(key string, err error) error { return &errStateTest{err} }
+	_, err := Ask[durMsg, int](context.Background(), k.ref("a"), dTick{})
+	var se *errStateTest
+	if !errors.As(err, &se) {
+		t.Fatalf("an activation whose stored timer does not decode: %v, want StateFailed's error", err)
+	}
+	select {
+	case <-st.writes:
+		t.Fatal("the record was written over")
+	default:
 	}
 }
