@@ -9,6 +9,7 @@ import (
 
 	"github.com/troupe-go/troupe/actor"
 	"github.com/troupe-go/troupe/internal/systemtest"
+	"github.com/troupe-go/troupe/system"
 )
 
 // errTooLow is the declared error of the gated actor's check.
@@ -150,5 +151,55 @@ func TestADeclaredErrorFromAnOwnerThatCannotConfirmTheKeyIsNotSent(t *testing.T)
 	got, err := actor.Ask(ctx, ref, GCheck{Min: 100})
 	if !errors.Is(err, actor.ErrUnavailable) {
 		t.Fatalf("a declared error answered by an owner that cannot reach a majority of its replicas: %d, %v; want ErrUnavailable", got, err)
+	}
+}
+
+// FanMsg is the message of fanDef.
+type FanMsg interface{ fanMsg() }
+
+// FOut adds one, then asks To FGet from eight goroutines through a context
+// derived from the handler's, and answers the count.
+type FOut struct {
+	actor.Reply[FanMsg, int]
+	To actor.Ref[FanMsg]
+}
+
+// FGet answers the count.
+type FGet struct{ actor.Reply[FanMsg, int] }
+
+func (FOut) fanMsg() {}
+func (FGet) fanMsg() {}
+
+func TestAsksFromGoroutinesOfADurableHandlerCommitOneAtATime(t *testing.T) {
+	def := actor.Define("fan", func(c *actor.Context[int, FanMsg], m FanMsg) error {
+		switch m := m.(type) {
+		case FOut:
+			c.Update(func(n int) int { return n + 1 })
+			ctx, cancel := context.WithCancel(c)
+			defer cancel()
+			errs := make(chan error, 8)
+			for range 8 {
+				go func() {
+					_, err := actor.Ask(ctx, m.To, FGet{})
+					errs <- err
+				}()
+			}
+			for range 8 {
+				if err := <-errs; err != nil {
+					return err
+				}
+			}
+			return actor.Respond(c, m, c.State())
+		case FGet:
+			return actor.Respond(c, m, c.State())
+		}
+		return nil
+	}, actor.Durable()).WithMessages(FOut{}, FGet{})
+	sys := newStandalone(t, system.Config{}, def)
+	// The race detector reports two commits at once.
+	for i := 1; i <= 10; i++ {
+		if got, err := actor.Ask(systemtest.Ctx(t), def.Ref(sys, "a"), FOut{To: def.Ref(sys, "b")}); err != nil || got != i {
+			t.Fatalf("fan out %d: %d, %v; want %d", i, got, err, i)
+		}
 	}
 }

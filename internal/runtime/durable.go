@@ -85,8 +85,18 @@ func (c *Context[S, M, C]) commitState() error { return c.commit(true) }
 // commit writes what the message being handled changed (its state and
 // timers, or the key's deletion); with barrier, a message that changed
 // nothing confirms once that this node still owns the key. Once failed it
-// fails again: the activation is lost.
+// fails again: the activation is lost. Outputs from goroutines the
+// handler started (asks through a context derived from its Context) call
+// it concurrently: one commit runs at a time, so the store sees one
+// write of the key at a time, in order.
 func (c *Context[S, M, C]) commit(barrier bool) error {
+	c.gateMu.Lock()
+	defer c.gateMu.Unlock()
+	return c.commitLocked(barrier)
+}
+
+// commitLocked is commit with c.gateMu held.
+func (c *Context[S, M, C]) commitLocked(barrier bool) error {
 	if c.lost != nil {
 		return c.lost
 	}
