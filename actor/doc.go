@@ -194,8 +194,10 @@
 //     on the new owner.
 //   - A stored timer is set again only when its key is next activated: a
 //     failover or restart does not itself activate keys with timers.
-//   - Output commit holds a Tell only when it is given the handler's
-//     Context itself, not a context derived from it.
+//   - Output commit holds a Tell given a context derived from the
+//     handler's Context only when the actor told is of a System that
+//     stores state: one in the same process with no durable definition
+//     gets it at once.
 //   - A failure's cause crosses nodes as its text only (sentinels of this
 //     package still match); declare the errors callers test for.
 package actor

@@ -203,3 +203,18 @@ func TestAsksFromGoroutinesOfADurableHandlerCommitOneAtATime(t *testing.T) {
 		}
 	}
 }
+func TestATellThroughAContextDerivedFromTheHandlersWaitsForTheState(t *testing.T) {
+	ref, to, heard, _, cut := gatedCluster(t)
+	cut()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	got, err := actor.Ask(ctx, ref, GRelay{To: to})
+	if !errors.Is(err, actor.ErrUnavailable) {
+		t.Fatalf("a relay whose state missed its level: %d, %v; want ErrUnavailable", got, err)
+	}
+	select {
+	case n := <-heard:
+		t.Fatalf("the listener heard %d, from a state that was not stored", n)
+	case <-time.After(300 * time.Millisecond):
+	}
+}

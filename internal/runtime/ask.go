@@ -17,11 +17,21 @@ import (
 // mailbox room until ctx ends. Tell is a method so that any message type
 // implementing M is accepted as it is.
 func (r Ref[M]) Tell(ctx context.Context, msg M) error {
-	if err := gateOutput(ctx); err != nil {
-		return err
-	}
 	if r.to == nil {
 		return r.tellUnbound(ctx, msg)
+	}
+	// What the handler telling changed is stored first, whether ctx is
+	// its Context or derived from it; in a system that stores no state
+	// the lookup of the latter is skipped: it would cost every plain
+	// tell about 6 ns, a tenth of its cost.
+	if g, ok := ctx.(outputGated); ok {
+		if err := g.gateOutput(); err != nil {
+			return err
+		}
+	} else if r.to.stores {
+		if err := gateDerived(ctx); err != nil {
+			return err
+		}
 	}
 	return r.to.sink.tell(ctx, r.key, r.w, msg)
 }
@@ -57,7 +67,7 @@ func Ask[M, R any](ctx context.Context, ref Ref[M], m M) (R, error) {
 	var chain []string
 	if c, ok := ctx.Value(chainKey{}).([]string); ok {
 		// Asked from a handler: what it changed is stored first.
-		if err := gateAsk(ctx); err != nil {
+		if err := gateOutputOf(ctx); err != nil {
 			return zero, err
 		}
 		if inChain(c, ref.to.typ, ref.key) {

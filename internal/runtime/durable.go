@@ -57,25 +57,23 @@ func (b *Base) gateOutput() error {
 	return b.gate.commitState()
 }
 
-// gateOutput is Base.gateOutput of the handler whose context ctx is, if
-// it is one.
-func gateOutput(ctx context.Context) error {
-	if g, ok := ctx.(outputGated); ok {
+// gateDerived is Base.gateOutput of the handler whose Context ctx is
+// derived from, if any.
+func gateDerived(ctx context.Context) error {
+	if g, ok := ctx.Value(handlerKey{}).(outputGated); ok {
 		return g.gateOutput()
 	}
 	return nil
 }
 
-// gateAsk is gateOutput for an ask from a handler, whose context may be
-// derived from the handler's.
-func gateAsk(ctx context.Context) error {
+// gateOutputOf is Base.gateOutput of the handler whose context ctx is or is
+// derived from, if any: for an Ask. A handler's own Context is found
+// without a Value lookup.
+func gateOutputOf(ctx context.Context) error {
 	if g, ok := ctx.(outputGated); ok {
 		return g.gateOutput()
 	}
-	if g, ok := ctx.Value(handlerKey{}).(outputGated); ok {
-		return g.gateOutput()
-	}
-	return nil
+	return gateDerived(ctx)
 }
 
 // commitState implements committer: the state the message changed, or
