@@ -174,6 +174,14 @@ func (c *cell[S, M, C]) settle(ctx *Context[S, M, C], e *envelope[M], err error)
 			e.slot.fail(serr)
 		}
 		c.releaseHeld(serr)
+		if ctx.unreached {
+			// The store could not be reached (acquire or read): no crash
+			// and no backoff. The message fails, and the next one tries
+			// again, within its own deadline.
+			ctx.unreached = false
+			c.k.h.Emit(host.Event{Kind: host.MessageDropped, Type: c.k.def.Name, Key: c.key, Reason: "state unavailable", Err: serr})
+			return nil
+		}
 		return serr
 	}
 	if !c.started {
@@ -274,11 +282,13 @@ func (c *cell[S, M, C]) load(ctx *Context[S, M, C]) (S, []liveTimer[M], error) {
 	}
 	if err := st.Acquire(sctx, k.def.Name, c.key, n, k.def.Level, k.def.Pinned); err != nil {
 		st.Resign(k.def.Name, c.key)
+		ctx.unreached = true
 		return zero, nil, fmt.Errorf("troupe: %s/%s: acquire: %w", k.def.Name, c.key, err)
 	}
 	v, ok, err := st.Read(sctx, k.def.Name, c.key)
 	if err != nil {
 		st.Resign(k.def.Name, c.key)
+		ctx.unreached = true
 		return zero, nil, fmt.Errorf("troupe: %s/%s: read: %w", k.def.Name, c.key, err)
 	}
 	ctx.confirmed = true

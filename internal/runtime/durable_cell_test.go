@@ -14,9 +14,10 @@ import (
 
 // memStore is a host.Store in memory that reports each write.
 type memStore struct {
-	mu     sync.Mutex
-	recs   map[string][]byte
-	writes chan []byte // each record written, if not nil
+	mu      sync.Mutex
+	recs    map[string][]byte
+	writes  chan []byte // each record written, if not nil
+	refuses error       // what Acquire fails with, if not nil
 }
 
 func newMemStore() *memStore {
@@ -24,7 +25,9 @@ func newMemStore() *memStore {
 }
 
 func (s *memStore) Acquire(context.Context, string, string, int, replication.Level, bool) error {
-	return nil
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.refuses
 }
 
 func (s *memStore) Read(_ context.Context, typ, key string) ([]byte, bool, error) {
@@ -194,5 +197,32 @@ func TestAStoredTimerWhoseMessageNoLongerDecodesFailsTheActivation(t *testing.T)
 	case <-st.writes:
 		t.Fatal("the record was written over")
 	default:
+	}
+}
+
+var errUnreachable = errors.New("test: store unreachable")
+
+func TestAnActivationWhoseStoreIsUnreachableFailsItsMessageWithoutACrash(t *testing.T) {
+	st := newMemStore()
+	st.refuses = errUnreachable
+	h, k := durableKind(t, st, nil, nil)
+	defer h.Close(context.Background())
+	k.def.BackoffMin, k.bmin = time.Hour, time.Hour // a crash would hold the second ask an hour
+	for i := range 2 {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_, err := Ask[durMsg, int](ctx, k.ref("a"), dTick{})
+		cancel()
+		if !errors.Is(err, errUnreachable) {
+			t.Fatalf("ask %d to a key whose store is unreachable: %v, want the acquire's error", i+1, err)
+		}
+	}
+	if n := h.Restarts.Load(); n != 0 {
+		t.Fatalf("an unreachable store counted %d restarts, want none", n)
+	}
+	st.mu.Lock()
+	st.refuses = nil
+	st.mu.Unlock()
+	if _, err := Ask[durMsg, int](context.Background(), k.ref("a"), dTick{}); !errors.Is(err, ErrNoReply) {
+		t.Fatalf("an ask once the store is back: %v, want the handler's ErrNoReply", err)
 	}
 }
