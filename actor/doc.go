@@ -99,7 +99,8 @@
 // acquires it again and adopts what its replicas hold. A state whose
 // encoding exceeds the store's limit fails with ErrMessageTooLarge and is
 // not written. A stored state that no longer decodes (its type changed
-// incompatibly: add fields rather than rename them) fails the activation
+// incompatibly: add fields rather than rename them), or a stored timer
+// whose message type the definition no longer lists, fails the activation
 // with a *StateError and stays stored as it was. Context.Delete ends a key
 // for good: a tombstone replaces its state, and its next message starts
 // from WithInit's state.
@@ -193,10 +194,10 @@
 //     on the new owner.
 //   - A stored timer is set again only when its key is next activated: a
 //     failover or restart does not itself activate keys with timers.
-//   - Output commit holds a Tell only when it is given the handler's
-//     Context itself, not a context derived from it; and a Deferred reply
-//     resolved later is not held on the state of the message that
-//     resolves it.
+//   - Output commit holds a Tell given a context derived from the
+//     handler's Context only when the actor told is of a System that
+//     stores state: one in the same process with no durable definition
+//     gets it at once.
 //   - A failure's cause crosses nodes as its text only (sentinels of this
 //     package still match); declare the errors callers test for.
 package actor

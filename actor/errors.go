@@ -129,7 +129,8 @@ func (e *PanicError) Error() string { return fmt.Sprintf("panic: %v", e.Value) }
 
 // StateError reports a stored state that this binary cannot read: its
 // type changed in a way that does not decode (a field renamed or removed,
-// another kind of value), or the record is damaged. The activation fails
+// another kind of value), a stored timer's message is no longer one of
+// the definition's (WithMessages), or the record is damaged. The activation fails
 // (and restarts after backoff, failing again) and the stored state is left
 // as it is: fix the type, or Delete the key from a handler of a definition
 // that decodes it.

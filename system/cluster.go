@@ -135,7 +135,8 @@ func Start(ctx context.Context, cfg Config) (*System, error) {
 	if durableTypes(cfg.Actors) {
 		if st, err = openStates(cfg, log); err == nil {
 			st.replicas, st.previous, st.gone = m.router.Replicas, m.router.PreviousReplicas, m.router.Gone
-			st.alive = aliveHosts(m.router, cfg.Actors)
+			st.alive, st.hosts = aliveHosts(m.router, cfg.Actors), anyHosts(m.router, cfg.Actors)
+			st.viewed = make(chan struct{})
 			if st.maxValue > wcfg.Limits.MaxMessage-replicaRoom {
 				st.maxValue = wcfg.Limits.MaxMessage - replicaRoom
 			}
@@ -172,6 +173,9 @@ func Start(ctx context.Context, cfg Config) (*System, error) {
 	}
 	m.cur.Store(&incarnation{tr: tr, wt: wt, node: node, sub: node.Subscribe(1024)})
 	m.refresh()
+	if st != nil {
+		close(st.viewed) // a catch-up may now take an empty view for a cluster of one
+	}
 	// Only now, with the view in place, may others route keys here. Not
 	// under ctx: a Start whose context ends just now still returns a
 	// member, which must not stay joining (unplaced) for its life.

@@ -41,6 +41,13 @@ type states struct {
 	gone func(ring.NodeID) bool
 	// alive lists the members the view holds alive; nil standalone.
 	alive func() []ring.NodeID
+	// hosts lists the members the view holds, alive or not (left ones
+	// excepted), that host a durable type; nil standalone.
+	hosts func() []ring.NodeID
+	// viewed is closed once the member joined and its view is in place:
+	// only then does an empty view mean that nobody else holds copies.
+	// nil: in place already (a rejoin).
+	viewed chan struct{}
 
 	// stopCatchUp ends the catch-up of the current node; catching is
 	// closed when it returned.
@@ -56,6 +63,18 @@ var _ host.Store = (*states)(nil)
 // aliveHosts returns a function listing the members r's view holds alive
 // that host one of defs' durable types (and so run a replication node).
 func aliveHosts(r *remote.Router, defs []actor.Definition) func() []ring.NodeID {
+	return durableHosts(r, defs, func(st cluster.Status) bool { return st == cluster.StatusAlive })
+}
+
+// anyHosts is aliveHosts for members in any status but left: those that
+// may hold copies.
+func anyHosts(r *remote.Router, defs []actor.Definition) func() []ring.NodeID {
+	return durableHosts(r, defs, func(st cluster.Status) bool { return st != cluster.StatusLeft })
+}
+
+// durableHosts lists the members of r's view in a status that holds that
+// host one of defs' durable types.
+func durableHosts(r *remote.Router, defs []actor.Definition, holds func(cluster.Status) bool) func() []ring.NodeID {
 	var names []string
 	for _, d := range defs {
 		if d != nil && runtime.Durable(d) {
@@ -65,7 +84,7 @@ func aliveHosts(r *remote.Router, defs []actor.Definition) func() []ring.NodeID 
 	return func() []ring.NodeID {
 		var ids []ring.NodeID
 		for _, m := range r.Members() {
-			if m.Status == cluster.StatusAlive && slices.ContainsFunc(m.ActorTypes, func(t string) bool { return slices.Contains(names, t) }) {
+			if holds(m.Status) && slices.ContainsFunc(m.ActorTypes, func(t string) bool { return slices.Contains(names, t) }) {
 				ids = append(ids, m.ID)
 			}
 		}
@@ -106,7 +125,9 @@ func openStates(cfg Config, log *slog.Logger) (*states, error) {
 // holds what a quorum holds. Standalone, there is nobody to catch up
 // from and its store is all there is: it counts at once, and says what
 // may be lost. In a cluster it catches up the whole ring from every other
-// member alive, in the background, and counts once they all delivered.
+// member alive, in the background, and counts once they all delivered;
+// once joined, a member whose view holds no other member hosting a
+// durable type (a cluster of one) counts at once, as standalone.
 func (s *states) attach(ctx context.Context, ep transport.Endpoint) error {
 	n, err := replicanode.Open(ctx, replicanode.Config{Endpoint: ep, Store: s.store, MaxValue: s.maxValue, Logger: s.log})
 	if err != nil {
@@ -145,7 +166,21 @@ const catchUpRetry = time.Second
 // key's are among them.
 func (s *states) catchUp(ctx context.Context, n *replicanode.Node) {
 	s.log.Warn("troupe: the store stopped uncleanly without Sync (or before a catch-up ended): its copies count again once caught up from the other members")
+	if s.viewed != nil {
+		select {
+		case <-s.viewed:
+		case <-ctx.Done():
+			return
+		}
+	}
 	for attempt := 0; ; attempt++ {
+		if s.alone(n.Self()) {
+			s.log.Warn("troupe: no other member holds copies: this member's store is all there is, and it counts; the last writes acknowledged before the unclean stop may be lost")
+			if err := n.CountEverywhere(); err != nil {
+				s.log.Error("troupe: counting this member's copies", "err", err)
+			}
+			return
+		}
 		var sources []ring.NodeID
 		for _, id := range s.alive() {
 			if id != n.Self() {
@@ -173,6 +208,20 @@ func (s *states) catchUp(ctx context.Context, n *replicanode.Node) {
 		case <-t.C:
 		}
 	}
+}
+
+// alone reports whether the view holds no member but self that hosts a
+// durable type, alive or not: nobody else may hold copies.
+func (s *states) alone(self ring.NodeID) bool {
+	if s.hosts == nil {
+		return false
+	}
+	for _, id := range s.hosts() {
+		if id != self {
+			return false
+		}
+	}
+	return true
 }
 
 // detach closes the current node: what waits on it fails, and the keys it

@@ -17,11 +17,21 @@ import (
 // mailbox room until ctx ends. Tell is a method so that any message type
 // implementing M is accepted as it is.
 func (r Ref[M]) Tell(ctx context.Context, msg M) error {
-	if err := gateOutput(ctx); err != nil {
-		return err
-	}
 	if r.to == nil {
 		return r.tellUnbound(ctx, msg)
+	}
+	// What the handler telling changed is stored first, whether ctx is
+	// its Context or derived from it; in a system that stores no state
+	// the lookup of the latter is skipped: it would cost every plain
+	// tell about 6 ns, a tenth of its cost.
+	if g, ok := ctx.(outputGated); ok {
+		if err := g.gateOutput(); err != nil {
+			return err
+		}
+	} else if r.to.stores {
+		if err := gateDerived(ctx); err != nil {
+			return err
+		}
 	}
 	return r.to.sink.tell(ctx, r.key, r.w, msg)
 }
@@ -57,7 +67,7 @@ func Ask[M, R any](ctx context.Context, ref Ref[M], m M) (R, error) {
 	var chain []string
 	if c, ok := ctx.Value(chainKey{}).([]string); ok {
 		// Asked from a handler: what it changed is stored first.
-		if err := gateAsk(ctx); err != nil {
+		if err := gateOutputOf(ctx); err != nil {
 			return zero, err
 		}
 		if inChain(c, ref.to.typ, ref.key) {
@@ -200,10 +210,17 @@ func Respond[S, M, C, R any](c *Context[S, M, C], r R) bool {
 // Deferred is a reply that a handler gives later, after its message has
 // returned: from a piped answer, a timer or another goroutine.
 type Deferred[R any] struct {
-	s   *slot[R]
-	a   *slot[any] // instead of s, for an ask from another node
-	k   failer
-	key string
+	s    *slot[R]
+	a    *slot[any] // instead of s, for an ask from another node
+	k    failer
+	key  string
+	hold replyHolder // a durable cell's: holds the reply until its state is stored; nil otherwise
+}
+
+// replyHolder is a durable cell: while it handles a message, a deferred
+// reply waits for that message's commit (see cell.holdReply).
+type replyHolder interface {
+	holdReply(r heldReply) bool
 }
 
 // Defer takes over the reply to the request q being handled: the ask stays
@@ -222,12 +239,25 @@ func Defer[S, M, C, R any](c *Context[S, M, C]) Deferred[R] {
 	}
 	c.slot.setDeferred()
 	c.cell.trackDeferred(c.slot)
+	if c.cell.durable() {
+		d.hold = c.cell
+	}
 	return d
 }
 
 // Resolve answers the deferred request; it reports whether the asker
 // still waited.
 func (d Deferred[R]) Resolve(r R) bool {
+	if d.hold != nil && (d.s != nil || d.a != nil) {
+		if d.hold.holdReply(heldReply{answer: func() { d.resolve(r) }, fail: d.failNow}) {
+			return d.open()
+		}
+	}
+	return d.resolve(r)
+}
+
+// resolve answers the deferred request with r now.
+func (d Deferred[R]) resolve(r R) bool {
 	switch {
 	case d.s != nil:
 		return completeHere(d.s, d.k, d.key, r)
@@ -280,6 +310,27 @@ func (d Deferred[R]) Fail(err error) bool {
 	if !d.k.declared().Declares(err) {
 		ferr = d.k.failure(d.key, err, false)
 	}
+	if d.hold != nil && (d.s != nil || d.a != nil) {
+		if d.hold.holdReply(heldReply{answer: func() { d.failNow(ferr) }, fail: d.failNow}) {
+			return d.open()
+		}
+	}
+	return d.failNow(ferr)
+}
+
+// open reports whether the asker still waits for the deferred reply.
+func (d Deferred[R]) open() bool {
+	switch {
+	case d.s != nil:
+		return !d.s.finished()
+	case d.a != nil:
+		return !d.a.finished()
+	}
+	return false
+}
+
+// failNow answers the deferred request with ferr now.
+func (d Deferred[R]) failNow(ferr error) bool {
 	switch {
 	case d.s != nil:
 		var zero R

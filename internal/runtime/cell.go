@@ -203,6 +203,10 @@ type extra[M any] struct {
 	// timersChanged is set when a timer fired once and left the record
 	// of a durable key: the next commit writes it.
 	timersChanged bool
+	// timersStopped is set when Close or a move stopped a durable key's
+	// timers: they no longer fire, but stay in the record that a message
+	// still handled commits.
+	timersStopped bool
 	failures      int
 	restartT      *time.Timer
 
@@ -215,6 +219,11 @@ type extra[M any] struct {
 	// deferred holds the asks whose replies handlers deferred, so Close
 	// can fail those still open.
 	deferred []replier
+
+	// handling is set while a durable cell handles a message; held are
+	// the deferred replies given meanwhile, which wait for its commit.
+	handling bool
+	held     []heldReply
 }
 
 // timerEntry is a live timer: when it fires next, its period (0: once)
@@ -558,6 +567,9 @@ func (c *cell[S, M, C]) handleBatch(ctx *Context[S, M, C], work []envelope[M], r
 				c.mu.Unlock()
 			}
 			var panicked bool
+			if durable {
+				c.handling()
+			}
 			panicked, err = c.invoke(ctx, e, def)
 			if durable {
 				err = c.settle(ctx, e, err)
@@ -671,7 +683,7 @@ func (c *cell[S, M, C]) invoke(ctx *Context[S, M, C], e *envelope[M], def Handle
 // body, stored timers.
 func (c *cell[S, M, C]) activate(ctx *Context[S, M, C]) error {
 	var s S
-	var timers []storedTimer
+	var timers []liveTimer[M]
 	if c.durable() {
 		var err error
 		if s, timers, err = c.load(ctx); err != nil {
@@ -689,9 +701,7 @@ func (c *cell[S, M, C]) activate(ctx *Context[S, M, C]) error {
 	if c.k.def.Run != nil {
 		c.startRun()
 	}
-	if err := c.rearm(timers); err != nil {
-		c.k.h.Logger.Warn("troupe: a stored timer was not set again", "actor", c.k.def.Name, "key", c.key, "err", err)
-	}
+	c.rearm(timers)
 	return nil
 }
 
@@ -822,7 +832,7 @@ func (c *cell[S, M, C]) passivatable(idleBefore, now time.Time) bool {
 	if c.gone || c.running || c.backoff || c.queuedLocked() != 0 {
 		return false
 	}
-	if x := c.x; x != nil && (len(x.timers) > 0 || x.runActive || x.runT != nil) {
+	if x := c.x; x != nil && ((len(x.timers) > 0 && !x.timersStopped) || x.runActive || x.runT != nil) {
 		return false
 	}
 	if idleBefore.IsZero() {
@@ -859,12 +869,15 @@ func (c *cell[S, M, C]) armTimer(name string, d, period time.Duration, msg M) {
 	}
 	e := &timerEntry[M]{due: time.Now().Add(d), period: period, msg: msg}
 	e.t = time.AfterFunc(d, func() { c.fire(name, e) })
+	if x.timersStopped {
+		e.t.Stop() // kept for the record only
+	}
 	x.timers[name] = e
 }
 
 func (c *cell[S, M, C]) fire(name string, e *timerEntry[M]) {
 	c.mu.Lock()
-	if c.gone || c.x == nil || c.x.timers[name] != e {
+	if c.gone || c.x == nil || c.x.timersStopped || c.x.timers[name] != e {
 		c.mu.Unlock()
 		return
 	}
@@ -893,13 +906,33 @@ func (c *cell[S, M, C]) cancelTimer(name string) bool {
 	return true
 }
 
+// stopTimersLocked stops the activation's timers and forgets them; c.mu
+// held.
 func (c *cell[S, M, C]) stopTimersLocked() {
 	if c.x == nil {
 		return
 	}
+	c.x.timersStopped = false
 	for name, e := range c.x.timers {
 		e.t.Stop()
 		delete(c.x.timers, name)
+	}
+}
+
+// haltTimersLocked stops the timers of an activation that Close or a
+// move ends: a durable key's stay in its record, for the messages it
+// still handles to commit with; c.mu held.
+func (c *cell[S, M, C]) haltTimersLocked() {
+	if !c.durable() {
+		c.stopTimersLocked()
+		return
+	}
+	if c.x == nil {
+		return
+	}
+	c.x.timersStopped = true
+	for _, e := range c.x.timers {
+		e.t.Stop()
 	}
 }
 
@@ -989,7 +1022,7 @@ func (c *cell[S, M, C]) stop() {
 			d.abort(ErrSystemClosed)
 		}
 	}()
-	c.stopTimersLocked()
+	c.haltTimersLocked()
 	c.stopRunLocked()
 	if c.backoff {
 		if c.x != nil && c.x.restartT != nil {

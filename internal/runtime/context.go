@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -28,9 +29,12 @@ type Context[S, M, C any] struct {
 	// timers changed since the last commit; confirmed, this node's
 	// ownership was confirmed during the message; deleted, Delete was
 	// called, and erased, its tombstone met the level; lost, why a commit
-	// failed; startErr, why the activation could not start.
-	dirty, confirmed, deleted, erased bool
-	lost, startErr                    error
+	// failed; startErr, why the activation could not start, and
+	// unreached, that the store could not be reached for it. gateMu
+	// serialises commits.
+	dirty, confirmed, deleted, erased, unreached bool
+	lost, startErr                               error
+	gateMu                                       sync.Mutex
 }
 
 // Base is the part of a run's context that Tell and Ask find through the

@@ -18,7 +18,8 @@ import (
 // earlier owner) and reads the stored record: the state and the timers
 // it had set, or, with no record, WithInit's state. The commit point stays
 // SetState and Update, and output commit holds: before anything a handler
-// sends leaves (Tell, Ask, Pipe, a reply) and at the end of each message,
+// sends leaves (Tell, Ask, Pipe, a reply, a declared error or a deferred
+// reply given meanwhile) and at the end of each message,
 // the Context writes the state if the message changed it, blocking the
 // handler until the key's write level is met or the message's deadline
 // passes. An output of a message that changed nothing first confirms,
@@ -56,25 +57,23 @@ func (b *Base) gateOutput() error {
 	return b.gate.commitState()
 }
 
-// gateOutput is Base.gateOutput of the handler whose context ctx is, if
-// it is one.
-func gateOutput(ctx context.Context) error {
-	if g, ok := ctx.(outputGated); ok {
+// gateDerived is Base.gateOutput of the handler whose Context ctx is
+// derived from, if any.
+func gateDerived(ctx context.Context) error {
+	if g, ok := ctx.Value(handlerKey{}).(outputGated); ok {
 		return g.gateOutput()
 	}
 	return nil
 }
 
-// gateAsk is gateOutput for an ask from a handler, whose context may be
-// derived from the handler's.
-func gateAsk(ctx context.Context) error {
+// gateOutputOf is Base.gateOutput of the handler whose context ctx is or is
+// derived from, if any: for an Ask. A handler's own Context is found
+// without a Value lookup.
+func gateOutputOf(ctx context.Context) error {
 	if g, ok := ctx.(outputGated); ok {
 		return g.gateOutput()
 	}
-	if g, ok := ctx.Value(handlerKey{}).(outputGated); ok {
-		return g.gateOutput()
-	}
-	return nil
+	return gateDerived(ctx)
 }
 
 // commitState implements committer: the state the message changed, or
@@ -84,8 +83,18 @@ func (c *Context[S, M, C]) commitState() error { return c.commit(true) }
 // commit writes what the message being handled changed (its state and
 // timers, or the key's deletion); with barrier, a message that changed
 // nothing confirms once that this node still owns the key. Once failed it
-// fails again: the activation is lost.
+// fails again: the activation is lost. Outputs from goroutines the
+// handler started (asks through a context derived from its Context) call
+// it concurrently: one commit runs at a time, so the store sees one
+// write of the key at a time, in order.
 func (c *Context[S, M, C]) commit(barrier bool) error {
+	c.gateMu.Lock()
+	defer c.gateMu.Unlock()
+	return c.commitLocked(barrier)
+}
+
+// commitLocked is commit with c.gateMu held.
+func (c *Context[S, M, C]) commitLocked(barrier bool) error {
 	if c.lost != nil {
 		return c.lost
 	}
@@ -154,23 +163,40 @@ const answerMargin = 50 * time.Millisecond
 
 // settle ends a message of a durable kind: it commits what the message
 // changed and fails an unanswered ask if that failed; a lost or deleted
-// key's activation ends (resigning it). err is the handler's error,
-// returned as it is unless the activation could not start.
+// key's activation ends (resigning it). The deferred replies held while
+// the message ran leave once the commit succeeded, or fail with its
+// error. err is the handler's error, returned as it is unless the
+// activation could not start.
 func (c *cell[S, M, C]) settle(ctx *Context[S, M, C], e *envelope[M], err error) error {
 	if serr := ctx.startErr; serr != nil {
 		ctx.startErr = nil
 		if e.slot != nil {
 			e.slot.fail(serr)
 		}
+		c.releaseHeld(serr)
+		if ctx.unreached {
+			// The store could not be reached (acquire or read): no crash
+			// and no backoff. The message fails, and the next one tries
+			// again, within its own deadline.
+			ctx.unreached = false
+			c.k.h.Emit(host.Event{Kind: host.MessageDropped, Type: c.k.def.Name, Key: c.key, Reason: "state unavailable", Err: serr})
+			return nil
+		}
 		return serr
 	}
 	if !c.started {
+		c.releaseHeld(nil)
 		return err // ended by the handler (a failure restarts it)
 	}
-	cerr := ctx.commit(false)
+	// An answer still to leave (a declared error, a failure, a held
+	// deferred reply) is an output like a reply given with Respond: it
+	// first confirms that this node still owns the key.
+	answer := e.slot != nil && !e.slot.settled()
+	cerr := ctx.commit(answer || c.holds())
 	if cerr != nil && e.slot != nil {
 		e.slot.fail(cerr)
 	}
+	c.releaseHeld(cerr)
 	deleted := ctx.deleted
 	ctx.dirty, ctx.confirmed, ctx.deleted, ctx.erased, ctx.lost = false, false, false, false, nil
 	switch {
@@ -185,9 +211,66 @@ func (c *cell[S, M, C]) settle(ctx *Context[S, M, C], e *envelope[M], err error)
 	return err
 }
 
+// heldReply is a deferred reply given while its durable cell handled a
+// message: answer gives it, fail replaces it with an error.
+type heldReply struct {
+	answer func()
+	fail   func(error) bool
+}
+
+// handling marks the start of a durable message: deferred replies given
+// until settle wait for its commit.
+func (c *cell[S, M, C]) handling() {
+	c.mu.Lock()
+	c.ext().handling = true
+	c.mu.Unlock()
+}
+
+// holdReply implements replyHolder: while the cell handles a message, r
+// waits for its commit (whichever goroutine resolved it: the state it
+// was taken from may be the message's, not yet stored).
+func (c *cell[S, M, C]) holdReply(r heldReply) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.x == nil || !c.x.handling {
+		return false
+	}
+	c.x.held = append(c.x.held, r)
+	return true
+}
+
+// holds reports whether a deferred reply waits for the message's commit.
+func (c *cell[S, M, C]) holds() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.x != nil && len(c.x.held) > 0
+}
+
+// releaseHeld ends the message's hold: its held replies leave, or with
+// err fail with it.
+func (c *cell[S, M, C]) releaseHeld(err error) {
+	c.mu.Lock()
+	var held []heldReply
+	if x := c.x; x != nil {
+		held, x.held, x.handling = x.held, nil, false
+	}
+	c.mu.Unlock()
+	for _, r := range held {
+		if err != nil {
+			r.fail(err)
+		} else {
+			r.answer()
+		}
+	}
+}
+
 // load acquires the key of a starting activation and reads its stored
-// state and timers; with nothing stored, the state is WithInit's.
-func (c *cell[S, M, C]) load(ctx *Context[S, M, C]) (S, []storedTimer, error) {
+// state and timers; with nothing stored, the state is WithInit's. A
+// record whose state or a timer's message does not decode fails the
+// activation (as StateFailed makes the error) and stays as it is: an
+// activation that started without the timer would store its record
+// without it.
+func (c *cell[S, M, C]) load(ctx *Context[S, M, C]) (S, []liveTimer[M], error) {
 	var zero S
 	k := c.k
 	st := k.h.Store
@@ -199,11 +282,13 @@ func (c *cell[S, M, C]) load(ctx *Context[S, M, C]) (S, []storedTimer, error) {
 	}
 	if err := st.Acquire(sctx, k.def.Name, c.key, n, k.def.Level, k.def.Pinned); err != nil {
 		st.Resign(k.def.Name, c.key)
+		ctx.unreached = true
 		return zero, nil, fmt.Errorf("troupe: %s/%s: acquire: %w", k.def.Name, c.key, err)
 	}
 	v, ok, err := st.Read(sctx, k.def.Name, c.key)
 	if err != nil {
 		st.Resign(k.def.Name, c.key)
+		ctx.unreached = true
 		return zero, nil, fmt.Errorf("troupe: %s/%s: read: %w", k.def.Name, c.key, err)
 	}
 	ctx.confirmed = true
@@ -213,7 +298,11 @@ func (c *cell[S, M, C]) load(ctx *Context[S, M, C]) (S, []storedTimer, error) {
 		}
 		return zero, nil, nil
 	}
-	s, timers, err := decodeRecord[S](k.h, v)
+	s, stored, err := decodeRecord[S](k.h, v)
+	var timers []liveTimer[M]
+	if err == nil {
+		timers, err = c.decodeTimers(stored)
+	}
 	if err != nil {
 		st.Resign(k.def.Name, c.key)
 		if f := k.def.StateFailed; f != nil {
@@ -376,17 +465,24 @@ func (c *cell[S, M, C]) timersChanged() bool {
 	return c.x != nil && c.x.timersChanged
 }
 
-// rearm sets again the timers a loaded record holds, with what is left
-// of their time (none: they fire at once).
-func (c *cell[S, M, C]) rearm(timers []storedTimer) error {
-	now := time.Now()
-	for _, t := range timers {
+// decodeTimers decodes the messages of a record's timers.
+func (c *cell[S, M, C]) decodeTimers(stored []storedTimer) ([]liveTimer[M], error) {
+	var timers []liveTimer[M]
+	for _, t := range stored {
 		m, err := codec.DecodeMessage[M](c.k.def.Codec, c.k.h, t.msg, t.body)
 		if err != nil {
-			return fmt.Errorf("timer %q: %w", t.name, err)
+			return nil, fmt.Errorf("timer %q: %w", t.name, err)
 		}
-		d := max(t.due.Sub(now), 0)
-		c.armTimer(t.name, d, t.period, m)
+		timers = append(timers, liveTimer[M]{name: t.name, due: t.due, period: t.period, m: m})
 	}
-	return nil
+	return timers, nil
+}
+
+// rearm sets again the timers a loaded record holds, with what is left
+// of their time (none: they fire at once).
+func (c *cell[S, M, C]) rearm(timers []liveTimer[M]) {
+	now := time.Now()
+	for _, t := range timers {
+		c.armTimer(t.name, max(t.due.Sub(now), 0), t.period, t.m)
+	}
 }

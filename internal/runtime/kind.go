@@ -82,7 +82,7 @@ func NewKind[S, M, C any](h *host.Host, d *Spec[S, M, C]) host.Kind {
 	if k.rem != nil {
 		k.rt = k.rem.Route(k)
 	}
-	k.tgt = target[M]{sink: k, typ: d.Name, clustered: k.rem != nil}
+	k.tgt = target[M]{sink: k, typ: d.Name, clustered: k.rem != nil, stores: h.Store != nil}
 	return k
 }
 
@@ -654,7 +654,7 @@ func (k *kind[S, M, C]) Moved(here func(key string) bool) {
 			return
 		}
 		c.mu.Lock()
-		c.stopTimersLocked()
+		c.haltTimersLocked()
 		c.stopRunLocked()
 		c.mu.Unlock()
 		if !k.forget(c, "moved", time.Now().Add(time.Hour), time.Now()) {

@@ -26,6 +26,9 @@ type target[M any] struct {
 	sink      sink[M]
 	typ       string
 	clustered bool // a ref's w is the key's ring token, not its hash
+	// stores is set when the system stores actor state: a Tell through a
+	// context derived from a durable handler's looks for that handler.
+	stores bool
 }
 
 // hashes returns the key's hash and ring token as far as the ref keeps

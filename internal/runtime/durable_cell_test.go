@@ -1,0 +1,228 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/troupe-go/troupe/internal/codec"
+	"github.com/troupe-go/troupe/internal/host"
+	"github.com/troupe-go/troupe/replication"
+)
+
+// memStore is a host.Store in memory that reports each write.
+type memStore struct {
+	mu      sync.Mutex
+	recs    map[string][]byte
+	writes  chan []byte // each record written, if not nil
+	refuses error       // what Acquire fails with, if not nil
+}
+
+func newMemStore() *memStore {
+	return &memStore{recs: map[string][]byte{}, writes: make(chan []byte, 64)}
+}
+
+func (s *memStore) Acquire(context.Context, string, string, int, replication.Level, bool) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.refuses
+}
+
+func (s *memStore) Read(_ context.Context, typ, key string) ([]byte, bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	v, ok := s.recs[typ+"/"+key]
+	return v, ok, nil
+}
+
+func (s *memStore) Write(_ context.Context, typ, key string, v []byte) error {
+	s.mu.Lock()
+	s.recs[typ+"/"+key] = v
+	s.mu.Unlock()
+	s.writes <- v
+	return nil
+}
+
+func (s *memStore) Delete(_ context.Context, typ, key string) error {
+	s.mu.Lock()
+	delete(s.recs, typ+"/"+key)
+	s.mu.Unlock()
+	return nil
+}
+
+func (s *memStore) Resign(string, string)       {}
+func (s *memStore) MaxValue(string, string) int { return 1 << 20 }
+
+type durMsg interface{ durMsg() }
+
+// dArm sets a one-hour timer "t" that sends dTick.
+type dArm struct{}
+
+// dSlow signals started, then waits for release before it changes the
+// state.
+type dSlow struct{}
+
+type dTick struct{}
+
+func (dArm) durMsg()  {}
+func (dSlow) durMsg() {}
+func (dTick) durMsg() {}
+
+// durableKind starts a durable kind on a host whose store is st; its
+// dSlow handler signals started and waits for release.
+func durableKind(t *testing.T, st host.Store, started chan<- struct{}, release <-chan struct{}) (*host.Host, *kind[int, durMsg, tctx[int, durMsg]]) {
+	t.Helper()
+	h := host.New(host.Settings{})
+	h.Store = st
+	def := Define("d", func(c *tctx[int, durMsg], m durMsg) error {
+		switch m.(type) {
+		case dArm:
+			c.After("t", time.Hour, dTick{})
+		case dSlow:
+			started <- struct{}{}
+			<-release
+			c.Update(func(n int) int { return n + 1 })
+		}
+		return nil
+	})
+	def.spec.Durable = true
+	def.spec.Codec = codec.New[durMsg]()
+	if probs := def.spec.Codec.Register("d", []any{dArm{}, dSlow{}, dTick{}}); len(probs) > 0 {
+		t.Fatal(probs)
+	}
+	k := def.Instantiate(h).(*kind[int, durMsg, tctx[int, durMsg]])
+	h.Register(k)
+	return h, k
+}
+
+// recv waits for a value of ch.
+func recv[T any](t *testing.T, ch <-chan T, what string) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(10 * time.Second):
+		t.Fatalf("timed out waiting for %s", what)
+		panic("unreachable")
+	}
+}
+
+// timersIn decodes rec and returns its timers' names.
+func timersIn(t *testing.T, rec []byte) []string {
+	t.Helper()
+	_, timers, err := decodeRecord[int](nil, rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tm := range timers {
+		names = append(names, tm.name)
+	}
+	return names
+}
+
+// armThenSlow arms the key's timer, waits for its record, and starts a
+// slow message that waits for release.
+func armThenSlow(t *testing.T, k *kind[int, durMsg, tctx[int, durMsg]], st *memStore, started <-chan struct{}) {
+	t.Helper()
+	ctx := context.Background()
+	if err := k.ref("a").Tell(ctx, dArm{}); err != nil {
+		t.Fatal(err)
+	}
+	if names := timersIn(t, recv(t, st.writes, "the armed timer's record")); len(names) != 1 {
+		t.Fatalf("the record after arming holds timers %v, want [t]", names)
+	}
+	if err := k.ref("a").Tell(ctx, dSlow{}); err != nil {
+		t.Fatal(err)
+	}
+	recv(t, started, "the slow message")
+}
+
+func TestAMessageCommittedAfterStopKeepsTheStoredTimers(t *testing.T) {
+	st := newMemStore()
+	started, release := make(chan struct{}, 1), make(chan struct{})
+	h, k := durableKind(t, st, started, release)
+	armThenSlow(t, k, st, started)
+	k.Stop()
+	close(release)
+	if names := timersIn(t, recv(t, st.writes, "the slow message's record")); len(names) != 1 {
+		t.Fatalf("the record written after Stop holds timers %v, want [t]", names)
+	}
+	if err := h.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestAMessageCommittedAfterItsKeyMovedKeepsTheStoredTimers(t *testing.T) {
+	st := newMemStore()
+	started, release := make(chan struct{}, 1), make(chan struct{})
+	h, k := durableKind(t, st, started, release)
+	defer h.Close(context.Background())
+	armThenSlow(t, k, st, started)
+	k.Moved(func(string) bool { return false })
+	close(release)
+	if names := timersIn(t, recv(t, st.writes, "the slow message's record")); len(names) != 1 {
+		t.Fatalf("the record written after the key moved holds timers %v, want [t]", names)
+	}
+}
+
+// errStateTest is the test's StateFailed error.
+type errStateTest struct{ err error }
+
+func (e *errStateTest) Error() string { return "state: " + e.err.Error() }
+func (e *errStateTest) Unwrap() error { return e.err }
+
+func TestAStoredTimerWhoseMessageNoLongerDecodesFailsTheActivation(t *testing.T) {
+	st := newMemStore()
+	rec := []byte{recordVersion}
+	rec = appendString(rec, "\x00") // msgpack 0
+	rec = append(rec, 1)            // one timer
+	rec = appendString(rec, "t")
+	rec = appendVarint(rec, time.Now().Add(time.Hour).UnixNano())
+	rec = appendVarint(rec, 0)
+	rec = appendString(rec, "runtime.gone") // a message type no longer listed
+	rec = appendString(rec, "\x80")
+	st.recs["d/a"] = rec
+	h, k := durableKind(t, st, nil, nil)
+	defer h.Close(context.Background())
+	k.def.StateFailed = func(key string, err error) error { return &errStateTest{err} }
+	_, err := Ask[durMsg, int](context.Background(), k.ref("a"), dTick{})
+	var se *errStateTest
+	if !errors.As(err, &se) {
+		t.Fatalf("an activation whose stored timer does not decode: %v, want StateFailed's error", err)
+	}
+	select {
+	case <-st.writes:
+		t.Fatal("the record was written over")
+	default:
+	}
+}
+
+var errUnreachable = errors.New("test: store unreachable")
+
+func TestAnActivationWhoseStoreIsUnreachableFailsItsMessageWithoutACrash(t *testing.T) {
+	st := newMemStore()
+	st.refuses = errUnreachable
+	h, k := durableKind(t, st, nil, nil)
+	defer h.Close(context.Background())
+	k.def.BackoffMin, k.bmin = time.Hour, time.Hour // a crash would hold the second ask an hour
+	for i := range 2 {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_, err := Ask[durMsg, int](ctx, k.ref("a"), dTick{})
+		cancel()
+		if !errors.Is(err, errUnreachable) {
+			t.Fatalf("ask %d to a key whose store is unreachable: %v, want the acquire's error", i+1, err)
+		}
+	}
+	if n := h.Restarts.Load(); n != 0 {
+		t.Fatalf("an unreachable store counted %d restarts, want none", n)
+	}
+	st.mu.Lock()
+	st.refuses = nil
+	st.mu.Unlock()
+	if _, err := Ask[durMsg, int](context.Background(), k.ref("a"), dTick{}); !errors.Is(err, ErrNoReply) {
+		t.Fatalf("an ask once the store is back: %v, want the handler's ErrNoReply", err)
+	}
+}
