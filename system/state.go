@@ -33,9 +33,8 @@ type states struct {
 	// replicas computes a key's replica set of n copies (n > 1) in a
 	// cluster; nil standalone.
 	replicas func(dst []ring.NodeID, typ string, tok uint64, n int) ([]ring.NodeID, error)
-	// previous computes the set on the ring before the latest change,
-	// while its hand-off window is open (ok false otherwise); nil
-	// standalone.
+	// previous computes the set on the type's ring before its latest
+	// change (ok false when there was none); nil standalone.
 	previous func(dst []ring.NodeID, typ string, tok uint64, n int) (_ []ring.NodeID, ok bool)
 	// gone reports a member the view holds dead or left; nil standalone.
 	gone func(ring.NodeID) bool
@@ -262,11 +261,14 @@ var stateSlot = replica.Slot{Kind: replica.KindState}
 
 // Acquire implements host.Store.
 //
-// In a cluster, while placement's hand-off window is open, the key is
-// acquired from its set on the previous ring too (a joint acquisition,
-// see docs/replication.md): an owner on the old set is fenced and what a
-// quorum of the old set acknowledged is adopted. A key with one copy
-// moves that way: its new owner adopts the copy of the previous one.
+// In a cluster the key is acquired from its set on the type's ring
+// before its latest change too (a joint acquisition, see
+// docs/replication.md), until the ring changes again: an owner still on
+// the old set is fenced and what a quorum of the old set acknowledged is
+// adopted, however long after the change the key is next used. (An owner
+// whose key's set changed ends its activation at the change, so that it
+// acquires the new set jointly too.) A key with one copy moves that way:
+// its new owner adopts the copy of the previous one.
 func (s *states) Acquire(ctx context.Context, typ, key string, n int, level replication.Level, pinned bool) error {
 	node, err := s.current()
 	if err != nil {
@@ -287,7 +289,7 @@ func (s *states) Acquire(ctx context.Context, typ, key string, n int, level repl
 		}
 	}
 	// A single copy on a member now dead is out of reach: waiting for it
-	// would only hold the key until the window closes.
+	// would only hold the key until the ring changes again.
 	if prev, ok := s.previous(nil, typ, tok, n); ok && len(prev) > 0 && (n > 1 || !s.gone(prev[0])) {
 		return stateErr(node.AcquireFrom(ctx, k, set, prev, level))
 	}

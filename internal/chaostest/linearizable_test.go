@@ -1,6 +1,7 @@
 package chaostest
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -330,6 +332,7 @@ func runTrial(t *testing.T, d time.Duration, seed uint64) {
 			_ = f.Close()
 			t.Logf("history drawn in %s", name)
 		}
+		explain(t, h.ops, h.start)
 		t.Fatalf("the history is not linearizable (TROUPE_CHAOS_SEED=%d)", seed)
 	default:
 		t.Logf("porcupine could not decide within its time limit")
@@ -406,4 +409,29 @@ func (lc *labCluster) healAll() {
 func sleepFor(d time.Duration) {
 	tm := time.NewTimer(d)
 	<-tm.C
+}
+
+// explain writes, for each register whose history alone is not
+// linearizable, its operations in call order (times from the start of the
+// run), next to the drawing, and names the file.
+func explain(t *testing.T, ops []porcupine.Operation, start time.Time) {
+	for _, part := range registerModel.Partition(ops) {
+		if porcupine.CheckOperations(registerModel, part) {
+			continue
+		}
+		slices.SortFunc(part, func(a, b porcupine.Operation) int { return cmp.Compare(a.Call, b.Call) })
+		key := part[0].Input.(regInput).key
+		var b strings.Builder
+		for _, op := range part {
+			ret := "unknown"
+			if op.Return != math.MaxInt64 {
+				ret = time.Duration(op.Return).String()
+			}
+			fmt.Fprintf(&b, "%v .. %s  %s\n", time.Duration(op.Call), ret, registerModel.DescribeOperation(op.Input, op.Output))
+		}
+		name := filepath.Join(os.TempDir(), fmt.Sprintf("troupe-chaos-%s-%d.txt", key, start.UnixNano()))
+		if err := os.WriteFile(name, []byte(b.String()), 0o644); err == nil {
+			t.Logf("register %s is not linearizable: its operations are in %s", key, name)
+		}
+	}
 }

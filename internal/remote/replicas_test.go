@@ -31,18 +31,29 @@ func TestReplicasWalkTheFullRingDeadMembersIncluded(t *testing.T) {
 	}
 }
 
-func TestPreviousReplicasAreTheRingBeforeTheChangeWhileHandOffLasts(t *testing.T) {
-	ns := newTestNodes(t, "a:1", "b:1", "c:1")
+// The previous replicas are the set on the type's ring before its latest
+// change, kept through views that change only statuses (a dead member
+// stays in the ring) until the ring changes again.
+func TestPreviousReplicasAreTheRingBeforeTheLatestChangeUntilTheNext(t *testing.T) {
+	ns := newTestNodes(t, "a:1", "b:1", "c:1", "d:1")
 	a := ns[0]
 	tok := uint64(ring.KeyToken("counter", "k"))
-	a.setView(ns...)
+	a.setView(ns[0], ns[1])
 	if _, ok := a.r.PreviousReplicas(nil, "counter", tok, 2); ok {
-		t.Fatal("previous replicas without a hand-off window")
+		t.Fatal("previous replicas before any change of ring")
 	}
-	a.r.handoff.Store(&handoff{prev: newView(a.id, true, viewOf(ns[1], ns[2]))})
-	got, ok := a.r.PreviousReplicas(nil, "counter", tok, 2)
-	want := ring.New([]ring.NodeID{ns[1].id, ns[2].id}).AppendReplicas(nil, ring.Token(tok), 2)
-	if !ok || !slices.Equal(got, want) {
+	a.setView(ns[0], ns[1], ns[2])
+	want := ring.New([]ring.NodeID{ns[0].id, ns[1].id}).AppendReplicas(nil, ring.Token(tok), 2)
+	if got, ok := a.r.PreviousReplicas(nil, "counter", tok, 2); !ok || !slices.Equal(got, want) {
 		t.Fatalf("previous replicas %v (%v), want %v", got, ok, want)
+	}
+	a.setViewStatus(map[*testNode]bool{ns[0]: true, ns[1]: true, ns[2]: false})
+	if got, ok := a.r.PreviousReplicas(nil, "counter", tok, 2); !ok || !slices.Equal(got, want) {
+		t.Fatalf("after a change of status only: previous replicas %v (%v), want %v", got, ok, want)
+	}
+	a.setView(ns...)
+	want = ring.New([]ring.NodeID{ns[0].id, ns[1].id, ns[2].id}).AppendReplicas(nil, ring.Token(tok), 2)
+	if got, ok := a.r.PreviousReplicas(nil, "counter", tok, 2); !ok || !slices.Equal(got, want) {
+		t.Fatalf("after the next change: previous replicas %v (%v), want %v", got, ok, want)
 	}
 }

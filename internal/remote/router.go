@@ -59,6 +59,11 @@ type Router struct {
 	h    *host.Host
 	log  *slog.Logger
 	view atomic.Pointer[view]
+	// before is the view this one replaced (MoveOut compares them), and
+	// prevRings each type's ring before its latest change, kept until the
+	// next one (PreviousReplicas).
+	before    atomic.Pointer[view]
+	prevRings atomic.Pointer[map[string]*ring.Ring]
 
 	ctx    context.Context // ends at Close
 	cancel context.CancelFunc
@@ -299,6 +304,8 @@ func (r *Router) Update(self ring.NodeID, owning bool, members []cluster.Member)
 		return false
 	}
 	v := newView(self, owning, members)
+	r.before.Store(old)
+	r.notePrevRings(old, v)
 	r.view.Store(v)
 	r.noteChange(old, v)
 	var failed, again []*pending
@@ -387,11 +394,25 @@ func (r *Router) MoveOut() {
 		}
 		typ := k.Name()
 		rk := r.kind(typ)
+		cur, old := r.view.Load(), r.before.Load()
+		var a, b []ring.NodeID
 		m.Moved(func(key string) bool {
 			// Placement only: a key held for its previous owner (Here
 			// says no) has no activation here to end anyway.
-			_, here, err := r.view.Load().dest(rk, typ, key, r.Token(typ, key))
-			return here && err == nil
+			tok := r.Token(typ, key)
+			_, here, err := cur.dest(rk, typ, key, tok)
+			if !here || err != nil {
+				return false
+			}
+			// A replicated key whose replica set changed ends too: its
+			// owner writes to the set it acquired, and only a new
+			// acquisition, joint with the previous set, moves it to the
+			// new one (docs/replication.md, "Owner rules").
+			if n := rk.Replicas(); n > 1 && old != nil && old.rings[typ] != nil && cur.rings[typ] != nil {
+				a, b = old.replicas(a[:0], typ, tok, n), cur.replicas(b[:0], typ, tok, n)
+				return slices.Equal(a, b)
+			}
+			return true
 		})
 	}
 }

@@ -2,6 +2,7 @@ package remote
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -198,15 +199,41 @@ func (r *Router) Replicas(dst []ring.NodeID, typ string, tok uint64, n int) ([]r
 }
 
 // PreviousReplicas appends to dst the replica set of typ's key at tok on
-// the ring before the latest change, while its hand-off window is open
-// (ok false otherwise): the set a new owner acquires from besides its own,
-// so that what the old set holds is adopted.
+// typ's ring before its latest change (ok false when it had none): the
+// set a new owner acquires from besides its own, so that an owner still
+// writing to the old set is fenced and what the old set's quorum holds is
+// adopted. It is kept until the type's ring changes again, not for a
+// window: a key first used long after the change must still adopt what
+// its old set acknowledged.
 func (r *Router) PreviousReplicas(dst []ring.NodeID, typ string, tok uint64, n int) (_ []ring.NodeID, ok bool) {
-	ho := r.handoff.Load()
-	if ho == nil || ho.over.Load() || ho.prev == nil || ho.prev.rings[typ] == nil {
+	prev := r.prevRings.Load()
+	if prev == nil || (*prev)[typ] == nil {
 		return dst, false
 	}
-	return ho.prev.replicas(dst, typ, tok, n), true
+	pr := (*prev)[typ]
+	return pr.AppendReplicas(dst, ring.Token(tok), min(n, pr.Len())), true
+}
+
+// notePrevRings keeps, for each type whose ring differs between old and
+// v, old's ring as its previous one.
+func (r *Router) notePrevRings(old, v *view) {
+	var next map[string]*ring.Ring
+	if p := r.prevRings.Load(); p != nil {
+		next = maps.Clone(*p)
+	} else {
+		next = map[string]*ring.Ring{}
+	}
+	changed := false
+	for typ, tr := range v.rings {
+		ot := old.rings[typ]
+		if ot == nil || ot.r.Version() == tr.r.Version() {
+			continue
+		}
+		next[typ], changed = ot.r, true
+	}
+	if changed {
+		r.prevRings.Store(&next)
+	}
 }
 
 // Gone reports whether the current view holds id dead or left.
