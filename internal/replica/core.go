@@ -372,7 +372,10 @@ type ownership struct {
 	replicas []ring.NodeID
 	quorum   int
 	// previous is the key's previous replica set during a change of set
-	// (nil otherwise): promises are needed from prevQuorum of it too.
+	// (nil otherwise): promises are needed from prevQuorum of it too:
+	// n-q+1 of its n members, which meet every quorum q of it (so a write
+	// the old set acknowledged is among them), and leave an old owner
+	// fewer than q members to accept its writes (so it is fenced).
 	previous   []ring.NodeID
 	prevQuorum int
 	// prepared is replicas and previous together: who is asked to promise.
@@ -478,7 +481,7 @@ func (c *Core) AcquireWith(k Key, replicas []ring.NodeID, level replication.Leve
 	}
 	if len(prev) > 0 {
 		o.previous = prev
-		o.prevQuorum = level.Quorum(len(prev))
+		o.prevQuorum = len(prev) - level.Quorum(len(prev)) + 1
 		o.prepared = sortedSet(append(slices.Clone(set), prev...))
 	}
 	c.owned[k] = o

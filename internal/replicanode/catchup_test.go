@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"runtime"
 	"testing"
 	"time"
 
@@ -241,6 +242,14 @@ func TestACatchUpNeedsCaughtUpSources(t *testing.T) {
 	c.wipe(w)
 	if err := r.node.SetReceiving(ring.Range{Start: 10, End: 20}); err != nil {
 		t.Fatal(err)
+	}
+	// SetReceiving is queued: the catch-up must not reach r before r's
+	// loop took it.
+	for len(r.node.Receiving()) == 0 {
+		if ctx.Err() != nil {
+			t.Fatal("the source never started receiving")
+		}
+		runtime.Gosched()
 	}
 	err := w.node.CatchUp(ctx, ring.Range{}, c.ids(r), 1)
 	if !errors.Is(err, ErrSourceReceiving) {
