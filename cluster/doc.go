@@ -74,7 +74,8 @@
 //     partition the minority still owns and can admit joiners.
 //   - Standing is a timing argument (step-down after DeadAfter/2 against
 //     the peers' SuspectAfter + DeadAfter, about 0.1 s of margin with
-//     FastConfig), and there is no ownership epoch yet.
+//     FastConfig); membership has no ownership epoch of its own (durable
+//     and replicated actors are fenced by replication's epochs).
 //   - A record forgotten after TombstoneTTL can come back from a member
 //     that missed it for that long (it then dies again by silence).
 package cluster
