@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -440,5 +442,67 @@ func TestMemShutdownGivesUpWhenItsContextEndsAndSendWaitSends(t *testing.T) {
 	}
 	if err := waitReceipt(t, held); !errors.Is(err, wire.ErrClosed) {
 		t.Fatalf("send held at the close: want wire.ErrClosed, got %v", err)
+	}
+}
+
+// countingDialer counts the dials that opened a connection.
+type countingDialer struct {
+	inner     wire.Dialer
+	connected atomic.Int64
+}
+
+func (d *countingDialer) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
+	c, err := d.inner.DialContext(ctx, network, addr)
+	if err == nil {
+		d.connected.Add(1)
+	}
+	return c, err
+}
+
+// A redial that connects but whose handshake fails (a slow or swallowed
+// peer, the losing half of a simultaneous dial) is no evidence that the
+// peer is gone: only a dial that cannot connect makes it suspect.
+func TestARedialThatConnectsButFailsItsHandshakeDoesNotSuspect(t *testing.T) {
+	var dialer *countingDialer
+	fp := newFaultPair(t, 23, nil, func(c *wire.Config) {
+		if dialer == nil {
+			dialer = &countingDialer{inner: c.Dialer}
+			c.Dialer = dialer
+		}
+		c.HandshakeTimeout = 100 * time.Millisecond
+	})
+	defer fp.close()
+	a, b := fp.nodes[0], fp.nodes[1]
+	events := make(chan PeerEvent, 64)
+	a.OnPeerEvent(func(e PeerEvent) { events <- e })
+	r, _ := a.Send(context.Background(), b.Self(), StreamApplication, 1, tagged(0, StreamApplication, 1, 0, 10))
+	if err := waitReceipt(t, r); err != nil {
+		t.Fatal(err)
+	}
+	base := dialer.connected.Load()
+	fp.fn.Partition(fp.addrs[0], fp.addrs[1], faultnet.Swallow)
+	fp.fn.CutAll()
+	deadline := time.Now().Add(20 * time.Second)
+	for dialer.connected.Load() < base+3 {
+		if time.Now().After(deadline) {
+			t.Fatal("A did not redial three times")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	for {
+		select {
+		case e := <-events:
+			if e.Suspect {
+				t.Fatalf("suspect event after handshakes that timed out: %+v", e)
+			}
+			continue
+		default:
+		}
+		break
+	}
+	fp.fn.HealAll()
+	r, _ = a.Send(context.Background(), b.Self(), StreamApplication, 1, tagged(0, StreamApplication, 1, 1, 10))
+	if err := waitReceipt(t, r); err != nil {
+		t.Fatalf("send after the heal: %v", err)
 	}
 }

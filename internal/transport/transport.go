@@ -58,8 +58,8 @@ type HandlerFunc func(from ring.NodeID, payload []byte)
 func (f HandlerFunc) Receive(from ring.NodeID, payload []byte) { f(from, payload) }
 
 // PeerEvent reports a peer becoming reachable (Up), unreachable for now
-// (Suspect: its connection broke and a redial failed; the session still
-// waits to resume), or lost (neither). Err says why a peer was suspected
+// (Suspect: its connection broke and a redial could not connect; the
+// session still waits to resume), or lost (neither). Err says why a peer was suspected
 // or lost: the dial error, ErrPeerRestarted, ErrPeerDead, or nil for an
 // orderly goodbye.
 type PeerEvent struct {
@@ -770,9 +770,13 @@ func (s *session) dialLoop(ctx context.Context, cancel context.CancelFunc) {
 			return
 		}
 		s.mu.Lock()
-		if s.up && s.conn == nil && !s.suspected {
+		var ce *connectError
+		if errors.As(err, &ce) && ctx.Err() == nil && s.up && s.conn == nil && !s.suspected {
 			// The membership layer hears of it at once, rather than
-			// after the resume grace.
+			// after the resume grace. Only a dial that could not connect
+			// says so: a handshake that failed after connecting (a
+			// simultaneous dial settled the other way, a reset, a slow
+			// peer) says nothing about the peer being gone.
 			s.suspected = true
 			t.emit(PeerEvent{Peer: s.id, Suspect: true, Err: err})
 		}
@@ -842,13 +846,21 @@ func (s *session) neverReachedLocked() bool {
 
 var errSuperseded = errors.New("troupe: connection superseded")
 
+// connectError is a dial that could not open a connection (refused,
+// unreachable, timed out connecting): the one redial failure that makes
+// the peer suspect.
+type connectError struct{ err error }
+
+func (e *connectError) Error() string { return e.err.Error() }
+func (e *connectError) Unwrap() error { return e.err }
+
 func (s *session) dialOnce(ctx context.Context, known uint64) error {
 	t := s.t
 	hctx, cancel := context.WithTimeout(ctx, t.cfg.HandshakeTimeout)
 	defer cancel()
 	c, err := t.cfg.Dialer.DialContext(hctx, "tcp", dialAddress(&t.cfg, s.addr))
 	if err != nil {
-		return err
+		return &connectError{err: err}
 	}
 	if err := setNotSentLowat(c, t.cfg.NotSentLowat); err != nil {
 		t.log.Debug("troupe: wire: TCP_NOTSENT_LOWAT", "err", err)
