@@ -294,7 +294,8 @@ func Define[S, M any](name string, handler Handler[S, M], opts ...Option) *Def[S
 	for _, p := range d.spec.Errors.Register(name, d.s.errors) {
 		d.s.problems = append(d.s.problems, &DefinitionError{Definition: p.Definition, Field: p.Field, Problem: p.Problem})
 	}
-	d.sealed = runtime.Seal(func(h *host.Host) host.Kind { return runtime.NewKind(h, &d.spec) }, d.spec.Durable)
+	d.sealed = runtime.Seal(func(h *host.Host) host.Kind { return runtime.NewKind(h, &d.spec) },
+		runtime.Storage{Durable: d.spec.Durable, Replicas: d.spec.Replicas, Level: d.spec.Level, Pinned: d.spec.Pinned})
 	d.err = d.validate()
 	return d
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/troupe-go/troupe/internal/membership"
 	"github.com/troupe-go/troupe/internal/remote"
 	"github.com/troupe-go/troupe/internal/transport"
+	"github.com/troupe-go/troupe/ring"
 	"github.com/troupe-go/troupe/wire"
 )
 
@@ -31,6 +32,8 @@ type member struct {
 	log         *slog.Logger
 	acc         *acceptor // the listener, handed from incarnation to incarnation
 	router      *remote.Router
+	st          *states    // nil when no definition keeps state
+	refreshMu   sync.Mutex // one placement update at a time: st sees each ring change once
 	cur         atomic.Pointer[incarnation]
 	leave       time.Duration
 	done        chan struct{} // closed when the view loop ends
@@ -136,6 +139,8 @@ func Start(ctx context.Context, cfg Config) (*System, error) {
 		if st, err = openStates(cfg, log); err == nil {
 			st.replicas, st.previous, st.gone = m.router.Replicas, m.router.PreviousReplicas, m.router.Gone
 			st.alive, st.hosts = aliveHosts(m.router, cfg.Actors), anyHosts(m.router, cfg.Actors)
+			st.stored, st.ring = storedTypes(cfg.Actors), m.router.Ring
+			m.st = st
 			st.viewed = make(chan struct{})
 			if st.maxValue > wcfg.Limits.MaxMessage-replicaRoom {
 				st.maxValue = wcfg.Limits.MaxMessage - replicaRoom
@@ -188,9 +193,18 @@ func Start(ctx context.Context, cfg Config) (*System, error) {
 
 // refresh gives placement the node's current view.
 func (m *member) refresh() {
+	m.refreshMu.Lock()
+	defer m.refreshMu.Unlock()
 	inc := m.cur.Load()
+	var before map[string]*ring.Ring
+	if m.st != nil {
+		before = m.st.rings()
+	}
 	if m.router.Update(inc.node.ID(), inc.node.Owning(), inc.node.Members()) {
 		m.router.MoveOut()
+		if m.st != nil {
+			m.st.changed(before)
+		}
 	}
 }
 

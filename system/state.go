@@ -48,10 +48,24 @@ type states struct {
 	// nil: in place already (a rejoin).
 	viewed chan struct{}
 
-	// stopCatchUp ends the catch-up of the current node; catching is
-	// closed when it returned.
+	// stored lists the types whose keys the ring places with state, and
+	// ring returns a type's full ring in the current view; nil
+	// standalone.
+	stored []storedType
+	ring   func(typ string) *ring.Ring
+
+	// stopCatchUp ends the catch-ups of the current node (catchCtx is
+	// their context); catching counts them.
 	stopCatchUp context.CancelFunc
-	catching    chan struct{}
+	catchCtx    context.Context
+	catching    sync.WaitGroup
+	// handoff tracks the ranges handoffNode, the current node, receives
+	// after ring changes (see changed); under mu.
+	handoff     *handoffs
+	handoffNode *replicanode.Node
+	// received counts the bytes of state caught up by the nodes before
+	// the current one.
+	received int64
 
 	mu   sync.Mutex
 	node *replicanode.Node // nil between incarnations
@@ -132,27 +146,49 @@ func (s *states) attach(ctx context.Context, ep transport.Endpoint) error {
 	if err != nil {
 		return err
 	}
-	if len(n.Receiving()) > 0 {
-		if s.alive == nil {
-			s.log.Warn("troupe: the store stopped uncleanly without Sync: the last writes acknowledged before the stop may be lost")
-			if err := n.CountEverywhere(); err != nil {
-				n.Close(ctx)
-				return err
-			}
-		} else {
-			cctx, cancel := context.WithCancel(context.Background())
-			done := make(chan struct{})
-			s.stopCatchUp, s.catching = cancel, done
-			go func() {
-				defer close(done)
-				s.catchUp(cctx, n)
-			}()
+	if len(n.Receiving()) > 0 && s.alive == nil {
+		s.log.Warn("troupe: the store stopped uncleanly without Sync: the last writes acknowledged before the stop may be lost")
+		if err := n.CountEverywhere(); err != nil {
+			n.Close(ctx)
+			return err
 		}
 	}
 	s.mu.Lock()
 	s.node = n
 	s.mu.Unlock()
+	if len(n.Receiving()) > 0 && s.alive != nil {
+		if cctx, ok := s.catchUpCtx(n); ok {
+			s.catching.Go(func() { s.catchUp(cctx, n) })
+		}
+	}
 	return nil
+}
+
+// catchUpCtx returns the context of n's catch-ups, cancelled when n is
+// detached; ok is false when n is no longer the current node.
+func (s *states) catchUpCtx(n *replicanode.Node) (_ context.Context, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.node != n {
+		return nil, false
+	}
+	if s.stopCatchUp == nil {
+		s.catchCtx, s.stopCatchUp = context.WithCancel(context.Background())
+	}
+	return s.catchCtx, true
+}
+
+// receivingStats returns how many ring ranges the current node still
+// receives, and the bytes of state caught up since the system started.
+func (s *states) receivingStats() (ranges int, bytes int64) {
+	s.mu.Lock()
+	n, bytes := s.node, s.received
+	s.mu.Unlock()
+	if n != nil {
+		ranges = len(n.Receiving())
+		bytes += n.ReceivedBytes()
+	}
+	return ranges, bytes
 }
 
 // catchUpRetry is the pause between two attempts of a catch-up that
@@ -230,12 +266,18 @@ func (s *states) detach(ctx context.Context) {
 	n := s.node
 	s.node = nil
 	s.mu.Unlock()
-	if s.stopCatchUp != nil {
-		s.stopCatchUp()
-		<-s.catching
-		s.stopCatchUp, s.catching = nil, nil
+	s.mu.Lock()
+	stop := s.stopCatchUp
+	s.stopCatchUp, s.catchCtx = nil, nil
+	s.mu.Unlock()
+	if stop != nil {
+		stop()
+		s.catching.Wait()
 	}
 	if n != nil {
+		s.mu.Lock()
+		s.received += n.ReceivedBytes()
+		s.mu.Unlock()
 		if err := n.Close(ctx); err != nil {
 			s.log.Warn("troupe: closing the replication node", "err", err)
 		}

@@ -91,6 +91,14 @@ type Stats struct {
 	// (see System.Removed), rejoined with a new incarnation. Each rejoin
 	// is also logged at Warn.
 	Rejoins int64
+	// Receiving is the number of ring ranges this member is still
+	// receiving: it became one of their replicas (or its store lost its
+	// last writes) and does not count toward their quorums until it has
+	// caught up from the others. Zero once caught up.
+	Receiving int
+	// ReceivedBytes counts the bytes of stored state this member received
+	// from other members catching up, since it started.
+	ReceivedBytes int64
 }
 
 // New starts a system hosting cfg.Actors. It fails if cfg does not
@@ -190,6 +198,9 @@ func (s *System) Stats() Stats {
 	}
 	if s.m != nil {
 		st.Rejoins = s.m.rejoins.Load()
+	}
+	if s.st != nil {
+		st.Receiving, st.ReceivedBytes = s.st.receivingStats()
 	}
 	for _, k := range s.h.Kinds() {
 		st.Queued += k.Queued()

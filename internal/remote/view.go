@@ -236,6 +236,15 @@ func (r *Router) notePrevRings(old, v *view) {
 	}
 }
 
+// Ring returns typ's full ring in the current view (dead members
+// included), or nil when no member hosts it.
+func (r *Router) Ring(typ string) *ring.Ring {
+	if tr := r.view.Load().rings[typ]; tr != nil {
+		return tr.r
+	}
+	return nil
+}
+
 // Gone reports whether the current view holds id dead or left.
 func (r *Router) Gone(id ring.NodeID) bool { return r.view.Load().gone(id) }
 

@@ -60,13 +60,14 @@ func (n *Node) Receiving() []ring.Range {
 // keeps receiving rng.
 //
 // Caught up means holding, per slot, the newest record among quorum of
-// the sources. With Majority or All over n replicas and the n-1 others as
-// sources, a majority of the sources is enough (n-q+1 of them meet every
-// quorum of q); CatchUp refuses a smaller quorum (ErrCatchUpQuorum) and a
-// source list that names this node (ErrCatchUpSource), but cannot check
-// that sources are all the others: naming fewer, or the sources of one
-// set only while the range's set changes (take all the others of both
-// sets then), is the caller's error. The node must already be receiving
+// the sources. The caller chooses sources and quorum so that any quorum
+// that acknowledged a write meets the sources that deliver: the range's
+// previous replica set of n written at a quorum of q, with quorum n-q+1
+// of it (a new replica after a ring change), or the n-1 other replicas
+// with a majority of them (a replica that lost its last writes). CatchUp
+// refuses a quorum outside 1..len(sources) (ErrCatchUpQuorum) and a
+// source list that names this node (ErrCatchUpSource). The node must
+// already be receiving
 // rng (started receiving, or SetReceiving) before the catch-up begins: a
 // write acknowledged before the snapshots reached a quorum, which meets
 // the sources read; one acknowledged after reached this node too, since
@@ -78,7 +79,7 @@ func (n *Node) CatchUp(ctx context.Context, rng ring.Range, sources []ring.NodeI
 	if slices.Contains(sources, n.self) {
 		return fmt.Errorf("%w: %v", ErrCatchUpSource, n.self)
 	}
-	if quorum*2 <= len(sources) || quorum > len(sources) {
+	if quorum < 1 || quorum > len(sources) {
 		return fmt.Errorf("%w: quorum %d of %d sources", ErrCatchUpQuorum, quorum, len(sources))
 	}
 	sctx, cancel := context.WithCancel(ctx)
@@ -114,6 +115,16 @@ func (n *Node) CatchUp(ctx context.Context, rng ring.Range, sources []ring.NodeI
 	return n.call(ctx, &request{op: opReceived, ranges: []ring.Range{rng}})
 }
 
+// EndReceiving makes the node count for rng again without copying it:
+// for a range whose previous replicas are all gone, so that nothing is
+// left to copy (what only they acknowledged is lost).
+func (n *Node) EndReceiving(ctx context.Context, rng ring.Range) error {
+	return n.call(ctx, &request{op: opReceived, ranges: []ring.Range{rng}})
+}
+
+// ReceivedBytes returns the bytes of catch-up chunks this node received.
+func (n *Node) ReceivedBytes() int64 { return n.synced.Load() }
+
 // syncFrom copies rng from src, a chunk at a time, until src says done.
 func (n *Node) syncFrom(ctx context.Context, rng ring.Range, src ring.NodeID) error {
 	retry := time.NewTimer(time.Hour)
@@ -136,6 +147,7 @@ func (n *Node) syncFrom(ctx context.Context, rng ring.Range, src ring.NodeID) er
 		if !c.msg.Counted {
 			return fmt.Errorf("%w: %v for %v", ErrSourceReceiving, src, rng)
 		}
+		n.synced.Add(int64(c.size))
 		if len(c.msg.Records) > 0 {
 			if err := n.call(ctx, &request{op: opSync, records: c.msg.Records}); err != nil {
 				return err

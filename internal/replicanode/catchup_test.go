@@ -261,8 +261,8 @@ func TestACatchUpNeedsCaughtUpSources(t *testing.T) {
 	if err := w.node.CatchUp(ctx, ring.Range{}, c.ids(r), 2); !errors.Is(err, ErrCatchUpQuorum) {
 		t.Fatalf("a quorum of 2 out of one source returned %v, want ErrCatchUpQuorum", err)
 	}
-	if err := w.node.CatchUp(ctx, ring.Range{}, c.ids(r, c.members[0]), 1); !errors.Is(err, ErrCatchUpQuorum) {
-		t.Fatalf("a quorum of 1 out of two sources returned %v, want ErrCatchUpQuorum", err)
+	if err := w.node.CatchUp(ctx, ring.Range{}, c.ids(r, c.members[0]), 0); !errors.Is(err, ErrCatchUpQuorum) {
+		t.Fatalf("a quorum of 0 returned %v, want ErrCatchUpQuorum", err)
 	}
 	if err := w.node.CatchUp(ctx, ring.Range{}, c.ids(w, c.members[0]), 2); !errors.Is(err, ErrCatchUpSource) {
 		t.Fatalf("a catch-up naming the node itself returned %v, want ErrCatchUpSource", err)

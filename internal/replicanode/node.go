@@ -25,6 +25,7 @@ import (
 // waited. One goroutine owns the core; every method is safe for
 // concurrent use.
 type Node struct {
+	synced   atomic.Int64 // bytes of catch-up chunks received
 	cfg      Config
 	ep       transport.Endpoint
 	self     ring.NodeID

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/troupe-go/troupe/internal/host"
+	"github.com/troupe-go/troupe/replication"
 	"github.com/vmihailenco/msgpack/v5"
 )
 
@@ -191,28 +192,42 @@ func HostOf(sys System) *host.Host {
 type Definition interface {
 	Name() string
 	instantiate(h *host.Host) host.Kind
-	stored() bool
+	stored() Storage
+}
+
+// Storage is how a definition keeps its keys' state.
+type Storage struct {
+	// Durable: the state is kept in the host's Store.
+	Durable bool
+	// Replicas is the number of copies; Level the write level.
+	Replicas int
+	Level    replication.Level
+	// Pinned keys live on the member their ref names, whatever the ring.
+	Pinned bool
 }
 
 // Sealed implements Definition's unexported methods; a definition embeds
 // it.
 type Sealed struct {
 	inst    func(h *host.Host) host.Kind
-	durable bool
+	storage Storage
 }
 
-// Seal returns a Sealed that instantiates through inst; durable says the
-// definition keeps its keys' state in the host's Store.
-func Seal(inst func(h *host.Host) host.Kind, durable bool) Sealed {
-	return Sealed{inst: inst, durable: durable}
+// Seal returns a Sealed that instantiates through inst and keeps its
+// keys' state as st says.
+func Seal(inst func(h *host.Host) host.Kind, st Storage) Sealed {
+	return Sealed{inst: inst, storage: st}
 }
 
 func (s Sealed) instantiate(h *host.Host) host.Kind { return s.inst(h) }
-func (s Sealed) stored() bool                       { return s.durable }
+func (s Sealed) stored() Storage                    { return s.storage }
 
 // Durable reports whether d keeps its keys' state in a store: a system
 // hosting it opens one.
-func Durable(d Definition) bool { return d.stored() }
+func Durable(d Definition) bool { return d.stored().Durable }
+
+// StorageOf returns how d keeps its keys' state.
+func StorageOf(d Definition) Storage { return d.stored() }
 
 // Instantiate creates d's runtime inside h.
 func Instantiate(d Definition, h *host.Host) host.Kind { return d.instantiate(h) }

@@ -1,0 +1,266 @@
+package system
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/troupe-go/troupe/actor"
+	"github.com/troupe-go/troupe/internal/replicanode"
+	"github.com/troupe-go/troupe/internal/runtime"
+	"github.com/troupe-go/troupe/replication"
+	"github.com/troupe-go/troupe/ring"
+)
+
+// Hand-off of stored state.
+//
+// When the ring of a type that keeps state on the ring changes (a member
+// joins, leaves or is removed), a member that becomes a replica of a
+// range it was not a replica of before stops counting toward quorums for
+// that range at once (the range is receiving) and copies it from the
+// range's previous replicas: from n-q+1 of the n (q the write level's
+// quorum), which meets every quorum of the previous set, so that it holds
+// what any of them acknowledged before it counts. Meanwhile the other
+// replicas, and the previous set through joint acquisition, answer for
+// the range. The copy is paced by the driver's SyncRate so that
+// application traffic keeps flowing.
+//
+// A joining member enters the ring only once it is ready, so its own
+// join is such a change and nothing special: it receives every range it
+// gains from members already in the ring.
+
+// storedType is a type whose keys the ring places, with state: n copies
+// written at level.
+type storedType struct {
+	name  string
+	n     int
+	level replication.Level
+}
+
+// storedTypes lists defs' types that keep state on the ring: durable and
+// not pinned (a pinned key's copy lives on its member and never moves).
+func storedTypes(defs []actor.Definition) []storedType {
+	var ts []storedType
+	for _, d := range defs {
+		if d == nil {
+			continue
+		}
+		st := runtime.StorageOf(d)
+		if st.Durable && !st.Pinned {
+			ts = append(ts, storedType{name: d.Name(), n: max(st.Replicas, 1), level: st.Level})
+		}
+	}
+	return ts
+}
+
+// rangeJob is one range this member gained and is receiving.
+type rangeJob struct {
+	typ string
+	rng ring.Range
+	// sources are the range's previous replicas not known gone, and need
+	// how many of them must deliver.
+	sources []ring.NodeID
+	need    int
+	// retry wakes an attempt waiting to run again; cancel ends the job.
+	retry  chan struct{}
+	cancel context.CancelFunc
+}
+
+// handoffs tracks the ranges a node is receiving after ring changes.
+type handoffs struct {
+	mu   sync.Mutex
+	jobs map[handoffKey]*rangeJob
+	// slots bounds the catch-ups running at once: a join gains hundreds
+	// of ranges, and each source answers one request at a time.
+	slots chan struct{}
+}
+
+type handoffKey struct {
+	typ string
+	rng ring.Range
+}
+
+// handoffParallel is how many ranges a member catches up at once.
+const handoffParallel = 4
+
+// Pauses between two attempts of a range's catch-up that could not
+// complete (a source unreachable or still receiving itself): doubling
+// from the first to the last.
+const (
+	handoffRetryMin = 50 * time.Millisecond
+	handoffRetryMax = time.Second
+)
+
+// rings returns the current full ring of each stored type.
+func (s *states) rings() map[string]*ring.Ring {
+	if s.ring == nil || len(s.stored) == 0 {
+		return nil
+	}
+	rs := make(map[string]*ring.Ring, len(s.stored))
+	for _, t := range s.stored {
+		rs[t.name] = s.ring(t.name)
+	}
+	return rs
+}
+
+// changed handles a change of the stored types' rings from before to the
+// current ones: ranges this member newly replicates are set receiving
+// and caught up from their previous replicas; running catch-ups drop the
+// sources gone meanwhile and end when this member no longer replicates
+// their range.
+func (s *states) changed(before map[string]*ring.Ring) {
+	node, err := s.current()
+	if err != nil || len(s.stored) == 0 {
+		return
+	}
+	self := node.Self()
+	after := s.rings()
+	h := s.handoffsOf(node)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, j := range h.jobs {
+		s.review(h, j, self, after[j.typ])
+	}
+	var gained []*rangeJob
+	for _, t := range s.stored {
+		for _, mv := range ring.Moves(before[t.name], after[t.name], t.n) {
+			if !slices.Contains(mv.After, self) || slices.Contains(mv.Before, self) || len(mv.Before) == 0 {
+				continue
+			}
+			k := handoffKey{typ: t.name, rng: mv.Range}
+			if h.jobs[k] != nil {
+				continue
+			}
+			j := &rangeJob{typ: t.name, rng: mv.Range, retry: make(chan struct{}, 1)}
+			j.need = len(mv.Before) - t.level.Quorum(len(mv.Before)) + 1
+			for _, id := range mv.Before {
+				if !s.gone(id) {
+					j.sources = append(j.sources, id)
+				}
+			}
+			s.trimNeed(j)
+			gained = append(gained, j)
+		}
+	}
+	if len(gained) == 0 {
+		return
+	}
+	ranges := make([]ring.Range, len(gained))
+	for i, j := range gained {
+		ranges[i] = j.rng
+	}
+	if err := node.SetReceiving(ranges...); err != nil {
+		return
+	}
+	s.log.Info("troupe: receiving the copies of ranges this member now replicates", "ranges", len(ranges))
+	ctx, ok := s.catchUpCtx(node)
+	if !ok {
+		return // detached meanwhile: the next node catches up what its store receives
+	}
+	for _, j := range gained {
+		jctx, cancel := context.WithCancel(ctx)
+		j.cancel = cancel
+		h.jobs[handoffKey{typ: j.typ, rng: j.rng}] = j
+		s.catching.Go(func() { s.receive(jctx, node, h, j) })
+	}
+}
+
+// review updates a running catch-up after a ring change: it ends when
+// this member no longer replicates the range (the range stays receiving,
+// and a later gain starts it again), and forgets sources now gone, which
+// will never answer. h.mu is held.
+func (s *states) review(h *handoffs, j *rangeJob, self ring.NodeID, r *ring.Ring) {
+	var t *storedType
+	for i := range s.stored {
+		if s.stored[i].name == j.typ {
+			t = &s.stored[i]
+		}
+	}
+	if t == nil || r == nil || !slices.Contains(r.AppendReplicas(nil, j.rng.End, min(t.n, r.Len())), self) {
+		j.cancel()
+		delete(h.jobs, handoffKey{typ: j.typ, rng: j.rng})
+		return
+	}
+	kept := j.sources[:0]
+	for _, id := range j.sources {
+		if !s.gone(id) {
+			kept = append(kept, id)
+		}
+	}
+	if len(kept) != len(j.sources) {
+		j.sources = kept
+		s.trimNeed(j)
+		select {
+		case j.retry <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// trimNeed lowers j's need to the sources left: what only the gone
+// replicas acknowledged is lost with them, and waiting cannot bring it
+// back.
+func (s *states) trimNeed(j *rangeJob) {
+	if j.need > len(j.sources) {
+		s.log.Warn("troupe: a range's previous replicas are gone: what only they acknowledged is lost", "type", j.typ, "range", j.rng, "sources", len(j.sources), "needed", j.need)
+		j.need = len(j.sources)
+	}
+}
+
+// receive runs j's catch-up until it completes or ctx ends.
+func (s *states) receive(ctx context.Context, node *replicanode.Node, h *handoffs, j *rangeJob) {
+	defer func() {
+		h.mu.Lock()
+		if h.jobs[handoffKey{typ: j.typ, rng: j.rng}] == j {
+			delete(h.jobs, handoffKey{typ: j.typ, rng: j.rng})
+		}
+		h.mu.Unlock()
+	}()
+	wait := handoffRetryMin
+	for attempt := 0; ; attempt++ {
+		h.mu.Lock()
+		sources, need := slices.Clone(j.sources), j.need
+		h.mu.Unlock()
+		var err error
+		if need == 0 {
+			// Every previous replica is gone: there is nothing to copy.
+			err = node.EndReceiving(ctx, j.rng)
+		} else {
+			select {
+			case h.slots <- struct{}{}:
+			case <-ctx.Done():
+				return
+			}
+			err = node.CatchUp(ctx, j.rng, sources, need)
+			<-h.slots
+		}
+		if err == nil || ctx.Err() != nil {
+			return
+		}
+		if attempt%20 == 19 {
+			s.log.Warn("troupe: catching up a range this member now replicates", "type", j.typ, "range", j.rng, "err", err, "attempt", attempt+1)
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-j.retry:
+			t.Stop()
+		case <-t.C:
+		}
+		wait = min(2*wait, handoffRetryMax)
+	}
+}
+
+// handoffsOf returns the catch-ups of node, the current node.
+func (s *states) handoffsOf(node *replicanode.Node) *handoffs {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.handoff == nil || s.handoffNode != node {
+		s.handoff = &handoffs{jobs: map[handoffKey]*rangeJob{}, slots: make(chan struct{}, handoffParallel)}
+		s.handoffNode = node
+	}
+	return s.handoff
+}
