@@ -17,6 +17,7 @@ func Draw[K comparable](info porcupine.LinearizationInfo, pattern string) (strin
 	}
 	if err := porcupine.Visualize(Model[K](), info, f); err != nil {
 		_ = f.Close()
+		_ = os.Remove(f.Name())
 		return "", err
 	}
 	return f.Name(), f.Close()

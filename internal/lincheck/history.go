@@ -25,8 +25,9 @@ func NewHistory[K comparable]() *History[K] {
 func (h *History[K]) Now() int64 { return time.Since(h.start).Nanoseconds() }
 
 // Add records an operation called at call that returned at ret (Pending
-// when its outcome is unknown). Each operation counts as its own client,
-// as porcupine's drawing needs a client per operation that overlaps.
+// when its outcome is unknown). Each operation counts as its own client:
+// porcupine wants a client's operations one after another, and a client
+// that gave up on one (Pending) goes on with the next.
 func (h *History[K]) Add(in Input[K], out Output, call, ret int64) {
 	h.mu.Lock()
 	h.ops = append(h.ops, porcupine.Operation{ClientId: len(h.ops), Input: in, Output: out, Call: call, Return: ret})

@@ -41,57 +41,51 @@ func TestALinearizableHistoryOfReadsWritesAndCompareAndSetsIsOk(t *testing.T) {
 	}
 }
 
-func TestAStaleReadIsIllegal(t *testing.T) {
-	ops := []porcupine.Operation{
-		op("a", lincheck.Write, 0, 1, lincheck.Output{}, 0, 10),
-		op("a", lincheck.Read, 0, 0, lincheck.Output{Value: 0}, 11, 20),
-	}
-	if res := check[string](t, ops); res != porcupine.Illegal {
-		t.Fatalf("a read of 0 after an acknowledged write of 1 checked %v, want Illegal", res)
-	}
-}
-
-func TestACompareAndSetThatFailedOnTheExpectedValueIsIllegal(t *testing.T) {
-	ops := []porcupine.Operation{
-		op("a", lincheck.Write, 0, 1, lincheck.Output{}, 0, 10),
-		op("a", lincheck.CAS, 1, 2, lincheck.Output{OK: false}, 11, 20),
-	}
-	if res := check[string](t, ops); res != porcupine.Illegal {
-		t.Fatalf("a compare-and-set refused while the register held what it expected checked %v, want Illegal", res)
+func TestAnAnswerNoOrderExplainsIsIllegal(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		last porcupine.Operation // after an acknowledged write of 1
+	}{
+		{"a stale read", op("a", lincheck.Read, 0, 0, lincheck.Output{Value: 0}, 11, 20)},
+		{"a compare-and-set refused on the value it expected", op("a", lincheck.CAS, 1, 2, lincheck.Output{OK: false}, 11, 20)},
+		{"a compare-and-set applied on a value the register did not hold", op("a", lincheck.CAS, 0, 2, lincheck.Output{OK: true}, 11, 20)},
+	} {
+		ops := []porcupine.Operation{op("a", lincheck.Write, 0, 1, lincheck.Output{}, 0, 10), tc.last}
+		if res := check[string](t, ops); res != porcupine.Illegal {
+			t.Errorf("%s after an acknowledged write checked %v, want Illegal", tc.name, res)
+		}
 	}
 }
 
 func TestAnUnknownWriteMayTakeEffectLaterOrNever(t *testing.T) {
 	unknown := lincheck.Output{Unknown: true}
-	took := []porcupine.Operation{
-		op("a", lincheck.Write, 0, 7, unknown, 0, lincheck.Pending),
-		op("a", lincheck.Read, 0, 0, lincheck.Output{Value: 0}, 10, 20),
-		op("a", lincheck.Read, 0, 0, lincheck.Output{Value: 7}, 30, 40),
-	}
-	if res := check[string](t, took); res != porcupine.Ok {
-		t.Fatalf("an unknown write seen late checked %v, want Ok", res)
-	}
-	never := []porcupine.Operation{
-		op("a", lincheck.Write, 0, 7, unknown, 0, lincheck.Pending),
-		op("a", lincheck.Read, 0, 0, lincheck.Output{Value: 0}, 30, 40),
-	}
-	if res := check[string](t, never); res != porcupine.Ok {
-		t.Fatalf("an unknown write never seen checked %v, want Ok", res)
-	}
-	cas := []porcupine.Operation{
-		op("a", lincheck.Write, 0, 1, lincheck.Output{}, 0, 10),
-		op("a", lincheck.CAS, 1, 2, lincheck.Output{OK: true, Unknown: true}, 11, lincheck.Pending),
-		op("a", lincheck.Read, 0, 0, lincheck.Output{Value: 2}, 30, 40),
-	}
-	if res := check[string](t, cas); res != porcupine.Ok {
-		t.Fatalf("an unknown compare-and-set seen late checked %v, want Ok", res)
-	}
-	other := []porcupine.Operation{
-		op("a", lincheck.Write, 0, 7, unknown, 0, lincheck.Pending),
-		op("a", lincheck.Read, 0, 0, lincheck.Output{Value: 8}, 30, 40),
-	}
-	if res := check[string](t, other); res != porcupine.Illegal {
-		t.Fatalf("a read of a value nobody wrote checked %v, want Illegal", res)
+	for _, tc := range []struct {
+		name string
+		ops  []porcupine.Operation
+		want porcupine.CheckResult
+	}{
+		{"a write seen late", []porcupine.Operation{
+			op("a", lincheck.Write, 0, 7, unknown, 0, lincheck.Pending),
+			op("a", lincheck.Read, 0, 0, lincheck.Output{Value: 0}, 10, 20),
+			op("a", lincheck.Read, 0, 0, lincheck.Output{Value: 7}, 30, 40),
+		}, porcupine.Ok},
+		{"a write never seen", []porcupine.Operation{
+			op("a", lincheck.Write, 0, 7, unknown, 0, lincheck.Pending),
+			op("a", lincheck.Read, 0, 0, lincheck.Output{Value: 0}, 30, 40),
+		}, porcupine.Ok},
+		{"a compare-and-set seen late", []porcupine.Operation{
+			op("a", lincheck.Write, 0, 1, lincheck.Output{}, 0, 10),
+			op("a", lincheck.CAS, 1, 2, lincheck.Output{OK: true, Unknown: true}, 11, lincheck.Pending),
+			op("a", lincheck.Read, 0, 0, lincheck.Output{Value: 2}, 30, 40),
+		}, porcupine.Ok},
+		{"a read of a value nobody wrote", []porcupine.Operation{
+			op("a", lincheck.Write, 0, 7, unknown, 0, lincheck.Pending),
+			op("a", lincheck.Read, 0, 0, lincheck.Output{Value: 8}, 30, 40),
+		}, porcupine.Illegal},
+	} {
+		if res := check[string](t, tc.ops); res != tc.want {
+			t.Errorf("%s checked %v, want %v", tc.name, res, tc.want)
+		}
 	}
 }
 
