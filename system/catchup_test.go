@@ -2,35 +2,12 @@ package system_test
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/troupe-go/troupe/actor"
 	"github.com/troupe-go/troupe/internal/systemtest"
 	"github.com/troupe-go/troupe/system"
 )
-
-// copyDir copies the files of dir (a badger directory while its store
-// runs: what an unclean stop leaves) into a new directory.
-func copyDir(t *testing.T, dir string) string {
-	t.Helper()
-	to := t.TempDir()
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range entries {
-		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(to, e.Name()), b, 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return to
-}
 
 func TestAClusterOfOneWhoseStoreStoppedUncleanlyServesOnceJoined(t *testing.T) {
 	dir := t.TempDir()

@@ -3,8 +3,6 @@ package system_test
 import (
 	"context"
 	"errors"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -174,20 +172,7 @@ func TestAStandaloneStoreThatStoppedUncleanlyServesAtOnce(t *testing.T) {
 	for i := 1; i <= 5; i++ {
 		add(t, def.Ref(sys, "a"), i)
 	}
-	crashed := t.TempDir()
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range entries {
-		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(crashed, e.Name()), b, 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
+	crashed := copyDir(t, dir)
 	closeNow(t, sys)
 
 	sys = newStandalone(t, system.Config{DataDir: crashed}, def)

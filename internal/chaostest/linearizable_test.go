@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"net"
 	"net/netip"
@@ -23,97 +22,10 @@ import (
 	"github.com/anishathalye/porcupine"
 	"github.com/troupe-go/troupe/actor"
 	"github.com/troupe-go/troupe/client"
+	"github.com/troupe-go/troupe/internal/lincheck"
 	"github.com/troupe-go/troupe/internal/netns"
 	"github.com/troupe-go/troupe/internal/proctest"
 )
-
-// A register operation as porcupine sees it.
-type opKind uint8
-
-const (
-	opRead opKind = iota
-	opWrite
-	opCAS
-)
-
-type regInput struct {
-	key      string
-	op       opKind
-	old, new int
-}
-
-type regOutput struct {
-	value   int
-	ok      bool
-	unknown bool // the ask failed: a write may or may not have happened
-}
-
-// registerModel is one integer register per key, 0 before any write. An
-// operation whose outcome is unknown may take effect at any time after
-// its call, or never.
-var registerModel = porcupine.Model{
-	Partition: func(h []porcupine.Operation) [][]porcupine.Operation {
-		by := map[string][]porcupine.Operation{}
-		var order []string
-		for _, op := range h {
-			k := op.Input.(regInput).key
-			if _, ok := by[k]; !ok {
-				order = append(order, k)
-			}
-			by[k] = append(by[k], op)
-		}
-		out := make([][]porcupine.Operation, 0, len(order))
-		for _, k := range order {
-			out = append(out, by[k])
-		}
-		return out
-	},
-	Init: func() any { return 0 },
-	Step: func(state, input, output any) (bool, any) {
-		st, in, out := state.(int), input.(regInput), output.(regOutput)
-		switch in.op {
-		case opRead:
-			return out.value == st, st
-		case opWrite:
-			return true, in.new
-		}
-		switch {
-		case out.unknown && st == in.old:
-			return true, in.new
-		case out.unknown:
-			return true, st
-		case out.ok:
-			return st == in.old, in.new
-		}
-		return st != in.old, st
-	},
-	DescribeOperation: func(input, output any) string {
-		in, out := input.(regInput), output.(regOutput)
-		switch in.op {
-		case opRead:
-			return fmt.Sprintf("read %s -> %d", in.key, out.value)
-		case opWrite:
-			return fmt.Sprintf("write %s %d (unknown %v)", in.key, in.new, out.unknown)
-		}
-		return fmt.Sprintf("cas %s %d->%d: %v (unknown %v)", in.key, in.old, in.new, out.ok, out.unknown)
-	},
-}
-
-// history collects the operations of concurrent clients.
-type history struct {
-	start time.Time
-	mu    sync.Mutex
-	ops   []porcupine.Operation
-	acked atomic.Int64 // operations that completed with an answer
-}
-
-func (h *history) now() int64 { return time.Since(h.start).Nanoseconds() }
-
-func (h *history) add(in regInput, out regOutput, call, ret int64) {
-	h.mu.Lock()
-	h.ops = append(h.ops, porcupine.Operation{ClientId: len(h.ops), Input: in, Output: out, Call: call, Return: ret})
-	h.mu.Unlock()
-}
 
 // settings reads the run's length, seed and trials from the environment.
 func settings(t *testing.T) (d time.Duration, seed uint64, trials int) {
@@ -233,35 +145,36 @@ func runTrial(t *testing.T, d time.Duration, seed uint64) {
 	for i := range refs {
 		refs[i] = register.Ref(lc.c, "reg-"+strconv.Itoa(i))
 	}
-	h := &history{start: time.Now()}
-	var next atomic.Int64 // distinct written values
-	op := func(r *rand.Rand, i int, kind opKind) bool {
+	h := lincheck.NewHistory[string]()
+	var acked atomic.Int64 // operations that completed with an answer
+	var next atomic.Int64  // distinct written values
+	op := func(r *rand.Rand, i int, kind lincheck.Op) bool {
 		ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 		defer cancel()
-		in := regInput{key: refs[i].Key(), op: kind}
-		call := h.now()
-		var out regOutput
+		in := lincheck.Input[string]{Key: refs[i].Key(), Op: kind}
+		call := h.Now()
+		var out lincheck.Output
 		var err error
 		switch kind {
-		case opRead:
-			out.value, err = actor.Ask(ctx, refs[i], regRead{})
-		case opWrite:
-			in.new = int(next.Add(1))
-			_, err = actor.Ask(ctx, refs[i], regWrite{V: in.new})
-		case opCAS:
-			in.old, in.new = r.IntN(int(next.Load())+1), int(next.Add(1))
-			out.ok, err = actor.Ask(ctx, refs[i], regCAS{Old: in.old, New: in.new})
+		case lincheck.Read:
+			out.Value, err = actor.Ask(ctx, refs[i], regRead{})
+		case lincheck.Write:
+			in.New = int(next.Add(1))
+			_, err = actor.Ask(ctx, refs[i], regWrite{V: in.New})
+		case lincheck.CAS:
+			in.Old, in.New = r.IntN(int(next.Load())+1), int(next.Add(1))
+			out.OK, err = actor.Ask(ctx, refs[i], regCAS{Old: in.Old, New: in.New})
 		}
 		if err != nil {
-			if kind == opRead {
+			if kind == lincheck.Read {
 				return false // a failed read has no effect to check
 			}
-			out.unknown = true
-			h.add(in, out, call, math.MaxInt64)
+			out.Unknown = true
+			h.Add(in, out, call, lincheck.Pending)
 			return false
 		}
-		h.add(in, out, call, h.now())
-		h.acked.Add(1)
+		h.Add(in, out, call, h.Now())
+		acked.Add(1)
 		return true
 	}
 
@@ -276,12 +189,12 @@ func runTrial(t *testing.T, d time.Duration, seed uint64) {
 					return
 				default:
 				}
-				kind := opRead
+				kind := lincheck.Read
 				switch p := r.IntN(10); {
 				case p >= 7:
-					kind = opCAS
+					kind = lincheck.CAS
 				case p >= 4:
-					kind = opWrite
+					kind = lincheck.Write
 				}
 				if !op(r, r.IntN(registers), kind) {
 					// A failed operation's outcome is unknown: each one
@@ -312,27 +225,25 @@ func runTrial(t *testing.T, d time.Duration, seed uint64) {
 		t.Fatalf("the healed cluster did not come back: %v", err)
 	}
 	for i := range refs {
-		for !op(rng, i, opRead) {
+		for !op(rng, i, lincheck.Read) {
 			if ctx.Err() != nil {
 				t.Fatalf("register %d could not be read on the healed cluster", i)
 			}
 		}
 	}
-	t.Logf("seed %d: faults %v; %d operations, %d answered", seed, faults, len(h.ops), h.acked.Load())
-	if h.acked.Load() < int64(registers)*4 {
-		t.Fatalf("only %d operations answered: the cluster made no progress under the nemesis", h.acked.Load())
+	ops := h.Ops()
+	t.Logf("seed %d: faults %v; %d operations, %d answered", seed, faults, len(ops), acked.Load())
+	if acked.Load() < int64(registers)*4 {
+		t.Fatalf("only %d operations answered: the cluster made no progress under the nemesis", acked.Load())
 	}
-	res, info := porcupine.CheckOperationsVerbose(registerModel, h.ops, 2*time.Minute)
+	res, info := porcupine.CheckOperationsVerbose(lincheck.Model[string](), ops, 2*time.Minute)
 	switch res {
 	case porcupine.Ok:
 	case porcupine.Illegal:
-		name := filepath.Join(os.TempDir(), fmt.Sprintf("troupe-chaos-%d.html", seed))
-		if f, err := os.Create(name); err == nil {
-			_ = porcupine.Visualize(registerModel, info, f)
-			_ = f.Close()
+		if name, err := lincheck.Draw[string](info, fmt.Sprintf("troupe-chaos-%d-*.html", seed)); err == nil {
 			t.Logf("history drawn in %s", name)
 		}
-		explain(t, h.ops, h.start)
+		explain(t, ops, seed)
 		t.Fatalf("the history is not linearizable (TROUPE_CHAOS_SEED=%d)", seed)
 	default:
 		t.Logf("porcupine could not decide within its time limit")
@@ -414,22 +325,23 @@ func sleepFor(d time.Duration) {
 // explain writes, for each register whose history alone is not
 // linearizable, its operations in call order (times from the start of the
 // run), next to the drawing, and names the file.
-func explain(t *testing.T, ops []porcupine.Operation, start time.Time) {
-	for _, part := range registerModel.Partition(ops) {
-		if porcupine.CheckOperations(registerModel, part) {
+func explain(t *testing.T, ops []porcupine.Operation, seed uint64) {
+	model := lincheck.Model[string]()
+	for _, part := range model.Partition(ops) {
+		if porcupine.CheckOperations(model, part) {
 			continue
 		}
 		slices.SortFunc(part, func(a, b porcupine.Operation) int { return cmp.Compare(a.Call, b.Call) })
-		key := part[0].Input.(regInput).key
+		key := part[0].Input.(lincheck.Input[string]).Key
 		var b strings.Builder
 		for _, op := range part {
 			ret := "unknown"
-			if op.Return != math.MaxInt64 {
+			if op.Return != lincheck.Pending {
 				ret = time.Duration(op.Return).String()
 			}
-			fmt.Fprintf(&b, "%v .. %s  %s\n", time.Duration(op.Call), ret, registerModel.DescribeOperation(op.Input, op.Output))
+			fmt.Fprintf(&b, "%v .. %s  %s\n", time.Duration(op.Call), ret, model.DescribeOperation(op.Input, op.Output))
 		}
-		name := filepath.Join(os.TempDir(), fmt.Sprintf("troupe-chaos-%s-%d.txt", key, start.UnixNano()))
+		name := filepath.Join(os.TempDir(), fmt.Sprintf("troupe-chaos-%d-%s.txt", seed, key))
 		if err := os.WriteFile(name, []byte(b.String()), 0o644); err == nil {
 			t.Logf("register %s is not linearizable: its operations are in %s", key, name)
 		}

@@ -2,9 +2,6 @@ package chaostest
 
 import (
 	"context"
-	"fmt"
-	"math"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -14,6 +11,7 @@ import (
 
 	"github.com/anishathalye/porcupine"
 	"github.com/troupe-go/troupe/actor"
+	"github.com/troupe-go/troupe/internal/lincheck"
 )
 
 // TestAPausedOwnerGetsNoWriteAcknowledgedAndServesNoStaleRead pauses the
@@ -28,13 +26,10 @@ import (
 func TestAPausedOwnerGetsNoWriteAcknowledgedAndServesNoStaleRead(t *testing.T) {
 	const members = 3
 	const key = "paused"
-	var mu sync.Mutex
-	var ops []porcupine.Operation
-	record := func(in regInput, out regOutput, call, ret int64) {
-		mu.Lock()
-		ops = append(ops, porcupine.Operation{ClientId: len(ops), Input: in, Output: out, Call: call, Return: ret})
-		mu.Unlock()
-	}
+	// Times are unix nanoseconds, not the history's clock: the members
+	// report their probes' times from their own processes.
+	h := lincheck.NewHistory[string]()
+	record := h.Add
 	var resumed, afterResume sync.Map // member -> unix nanos; member -> probes called after it
 	lc := &loopCluster{probe: key}
 	lc.onProbe = func(member int, line string) {
@@ -52,11 +47,11 @@ func TestAPausedOwnerGetsNoWriteAcknowledgedAndServesNoStaleRead(t *testing.T) {
 		}
 		switch {
 		case f[1] == "read" && ok:
-			record(regInput{key: key, op: opRead}, regOutput{value: v}, call, ret)
+			record(lincheck.Input[string]{Key: key, Op: lincheck.Read}, lincheck.Output{Value: v}, call, ret)
 		case f[1] == "write" && ok:
-			record(regInput{key: key, op: opWrite, new: v}, regOutput{}, call, ret)
+			record(lincheck.Input[string]{Key: key, Op: lincheck.Write, New: v}, lincheck.Output{}, call, ret)
 		case f[1] == "write":
-			record(regInput{key: key, op: opWrite, new: v}, regOutput{unknown: true}, call, math.MaxInt64)
+			record(lincheck.Input[string]{Key: key, Op: lincheck.Write, New: v}, lincheck.Output{Unknown: true}, call, lincheck.Pending)
 		}
 	}
 	startLoopClusterWith(t, lc, members)
@@ -67,10 +62,10 @@ func TestAPausedOwnerGetsNoWriteAcknowledgedAndServesNoStaleRead(t *testing.T) {
 		call := time.Now().UnixNano()
 		_, err := actor.Ask(ctx, ref, regWrite{V: v})
 		if err != nil {
-			record(regInput{key: key, op: opWrite, new: v}, regOutput{unknown: true}, call, math.MaxInt64)
+			record(lincheck.Input[string]{Key: key, Op: lincheck.Write, New: v}, lincheck.Output{Unknown: true}, call, lincheck.Pending)
 			return err
 		}
-		record(regInput{key: key, op: opWrite, new: v}, regOutput{}, call, time.Now().UnixNano())
+		record(lincheck.Input[string]{Key: key, Op: lincheck.Write, New: v}, lincheck.Output{}, call, time.Now().UnixNano())
 		return nil
 	}
 	if err := write(1, time.Minute); err != nil {
@@ -128,27 +123,18 @@ func TestAPausedOwnerGetsNoWriteAcknowledgedAndServesNoStaleRead(t *testing.T) {
 	if n == nil || *n.(*int) == 0 {
 		t.Fatal("the resumed owner probed nothing: the test shows nothing")
 	}
-	mu.Lock()
-	defer mu.Unlock()
+	ops := h.Ops()
 	t.Logf("owner %s paused; it probed %d times after resuming; %d operations in all", where, *n.(*int), len(ops))
-	res, info := porcupine.CheckOperationsVerbose(registerModel, ops, time.Minute)
+	res, info := porcupine.CheckOperationsVerbose(lincheck.Model[string](), ops, time.Minute)
 	switch res {
 	case porcupine.Ok:
 	case porcupine.Illegal:
-		name := fmt.Sprintf("%s/troupe-paused-owner-%d.html", os.TempDir(), time.Now().UnixNano())
-		_ = visualize(info, name)
+		name, err := lincheck.Draw[string](info, "troupe-paused-owner-*.html")
+		if err != nil {
+			t.Logf("the history could not be drawn: %v", err)
+		}
 		t.Fatalf("the history is not linearizable: the resumed owner acknowledged a write or served a stale read (%s)", name)
 	default:
 		t.Fatal("porcupine could not decide within its time limit")
 	}
-}
-
-// visualize draws a history porcupine rejected, for the failure message.
-func visualize(info porcupine.LinearizationInfo, name string) error {
-	f, err := os.Create(name)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	return porcupine.Visualize(registerModel, info, f)
 }

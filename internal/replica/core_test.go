@@ -6,6 +6,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/troupe-go/troupe/internal/lincheck"
 	"github.com/troupe-go/troupe/replication"
 	"github.com/troupe-go/troupe/ring"
 )
@@ -51,7 +52,7 @@ func write(t *testing.T, s *sim, i, v int) Ticket {
 	if err != nil {
 		t.Fatalf("write at %s: %v", n.id, err)
 	}
-	n.ops[tk] = &simOp{in: regInput{reg: register{keyA, stateSlot}, kind: opWrite, new: v}}
+	n.ops[tk] = &simOp{in: regInput{Key: register{keyA, stateSlot}, Op: lincheck.Write, New: v}}
 	s.apply(n)
 	return tk
 }
@@ -135,7 +136,7 @@ func TestAPausedOwnerGetsNoWriteAcknowledged(t *testing.T) {
 		t.Fatal("the stale owner's write neither completed nor failed")
 	}
 	for _, op := range s.history {
-		if in := op.Input.(regInput); in.new == 3 && op.Return != math.MaxInt64 {
+		if in := op.Input.(regInput); in.New == 3 && op.Return != lincheck.Pending {
 			t.Fatal("the stale owner's write was acknowledged")
 		}
 	}
@@ -157,11 +158,11 @@ func TestAPausedOwnerServesNoStaleRead(t *testing.T) {
 	if got := decodeValue(view[stateSlot], true); got != 1 {
 		t.Fatalf("the stale owner's view is %d, want its own last write 1", got)
 	}
-	n.ops[tk] = &simOp{in: regInput{kind: opRead}}
+	n.ops[tk] = &simOp{in: regInput{Op: lincheck.Read}}
 	s.apply(n)
 	s.flush()
 	for _, op := range s.history {
-		if op.Input.(regInput).kind == opRead {
+		if op.Input.(regInput).Op == lincheck.Read {
 			t.Fatalf("the stale owner answered a read with %+v", op.Output)
 		}
 	}
@@ -186,7 +187,7 @@ func TestAReplicaStillReceivingItsRangeDoesNotCount(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n.ops[tb] = &simOp{in: regInput{kind: opWrite}}
+	n.ops[tb] = &simOp{in: regInput{Op: lincheck.Write}}
 	s.apply(n)
 	s.flush()
 	if released(s, 0, tk) {
@@ -218,7 +219,7 @@ func TestATombstoneIsNotUndoneByAStaleReplica(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n.ops[tk] = &simOp{in: regInput{kind: opWrite}}
+	n.ops[tk] = &simOp{in: regInput{Op: lincheck.Write}}
 	s.apply(n)
 	s.flush()
 	s.net = nil
@@ -275,7 +276,7 @@ func TestReadsWaitingTogetherShareOneCheckRound(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		n.ops[tk] = &simOp{in: regInput{kind: opRead}}
+		n.ops[tk] = &simOp{in: regInput{Op: lincheck.Read}}
 	}
 	rd := n.core.Ready()
 	checks := 0
@@ -337,7 +338,7 @@ func TestWritesCompleteInOrderAcrossSlots(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n.ops[second] = &simOp{in: regInput{reg: register{keyA, Slot{Kind: KindContinuity, Name: "req"}}, kind: opWrite, new: 2}}
+	n.ops[second] = &simOp{in: regInput{Key: register{keyA, Slot{Kind: KindContinuity, Name: "req"}}, Op: lincheck.Write, New: 2}}
 	s.apply(n)
 	// Deliver everything but the first write's accepts: the second write
 	// meets its level, the first does not.

@@ -2,12 +2,12 @@ package replica
 
 import (
 	"math/rand/v2"
-	"os"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/anishathalye/porcupine"
+	"github.com/troupe-go/troupe/internal/lincheck"
 	"github.com/troupe-go/troupe/replication"
 	"github.com/troupe-go/troupe/ring"
 	"pgregory.net/rapid"
@@ -51,13 +51,12 @@ func randomSchedule(rt *rapid.T) {
 	seed := rapid.Uint64().Draw(rt, "seed")
 	s, res, info := runSchedule(rt, n, level, seed, nil)
 	if res != porcupine.Ok {
-		if f, err := os.CreateTemp("", "replica-history-*.html"); err == nil {
-			_ = porcupine.Visualize(registerModel, info, f)
-			_ = f.Close()
-			rt.Logf("history drawn in %s", f.Name())
+		if name, err := lincheck.Draw[register](info, "replica-history-*.html"); err == nil {
+			rt.Logf("history drawn in %s", name)
 		}
+		model := lincheck.Model[register]()
 		for _, op := range s.history {
-			rt.Logf("[%d,%d] %s", op.Call, op.Return, registerModel.DescribeOperation(op.Input, op.Output))
+			rt.Logf("[%d,%d] %s", op.Call, op.Return, model.DescribeOperation(op.Input, op.Output))
 		}
 		rt.Fatalf("history of %d operations is %s", len(s.history), res)
 	}
@@ -128,7 +127,7 @@ func runSchedule(tb fataler, n int, level replication.Level, seed uint64, weaken
 				continue
 			}
 			at := owners[pick(len(owners))]
-			kind := opKind(pick(3))
+			kind := lincheck.Op(pick(3))
 			old := pick(s.nextVal + 1)
 			s.clientOp(at, reg, kind, old)
 		case op < 86:
@@ -167,7 +166,7 @@ func runSchedule(tb fataler, n int, level replication.Level, seed uint64, weaken
 	s.settle()
 	s.finalReads(regs)
 	s.abandon()
-	res, info := porcupine.CheckOperationsVerbose(registerModel, s.history, 10*time.Second)
+	res, info := porcupine.CheckOperationsVerbose(lincheck.Model[register](), s.history, 10*time.Second)
 	return s, res, info
 }
 

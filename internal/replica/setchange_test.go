@@ -4,6 +4,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/troupe-go/troupe/internal/lincheck"
 	"github.com/troupe-go/troupe/replication"
 	"github.com/troupe-go/troupe/ring"
 )
@@ -41,7 +42,7 @@ func setChange(t *testing.T, plain bool) (s *sim, oldOwner, newOwner *simNode, o
 // acknowledged reports whether the write of v was released as done.
 func acknowledged(s *sim, v int) bool {
 	for _, op := range s.history {
-		if in := op.Input.(regInput); in.kind == opWrite && in.new == v && !op.Output.(regOutput).unknown {
+		if in := op.Input.(regInput); in.Op == lincheck.Write && in.New == v && !op.Output.(regOutput).Unknown {
 			return true
 		}
 	}

@@ -5,11 +5,11 @@ import (
 	"encoding/binary"
 	"fmt"
 	"maps"
-	"math"
 	"slices"
 	"strings"
 
 	"github.com/anishathalye/porcupine"
+	"github.com/troupe-go/troupe/internal/lincheck"
 	"github.com/troupe-go/troupe/replication"
 	"github.com/troupe-go/troupe/ring"
 )
@@ -52,25 +52,13 @@ type register struct {
 	slot Slot
 }
 
-type opKind uint8
+func (r register) String() string { return fmt.Sprintf("%v/%v", r.key.ID, r.slot) }
 
-const (
-	opRead opKind = iota
-	opWrite
-	opCAS
+// A register operation and what its client learnt, as lincheck checks them.
+type (
+	regInput  = lincheck.Input[register]
+	regOutput = lincheck.Output
 )
-
-type regInput struct {
-	reg      register
-	kind     opKind
-	old, new int
-}
-
-type regOutput struct {
-	value   int
-	ok      bool
-	unknown bool
-}
 
 type simOp struct {
 	in   regInput
@@ -200,12 +188,12 @@ func (s *sim) fail(n *simNode, t Ticket) {
 	if ok {
 		s.busy--
 	}
-	if op == nil || op.in.kind == opRead || (op.in.kind == opCAS && !op.out.ok) {
+	if op == nil || op.in.Op == lincheck.Read || (op.in.Op == lincheck.CAS && !op.out.OK) {
 		return
 	}
 	out := op.out
-	out.unknown = true
-	s.history = append(s.history, porcupine.Operation{ClientId: len(s.history), Input: op.in, Call: op.call, Output: out, Return: math.MaxInt64})
+	out.Unknown = true
+	s.history = append(s.history, porcupine.Operation{ClientId: len(s.history), Input: op.in, Call: op.call, Output: out, Return: lincheck.Pending})
 }
 
 func (s *sim) deliver(i int, keep bool) {
@@ -395,7 +383,7 @@ func decodeValue(r Record, ok bool) int {
 }
 
 // clientOp runs one register operation at n, which must serve the key.
-func (s *sim) clientOp(n *simNode, reg register, kind opKind, casOld int) {
+func (s *sim) clientOp(n *simNode, reg register, kind lincheck.Op, casOld int) {
 	if s.busy < maxClients {
 		s.issue(n, reg, kind, casOld)
 	}
@@ -403,34 +391,34 @@ func (s *sim) clientOp(n *simNode, reg register, kind opKind, casOld int) {
 
 // issue runs one register operation at n, whether or not a client is
 // free, if n serves the key.
-func (s *sim) issue(n *simNode, reg register, kind opKind, casOld int) {
+func (s *sim) issue(n *simNode, reg register, kind lincheck.Op, casOld int) {
 	if !n.core.Serving(reg.key) {
 		return
 	}
 	s.busy++
-	op := &simOp{in: regInput{reg: reg, kind: kind}, call: s.now}
+	op := &simOp{in: regInput{Key: reg, Op: kind}, call: s.now}
 	var t Ticket
 	var err error
 	switch kind {
-	case opRead:
+	case lincheck.Read:
 		var view map[Slot]Record
 		view, t, err = n.core.Read(reg.key)
 		r, ok := view[reg.slot]
-		op.out.value = decodeValue(r, ok)
-	case opWrite:
+		op.out.Value = decodeValue(r, ok)
+	case lincheck.Write:
 		s.nextVal++
-		op.in.new = s.nextVal
+		op.in.New = s.nextVal
 		if s.nextVal%5 == 0 {
-			op.in.new = 0 // a delete leaves a tombstone
+			op.in.New = 0 // a delete leaves a tombstone
 		}
-		t, err = n.core.Write(reg.key, reg.slot, encodeValue(op.in.new), op.in.new == 0)
-	case opCAS:
+		t, err = n.core.Write(reg.key, reg.slot, encodeValue(op.in.New), op.in.New == 0)
+	case lincheck.CAS:
 		s.nextVal++
-		op.in.old, op.in.new = casOld, s.nextVal
+		op.in.Old, op.in.New = casOld, s.nextVal
 		cur, ok := n.core.Current(reg.key, reg.slot)
 		if decodeValue(cur, ok) == casOld {
-			op.out.ok = true
-			t, err = n.core.Write(reg.key, reg.slot, encodeValue(op.in.new), false)
+			op.out.OK = true
+			t, err = n.core.Write(reg.key, reg.slot, encodeValue(op.in.New), false)
 		} else {
 			_, t, err = n.core.Read(reg.key)
 		}
@@ -510,64 +498,12 @@ func (s *sim) finalReads(regs []register) {
 			s.tb.Fatalf("%s could not serve %v on a healed network", n.id, reg.key)
 		}
 		before := len(n.ops)
-		s.clientOp(n, reg, opRead, 0)
+		s.clientOp(n, reg, lincheck.Read, 0)
 		s.settle()
 		if len(n.ops) > before {
 			s.tb.Fatalf("final read of %v on %s not answered on a healed network", reg, n.id)
 		}
 	}
-}
-
-// registerModel is a register per (key, kind) with read, write and
-// compare-and-set; 0 is the absent (or deleted) value.
-var registerModel = porcupine.Model{
-	Partition: func(h []porcupine.Operation) [][]porcupine.Operation {
-		byReg := make(map[register][]porcupine.Operation)
-		var order []register
-		for _, op := range h {
-			r := op.Input.(regInput).reg
-			if _, ok := byReg[r]; !ok {
-				order = append(order, r)
-			}
-			byReg[r] = append(byReg[r], op)
-		}
-		out := make([][]porcupine.Operation, 0, len(order))
-		for _, r := range order {
-			out = append(out, byReg[r])
-		}
-		return out
-	},
-	Init: func() any { return 0 },
-	Step: func(state, input, output any) (bool, any) {
-		st, in, out := state.(int), input.(regInput), output.(regOutput)
-		switch in.kind {
-		case opRead:
-			return out.value == st, st
-		case opWrite:
-			return true, in.new
-		default:
-			if out.unknown {
-				if st == in.old {
-					return true, in.new
-				}
-				return true, st
-			}
-			if out.ok {
-				return st == in.old, in.new
-			}
-			return st != in.old, st
-		}
-	},
-	DescribeOperation: func(input, output any) string {
-		in, out := input.(regInput), output.(regOutput)
-		switch in.kind {
-		case opRead:
-			return fmt.Sprintf("read %v/%v -> %d", in.reg.key.ID, in.reg.slot, out.value)
-		case opWrite:
-			return fmt.Sprintf("write %v/%v %d", in.reg.key.ID, in.reg.slot, in.new)
-		}
-		return fmt.Sprintf("cas %v/%v %d->%d: %v (unknown %v)", in.reg.key.ID, in.reg.slot, in.old, in.new, out.ok, out.unknown)
-	},
 }
 
 // fataler is what the simulation needs of testing.T or rapid.T.
@@ -630,11 +566,11 @@ func (s *sim) takeOver(k Key, pick func(int) int, deliveries int) {
 			s.acquire(b, k)
 			s.deliverSome(pick, deliveries)
 		}
-		s.issue(b, register{k, Slot{Kind: KindState}}, opWrite, 0)
+		s.issue(b, register{k, Slot{Kind: KindState}}, lincheck.Write, 0)
 		s.deliverSome(pick, deliveries)
 	}
 	a.paused = false
-	s.issue(a, register{k, Slot{Kind: KindState}}, opKind(pick(2)), 0)
+	s.issue(a, register{k, Slot{Kind: KindState}}, lincheck.Op(pick(2)), 0)
 }
 
 // deliverSome delivers up to n random messages, skipping those for

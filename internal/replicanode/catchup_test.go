@@ -43,18 +43,16 @@ func (c *testCluster) wipe(m *member) {
 
 func wholeRing(rs []ring.Range) bool { return slices.Equal(rs, []ring.Range{{}}) }
 
-// A member that joins with an empty store does not count until it caught
-// up from a quorum of the other replicas; then the write that only it
-// and a member cut off from the next owner held is not lost. The owner
-// of that write stays cut off from the next owner for good: healing the
-// link would deliver its held traffic and repair the loss without any
-// catch-up.
-func TestAWipedMemberCountsOnlyAfterItCaughtUp(t *testing.T) {
+// newClusterWithWipedWitness starts members a, b and w (c.members[0], [1]
+// and [2]) and has b write "acked" to k while a is cut off from b for
+// good, so that only {b, w} acknowledge it; then w loses its store and
+// rejoins. Unless w catches up before it counts, {a, w} is a quorum that
+// lost the write.
+func newClusterWithWipedWitness(t *testing.T, k replica.Key) *testCluster {
+	t.Helper()
 	c := newCluster(t, 3, false)
 	ctx := bounded(t)
-	k := key("a")
 	a, b, w := c.members[0], c.members[1], c.members[2]
-	// b's write is acknowledged by {b, w}: a never hears of it.
 	c.net.Partition(b.addr, a.addr)
 	if err := b.node.Acquire(ctx, k, c.ids(), replication.Majority); err != nil {
 		t.Fatal(err)
@@ -63,6 +61,20 @@ func TestAWipedMemberCountsOnlyAfterItCaughtUp(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.wipe(w)
+	return c
+}
+
+// A member that joins with an empty store does not count until it caught
+// up from a quorum of the other replicas; then the write that only it
+// and a member cut off from the next owner held is not lost. The owner
+// of that write stays cut off from the next owner for good: healing the
+// link would deliver its held traffic and repair the loss without any
+// catch-up.
+func TestAWipedMemberCountsOnlyAfterItCaughtUp(t *testing.T) {
+	k := key("a")
+	c := newClusterWithWipedWitness(t, k)
+	ctx := bounded(t)
+	a, b, w := c.members[0], c.members[1], c.members[2]
 	if got := w.node.Receiving(); !wholeRing(got) {
 		t.Fatalf("a joining member with an empty store receives %v, want the whole ring", got)
 	}
@@ -93,18 +105,10 @@ func TestAWipedMemberCountsOnlyAfterItCaughtUp(t *testing.T) {
 // holds what it was sent while receiving, so its store is not empty; it
 // must still receive, or {a, w} would be a quorum missing b's write.
 func TestARestartBeforeTheCatchUpEndedStillReceives(t *testing.T) {
-	c := newCluster(t, 3, false)
-	ctx := bounded(t)
 	k := key("a")
+	c := newClusterWithWipedWitness(t, k)
+	ctx := bounded(t)
 	a, b, w := c.members[0], c.members[1], c.members[2]
-	c.net.Partition(b.addr, a.addr)
-	if err := b.node.Acquire(ctx, k, c.ids(), replication.Majority); err != nil {
-		t.Fatal(err)
-	}
-	if err := b.node.Write(ctx, k, stateSlot, []byte("acked")); err != nil {
-		t.Fatal(err)
-	}
-	c.wipe(w)
 	c.net.Partition(b.addr, w.addr)
 	// a's attempt sends w a prepare: w stores a promise while receiving.
 	short, cancel := context.WithTimeout(ctx, 150*time.Millisecond)

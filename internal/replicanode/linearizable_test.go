@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"os"
 	"strconv"
@@ -14,6 +13,7 @@ import (
 	"time"
 
 	"github.com/anishathalye/porcupine"
+	"github.com/troupe-go/troupe/internal/lincheck"
 	"github.com/troupe-go/troupe/internal/replica"
 	"github.com/troupe-go/troupe/replication"
 	"github.com/troupe-go/troupe/ring"
@@ -26,92 +26,6 @@ import (
 // page cache does a kill -9; TROUPE_REPLICATION_BADGER=1 gives each a
 // badger store instead.
 const nemesisDefault = 3 * time.Second
-
-type lnOp uint8
-
-const (
-	lnRead lnOp = iota
-	lnWrite
-	lnCAS
-)
-
-type lnInput struct {
-	key      string
-	op       lnOp
-	old, new int
-}
-
-type lnOutput struct {
-	value   int
-	ok      bool
-	unknown bool
-}
-
-// registerModel is one integer register per key with read, write and
-// compare-and-set; 0 is the value before any write. An operation whose
-// outcome is unknown may have taken effect at any time after its call.
-var registerModel = porcupine.Model{
-	Partition: func(h []porcupine.Operation) [][]porcupine.Operation {
-		by := map[string][]porcupine.Operation{}
-		var order []string
-		for _, op := range h {
-			k := op.Input.(lnInput).key
-			if _, ok := by[k]; !ok {
-				order = append(order, k)
-			}
-			by[k] = append(by[k], op)
-		}
-		out := make([][]porcupine.Operation, 0, len(order))
-		for _, k := range order {
-			out = append(out, by[k])
-		}
-		return out
-	},
-	Init: func() any { return 0 },
-	Step: func(state, input, output any) (bool, any) {
-		st, in, out := state.(int), input.(lnInput), output.(lnOutput)
-		switch in.op {
-		case lnRead:
-			return out.value == st, st
-		case lnWrite:
-			return true, in.new
-		}
-		switch {
-		case out.unknown && st == in.old:
-			return true, in.new
-		case out.unknown:
-			return true, st
-		case out.ok:
-			return st == in.old, in.new
-		}
-		return st != in.old, st
-	},
-	DescribeOperation: func(input, output any) string {
-		in, out := input.(lnInput), output.(lnOutput)
-		switch in.op {
-		case lnRead:
-			return fmt.Sprintf("read %s -> %d", in.key, out.value)
-		case lnWrite:
-			return fmt.Sprintf("write %s %d (unknown %v)", in.key, in.new, out.unknown)
-		}
-		return fmt.Sprintf("cas %s %d->%d: %v (unknown %v)", in.key, in.old, in.new, out.ok, out.unknown)
-	},
-}
-
-// history collects operations from concurrent clients.
-type history struct {
-	start time.Time
-	mu    sync.Mutex
-	ops   []porcupine.Operation
-}
-
-func (h *history) now() int64 { return time.Since(h.start).Nanoseconds() }
-
-func (h *history) add(in lnInput, out lnOutput, call, ret int64) {
-	h.mu.Lock()
-	h.ops = append(h.ops, porcupine.Operation{ClientId: len(h.ops), Input: in, Output: out, Call: call, Return: ret})
-	h.mu.Unlock()
-}
 
 func nemesisSettings(t *testing.T) (time.Duration, uint64) {
 	d := nemesisDefault
@@ -161,7 +75,7 @@ func TestConcurrentClientsUnderANemesisStayLinearizable(t *testing.T) {
 			sets[id] = append(sets[id], byAddr[n.Addr])
 		}
 	}
-	h := &history{start: time.Now()}
+	h := lincheck.NewHistory[string]()
 	var next atomic.Int64
 	// One operation per register at a time at each node, as an actor
 	// handles one message at a time.
@@ -192,11 +106,11 @@ func TestConcurrentClientsUnderANemesisStayLinearizable(t *testing.T) {
 			}
 			return false
 		}
-		in := lnInput{key: id, op: lnOp(rng.IntN(3))}
+		in := lincheck.Input[string]{Key: id, Op: lincheck.Op(rng.IntN(3))}
 		if final {
-			in.op = lnRead
+			in.Op = lincheck.Read
 		}
-		call := h.now()
+		call := h.Now()
 		read := func() (int, error) {
 			view, err := node.Read(ctx, k)
 			if err != nil {
@@ -210,16 +124,16 @@ func TestConcurrentClientsUnderANemesisStayLinearizable(t *testing.T) {
 		}
 		// unknown records a write whose outcome is unknown, unless it
 		// certainly did not happen (the key was not served here).
-		unknown := func(out lnOutput, err error) bool {
+		unknown := func(out lincheck.Output, err error) bool {
 			if !errors.Is(err, replica.ErrNotServing) {
-				out.unknown = true
-				h.add(in, out, call, math.MaxInt64)
+				out.Unknown = true
+				h.Add(in, out, call, lincheck.Pending)
 			}
 			_ = node.Resign(k)
 			return false
 		}
-		switch in.op {
-		case lnRead:
+		switch in.Op {
+		case lincheck.Read:
 			v, err := read()
 			if err != nil {
 				if final {
@@ -228,33 +142,33 @@ func TestConcurrentClientsUnderANemesisStayLinearizable(t *testing.T) {
 				_ = node.Resign(k)
 				return false
 			}
-			h.add(in, lnOutput{value: v}, call, h.now())
-		case lnWrite:
-			in.new = int(next.Add(1))
-			if err := write(in.new); err != nil {
-				return unknown(lnOutput{}, err)
+			h.Add(in, lincheck.Output{Value: v}, call, h.Now())
+		case lincheck.Write:
+			in.New = int(next.Add(1))
+			if err := write(in.New); err != nil {
+				return unknown(lincheck.Output{}, err)
 			}
-			h.add(in, lnOutput{}, call, h.now())
-		case lnCAS:
-			in.new = int(next.Add(1))
+			h.Add(in, lincheck.Output{}, call, h.Now())
+		case lincheck.CAS:
+			in.New = int(next.Add(1))
 			v, err := read()
 			if err != nil {
 				_ = node.Resign(k)
 				return false
 			}
 			// Half the time expect what was read, so that some succeed.
-			in.old = v
+			in.Old = v
 			if rng.IntN(2) == 0 {
-				in.old = int(next.Add(1))
+				in.Old = int(next.Add(1))
 			}
-			if v != in.old {
-				h.add(in, lnOutput{ok: false}, call, h.now())
+			if v != in.Old {
+				h.Add(in, lincheck.Output{OK: false}, call, h.Now())
 				return true
 			}
-			if err := write(in.new); err != nil {
-				return unknown(lnOutput{ok: true}, err)
+			if err := write(in.New); err != nil {
+				return unknown(lincheck.Output{OK: true}, err)
 			}
-			h.add(in, lnOutput{ok: true}, call, h.now())
+			h.Add(in, lincheck.Output{OK: true}, call, h.Now())
 		}
 		return true
 	}
@@ -368,16 +282,15 @@ func TestConcurrentClientsUnderANemesisStayLinearizable(t *testing.T) {
 			t.Fatalf("register %s could not be read on a healed network", id)
 		}
 	}
-	t.Logf("faults %v, %d operations", faults, len(h.ops))
+	ops := h.Ops()
+	t.Logf("faults %v, %d operations", faults, len(ops))
 
-	res, info := porcupine.CheckOperationsVerbose(registerModel, h.ops, time.Minute)
+	res, info := porcupine.CheckOperationsVerbose(lincheck.Model[string](), ops, time.Minute)
 	switch res {
 	case porcupine.Ok:
 	case porcupine.Illegal:
-		if f, err := os.CreateTemp("", "replicanode-history-*.html"); err == nil {
-			_ = porcupine.Visualize(registerModel, info, f)
-			_ = f.Close()
-			t.Logf("history drawn in %s", f.Name())
+		if name, err := lincheck.Draw[string](info, "replicanode-history-*.html"); err == nil {
+			t.Logf("history drawn in %s", name)
 		}
 		t.Fatalf("the history is not linearizable (TROUPE_REPLICATION_SEED=%d)", seed)
 	default:
