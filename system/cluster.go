@@ -187,6 +187,11 @@ func Start(ctx context.Context, cfg Config) (*System, error) {
 	if err := node.MarkReady(context.WithoutCancel(ctx)); err != nil {
 		m.log.Warn("troupe: announcing this member ready failed; it takes no keys until it rejoins", "err", err)
 	}
+	// Placement takes this member in now, not when the event comes round:
+	// the ring it had just before is what its hand-off receives from,
+	// and members that become ready at the same moment must each see the
+	// other's entry after their own or before it, never both before.
+	m.refresh()
 	go s.follow()
 	return s, nil
 }
@@ -328,6 +333,7 @@ func (s *System) rejoin(old *incarnation) {
 			if err := inc.node.MarkReady(m.rejoinCtx); err != nil {
 				m.log.Warn("troupe: announcing this member ready failed", "member", inc.node.ID(), "err", err)
 			}
+			m.refresh() // as in Start
 			m.log.Warn("troupe: rejoined the cluster", "member", inc.node.ID(), "was", self, "attempts", attempt)
 			return
 		}

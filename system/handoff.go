@@ -38,8 +38,12 @@ type storedType struct {
 	level replication.Level
 }
 
-// storedTypes lists defs' types that keep state on the ring: durable and
-// not pinned (a pinned key's copy lives on its member and never moves).
+// storedTypes lists defs' types whose new replicas receive their ranges:
+// durable, not pinned (a pinned key's copy lives on its member and never
+// moves), and kept as one copy or written at Majority or All. Copies
+// written at One promise no more than the owner's own (see
+// replication.One), and catching them up would need every previous
+// replica.
 func storedTypes(defs []actor.Definition) []storedType {
 	var ts []storedType
 	for _, d := range defs {
@@ -47,7 +51,7 @@ func storedTypes(defs []actor.Definition) []storedType {
 			continue
 		}
 		st := runtime.StorageOf(d)
-		if st.Durable && !st.Pinned {
+		if st.Durable && !st.Pinned && (st.Replicas <= 1 || st.Level != replication.One) {
 			ts = append(ts, storedType{name: d.Name(), n: max(st.Replicas, 1), level: st.Level})
 		}
 	}

@@ -183,10 +183,21 @@ func (s *states) catchUpCtx(n *replicanode.Node) (_ context.Context, ok bool) {
 func (s *states) receivingStats() (ranges int, bytes int64) {
 	s.mu.Lock()
 	n, bytes := s.node, s.received
+	h := s.handoff
+	if s.handoffNode != n {
+		h = nil
+	}
 	s.mu.Unlock()
 	if n != nil {
 		ranges = len(n.Receiving())
 		bytes += n.ReceivedBytes()
+	}
+	if h != nil {
+		// A hand-off's ranges count from the ring change on, before the
+		// node's loop took them.
+		h.mu.Lock()
+		ranges = max(ranges, len(h.jobs))
+		h.mu.Unlock()
 	}
 	return ranges, bytes
 }
