@@ -139,7 +139,7 @@ func Start(ctx context.Context, cfg Config) (*System, error) {
 		if st, err = openStates(cfg, log); err == nil {
 			st.replicas, st.previous, st.gone = m.router.Replicas, m.router.PreviousReplicas, m.router.Gone
 			st.alive, st.hosts = aliveHosts(m.router, cfg.Actors), anyHosts(m.router, cfg.Actors)
-			st.stored, st.ring = storedTypes(cfg.Actors), m.router.Ring
+			st.stored, st.ring, st.leaving = storedTypes(cfg.Actors), m.router.Ring, leavingMembers(m.router)
 			m.st = st
 			st.viewed = make(chan struct{})
 			if st.maxValue > wcfg.Limits.MaxMessage-replicaRoom {
@@ -422,6 +422,13 @@ func (s *System) handover(ctx context.Context) error {
 	for {
 		st := s.Stats()
 		if st.Queued == 0 {
+			if s.st != nil {
+				hb := m.cfg.Timings.Heartbeat
+				if hb <= 0 {
+					hb = cluster.DefaultTimings().Heartbeat
+				}
+				s.st.handOver(ctx, 2*hb)
+			}
 			return nil
 		}
 		select {

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/troupe-go/troupe/actor"
+	"github.com/troupe-go/troupe/cluster"
+	"github.com/troupe-go/troupe/internal/remote"
 	"github.com/troupe-go/troupe/internal/replicanode"
 	"github.com/troupe-go/troupe/internal/runtime"
 	"github.com/troupe-go/troupe/replication"
@@ -96,16 +98,40 @@ const (
 	handoffRetryMax = time.Second
 )
 
-// rings returns the current full ring of each stored type.
+// rings returns the ring each stored type's copies are handed over on:
+// the full ring of the current view less the members leaving, whose
+// ranges their successors take over while the leaving member still
+// answers their catch-ups (see handOver).
 func (s *states) rings() map[string]*ring.Ring {
 	if s.ring == nil || len(s.stored) == 0 {
 		return nil
 	}
+	leaving := s.leaving()
 	rs := make(map[string]*ring.Ring, len(s.stored))
 	for _, t := range s.stored {
-		rs[t.name] = s.ring(t.name)
+		r := s.ring(t.name)
+		for _, id := range leaving {
+			if r != nil && r.Contains(id) {
+				r = r.Without(id)
+			}
+		}
+		rs[t.name] = r
 	}
 	return rs
+}
+
+// leavingMembers returns a function listing the members r's view holds
+// leaving.
+func leavingMembers(r *remote.Router) func() []ring.NodeID {
+	return func() []ring.NodeID {
+		var ids []ring.NodeID
+		for _, m := range r.Members() {
+			if m.Status == cluster.StatusLeaving {
+				ids = append(ids, m.ID)
+			}
+		}
+		return ids
+	}
 }
 
 // changed handles a change of the stored types' rings from before to the
@@ -267,4 +293,32 @@ func (s *states) handoffsOf(node *replicanode.Node) *handoffs {
 		s.handoffNode = node
 	}
 	return s.handoff
+}
+
+// handOver runs while this member leaves, once its queues drained: it
+// keeps answering the catch-ups of the members that take its ranges
+// over, until none has read from it for settle (and at least settle
+// after the leave began, so that they heard of it), or ctx ends. Its
+// copies so reach their new replicas before it goes, the single copy of
+// a one-copy key included.
+func (s *states) handOver(ctx context.Context, settle time.Duration) {
+	node, err := s.current()
+	if err != nil || len(s.stored) == 0 {
+		return
+	}
+	start := time.Now()
+	t := time.NewTicker(settle / 8)
+	defer t.Stop()
+	for {
+		open, last := node.Serving()
+		if open == 0 && time.Since(start) >= settle && time.Since(last) >= settle {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			s.log.Warn("troupe: leaving before every catch-up reading from this member ended", "open", open)
+			return
+		case <-t.C:
+		}
+	}
 }

@@ -62,3 +62,41 @@ func TestStateFollowsItsKeysAcrossJoinsAndLeavesWithoutBeingUsed(t *testing.T) {
 		}
 	}
 }
+
+// An orderly leave hands the copies over before the member goes: keys
+// kept as a single copy on the leaving member keep their state on the
+// members that take them over, though the key is not used meanwhile and
+// the member that held the only copy is gone.
+func TestAnOrderlyLeaveHandsItsSingleCopiesOver(t *testing.T) {
+	def := counterDef("lcounter", nil, actor.Durable())
+	systems := systemtest.StartCluster(t, 3, nil, def)
+	waitCaughtUp(t, systems)
+	const keys = 30
+	for i := range keys {
+		add(t, def.Ref(systems[0], "k"+strconv.Itoa(i)), i+1)
+	}
+	leaver := systems[2]
+	held := 0
+	for i := range keys {
+		if system.OwnerOf(systems[0], "lcounter", "k"+strconv.Itoa(i)) == leaver.Addr() {
+			held++
+		}
+	}
+	if held == 0 {
+		t.Fatal("the leaving member holds none of the keys")
+	}
+	closeNow(t, leaver)
+	systems = systems[:2]
+	systemtest.WaitAlive(t, systems, 2)
+	waitCaughtUp(t, systems)
+	for i := range keys {
+		ref := def.Ref(systems[i%2], "k"+strconv.Itoa(i))
+		got := eventually(t, "read "+ref.Key(), func(ctx context.Context) (int, error) {
+			return actor.Ask(ctx, ref, DGet{})
+		})
+		if got != i+1 {
+			t.Errorf("%s: count %d after its only copy's member left, want %d", ref.Key(), got, i+1)
+		}
+	}
+	t.Logf("%d of %d keys were held by the member that left", held, keys)
+}

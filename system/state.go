@@ -53,6 +53,8 @@ type states struct {
 	// standalone.
 	stored []storedType
 	ring   func(typ string) *ring.Ring
+	// leaving lists the members the view holds leaving; nil standalone.
+	leaving func() []ring.NodeID
 
 	// stopCatchUp ends the catch-ups of the current node (catchCtx is
 	// their context); catching counts them.

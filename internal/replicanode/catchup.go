@@ -270,7 +270,49 @@ func (n *Node) answerSync(m replica.Message) {
 			reply.Done = false
 		}
 	}
+	n.serving.answered(m, reply.Done)
 	n.post(reply)
+}
+
+// syncServing tracks the catch-ups a node answers as a source, so that a
+// leaving member can wait for those that read from it.
+type syncServing struct {
+	mu   sync.Mutex
+	open map[syncSession]struct{}
+	last time.Time
+}
+
+// syncSession is one requester's catch-up of one range.
+type syncSession struct {
+	from ring.NodeID
+	rng  ring.Range
+}
+
+// answered notes a chunk sent to m's requester: its session is open
+// until a chunk says done.
+func (s *syncServing) answered(m replica.Message, done bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := syncSession{from: m.From, rng: m.Range}
+	if done {
+		delete(s.open, k)
+	} else {
+		if s.open == nil {
+			s.open = map[syncSession]struct{}{}
+		}
+		s.open[k] = struct{}{}
+	}
+	s.last = time.Now()
+}
+
+// Serving returns how many catch-ups read from this node and have not
+// been sent their last chunk, and when this node last answered one. A
+// requester that stops asking (it was cancelled, or its range moved
+// again) leaves its session open: callers bound their wait.
+func (n *Node) Serving() (open int, last time.Time) {
+	n.serving.mu.Lock()
+	defer n.serving.mu.Unlock()
+	return len(n.serving.open), n.serving.last
 }
 
 // recordSize is about what r takes in a chunk.

@@ -26,6 +26,7 @@ import (
 // concurrent use.
 type Node struct {
 	synced   atomic.Int64 // bytes of catch-up chunks received
+	serving  syncServing  // catch-ups this node answers as a source
 	cfg      Config
 	ep       transport.Endpoint
 	self     ring.NodeID
