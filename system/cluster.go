@@ -139,7 +139,7 @@ func Start(ctx context.Context, cfg Config) (*System, error) {
 		if st, err = openStates(cfg, log); err == nil {
 			st.replicas, st.previous, st.gone = m.router.Replicas, m.router.PreviousReplicas, m.router.Gone
 			st.alive, st.hosts = aliveHosts(m.router, cfg.Actors), anyHosts(m.router, cfg.Actors)
-			st.stored, st.ring, st.leaving = storedTypes(cfg.Actors), m.router.Ring, leavingMembers(m.router)
+			st.stored, st.ring, st.status = storedTypes(cfg.Actors), m.router.Ring, m.router.Status
 			m.st = st
 			st.viewed = make(chan struct{})
 			if st.maxValue > wcfg.Limits.MaxMessage-replicaRoom {

@@ -8,7 +8,7 @@ import (
 
 	"github.com/troupe-go/troupe/actor"
 	"github.com/troupe-go/troupe/cluster"
-	"github.com/troupe-go/troupe/internal/remote"
+	"github.com/troupe-go/troupe/internal/replica"
 	"github.com/troupe-go/troupe/internal/replicanode"
 	"github.com/troupe-go/troupe/internal/runtime"
 	"github.com/troupe-go/troupe/replication"
@@ -64,13 +64,17 @@ func storedTypes(defs []actor.Definition) []storedType {
 type rangeJob struct {
 	typ string
 	rng ring.Range
-	// sources are the range's previous replicas not known gone, and need
-	// how many of them must deliver.
+	// prev is the range's previous replica set; sources the members
+	// asked for it (see sourcesOf), and need how many must deliver.
+	prev    []ring.NodeID
 	sources []ring.NodeID
 	need    int
-	// retry wakes an attempt waiting to run again; cancel ends the job.
+	// retry wakes an attempt waiting to run again; cancel ends the job,
+	// and stop the attempt under way (under handoffs.mu), which a change
+	// of sources restarts.
 	retry  chan struct{}
 	cancel context.CancelFunc
+	stop   context.CancelFunc
 }
 
 // handoffs tracks the ranges a node is receiving after ring changes.
@@ -98,40 +102,17 @@ const (
 	handoffRetryMax = time.Second
 )
 
-// rings returns the ring each stored type's copies are handed over on:
-// the full ring of the current view less the members leaving, whose
-// ranges their successors take over while the leaving member still
-// answers their catch-ups (see handOver).
+// rings returns the current full ring of each stored type (a leaving
+// member is out of it already: see remote's view).
 func (s *states) rings() map[string]*ring.Ring {
 	if s.ring == nil || len(s.stored) == 0 {
 		return nil
 	}
-	leaving := s.leaving()
 	rs := make(map[string]*ring.Ring, len(s.stored))
 	for _, t := range s.stored {
-		r := s.ring(t.name)
-		for _, id := range leaving {
-			if r != nil && r.Contains(id) {
-				r = r.Without(id)
-			}
-		}
-		rs[t.name] = r
+		rs[t.name] = s.ring(t.name)
 	}
 	return rs
-}
-
-// leavingMembers returns a function listing the members r's view holds
-// leaving.
-func leavingMembers(r *remote.Router) func() []ring.NodeID {
-	return func() []ring.NodeID {
-		var ids []ring.NodeID
-		for _, m := range r.Members() {
-			if m.Status == cluster.StatusLeaving {
-				ids = append(ids, m.ID)
-			}
-		}
-		return ids
-	}
 }
 
 // changed handles a change of the stored types' rings from before to the
@@ -162,13 +143,9 @@ func (s *states) changed(before map[string]*ring.Ring) {
 			if h.jobs[k] != nil {
 				continue
 			}
-			j := &rangeJob{typ: t.name, rng: mv.Range, retry: make(chan struct{}, 1)}
+			j := &rangeJob{typ: t.name, rng: mv.Range, prev: mv.Before, retry: make(chan struct{}, 1)}
 			j.need = len(mv.Before) - t.level.Quorum(len(mv.Before)) + 1
-			for _, id := range mv.Before {
-				if !s.gone(id) {
-					j.sources = append(j.sources, id)
-				}
-			}
+			j.sources = s.sourcesOf(j.prev)
 			s.trimNeed(j)
 			gained = append(gained, j)
 		}
@@ -184,15 +161,14 @@ func (s *states) changed(before map[string]*ring.Ring) {
 		return
 	}
 	s.log.Info("troupe: receiving the copies of ranges this member now replicates", "ranges", len(ranges))
-	ctx, ok := s.catchUpCtx(node)
-	if !ok {
-		return // detached meanwhile: the next node catches up what its store receives
-	}
 	for _, j := range gained {
-		jctx, cancel := context.WithCancel(ctx)
-		j.cancel = cancel
+		ok := s.goCatchUp(node, func(ctx context.Context) {
+			s.receive(ctx, node, h, j)
+		}, &j.cancel)
+		if !ok {
+			return // detached meanwhile: the next node catches up what its store receives
+		}
 		h.jobs[handoffKey{typ: j.typ, rng: j.rng}] = j
-		s.catching.Go(func() { s.receive(jctx, node, h, j) })
 	}
 }
 
@@ -207,20 +183,22 @@ func (s *states) review(h *handoffs, j *rangeJob, self ring.NodeID, r *ring.Ring
 			t = &s.stored[i]
 		}
 	}
-	if t == nil || r == nil || !slices.Contains(r.AppendReplicas(nil, j.rng.End, min(t.n, r.Len())), self) {
+	if t == nil || r == nil || !replicatesAny(r, t.n, self, j.rng) {
+		// No longer a replica of any of the range: nothing to wait for.
+		// Its receiving ends, but for what another catch-up covers (a
+		// later gain receives it again).
 		j.cancel()
 		delete(h.jobs, handoffKey{typ: j.typ, rng: j.rng})
+		s.endReceiving(h, j.rng)
 		return
 	}
-	kept := j.sources[:0]
-	for _, id := range j.sources {
-		if !s.gone(id) {
-			kept = append(kept, id)
-		}
-	}
-	if len(kept) != len(j.sources) {
-		j.sources = kept
+	if next := s.sourcesOf(j.prev); !slices.Equal(next, j.sources) {
+		j.sources = next
 		s.trimNeed(j)
+		// An attempt under way would wait on the gone sources for ever.
+		if j.stop != nil {
+			j.stop()
+		}
 		select {
 		case j.retry <- struct{}{}:
 		default:
@@ -228,9 +206,81 @@ func (s *states) review(h *handoffs, j *rangeJob, self ring.NodeID, r *ring.Ring
 	}
 }
 
-// trimNeed lowers j's need to the sources left: what only the gone
-// replicas acknowledged is lost with them, and waiting cannot bring it
-// back.
+// replicatesAny reports whether self is among the first n replicas of
+// some token of rng on r.
+func replicatesAny(r *ring.Ring, n int, self ring.NodeID, rng ring.Range) bool {
+	if !r.Contains(self) {
+		return false
+	}
+	for _, mv := range ring.Moves(r.Without(self), r, n) {
+		if slices.Contains(mv.After, self) && replica.Overlap(mv.Range, rng) {
+			return true
+		}
+	}
+	return false
+}
+
+// endReceiving makes the node count for rng again, but for the ranges
+// other catch-ups under way still receive. h.mu is held, so that a later
+// SetReceiving is ordered after it.
+func (s *states) endReceiving(h *handoffs, rng ring.Range) {
+	var others []ring.Range
+	for _, o := range h.jobs {
+		others = append(others, o.rng)
+	}
+	rest := replica.Subtract([]ring.Range{rng}, others...)
+	node, err := s.current()
+	if err != nil || len(rest) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), endReceivingTimeout)
+	defer cancel()
+	if err := node.EndReceiving(ctx, rest...); err != nil {
+		s.log.Debug("troupe: ending the receiving of a range", "err", err)
+	}
+}
+
+// endReceivingTimeout bounds the wait for the node's loop to record the
+// end of a range's receiving.
+const endReceivingTimeout = 5 * time.Second
+
+// sourcesOf returns the members to copy a range from, given its previous
+// replica set prev: a member that left (having handed its copies over)
+// or that the view no longer holds (removed) is left out: it will never
+// answer. A dead member's copies are on its disk, and a process that
+// restarted on it answers for it: the member alive at its address with a
+// newer incarnation replaces it; until one comes, the dead member stays
+// (it holds up its share of the need, which costs availability, not
+// writes).
+func (s *states) sourcesOf(prev []ring.NodeID) []ring.NodeID {
+	var alive []ring.NodeID
+	var out []ring.NodeID
+	for _, id := range prev {
+		st, ok := s.status(id)
+		switch {
+		case !ok || st == cluster.StatusLeft:
+			continue
+		case st == cluster.StatusDead:
+			if alive == nil {
+				alive = s.alive()
+			}
+			for _, a := range alive {
+				if a.Addr == id.Addr && a.Incarnation > id.Incarnation {
+					id = a
+					break
+				}
+			}
+		}
+		if !slices.Contains(out, id) {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// trimNeed lowers j's need to the sources left: what only replicas that
+// left or were removed held is lost with them, and waiting cannot bring
+// it back.
 func (s *states) trimNeed(j *rangeJob) {
 	if j.need > len(j.sources) {
 		s.log.Warn("troupe: a range's previous replicas are gone: what only they acknowledged is lost", "type", j.typ, "range", j.rng, "sources", len(j.sources), "needed", j.need)
@@ -247,25 +297,41 @@ func (s *states) receive(ctx context.Context, node *replicanode.Node, h *handoff
 		}
 		h.mu.Unlock()
 	}()
+	// done ends the job once its range is copied.
+	done := func() {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		if h.jobs[handoffKey{typ: j.typ, rng: j.rng}] != j {
+			return // ended by a ring change meanwhile
+		}
+		delete(h.jobs, handoffKey{typ: j.typ, rng: j.rng})
+		s.endReceiving(h, j.rng)
+	}
 	wait := handoffRetryMin
 	for attempt := 0; ; attempt++ {
+		select {
+		case h.slots <- struct{}{}:
+		case <-ctx.Done():
+			return
+		}
+		// Sources are read once the slot is taken: a change while this
+		// attempt waited for it has already applied.
+		actx, stop := context.WithCancel(ctx)
 		h.mu.Lock()
 		sources, need := slices.Clone(j.sources), j.need
+		j.stop = stop
 		h.mu.Unlock()
 		var err error
-		if need == 0 {
-			// Every previous replica is gone: there is nothing to copy.
-			err = node.EndReceiving(ctx, j.rng)
-		} else {
-			select {
-			case h.slots <- struct{}{}:
-			case <-ctx.Done():
-				return
-			}
-			err = node.CatchUp(ctx, j.rng, sources, need)
-			<-h.slots
+		if need > 0 {
+			err = node.Copy(actx, j.rng, sources, need)
+		} // else every previous replica is gone: there is nothing to copy
+		<-h.slots
+		stop()
+		if ctx.Err() != nil {
+			return
 		}
-		if err == nil || ctx.Err() != nil {
+		if err == nil {
+			done()
 			return
 		}
 		if attempt%20 == 19 {

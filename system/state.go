@@ -38,6 +38,9 @@ type states struct {
 	previous func(dst []ring.NodeID, typ string, tok uint64, n int) (_ []ring.NodeID, ok bool)
 	// gone reports a member the view holds dead or left; nil standalone.
 	gone func(ring.NodeID) bool
+	// status returns a member's status in the view (ok false when the
+	// view does not hold it); nil standalone.
+	status func(ring.NodeID) (cluster.Status, bool)
 	// alive lists the members the view holds alive; nil standalone.
 	alive func() []ring.NodeID
 	// hosts lists the members the view holds, alive or not (left ones
@@ -53,8 +56,6 @@ type states struct {
 	// standalone.
 	stored []storedType
 	ring   func(typ string) *ring.Ring
-	// leaving lists the members the view holds leaving; nil standalone.
-	leaving func() []ring.NodeID
 
 	// stopCatchUp ends the catch-ups of the current node (catchCtx is
 	// their context); catching counts them.
@@ -159,25 +160,32 @@ func (s *states) attach(ctx context.Context, ep transport.Endpoint) error {
 	s.node = n
 	s.mu.Unlock()
 	if len(n.Receiving()) > 0 && s.alive != nil {
-		if cctx, ok := s.catchUpCtx(n); ok {
-			s.catching.Go(func() { s.catchUp(cctx, n) })
-		}
+		s.goCatchUp(n, func(ctx context.Context) { s.catchUp(ctx, n) }, nil)
 	}
 	return nil
 }
 
-// catchUpCtx returns the context of n's catch-ups, cancelled when n is
-// detached; ok is false when n is no longer the current node.
-func (s *states) catchUpCtx(n *replicanode.Node) (_ context.Context, ok bool) {
+// goCatchUp runs f in a goroutine that detaching n waits for, with a
+// context cancelled then (and by the function stored in *cancel, if
+// cancel is not nil); it runs nothing and reports false when n is no
+// longer the current node.
+func (s *states) goCatchUp(n *replicanode.Node, f func(ctx context.Context), cancel *context.CancelFunc) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.node != n {
-		return nil, false
+		return false
 	}
 	if s.stopCatchUp == nil {
 		s.catchCtx, s.stopCatchUp = context.WithCancel(context.Background())
 	}
-	return s.catchCtx, true
+	ctx := s.catchCtx
+	if cancel != nil {
+		ctx, *cancel = context.WithCancel(ctx)
+	}
+	// Added under mu, where detach clears node before it waits: no
+	// goroutine starts once detach waits.
+	s.catching.Go(func() { f(ctx) })
+	return true
 }
 
 // receivingStats returns how many ring ranges the current node still
@@ -277,9 +285,12 @@ func (s *states) alone(self ring.NodeID) bool {
 func (s *states) detach(ctx context.Context) {
 	s.mu.Lock()
 	n := s.node
-	s.node = nil
-	s.mu.Unlock()
-	s.mu.Lock()
+	s.node = nil // no catch-up starts from now on (goCatchUp)
+	var base int64
+	if n != nil {
+		base = n.ReceivedBytes()
+		s.received += base
+	}
 	stop := s.stopCatchUp
 	s.stopCatchUp, s.catchCtx = nil, nil
 	s.mu.Unlock()
@@ -289,7 +300,7 @@ func (s *states) detach(ctx context.Context) {
 	}
 	if n != nil {
 		s.mu.Lock()
-		s.received += n.ReceivedBytes()
+		s.received += n.ReceivedBytes() - base // what arrived while they ended
 		s.mu.Unlock()
 		if err := n.Close(ctx); err != nil {
 			s.log.Warn("troupe: closing the replication node", "err", err)

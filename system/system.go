@@ -91,10 +91,12 @@ type Stats struct {
 	// (see System.Removed), rejoined with a new incarnation. Each rejoin
 	// is also logged at Warn.
 	Rejoins int64
-	// Receiving is the number of ring ranges this member is still
-	// receiving: it became one of their replicas (or its store lost its
-	// last writes) and does not count toward their quorums until it has
-	// caught up from the others. Zero once caught up.
+	// Receiving is nonzero while this member is still receiving ranges
+	// of the ring: it became one of their replicas (or its store lost
+	// its last writes) and does not count toward their quorums until it
+	// has caught them up from the others. It is the number of such
+	// ranges (adjacent ones merged; the whole ring is one), or of
+	// hand-offs under way if more.
 	Receiving int
 	// ReceivedBytes counts the bytes of stored state this member received
 	// from other members catching up, since it started.

@@ -75,6 +75,13 @@ func newView(self ring.NodeID, owning bool, members []cluster.Member) *view {
 			// nothing is routed to it until its record says it is ready.
 			continue
 		}
+		if m.Status == cluster.StatusLeaving {
+			// A leaving member hands its keys and its copies over: the
+			// ring, replica sets included, is the one without it, and
+			// the one with it is the previous ring its successors
+			// acquire and catch up from while it still answers.
+			continue
+		}
 		if cur, ok := v.byAddr[id.Addr]; !ok || cur.Incarnation < id.Incarnation {
 			v.byAddr[id.Addr] = id
 		}
@@ -187,8 +194,8 @@ func (v *view) statusOr(id ring.NodeID, def cluster.Status) cluster.Status {
 
 // Replicas appends to dst the replica set of typ's key at tok: the first
 // n distinct members clockwise on the type's full ring, dead members
-// included (a partition cannot shrink a quorum), fewer when the ring has
-// fewer members. It fails when no member hosts typ or this node has no
+// included (a partition cannot shrink a quorum) and leaving ones not
+// (they hand over), fewer when the ring has fewer members. It fails when no member hosts typ or this node has no
 // view yet.
 func (r *Router) Replicas(dst []ring.NodeID, typ string, tok uint64, n int) ([]ring.NodeID, error) {
 	v := r.view.Load()
@@ -243,6 +250,13 @@ func (r *Router) Ring(typ string) *ring.Ring {
 		return tr.r
 	}
 	return nil
+}
+
+// Status returns id's status in the current view; ok is false when the
+// view does not hold id (never known, or removed).
+func (r *Router) Status(id ring.NodeID) (_ cluster.Status, ok bool) {
+	st, ok := r.view.Load().status[id]
+	return st, ok
 }
 
 // Gone reports whether the current view holds id dead or left.

@@ -66,6 +66,15 @@ func subtractRange(ranges []ring.Range, g ring.Range) []ring.Range {
 	return out
 }
 
+// Subtract returns the tokens of ranges that are in none of cut, as
+// ranges.
+func Subtract(ranges []ring.Range, cut ...ring.Range) []ring.Range {
+	for _, g := range cut {
+		ranges = subtractRange(ranges, g)
+	}
+	return ranges
+}
+
 // Overlap reports whether ranges a and b share a token.
 func Overlap(a, b ring.Range) bool {
 	for _, x := range spans(a) {

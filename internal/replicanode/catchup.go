@@ -73,6 +73,16 @@ func (n *Node) Receiving() []ring.Range {
 // the sources read; one acknowledged after reached this node too, since
 // it stores every accept it is sent while receiving.
 func (n *Node) CatchUp(ctx context.Context, rng ring.Range, sources []ring.NodeID, quorum int) error {
+	if err := n.Copy(ctx, rng, sources, quorum); err != nil {
+		return err
+	}
+	return n.call(ctx, &request{op: opReceived, ranges: []ring.Range{rng}})
+}
+
+// Copy is CatchUp without its end: the node keeps receiving rng, for a
+// caller that ends receiving (EndReceiving) what no other catch-up of
+// its own still covers.
+func (n *Node) Copy(ctx context.Context, rng ring.Range, sources []ring.NodeID, quorum int) error {
 	sources = slices.Clone(sources)
 	slices.SortFunc(sources, ring.NodeID.Compare)
 	sources = slices.Compact(sources)
@@ -112,14 +122,17 @@ func (n *Node) CatchUp(ctx context.Context, rng ring.Range, sources []ring.NodeI
 		}
 		return fmt.Errorf("troupe: catch-up of %v: %d of %d sources delivered, %d needed: %w", rng, delivered, len(sources), quorum, errors.Join(errs...))
 	}
-	return n.call(ctx, &request{op: opReceived, ranges: []ring.Range{rng}})
+	return nil
 }
 
-// EndReceiving makes the node count for rng again without copying it:
-// for a range whose previous replicas are all gone, so that nothing is
-// left to copy (what only they acknowledged is lost).
-func (n *Node) EndReceiving(ctx context.Context, rng ring.Range) error {
-	return n.call(ctx, &request{op: opReceived, ranges: []ring.Range{rng}})
+// EndReceiving makes the node count for ranges again: after Copy, or
+// without copying where nothing is left to copy or the node no longer
+// replicates a range.
+func (n *Node) EndReceiving(ctx context.Context, ranges ...ring.Range) error {
+	if len(ranges) == 0 {
+		return nil
+	}
+	return n.call(ctx, &request{op: opReceived, ranges: slices.Clone(ranges)})
 }
 
 // ReceivedBytes returns the bytes of catch-up chunks this node received.
@@ -278,7 +291,7 @@ func (n *Node) answerSync(m replica.Message) {
 // leaving member can wait for those that read from it.
 type syncServing struct {
 	mu   sync.Mutex
-	open map[syncSession]struct{}
+	open map[syncSession]time.Time // when each last asked
 	last time.Time
 }
 
@@ -294,24 +307,32 @@ func (s *syncServing) answered(m replica.Message, done bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	k := syncSession{from: m.From, rng: m.Range}
+	now := time.Now()
 	if done {
 		delete(s.open, k)
 	} else {
 		if s.open == nil {
-			s.open = map[syncSession]struct{}{}
+			s.open = map[syncSession]time.Time{}
 		}
-		s.open[k] = struct{}{}
+		s.open[k] = now
 	}
-	s.last = time.Now()
+	s.last = now
 }
 
 // Serving returns how many catch-ups read from this node and have not
 // been sent their last chunk, and when this node last answered one. A
-// requester that stops asking (it was cancelled, or its range moved
-// again) leaves its session open: callers bound their wait.
+// session whose requester stopped asking (it completed from other
+// sources, was cancelled, or its range moved again) counts no more once
+// it was silent for twice the time a live requester takes to ask again.
 func (n *Node) Serving() (open int, last time.Time) {
+	abandoned := 2 * syncRetryTicks * n.cfg.TickEvery
 	n.serving.mu.Lock()
 	defer n.serving.mu.Unlock()
+	for k, at := range n.serving.open {
+		if time.Since(at) > abandoned {
+			delete(n.serving.open, k)
+		}
+	}
 	return len(n.serving.open), n.serving.last
 }
 

@@ -642,7 +642,9 @@ func (n *Node) apply(r *request) {
 		// once it is stored.
 		n.answers = append(n.answers, answer{r.w, nil})
 	case opReceived:
-		n.core.Received(r.ranges[0])
+		for _, g := range r.ranges {
+			n.core.Received(g)
+		}
 		n.receivingChanged = true
 		// Answered once the new ranges are recorded.
 		n.answers = append(n.answers, answer{r.w, nil})
