@@ -91,6 +91,13 @@ type Stats struct {
 	// (see System.Removed), rejoined with a new incarnation. Each rejoin
 	// is also logged at Warn.
 	Rejoins int64
+	// Receiving is the number of ring ranges this member is still
+	// receiving from the others: its copies there do not count toward
+	// quorums yet. 0 once caught up.
+	Receiving int
+	// ReceivedBytes counts the bytes of stored state this member received
+	// from other members catching up, since it started.
+	ReceivedBytes int64
 }
 
 // New starts a system hosting cfg.Actors. It fails if cfg does not
