@@ -1,0 +1,117 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/troupe-go/troupe/system"
+)
+
+func TestTransferWatchEndsWhenNothingIsLeftToReceive(t *testing.T) {
+	var w transferWatch
+	for i, s := range []struct {
+		receiving int
+		bytes     int64
+		done      bool
+	}{
+		{0, 0, false},   // not started yet
+		{4, 0, false},   // receiving, nothing arrived
+		{4, 500, false}, // arriving
+		{1, 900, false},
+		{0, 1000, true},
+	} {
+		if got := w.observe(s.receiving, s.bytes); got != s.done {
+			t.Fatalf("sample %d (receiving %d, %d bytes): done %v, want %v", i, s.receiving, s.bytes, got, s.done)
+		}
+	}
+	if w.bytes != 1000 {
+		t.Errorf("the watch holds %d bytes, want the last sample's 1000", w.bytes)
+	}
+}
+
+func TestTransferWatchWaitsForTheHandOffToStart(t *testing.T) {
+	var w transferWatch
+	for range 3 {
+		if w.observe(0, 0) {
+			t.Fatal("a member that never received anything was taken for done")
+		}
+	}
+	if w.started {
+		t.Error("the watch says started with nothing received and no range to receive")
+	}
+	// Bytes with no range left: a hand-off that ended between two samples.
+	if !w.observe(0, 10) {
+		t.Error("a member with bytes received and nothing left to receive was not taken for done")
+	}
+}
+
+func TestStatsAnswerParses(t *testing.T) {
+	r, b, err := parseStats(statsAnswer(system.Stats{Receiving: 3, ReceivedBytes: 1 << 40}))
+	if err != nil || r != 3 || b != 1<<40 {
+		t.Fatalf("parseStats(statsAnswer(3, 2^40)) = %d, %d, %v; want 3, 2^40, nil", r, b, err)
+	}
+	for _, bad := range []string{"", "3", "3 x", "x 3", "unknown query"} {
+		if _, _, err := parseStats(bad); err == nil {
+			t.Errorf("parseStats(%q) succeeded, want an error", bad)
+		}
+	}
+}
+
+func TestLatencySinceKeepsTheAsksStartedFromThen(t *testing.T) {
+	t0 := time.Now()
+	asks := []askSample{{t0.Add(-time.Second), 1}, {t0, 2}, {t0.Add(time.Second), 3}}
+	got := latencySince(asks, t0)
+	if len(got) != 2 || got[0] != 2 || got[1] != 3 {
+		t.Errorf("latencySince(t0) = %v, want [2 3]", got)
+	}
+	if got := latencySince(asks, time.Time{}); len(got) != 3 {
+		t.Errorf("latencySince(zero time) kept %d asks, want all 3", len(got))
+	}
+}
+
+func TestBulkTCPDeliversEveryByte(t *testing.T) {
+	addr, stop, err := startSink()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	// Not a multiple of the source's buffer: the last write is partial.
+	const n = 3<<20 + 12345
+	d, err := bulkTCP(addr, n)
+	if err != nil {
+		t.Fatalf("bulk TCP of %d bytes: %v", n, err)
+	}
+	if d <= 0 {
+		t.Errorf("bulk TCP of %d bytes took %v, want a positive time", n, d)
+	}
+}
+
+func TestHandoffReportPrintsItsLineRatiosAndFloors(t *testing.T) {
+	m := measurement{primary: 600, base: 1000, mb: 80, secs: 80.0 / 600, upSecs: 0.5,
+		p50: time.Millisecond, p99: 3 * time.Millisecond, streamP99: 3 * time.Millisecond, idleP99: 2 * time.Millisecond}
+	results := map[string]map[string][]measurement{"handoff-transfer": {"troupe": {m}}}
+	var out bytes.Buffer
+	report(&out, options{only: []string{"handoff-transfer"}}, []peer{troupePeer{}}, results)
+	for _, want := range []string{
+		"\nhandoff-transfer: 600.0 MB/s to the joining member (80.0 MB in 0.13 s), bulk TCP 1000.0 MB/s; ask p99 idle 2ms, during 3ms",
+		"\nratio handoff-transfer 0.60\n",
+		"\nratio handoff-ask-p99 1.50\n",
+		"handoff-transfer >= 0.5x bulk TCP  holds",
+		"handoff ask p99 <= 2x idle         holds",
+	} {
+		if !strings.Contains("\n"+out.String(), want) {
+			t.Errorf("the report lacks %q:\n%s", want, out.String())
+		}
+	}
+	m.primary, m.p99 = 400, 5*time.Millisecond
+	results["handoff-transfer"]["troupe"][0] = m
+	out.Reset()
+	report(&out, options{only: []string{"handoff-transfer"}}, []peer{troupePeer{}}, results)
+	for _, want := range []string{"handoff-transfer >= 0.5x bulk TCP  BELOW", "handoff ask p99 <= 2x idle         BELOW"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("at 0.4x bulk TCP and 2.5x the idle p99 the report lacks %q:\n%s", want, out.String())
+		}
+	}
+}
