@@ -80,11 +80,11 @@ type handoffResult struct {
 	bytes, early int64
 	transfer, up time.Duration
 	bulk         time.Duration // bulk TCP of bytes
-	// The ask load before the member came, and from its start until it
-	// received all; streaming are the asks of during that started once
-	// it was up.
-	idle, during, streaming  []time.Duration
-	idleFailed, duringFailed int
+	// The asks' latencies before the member came, from its start until
+	// it received all, and after; streaming are the asks of during that
+	// started once it was up.
+	idle, during, streaming, after []time.Duration
+	duringFailed                   int
 }
 
 // statsAnswer is a member's answer to the query "stats": its Receiving
@@ -129,8 +129,8 @@ func (w *transferWatch) observe(receiving int, bytes int64) (done bool) {
 // rate asks/s in all on rcounter) for idle, then brings a member that
 // must receive state (via: a fourth one joins, or the third restarts
 // after a kill -9) and measures the ask load until the member reports,
-// polled through its Stats, that it received all; then bulk TCP of as
-// many bytes. clk times the transfer. A member that shows no sign of
+// polled through its Stats, that it received all, and for idle more;
+// then bulk TCP of as many bytes. clk times the transfer. A member that shows no sign of
 // receiving for quiet once up fails it with errNoHandoff.
 func (troupePeer) HandoffTransfer(clk *clock, keys, value, fillers, askers int, rate float64, idle, quiet time.Duration, via string) (r handoffResult, err error) {
 	dir, err := os.MkdirTemp("", "troupe-bench-handoff-")
@@ -164,14 +164,20 @@ func (troupePeer) HandoffTransfer(clk *clock, keys, value, fillers, askers int, 
 		}
 	}
 
+	// One ask load runs from here to the end of the transfer and idle
+	// more. Its idle window follows a second unmeasured: the stores
+	// settle after the fill (badger flushes its memtables).
 	load := startAskLoad(refs, askers, rate)
-	t := time.NewTimer(idle) // the idle window: a measurement's length
+	loading := true
+	defer func() {
+		if loading {
+			load.stop()
+		}
+	}()
+	from := time.Now().Add(askWarmup)
+	t := time.NewTimer(askWarmup + idle) // a measurement's length
 	<-t.C
-	before, idleFailed, err := load.stop()
-	r.idle, r.idleFailed = latencySince(before, time.Time{}), idleFailed
-	if len(r.idle) == 0 {
-		return r, fmt.Errorf("no ask succeeded in the idle window (%d failed): %w", r.idleFailed, err)
-	}
+	idleEnd := time.Now()
 
 	var env []string
 	switch via {
@@ -201,33 +207,41 @@ func (troupePeer) HandoffTransfer(clk *clock, keys, value, fillers, askers int, 
 	for _, n := range ns {
 		clk.node(n.cmd.Process.Pid)
 	}
-	load = startAskLoad(refs, askers, rate)
 	clk.start()
 	t0 := time.Now()
 	m, err := startNode("troupe", env...)
 	if err != nil {
-		load.stop()
 		return r, err
 	}
 	ns = append(ns, m)
 	clk.node(m.cmd.Process.Pid)
 	r.up = time.Since(t0)
-	var tr transferTimes
-	tr, err = watchTransfer(m, quiet, 10*time.Minute)
+	tr, err := watchTransfer(m, quiet, 10*time.Minute)
 	clk.stop()
+	if err != nil {
+		return r, err
+	}
 	r.early, r.bytes, r.transfer = tr.upBytes, tr.doneBytes-tr.upBytes, tr.done.Sub(tr.up)
 	if r.transfer <= 0 {
 		// Done before it was up: time it from its start, a bound.
 		r.early, r.bytes, r.transfer = 0, tr.doneBytes, tr.done.Sub(t0)
 	}
-	during, duringFailed, loadErr := load.stop()
-	r.during, r.streaming, r.duringFailed = latencySince(during, t0), latencySince(during, tr.up), duringFailed
-	if err != nil {
-		return r, err
+	t.Reset(idle) // the window after the transfer
+	<-t.C
+	asks := load.stop()
+	loading = false
+
+	var failed int
+	r.idle, failed, err = window(asks, from, idleEnd)
+	if failed > 0 || len(r.idle) == 0 {
+		return r, fmt.Errorf("%d asks failed, %d succeeded before the member came: %v", failed, len(r.idle), err)
 	}
+	r.during, r.duringFailed, err = window(asks, t0, tr.done)
 	if len(r.during) == 0 {
-		return r, fmt.Errorf("no ask succeeded during the transfer (%d failed): %w", r.duringFailed, loadErr)
+		return r, fmt.Errorf("no ask succeeded during the transfer (%d failed): %v", r.duringFailed, err)
 	}
+	r.streaming, _, _ = window(asks, tr.up, tr.done)
+	r.after, _, _ = window(asks, tr.done, time.Time{})
 
 	sink, err := startNode("sink")
 	if err != nil {
@@ -286,36 +300,45 @@ type askLoad struct {
 	quit chan struct{}
 	wg   sync.WaitGroup
 
-	mu      sync.Mutex
-	asks    []askSample
-	failed  int
-	lastErr error
+	mu   sync.Mutex
+	asks []askSample
 }
 
-// askSample is one ask that succeeded: when it started, how long it took.
+// askSample is one ask: when it started, how long it took, and its
+// error.
 type askSample struct {
-	at time.Time
-	d  time.Duration
+	at  time.Time
+	d   time.Duration
+	err error
 }
 
-// latencySince returns the latencies of the asks that started at or
-// after from.
-func latencySince(asks []askSample, from time.Time) []time.Duration {
-	var lat []time.Duration
+// window returns the latencies of the asks that started in [from, to)
+// (a zero to: no end) and succeeded, how many of them failed and the
+// last failure.
+func window(asks []askSample, from, to time.Time) (lat []time.Duration, failed int, lastErr error) {
 	for _, a := range asks {
-		if !a.at.Before(from) {
-			lat = append(lat, a.d)
+		if a.at.Before(from) || !to.IsZero() && !a.at.Before(to) {
+			continue
 		}
+		if a.err != nil {
+			failed, lastErr = failed+1, a.err
+			continue
+		}
+		lat = append(lat, a.d)
 	}
-	return lat
+	return lat, failed, lastErr
 }
+
+// askWarmup is how long the ask load runs before its idle window.
+const askWarmup = time.Second
 
 // askTimeout bounds each ask of the load.
 const askTimeout = 5 * time.Second
 
 // startAskLoad starts askers goroutines asking rGet of refs, rate asks
-// per second in all (each goroutine one ask at a time: when an ask takes
-// longer than its share of the period, the next one starts late).
+// per second in all (each goroutine one ask at a time, at the ticks of a
+// ticker of its own: when an ask takes longer than a period, the ticks
+// it missed are dropped).
 func startAskLoad(refs []actor.Ref[rcMsg], askers int, rate float64) *askLoad {
 	l := &askLoad{quit: make(chan struct{})}
 	every := time.Duration(float64(askers) / rate * float64(time.Second))
@@ -324,56 +347,43 @@ func startAskLoad(refs []actor.Ref[rcMsg], askers int, rate float64) *askLoad {
 		go func() {
 			defer l.wg.Done()
 			var asks []askSample
-			failed := 0
-			var lastErr error
 			defer func() {
 				l.mu.Lock()
 				l.asks = append(l.asks, asks...)
-				l.failed += failed
-				l.lastErr = cmpErr(l.lastErr, lastErr)
 				l.mu.Unlock()
 			}()
 			// Spread the goroutines' asks over the period.
-			next := time.NewTimer(every * time.Duration(g) / time.Duration(askers))
-			defer next.Stop()
+			first := time.NewTimer(every * time.Duration(g) / time.Duration(askers))
+			defer first.Stop()
+			select {
+			case <-l.quit:
+				return
+			case <-first.C:
+			}
+			tick := time.NewTicker(every)
+			defer tick.Stop()
 			for i := g; ; i += askers {
 				select {
 				case <-l.quit:
 					return
-				case <-next.C:
+				case <-tick.C:
 				}
-				next.Reset(every)
 				ctx, cancel := context.WithTimeout(context.Background(), askTimeout)
 				t0 := time.Now()
 				_, err := actor.Ask(ctx, refs[i%len(refs)], rGet{})
-				d := time.Since(t0)
+				asks = append(asks, askSample{t0, time.Since(t0), err})
 				cancel()
-				if err != nil {
-					failed++
-					lastErr = err
-					continue
-				}
-				asks = append(asks, askSample{t0, d})
 			}
 		}()
 	}
 	return l
 }
 
-// stop ends the load and returns the asks that succeeded, how many
-// failed and the last failure.
-func (l *askLoad) stop() (asks []askSample, failed int, lastErr error) {
+// stop ends the load and returns its asks.
+func (l *askLoad) stop() []askSample {
 	close(l.quit)
 	l.wg.Wait()
-	return l.asks, l.failed, l.lastErr
-}
-
-// cmpErr returns b if it is set, else a.
-func cmpErr(a, b error) error {
-	if b != nil {
-		return b
-	}
-	return a
+	return l.asks
 }
 
 // startSink serves bulk TCP: it reads each connection to its end and

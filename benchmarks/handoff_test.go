@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -59,15 +60,22 @@ func TestStatsAnswerParses(t *testing.T) {
 	}
 }
 
-func TestLatencySinceKeepsTheAsksStartedFromThen(t *testing.T) {
+func TestWindowKeepsTheAsksStartedInIt(t *testing.T) {
 	t0 := time.Now()
-	asks := []askSample{{t0.Add(-time.Second), 1}, {t0, 2}, {t0.Add(time.Second), 3}}
-	got := latencySince(asks, t0)
-	if len(got) != 2 || got[0] != 2 || got[1] != 3 {
-		t.Errorf("latencySince(t0) = %v, want [2 3]", got)
+	fail := errors.New("refused")
+	asks := []askSample{
+		{t0.Add(-time.Second), 1, nil},
+		{t0, 2, nil},
+		{t0.Add(time.Second), 3, fail},
+		{t0.Add(2 * time.Second), 4, nil},
+		{t0.Add(3 * time.Second), 5, nil},
 	}
-	if got := latencySince(asks, time.Time{}); len(got) != 3 {
-		t.Errorf("latencySince(zero time) kept %d asks, want all 3", len(got))
+	lat, failed, err := window(asks, t0, t0.Add(3*time.Second))
+	if len(lat) != 2 || lat[0] != 2 || lat[1] != 4 || failed != 1 || err != fail {
+		t.Errorf("window [t0, t0+3s) = %v, %d failed, %v; want [2 4], 1 failed, %v", lat, failed, err, fail)
+	}
+	if lat, failed, _ := window(asks, t0.Add(2*time.Second), time.Time{}); len(lat) != 2 || failed != 0 {
+		t.Errorf("window [t0+2s, no end) = %v, %d failed; want [4 5], none failed", lat, failed)
 	}
 }
 

@@ -216,13 +216,15 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 	// results[workload][peer] holds one measurement per round.
 	results := make(map[string]map[string][]measurement)
+	// unmeasured are the workloads this Troupe cannot run yet, and why.
+	unmeasured := make(map[string]error)
 	for r := range o.rounds {
 		order := slices.Clone(peers)
 		if r%2 == 1 {
 			slices.Reverse(order)
 		}
 		for _, w := range selected(o.only) {
-			if len(runsOn(w, order)) == 0 {
+			if len(runsOn(w, order)) == 0 || unmeasured[w.name] != nil {
 				continue
 			}
 			if results[w.name] == nil {
@@ -240,6 +242,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 			}
 			for _, p := range runsOn(w, order) {
 				m, err := measure(o.cpuprofile != "", w, p, o.sz, keys)
+				if errors.Is(err, errNoHandoff) {
+					// The other workloads still say something.
+					fmt.Fprintf(stderr, "benchmarks: round %d %s on %s: %v; not measured\n", r+1, w.name, p.Name(), err)
+					unmeasured[w.name] = err
+					break
+				}
 				if err != nil {
 					fmt.Fprintf(stderr, "benchmarks: round %d %s on %s: %v\n", r+1, w.name, p.Name(), err)
 					return 1
@@ -252,6 +260,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 	fmt.Fprintln(stdout)
 	report(stdout, o, peers, results)
+	for _, w := range selected(o.only) {
+		if err := unmeasured[w.name]; err != nil {
+			fmt.Fprintf(stdout, "%s: not measured: %v\n", w.name, err)
+		}
+	}
 	return 0
 }
 
@@ -329,7 +342,7 @@ type summary struct {
 	primary, cpuPerOp, perActr, gcCycles, gcCPU float64
 	nodeCPUPerOp, failed, min, max, base        float64
 	mb, secs, upSecs, earlyMB                   float64
-	p50, p99, idleP99, streamP99                time.Duration
+	p50, p99, idleP99, streamP99, afterP99      time.Duration
 }
 
 func summarize(ms []measurement) summary {
@@ -352,6 +365,7 @@ func summarize(ms []measurement) summary {
 	s.earlyMB = median(ms, func(m measurement) float64 { return m.earlyMB })
 	s.idleP99 = time.Duration(median(ms, func(m measurement) float64 { return float64(m.idleP99) }))
 	s.streamP99 = time.Duration(median(ms, func(m measurement) float64 { return float64(m.streamP99) }))
+	s.afterP99 = time.Duration(median(ms, func(m measurement) float64 { return float64(m.afterP99) }))
 	return s
 }
 
@@ -376,8 +390,8 @@ func describe(w string, ms []measurement) string {
 		if s.failed > 0 {
 			failed = fmt.Sprintf(" (%.0f asks failed during)", s.failed)
 		}
-		return fmt.Sprintf("%.1f MB/s to the joining member (%.1f MB in %.2f s), bulk TCP %.1f MB/s; ask p99 idle %v, during %v (once up %v)%s; member up after %.2f s (%.1f MB received by then); cpu %s/MB + nodes %s",
-			s.primary, s.mb, s.secs, s.base, short(s.idleP99), short(s.p99), short(s.streamP99), failed, s.upSecs, s.earlyMB,
+		return fmt.Sprintf("%.1f MB/s to the joining member (%.1f MB in %.2f s), bulk TCP %.1f MB/s; ask p99 idle %v, during %v (once up %v, after %v)%s; member up after %.2f s (%.1f MB received by then); cpu %s/MB + nodes %s",
+			s.primary, s.mb, s.secs, s.base, short(s.idleP99), short(s.p99), short(s.streamP99), short(s.afterP99), failed, s.upSecs, s.earlyMB,
 			short(time.Duration(s.cpuPerOp)), short(time.Duration(s.nodeCPUPerOp)))
 	case "failover-fast", "failover-default":
 		return fmt.Sprintf("%.3f s from kill -9 to the new owner's answer (min %.3f, max %.3f; %.0f asks failed meanwhile)",

@@ -175,3 +175,18 @@ func TestNodesAreGoneAfterRun(t *testing.T) {
 		}
 	}
 }
+
+func TestRunReportsHandoffTransferOrWhyNot(t *testing.T) {
+	var out, errOut bytes.Buffer
+	args := []string{"-rounds", "1", "-q", "-only", "handoff-transfer",
+		"-handoff-keys", "64", "-handoff-value", "1024", "-handoff-fillers", "8", "-handoff-askers", "2",
+		"-handoff-ask-rate", "200", "-handoff-idle", "200ms", "-handoff-quiet", "3s"}
+	if code := run(args, &out, &errOut); code != 0 {
+		t.Fatalf("run exited %d; stderr:\n%s", code, errOut.String())
+	}
+	measured := strings.Contains(out.String(), "\nratio handoff-transfer ") && strings.Contains(out.String(), "\nratio handoff-ask-p99 ") &&
+		strings.Contains(out.String(), "\nhandoff-transfer: ")
+	if !measured && !strings.Contains(out.String(), "\nhandoff-transfer: not measured: ") {
+		t.Errorf("output has neither handoff-transfer's line and ratios nor why it was not measured:\n%s", out.String())
+	}
+}

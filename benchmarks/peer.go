@@ -86,11 +86,13 @@ type measurement struct {
 	gcCPU        float64 // the runtime's estimate of their CPU seconds
 	// idleP99 is handoff-transfer's ask p99 before the member started
 	// (p50 and p99 are from its start until it received all, streamP99
-	// of the asks that started once it was up); mb and secs are what it transferred once
+	// of the asks that started once it was up, afterP99 of the asks after
+	// it received all); mb and secs are what it transferred once
 	// the member was up, in megabytes (10^6), and in how long; upSecs is
 	// how long the member took to start and join, earlyMB what it
 	// received meanwhile.
 	idleP99, streamP99        time.Duration
+	afterP99                  time.Duration
 	mb, secs, upSecs, earlyMB float64
 	// base is the replicated workloads' rate on the unreplicated
 	// definition, measured in the same cluster right before.
@@ -204,6 +206,7 @@ func handoffTransfer(p peer, clk *clock, sz sizes, _ []string) (measurement, err
 	m.p50, m.p99 = percentile(r.during, 0.50), percentile(r.during, 0.99)
 	m.idleP99 = percentile(r.idle, 0.99)
 	m.streamP99 = percentile(r.streaming, 0.99)
+	m.afterP99 = percentile(r.after, 0.99)
 	m.failed = float64(r.duringFailed)
 	return m, nil
 }
