@@ -69,7 +69,7 @@ const (
 
 // errNoHandoff is the workload's failure when the member never reports
 // receiving anything.
-var errNoHandoff = errors.New("the member received no state: its Stats.Receiving and Stats.ReceivedBytes stayed 0 (no hand-off in this Troupe?)")
+var errNoHandoff = errors.New("the member received no state: its Stats.Receiving and Stats.ReceivedBytes stayed 0 (a Troupe whose joining member counts at once, or that does not fill them)")
 
 // handoffResult is what one handoff-transfer measured.
 type handoffResult struct {

@@ -61,14 +61,15 @@ type sizes struct {
 	ReplGos          int // replicated-write: writing goroutines
 	ReplKeys         int
 	ReplN            int // replicated-write: writes in all, on each definition
-	HandoffKeys      int // handoff-transfer: keys of stored state
-	HandoffValue     int // handoff-transfer: bytes of each key's state
-	HandoffFillers   int // handoff-transfer: goroutines writing the state
-	HandoffAskers    int // handoff-transfer: goroutines of the ask load
-	HandoffAskRate   float64
-	HandoffIdle      time.Duration // handoff-transfer: the ask load's window before the member comes
-	HandoffQuiet     time.Duration // handoff-transfer: how long the member may show no sign of receiving
-	HandoffVia       string        // handoff-transfer: how a member comes to receive (viaJoin, viaRestart)
+
+	HandoffKeys    int           // handoff-transfer: keys of stored state
+	HandoffValue   int           // handoff-transfer: bytes of each key's state
+	HandoffFillers int           // handoff-transfer: goroutines writing the state
+	HandoffAskers  int           // handoff-transfer: goroutines of the ask load
+	HandoffAskRate float64       // handoff-transfer: asks per second of the ask load, in all
+	HandoffIdle    time.Duration // handoff-transfer: the ask load's window before the member comes
+	HandoffQuiet   time.Duration // handoff-transfer: how long the member may show no sign of receiving
+	HandoffVia     string        // handoff-transfer: how a member comes to receive (viaJoin, viaRestart)
 }
 
 // measurement is one run of one workload on one peer.

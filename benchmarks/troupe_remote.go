@@ -71,8 +71,8 @@ func clusterConfig(seeds []string, timings string) cluster.Config {
 }
 
 // startMember starts a cluster member hosting rcounter, rrcounter and
-// rblob. Keys stay active
-// for the whole run (IdleTimeout 1 h) so a counter keeps its count.
+// rblob. Keys stay active for the whole run (IdleTimeout 1 h) so a
+// counter keeps its count.
 func startMember(seeds []string, timings string) (*system.System, error) {
 	cc := clusterConfig(seeds, timings)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
