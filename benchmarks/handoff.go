@@ -84,7 +84,7 @@ type handoffResult struct {
 	// it received all, and after; streaming are the asks of during that
 	// started once it was up.
 	idle, during, streaming, after []time.Duration
-	duringFailed                   int
+	idleFailed, duringFailed       int
 }
 
 // statsAnswer is a member's answer to the query "stats": its Receiving
@@ -231,10 +231,9 @@ func (troupePeer) HandoffTransfer(clk *clock, keys, value, fillers, askers int, 
 	asks := load.stop()
 	loading = false
 
-	var failed int
-	r.idle, failed, err = window(asks, from, idleEnd)
-	if failed > 0 || len(r.idle) == 0 {
-		return r, fmt.Errorf("%d asks failed, %d succeeded before the member came: %v", failed, len(r.idle), err)
+	r.idle, r.idleFailed, err = window(asks, from, idleEnd)
+	if len(r.idle) == 0 {
+		return r, fmt.Errorf("no ask succeeded before the member came (%d failed): %v", r.idleFailed, err)
 	}
 	r.during, r.duringFailed, err = window(asks, t0, tr.done)
 	if len(r.during) == 0 {

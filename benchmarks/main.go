@@ -341,7 +341,7 @@ func header(w io.Writer, o options) {
 type summary struct {
 	primary, cpuPerOp, perActr, gcCycles, gcCPU float64
 	nodeCPUPerOp, failed, min, max, base        float64
-	mb, secs, upSecs, earlyMB                   float64
+	mb, secs, upSecs, earlyMB, idleFailed       float64
 	p50, p99, idleP99, streamP99, afterP99      time.Duration
 }
 
@@ -363,6 +363,7 @@ func summarize(ms []measurement) summary {
 	s.secs = median(ms, func(m measurement) float64 { return m.secs })
 	s.upSecs = median(ms, func(m measurement) float64 { return m.upSecs })
 	s.earlyMB = median(ms, func(m measurement) float64 { return m.earlyMB })
+	s.idleFailed = median(ms, func(m measurement) float64 { return m.idleFailed })
 	s.idleP99 = time.Duration(median(ms, func(m measurement) float64 { return float64(m.idleP99) }))
 	s.streamP99 = time.Duration(median(ms, func(m measurement) float64 { return float64(m.streamP99) }))
 	s.afterP99 = time.Duration(median(ms, func(m measurement) float64 { return float64(m.afterP99) }))
@@ -387,8 +388,8 @@ func describe(w string, ms []measurement) string {
 			time.Duration(s.nodeCPUPerOp))
 	case "handoff-transfer":
 		failed := ""
-		if s.failed > 0 {
-			failed = fmt.Sprintf(" (%.0f asks failed during)", s.failed)
+		if s.failed > 0 || s.idleFailed > 0 {
+			failed = fmt.Sprintf(" (asks failed: %.0f idle, %.0f during)", s.idleFailed, s.failed)
 		}
 		return fmt.Sprintf("%.1f MB/s to the joining member (%.1f MB in %.2f s), bulk TCP %.1f MB/s; ask p99 idle %v, during %v (once up %v, after %v)%s; member up after %.2f s (%.1f MB received by then); cpu %s/MB + nodes %s",
 			s.primary, s.mb, s.secs, s.base, short(s.idleP99), short(s.p99), short(s.streamP99), short(s.afterP99), failed, s.upSecs, s.earlyMB,

@@ -95,6 +95,7 @@ type measurement struct {
 	idleP99, streamP99        time.Duration
 	afterP99                  time.Duration
 	mb, secs, upSecs, earlyMB float64
+	idleFailed                float64
 	// base is the replicated workloads' rate on the unreplicated
 	// definition, measured in the same cluster right before.
 	base float64
@@ -189,7 +190,8 @@ func replicatedWrite(p peer, clk *clock, sz sizes, sync bool) (measurement, erro
 // handoffTransfer's primary figure is the megabytes per second the
 // member received once up, and base the same for bulk TCP; p50 and p99
 // are the asks' from the member's start until it received all, idleP99
-// before it started; failed counts the asks that failed meanwhile; the
+// before it started; failed and idleFailed count the asks that failed
+// in those windows (5 s deadline, not in the latencies); the
 // CPU figures are per megabyte received (from the member's start).
 func handoffTransfer(p peer, clk *clock, sz sizes, _ []string) (measurement, error) {
 	r, err := p.(troupePeer).HandoffTransfer(clk, sz.HandoffKeys, sz.HandoffValue, sz.HandoffFillers,
@@ -209,6 +211,7 @@ func handoffTransfer(p peer, clk *clock, sz sizes, _ []string) (measurement, err
 	m.streamP99 = percentile(r.streaming, 0.99)
 	m.afterP99 = percentile(r.after, 0.99)
 	m.failed = float64(r.duringFailed)
+	m.idleFailed = float64(r.idleFailed)
 	return m, nil
 }
 
