@@ -231,7 +231,9 @@ func (troupePeer) HandoffTransfer(clk *clock, keys, value, fillers, askers int, 
 	asks := load.stop()
 	loading = false
 
-	r.idle, r.idleFailed, err = window(asks, from, idleEnd)
+	// An idle ask still out when the member came (its node killed, with
+	// -handoff-via restart) tells of the member, not of idle.
+	r.idle, r.idleFailed, err = window(endedBy(asks, idleEnd), from, idleEnd)
 	if len(r.idle) == 0 {
 		return r, fmt.Errorf("no ask succeeded before the member came (%d failed): %v", r.idleFailed, err)
 	}
@@ -326,6 +328,17 @@ func window(asks []askSample, from, to time.Time) (lat []time.Duration, failed i
 		lat = append(lat, a.d)
 	}
 	return lat, failed, lastErr
+}
+
+// endedBy returns the asks that ended before t.
+func endedBy(asks []askSample, t time.Time) []askSample {
+	var in []askSample
+	for _, a := range asks {
+		if a.at.Add(a.d).Before(t) {
+			in = append(in, a)
+		}
+	}
+	return in
 }
 
 // askWarmup is how long the ask load runs before its idle window.

@@ -79,6 +79,15 @@ func TestWindowKeepsTheAsksStartedInIt(t *testing.T) {
 	}
 }
 
+func TestEndedByDropsTheAsksStillOut(t *testing.T) {
+	t0 := time.Now()
+	asks := []askSample{{t0, time.Second, nil}, {t0, 3 * time.Second, nil}, {t0.Add(time.Second), 5 * time.Second, errors.New("deadline")}}
+	got := endedBy(asks, t0.Add(2*time.Second))
+	if len(got) != 1 || got[0].d != time.Second {
+		t.Errorf("endedBy(t0+2s) = %v, want the one ask that took 1 s from t0", got)
+	}
+}
+
 func TestBulkTCPDeliversEveryByte(t *testing.T) {
 	addr, stop, err := startSink()
 	if err != nil {
