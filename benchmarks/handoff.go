@@ -130,8 +130,9 @@ func (w *transferWatch) observe(receiving int, bytes int64) (done bool) {
 // must receive state (via: a fourth one joins, or the third restarts
 // after a kill -9) and measures the ask load until the member reports,
 // polled through its Stats, that it received all, and for idle more;
-// then bulk TCP of as many bytes. clk times the transfer. A member that shows no sign of
-// receiving for quiet once up fails it with errNoHandoff.
+// then bulk TCP of as many bytes. clk times the transfer. A member that
+// shows no sign of receiving for quiet once up fails it with
+// errNoHandoff.
 func (troupePeer) HandoffTransfer(clk *clock, keys, value, fillers, askers int, rate float64, idle, quiet time.Duration, via string) (r handoffResult, err error) {
 	dir, err := os.MkdirTemp("", "troupe-bench-handoff-")
 	if err != nil {
