@@ -49,7 +49,7 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	var o options
 	fs := flag.NewFlagSet("benchmarks", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	only := fs.String("only", "", "comma-separated workloads to run (default all: tell,tell-many,ask,pingpong,activate,remote-tell,remote-ask,client-ask,replicated-write,replicated-write-sync,failover-fast,failover-default)")
+	only := fs.String("only", "", "comma-separated workloads to run (default all: tell,tell-many,ask,pingpong,activate,remote-tell,remote-ask,client-ask,replicated-write,replicated-write-sync,handoff-transfer,failover-fast,failover-default)")
 	systems := fs.String("systems", "troupe,protoactor", "comma-separated systems to run (one alone prints no ratio; for profiling)")
 	fs.IntVar(&o.rounds, "rounds", 5, "rounds; each measures every workload once on each system")
 	fs.BoolVar(&o.warmup, "warmup", true, "run every workload once at a tenth of its size before the rounds, unreported")
@@ -73,6 +73,14 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.sz.ReplGos, "repl-goroutines", 64, "replicated-write: goroutines writing, one write at a time each")
 	fs.IntVar(&o.sz.ReplKeys, "repl-keys", 10_000, "replicated-write: keys written (round-robin)")
 	fs.IntVar(&o.sz.ReplN, "repl-n", 200_000, "replicated-write: writes in all on each definition (rounded down to a multiple of -repl-goroutines)")
+	fs.IntVar(&o.sz.HandoffKeys, "handoff-keys", 20_000, "handoff-transfer: keys of stored state (three copies each) in the cluster before the member comes")
+	fs.IntVar(&o.sz.HandoffValue, "handoff-value", 4096, "handoff-transfer: bytes of each key's state (pseudo-random)")
+	fs.IntVar(&o.sz.HandoffFillers, "handoff-fillers", 64, "handoff-transfer: goroutines writing the state")
+	fs.IntVar(&o.sz.HandoffAskers, "handoff-askers", 4, "handoff-transfer: goroutines of the ask load, one ask at a time each")
+	fs.Float64Var(&o.sz.HandoffAskRate, "handoff-ask-rate", 1000, "handoff-transfer: asks per second of the ask load, in all")
+	fs.DurationVar(&o.sz.HandoffIdle, "handoff-idle", 3*time.Second, "handoff-transfer: how long the ask load runs before the member comes (the idle p99)")
+	fs.DurationVar(&o.sz.HandoffQuiet, "handoff-quiet", 15*time.Second, "handoff-transfer: how long the member may show no sign of receiving (Stats.Receiving and ReceivedBytes 0) once up before the workload fails")
+	fs.StringVar(&o.sz.HandoffVia, "handoff-via", viaJoin, "handoff-transfer: how a member comes to receive state: "+viaJoin+" (a fourth member joins with an empty DataDir) or "+viaRestart+" (the third is killed and restarts on its DataDir, catching the whole ring up)")
 	fs.IntVar(&o.sz.FailoverNodes, "failover-nodes", 3, "failover-*: node processes in the cluster (one is killed)")
 	fs.IntVar(&o.mailbox, "troupe-mailbox", troupeMailbox, "Troupe's mailbox bound (Wait overflow) in the throughput workloads")
 	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of the rounds to this file")
@@ -112,6 +120,12 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	if o.sz.ReplN < o.sz.ReplGos {
 		return o, errors.New("-repl-n must be at least -repl-goroutines")
 	}
+	if o.sz.HandoffAskRate <= 0 || o.sz.HandoffIdle <= 0 || o.sz.HandoffQuiet <= 0 {
+		return o, errors.New("-handoff-ask-rate, -handoff-idle and -handoff-quiet must be positive")
+	}
+	if o.sz.HandoffVia != viaJoin && o.sz.HandoffVia != viaRestart {
+		return o, fmt.Errorf("-handoff-via %q: want %s or %s", o.sz.HandoffVia, viaJoin, viaRestart)
+	}
 	if o.sz.FailoverNodes < 2 {
 		return o, errors.New("-failover-nodes must be at least 2")
 	}
@@ -122,7 +136,9 @@ func parse(args []string, stderr io.Writer) (options, error) {
 		{"pingpong-m", o.sz.PingPongM}, {"activate-keys", o.sz.ActivateKeys}, {"troupe-mailbox", o.mailbox},
 		{"remote-tell-n", o.sz.RemoteTellN}, {"remote-ask-n", o.sz.RemoteAskN},
 		{"client-nodes", o.sz.ClientNodes}, {"client-goroutines", o.sz.ClientGos}, {"client-keys", o.sz.ClientKeys},
-		{"repl-nodes", o.sz.ReplNodes}, {"repl-goroutines", o.sz.ReplGos}, {"repl-keys", o.sz.ReplKeys}} {
+		{"repl-nodes", o.sz.ReplNodes}, {"repl-goroutines", o.sz.ReplGos}, {"repl-keys", o.sz.ReplKeys},
+		{"handoff-keys", o.sz.HandoffKeys}, {"handoff-value", o.sz.HandoffValue}, {"handoff-fillers", o.sz.HandoffFillers},
+		{"handoff-askers", o.sz.HandoffAskers}} {
 		if v.n < 1 {
 			return o, fmt.Errorf("-%s must be positive, got %d", v.name, v.n)
 		}
@@ -200,13 +216,15 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 	// results[workload][peer] holds one measurement per round.
 	results := make(map[string]map[string][]measurement)
+	// unmeasured are the workloads this Troupe cannot run yet, and why.
+	unmeasured := make(map[string]error)
 	for r := range o.rounds {
 		order := slices.Clone(peers)
 		if r%2 == 1 {
 			slices.Reverse(order)
 		}
 		for _, w := range selected(o.only) {
-			if len(runsOn(w, order)) == 0 {
+			if len(runsOn(w, order)) == 0 || unmeasured[w.name] != nil {
 				continue
 			}
 			if results[w.name] == nil {
@@ -224,6 +242,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 			}
 			for _, p := range runsOn(w, order) {
 				m, err := measure(o.cpuprofile != "", w, p, o.sz, keys)
+				if errors.Is(err, errNoHandoff) {
+					// The other workloads still say something.
+					fmt.Fprintf(stderr, "benchmarks: round %d %s on %s: %v; not measured\n", r+1, w.name, p.Name(), err)
+					unmeasured[w.name] = err
+					break
+				}
 				if err != nil {
 					fmt.Fprintf(stderr, "benchmarks: round %d %s on %s: %v\n", r+1, w.name, p.Name(), err)
 					return 1
@@ -236,6 +260,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 	fmt.Fprintln(stdout)
 	report(stdout, o, peers, results)
+	for _, w := range selected(o.only) {
+		if err := unmeasured[w.name]; err != nil {
+			fmt.Fprintf(stdout, "%s: not measured: %v\n", w.name, err)
+		}
+	}
 	return 0
 }
 
@@ -303,6 +332,8 @@ func header(w io.Writer, o options) {
 		o.sz.RemoteTellN, o.sz.RemoteAskN, o.sz.ClientNodes, o.sz.ClientGos, o.sz.ClientKeys, o.sz.ClientAskN/o.sz.ClientGos*o.sz.ClientGos, o.sz.FailoverNodes)
 	fmt.Fprintf(w, "replicated-write: %d nodes, %d goroutines, %d keys, %d writes, %d replicas at Majority (-sync: badger DataDir and Sync)\n",
 		o.sz.ReplNodes, o.sz.ReplGos, o.sz.ReplKeys, o.sz.ReplN/o.sz.ReplGos*o.sz.ReplGos, replicas)
+	fmt.Fprintf(w, "handoff-transfer: 3 nodes, %d keys x %d B, %d replicas at Majority, the member comes by %s; ask load %.0f/s from %d goroutines, idle window %v\n",
+		o.sz.HandoffKeys, o.sz.HandoffValue, replicas, o.sz.HandoffVia, o.sz.HandoffAskRate, o.sz.HandoffAskers, o.sz.HandoffIdle)
 }
 
 // summary is the median over rounds of each figure of one workload on one
@@ -310,7 +341,8 @@ func header(w io.Writer, o options) {
 type summary struct {
 	primary, cpuPerOp, perActr, gcCycles, gcCPU float64
 	nodeCPUPerOp, failed, min, max, base        float64
-	p50, p99                                    time.Duration
+	mb, secs, upSecs, earlyMB, idleFailed       float64
+	p50, p99, idleP99, streamP99, afterP99      time.Duration
 }
 
 func summarize(ms []measurement) summary {
@@ -327,6 +359,14 @@ func summarize(ms []measurement) summary {
 	s.p50 = time.Duration(median(ms, func(m measurement) float64 { return float64(m.p50) }))
 	s.p99 = time.Duration(median(ms, func(m measurement) float64 { return float64(m.p99) }))
 	s.base = median(ms, func(m measurement) float64 { return m.base })
+	s.mb = median(ms, func(m measurement) float64 { return m.mb })
+	s.secs = median(ms, func(m measurement) float64 { return m.secs })
+	s.upSecs = median(ms, func(m measurement) float64 { return m.upSecs })
+	s.earlyMB = median(ms, func(m measurement) float64 { return m.earlyMB })
+	s.idleFailed = median(ms, func(m measurement) float64 { return m.idleFailed })
+	s.idleP99 = time.Duration(median(ms, func(m measurement) float64 { return float64(m.idleP99) }))
+	s.streamP99 = time.Duration(median(ms, func(m measurement) float64 { return float64(m.streamP99) }))
+	s.afterP99 = time.Duration(median(ms, func(m measurement) float64 { return float64(m.afterP99) }))
 	return s
 }
 
@@ -346,6 +386,14 @@ func describe(w string, ms []measurement) string {
 	case "client-ask":
 		return fmt.Sprintf("%s asks/s  p50 %v  p99 %v  cpu %s/ask + nodes %s", si(s.primary), s.p50, s.p99, cpu,
 			time.Duration(s.nodeCPUPerOp))
+	case "handoff-transfer":
+		failed := ""
+		if s.failed > 0 || s.idleFailed > 0 {
+			failed = fmt.Sprintf(" (asks failed: %.0f idle, %.0f during)", s.idleFailed, s.failed)
+		}
+		return fmt.Sprintf("%.1f MB/s to the joining member (%.1f MB in %.2f s), bulk TCP %.1f MB/s; ask p99 idle %v, during %v (once up %v, after %v)%s; member up after %.2f s (%.1f MB received by then); cpu %s/MB + nodes %s",
+			s.primary, s.mb, s.secs, s.base, short(s.idleP99), short(s.p99), short(s.streamP99), short(s.afterP99), failed, s.upSecs, s.earlyMB,
+			short(time.Duration(s.cpuPerOp)), short(time.Duration(s.nodeCPUPerOp)))
 	case "failover-fast", "failover-default":
 		return fmt.Sprintf("%.3f s from kill -9 to the new owner's answer (min %.3f, max %.3f; %.0f asks failed meanwhile)",
 			s.primary, s.min, s.max, s.failed)
@@ -362,7 +410,12 @@ func report(w io.Writer, o options, peers []peer, results map[string]map[string]
 	for _, wl := range selected(o.only) {
 		byPeer := results[wl.name]
 		for _, p := range peers {
-			if ms, ok := byPeer[p.Name()]; ok {
+			ms, ok := byPeer[p.Name()]
+			switch {
+			case !ok:
+			case wl.name == "handoff-transfer":
+				fmt.Fprintf(w, "%s: %s\n", wl.name, describe(wl.name, ms))
+			default:
 				fmt.Fprintf(w, "%-9s %-10s %s\n", wl.name, p.Name(), describe(wl.name, ms))
 			}
 		}
@@ -380,8 +433,13 @@ func report(w io.Writer, o options, peers []peer, results map[string]map[string]
 		if okT && summarize(tr).base > 0 {
 			s := summarize(tr)
 			// What replication costs: the replicated rate over the
-			// unreplicated one, measured in the same clusters.
+			// unreplicated one, measured in the same clusters. For
+			// handoff-transfer, the member's rate over bulk TCP's.
 			fmt.Fprintf(w, "ratio %s %.2f\n", wl.name, s.primary/s.base)
+		}
+		if okT && wl.name == "handoff-transfer" {
+			s := summarize(tr)
+			fmt.Fprintf(w, "ratio handoff-ask-p99 %.2f\n", float64(s.p99)/float64(s.idleP99))
 		}
 		pr, okP := byPeer["protoactor"]
 		if !okT || !okP {
@@ -450,6 +508,11 @@ func floors(w io.Writer, o options, results map[string]map[string][]measurement)
 		check("replicated-write >= 25k writes/s", t.primary >= 25_000, si(t.primary))
 		check("replicated-write >= 0.5x unreplicated", t.primary >= 0.5*t.base, fmt.Sprintf("%.2fx", t.primary/t.base))
 	}
+	if tr, ok := results["handoff-transfer"]["troupe"]; ok {
+		t := summarize(tr)
+		check("handoff-transfer >= 0.5x bulk TCP", t.primary >= 0.5*t.base, fmt.Sprintf("%.2fx", t.primary/t.base))
+		check("handoff ask p99 <= 2x idle", t.p99 <= 2*t.idleP99, fmt.Sprintf("%.2fx", float64(t.p99)/float64(t.idleP99)))
+	}
 	if tr, ok := results["activate"]["troupe"]; ok {
 		t := summarize(tr)
 		check("idle actor <= 300 B heap", t.perActr <= 300, fmt.Sprintf("%.0f B", t.perActr))
@@ -463,6 +526,16 @@ func floors(w io.Writer, o options, results map[string]map[string][]measurement)
 			fmt.Fprintln(w, l)
 		}
 	}
+}
+
+// short rounds d to three or four significant digits.
+func short(d time.Duration) time.Duration {
+	for unit := time.Duration(1); unit < time.Second; unit *= 10 {
+		if d < 1000*unit {
+			return d.Round(unit)
+		}
+	}
+	return d.Round(time.Millisecond)
 }
 
 // si prints a rate with a k or M suffix.

@@ -22,7 +22,7 @@ import (
 // no node outlives the benchmark even after a kill -9 of it; on Linux the
 // kernel also kills a node whose parent exits (Pdeathsig).
 const (
-	nodeEnv  = "TROUPE_BENCH_NODE"       // role: troupe, protoactor, echo
+	nodeEnv  = "TROUPE_BENCH_NODE"       // role: troupe, protoactor, echo, sink
 	seedsEnv = "TROUPE_BENCH_SEEDS"      // troupe: comma-separated seed addresses
 	timesEnv = "TROUPE_BENCH_TIMINGS"    // troupe: "default" for cluster.DefaultConfig, else the fast timings
 	profEnv  = "TROUPE_BENCH_CPUPROFILE" // -cpuprofile: each node writes <path>.<role>.<pid>
@@ -51,17 +51,21 @@ func serveNode(role string) error {
 	var addr string
 	var stop func() error
 	var err error
+	// answer, if set, answers the queries the benchmark writes on stdin.
+	var answer func(query string) string
 	switch role {
 	case "troupe":
 		var seeds []string
 		if s := os.Getenv(seedsEnv); s != "" {
 			seeds = strings.Split(s, ",")
 		}
-		addr, stop, err = startTroupeNode(seeds, os.Getenv(timesEnv))
+		addr, stop, answer, err = startTroupeNode(seeds, os.Getenv(timesEnv))
 	case "protoactor":
 		addr, stop, err = startProtoNode()
 	case "echo":
 		addr, stop, err = startEcho()
+	case "sink":
+		addr, stop, err = startSink()
 	default:
 		return fmt.Errorf("unknown role %q", role)
 	}
@@ -80,7 +84,14 @@ func serveNode(role string) error {
 		defer pprof.StopCPUProfile()
 	}
 	fmt.Printf("ready %s\n", addr)
-	io.Copy(io.Discard, os.Stdin) // until the benchmark closes it or exits
+	// Until the benchmark closes stdin or exits, each line is a query,
+	// answered on stdout as the query, a space and the answer.
+	sc := bufio.NewScanner(os.Stdin)
+	for sc.Scan() {
+		if answer != nil {
+			fmt.Printf("%s %s\n", sc.Text(), answer(sc.Text()))
+		}
+	}
 	return stop()
 }
 
@@ -88,9 +99,13 @@ func serveNode(role string) error {
 type node struct {
 	role  string
 	addr  string
+	env   []string // the extra environment it started with
 	cmd   *exec.Cmd
 	stdin io.WriteCloser
 	once  sync.Once
+	// lines are the node's stdout lines after "ready": answers to query.
+	lines   chan string
+	queryMu sync.Mutex
 }
 
 // children are the nodes still running, for killAll.
@@ -121,7 +136,7 @@ func startNode(role string, env ...string) (*node, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	n := &node{role: role, cmd: cmd, stdin: stdin}
+	n := &node{role: role, env: env, cmd: cmd, stdin: stdin, lines: make(chan string, 16)}
 	children.Lock()
 	children.m[n] = true
 	children.Unlock()
@@ -135,6 +150,12 @@ func startNode(role string, env ...string) (*node, error) {
 			}
 		}
 		close(ready)
+		for sc.Scan() {
+			select {
+			case n.lines <- sc.Text():
+			default: // nobody asked: dropped
+			}
+		}
 		io.Copy(io.Discard, stdout)
 	}()
 	select {
@@ -148,6 +169,28 @@ func startNode(role string, env ...string) (*node, error) {
 	case <-time.After(30 * time.Second):
 		n.kill()
 		return nil, fmt.Errorf("%s node not ready after 30 s", role)
+	}
+}
+
+// query writes q on the node's stdin and returns its answer (at most
+// 5 s later).
+func (n *node) query(q string) (string, error) {
+	n.queryMu.Lock()
+	defer n.queryMu.Unlock()
+	if _, err := io.WriteString(n.stdin, q+"\n"); err != nil {
+		return "", fmt.Errorf("%s node: query %q: %w", n.role, q, err)
+	}
+	t := time.NewTimer(5 * time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case l := <-n.lines:
+			if a, ok := strings.CutPrefix(l, q+" "); ok {
+				return a, nil
+			}
+		case <-t.C:
+			return "", fmt.Errorf("%s node: no answer to %q after 5 s", n.role, q)
+		}
 	}
 }
 

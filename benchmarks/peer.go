@@ -61,6 +61,15 @@ type sizes struct {
 	ReplGos          int // replicated-write: writing goroutines
 	ReplKeys         int
 	ReplN            int // replicated-write: writes in all, on each definition
+
+	HandoffKeys    int           // handoff-transfer: keys of stored state
+	HandoffValue   int           // handoff-transfer: bytes of each key's state
+	HandoffFillers int           // handoff-transfer: goroutines writing the state
+	HandoffAskers  int           // handoff-transfer: goroutines of the ask load
+	HandoffAskRate float64       // handoff-transfer: asks per second of the ask load, in all
+	HandoffIdle    time.Duration // handoff-transfer: the ask load's window before the member comes
+	HandoffQuiet   time.Duration // handoff-transfer: how long the member may show no sign of receiving
+	HandoffVia     string        // handoff-transfer: how a member comes to receive (viaJoin, viaRestart)
 }
 
 // measurement is one run of one workload on one peer.
@@ -76,6 +85,17 @@ type measurement struct {
 	perActr      float64 // heap bytes per idle actor (activate)
 	gcCycles     float64 // collections that ended in the measured region
 	gcCPU        float64 // the runtime's estimate of their CPU seconds
+	// idleP99 is handoff-transfer's ask p99 before the member started
+	// (p50 and p99 are from its start until it received all, streamP99
+	// of the asks that started once it was up, afterP99 of the asks after
+	// it received all); mb and secs are what it transferred once
+	// the member was up, in megabytes (10^6), and in how long; upSecs is
+	// how long the member took to start and join, earlyMB what it
+	// received meanwhile.
+	idleP99, streamP99        time.Duration
+	afterP99                  time.Duration
+	mb, secs, upSecs, earlyMB float64
+	idleFailed                float64
 	// base is the replicated workloads' rate on the unreplicated
 	// definition, measured in the same cluster right before.
 	base float64
@@ -138,6 +158,7 @@ var workloads = []workload{
 	{"replicated-write-sync", func(p peer, clk *clock, sz sizes, _ []string) (measurement, error) {
 		return replicatedWrite(p, clk, sz, true)
 	}},
+	{"handoff-transfer", handoffTransfer},
 	{"failover-fast", func(p peer, clk *clock, sz sizes, _ []string) (measurement, error) {
 		return failover(p, clk, sz, "fast")
 	}},
@@ -149,12 +170,12 @@ var workloads = []workload{
 // troupeOnly are the workloads Proto.Actor has no counterpart for here:
 // they run on Troupe alone and print no ratio.
 var troupeOnly = map[string]bool{"client-ask": true, "failover-fast": true, "failover-default": true,
-	"replicated-write": true, "replicated-write-sync": true}
+	"replicated-write": true, "replicated-write-sync": true, "handoff-transfer": true}
 
 // noWarmup are the workloads that build a cluster of node processes for
 // each measurement: the warm-up would only start and stop processes.
 var noWarmup = map[string]bool{"client-ask": true, "failover-fast": true, "failover-default": true,
-	"replicated-write": true, "replicated-write-sync": true}
+	"replicated-write": true, "replicated-write-sync": true, "handoff-transfer": true}
 
 func replicatedWrite(p peer, clk *clock, sz sizes, sync bool) (measurement, error) {
 	lat, base, err := p.(troupePeer).ReplicatedWrite(clk, sz.ReplNodes, sz.ReplGos, sz.ReplKeys, sz.ReplN, sync)
@@ -163,6 +184,34 @@ func replicatedWrite(p peer, clk *clock, sz sizes, sync bool) (measurement, erro
 	}
 	m := latencies(clk, lat)
 	m.base = base
+	return m, nil
+}
+
+// handoffTransfer's primary figure is the megabytes per second the
+// member received once up, and base the same for bulk TCP; p50 and p99
+// are the asks' from the member's start until it received all, idleP99
+// before it started; failed and idleFailed count the asks that failed
+// in those windows (5 s deadline, not in the latencies); the
+// CPU figures are per megabyte received (from the member's start).
+func handoffTransfer(p peer, clk *clock, sz sizes, _ []string) (measurement, error) {
+	r, err := p.(troupePeer).HandoffTransfer(clk, sz.HandoffKeys, sz.HandoffValue, sz.HandoffFillers,
+		sz.HandoffAskers, sz.HandoffAskRate, sz.HandoffIdle, sz.HandoffQuiet, sz.HandoffVia)
+	if err != nil {
+		return measurement{}, err
+	}
+	mb := float64(r.bytes) / 1e6
+	all := float64(r.bytes+r.early) / 1e6
+	m := clk.rate(1)
+	m.cpuPerOp, m.nodeCPUPerOp = m.cpuPerOp/all, m.nodeCPUPerOp/all
+	m.primary, m.mb, m.secs = mb/r.transfer.Seconds(), mb, r.transfer.Seconds()
+	m.upSecs, m.earlyMB = r.up.Seconds(), float64(r.early)/1e6
+	m.base = mb / r.bulk.Seconds()
+	m.p50, m.p99 = percentile(r.during, 0.50), percentile(r.during, 0.99)
+	m.idleP99 = percentile(r.idle, 0.99)
+	m.streamP99 = percentile(r.streaming, 0.99)
+	m.afterP99 = percentile(r.after, 0.99)
+	m.failed = float64(r.duringFailed)
+	m.idleFailed = float64(r.idleFailed)
 	return m, nil
 }
 

@@ -70,14 +70,15 @@ func clusterConfig(seeds []string, timings string) cluster.Config {
 	return cc
 }
 
-// startMember starts a cluster member hosting rcounter and rrcounter. Keys stay active
-// for the whole run (IdleTimeout 1 h) so a counter keeps its count.
+// startMember starts a cluster member hosting rcounter, rrcounter and
+// rblob. Keys stay active for the whole run (IdleTimeout 1 h) so a
+// counter keeps its count.
 func startMember(seeds []string, timings string) (*system.System, error) {
 	cc := clusterConfig(seeds, timings)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	sys, err := system.Start(ctx, system.Config{
-		Actors: []actor.Definition{rcounter, rrcounter}, Cluster: &cc,
+		Actors: []actor.Definition{rcounter, rrcounter, rblob}, Cluster: &cc,
 		IdleTimeout: time.Hour, LeaveTimeout: 2 * time.Second,
 		Logger:  memberLogger(),
 		DataDir: os.Getenv(dataEnv), Sync: os.Getenv(syncEnv) == "1",
@@ -98,16 +99,24 @@ func memberLogger() *slog.Logger {
 	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: lvl})).With("pid", os.Getpid())
 }
 
-func startTroupeNode(seeds []string, timings string) (string, func() error, error) {
+// startTroupeNode starts a member; its answer to the query "stats" is
+// statsAnswer of its Stats.
+func startTroupeNode(seeds []string, timings string) (string, func() error, func(string) string, error) {
 	sys, err := startMember(seeds, timings)
 	if err != nil {
-		return "", nil, err
+		return "", nil, nil, err
+	}
+	answer := func(q string) string {
+		if q != "stats" {
+			return "unknown query"
+		}
+		return statsAnswer(sys.Stats())
 	}
 	return sys.Addr(), func() error {
 		ctx, cancel := closeCtx()
 		defer cancel()
 		return sys.Close(ctx)
-	}, nil
+	}, answer, nil
 }
 
 // keyOn returns a key of rcounter that member at serves, as seen from sys.
