@@ -144,6 +144,12 @@ func (n *Node) syncFrom(ctx context.Context, rng ring.Range, src ring.NodeID) er
 	defer retry.Stop()
 	cursor := rng.Start
 	for {
+		// Every request waits for the budget of the chunks before it,
+		// the first of a session included: a join copies hundreds of
+		// ranges, most of them one chunk.
+		if err := n.pace.wait(ctx); err != nil {
+			return err
+		}
 		id := n.syncID.Add(1)
 		w := &syncWait{from: src, chunk: make(chan chunk, 1)}
 		n.mu.Lock()
@@ -161,6 +167,7 @@ func (n *Node) syncFrom(ctx context.Context, rng ring.Range, src ring.NodeID) er
 			return fmt.Errorf("%w: %v for %v", ErrSourceReceiving, src, rng)
 		}
 		n.synced.Add(int64(c.size))
+		n.pace.charge(c.size)
 		if len(c.msg.Records) > 0 {
 			if err := n.call(ctx, &request{op: opSync, records: c.msg.Records}); err != nil {
 				return err
@@ -170,9 +177,6 @@ func (n *Node) syncFrom(ctx context.Context, rng ring.Range, src ring.NodeID) er
 			return nil
 		}
 		cursor = c.msg.Cursor
-		if err := n.pace.wait(ctx, c.size); err != nil {
-			return err
-		}
 	}
 }
 
@@ -342,24 +346,34 @@ func recordSize(r replica.Record) int {
 }
 
 // pacer spaces catch-up requests so that what they bring stays under a
-// byte rate: a chunk of b bytes delays the next request by b/rate.
+// byte rate: a chunk of b bytes received delays every later request by
+// b/rate.
 type pacer struct {
 	rate int // bytes per second; negative: unlimited
 	mu   sync.Mutex
 	next time.Time
 }
 
-func (p *pacer) wait(ctx context.Context, bytes int) error {
+// charge accounts for a chunk of bytes received.
+func (p *pacer) charge(bytes int) {
+	if p.rate < 0 {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if now := time.Now(); p.next.Before(now) {
+		p.next = now
+	}
+	p.next = p.next.Add(time.Duration(float64(bytes) / float64(p.rate) * float64(time.Second)))
+}
+
+// wait returns once the chunks charged so far are within the rate.
+func (p *pacer) wait(ctx context.Context) error {
 	if p.rate < 0 {
 		return nil
 	}
 	p.mu.Lock()
-	now := time.Now()
-	if p.next.Before(now) {
-		p.next = now
-	}
-	p.next = p.next.Add(time.Duration(float64(bytes) / float64(p.rate) * float64(time.Second)))
-	d := p.next.Sub(now)
+	d := time.Until(p.next)
 	p.mu.Unlock()
 	if d <= 0 {
 		return nil
