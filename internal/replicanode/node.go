@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -559,6 +560,7 @@ func (n *Node) loop(tick <-chan time.Time) error {
 			n.core.Tick()
 			n.collect()
 		}
+		runtime.Gosched()
 		n.mu.Lock()
 		batch := n.queue
 		n.queue = n.spare[:0]
