@@ -560,6 +560,9 @@ func (n *Node) loop(tick <-chan time.Time) error {
 			n.core.Tick()
 			n.collect()
 		}
+		// Let the goroutines that are ready to queue a write or a message
+		// (handlers, the transport's readers) run first: one flush then
+		// carries more of them, in fewer envelopes and system calls.
 		runtime.Gosched()
 		n.mu.Lock()
 		batch := n.queue

@@ -180,3 +180,45 @@ func TestAWriteThatMissesTheDeadlineFailsItsReplyWithErrUnavailable(t *testing.T
 	}
 	w.done(nil) // late: changes nothing
 }
+
+func TestAnActivationWithAWriteInFlightIsNotPassivated(t *testing.T) {
+	st := newAsyncMemStore()
+	_, k := asyncKind(t, st)
+	out := askInc(k, "a", 10*time.Second)
+	w := recv(t, st.pending, "the write")
+	cl := k.cellAt(k.hash("a"), "a", false)
+	idle := func() bool {
+		cl.mu.Lock()
+		defer cl.mu.Unlock()
+		return cl.started && !cl.running
+	}
+	for deadline := time.Now().Add(10 * time.Second); !idle(); {
+		if time.Now().After(deadline) {
+			t.Fatal("the activation never went idle")
+		}
+		time.Sleep(time.Millisecond) // polls for the goroutine's exit, which has no event
+	}
+	day := 0
+	sweep := func() bool {
+		day++ // sweeps are at least a quarter of the idle timeout apart
+		k.Sweep(time.Now().Add(time.Duration(day) * 24 * time.Hour))
+		cl.mu.Lock()
+		defer cl.mu.Unlock()
+		return cl.gone
+	}
+	// The first sweep stamps the idle activation, the next would end it.
+	if sweep() || sweep() {
+		t.Fatal("an activation whose write is in flight was passivated")
+	}
+	w.done(nil)
+	if got := recv(t, out, "the reply"); got.err != nil || got.n != 1 {
+		t.Fatalf("reply %+v, want 1", got)
+	}
+	// The first sweep stamps the idle activation, the next one ends it.
+	if !sweep() && !sweep() {
+		t.Fatal("an idle activation whose write was answered was not passivated")
+	}
+	if _, resigns := st.counts(); resigns != 1 {
+		t.Fatalf("the key was resigned %d times, want once, after its write", resigns)
+	}
+}
