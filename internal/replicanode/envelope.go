@@ -90,6 +90,7 @@ func appendEnvelopeMessages(dst []replica.Message, b []byte) ([]replica.Message,
 	}
 	off = start
 	msgs := slices.Grow(dst, int(count))
+	var names replica.Names // the envelope's messages share its peers' addresses
 	for range count {
 		n, err := uvarint("envelope message length")
 		if err != nil {
@@ -98,7 +99,7 @@ func appendEnvelopeMessages(dst []replica.Message, b []byte) ([]replica.Message,
 		if n > uint64(len(b)-off) {
 			return dst, &replica.DecodeError{Offset: off, Err: replica.ErrTruncated, What: "envelope message"}
 		}
-		m, err := replica.Decode(b[off : off+int(n)])
+		m, err := replica.DecodeNames(b[off:off+int(n)], &names)
 		if err != nil {
 			if de, ok := err.(*replica.DecodeError); ok {
 				de.Offset += off
