@@ -218,3 +218,14 @@ func TestATellThroughAContextDerivedFromTheHandlersWaitsForTheState(t *testing.T
 	case <-time.After(300 * time.Millisecond):
 	}
 }
+
+func TestAReplyToAStateChangeThatMissesItsLevelFailsWithErrUnavailable(t *testing.T) {
+	ref, _, _, _, cut := gatedCluster(t)
+	cut()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	got, err := actor.Ask(ctx, ref, GAdd{})
+	if !errors.Is(err, actor.ErrUnavailable) {
+		t.Fatalf("an add whose state missed its level: %d, %v; want ErrUnavailable", got, err)
+	}
+}

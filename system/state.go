@@ -388,6 +388,16 @@ func (s *states) Write(ctx context.Context, typ, key string, value []byte) error
 	return stateErr(node.Write(ctx, replica.Key{Type: typ, ID: key}, stateSlot, value))
 }
 
+// WriteAsync is Write without waiting: done gets what Write would have
+// returned (the runtime holds the reply of a state change on it).
+func (s *states) WriteAsync(typ, key string, value []byte, done func(error)) error {
+	node, err := s.current()
+	if err != nil {
+		return err
+	}
+	return stateErr(node.WriteAsync(replica.Key{Type: typ, ID: key}, stateSlot, value, func(err error) { done(stateErr(err)) }))
+}
+
 // Delete implements host.Store.
 func (s *states) Delete(ctx context.Context, typ, key string) error {
 	node, err := s.current()

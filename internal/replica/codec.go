@@ -127,7 +127,37 @@ func appendEpoch(b []byte, e Epoch) []byte {
 // *DecodeError, matching ErrUnsupportedVersion, ErrTruncated or
 // ErrMalformed.
 func Decode(b []byte) (Message, error) {
-	d := decoder{b: b}
+	var names Names
+	return DecodeNames(b, &names)
+}
+
+// Names shares, between the messages decoded with it, the strings they
+// repeat: member addresses and actor types (an envelope's messages name
+// the same few). Its zero value is ready; it keeps the first names it
+// meets, up to eight.
+type Names struct {
+	s [8]string
+	n int
+}
+
+// intern returns b as a string, shared with an equal one met before.
+func (ns *Names) intern(b []byte) string {
+	for _, s := range ns.s[:ns.n] {
+		if s == string(b) {
+			return s
+		}
+	}
+	s := string(b)
+	if ns.n < len(ns.s) && s != "" {
+		ns.s[ns.n] = s
+		ns.n++
+	}
+	return s
+}
+
+// DecodeNames is Decode sharing repeated names through names.
+func DecodeNames(b []byte, names *Names) (Message, error) {
+	d := decoder{b: b, names: names}
 	var m Message
 	v := d.byte("version")
 	if d.err == nil && (v == 0 || v > FormatVersion) {
@@ -158,7 +188,7 @@ func Decode(b []byte) (Message, error) {
 	m.Done = flags&flagDone != 0
 	m.From = d.node("from")
 	m.To = d.node("to")
-	m.Key.Type = d.string("key type")
+	m.Key.Type = d.name("key type")
 	m.Key.ID = d.string("key id")
 	m.Epoch = d.epoch("epoch")
 	m.Promised = d.epoch("promised")
@@ -190,7 +220,7 @@ func Decode(b []byte) (Message, error) {
 		for range n {
 			k := m.Key
 			if sync {
-				k.Type = d.string("record key type")
+				k.Type = d.name("record key type")
 				k.ID = d.string("record key id")
 			}
 			r := d.record(k, sync)
@@ -210,9 +240,10 @@ func Decode(b []byte) (Message, error) {
 }
 
 type decoder struct {
-	b   []byte
-	off int
-	err error
+	b     []byte
+	off   int
+	err   error
+	names *Names
 }
 
 func (d *decoder) fail(err error, what string) {
@@ -268,8 +299,11 @@ func (d *decoder) bytes(what string) []byte {
 
 func (d *decoder) string(what string) string { return string(d.bytes(what)) }
 
+// name is string for a string messages repeat (see Names).
+func (d *decoder) name(what string) string { return d.names.intern(d.bytes(what)) }
+
 func (d *decoder) node(what string) ring.NodeID {
-	addr := d.string(what)
+	addr := d.name(what)
 	inc := d.uvarint(what)
 	return ring.NodeID{Addr: addr, Incarnation: inc}
 }

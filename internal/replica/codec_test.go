@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"runtime"
 	"testing"
+	"unsafe"
 
 	"github.com/troupe-go/troupe/ring"
 )
@@ -209,5 +210,31 @@ func TestDecodeOfManyShortRecordsAllocatesInProportion(t *testing.T) {
 	t.Logf("%d bytes allocated %d (%.1f per byte)", len(b), got, float64(got)/float64(len(b)))
 	if limit := maxAllocPerByte*uint64(len(b)) + allocSlack; got > limit {
 		t.Fatalf("decoding %d bytes allocated %d, want at most %d", len(b), got, limit)
+	}
+}
+
+// Messages decoded with one Names share the addresses and actor types
+// they repeat (one string each), and decode as without it.
+func TestMessagesDecodedWithNamesShareTheirRepeatedNames(t *testing.T) {
+	accept := sampleMessages()[2]
+	accepted := sampleMessages()[3]
+	var names Names
+	got := make([]Message, 0, 2)
+	for _, m := range []Message{accept, accepted} {
+		d, err := DecodeNames(AppendEncode(nil, m), &names)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(d, m) {
+			t.Fatalf("decoded with names:\n%+v\nwant\n%+v", d, m)
+		}
+		got = append(got, d)
+	}
+	same := func(a, b string) bool { return unsafe.StringData(a) == unsafe.StringData(b) }
+	if !same(got[0].From.Addr, got[0].Epoch.Node.Addr) || !same(got[0].From.Addr, got[0].Records[0].Epoch.Node.Addr) {
+		t.Error("an accept's sender and epoch hold the same address in different strings")
+	}
+	if !same(got[0].From.Addr, got[1].To.Addr) || !same(got[0].To.Addr, got[1].From.Addr) || !same(got[0].Key.Type, got[1].Key.Type) {
+		t.Error("two messages decoded with one Names hold the same names in different strings")
 	}
 }

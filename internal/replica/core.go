@@ -253,6 +253,32 @@ func (c *Core) Ready() Ready {
 	return r
 }
 
+// Recycle hands back the slices of r, the Ready the core returned last,
+// once the driver has copied out what it keeps: the next Ready is built
+// in them instead of in slices grown afresh (a driver takes a Ready after
+// every input). r must not be used afterwards. Recycling a Ready taken
+// before the last one does nothing.
+func (c *Core) Recycle(r Ready) {
+	if !c.ready.IsEmpty() {
+		return
+	}
+	c.ready.Persist = reuse(c.ready.Persist, r.Persist)
+	c.ready.Messages = reuse(c.ready.Messages, r.Messages)
+	c.ready.Done = reuse(c.ready.Done, r.Done)
+	c.ready.Failed = reuse(c.ready.Failed, r.Failed)
+	c.ready.Changes = reuse(c.ready.Changes, r.Changes)
+}
+
+// reuse returns old's room for the next Ready's entries, emptied (what
+// they referred to can go), or cur if it has room already.
+func reuse[T any](cur, old []T) []T {
+	if cap(cur) >= cap(old) {
+		return cur
+	}
+	clear(old)
+	return old[:0]
+}
+
 func (c *Core) send(m Message) {
 	m.From = c.self
 	if m.To == c.self {
@@ -267,11 +293,12 @@ func (c *Core) send(m Message) {
 // release that counted them, so the driver's persist-first order covers
 // them.
 func (c *Core) drain() {
-	for len(c.local) > 0 {
-		m := c.local[0]
-		c.local = c.local[1:]
-		c.step(m)
+	// By index, not by reslicing from the front: the slice keeps its room
+	// for the next call. A step may append to it.
+	for i := 0; i < len(c.local); i++ {
+		c.step(c.local[i])
 	}
+	clear(c.local)
 	c.local = c.local[:0]
 }
 

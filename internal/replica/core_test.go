@@ -376,3 +376,48 @@ func TestAnAcquisitionAfterTheLargestTermIsRefused(t *testing.T) {
 		t.Fatal("a refused acquisition left the key owned")
 	}
 }
+
+// A recycled Ready's slices hold the next Ready, emptied first; an older
+// Ready given back once the core has more to report changes nothing.
+func TestARecycledReadyHoldsTheNext(t *testing.T) {
+	ids := []ring.NodeID{{Addr: "n0", Incarnation: 1}, {Addr: "n1", Incarnation: 1}, {Addr: "n2", Incarnation: 1}}
+	c := New(ids[0], Counting)
+	if err := c.Acquire(keyA, ids, replication.Majority); err != nil {
+		t.Fatal(err)
+	}
+	first := c.Ready()
+	if len(first.Messages) != 2 {
+		t.Fatalf("an acquisition sent %d messages, want a prepare to each of the two others", len(first.Messages))
+	}
+	room := &first.Messages[:1][0]
+	c.Recycle(first)
+	if first.Messages[0].Type != 0 || first.Messages[1].Type != 0 {
+		t.Fatal("the recycled messages were not emptied")
+	}
+	c.Step(Message{Type: MsgPromise, From: ids[1], To: ids[0], Key: keyA, Epoch: c.owned[keyA].epoch, Counted: true})
+	c.Recycle(c.Ready())
+	if !c.Serving(keyA) {
+		t.Fatal("a quorum of promises without records did not serve")
+	}
+	if _, err := c.Write(keyA, stateSlot, []byte("v"), false); err != nil {
+		t.Fatal(err)
+	}
+	next := c.Ready()
+	if len(next.Messages) != 2 || &next.Messages[0] != room {
+		t.Fatalf("a write's %d accepts are not in the recycled slice", len(next.Messages))
+	}
+	for _, m := range next.Messages {
+		if m.Type != MsgAccept || m.Key != keyA || len(m.Records) != 1 {
+			t.Fatalf("the next Ready holds %+v, want an accept of the write", m)
+		}
+	}
+	// Not the last Ready: the core has reported something since.
+	if _, err := c.Write(keyA, stateSlot, []byte("w"), false); err != nil {
+		t.Fatal(err)
+	}
+	pending := len(c.ready.Messages)
+	c.Recycle(first)
+	if len(c.ready.Messages) != pending {
+		t.Fatal("recycling an older Ready changed what the core has to report")
+	}
+}

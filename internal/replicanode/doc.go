@@ -7,8 +7,10 @@
 // # The loop
 //
 // One goroutine owns the core. The transport's handler decodes arriving
-// envelopes and queues their messages; callers queue requests. The loop
-// takes everything queued, feeds it to the core in arrival order, and for
+// envelopes and queues their messages; callers queue requests. Woken, the
+// loop yields once (the goroutines ready to queue more run first, so the
+// batch grows), then takes everything queued, feeds it to the core in
+// arrival order, and for
 // the whole batch persists the records the core produced (one Store.Put),
 // then sends its messages (one envelope per peer), then answers the
 // callers whose tickets are done or failed. A timer ticks the core, which

@@ -2,6 +2,7 @@ package replicanode
 
 import (
 	"encoding/binary"
+	"slices"
 
 	"github.com/troupe-go/troupe/internal/replica"
 )
@@ -33,14 +34,21 @@ func appendEnvelope(b []byte, enc []byte, ends []int) []byte {
 // *replica.DecodeError; an envelope that fails to decode gives none of its
 // messages.
 func decodeEnvelope(b []byte) ([]replica.Message, error) {
+	return appendEnvelopeMessages(nil, b)
+}
+
+// appendEnvelopeMessages is decodeEnvelope appending to dst (the
+// messages themselves are decoded into fresh memory); on an error dst is
+// returned as it was.
+func appendEnvelopeMessages(dst []replica.Message, b []byte) ([]replica.Message, error) {
 	if len(b) == 0 {
-		return nil, &replica.DecodeError{Offset: 0, Err: replica.ErrTruncated, What: "envelope version"}
+		return dst, &replica.DecodeError{Offset: 0, Err: replica.ErrTruncated, What: "envelope version"}
 	}
 	if b[0] != envelopeVersion {
 		if b[0] > envelopeVersion {
-			return nil, &replica.DecodeError{Offset: 0, Err: replica.ErrUnsupportedVersion, What: "envelope version"}
+			return dst, &replica.DecodeError{Offset: 0, Err: replica.ErrUnsupportedVersion, What: "envelope version"}
 		}
-		return nil, &replica.DecodeError{Offset: 0, Err: replica.ErrMalformed, What: "envelope version"}
+		return dst, &replica.DecodeError{Offset: 0, Err: replica.ErrMalformed, What: "envelope version"}
 	}
 	off := 1
 	uvarint := func(what string) (uint64, error) {
@@ -56,12 +64,12 @@ func decodeEnvelope(b []byte) ([]replica.Message, error) {
 	}
 	count, err := uvarint("envelope count")
 	if err != nil {
-		return nil, err
+		return dst, err
 	}
 	// Every message takes its length byte and its shortest encoding, so a
 	// count beyond that is a lie.
 	if count > uint64(len(b)-off)/(1+replica.MinMessageLen) {
-		return nil, &replica.DecodeError{Offset: off, Err: replica.ErrMalformed, What: "envelope count"}
+		return dst, &replica.DecodeError{Offset: off, Err: replica.ErrMalformed, What: "envelope count"}
 	}
 	// A decoded message takes about ten times its shortest encoding in
 	// memory, so the count sizes an allocation only once the framing
@@ -70,38 +78,39 @@ func decodeEnvelope(b []byte) ([]replica.Message, error) {
 	for range count {
 		n, err := uvarint("envelope message length")
 		if err != nil {
-			return nil, err
+			return dst, err
 		}
 		if n > uint64(len(b)-off) {
-			return nil, &replica.DecodeError{Offset: off, Err: replica.ErrTruncated, What: "envelope message"}
+			return dst, &replica.DecodeError{Offset: off, Err: replica.ErrTruncated, What: "envelope message"}
 		}
 		off += int(n)
 	}
 	if off != len(b) {
-		return nil, &replica.DecodeError{Offset: off, Err: replica.ErrMalformed, What: "envelope trailing bytes"}
+		return dst, &replica.DecodeError{Offset: off, Err: replica.ErrMalformed, What: "envelope trailing bytes"}
 	}
 	off = start
-	msgs := make([]replica.Message, 0, count)
+	msgs := slices.Grow(dst, int(count))
+	var names replica.Names // the envelope's messages share its peers' addresses
 	for range count {
 		n, err := uvarint("envelope message length")
 		if err != nil {
-			return nil, err
+			return dst, err
 		}
 		if n > uint64(len(b)-off) {
-			return nil, &replica.DecodeError{Offset: off, Err: replica.ErrTruncated, What: "envelope message"}
+			return dst, &replica.DecodeError{Offset: off, Err: replica.ErrTruncated, What: "envelope message"}
 		}
-		m, err := replica.Decode(b[off : off+int(n)])
+		m, err := replica.DecodeNames(b[off:off+int(n)], &names)
 		if err != nil {
 			if de, ok := err.(*replica.DecodeError); ok {
 				de.Offset += off
 			}
-			return nil, err
+			return dst, err
 		}
 		off += int(n)
 		msgs = append(msgs, m)
 	}
 	if off != len(b) {
-		return nil, &replica.DecodeError{Offset: off, Err: replica.ErrMalformed, What: "envelope trailing bytes"}
+		return dst, &replica.DecodeError{Offset: off, Err: replica.ErrMalformed, What: "envelope trailing bytes"}
 	}
 	return msgs, nil
 }

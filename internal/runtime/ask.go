@@ -192,6 +192,20 @@ func Respond[S, M, C, R any](c *Context[S, M, C], r R) bool {
 	if c.slot == nil {
 		return true
 	}
+	if c.replyWaits() {
+		// The message's write goes on without the handler; the reply
+		// leaves once it met the level.
+		switch s := c.slot.(type) {
+		case *slot[R]:
+			k, key := c.cell.k, c.cell.key
+			c.holdReply(func() { completeHere(s, k, key, r) })
+		case *slot[any]:
+			c.holdReply(func() { s.complete(r, nil) })
+		default:
+			return false
+		}
+		return true
+	}
 	if err := c.Base.gateOutput(); err != nil {
 		c.slot.fail(err) // the reply would follow a state not stored
 		return true

@@ -224,6 +224,9 @@ type extra[M any] struct {
 	// the deferred replies given meanwhile, which wait for its commit.
 	handling bool
 	held     []heldReply
+	// commits tracks a durable activation's writes in flight (see
+	// asyncCommits).
+	commits *asyncCommits
 }
 
 // timerEntry is a live timer: when it fires next, its period (0: once)
@@ -832,7 +835,7 @@ func (c *cell[S, M, C]) passivatable(idleBefore, now time.Time) bool {
 	if c.gone || c.running || c.backoff || c.queuedLocked() != 0 {
 		return false
 	}
-	if x := c.x; x != nil && ((len(x.timers) > 0 && !x.timersStopped) || x.runActive || x.runT != nil) {
+	if x := c.x; x != nil && ((len(x.timers) > 0 && !x.timersStopped) || x.runActive || x.runT != nil || x.commits.busy()) {
 		return false
 	}
 	if idleBefore.IsZero() {

@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/troupe-go/troupe/internal/codec"
@@ -22,7 +24,12 @@ import (
 // reply given meanwhile) and at the end of each message,
 // the Context writes the state if the message changed it, blocking the
 // handler until the key's write level is met or the message's deadline
-// passes. An output of a message that changed nothing first confirms,
+// passes. The reply is the exception when the store can write without
+// blocking (asyncStore): a reply given after a change is held, the
+// message's write goes on while the activation handles its next message,
+// and the reply leaves once that write met the level (writes of a key
+// meet it in order), or fails with ErrUnavailable if it did not by the
+// message's deadline. An output of a message that changed nothing first confirms,
 // once per message, that this node still owns the key (a read barrier):
 // an owner fenced by a newer one sends nothing. A write or barrier that
 // fails ends the activation, which resigns the key; the next message
@@ -95,10 +102,15 @@ func (c *Context[S, M, C]) commit(barrier bool) error {
 
 // commitLocked is commit with c.gateMu held.
 func (c *Context[S, M, C]) commitLocked(barrier bool) error {
+	cl := c.cell
+	if c.lost == nil {
+		// A write that went on without the handler and failed: the
+		// activation is lost, as if this commit had failed.
+		c.lost = cl.commits().failed()
+	}
 	if c.lost != nil {
 		return c.lost
 	}
-	cl := c.cell
 	k := cl.k
 	st := k.h.Store
 	var err error
@@ -145,16 +157,20 @@ func (c *Context[S, M, C]) commitLocked(barrier bool) error {
 // ends a little before an asker's deadline, so that the asker hears
 // ErrUnavailable rather than its own timeout.
 func (c *Context[S, M, C]) storeCtx() (context.Context, context.CancelFunc) {
+	return context.WithDeadline(c.cell.k.h.HardCtx(), c.storeDeadline())
+}
+
+// storeDeadline is when a store call of the message being handled gives
+// up (see storeCtx).
+func (c *Context[S, M, C]) storeDeadline() time.Time {
 	dl, ok := time.Time{}, false
 	if c.slot != nil {
 		dl, ok = c.slot.deadline()
 	}
 	if ok {
-		dl = dl.Add(-min(time.Until(dl)/10, answerMargin))
-	} else {
-		dl = time.Now().Add(c.cell.k.ask)
+		return dl.Add(-min(time.Until(dl)/10, answerMargin))
 	}
-	return context.WithDeadline(c.cell.k.h.HardCtx(), dl)
+	return time.Now().Add(c.cell.k.ask)
 }
 
 // answerMargin bounds what a store call leaves of its asker's time for
@@ -192,6 +208,17 @@ func (c *cell[S, M, C]) settle(ctx *Context[S, M, C], e *envelope[M], err error)
 	// deferred reply) is an output like a reply given with Respond: it
 	// first confirms that this node still owns the key.
 	answer := e.slot != nil && !e.slot.settled()
+	if err == nil && !answer && !ctx.release && !ctx.deleted {
+		if ok, cerr := c.settleAsync(ctx); ok {
+			ctx.dirty, ctx.confirmed = false, false
+			if cerr != nil {
+				ctx.lost = nil
+				c.k.h.Logger.Warn("troupe: actor state not stored; the activation ends", "actor", c.k.def.Name, "key", c.key, "err", cerr)
+				c.end("unavailable")
+			}
+			return nil
+		}
+	}
 	cerr := ctx.commit(answer || c.holds())
 	if cerr != nil && e.slot != nil {
 		e.slot.fail(cerr)
@@ -209,6 +236,210 @@ func (c *cell[S, M, C]) settle(ctx *Context[S, M, C], e *envelope[M], err error)
 		c.end("deleted")
 	}
 	return err
+}
+
+// asyncStore is a host.Store whose writes can go on without their
+// caller. WriteAsync queues value as the key's state, after every write
+// of the key queued before it, and returns; done is then called exactly
+// once, from another goroutine, with what Write would have returned
+// (nil once the write and every earlier one met the key's level). done
+// must not block. A write refused at once returns the error and never
+// calls done.
+type asyncStore interface {
+	WriteAsync(typ, key string, value []byte, done func(error)) error
+}
+
+// maxAsyncWrites bounds an activation's writes in flight: a handler that
+// writes faster than its replicas acknowledge waits for its commit
+// beyond it, as without an asyncStore.
+const maxAsyncWrites = 64
+
+// asyncCommits tracks the writes of one activation that went on without
+// its handler: how many are in flight, and the first that failed, which
+// loses the activation (its next commit fails and ends it).
+type asyncCommits struct {
+	mu       sync.Mutex
+	inFlight int
+	err      error
+}
+
+// failed returns why the activation is lost, if a write of it failed; a
+// nil a has no writes.
+func (a *asyncCommits) failed() error {
+	if a == nil {
+		return nil
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.err
+}
+
+// busy reports whether a write is in flight.
+func (a *asyncCommits) busy() bool {
+	if a == nil {
+		return false
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.inFlight > 0
+}
+
+// asyncWrite is one write in flight: the replies it holds leave once it
+// met the level, or fail at its deadline or with its error.
+type asyncWrite struct {
+	a       *asyncCommits
+	held    []heldReply
+	timer   *time.Timer
+	settled atomic.Bool // the replies were released or failed
+	what    string      // the key, for errors: type/key
+	resign  func()
+}
+
+// stored is the store's answer.
+func (w *asyncWrite) stored(err error) {
+	if err != nil {
+		err = fmt.Errorf("troupe: %s: state not stored: %w", w.what, err)
+	}
+	w.a.mu.Lock()
+	w.a.inFlight--
+	if err != nil && w.a.err == nil {
+		w.a.err = err
+	}
+	w.a.mu.Unlock()
+	w.timer.Stop()
+	if w.settled.CompareAndSwap(false, true) {
+		releaseReplies(w.held, err)
+	}
+}
+
+// expired is the write's deadline: its replies fail, the activation is
+// lost and the key resigned, which fails the write (and those after it)
+// in the store, so that the next owner adopts what a quorum holds.
+func (w *asyncWrite) expired() {
+	if !w.settled.CompareAndSwap(false, true) {
+		return
+	}
+	err := fmt.Errorf("troupe: %s: state not stored: %w: the write level was not met before the deadline (the write may or may not have happened)", w.what, ErrUnavailable)
+	w.a.mu.Lock()
+	if w.a.err == nil {
+		w.a.err = err
+	}
+	w.a.mu.Unlock()
+	w.resign()
+	releaseReplies(w.held, err)
+}
+
+// settleAsync ends a message whose change can be written without
+// blocking: the record goes to the store, and the replies the message
+// holds leave once it met the level. ok false: the message must commit
+// as usual (a store that cannot, nothing or too much to write, too many
+// writes in flight). A write refused at once is cerr, with the held
+// replies failed: the activation ends.
+func (c *cell[S, M, C]) settleAsync(ctx *Context[S, M, C]) (ok bool, cerr error) {
+	k := c.k
+	st, can := k.h.Store.(asyncStore)
+	if !can {
+		return false, nil
+	}
+	ctx.gateMu.Lock()
+	defer ctx.gateMu.Unlock()
+	a := c.commits()
+	if ctx.lost != nil || a == nil || !(ctx.dirty || c.timersChanged()) {
+		return false, nil
+	}
+	a.mu.Lock()
+	room := a.err == nil && a.inFlight < maxAsyncWrites
+	if room {
+		a.inFlight++
+	}
+	a.mu.Unlock()
+	if !room {
+		return false, nil
+	}
+	rec, err := c.record()
+	if err == nil && len(rec) > k.h.Store.MaxValue(k.def.Name, c.key) {
+		err = ErrMessageTooLarge
+	}
+	if err != nil {
+		a.mu.Lock()
+		a.inFlight--
+		a.mu.Unlock()
+		return false, nil // the usual commit fails it, with the same error
+	}
+	c.mu.Lock()
+	var held []heldReply
+	if x := c.x; x != nil {
+		held, x.held, x.handling = x.held, nil, false
+	}
+	c.mu.Unlock()
+	w := &asyncWrite{a: a, held: held, what: k.def.Name + "/" + c.key}
+	w.resign = func() { k.h.Store.Resign(k.def.Name, c.key) }
+	w.timer = time.AfterFunc(time.Until(ctx.storeDeadline()), w.expired)
+	if err := st.WriteAsync(k.def.Name, c.key, rec, w.stored); err != nil {
+		w.timer.Stop()
+		a.mu.Lock()
+		a.inFlight--
+		a.mu.Unlock()
+		w.settled.Store(true)
+		cerr = fmt.Errorf("troupe: %s: state not stored: %w", w.what, err)
+		releaseReplies(held, cerr)
+		return true, cerr
+	}
+	return true, nil
+}
+
+// commits returns the tracker of the activation's writes in flight; nil
+// when the store cannot write without blocking or no activation runs.
+func (c *cell[S, M, C]) commits() *asyncCommits {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.x == nil {
+		return nil
+	}
+	return c.x.commits
+}
+
+// replyWaits reports whether a reply given now can wait for the
+// message's commit instead of committing first: the message changed the
+// state and the store writes without blocking its caller.
+func (c *Context[S, M, C]) replyWaits() bool {
+	if c.gate == nil {
+		return false
+	}
+	if _, ok := c.cell.k.h.Store.(asyncStore); !ok {
+		return false
+	}
+	c.gateMu.Lock()
+	defer c.gateMu.Unlock()
+	return c.dirty && !c.deleted && c.lost == nil
+}
+
+// holdReply holds answer, the reply to the message being handled, until
+// the message's commit (see replyWaits); it gives it now, after the
+// commit, when the cell holds no replies.
+func (c *Context[S, M, C]) holdReply(answer func()) {
+	s := c.slot
+	s.setDeferred() // answered: not ErrNoReply
+	fail := func(err error) bool { s.fail(err); return true }
+	if c.cell.holdReply(heldReply{answer: answer, fail: fail}) {
+		return
+	}
+	if err := c.Base.gateOutput(); err != nil {
+		s.fail(err)
+		return
+	}
+	answer()
+}
+
+// releaseReplies gives held, or with err fails them with it.
+func releaseReplies(held []heldReply, err error) {
+	for _, r := range held {
+		if err != nil {
+			r.fail(err)
+		} else {
+			r.answer()
+		}
+	}
 }
 
 // heldReply is a deferred reply given while its durable cell handled a
@@ -255,13 +486,7 @@ func (c *cell[S, M, C]) releaseHeld(err error) {
 		held, x.held, x.handling = x.held, nil, false
 	}
 	c.mu.Unlock()
-	for _, r := range held {
-		if err != nil {
-			r.fail(err)
-		} else {
-			r.answer()
-		}
-	}
+	releaseReplies(held, err)
 }
 
 // load acquires the key of a starting activation and reads its stored
@@ -292,6 +517,11 @@ func (c *cell[S, M, C]) load(ctx *Context[S, M, C]) (S, []liveTimer[M], error) {
 		return zero, nil, fmt.Errorf("troupe: %s/%s: read: %w", k.def.Name, c.key, err)
 	}
 	ctx.confirmed = true
+	if _, async := st.(asyncStore); async {
+		c.mu.Lock()
+		c.ext().commits = &asyncCommits{}
+		c.mu.Unlock()
+	}
 	if !ok {
 		if k.def.Init != nil {
 			return k.def.Init(c.key), nil, nil

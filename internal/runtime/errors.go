@@ -14,6 +14,7 @@ var (
 	ErrWrongReply      = fault.ErrWrongReply
 	ErrUndecodable     = fault.ErrUndecodable
 	ErrMessageTooLarge = fault.ErrMessageTooLarge
+	ErrUnavailable     = fault.ErrUnavailable
 )
 
 type (
