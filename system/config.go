@@ -95,6 +95,13 @@ type Config struct {
 	// every level (see package replication). Needs DataDir.
 	Sync bool
 
+	// CatchUpRate is the most bytes per second this member copies stored
+	// state at when it catches up (the ranges it became a replica of, or
+	// its store after it lost its last writes), so that application
+	// traffic keeps flowing meanwhile. Default 32 MiB/s; negative: no
+	// limit.
+	CatchUpRate int
+
 	// LeaveTimeout bounds how long Close waits, in a cluster, for the
 	// keys of this node to drain before it leaves (their later messages
 	// go to the new owners). Default 30 s.

@@ -3,13 +3,49 @@ package system_test
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/troupe-go/troupe/actor"
 	"github.com/troupe-go/troupe/internal/systemtest"
 	"github.com/troupe-go/troupe/system"
 )
+
+// BlobMsg is the message of a durable actor whose state is a byte slice.
+type BlobMsg interface{ blobMsg() }
+
+// SetBlob replaces the state and answers its length.
+type SetBlob struct {
+	actor.Reply[BlobMsg, int]
+	Data []byte
+}
+
+func (SetBlob) blobMsg() {}
+
+func blobDef(name string, opts ...actor.Option) *actor.Def[[]byte, BlobMsg] {
+	return actor.Define(name, func(c *actor.Context[[]byte, BlobMsg], m BlobMsg) error {
+		if m, ok := m.(SetBlob); ok {
+			c.SetState(m.Data)
+			return actor.Respond(c, m, len(m.Data))
+		}
+		return nil
+	}, opts...).WithMessages(SetBlob{})
+}
+
+// setBlob stores size bytes, pseudo-random from seed, in ref's state.
+func setBlob(t *testing.T, ref actor.Ref[BlobMsg], size, seed int) {
+	t.Helper()
+	data := make([]byte, size)
+	rnd := rand.New(rand.NewPCG(uint64(seed), 1))
+	for i := range data {
+		data[i] = byte(rnd.Uint32())
+	}
+	if _, err := actor.Ask(systemtest.Ctx(t), ref, SetBlob{Data: data}); err != nil {
+		t.Fatalf("store %d bytes in %v: %v", size, ref, err)
+	}
+}
 
 // waitCaughtUp waits until no member of systems receives a range.
 func waitCaughtUp(t *testing.T, systems []*system.System) {
@@ -99,4 +135,24 @@ func TestAnOrderlyLeaveHandsItsSingleCopiesOver(t *testing.T) {
 		}
 	}
 	t.Logf("%d of %d keys were held by the member that left", held, keys)
+}
+
+// CatchUpRate paces what a joining member copies: with 64 KiB/s and
+// about half a megabyte of state to receive, it is still receiving a
+// second after it joined (the default rate copies it in milliseconds).
+func TestCatchUpRatePacesAJoiningMembersCopy(t *testing.T) {
+	def := counterDef("rcounter", nil, actor.WithReplicas(3, actor.WriteMajority))
+	blob := blobDef("rblob", actor.WithReplicas(3, actor.WriteMajority))
+	systems := systemtest.StartCluster(t, 3, nil, def, blob)
+	waitCaughtUp(t, systems)
+	for i := range 64 {
+		setBlob(t, blob.Ref(systems[0], "b"+strconv.Itoa(i)), 8<<10, i)
+	}
+	s := systemtest.Join(t, []string{systems[0].Addr()}, func(cfg *system.Config) { cfg.CatchUpRate = 64 << 10 }, def, blob)
+	joined := time.Now()
+	systemtest.WaitUntil(t, "the member receiving", func() bool { return s.Stats().Receiving > 0 || s.Stats().ReceivedBytes > 0 })
+	time.Sleep(time.Until(joined.Add(time.Second))) // the property is a pace: it needs time to pass
+	if st := s.Stats(); st.Receiving == 0 {
+		t.Fatalf("a second after joining at 64 KiB/s the member received everything (%d bytes)", st.ReceivedBytes)
+	}
 }

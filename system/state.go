@@ -30,6 +30,7 @@ type states struct {
 	store    replicastore.Store
 	log      *slog.Logger
 	maxValue int
+	syncRate int // Config.CatchUpRate
 	// replicas computes a key's replica set of n copies (n > 1) in a
 	// cluster; nil standalone.
 	replicas func(dst []ring.NodeID, typ string, tok uint64, n int) ([]ring.NodeID, error)
@@ -121,7 +122,7 @@ func durableTypes(defs []actor.Definition) bool {
 // openStates opens the store that cfg names (badger under DataDir, or
 // memory).
 func openStates(cfg Config, log *slog.Logger) (*states, error) {
-	s := &states{log: log, maxValue: replicanode.DefaultMaxValue}
+	s := &states{log: log, maxValue: replicanode.DefaultMaxValue, syncRate: cfg.CatchUpRate}
 	if cfg.DataDir == "" {
 		s.store = replicastore.NewMemory()
 		return s, nil
@@ -145,7 +146,7 @@ func openStates(cfg Config, log *slog.Logger) (*states, error) {
 // once joined, a member whose view holds no other member hosting a
 // durable type (a cluster of one) counts at once, as standalone.
 func (s *states) attach(ctx context.Context, ep transport.Endpoint) error {
-	n, err := replicanode.Open(ctx, replicanode.Config{Endpoint: ep, Store: s.store, MaxValue: s.maxValue, Logger: s.log})
+	n, err := replicanode.Open(ctx, replicanode.Config{Endpoint: ep, Store: s.store, MaxValue: s.maxValue, SyncRate: s.syncRate, Logger: s.log})
 	if err != nil {
 		return err
 	}
