@@ -133,14 +133,15 @@ func (w *transferWatch) observe(receiving int, bytes int64) (done bool) {
 // then bulk TCP of as many bytes. clk times the transfer. A member that
 // shows no sign of receiving for quiet once up fails it with
 // errNoHandoff.
-func (troupePeer) HandoffTransfer(clk *clock, keys, value, fillers, askers int, rate float64, idle, quiet time.Duration, via string) (r handoffResult, err error) {
+func (troupePeer) HandoffTransfer(clk *clock, keys, value, fillers, askers int, rate float64, idle, quiet time.Duration, via string, catchUpRate int) (r handoffResult, err error) {
 	dir, err := os.MkdirTemp("", "troupe-bench-handoff-")
 	if err != nil {
 		return r, err
 	}
 	defer os.RemoveAll(dir)
 	dataDir := func(i int) string { return dataEnv + "=" + filepath.Join(dir, strconv.Itoa(i)) }
-	ns, err := startCluster(3, "default", func(i int) []string { return []string{dataDir(i)} })
+	rateEnv := catchUpEnv + "=" + strconv.Itoa(catchUpRate)
+	ns, err := startCluster(3, "default", func(i int) []string { return []string{dataDir(i), rateEnv} })
 	if err != nil {
 		return r, err
 	}
@@ -187,7 +188,7 @@ func (troupePeer) HandoffTransfer(clk *clock, keys, value, fillers, askers int, 
 		for i, n := range ns {
 			seeds[i] = n.addr
 		}
-		env = []string{timesEnv + "=default", seedsEnv + "=" + strings.Join(seeds, ","), dataDir(len(ns))}
+		env = []string{timesEnv + "=default", seedsEnv + "=" + strings.Join(seeds, ","), dataDir(len(ns)), rateEnv}
 	case viaRestart:
 		// Once the others hold the killed member dead, the catch-up of
 		// its restart reads from them alone.

@@ -78,6 +78,7 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.sz.HandoffFillers, "handoff-fillers", 64, "handoff-transfer: goroutines writing the state")
 	fs.IntVar(&o.sz.HandoffAskers, "handoff-askers", 4, "handoff-transfer: goroutines of the ask load, one ask at a time each")
 	fs.Float64Var(&o.sz.HandoffAskRate, "handoff-ask-rate", 1000, "handoff-transfer: asks per second of the ask load, in all")
+	fs.IntVar(&o.sz.HandoffCatchUpRate, "handoff-catchup-rate", 0, "handoff-transfer: the members' system.Config.CatchUpRate in bytes/s (0: its default, 32 MiB/s; negative: no limit)")
 	fs.DurationVar(&o.sz.HandoffIdle, "handoff-idle", 3*time.Second, "handoff-transfer: how long the ask load runs before the member comes (the idle p99)")
 	fs.DurationVar(&o.sz.HandoffQuiet, "handoff-quiet", 15*time.Second, "handoff-transfer: how long the member may show no sign of receiving (Stats.Receiving and ReceivedBytes 0) once up before the workload fails")
 	fs.StringVar(&o.sz.HandoffVia, "handoff-via", viaJoin, "handoff-transfer: how a member comes to receive state: "+viaJoin+" (a fourth member joins with an empty DataDir) or "+viaRestart+" (the third is killed and restarts on its DataDir, catching the whole ring up)")

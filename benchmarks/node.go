@@ -22,13 +22,14 @@ import (
 // no node outlives the benchmark even after a kill -9 of it; on Linux the
 // kernel also kills a node whose parent exits (Pdeathsig).
 const (
-	nodeEnv  = "TROUPE_BENCH_NODE"       // role: troupe, protoactor, echo, sink
-	seedsEnv = "TROUPE_BENCH_SEEDS"      // troupe: comma-separated seed addresses
-	timesEnv = "TROUPE_BENCH_TIMINGS"    // troupe: "default" for cluster.DefaultConfig, else the fast timings
-	profEnv  = "TROUPE_BENCH_CPUPROFILE" // -cpuprofile: each node writes <path>.<role>.<pid>
-	logEnv   = "TROUPE_BENCH_LOG"        // Troupe members (nodes and this process) log at this level to stderr
-	dataEnv  = "TROUPE_BENCH_DATA"       // troupe: the member's DataDir (empty: copies in memory)
-	syncEnv  = "TROUPE_BENCH_SYNC"       // troupe: "1" fsyncs before acknowledging (needs a DataDir)
+	nodeEnv    = "TROUPE_BENCH_NODE"         // role: troupe, protoactor, echo, sink
+	seedsEnv   = "TROUPE_BENCH_SEEDS"        // troupe: comma-separated seed addresses
+	timesEnv   = "TROUPE_BENCH_TIMINGS"      // troupe: "default" for cluster.DefaultConfig, else the fast timings
+	profEnv    = "TROUPE_BENCH_CPUPROFILE"   // -cpuprofile: each node writes <path>.<role>.<pid>
+	logEnv     = "TROUPE_BENCH_LOG"          // Troupe members (nodes and this process) log at this level to stderr
+	dataEnv    = "TROUPE_BENCH_DATA"         // troupe: the member's DataDir (empty: copies in memory)
+	syncEnv    = "TROUPE_BENCH_SYNC"         // troupe: "1" fsyncs before acknowledging (needs a DataDir)
+	catchUpEnv = "TROUPE_BENCH_CATCHUP_RATE" // troupe: system.Config.CatchUpRate
 )
 
 // nodeMain runs this process as a node when nodeEnv is set; ok reports

@@ -62,14 +62,15 @@ type sizes struct {
 	ReplKeys         int
 	ReplN            int // replicated-write: writes in all, on each definition
 
-	HandoffKeys    int           // handoff-transfer: keys of stored state
-	HandoffValue   int           // handoff-transfer: bytes of each key's state
-	HandoffFillers int           // handoff-transfer: goroutines writing the state
-	HandoffAskers  int           // handoff-transfer: goroutines of the ask load
-	HandoffAskRate float64       // handoff-transfer: asks per second of the ask load, in all
-	HandoffIdle    time.Duration // handoff-transfer: the ask load's window before the member comes
-	HandoffQuiet   time.Duration // handoff-transfer: how long the member may show no sign of receiving
-	HandoffVia     string        // handoff-transfer: how a member comes to receive (viaJoin, viaRestart)
+	HandoffKeys        int           // handoff-transfer: keys of stored state
+	HandoffValue       int           // handoff-transfer: bytes of each key's state
+	HandoffFillers     int           // handoff-transfer: goroutines writing the state
+	HandoffAskers      int           // handoff-transfer: goroutines of the ask load
+	HandoffAskRate     float64       // handoff-transfer: asks per second of the ask load, in all
+	HandoffIdle        time.Duration // handoff-transfer: the ask load's window before the member comes
+	HandoffCatchUpRate int           // handoff-transfer: the members' system.Config.CatchUpRate (0: its default)
+	HandoffQuiet       time.Duration // handoff-transfer: how long the member may show no sign of receiving
+	HandoffVia         string        // handoff-transfer: how a member comes to receive (viaJoin, viaRestart)
 }
 
 // measurement is one run of one workload on one peer.
@@ -195,7 +196,7 @@ func replicatedWrite(p peer, clk *clock, sz sizes, sync bool) (measurement, erro
 // CPU figures are per megabyte received (from the member's start).
 func handoffTransfer(p peer, clk *clock, sz sizes, _ []string) (measurement, error) {
 	r, err := p.(troupePeer).HandoffTransfer(clk, sz.HandoffKeys, sz.HandoffValue, sz.HandoffFillers,
-		sz.HandoffAskers, sz.HandoffAskRate, sz.HandoffIdle, sz.HandoffQuiet, sz.HandoffVia)
+		sz.HandoffAskers, sz.HandoffAskRate, sz.HandoffIdle, sz.HandoffQuiet, sz.HandoffVia, sz.HandoffCatchUpRate)
 	if err != nil {
 		return measurement{}, err
 	}

@@ -75,6 +75,7 @@ func clusterConfig(seeds []string, timings string) cluster.Config {
 // counter keeps its count.
 func startMember(seeds []string, timings string) (*system.System, error) {
 	cc := clusterConfig(seeds, timings)
+	catchUpRate, _ := strconv.Atoi(os.Getenv(catchUpEnv)) // unset: 0, the default
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	sys, err := system.Start(ctx, system.Config{
@@ -82,6 +83,7 @@ func startMember(seeds []string, timings string) (*system.System, error) {
 		IdleTimeout: time.Hour, LeaveTimeout: 2 * time.Second,
 		Logger:  memberLogger(),
 		DataDir: os.Getenv(dataEnv), Sync: os.Getenv(syncEnv) == "1",
+		CatchUpRate: catchUpRate,
 	})
 	if err != nil {
 		return nil, err
