@@ -2,6 +2,7 @@ package system
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -143,8 +144,17 @@ func (s *states) changed(before map[string]*ring.Ring) {
 			if h.jobs[k] != nil {
 				continue
 			}
+			need := len(mv.Before) - t.level.Quorum(len(mv.Before)) + 1
+			// A copy takes every type's records in its range: types on
+			// the same ring with the same replicas share one.
+			covered := func(o *rangeJob) bool {
+				return o.rng == mv.Range && slices.Equal(o.prev, mv.Before) && o.need >= need
+			}
+			if slices.ContainsFunc(gained, covered) || slices.ContainsFunc(slices.Collect(maps.Values(h.jobs)), covered) {
+				continue
+			}
 			j := &rangeJob{typ: t.name, rng: mv.Range, prev: mv.Before, retry: make(chan struct{}, 1)}
-			j.need = len(mv.Before) - t.level.Quorum(len(mv.Before)) + 1
+			j.need = need
 			j.sources = s.sourcesOf(j.prev)
 			s.trimNeed(j)
 			gained = append(gained, j)
