@@ -12,6 +12,23 @@ import (
 const echoSize = 8
 
 func startEcho() (string, func() error, error) {
+	return serveTCP(func(c net.Conn) {
+		buf := make([]byte, echoSize)
+		for {
+			if _, err := io.ReadFull(c, buf); err != nil {
+				return
+			}
+			if _, err := c.Write(buf); err != nil {
+				return
+			}
+		}
+	})
+}
+
+// serveTCP listens on a free loopback port and runs handle on each
+// connection in its own goroutine, closing the connection after; it
+// returns the address and a function that stops listening.
+func serveTCP(handle func(net.Conn)) (string, func() error, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return "", nil, err
@@ -24,15 +41,7 @@ func startEcho() (string, func() error, error) {
 			}
 			go func() {
 				defer c.Close()
-				buf := make([]byte, echoSize)
-				for {
-					if _, err := io.ReadFull(c, buf); err != nil {
-						return
-					}
-					if _, err := c.Write(buf); err != nil {
-						return
-					}
-				}
+				handle(c)
 			}()
 		}
 	}()

@@ -403,27 +403,13 @@ func (l *askLoad) stop() []askSample {
 // startSink serves bulk TCP: it reads each connection to its end and
 // answers the number of bytes it read (8 bytes, big-endian).
 func startSink() (string, func() error, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", nil, err
-	}
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				n, err := io.Copy(io.Discard, c)
-				if err != nil {
-					return
-				}
-				c.Write(binary.BigEndian.AppendUint64(nil, uint64(n)))
-			}()
+	return serveTCP(func(c net.Conn) {
+		n, err := io.Copy(io.Discard, c)
+		if err != nil {
+			return
 		}
-	}()
-	return ln.Addr().String(), ln.Close, nil
+		c.Write(binary.BigEndian.AppendUint64(nil, uint64(n)))
+	})
 }
 
 // bulkTCP streams n pseudo-random bytes to the sink at addr over one
