@@ -255,13 +255,14 @@ func (s *states) endReceiving(h *handoffs, rng ring.Range) {
 const endReceivingTimeout = 5 * time.Second
 
 // sourcesOf returns the members to copy a range from, given its previous
-// replica set prev: a member that left (having handed its copies over)
-// or that the view no longer holds (removed) is left out: it will never
-// answer. A dead member's copies are on its disk, and a process that
-// restarted on it answers for it: the member alive at its address with a
-// newer incarnation replaces it; until one comes, the dead member stays
-// (it holds up its share of the need, which costs availability, not
-// writes).
+// replica set prev: a member that left (having handed its copies over),
+// that the view no longer holds (removed) or that is dead is left out: it
+// will never answer. A dead member's copies are on its disk, though, and
+// a process that restarted on it answers for it: the member alive at its
+// address with a newer incarnation takes its place. Waiting for a dead
+// member instead would keep the range from counting until the member is
+// removed (RemoveAfter), and a member that dies while those it joined
+// with still copy from it would hold their ranges that long.
 func (s *states) sourcesOf(prev []ring.NodeID) []ring.NodeID {
 	var alive []ring.NodeID
 	var out []ring.NodeID
@@ -274,12 +275,11 @@ func (s *states) sourcesOf(prev []ring.NodeID) []ring.NodeID {
 			if alive == nil {
 				alive = s.alive()
 			}
-			for _, a := range alive {
-				if a.Addr == id.Addr && a.Incarnation > id.Incarnation {
-					id = a
-					break
-				}
+			i := slices.IndexFunc(alive, func(a ring.NodeID) bool { return a.Addr == id.Addr && a.Incarnation > id.Incarnation })
+			if i < 0 {
+				continue
 			}
+			id = alive[i]
 		}
 		if !slices.Contains(out, id) {
 			out = append(out, id)
@@ -289,8 +289,8 @@ func (s *states) sourcesOf(prev []ring.NodeID) []ring.NodeID {
 }
 
 // trimNeed lowers j's need to the sources left: what only replicas that
-// left or were removed held is lost with them, and waiting cannot bring
-// it back.
+// left, died or were removed held is lost with them, unless a dead one
+// comes back at its address.
 func (s *states) trimNeed(j *rangeJob) {
 	if j.need > len(j.sources) {
 		s.log.Warn("troupe: a range's previous replicas are gone: what only they acknowledged is lost", "type", j.typ, "range", j.rng, "sources", len(j.sources), "needed", j.need)
