@@ -134,6 +134,7 @@ func (s *states) changed(before map[string]*ring.Ring) {
 	for _, j := range h.jobs {
 		s.review(h, j, self, after[j.typ])
 	}
+	existing := slices.Collect(maps.Values(h.jobs))
 	var gained []*rangeJob
 	for _, t := range s.stored {
 		for _, mv := range ring.Moves(before[t.name], after[t.name], t.n) {
@@ -150,7 +151,7 @@ func (s *states) changed(before map[string]*ring.Ring) {
 			covered := func(o *rangeJob) bool {
 				return o.rng == mv.Range && slices.Equal(o.prev, mv.Before) && o.need >= need
 			}
-			if slices.ContainsFunc(gained, covered) || slices.ContainsFunc(slices.Collect(maps.Values(h.jobs)), covered) {
+			if slices.ContainsFunc(gained, covered) || slices.ContainsFunc(existing, covered) {
 				continue
 			}
 			j := &rangeJob{typ: t.name, rng: mv.Range, prev: mv.Before, retry: make(chan struct{}, 1)}
