@@ -6,10 +6,12 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/troupe-go/troupe/client/idempotency"
 	"go.uber.org/goleak"
 )
 
@@ -88,4 +90,69 @@ func get(ctx context.Context, srv *httptest.Server, path string) (string, error)
 		return "", fmt.Errorf("GET %s: %s: %s", path, resp.Status, body)
 	}
 	return string(body), nil
+}
+
+func TestADepositRetriedWithItsKeyIsCreditedOnce(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	members, err := startCluster(ctx, 3)
+	defer func() {
+		if err := closeAll(members); err != nil {
+			t.Logf("close the members: %v", err)
+		}
+	}()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := connect(ctx, members)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	store, err := idempotency.NewMemoryStore(idempotency.MemoryConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	routes, err := Routes(c, store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(routes)
+	defer srv.Close()
+
+	deposit := func(key, body string) (int, string) {
+		t.Helper()
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL+"/accounts/alice/deposits", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if key != "" {
+			req.Header.Set(idempotency.Header, key)
+		}
+		resp, err := srv.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.StatusCode, string(b)
+	}
+	want := `{"account":"alice","deposited":500,"balance":500}` + "\n"
+	for i := range 3 {
+		if code, body := deposit("dep-1", `{"amount":500}`); code != http.StatusCreated || body != want {
+			t.Fatalf("attempt %d: %d %q, want 201 %q", i, code, body, want)
+		}
+	}
+	if code, _ := deposit("dep-1", `{"amount":900}`); code != http.StatusConflict {
+		t.Fatalf("the same key with another amount: %d, want 409", code)
+	}
+	if code, _ := deposit("", `{"amount":500}`); code != http.StatusBadRequest {
+		t.Fatalf("no key: %d, want 400", code)
+	}
+	if code, body := deposit("dep-2", `{"amount":250}`); code != http.StatusCreated || !strings.Contains(body, `"balance":750`) {
+		t.Fatalf("a second deposit: %d %q, want the balance 750", code, body)
+	}
 }
