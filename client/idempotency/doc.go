@@ -43,8 +43,14 @@
 // # Stores
 //
 // Store is the seam between the middleware and where the records live.
-// MemoryStore keeps them in this process, with retention and bounds: for
-// one web server, or tests. A store shared by several web servers must
-// make Begin atomic across them, so that two servers never both start an
-// attempt for one key.
+// ActorStore keeps them in a Troupe cluster, one replicated actor
+// (Records) per scoped key: every web server in front of the cluster
+// shares them, and a record survives the loss of a member. An attempt
+// holds its key for a lease; a server that dies mid-request leaves it
+// "in progress" until the lease ends, then a retry starts a new attempt
+// and the old one can no longer complete. MemoryStore keeps the records
+// in this process, with retention and bounds on their number and bytes:
+// for one web server, or tests. Any other Store must make Begin atomic
+// per key across the servers that share it, so that two never both start
+// an attempt for one key.
 package idempotency

@@ -161,7 +161,9 @@ func serve(ctx context.Context, addr string) error {
 	if err != nil {
 		return err
 	}
-	store, err := idempotency.NewMemoryStore(idempotency.MemoryConfig{})
+	// The deposits' records live in the cluster: any web server in front
+	// of it answers a retry.
+	store, err := idempotency.NewActorStore(c, idempotency.ActorConfig{})
 	if err != nil {
 		return err
 	}
@@ -197,7 +199,7 @@ func startCluster(ctx context.Context, n int) ([]*system.System, error) {
 		cc := cluster.FastConfig("127.0.0.1:0")
 		cc.ClusterName = clusterName
 		cc.Seeds = seeds
-		sys, err := system.Start(ctx, system.Config{Actors: []actor.Definition{Page, Account}, Cluster: &cc})
+		sys, err := system.Start(ctx, system.Config{Actors: []actor.Definition{Page, Account, idempotency.Records}, Cluster: &cc})
 		if err != nil {
 			return members, err
 		}

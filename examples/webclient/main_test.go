@@ -109,7 +109,7 @@ func TestADepositRetriedWithItsKeyIsCreditedOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	store, err := idempotency.NewMemoryStore(idempotency.MemoryConfig{})
+	store, err := idempotency.NewActorStore(c, idempotency.ActorConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
