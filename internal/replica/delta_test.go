@@ -81,7 +81,9 @@ func TestADeltaIsSmallForASmallChangeAndRefusedForALargeOne(t *testing.T) {
 // the base is left alone.
 func TestAMalformedDeltaIsRefusedWithATypedError(t *testing.T) {
 	base := []byte("0123456789")
-	op := func(b []byte, copied, skipped int, ins string) []byte { return appendOp(b, copied, skipped, []byte(ins)) }
+	op := func(b []byte, copied, skipped int, ins string) []byte {
+		return appendOp(b, copied, skipped, []byte(ins))
+	}
 	length := func(n int) []byte { return binary.AppendUvarint(nil, uint64(n)) }
 	for _, tc := range []struct {
 		what string
