@@ -72,16 +72,19 @@ func appendOp(b []byte, copied, skipped int, inserted []byte) []byte {
 	return append(b, inserted...)
 }
 
-// prefixChunk is the stretch compared at once when looking for where two
-// values part: bytes.Equal compares it with wide loads.
-const prefixChunk = 64
+// prefixChunks are the stretches compared at once, longest first, when
+// looking for where two values part: bytes.Equal compares a stretch with
+// wide loads, and each shorter one narrows down the stretch that differs.
+var prefixChunks = [...]int{4096, 256, 16}
 
 // commonPrefix returns the length of the longest common prefix of a and b.
 func commonPrefix(a, b []byte) int {
 	n := min(len(a), len(b))
 	i := 0
-	for i+prefixChunk <= n && bytes.Equal(a[i:i+prefixChunk], b[i:i+prefixChunk]) {
-		i += prefixChunk
+	for _, c := range prefixChunks {
+		for i+c <= n && bytes.Equal(a[i:i+c], b[i:i+c]) {
+			i += c
+		}
 	}
 	for i < n && a[i] == b[i] {
 		i++
@@ -93,8 +96,10 @@ func commonPrefix(a, b []byte) int {
 func commonSuffix(a, b []byte) int {
 	n := min(len(a), len(b))
 	i := 0
-	for i+prefixChunk <= n && bytes.Equal(a[len(a)-i-prefixChunk:len(a)-i], b[len(b)-i-prefixChunk:len(b)-i]) {
-		i += prefixChunk
+	for _, c := range prefixChunks {
+		for i+c <= n && bytes.Equal(a[len(a)-i-c:len(a)-i], b[len(b)-i-c:len(b)-i]) {
+			i += c
+		}
 	}
 	for i < n && a[len(a)-1-i] == b[len(b)-1-i] {
 		i++
