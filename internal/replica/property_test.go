@@ -32,7 +32,7 @@ import (
 //
 // Rapid's default budget is 100 schedules, about 0.3 s with -race: the
 // test runs scheduleRounds rounds of it, each from its own seed, for
-// 1,000 schedules in about 3 s with -race on two cores (-short runs one
+// 1,000 schedules in about 5 s with -race on two cores (-short runs one
 // round; -rapid.seed replays one schedule in every round).
 func TestRandomSchedulesStayLinearizable(t *testing.T) {
 	rounds := scheduleRounds
