@@ -138,7 +138,7 @@ func runSchedule(tb fataler, n int, level replication.Level, seed uint64, weaken
 			old := pick(s.nextVal + 1)
 			s.clientOp(at, reg, kind, old)
 		case op < 86:
-			if s.large && !s.anyWiped() && pick(3) == 0 {
+			if s.large && !s.anyWiped() && (s.lossy || pick(3) == 0) {
 				s.loseRecords(node, pick)
 			} else {
 				s.crash(node)
@@ -202,7 +202,10 @@ func contains(set []ring.NodeID, n *simNode) bool {
 func TestRandomSchedulesWithLargeValuesSendDeltasAndNacks(t *testing.T) {
 	deltas, nacks := 0, 0
 	for seed := range uint64(300) {
-		s, res, _ := runSchedule(t, 3+int(seed%3), replication.Majority, seed, (*sim).withLargeValues)
+		s, res, _ := runSchedule(t, 3+int(seed%3), replication.Majority, seed, func(s *sim) {
+			s.withLargeValues()
+			s.lossy = true
+		})
 		if res != porcupine.Ok {
 			t.Fatalf("seed %d: the history with large values is %s", seed, res)
 		}

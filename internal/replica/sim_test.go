@@ -27,6 +27,9 @@ type simNode struct {
 	id     ring.NodeID
 	core   *Core
 	stored map[recordKey]Record
+	// replaced holds, per slot, the record the last one stored there
+	// replaced: what a store that lost its last write still has.
+	replaced map[recordKey]Record
 	paused bool
 	// wiped is set for a node that lost its store (a new member
 	// receiving its range); it counts again once it caught up.
@@ -102,6 +105,9 @@ type sim struct {
 	// largeValue) and every core send deltas from deltaMin bytes on.
 	large    bool
 	deltaMin int
+	// lossy makes every crash of a simulation with large values (but one
+	// while a node is receiving) lose records (see loseRecords).
+	lossy bool
 	// written holds the value of every record a client's write made, by
 	// its epoch and version, so that every record a replica persists is
 	// checked byte for byte against it (deltas included).
@@ -133,9 +139,11 @@ func (s *sim) withLargeValues() {
 
 // encode returns the value a client writes for v: its uvarint, followed
 // in a simulation with large values by a filler of about 2 KiB that
-// carries v again in its middle. Most values differ from the previous
-// one in a few bytes (a delta), some also in length (a delta of another
-// shape), and every seventh everywhere (sent whole).
+// carries v again at one of 16 places that v picks. Most values differ
+// from the previous one in a few bytes (a delta), some also in length (a
+// delta of another shape), and every seventh everywhere (sent whole).
+// Two values differ where the next does not, so an edit applied to
+// another base than its own gives a wrong value.
 func (s *sim) encode(v int) []byte {
 	b := encodeValue(v)
 	if !s.large {
@@ -152,7 +160,7 @@ func (s *sim) encode(v int) []byte {
 		}
 		b = append(b, c)
 	}
-	binary.LittleEndian.PutUint64(b[1024:], uint64(v))
+	binary.LittleEndian.PutUint64(b[16+64*(v%16):], uint64(v))
 	return b
 }
 
@@ -162,7 +170,7 @@ func newSim(tb fataler, n int, level replication.Level, keys []Key) *sim {
 	s := &sim{tb: tb, level: level, replicas: make(map[Key][]ring.NodeID), cut: make(map[[2]string]bool), previous: make(map[Key][]ring.NodeID), written: make(map[writtenKey][]byte)}
 	for i := range n {
 		id := ring.NodeID{Addr: fmt.Sprintf("n%d", i), Incarnation: 1}
-		s.nodes = append(s.nodes, &simNode{id: id, core: New(id, Counting), stored: make(map[recordKey]Record), seen: make(map[Key]Epoch), ops: make(map[Ticket]*simOp), abandoned: make(map[Ticket]bool), sets: make(map[Key][]ring.NodeID), joint: make(map[Key][]ring.NodeID)})
+		s.nodes = append(s.nodes, &simNode{id: id, core: New(id, Counting), stored: make(map[recordKey]Record), replaced: make(map[recordKey]Record), seen: make(map[Key]Epoch), ops: make(map[Ticket]*simOp), abandoned: make(map[Ticket]bool), sets: make(map[Key][]ring.NodeID), joint: make(map[Key][]ring.NodeID)})
 	}
 	for i, k := range keys {
 		var set []ring.NodeID
@@ -196,6 +204,9 @@ func (s *sim) apply(n *simNode) {
 			if r.Epoch.Compare(n.stored[rk].Epoch) < 0 {
 				s.tb.Fatalf("%s persisted promise %v below its stored %v for %v", n.id, r.Epoch, n.stored[rk].Epoch, r.Key)
 			}
+		}
+		if old, ok := n.stored[rk]; ok && r.Kind != KindPromise {
+			n.replaced[rk] = old
 		}
 		n.stored[rk] = r
 	}
@@ -374,6 +385,7 @@ func (s *sim) wipe(n *simNode) {
 		}
 	}
 	n.stored = make(map[recordKey]Record)
+	n.replaced = make(map[recordKey]Record)
 	n.wiped = true
 	// The driver records the whole ring as receiving before its first
 	// answer, so that a restart before the catch-up still receives.
@@ -385,20 +397,28 @@ func (s *sim) wipe(n *simNode) {
 	s.crash(n)
 }
 
-// loseRecords restarts n from a store that lost most of its records (not
-// its promises: it keeps its identity, and the epochs it may have used as
-// an owner are above what it promised), as a driver restarts after an
+// loseRecords restarts n from a store that lost the last write of most
+// of its slots (not its promises: it keeps its identity, and the epochs
+// it may have used as an owner are above what it promised), leaving the
+// record that write replaced or nothing, as a driver restarts after an
 // unclean stop: receiving the whole ring until it caught up. Owners
 // that saw it acknowledge a record it lost may send it a delta of that
-// record, which it must refuse (a nack).
+// record, which it must refuse (a nack), whether it holds nothing or an
+// older version.
 func (s *sim) loseRecords(n *simNode, pick func(int) int) {
 	lost := slices.SortedFunc(maps.Keys(n.stored), func(a, b recordKey) int {
 		return cmp.Or(compareKeys(a.key, b.key), cmp.Compare(a.slot.Kind, b.slot.Kind), strings.Compare(a.slot.Name, b.slot.Name))
 	})
 	for _, rk := range lost {
-		if rk.slot.Kind != KindPromise && pick(4) != 0 {
+		if rk.slot.Kind == KindPromise || pick(4) == 0 {
+			continue
+		}
+		if old, ok := n.replaced[rk]; ok && pick(2) == 0 {
+			n.stored[rk] = old
+		} else {
 			delete(n.stored, rk)
 		}
+		delete(n.replaced, rk)
 	}
 	n.wiped = true
 	n.storedReceiving = []ring.Range{{}}
