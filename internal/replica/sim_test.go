@@ -30,7 +30,7 @@ type simNode struct {
 	// replaced holds, per slot, the record the last one stored there
 	// replaced: what a store that lost its last write still has.
 	replaced map[recordKey]Record
-	paused bool
+	paused   bool
 	// wiped is set for a node that lost its store (a new member
 	// receiving its range); it counts again once it caught up.
 	wiped bool
