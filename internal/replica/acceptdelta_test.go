@@ -2,6 +2,7 @@ package replica
 
 import (
 	"bytes"
+	"fmt"
 	"testing"
 
 	"github.com/troupe-go/troupe/replication"
@@ -138,34 +139,42 @@ func TestSmallValuesLargeChangesAndDeltasOffGoWhole(t *testing.T) {
 
 // A replica that lost the base it acknowledged (its store lost the record)
 // answers the delta with a nack, and the owner sends the record whole at
-// once, without waiting for a tick.
+// once, without waiting for a tick; also when the replica restarted
+// receiving its ranges, whose answers count toward nothing.
 func TestANackGetsTheRecordWholeAtOnce(t *testing.T) {
-	s := deltaSim(t)
-	r := s.nodes[1]
-	delete(r.stored, recordKey{keyA, stateSlot})
-	s.crash(r)
-	v := bigValue(100)
-	tk := writeValue(t, s, 0, v)
-	if ms := sentTo(s, 1); len(ms) != 1 || ms[0].Type != MsgAcceptDelta {
-		t.Fatalf("the replica that acknowledged the base was sent %+v, want a delta accept", ms)
+	for _, receiving := range []bool{false, true} {
+		t.Run(fmt.Sprintf("receiving=%v", receiving), func(t *testing.T) {
+			s := deltaSim(t)
+			r := s.nodes[1]
+			delete(r.stored, recordKey{keyA, stateSlot})
+			if receiving {
+				r.storedReceiving = []ring.Range{{}}
+			}
+			s.crash(r)
+			v := bigValue(100)
+			tk := writeValue(t, s, 0, v)
+			if ms := sentTo(s, 1); len(ms) != 1 || ms[0].Type != MsgAcceptDelta {
+				t.Fatalf("the replica that acknowledged the base was sent %+v, want a delta accept", ms)
+			}
+			s.deliver(slicesIndexTo(s, 1), false)
+			nack := sentTo(s, 0)
+			if len(nack) != 1 || nack[0].Type != MsgAcceptNack || nack[0].Counted == receiving {
+				t.Fatalf("a replica without the base answered %+v, want a nack counted %v", nack, !receiving)
+			}
+			if _, ok := r.core.Stored(keyA, stateSlot); ok {
+				t.Fatal("a replica without the base stored something from the delta")
+			}
+			s.deliver(slicesIndexTo(s, 0), false)
+			if ms := sentTo(s, 1); len(ms) != 1 || ms[0].Type != MsgAccept || !bytes.Equal(ms[0].Records[0].Value, v) {
+				t.Fatalf("after the nack the owner sent %+v, want the whole record at once", ms)
+			}
+			s.flush()
+			if !released(s, 0, tk) {
+				t.Fatal("the write was not released")
+			}
+			storesValue(t, s, v)
+		})
 	}
-	s.deliver(slicesIndexTo(s, 1), false)
-	nack := sentTo(s, 0)
-	if len(nack) != 1 || nack[0].Type != MsgAcceptNack {
-		t.Fatalf("a replica without the base answered %+v, want a nack", nack)
-	}
-	if _, ok := r.core.Stored(keyA, stateSlot); ok {
-		t.Fatal("a replica without the base stored something from the delta")
-	}
-	s.deliver(slicesIndexTo(s, 0), false)
-	if ms := sentTo(s, 1); len(ms) != 1 || ms[0].Type != MsgAccept || !bytes.Equal(ms[0].Records[0].Value, v) {
-		t.Fatalf("after the nack the owner sent %+v, want the whole record at once", ms)
-	}
-	s.flush()
-	if !released(s, 0, tk) {
-		t.Fatal("the write was not released")
-	}
-	storesValue(t, s, v)
 }
 
 // slicesIndexTo returns the index of the first message in flight to node i.
