@@ -73,7 +73,15 @@ func TestEachTypeHasItsOwnFormatVersion(t *testing.T) {
 // (the edit stands for it) and not a tombstone; an accept-nack carries
 // none.
 func TestDecodeRefusesDeltaMessagesWithRecordsTheyCannotCarry(t *testing.T) {
-	delta, nack := sampleMessages()[9], sampleMessages()[10]
+	var delta, nack Message
+	for _, m := range sampleMessages() {
+		switch m.Type {
+		case MsgAcceptDelta:
+			delta = m
+		case MsgAcceptNack:
+			nack = m
+		}
+	}
 	withValue := delta
 	withValue.Records = []Record{delta.Records[0]}
 	withValue.Records[0].Value = []byte("v")
