@@ -2,6 +2,7 @@ package replica
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/troupe-go/troupe/ring"
@@ -91,4 +92,32 @@ func BenchmarkMajorityWriteManyKeys(b *testing.B) {
 		net = append(net, owner.Ready().Messages...)
 		deliver()
 	}
+}
+
+// BenchmarkDelta64KiB measures what a delta adds to a write of a 64 KiB
+// state of which 8 bytes changed: the owner's diff of the two values and
+// one replica's application of the edit (which allocates the new value).
+//
+//	go test ./internal/replica -run X -bench Delta64KiB
+func BenchmarkDelta64KiB(b *testing.B) {
+	base := make([]byte, 64<<10)
+	for i := range base {
+		base[i] = byte(i * 31)
+	}
+	v := slices.Clone(base)
+	copy(v[40000:], "changed!")
+	var edit []byte
+	b.SetBytes(int64(len(v)))
+	b.ReportAllocs()
+	for b.Loop() {
+		var ok bool
+		edit, ok = appendDelta(edit[:0], base, v, len(v)/2)
+		if !ok {
+			b.Fatal("no delta")
+		}
+		if _, err := applyDelta(base, edit); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(len(edit)), "edit-bytes")
 }

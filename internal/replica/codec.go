@@ -9,14 +9,18 @@ import (
 // FormatVersion is the newest message format version, the first byte of
 // every encoded message. A message is encoded in the oldest version that
 // can express it: version 1 for the replication messages, version 2 for
-// the catch-up messages (MsgSyncRequest, MsgSyncChunk), so a binary that
-// knows only version 1 refuses those with ErrUnsupportedVersion. A decoder
-// refuses a version above FormatVersion, and a message in a version other
-// than its type's.
-const FormatVersion = 2
+// the catch-up messages (MsgSyncRequest, MsgSyncChunk), version 3 for the
+// delta accept path (MsgAcceptDelta, MsgAcceptNack), so a binary that
+// knows an older version refuses the newer messages with
+// ErrUnsupportedVersion. A decoder refuses a version above FormatVersion,
+// and a message in a version other than its type's.
+const FormatVersion = 3
 
 func versionOf(t MsgType) byte {
-	if t.isSync() {
+	switch {
+	case t.isDelta():
+		return 3
+	case t.isSync():
 		return 2
 	}
 	return 1
@@ -35,6 +39,11 @@ func versionOf(t MsgType) byte {
 // bit 1 for Done; and each record starts with its own Key (type, id),
 // since a chunk spans many keys, and may be a promise (then only its Epoch
 // is set).
+//
+// Version 3 (the delta accept path) is version 1's layout; an accept-delta
+// adds, after Round, its Delta (a uvarint length, then the edit) and
+// carries exactly one record, neither a tombstone nor with a value; an
+// accept-nack carries no record.
 
 const (
 	flagCounted   = 1
@@ -76,6 +85,10 @@ func AppendEncode(b []byte, m Message) []byte {
 	b = appendEpoch(b, m.Promised)
 	b = binary.AppendUvarint(b, m.Version)
 	b = binary.AppendUvarint(b, m.Round)
+	if m.Type == MsgAcceptDelta {
+		b = binary.AppendUvarint(b, uint64(len(m.Delta)))
+		b = append(b, m.Delta...)
+	}
 	if sync {
 		b = binary.AppendUvarint(b, uint64(m.Range.Start))
 		b = binary.AppendUvarint(b, uint64(m.Range.End))
@@ -167,7 +180,7 @@ func DecodeNames(b []byte, names *Names) (Message, error) {
 		d.fail(ErrMalformed, "version")
 	}
 	m.Type = MsgType(d.byte("type"))
-	if d.err == nil && (m.Type == 0 || m.Type > maxMsgType) {
+	if d.err == nil && !m.Type.known() {
 		d.fail(ErrMalformed, "type")
 	}
 	if d.err == nil && v != versionOf(m.Type) {
@@ -194,6 +207,11 @@ func DecodeNames(b []byte, names *Names) (Message, error) {
 	m.Promised = d.epoch("promised")
 	m.Version = d.uvarint("version")
 	m.Round = d.uvarint("round")
+	if m.Type == MsgAcceptDelta {
+		if e := d.bytes("delta"); e != nil {
+			m.Delta = append([]byte(nil), e...)
+		}
+	}
 	if sync {
 		m.Range.Start = ring.Token(d.uvarint("range start"))
 		m.Range.End = ring.Token(d.uvarint("range end"))
@@ -229,6 +247,13 @@ func DecodeNames(b []byte, names *Names) (Message, error) {
 			}
 			m.Records = append(m.Records, r)
 		}
+	}
+	if d.err == nil && m.Type == MsgAcceptDelta && (len(m.Records) != 1 || m.Records[0].Tombstone || m.Records[0].Value != nil) {
+		// The edit stands for the value: one record, without its own.
+		d.fail(ErrMalformed, "accept-delta record")
+	}
+	if d.err == nil && m.Type == MsgAcceptNack && len(m.Records) != 0 {
+		d.fail(ErrMalformed, "accept-nack record")
 	}
 	if d.err == nil && d.off != len(d.b) {
 		d.fail(ErrMalformed, "trailing bytes")

@@ -34,25 +34,69 @@ func sampleMessages() []Message {
 			{Key: k, Kind: KindState, Epoch: e, Version: 42, Value: []byte("state")},
 			{Key: Key{Type: "counter", ID: "other"}, Kind: KindContinuity, Name: "req-1", Epoch: e, Version: 3, Tombstone: true},
 		}},
+		{Type: MsgAcceptDelta, From: a, To: b, Key: k, Epoch: e, Version: 42, Delta: []byte{5, 2, 1, 1, 'X'},
+			Records: []Record{{Key: k, Kind: KindState, Epoch: e, Version: 43}}},
+		{Type: MsgAcceptNack, From: b, To: a, Key: k, Epoch: e, Version: 43, Counted: true},
 	}
 }
 
 // A message is encoded in its type's version only: the catch-up messages
-// in version 2, the others in version 1, so a binary that knows version 1
-// refuses a catch-up message as newer and one message has one encoding.
+// in version 2, the delta accept path in version 3, the others in version
+// 1, so a binary that knows an older version refuses the newer messages
+// and one message has one encoding.
 func TestEachTypeHasItsOwnFormatVersion(t *testing.T) {
 	for _, m := range sampleMessages() {
 		b := AppendEncode(nil, m)
 		want := byte(1)
-		if m.Type == MsgSyncRequest || m.Type == MsgSyncChunk {
+		switch m.Type {
+		case MsgSyncRequest, MsgSyncChunk:
 			want = 2
+		case MsgAcceptDelta, MsgAcceptNack:
+			want = 3
 		}
 		if b[0] != want {
 			t.Fatalf("%v encodes in version %d, want %d", m.Type, b[0], want)
 		}
-		b[0] = 3 - want
-		if _, err := Decode(b); !errors.Is(err, ErrMalformed) {
-			t.Fatalf("%v in version %d decoded with %v, want ErrMalformed", m.Type, b[0], err)
+		for v := byte(1); v <= FormatVersion; v++ {
+			if v == want {
+				continue
+			}
+			b[0] = v
+			if _, err := Decode(b); !errors.Is(err, ErrMalformed) {
+				t.Fatalf("%v in version %d decoded with %v, want ErrMalformed", m.Type, b[0], err)
+			}
+		}
+	}
+}
+
+// An accept-delta carries exactly one record, without a value of its own
+// (the edit stands for it) and not a tombstone; an accept-nack carries
+// none.
+func TestDecodeRefusesDeltaMessagesWithRecordsTheyCannotCarry(t *testing.T) {
+	var delta, nack Message
+	for _, m := range sampleMessages() {
+		switch m.Type {
+		case MsgAcceptDelta:
+			delta = m
+		case MsgAcceptNack:
+			nack = m
+		}
+	}
+	withValue := delta
+	withValue.Records = []Record{delta.Records[0]}
+	withValue.Records[0].Value = []byte("v")
+	tomb := delta
+	tomb.Records = []Record{delta.Records[0]}
+	tomb.Records[0].Tombstone = true
+	none := delta
+	none.Records = nil
+	two := delta
+	two.Records = []Record{delta.Records[0], delta.Records[0]}
+	nackWith := nack
+	nackWith.Records = delta.Records
+	for what, m := range map[string]Message{"a value": withValue, "a tombstone": tomb, "no record": none, "two records": two, "a nack with a record": nackWith} {
+		if _, err := Decode(AppendEncode(nil, m)); !errors.Is(err, ErrMalformed) {
+			t.Fatalf("a delta message with %s decoded with %v, want ErrMalformed", what, err)
 		}
 	}
 }

@@ -99,6 +99,9 @@ type Core struct {
 	ticket Ticket
 	local  []Message
 	ready  Ready
+	// deltaMin is the smallest value a write sends as a delta; zero
+	// sends every value whole (see SetDeltaMin).
+	deltaMin int
 }
 
 // Start says whether a new core counts toward quorums at once.
@@ -132,6 +135,14 @@ func New(self ring.NodeID, start Start) *Core {
 
 // Self returns the node this core runs on.
 func (c *Core) Self() ring.NodeID { return c.self }
+
+// SetDeltaMin makes writes of values of at least n bytes travel as
+// deltas: to each replica that acknowledged the slot's previous record at
+// this owner's epoch, a write goes as an edit of that record
+// (MsgAcceptDelta) when the edit is smaller than half the value; to the
+// others, and whenever it is sent again, it goes whole. n ≤ 0, the
+// default, sends every write whole. It applies to writes made after it.
+func (c *Core) SetDeltaMin(n int) { c.deltaMin = max(n, 0) }
 
 // AddReceiving adds ranges to those this replica is still receiving from
 // their previous replicas (a member that becomes a replica of a range at
@@ -316,9 +327,9 @@ func (c *Core) step(m Message) {
 	ks := c.state(m.Key)
 	ks.maxTerm = max(ks.maxTerm, m.Epoch.Term)
 	switch m.Type {
-	case MsgPrepare, MsgAccept, MsgCheck:
+	case MsgPrepare, MsgAccept, MsgAcceptDelta, MsgCheck:
 		c.replicaStep(ks, m)
-	case MsgPromise, MsgAccepted, MsgChecked, MsgRefuse:
+	case MsgPromise, MsgAccepted, MsgAcceptNack, MsgChecked, MsgRefuse:
 		if m.Type == MsgRefuse {
 			ks.maxTerm = max(ks.maxTerm, m.Promised.Term)
 		}
@@ -360,11 +371,56 @@ func (c *Core) replicaStep(ks *keyState, m Message) {
 		}
 		reply.Type = MsgAccepted
 		reply.Version = r.Version
+	case MsgAcceptDelta:
+		if len(m.Records) != 1 {
+			return
+		}
+		if !c.acceptDelta(ks, m) {
+			reply.Type = MsgAcceptNack
+		} else {
+			reply.Type = MsgAccepted
+		}
+		reply.Version = m.Records[0].Version
 	case MsgCheck:
 		reply.Type = MsgChecked
 		reply.Round = m.Round
 	}
 	c.send(reply)
+}
+
+// acceptDelta applies the replica's rule for a delta accept of epoch
+// m.Epoch (already promised): the record whose value the edit gives is
+// stored, as a whole accept's would be, only if the replica holds exactly
+// the base, the record of version m.Version at m.Epoch in its slot. It
+// reports false when it holds another record (it lost the base, never had
+// it, or holds a newer epoch's) or the edit does not apply, so that the
+// owner sends the record whole; a record held that is as new as the
+// delta's covers it, as for a whole accept.
+func (c *Core) acceptDelta(ks *keyState, m Message) bool {
+	r := m.Records[0]
+	if r.Epoch != m.Epoch || r.Kind == KindPromise || r.Kind > maxKind || r.Tombstone || m.Version >= r.Version {
+		return false
+	}
+	r.Key = m.Key
+	i := ks.find(r.Slot())
+	if i < 0 {
+		return false
+	}
+	held := ks.records[i]
+	if !r.newer(held) {
+		return true
+	}
+	if held.Epoch != m.Epoch || held.Version != m.Version || held.Tombstone {
+		return false
+	}
+	v, err := applyDelta(held.Value, m.Delta)
+	if err != nil {
+		return false
+	}
+	r.Value = v
+	ks.records[i] = r
+	c.ready.Persist = append(c.ready.Persist, r)
+	return true
 }
 
 // phase is where an owner stands with a key.
@@ -428,6 +484,12 @@ type ownership struct {
 	serveAt  uint64
 	inflight []*proposal
 	writes   []readWait
+	// bases holds, for each slot whose current record is at least
+	// deltaMin bytes, the proposal that wrote it: the replicas it lists as
+	// having acknowledged it hold it (or lost it, and say so), so the
+	// slot's next write may go to them as a delta. Kept after the
+	// proposal met its level, for the acknowledgements still to come.
+	bases []*proposal
 
 	reads      []readWait
 	round      uint64
@@ -704,16 +766,79 @@ func (c *Core) broadcast(o *ownership, m Message) {
 	}
 }
 
-// propose gives r the next version at o's epoch and sends it.
+// propose gives r the next version at o's epoch and sends it: whole, or
+// as a delta to the replicas that acknowledged the slot's current record
+// (see SetDeltaMin).
 func (c *Core) propose(o *ownership, r Record) {
 	o.version++
 	r.Key = o.key
 	r.Epoch = o.epoch
 	r.Version = o.version
 	o.current[r.Slot()] = r
-	o.inflight = append(o.inflight, &proposal{rec: r, acked: make([]ring.NodeID, 0, len(o.replicas)), sentAt: c.ticks})
+	p := &proposal{rec: r, acked: make([]ring.NodeID, 0, len(o.replicas)), sentAt: c.ticks}
+	o.inflight = append(o.inflight, p)
 	c.waiting[o.key] = struct{}{}
-	c.broadcast(o, Message{Type: MsgAccept, Key: o.key, Epoch: o.epoch, Records: []Record{r}})
+	base := o.setBase(p, c.deltaMin)
+	full := Message{Type: MsgAccept, Key: o.key, Epoch: o.epoch, Records: []Record{r}}
+	if base == nil || !slices.ContainsFunc(base.acked, func(id ring.NodeID) bool { return id != c.self }) {
+		c.broadcast(o, full)
+		return
+	}
+	edit, ok := appendDelta(nil, base.rec.Value, r.Value, len(r.Value)/2)
+	if !ok {
+		c.broadcast(o, full)
+		return
+	}
+	head := r
+	head.Value = nil
+	delta := Message{Type: MsgAcceptDelta, Key: o.key, Epoch: o.epoch, Version: base.rec.Version, Records: []Record{head}, Delta: edit}
+	for _, to := range o.replicas {
+		// The owner's own replica takes the record whole: it crosses no
+		// network.
+		m := full
+		if to != c.self && slices.Contains(base.acked, to) {
+			m = delta
+		}
+		m.To = to
+		c.send(m)
+	}
+}
+
+// setBase makes p the base of its slot's next write if its value is at
+// least deltaMin bytes (deltaMin > 0), and returns the base it replaces:
+// the proposal of the slot's previous record, if that was a base and p is
+// large enough to go as a delta.
+func (o *ownership) setBase(p *proposal, deltaMin int) *proposal {
+	slot := p.rec.Slot()
+	i := slices.IndexFunc(o.bases, func(b *proposal) bool { return b.rec.Kind == slot.Kind && b.rec.Name == slot.Name })
+	large := deltaMin > 0 && !p.rec.Tombstone && len(p.rec.Value) >= deltaMin
+	switch {
+	case i >= 0 && large:
+		prev := o.bases[i]
+		o.bases[i] = p
+		return prev
+	case i >= 0:
+		o.bases = slices.Delete(o.bases, i, i+1)
+	case large:
+		o.bases = append(o.bases, p)
+	}
+	return nil
+}
+
+// proposal returns the proposal of version v still in flight or still a
+// slot's base, or nil.
+func (o *ownership) proposal(v uint64) *proposal {
+	for _, p := range o.inflight {
+		if p.rec.Version == v {
+			return p
+		}
+	}
+	for _, p := range o.bases {
+		if p.rec.Version == v {
+			return p
+		}
+	}
+	return nil
 }
 
 func (c *Core) ownerStep(o *ownership, m Message) {
@@ -728,8 +853,8 @@ func (c *Core) ownerStep(o *ownership, m Message) {
 	}
 	// A replica still receiving its range may lack what a quorum must
 	// hold: its answers are not counted, nor remembered, so that what it
-	// was sent is sent again once it counts.
-	if !m.Counted && m.Type != MsgRefuse {
+	// was sent is sent again once it counts. A nack counts nothing.
+	if !m.Counted && m.Type != MsgRefuse && m.Type != MsgAcceptNack {
 		return
 	}
 	switch m.Type {
@@ -746,14 +871,17 @@ func (c *Core) ownerStep(o *ownership, m Message) {
 			c.adopt(o)
 		}
 	case MsgAccepted:
-		for _, p := range o.inflight {
-			if p.rec.Version == m.Version {
-				if !slices.Contains(p.acked, m.From) {
-					p.acked = append(p.acked, m.From)
-				}
-			}
+		if p := o.proposal(m.Version); p != nil && !slices.Contains(p.acked, m.From) {
+			p.acked = append(p.acked, m.From)
 		}
 		c.advance(o)
+	case MsgAcceptNack:
+		// The replica lacks the delta's base: the record goes whole at
+		// once, unless the replica acknowledged it meanwhile (a nack of a
+		// duplicate) or it is neither in flight nor a base any more.
+		if p := o.proposal(m.Version); p != nil && !slices.Contains(p.acked, m.From) {
+			c.send(Message{Type: MsgAccept, To: m.From, Key: o.key, Epoch: o.epoch, Records: []Record{p.rec}})
+		}
 	case MsgChecked:
 		if !o.roundOpen || m.Round != o.round {
 			return

@@ -29,7 +29,9 @@
 // whenever it changes, before anything that follows leaves, so that a
 // restart before the catch-up still receives. After a key's replica
 // set changed, [Core.AcquireWith] names the previous set, so that the
-// acquisition fences it.
+// acquisition fences it. With [Core.SetDeltaMin], a write of a large
+// value goes to the replicas that hold the slot's previous record as an
+// edit of it (MsgAcceptDelta), and whole to the others.
 //
 // The protocol and the argument for its safety are in docs/replication.md.
 package replica

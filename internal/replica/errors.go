@@ -36,8 +36,9 @@ var ErrTruncated = errors.New("troupe: replica: truncated message")
 // unknown type or kind, an impossible length or trailing bytes.
 var ErrMalformed = errors.New("troupe: replica: malformed message")
 
-// DecodeError says where decoding a message failed. It matches its cause
-// (ErrTruncated, ErrMalformed or ErrUnsupportedVersion).
+// DecodeError says where decoding a message, or applying a delta's edit,
+// failed. It matches its cause (ErrTruncated, ErrMalformed or
+// ErrUnsupportedVersion for a message; ErrMalformedDelta for an edit).
 type DecodeError struct {
 	Offset int
 	Err    error
@@ -49,3 +50,9 @@ func (e *DecodeError) Error() string {
 }
 
 func (e *DecodeError) Unwrap() error { return e.Err }
+
+// ErrMalformedDelta is matched by the error of applying a delta accept's
+// edit that does not describe a value of the base it names: an
+// operation past the base's end, a value longer or shorter than
+// declared, or an edit that ends early.
+var ErrMalformedDelta = errors.New("troupe: replica: malformed delta")

@@ -34,13 +34,31 @@ const (
 	// ring order, the Cursor to resume after, and Done once the range
 	// is exhausted.
 	MsgSyncChunk
-	maxMsgType = MsgSyncChunk
 )
 
-var msgTypeNames = [...]string{"", "prepare", "promise", "accept", "accepted", "check", "checked", "refuse", "sync-request", "sync-chunk"}
+// The accept path's delta messages. Numbers 10 to 13 are taken by other
+// messages of format version 3.
+const (
+	// MsgAcceptDelta (owner → replica) carries one record written at
+	// Epoch as an edit (Delta) of the record of version Version at Epoch
+	// in the same slot, which the replica acknowledged: Records holds the
+	// record without its value.
+	MsgAcceptDelta MsgType = 14
+	// MsgAcceptNack (replica → owner) says that the replica does not hold
+	// the base of the delta accept of Version at Epoch (or could not
+	// apply its edit), so the owner sends that record whole.
+	MsgAcceptNack MsgType = 15
+	maxMsgType            = MsgAcceptNack
+)
+
+var msgTypeNames = [...]string{"", "prepare", "promise", "accept", "accepted", "check", "checked", "refuse", "sync-request", "sync-chunk",
+	14: "accept-delta", 15: "accept-nack"}
+
+// known reports whether this format knows t.
+func (t MsgType) known() bool { return t != 0 && t <= maxMsgType && msgTypeNames[t] != "" }
 
 func (t MsgType) String() string {
-	if t == 0 || t > maxMsgType {
+	if !t.known() {
 		return "unknown"
 	}
 	return msgTypeNames[t]
@@ -48,7 +66,9 @@ func (t MsgType) String() string {
 
 // Message is one protocol message. Which fields matter depends on Type:
 // Records for promise (all the replica holds) and accept (exactly one);
-// Version for accepted; Round for check and checked; Promised for refuse.
+// Version for accepted and accept-nack, and the base version for
+// accept-delta; Round for check and checked; Promised for refuse; Delta,
+// the edit, for accept-delta.
 // Counted is set by a replica that may count toward a quorum (it is not
 // still receiving its range). Range, Cursor, Limit and Done belong to the
 // catch-up messages, MsgSyncRequest and MsgSyncChunk.
@@ -62,6 +82,7 @@ type Message struct {
 	Round    uint64
 	Counted  bool
 	Records  []Record
+	Delta    []byte
 
 	Range  ring.Range
 	Cursor ring.Token
@@ -72,3 +93,7 @@ type Message struct {
 // isSync reports whether t is a catch-up message type, which needs format
 // version 2.
 func (t MsgType) isSync() bool { return t == MsgSyncRequest || t == MsgSyncChunk }
+
+// isDelta reports whether t is a message of the delta accept path, which
+// needs format version 3.
+func (t MsgType) isDelta() bool { return t == MsgAcceptDelta || t == MsgAcceptNack }

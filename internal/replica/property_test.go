@@ -18,7 +18,10 @@ import (
 // state and two named continuity registers) over three to five nodes at Majority
 // or All, while messages are lost, duplicated and reordered, nodes crash
 // and restart from what they persisted, pause, are cut off from each
-// other, or lose their store and catch up as a new incarnation. Any
+// other, or lose their store and catch up as a new incarnation. Half the
+// schedules write values of about 2 KiB that travel as deltas, and every
+// record a replica persists is checked byte for byte against the value
+// written. Any
 // replica may acquire a key while another serves it; a take-over pauses
 // an owner, lets another acquire and write, and resumes the stale owner
 // with a request before the news reaches it. Clients give up after a
@@ -29,7 +32,7 @@ import (
 //
 // Rapid's default budget is 100 schedules, about 0.3 s with -race: the
 // test runs scheduleRounds rounds of it, each from its own seed, for
-// 1,000 schedules in about 3 s with -race on two cores (-short runs one
+// 1,000 schedules in about 5 s with -race on two cores (-short runs one
 // round; -rapid.seed replays one schedule in every round).
 func TestRandomSchedulesStayLinearizable(t *testing.T) {
 	rounds := scheduleRounds
@@ -49,7 +52,11 @@ func randomSchedule(rt *rapid.T) {
 	n := rapid.IntRange(3, 5).Draw(rt, "nodes")
 	level := rapid.SampledFrom([]replication.Level{replication.Majority, replication.All}).Draw(rt, "level")
 	seed := rapid.Uint64().Draw(rt, "seed")
-	s, res, info := runSchedule(rt, n, level, seed, nil)
+	var large func(*sim)
+	if rapid.Bool().Draw(rt, "large values") {
+		large = (*sim).withLargeValues
+	}
+	s, res, info := runSchedule(rt, n, level, seed, large)
 	if res != porcupine.Ok {
 		if name, err := lincheck.Draw[register](info, "replica-history-*.html"); err == nil {
 			rt.Logf("history drawn in %s", name)
@@ -131,7 +138,11 @@ func runSchedule(tb fataler, n int, level replication.Level, seed uint64, weaken
 			old := pick(s.nextVal + 1)
 			s.clientOp(at, reg, kind, old)
 		case op < 86:
-			s.crash(node)
+			if s.large && !s.anyWiped() && (s.lossy || pick(3) == 0) {
+				s.loseRecords(node, pick)
+			} else {
+				s.crash(node)
+			}
 			// An owner's crash is soon followed by an acquisition
 			// elsewhere (or on the restarted node), as the runtime
 			// would do after failure detection.
@@ -152,7 +163,11 @@ func runSchedule(tb fataler, n int, level replication.Level, seed uint64, weaken
 			s.cut[[2]string{node.id.Addr, other.id.Addr}] = cut
 			s.cut[[2]string{other.id.Addr, node.id.Addr}] = cut
 		case op < 99:
-			if !s.anyWiped() {
+			switch {
+			case s.anyWiped():
+			case s.large && pick(2) == 0:
+				s.loseRecords(node, pick)
+			default:
 				s.wipe(node)
 			}
 		case op < 100:
@@ -177,6 +192,30 @@ func contains(set []ring.NodeID, n *simNode) bool {
 		}
 	}
 	return false
+}
+
+// TestRandomSchedulesWithLargeValuesSendDeltasAndNacks shows that the
+// schedules with large values reach the delta accept path: writes go as
+// deltas, and replicas that lost the base (restarted from a store that
+// lost records) answer with nacks; every such history stays
+// linearizable and every persisted record equals the value written.
+func TestRandomSchedulesWithLargeValuesSendDeltasAndNacks(t *testing.T) {
+	deltas, nacks := 0, 0
+	for seed := range uint64(300) {
+		s, res, _ := runSchedule(t, 3+int(seed%3), replication.Majority, seed, func(s *sim) {
+			s.withLargeValues()
+			s.lossy = true
+		})
+		if res != porcupine.Ok {
+			t.Fatalf("seed %d: the history with large values is %s", seed, res)
+		}
+		deltas += s.deltas
+		nacks += s.nacks
+	}
+	t.Logf("%d delta accepts and %d nacks delivered", deltas, nacks)
+	if deltas == 0 || nacks == 0 {
+		t.Fatalf("300 schedules with large values delivered %d delta accepts and %d nacks, want some of each", deltas, nacks)
+	}
 }
 
 // TestRandomSchedulesFindTheUnfencedSetChange shows that the schedules

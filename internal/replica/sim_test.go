@@ -1,6 +1,7 @@
 package replica
 
 import (
+	"bytes"
 	"cmp"
 	"encoding/binary"
 	"fmt"
@@ -26,7 +27,10 @@ type simNode struct {
 	id     ring.NodeID
 	core   *Core
 	stored map[recordKey]Record
-	paused bool
+	// replaced holds, per slot, the record the last one stored there
+	// replaced: what a store that lost its last write still has.
+	replaced map[recordKey]Record
+	paused   bool
 	// wiped is set for a node that lost its store (a new member
 	// receiving its range); it counts again once it caught up.
 	wiped bool
@@ -97,15 +101,76 @@ type sim struct {
 	// wiped node restarts receiving only if its store is still empty,
 	// as a driver that persisted no receiving record would.
 	volatileReceiving bool
+	// large makes the clients write values of about 2 KiB (see
+	// largeValue) and every core send deltas from deltaMin bytes on.
+	large    bool
+	deltaMin int
+	// lossy makes every crash of a simulation with large values (but one
+	// while a node is receiving) lose records (see loseRecords).
+	lossy bool
+	// written holds the value of every record a client's write made, by
+	// its epoch and version, so that every record a replica persists is
+	// checked byte for byte against it (deltas included).
+	written map[writtenKey][]byte
+	// deltas and nacks count the delta accepts and nacks delivered.
+	deltas, nacks int
+}
+
+// writtenKey names the record of one write.
+type writtenKey struct {
+	key     Key
+	slot    Slot
+	epoch   Epoch
+	version uint64
+}
+
+// largeDeltaMin is the delta threshold of a simulation with large values.
+const largeDeltaMin = 1024
+
+// withLargeValues makes s's clients write large values and its cores send
+// deltas.
+func (s *sim) withLargeValues() {
+	s.large = true
+	s.deltaMin = largeDeltaMin
+	for _, n := range s.nodes {
+		n.core.SetDeltaMin(s.deltaMin)
+	}
+}
+
+// encode returns the value a client writes for v: its uvarint, followed
+// in a simulation with large values by a filler of about 2 KiB that
+// carries v again at one of 16 places that v picks. Most values differ
+// from the previous one in a few bytes (a delta), some also in length (a
+// delta of another shape), and every seventh everywhere (sent whole).
+// Two values differ where the next does not, so an edit applied to
+// another base than its own gives a wrong value.
+func (s *sim) encode(v int) []byte {
+	b := encodeValue(v)
+	if !s.large {
+		return b
+	}
+	n := 2048
+	if v%3 == 0 {
+		n += 16
+	}
+	for i := range n {
+		c := byte(i)
+		if v%7 == 0 {
+			c = byte(i*v + v>>3)
+		}
+		b = append(b, c)
+	}
+	binary.LittleEndian.PutUint64(b[16+64*(v%16):], uint64(v))
+	return b
 }
 
 const maxClients = 5
 
 func newSim(tb fataler, n int, level replication.Level, keys []Key) *sim {
-	s := &sim{tb: tb, level: level, replicas: make(map[Key][]ring.NodeID), cut: make(map[[2]string]bool), previous: make(map[Key][]ring.NodeID)}
+	s := &sim{tb: tb, level: level, replicas: make(map[Key][]ring.NodeID), cut: make(map[[2]string]bool), previous: make(map[Key][]ring.NodeID), written: make(map[writtenKey][]byte)}
 	for i := range n {
 		id := ring.NodeID{Addr: fmt.Sprintf("n%d", i), Incarnation: 1}
-		s.nodes = append(s.nodes, &simNode{id: id, core: New(id, Counting), stored: make(map[recordKey]Record), seen: make(map[Key]Epoch), ops: make(map[Ticket]*simOp), abandoned: make(map[Ticket]bool), sets: make(map[Key][]ring.NodeID), joint: make(map[Key][]ring.NodeID)})
+		s.nodes = append(s.nodes, &simNode{id: id, core: New(id, Counting), stored: make(map[recordKey]Record), replaced: make(map[recordKey]Record), seen: make(map[Key]Epoch), ops: make(map[Ticket]*simOp), abandoned: make(map[Ticket]bool), sets: make(map[Key][]ring.NodeID), joint: make(map[Key][]ring.NodeID)})
 	}
 	for i, k := range keys {
 		var set []ring.NodeID
@@ -131,11 +196,17 @@ func (s *sim) node(id ring.NodeID) *simNode {
 func (s *sim) apply(n *simNode) {
 	rd := n.core.Ready()
 	for _, r := range rd.Persist {
+		if want, ok := s.written[writtenKey{r.Key, r.Slot(), r.Epoch, r.Version}]; ok && !r.Tombstone && !bytes.Equal(r.Value, want) {
+			s.tb.Fatalf("%s persisted %v version %d at %v as %d bytes that differ from the %d written", n.id, r.Slot(), r.Version, r.Epoch, len(r.Value), len(want))
+		}
 		rk := recordKey{r.Key, r.Slot()}
 		if r.Kind == KindPromise {
 			if r.Epoch.Compare(n.stored[rk].Epoch) < 0 {
 				s.tb.Fatalf("%s persisted promise %v below its stored %v for %v", n.id, r.Epoch, n.stored[rk].Epoch, r.Key)
 			}
+		}
+		if old, ok := n.stored[rk]; ok && r.Kind != KindPromise {
+			n.replaced[rk] = old
 		}
 		n.stored[rk] = r
 	}
@@ -212,6 +283,12 @@ func (s *sim) deliver(i int, keep bool) {
 		}
 		return
 	}
+	switch m.Type {
+	case MsgAcceptDelta:
+		s.deltas++
+	case MsgAcceptNack:
+		s.nacks++
+	}
 	to.core.Step(m)
 	s.apply(to)
 }
@@ -278,6 +355,7 @@ func (s *sim) crash(n *simNode) {
 		s.fail(n, t)
 	}
 	n.core = New(n.id, Counting)
+	n.core.SetDeltaMin(s.deltaMin)
 	n.core.AddReceiving(n.storedReceiving...)
 	if s.volatileReceiving && len(n.stored) > 0 {
 		n.core.CountEverywhere()
@@ -307,6 +385,7 @@ func (s *sim) wipe(n *simNode) {
 		}
 	}
 	n.stored = make(map[recordKey]Record)
+	n.replaced = make(map[recordKey]Record)
 	n.wiped = true
 	// The driver records the whole ring as receiving before its first
 	// answer, so that a restart before the catch-up still receives.
@@ -315,6 +394,34 @@ func (s *sim) wipe(n *simNode) {
 		n.storedReceiving = nil
 	}
 	n.seen = make(map[Key]Epoch)
+	s.crash(n)
+}
+
+// loseRecords restarts n from a store that lost the last write of most
+// of its slots (not its promises: it keeps its identity, and the epochs
+// it may have used as an owner are above what it promised), leaving the
+// record that write replaced or nothing, as a driver restarts after an
+// unclean stop: receiving the whole ring until it caught up. Owners
+// that saw it acknowledge a record it lost may send it a delta of that
+// record, which it must refuse (a nack), whether it holds nothing or an
+// older version.
+func (s *sim) loseRecords(n *simNode, pick func(int) int) {
+	lost := slices.SortedFunc(maps.Keys(n.stored), func(a, b recordKey) int {
+		return cmp.Or(compareKeys(a.key, b.key), cmp.Compare(a.slot.Kind, b.slot.Kind), strings.Compare(a.slot.Name, b.slot.Name))
+	})
+	for _, rk := range lost {
+		if rk.slot.Kind == KindPromise || pick(4) == 0 {
+			continue
+		}
+		if old, ok := n.replaced[rk]; ok && pick(2) == 0 {
+			n.stored[rk] = old
+		} else {
+			delete(n.stored, rk)
+		}
+		delete(n.replaced, rk)
+	}
+	n.wiped = true
+	n.storedReceiving = []ring.Range{{}}
 	s.crash(n)
 }
 
@@ -411,20 +518,23 @@ func (s *sim) issue(n *simNode, reg register, kind lincheck.Op, casOld int) {
 		if s.nextVal%5 == 0 {
 			op.in.New = 0 // a delete leaves a tombstone
 		}
-		t, err = n.core.Write(reg.key, reg.slot, encodeValue(op.in.New), op.in.New == 0)
+		t, err = n.core.Write(reg.key, reg.slot, s.encode(op.in.New), op.in.New == 0)
 	case lincheck.CAS:
 		s.nextVal++
 		op.in.Old, op.in.New = casOld, s.nextVal
 		cur, ok := n.core.Current(reg.key, reg.slot)
 		if decodeValue(cur, ok) == casOld {
 			op.out.OK = true
-			t, err = n.core.Write(reg.key, reg.slot, encodeValue(op.in.New), false)
+			t, err = n.core.Write(reg.key, reg.slot, s.encode(op.in.New), false)
 		} else {
 			_, t, err = n.core.Read(reg.key)
 		}
 	}
 	if err != nil {
 		s.tb.Fatalf("%v at serving %s: %v", kind, n.id, err)
+	}
+	if r, ok := n.core.Current(reg.key, reg.slot); ok && kind != lincheck.Read {
+		s.written[writtenKey{reg.key, reg.slot, r.Epoch, r.Version}] = r.Value
 	}
 	n.ops[t] = op
 	s.apply(n)

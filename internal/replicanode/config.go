@@ -48,6 +48,14 @@ type Config struct {
 	// be met, whose abandoned writes are otherwise kept and sent again at
 	// every tick. Default 1024.
 	MaxWritesInFlight int
+	// DeltaMin is the smallest value, in bytes, that a write sends as a
+	// delta: to each replica that acknowledged the slot's previous record
+	// at this owner's epoch, the write goes as an edit of that record when
+	// the edit is smaller than half the value (a 64 KiB state with one
+	// field changed crosses as a few bytes); to the others, and when sent
+	// again, whole. Negative sends every write whole. Default
+	// DefaultDeltaMin (1 KiB).
+	DeltaMin int
 	// Joining says that this node joins a cluster that already holds
 	// state. A joining node whose store holds no records and never
 	// recorded receiving anything starts receiving the whole ring: its
@@ -89,6 +97,8 @@ const (
 	envelopeRoom = 64 << 10
 	// DefaultMaxWritesInFlight is Config.MaxWritesInFlight's default.
 	DefaultMaxWritesInFlight = 1024
+	// DefaultDeltaMin is Config.DeltaMin's default, in bytes.
+	DefaultDeltaMin = 1 << 10
 	// DefaultSyncChunk is Config.SyncChunk's default.
 	DefaultSyncChunk = 1 << 20
 	// DefaultSyncRate is Config.SyncRate's default, in bytes per second.
@@ -143,6 +153,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.SyncRate == 0 {
 		c.SyncRate = DefaultSyncRate
+	}
+	if c.DeltaMin == 0 {
+		c.DeltaMin = DefaultDeltaMin
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)

@@ -87,8 +87,40 @@ func TestCatchUpEnvelopesRoundTrip(t *testing.T) {
 	}
 }
 
+// deltaEnvelope is an envelope of a delta accept and a nack.
+func deltaEnvelope() []byte {
+	a, b := ring.NodeID{Addr: "a", Incarnation: 1}, ring.NodeID{Addr: "b", Incarnation: 2}
+	e := replica.Epoch{Term: 3, Node: a}
+	var enc []byte
+	var ends []int
+	for _, m := range []replica.Message{
+		{Type: replica.MsgAcceptDelta, From: a, To: b, Key: key("y"), Epoch: e, Version: 7, Delta: []byte{5, 1, 1, 1, 'X'},
+			Records: []replica.Record{{Key: key("y"), Kind: replica.KindState, Epoch: e, Version: 8}}},
+		{Type: replica.MsgAcceptNack, From: b, To: a, Key: key("y"), Epoch: e, Version: 8, Counted: true},
+	} {
+		enc = replica.AppendEncode(enc, m)
+		ends = append(ends, len(enc))
+	}
+	return appendEnvelope(nil, enc, ends)
+}
+
+// A delta accept's edit is copied out of the envelope, whose buffer goes
+// back to the transport once decoded.
+func TestDeltaMessagesCrossAnEnvelopeAndOwnTheirEdit(t *testing.T) {
+	b := deltaEnvelope()
+	got, err := decodeAll(b)
+	if err != nil || len(got) != 2 || got[0].Type != replica.MsgAcceptDelta || got[1].Type != replica.MsgAcceptNack {
+		t.Fatalf("decoded %+v, %v; want the delta accept then the nack", got, err)
+	}
+	clear(b)
+	if string(got[0].Delta) != "\x05\x01\x01\x01X" {
+		t.Fatalf("the decoded edit changed with the envelope's buffer: %x", got[0].Delta)
+	}
+}
+
 func FuzzDecodeEnvelope(f *testing.F) {
 	f.Add(sampleEnvelope())
+	f.Add(deltaEnvelope())
 	for _, env := range sampleSyncEnvelopes() {
 		f.Add(env)
 	}

@@ -204,6 +204,7 @@ func Open(ctx context.Context, cfg Config) (*Node, error) {
 		return fail("restore", err)
 	}
 	n.core = replica.New(self, replica.Counting)
+	n.core.SetDeltaMin(cfg.DeltaMin)
 	n.core.AddReceiving(stored...)
 	if u, ok := n.store.(interface{ Unclean() bool }); ok && u.Unclean() {
 		n.log.Warn("the store was not closed cleanly and ran without Sync: it may have lost acknowledged writes and promises, so this node receives the whole ring and does not count until it caught up")
