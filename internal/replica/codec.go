@@ -9,14 +9,18 @@ import (
 // FormatVersion is the newest message format version, the first byte of
 // every encoded message. A message is encoded in the oldest version that
 // can express it: version 1 for the replication messages, version 2 for
-// the catch-up messages (MsgSyncRequest, MsgSyncChunk), so a binary that
-// knows only version 1 refuses those with ErrUnsupportedVersion. A decoder
-// refuses a version above FormatVersion, and a message in a version other
-// than its type's.
-const FormatVersion = 2
+// the catch-up messages (MsgSyncRequest, MsgSyncChunk), version 3 for the
+// index of a catch-up (MsgSyncIndexRequest, MsgSyncIndex), so a binary
+// that knows an older version refuses the newer messages with
+// ErrUnsupportedVersion. A decoder refuses a version above FormatVersion,
+// and a message in a version other than its type's.
+const FormatVersion = 3
 
 func versionOf(t MsgType) byte {
-	if t.isSync() {
+	switch t {
+	case MsgSyncIndexRequest, MsgSyncIndex:
+		return 3
+	case MsgSyncRequest, MsgSyncChunk:
 		return 2
 	}
 	return 1
@@ -35,6 +39,10 @@ func versionOf(t MsgType) byte {
 // bit 1 for Done; and each record starts with its own Key (type, id),
 // since a chunk spans many keys, and may be a promise (then only its Epoch
 // is set).
+//
+// Version 3 (the index messages) is laid out as version 2. A
+// MsgSyncIndexRequest has no records; a MsgSyncIndex's records have empty
+// values.
 
 const (
 	flagCounted   = 1
@@ -167,7 +175,7 @@ func DecodeNames(b []byte, names *Names) (Message, error) {
 		d.fail(ErrMalformed, "version")
 	}
 	m.Type = MsgType(d.byte("type"))
-	if d.err == nil && (m.Type == 0 || m.Type > maxMsgType) {
+	if d.err == nil && !m.Type.known() {
 		d.fail(ErrMalformed, "type")
 	}
 	if d.err == nil && v != versionOf(m.Type) {
@@ -204,6 +212,9 @@ func DecodeNames(b []byte, names *Names) (Message, error) {
 	if d.err == nil && n > uint64(len(d.b)-d.off)/minRecordLen {
 		d.fail(ErrMalformed, "record count")
 	}
+	if d.err == nil && n > 0 && m.Type == MsgSyncIndexRequest {
+		d.fail(ErrMalformed, "records in an index request")
+	}
 	if d.err == nil && n > maxPresize {
 		start := d.off
 		for range n {
@@ -223,8 +234,14 @@ func DecodeNames(b []byte, names *Names) (Message, error) {
 				k.Type = d.name("record key type")
 				k.ID = d.string("record key id")
 			}
+			start := d.off
 			r := d.record(k, sync)
 			if d.err != nil {
+				break
+			}
+			if m.Type == MsgSyncIndex && r.Value != nil {
+				d.off = start
+				d.fail(ErrMalformed, "index record with a value")
 				break
 			}
 			m.Records = append(m.Records, r)

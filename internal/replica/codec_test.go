@@ -34,26 +34,62 @@ func sampleMessages() []Message {
 			{Key: k, Kind: KindState, Epoch: e, Version: 42, Value: []byte("state")},
 			{Key: Key{Type: "counter", ID: "other"}, Kind: KindContinuity, Name: "req-1", Epoch: e, Version: 3, Tombstone: true},
 		}},
+		{Type: MsgSyncIndexRequest, From: a, To: b, Round: 4, Range: ring.Range{Start: 1 << 40, End: 7}, Cursor: 1<<40 + 99, Limit: 1 << 20},
+		{Type: MsgSyncIndex, From: b, To: a, Round: 4, Counted: true, Cursor: 1 << 41, Records: []Record{
+			{Key: k, Kind: KindPromise, Epoch: e},
+			{Key: k, Kind: KindState, Epoch: e, Version: 42},
+			{Key: Key{Type: "counter", ID: "other"}, Kind: KindContinuity, Name: "req-1", Epoch: e, Version: 3, Tombstone: true},
+		}},
+		// A fetch: the slots whose values an index listed.
+		{Type: MsgSyncRequest, From: a, To: b, Round: 5, Range: ring.Range{Start: 1 << 40, End: 7}, Cursor: 1<<40 + 99, Limit: 1 << 20, Done: true, Records: []Record{
+			{Key: k, Kind: KindState},
+			{Key: Key{Type: "counter", ID: "other"}, Kind: KindContinuity, Name: "req-1"},
+		}},
 	}
 }
 
 // A message is encoded in its type's version only: the catch-up messages
-// in version 2, the others in version 1, so a binary that knows version 1
-// refuses a catch-up message as newer and one message has one encoding.
+// in version 2, the index messages of a catch-up in version 3, the others
+// in version 1, so a binary that knows an older version refuses a newer
+// message as newer and one message has one encoding.
 func TestEachTypeHasItsOwnFormatVersion(t *testing.T) {
 	for _, m := range sampleMessages() {
 		b := AppendEncode(nil, m)
 		want := byte(1)
-		if m.Type == MsgSyncRequest || m.Type == MsgSyncChunk {
+		switch m.Type {
+		case MsgSyncRequest, MsgSyncChunk:
 			want = 2
+		case MsgSyncIndexRequest, MsgSyncIndex:
+			want = 3
 		}
 		if b[0] != want {
 			t.Fatalf("%v encodes in version %d, want %d", m.Type, b[0], want)
 		}
-		b[0] = 3 - want
-		if _, err := Decode(b); !errors.Is(err, ErrMalformed) {
-			t.Fatalf("%v in version %d decoded with %v, want ErrMalformed", m.Type, b[0], err)
+		for v := byte(1); v <= FormatVersion; v++ {
+			if v == want {
+				continue
+			}
+			b[0] = v
+			if _, err := Decode(b); !errors.Is(err, ErrMalformed) {
+				t.Fatalf("%v in version %d decoded with %v, want ErrMalformed", m.Type, v, err)
+			}
 		}
+	}
+}
+
+// An index request asks for records and carries none; an index lists
+// records without their values.
+func TestDecodeRefusesIndexMessagesWithWhatTheyCannotCarry(t *testing.T) {
+	k := Key{Type: "t", ID: "x"}
+	rec := Record{Key: k, Kind: KindState, Epoch: Epoch{Term: 1}, Version: 1}
+	b := AppendEncode(nil, Message{Type: MsgSyncIndexRequest, Records: []Record{rec}})
+	if _, err := Decode(b); !errors.Is(err, ErrMalformed) {
+		t.Fatalf("an index request carrying a record decoded with %v, want ErrMalformed", err)
+	}
+	rec.Value = []byte("v")
+	b = AppendEncode(nil, Message{Type: MsgSyncIndex, Records: []Record{rec}})
+	if _, err := Decode(b); !errors.Is(err, ErrMalformed) {
+		t.Fatalf("an index record with a value decoded with %v, want ErrMalformed", err)
 	}
 }
 

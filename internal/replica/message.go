@@ -27,20 +27,42 @@ const (
 	MsgRefuse
 	// MsgSyncRequest (catching-up replica → source) asks for the records
 	// of Range whose tokens lie after Cursor, at most Limit bytes of them;
-	// Round names the request.
+	// Round names the request. With Records it fetches only the records
+	// of their slots (each names its Key, Kind and Name, nothing else):
+	// the values a MsgSyncIndex listed. A source that sends more than
+	// those (all of the span) is still answered correctly.
 	MsgSyncRequest
 	// MsgSyncChunk (source → catching-up replica) answers the request of
 	// Round with Records (each with its own Key; promises included) in
 	// ring order, the Cursor to resume after, and Done once the range
 	// is exhausted.
 	MsgSyncChunk
-	maxMsgType = MsgSyncChunk
 )
 
-var msgTypeNames = [...]string{"", "prepare", "promise", "accept", "accepted", "check", "checked", "refuse", "sync-request", "sync-chunk"}
+const (
+	// MsgSyncIndexRequest (catching-up replica → source) is MsgSyncRequest
+	// answered with a MsgSyncIndex: the records without their values.
+	MsgSyncIndexRequest MsgType = 12
+	// MsgSyncIndex (source → catching-up replica) is MsgSyncChunk whose
+	// state and continuity records have no value (Value nil): the
+	// replica fetches the values it lacks with a MsgSyncRequest naming
+	// their slots. Promises and tombstones are whole.
+	MsgSyncIndex MsgType = 13
+	maxMsgType           = MsgSyncIndex
+)
+
+var msgTypeNames = [...]string{
+	MsgPrepare: "prepare", MsgPromise: "promise", MsgAccept: "accept", MsgAccepted: "accepted",
+	MsgCheck: "check", MsgChecked: "checked", MsgRefuse: "refuse",
+	MsgSyncRequest: "sync-request", MsgSyncChunk: "sync-chunk",
+	MsgSyncIndexRequest: "sync-index-request", MsgSyncIndex: "sync-index",
+}
+
+// known reports whether t is a message type of this format.
+func (t MsgType) known() bool { return t <= maxMsgType && msgTypeNames[t] != "" }
 
 func (t MsgType) String() string {
-	if t == 0 || t > maxMsgType {
+	if !t.known() {
 		return "unknown"
 	}
 	return msgTypeNames[t]
@@ -51,7 +73,8 @@ func (t MsgType) String() string {
 // Version for accepted; Round for check and checked; Promised for refuse.
 // Counted is set by a replica that may count toward a quorum (it is not
 // still receiving its range). Range, Cursor, Limit and Done belong to the
-// catch-up messages, MsgSyncRequest and MsgSyncChunk.
+// catch-up messages: MsgSyncRequest, MsgSyncChunk, MsgSyncIndexRequest
+// and MsgSyncIndex.
 type Message struct {
 	Type     MsgType
 	From, To ring.NodeID
@@ -70,5 +93,7 @@ type Message struct {
 }
 
 // isSync reports whether t is a catch-up message type, which needs format
-// version 2.
-func (t MsgType) isSync() bool { return t == MsgSyncRequest || t == MsgSyncChunk }
+// version 2 or 3.
+func (t MsgType) isSync() bool {
+	return t == MsgSyncRequest || t == MsgSyncChunk || t == MsgSyncIndexRequest || t == MsgSyncIndex
+}
