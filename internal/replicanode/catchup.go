@@ -201,7 +201,7 @@ func (s *copySource) run(ctx context.Context) error {
 				return err
 			}
 		}
-		if err := s.n.store1(ctx, recs); err != nil {
+		if err := s.n.keep(ctx, recs); err != nil {
 			return err
 		}
 		if s.leads && !c.Done {
@@ -214,8 +214,8 @@ func (s *copySource) run(ctx context.Context) error {
 	}
 }
 
-// store1 has the loop keep recs, returning once they are persisted.
-func (n *Node) store1(ctx context.Context, recs []replica.Record) error {
+// keep has the loop keep recs, returning once they are persisted.
+func (n *Node) keep(ctx context.Context, recs []replica.Record) error {
 	if len(recs) == 0 {
 		return nil
 	}
@@ -235,6 +235,9 @@ func (s *copySource) resolve(ctx context.Context, cursor ring.Token, idx replica
 	}
 	if !s.leads {
 		if err := s.lead.wait(ctx, s.n.done, want[len(want)-1].Key.Token()); err != nil {
+			if errors.Is(err, ErrClosed) {
+				return nil, s.n.closedErr()
+			}
 			return nil, err
 		}
 		var more []replica.Record
@@ -298,7 +301,7 @@ func (s *copySource) fetch(ctx context.Context, cursor ring.Token, want []replic
 		if err != nil {
 			return err
 		}
-		if err := s.n.store1(ctx, c.Records); err != nil {
+		if err := s.n.keep(ctx, c.Records); err != nil {
 			return err
 		}
 		for _, r := range c.Records {
