@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
+	"sync"
 	"testing"
 
 	"github.com/troupe-go/troupe/internal/replica"
@@ -247,5 +249,86 @@ func TestASourceThatDoesNotSendWhatItListedFails(t *testing.T) {
 	}
 	if !wholeRing(w.node.Receiving()) {
 		t.Fatal("a failed catch-up stopped receiving")
+	}
+}
+
+// requestSpy records the catch-up requests a member posts.
+type requestSpy struct {
+	transport.Endpoint
+	t    *testing.T
+	mu   sync.Mutex
+	sent map[string][]string // by destination address: "sync-request", "fetch", "sync-index-request"
+}
+
+func (e *requestSpy) Post(to ring.NodeID, st transport.StreamID, key uint64, payload []byte) error {
+	msgs, err := appendEnvelopeMessages(nil, payload)
+	if err != nil {
+		e.t.Errorf("an envelope posted does not decode: %v", err)
+	}
+	e.mu.Lock()
+	for _, m := range msgs {
+		what := m.Type.String()
+		switch {
+		case m.Type == replica.MsgSyncRequest && len(m.Records) > 0:
+			what = "fetch"
+		case m.Type != replica.MsgSyncRequest && m.Type != replica.MsgSyncIndexRequest:
+			continue
+		}
+		e.sent[to.Addr] = append(e.sent[to.Addr], what)
+	}
+	e.mu.Unlock()
+	return e.Endpoint.Post(to, st, key, payload)
+}
+
+// A member with an empty store asks its value source for whole records
+// at once, without an index first, and the other source for an index
+// only; a member that holds the range asks both for an index.
+func TestAnEmptyMemberAsksForWholeRecordsWithoutAnIndex(t *testing.T) {
+	spy := &requestSpy{t: t, sent: map[string][]string{}}
+	c := &testCluster{t: t, net: transport.NewMemNetwork()}
+	c.wrap = func(m *member, ep transport.Endpoint) transport.Endpoint {
+		if m != c.members[2] {
+			return ep
+		}
+		spy.Endpoint = ep
+		return spy
+	}
+	for i := range 3 {
+		c.members = append(c.members, &member{addr: fmt.Sprintf("n%d", i), store: replicastore.NewMemory()})
+	}
+	for _, m := range c.members {
+		c.start(m)
+	}
+	t.Cleanup(c.stopAll)
+	ctx := bounded(t)
+	a, b, w := c.members[0], c.members[1], c.members[2]
+	fill(ctx, t, c, a, 8, 64)
+	sent := func() map[string][]string {
+		spy.mu.Lock()
+		defer spy.mu.Unlock()
+		got := spy.sent
+		spy.sent = map[string][]string{}
+		for to, types := range got {
+			// A request asked again is the same request.
+			got[to] = slices.Compact(types)
+		}
+		return got
+	}
+	c.wipe(w)
+	sent()
+	if err := w.node.CatchUp(ctx, ring.Range{}, c.ids(a, b), 2); err != nil {
+		t.Fatal(err)
+	}
+	got := sent()
+	if want := []string{"sync-request"}; !slices.Equal(got[a.addr], want) || !slices.Equal(got[b.addr], []string{"sync-index-request"}) {
+		t.Fatalf("an empty member asked the value source for %v and the other for %v, want %v and one index request", got[a.addr], got[b.addr], want)
+	}
+	startReceiving(ctx, t, w, ring.Range{})
+	if err := w.node.CatchUp(ctx, ring.Range{}, c.ids(a, b), 2); err != nil {
+		t.Fatal(err)
+	}
+	got = sent()
+	if want := []string{"sync-index-request"}; !slices.Equal(got[a.addr], want) || !slices.Equal(got[b.addr], want) {
+		t.Fatalf("a member holding the range asked its sources for %v and %v, want %v from each", got[a.addr], got[b.addr], want)
 	}
 }
