@@ -408,8 +408,10 @@ func (l *copyLead) advance(t ring.Token) {
 	defer l.mu.Unlock()
 	if o := l.offset(t); !l.begun || o > l.through {
 		l.through, l.begun = o, true
-		close(l.moved)
-		l.moved = make(chan struct{})
+		if !l.released { // released, nobody waits on moved again
+			close(l.moved)
+			l.moved = make(chan struct{})
+		}
 	}
 }
 

@@ -332,3 +332,50 @@ func TestAnEmptyMemberAsksForWholeRecordsWithoutAnIndex(t *testing.T) {
 		t.Fatalf("a member holding the range asked its sources for %v and %v, want %v from each", got[a.addr], got[b.addr], want)
 	}
 }
+
+// A value source that answers only after the others were released still
+// delivers, and counts: the catch-up needs both sources here.
+func TestAValueSourceThatAnswersLateStillDelivers(t *testing.T) {
+	spy := &requestSpy{t: t, sent: map[string][]string{}}
+	c := &testCluster{t: t, net: transport.NewMemNetwork()}
+	c.wrap = func(m *member, ep transport.Endpoint) transport.Endpoint {
+		if m != c.members[2] {
+			return ep
+		}
+		spy.Endpoint = ep
+		return spy
+	}
+	c.configure = func(cfg *Config) { cfg.SyncChunk = 512 }
+	for i := range 3 {
+		c.members = append(c.members, &member{addr: fmt.Sprintf("n%d", i), store: replicastore.NewMemory()})
+	}
+	for _, m := range c.members {
+		c.start(m)
+	}
+	t.Cleanup(c.stopAll)
+	ctx := bounded(t)
+	a, b, w := c.members[0], c.members[1], c.members[2]
+	values := fill(ctx, t, c, a, 20, 64)
+	c.wipe(w)
+	c.net.Partition(a.addr, w.addr)
+	caughtUp := make(chan error, 1)
+	go func() { caughtUp <- w.node.CatchUp(ctx, ring.Range{}, c.ids(a, b), 2) }()
+	// The value source is asked again, and so released, before its
+	// answers come.
+	for asked := 0; asked < 2; {
+		if ctx.Err() != nil {
+			t.Fatal("the value source was never asked again")
+		}
+		runtime.Gosched()
+		spy.mu.Lock()
+		asked = len(spy.sent[a.addr])
+		spy.mu.Unlock()
+	}
+	c.net.Heal(a.addr, w.addr)
+	if err := <-caughtUp; err != nil {
+		t.Fatalf("the catch-up with a late value source returned %v", err)
+	}
+	for i, v := range values {
+		holds(ctx, t, w, key(fmt.Sprint(i)), v)
+	}
+}
