@@ -98,8 +98,9 @@ type Stats struct {
 	// ranges (adjacent ones merged; the whole ring is one), or of
 	// hand-offs under way if more.
 	Receiving int
-	// ReceivedBytes counts the bytes of stored state this member received
-	// from other members catching up, since it started.
+	// ReceivedBytes counts the bytes of stored state (and of the indexes
+	// that say which state it lacks) this member received from other
+	// members catching up, since it started.
 	ReceivedBytes int64
 }
 

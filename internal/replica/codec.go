@@ -10,17 +10,18 @@ import (
 // every encoded message. A message is encoded in the oldest version that
 // can express it: version 1 for the replication messages, version 2 for
 // the catch-up messages (MsgSyncRequest, MsgSyncChunk), version 3 for the
-// delta accept path (MsgAcceptDelta, MsgAcceptNack), so a binary that
-// knows an older version refuses the newer messages with
+// delta accept path (MsgAcceptDelta, MsgAcceptNack) and the index of a
+// catch-up (MsgSyncIndexRequest, MsgSyncIndex), so a binary that knows an
+// older version refuses the newer messages with
 // ErrUnsupportedVersion. A decoder refuses a version above FormatVersion,
 // and a message in a version other than its type's.
 const FormatVersion = 3
 
 func versionOf(t MsgType) byte {
-	switch {
-	case t.isDelta():
+	switch t {
+	case MsgAcceptDelta, MsgAcceptNack, MsgSyncIndexRequest, MsgSyncIndex:
 		return 3
-	case t.isSync():
+	case MsgSyncRequest, MsgSyncChunk:
 		return 2
 	}
 	return 1
@@ -44,6 +45,10 @@ func versionOf(t MsgType) byte {
 // adds, after Round, its Delta (a uvarint length, then the edit) and
 // carries exactly one record, neither a tombstone nor with a value; an
 // accept-nack carries no record.
+//
+// The index messages of version 3 are laid out as version 2. A
+// MsgSyncIndexRequest has no records; a MsgSyncIndex's records have empty
+// values.
 
 const (
 	flagCounted   = 1
@@ -222,6 +227,9 @@ func DecodeNames(b []byte, names *Names) (Message, error) {
 	if d.err == nil && n > uint64(len(d.b)-d.off)/minRecordLen {
 		d.fail(ErrMalformed, "record count")
 	}
+	if d.err == nil && n > 0 && m.Type == MsgSyncIndexRequest {
+		d.fail(ErrMalformed, "records in an index request")
+	}
 	if d.err == nil && n > maxPresize {
 		start := d.off
 		for range n {
@@ -241,8 +249,14 @@ func DecodeNames(b []byte, names *Names) (Message, error) {
 				k.Type = d.name("record key type")
 				k.ID = d.string("record key id")
 			}
+			start := d.off
 			r := d.record(k, sync)
 			if d.err != nil {
+				break
+			}
+			if m.Type == MsgSyncIndex && r.Value != nil {
+				d.off = start
+				d.fail(ErrMalformed, "index record with a value")
 				break
 			}
 			m.Records = append(m.Records, r)

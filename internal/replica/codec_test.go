@@ -37,13 +37,25 @@ func sampleMessages() []Message {
 		{Type: MsgAcceptDelta, From: a, To: b, Key: k, Epoch: e, Version: 42, Delta: []byte{5, 2, 1, 1, 'X'},
 			Records: []Record{{Key: k, Kind: KindState, Epoch: e, Version: 43}}},
 		{Type: MsgAcceptNack, From: b, To: a, Key: k, Epoch: e, Version: 43, Counted: true},
+		{Type: MsgSyncIndexRequest, From: a, To: b, Round: 4, Range: ring.Range{Start: 1 << 40, End: 7}, Cursor: 1<<40 + 99, Limit: 1 << 20},
+		{Type: MsgSyncIndex, From: b, To: a, Round: 4, Counted: true, Cursor: 1 << 41, Records: []Record{
+			{Key: k, Kind: KindPromise, Epoch: e},
+			{Key: k, Kind: KindState, Epoch: e, Version: 42},
+			{Key: Key{Type: "counter", ID: "other"}, Kind: KindContinuity, Name: "req-1", Epoch: e, Version: 3, Tombstone: true},
+		}},
+		// A fetch: the slots whose values an index listed.
+		{Type: MsgSyncRequest, From: a, To: b, Round: 5, Range: ring.Range{Start: 1 << 40, End: 7}, Cursor: 1<<40 + 99, Limit: 1 << 20, Done: true, Records: []Record{
+			{Key: k, Kind: KindState},
+			{Key: Key{Type: "counter", ID: "other"}, Kind: KindContinuity, Name: "req-1"},
+		}},
 	}
 }
 
 // A message is encoded in its type's version only: the catch-up messages
-// in version 2, the delta accept path in version 3, the others in version
-// 1, so a binary that knows an older version refuses the newer messages
-// and one message has one encoding.
+// in version 2, the delta accept path and the index messages of a
+// catch-up in version 3, the others in version 1, so a binary that knows
+// an older version refuses a newer message as newer and one message has
+// one encoding.
 func TestEachTypeHasItsOwnFormatVersion(t *testing.T) {
 	for _, m := range sampleMessages() {
 		b := AppendEncode(nil, m)
@@ -51,7 +63,7 @@ func TestEachTypeHasItsOwnFormatVersion(t *testing.T) {
 		switch m.Type {
 		case MsgSyncRequest, MsgSyncChunk:
 			want = 2
-		case MsgAcceptDelta, MsgAcceptNack:
+		case MsgAcceptDelta, MsgAcceptNack, MsgSyncIndexRequest, MsgSyncIndex:
 			want = 3
 		}
 		if b[0] != want {
@@ -63,7 +75,7 @@ func TestEachTypeHasItsOwnFormatVersion(t *testing.T) {
 			}
 			b[0] = v
 			if _, err := Decode(b); !errors.Is(err, ErrMalformed) {
-				t.Fatalf("%v in version %d decoded with %v, want ErrMalformed", m.Type, b[0], err)
+				t.Fatalf("%v in version %d decoded with %v, want ErrMalformed", m.Type, v, err)
 			}
 		}
 	}
@@ -98,6 +110,22 @@ func TestDecodeRefusesDeltaMessagesWithRecordsTheyCannotCarry(t *testing.T) {
 		if _, err := Decode(AppendEncode(nil, m)); !errors.Is(err, ErrMalformed) {
 			t.Fatalf("a delta message with %s decoded with %v, want ErrMalformed", what, err)
 		}
+	}
+}
+
+// An index request asks for records and carries none; an index lists
+// records without their values.
+func TestDecodeRefusesIndexMessagesWithWhatTheyCannotCarry(t *testing.T) {
+	k := Key{Type: "t", ID: "x"}
+	rec := Record{Key: k, Kind: KindState, Epoch: Epoch{Term: 1}, Version: 1}
+	b := AppendEncode(nil, Message{Type: MsgSyncIndexRequest, Records: []Record{rec}})
+	if _, err := Decode(b); !errors.Is(err, ErrMalformed) {
+		t.Fatalf("an index request carrying a record decoded with %v, want ErrMalformed", err)
+	}
+	rec.Value = []byte("v")
+	b = AppendEncode(nil, Message{Type: MsgSyncIndex, Records: []Record{rec}})
+	if _, err := Decode(b); !errors.Is(err, ErrMalformed) {
+		t.Fatalf("an index record with a value decoded with %v, want ErrMalformed", err)
 	}
 }
 

@@ -27,7 +27,10 @@ const (
 	MsgRefuse
 	// MsgSyncRequest (catching-up replica → source) asks for the records
 	// of Range whose tokens lie after Cursor, at most Limit bytes of them;
-	// Round names the request.
+	// Round names the request. With Records it fetches only the records
+	// of their slots (each names its Key, Kind and Name, nothing else):
+	// the values a MsgSyncIndex listed. A source that sends more than
+	// those (all of the span) is still answered correctly.
 	MsgSyncRequest
 	// MsgSyncChunk (source → catching-up replica) answers the request of
 	// Round with Records (each with its own Key; promises included) in
@@ -36,9 +39,15 @@ const (
 	MsgSyncChunk
 )
 
-// The accept path's delta messages. Numbers 10 to 13 are taken by other
-// messages of format version 3.
 const (
+	// MsgSyncIndexRequest (catching-up replica → source) is MsgSyncRequest
+	// answered with a MsgSyncIndex: the records without their values.
+	MsgSyncIndexRequest MsgType = 12
+	// MsgSyncIndex (source → catching-up replica) is MsgSyncChunk whose
+	// state and continuity records have no value (Value nil): the
+	// replica fetches the values it lacks with a MsgSyncRequest naming
+	// their slots. Promises and tombstones are whole.
+	MsgSyncIndex MsgType = 13
 	// MsgAcceptDelta (owner → replica) carries one record written at
 	// Epoch as an edit (Delta) of the record of version Version at Epoch
 	// in the same slot, which the replica acknowledged: Records holds the
@@ -51,10 +60,15 @@ const (
 	maxMsgType            = MsgAcceptNack
 )
 
-var msgTypeNames = [...]string{"", "prepare", "promise", "accept", "accepted", "check", "checked", "refuse", "sync-request", "sync-chunk",
-	14: "accept-delta", 15: "accept-nack"}
+var msgTypeNames = [...]string{
+	MsgPrepare: "prepare", MsgPromise: "promise", MsgAccept: "accept", MsgAccepted: "accepted",
+	MsgCheck: "check", MsgChecked: "checked", MsgRefuse: "refuse",
+	MsgSyncRequest: "sync-request", MsgSyncChunk: "sync-chunk",
+	MsgSyncIndexRequest: "sync-index-request", MsgSyncIndex: "sync-index",
+	MsgAcceptDelta: "accept-delta", MsgAcceptNack: "accept-nack",
+}
 
-// known reports whether this format knows t.
+// known reports whether t is a message type of this format.
 func (t MsgType) known() bool { return t != 0 && t <= maxMsgType && msgTypeNames[t] != "" }
 
 func (t MsgType) String() string {
@@ -71,7 +85,8 @@ func (t MsgType) String() string {
 // the edit, for accept-delta.
 // Counted is set by a replica that may count toward a quorum (it is not
 // still receiving its range). Range, Cursor, Limit and Done belong to the
-// catch-up messages, MsgSyncRequest and MsgSyncChunk.
+// catch-up messages: MsgSyncRequest, MsgSyncChunk, MsgSyncIndexRequest
+// and MsgSyncIndex.
 type Message struct {
 	Type     MsgType
 	From, To ring.NodeID
@@ -91,8 +106,10 @@ type Message struct {
 }
 
 // isSync reports whether t is a catch-up message type, which needs format
-// version 2.
-func (t MsgType) isSync() bool { return t == MsgSyncRequest || t == MsgSyncChunk }
+// version 2 or 3.
+func (t MsgType) isSync() bool {
+	return t == MsgSyncRequest || t == MsgSyncChunk || t == MsgSyncIndexRequest || t == MsgSyncIndex
+}
 
 // isDelta reports whether t is a message of the delta accept path, which
 // needs format version 3.

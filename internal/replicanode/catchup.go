@@ -47,14 +47,23 @@ func (n *Node) Receiving() []ring.Range {
 // them delivered the whole range, stops receiving rng: the node counts
 // for its keys from then on.
 //
-// Each source sends the records it holds in rng in ring order, in chunks
-// of at most Config.SyncChunk bytes (or one key's records), one chunk in
-// flight per source, at most Config.SyncRate bytes per second over all
-// sources. Each record is kept if it is newer than the one held in its
-// slot (a promise if it is newer than the one held), and a chunk counts
-// only once it is persisted; the end of receiving rng is recorded in the
-// store before CatchUp returns. A source still receiving part of rng
-// itself fails with ErrSourceReceiving; a source that does not answer is
+// One source, the first in token order of their IDs, is the value source:
+// if this node holds nothing in rng it sends the records of rng in ring
+// order, in chunks of at most Config.SyncChunk bytes (or one key's
+// records); otherwise it sends an index of them (the records without
+// their values, chunked the same way) and then the values of the records
+// it holds newer than this node's. Every other source sends only an index,
+// and the values of what it holds newer than this node once the value
+// source delivered that part of the range, so with live sources each
+// value crosses once. A value source that fails, or has to be asked
+// again, no longer holds the others back. One request is in flight per
+// source, at most Config.SyncRate bytes per second over all sources.
+// Each record is kept if it is newer than the one held in its slot (a
+// promise if it is newer than the one held), and a chunk counts only once
+// it is persisted; the end of receiving rng is recorded in the store
+// before CatchUp returns. A source still receiving part of rng itself
+// fails with ErrSourceReceiving, one that does not send a record its
+// index listed with ErrSourceIncomplete; a source that does not answer is
 // asked again. The catch-up fails when too few sources can still deliver,
 // or when ctx ends (ErrUnavailable); what was copied stays, and the node
 // keeps receiving rng.
@@ -92,15 +101,25 @@ func (n *Node) Copy(ctx context.Context, rng ring.Range, sources []ring.NodeID, 
 	if quorum < 1 || quorum > len(sources) {
 		return fmt.Errorf("%w: quorum %d of %d sources", ErrCatchUpQuorum, quorum, len(sources))
 	}
+	empty, err := n.holdsNothing(ctx, rng)
+	if err != nil {
+		return fmt.Errorf("troupe: catch-up of %v: %w", rng, err)
+	}
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	lead := newCopyLead(rng)
 	results := make(chan error, len(sources))
 	var wg sync.WaitGroup
-	for _, src := range sources {
+	for i, src := range sources {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			results <- n.syncFrom(sctx, rng, src)
+			s := &copySource{n: n, rng: rng, src: src, lead: lead, leads: i == 0, full: i == 0 && empty}
+			err := s.run(sctx)
+			if s.leads {
+				lead.release()
+			}
+			results <- err
 		}()
 	}
 	delivered, failed := 0, 0
@@ -125,6 +144,17 @@ func (n *Node) Copy(ctx context.Context, rng ring.Range, sources []ring.NodeID, 
 	return nil
 }
 
+// holdsNothing reports whether this node's store holds no record in rng:
+// its catch-up asks for whole records at once, without an index first.
+func (n *Node) holdsNothing(ctx context.Context, rng ring.Range) (bool, error) {
+	empty := true
+	err := n.store.Range(ctx, rng, func(replica.Record) bool {
+		empty = false
+		return false
+	})
+	return empty, err
+}
+
 // EndReceiving makes the node count for ranges again: after Copy, or
 // without copying where nothing is left to copy or the node no longer
 // replicates a range.
@@ -135,65 +165,284 @@ func (n *Node) EndReceiving(ctx context.Context, ranges ...ring.Range) error {
 	return n.call(ctx, &request{op: opReceived, ranges: slices.Clone(ranges)})
 }
 
-// ReceivedBytes returns the bytes of catch-up chunks this node received.
+// ReceivedBytes returns the bytes of catch-up chunks and indexes this node
+// received.
 func (n *Node) ReceivedBytes() int64 { return n.synced.Load() }
 
-// syncFrom copies rng from src, a chunk at a time, until src says done.
-func (n *Node) syncFrom(ctx context.Context, rng ring.Range, src ring.NodeID) error {
-	retry := time.NewTimer(time.Hour)
-	defer retry.Stop()
-	cursor := rng.Start
+// copySource is one source's part of a Copy.
+type copySource struct {
+	n     *Node
+	rng   ring.Range
+	src   ring.NodeID
+	lead  *copyLead
+	leads bool // the value source
+	full  bool // ask for whole records, not an index
+	retry *time.Timer
+}
+
+// run copies rng from the source, a chunk (and the values its index
+// lacks) at a time, until the source says done.
+func (s *copySource) run(ctx context.Context) error {
+	s.retry = time.NewTimer(time.Hour)
+	defer s.retry.Stop()
+	typ, want := replica.MsgSyncIndexRequest, replica.MsgSyncIndex
+	if s.full {
+		typ, want = replica.MsgSyncRequest, replica.MsgSyncChunk
+	}
+	cursor := s.rng.Start
 	for {
-		// Every request waits for the budget of the chunks before it,
-		// the first of a session included: a join copies hundreds of
-		// ranges, most of them one chunk.
-		if err := n.pace.wait(ctx); err != nil {
-			return err
-		}
-		id := n.syncID.Add(1)
-		w := &syncWait{from: src, chunk: make(chan chunk, 1)}
-		n.mu.Lock()
-		n.syncs[id] = w
-		n.mu.Unlock()
-		req := replica.Message{Type: replica.MsgSyncRequest, From: n.self, To: src, Round: id, Range: rng, Cursor: cursor, Limit: uint64(n.cfg.SyncChunk)}
-		c, err := n.await(ctx, req, w, retry)
-		n.mu.Lock()
-		delete(n.syncs, id)
-		n.mu.Unlock()
+		c, err := s.ask(ctx, replica.Message{Type: typ, Range: s.rng, Cursor: cursor}, want)
 		if err != nil {
 			return err
 		}
-		if !c.msg.Counted {
-			return fmt.Errorf("%w: %v for %v", ErrSourceReceiving, src, rng)
-		}
-		n.synced.Add(int64(c.size))
-		n.pace.charge(c.size)
-		if len(c.msg.Records) > 0 {
-			if err := n.call(ctx, &request{op: opSync, records: c.msg.Records}); err != nil {
+		recs := c.Records
+		if !s.full {
+			if recs, err = s.resolve(ctx, cursor, c); err != nil {
 				return err
 			}
 		}
-		if c.msg.Done {
+		if err := s.n.keep(ctx, recs); err != nil {
+			return err
+		}
+		if s.leads && !c.Done {
+			s.lead.advance(c.Cursor)
+		}
+		if c.Done {
 			return nil
 		}
-		cursor = c.msg.Cursor
+		cursor = c.Cursor
 	}
+}
+
+// keep has the loop keep recs, returning once they are persisted.
+func (n *Node) keep(ctx context.Context, recs []replica.Record) error {
+	if len(recs) == 0 {
+		return nil
+	}
+	return n.call(ctx, &request{op: opSync, records: recs})
+}
+
+// resolve takes an index chunk asked for after cursor: it returns the
+// records to keep as listed (promises and tombstones newer than this
+// node's), having fetched and persisted the values of those the source
+// holds newer than this node. A source other than the value source first
+// waits for the value source to deliver the part of the range they lie
+// in, which it is likely to send too.
+func (s *copySource) resolve(ctx context.Context, cursor ring.Token, idx replica.Message) ([]replica.Record, error) {
+	keep, want, err := s.n.missing(ctx, idx.Records)
+	if err != nil || len(want) == 0 {
+		return keep, err
+	}
+	if !s.leads {
+		if err := s.lead.wait(ctx, s.n.done, want[len(want)-1].Key.Token()); err != nil {
+			if errors.Is(err, ErrClosed) {
+				return nil, s.n.closedErr()
+			}
+			return nil, err
+		}
+		var more []replica.Record
+		if more, want, err = s.n.missing(ctx, want); err != nil {
+			return nil, err
+		}
+		keep = append(keep, more...)
+	}
+	return keep, s.fetch(ctx, cursor, want, idx.Done)
+}
+
+// missing splits indexed records into those newer than this node's that
+// are whole as listed (promises, tombstones), to keep, and those newer
+// whose values are to be fetched.
+func (n *Node) missing(ctx context.Context, listed []replica.Record) (keep, want []replica.Record, err error) {
+	for _, r := range listed {
+		held, ok, err := n.store.Get(ctx, r.Key, r.Slot())
+		if err != nil {
+			return nil, nil, err
+		}
+		if ok && !newerRecord(r, held) {
+			continue
+		}
+		if r.Kind == replica.KindPromise || r.Tombstone {
+			keep = append(keep, r)
+		} else {
+			want = append(want, r)
+		}
+	}
+	return keep, want, nil
+}
+
+// newerRecord reports whether r was written after o (for promises: r
+// promises a newer epoch).
+func newerRecord(r, o replica.Record) bool {
+	if c := r.Epoch.Compare(o.Epoch); c != 0 || r.Kind == replica.KindPromise {
+		return c > 0
+	}
+	return r.Version > o.Version
+}
+
+// fetch asks the source for the records of want, listed by its index
+// after cursor, and persists them as they come: a chunk of at most the
+// limit at a time, resuming after the last token sent. last says the
+// index was done, so that the source ends its session with the last
+// chunk. Each must come at least as new as listed: records are replaced
+// only by newer ones.
+func (s *copySource) fetch(ctx context.Context, cursor ring.Token, want []replica.Record, last bool) error {
+	type slotOf struct {
+		key  replica.Key
+		slot replica.Slot
+	}
+	pending := make(map[slotOf]replica.Record, len(want))
+	slots := make([]replica.Record, len(want))
+	for i, r := range want {
+		pending[slotOf{r.Key, r.Slot()}] = r
+		slots[i] = replica.Record{Key: r.Key, Kind: r.Kind, Name: r.Name}
+	}
+	for len(slots) > 0 {
+		c, err := s.ask(ctx, replica.Message{Type: replica.MsgSyncRequest, Range: s.rng, Cursor: cursor, Records: slots, Done: last}, replica.MsgSyncChunk)
+		if err != nil {
+			return err
+		}
+		if err := s.n.keep(ctx, c.Records); err != nil {
+			return err
+		}
+		for _, r := range c.Records {
+			k := slotOf{r.Key, r.Slot()}
+			if listed, ok := pending[k]; ok && !newerRecord(listed, r) {
+				delete(pending, k)
+			}
+		}
+		if c.Done {
+			break
+		}
+		cursor = c.Cursor
+		after := ring.Range{Start: cursor, End: s.rng.End}
+		slots = slices.DeleteFunc(slots, func(r replica.Record) bool { return !after.Contains(r.Key.Token()) })
+	}
+	if len(pending) > 0 {
+		return fmt.Errorf("%w: %v for %v: %d of %d records", ErrSourceIncomplete, s.src, s.rng, len(pending), len(want))
+	}
+	return nil
+}
+
+// ask sends req to the source, after the pacing of the chunks before it,
+// and waits for its answer of type want, asking again every
+// syncRetryTicks tick periods; the value source that has to ask again
+// releases the others.
+func (s *copySource) ask(ctx context.Context, req replica.Message, want replica.MsgType) (replica.Message, error) {
+	n := s.n
+	// Every request waits for the budget of the chunks before it, the
+	// first of a session included: a join copies hundreds of ranges,
+	// most of them one chunk.
+	if err := n.pace.wait(ctx); err != nil {
+		return replica.Message{}, err
+	}
+	id := n.syncID.Add(1)
+	w := &syncWait{from: s.src, chunk: make(chan chunk, 1)}
+	n.mu.Lock()
+	n.syncs[id] = w
+	n.mu.Unlock()
+	req.From, req.To, req.Round, req.Limit = n.self, s.src, id, uint64(n.cfg.SyncChunk)
+	c, err := s.await(ctx, req, w)
+	n.mu.Lock()
+	delete(n.syncs, id)
+	n.mu.Unlock()
+	if err != nil {
+		return replica.Message{}, err
+	}
+	if !c.msg.Counted {
+		return replica.Message{}, fmt.Errorf("%w: %v for %v", ErrSourceReceiving, s.src, s.rng)
+	}
+	n.synced.Add(int64(c.size))
+	n.pace.charge(c.size)
+	if c.msg.Type != want {
+		return replica.Message{}, fmt.Errorf("troupe: catch-up of %v: %v answered a %v with a %v", s.rng, s.src, req.Type, c.msg.Type)
+	}
+	return c.msg, nil
 }
 
 // await sends req and waits for its chunk, asking again every
 // syncRetryTicks tick periods.
-func (n *Node) await(ctx context.Context, req replica.Message, w *syncWait, retry *time.Timer) (chunk, error) {
+func (s *copySource) await(ctx context.Context, req replica.Message, w *syncWait) (chunk, error) {
+	n := s.n
 	for {
 		n.post(req)
-		retry.Reset(syncRetryTicks * n.cfg.TickEvery)
+		s.retry.Reset(syncRetryTicks * n.cfg.TickEvery)
 		select {
 		case c := <-w.chunk:
 			return c, nil
-		case <-retry.C:
+		case <-s.retry.C:
+			if s.leads {
+				s.lead.release()
+			}
 		case <-ctx.Done():
 			return chunk{}, ctx.Err()
 		case <-n.done:
 			return chunk{}, n.closedErr()
+		}
+	}
+}
+
+// copyLead is how far a Copy's value source has delivered its range, for
+// the other sources to fetch only what it did not send.
+type copyLead struct {
+	start ring.Token // the range's start
+	mu    sync.Mutex
+	// through is the offset from start of the last token delivered,
+	// once begun.
+	through  uint64
+	begun    bool
+	released bool          // the others wait no more
+	moved    chan struct{} // closed at every change
+}
+
+func newCopyLead(rng ring.Range) *copyLead {
+	return &copyLead{start: rng.Start, moved: make(chan struct{})}
+}
+
+// offset is t's place in ring order after start: the range's first token
+// is 0, and its end (start itself, for the whole ring) the largest.
+func (l *copyLead) offset(t ring.Token) uint64 { return uint64(t - l.start - 1) }
+
+// advance notes that the value source delivered through t.
+func (l *copyLead) advance(t ring.Token) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if o := l.offset(t); !l.begun || o > l.through {
+		l.through, l.begun = o, true
+		if !l.released { // released, nobody waits on moved again
+			close(l.moved)
+			l.moved = make(chan struct{})
+		}
+	}
+}
+
+// release lets the others go on without waiting: the value source is
+// done, failed, or did not answer in time.
+func (l *copyLead) release() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.released {
+		l.released = true
+		close(l.moved)
+	}
+}
+
+// wait returns once the value source delivered through t or was
+// released.
+func (l *copyLead) wait(ctx context.Context, closed <-chan struct{}, t ring.Token) error {
+	for {
+		l.mu.Lock()
+		ok := l.released || (l.begun && l.through >= l.offset(t))
+		moved := l.moved
+		l.mu.Unlock()
+		if ok {
+			return nil
+		}
+		select {
+		case <-moved:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-closed:
+			return ErrClosed
 		}
 	}
 }
@@ -208,7 +457,7 @@ func (n *Node) post(m replica.Message) {
 		// large for the transport, say) stalls its catch-up, which the
 		// operator must see.
 		level := slog.LevelDebug
-		if m.Type == replica.MsgSyncChunk {
+		if m.Type == replica.MsgSyncChunk || m.Type == replica.MsgSyncIndex {
 			level = slog.LevelWarn
 		}
 		n.log.Log(context.Background(), level, "a catch-up message was not sent", "to", m.To.String(), "type", m.Type.String(), "bytes", len(enc), "err", err)
@@ -229,15 +478,14 @@ func (n *Node) serveSyncs() {
 	}
 }
 
-// answerSync sends the records of m's range after its cursor, in ring
-// order, up to its limit (and this node's SyncChunk), ending the chunk
-// only between ring tokens so that the next request can resume after
-// the last token sent. A token's records go whole into a chunk, and one
-// that would take a non-empty chunk past the limit waits for the next,
-// so a chunk is at most the limit or one token's records (one key's,
-// which Config.MaxValue keeps under the transport's message limit). The
-// store holds everything this node acknowledged, since the loop persists
-// before it answers.
+// answerSync answers a catch-up request with the records of its range
+// after its cursor, in ring order, up to its limit (and this node's
+// SyncChunk): whole records for a sync-request, records without their
+// values for an index request, and for a sync-request that names slots
+// (a fetch) the records of those slots only. A chunk ends only between
+// ring tokens, so that the next request can resume after the last token
+// sent. The store holds everything this node acknowledged, since the
+// loop persists before it answers.
 func (n *Node) answerSync(m replica.Message) {
 	limit := n.cfg.SyncChunk
 	if m.Limit > 0 && m.Limit < uint64(limit) {
@@ -247,48 +495,98 @@ func (n *Node) answerSync(m replica.Message) {
 	for _, r := range n.Receiving() {
 		counted = counted && !replica.Overlap(r, m.Range)
 	}
-	reply := replica.Message{Type: replica.MsgSyncChunk, From: n.self, To: m.From, Round: m.Round, Counted: counted, Cursor: m.Cursor, Done: true}
+	typ := replica.MsgSyncChunk
+	if m.Type == replica.MsgSyncIndexRequest {
+		typ = replica.MsgSyncIndex
+	}
+	reply := replica.Message{Type: typ, From: n.self, To: m.From, Round: m.Round, Counted: counted, Cursor: m.Cursor, Done: true}
+	fetch := m.Type == replica.MsgSyncRequest && len(m.Records) > 0
 	if counted {
-		size := 0
-		// group holds the records of the token being read.
-		var group []replica.Record
-		groupSize := 0
-		// take adds the group to the chunk if it fits, or if the chunk
-		// is empty; it reports whether it did.
-		take := func() bool {
-			if len(group) == 0 {
-				return true
-			}
-			if size > 0 && size+groupSize > limit {
-				return false
-			}
-			reply.Records = append(reply.Records, group...)
-			size += groupSize
-			reply.Cursor = group[0].Key.Token()
-			group, groupSize = group[:0], 0
-			return true
-		}
-		err := n.store.Range(n.syncCtx, ring.Range{Start: m.Cursor, End: m.Range.End}, func(r replica.Record) bool {
-			if len(group) > 0 && r.Key.Token() != group[0].Key.Token() {
-				if !take() || size >= limit {
-					reply.Done = false
-					return false
+		b := chunkBuilder{reply: &reply, limit: limit, index: typ == replica.MsgSyncIndex}
+		after := ring.Range{Start: m.Cursor, End: m.Range.End}
+		var err error
+		if fetch {
+			for _, w := range m.Records {
+				t := w.Key.Token()
+				if w.Kind == replica.KindPromise || !after.Contains(t) || !m.Range.Contains(t) {
+					continue
+				}
+				r, ok, gerr := n.store.Get(n.syncCtx, w.Key, w.Slot())
+				if err = gerr; err != nil {
+					break
+				}
+				if ok && !b.add(r) {
+					break
 				}
 			}
-			group = append(group, r)
-			groupSize += recordSize(r)
-			return true
-		})
+		} else {
+			err = n.store.Range(n.syncCtx, after, b.add)
+		}
 		if err != nil {
 			n.log.Warn("a catch-up request could not be answered", "from", m.From.String(), "err", err)
 			return
 		}
-		if reply.Done && !take() {
-			reply.Done = false
+		b.finish()
+	}
+	// A fetch ends its session only if the index it follows was done.
+	n.serving.answered(m, reply.Done && (!fetch || m.Done))
+	n.post(reply)
+}
+
+// chunkBuilder fills a chunk with the records it is given, in ring order,
+// up to a byte limit. A token's records go whole into a chunk, and one
+// that would take a non-empty chunk past the limit waits for the next,
+// so a chunk is at most the limit or one token's records (one key's,
+// which Config.MaxValue keeps under the transport's message limit).
+type chunkBuilder struct {
+	reply *replica.Message
+	limit int
+	index bool // without values
+	size  int
+	// group holds the records of the token being read.
+	group     []replica.Record
+	groupSize int
+}
+
+// add adds r to the token being read, after moving the previous token's
+// records to the chunk; it returns false, not taking r, once the chunk
+// is full.
+func (b *chunkBuilder) add(r replica.Record) bool {
+	if len(b.group) > 0 && r.Key.Token() != b.group[0].Key.Token() {
+		if !b.take() || b.size >= b.limit {
+			b.reply.Done = false
+			return false
 		}
 	}
-	n.serving.answered(m, reply.Done)
-	n.post(reply)
+	if b.index {
+		r.Value = nil
+	}
+	b.group = append(b.group, r)
+	b.groupSize += recordSize(r)
+	return true
+}
+
+// take adds the group to the chunk if it fits, or if the chunk is empty;
+// it reports whether it did.
+func (b *chunkBuilder) take() bool {
+	if len(b.group) == 0 {
+		return true
+	}
+	if b.size > 0 && b.size+b.groupSize > b.limit {
+		return false
+	}
+	b.reply.Records = append(b.reply.Records, b.group...)
+	b.size += b.groupSize
+	b.reply.Cursor = b.group[0].Key.Token()
+	b.group, b.groupSize = b.group[:0], 0
+	return true
+}
+
+// finish ends the chunk after the last record given.
+func (b *chunkBuilder) finish() {
+	if b.reply.Done && !b.take() {
+		b.reply.Done = false
+	}
 }
 
 // syncServing tracks the catch-ups a node answers as a source, so that a

@@ -64,3 +64,7 @@ func (e *StaleOwnerError) Error() string {
 
 // Is makes a StaleOwnerError match ErrStaleOwner.
 func (e *StaleOwnerError) Is(target error) bool { return target == ErrStaleOwner }
+
+// ErrSourceIncomplete is matched by the error of a catch-up source that
+// did not send a record its index listed: it cannot count as a source.
+var ErrSourceIncomplete = errors.New("troupe: replication: catch-up source did not send a record it listed")

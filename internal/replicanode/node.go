@@ -272,14 +272,14 @@ func (n *Node) receive(from ring.NodeID, payload []byte) {
 			continue
 		}
 		switch m.Type {
-		case replica.MsgSyncChunk:
+		case replica.MsgSyncChunk, replica.MsgSyncIndex:
 			if w := n.syncs[m.Round]; w != nil && w.from == from {
 				select {
 				case w.chunk <- chunk{msg: m, size: len(payload)}:
 				default: // a duplicate
 				}
 			}
-		case replica.MsgSyncRequest:
+		case replica.MsgSyncRequest, replica.MsgSyncIndexRequest:
 			select {
 			case n.syncReqs <- m:
 			default:
