@@ -9,18 +9,25 @@ import (
 // FormatVersion is the newest message format version, the first byte of
 // every encoded message. A message is encoded in the oldest version that
 // can express it: version 1 for the replication messages, version 2 for
-// the catch-up messages (MsgSyncRequest, MsgSyncChunk), so a binary that
-// knows only version 1 refuses those with ErrUnsupportedVersion. A decoder
-// refuses a version above FormatVersion, and a message in a version other
-// than its type's.
-const FormatVersion = 2
+// the catch-up messages (MsgSyncRequest, MsgSyncChunk), version 3 for the
+// fence messages (MsgFence, MsgFenced), so a binary that knows only an
+// older version refuses the newer types with ErrUnsupportedVersion. A
+// decoder refuses a version above FormatVersion, and a message in a
+// version other than its type's.
+const FormatVersion = 3
 
 func versionOf(t MsgType) byte {
-	if t.isSync() {
+	switch {
+	case t.isFence():
+		return 3
+	case t.isSync():
 		return 2
 	}
 	return 1
 }
+
+// hasRange reports whether t's encoding carries Range, Cursor and Limit.
+func (t MsgType) hasRange() bool { return t.isSync() || t.isFence() }
 
 // The encoding, in order: version byte, type byte, flags byte (bit 0:
 // Counted), From, To, Key (type, id), Epoch, Promised, Version, Round, the
@@ -35,6 +42,9 @@ func versionOf(t MsgType) byte {
 // bit 1 for Done; and each record starts with its own Key (type, id),
 // since a chunk spans many keys, and may be a promise (then only its Epoch
 // is set).
+//
+// Version 3 (the fence messages) has the layout of version 2 without the
+// Done flag and without records (their count is 0).
 
 const (
 	flagCounted   = 1
@@ -76,7 +86,7 @@ func AppendEncode(b []byte, m Message) []byte {
 	b = appendEpoch(b, m.Promised)
 	b = binary.AppendUvarint(b, m.Version)
 	b = binary.AppendUvarint(b, m.Round)
-	if sync {
+	if m.Type.hasRange() {
 		b = binary.AppendUvarint(b, uint64(m.Range.Start))
 		b = binary.AppendUvarint(b, uint64(m.Range.End))
 		b = binary.AppendUvarint(b, uint64(m.Cursor))
@@ -194,14 +204,14 @@ func DecodeNames(b []byte, names *Names) (Message, error) {
 	m.Promised = d.epoch("promised")
 	m.Version = d.uvarint("version")
 	m.Round = d.uvarint("round")
-	if sync {
+	if m.Type.hasRange() {
 		m.Range.Start = ring.Token(d.uvarint("range start"))
 		m.Range.End = ring.Token(d.uvarint("range end"))
 		m.Cursor = ring.Token(d.uvarint("cursor"))
 		m.Limit = d.uvarint("limit")
 	}
 	n := d.uvarint("record count")
-	if d.err == nil && n > uint64(len(d.b)-d.off)/minRecordLen {
+	if d.err == nil && (n > uint64(len(d.b)-d.off)/minRecordLen || (n > 0 && m.Type.isFence())) {
 		d.fail(ErrMalformed, "record count")
 	}
 	if d.err == nil && n > maxPresize {

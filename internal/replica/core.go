@@ -34,11 +34,15 @@ type Ready struct {
 	Done     []Ticket
 	Failed   []Ticket
 	Changes  []Change
+	// Floors, when not nil, is every floor of this replica after a
+	// fence raised one: the driver persists them, like Persist, before
+	// it sends Messages.
+	Floors []Floor
 }
 
 // IsEmpty reports whether r asks nothing of the driver.
 func (r Ready) IsEmpty() bool {
-	return len(r.Persist) == 0 && len(r.Messages) == 0 && len(r.Done) == 0 && len(r.Failed) == 0 && len(r.Changes) == 0
+	return len(r.Persist) == 0 && len(r.Messages) == 0 && len(r.Done) == 0 && len(r.Failed) == 0 && len(r.Changes) == 0 && r.Floors == nil
 }
 
 // keyState is what the core holds for one key as a replica, together so
@@ -85,6 +89,8 @@ type Core struct {
 	self ring.NodeID
 	// receiving lists the ranges this replica is still receiving.
 	receiving []ring.Range
+	// floors are the range-level promises hand-off copies raised here.
+	floors floors
 
 	keys map[Key]*keyState
 
@@ -313,6 +319,10 @@ func (c *Core) Step(m Message) {
 }
 
 func (c *Core) step(m Message) {
+	if m.Type == MsgFence {
+		c.fence(m)
+		return
+	}
 	ks := c.state(m.Key)
 	ks.maxTerm = max(ks.maxTerm, m.Epoch.Term)
 	switch m.Type {
@@ -329,14 +339,15 @@ func (c *Core) step(m Message) {
 }
 
 // replicaStep applies the replica's rules: refuse an epoch older than the
-// promised one and name the newer; otherwise raise the promise to it
-// (durably, before answering) and answer.
+// promised one (or the floor of the key's range, see Floor) and name the
+// newer; otherwise raise the promise to it (durably, before answering)
+// and answer.
 func (c *Core) replicaStep(ks *keyState, m Message) {
-	p := ks.promised
-	if m.Epoch.Compare(p) < 0 {
+	if p := c.promiseOf(m.Key, ks); m.Epoch.Compare(p) < 0 {
 		c.send(Message{Type: MsgRefuse, To: m.From, Key: m.Key, Epoch: m.Epoch, Promised: p})
 		return
 	}
+	p := ks.promised
 	if m.Epoch.Compare(p) > 0 {
 		ks.promised = m.Epoch
 		c.ready.Persist = append(c.ready.Persist, Record{Key: m.Key, Kind: KindPromise, Epoch: m.Epoch})
@@ -491,7 +502,8 @@ func (c *Core) AcquireWith(k Key, replicas []ring.NodeID, level replication.Leve
 		c.stepDown(o, Epoch{})
 	}
 	ks := c.state(k)
-	seen := max(ks.maxTerm, ks.promised.Term)
+	// The own replica's floor would refuse a term at or below it.
+	seen := max(ks.maxTerm, ks.promised.Term, c.promiseOf(k, ks).Term)
 	if seen == math.MaxUint64 {
 		return ErrTermExhausted
 	}

@@ -34,10 +34,20 @@ const (
 	// ring order, the Cursor to resume after, and Done once the range
 	// is exhausted.
 	MsgSyncChunk
-	maxMsgType = MsgSyncChunk
+	// MsgFence (hand-off copier → source) raises the floor of Range to
+	// Epoch.Term at the source before the copier reads the range from it
+	// (see Floor); Round names the copier's fencing.
+	MsgFence
+	// MsgFenced (source → copier) answers a fence: Promised.Term is the
+	// highest term the source promised, or held a record of, for a key of
+	// the range before it raised the floor; Epoch.Term is the fence's
+	// term; Counted is false when the source itself still receives part
+	// of the range (it then raised nothing).
+	MsgFenced
+	maxMsgType = MsgFenced
 )
 
-var msgTypeNames = [...]string{"", "prepare", "promise", "accept", "accepted", "check", "checked", "refuse", "sync-request", "sync-chunk"}
+var msgTypeNames = [...]string{"", "prepare", "promise", "accept", "accepted", "check", "checked", "refuse", "sync-request", "sync-chunk", "fence", "fenced"}
 
 func (t MsgType) String() string {
 	if t == 0 || t > maxMsgType {
@@ -51,7 +61,8 @@ func (t MsgType) String() string {
 // Version for accepted; Round for check and checked; Promised for refuse.
 // Counted is set by a replica that may count toward a quorum (it is not
 // still receiving its range). Range, Cursor, Limit and Done belong to the
-// catch-up messages, MsgSyncRequest and MsgSyncChunk.
+// catch-up messages, MsgSyncRequest and MsgSyncChunk; Range, Round, and
+// the terms of Epoch and Promised to MsgFence and MsgFenced.
 type Message struct {
 	Type     MsgType
 	From, To ring.NodeID
@@ -72,3 +83,7 @@ type Message struct {
 // isSync reports whether t is a catch-up message type, which needs format
 // version 2.
 func (t MsgType) isSync() bool { return t == MsgSyncRequest || t == MsgSyncChunk }
+
+// isFence reports whether t is a fence message type, which needs format
+// version 3.
+func (t MsgType) isFence() bool { return t == MsgFence || t == MsgFenced }
