@@ -34,26 +34,45 @@ func sampleMessages() []Message {
 			{Key: k, Kind: KindState, Epoch: e, Version: 42, Value: []byte("state")},
 			{Key: Key{Type: "counter", ID: "other"}, Kind: KindContinuity, Name: "req-1", Epoch: e, Version: 3, Tombstone: true},
 		}},
+		{Type: MsgFence, From: a, To: b, Round: 4, Range: ring.Range{Start: 1 << 40, End: 7}, Epoch: Epoch{Term: 12}},
+		{Type: MsgFenced, From: b, To: a, Round: 4, Range: ring.Range{Start: 1 << 40, End: 7}, Epoch: Epoch{Term: 12}, Promised: Epoch{Term: 11}, Counted: true},
 	}
 }
 
 // A message is encoded in its type's version only: the catch-up messages
-// in version 2, the others in version 1, so a binary that knows version 1
-// refuses a catch-up message as newer and one message has one encoding.
+// in version 2, the fence messages in version 3, the others in version 1,
+// so a binary that knows an older version refuses the newer types as
+// newer and one message has one encoding.
 func TestEachTypeHasItsOwnFormatVersion(t *testing.T) {
 	for _, m := range sampleMessages() {
 		b := AppendEncode(nil, m)
 		want := byte(1)
-		if m.Type == MsgSyncRequest || m.Type == MsgSyncChunk {
+		switch m.Type {
+		case MsgSyncRequest, MsgSyncChunk:
 			want = 2
+		case MsgFence, MsgFenced:
+			want = 3
 		}
 		if b[0] != want {
 			t.Fatalf("%v encodes in version %d, want %d", m.Type, b[0], want)
 		}
-		b[0] = 3 - want
-		if _, err := Decode(b); !errors.Is(err, ErrMalformed) {
-			t.Fatalf("%v in version %d decoded with %v, want ErrMalformed", m.Type, b[0], err)
+		for v := byte(1); v <= FormatVersion; v++ {
+			if v == want {
+				continue
+			}
+			b[0] = v
+			if _, err := Decode(b); !errors.Is(err, ErrMalformed) {
+				t.Fatalf("%v in version %d decoded with %v, want ErrMalformed", m.Type, v, err)
+			}
 		}
+	}
+}
+
+// A fence carries no records: one message, one encoding.
+func TestDecodeRefusesAFenceWithRecords(t *testing.T) {
+	m := Message{Type: MsgFence, Range: ring.Range{Start: 1, End: 2}, Epoch: Epoch{Term: 3}, Records: []Record{{Kind: KindState, Version: 1}}}
+	if _, err := Decode(AppendEncode(nil, m)); !errors.Is(err, ErrMalformed) {
+		t.Fatalf("a fence with a record decoded with %v, want ErrMalformed", err)
 	}
 }
 

@@ -1,0 +1,285 @@
+package replica
+
+import (
+	"math"
+	"slices"
+	"testing"
+
+	"github.com/troupe-go/troupe/replication"
+	"github.com/troupe-go/troupe/ring"
+	"pgregory.net/rapid"
+)
+
+// TestRaisingFloorsIsAPointwiseMaximum checks floors against a naive
+// model: after raises, a token's floor is the largest term of the raises
+// whose range holds it, and the spans stay sorted, disjoint and merged.
+func TestRaisingFloorsIsAPointwiseMaximum(t *testing.T) {
+	edges := []ring.Token{0, 1, 100, 200, math.MaxUint64 - 1, math.MaxUint64}
+	token := rapid.Custom(func(t *rapid.T) ring.Token {
+		if rapid.Bool().Draw(t, "edge") {
+			return rapid.SampledFrom(edges).Draw(t, "e")
+		}
+		return ring.Token(rapid.Uint64Range(0, 300).Draw(t, "t"))
+	})
+	rapid.Check(t, func(t *rapid.T) {
+		type raise struct {
+			g    ring.Range
+			term uint64
+		}
+		var raises []raise
+		var fs floors
+		probes := slices.Clone(edges)
+		for range rapid.IntRange(0, 6).Draw(t, "raises") {
+			r := raise{ring.Range{Start: token.Draw(t, "start"), End: token.Draw(t, "end")}, rapid.Uint64Range(0, 5).Draw(t, "term")}
+			raises = append(raises, r)
+			fs, _ = fs.raise(r.g, r.term)
+			probes = append(probes, r.g.Start, r.g.End, r.g.Start+1, r.g.End+1)
+		}
+		probes = append(probes, token.Draw(t, "probe"))
+		for _, p := range probes {
+			var want uint64
+			for _, r := range raises {
+				if r.g.Contains(p) {
+					want = max(want, r.term)
+				}
+			}
+			if got := fs.at(p); got != want {
+				t.Fatalf("token %d: floor %d after %v, want %d (floors %v)", p, got, raises, want, fs)
+			}
+		}
+		for i, f := range fs {
+			if f.lo > f.hi || f.term == 0 {
+				t.Fatalf("span %d is %+v: empty or of term 0 (floors %v)", i, f, fs)
+			}
+			if i > 0 && (fs[i-1].hi >= f.lo || (fs[i-1].hi+1 == f.lo && fs[i-1].term == f.term)) {
+				t.Fatalf("spans %d and %d overlap, are out of order or unmerged: %v", i-1, i, fs)
+			}
+		}
+		var again floors
+		for _, f := range fs.list() {
+			again, _ = again.raise(f.Range, f.Term)
+		}
+		if !slices.Equal(again, fs) {
+			t.Fatalf("floors %v listed and raised again give %v", fs, again)
+		}
+	})
+}
+
+func TestRaisingAFloorReportsAChangeOnlyWhenATokenRose(t *testing.T) {
+	g := ring.Range{Start: 10, End: 20}
+	fs, changed := floors(nil).raise(g, 3)
+	if !changed {
+		t.Fatal("raising an empty set reported no change")
+	}
+	if _, changed := fs.raise(g, 3); changed {
+		t.Fatal("raising to the same term reported a change")
+	}
+	if _, changed := fs.raise(ring.Range{Start: 12, End: 15}, 2); changed {
+		t.Fatal("raising part of the range to a lower term reported a change")
+	}
+	if _, changed := fs.raise(ring.Range{Start: 12, End: 25}, 2); !changed {
+		t.Fatal("raising past the range reported no change")
+	}
+}
+
+var (
+	nodeA = ring.NodeID{Addr: "a", Incarnation: 1}
+	nodeB = ring.NodeID{Addr: "b", Incarnation: 1}
+	nodeC = ring.NodeID{Addr: "c", Incarnation: 1}
+	nodeX = ring.NodeID{Addr: "x", Incarnation: 1}
+)
+
+// keyRange returns a range holding k's token and no other.
+func keyRange(k Key) ring.Range {
+	t := k.Token()
+	return ring.Range{Start: t - 1, End: t}
+}
+
+// messagesOf returns r's messages of type typ.
+func messagesOf(r Ready, typ MsgType) []Message {
+	var out []Message
+	for _, m := range r.Messages {
+		if m.Type == typ {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// A fence answers the highest term the replica promised for a key of the
+// range before the fence, then raises the floor, which it asks the
+// driver to persist with the answer.
+func TestAFenceAnswersThePromisedTermBeforeRaisingTheFloor(t *testing.T) {
+	b := New(nodeB, Counting)
+	b.Step(Message{Type: MsgPrepare, From: nodeA, To: nodeB, Key: keyA, Epoch: Epoch{Term: 4, Node: nodeA}})
+	b.Ready()
+	b.Step(Message{Type: MsgFence, From: nodeX, To: nodeB, Range: keyRange(keyA), Round: 9, Epoch: Epoch{Term: 2}})
+	rd := b.Ready()
+	fenced := messagesOf(rd, MsgFenced)
+	if len(fenced) != 1 {
+		t.Fatalf("a fence was answered with %v, want one fenced", rd.Messages)
+	}
+	if m := fenced[0]; m.To != nodeX || m.Round != 9 || m.Epoch.Term != 2 || m.Promised.Term != 4 || !m.Counted {
+		t.Fatalf("the fence's answer is %+v, want round 9, term 2, promised 4, counted, to x", m)
+	}
+	want := []Floor{{Range: keyRange(keyA), Term: 2}}
+	if !slices.Equal(rd.Floors, want) {
+		t.Fatalf("Ready.Floors = %v, want %v", rd.Floors, want)
+	}
+	b.Step(Message{Type: MsgFence, From: nodeX, To: nodeB, Range: keyRange(keyA), Round: 10, Epoch: Epoch{Term: 5}})
+	if m := messagesOf(b.Ready(), MsgFenced); len(m) != 1 || m[0].Promised.Term != 4 {
+		t.Fatalf("a second fence at 5 was answered %v, want promised 4: the floor is not a promise of a key", m)
+	}
+}
+
+// A message of an epoch below the floor of its key's range is refused
+// naming the floor, so the owner steps down and acquires again above it;
+// a key outside the range is not affected.
+func TestAMessageBelowTheFloorIsRefused(t *testing.T) {
+	b := New(nodeB, Counting)
+	b.Step(Message{Type: MsgFence, From: nodeX, To: nodeB, Range: keyRange(keyA), Round: 1, Epoch: Epoch{Term: 5}})
+	b.Ready()
+	old := Epoch{Term: 4, Node: nodeA}
+	b.Step(Message{Type: MsgAccept, From: nodeA, To: nodeB, Key: keyA, Epoch: old, Records: []Record{{Kind: KindState, Epoch: old, Version: 1, Value: []byte("v")}}})
+	rd := b.Ready()
+	refused := messagesOf(rd, MsgRefuse)
+	if len(refused) != 1 || refused[0].Promised != (Epoch{Term: 5}) {
+		t.Fatalf("an accept below the floor was answered %v, want a refusal naming term 5", rd.Messages)
+	}
+	if _, ok := b.Stored(keyA, stateSlot); ok || len(rd.Persist) != 0 {
+		t.Fatal("an accept below the floor was stored")
+	}
+	other := Key{Type: "counter", ID: "elsewhere"}
+	if keyRange(keyA).Contains(other.Token()) {
+		t.Fatal("test keys share a token")
+	}
+	b.Step(Message{Type: MsgPrepare, From: nodeA, To: nodeB, Key: other, Epoch: old})
+	if m := messagesOf(b.Ready(), MsgPromise); len(m) != 1 {
+		t.Fatal("a key outside the fenced range was refused")
+	}
+	newer := Epoch{Term: 5, Node: nodeA}
+	b.Step(Message{Type: MsgPrepare, From: nodeA, To: nodeB, Key: keyA, Epoch: newer})
+	if m := messagesOf(b.Ready(), MsgPromise); len(m) != 1 {
+		t.Fatal("an owner at the floor's term was refused")
+	}
+}
+
+// An owner refused by a floor steps down and its next acquisition picks a
+// term above the floor; an owner whose own replica holds the floor picks
+// a term above it at once.
+func TestAnOwnerFencedByAFloorAcquiresAboveIt(t *testing.T) {
+	s := newSim(t, 3, replication.Majority, []Key{keyA})
+	serve(t, s, 0)
+	owner := s.nodes[0]
+	term := owner.core.owned[keyA].epoch.Term
+	for _, n := range s.nodes[1:] {
+		n.core.Step(Message{Type: MsgFence, From: nodeX, To: n.id, Range: keyRange(keyA), Round: 1, Epoch: Epoch{Term: term + 3}})
+		s.apply(n)
+	}
+	s.flush()
+	write(t, s, 0, 1)
+	s.flush()
+	if owner.core.Serving(keyA) {
+		t.Fatal("the owner still serves after its write met two fenced replicas")
+	}
+	serve(t, s, 0)
+	if got := owner.core.owned[keyA].epoch.Term; got <= term+3 {
+		t.Fatalf("the owner acquired again at term %d, want above the floor %d", got, term+3)
+	}
+	c := New(nodeB, Counting)
+	c.RestoreFloors(Floor{Range: keyRange(keyA), Term: 7})
+	if err := c.Acquire(keyA, []ring.NodeID{nodeB}, replication.Majority); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.owned[keyA].epoch.Term; got != 8 {
+		t.Fatalf("an owner whose replica holds floor 7 acquired at term %d, want 8", got)
+	}
+}
+
+// A replica still receiving part of the range raises nothing and answers
+// that it does not count.
+func TestAFenceAtAReceivingReplicaIsNotCounted(t *testing.T) {
+	b := New(nodeB, Counting)
+	b.AddReceiving(ring.Range{Start: keyA.Token() - 10, End: keyA.Token() + 10})
+	b.Step(Message{Type: MsgFence, From: nodeX, To: nodeB, Range: keyRange(keyA), Round: 1, Epoch: Epoch{Term: 5}})
+	rd := b.Ready()
+	if m := messagesOf(rd, MsgFenced); len(m) != 1 || m[0].Counted {
+		t.Fatalf("a receiving replica answered a fence %v, want not counted", rd.Messages)
+	}
+	if rd.Floors != nil || len(b.Floors()) != 0 {
+		t.Fatalf("a receiving replica raised its floors to %v", b.Floors())
+	}
+}
+
+// Floors survive a restart: the driver restores what Ready.Floors listed.
+func TestFloorsAreRestored(t *testing.T) {
+	b := New(nodeB, Counting)
+	b.Step(Message{Type: MsgFence, From: nodeX, To: nodeB, Range: keyRange(keyA), Round: 1, Epoch: Epoch{Term: 5}})
+	persisted := b.Ready().Floors
+	again := New(nodeB, Counting)
+	again.RestoreFloors(persisted...)
+	again.Step(Message{Type: MsgPrepare, From: nodeA, To: nodeB, Key: keyA, Epoch: Epoch{Term: 4, Node: nodeA}})
+	if m := messagesOf(again.Ready(), MsgRefuse); len(m) != 1 {
+		t.Fatal("a restored replica promised below its floor")
+	}
+}
+
+func fenced(from ring.NodeID, id, term, promised uint64, counted bool) Message {
+	return Message{Type: MsgFenced, From: from, To: nodeX, Round: id, Epoch: Epoch{Term: term}, Promised: Epoch{Term: promised}, Counted: counted}
+}
+
+// The copier fences every source again above the highest term one
+// reported, and the range is fenced once a quorum answered one round
+// with terms below its G.
+func TestAFencerFencesAgainAboveTheTermsReported(t *testing.T) {
+	f := NewFencer(nodeX, 7, keyRange(keyA), []ring.NodeID{nodeA, nodeB, nodeC}, 2, 1)
+	if ms := f.Messages(); len(ms) != 3 || ms[0].Epoch.Term != 2 || ms[0].Round != 7 || ms[0].Type != MsgFence {
+		t.Fatalf("the first round is %v, want fences at term 2 to three sources", ms)
+	}
+	if f.Step(fenced(nodeB, 7, 2, 1, true)) {
+		t.Fatal("an answer below G started a new round")
+	}
+	if !f.Step(fenced(nodeC, 7, 2, 4, true)) {
+		t.Fatal("an answer at 4 >= G did not start a new round")
+	}
+	if _, ok := f.Fenced(); ok {
+		t.Fatal("the range is fenced after a source reported a term above G")
+	}
+	if ms := f.Messages(); len(ms) != 3 || ms[0].Epoch.Term != 5 {
+		t.Fatalf("the second round is %v, want fences at term 5 to all three sources", ms)
+	}
+	f.Step(fenced(nodeB, 7, 2, 1, true)) // a late answer to the first round
+	f.Step(fenced(nodeB, 8, 5, 1, true)) // another fencing's
+	f.Step(fenced(nodeX, 7, 5, 1, true)) // not a source
+	if _, ok := f.Fenced(); ok {
+		t.Fatal("answers of another round, fencing or node counted")
+	}
+	f.Step(fenced(nodeC, 7, 5, 4, true))
+	f.Step(fenced(nodeA, 7, 5, 0, true))
+	got, ok := f.Fenced()
+	if !ok || !slices.Equal(got, []ring.NodeID{nodeC, nodeA}) {
+		t.Fatalf("fenced %v, %v; want c and a", got, ok)
+	}
+	if f.Rounds() != 2 {
+		t.Fatalf("%d rounds, want 2", f.Rounds())
+	}
+}
+
+// Sources still receiving the range block the fencing once too few are
+// left for a quorum.
+func TestAFencerIsBlockedByReceivingSources(t *testing.T) {
+	f := NewFencer(nodeX, 1, keyRange(keyA), []ring.NodeID{nodeA, nodeB, nodeC}, 2, 0)
+	f.Step(fenced(nodeA, 1, 1, 0, false))
+	if f.Blocked() {
+		t.Fatal("one receiving source of three blocks a quorum of two")
+	}
+	f.Step(fenced(nodeB, 1, 1, 0, false))
+	if !f.Blocked() || !slices.Equal(f.Receiving(), []ring.NodeID{nodeA, nodeB}) {
+		t.Fatalf("two receiving sources of three: blocked %v, receiving %v", f.Blocked(), f.Receiving())
+	}
+	g := NewFencer(nodeX, 1, keyRange(keyA), []ring.NodeID{nodeA}, 1, 0)
+	g.Step(fenced(nodeA, 1, 1, math.MaxUint64, true))
+	if !g.Blocked() || !g.Exhausted() {
+		t.Fatal("a source that reported the largest term did not exhaust the fencing")
+	}
+}
