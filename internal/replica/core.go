@@ -1,6 +1,7 @@
 package replica
 
 import (
+	"bytes"
 	"cmp"
 	"maps"
 	"math"
@@ -319,8 +320,12 @@ func (c *Core) Step(m Message) {
 }
 
 func (c *Core) step(m Message) {
-	if m.Type == MsgFence {
+	switch m.Type {
+	case MsgFence:
 		c.fence(m)
+		return
+	case MsgFenced, MsgSyncRequest, MsgSyncChunk:
+		// The driver's: they name no key.
 		return
 	}
 	ks := c.state(m.Key)
@@ -420,6 +425,19 @@ type ownership struct {
 	prepared []ring.NodeID
 	epoch    Epoch
 	phase    phase
+	// restarts counts the times in a row a floor refused the epoch and
+	// the key was acquired again above it.
+	restarts int
+	// refreshing is set while a served key is acquired again after a
+	// floor refused its epoch (see refresh): seen holds the records the
+	// owner served then, view what a handler sees (seen and the writes
+	// made since), and floor the floor that refused it.
+	refreshing bool
+	seen, view map[Slot]Record
+	floor      Epoch
+	// served is set once the key was served: from then on it takes
+	// writes and reads while it is acquired again after a floor.
+	served bool
 
 	promises map[ring.NodeID]Message
 	// preparedAt and roundAt are the ticks at which the prepares and the
@@ -533,6 +551,76 @@ func (c *Core) AcquireWith(k Key, replicas []ring.NodeID, level replication.Leve
 	return nil
 }
 
+// maxRestarts is how often an acquisition refused by floors starts again
+// before it steps down.
+const maxRestarts = 3
+
+// refresh prepares a served key refused by a floor to be acquired again
+// without failing what waits on it. What the owner served, its writes in
+// flight included, is set aside; the writes and reads made meanwhile
+// wait. If the new acquisition adopts exactly those records (no other
+// owner wrote), its write-back is every waiting write's commit and the
+// reads are confirmed by a check round at the new epoch: each waiting
+// operation is then linearized at that commit, within its call. If it
+// adopts anything else, everything waiting fails and the owner steps down.
+func (o *ownership) refresh(floor Epoch) {
+	o.refreshing = true
+	o.floor = floor
+	o.seen = maps.Clone(o.current)
+	o.view = maps.Clone(o.current)
+	o.reads = append(o.reads, readWaitsOf(o.roundReads)...)
+	o.roundReads, o.roundOpen = nil, false
+}
+
+func readWaitsOf(ts []Ticket) []readWait {
+	out := make([]readWait, len(ts))
+	for i, t := range ts {
+		out[i] = readWait{ticket: t}
+	}
+	return out
+}
+
+// sameRecords reports whether a and b hold the same slots with the same
+// values and tombstones.
+func sameRecords(a, b map[Slot]Record) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for slot, r := range a {
+		o, ok := b[slot]
+		if !ok || o.Tombstone != r.Tombstone || !bytes.Equal(o.Value, r.Value) {
+			return false
+		}
+	}
+	return true
+}
+
+// restart acquires o's key again, over the same sets, at a term above
+// every term seen (the floor that refused it included), forgetting the
+// promises and write-back of the refused epoch; nothing was served at
+// it. It reports false when no such term fits.
+func (c *Core) restart(o *ownership) bool {
+	ks := c.state(o.key)
+	seen := max(ks.maxTerm, ks.promised.Term, c.promiseOf(o.key, ks).Term)
+	if seen == math.MaxUint64 {
+		return false
+	}
+	ks.maxTerm = seen + 1
+	o.restarts++
+	o.epoch = Epoch{Term: seen + 1, Node: c.self}
+	o.phase = preparing
+	o.promises = make(map[ring.NodeID]Message)
+	o.current = make(map[Slot]Record)
+	o.version, o.committed, o.serveAt = 0, 0, 0
+	o.inflight = nil
+	o.preparedAt, o.prepareTries = c.ticks, 0
+	c.waiting[o.key] = struct{}{}
+	for _, r := range o.prepared {
+		c.send(Message{Type: MsgPrepare, To: r, Key: o.key, Epoch: o.epoch})
+	}
+	return true
+}
+
 // covers reports whether o, held over its replica set (and previous set),
 // is what an acquisition over set after a change from prev (nil: no
 // change) asks for: the same set, and a joint acquisition from prev when
@@ -584,8 +672,12 @@ func (c *Core) InFlight(k Key) int {
 // have met its level yet: what a handler sees as its state.
 func (c *Core) Current(k Key, slot Slot) (Record, bool) {
 	o := c.owned[k]
-	if o == nil || o.phase != serving {
+	if o == nil || !o.served {
 		return Record{}, false
+	}
+	if o.refreshing {
+		r, ok := o.view[slot]
+		return r, ok
 	}
 	r, ok := o.current[slot]
 	return r, ok
@@ -600,11 +692,18 @@ func (c *Core) Write(k Key, slot Slot, value []byte, tombstone bool) (Ticket, er
 		return 0, ErrInvalidKind
 	}
 	o := c.owned[k]
-	if o == nil || o.phase != serving {
+	if o == nil || !o.served {
 		return 0, ErrNotServing
 	}
 	if tombstone {
 		value = nil
+	}
+	if o.refreshing {
+		// Written back with the rest once the key is acquired again.
+		o.view[slot] = Record{Key: k, Kind: slot.Kind, Name: slot.Name, Tombstone: tombstone, Value: value}
+		t := c.nextTicket()
+		o.writes = append(o.writes, readWait{ticket: t})
+		return t, nil
 	}
 	c.propose(o, Record{Key: k, Kind: slot.Kind, Name: slot.Name, Tombstone: tombstone, Value: value})
 	t := c.nextTicket()
@@ -620,11 +719,15 @@ func (c *Core) Write(k Key, slot Slot, value []byte, tombstone bool) (Ticket, er
 // when it started.
 func (c *Core) Read(k Key) (map[Slot]Record, Ticket, error) {
 	o := c.owned[k]
-	if o == nil || o.phase != serving {
+	if o == nil || !o.served {
 		return nil, 0, ErrNotServing
 	}
-	view := make(map[Slot]Record, len(o.current))
-	for slot, r := range o.current {
+	cur := o.current
+	if o.refreshing {
+		cur = o.view
+	}
+	view := make(map[Slot]Record, len(cur))
+	for slot, r := range cur {
 		view[slot] = r
 	}
 	t := c.nextTicket()
@@ -746,9 +849,23 @@ func (c *Core) ownerStep(o *ownership, m Message) {
 	}
 	switch m.Type {
 	case MsgRefuse:
-		if m.Promised.Compare(o.epoch) > 0 {
-			c.stepDown(o, m.Promised)
+		if m.Promised.Compare(o.epoch) <= 0 {
+			return
 		}
+		// A floor (a hand-off's fence) names no newer owner: the owner
+		// acquires again above it, unseen by the caller, a few times in a
+		// row (a fencing that keeps raising it is met by the caller's
+		// backoff instead). See refresh.
+		if m.Promised.Node.IsZero() && o.restarts < maxRestarts {
+			// Refused again before it adopted, it keeps what it set aside.
+			if !o.refreshing && o.served {
+				o.refresh(m.Promised)
+			}
+			if c.restart(o) {
+				return
+			}
+		}
+		c.stepDown(o, m.Promised)
 	case MsgPromise:
 		if o.phase != preparing || o.promises[m.From].Type != 0 {
 			return
@@ -825,6 +942,15 @@ func (c *Core) adopt(o *ownership) {
 		}
 	}
 	o.promises = nil
+	if o.refreshing {
+		if !sameRecords(newest, o.seen) {
+			// Another owner wrote since: what waited is lost to it.
+			c.stepDown(o, o.floor)
+			return
+		}
+		// The write-back carries the writes made while refreshing too.
+		newest = o.view
+	}
 	o.phase = writingBack
 	slots := slices.SortedFunc(maps.Keys(newest), func(a, b Slot) int {
 		return cmp.Or(cmp.Compare(a.Kind, b.Kind), strings.Compare(a.Name, b.Name))
@@ -834,6 +960,16 @@ func (c *Core) adopt(o *ownership) {
 		c.propose(o, Record{Kind: slot.Kind, Name: slot.Name, Tombstone: rec.Tombstone, Value: rec.Value})
 	}
 	o.serveAt = o.version
+	if o.refreshing {
+		// Every waiting write and read is done with the write-back.
+		for i := range o.writes {
+			o.writes[i].version = o.serveAt
+		}
+		for i := range o.reads {
+			o.reads[i].version = o.serveAt
+		}
+		o.refreshing, o.seen, o.view = false, nil, nil
+	}
 	c.advance(o)
 }
 
@@ -863,6 +999,8 @@ func (c *Core) advance(o *ownership) {
 	o.writes = o.writes[w:]
 	if o.phase == writingBack && o.committed >= o.serveAt {
 		o.phase = serving
+		o.served = true
+		o.restarts = 0
 		c.ready.Changes = append(c.ready.Changes, Change{Key: o.key, Serving: true, Epoch: o.epoch})
 	}
 	c.maybeCheck(o)

@@ -164,10 +164,11 @@ func TestAMessageBelowTheFloorIsRefused(t *testing.T) {
 	}
 }
 
-// An owner refused by a floor steps down and its next acquisition picks a
-// term above the floor; an owner whose own replica holds the floor picks
-// a term above it at once.
-func TestAnOwnerFencedByAFloorAcquiresAboveIt(t *testing.T) {
+// A served owner refused by a floor acquires again above it without
+// failing what waits on it: its write is done once the new epoch's
+// write-back met the level, and the next owner reads it. An owner whose
+// own replica holds the floor picks a term above it at once.
+func TestAnOwnerFencedByAFloorAcquiresAboveItAndKeepsItsWrite(t *testing.T) {
 	s := newSim(t, 3, replication.Majority, []Key{keyA})
 	serve(t, s, 0)
 	owner := s.nodes[0]
@@ -176,15 +177,20 @@ func TestAnOwnerFencedByAFloorAcquiresAboveIt(t *testing.T) {
 		n.core.Step(Message{Type: MsgFence, From: nodeX, To: n.id, Range: keyRange(keyA), Round: 1, Epoch: Epoch{Term: term + 3}})
 		s.apply(n)
 	}
+	s.net = slices.DeleteFunc(s.net, func(m Message) bool { return m.Type == MsgFenced })
+	tk := write(t, s, 0, 1)
 	s.flush()
-	write(t, s, 0, 1)
-	s.flush()
-	if owner.core.Serving(keyA) {
-		t.Fatal("the owner still serves after its write met two fenced replicas")
+	if !released(s, 0, tk) || !owner.core.Serving(keyA) {
+		t.Fatalf("after a floor refused its write the owner serves %v and the write is released %v; want both", owner.core.Serving(keyA), released(s, 0, tk))
 	}
-	serve(t, s, 0)
 	if got := owner.core.owned[keyA].epoch.Term; got <= term+3 {
 		t.Fatalf("the owner acquired again at term %d, want above the floor %d", got, term+3)
+	}
+	owner.core.Resign(keyA)
+	s.apply(owner)
+	serve(t, s, 1)
+	if got := decodeValue(s.nodes[1].core.Current(keyA, stateSlot)); got != 1 {
+		t.Fatalf("the next owner reads %d, want the write of the fenced owner, 1", got)
 	}
 	c := New(nodeB, Counting)
 	c.RestoreFloors(Floor{Range: keyRange(keyA), Term: 7})
@@ -193,6 +199,31 @@ func TestAnOwnerFencedByAFloorAcquiresAboveIt(t *testing.T) {
 	}
 	if got := c.owned[keyA].epoch.Term; got != 8 {
 		t.Fatalf("an owner whose replica holds floor 7 acquired at term %d, want 8", got)
+	}
+}
+
+// A served owner refused by a floor whose new acquisition finds another
+// owner's write fails what waited and steps down.
+func TestAnOwnerFencedByAFloorStepsDownWhenAnotherOwnerWrote(t *testing.T) {
+	s := newSim(t, 3, replication.Majority, []Key{keyA})
+	serve(t, s, 0)
+	owner := s.nodes[0]
+	owner.paused = true
+	serve(t, s, 1)
+	write(t, s, 1, 5)
+	s.flush()
+	tk := write(t, s, 0, 1)
+	// Above the other owner's term: refusals name the floor, not it.
+	floor := s.nodes[1].core.owned[keyA].epoch.Term + 1
+	for _, n := range s.nodes {
+		n.core.Step(Message{Type: MsgFence, From: nodeX, To: n.id, Range: keyRange(keyA), Round: 1, Epoch: Epoch{Term: floor}})
+		s.apply(n)
+	}
+	s.net = slices.DeleteFunc(s.net, func(m Message) bool { return m.Type == MsgFenced })
+	owner.paused = false
+	s.flush()
+	if owner.core.Serving(keyA) || !released(s, 0, tk) {
+		t.Fatalf("the owner serves %v (want false) and its write is settled %v (want failed)", owner.core.Serving(keyA), released(s, 0, tk))
 	}
 }
 
