@@ -212,9 +212,11 @@ func TestAnOwnerFencedByAFloorStepsDownWhenAnotherOwnerWrote(t *testing.T) {
 	serve(t, s, 1)
 	write(t, s, 1, 5)
 	s.flush()
-	tk := write(t, s, 0, 1)
 	// Above the other owner's term: refusals name the floor, not it.
 	floor := s.nodes[1].core.owned[keyA].epoch.Term + 1
+	s.nodes[1].core.Resign(keyA)
+	s.apply(s.nodes[1])
+	tk := write(t, s, 0, 1)
 	for _, n := range s.nodes {
 		n.core.Step(Message{Type: MsgFence, From: nodeX, To: n.id, Range: keyRange(keyA), Round: 1, Epoch: Epoch{Term: floor}})
 		s.apply(n)
