@@ -10,24 +10,21 @@ import (
 // every encoded message. A message is encoded in the oldest version that
 // can express it: version 1 for the replication messages, version 2 for
 // the catch-up messages (MsgSyncRequest, MsgSyncChunk), version 3 for the
-// fence messages (MsgFence, MsgFenced), so a binary that knows only an
-// older version refuses the newer types with ErrUnsupportedVersion. A
-// decoder refuses a version above FormatVersion, and a message in a
-// version other than its type's.
+// fence messages (MsgFence, MsgFenced) and a refusal that names a floor
+// (Floor), so a binary that knows only an older version refuses those
+// with ErrUnsupportedVersion. A decoder refuses a version above
+// FormatVersion, and a message in a version other than its own.
 const FormatVersion = 3
 
-func versionOf(t MsgType) byte {
+func versionOf(m Message) byte {
 	switch {
-	case t.isFence():
+	case m.Type.isFence() || (m.Type == MsgRefuse && m.Floor):
 		return 3
-	case t.isSync():
+	case m.Type.isSync():
 		return 2
 	}
 	return 1
 }
-
-// hasRange reports whether t's encoding carries Range, Cursor and Limit.
-func (t MsgType) hasRange() bool { return t.isSync() || t.isFence() }
 
 // The encoding, in order: version byte, type byte, flags byte (bit 0:
 // Counted), From, To, Key (type, id), Epoch, Promised, Version, Round, the
@@ -43,12 +40,15 @@ func (t MsgType) hasRange() bool { return t.isSync() || t.isFence() }
 // since a chunk spans many keys, and may be a promise (then only its Epoch
 // is set).
 //
-// Version 3 (the fence messages) has the layout of version 2 without the
-// Done flag and without records (their count is 0).
+// Version 3 (the fence messages and a refusal naming a floor) has the
+// layout of version 2 without the Done flag and without records (their
+// count is 0); its flags byte has bit 2 for Floor, set on every refusal
+// of version 3.
 
 const (
 	flagCounted   = 1
 	flagDone      = 2
+	flagFloor     = 4
 	flagTombstone = 1
 )
 
@@ -77,7 +77,11 @@ func AppendEncode(b []byte, m Message) []byte {
 	if sync && m.Done {
 		flags |= flagDone
 	}
-	b = append(b, versionOf(m.Type), byte(m.Type), flags)
+	if m.Type == MsgRefuse && m.Floor {
+		flags |= flagFloor
+	}
+	v := versionOf(m)
+	b = append(b, v, byte(m.Type), flags)
 	b = appendNode(b, m.From)
 	b = appendNode(b, m.To)
 	b = appendString(b, m.Key.Type)
@@ -86,7 +90,7 @@ func AppendEncode(b []byte, m Message) []byte {
 	b = appendEpoch(b, m.Promised)
 	b = binary.AppendUvarint(b, m.Version)
 	b = binary.AppendUvarint(b, m.Round)
-	if m.Type.hasRange() {
+	if v >= 2 {
 		b = binary.AppendUvarint(b, uint64(m.Range.Start))
 		b = binary.AppendUvarint(b, uint64(m.Range.End))
 		b = binary.AppendUvarint(b, uint64(m.Cursor))
@@ -180,8 +184,10 @@ func DecodeNames(b []byte, names *Names) (Message, error) {
 	if d.err == nil && (m.Type == 0 || m.Type > maxMsgType) {
 		d.fail(ErrMalformed, "type")
 	}
-	if d.err == nil && v != versionOf(m.Type) {
-		// One message, one encoding: its type fixes its version.
+	// One message, one encoding: its type (and a refusal's Floor) fixes
+	// its version.
+	floorRefusal := m.Type == MsgRefuse && v == 3
+	if d.err == nil && v != versionOf(Message{Type: m.Type, Floor: floorRefusal}) {
 		d.off--
 		d.fail(ErrMalformed, "type of another version")
 	}
@@ -190,12 +196,20 @@ func DecodeNames(b []byte, names *Names) (Message, error) {
 	if sync {
 		allowed |= flagDone
 	}
+	if floorRefusal {
+		allowed |= flagFloor
+	}
 	flags := d.byte("flags")
 	if d.err == nil && flags&^allowed != 0 {
 		d.fail(ErrMalformed, "flags")
 	}
 	m.Counted = flags&flagCounted != 0
 	m.Done = flags&flagDone != 0
+	m.Floor = flags&flagFloor != 0
+	if d.err == nil && floorRefusal && !m.Floor {
+		d.off--
+		d.fail(ErrMalformed, "refusal in version 3 without a floor")
+	}
 	m.From = d.node("from")
 	m.To = d.node("to")
 	m.Key.Type = d.name("key type")
@@ -204,14 +218,14 @@ func DecodeNames(b []byte, names *Names) (Message, error) {
 	m.Promised = d.epoch("promised")
 	m.Version = d.uvarint("version")
 	m.Round = d.uvarint("round")
-	if m.Type.hasRange() {
+	if v >= 2 {
 		m.Range.Start = ring.Token(d.uvarint("range start"))
 		m.Range.End = ring.Token(d.uvarint("range end"))
 		m.Cursor = ring.Token(d.uvarint("cursor"))
 		m.Limit = d.uvarint("limit")
 	}
 	n := d.uvarint("record count")
-	if d.err == nil && (n > uint64(len(d.b)-d.off)/minRecordLen || (n > 0 && m.Type.isFence())) {
+	if d.err == nil && (n > uint64(len(d.b)-d.off)/minRecordLen || (n > 0 && v == 3)) {
 		d.fail(ErrMalformed, "record count")
 	}
 	if d.err == nil && n > maxPresize {

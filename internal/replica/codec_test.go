@@ -28,6 +28,7 @@ func sampleMessages() []Message {
 		{Type: MsgCheck, From: a, To: b, Key: k, Epoch: e, Round: 7},
 		{Type: MsgChecked, From: b, To: a, Key: k, Epoch: e, Round: 7},
 		{Type: MsgRefuse, From: b, To: a, Key: k, Epoch: e, Promised: Epoch{Term: 10, Node: b}},
+		{Type: MsgRefuse, From: b, To: a, Key: k, Epoch: e, Promised: Epoch{Term: 11, Node: a}, Floor: true},
 		{Type: MsgSyncRequest, From: a, To: b, Round: 3, Range: ring.Range{Start: 1 << 40, End: 7}, Cursor: 1<<40 + 99, Limit: 1 << 20},
 		{Type: MsgSyncChunk, From: b, To: a, Round: 3, Cursor: 1 << 41, Done: true, Records: []Record{
 			{Key: k, Kind: KindPromise, Epoch: e},
@@ -40,17 +41,18 @@ func sampleMessages() []Message {
 }
 
 // A message is encoded in its type's version only: the catch-up messages
-// in version 2, the fence messages in version 3, the others in version 1,
+// in version 2, the fence messages and a refusal naming a floor in
+// version 3, the others in version 1,
 // so a binary that knows an older version refuses the newer types as
 // newer and one message has one encoding.
 func TestEachTypeHasItsOwnFormatVersion(t *testing.T) {
 	for _, m := range sampleMessages() {
 		b := AppendEncode(nil, m)
 		want := byte(1)
-		switch m.Type {
-		case MsgSyncRequest, MsgSyncChunk:
+		switch {
+		case m.Type == MsgSyncRequest || m.Type == MsgSyncChunk:
 			want = 2
-		case MsgFence, MsgFenced:
+		case m.Type == MsgFence || m.Type == MsgFenced || m.Floor:
 			want = 3
 		}
 		if b[0] != want {

@@ -348,8 +348,8 @@ func (c *Core) step(m Message) {
 // newer; otherwise raise the promise to it (durably, before answering)
 // and answer.
 func (c *Core) replicaStep(ks *keyState, m Message) {
-	if p := c.promiseOf(m.Key, ks); m.Epoch.Compare(p) < 0 {
-		c.send(Message{Type: MsgRefuse, To: m.From, Key: m.Key, Epoch: m.Epoch, Promised: p})
+	if p, floor := c.promiseOf(m.Key, ks); m.Epoch.Compare(p) < 0 {
+		c.send(Message{Type: MsgRefuse, To: m.From, Key: m.Key, Epoch: m.Epoch, Promised: p, Floor: floor})
 		return
 	}
 	p := ks.promised
@@ -521,7 +521,8 @@ func (c *Core) AcquireWith(k Key, replicas []ring.NodeID, level replication.Leve
 	}
 	ks := c.state(k)
 	// The own replica's floor would refuse a term at or below it.
-	seen := max(ks.maxTerm, ks.promised.Term, c.promiseOf(k, ks).Term)
+	floor, _ := c.promiseOf(k, ks)
+	seen := max(ks.maxTerm, ks.promised.Term, floor.Term)
 	if seen == math.MaxUint64 {
 		return ErrTermExhausted
 	}
@@ -601,7 +602,8 @@ func sameRecords(a, b map[Slot]Record) bool {
 // it. It reports false when no such term fits.
 func (c *Core) restart(o *ownership) bool {
 	ks := c.state(o.key)
-	seen := max(ks.maxTerm, ks.promised.Term, c.promiseOf(o.key, ks).Term)
+	floor, _ := c.promiseOf(o.key, ks)
+	seen := max(ks.maxTerm, ks.promised.Term, floor.Term)
 	if seen == math.MaxUint64 {
 		return false
 	}
@@ -852,11 +854,15 @@ func (c *Core) ownerStep(o *ownership, m Message) {
 		if m.Promised.Compare(o.epoch) <= 0 {
 			return
 		}
-		// A floor (a hand-off's fence) names no newer owner: the owner
-		// acquires again above it, unseen by the caller, a few times in a
-		// row (a fencing that keeps raising it is met by the caller's
-		// backoff instead). See refresh.
-		if m.Promised.Node.IsZero() && o.restarts < maxRestarts {
+		// A floor names no newer owner but the copier that fenced the
+		// key's range at a hand-off. An owner whose set holds the copier
+		// acquired on a view that shows the change: it acquires again
+		// above the floor, unseen by the caller, a few times in a row (a
+		// fencing that keeps raising it is met by the caller's backoff
+		// instead; see refresh). One whose set does not may be on a view
+		// that lags the change, which the floor is there to stop: it
+		// steps down.
+		if m.Floor && slices.Contains(o.replicas, m.Promised.Node) && o.restarts < maxRestarts {
 			// Refused again before it adopted, it keeps what it set aside.
 			if !o.refreshing && o.served {
 				o.refresh(m.Promised)

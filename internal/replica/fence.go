@@ -22,8 +22,9 @@ import (
 
 // fence answers a fence of m.Range at m.Epoch.Term: it reports the
 // highest term promised, or held in a record, for a key of the range
-// before the fence, then raises the range's floor (to be persisted before
-// the answer leaves: Ready.Floors). A replica still receiving part of the
+// before the fence, then raises the range's floor to that term and the
+// copier, m.From (to be persisted before the answer leaves:
+// Ready.Floors). A replica still receiving part of the
 // range raises nothing and answers not counted: what it holds does not
 // stand for a quorum.
 func (c *Core) fence(m Message) {
@@ -40,7 +41,7 @@ func (c *Core) fence(m Message) {
 	counted := !slices.ContainsFunc(c.receiving, func(g ring.Range) bool { return Overlap(g, m.Range) })
 	if counted {
 		var changed bool
-		if c.floors, changed = c.floors.raise(m.Range, m.Epoch.Term); changed {
+		if c.floors, changed = c.floors.raise(m.Range, Epoch{Term: m.Epoch.Term, Node: m.From}); changed {
 			c.ready.Floors = c.floors.list()
 		}
 	}
@@ -105,7 +106,7 @@ func (f *Fencer) Messages() []Message {
 		if slices.Contains(f.fenced, s) || slices.Contains(f.receiving, s) {
 			continue
 		}
-		out = append(out, Message{Type: MsgFence, From: f.self, To: s, Range: f.rng, Round: f.id, Epoch: Epoch{Term: f.term}})
+		out = append(out, Message{Type: MsgFence, From: f.self, To: s, Range: f.rng, Round: f.id, Epoch: Epoch{Term: f.term, Node: f.self}})
 	}
 	return out
 }

@@ -23,41 +23,45 @@ func TestRaisingFloorsIsAPointwiseMaximum(t *testing.T) {
 	})
 	rapid.Check(t, func(t *rapid.T) {
 		type raise struct {
-			g    ring.Range
-			term uint64
+			g ring.Range
+			e Epoch
 		}
 		var raises []raise
 		var fs floors
 		probes := slices.Clone(edges)
 		for range rapid.IntRange(0, 6).Draw(t, "raises") {
-			r := raise{ring.Range{Start: token.Draw(t, "start"), End: token.Draw(t, "end")}, rapid.Uint64Range(0, 5).Draw(t, "term")}
+			e := Epoch{Term: rapid.Uint64Range(0, 5).Draw(t, "term")}
+			if rapid.Bool().Draw(t, "fenced") {
+				e.Node = rapid.SampledFrom([]ring.NodeID{nodeA, nodeX}).Draw(t, "fencer")
+			}
+			r := raise{ring.Range{Start: token.Draw(t, "start"), End: token.Draw(t, "end")}, e}
 			raises = append(raises, r)
-			fs, _ = fs.raise(r.g, r.term)
+			fs, _ = fs.raise(r.g, r.e)
 			probes = append(probes, r.g.Start, r.g.End, r.g.Start+1, r.g.End+1)
 		}
 		probes = append(probes, token.Draw(t, "probe"))
 		for _, p := range probes {
-			var want uint64
+			var want Epoch
 			for _, r := range raises {
-				if r.g.Contains(p) {
-					want = max(want, r.term)
+				if r.g.Contains(p) && r.e.Compare(want) > 0 {
+					want = r.e
 				}
 			}
 			if got := fs.at(p); got != want {
-				t.Fatalf("token %d: floor %d after %v, want %d (floors %v)", p, got, raises, want, fs)
+				t.Fatalf("token %d: floor %v after %v, want %v (floors %v)", p, got, raises, want, fs)
 			}
 		}
 		for i, f := range fs {
-			if f.lo > f.hi || f.term == 0 {
-				t.Fatalf("span %d is %+v: empty or of term 0 (floors %v)", i, f, fs)
+			if f.lo > f.hi || f.epoch.IsZero() {
+				t.Fatalf("span %d is %+v: empty or of the zero epoch (floors %v)", i, f, fs)
 			}
-			if i > 0 && (fs[i-1].hi >= f.lo || (fs[i-1].hi+1 == f.lo && fs[i-1].term == f.term)) {
+			if i > 0 && (fs[i-1].hi >= f.lo || (fs[i-1].hi+1 == f.lo && fs[i-1].epoch == f.epoch)) {
 				t.Fatalf("spans %d and %d overlap, are out of order or unmerged: %v", i-1, i, fs)
 			}
 		}
 		var again floors
 		for _, f := range fs.list() {
-			again, _ = again.raise(f.Range, f.Term)
+			again, _ = again.raise(f.Range, f.Epoch)
 		}
 		if !slices.Equal(again, fs) {
 			t.Fatalf("floors %v listed and raised again give %v", fs, again)
@@ -67,17 +71,17 @@ func TestRaisingFloorsIsAPointwiseMaximum(t *testing.T) {
 
 func TestRaisingAFloorReportsAChangeOnlyWhenATokenRose(t *testing.T) {
 	g := ring.Range{Start: 10, End: 20}
-	fs, changed := floors(nil).raise(g, 3)
+	fs, changed := floors(nil).raise(g, Epoch{Term: 3, Node: nodeX})
 	if !changed {
 		t.Fatal("raising an empty set reported no change")
 	}
-	if _, changed := fs.raise(g, 3); changed {
-		t.Fatal("raising to the same term reported a change")
+	if _, changed := fs.raise(g, Epoch{Term: 3, Node: nodeX}); changed {
+		t.Fatal("raising to the same epoch reported a change")
 	}
-	if _, changed := fs.raise(ring.Range{Start: 12, End: 15}, 2); changed {
-		t.Fatal("raising part of the range to a lower term reported a change")
+	if _, changed := fs.raise(ring.Range{Start: 12, End: 15}, Epoch{Term: 2, Node: nodeX}); changed {
+		t.Fatal("raising part of the range to an older epoch reported a change")
 	}
-	if _, changed := fs.raise(ring.Range{Start: 12, End: 25}, 2); !changed {
+	if _, changed := fs.raise(ring.Range{Start: 12, End: 25}, Epoch{Term: 2, Node: nodeX}); !changed {
 		t.Fatal("raising past the range reported no change")
 	}
 }
@@ -122,7 +126,7 @@ func TestAFenceAnswersThePromisedTermBeforeRaisingTheFloor(t *testing.T) {
 	if m := fenced[0]; m.To != nodeX || m.Round != 9 || m.Epoch.Term != 2 || m.Promised.Term != 4 || !m.Counted {
 		t.Fatalf("the fence's answer is %+v, want round 9, term 2, promised 4, counted, to x", m)
 	}
-	want := []Floor{{Range: keyRange(keyA), Term: 2}}
+	want := []Floor{{Range: keyRange(keyA), Epoch: Epoch{Term: 2, Node: nodeX}}}
 	if !slices.Equal(rd.Floors, want) {
 		t.Fatalf("Ready.Floors = %v, want %v", rd.Floors, want)
 	}
@@ -133,8 +137,8 @@ func TestAFenceAnswersThePromisedTermBeforeRaisingTheFloor(t *testing.T) {
 }
 
 // A message of an epoch below the floor of its key's range is refused
-// naming the floor, so the owner steps down and acquires again above it;
-// a key outside the range is not affected.
+// naming the floor (its term and copier), so the owner steps down or
+// acquires again above it; a key outside the range is not affected.
 func TestAMessageBelowTheFloorIsRefused(t *testing.T) {
 	b := New(nodeB, Counting)
 	b.Step(Message{Type: MsgFence, From: nodeX, To: nodeB, Range: keyRange(keyA), Round: 1, Epoch: Epoch{Term: 5}})
@@ -143,8 +147,8 @@ func TestAMessageBelowTheFloorIsRefused(t *testing.T) {
 	b.Step(Message{Type: MsgAccept, From: nodeA, To: nodeB, Key: keyA, Epoch: old, Records: []Record{{Kind: KindState, Epoch: old, Version: 1, Value: []byte("v")}}})
 	rd := b.Ready()
 	refused := messagesOf(rd, MsgRefuse)
-	if len(refused) != 1 || refused[0].Promised != (Epoch{Term: 5}) {
-		t.Fatalf("an accept below the floor was answered %v, want a refusal naming term 5", rd.Messages)
+	if len(refused) != 1 || refused[0].Promised != (Epoch{Term: 5, Node: nodeX}) || !refused[0].Floor {
+		t.Fatalf("an accept below the floor was answered %v, want a refusal naming the floor 5 of x", rd.Messages)
 	}
 	if _, ok := b.Stored(keyA, stateSlot); ok || len(rd.Persist) != 0 {
 		t.Fatal("an accept below the floor was stored")
@@ -157,24 +161,31 @@ func TestAMessageBelowTheFloorIsRefused(t *testing.T) {
 	if m := messagesOf(b.Ready(), MsgPromise); len(m) != 1 {
 		t.Fatal("a key outside the fenced range was refused")
 	}
-	newer := Epoch{Term: 5, Node: nodeA}
+	newer := Epoch{Term: 6, Node: nodeA}
 	b.Step(Message{Type: MsgPrepare, From: nodeA, To: nodeB, Key: keyA, Epoch: newer})
 	if m := messagesOf(b.Ready(), MsgPromise); len(m) != 1 {
-		t.Fatal("an owner at the floor's term was refused")
+		t.Fatal("an owner above the floor's term was refused")
+	}
+	b.Step(Message{Type: MsgPrepare, From: nodeA, To: nodeB, Key: keyA, Epoch: Epoch{Term: 7, Node: nodeA}})
+	b.Step(Message{Type: MsgPrepare, From: nodeC, To: nodeB, Key: keyA, Epoch: Epoch{Term: 6, Node: nodeC}})
+	if m := messagesOf(b.Ready(), MsgRefuse); len(m) != 1 || m[0].Floor {
+		t.Fatalf("a promise above the floor was answered %v, want a refusal naming the promise, not the floor", m)
 	}
 }
 
-// A served owner refused by a floor acquires again above it without
-// failing what waits on it: its write is done once the new epoch's
-// write-back met the level, and the next owner reads it. An owner whose
-// own replica holds the floor picks a term above it at once.
+// A served owner refused by a floor whose copier is in its replica set
+// (its view shows the change) acquires again above it without failing
+// what waits on it: its write is done once the new epoch's write-back met
+// the level, and the next owner reads it. An owner whose own replica
+// holds the floor picks a term above it at once.
 func TestAnOwnerFencedByAFloorAcquiresAboveItAndKeepsItsWrite(t *testing.T) {
 	s := newSim(t, 3, replication.Majority, []Key{keyA})
 	serve(t, s, 0)
 	owner := s.nodes[0]
 	term := owner.core.owned[keyA].epoch.Term
+	copier := s.nodes[2].id
 	for _, n := range s.nodes[1:] {
-		n.core.Step(Message{Type: MsgFence, From: nodeX, To: n.id, Range: keyRange(keyA), Round: 1, Epoch: Epoch{Term: term + 3}})
+		n.core.Step(Message{Type: MsgFence, From: copier, To: n.id, Range: keyRange(keyA), Round: 1, Epoch: Epoch{Term: term + 3}})
 		s.apply(n)
 	}
 	s.net = slices.DeleteFunc(s.net, func(m Message) bool { return m.Type == MsgFenced })
@@ -193,7 +204,7 @@ func TestAnOwnerFencedByAFloorAcquiresAboveItAndKeepsItsWrite(t *testing.T) {
 		t.Fatalf("the next owner reads %d, want the write of the fenced owner, 1", got)
 	}
 	c := New(nodeB, Counting)
-	c.RestoreFloors(Floor{Range: keyRange(keyA), Term: 7})
+	c.RestoreFloors(Floor{Range: keyRange(keyA), Epoch: Epoch{Term: 7, Node: nodeX}})
 	if err := c.Acquire(keyA, []ring.NodeID{nodeB}, replication.Majority); err != nil {
 		t.Fatal(err)
 	}
@@ -218,7 +229,7 @@ func TestAnOwnerFencedByAFloorStepsDownWhenAnotherOwnerWrote(t *testing.T) {
 	s.apply(s.nodes[1])
 	tk := write(t, s, 0, 1)
 	for _, n := range s.nodes {
-		n.core.Step(Message{Type: MsgFence, From: nodeX, To: n.id, Range: keyRange(keyA), Round: 1, Epoch: Epoch{Term: floor}})
+		n.core.Step(Message{Type: MsgFence, From: s.nodes[2].id, To: n.id, Range: keyRange(keyA), Round: 1, Epoch: Epoch{Term: floor}})
 		s.apply(n)
 	}
 	s.net = slices.DeleteFunc(s.net, func(m Message) bool { return m.Type == MsgFenced })
@@ -226,6 +237,26 @@ func TestAnOwnerFencedByAFloorStepsDownWhenAnotherOwnerWrote(t *testing.T) {
 	s.flush()
 	if owner.core.Serving(keyA) || !released(s, 0, tk) {
 		t.Fatalf("the owner serves %v (want false) and its write is settled %v (want failed)", owner.core.Serving(keyA), released(s, 0, tk))
+	}
+}
+
+// An owner refused by a floor whose copier is not in its replica set may
+// be on a view of membership that lags the hand-off: it steps down, and
+// what waited fails, however its next acquisition would fare.
+func TestAnOwnerFencedByACopierOutsideItsSetStepsDown(t *testing.T) {
+	s := newSim(t, 3, replication.Majority, []Key{keyA})
+	serve(t, s, 0)
+	owner := s.nodes[0]
+	term := owner.core.owned[keyA].epoch.Term
+	for _, n := range s.nodes[1:] {
+		n.core.Step(Message{Type: MsgFence, From: nodeX, To: n.id, Range: keyRange(keyA), Round: 1, Epoch: Epoch{Term: term + 1}})
+		s.apply(n)
+	}
+	s.net = slices.DeleteFunc(s.net, func(m Message) bool { return m.Type == MsgFenced })
+	tk := write(t, s, 0, 1)
+	s.flush()
+	if owner.core.Serving(keyA) || owner.core.owned[keyA] != nil || !released(s, 0, tk) {
+		t.Fatalf("the owner serves %v, holds %v, its write settled %v: want stepped down, the write failed", owner.core.Serving(keyA), owner.core.owned[keyA] != nil, released(s, 0, tk))
 	}
 }
 

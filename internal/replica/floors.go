@@ -8,26 +8,29 @@ import (
 )
 
 // Floor is a range-level promise: this replica refuses, for every key of
-// Range, a message of an epoch whose term is below Term (a hand-off's
-// copy fenced the range here, see MsgFence).
+// Range, a message of an epoch older than Epoch (a hand-off's copy fenced
+// the range here, see MsgFence). Epoch's Term is the fence's term and its
+// Node the copier that fenced: a refusal names it, so that an owner whose
+// replica set holds the copier (its view shows the change) acquires again
+// above it, and one whose set does not steps down.
 type Floor struct {
 	Range ring.Range
-	Term  uint64
+	Epoch Epoch
 }
 
 // floorSpan is a floor over a span of tokens that does not wrap.
 type floorSpan struct {
 	span
-	term uint64
+	epoch Epoch
 }
 
 // floors is a set of floors: spans sorted by their first token, not
-// overlapping, with adjacent spans of one term merged. A token in no span
-// has floor 0.
+// overlapping, with adjacent spans of one epoch merged. A token in no
+// span has the zero floor.
 type floors []floorSpan
 
 // at returns the floor of token t.
-func (fs floors) at(t ring.Token) uint64 {
+func (fs floors) at(t ring.Token) Epoch {
 	i, found := slices.BinarySearchFunc(fs, t, func(f floorSpan, t ring.Token) int {
 		switch {
 		case f.hi < t:
@@ -38,34 +41,34 @@ func (fs floors) at(t ring.Token) uint64 {
 		return 0
 	})
 	if !found {
-		return 0
+		return Epoch{}
 	}
-	return fs[i].term
+	return fs[i].epoch
 }
 
-// raise returns fs with the floor of every token of g raised to term
-// where it is lower (a pointwise maximum), and whether anything changed.
-func (fs floors) raise(g ring.Range, term uint64) (floors, bool) {
-	if term == 0 {
+// raise returns fs with the floor of every token of g raised to e where
+// it is older (a pointwise maximum), and whether anything changed.
+func (fs floors) raise(g ring.Range, e Epoch) (floors, bool) {
+	if e.IsZero() {
 		return fs, false
 	}
 	changed := false
 	for _, s := range spans(g) {
 		var ch bool
-		fs, ch = fs.raiseSpan(s, term)
+		fs, ch = fs.raiseSpan(s, e)
 		changed = changed || ch
 	}
 	return fs, changed
 }
 
-func (fs floors) raiseSpan(s span, term uint64) (floors, bool) {
+func (fs floors) raiseSpan(s span, e Epoch) (floors, bool) {
 	out := make(floors, 0, len(fs)+2)
 	changed := false
 	// next is the first token of s not yet covered; past: s is covered.
 	next, past := s.lo, false
 	gapUpTo := func(hi ring.Token) {
 		if !past && next <= hi {
-			out = append(out, floorSpan{span{next, hi}, term})
+			out = append(out, floorSpan{span{next, hi}, e})
 			changed = true
 		}
 	}
@@ -79,23 +82,25 @@ func (fs floors) raiseSpan(s span, term uint64) (floors, bool) {
 			continue
 		}
 		if f.lo < s.lo {
-			out = append(out, floorSpan{span{f.lo, s.lo - 1}, f.term})
+			out = append(out, floorSpan{span{f.lo, s.lo - 1}, f.epoch})
 		}
 		lo, hi := max(f.lo, s.lo), min(f.hi, s.hi)
 		if lo > 0 {
 			gapUpTo(lo - 1)
 		}
-		if f.term < term {
+		top := f.epoch
+		if top.Compare(e) < 0 {
+			top = e
 			changed = true
 		}
-		out = append(out, floorSpan{span{lo, hi}, max(f.term, term)})
+		out = append(out, floorSpan{span{lo, hi}, top})
 		if hi == math.MaxUint64 {
 			past = true
 		} else {
 			next = hi + 1
 		}
 		if f.hi > s.hi {
-			out = append(out, floorSpan{span{s.hi + 1, f.hi}, f.term})
+			out = append(out, floorSpan{span{s.hi + 1, f.hi}, f.epoch})
 		}
 		if hi == s.hi {
 			past = true
@@ -105,11 +110,11 @@ func (fs floors) raiseSpan(s span, term uint64) (floors, bool) {
 	return out.merged(), changed
 }
 
-// merged joins adjacent spans of one term.
+// merged joins adjacent spans of one epoch.
 func (fs floors) merged() floors {
 	out := fs[:0]
 	for _, f := range fs {
-		if n := len(out); n > 0 && out[n-1].term == f.term && out[n-1].hi < math.MaxUint64 && out[n-1].hi+1 == f.lo {
+		if n := len(out); n > 0 && out[n-1].epoch == f.epoch && out[n-1].hi < math.MaxUint64 && out[n-1].hi+1 == f.lo {
 			out[n-1].hi = f.hi
 			continue
 		}
@@ -122,7 +127,7 @@ func (fs floors) merged() floors {
 func (fs floors) list() []Floor {
 	out := make([]Floor, len(fs))
 	for i, f := range fs {
-		out[i] = Floor{Range: rangeOf(f.span), Term: f.term}
+		out[i] = Floor{Range: rangeOf(f.span), Epoch: f.epoch}
 	}
 	return out
 }
@@ -133,19 +138,20 @@ func (c *Core) Floors() []Floor { return c.floors.list() }
 // RestoreFloors loads floors read from the store at start, with Restore.
 func (c *Core) RestoreFloors(fs ...Floor) {
 	for _, f := range fs {
-		c.floors, _ = c.floors.raise(f.Range, f.Term)
+		c.floors, _ = c.floors.raise(f.Range, f.Epoch)
 	}
 }
 
 // promiseOf returns the epoch below which a message about k is refused:
-// k's promise, or the floor of k's token when that is above it.
-func (c *Core) promiseOf(k Key, ks *keyState) Epoch {
-	p := ks.promised
+// k's promise, or the floor of k's token when that is newer (floor is
+// then true).
+func (c *Core) promiseOf(k Key, ks *keyState) (p Epoch, floor bool) {
+	p = ks.promised
 	if len(c.floors) == 0 {
-		return p
+		return p, false
 	}
-	if f := c.floors.at(k.Token()); f > p.Term {
-		return Epoch{Term: f}
+	if f := c.floors.at(k.Token()); f.Compare(p) > 0 {
+		return f, true
 	}
-	return p
+	return p, false
 }

@@ -58,7 +58,8 @@ func (t MsgType) String() string {
 
 // Message is one protocol message. Which fields matter depends on Type:
 // Records for promise (all the replica holds) and accept (exactly one);
-// Version for accepted; Round for check and checked; Promised for refuse.
+// Version for accepted; Round for check and checked; Promised and Floor
+// for refuse.
 // Counted is set by a replica that may count toward a quorum (it is not
 // still receiving its range). Range, Cursor, Limit and Done belong to the
 // catch-up messages, MsgSyncRequest and MsgSyncChunk; Range, Round, and
@@ -72,7 +73,10 @@ type Message struct {
 	Version  uint64
 	Round    uint64
 	Counted  bool
-	Records  []Record
+	// Floor is set on a refusal whose Promised is a floor (see Floor):
+	// its Node is the copier that fenced the key's range, not an owner.
+	Floor   bool
+	Records []Record
 
 	Range  ring.Range
 	Cursor ring.Token

@@ -14,8 +14,8 @@ import (
 )
 
 var sampleFloors = []replica.Floor{
-	{Range: ring.Range{Start: 10, End: 20}, Term: 3},
-	{Range: ring.Range{Start: math.MaxUint64 - 5, End: 3}, Term: math.MaxUint64},
+	{Range: ring.Range{Start: 10, End: 20}, Epoch: replica.Epoch{Term: 3, Node: node}},
+	{Range: ring.Range{Start: math.MaxUint64 - 5, End: 3}, Epoch: replica.Epoch{Term: math.MaxUint64, Node: ring.NodeID{Addr: "x", Incarnation: math.MaxUint64}}},
 }
 
 func TestFloorsRoundTrip(t *testing.T) {

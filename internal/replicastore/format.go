@@ -40,8 +40,9 @@ import (
 // The floors record, under key "\x00floors", lists the replica's floors
 // (range-level promises, see replica.Floor): a CRC-32C (4 bytes,
 // big-endian) of the key and what follows, a uvarint count, then each
-// floor's range Start and End (8 bytes each, big-endian) and its uvarint
-// term. No record means no floors.
+// floor's range Start and End (8 bytes each, big-endian) and its epoch
+// (uvarint term, the copier's address as a uvarint length and bytes, its
+// uvarint incarnation). No record means no floors.
 //
 // Version 5 added the floors record. A version 4 store is read as it is
 // (it has no floors) and becomes version 5 in the transaction that first
@@ -240,15 +241,18 @@ func decodeReceiving(b []byte) ([]ring.Range, error) {
 }
 
 // minFloorLen is the length of the shortest encoded floor.
-const minFloorLen = 17
+const minFloorLen = 19
 
 func encodeFloors(floors []replica.Floor) []byte {
-	b := make([]byte, 4, 4+binary.MaxVarintLen64+(16+binary.MaxVarintLen64)*len(floors))
+	b := make([]byte, 4, 4+binary.MaxVarintLen64+(16+3*binary.MaxVarintLen64)*len(floors))
 	b = binary.AppendUvarint(b, uint64(len(floors)))
 	for _, f := range floors {
 		b = binary.BigEndian.AppendUint64(b, uint64(f.Range.Start))
 		b = binary.BigEndian.AppendUint64(b, uint64(f.Range.End))
-		b = binary.AppendUvarint(b, f.Term)
+		b = binary.AppendUvarint(b, f.Epoch.Term)
+		b = binary.AppendUvarint(b, uint64(len(f.Epoch.Node.Addr)))
+		b = append(b, f.Epoch.Node.Addr...)
+		b = binary.AppendUvarint(b, f.Epoch.Node.Incarnation)
 	}
 	binary.BigEndian.PutUint32(b, checksum(floorsKey, b[4:]))
 	return b
@@ -259,9 +263,19 @@ func decodeFloors(b []byte) ([]replica.Floor, error) {
 	if len(b) < 5 || binary.BigEndian.Uint32(b) != checksum(floorsKey, b[4:]) {
 		return nil, bad
 	}
-	n, w := binary.Uvarint(b[4:])
-	rest := b[4+max(w, 0):]
-	if w <= 0 || n > uint64(len(rest))/minFloorLen {
+	rest := b[4:]
+	// uvarint takes one canonical uvarint off rest: an overlong one would
+	// give one record two encodings.
+	uvarint := func() (uint64, bool) {
+		v, w := binary.Uvarint(rest)
+		if w <= 0 || (w > 1 && rest[w-1] == 0) {
+			return 0, false
+		}
+		rest = rest[w:]
+		return v, true
+	}
+	n, ok := uvarint()
+	if !ok || n > uint64(len(rest))/minFloorLen {
 		return nil, bad
 	}
 	floors := make([]replica.Floor, 0, n)
@@ -269,15 +283,21 @@ func decodeFloors(b []byte) ([]replica.Floor, error) {
 		if len(rest) < minFloorLen {
 			return nil, bad
 		}
-		f := replica.Floor{Range: ring.Range{Start: ring.Token(binary.BigEndian.Uint64(rest)), End: ring.Token(binary.BigEndian.Uint64(rest[8:]))}}
+		var f replica.Floor
+		f.Range = ring.Range{Start: ring.Token(binary.BigEndian.Uint64(rest)), End: ring.Token(binary.BigEndian.Uint64(rest[8:]))}
 		rest = rest[16:]
-		term, w := binary.Uvarint(rest)
-		// An overlong term would give one record two encodings.
-		if w <= 0 || (w > 1 && rest[w-1] == 0) {
+		if f.Epoch.Term, ok = uvarint(); !ok {
 			return nil, bad
 		}
-		f.Term = term
-		rest = rest[w:]
+		l, ok := uvarint()
+		if !ok || l > uint64(len(rest)) {
+			return nil, bad
+		}
+		f.Epoch.Node.Addr = string(rest[:l])
+		rest = rest[l:]
+		if f.Epoch.Node.Incarnation, ok = uvarint(); !ok {
+			return nil, bad
+		}
 		floors = append(floors, f)
 	}
 	if len(rest) != 0 {
