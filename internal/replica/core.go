@@ -348,11 +348,15 @@ func (c *Core) step(m Message) {
 // newer; otherwise raise the promise to it (durably, before answering)
 // and answer.
 func (c *Core) replicaStep(ks *keyState, m Message) {
-	if p, floor := c.promiseOf(m.Key, ks); m.Epoch.Compare(p) < 0 {
-		c.send(Message{Type: MsgRefuse, To: m.From, Key: m.Key, Epoch: m.Epoch, Promised: p, Floor: floor})
+	if f, below := c.floorOf(m.Key, ks, m.Epoch); below {
+		c.send(Message{Type: MsgRefuse, To: m.From, Key: m.Key, Epoch: m.Epoch, Promised: f, Floor: true})
 		return
 	}
 	p := ks.promised
+	if m.Epoch.Compare(p) < 0 {
+		c.send(Message{Type: MsgRefuse, To: m.From, Key: m.Key, Epoch: m.Epoch, Promised: p})
+		return
+	}
 	if m.Epoch.Compare(p) > 0 {
 		ks.promised = m.Epoch
 		c.ready.Persist = append(c.ready.Persist, Record{Key: m.Key, Kind: KindPromise, Epoch: m.Epoch})
@@ -521,8 +525,7 @@ func (c *Core) AcquireWith(k Key, replicas []ring.NodeID, level replication.Leve
 	}
 	ks := c.state(k)
 	// The own replica's floor would refuse a term at or below it.
-	floor, _ := c.promiseOf(k, ks)
-	seen := max(ks.maxTerm, ks.promised.Term, floor.Term)
+	seen := max(ks.maxTerm, ks.promised.Term, c.floorTerm(k))
 	if seen == math.MaxUint64 {
 		return ErrTermExhausted
 	}
@@ -602,8 +605,7 @@ func sameRecords(a, b map[Slot]Record) bool {
 // it. It reports false when no such term fits.
 func (c *Core) restart(o *ownership) bool {
 	ks := c.state(o.key)
-	floor, _ := c.promiseOf(o.key, ks)
-	seen := max(ks.maxTerm, ks.promised.Term, floor.Term)
+	seen := max(ks.maxTerm, ks.promised.Term, c.floorTerm(o.key))
 	if seen == math.MaxUint64 {
 		return false
 	}

@@ -161,10 +161,12 @@ func TestAMessageBelowTheFloorIsRefused(t *testing.T) {
 	if m := messagesOf(b.Ready(), MsgPromise); len(m) != 1 {
 		t.Fatal("a key outside the fenced range was refused")
 	}
-	newer := Epoch{Term: 6, Node: nodeA}
-	b.Step(Message{Type: MsgPrepare, From: nodeA, To: nodeB, Key: keyA, Epoch: newer})
+	// The floor bounds terms: an owner at its term, whatever its node,
+	// picked its term knowing it.
+	at := Epoch{Term: 5, Node: nodeA}
+	b.Step(Message{Type: MsgPrepare, From: nodeA, To: nodeB, Key: keyA, Epoch: at})
 	if m := messagesOf(b.Ready(), MsgPromise); len(m) != 1 {
-		t.Fatal("an owner above the floor's term was refused")
+		t.Fatal("an owner at the floor's term was refused")
 	}
 	b.Step(Message{Type: MsgPrepare, From: nodeA, To: nodeB, Key: keyA, Epoch: Epoch{Term: 7, Node: nodeA}})
 	b.Step(Message{Type: MsgPrepare, From: nodeC, To: nodeB, Key: keyA, Epoch: Epoch{Term: 6, Node: nodeC}})

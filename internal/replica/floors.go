@@ -8,9 +8,9 @@ import (
 )
 
 // Floor is a range-level promise: this replica refuses, for every key of
-// Range, a message of an epoch older than Epoch (a hand-off's copy fenced
-// the range here, see MsgFence). Epoch's Term is the fence's term and its
-// Node the copier that fenced: a refusal names it, so that an owner whose
+// Range, a message of an epoch whose term is below Epoch.Term (a
+// hand-off's copy fenced the range here, see MsgFence). Epoch's Node is
+// the copier that fenced: a refusal names it, so that an owner whose
 // replica set holds the copier (its view shows the change) acquires again
 // above it, and one whose set does not steps down.
 type Floor struct {
@@ -142,16 +142,21 @@ func (c *Core) RestoreFloors(fs ...Floor) {
 	}
 }
 
-// promiseOf returns the epoch below which a message about k is refused:
-// k's promise, or the floor of k's token when that is newer (floor is
-// then true).
-func (c *Core) promiseOf(k Key, ks *keyState) (p Epoch, floor bool) {
-	p = ks.promised
+// floorOf returns the floor of k's token when a message of epoch e about
+// k must be refused for it: its term is above e's and above k's promise
+// (a newer promise is named instead, as any refusal names it).
+func (c *Core) floorOf(k Key, ks *keyState, e Epoch) (Epoch, bool) {
 	if len(c.floors) == 0 {
-		return p, false
+		return Epoch{}, false
 	}
-	if f := c.floors.at(k.Token()); f.Compare(p) > 0 {
-		return f, true
+	f := c.floors.at(k.Token())
+	return f, f.Term > e.Term && f.Term > ks.promised.Term
+}
+
+// floorTerm returns the term of the floor of k's token.
+func (c *Core) floorTerm(k Key) uint64 {
+	if len(c.floors) == 0 {
+		return 0
 	}
-	return p, false
+	return c.floors.at(k.Token()).Term
 }
