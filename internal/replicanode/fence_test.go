@@ -2,6 +2,7 @@ package replicanode
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -82,4 +83,54 @@ func TestACopyFencesAnOwnerOfThePreviousSetWhoseViewLags(t *testing.T) {
 		t.Fatalf("a's write of v2 failed (%v) and the owner on R2 read %q, want v1 or v2", werr, got)
 	}
 	t.Logf("a's write of v2: %v; the owner on R2 read %q", werr, got)
+}
+
+// A source records its floor in its store before it answers the fence:
+// once CopyFenced returned, the fenced sources' stores hold it (Open
+// restores it, as the core's TestFloorsAreRestored checks).
+func TestAFencedSourceRecordsItsFloorBeforeItAnswers(t *testing.T) {
+	c := newCluster(t, 4, false)
+	ctx := bounded(t)
+	k := key("floored")
+	rng := keyRange(k)
+	a, b, cc, x := c.members[0], c.members[1], c.members[2], c.members[3]
+	P := c.ids(a, b, cc)
+	if err := a.node.Acquire(ctx, k, P, replication.Majority); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.node.Write(ctx, k, stateSlot, []byte("v1")); err != nil {
+		t.Fatal(err)
+	}
+	c.net.Partition(a.addr, x.addr)
+	if err := x.node.SetReceiving(rng); err != nil {
+		t.Fatal(err)
+	}
+	if err := x.node.CopyFenced(ctx, rng, P, 2); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range []*member{b, cc} {
+		floors, err := m.store.Floors(ctx)
+		if err != nil || len(floors) != 1 || !floors[0].Range.Contains(k.Token()) || floors[0].Epoch.Node != c.ids(x)[0] {
+			t.Fatalf("%s's store holds floors %v, %v once the copy returned; want one over %v by x", m.addr, floors, err, rng)
+		}
+	}
+}
+
+// A source that still receives part of the range does not count as
+// fenced: with too few others, CopyFenced fails with ErrSourceReceiving.
+func TestCopyFencedNeedsSourcesThatCount(t *testing.T) {
+	c := newCluster(t, 3, false)
+	ctx := bounded(t)
+	k := key("r")
+	rng := keyRange(k)
+	a, b, x := c.members[0], c.members[1], c.members[2]
+	if err := b.node.SetReceiving(rng); err != nil {
+		t.Fatal(err)
+	}
+	if err := x.node.CopyFenced(ctx, rng, c.ids(a, b), 2); !errors.Is(err, ErrSourceReceiving) {
+		t.Fatalf("a fenced copy with a receiving source of two needed returned %v, want ErrSourceReceiving", err)
+	}
+	if floors, _ := b.store.Floors(ctx); len(floors) != 0 {
+		t.Fatalf("the receiving source raised floors %v", floors)
+	}
 }
