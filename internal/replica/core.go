@@ -52,6 +52,9 @@ func (r Ready) IsEmpty() bool {
 type keyState struct {
 	promised Epoch
 	maxTerm  uint64 // the highest term seen for the key
+	// token is the key's ring token, kept for the scans of a range (a
+	// fence) that would otherwise hash every key.
+	token ring.Token
 	// records holds one record per slot, in the order first stored. A
 	// key has a handful of slots (its state and a few continuity
 	// records), so a scan beats a map.
@@ -247,7 +250,7 @@ func (c *Core) Stored(k Key, slot Slot) (Record, bool) {
 func (c *Core) state(k Key) *keyState {
 	ks := c.keys[k]
 	if ks == nil {
-		ks = &keyState{}
+		ks = &keyState{token: k.Token()}
 		c.keys[k] = ks
 	}
 	return ks

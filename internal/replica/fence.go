@@ -29,8 +29,8 @@ import (
 // stand for a quorum.
 func (c *Core) fence(m Message) {
 	var high uint64
-	for k, ks := range c.keys {
-		if !m.Range.Contains(k.Token()) {
+	for _, ks := range c.keys {
+		if !m.Range.Contains(ks.token) {
 			continue
 		}
 		high = max(high, ks.promised.Term)
@@ -166,8 +166,8 @@ func (f *Fencer) Exhausted() bool { return f.exhausted }
 // starts above it.
 func (c *Core) HighestTerm(rng ring.Range) uint64 {
 	var high uint64
-	for k, ks := range c.keys {
-		if !rng.Contains(k.Token()) {
+	for _, ks := range c.keys {
+		if !rng.Contains(ks.token) {
 			continue
 		}
 		high = max(high, ks.maxTerm, ks.promised.Term)
