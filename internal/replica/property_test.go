@@ -19,7 +19,8 @@ import (
 // or All, while messages are lost, duplicated and reordered, nodes crash
 // and restart from what they persisted, pause, are cut off from each
 // other, or lose their store and catch up as a new incarnation, and
-// hand-off copies fence a key's range at its replicas. Any
+// nodes fence a key's range at its replicas (as a hand-off's copy does;
+// half the time a member that joins a key's set does). Any
 // replica may acquire a key while another serves it; a take-over pauses
 // an owner, lets another acquire and write, and resumes the stale owner
 // with a request before the news reaches it. Clients give up after a

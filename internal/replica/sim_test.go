@@ -268,7 +268,14 @@ func (s *sim) changeSet(k Key, pick func(int) int) {
 		return
 	}
 	s.previous[k] = slices.Clone(set)
-	s.replicas[k] = append([]ring.NodeID{outside[pick(len(outside))]}, set[:len(set)-1]...)
+	joined := outside[pick(len(outside))]
+	s.replicas[k] = append([]ring.NodeID{joined}, set[:len(set)-1]...)
+	// Half the time the member that joined the set fences the key's
+	// range, as a hand-off's copy does: owners of the previous set below
+	// the floor step down, owners of the new one acquire again above it.
+	if n := s.node(joined); n != nil && !n.paused && pick(2) == 0 {
+		s.fence(n, k, pick)
+	}
 }
 
 // crash restarts n from what it persisted: everything in memory is lost,
