@@ -121,3 +121,22 @@ func BenchmarkDelta64KiB(b *testing.B) {
 	}
 	b.ReportMetric(float64(len(edit)), "edit-bytes")
 }
+
+// BenchmarkFence measures a source's answer to one fence of a range of
+// 1/256 of the ring while it holds 10,000 keys: the scan for the highest
+// term promised in the range, and the floor raised (to the same floor
+// after the first, as a fence sent again is).
+func BenchmarkFence(b *testing.B) {
+	src := New(nodeB, Counting)
+	for i := range 10000 {
+		k := Key{Type: "counter", ID: fmt.Sprint(i)}
+		src.Step(Message{Type: MsgPrepare, From: nodeA, To: nodeB, Key: k, Epoch: Epoch{Term: 3, Node: nodeA}})
+	}
+	src.Ready()
+	rng := ring.Range{Start: 0, End: ring.Token(^uint64(0) / 256)}
+	b.ReportAllocs()
+	for b.Loop() {
+		src.Step(Message{Type: MsgFence, From: nodeX, To: nodeB, Range: rng, Round: 1, Epoch: Epoch{Term: 4}})
+		src.Ready()
+	}
+}

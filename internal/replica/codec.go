@@ -11,17 +11,20 @@ import (
 // can express it: version 1 for the replication messages, version 2 for
 // the catch-up messages (MsgSyncRequest, MsgSyncChunk), version 3 for the
 // delta accept path (MsgAcceptDelta, MsgAcceptNack) and the index of a
-// catch-up (MsgSyncIndexRequest, MsgSyncIndex), so a binary that knows an
-// older version refuses the newer messages with
-// ErrUnsupportedVersion. A decoder refuses a version above FormatVersion,
-// and a message in a version other than its type's.
-const FormatVersion = 3
+// catch-up (MsgSyncIndexRequest, MsgSyncIndex), version 4 for the fence
+// messages (MsgFence, MsgFenced) and a refusal that names a floor
+// (Floor), so a binary that knows an older version refuses the newer
+// messages with ErrUnsupportedVersion. A decoder refuses a version above
+// FormatVersion, and a message in a version other than its own.
+const FormatVersion = 4
 
-func versionOf(t MsgType) byte {
-	switch t {
-	case MsgAcceptDelta, MsgAcceptNack, MsgSyncIndexRequest, MsgSyncIndex:
+func versionOf(m Message) byte {
+	switch {
+	case m.Type.isFence() || (m.Type == MsgRefuse && m.Floor):
+		return 4
+	case m.Type.isDelta() || m.Type == MsgSyncIndexRequest || m.Type == MsgSyncIndex:
 		return 3
-	case MsgSyncRequest, MsgSyncChunk:
+	case m.Type.isSync():
 		return 2
 	}
 	return 1
@@ -49,10 +52,16 @@ func versionOf(t MsgType) byte {
 // The index messages of version 3 are laid out as version 2. A
 // MsgSyncIndexRequest has no records; a MsgSyncIndex's records have empty
 // values.
+//
+// Version 4 (the fence messages and a refusal naming a floor) has the
+// layout of version 2 without the Done flag and without records (their
+// count is 0); its flags byte has bit 2 for Floor, set on every refusal
+// of version 4.
 
 const (
 	flagCounted   = 1
 	flagDone      = 2
+	flagFloor     = 4
 	flagTombstone = 1
 )
 
@@ -81,7 +90,11 @@ func AppendEncode(b []byte, m Message) []byte {
 	if sync && m.Done {
 		flags |= flagDone
 	}
-	b = append(b, versionOf(m.Type), byte(m.Type), flags)
+	if m.Type == MsgRefuse && m.Floor {
+		flags |= flagFloor
+	}
+	v := versionOf(m)
+	b = append(b, v, byte(m.Type), flags)
 	b = appendNode(b, m.From)
 	b = appendNode(b, m.To)
 	b = appendString(b, m.Key.Type)
@@ -94,7 +107,7 @@ func AppendEncode(b []byte, m Message) []byte {
 		b = binary.AppendUvarint(b, uint64(len(m.Delta)))
 		b = append(b, m.Delta...)
 	}
-	if sync {
+	if sync || v == 4 {
 		b = binary.AppendUvarint(b, uint64(m.Range.Start))
 		b = binary.AppendUvarint(b, uint64(m.Range.End))
 		b = binary.AppendUvarint(b, uint64(m.Cursor))
@@ -188,8 +201,10 @@ func DecodeNames(b []byte, names *Names) (Message, error) {
 	if d.err == nil && !m.Type.known() {
 		d.fail(ErrMalformed, "type")
 	}
-	if d.err == nil && v != versionOf(m.Type) {
-		// One message, one encoding: its type fixes its version.
+	// One message, one encoding: its type (and a refusal's Floor) fixes
+	// its version.
+	floorRefusal := m.Type == MsgRefuse && v == 4
+	if d.err == nil && v != versionOf(Message{Type: m.Type, Floor: floorRefusal}) {
 		d.off--
 		d.fail(ErrMalformed, "type of another version")
 	}
@@ -198,12 +213,20 @@ func DecodeNames(b []byte, names *Names) (Message, error) {
 	if sync {
 		allowed |= flagDone
 	}
+	if floorRefusal {
+		allowed |= flagFloor
+	}
 	flags := d.byte("flags")
 	if d.err == nil && flags&^allowed != 0 {
 		d.fail(ErrMalformed, "flags")
 	}
 	m.Counted = flags&flagCounted != 0
 	m.Done = flags&flagDone != 0
+	m.Floor = flags&flagFloor != 0
+	if d.err == nil && floorRefusal && !m.Floor {
+		d.off--
+		d.fail(ErrMalformed, "refusal in version 4 without a floor")
+	}
 	m.From = d.node("from")
 	m.To = d.node("to")
 	m.Key.Type = d.name("key type")
@@ -217,14 +240,14 @@ func DecodeNames(b []byte, names *Names) (Message, error) {
 			m.Delta = append([]byte(nil), e...)
 		}
 	}
-	if sync {
+	if sync || v == 4 {
 		m.Range.Start = ring.Token(d.uvarint("range start"))
 		m.Range.End = ring.Token(d.uvarint("range end"))
 		m.Cursor = ring.Token(d.uvarint("cursor"))
 		m.Limit = d.uvarint("limit")
 	}
 	n := d.uvarint("record count")
-	if d.err == nil && n > uint64(len(d.b)-d.off)/minRecordLen {
+	if d.err == nil && (n > uint64(len(d.b)-d.off)/minRecordLen || (n > 0 && v == 4)) {
 		d.fail(ErrMalformed, "record count")
 	}
 	if d.err == nil && n > 0 && m.Type == MsgSyncIndexRequest {

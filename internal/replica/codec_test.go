@@ -28,6 +28,7 @@ func sampleMessages() []Message {
 		{Type: MsgCheck, From: a, To: b, Key: k, Epoch: e, Round: 7},
 		{Type: MsgChecked, From: b, To: a, Key: k, Epoch: e, Round: 7},
 		{Type: MsgRefuse, From: b, To: a, Key: k, Epoch: e, Promised: Epoch{Term: 10, Node: b}},
+		{Type: MsgRefuse, From: b, To: a, Key: k, Epoch: e, Promised: Epoch{Term: 11, Node: a}, Floor: true},
 		{Type: MsgSyncRequest, From: a, To: b, Round: 3, Range: ring.Range{Start: 1 << 40, End: 7}, Cursor: 1<<40 + 99, Limit: 1 << 20},
 		{Type: MsgSyncChunk, From: b, To: a, Round: 3, Cursor: 1 << 41, Done: true, Records: []Record{
 			{Key: k, Kind: KindPromise, Epoch: e},
@@ -48,22 +49,27 @@ func sampleMessages() []Message {
 			{Key: k, Kind: KindState},
 			{Key: Key{Type: "counter", ID: "other"}, Kind: KindContinuity, Name: "req-1"},
 		}},
+		{Type: MsgFence, From: a, To: b, Round: 4, Range: ring.Range{Start: 1 << 40, End: 7}, Epoch: Epoch{Term: 12}},
+		{Type: MsgFenced, From: b, To: a, Round: 4, Range: ring.Range{Start: 1 << 40, End: 7}, Epoch: Epoch{Term: 12}, Promised: Epoch{Term: 11}, Counted: true},
 	}
 }
 
 // A message is encoded in its type's version only: the catch-up messages
 // in version 2, the delta accept path and the index messages of a
-// catch-up in version 3, the others in version 1, so a binary that knows
-// an older version refuses a newer message as newer and one message has
-// one encoding.
+// catch-up in version 3, the fence messages and a refusal naming a floor
+// in version 4, the others in version 1, so a binary that knows an older
+// version refuses a newer message as newer and one message has one
+// encoding.
 func TestEachTypeHasItsOwnFormatVersion(t *testing.T) {
 	for _, m := range sampleMessages() {
 		b := AppendEncode(nil, m)
 		want := byte(1)
-		switch m.Type {
-		case MsgSyncRequest, MsgSyncChunk:
+		switch {
+		case m.Type == MsgSyncRequest || m.Type == MsgSyncChunk:
 			want = 2
-		case MsgAcceptDelta, MsgAcceptNack, MsgSyncIndexRequest, MsgSyncIndex:
+		case m.Type == MsgFence || m.Type == MsgFenced || m.Floor:
+			want = 4
+		case m.Type == MsgAcceptDelta || m.Type == MsgAcceptNack || m.Type == MsgSyncIndexRequest || m.Type == MsgSyncIndex:
 			want = 3
 		}
 		if b[0] != want {
@@ -126,6 +132,14 @@ func TestDecodeRefusesIndexMessagesWithWhatTheyCannotCarry(t *testing.T) {
 	b = AppendEncode(nil, Message{Type: MsgSyncIndex, Records: []Record{rec}})
 	if _, err := Decode(b); !errors.Is(err, ErrMalformed) {
 		t.Fatalf("an index record with a value decoded with %v, want ErrMalformed", err)
+	}
+}
+
+// A fence carries no records: one message, one encoding.
+func TestDecodeRefusesAFenceWithRecords(t *testing.T) {
+	m := Message{Type: MsgFence, Range: ring.Range{Start: 1, End: 2}, Epoch: Epoch{Term: 3}, Records: []Record{{Kind: KindState, Version: 1}}}
+	if _, err := Decode(AppendEncode(nil, m)); !errors.Is(err, ErrMalformed) {
+		t.Fatalf("a fence with a record decoded with %v, want ErrMalformed", err)
 	}
 }
 

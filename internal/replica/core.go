@@ -1,6 +1,7 @@
 package replica
 
 import (
+	"bytes"
 	"cmp"
 	"maps"
 	"math"
@@ -34,11 +35,15 @@ type Ready struct {
 	Done     []Ticket
 	Failed   []Ticket
 	Changes  []Change
+	// Floors, when not nil, is every floor of this replica after a
+	// fence raised one: the driver persists them, like Persist, before
+	// it sends Messages.
+	Floors []Floor
 }
 
 // IsEmpty reports whether r asks nothing of the driver.
 func (r Ready) IsEmpty() bool {
-	return len(r.Persist) == 0 && len(r.Messages) == 0 && len(r.Done) == 0 && len(r.Failed) == 0 && len(r.Changes) == 0
+	return len(r.Persist) == 0 && len(r.Messages) == 0 && len(r.Done) == 0 && len(r.Failed) == 0 && len(r.Changes) == 0 && r.Floors == nil
 }
 
 // keyState is what the core holds for one key as a replica, together so
@@ -47,6 +52,9 @@ func (r Ready) IsEmpty() bool {
 type keyState struct {
 	promised Epoch
 	maxTerm  uint64 // the highest term seen for the key
+	// token is the key's ring token, kept for the scans of a range (a
+	// fence) that would otherwise hash every key.
+	token ring.Token
 	// records holds one record per slot, in the order first stored. A
 	// key has a handful of slots (its state and a few continuity
 	// records), so a scan beats a map.
@@ -85,6 +93,8 @@ type Core struct {
 	self ring.NodeID
 	// receiving lists the ranges this replica is still receiving.
 	receiving []ring.Range
+	// floors are the range-level promises hand-off copies raised here.
+	floors floors
 
 	keys map[Key]*keyState
 
@@ -251,7 +261,7 @@ func (c *Core) Stored(k Key, slot Slot) (Record, bool) {
 func (c *Core) state(k Key) *keyState {
 	ks := c.keys[k]
 	if ks == nil {
-		ks = &keyState{}
+		ks = &keyState{token: k.Token()}
 		c.keys[k] = ks
 	}
 	return ks
@@ -324,6 +334,14 @@ func (c *Core) Step(m Message) {
 }
 
 func (c *Core) step(m Message) {
+	switch m.Type {
+	case MsgFence:
+		c.fence(m)
+		return
+	case MsgFenced, MsgSyncRequest, MsgSyncChunk:
+		// The driver's: they name no key.
+		return
+	}
 	ks := c.state(m.Key)
 	ks.maxTerm = max(ks.maxTerm, m.Epoch.Term)
 	switch m.Type {
@@ -340,9 +358,14 @@ func (c *Core) step(m Message) {
 }
 
 // replicaStep applies the replica's rules: refuse an epoch older than the
-// promised one and name the newer; otherwise raise the promise to it
-// (durably, before answering) and answer.
+// promised one (or the floor of the key's range, see Floor) and name the
+// newer; otherwise raise the promise to it (durably, before answering)
+// and answer.
 func (c *Core) replicaStep(ks *keyState, m Message) {
+	if f, below := c.floorOf(m.Key, ks, m.Epoch); below {
+		c.send(Message{Type: MsgRefuse, To: m.From, Key: m.Key, Epoch: m.Epoch, Promised: f, Floor: true})
+		return
+	}
 	p := ks.promised
 	if m.Epoch.Compare(p) < 0 {
 		c.send(Message{Type: MsgRefuse, To: m.From, Key: m.Key, Epoch: m.Epoch, Promised: p})
@@ -465,6 +488,19 @@ type ownership struct {
 	prepared []ring.NodeID
 	epoch    Epoch
 	phase    phase
+	// restarts counts the times in a row a floor refused the epoch and
+	// the key was acquired again above it.
+	restarts int
+	// refreshing is set while a served key is acquired again after a
+	// floor refused its epoch (see refresh): seen holds the records the
+	// owner served then, view what a handler sees (seen and the writes
+	// made since), and floor the floor that refused it.
+	refreshing bool
+	seen, view map[Slot]Record
+	floor      Epoch
+	// served is set once the key was served: from then on it takes
+	// writes and reads while it is acquired again after a floor.
+	served bool
 
 	promises map[ring.NodeID]Message
 	// preparedAt and roundAt are the ticks at which the prepares and the
@@ -553,7 +589,8 @@ func (c *Core) AcquireWith(k Key, replicas []ring.NodeID, level replication.Leve
 		c.stepDown(o, Epoch{})
 	}
 	ks := c.state(k)
-	seen := max(ks.maxTerm, ks.promised.Term)
+	// The own replica's floor would refuse a term at or below it.
+	seen := max(ks.maxTerm, ks.promised.Term, c.floorTerm(k))
 	if seen == math.MaxUint64 {
 		return ErrTermExhausted
 	}
@@ -581,6 +618,76 @@ func (c *Core) AcquireWith(k Key, replicas []ring.NodeID, level replication.Leve
 	}
 	c.drain()
 	return nil
+}
+
+// maxRestarts is how often an acquisition refused by floors starts again
+// before it steps down.
+const maxRestarts = 3
+
+// refresh prepares a served key refused by a floor to be acquired again
+// without failing what waits on it. What the owner served, its writes in
+// flight included, is set aside; the writes and reads made meanwhile
+// wait. If the new acquisition adopts exactly those records (no other
+// owner wrote), its write-back is every waiting write's commit and the
+// reads are confirmed by a check round at the new epoch: each waiting
+// operation is then linearized at that commit, within its call. If it
+// adopts anything else, everything waiting fails and the owner steps down.
+func (o *ownership) refresh(floor Epoch) {
+	o.refreshing = true
+	o.floor = floor
+	o.seen = maps.Clone(o.current)
+	o.view = maps.Clone(o.current)
+	o.reads = append(o.reads, readWaitsOf(o.roundReads)...)
+	o.roundReads, o.roundOpen = nil, false
+}
+
+func readWaitsOf(ts []Ticket) []readWait {
+	out := make([]readWait, len(ts))
+	for i, t := range ts {
+		out[i] = readWait{ticket: t}
+	}
+	return out
+}
+
+// sameRecords reports whether a and b hold the same slots with the same
+// values and tombstones.
+func sameRecords(a, b map[Slot]Record) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for slot, r := range a {
+		o, ok := b[slot]
+		if !ok || o.Tombstone != r.Tombstone || !bytes.Equal(o.Value, r.Value) {
+			return false
+		}
+	}
+	return true
+}
+
+// restart acquires o's key again, over the same sets, at a term above
+// every term seen (the floor that refused it included), forgetting the
+// promises and write-back of the refused epoch; nothing was served at
+// it. It reports false when no such term fits.
+func (c *Core) restart(o *ownership) bool {
+	ks := c.state(o.key)
+	seen := max(ks.maxTerm, ks.promised.Term, c.floorTerm(o.key))
+	if seen == math.MaxUint64 {
+		return false
+	}
+	ks.maxTerm = seen + 1
+	o.restarts++
+	o.epoch = Epoch{Term: seen + 1, Node: c.self}
+	o.phase = preparing
+	o.promises = make(map[ring.NodeID]Message)
+	o.current = make(map[Slot]Record)
+	o.version, o.committed, o.serveAt = 0, 0, 0
+	o.inflight = nil
+	o.preparedAt, o.prepareTries = c.ticks, 0
+	c.waiting[o.key] = struct{}{}
+	for _, r := range o.prepared {
+		c.send(Message{Type: MsgPrepare, To: r, Key: o.key, Epoch: o.epoch})
+	}
+	return true
 }
 
 // covers reports whether o, held over its replica set (and previous set),
@@ -634,8 +741,12 @@ func (c *Core) InFlight(k Key) int {
 // have met its level yet: what a handler sees as its state.
 func (c *Core) Current(k Key, slot Slot) (Record, bool) {
 	o := c.owned[k]
-	if o == nil || o.phase != serving {
+	if o == nil || !o.served {
 		return Record{}, false
+	}
+	if o.refreshing {
+		r, ok := o.view[slot]
+		return r, ok
 	}
 	r, ok := o.current[slot]
 	return r, ok
@@ -650,11 +761,18 @@ func (c *Core) Write(k Key, slot Slot, value []byte, tombstone bool) (Ticket, er
 		return 0, ErrInvalidKind
 	}
 	o := c.owned[k]
-	if o == nil || o.phase != serving {
+	if o == nil || !o.served {
 		return 0, ErrNotServing
 	}
 	if tombstone {
 		value = nil
+	}
+	if o.refreshing {
+		// Written back with the rest once the key is acquired again.
+		o.view[slot] = Record{Key: k, Kind: slot.Kind, Name: slot.Name, Tombstone: tombstone, Value: value}
+		t := c.nextTicket()
+		o.writes = append(o.writes, readWait{ticket: t})
+		return t, nil
 	}
 	c.propose(o, Record{Key: k, Kind: slot.Kind, Name: slot.Name, Tombstone: tombstone, Value: value})
 	t := c.nextTicket()
@@ -670,11 +788,15 @@ func (c *Core) Write(k Key, slot Slot, value []byte, tombstone bool) (Ticket, er
 // when it started.
 func (c *Core) Read(k Key) (map[Slot]Record, Ticket, error) {
 	o := c.owned[k]
-	if o == nil || o.phase != serving {
+	if o == nil || !o.served {
 		return nil, 0, ErrNotServing
 	}
-	view := make(map[Slot]Record, len(o.current))
-	for slot, r := range o.current {
+	cur := o.current
+	if o.refreshing {
+		cur = o.view
+	}
+	view := make(map[Slot]Record, len(cur))
+	for slot, r := range cur {
 		view[slot] = r
 	}
 	t := c.nextTicket()
@@ -859,9 +981,27 @@ func (c *Core) ownerStep(o *ownership, m Message) {
 	}
 	switch m.Type {
 	case MsgRefuse:
-		if m.Promised.Compare(o.epoch) > 0 {
-			c.stepDown(o, m.Promised)
+		if m.Promised.Compare(o.epoch) <= 0 {
+			return
 		}
+		// A floor names no newer owner but the copier that fenced the
+		// key's range at a hand-off. An owner whose set holds the copier
+		// acquired on a view that shows the change: it acquires again
+		// above the floor, unseen by the caller, a few times in a row (a
+		// fencing that keeps raising it is met by the caller's backoff
+		// instead; see refresh). One whose set does not may be on a view
+		// that lags the change, which the floor is there to stop: it
+		// steps down.
+		if m.Floor && slices.Contains(o.replicas, m.Promised.Node) && o.restarts < maxRestarts {
+			// Refused again before it adopted, it keeps what it set aside.
+			if !o.refreshing && o.served {
+				o.refresh(m.Promised)
+			}
+			if c.restart(o) {
+				return
+			}
+		}
+		c.stepDown(o, m.Promised)
 	case MsgPromise:
 		if o.phase != preparing || o.promises[m.From].Type != 0 {
 			return
@@ -941,6 +1081,15 @@ func (c *Core) adopt(o *ownership) {
 		}
 	}
 	o.promises = nil
+	if o.refreshing {
+		if !sameRecords(newest, o.seen) {
+			// Another owner wrote since: what waited is lost to it.
+			c.stepDown(o, o.floor)
+			return
+		}
+		// The write-back carries the writes made while refreshing too.
+		newest = o.view
+	}
 	o.phase = writingBack
 	slots := slices.SortedFunc(maps.Keys(newest), func(a, b Slot) int {
 		return cmp.Or(cmp.Compare(a.Kind, b.Kind), strings.Compare(a.Name, b.Name))
@@ -950,6 +1099,16 @@ func (c *Core) adopt(o *ownership) {
 		c.propose(o, Record{Kind: slot.Kind, Name: slot.Name, Tombstone: rec.Tombstone, Value: rec.Value})
 	}
 	o.serveAt = o.version
+	if o.refreshing {
+		// Every waiting write and read is done with the write-back.
+		for i := range o.writes {
+			o.writes[i].version = o.serveAt
+		}
+		for i := range o.reads {
+			o.reads[i].version = o.serveAt
+		}
+		o.refreshing, o.seen, o.view = false, nil, nil
+	}
 	c.advance(o)
 }
 
@@ -979,6 +1138,8 @@ func (c *Core) advance(o *ownership) {
 	o.writes = o.writes[w:]
 	if o.phase == writingBack && o.committed >= o.serveAt {
 		o.phase = serving
+		o.served = true
+		o.restarts = 0
 		c.ready.Changes = append(c.ready.Changes, Change{Key: o.key, Serving: true, Epoch: o.epoch})
 	}
 	c.maybeCheck(o)

@@ -12,7 +12,8 @@
 // received [Message] and [Core.Tick] when it wants lost messages sent
 // again. After any of these it takes [Core.Ready] and must, in order:
 //
-//  1. store Ready.Persist (the replica's promises and records) durably
+//  1. store Ready.Floors (every floor, when a fence raised one) durably
+//     and Ready.Persist (the replica's promises and records) durably
 //     enough for its level of Sync;
 //  2. send Ready.Messages;
 //  3. release what waited on Ready.Done (replies, outgoing messages that
@@ -32,6 +33,14 @@
 // acquisition fences it. With [Core.SetDeltaMin], a write of a large
 // value goes to the replicas that hold the slot's previous record as an
 // edit of it (MsgAcceptDelta), and whole to the others.
+//
+// # Fencing a range
+//
+// A hand-off's new replica fences the range it copies at its sources
+// first ([MsgFence], driven by a [Fencer]): each raises the range's
+// [Floor] and refuses older owners of the previous set from then on, so
+// an owner whose view of membership lags gets nothing more acknowledged
+// there. The driver restores floors at start with [Core.RestoreFloors].
 //
 // The protocol and the argument for its safety are in docs/replication.md.
 package replica

@@ -37,6 +37,16 @@ const (
 	// ring order, the Cursor to resume after, and Done once the range
 	// is exhausted.
 	MsgSyncChunk
+	// MsgFence (hand-off copier → source) raises the floor of Range to
+	// Epoch.Term at the source before the copier reads the range from it
+	// (see Floor); Round names the copier's fencing.
+	MsgFence
+	// MsgFenced (source → copier) answers a fence: Promised.Term is the
+	// highest term the source promised, or held a record of, for a key of
+	// the range before it raised the floor; Epoch.Term is the fence's
+	// term; Counted is false when the source itself still receives part
+	// of the range (it then raised nothing).
+	MsgFenced
 )
 
 const (
@@ -65,6 +75,7 @@ var msgTypeNames = [...]string{
 	MsgCheck: "check", MsgChecked: "checked", MsgRefuse: "refuse",
 	MsgSyncRequest: "sync-request", MsgSyncChunk: "sync-chunk",
 	MsgSyncIndexRequest: "sync-index-request", MsgSyncIndex: "sync-index",
+	MsgFence: "fence", MsgFenced: "fenced",
 	MsgAcceptDelta: "accept-delta", MsgAcceptNack: "accept-nack",
 }
 
@@ -81,12 +92,13 @@ func (t MsgType) String() string {
 // Message is one protocol message. Which fields matter depends on Type:
 // Records for promise (all the replica holds) and accept (exactly one);
 // Version for accepted and accept-nack, and the base version for
-// accept-delta; Round for check and checked; Promised for refuse; Delta,
-// the edit, for accept-delta.
+// accept-delta; Round for check and checked; Promised and Floor for
+// refuse; Delta, the edit, for accept-delta.
 // Counted is set by a replica that may count toward a quorum (it is not
 // still receiving its range). Range, Cursor, Limit and Done belong to the
 // catch-up messages: MsgSyncRequest, MsgSyncChunk, MsgSyncIndexRequest
-// and MsgSyncIndex.
+// and MsgSyncIndex; Range, Round, and the terms of Epoch and Promised to
+// MsgFence and MsgFenced.
 type Message struct {
 	Type     MsgType
 	From, To ring.NodeID
@@ -96,8 +108,11 @@ type Message struct {
 	Version  uint64
 	Round    uint64
 	Counted  bool
-	Records  []Record
-	Delta    []byte
+	// Floor is set on a refusal whose Promised is a floor (see Floor):
+	// its Node is the copier that fenced the key's range, not an owner.
+	Floor   bool
+	Records []Record
+	Delta   []byte
 
 	Range  ring.Range
 	Cursor ring.Token
@@ -114,3 +129,7 @@ func (t MsgType) isSync() bool {
 // isDelta reports whether t is a message of the delta accept path, which
 // needs format version 3.
 func (t MsgType) isDelta() bool { return t == MsgAcceptDelta || t == MsgAcceptNack }
+
+// isFence reports whether t is a fence message type, which needs format
+// version 4.
+func (t MsgType) isFence() bool { return t == MsgFence || t == MsgFenced }

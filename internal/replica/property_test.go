@@ -18,7 +18,9 @@ import (
 // state and two named continuity registers) over three to five nodes at Majority
 // or All, while messages are lost, duplicated and reordered, nodes crash
 // and restart from what they persisted, pause, are cut off from each
-// other, or lose their store and catch up as a new incarnation. Half the
+// other, or lose their store and catch up as a new incarnation, and
+// nodes fence a key's range at its replicas (as a hand-off's copy does;
+// half the time a member that joins a key's set does). Half the
 // schedules write values of about 2 KiB that travel as deltas, and every
 // record a replica persists is checked byte for byte against the value
 // written. Any
@@ -92,7 +94,7 @@ func runSchedule(tb fataler, n int, level replication.Level, seed uint64, weaken
 	for range steps {
 		node := s.nodes[pick(n)]
 		s.expire(50)
-		switch op := pick(102); {
+		switch op := pick(104); {
 		case op < 45:
 			burst := 1 + pick(8)
 			for j := 0; j < burst && len(s.net) > 0; j++ {
@@ -120,7 +122,7 @@ func runSchedule(tb fataler, n int, level replication.Level, seed uint64, weaken
 			reg := regs[pick(len(regs))]
 			var owners []*simNode
 			for _, o := range s.nodes {
-				if !o.paused && o.core.Serving(reg.key) {
+				if !o.paused && takes(o, reg.key) {
 					owners = append(owners, o)
 				}
 			}
@@ -174,8 +176,12 @@ func runSchedule(tb fataler, n int, level replication.Level, seed uint64, weaken
 			if node.wiped {
 				s.catchUp(node, pick)
 			}
-		default:
+		case op < 102:
 			s.changeSet(keys[pick(len(keys))], pick)
+		default:
+			if !node.paused {
+				s.fence(node, keys[pick(len(keys))], pick)
+			}
 		}
 	}
 	s.settle()
@@ -183,6 +189,13 @@ func runSchedule(tb fataler, n int, level replication.Level, seed uint64, weaken
 	s.abandon()
 	res, info := porcupine.CheckOperationsVerbose(lincheck.Model[register](), s.history, 10*time.Second)
 	return s, res, info
+}
+
+// takes reports whether n takes requests for k: it serves k, or acquires
+// it again after a floor refused it.
+func takes(n *simNode, k Key) bool {
+	o := n.core.owned[k]
+	return o != nil && o.served
 }
 
 func contains(set []ring.NodeID, n *simNode) bool {

@@ -38,6 +38,8 @@ type simNode struct {
 	// receiving ranges (the store's receiving record): a restart
 	// receives what it says, whatever the node was doing.
 	storedReceiving []ring.Range
+	// storedFloors is what the driver persisted of the core's floors.
+	storedFloors []Floor
 	// highest promised epoch seen per key, to check epochs never go back.
 	seen map[Key]Epoch
 	// tickets waiting at this node.
@@ -210,6 +212,9 @@ func (s *sim) apply(n *simNode) {
 		}
 		n.stored[rk] = r
 	}
+	if rd.Floors != nil {
+		n.storedFloors = rd.Floors
+	}
 	s.net = append(s.net, rd.Messages...)
 	s.now++
 	for _, t := range rd.Done {
@@ -340,7 +345,14 @@ func (s *sim) changeSet(k Key, pick func(int) int) {
 		return
 	}
 	s.previous[k] = slices.Clone(set)
-	s.replicas[k] = append([]ring.NodeID{outside[pick(len(outside))]}, set[:len(set)-1]...)
+	joined := outside[pick(len(outside))]
+	s.replicas[k] = append([]ring.NodeID{joined}, set[:len(set)-1]...)
+	// Half the time the member that joined the set fences the key's
+	// range, as a hand-off's copy does: owners of the previous set below
+	// the floor step down, owners of the new one acquire again above it.
+	if n := s.node(joined); n != nil && !n.paused && pick(2) == 0 {
+		s.fence(n, k, pick)
+	}
 }
 
 // crash restarts n from what it persisted: everything in memory is lost,
@@ -368,7 +380,25 @@ func (s *sim) crash(n *simNode) {
 		recs = append(recs, r)
 	}
 	n.core.Restore(recs...)
+	n.core.RestoreFloors(n.storedFloors...)
 	n.paused = false
+}
+
+// fence has n fence k's range at the key's replicas (and its previous
+// set's, during a change) at a term above every term n knows for it, as
+// a hand-off's copy does; the fences and their answers travel like any
+// message. Owners below the floor acquire again above it.
+func (s *sim) fence(n *simNode, k Key, pick func(int) int) {
+	set := slices.Clone(s.replicas[k])
+	if prev, ok := s.previous[k]; ok {
+		set = sortedSet(append(set, prev...))
+	}
+	t := k.Token()
+	rng := ring.Range{Start: t - 1, End: t}
+	term := n.core.HighestTerm(rng) + 1 + uint64(pick(3))
+	for _, r := range set {
+		s.net = append(s.net, Message{Type: MsgFence, From: n.id, To: r, Range: rng, Round: 1, Epoch: Epoch{Term: term}})
+	}
 }
 
 // wipe turns n into a new member with an empty store that must not count
@@ -386,6 +416,7 @@ func (s *sim) wipe(n *simNode) {
 	}
 	n.stored = make(map[recordKey]Record)
 	n.replaced = make(map[recordKey]Record)
+	n.storedFloors = nil
 	n.wiped = true
 	// The driver records the whole ring as receiving before its first
 	// answer, so that a restart before the catch-up still receives.
@@ -499,7 +530,8 @@ func (s *sim) clientOp(n *simNode, reg register, kind lincheck.Op, casOld int) {
 // issue runs one register operation at n, whether or not a client is
 // free, if n serves the key.
 func (s *sim) issue(n *simNode, reg register, kind lincheck.Op, casOld int) {
-	if !n.core.Serving(reg.key) {
+	// An owner acquiring again after a floor refused it takes requests.
+	if !takes(n, reg.key) {
 		return
 	}
 	s.busy++

@@ -92,6 +92,22 @@ func (n *Node) CatchUp(ctx context.Context, rng ring.Range, sources []ring.NodeI
 // caller that ends receiving (EndReceiving) what no other catch-up of
 // its own still covers.
 func (n *Node) Copy(ctx context.Context, rng ring.Range, sources []ring.NodeID, quorum int) error {
+	return n.copyRange(ctx, rng, sources, quorum, false)
+}
+
+// CopyFenced is Copy for a hand-off: before it reads rng from a source,
+// it fences rng there (MsgFence, see replica.Fencer), so that an owner of
+// the previous set acquired before the fence, whose view of membership
+// may lag, gets no write acknowledged by quorum sources from then on;
+// only fenced sources count toward quorum, each once its copy is done.
+// An owner fenced so steps down and acquires again above the fence. A
+// source still receiving part of rng fails the fencing with
+// ErrSourceReceiving, as it fails a copy.
+func (n *Node) CopyFenced(ctx context.Context, rng ring.Range, sources []ring.NodeID, quorum int) error {
+	return n.copyRange(ctx, rng, sources, quorum, true)
+}
+
+func (n *Node) copyRange(ctx context.Context, rng ring.Range, sources []ring.NodeID, quorum int, fence bool) error {
 	sources = slices.Clone(sources)
 	slices.SortFunc(sources, ring.NodeID.Compare)
 	sources = slices.Compact(sources)
@@ -100,6 +116,13 @@ func (n *Node) Copy(ctx context.Context, rng ring.Range, sources []ring.NodeID, 
 	}
 	if quorum < 1 || quorum > len(sources) {
 		return fmt.Errorf("%w: quorum %d of %d sources", ErrCatchUpQuorum, quorum, len(sources))
+	}
+	if fence {
+		fenced, err := n.fence(ctx, rng, sources, quorum)
+		if err != nil {
+			return err
+		}
+		sources = fenced
 	}
 	empty, err := n.holdsNothing(ctx, rng)
 	if err != nil {
@@ -153,6 +176,60 @@ func (n *Node) holdsNothing(ctx context.Context, rng ring.Range) (bool, error) {
 		return false
 	})
 	return empty, err
+}
+
+// fence fences rng at sources until quorum of them are fenced (see
+// replica.Fencer) and returns those. A fencing round is sent again to the
+// sources that did not answer it every syncRetryTicks tick periods.
+func (n *Node) fence(ctx context.Context, rng ring.Range, sources []ring.NodeID, quorum int) ([]ring.NodeID, error) {
+	known := &request{op: opHighestTerm, ranges: []ring.Range{rng}}
+	if err := n.call(ctx, known); err != nil {
+		return nil, err
+	}
+	id := n.syncID.Add(1)
+	answers := make(chan replica.Message, 2*len(sources))
+	n.mu.Lock()
+	n.fences[id] = answers
+	n.mu.Unlock()
+	defer func() {
+		n.mu.Lock()
+		delete(n.fences, id)
+		n.mu.Unlock()
+	}()
+	f := replica.NewFencer(n.self, id, rng, sources, quorum, known.term)
+	retry := time.NewTimer(time.Hour)
+	defer retry.Stop()
+	for {
+		if f.Blocked() {
+			if f.Exhausted() {
+				return nil, fmt.Errorf("troupe: fence %v: %w", rng, replica.ErrTermExhausted)
+			}
+			return nil, fmt.Errorf("%w: %v for %v", ErrSourceReceiving, f.Receiving(), rng)
+		}
+		for _, m := range f.Messages() {
+			n.post(m)
+		}
+		retry.Reset(syncRetryTicks * n.cfg.TickEvery)
+	wait:
+		for {
+			select {
+			case m := <-answers:
+				newRound := f.Step(m)
+				if fenced, ok := f.Fenced(); ok {
+					return fenced, nil
+				}
+				if newRound || f.Blocked() {
+					break wait
+				}
+			case <-retry.C:
+				break wait
+			case <-ctx.Done():
+				return nil, fmt.Errorf("%w: fence %v: %w", ErrUnavailable, rng, ctx.Err())
+			case <-n.done:
+				return nil, n.closedErr()
+			}
+		}
+	}
 }
 
 // EndReceiving makes the node count for ranges again: after Copy, or

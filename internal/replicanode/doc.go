@@ -23,8 +23,10 @@
 // the whole ring: its answers do not count toward quorums. [Node.CatchUp]
 // copies a range from a quorum of its other replicas, in paced chunks
 // over the replication stream, after which the node counts for it.
-// [Node.SetReceiving] adds ranges (a hand-off); [Node.CountEverywhere] is
-// an operator's override. What the node receives is recorded in its
+// [Node.SetReceiving] adds ranges (a hand-off), which [Node.CopyFenced]
+// copies after fencing them at the sources it reads (an owner of the
+// previous set whose view lags gets no write acknowledged by them from
+// then on); [Node.CountEverywhere] is an operator's override. What the node receives is recorded in its
 // store before any answer that depends on it, so a restart before the
 // catch-up ended receives it still.
 //

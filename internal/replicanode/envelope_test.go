@@ -118,10 +118,31 @@ func TestDeltaMessagesCrossAnEnvelopeAndOwnTheirEdit(t *testing.T) {
 	}
 }
 
+// sampleFenceEnvelopes returns envelopes of one fence message each.
+func sampleFenceEnvelopes() [][]byte {
+	a, b := ring.NodeID{Addr: "a", Incarnation: 1}, ring.NodeID{Addr: "b", Incarnation: 2}
+	return [][]byte{
+		syncEnvelope(replica.Message{Type: replica.MsgFence, From: a, To: b, Round: 4, Range: ring.Range{Start: 5, End: 9}, Epoch: replica.Epoch{Term: 6}}),
+		syncEnvelope(replica.Message{Type: replica.MsgFenced, From: b, To: a, Round: 4, Range: ring.Range{Start: 5, End: 9}, Epoch: replica.Epoch{Term: 6}, Promised: replica.Epoch{Term: 3}, Counted: true}),
+	}
+}
+
+func TestFenceEnvelopesRoundTrip(t *testing.T) {
+	for _, env := range sampleFenceEnvelopes() {
+		got, err := decodeAll(env)
+		if err != nil || len(got) != 1 || !(got[0].Type == replica.MsgFence || got[0].Type == replica.MsgFenced) || got[0].Round != 4 || got[0].Epoch.Term != 6 {
+			t.Fatalf("decoded %+v, %v; want one fence message", got, err)
+		}
+	}
+}
+
 func FuzzDecodeEnvelope(f *testing.F) {
 	f.Add(sampleEnvelope())
 	f.Add(deltaEnvelope())
 	for _, env := range sampleSyncEnvelopes() {
+		f.Add(env)
+	}
+	for _, env := range sampleFenceEnvelopes() {
 		f.Add(env)
 	}
 	f.Add([]byte{envelopeVersion, 0})

@@ -51,6 +51,8 @@ type Node struct {
 	receiving []ring.Range
 	// syncs holds the catch-up requests waiting for their chunk, by id.
 	syncs map[uint64]*syncWait
+	// fences holds the fencings waiting for their answers, by id.
+	fences map[uint64]chan replica.Message
 
 	syncID atomic.Uint64
 	// syncReqs queues the catch-up requests this node answers as a
@@ -100,6 +102,7 @@ const (
 	opCountEverywhere
 	opSync
 	opReceived
+	opHighestTerm
 )
 
 type request struct {
@@ -116,6 +119,8 @@ type request struct {
 	w         *waiter
 	// abandoned is the op of the request an opAbandon gives up on.
 	abandoned opKind
+	// term is opHighestTerm's answer, set before the waiter is answered.
+	term uint64
 }
 
 // waiter is a caller waiting for its ticket or acquisition: on done, or
@@ -167,6 +172,7 @@ func Open(ctx context.Context, cfg Config) (*Node, error) {
 		stop:      make(chan struct{}),
 		done:      make(chan struct{}),
 		syncs:     make(map[uint64]*syncWait),
+		fences:    make(map[uint64]chan replica.Message),
 		syncReqs:  make(chan replica.Message, syncQueue),
 		syncDone:  make(chan struct{}),
 		pace:      pacer{rate: cfg.SyncRate},
@@ -203,6 +209,10 @@ func Open(ctx context.Context, cfg Config) (*Node, error) {
 	if err != nil {
 		return fail("restore", err)
 	}
+	floors, err := n.store.Floors(ctx)
+	if err != nil {
+		return fail("restore", err)
+	}
 	n.core = replica.New(self, replica.Counting)
 	n.core.SetDeltaMin(cfg.DeltaMin)
 	n.core.AddReceiving(stored...)
@@ -216,6 +226,7 @@ func Open(ctx context.Context, cfg Config) (*Node, error) {
 		n.log.Info("this node had not caught up when it stopped: it still receives what it did not catch up", "ranges", fmt.Sprint(stored))
 	}
 	n.core.Restore(recs...)
+	n.core.RestoreFloors(floors...)
 	n.receiving = n.core.Receiving()
 	// What the node receives is recorded before its first answer, so a
 	// restart before its catch-up ends still receives.
@@ -284,6 +295,13 @@ func (n *Node) receive(from ring.NodeID, payload []byte) {
 			case n.syncReqs <- m:
 			default:
 				// The requester asks again later.
+			}
+		case replica.MsgFenced:
+			if ch := n.fences[m.Round]; ch != nil {
+				select {
+				case ch <- m:
+				default: // the fencing sends its round again
+				}
 			}
 		default:
 			n.queue = append(n.queue, input{msg: m})
@@ -360,7 +378,7 @@ func unavailable(r *request, cause error) error {
 	switch {
 	case r.op == opAcquire:
 		what = "acquire"
-	case r.op == opSync || r.op == opReceived:
+	case r.op == opSync || r.op == opReceived || r.op == opHighestTerm:
 		return fmt.Errorf("%w: catch-up: %w", ErrUnavailable, cause)
 	case r.op == opWrite && r.tombstone:
 		return fmt.Errorf("%w: delete %s/%s (it may or may not have happened): %w", ErrUnavailable, r.key.Type, r.key.ID, cause)
@@ -661,6 +679,11 @@ func (n *Node) apply(r *request) {
 		// Answered once the batch is persisted: a chunk counts only
 		// once it is stored.
 		n.answers = append(n.answers, answer{r.w, nil})
+	case opHighestTerm:
+		for _, g := range r.ranges {
+			r.term = max(r.term, n.core.HighestTerm(g))
+		}
+		r.w.finish(nil)
 	case opReceived:
 		for _, g := range r.ranges {
 			n.core.Received(g)
@@ -708,6 +731,9 @@ func (n *Node) collect() {
 	// next Ready in rd's slices.
 	defer n.core.Recycle(rd)
 	n.out.Persist = append(n.out.Persist, rd.Persist...)
+	if rd.Floors != nil {
+		n.out.Floors = rd.Floors
+	}
 	n.out.Messages = append(n.out.Messages, rd.Messages...)
 	// Why each stepped-down key stepped down, for its failed waiters.
 	var down map[replica.Key]error
@@ -762,6 +788,13 @@ func (n *Node) flush() error {
 		n.mu.Lock()
 		n.receiving = r
 		n.mu.Unlock()
+	}
+	if n.out.Floors != nil {
+		if err := n.store.SetFloors(context.Background(), n.out.Floors); err != nil {
+			n.log.Error("the store failed; the node stops", "err", err)
+			return fmt.Errorf("troupe: replication node %v: record floors: %w", n.self, err)
+		}
+		n.out.Floors = nil
 	}
 	if len(n.out.Persist) > 0 {
 		if err := n.store.Put(context.Background(), n.out.Persist...); err != nil {

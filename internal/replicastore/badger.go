@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math"
 	"strings"
+	"sync/atomic"
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/troupe-go/troupe/internal/replica"
@@ -34,11 +35,15 @@ type Badger struct {
 	group groupCommit
 	// unclean: the store held records but no clean-stop marker at Open.
 	unclean bool
+	// format is the store's on-disk format version (see format.go).
+	format atomic.Uint32
 }
 
 var _ Store = (*Badger)(nil)
 
-// Open opens (or creates) the store under dir. A store written in a newer
+// Open opens (or creates) the store under dir, in the newest format; a
+// store of the previous format (4) is opened as it is and moves to the
+// newest when it first records floors. A store written in a newer
 // on-disk format is refused with a *replication.FormatError (matching
 // replication.ErrNewerFormat) and left as it is; a store whose format
 // record is missing or damaged is refused with replication.ErrCorrupt.
@@ -120,8 +125,7 @@ func (s *Badger) checkStop(existed bool) error {
 
 // checkFormat reads the format record, writing it into a new store, and
 // reports whether it existed. The version only moves forward: a store of
-// another version is refused and left as it is (no released format is
-// older than this one).
+// a version this binary does not read is refused and left as it is.
 func (s *Badger) checkFormat() (existed bool, err error) {
 	err = s.db.Update(func(txn *badger.Txn) error {
 		item, err := txn.Get(formatKey)
@@ -133,6 +137,7 @@ func (s *Badger) checkFormat() (existed bool, err error) {
 			if !empty {
 				return fmt.Errorf("%w: store %s has records but no format record", replication.ErrCorrupt, s.dir)
 			}
+			s.format.Store(formatVersion)
 			return txn.Set(formatKey, encodeFormat(formatVersion))
 		}
 		if err != nil {
@@ -150,9 +155,10 @@ func (s *Badger) checkFormat() (existed bool, err error) {
 		if v == 0 {
 			return fmt.Errorf("%w: store %s has format 0", replication.ErrCorrupt, s.dir)
 		}
-		if v != formatVersion {
+		if v < oldestFormat || v > formatVersion {
 			return &replication.FormatError{Dir: s.dir, Found: v, Oldest: oldestFormat, Supported: formatVersion}
 		}
+		s.format.Store(v)
 		return nil
 	})
 	return existed, err
@@ -191,6 +197,54 @@ func (s *Badger) SetReceiving(ctx context.Context, ranges []ring.Range) error {
 	err := s.db.Update(func(txn *badger.Txn) error { return txn.Set(receivingKey, encodeReceiving(ranges)) })
 	if err == nil {
 		err = s.db.Sync()
+	}
+	return s.wrap(err)
+}
+
+// Floors implements Store.
+func (s *Badger) Floors(ctx context.Context) ([]replica.Floor, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	var floors []replica.Floor
+	err := s.db.View(func(txn *badger.Txn) error {
+		item, err := txn.Get(floorsKey)
+		if errors.Is(err, badger.ErrKeyNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		return item.Value(func(v []byte) error {
+			floors, err = decodeFloors(v)
+			return err
+		})
+	})
+	return floors, s.wrap(err)
+}
+
+// SetFloors implements Store: the record is written and synced to disk
+// before it returns, with or without Sync. A store of format 4 becomes
+// format 5 in the same transaction, so a binary that would ignore the
+// floors no longer opens it.
+func (s *Badger) SetFloors(ctx context.Context, floors []replica.Floor) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	upgrade := s.format.Load() < floorsFormat
+	err := s.db.Update(func(txn *badger.Txn) error {
+		if upgrade {
+			if err := txn.Set(formatKey, encodeFormat(floorsFormat)); err != nil {
+				return err
+			}
+		}
+		return txn.Set(floorsKey, encodeFloors(floors))
+	})
+	if err == nil {
+		err = s.db.Sync()
+	}
+	if err == nil && upgrade {
+		s.format.Store(floorsFormat)
 	}
 	return s.wrap(err)
 }

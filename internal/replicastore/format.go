@@ -10,7 +10,7 @@ import (
 	"github.com/troupe-go/troupe/ring"
 )
 
-// The on-disk format, version 4.
+// The on-disk format, version 5.
 //
 // The format record, under key "\x00format", is the format version as a
 // big-endian uint32 followed by a CRC-32C of those four bytes.
@@ -37,14 +37,28 @@ import (
 // known, across clean stops too, until the driver records that it caught
 // up. No record means the replica never recorded any.
 //
+// The floors record, under key "\x00floors", lists the replica's floors
+// (range-level promises, see replica.Floor): a CRC-32C (4 bytes,
+// big-endian) of the key and what follows, a uvarint count, then each
+// floor's range Start and End (8 bytes each, big-endian) and its epoch
+// (uvarint term, the copier's address as a uvarint length and bytes, its
+// uvarint incarnation). No record means no floors.
+//
+// Version 5 added the floors record. A version 4 store is read as it is
+// (it has no floors) and becomes version 5 in the transaction that first
+// records floors, so a binary that reads only version 4, and would ignore
+// the floors, refuses a store that has them (replication.ErrNewerFormat).
 // Versions 1 to 3 were never released: a store of one of them is refused
 // (replication.ErrOlderFormat), not upgraded, and left as it is.
 
 // formatVersion is the newest on-disk format this binary writes and reads.
-const formatVersion uint32 = 4
+const formatVersion uint32 = 5
 
 // oldestFormat is the oldest on-disk format this binary reads.
 const oldestFormat uint32 = 4
+
+// floorsFormat is the first format with the floors record.
+const floorsFormat uint32 = 5
 
 var formatKey = []byte("\x00format")
 
@@ -55,6 +69,9 @@ var cleanKey = []byte("\x00clean")
 
 // receivingKey holds the ranges the replica is still receiving.
 var receivingKey = []byte("\x00receiving")
+
+// floorsKey holds the replica's floors.
+var floorsKey = []byte("\x00floors")
 
 const recordPrefix = 'r'
 
@@ -221,4 +238,70 @@ func decodeReceiving(b []byte) ([]ring.Range, error) {
 		ranges = append(ranges, ring.Range{Start: ring.Token(binary.BigEndian.Uint64(rest)), End: ring.Token(binary.BigEndian.Uint64(rest[8:]))})
 	}
 	return ranges, nil
+}
+
+// minFloorLen is the length of the shortest encoded floor.
+const minFloorLen = 19
+
+func encodeFloors(floors []replica.Floor) []byte {
+	b := make([]byte, 4, 4+binary.MaxVarintLen64+(16+3*binary.MaxVarintLen64)*len(floors))
+	b = binary.AppendUvarint(b, uint64(len(floors)))
+	for _, f := range floors {
+		b = binary.BigEndian.AppendUint64(b, uint64(f.Range.Start))
+		b = binary.BigEndian.AppendUint64(b, uint64(f.Range.End))
+		b = binary.AppendUvarint(b, f.Epoch.Term)
+		b = binary.AppendUvarint(b, uint64(len(f.Epoch.Node.Addr)))
+		b = append(b, f.Epoch.Node.Addr...)
+		b = binary.AppendUvarint(b, f.Epoch.Node.Incarnation)
+	}
+	binary.BigEndian.PutUint32(b, checksum(floorsKey, b[4:]))
+	return b
+}
+
+func decodeFloors(b []byte) ([]replica.Floor, error) {
+	bad := fmt.Errorf("%w: floors record %x", replication.ErrCorrupt, b)
+	if len(b) < 5 || binary.BigEndian.Uint32(b) != checksum(floorsKey, b[4:]) {
+		return nil, bad
+	}
+	rest := b[4:]
+	// uvarint takes one canonical uvarint off rest: an overlong one would
+	// give one record two encodings.
+	uvarint := func() (uint64, bool) {
+		v, w := binary.Uvarint(rest)
+		if w <= 0 || (w > 1 && rest[w-1] == 0) {
+			return 0, false
+		}
+		rest = rest[w:]
+		return v, true
+	}
+	n, ok := uvarint()
+	if !ok || n > uint64(len(rest))/minFloorLen {
+		return nil, bad
+	}
+	floors := make([]replica.Floor, 0, n)
+	for range n {
+		if len(rest) < minFloorLen {
+			return nil, bad
+		}
+		var f replica.Floor
+		f.Range = ring.Range{Start: ring.Token(binary.BigEndian.Uint64(rest)), End: ring.Token(binary.BigEndian.Uint64(rest[8:]))}
+		rest = rest[16:]
+		if f.Epoch.Term, ok = uvarint(); !ok {
+			return nil, bad
+		}
+		l, ok := uvarint()
+		if !ok || l > uint64(len(rest)) {
+			return nil, bad
+		}
+		f.Epoch.Node.Addr = string(rest[:l])
+		rest = rest[l:]
+		if f.Epoch.Node.Incarnation, ok = uvarint(); !ok {
+			return nil, bad
+		}
+		floors = append(floors, f)
+	}
+	if len(rest) != 0 {
+		return nil, bad
+	}
+	return floors, nil
 }

@@ -18,6 +18,7 @@ type Memory struct {
 	recs      map[string]replica.Record
 	receiving []ring.Range
 	recorded  bool
+	floors    []replica.Floor
 	closed    bool
 }
 
@@ -120,6 +121,27 @@ func (m *Memory) SetReceiving(_ context.Context, ranges []ring.Range) error {
 		return replication.ErrClosed
 	}
 	m.receiving, m.recorded = slices.Clone(ranges), true
+	return nil
+}
+
+// Floors implements Store.
+func (m *Memory) Floors(context.Context) ([]replica.Floor, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return nil, replication.ErrClosed
+	}
+	return slices.Clone(m.floors), nil
+}
+
+// SetFloors implements Store.
+func (m *Memory) SetFloors(_ context.Context, floors []replica.Floor) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return replication.ErrClosed
+	}
+	m.floors = slices.Clone(floors)
 	return nil
 }
 

@@ -37,6 +37,15 @@ type Store interface {
 	// replica that restarts must not count on ranges it had not caught
 	// up.
 	SetReceiving(ctx context.Context, ranges []ring.Range) error
+	// Floors returns the floors last recorded by SetFloors (none when
+	// none ever was).
+	Floors(ctx context.Context) ([]replica.Floor, error)
+	// SetFloors records the replica's floors (its range-level promises,
+	// see replica.Floor), replacing the previous ones, and returns once
+	// they are as durable as a Put with Sync would be, whatever the
+	// store's options: a replica that restarts must not refuse less than
+	// it promised.
+	SetFloors(ctx context.Context, floors []replica.Floor) error
 	// Close releases the store; later calls return replication.ErrClosed.
 	Close() error
 }

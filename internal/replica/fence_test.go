@@ -1,0 +1,351 @@
+package replica
+
+import (
+	"math"
+	"slices"
+	"testing"
+
+	"github.com/troupe-go/troupe/replication"
+	"github.com/troupe-go/troupe/ring"
+	"pgregory.net/rapid"
+)
+
+// TestRaisingFloorsIsAPointwiseMaximum checks floors against a naive
+// model: after raises, a token's floor is the largest term of the raises
+// whose range holds it, and the spans stay sorted, disjoint and merged.
+func TestRaisingFloorsIsAPointwiseMaximum(t *testing.T) {
+	edges := []ring.Token{0, 1, 100, 200, math.MaxUint64 - 1, math.MaxUint64}
+	token := rapid.Custom(func(t *rapid.T) ring.Token {
+		if rapid.Bool().Draw(t, "edge") {
+			return rapid.SampledFrom(edges).Draw(t, "e")
+		}
+		return ring.Token(rapid.Uint64Range(0, 300).Draw(t, "t"))
+	})
+	rapid.Check(t, func(t *rapid.T) {
+		type raise struct {
+			g ring.Range
+			e Epoch
+		}
+		var raises []raise
+		var fs floors
+		probes := slices.Clone(edges)
+		for range rapid.IntRange(0, 6).Draw(t, "raises") {
+			e := Epoch{Term: rapid.Uint64Range(0, 5).Draw(t, "term")}
+			if rapid.Bool().Draw(t, "fenced") {
+				e.Node = rapid.SampledFrom([]ring.NodeID{nodeA, nodeX}).Draw(t, "fencer")
+			}
+			r := raise{ring.Range{Start: token.Draw(t, "start"), End: token.Draw(t, "end")}, e}
+			raises = append(raises, r)
+			fs, _ = fs.raise(r.g, r.e)
+			probes = append(probes, r.g.Start, r.g.End, r.g.Start+1, r.g.End+1)
+		}
+		probes = append(probes, token.Draw(t, "probe"))
+		for _, p := range probes {
+			var want Epoch
+			for _, r := range raises {
+				if r.g.Contains(p) && r.e.Compare(want) > 0 {
+					want = r.e
+				}
+			}
+			if got := fs.at(p); got != want {
+				t.Fatalf("token %d: floor %v after %v, want %v (floors %v)", p, got, raises, want, fs)
+			}
+		}
+		for i, f := range fs {
+			if f.lo > f.hi || f.epoch.IsZero() {
+				t.Fatalf("span %d is %+v: empty or of the zero epoch (floors %v)", i, f, fs)
+			}
+			if i > 0 && (fs[i-1].hi >= f.lo || (fs[i-1].hi+1 == f.lo && fs[i-1].epoch == f.epoch)) {
+				t.Fatalf("spans %d and %d overlap, are out of order or unmerged: %v", i-1, i, fs)
+			}
+		}
+		var again floors
+		for _, f := range fs.list() {
+			again, _ = again.raise(f.Range, f.Epoch)
+		}
+		if !slices.Equal(again, fs) {
+			t.Fatalf("floors %v listed and raised again give %v", fs, again)
+		}
+	})
+}
+
+func TestRaisingAFloorReportsAChangeOnlyWhenATokenRose(t *testing.T) {
+	g := ring.Range{Start: 10, End: 20}
+	fs, changed := floors(nil).raise(g, Epoch{Term: 3, Node: nodeX})
+	if !changed {
+		t.Fatal("raising an empty set reported no change")
+	}
+	if _, changed := fs.raise(g, Epoch{Term: 3, Node: nodeX}); changed {
+		t.Fatal("raising to the same epoch reported a change")
+	}
+	if _, changed := fs.raise(ring.Range{Start: 12, End: 15}, Epoch{Term: 2, Node: nodeX}); changed {
+		t.Fatal("raising part of the range to an older epoch reported a change")
+	}
+	if _, changed := fs.raise(ring.Range{Start: 12, End: 25}, Epoch{Term: 2, Node: nodeX}); !changed {
+		t.Fatal("raising past the range reported no change")
+	}
+}
+
+var (
+	nodeA = ring.NodeID{Addr: "a", Incarnation: 1}
+	nodeB = ring.NodeID{Addr: "b", Incarnation: 1}
+	nodeC = ring.NodeID{Addr: "c", Incarnation: 1}
+	nodeX = ring.NodeID{Addr: "x", Incarnation: 1}
+)
+
+// keyRange returns a range holding k's token and no other.
+func keyRange(k Key) ring.Range {
+	t := k.Token()
+	return ring.Range{Start: t - 1, End: t}
+}
+
+// messagesOf returns r's messages of type typ.
+func messagesOf(r Ready, typ MsgType) []Message {
+	var out []Message
+	for _, m := range r.Messages {
+		if m.Type == typ {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// A fence answers the highest term the replica promised for a key of the
+// range before the fence, then raises the floor, which it asks the
+// driver to persist with the answer.
+func TestAFenceAnswersThePromisedTermBeforeRaisingTheFloor(t *testing.T) {
+	b := New(nodeB, Counting)
+	b.Step(Message{Type: MsgPrepare, From: nodeA, To: nodeB, Key: keyA, Epoch: Epoch{Term: 4, Node: nodeA}})
+	b.Ready()
+	b.Step(Message{Type: MsgFence, From: nodeX, To: nodeB, Range: keyRange(keyA), Round: 9, Epoch: Epoch{Term: 2}})
+	rd := b.Ready()
+	fenced := messagesOf(rd, MsgFenced)
+	if len(fenced) != 1 {
+		t.Fatalf("a fence was answered with %v, want one fenced", rd.Messages)
+	}
+	if m := fenced[0]; m.To != nodeX || m.Round != 9 || m.Epoch.Term != 2 || m.Promised.Term != 4 || !m.Counted {
+		t.Fatalf("the fence's answer is %+v, want round 9, term 2, promised 4, counted, to x", m)
+	}
+	want := []Floor{{Range: keyRange(keyA), Epoch: Epoch{Term: 2, Node: nodeX}}}
+	if !slices.Equal(rd.Floors, want) {
+		t.Fatalf("Ready.Floors = %v, want %v", rd.Floors, want)
+	}
+	b.Step(Message{Type: MsgFence, From: nodeX, To: nodeB, Range: keyRange(keyA), Round: 10, Epoch: Epoch{Term: 5}})
+	if m := messagesOf(b.Ready(), MsgFenced); len(m) != 1 || m[0].Promised.Term != 4 {
+		t.Fatalf("a second fence at 5 was answered %v, want promised 4: the floor is not a promise of a key", m)
+	}
+}
+
+// A message of an epoch below the floor of its key's range is refused
+// naming the floor (its term and copier), so the owner steps down or
+// acquires again above it; a key outside the range is not affected.
+func TestAMessageBelowTheFloorIsRefused(t *testing.T) {
+	b := New(nodeB, Counting)
+	b.Step(Message{Type: MsgFence, From: nodeX, To: nodeB, Range: keyRange(keyA), Round: 1, Epoch: Epoch{Term: 5}})
+	b.Ready()
+	old := Epoch{Term: 4, Node: nodeA}
+	b.Step(Message{Type: MsgAccept, From: nodeA, To: nodeB, Key: keyA, Epoch: old, Records: []Record{{Kind: KindState, Epoch: old, Version: 1, Value: []byte("v")}}})
+	rd := b.Ready()
+	refused := messagesOf(rd, MsgRefuse)
+	if len(refused) != 1 || refused[0].Promised != (Epoch{Term: 5, Node: nodeX}) || !refused[0].Floor {
+		t.Fatalf("an accept below the floor was answered %v, want a refusal naming the floor 5 of x", rd.Messages)
+	}
+	if _, ok := b.Stored(keyA, stateSlot); ok || len(rd.Persist) != 0 {
+		t.Fatal("an accept below the floor was stored")
+	}
+	other := Key{Type: "counter", ID: "elsewhere"}
+	if keyRange(keyA).Contains(other.Token()) {
+		t.Fatal("test keys share a token")
+	}
+	b.Step(Message{Type: MsgPrepare, From: nodeA, To: nodeB, Key: other, Epoch: old})
+	if m := messagesOf(b.Ready(), MsgPromise); len(m) != 1 {
+		t.Fatal("a key outside the fenced range was refused")
+	}
+	// The floor bounds terms: an owner at its term, whatever its node,
+	// picked its term knowing it.
+	at := Epoch{Term: 5, Node: nodeA}
+	b.Step(Message{Type: MsgPrepare, From: nodeA, To: nodeB, Key: keyA, Epoch: at})
+	if m := messagesOf(b.Ready(), MsgPromise); len(m) != 1 {
+		t.Fatal("an owner at the floor's term was refused")
+	}
+	b.Step(Message{Type: MsgPrepare, From: nodeA, To: nodeB, Key: keyA, Epoch: Epoch{Term: 7, Node: nodeA}})
+	b.Step(Message{Type: MsgPrepare, From: nodeC, To: nodeB, Key: keyA, Epoch: Epoch{Term: 6, Node: nodeC}})
+	if m := messagesOf(b.Ready(), MsgRefuse); len(m) != 1 || m[0].Floor {
+		t.Fatalf("a promise above the floor was answered %v, want a refusal naming the promise, not the floor", m)
+	}
+}
+
+// A served owner refused by a floor whose copier is in its replica set
+// (its view shows the change) acquires again above it without failing
+// what waits on it: its write is done once the new epoch's write-back met
+// the level, and the next owner reads it. An owner whose own replica
+// holds the floor picks a term above it at once.
+func TestAnOwnerFencedByAFloorAcquiresAboveItAndKeepsItsWrite(t *testing.T) {
+	s := newSim(t, 3, replication.Majority, []Key{keyA})
+	serve(t, s, 0)
+	owner := s.nodes[0]
+	term := owner.core.owned[keyA].epoch.Term
+	copier := s.nodes[2].id
+	for _, n := range s.nodes[1:] {
+		n.core.Step(Message{Type: MsgFence, From: copier, To: n.id, Range: keyRange(keyA), Round: 1, Epoch: Epoch{Term: term + 3}})
+		s.apply(n)
+	}
+	s.net = slices.DeleteFunc(s.net, func(m Message) bool { return m.Type == MsgFenced })
+	tk := write(t, s, 0, 1)
+	s.flush()
+	if !released(s, 0, tk) || !owner.core.Serving(keyA) {
+		t.Fatalf("after a floor refused its write the owner serves %v and the write is released %v; want both", owner.core.Serving(keyA), released(s, 0, tk))
+	}
+	if got := owner.core.owned[keyA].epoch.Term; got <= term+3 {
+		t.Fatalf("the owner acquired again at term %d, want above the floor %d", got, term+3)
+	}
+	owner.core.Resign(keyA)
+	s.apply(owner)
+	serve(t, s, 1)
+	if got := decodeValue(s.nodes[1].core.Current(keyA, stateSlot)); got != 1 {
+		t.Fatalf("the next owner reads %d, want the write of the fenced owner, 1", got)
+	}
+	c := New(nodeB, Counting)
+	c.RestoreFloors(Floor{Range: keyRange(keyA), Epoch: Epoch{Term: 7, Node: nodeX}})
+	if err := c.Acquire(keyA, []ring.NodeID{nodeB}, replication.Majority); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.owned[keyA].epoch.Term; got != 8 {
+		t.Fatalf("an owner whose replica holds floor 7 acquired at term %d, want 8", got)
+	}
+}
+
+// A served owner refused by a floor whose new acquisition finds another
+// owner's write fails what waited and steps down.
+func TestAnOwnerFencedByAFloorStepsDownWhenAnotherOwnerWrote(t *testing.T) {
+	s := newSim(t, 3, replication.Majority, []Key{keyA})
+	serve(t, s, 0)
+	owner := s.nodes[0]
+	owner.paused = true
+	serve(t, s, 1)
+	write(t, s, 1, 5)
+	s.flush()
+	// Above the other owner's term: refusals name the floor, not it.
+	floor := s.nodes[1].core.owned[keyA].epoch.Term + 1
+	s.nodes[1].core.Resign(keyA)
+	s.apply(s.nodes[1])
+	tk := write(t, s, 0, 1)
+	for _, n := range s.nodes {
+		n.core.Step(Message{Type: MsgFence, From: s.nodes[2].id, To: n.id, Range: keyRange(keyA), Round: 1, Epoch: Epoch{Term: floor}})
+		s.apply(n)
+	}
+	s.net = slices.DeleteFunc(s.net, func(m Message) bool { return m.Type == MsgFenced })
+	owner.paused = false
+	s.flush()
+	if owner.core.Serving(keyA) || !released(s, 0, tk) {
+		t.Fatalf("the owner serves %v (want false) and its write is settled %v (want failed)", owner.core.Serving(keyA), released(s, 0, tk))
+	}
+}
+
+// An owner refused by a floor whose copier is not in its replica set may
+// be on a view of membership that lags the hand-off: it steps down, and
+// what waited fails, however its next acquisition would fare.
+func TestAnOwnerFencedByACopierOutsideItsSetStepsDown(t *testing.T) {
+	s := newSim(t, 3, replication.Majority, []Key{keyA})
+	serve(t, s, 0)
+	owner := s.nodes[0]
+	term := owner.core.owned[keyA].epoch.Term
+	for _, n := range s.nodes[1:] {
+		n.core.Step(Message{Type: MsgFence, From: nodeX, To: n.id, Range: keyRange(keyA), Round: 1, Epoch: Epoch{Term: term + 1}})
+		s.apply(n)
+	}
+	s.net = slices.DeleteFunc(s.net, func(m Message) bool { return m.Type == MsgFenced })
+	tk := write(t, s, 0, 1)
+	s.flush()
+	if owner.core.Serving(keyA) || owner.core.owned[keyA] != nil || !released(s, 0, tk) {
+		t.Fatalf("the owner serves %v, holds %v, its write settled %v: want stepped down, the write failed", owner.core.Serving(keyA), owner.core.owned[keyA] != nil, released(s, 0, tk))
+	}
+}
+
+// A replica still receiving part of the range raises nothing and answers
+// that it does not count.
+func TestAFenceAtAReceivingReplicaIsNotCounted(t *testing.T) {
+	b := New(nodeB, Counting)
+	b.AddReceiving(ring.Range{Start: keyA.Token() - 10, End: keyA.Token() + 10})
+	b.Step(Message{Type: MsgFence, From: nodeX, To: nodeB, Range: keyRange(keyA), Round: 1, Epoch: Epoch{Term: 5}})
+	rd := b.Ready()
+	if m := messagesOf(rd, MsgFenced); len(m) != 1 || m[0].Counted {
+		t.Fatalf("a receiving replica answered a fence %v, want not counted", rd.Messages)
+	}
+	if rd.Floors != nil || len(b.Floors()) != 0 {
+		t.Fatalf("a receiving replica raised its floors to %v", b.Floors())
+	}
+}
+
+// Floors survive a restart: the driver restores what Ready.Floors listed.
+func TestFloorsAreRestored(t *testing.T) {
+	b := New(nodeB, Counting)
+	b.Step(Message{Type: MsgFence, From: nodeX, To: nodeB, Range: keyRange(keyA), Round: 1, Epoch: Epoch{Term: 5}})
+	persisted := b.Ready().Floors
+	again := New(nodeB, Counting)
+	again.RestoreFloors(persisted...)
+	again.Step(Message{Type: MsgPrepare, From: nodeA, To: nodeB, Key: keyA, Epoch: Epoch{Term: 4, Node: nodeA}})
+	if m := messagesOf(again.Ready(), MsgRefuse); len(m) != 1 {
+		t.Fatal("a restored replica promised below its floor")
+	}
+}
+
+func fenced(from ring.NodeID, id, term, promised uint64, counted bool) Message {
+	return Message{Type: MsgFenced, From: from, To: nodeX, Round: id, Epoch: Epoch{Term: term}, Promised: Epoch{Term: promised}, Counted: counted}
+}
+
+// The copier fences every source again above the highest term one
+// reported, and the range is fenced once a quorum answered one round
+// with terms below its G.
+func TestAFencerFencesAgainAboveTheTermsReported(t *testing.T) {
+	f := NewFencer(nodeX, 7, keyRange(keyA), []ring.NodeID{nodeA, nodeB, nodeC}, 2, 1)
+	if ms := f.Messages(); len(ms) != 3 || ms[0].Epoch.Term != 2 || ms[0].Round != 7 || ms[0].Type != MsgFence {
+		t.Fatalf("the first round is %v, want fences at term 2 to three sources", ms)
+	}
+	if f.Step(fenced(nodeB, 7, 2, 1, true)) {
+		t.Fatal("an answer below G started a new round")
+	}
+	if !f.Step(fenced(nodeC, 7, 2, 4, true)) {
+		t.Fatal("an answer at 4 >= G did not start a new round")
+	}
+	if _, ok := f.Fenced(); ok {
+		t.Fatal("the range is fenced after a source reported a term above G")
+	}
+	if ms := f.Messages(); len(ms) != 3 || ms[0].Epoch.Term != 5 {
+		t.Fatalf("the second round is %v, want fences at term 5 to all three sources", ms)
+	}
+	f.Step(fenced(nodeB, 7, 2, 1, true)) // a late answer to the first round
+	f.Step(fenced(nodeB, 8, 5, 1, true)) // another fencing's
+	f.Step(fenced(nodeX, 7, 5, 1, true)) // not a source
+	if _, ok := f.Fenced(); ok {
+		t.Fatal("answers of another round, fencing or node counted")
+	}
+	f.Step(fenced(nodeC, 7, 5, 4, true))
+	f.Step(fenced(nodeA, 7, 5, 0, true))
+	got, ok := f.Fenced()
+	if !ok || !slices.Equal(got, []ring.NodeID{nodeC, nodeA}) {
+		t.Fatalf("fenced %v, %v; want c and a", got, ok)
+	}
+	if f.Rounds() != 2 {
+		t.Fatalf("%d rounds, want 2", f.Rounds())
+	}
+}
+
+// Sources still receiving the range block the fencing once too few are
+// left for a quorum.
+func TestAFencerIsBlockedByReceivingSources(t *testing.T) {
+	f := NewFencer(nodeX, 1, keyRange(keyA), []ring.NodeID{nodeA, nodeB, nodeC}, 2, 0)
+	f.Step(fenced(nodeA, 1, 1, 0, false))
+	if f.Blocked() {
+		t.Fatal("one receiving source of three blocks a quorum of two")
+	}
+	f.Step(fenced(nodeB, 1, 1, 0, false))
+	if !f.Blocked() || !slices.Equal(f.Receiving(), []ring.NodeID{nodeA, nodeB}) {
+		t.Fatalf("two receiving sources of three: blocked %v, receiving %v", f.Blocked(), f.Receiving())
+	}
+	g := NewFencer(nodeX, 1, keyRange(keyA), []ring.NodeID{nodeA}, 1, 0)
+	g.Step(fenced(nodeA, 1, 1, math.MaxUint64, true))
+	if !g.Blocked() || !g.Exhausted() {
+		t.Fatal("a source that reported the largest term did not exhaust the fencing")
+	}
+}

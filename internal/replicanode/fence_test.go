@@ -1,0 +1,136 @@
+package replicanode
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/troupe-go/troupe/internal/replica"
+	"github.com/troupe-go/troupe/replication"
+	"github.com/troupe-go/troupe/ring"
+)
+
+// keyRange returns a range holding k's token and no other.
+func keyRange(k replica.Key) ring.Range {
+	t := k.Token()
+	return ring.Range{Start: t - 1, End: t}
+}
+
+// The reviewer's schedule where views disagree (five nodes a, b, c, x,
+// d; three replicas at Majority): P={a,b,c}, then R1={x,a,c}, then
+// R2={x,c,d}. a owns k on P and wrote v1. x receives k's range and
+// copies it from b and c while a is cut off from x; then, cut off from
+// c too, a (whose view still shows P) writes v2, which {a,b} would
+// acknowledge; a resigns. d receives the range and copies it from x and
+// c; a joint acquisition from R1 to R2 then reads k. Either a's write
+// fails (the copy fenced the range at b) or the acquisition reads it:
+// an acknowledged v2 must not be lost.
+func TestACopyFencesAnOwnerOfThePreviousSetWhoseViewLags(t *testing.T) {
+	c := newCluster(t, 5, false)
+	ctx := bounded(t)
+	k := key("lagging")
+	rng := keyRange(k)
+	a, b, cc, x, d := c.members[0], c.members[1], c.members[2], c.members[3], c.members[4]
+	P, R1, R2 := c.ids(a, b, cc), c.ids(x, a, cc), c.ids(x, cc, d)
+	if err := a.node.Acquire(ctx, k, P, replication.Majority); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.node.Write(ctx, k, stateSlot, []byte("v1")); err != nil {
+		t.Fatal(err)
+	}
+
+	c.net.Partition(a.addr, x.addr)
+	if err := x.node.SetReceiving(rng); err != nil {
+		t.Fatal(err)
+	}
+	if err := x.node.CopyFenced(ctx, rng, P, 2); err != nil {
+		t.Fatalf("x's copy from b and c: %v", err)
+	}
+	if err := x.node.EndReceiving(ctx, rng); err != nil {
+		t.Fatal(err)
+	}
+
+	c.net.Partition(a.addr, cc.addr)
+	wctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+	defer cancel()
+	werr := a.node.Write(wctx, k, stateSlot, []byte("v2"))
+	if err := a.node.Resign(k); err != nil {
+		t.Fatal(err)
+	}
+
+	c.net.Partition(a.addr, d.addr)
+	if err := d.node.SetReceiving(rng); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.node.CopyFenced(ctx, rng, R1, 2); err != nil {
+		t.Fatalf("d's copy from x and c: %v", err)
+	}
+	if err := d.node.EndReceiving(ctx, rng); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.node.AcquireFrom(ctx, k, R2, R1, replication.Majority); err != nil {
+		t.Fatalf("the joint acquisition from R1 to R2: %v", err)
+	}
+	got, err := readState(ctx, d, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if werr == nil && got != "v2" {
+		t.Fatalf("a's write of v2 was acknowledged, then the owner on R2 read %q: an acknowledged write was lost", got)
+	}
+	if werr != nil && got != "v1" && got != "v2" {
+		t.Fatalf("a's write of v2 failed (%v) and the owner on R2 read %q, want v1 or v2", werr, got)
+	}
+	t.Logf("a's write of v2: %v; the owner on R2 read %q", werr, got)
+}
+
+// A source records its floor in its store before it answers the fence:
+// once CopyFenced returned, the fenced sources' stores hold it (Open
+// restores it, as the core's TestFloorsAreRestored checks).
+func TestAFencedSourceRecordsItsFloorBeforeItAnswers(t *testing.T) {
+	c := newCluster(t, 4, false)
+	ctx := bounded(t)
+	k := key("floored")
+	rng := keyRange(k)
+	a, b, cc, x := c.members[0], c.members[1], c.members[2], c.members[3]
+	P := c.ids(a, b, cc)
+	if err := a.node.Acquire(ctx, k, P, replication.Majority); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.node.Write(ctx, k, stateSlot, []byte("v1")); err != nil {
+		t.Fatal(err)
+	}
+	c.net.Partition(a.addr, x.addr)
+	if err := x.node.SetReceiving(rng); err != nil {
+		t.Fatal(err)
+	}
+	if err := x.node.CopyFenced(ctx, rng, P, 2); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range []*member{b, cc} {
+		floors, err := m.store.Floors(ctx)
+		if err != nil || len(floors) != 1 || !floors[0].Range.Contains(k.Token()) || floors[0].Epoch.Node != c.ids(x)[0] {
+			t.Fatalf("%s's store holds floors %v, %v once the copy returned; want one over %v by x", m.addr, floors, err, rng)
+		}
+	}
+}
+
+// A source that still receives part of the range does not count as
+// fenced: with too few others, CopyFenced fails with ErrSourceReceiving.
+func TestCopyFencedNeedsSourcesThatCount(t *testing.T) {
+	c := newCluster(t, 3, false)
+	ctx := bounded(t)
+	k := key("r")
+	rng := keyRange(k)
+	a, b, x := c.members[0], c.members[1], c.members[2]
+	if err := b.node.SetReceiving(rng); err != nil {
+		t.Fatal(err)
+	}
+	if err := x.node.CopyFenced(ctx, rng, c.ids(a, b), 2); !errors.Is(err, ErrSourceReceiving) {
+		t.Fatalf("a fenced copy with a receiving source of two needed returned %v, want ErrSourceReceiving", err)
+	}
+	if floors, _ := b.store.Floors(ctx); len(floors) != 0 {
+		t.Fatalf("the receiving source raised floors %v", floors)
+	}
+}
