@@ -225,6 +225,11 @@ func (troupePeer) ReplicatedWrite(clk *clock, nodes, goroutines, keys, n int, sy
 		lat := make([]time.Duration, per*goroutines)
 		for _, nd := range ns {
 			clk.node(nd.cmd.Process.Pid)
+			if os.Getenv(profEnv) != "" {
+				if _, err := nd.query("profile " + def.Name()); err != nil {
+					return nil, err
+				}
+			}
 		}
 		clk.start()
 		err := inParallel(goroutines, goroutines, func(g int) error {

@@ -340,10 +340,10 @@ func header(w io.Writer, o options) {
 // summary is the median over rounds of each figure of one workload on one
 // system.
 type summary struct {
-	primary, cpuPerOp, perActr, gcCycles, gcCPU float64
-	nodeCPUPerOp, failed, min, max, base        float64
-	mb, secs, upSecs, earlyMB, idleFailed       float64
-	p50, p99, idleP99, streamP99, afterP99      time.Duration
+	primary, cpuPerOp, perActr, gcCycles, gcCPU        float64
+	nodeCPUPerOp, nodeSysPerOp, failed, min, max, base float64
+	mb, secs, upSecs, earlyMB, idleFailed              float64
+	p50, p99, idleP99, streamP99, afterP99             time.Duration
 }
 
 func summarize(ms []measurement) summary {
@@ -351,6 +351,7 @@ func summarize(ms []measurement) summary {
 	s.primary = median(ms, func(m measurement) float64 { return m.primary })
 	s.cpuPerOp = median(ms, func(m measurement) float64 { return m.cpuPerOp })
 	s.nodeCPUPerOp = median(ms, func(m measurement) float64 { return m.nodeCPUPerOp })
+	s.nodeSysPerOp = median(ms, func(m measurement) float64 { return m.nodeSysPerOp })
 	s.failed = median(ms, func(m measurement) float64 { return m.failed })
 	s.min = slices.MinFunc(ms, func(a, b measurement) int { return cmp.Compare(a.primary, b.primary) }).primary
 	s.max = slices.MaxFunc(ms, func(a, b measurement) int { return cmp.Compare(a.primary, b.primary) }).primary
@@ -382,8 +383,8 @@ func describe(w string, ms []measurement) string {
 		return fmt.Sprintf("%s asks/s  p50 %v  p99 %v  cpu %s/ask + node %s", si(s.primary), s.p50, s.p99, cpu,
 			time.Duration(s.nodeCPUPerOp))
 	case "replicated-write", "replicated-write-sync":
-		return fmt.Sprintf("%s writes/s  p50 %v  p99 %v  cpu %s/write + nodes %s; unreplicated %s writes/s", si(s.primary), s.p50, s.p99, cpu,
-			time.Duration(s.nodeCPUPerOp), si(s.base))
+		return fmt.Sprintf("%s writes/s  p50 %v  p99 %v  cpu %s/write + nodes %s (%.1f read/write syscalls); unreplicated %s writes/s", si(s.primary), s.p50, s.p99, cpu,
+			time.Duration(s.nodeCPUPerOp), s.nodeSysPerOp, si(s.base))
 	case "client-ask":
 		return fmt.Sprintf("%s asks/s  p50 %v  p99 %v  cpu %s/ask + nodes %s", si(s.primary), s.p50, s.p99, cpu,
 			time.Duration(s.nodeCPUPerOp))

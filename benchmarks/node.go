@@ -73,27 +73,55 @@ func serveNode(role string) error {
 	if err != nil {
 		return err
 	}
+	var prof *os.File
 	if path := os.Getenv(profEnv); path != "" {
-		f, err := os.Create(fmt.Sprintf("%s.%s.%d", path, role, os.Getpid()))
-		if err != nil {
+		if prof, err = startProfile(fmt.Sprintf("%s.%s.%d", path, role, os.Getpid())); err != nil {
 			return err
 		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return err
-		}
-		defer pprof.StopCPUProfile()
 	}
 	fmt.Printf("ready %s\n", addr)
 	// Until the benchmark closes stdin or exits, each line is a query,
-	// answered on stdout as the query, a space and the answer.
+	// answered on stdout as the query, a space and the answer. The query
+	// "profile NAME" (when profiling) ends the profile so far and starts
+	// <path>.<role>.<pid>.NAME, so that a phase of a workload has its own.
 	sc := bufio.NewScanner(os.Stdin)
 	for sc.Scan() {
+		q := sc.Text()
+		if name, ok := strings.CutPrefix(q, "profile "); ok {
+			a := "off"
+			if prof != nil {
+				pprof.StopCPUProfile()
+				prof.Close()
+				if prof, err = startProfile(fmt.Sprintf("%s.%s.%d.%s", os.Getenv(profEnv), role, os.Getpid(), name)); err != nil {
+					return err
+				}
+				a = "on"
+			}
+			fmt.Printf("%s %s\n", q, a)
+			continue
+		}
 		if answer != nil {
-			fmt.Printf("%s %s\n", sc.Text(), answer(sc.Text()))
+			fmt.Printf("%s %s\n", q, answer(q))
 		}
 	}
+	if prof != nil {
+		pprof.StopCPUProfile()
+		prof.Close()
+	}
 	return stop()
+}
+
+// startProfile starts a CPU profile into a new file at path.
+func startProfile(path string) (*os.File, error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
 }
 
 // node is a child process serving one role.

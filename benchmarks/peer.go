@@ -80,6 +80,9 @@ type measurement struct {
 	// nodeCPUPerOp is the remote workloads' node's CPU nanoseconds per
 	// message (10 ms resolution over the whole region).
 	nodeCPUPerOp float64
+	// nodeSysPerOp is the nodes' read and write system calls per
+	// operation (replicated-write; Linux).
+	nodeSysPerOp float64
 	failed       float64 // failover: asks that failed before the first answer
 	p50          time.Duration
 	p99          time.Duration

@@ -86,6 +86,9 @@ type clock struct {
 	nodePids []int
 	nodeCPU  time.Duration
 	nodeCPU0 time.Duration
+	// nodeSys counts the nodes' read and write system calls (Linux).
+	nodeSys  int64
+	nodeSys0 int64
 }
 
 // node also measures the CPU time of the processes pids (a remote
@@ -100,8 +103,18 @@ func (c *clock) nodesCPU() time.Duration {
 	return d
 }
 
+// nodesSyscalls returns the read and write system calls the nodes made.
+func (c *clock) nodesSyscalls() int64 {
+	var n int64
+	for _, pid := range c.nodePids {
+		n += procSyscalls(pid)
+	}
+	return n
+}
+
 func (c *clock) start() {
 	c.nodeCPU0 = c.nodesCPU()
+	c.nodeSys0 = c.nodesSyscalls()
 	c.gc0 = readGC()
 	c.cpu0 = processCPU()
 	c.t0 = time.Now()
@@ -113,6 +126,25 @@ func (c *clock) stop() {
 	gc := readGC()
 	c.gcCycles, c.gcCPU = gc.cycles-c.gc0.cycles, gc.cpu-c.gc0.cpu
 	c.nodeCPU = c.nodesCPU() - c.nodeCPU0
+	c.nodeSys = c.nodesSyscalls() - c.nodeSys0
+}
+
+// procSyscalls reads the read and write system calls of process pid
+// (syscr and syscw of /proc/pid/io); 0 where there are none.
+func procSyscalls(pid int) int64 {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/io")
+	if err != nil {
+		return 0
+	}
+	var n int64
+	for _, l := range strings.Split(string(b), "\n") {
+		k, v, _ := strings.Cut(l, ": ")
+		if k == "syscr" || k == "syscw" {
+			x, _ := strconv.ParseInt(v, 10, 64)
+			n += x
+		}
+	}
+	return n
 }
 
 // procCPU reads the user and system CPU time of process pid from
@@ -146,6 +178,7 @@ func (c *clock) rate(n int) measurement {
 	if n > 0 {
 		m.cpuPerOp = float64(c.cpu.Nanoseconds()) / float64(n)
 		m.nodeCPUPerOp = float64(c.nodeCPU.Nanoseconds()) / float64(n)
+		m.nodeSysPerOp = float64(c.nodeSys) / float64(n)
 	}
 	return m
 }

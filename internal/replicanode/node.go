@@ -802,6 +802,13 @@ func (n *Node) flush() error {
 			return fmt.Errorf("troupe: replication node %v: persist: %w", n.self, err)
 		}
 	}
+	// The batch's replication envelopes and the replies its answers
+	// release (to the askers of the writes) leave in one write per peer
+	// rather than one each.
+	if h, ok := n.ep.(transport.Holder); ok && len(n.out.Messages)+len(n.answers) > 0 {
+		release := h.Hold()
+		defer release()
+	}
 	n.send(n.out.Messages)
 	for _, a := range n.answers {
 		a.w.finish(a.err)

@@ -291,14 +291,20 @@ type asyncWrite struct {
 	held    []heldReply
 	timer   *time.Timer
 	settled atomic.Bool // the replies were released or failed
-	what    string      // the key, for errors: type/key
-	resign  func()
+	// store, typ and key name the write's key, for errors and to resign
+	// it at the deadline; kept apart, an error's name and the resign are
+	// only made when needed.
+	store    host.Store
+	typ, key string
 }
+
+// what names the write's key in errors: type/key.
+func (w *asyncWrite) what() string { return w.typ + "/" + w.key }
 
 // stored is the store's answer.
 func (w *asyncWrite) stored(err error) {
 	if err != nil {
-		err = fmt.Errorf("troupe: %s: state not stored: %w", w.what, err)
+		err = fmt.Errorf("troupe: %s: state not stored: %w", w.what(), err)
 	}
 	w.a.mu.Lock()
 	w.a.inFlight--
@@ -319,13 +325,13 @@ func (w *asyncWrite) expired() {
 	if !w.settled.CompareAndSwap(false, true) {
 		return
 	}
-	err := fmt.Errorf("troupe: %s: state not stored: %w: the write level was not met before the deadline (the write may or may not have happened)", w.what, ErrUnavailable)
+	err := fmt.Errorf("troupe: %s: state not stored: %w: the write level was not met before the deadline (the write may or may not have happened)", w.what(), ErrUnavailable)
 	w.a.mu.Lock()
 	if w.a.err == nil {
 		w.a.err = err
 	}
 	w.a.mu.Unlock()
-	w.resign()
+	w.store.Resign(w.typ, w.key)
 	releaseReplies(w.held, err)
 }
 
@@ -372,8 +378,7 @@ func (c *cell[S, M, C]) settleAsync(ctx *Context[S, M, C]) (ok bool, cerr error)
 		held, x.held, x.handling = x.held, nil, false
 	}
 	c.mu.Unlock()
-	w := &asyncWrite{a: a, held: held, what: k.def.Name + "/" + c.key}
-	w.resign = func() { k.h.Store.Resign(k.def.Name, c.key) }
+	w := &asyncWrite{a: a, held: held, store: k.h.Store, typ: k.def.Name, key: c.key}
 	w.timer = time.AfterFunc(time.Until(ctx.storeDeadline()), w.expired)
 	if err := st.WriteAsync(k.def.Name, c.key, rec, w.stored); err != nil {
 		w.timer.Stop()
@@ -381,7 +386,7 @@ func (c *cell[S, M, C]) settleAsync(ctx *Context[S, M, C]) (ok bool, cerr error)
 		a.inFlight--
 		a.mu.Unlock()
 		w.settled.Store(true)
-		cerr = fmt.Errorf("troupe: %s: state not stored: %w", w.what, err)
+		cerr = fmt.Errorf("troupe: %s: state not stored: %w", w.what(), err)
 		releaseReplies(held, cerr)
 		return true, cerr
 	}

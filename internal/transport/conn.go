@@ -1086,6 +1086,9 @@ func (c *liveConn) writeLoop() {
 			if mark < len(buf) {
 				vec = append(vec, buf[mark:])
 			}
+			if t.tune.wrote != nil {
+				t.tune.wrote(countData(frames))
+			}
 			if err := c.writeVec(vec, writev); err != nil {
 				c.Close() // the reader notices and handles the break
 				return
@@ -1231,6 +1234,9 @@ func (c *liveConn) writeInlineLocked(budget int) {
 		buf, chunk = c.encode(buf, &frames[i], minBytes)
 		buf = append(buf, chunk...)
 	}
+	if s.t.tune.wrote != nil {
+		s.t.tune.wrote(countData(frames))
+	}
 	clear(frames) // they point into payloads
 	c.iframes = frames[:0]
 	n, err := c.writeNow(buf)
@@ -1259,6 +1265,17 @@ func (c *liveConn) writeInlineLocked(budget int) {
 		c.ibuf = buf[:0]
 	}
 	c.keepZbuf()
+}
+
+// countData counts the data frames of frames.
+func countData(frames []outFrame) int {
+	n := 0
+	for i := range frames {
+		if frames[i].typ == FrameData {
+			n++
+		}
+	}
+	return n
 }
 
 // keepZbuf drops zbuf after a write that grew it past what a steady

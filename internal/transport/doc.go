@@ -23,7 +23,11 @@
 // receipt. One [Handler] per stream receives envelopes, on the reader
 // goroutine when the stream is idle (a blocked handler is relieved: another
 // goroutine takes over reading) or on the stream's deliverer otherwise;
-// its return gives the credit back. [Endpoint] is what the layers above
+// its return gives the credit back. A sender about to send many envelopes
+// at once (the replication loop answering a batch) opens a hold
+// ([Transport.Hold], the optional [Holder] interface): sends queue without
+// a write until its release, which writes each peer's in one system call.
+// [Endpoint] is what the layers above
 // (membership, actors) program against; [MemNetwork] implements it in
 // memory for their tests.
 //

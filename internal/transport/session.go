@@ -71,6 +71,9 @@ type session struct {
 	// client is the identity a client's session was made for (key is
 	// made from it); zero for a peer's session.
 	client ring.NodeID
+	// holdWaits: the session waits for a hold's release to write (see
+	// Transport.Hold); under t.holds.mu.
+	holdWaits bool
 
 	mu    sync.Mutex
 	ready [NumStreams]*sync.Cond // signals each stream's deliverer
@@ -586,9 +589,12 @@ func (s *session) applyCreditLocked(st StreamID, c credit, now time.Time) error 
 		// every credit round trip of a sender held by its window. Large
 		// envelopes go through the writer, which writes their chunks
 		// without copying them.
+		// Under a hold (Transport.Hold) the release writes it.
 		if c := s.conn; c != nil && c.raw != nil && !c.writing && s.queuedLarge == 0 && len(s.replay) == 0 && !s.closing {
-			c.writeInlineLocked(creditBudget)
-		} else {
+			if !s.t.deferWriteLocked(s) {
+				c.writeInlineLocked(creditBudget)
+			}
+		} else if !s.t.deferWriteLocked(s) {
 			s.kick()
 		}
 	}

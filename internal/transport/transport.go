@@ -108,6 +108,11 @@ type Transport struct {
 	// posted are the receipts of envelopes sent with Post, which nobody
 	// outside the session sees: once credited they serve again.
 	posted sync.Pool
+
+	// holding counts the open holds (see Hold), read without holds.mu by
+	// every send; holds has them with the sessions waiting for a release.
+	holding atomic.Int32
+	holds   holds
 }
 
 // New returns a transport for cfg. Handlers must be set with Handle before
@@ -480,8 +485,10 @@ func (t *Transport) send(ctx context.Context, to ring.NodeID, stream StreamID, k
 		case s.creditHeldLocked(stream, len(payload)):
 			// The grant that frees it wakes the writer.
 		case c.raw != nil && !c.writing && len(payload) <= inlineMax:
-			c.writeInlineLocked(inlineBudget)
-		default:
+			if !t.deferWriteLocked(s) {
+				c.writeInlineLocked(inlineBudget)
+			}
+		case !t.deferWriteLocked(s):
 			s.kick()
 		}
 		s.mu.Unlock()

@@ -28,6 +28,9 @@ type tuning struct {
 	// looks themselves, so the bound on relief is checked in periods
 	// rather than in time.
 	watchArm func(c *liveConn, periods int64)
+	// wrote, if set, is told the data frames of each write of frames to
+	// a socket (inline or by the writer), before the write.
+	wrote func(dataFrames int)
 }
 
 func defaultTuning() tuning {
