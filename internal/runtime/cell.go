@@ -731,6 +731,20 @@ func (c *cell[S, M, C]) end(reason string) {
 	c.k.h.Emit(host.Event{Kind: host.ActivationEnded, Type: c.k.def.Name, Key: c.key, Reason: reason})
 }
 
+// warn logs msg about this key with err, and the request id of s, the
+// reply slot of the message it is about (nil for a tell).
+func (c *cell[S, M, C]) warn(msg string, s replier, err error) {
+	var rid host.RequestID
+	if s != nil {
+		rid = *s.requestID()
+	}
+	if rid.IsZero() {
+		c.k.h.Logger.Warn(msg, "actor", c.k.def.Name, "key", c.key, "err", err)
+		return
+	}
+	c.k.h.Logger.Warn(msg, "actor", c.k.def.Name, "key", c.key, "request_id", rid.String(), "err", err)
+}
+
 // failed schedules a restart after backoff, keeping the unhandled rest
 // of the batch at the head of the mailbox. rid is the request id of the
 // ask whose handler failed; zero for a tell.
