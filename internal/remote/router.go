@@ -901,6 +901,7 @@ func (r *Router) serveAskHold(from ring.NodeID, e *envelope, hold bool, then *fu
 		return
 	}
 	if run != nil {
+		dl := in.Deadline // not in: a closure keeps a value that large by reference, on the heap
 		// Registered below before it runs, so a cancel finds it; a
 		// cancelled one runs too, and drops the message. Its deadline is
 		// watched only if the handler returns without a reply: a timer
@@ -913,7 +914,7 @@ func (r *Router) serveAskHold(from ring.NodeID, e *envelope, hold bool, then *fu
 			if ttl > 0 {
 				r.mu.Lock()
 				if !s.done && !s.cancelled && r.serving[sk] == s {
-					s.timer = time.AfterFunc(max(time.Until(in.Deadline), 0), func() { r.cancelServed(sk) })
+					s.timer = time.AfterFunc(max(time.Until(dl), 0), func() { r.cancelServed(sk) })
 				}
 				r.mu.Unlock()
 			}
