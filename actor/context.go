@@ -42,8 +42,15 @@ func (c *Context[S, M]) System() System { return c.runContext.System() }
 // "" in a standalone system.
 func (c *Context[S, M]) Member() string { return c.runContext.Member() }
 
-// Logger returns the system's logger with this actor's identity attached.
+// Logger returns the system's logger with this actor's identity
+// attached, and the request id (as "request_id") while handling an ask.
 func (c *Context[S, M]) Logger() *slog.Logger { return c.runContext.Logger() }
+
+// RequestID returns the request id of the ask being handled: the one its
+// asker named with WithRequestID, or the one Ask made; "" while handling
+// a tell or a timer. The asks this handler makes with its Context (or a
+// context derived from it) carry the same id, unless it names another.
+func (c *Context[S, M]) RequestID() string { return c.runContext.RequestID() }
 
 // State returns the actor's current state. Treat it as a value: to change
 // it, build a new value and SetState it (see the package doc on state).

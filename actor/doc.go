@@ -50,6 +50,27 @@
 // without watching its Context holds up its own actor, not the asker,
 // and a reply it gives after the deadline is dropped.
 //
+// # Request ids
+//
+// Every ask carries a request id, for correlation only. The asker may name
+// it, WithRequestID(ctx, "checkout-7f3a"): 1 to 64 visible ASCII bytes,
+// else Ask fails at once with ErrInvalidRequestID. Otherwise Ask makes one:
+// 16 bytes shown as 32 lower-case hex digits, a prefix drawn at random when
+// the system or client starts and a count, unique without coordination
+// (an atomic add per ask; the id is formatted only when someone reads it).
+// The handler reads it with Context.RequestID ("" for a tell or a timer),
+// on whichever member or path the ask took. One request, one id: the asks
+// and pipes a handler makes with its Context (or a context derived from
+// it) carry the id of the ask it handles, unless it names another. The
+// asker finds the id in every error of the ask but a declared one (which
+// is the handler's answer, as it was): a *FailedError's RequestID, or a
+// *RequestError wrapping the rest (unavailable, deadline, too large, ...),
+// which errors.Is and errors.As look through; RequestIDOf reads either.
+// The runtime's log lines about an ask (its handler's failure or panic)
+// carry it as request_id, and so does Context.Logger while handling an
+// ask. client/idempotency's middleware names its HTTP request id, so the
+// asks of a guarded handler carry it.
+//
 // # Handlers and state
 //
 // One message at a time per key, in the order each sender sent them. The

@@ -69,6 +69,11 @@ var (
 	// (system.Config.MaxMessage, client.Config.MaxMessage), wherever its
 	// key lives. It is permanent: the same message fails again.
 	ErrMessageTooLarge = fault.ErrMessageTooLarge
+
+	// ErrInvalidRequestID reports an ask whose context names a request id
+	// (WithRequestID) that is empty, longer than 64 bytes or not visible
+	// ASCII. The ask is not sent.
+	ErrInvalidRequestID = fault.ErrInvalidRequestID
 )
 
 // Temporary reports whether retrying what failed with err may succeed:
@@ -110,10 +115,47 @@ type FailedError struct {
 	Cause error
 	// Panic reports that the handler panicked.
 	Panic bool
+	// RequestID is the request id of the ask that failed (see
+	// WithRequestID).
+	RequestID string
 }
 
-func (e *FailedError) Error() string {
-	return fmt.Sprintf("troupe: actor %s failed: %v", e.Actor, e.Cause)
+func (e *FailedError) Error() string { return fault.FailedText(e.Actor, e.RequestID, e.Cause) }
+
+// RequestError is an ask's failure on the asker's side other than the
+// handler's (a *FailedError, which has the id in its RequestID) or an
+// error the definition declares (the handler's answer): the target
+// unavailable, the deadline, a message too large, a full mailbox. It
+// names the ask's request id and wraps the error, which errors.Is and
+// errors.As find as before.
+type RequestError struct {
+	// RequestID is the ask's request id.
+	RequestID string
+	// Err is why the ask failed.
+	Err error
+}
+
+func (e *RequestError) Error() string { return fault.RequestText(e.RequestID, e.Err) }
+
+func (e *RequestError) Unwrap() error { return e.Err }
+
+// RequestIDOf returns the request id that err, an ask's error, names:
+// that of its *RequestError or *FailedError; "" when it names none.
+func RequestIDOf(err error) string {
+	for err != nil {
+		switch e := err.(type) {
+		case *RequestError:
+			return e.RequestID
+		case *FailedError:
+			return e.RequestID
+		}
+		u, ok := err.(interface{ Unwrap() error })
+		if !ok {
+			return ""
+		}
+		err = u.Unwrap()
+	}
+	return ""
 }
 
 // Unwrap lets errors.Is find both ErrActorFailed and the cause.
@@ -190,7 +232,9 @@ func publicError(err error) error {
 	case nil:
 		return nil
 	case *fault.FailedError:
-		return &FailedError{Member: e.Member, Actor: e.Actor, Cause: publicError(e.Cause), Panic: e.Panic}
+		return &FailedError{Member: e.Member, Actor: e.Actor, Cause: publicError(e.Cause), Panic: e.Panic, RequestID: e.RequestID}
+	case *fault.RequestError:
+		return &RequestError{RequestID: e.RequestID, Err: publicError(e.Err)}
 	case *fault.PanicError:
 		return &PanicError{Value: e.Value, Stack: e.Stack}
 	case *fault.CycleError:
@@ -205,7 +249,7 @@ func publicError(err error) error {
 // ask's error, passed on) to other nodes as it carries the runtime's.
 func (e *FailedError) As(target any) bool {
 	if t, ok := target.(**fault.FailedError); ok {
-		*t = &fault.FailedError{Member: e.Member, Actor: e.Actor, Cause: e.Cause, Panic: e.Panic}
+		*t = &fault.FailedError{Member: e.Member, Actor: e.Actor, Cause: e.Cause, Panic: e.Panic, RequestID: e.RequestID}
 		return true
 	}
 	return false

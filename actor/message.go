@@ -47,6 +47,17 @@ func Ask[M any, Q Request[M, R], R any](ctx context.Context, ref Ref[M], q Q) (R
 	return r, nil
 }
 
+// WithRequestID returns ctx naming id as the request id of the asks made
+// with it, or with contexts derived from it: their handlers read it
+// (Context.RequestID), their failures and the runtime's log lines about
+// them name it. id is for correlation only, like an HTTP request id: 1 to
+// 64 visible ASCII bytes, else such asks fail with ErrInvalidRequestID.
+// Without it an ask gets a new id, unless ctx is a handler's Context (or
+// derives from one), whose asks carry the id of the ask being handled.
+func WithRequestID(ctx context.Context, id string) context.Context {
+	return runtime.WithRequestID(ctx, id)
+}
+
 // Respond answers the request q that the handler is handling with r. A
 // reply of the wrong type does not compile. Respond after a Tell (nobody
 // waits) does nothing; a second Respond to the same ask is ignored.

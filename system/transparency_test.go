@@ -84,6 +84,16 @@ type HereProbe struct {
 	Here *int `msgpack:"-"`
 }
 
+// WhoAsks answers the request id the handler sees.
+type WhoAsks struct{ actor.Reply[BankMsg, string] }
+
+// HopWho asks WhoAsks of the bank key Target with the handler's Context
+// and answers what Target saw.
+type HopWho struct {
+	actor.Reply[BankMsg, string]
+	Target string
+}
+
 // piped is the piped answer, told to the piping actor itself (never
 // encoded: it stays in its process).
 type piped struct {
@@ -106,6 +116,8 @@ func (Fill) bankMsg()       {}
 func (PassOn) bankMsg()     {}
 func (HereProbe) bankMsg()  {}
 func (piped) bankMsg()      {}
+func (WhoAsks) bankMsg()    {}
+func (HopWho) bankMsg()     {}
 
 var ErrInsufficientFunds = errors.New("bank: insufficient funds")
 
@@ -191,11 +203,19 @@ func init() {
 			return actor.Respond(c, m, "ok")
 		case HereProbe:
 			return actor.Respond(c, m, m.Here != nil)
+		case WhoAsks:
+			return actor.Respond(c, m, c.RequestID())
+		case HopWho:
+			id, err := actor.Ask(c, Bank.Ref(c.System(), m.Target), WhoAsks{})
+			if err != nil {
+				return err
+			}
+			return actor.Respond(c, m, id)
 		}
 		return nil
 	}, actor.WithErrors(ErrInsufficientFunds, (*InsufficientFundsError)(nil)),
 		actor.WithBackoff(time.Second, 10*time.Second)).
-		WithMessages(Refuse{}, Deposit{}, Balance{}, Big{}, Sleep{}, Seq{}, Log{}, WhereAmI{}, PipeRefuse{}, Fill{}, PassOn{}, HereProbe{}).
+		WithMessages(Refuse{}, Deposit{}, Balance{}, Big{}, Sleep{}, Seq{}, Log{}, WhereAmI{}, PipeRefuse{}, Fill{}, PassOn{}, HereProbe{}, WhoAsks{}, HopWho{}).
 		WithInit(func(string) BankState { return BankState{Balance: 3} })
 }
 
@@ -485,6 +505,55 @@ func TestTransparencySuite(t *testing.T) {
 						t.Errorf("%s: cause %v, want the teller's failure", kind, fe.Cause)
 					}
 				}
+			}
+		}},
+		{"the handler sees the request id its asker named", func(t *testing.T, w way) {
+			id := "named-" + w.name
+			got, err := actor.Ask(actor.WithRequestID(ctx(t), id), Bank.Ref(w.from, w.key("rid")), WhoAsks{})
+			if err != nil || got != id {
+				t.Fatalf("got %q, %v: want %q", got, err, id)
+			}
+		}},
+		{"two asks get two ids", func(t *testing.T, w way) {
+			ref := Bank.Ref(w.from, w.key("rids"))
+			first, err1 := actor.Ask(ctx(t), ref, WhoAsks{})
+			second, err2 := actor.Ask(ctx(t), ref, WhoAsks{})
+			if err1 != nil || err2 != nil || len(first) != 32 || len(second) != 32 || first == second {
+				t.Fatalf("got %q (%v) and %q (%v): want two different ids of 32 hex digits", first, err1, second, err2)
+			}
+		}},
+		{"the request id survives a hop, wherever the next actor lives", func(t *testing.T, w way) {
+			for _, on := range []*system.System{a, b} {
+				id := "hop-" + w.name + "-" + on.Addr()
+				target := keyOn(on)(w.name + "-hop-target")
+				got, err := actor.Ask(actor.WithRequestID(ctx(t), id), Bank.Ref(w.from, w.key("hop")), HopWho{Target: target})
+				if err != nil || got != id {
+					t.Fatalf("next actor on %s: got %q, %v: want %q", on.Addr(), got, err, id)
+				}
+			}
+		}},
+		{"failures name the request id", func(t *testing.T, w way) {
+			id := "failing-" + w.name
+			_, err := actor.Ask(actor.WithRequestID(ctx(t), id), Bank.Ref(w.from, w.key("ridfail")), Refuse{Kind: "undeclared"})
+			var fe *actor.FailedError
+			if !errors.As(err, &fe) || fe.RequestID != id || !strings.Contains(err.Error(), id) {
+				t.Fatalf("got %v, want a *FailedError naming %s", err, id)
+			}
+			_, err = actor.Ask(actor.WithRequestID(ctx(t), id), Bank.Ref(w.from, w.key("ridbig")), Big{Data: big})
+			if !errors.Is(err, actor.ErrMessageTooLarge) || actor.RequestIDOf(err) != id || !strings.Contains(err.Error(), id) {
+				t.Fatalf("too large: got %v, want ErrMessageTooLarge naming %s", err, id)
+			}
+			sid := fmt.Sprintf("rid-%s-%d", w.name, sleeperIDs.Add(1))
+			c, cancel := context.WithTimeout(actor.WithRequestID(ctx(t), id), 100*time.Millisecond)
+			defer cancel()
+			_, err = actor.Ask(c, Bank.Ref(w.from, w.key("riddl")), Sleep{ID: sid})
+			if !errors.Is(err, context.DeadlineExceeded) || actor.RequestIDOf(err) != id {
+				t.Fatalf("deadline: got %v, want context.DeadlineExceeded naming %s", err, id)
+			}
+			select {
+			case <-sleeperOf(sid).started:
+				systemtest.Recv(t, sleeperOf(sid).stopped, "the handler's context to end")
+			default:
 			}
 		}},
 		{"declared errors through Pipe and Defer", func(t *testing.T, w way) {

@@ -7,7 +7,9 @@
 //
 // Every request gets a request id, a random 128-bit value in hex, which
 // the middleware puts in the response header (X-Request-Id unless
-// configured otherwise) and in the request's context (RequestID). For the
+// configured otherwise) and in the request's context (RequestID), named
+// there with actor.WithRequestID too: the asks the handler makes with the
+// request's context carry it to their handlers, failures and logs. For the
 // methods it guards (POST and PATCH unless configured otherwise) the
 // request must carry an Idempotency-Key header: a string of 1 to 255
 // visible ASCII characters, bare or as a quoted structured-field string

@@ -15,6 +15,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/troupe-go/troupe/actor"
 )
 
 // DefaultRequestIDHeader is the response header that carries the request
@@ -127,7 +129,7 @@ type middleware struct {
 func (m *middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	id := newRequestID()
 	w.Header().Set(m.cfg.RequestIDHeader, id)
-	r = r.WithContext(context.WithValue(r.Context(), requestIDKey{}, id))
+	r = r.WithContext(actor.WithRequestID(context.WithValue(r.Context(), requestIDKey{}, id), id)) // its asks carry it
 	if !slices.Contains(m.cfg.Methods, r.Method) {
 		m.next.ServeHTTP(w, r)
 		return

@@ -13,7 +13,10 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/troupe-go/troupe/actor"
 	"github.com/troupe-go/troupe/client/idempotency"
+	"github.com/troupe-go/troupe/internal/systemtest"
+	"github.com/troupe-go/troupe/system"
 )
 
 // payments is a handler that counts its runs and answers 201 with a body
@@ -368,5 +371,36 @@ func TestConfigIsValidated(t *testing.T) {
 		if _, err := idempotency.New(cfg); !errors.Is(err, idempotency.ErrInvalidConfig) {
 			t.Errorf("New(%+v): %v, want ErrInvalidConfig", cfg, err)
 		}
+	}
+}
+
+// whoAsks is an actor that answers the request id its handler sees.
+type whoAsksMsg interface{ whoAsksMsg() }
+
+type whoAsks struct {
+	actor.Reply[whoAsksMsg, string]
+}
+
+func (whoAsks) whoAsksMsg() {}
+
+var whoAsksDef = actor.Define("who-asks", func(c *actor.Context[int, whoAsksMsg], m whoAsksMsg) error {
+	return actor.Respond(c, m.(whoAsks), c.RequestID())
+}).WithMessages(whoAsks{})
+
+func TestAnAskFromAGuardedHandlerCarriesTheHTTPRequestID(t *testing.T) {
+	sys := systemtest.NewSystem(t, system.Config{}, whoAsksDef)
+	var seen string
+	h := newMiddleware(t, idempotency.Config{}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id, err := actor.Ask(r.Context(), whoAsksDef.Ref(sys, "a"), whoAsks{})
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		seen = id
+		w.WriteHeader(http.StatusCreated)
+	}))
+	w := do(h, http.MethodPost, "/payments", "key-1", "{}")
+	if id := w.Header().Get(idempotency.DefaultRequestIDHeader); w.Code != http.StatusCreated || id == "" || seen != id {
+		t.Fatalf("status %d, the actor saw request id %q, the response names %q: want 201 and the same id", w.Code, seen, id)
 	}
 }

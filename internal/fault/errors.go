@@ -21,18 +21,42 @@ var (
 	ErrWrongReply        = errors.New("troupe: reply does not match the request being handled")
 	ErrUndecodable       = errors.New("troupe: undecodable message")
 	ErrMessageTooLarge   = errors.New("troupe: message exceeds the message limit")
+	ErrInvalidRequestID  = errors.New("troupe: invalid request id")
 )
 
 // FailedError is the runtime's form of actor.FailedError.
 type FailedError struct {
-	Member string
-	Actor  string
-	Cause  error
-	Panic  bool
+	Member    string
+	Actor     string
+	Cause     error
+	Panic     bool
+	RequestID string
 }
 
-func (e *FailedError) Error() string {
-	return fmt.Sprintf("troupe: actor %s failed: %v", e.Actor, e.Cause)
+func (e *FailedError) Error() string { return FailedText(e.Actor, e.RequestID, e.Cause) }
+
+// FailedText is the text of a FailedError, the runtime's and actor's.
+func FailedText(actor, requestID string, cause error) string {
+	if requestID == "" {
+		return fmt.Sprintf("troupe: actor %s failed: %v", actor, cause)
+	}
+	return fmt.Sprintf("troupe: actor %s failed (request %s): %v", actor, requestID, cause)
+}
+
+// RequestError is the runtime's form of actor.RequestError: an ask's
+// failure on the asker's side, naming the ask's request id.
+type RequestError struct {
+	RequestID string
+	Err       error
+}
+
+func (e *RequestError) Error() string { return RequestText(e.RequestID, e.Err) }
+
+func (e *RequestError) Unwrap() error { return e.Err }
+
+// RequestText is the text of a RequestError, the runtime's and actor's.
+func RequestText(requestID string, err error) string {
+	return fmt.Sprintf("%v (request %s)", err, requestID)
 }
 
 // Unwrap lets errors.Is find both ErrActorFailed and the cause.

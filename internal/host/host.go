@@ -126,6 +126,10 @@ type Host struct {
 	unknownMu sync.Mutex
 	unknown   map[string]any // see Unknown
 
+	// reqPrefix and reqCount make request ids (see NewRequestID).
+	reqPrefix uint64
+	reqCount  atomic.Uint64
+
 	Active   atomic.Int64
 	AsksOut  atomic.Int64
 	Restarts atomic.Int64
@@ -141,6 +145,7 @@ func New(s Settings) *Host {
 		tick:      make(chan struct{}),
 		clockDone: make(chan struct{}),
 		clockStop: make(chan struct{}),
+		reqPrefix: newRequestPrefix(),
 	}
 	h.hardCtx, h.hardStop = context.WithCancel(context.Background())
 	go h.clock()

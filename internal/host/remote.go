@@ -77,6 +77,8 @@ type Outbound struct {
 	// Chain lists the actors (type, key pairs) waiting, up the call chain,
 	// for the ask being sent; it detects ask cycles across nodes.
 	Chain []string
+	// RequestID is the ask's id (zero for tells).
+	RequestID RequestID
 }
 
 // MessageAppender appends a message's encoding to dst. It cannot fail.
@@ -100,8 +102,9 @@ type Inbound struct {
 	// Body is valid only during the call.
 	Body []byte
 	// Deadline is when the asker stops waiting; zero for tells.
-	Deadline time.Time
-	Chain    []string
+	Deadline  time.Time
+	Chain     []string
+	RequestID RequestID // the ask's id; zero for tells
 	// Reply, for asks, receives the outcome exactly once: the encoded
 	// reply, or an error. Nil for tells. The body is valid only during
 	// the call: the replier reuses its buffer.

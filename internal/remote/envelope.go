@@ -67,8 +67,15 @@ func (h *tellHead) set(e *envelope) {
 // envelopes of a version it does not know. 2 added the reply codes of
 // declared errors, too-large messages and panics (a declared error's
 // reply carries its name and body), which a node of version 1 would
-// misread.
-const envelopeVersion = 2
+// misread. 3 added an ask's request id, after its chain.
+const envelopeVersion = 3
+
+// Forms of an ask's request id on the wire (see appendRequestID).
+const (
+	ridNone  uint8 = 0 // no id
+	ridMade  uint8 = 1 // made by a host: 8 bytes of prefix, 8 of count
+	ridNamed uint8 = 2 // named by the caller: a string
+)
 
 // ErrMalformed reports an envelope that cannot be decoded.
 var ErrMalformed = errors.New("troupe: malformed application envelope")
@@ -89,7 +96,8 @@ type envelope struct {
 	ttl   int64  // nanoseconds the asker still waits (ask)
 	hops  uint8  // forwards already taken (tell)
 	chain []string
-	err   *wireError // reply
+	rid   host.RequestID // the ask's request id (ask)
+	err   *wireError     // reply
 	// encoded is the length of the body appendBody last encoded from a
 	// message (not from body): the size the message limit is about.
 	encoded int
@@ -220,6 +228,9 @@ func (e *envelope) appendToBody(b []byte, enc host.MessageAppender, m any) []byt
 		b = binary.AppendVarint(b, e.ttl)
 		b = append(b, e.hops)
 		b = appendStrings(b, e.chain)
+		if e.kind == kindAsk {
+			b = appendRequestID(b, e.rid)
+		}
 	case kindCancel, kindDrained:
 		b = binary.AppendUvarint(b, e.id)
 	case kindReply:
@@ -237,6 +248,46 @@ func (e *envelope) appendToBody(b []byte, enc host.MessageAppender, m any) []byt
 		b = appendBytes(b, e.body)
 	}
 	return b
+}
+
+// appendRequestID appends id: its form, then 16 bytes for a made id or
+// a string for a named one. A made id stays 16 bytes on the wire and
+// two numbers once decoded: nobody formats it unless someone reads it.
+func appendRequestID(b []byte, id host.RequestID) []byte {
+	if hi, lo, ok := id.Made(); ok {
+		b = append(b, ridMade)
+		b = binary.BigEndian.AppendUint64(b, hi)
+		return binary.BigEndian.AppendUint64(b, lo)
+	}
+	if name := id.Name(); name != "" {
+		b = append(b, ridNamed)
+		return appendString(b, name)
+	}
+	return append(b, ridNone)
+}
+
+// requestID reads what appendRequestID wrote; a named id must be one a
+// caller may name (host.ValidRequestID), a made one not zero.
+func (d *decoder) requestID() host.RequestID {
+	switch form := d.byte("request id"); form {
+	case ridNone:
+	case ridMade:
+		hi, lo := d.uint64("request id"), d.uint64("request id")
+		if id := host.MadeRequestID(hi, lo); !id.IsZero() || d.err != nil {
+			return id
+		}
+		d.fail("request id: zero")
+	case ridNamed:
+		s := d.string("request id")
+		if why := host.ValidRequestID(s); why != "" && d.err == nil {
+			d.fail("request id: " + why)
+			return host.RequestID{}
+		}
+		return host.NamedRequestID(s)
+	default:
+		d.fail("request id form")
+	}
+	return host.RequestID{}
 }
 
 func appendString(b []byte, s string) []byte {
@@ -439,6 +490,9 @@ func (e *envelope) decodeAfter(b []byte, prev *tellHead) error {
 		e.ttl = d.varint("ttl")
 		e.hops = d.byte("hops")
 		e.chain = d.strings("chain")
+		if e.kind == kindAsk {
+			e.rid = d.requestID()
+		}
 	case kindCancel, kindSync, kindDrained:
 		e.id = d.uvarint("id")
 	case kindReply:

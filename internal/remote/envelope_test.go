@@ -10,6 +10,7 @@ import (
 
 	"github.com/troupe-go/troupe/actor"
 	"github.com/troupe-go/troupe/internal/fault"
+	"github.com/troupe-go/troupe/internal/host"
 	"github.com/troupe-go/troupe/wire"
 	"pgregory.net/rapid"
 )
@@ -28,6 +29,14 @@ func TestEnvelopeRoundTrips(t *testing.T) {
 			e.ttl = rapid.Int64Range(0, 1<<40).Draw(t, "ttl")
 			e.hops = rapid.Uint8().Draw(t, "hops")
 			e.chain = rapid.SliceOf(rapid.String()).Draw(t, "chain")
+			if e.kind == kindAsk {
+				switch rapid.IntRange(0, 2).Draw(t, "rid form") {
+				case 1:
+					e.rid = host.MadeRequestID(rapid.Uint64().Draw(t, "rid hi"), rapid.Uint64Min(1).Draw(t, "rid lo"))
+				case 2:
+					e.rid = host.NamedRequestID(rapid.StringMatching(`[!-~]{1,64}`).Draw(t, "rid name"))
+				}
+			}
 		case kindReply:
 			if rapid.Bool().Draw(t, "failed") {
 				e.err = &wireError{code: rapid.Uint8Range(1, 20).Draw(t, "code"), msg: rapid.String().Draw(t, "msg"),
@@ -78,6 +87,13 @@ func TestDecodeEnvelopeRefusesBadInput(t *testing.T) {
 		"truncated":      good[:len(good)-3],
 		"trailing bytes": append(append([]byte{}, good...), 0),
 		"huge length":    {envelopeVersion, kindMembers, 1, 0xff, 0xff, 0xff, 0xff, 0x0f},
+		"version 2":      append([]byte{2}, good[1:]...),
+		"rid form":       append(append([]byte{}, good[:len(good)-1]...), 9),
+		"rid made zero":  append(append([]byte{}, good[:len(good)-1]...), append([]byte{ridMade}, make([]byte, 16)...)...),
+		"rid made short": append(append([]byte{}, good[:len(good)-1]...), ridMade, 0, 0, 1),
+		"rid named bad":  append(append([]byte{}, good[:len(good)-1]...), ridNamed, 2, 'a', ' '),
+		"rid named long": append(append(append([]byte{}, good[:len(good)-1]...), ridNamed, 65), make([]byte, 65)...),
+		"rid named none": append(append([]byte{}, good[:len(good)-1]...), ridNamed, 0),
 	} {
 		if _, err := decodeEnvelope(b); !errors.Is(err, ErrMalformed) {
 			t.Errorf("%s: err = %v, want ErrMalformed", name, err)
@@ -87,6 +103,9 @@ func TestDecodeEnvelopeRefusesBadInput(t *testing.T) {
 
 func FuzzDecodeEnvelope(f *testing.F) {
 	f.Add((&envelope{kind: kindAsk, id: 7, typ: "t", key: "k", body: []byte("x"), ttl: 5, chain: []string{"a/b"}}).encode())
+	// The request id's forms.
+	f.Add((&envelope{kind: kindAsk, id: 7, typ: "t", key: "k", body: []byte("x"), rid: host.MadeRequestID(1<<63, 42)}).encode())
+	f.Add((&envelope{kind: kindAsk, id: 7, typ: "t", key: "k", body: []byte("x"), rid: host.NamedRequestID("req-1")}).encode())
 	f.Add((&envelope{kind: kindReply, id: 7, err: &wireError{code: codeFailed, msg: "m", cause: &wireError{code: codeCycle}}}).encode())
 	// The codes whose payload came with declared errors and panics.
 	f.Add((&envelope{kind: kindReply, id: 7, err: &wireError{code: codeDeclared, msg: "w: e", name: "pkg.E", body: []byte{0x81, 0xa1, 'N', 0x07}}}).encode())
@@ -100,7 +119,7 @@ func FuzzDecodeEnvelope(f *testing.F) {
 		}
 		// What decodes encodes back to something that decodes the same.
 		again, err := decodeEnvelope(e.encode())
-		if err != nil || again.kind != e.kind || again.id != e.id || again.key != e.key {
+		if err != nil || again.kind != e.kind || again.id != e.id || again.key != e.key || again.rid != e.rid {
 			t.Fatalf("re-decode: %+v, %v", again, err)
 		}
 	})

@@ -540,7 +540,7 @@ func (r *Router) dispatchIn(v *view, id uint64, p *pending, again bool) error {
 		// that node's view, which changed first.
 		to, here = p.hint, p.hint == v.self
 	}
-	e := &envelope{kind: kindAsk, id: id, token: out.Token, typ: out.Type, key: out.Key, name: out.Name, body: out.Body, chain: out.Chain}
+	e := &envelope{kind: kindAsk, id: id, token: out.Token, typ: out.Type, key: out.Key, name: out.Name, body: out.Body, chain: out.Chain, rid: out.RequestID}
 	if !out.Deadline.IsZero() {
 		e.ttl = max(int64(time.Until(out.Deadline)), 1)
 	}
@@ -880,7 +880,7 @@ func (r *Router) serveAskHold(from ring.NodeID, e *envelope, hold bool, then *fu
 	}
 	r.serving[sk] = s
 	r.mu.Unlock()
-	in := host.Inbound{Key: e.key, Name: e.name, Body: e.body, Chain: e.chain, Reply: s}
+	in := host.Inbound{Key: e.key, Name: e.name, Body: e.body, Chain: e.chain, RequestID: e.rid, Reply: s}
 	var ttl time.Duration
 	if e.ttl > 0 {
 		ttl = time.Duration(e.ttl)
@@ -901,6 +901,7 @@ func (r *Router) serveAskHold(from ring.NodeID, e *envelope, hold bool, then *fu
 		return
 	}
 	if run != nil {
+		dl := in.Deadline // not in: a closure keeps a value that large by reference, on the heap
 		// Registered below before it runs, so a cancel finds it; a
 		// cancelled one runs too, and drops the message. Its deadline is
 		// watched only if the handler returns without a reply: a timer
@@ -913,7 +914,7 @@ func (r *Router) serveAskHold(from ring.NodeID, e *envelope, hold bool, then *fu
 			if ttl > 0 {
 				r.mu.Lock()
 				if !s.done && !s.cancelled && r.serving[sk] == s {
-					s.timer = time.AfterFunc(max(time.Until(in.Deadline), 0), func() { r.cancelServed(sk) })
+					s.timer = time.AfterFunc(max(time.Until(dl), 0), func() { r.cancelServed(sk) })
 				}
 				r.mu.Unlock()
 			}

@@ -27,8 +27,14 @@ type get struct {
 	actor.Reply[msg, int]
 }
 
-func (add) m() {}
-func (get) m() {}
+// whoAsks answers the request id the handler sees.
+type whoAsks struct {
+	actor.Reply[msg, string]
+}
+
+func (add) m()     {}
+func (get) m()     {}
+func (whoAsks) m() {}
 
 var counter = actor.Define("counter", func(c *actor.Context[int, msg], m msg) error {
 	switch m := m.(type) {
@@ -36,9 +42,11 @@ var counter = actor.Define("counter", func(c *actor.Context[int, msg], m msg) er
 		c.SetState(c.State() + m.N)
 	case get:
 		return actor.Respond(c, m, c.State())
+	case whoAsks:
+		return actor.Respond(c, m, c.RequestID())
 	}
 	return nil
-}).WithMessages(add{}, get{})
+}).WithMessages(add{}, get{}, whoAsks{})
 
 // testNode is one member: an endpoint, a host running counter, a router.
 type testNode struct {

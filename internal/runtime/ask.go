@@ -64,18 +64,22 @@ func Ask[M, R any](ctx context.Context, ref Ref[M], m M) (R, error) {
 	}
 	to := ref.to.sink
 	hk, tok := ref.hashes()
+	h := to.host()
+	rid, err := requestIDOf(ctx, h)
+	if err != nil {
+		return zero, err
+	}
 	var chain []string
 	if c, ok := ctx.Value(chainKey{}).([]string); ok {
 		// Asked from a handler: what it changed is stored first.
 		if err := gateOutputOf(ctx); err != nil {
-			return zero, err
+			return zero, askFailed(err, rid, nil)
 		}
 		if inChain(c, ref.to.typ, ref.key) {
-			return zero, &CycleError{Chain: append(slices.Clip(c), ref.String())}
+			return zero, askFailed(&CycleError{Chain: append(slices.Clip(c), ref.String())}, rid, nil)
 		}
 		chain = c
 	}
-	h := to.host()
 	h.AsksOut.Add(1)
 	defer h.AsksOut.Add(-1)
 	waits := to.waits()
@@ -86,7 +90,7 @@ func Ask[M, R any](ctx context.Context, ref Ref[M], m M) (R, error) {
 		done = make(chan struct{}, 1)
 	}
 	s := newSlot[R](ctx, done)
-	s.chain = chain
+	s.chain, s.rid = chain, rid
 	listed := false // s waits in the ask timeout's list
 	timed := false  // the deadline needs a timer of its own
 	if s.dl.IsZero() {
@@ -97,7 +101,7 @@ func Ask[M, R any](ctx context.Context, ref Ref[M], m M) (R, error) {
 		timed = endsLate(ctx, s.dl)
 	}
 	if err := to.deliver(ctx, ref.key, hk, tok, m, s); err != nil {
-		return zero, err
+		return zero, askFailed(err, rid, nil)
 	}
 	if listed && !waits.add(&s.wait, s, s.dl) {
 		// Its delivery waited (for mailbox room): asks listed meanwhile
@@ -111,7 +115,10 @@ func Ask[M, R any](ctx context.Context, ref Ref[M], m M) (R, error) {
 	if took && waits != nil {
 		waits.putChan(done)
 	}
-	return v, err
+	if err != nil {
+		return v, askFailed(err, rid, to)
+	}
+	return v, nil
 }
 
 // endsLate reports whether ctx, made inside a handler, may end after its
@@ -367,6 +374,7 @@ func (d Deferred[R]) failNow(ferr error) bool {
 // M2: wrap gets it at once.
 func Pipe[S, M, C, M2, R any](c *Context[S, M, C], ref Ref[M2], m2 M2, invalid error, wrap func(R, error) M) {
 	k, key := c.cell.k, c.cell.key
+	var rid host.RequestID // the pipe's, once made
 	back := func(r R, err error) {
 		// wrap may run on a timer's goroutine: its panic must not crash
 		// the process, nor fail the actor that answered.
@@ -374,11 +382,11 @@ func Pipe[S, M, C, M2, R any](c *Context[S, M, C], ref Ref[M2], m2 M2, invalid e
 			if p := recover(); p != nil {
 				perr := k.panicked(p, debug.Stack())
 				k.h.Emit(host.Event{Kind: host.MessageDropped, Type: k.def.Name, Key: key, Reason: "piped answer: wrap panicked", Err: perr})
-				k.h.Logger.Warn("troupe: piped answer dropped", "actor", k.def.Name, "key", key, "err", perr)
+				k.h.Logger.Warn("troupe: piped answer dropped", "actor", k.def.Name, "key", key, "request_id", rid.String(), "err", perr)
 			}
 		}()
 		if terr := k.deliverAnswer(key, wrap(r, err)); terr != nil && !errors.Is(terr, ErrSystemClosed) {
-			k.h.Logger.Warn("troupe: piped answer not delivered", "actor", k.def.Name, "key", key, "err", terr)
+			k.h.Logger.Warn("troupe: piped answer not delivered", "actor", k.def.Name, "key", key, "request_id", rid.String(), "err", terr)
 		}
 	}
 	var zero R
@@ -397,20 +405,30 @@ func Pipe[S, M, C, M2, R any](c *Context[S, M, C], ref Ref[M2], m2 M2, invalid e
 	}
 	to := ref.to.sink
 	d := to.askTimeout()
-	s := &slot[R]{dl: time.Now().Add(d)}
+	// One request, one id: the pipe carries the id of the ask being
+	// handled, if any.
+	if c.slot != nil && !c.slot.requestID().IsZero() {
+		rid = *c.slot.requestID()
+	} else {
+		rid = to.host().NewRequestID()
+	}
+	s := &slot[R]{dl: time.Now().Add(d), rid: rid}
 	t := time.AfterFunc(d, func() {
 		if s.cancel() {
-			back(zero, &askError{ref: ref.String(), cause: context.DeadlineExceeded})
+			back(zero, askFailed(&askError{ref: ref.String(), cause: context.DeadlineExceeded}, s.rid, nil))
 		}
 	})
 	s.onDone = outcomeFunc[R](func(r R, err error) {
 		t.Stop()
+		if err != nil {
+			err = askFailed(err, s.rid, to)
+		}
 		back(r, err)
 	})
 	hk, tok := ref.hashes()
 	if err := to.deliver(noWait, ref.key, hk, tok, m2, s); err != nil {
 		t.Stop()
-		back(zero, err)
+		back(zero, askFailed(err, s.rid, nil))
 	}
 }
 

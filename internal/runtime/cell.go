@@ -544,6 +544,7 @@ func (c *cell[S, M, C]) handleBatch(ctx *Context[S, M, C], work []envelope[M], r
 			}
 		}
 		e := &work[i]
+		var rid host.RequestID // the failed message's, when an ask
 		if !ran {
 			if r != nil && i == len(work)-1 && c.tells.Load() && !c.hasIn.Load() {
 				r.open() // c may go idle after this one: its tells may hand off
@@ -586,7 +587,10 @@ func (c *cell[S, M, C]) handleBatch(ctx *Context[S, M, C], work []envelope[M], r
 				if refused {
 					e.slot.fail(err) // an answer: the asker gets the declared error itself
 				} else if err != nil {
-					e.slot.fail(c.k.failure(c.key, err, panicked))
+					rid = *e.slot.requestID()
+					fe := c.k.failure(c.key, err, panicked)
+					fe.RequestID = rid.String()
+					e.slot.fail(fe)
 				} else if !e.slot.settled() {
 					e.slot.fail(ErrNoReply)
 				}
@@ -601,7 +605,7 @@ func (c *cell[S, M, C]) handleBatch(ctx *Context[S, M, C], work []envelope[M], r
 				ctx.release = false
 				c.end("released")
 			}
-			c.failed(err, work[i+1:])
+			c.failed(err, rid, work[i+1:])
 			return false
 		}
 		if c.x != nil {
@@ -727,13 +731,32 @@ func (c *cell[S, M, C]) end(reason string) {
 	c.k.h.Emit(host.Event{Kind: host.ActivationEnded, Type: c.k.def.Name, Key: c.key, Reason: reason})
 }
 
+// warn logs msg about this key with err, and the request id of s, the
+// reply slot of the message it is about (nil for a tell).
+func (c *cell[S, M, C]) warn(msg string, s replier, err error) {
+	var rid host.RequestID
+	if s != nil {
+		rid = *s.requestID()
+	}
+	if rid.IsZero() {
+		c.k.h.Logger.Warn(msg, "actor", c.k.def.Name, "key", c.key, "err", err)
+		return
+	}
+	c.k.h.Logger.Warn(msg, "actor", c.k.def.Name, "key", c.key, "request_id", rid.String(), "err", err)
+}
+
 // failed schedules a restart after backoff, keeping the unhandled rest
-// of the batch at the head of the mailbox.
-func (c *cell[S, M, C]) failed(err error, rest []envelope[M]) {
+// of the batch at the head of the mailbox. rid is the request id of the
+// ask whose handler failed; zero for a tell.
+func (c *cell[S, M, C]) failed(err error, rid host.RequestID, rest []envelope[M]) {
 	h := c.k.h
 	h.Restarts.Add(1)
 	h.Emit(host.Event{Kind: host.ActivationFailed, Type: c.k.def.Name, Key: c.key, Err: err})
-	h.Logger.Warn("troupe: actor failed", "actor", c.k.def.Name, "key", c.key, "err", err)
+	if rid.IsZero() {
+		h.Logger.Warn("troupe: actor failed", "actor", c.k.def.Name, "key", c.key, "err", err)
+	} else {
+		h.Logger.Warn("troupe: actor failed", "actor", c.k.def.Name, "key", c.key, "request_id", rid.String(), "err", err)
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if len(rest) > 0 {

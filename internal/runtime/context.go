@@ -76,9 +76,22 @@ func (c *Context[S, M, C]) System() Handle { return Handle{h: c.cell.k.h} }
 // handler; "" in a standalone system.
 func (c *Context[S, M, C]) Member() string { return c.cell.k.h.Member }
 
-// Logger returns the system's logger with this actor's identity attached.
+// Logger returns the system's logger with this actor's identity
+// attached, and the request id while handling an ask.
 func (c *Context[S, M, C]) Logger() *slog.Logger {
+	if id := c.RequestID(); id != "" {
+		return c.cell.k.h.Logger.With("actor", c.cell.k.def.Name, "key", c.cell.key, "request_id", id)
+	}
 	return c.cell.k.h.Logger.With("actor", c.cell.k.def.Name, "key", c.cell.key)
+}
+
+// RequestID returns the request id of the ask being handled; "" while
+// handling a tell or a timer.
+func (c *Context[S, M, C]) RequestID() string {
+	if c.slot == nil {
+		return ""
+	}
+	return c.slot.requestID().String()
 }
 
 // State returns the actor's current state. Treat it as a value: to change
@@ -185,6 +198,13 @@ func (c *Context[S, M, C]) Value(key any) any {
 		return c.cell.k.h
 	case handlerKey:
 		return c
+	case requestIDKey:
+		// The asks this handler makes carry the id of the ask it
+		// handles: one request, one id, across hops.
+		if c.slot == nil {
+			return nil
+		}
+		return c.slot.requestID()
 	case chainKey:
 		// An ask from this handler waits on this actor and on whoever
 		// waits on the message it is handling.

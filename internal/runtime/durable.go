@@ -213,7 +213,7 @@ func (c *cell[S, M, C]) settle(ctx *Context[S, M, C], e *envelope[M], err error)
 			ctx.dirty, ctx.confirmed = false, false
 			if cerr != nil {
 				ctx.lost = nil
-				c.k.h.Logger.Warn("troupe: actor state not stored; the activation ends", "actor", c.k.def.Name, "key", c.key, "err", cerr)
+				c.warn("troupe: actor state not stored; the activation ends", e.slot, cerr)
 				c.end("unavailable")
 			}
 			return nil
@@ -228,7 +228,7 @@ func (c *cell[S, M, C]) settle(ctx *Context[S, M, C], e *envelope[M], err error)
 	ctx.dirty, ctx.confirmed, ctx.deleted, ctx.erased, ctx.lost = false, false, false, false, nil
 	switch {
 	case cerr != nil:
-		c.k.h.Logger.Warn("troupe: actor state not stored; the activation ends", "actor", c.k.def.Name, "key", c.key, "err", cerr)
+		c.warn("troupe: actor state not stored; the activation ends", e.slot, cerr)
 		ctx.release = false
 		c.end("unavailable")
 	case deleted:

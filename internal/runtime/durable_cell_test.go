@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"sync"
 	"testing"
 	"time"
@@ -18,6 +19,7 @@ type memStore struct {
 	recs    map[string][]byte
 	writes  chan []byte // each record written, if not nil
 	refuses error       // what Acquire fails with, if not nil
+	loses   error       // what Write fails with, if not nil
 }
 
 func newMemStore() *memStore {
@@ -39,6 +41,10 @@ func (s *memStore) Read(_ context.Context, typ, key string) ([]byte, bool, error
 
 func (s *memStore) Write(_ context.Context, typ, key string, v []byte) error {
 	s.mu.Lock()
+	if s.loses != nil {
+		s.mu.Unlock()
+		return s.loses
+	}
 	s.recs[typ+"/"+key] = v
 	s.mu.Unlock()
 	s.writes <- v
@@ -225,4 +231,70 @@ func TestAnActivationWhoseStoreIsUnreachableFailsItsMessageWithoutACrash(t *test
 	if _, err := Ask[durMsg, int](context.Background(), k.ref("a"), dTick{}); !errors.Is(err, ErrNoReply) {
 		t.Fatalf("an ask once the store is back: %v, want the handler's ErrNoReply", err)
 	}
+}
+
+func TestAStateNotStoredIsLoggedWithTheAsksRequestID(t *testing.T) {
+	st := newMemStore()
+	st.loses = errUnreachable
+	started, release := make(chan struct{}, 1), make(chan struct{})
+	close(release)
+	h, k := durableKind(t, st, started, release)
+	defer h.Close(context.Background())
+	logs := &logRecords{messages: make(chan string, 16)}
+	h.Logger = slog.New(logs)
+	ctx, cancel := context.WithTimeout(WithRequestID(context.Background(), "unstored"), 5*time.Second)
+	defer cancel()
+	_, err := Ask[durMsg, int](ctx, k.ref("a"), dSlow{})
+	var re *RequestError
+	if !errors.Is(err, errUnreachable) || !errors.As(err, &re) || re.RequestID != "unstored" {
+		t.Fatalf("got %v, want the write's error naming the request unstored", err)
+	}
+	// The asker may have its answer before the line is logged.
+	for recv(t, logs.messages, "the lost state logged") != "troupe: actor state not stored; the activation ends" {
+	}
+	if id := logs.attr("troupe: actor state not stored; the activation ends", "request_id"); id != "unstored" {
+		t.Fatalf("the log of the lost state has request_id %q, want unstored", id)
+	}
+}
+
+// logRecords is a slog.Handler that keeps what it is given.
+type logRecords struct {
+	mu       sync.Mutex
+	list     []slog.Record
+	messages chan string // each record's message, as it is kept
+}
+
+func (r *logRecords) Enabled(context.Context, slog.Level) bool { return true }
+func (r *logRecords) Handle(_ context.Context, rec slog.Record) error {
+	r.mu.Lock()
+	r.list = append(r.list, rec.Clone())
+	r.mu.Unlock()
+	select {
+	case r.messages <- rec.Message:
+	default:
+	}
+	return nil
+}
+func (r *logRecords) WithAttrs([]slog.Attr) slog.Handler { return r }
+func (r *logRecords) WithGroup(string) slog.Handler      { return r }
+
+// attr returns the attribute key of the first record of message msg.
+func (r *logRecords) attr(msg, key string) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, rec := range r.list {
+		if rec.Message != msg {
+			continue
+		}
+		var v string
+		rec.Attrs(func(a slog.Attr) bool {
+			if a.Key == key {
+				v = a.Value.String()
+				return false
+			}
+			return true
+		})
+		return v
+	}
+	return ""
 }

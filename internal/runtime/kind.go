@@ -112,6 +112,7 @@ func (k *kind[S, M, C]) Name() string              { return k.def.Name }
 func (k *kind[S, M, C]) askTimeout() time.Duration { return k.ask }
 func (k *kind[S, M, C]) waits() *askWaits          { return &k.asks }
 func (k *kind[S, M, C]) host() *host.Host          { return k.h }
+func (k *kind[S, M, C]) declares(err error) bool   { return k.def.Errors.Declares(err) }
 
 // hash is key's hash in this kind's table: the top bits pick the shard,
 // the low bits the slot inside the shard's table. Refs keep it, so a send
@@ -321,6 +322,7 @@ func (k *kind[S, M, C]) send(ctx context.Context, key string, tok uint64, m M, s
 	relieveInline(ctx) // the reply may come through the goroutine asking
 	out.Deadline, _ = s.deadline()
 	out.Chain = s.asking()
+	out.RequestID = *s.requestID()
 	cancel, err := k.rem.Ask(ctx, out, s.sentTo(k.h, k.def.Errors))
 	if err != nil {
 		return err
@@ -372,7 +374,7 @@ func (k *kind[S, M, C]) DeliverRemote(in host.Inbound) (host.Withdrawer, error) 
 // encodes the outcome and hands it to in.Reply.
 func (k *kind[S, M, C]) remoteSlot(in host.Inbound) *slot[any] {
 	a := &remoteAsk{reply: in.Reply, k: k.failer(), key: in.Key}
-	a.s.dl, a.s.chain = in.Deadline, in.Chain
+	a.s.dl, a.s.chain, a.s.rid = in.Deadline, in.Chain, in.RequestID
 	a.s.onDone = a
 	return &a.s
 }

@@ -57,6 +57,8 @@ type sink[M any] interface {
 	// waits is the list that ends asks at the ask timeout, or nil.
 	waits() *askWaits
 	host() *host.Host
+	// declares reports whether err is one the definition declares.
+	declares(err error) bool
 }
 
 // MakeRef returns the unbound ref of typ/key.
@@ -276,3 +278,4 @@ func (u unknownSink[M]) tell(context.Context, string, uint64, M) error {
 func (u unknownSink[M]) askTimeout() time.Duration { return DefaultAskTimeout }
 func (u unknownSink[M]) waits() *askWaits          { return nil }
 func (u unknownSink[M]) host() *host.Host          { return u.h }
+func (u unknownSink[M]) declares(error) bool       { return false }

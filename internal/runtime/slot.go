@@ -42,6 +42,9 @@ type replier interface {
 	setDeferred()
 	// asking returns the actors waiting on this ask up its call chain.
 	asking() []string
+	// requestID returns the ask's request id, in the slot (no copy, no
+	// boxing: a handler's Context hands it to the asks it makes).
+	requestID() *host.RequestID
 	// sentTo records that the request is leaving for another node: the
 	// reply comes back through the returned Replier (the slot itself),
 	// decoded against h.
@@ -62,6 +65,7 @@ type slot[R any] struct {
 	val      R
 	err      error
 	chain    []string        // actors waiting on this ask, up the call chain
+	rid      host.RequestID  // the ask's request id
 	withdraw host.Withdrawer // cancels the request on another node
 	rh       *host.Host      // decodes a reply from another node (see sentTo)
 	errs     *codec.Errors   // the target's declared errors, to decode them (see sentTo)
@@ -235,6 +239,8 @@ func (s *slot[R]) setDeferred() {
 }
 
 func (s *slot[R]) asking() []string { return s.chain }
+
+func (s *slot[R]) requestID() *host.RequestID { return &s.rid }
 
 func (s *slot[R]) sentTo(h *host.Host, errs *codec.Errors) host.Replier {
 	s.rh, s.errs = h, errs

@@ -1,0 +1,42 @@
+package host
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestRequestIDsShowAs32HexDigitsOrAsNamed(t *testing.T) {
+	if got := MadeRequestID(0x0123456789abcdef, 42).String(); got != "0123456789abcdef000000000000002a" {
+		t.Errorf("made id shows as %q, want 32 lower-case hex digits, prefix then count", got)
+	}
+	if got := NamedRequestID("req-1").String(); got != "req-1" {
+		t.Errorf("named id shows as %q, want req-1", got)
+	}
+	if got := (RequestID{}).String(); got != "" {
+		t.Errorf("zero id shows as %q, want \"\"", got)
+	}
+}
+
+func TestAHostsRequestIDsShareItsPrefixAndNeverRepeat(t *testing.T) {
+	h1, h2 := &Host{reqPrefix: newRequestPrefix()}, &Host{reqPrefix: newRequestPrefix()}
+	a, b := h1.NewRequestID(), h1.NewRequestID()
+	if a == b || a.hi != b.hi || a.IsZero() {
+		t.Fatalf("two ids of one host: %v and %v, want one prefix, two counts", a, b)
+	}
+	if c := h2.NewRequestID(); c.hi == a.hi {
+		t.Fatalf("two hosts drew the prefix %x", c.hi)
+	}
+}
+
+func TestValidRequestIDsAreVisibleASCIIOf1To64Bytes(t *testing.T) {
+	for _, ok := range []string{"a", "~", strings.Repeat("!", 64), "0123456789abcdef0123456789abcdef"} {
+		if why := ValidRequestID(ok); why != "" {
+			t.Errorf("%q refused (%s), want accepted", ok, why)
+		}
+	}
+	for _, bad := range []string{"", strings.Repeat("a", 65), "a b", "\x00", "\x7f", "é"} {
+		if ValidRequestID(bad) == "" {
+			t.Errorf("%q accepted, want refused", bad)
+		}
+	}
+}

@@ -1,0 +1,106 @@
+package remote
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/troupe-go/troupe/actor"
+	"github.com/troupe-go/troupe/internal/transport"
+)
+
+// An ask's request id reaches its handler on every way the router takes
+// it: straight to the owner, retried at the owner a non-owner names,
+// relayed around a silent link, sent again after its owner left.
+
+func TestAskCarriesItsRequestIDToTheOwner(t *testing.T) {
+	ns := newTestNodes(t, "a:1", "b:1")
+	a, b := ns[0], ns[1]
+	a.setView(a, b)
+	b.setView(a, b)
+	key := keyWhere(t, func(k string) bool { return ownerIn(k, a, b) == b.id })
+	got, err := actor.Ask(actor.WithRequestID(ctxT(t), "req-1"), counter.Ref(a, key), whoAsks{})
+	if err != nil || got != "req-1" {
+		t.Fatalf("got %q, %v: want the handler on b to see req-1", got, err)
+	}
+	first, err1 := actor.Ask(ctxT(t), counter.Ref(a, key), whoAsks{})
+	second, err2 := actor.Ask(ctxT(t), counter.Ref(a, key), whoAsks{})
+	if err1 != nil || err2 != nil || len(first) != 32 || len(second) != 32 || first == second {
+		t.Fatalf("got %q (%v) and %q (%v): want two different ids of 32 hex digits made by a", first, err1, second, err2)
+	}
+}
+
+func TestAskRetriedAtTheOwnerANonOwnerNamesKeepsItsRequestID(t *testing.T) {
+	ns := newTestNodes(t, "a:1", "b:1", "c:1")
+	a, b, c := ns[0], ns[1], ns[2]
+	// a has not heard of c yet; b and c have: b sends a to c.
+	key := keyWhere(t, func(k string) bool { return ownerIn(k, a, b) == b.id && ownerIn(k, a, b, c) == c.id })
+	a.setView(a, b)
+	b.setView(a, b, c)
+	c.setView(a, b, c)
+	got, err := actor.Ask(actor.WithRequestID(ctxT(t), "retried"), counter.Ref(a, key), whoAsks{})
+	if err != nil || got != "retried" {
+		t.Fatalf("got %q, %v: want c to see the id a named", got, err)
+	}
+}
+
+func TestUnavailableNamesTheRequestID(t *testing.T) {
+	a, b, c, key := staleAtA(t)
+	c.setView(a, b) // c thinks b owns it: nobody accepts
+	_, err := actor.Ask(actor.WithRequestID(ctxT(t), "nobody"), counter.Ref(a, key), get{})
+	var re *actor.RequestError
+	if !errors.Is(err, actor.ErrUnavailable) || !errors.As(err, &re) || re.RequestID != "nobody" || actor.RequestIDOf(err) != "nobody" {
+		t.Fatalf("err = %v, want ErrUnavailable in a *actor.RequestError naming nobody", err)
+	}
+}
+
+func TestRelayedAskKeepsItsRequestID(t *testing.T) {
+	_, ns, eps, atB, _ := silentLinkNodes(t)
+	a, b, c := ns[0], ns[1], ns[2]
+	now := time.Now()
+	eps[0].set(b.id, now.Add(-2*time.Second))
+	eps[0].set(c.id, now)
+	a.r.markSilent(now, time.Second)
+	if !a.r.isSilent(b.id) {
+		t.Fatal("expected a to count its link to b silent")
+	}
+	got, err := actor.Ask(actor.WithRequestID(ctxT(t), "relayed"), counter.Ref(a, atB), whoAsks{})
+	if err != nil || got != "relayed" {
+		t.Fatalf("got %q, %v: want b, reached through c, to see the id a named", got, err)
+	}
+	if n := c.r.servingN(); n != 0 {
+		t.Errorf("expected the relay to forget the ask it relayed, still serving %d", n)
+	}
+}
+
+func TestAskSentAgainAfterItsOwnerLeftKeepsItsRequestID(t *testing.T) {
+	net := transport.NewMemNetwork()
+	ns := newTestNodesOn(t, net, "a:1", "b:1", "l:1")
+	a, b, l := ns[0], ns[1], ns[2]
+	key := keyWhere(t, func(k string) bool { return ownerIn(k, a, b, l) == l.id && ownerIn(k, a, b) == b.id })
+	for _, n := range ns {
+		n.setView(a, b, l)
+	}
+	b.r.Update(b.id, true, leftView([]*testNode{a, b}, l))
+	// l never answers what a sends it; then a learns l left in order,
+	// and sends the unanswered ask again, to b.
+	net.Partition(a.id.Addr, l.id.Addr)
+	ctx, cancel := context.WithTimeout(actor.WithRequestID(ctxT(t), "sent-again"), 5*time.Second)
+	defer cancel()
+	type answer struct {
+		id  string
+		err error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		id, err := actor.Ask(ctx, counter.Ref(a, key), whoAsks{})
+		done <- answer{id, err}
+	}()
+	pollUntil(t, "the ask to wait on l", func() bool { return a.r.waiting() == 1 })
+	a.r.Update(a.id, true, leftView([]*testNode{a, b}, l))
+	got := <-done
+	if got.err != nil || got.id != "sent-again" {
+		t.Fatalf("got %q, %v: want b to see the id of the ask sent again", got.id, got.err)
+	}
+}
