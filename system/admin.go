@@ -3,6 +3,7 @@ package system
 import (
 	"context"
 	"crypto/tls"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net"
@@ -62,7 +63,8 @@ const DefaultAdminBind = "127.0.0.1:7401"
 // redacted stands for a secret in what a config prints.
 const redacted = "[redacted]"
 
-// String renders the config with its token redacted.
+// String renders the config with its token redacted (GoString, LogValue
+// and MarshalJSON too).
 func (c AdminConfig) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "{Bind:%s", c.Bind)
@@ -91,6 +93,27 @@ func (c AdminConfig) LogValue() slog.Value {
 		attrs = append(attrs, slog.String("token", redacted))
 	}
 	return slog.GroupValue(attrs...)
+}
+
+// MarshalJSON renders the config as LogValue does, token redacted, for
+// config dumps.
+func (c AdminConfig) MarshalJSON() ([]byte, error) {
+	v := struct {
+		Bind     string `json:"bind,omitempty"`
+		Listener string `json:"listener,omitempty"`
+		Health   bool   `json:"health"`
+		Metrics  bool   `json:"metrics"`
+		Gatherer bool   `json:"gatherer"`
+		TLS      bool   `json:"tls"`
+		Token    string `json:"token,omitempty"`
+	}{Bind: c.Bind, Health: c.Health, Metrics: c.Metrics, Gatherer: c.Gatherer != nil, TLS: c.TLS != nil}
+	if c.Listener != nil {
+		v.Listener = c.Listener.Addr().String()
+	}
+	if c.Token != "" {
+		v.Token = redacted
+	}
+	return json.Marshal(v)
 }
 
 // validate reports the problems of c, a Config's Admin, whose Metrics

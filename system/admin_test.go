@@ -266,7 +266,11 @@ func TestTheAdminTokenFailsClosedOverTLSAndIsNeverPrinted(t *testing.T) {
 	if _, _, err := fetch(httpClient(t, nil), base+"/healthz", "Bearer "+token); err == nil {
 		t.Error("a client that does not trust the certificate got an answer")
 	}
-	printed := []string{fmt.Sprint(cfg), fmt.Sprintf("%+v", cfg), fmt.Sprintf("%#v", *cfg.Admin), fmt.Sprintf("%v", cfg.Admin)}
+	dump, err := json.Marshal(cfg.Admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	printed := []string{fmt.Sprint(cfg), fmt.Sprintf("%+v", cfg), fmt.Sprintf("%#v", *cfg.Admin), fmt.Sprintf("%v", cfg.Admin), string(dump)}
 	slog.New(slog.NewJSONHandler(&logs, nil)).Info("config", "admin", *cfg.Admin)
 	printed = append(printed, logs.String())
 	for _, p := range printed {
@@ -410,6 +414,34 @@ func TestMetricsUseOnlyTheRegistryPassedAndLeaveItOnClose(t *testing.T) {
 	closeNow(t, s)
 	if n := series(t, reg); n != 0 {
 		t.Errorf("%d series left on the registry after Close, want 0", n)
+	}
+}
+
+func TestAnAdminListenerThatCannotBindFailsNewAndLeavesNothing(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	reg := prometheus.NewRegistry()
+	s, err := system.New(system.Config{Metrics: reg, Admin: &system.AdminConfig{Bind: taken.Addr().String(), Health: true},
+		Actors: []actor.Definition{counterDef("bcounter", nil, actor.Durable())}})
+	if err == nil {
+		closeNow(t, s)
+		t.Fatal("New succeeded with its admin address taken")
+	}
+	if n := series(t, reg); n != 0 {
+		t.Errorf("%d series left on the registry by the failed New, want 0", n)
+	}
+	cc := cluster.FastConfig("127.0.0.1:0")
+	cc.ClusterName = "test"
+	if s, err := system.Start(systemtest.Ctx(t), system.Config{Cluster: &cc, Metrics: reg,
+		Admin: &system.AdminConfig{Bind: taken.Addr().String(), Health: true}}); err == nil {
+		closeNow(t, s)
+		t.Fatal("Start succeeded with its admin address taken")
+	}
+	if n := series(t, reg); n != 0 {
+		t.Errorf("%d series left on the registry by the failed Start, want 0", n)
 	}
 }
 
