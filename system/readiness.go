@@ -67,6 +67,8 @@ func (s *System) Readiness() Readiness {
 			self, known = inc.node.Member(inc.node.ID())
 		}
 		switch {
+		case s.Removed() && s.m.replaced.Load():
+			add(ReadyCheckJoined, false, "removed by the cluster: a newer process took this member's address")
 		case s.Removed():
 			add(ReadyCheckJoined, false, "removed by the cluster; rejoining")
 		case !known:
