@@ -182,6 +182,9 @@ type handle = runtime.Handle
 // what is queued drains for up to Config.LeaveTimeout (a *LeaveError
 // reports what was still queued); then the runtime closes as above and
 // the transport says goodbye.
+//
+// The admin listener, if any, answers until the end, not ready from the
+// start of Close on; Close then closes it and unregisters the metrics.
 func (s *System) Close(ctx context.Context) error {
 	s.closing.Store(true)
 	defer s.stopAdmin(ctx)
