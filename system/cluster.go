@@ -162,9 +162,15 @@ func Start(ctx context.Context, cfg Config) (*System, error) {
 	s := newSystem(cfg, m.router, st)
 	s.m = m
 	m.router.SetHost(s.h)
-	go tr.Serve(m.acc.listener())
-	node, err := membership.Start(ctx, cc, wt, membership.WithIncarnation(inc), membership.WithHandover(s.handover), membership.WithReadyGate())
+	// The admin listener answers while the member joins: not ready yet.
+	err = s.startAdmin(cfg)
+	var node *membership.Node
+	if err == nil {
+		go tr.Serve(m.acc.listener())
+		node, err = membership.Start(ctx, cc, wt, membership.WithIncarnation(inc), membership.WithHandover(s.handover), membership.WithReadyGate())
+	}
 	if err != nil {
+		s.stopAdmin(ctx)
 		m.cancelRejoin()
 		m.router.Close()
 		s.h.Close(ctx)

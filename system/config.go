@@ -7,6 +7,7 @@ import (
 	"net"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/troupe-go/troupe/actor"
 	"github.com/troupe-go/troupe/cluster"
 	"github.com/troupe-go/troupe/replication"
@@ -106,6 +107,19 @@ type Config struct {
 	// keys of this node to drain before it leaves (their later messages
 	// go to the new owners). Default 30 s.
 	LeaveTimeout time.Duration
+
+	// Metrics, if set, is the Prometheus registry the system registers
+	// its metrics on (troupe_*: see docs/operations.md), collected at
+	// scrape time from its counters. Never the global default registry
+	// unless passed here. One system per registry (wrap it with
+	// prometheus.WrapRegistererWith to put several on one). Close
+	// unregisters them. Nil: no metrics.
+	Metrics prometheus.Registerer
+
+	// Admin, if set, opens the administration listener: health,
+	// readiness and metrics over HTTP, each switched on by its own
+	// field. Nil: no listener.
+	Admin *AdminConfig
 }
 
 // Default values applied for zero Config fields.
@@ -151,6 +165,9 @@ func (cfg Config) Validate() error {
 		if err := cfg.Cluster.Validate(); err != nil {
 			errs = append(errs, fmt.Errorf("%w: Cluster: %w", ErrInvalidConfig, err))
 		}
+	}
+	if cfg.Admin != nil {
+		errs = append(errs, cfg.Admin.validate(cfg.Metrics)...)
 	}
 	c := cfg.withDefaults()
 	if c.BackoffMax < c.BackoffMin {

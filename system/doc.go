@@ -48,6 +48,28 @@
 // Config.Observer receives activation starts, ends and failures, dropped
 // messages and full mailboxes. Stats gives a snapshot of the load: active
 // keys, queued messages, the deepest mailbox, asks in flight, restarts.
+// Readiness says whether the system is ready to serve, check by check;
+// the admin listener serves both (see Administration).
+//
+// # Administration
+//
+// Config.Admin opens an administration listener, an HTTP server on an
+// address of its own (default loopback, DefaultAdminBind; port 0 picks
+// one, which AdminAddr reports), each surface switched on by its own
+// field: Health serves GET /healthz (200 while the process can answer)
+// and GET /readyz (200 when every readiness check passes, 503 otherwise,
+// with a JSON body naming each check: see Readiness and the ReadyCheck*
+// constants), Metrics serves GET /metrics. A bearer token (Admin.Token),
+// when set, is required on every path and fails closed with 401; it is
+// compared in constant time and never printed. Admin.TLS serves over
+// TLS, with client certificates if its config asks for them. The
+// listener answers from before a member joins until the end of Close.
+//
+// Config.Metrics is the Prometheus registry the system registers its
+// troupe_* metrics on (never the global default unless passed): gauges
+// and counters read at scrape time from Stats, the membership view and
+// Readiness, with labels from fixed sets only. docs/operations.md lists
+// the endpoints, the JSON and the metrics with their units.
 //
 // # Shutdown
 //

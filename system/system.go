@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/troupe-go/troupe/actor"
+	"github.com/troupe-go/troupe/internal/admin"
 	"github.com/troupe-go/troupe/internal/host"
 	"github.com/troupe-go/troupe/internal/runtime"
 )
@@ -18,6 +20,14 @@ type System struct {
 	m      *member // nil for an embedded system
 	st     *states // nil when no definition keeps state
 	stOnce sync.Once
+
+	// closing is set when Close starts: readiness fails from then on.
+	closing atomic.Bool
+	// admin is the admin listener (nil without one); unregister removes
+	// the metrics from Config.Metrics (nil without them).
+	admin      *admin.Server
+	unregister func()
+	adminOnce  sync.Once
 }
 
 // EventKind says what an Event reports.
@@ -125,7 +135,12 @@ func New(cfg Config) (*System, error) {
 			return nil, fmt.Errorf("troupe: open the store: %w", err)
 		}
 	}
-	return newSystem(cfg, nil, st), nil
+	s := newSystem(cfg, nil, st)
+	if err := s.startAdmin(cfg); err != nil {
+		s.Close(context.Background())
+		return nil, err
+	}
+	return s, nil
 }
 
 // newSystem builds the runtime of a validated cfg; rem, if not nil, places
@@ -168,7 +183,12 @@ type handle = runtime.Handle
 // what is queued drains for up to Config.LeaveTimeout (a *LeaveError
 // reports what was still queued); then the runtime closes as above and
 // the transport says goodbye.
+//
+// The admin listener, if any, answers until the end, not ready from the
+// start of Close on; Close then closes it and unregisters the metrics.
 func (s *System) Close(ctx context.Context) error {
+	s.closing.Store(true)
+	defer s.stopAdmin(ctx)
 	if s.m != nil {
 		return s.closeMember(ctx, s.h.Close)
 	}

@@ -3,19 +3,29 @@
 // spreads counters over the members, stops one of them in an orderly way
 // (Close: it leaves the cluster) and shows its keys served by the others.
 //
+// Each member has an admin listener on a free loopback port (health,
+// readiness and Prometheus metrics, see docs/operations.md); the example
+// prints its URLs. With -serve the survivors stay up, so that a person can
+// open them, until Ctrl-C.
+//
 //	go run ./examples/localcluster
+//	go run ./examples/localcluster -serve
 package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
+	"os/signal"
 	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/troupe-go/troupe/actor"
 	"github.com/troupe-go/troupe/cluster"
 	"github.com/troupe-go/troupe/system"
@@ -70,9 +80,20 @@ func counterOn(n *node) *actor.Def[int, CounterMsg] {
 var Counter = counterOn(nil)
 
 func main() {
+	serve := flag.Bool("serve", false, "keep the members that stay up, with their admin listeners, until Ctrl-C")
+	flag.Parse()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if err := run(ctx, os.Stdout); err != nil {
+	var hold func([]*system.System)
+	if *serve {
+		hold = func([]*system.System) {
+			sig, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+			defer stop()
+			fmt.Println("serving the admin URLs above; Ctrl-C to stop")
+			<-sig.Done()
+		}
+	}
+	if err := run(ctx, os.Stdout, hold); err != nil {
 		fmt.Fprintln(os.Stderr, "localcluster:", err)
 		os.Exit(1)
 	}
@@ -84,19 +105,24 @@ var keys = []string{"ada", "bob", "cyd", "dee", "eve", "fay", "gus", "hal", "ivy
 // outcome is what run observed, for the test.
 type outcome struct {
 	members []string          // the members' addresses
+	admins  []string          // their admin listeners' addresses
+	readyz  []int             // what each /readyz answered once the members were up
 	served  map[string]string // key -> member, before the leave
 	left    string            // the member that left
 	movedTo map[string]string // key of the leaver -> its new member
 }
 
-func run(ctx context.Context, out io.Writer) error {
-	_, err := runCluster(ctx, out)
+// run runs the example; hold, if not nil, is called with the members
+// still up before they close (it returns when they may).
+func run(ctx context.Context, out io.Writer, hold func(survivors []*system.System)) error {
+	_, err := runCluster(ctx, out, hold)
 	return err
 }
 
 // runCluster starts three members, spreads the keys over them, has the
 // busiest one leave and checks where every key is served afterwards.
-func runCluster(ctx context.Context, out io.Writer) (outcome, error) {
+// hold, if not nil, is called before the survivors close.
+func runCluster(ctx context.Context, out io.Writer, hold func(survivors []*system.System)) (outcome, error) {
 	o := outcome{served: map[string]string{}, movedTo: map[string]string{}}
 	systems, err := startMembers(ctx, 3)
 	defer closeAll(systems)
@@ -107,6 +133,16 @@ func runCluster(ctx context.Context, out io.Writer) (outcome, error) {
 		o.members = append(o.members, s.Addr())
 	}
 	fmt.Fprintf(out, "3 members on loopback: %s\n", strings.Join(o.members, ", "))
+	for _, s := range systems {
+		code, err := readyz(ctx, s.AdminAddr())
+		if err != nil {
+			return o, fmt.Errorf("%s: %w", s.Addr(), err)
+		}
+		o.admins = append(o.admins, s.AdminAddr())
+		o.readyz = append(o.readyz, code)
+		base := "http://" + s.AdminAddr()
+		fmt.Fprintf(out, "  %s admin: %s/healthz %s/readyz (%d) %s/metrics\n", s.Addr(), base, base, code, base)
+	}
 	perNode, err := spread(ctx, systems, o.served)
 	if err != nil {
 		return o, err
@@ -131,7 +167,30 @@ func runCluster(ctx context.Context, out io.Writer) (outcome, error) {
 	if err := checkMoved(ctx, out, survivors, perNode[o.left], &o); err != nil {
 		return o, err
 	}
-	return o, checkStayed(ctx, out, survivors, o)
+	if err := checkStayed(ctx, out, survivors, o); err != nil {
+		return o, err
+	}
+	if hold != nil {
+		hold(survivors)
+	}
+	return o, nil
+}
+
+// readyz asks a member's admin listener whether the member is ready and
+// returns the status code: 200 when it is, 503 otherwise.
+func readyz(ctx context.Context, addr string) (int, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/readyz", nil)
+	if err != nil {
+		return 0, err
+	}
+	tr := &http.Transport{}
+	defer tr.CloseIdleConnections()
+	resp, err := (&http.Client{Transport: tr}).Do(req)
+	if err != nil {
+		return 0, err
+	}
+	resp.Body.Close()
+	return resp.StatusCode, nil
 }
 
 // startMembers starts n members on loopback, the first the others' seed,
@@ -145,7 +204,10 @@ func startMembers(ctx context.Context, n int) ([]*system.System, error) {
 		cc := cluster.FastConfig("127.0.0.1:0") // port 0: a free port
 		cc.ClusterName = "localcluster"
 		cc.Seeds = seeds
-		sys, err := system.Start(ctx, system.Config{Actors: []actor.Definition{counterOn(me)}, Cluster: &cc})
+		// Each member its own registry: one process, three members.
+		sys, err := system.Start(ctx, system.Config{Actors: []actor.Definition{counterOn(me)}, Cluster: &cc,
+			Metrics: prometheus.NewRegistry(),
+			Admin:   &system.AdminConfig{Bind: "127.0.0.1:0", Health: true, Metrics: true}})
 		if err != nil {
 			return systems, err
 		}

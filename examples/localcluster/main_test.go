@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/troupe-go/troupe/system"
 	"go.uber.org/goleak"
 )
 
@@ -17,7 +18,7 @@ func TestLocalClusterMovesTheKeysOfAMemberThatLeaves(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	var out bytes.Buffer
-	o, err := runCluster(ctx, &out)
+	o, err := runCluster(ctx, &out, nil)
 	if err != nil {
 		t.Fatalf("run: %v\n%s", err, out.String())
 	}
@@ -44,4 +45,37 @@ func TestLocalClusterMovesTheKeysOfAMemberThatLeaves(t *testing.T) {
 		}
 	}
 	t.Logf("\n%s", out.String())
+}
+
+func TestEveryMembersAdminListenerAnswersReady(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var out bytes.Buffer
+	held := false
+	o, err := runCluster(ctx, &out, func(survivors []*system.System) {
+		held = true
+		// The survivors still answer while the example holds them.
+		for _, s := range survivors {
+			if code, err := readyz(ctx, s.AdminAddr()); err != nil || code != 200 {
+				t.Errorf("survivor %s's /readyz answered %d (%v) while held, want 200", s.Addr(), code, err)
+			}
+		}
+	})
+	if err != nil {
+		t.Fatalf("run: %v\n%s", err, out.String())
+	}
+	if !held {
+		t.Error("hold was not called")
+	}
+	if len(o.readyz) != 3 {
+		t.Fatalf("%d members answered /readyz, want 3", len(o.readyz))
+	}
+	for i, code := range o.readyz {
+		if code != 200 {
+			t.Errorf("member %s's /readyz answered %d, want 200", o.members[i], code)
+		}
+		if want := "http://" + o.admins[i] + "/metrics"; !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %s", want)
+		}
+	}
 }

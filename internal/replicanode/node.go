@@ -340,6 +340,21 @@ func (n *Node) closedErr() error {
 	return ErrClosed
 }
 
+// Err returns nil while the node takes requests, and why it stopped once
+// it has: ErrClosed after Close, or the error that ended its loop (a
+// store that failed).
+func (n *Node) Err() error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	switch {
+	case !n.closed:
+		return nil
+	case n.err != nil:
+		return n.err
+	}
+	return ErrClosed
+}
+
 // call hands a request to the loop and waits for its answer.
 func (n *Node) call(ctx context.Context, r *request) error {
 	if err := ctx.Err(); err != nil {

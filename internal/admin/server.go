@@ -1,0 +1,165 @@
+package admin
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"crypto/tls"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// Options configures a Server.
+type Options struct {
+	// Listener is where the server accepts connections; the server
+	// closes it.
+	Listener net.Listener
+	// TLS, if set, wraps Listener (it needs a certificate).
+	TLS *tls.Config
+	// Token, if not empty, is the bearer token every request must carry.
+	Token string
+	// Ready, if set, serves /healthz and /readyz: it reports whether the
+	// process is ready and the body that says why (encoded as JSON).
+	Ready func() (ready bool, body any)
+	// Metrics, if set, serves /metrics.
+	Metrics http.Handler
+	// Logger receives the server's errors (at Debug: they are a
+	// client's, such as a failed TLS handshake). Nil discards them.
+	Logger *slog.Logger
+}
+
+// Server is a running administration server.
+type Server struct {
+	srv  *http.Server
+	addr net.Addr
+	done chan struct{}
+}
+
+// Timeouts and limits of the administration server: its clients are
+// probes and scrapers, which send small requests and read small answers.
+const (
+	readHeaderTimeout = 5 * time.Second
+	readTimeout       = 10 * time.Second
+	writeTimeout      = 30 * time.Second
+	idleTimeout       = time.Minute
+	maxHeaderBytes    = 16 << 10
+)
+
+// Serve starts serving o on o.Listener until Close.
+func Serve(o Options) *Server {
+	log := o.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	mux := http.NewServeMux()
+	if o.Ready != nil {
+		mux.HandleFunc("GET /healthz", healthz)
+		mux.HandleFunc("GET /readyz", readyz(o.Ready))
+	}
+	if o.Metrics != nil {
+		mux.Handle("GET /metrics", o.Metrics)
+	}
+	var h http.Handler = mux
+	if o.Token != "" {
+		h = bearer(o.Token, h)
+	}
+	ln := o.Listener
+	if o.TLS != nil {
+		ln = tls.NewListener(ln, o.TLS.Clone())
+	}
+	s := &Server{
+		srv: &http.Server{
+			Handler:           h,
+			ReadHeaderTimeout: readHeaderTimeout,
+			ReadTimeout:       readTimeout,
+			WriteTimeout:      writeTimeout,
+			IdleTimeout:       idleTimeout,
+			MaxHeaderBytes:    maxHeaderBytes,
+			ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelDebug),
+		},
+		addr: o.Listener.Addr(),
+		done: make(chan struct{}),
+	}
+	go func() {
+		defer close(s.done)
+		if err := s.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("troupe: the admin listener stopped", "err", err)
+		}
+	}()
+	return s
+}
+
+// Addr returns the address the server listens on.
+func (s *Server) Addr() net.Addr { return s.addr }
+
+// Close stops the server: it stops accepting, lets the requests under way
+// finish until ctx ends, then closes their connections. It returns once
+// the server's goroutine has ended.
+func (s *Server) Close(ctx context.Context) error {
+	err := s.srv.Shutdown(ctx)
+	if err != nil {
+		err = errors.Join(err, s.srv.Close())
+	}
+	<-s.done
+	return err
+}
+
+func healthz(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	_, _ = w.Write([]byte("ok\n"))
+}
+
+func readyz(ready func() (bool, any)) http.HandlerFunc {
+	return func(w http.ResponseWriter, _ *http.Request) {
+		ok, body := ready()
+		b, err := json.MarshalIndent(body, "", "  ")
+		if err != nil {
+			// Fail closed: a readiness that cannot be told is none.
+			ok, b = false, []byte(`{"ready":false}`)
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Cache-Control", "no-store")
+		if ok {
+			w.WriteHeader(http.StatusOK)
+		} else {
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
+		_, _ = w.Write(append(b, '\n'))
+	}
+}
+
+// bearer lets through the requests that carry token, and answers 401 to
+// the others. The comparison takes the same time whatever the header
+// holds: both sides are hashed to a fixed length first.
+func bearer(token string, next http.Handler) http.Handler {
+	want := sha256.Sum256([]byte(token))
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got, ok := bearerToken(r.Header.Get("Authorization"))
+		sum := sha256.Sum256([]byte(got))
+		if subtle.ConstantTimeCompare(sum[:], want[:]) != 1 || !ok {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="troupe-admin"`)
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusUnauthorized)
+			_, _ = w.Write([]byte(`{"error":"unauthorized"}` + "\n"))
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// bearerToken returns the token of an Authorization header of the Bearer
+// scheme (RFC 6750: the scheme name is case-insensitive).
+func bearerToken(h string) (string, bool) {
+	scheme, tok, ok := strings.Cut(h, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	tok = strings.TrimLeft(tok, " ")
+	return tok, tok != ""
+}

@@ -1,0 +1,227 @@
+package system
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/troupe-go/troupe/internal/admin"
+)
+
+// AdminConfig configures a system's administration listener: an HTTP
+// server of its own, apart from the cluster's traffic, with each surface
+// switched on by its own field. See the package doc, "Administration".
+type AdminConfig struct {
+	// Bind is the address the listener binds. Port 0 picks a free port,
+	// which System.AdminAddr reports. Default DefaultAdminBind (loopback
+	// only).
+	Bind string
+
+	// Listener, if set, is where the admin server accepts connections
+	// instead of a listener on Bind. The system closes it.
+	Listener net.Listener
+
+	// Health serves GET /healthz (200 while the process can answer it)
+	// and GET /readyz (200 when every readiness check passes, 503
+	// otherwise, with a JSON body listing the checks).
+	Health bool
+
+	// Metrics serves GET /metrics: Gatherer's metrics, in Prometheus's
+	// exposition formats. Needs Gatherer or a Config.Metrics that is
+	// also a prometheus.Gatherer (a *prometheus.Registry is).
+	Metrics bool
+
+	// Gatherer is what /metrics serves. Default: Config.Metrics, when it
+	// is a prometheus.Gatherer.
+	Gatherer prometheus.Gatherer
+
+	// TLS, if set, makes the listener speak TLS with this config, which
+	// must hold a certificate (Certificates, GetCertificate or
+	// GetConfigForClient). Its ClientAuth and ClientCAs decide whether
+	// clients must present certificates.
+	TLS *tls.Config
+
+	// Token, if not empty, is a bearer token every request must carry
+	// ("Authorization: Bearer <token>"), on every path: a request
+	// without it, or with another, gets 401. Letters, digits and -._~+/=
+	// only. It is never logged; String and LogValue redact it. Send it
+	// over TLS or on a trusted network only.
+	Token string
+}
+
+// DefaultAdminBind is the admin listener's default address: loopback, so
+// that a listener switched on without more thought is not exposed.
+const DefaultAdminBind = "127.0.0.1:7401"
+
+// redacted stands for a secret in what a config prints.
+const redacted = "[redacted]"
+
+// String renders the config with its token redacted (GoString, LogValue
+// and MarshalJSON too).
+func (c AdminConfig) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "{Bind:%s", c.Bind)
+	if c.Listener != nil {
+		fmt.Fprintf(&b, " Listener:%s", c.Listener.Addr())
+	}
+	fmt.Fprintf(&b, " Health:%t Metrics:%t Gatherer:%t TLS:%t", c.Health, c.Metrics, c.Gatherer != nil, c.TLS != nil)
+	if c.Token != "" {
+		b.WriteString(" Token:" + redacted)
+	}
+	b.WriteString("}")
+	return b.String()
+}
+
+// GoString is String, so that %#v redacts the token too.
+func (c AdminConfig) GoString() string { return "system.AdminConfig" + c.String() }
+
+// LogValue renders the config for log/slog with its token redacted.
+func (c AdminConfig) LogValue() slog.Value {
+	attrs := []slog.Attr{slog.String("bind", c.Bind), slog.Bool("health", c.Health),
+		slog.Bool("metrics", c.Metrics), slog.Bool("tls", c.TLS != nil)}
+	if c.Listener != nil {
+		attrs = append(attrs, slog.String("listener", c.Listener.Addr().String()))
+	}
+	if c.Token != "" {
+		attrs = append(attrs, slog.String("token", redacted))
+	}
+	return slog.GroupValue(attrs...)
+}
+
+// MarshalJSON renders the config as LogValue does, token redacted, for
+// config dumps.
+func (c AdminConfig) MarshalJSON() ([]byte, error) {
+	v := struct {
+		Bind     string `json:"bind,omitempty"`
+		Listener string `json:"listener,omitempty"`
+		Health   bool   `json:"health"`
+		Metrics  bool   `json:"metrics"`
+		Gatherer bool   `json:"gatherer"`
+		TLS      bool   `json:"tls"`
+		Token    string `json:"token,omitempty"`
+	}{Bind: c.Bind, Health: c.Health, Metrics: c.Metrics, Gatherer: c.Gatherer != nil, TLS: c.TLS != nil}
+	if c.Listener != nil {
+		v.Listener = c.Listener.Addr().String()
+	}
+	if c.Token != "" {
+		v.Token = redacted
+	}
+	return json.Marshal(v)
+}
+
+// validate reports the problems of c, a Config's Admin, whose Metrics
+// registerer is reg.
+func (c *AdminConfig) validate(reg prometheus.Registerer) []error {
+	var errs []error
+	bad := func(field, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%w: Admin.%s: %s", ErrInvalidConfig, field, fmt.Sprintf(format, args...)))
+	}
+	if !c.Health && !c.Metrics {
+		bad("Health", "no surface is switched on (Health, Metrics): nothing to serve")
+	}
+	if c.Listener == nil && c.Bind != "" {
+		if _, _, err := net.SplitHostPort(c.Bind); err != nil {
+			bad("Bind", "%q is not host:port: %v", c.Bind, err)
+		}
+	}
+	if c.Metrics && c.gatherer(reg) == nil {
+		bad("Gatherer", "Metrics is on but there is nothing to serve: set Gatherer, or a Config.Metrics that is a prometheus.Gatherer")
+	}
+	if c.TLS != nil && len(c.TLS.Certificates) == 0 && c.TLS.GetCertificate == nil && c.TLS.GetConfigForClient == nil {
+		bad("TLS", "no certificate (Certificates, GetCertificate or GetConfigForClient)")
+	}
+	if err := admin.ValidToken(c.Token); err != nil {
+		bad("Token", "%v", err)
+	}
+	return errs
+}
+
+// gatherer returns what /metrics serves, nil if nothing.
+func (c *AdminConfig) gatherer(reg prometheus.Registerer) prometheus.Gatherer {
+	if c.Gatherer != nil {
+		return c.Gatherer
+	}
+	if g, ok := reg.(prometheus.Gatherer); ok {
+		return g
+	}
+	return nil
+}
+
+// startAdmin registers the system's metrics on cfg.Metrics and opens the
+// admin listener of cfg.Admin, whichever are set. On error nothing stays
+// open or registered once stopAdmin ran.
+func (s *System) startAdmin(cfg Config) error {
+	if cfg.Metrics != nil {
+		col := newCollector(s)
+		if err := cfg.Metrics.Register(col); err != nil {
+			return fmt.Errorf("troupe: register the metrics: %w", err)
+		}
+		s.unregister = func() { cfg.Metrics.Unregister(col) }
+	}
+	a := cfg.Admin
+	if a == nil {
+		return nil
+	}
+	ln := a.Listener
+	if ln == nil {
+		bind := a.Bind
+		if bind == "" {
+			bind = DefaultAdminBind
+		}
+		var err error
+		if ln, err = net.Listen("tcp", bind); err != nil {
+			return fmt.Errorf("troupe: admin listener: %w", err)
+		}
+	}
+	log := cfg.withDefaults().Logger
+	o := admin.Options{Listener: ln, TLS: a.TLS, Token: a.Token, Logger: log}
+	if a.Health {
+		o.Ready = func() (bool, any) {
+			r := s.Readiness()
+			return r.Ready, r
+		}
+	}
+	if a.Metrics {
+		o.Metrics = promhttp.HandlerFor(a.gatherer(cfg.Metrics), promhttp.HandlerOpts{
+			ErrorLog:      slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+			ErrorHandling: promhttp.ContinueOnError,
+			Timeout:       10 * time.Second,
+		})
+	}
+	s.admin = admin.Serve(o)
+	return nil
+}
+
+// stopAdmin closes the admin listener and unregisters the metrics: the
+// last steps of Close, so that readiness reports the close to the end.
+func (s *System) stopAdmin(ctx context.Context) {
+	s.adminOnce.Do(func() { s.closeAdmin(ctx) })
+}
+
+func (s *System) closeAdmin(ctx context.Context) {
+	if s.admin != nil {
+		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+		if err := s.admin.Close(actx); err != nil {
+			s.h.Logger.Debug("troupe: closing the admin listener", "err", err)
+		}
+		cancel()
+	}
+	if s.unregister != nil {
+		s.unregister()
+	}
+}
+
+// AdminAddr returns the address of the admin listener ("" without one).
+func (s *System) AdminAddr() string {
+	if s.admin == nil {
+		return ""
+	}
+	return s.admin.Addr().String()
+}

@@ -1,0 +1,504 @@
+package system_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/big"
+	"net"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
+	"github.com/troupe-go/troupe/actor"
+	"github.com/troupe-go/troupe/cluster"
+	"github.com/troupe-go/troupe/internal/systemtest"
+	"github.com/troupe-go/troupe/system"
+)
+
+// adminOn switches on every surface of the admin listener on a free
+// loopback port, with a registry of its own for the metrics.
+func adminOn(cfg *system.Config) *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	cfg.Metrics = reg
+	cfg.Admin = &system.AdminConfig{Bind: "127.0.0.1:0", Health: true, Metrics: true}
+	return reg
+}
+
+// httpClient returns a client whose idle connections close when the test
+// ends.
+func httpClient(t *testing.T, tlsCfg *tls.Config) *http.Client {
+	tr := &http.Transport{TLSClientConfig: tlsCfg}
+	t.Cleanup(tr.CloseIdleConnections)
+	return &http.Client{Transport: tr, Timeout: 5 * time.Second}
+}
+
+// fetch sends GET url with the Authorization header auth (none if empty).
+func fetch(c *http.Client, url, auth string) (int, []byte, error) {
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		return 0, nil, err
+	}
+	if auth != "" {
+		req.Header.Set("Authorization", auth)
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, b, err
+}
+
+// readyz fetches http://addr/readyz and decodes its body.
+func readyz(c *http.Client, addr string) (int, system.Readiness, error) {
+	var r system.Readiness
+	code, b, err := fetch(c, "http://"+addr+"/readyz", "")
+	if err != nil {
+		return 0, r, err
+	}
+	if err := json.Unmarshal(b, &r); err != nil {
+		return code, r, fmt.Errorf("readyz body %q: %w", b, err)
+	}
+	return code, r, nil
+}
+
+// failing returns the names of r's failing checks.
+func failing(r system.Readiness) []string {
+	var names []string
+	for _, c := range r.Checks {
+		if !c.OK {
+			names = append(names, c.Name)
+		}
+	}
+	return names
+}
+
+// awaitReadyz polls addr's /readyz until it answers code with exactly the
+// failing checks want.
+func awaitReadyz(t *testing.T, c *http.Client, addr string, code int, want ...string) system.Readiness {
+	t.Helper()
+	var last system.Readiness
+	systemtest.Await(t, func() error {
+		got, r, err := readyz(c, addr)
+		if err != nil {
+			return err
+		}
+		last = r
+		if got != code || !slices.Equal(failing(r), want) || r.Ready != (code == http.StatusOK) {
+			return fmt.Errorf("/readyz answered %d %+v, want %d with failing checks %v", got, r, code, want)
+		}
+		return nil
+	})
+	return last
+}
+
+func checkNames(r system.Readiness) []string {
+	var names []string
+	for _, c := range r.Checks {
+		names = append(names, c.Name)
+	}
+	return names
+}
+
+func TestReadyzTurnsFromNotJoinedToReadyWhenTheMemberJoins(t *testing.T) {
+	seedLn, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	adminLn, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	def := counterDef("acounter", nil)
+	cc := cluster.FastConfig("127.0.0.1:0")
+	cc.ClusterName = "test"
+	cc.Seeds = []string{seedLn.Addr().String()}
+	cc.JoinTimeout = systemtest.Limit
+	started := make(chan error, 1)
+	var joiner *system.System
+	go func() {
+		var err error
+		joiner, err = system.Start(context.Background(), system.Config{Actors: []actor.Definition{def}, Cluster: &cc,
+			Admin: &system.AdminConfig{Listener: adminLn, Health: true}})
+		started <- err
+	}()
+	c := httpClient(t, nil)
+	addr := adminLn.Addr().String()
+	// The seed is not up yet: the joiner waits, its admin listener says so.
+	r := awaitReadyz(t, c, addr, http.StatusServiceUnavailable, system.ReadyCheckJoined, system.ReadyCheckMajority)
+	if want := []string{"joined", "majority", "not_closing"}; !slices.Equal(checkNames(r), want) {
+		t.Errorf("a member without stored state lists the checks %v, want %v", checkNames(r), want)
+	}
+	if code, _, err := fetch(c, "http://"+addr+"/healthz", ""); err != nil || code != http.StatusOK {
+		t.Errorf("/healthz of a joining member answered %d (%v), want 200: the process serves", code, err)
+	}
+	systemtest.Join(t, nil, func(cfg *system.Config) { cfg.Listener = seedLn }, def)
+	if err := systemtest.Recv(t, started, "the joiner's Start"); err != nil {
+		t.Fatalf("the joiner's Start: %v", err)
+	}
+	t.Cleanup(func() { closeNow(t, joiner) })
+	if joiner.AdminAddr() != addr {
+		t.Errorf("AdminAddr = %q, want the listener's %q", joiner.AdminAddr(), addr)
+	}
+	awaitReadyz(t, c, addr, http.StatusOK)
+}
+
+func TestReadyzTurnsUnreadyAsSoonAsAMemberCloses(t *testing.T) {
+	g := newGate()
+	def := actor.Define("agate", func(c *actor.Context[int, Msg], m Msg) error {
+		g.pass(opOf(m))
+		return nil
+	}).WithMessages(Do{}, Note{})
+	s := systemtest.Join(t, nil, func(cfg *system.Config) { adminOn(cfg) }, def)
+	c := httpClient(t, nil)
+	awaitReadyz(t, c, s.AdminAddr(), http.StatusOK)
+	ref := def.Ref(s, "k")
+	for i := range 2 { // one runs, blocked; one waits: Close's leave drains it
+		if err := ref.Tell(systemtest.Ctx(t), Note{Op: strconv.Itoa(i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	systemtest.Recv(t, g.entered, "the first message")
+	closed := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), systemtest.Limit)
+		defer cancel()
+		closed <- s.Close(ctx)
+	}()
+	r := awaitReadyz(t, c, s.AdminAddr(), http.StatusServiceUnavailable, system.ReadyCheckNotClosing)
+	if r.Checks[len(r.Checks)-1].Reason == "" {
+		t.Errorf("the failing check %+v gives no reason", r.Checks[len(r.Checks)-1])
+	}
+	close(g.open)
+	if err := systemtest.Recv(t, closed, "Close"); err != nil {
+		t.Errorf("Close: %v", err)
+	}
+	if _, _, err := fetch(c, "http://"+s.AdminAddr()+"/healthz", ""); err == nil {
+		t.Error("the admin listener still answers after Close")
+	}
+}
+
+func TestReadyzIsUnreadyWhileAJoiningMemberCatchesUp(t *testing.T) {
+	def := counterDef("rcounter", nil, actor.WithReplicas(3, actor.WriteMajority))
+	blob := blobDef("rblob", actor.WithReplicas(3, actor.WriteMajority))
+	systems := systemtest.StartCluster(t, 3, nil, def, blob)
+	waitCaughtUp(t, systems)
+	for i := range 32 {
+		setBlob(t, blob.Ref(systems[0], "b"+strconv.Itoa(i)), 8<<10, i)
+	}
+	// 256 KiB at 256 KiB/s: about a second of catching up.
+	s := systemtest.Join(t, []string{systems[0].Addr()}, func(cfg *system.Config) {
+		adminOn(cfg)
+		cfg.CatchUpRate = 256 << 10
+	}, def, blob)
+	c := httpClient(t, nil)
+	r := awaitReadyz(t, c, s.AdminAddr(), http.StatusServiceUnavailable, system.ReadyCheckCaughtUp)
+	if want := []string{"joined", "store_open", "caught_up", "majority", "not_closing"}; !slices.Equal(checkNames(r), want) {
+		t.Errorf("a member with stored state lists the checks %v, want %v", checkNames(r), want)
+	}
+	awaitReadyz(t, c, s.AdminAddr(), http.StatusOK)
+}
+
+func TestStandaloneReadinessChecksOnlyWhatApplies(t *testing.T) {
+	plain := newStandalone(t, system.Config{}, counterDef("pcounter", nil))
+	if r := plain.Readiness(); !r.Ready || !slices.Equal(checkNames(r), []string{"not_closing"}) {
+		t.Errorf("a standalone system without stored state: %+v, want ready with only not_closing", r)
+	}
+	durable := newStandalone(t, system.Config{}, counterDef("dcounter", nil, actor.Durable()))
+	if r := durable.Readiness(); !r.Ready || !slices.Equal(checkNames(r), []string{"store_open", "caught_up", "not_closing"}) {
+		t.Errorf("a standalone system with a store: %+v, want ready with store_open, caught_up, not_closing", r)
+	}
+	closeNow(t, durable)
+	if r := durable.Readiness(); r.Ready || !slices.Equal(failing(r), []string{"store_open", "not_closing"}) {
+		t.Errorf("a closed standalone system: %+v, want unready, failing store_open and not_closing", r)
+	}
+}
+
+func TestTheAdminTokenFailsClosedOverTLSAndIsNeverPrinted(t *testing.T) {
+	const token = "admin-Token.42"
+	cert, pool := selfSignedCert(t)
+	var logs bytes.Buffer
+	cfg := system.Config{Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}
+	reg := adminOn(&cfg)
+	cfg.Admin.TLS = &tls.Config{Certificates: []tls.Certificate{cert}}
+	cfg.Admin.Token = token
+	s := newStandalone(t, cfg, counterDef("tcounter", nil))
+	if got := get(t, counterDef("tcounter", nil).Ref(s, "k")); got != 0 {
+		t.Fatalf("count %d, want 0", got)
+	}
+	c := httpClient(t, &tls.Config{RootCAs: pool})
+	base := "https://" + s.AdminAddr()
+	for _, path := range []string{"/healthz", "/readyz", "/metrics"} {
+		for _, auth := range []string{"", "Bearer nope", "Bearer " + token + "0"} {
+			code, body, err := fetch(c, base+path, auth)
+			if err != nil || code != http.StatusUnauthorized {
+				t.Errorf("%s with Authorization %q: %d (%v), want 401", path, auth, code, err)
+			}
+			if bytes.Contains(body, []byte(token)) {
+				t.Errorf("%s: the 401 body repeats the token", path)
+			}
+		}
+		code, body, err := fetch(c, base+path, "Bearer "+token)
+		if err != nil || code != http.StatusOK {
+			t.Errorf("%s with the token: %d (%v), want 200", path, code, err)
+		}
+		if bytes.Contains(body, []byte(token)) {
+			t.Errorf("%s: the body repeats the token", path)
+		}
+	}
+	if _, _, err := fetch(httpClient(t, nil), base+"/healthz", "Bearer "+token); err == nil {
+		t.Error("a client that does not trust the certificate got an answer")
+	}
+	dump, err := json.Marshal(cfg.Admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	printed := []string{fmt.Sprint(cfg), fmt.Sprintf("%+v", cfg), fmt.Sprintf("%#v", *cfg.Admin), fmt.Sprintf("%v", cfg.Admin), string(dump)}
+	slog.New(slog.NewJSONHandler(&logs, nil)).Info("config", "admin", *cfg.Admin)
+	printed = append(printed, logs.String())
+	for _, p := range printed {
+		if strings.Contains(p, token) {
+			t.Errorf("the token is printed: %s", p)
+		}
+	}
+	if !strings.Contains(logs.String(), "[redacted]") {
+		t.Errorf("the logged config does not say the token is redacted: %s", logs.String())
+	}
+	if n := series(t, reg); n == 0 {
+		t.Error("nothing on the registry passed")
+	}
+}
+
+func TestMetricsPassPromlintAndCountWhatTheMembersDo(t *testing.T) {
+	def := counterDef("mcounter", nil, actor.WithReplicas(2, actor.WriteMajority))
+	var regs []*prometheus.Registry
+	systems := systemtest.StartCluster(t, 2, func(_ int, cfg *system.Config) { regs = append(regs, adminOn(cfg)) }, def)
+	waitCaughtUp(t, systems)
+	for i := range 20 {
+		add(t, def.Ref(systems[i%2], "k"+strconv.Itoa(i)), 1)
+	}
+	c := httpClient(t, nil)
+	for _, s := range systems {
+		awaitReadyz(t, c, s.AdminAddr(), http.StatusOK)
+		code, body, err := fetch(c, "http://"+s.AdminAddr()+"/metrics", "")
+		if err != nil || code != http.StatusOK {
+			t.Fatalf("/metrics: %d (%v)", code, err)
+		}
+		problems, err := promlint.New(bytes.NewReader(body)).Lint()
+		if err != nil {
+			t.Fatalf("promlint: %v", err)
+		}
+		for _, p := range problems {
+			t.Errorf("promlint: %s: %s", p.Metric, p.Text)
+		}
+		text := string(body)
+		for _, want := range []string{
+			`troupe_build_info{goversion=`, "troupe_uptime_seconds ", "troupe_ready 1", "troupe_activations ",
+			"troupe_mailbox_queued_messages 0", "troupe_mailbox_deepest_messages 0", "troupe_asks_in_flight 0",
+			"troupe_restarts_total 0", "troupe_rejoins_total 0", `troupe_members{status="alive"} 2`,
+			`troupe_members{status="joining"} 0`, "troupe_replication_receiving_ranges 0", "troupe_replication_received_bytes_total ",
+		} {
+			if !strings.Contains(text, want) {
+				t.Errorf("%s: /metrics lacks %q:\n%s", s.Addr(), want, text)
+			}
+		}
+		if strings.Contains(text, s.Addr()) || strings.Contains(text, "k1") {
+			t.Errorf("%s: /metrics names an address or a key:\n%s", s.Addr(), text)
+		}
+	}
+	if sum := activations(t, regs[0]) + activations(t, regs[1]); sum != 20 {
+		t.Errorf("troupe_activations sum to %v over the members, want the 20 keys", sum)
+	}
+}
+
+// activations returns the value of troupe_activations in reg.
+func activations(t *testing.T, reg *prometheus.Registry) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == "troupe_activations" {
+			return mf.GetMetric()[0].GetGauge().GetValue()
+		}
+	}
+	t.Fatal("no troupe_activations")
+	return 0
+}
+
+// series counts the series reg gathers.
+func series(t *testing.T, reg prometheus.Gatherer) int {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, mf := range mfs {
+		n += len(mf.GetMetric())
+	}
+	return n
+}
+
+func TestMetricSeriesStayFixedWithManyKeysAndMembers(t *testing.T) {
+	def := counterDef("scounter", nil)
+	rep := counterDef("srep", nil, actor.WithReplicas(3, actor.WriteMajority)) // replication metrics too
+	first := systemtest.StartCluster(t, 1, nil, def, rep)
+	reg := prometheus.NewRegistry()
+	// The first member's metrics on a registry, taken before anything
+	// happened; then members join and keys are used.
+	s := systemtest.Join(t, []string{first[0].Addr()}, func(cfg *system.Config) { cfg.Metrics = reg }, def, rep)
+	systemtest.WaitAlive(t, []*system.System{first[0], s}, 2)
+	before := series(t, reg)
+	systems := []*system.System{first[0], s}
+	for range 3 {
+		systems = append(systems, systemtest.Join(t, []string{first[0].Addr()}, nil, def, rep))
+	}
+	systemtest.WaitAlive(t, systems, len(systems))
+	const keys = 5000
+	ctx := systemtest.Ctx(t)
+	for i := range keys {
+		if err := def.Ref(systems[i%len(systems)], "key-"+strconv.Itoa(i)).Tell(ctx, DTick{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	systemtest.WaitUntil(t, "every key active", func() bool {
+		n := 0
+		for _, s := range systems {
+			n += s.Stats().Active
+		}
+		return n == keys
+	})
+	if after := series(t, reg); after != before {
+		t.Errorf("%d series with 2 members and no keys, %d with %d members and %d keys: want the same", before, after, len(systems), keys)
+	}
+}
+
+func TestMetricsUseOnlyTheRegistryPassedAndLeaveItOnClose(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	s, err := system.New(system.Config{Metrics: reg, Actors: []actor.Definition{counterDef("ucounter", nil)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := series(t, reg); n == 0 {
+		t.Fatal("nothing registered on the registry passed")
+	}
+	mfs, _ := prometheus.DefaultGatherer.Gather()
+	for _, mf := range mfs {
+		if strings.HasPrefix(mf.GetName(), "troupe_") {
+			t.Errorf("%s on the global default registry", mf.GetName())
+		}
+	}
+	// One system per registry: the second is refused, and leaves nothing.
+	if _, err := system.New(system.Config{Metrics: reg}); err == nil || !errors.As(err, new(prometheus.AlreadyRegisteredError)) {
+		t.Errorf("a second system on one registry: %v, want prometheus.AlreadyRegisteredError", err)
+	}
+	closeNow(t, s)
+	if n := series(t, reg); n != 0 {
+		t.Errorf("%d series left on the registry after Close, want 0", n)
+	}
+}
+
+func TestAnAdminListenerThatCannotBindFailsNewAndLeavesNothing(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	reg := prometheus.NewRegistry()
+	s, err := system.New(system.Config{Metrics: reg, Admin: &system.AdminConfig{Bind: taken.Addr().String(), Health: true},
+		Actors: []actor.Definition{counterDef("bcounter", nil, actor.Durable())}})
+	if err == nil {
+		closeNow(t, s)
+		t.Fatal("New succeeded with its admin address taken")
+	}
+	if n := series(t, reg); n != 0 {
+		t.Errorf("%d series left on the registry by the failed New, want 0", n)
+	}
+	cc := cluster.FastConfig("127.0.0.1:0")
+	cc.ClusterName = "test"
+	if s, err := system.Start(systemtest.Ctx(t), system.Config{Cluster: &cc, Metrics: reg,
+		Admin: &system.AdminConfig{Bind: taken.Addr().String(), Health: true}}); err == nil {
+		closeNow(t, s)
+		t.Fatal("Start succeeded with its admin address taken")
+	}
+	if n := series(t, reg); n != 0 {
+		t.Errorf("%d series left on the registry by the failed Start, want 0", n)
+	}
+}
+
+func TestAdminConfigValidateNamesTheBadField(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		cfg   system.Config
+		field string
+	}{
+		{"no surface", system.Config{Admin: &system.AdminConfig{}}, "Admin.Health"},
+		{"bad bind", system.Config{Admin: &system.AdminConfig{Bind: "nocolon", Health: true}}, "Admin.Bind"},
+		{"metrics without a gatherer", system.Config{Admin: &system.AdminConfig{Metrics: true}}, "Admin.Gatherer"},
+		{"metrics on a registerer only", system.Config{Metrics: prometheus.WrapRegistererWithPrefix("x_", prometheus.NewRegistry()),
+			Admin: &system.AdminConfig{Metrics: true}}, "Admin.Gatherer"},
+		{"TLS without a certificate", system.Config{Admin: &system.AdminConfig{Health: true, TLS: &tls.Config{}}}, "Admin.TLS"},
+		{"token with a space", system.Config{Admin: &system.AdminConfig{Health: true, Token: "two words"}}, "Admin.Token"},
+	} {
+		err := tc.cfg.Validate()
+		if !errors.Is(err, system.ErrInvalidConfig) || !strings.Contains(fmt.Sprint(err), tc.field) {
+			t.Errorf("%s: Validate() = %v, want ErrInvalidConfig naming %s", tc.name, err, tc.field)
+		}
+		if strings.Contains(fmt.Sprint(err), "two words") {
+			t.Errorf("%s: the error repeats the token: %v", tc.name, err)
+		}
+	}
+	ok := system.Config{Metrics: prometheus.NewRegistry(), Admin: &system.AdminConfig{Metrics: true, Health: true}}
+	if err := ok.Validate(); err != nil {
+		t.Errorf("Validate() of a registry serving /metrics = %v, want nil", err)
+	}
+}
+
+// selfSignedCert returns a certificate for 127.0.0.1 and a pool that
+// trusts it.
+func selfSignedCert(t *testing.T) (tls.Certificate, *x509.CertPool) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1),
+		Subject:      pkix.Name{CommonName: "troupe admin test"},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().Add(time.Hour),
+		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1)},
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaf, err := x509.ParseCertificate(der)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AddCert(leaf)
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key, Leaf: leaf}, pool
+}

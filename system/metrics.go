@@ -1,0 +1,153 @@
+package system
+
+import (
+	"runtime"
+	"runtime/debug"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/troupe-go/troupe/cluster"
+)
+
+// collector exposes a system's counters to Prometheus. It reads them at
+// scrape time from what the runtime counts anyway (Stats, the membership
+// view, Readiness), so that metrics cost nothing on the message path.
+// Every series it reports is fixed by the system's kind (member or not,
+// with a store or not): no label takes a key, an address or an error.
+type collector struct {
+	s       *System
+	started time.Time
+	version string
+}
+
+// The metrics a system reports. docs/operations.md lists them.
+var (
+	descBuildInfo = prometheus.NewDesc("troupe_build_info",
+		"Always 1; the labels name the Troupe module's version and the Go version it was built with.",
+		[]string{"version", "goversion"}, nil)
+	descUptime = prometheus.NewDesc("troupe_uptime_seconds",
+		"Seconds since the system started.", nil, nil)
+	descReady = prometheus.NewDesc("troupe_ready",
+		"1 when every readiness check passes (see /readyz), 0 otherwise.", nil, nil)
+	descActivations = prometheus.NewDesc("troupe_activations",
+		"Activated keys, idle ones included.", nil, nil)
+	descQueued = prometheus.NewDesc("troupe_mailbox_queued_messages",
+		"Messages waiting in mailboxes.", nil, nil)
+	descDeepest = prometheus.NewDesc("troupe_mailbox_deepest_messages",
+		"Messages waiting in the longest mailbox.", nil, nil)
+	descAsks = prometheus.NewDesc("troupe_asks_in_flight",
+		"Asks waiting for a reply.", nil, nil)
+	descRestarts = prometheus.NewDesc("troupe_restarts_total",
+		"Failures that restarted an actor or its body.", nil, nil)
+	descRejoins = prometheus.NewDesc("troupe_rejoins_total",
+		"Times this member, removed by the cluster, rejoined with a new incarnation.", nil, nil)
+	descMembers = prometheus.NewDesc("troupe_members",
+		"Cluster members as this member places keys on them, by status (joining counts apart from the others).",
+		[]string{"status"}, nil)
+	descReceiving = prometheus.NewDesc("troupe_replication_receiving_ranges",
+		"Ranges of the ring this member is still receiving (catching up) before its copies count.", nil, nil)
+	descReceived = prometheus.NewDesc("troupe_replication_received_bytes_total",
+		"Bytes of stored state received from other members catching up.", nil, nil)
+)
+
+// memberStatuses are the values of troupe_members's status label, every
+// one reported (zero included) so that the series stay the same.
+var memberStatuses = [...]string{"alive", "suspect", "dead", "leaving", "joining"}
+
+func newCollector(s *System) *collector {
+	return &collector{s: s, started: time.Now(), version: moduleVersion()}
+}
+
+// moduleVersion returns the version of the Troupe module this program was
+// built with, "(devel)" when it is the main module or unknown.
+func moduleVersion() string {
+	const path = "github.com/troupe-go/troupe"
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "(devel)"
+	}
+	if bi.Main.Path == path && bi.Main.Version != "" {
+		return bi.Main.Version
+	}
+	for _, d := range bi.Deps {
+		if d.Path == path {
+			if d.Replace != nil && d.Replace.Version != "" {
+				return d.Replace.Version
+			}
+			if d.Version != "" {
+				return d.Version
+			}
+		}
+	}
+	return "(devel)"
+}
+
+// Describe implements prometheus.Collector.
+func (c *collector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range c.descs() {
+		ch <- d
+	}
+}
+
+func (c *collector) descs() []*prometheus.Desc {
+	d := []*prometheus.Desc{descBuildInfo, descUptime, descReady, descActivations, descQueued, descDeepest, descAsks, descRestarts}
+	if c.s.m != nil {
+		d = append(d, descRejoins, descMembers)
+	}
+	if c.s.st != nil {
+		d = append(d, descReceiving, descReceived)
+	}
+	return d
+}
+
+// Collect implements prometheus.Collector.
+func (c *collector) Collect(ch chan<- prometheus.Metric) {
+	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+	}
+	counter := func(d *prometheus.Desc, v float64) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v)
+	}
+	st := c.s.Stats()
+	gauge(descBuildInfo, 1, c.version, runtime.Version())
+	gauge(descUptime, time.Since(c.started).Seconds())
+	ready := 0.0
+	if c.s.Readiness().Ready {
+		ready = 1
+	}
+	gauge(descReady, ready)
+	gauge(descActivations, float64(st.Active))
+	gauge(descQueued, float64(st.Queued))
+	gauge(descDeepest, float64(st.DeepestMailbox))
+	gauge(descAsks, float64(st.AsksInFlight))
+	counter(descRestarts, float64(st.Restarts))
+	if c.s.m != nil {
+		counter(descRejoins, float64(st.Rejoins))
+		var n [len(memberStatuses)]int
+		for _, m := range c.s.Members() {
+			n[statusIndex(m)]++
+		}
+		for i, status := range memberStatuses {
+			gauge(descMembers, float64(n[i]), status)
+		}
+	}
+	if c.s.st != nil {
+		gauge(descReceiving, float64(st.Receiving))
+		counter(descReceived, float64(st.ReceivedBytes))
+	}
+}
+
+// statusIndex returns m's index in memberStatuses.
+func statusIndex(m cluster.Member) int {
+	switch {
+	case m.Joining:
+		return 4
+	case m.Status == cluster.StatusSuspect:
+		return 1
+	case m.Status == cluster.StatusDead:
+		return 2
+	case m.Status == cluster.StatusLeaving:
+		return 3
+	}
+	return 0
+}
