@@ -449,3 +449,83 @@ func TestAPrepareAboveAFloorIsRefusedAfterAnotherNodesNewerPromise(t *testing.T)
 		t.Fatal("a prepare that names no epoch was refused below its own")
 	}
 }
+
+// A fence reports the term of another copier's floor over the range as
+// it reports a promised term, so that the copier's next round goes above
+// it and the fenced sources' floors name the new copier. Here C fenced the
+// range of A's key at term 10 for an earlier hand-off (C is in A's set
+// {A,B,C}); then X, a new replica, fences it from term 1. Were the floors
+// left at C's, A, refused by one, would acquire again above it over
+// {A,B,C} (it holds C) and keep writing to the set X copied from; with
+// X's, it steps down.
+func TestAFenceGoesAboveAnEarlierCopiersFloorAndNamesItsCopier(t *testing.T) {
+	s := newSim(t, 3, replication.Majority, []Key{keyA})
+	serve(t, s, 0)
+	owner, c := s.nodes[0], s.nodes[2]
+	for _, n := range s.nodes {
+		n.core.Step(Message{Type: MsgFence, From: c.id, To: n.id, Range: keyRange(keyA), Round: 1, Epoch: Epoch{Term: 10}})
+		s.apply(n)
+	}
+	s.net = slices.DeleteFunc(s.net, func(m Message) bool { return m.Type == MsgFenced })
+	f := NewFencer(nodeX, 1, keyRange(keyA), s.replicas[keyA], 2, 0)
+	for range 5 {
+		if _, ok := f.Fenced(); ok {
+			break
+		}
+		for _, m := range f.Messages() {
+			n := s.node(m.To)
+			n.core.Step(m)
+			s.apply(n)
+		}
+		var answers []Message
+		s.net = slices.DeleteFunc(s.net, func(m Message) bool {
+			if m.Type == MsgFenced {
+				answers = append(answers, m)
+				return true
+			}
+			return false
+		})
+		for _, m := range answers {
+			f.Step(m)
+		}
+	}
+	if _, ok := f.Fenced(); !ok || f.Term() <= 10 {
+		t.Fatalf("the fencing is done %v at term %d after %d rounds; want done above C's floor, 10", ok, f.Term(), f.Rounds())
+	}
+	for _, n := range s.nodes {
+		if fs := n.core.Floors(); len(fs) != 1 || fs[0].Epoch != (Epoch{Term: f.Term(), Node: nodeX}) {
+			t.Fatalf("%s's floors are %v, want X's at term %d", n.id, fs, f.Term())
+		}
+	}
+	tk := write(t, s, 0, 1)
+	s.flush()
+	if owner.core.owned[keyA] != nil || !released(s, 0, tk) || acknowledged(s, 1) {
+		t.Fatalf("the owner holds the key %v, its write settled %v, acknowledged %v: want stepped down, the write failed",
+			owner.core.owned[keyA] != nil, released(s, 0, tk), acknowledged(s, 1))
+	}
+}
+
+// A fence does not report the copier's own floors: a fence sent again
+// after its answer was lost would otherwise start a new round.
+func TestAFenceReportsAnotherCopiersFloorNotItsOwn(t *testing.T) {
+	b := New(nodeB, Counting)
+	b.Step(Message{Type: MsgFence, From: nodeC, To: nodeB, Range: keyRange(keyA), Round: 1, Epoch: Epoch{Term: 10}})
+	b.Ready()
+	for _, tc := range []struct {
+		from ring.NodeID
+		term uint64
+		want uint64
+	}{
+		{nodeX, 3, 10},
+		{nodeC, 10, 0},
+		{nodeX, 11, 10},
+		// Sent again: X's floor replaced C's.
+		{nodeX, 11, 0},
+	} {
+		b.Step(Message{Type: MsgFence, From: tc.from, To: nodeB, Range: keyRange(keyA), Round: 1, Epoch: Epoch{Term: tc.term}})
+		m := messagesOf(b.Ready(), MsgFenced)
+		if len(m) != 1 || m[0].Promised.Term != tc.want {
+			t.Fatalf("a fence from %s at %d answered %v, want the term %d", tc.from, tc.term, m, tc.want)
+		}
+	}
+}

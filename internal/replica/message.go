@@ -45,7 +45,8 @@ const (
 	MsgFence
 	// MsgFenced (source → copier) answers a fence: Promised.Term is the
 	// highest term the source promised, or held a record of, for a key of
-	// the range before it raised the floor; Epoch.Term is the fence's
+	// the range, or of another copier's floor over it, before it raised
+	// the floor; Epoch.Term is the fence's
 	// term; Counted is false when the source itself still receives part
 	// of the range (it then raised nothing).
 	MsgFenced
