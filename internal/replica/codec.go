@@ -12,15 +12,17 @@ import (
 // the catch-up messages (MsgSyncRequest, MsgSyncChunk), version 3 for the
 // delta accept path (MsgAcceptDelta, MsgAcceptNack) and the index of a
 // catch-up (MsgSyncIndexRequest, MsgSyncIndex), version 4 for the fence
-// messages (MsgFence, MsgFenced) and a refusal that names a floor
-// (Floor), so a binary that knows an older version refuses the newer
+// messages (MsgFence, MsgFenced), a refusal that names a floor (Floor)
+// and a prepare that names an epoch (Promised: an acquisition again above
+// a floor, which a replica that ignored the epoch would let pass), so a
+// binary that knows an older version refuses the newer
 // messages with ErrUnsupportedVersion. A decoder refuses a version above
 // FormatVersion, and a message in a version other than its own.
 const FormatVersion = 4
 
 func versionOf(m Message) byte {
 	switch {
-	case m.Type.isFence() || (m.Type == MsgRefuse && m.Floor):
+	case m.Type.isFence() || (m.Type == MsgRefuse && m.Floor) || (m.Type == MsgPrepare && !m.Promised.IsZero()):
 		return 4
 	case m.Type.isDelta() || m.Type == MsgSyncIndexRequest || m.Type == MsgSyncIndex:
 		return 3
@@ -53,10 +55,11 @@ func versionOf(m Message) byte {
 // MsgSyncIndexRequest has no records; a MsgSyncIndex's records have empty
 // values.
 //
-// Version 4 (the fence messages and a refusal naming a floor) has the
-// layout of version 2 without the Done flag and without records (their
-// count is 0); its flags byte has bit 2 for Floor, set on every refusal
-// of version 4.
+// Version 4 (the fence messages, a refusal naming a floor and a prepare
+// naming an epoch) has the layout of version 2 without the Done flag and
+// without records (their count is 0); its flags byte has bit 2 for Floor,
+// set on every refusal of version 4; a prepare of version 4 has a
+// Promised that is not zero, one of version 1 a zero one.
 
 const (
 	flagCounted   = 1
@@ -204,7 +207,8 @@ func DecodeNames(b []byte, names *Names) (Message, error) {
 	// One message, one encoding: its type (and a refusal's Floor) fixes
 	// its version.
 	floorRefusal := m.Type == MsgRefuse && v == 4
-	if d.err == nil && v != versionOf(Message{Type: m.Type, Floor: floorRefusal}) {
+	sincePrepare := m.Type == MsgPrepare && v == 4
+	if d.err == nil && v != versionOf(Message{Type: m.Type, Floor: floorRefusal}) && !sincePrepare {
 		d.off--
 		d.fail(ErrMalformed, "type of another version")
 	}
@@ -233,6 +237,9 @@ func DecodeNames(b []byte, names *Names) (Message, error) {
 	m.Key.ID = d.string("key id")
 	m.Epoch = d.epoch("epoch")
 	m.Promised = d.epoch("promised")
+	if d.err == nil && m.Type == MsgPrepare && sincePrepare == m.Promised.IsZero() {
+		d.fail(ErrMalformed, "prepare's epoch in another version")
+	}
 	m.Version = d.uvarint("version")
 	m.Round = d.uvarint("round")
 	if m.Type == MsgAcceptDelta {

@@ -51,13 +51,15 @@ func sampleMessages() []Message {
 		}},
 		{Type: MsgFence, From: a, To: b, Round: 4, Range: ring.Range{Start: 1 << 40, End: 7}, Epoch: Epoch{Term: 12}},
 		{Type: MsgFenced, From: b, To: a, Round: 4, Range: ring.Range{Start: 1 << 40, End: 7}, Epoch: Epoch{Term: 12}, Promised: Epoch{Term: 11}, Counted: true},
+		// An acquisition again above a floor names its first epoch.
+		{Type: MsgPrepare, From: a, To: b, Key: k, Epoch: e, Promised: Epoch{Term: 3, Node: a}},
 	}
 }
 
 // A message is encoded in its type's version only: the catch-up messages
 // in version 2, the delta accept path and the index messages of a
-// catch-up in version 3, the fence messages and a refusal naming a floor
-// in version 4, the others in version 1, so a binary that knows an older
+// catch-up in version 3, the fence messages, a refusal naming a floor and
+// a prepare naming an epoch in version 4, the others in version 1, so a binary that knows an older
 // version refuses a newer message as newer and one message has one
 // encoding.
 func TestEachTypeHasItsOwnFormatVersion(t *testing.T) {
@@ -67,7 +69,7 @@ func TestEachTypeHasItsOwnFormatVersion(t *testing.T) {
 		switch {
 		case m.Type == MsgSyncRequest || m.Type == MsgSyncChunk:
 			want = 2
-		case m.Type == MsgFence || m.Type == MsgFenced || m.Floor:
+		case m.Type == MsgFence || m.Type == MsgFenced || m.Floor || (m.Type == MsgPrepare && !m.Promised.IsZero()):
 			want = 4
 		case m.Type == MsgAcceptDelta || m.Type == MsgAcceptNack || m.Type == MsgSyncIndexRequest || m.Type == MsgSyncIndex:
 			want = 3

@@ -367,7 +367,11 @@ func (c *Core) replicaStep(ks *keyState, m Message) {
 		return
 	}
 	p := ks.promised
-	if m.Epoch.Compare(p) < 0 {
+	// A prepare that names an epoch (Promised) is an owner's acquisition
+	// again above a floor: it must not pass another node's epoch promised
+	// after the one it names (see restart).
+	since := m.Type == MsgPrepare && !m.Promised.IsZero() && p.Node != m.Epoch.Node && p.Compare(m.Promised) > 0
+	if m.Epoch.Compare(p) < 0 || since {
 		c.send(Message{Type: MsgRefuse, To: m.From, Key: m.Key, Epoch: m.Epoch, Promised: p})
 		return
 	}
@@ -487,7 +491,11 @@ type ownership struct {
 	// prepared is replicas and previous together: who is asked to promise.
 	prepared []ring.NodeID
 	epoch    Epoch
-	phase    phase
+	// since is the epoch of the caller's acquisition, the first of o:
+	// an acquisition again above a floor, which the caller did not make,
+	// must find no other node's epoch promised after it.
+	since Epoch
+	phase phase
 	// restarts counts the times in a row a floor refused the epoch and
 	// the key was acquired again above it.
 	restarts int
@@ -602,6 +610,7 @@ func (c *Core) AcquireWith(k Key, replicas []ring.NodeID, level replication.Leve
 		quorum:   level.Quorum(len(set)),
 		prepared: set,
 		epoch:    Epoch{Term: term, Node: c.self},
+		since:    Epoch{Term: term, Node: c.self},
 		promises: make(map[ring.NodeID]Message),
 		current:  make(map[Slot]Record),
 	}
@@ -614,7 +623,7 @@ func (c *Core) AcquireWith(k Key, replicas []ring.NodeID, level replication.Leve
 	o.preparedAt = c.ticks
 	c.waiting[k] = struct{}{}
 	for _, r := range o.prepared {
-		c.send(Message{Type: MsgPrepare, To: r, Key: k, Epoch: o.epoch})
+		c.send(o.prepare(r))
 	}
 	c.drain()
 	return nil
@@ -668,6 +677,15 @@ func sameRecords(a, b map[Slot]Record) bool {
 // every term seen (the floor that refused it included), forgetting the
 // promises and write-back of the refused epoch; nothing was served at
 // it. It reports false when no such term fits.
+//
+// The caller chose the sets at o.since; since then another node may have
+// acquired the key, jointly over a set it moved to, and had writes
+// acknowledged there that o's sets need not hold, at an epoch the new
+// one may pass by its term or, at an equal term, by its node. So the
+// prepares name o.since (see prepare), and a replica that promised
+// another node's epoch newer than that refuses: any quorum of o's sets
+// meets the members of them that such an acquisition promised, and o
+// steps down.
 func (c *Core) restart(o *ownership) bool {
 	ks := c.state(o.key)
 	seen := max(ks.maxTerm, ks.promised.Term, c.floorTerm(o.key))
@@ -685,9 +703,20 @@ func (c *Core) restart(o *ownership) bool {
 	o.preparedAt, o.prepareTries = c.ticks, 0
 	c.waiting[o.key] = struct{}{}
 	for _, r := range o.prepared {
-		c.send(Message{Type: MsgPrepare, To: r, Key: o.key, Epoch: o.epoch})
+		c.send(o.prepare(r))
 	}
 	return true
+}
+
+// prepare returns o's prepare to replica r. Once o acquires again above a
+// floor, it names o.since: the replica refuses it if it promised another
+// node's epoch after that one.
+func (o *ownership) prepare(r ring.NodeID) Message {
+	m := Message{Type: MsgPrepare, To: r, Key: o.key, Epoch: o.epoch}
+	if o.restarts > 0 {
+		m.Promised = o.since
+	}
+	return m
 }
 
 // covers reports whether o, held over its replica set (and previous set),
@@ -843,7 +872,7 @@ func (c *Core) Tick() {
 		if o.phase == preparing && due(&o.preparedAt, &o.prepareTries) {
 			for _, r := range o.prepared {
 				if _, ok := o.promises[r]; !ok {
-					c.send(Message{Type: MsgPrepare, To: r, Key: k, Epoch: o.epoch})
+					c.send(o.prepare(r))
 				}
 			}
 		}
@@ -982,6 +1011,12 @@ func (c *Core) ownerStep(o *ownership, m Message) {
 	switch m.Type {
 	case MsgRefuse:
 		if m.Promised.Compare(o.epoch) <= 0 {
+			// Older than o's epoch, it refuses an acquisition again above
+			// a floor: another node acquired since o's first (see
+			// restart).
+			if o.restarts > 0 && !m.Floor && m.Promised.Node != c.self && m.Promised.Compare(o.since) > 0 {
+				c.stepDown(o, m.Promised)
+			}
 			return
 		}
 		// A floor names no newer owner but the copier that fenced the

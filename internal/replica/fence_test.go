@@ -5,6 +5,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/anishathalye/porcupine"
+	"github.com/troupe-go/troupe/internal/lincheck"
 	"github.com/troupe-go/troupe/replication"
 	"github.com/troupe-go/troupe/ring"
 	"pgregory.net/rapid"
@@ -347,5 +349,183 @@ func TestAFencerIsBlockedByReceivingSources(t *testing.T) {
 	g.Step(fenced(nodeA, 1, 1, math.MaxUint64, true))
 	if !g.Blocked() || !g.Exhausted() {
 		t.Fatal("a source that reported the largest term did not exhaust the fencing")
+	}
+}
+
+// An owner refused by a floor acquires again, unseen by its caller, with
+// the replica set it was acquired with; the key may have moved since. Here
+// B serves over {A,B,C}; C fences the range at term 10 (an earlier
+// hand-off whose copier, C, is in the set); the set moves to {D,A,B}, and
+// A's joint acquisition, while B is paused, serves at term 11 and has
+// write 2 acknowledged by A and D. B, resumed and cut off from A, reads:
+// its own replica's floor refuses it, and it acquires again over {A,B,C}
+// at term 11 too, above A's epoch by its node. C promised A's epoch since
+// B acquired: it must refuse, and B step down, not adopt value 1 from
+// {B,C} and serve it.
+func TestAnOwnerAcquiringAgainAboveAFloorStepsDownWhenAnotherOwnerAcquiredSince(t *testing.T) {
+	s := newSim(t, 4, replication.Majority, []Key{keyA})
+	a, b, c, d := s.nodes[0], s.nodes[1], s.nodes[2], s.nodes[3]
+	state := register{keyA, stateSlot}
+	serve(t, s, 1)
+	s.issue(b, state, lincheck.Write, 0)
+	s.flush()
+	for _, n := range []*simNode{a, b, c} {
+		n.core.Step(Message{Type: MsgFence, From: c.id, To: n.id, Range: keyRange(keyA), Round: 1, Epoch: Epoch{Term: 10}})
+		s.apply(n)
+	}
+	s.net = slices.DeleteFunc(s.net, func(m Message) bool { return m.Type == MsgFenced })
+	b.paused = true
+	s.previous[keyA] = s.replicas[keyA]
+	s.replicas[keyA] = []ring.NodeID{d.id, a.id, b.id}
+	serve(t, s, 0)
+	if got := a.core.owned[keyA].epoch; got != (Epoch{Term: 11, Node: a.id}) {
+		t.Fatalf("the joint owner's epoch is %v, want 11 at %s", got, a.id)
+	}
+	s.issue(a, state, lincheck.Write, 0)
+	s.flush()
+	if !acknowledged(s, 2) {
+		t.Fatal("the joint owner's write was not acknowledged")
+	}
+	b.paused = false
+	s.cut[[2]string{a.id.Addr, b.id.Addr}] = true
+	s.cut[[2]string{b.id.Addr, a.id.Addr}] = true
+	// After write 2 returned: a call at the instant it returns overlaps it.
+	s.now++
+	s.issue(b, state, lincheck.Read, 0)
+	s.flush()
+	if b.core.Serving(keyA) {
+		t.Errorf("%s serves %v at %v after acquiring again over {A,B,C}, which the key left", b.id, keyA, b.core.owned[keyA].epoch)
+	} else if b.core.owned[keyA] != nil || len(b.ops) != 0 {
+		t.Errorf("%s still acquires %v (%v) with %d operations waiting: want stepped down, the read failed", b.id, keyA, b.core.owned[keyA] != nil, len(b.ops))
+	}
+	if res := porcupine.CheckOperations(lincheck.Model[register](), s.history); !res {
+		for _, op := range s.history {
+			t.Logf("[%d,%d] %s", op.Call, op.Return, lincheck.Model[register]().DescribeOperation(op.Input, op.Output))
+		}
+		t.Fatal("the history is not linearizable: the acknowledged write 2 was lost")
+	}
+}
+
+// A prepare that names the epoch of its owner's first acquisition (an
+// acquisition again above a floor) is refused, naming the promise, when
+// the replica promised another node's epoch after that one; its own
+// earlier epochs and older ones pass.
+func TestAPrepareAboveAFloorIsRefusedAfterAnotherNodesNewerPromise(t *testing.T) {
+	since := Epoch{Term: 3, Node: nodeA}
+	again := Message{Type: MsgPrepare, From: nodeA, To: nodeB, Key: keyA, Epoch: Epoch{Term: 9, Node: nodeA}, Promised: since}
+	for _, tc := range []struct {
+		promised Epoch
+		refused  bool
+	}{
+		{Epoch{Term: 2, Node: nodeC}, false},
+		{since, false},
+		{Epoch{Term: 5, Node: nodeA}, false},
+		{Epoch{Term: 3, Node: nodeC}, true},
+		{Epoch{Term: 5, Node: nodeC}, true},
+	} {
+		b := New(nodeB, Counting)
+		b.Step(Message{Type: MsgPrepare, From: tc.promised.Node, To: nodeB, Key: keyA, Epoch: tc.promised})
+		b.Ready()
+		b.Step(again)
+		rd := b.Ready()
+		refusals := messagesOf(rd, MsgRefuse)
+		if got := len(refusals) == 1; got != tc.refused {
+			t.Fatalf("after a promise of %v a prepare since %v answered %v, want refused %v", tc.promised, since, rd.Messages, tc.refused)
+		}
+		if tc.refused && (refusals[0].Promised != tc.promised || refusals[0].Floor || b.Promised(keyA) != tc.promised) {
+			t.Fatalf("the refusal %+v names another epoch than %v, or the promise moved to %v", refusals[0], tc.promised, b.Promised(keyA))
+		}
+		if !tc.refused && b.Promised(keyA) != again.Epoch {
+			t.Fatalf("after a promise of %v a prepare since %v left the promise at %v", tc.promised, since, b.Promised(keyA))
+		}
+	}
+	plain := again
+	plain.Promised = Epoch{}
+	b := New(nodeB, Counting)
+	b.Step(Message{Type: MsgPrepare, From: nodeC, To: nodeB, Key: keyA, Epoch: Epoch{Term: 5, Node: nodeC}})
+	b.Ready()
+	b.Step(plain)
+	if len(messagesOf(b.Ready(), MsgRefuse)) != 0 {
+		t.Fatal("a prepare that names no epoch was refused below its own")
+	}
+}
+
+// A fence reports the term of another copier's floor over the range as
+// it reports a promised term, so that the copier's next round goes above
+// it and the fenced sources' floors name the new copier. Here C fenced the
+// range of A's key at term 10 for an earlier hand-off (C is in A's set
+// {A,B,C}); then X, a new replica, fences it from term 1. Were the floors
+// left at C's, A, refused by one, would acquire again above it over
+// {A,B,C} (it holds C) and keep writing to the set X copied from; with
+// X's, it steps down.
+func TestAFenceGoesAboveAnEarlierCopiersFloorAndNamesItsCopier(t *testing.T) {
+	s := newSim(t, 3, replication.Majority, []Key{keyA})
+	serve(t, s, 0)
+	owner, c := s.nodes[0], s.nodes[2]
+	for _, n := range s.nodes {
+		n.core.Step(Message{Type: MsgFence, From: c.id, To: n.id, Range: keyRange(keyA), Round: 1, Epoch: Epoch{Term: 10}})
+		s.apply(n)
+	}
+	s.net = slices.DeleteFunc(s.net, func(m Message) bool { return m.Type == MsgFenced })
+	f := NewFencer(nodeX, 1, keyRange(keyA), s.replicas[keyA], 2, 0)
+	for range 5 {
+		if _, ok := f.Fenced(); ok {
+			break
+		}
+		for _, m := range f.Messages() {
+			n := s.node(m.To)
+			n.core.Step(m)
+			s.apply(n)
+		}
+		var answers []Message
+		s.net = slices.DeleteFunc(s.net, func(m Message) bool {
+			if m.Type == MsgFenced {
+				answers = append(answers, m)
+				return true
+			}
+			return false
+		})
+		for _, m := range answers {
+			f.Step(m)
+		}
+	}
+	if _, ok := f.Fenced(); !ok || f.Term() <= 10 {
+		t.Fatalf("the fencing is done %v at term %d after %d rounds; want done above C's floor, 10", ok, f.Term(), f.Rounds())
+	}
+	for _, n := range s.nodes {
+		if fs := n.core.Floors(); len(fs) != 1 || fs[0].Epoch != (Epoch{Term: f.Term(), Node: nodeX}) {
+			t.Fatalf("%s's floors are %v, want X's at term %d", n.id, fs, f.Term())
+		}
+	}
+	tk := write(t, s, 0, 1)
+	s.flush()
+	if owner.core.owned[keyA] != nil || !released(s, 0, tk) || acknowledged(s, 1) {
+		t.Fatalf("the owner holds the key %v, its write settled %v, acknowledged %v: want stepped down, the write failed",
+			owner.core.owned[keyA] != nil, released(s, 0, tk), acknowledged(s, 1))
+	}
+}
+
+// A fence does not report the copier's own floors: a fence sent again
+// after its answer was lost would otherwise start a new round.
+func TestAFenceReportsAnotherCopiersFloorNotItsOwn(t *testing.T) {
+	b := New(nodeB, Counting)
+	b.Step(Message{Type: MsgFence, From: nodeC, To: nodeB, Range: keyRange(keyA), Round: 1, Epoch: Epoch{Term: 10}})
+	b.Ready()
+	for _, tc := range []struct {
+		from ring.NodeID
+		term uint64
+		want uint64
+	}{
+		{nodeX, 3, 10},
+		{nodeC, 10, 0},
+		{nodeX, 11, 10},
+		// Sent again: X's floor replaced C's.
+		{nodeX, 11, 0},
+	} {
+		b.Step(Message{Type: MsgFence, From: tc.from, To: nodeB, Range: keyRange(keyA), Round: 1, Epoch: Epoch{Term: tc.term}})
+		m := messagesOf(b.Ready(), MsgFenced)
+		if len(m) != 1 || m[0].Promised.Term != tc.want {
+			t.Fatalf("a fence from %s at %d answered %v, want the term %d", tc.from, tc.term, m, tc.want)
+		}
 	}
 }

@@ -7,7 +7,9 @@ type MsgType uint8
 
 const (
 	// MsgPrepare (owner → replica) asks the replica to promise Epoch for
-	// Key and to send back what it holds.
+	// Key and to send back what it holds. An owner acquiring again above
+	// a floor names in Promised the epoch of its first acquisition: the
+	// replica refuses if it promised another node's epoch newer than that.
 	MsgPrepare MsgType = iota + 1
 	// MsgPromise (replica → owner) promises Epoch and carries every record
 	// the replica holds for Key.
@@ -43,7 +45,8 @@ const (
 	MsgFence
 	// MsgFenced (source → copier) answers a fence: Promised.Term is the
 	// highest term the source promised, or held a record of, for a key of
-	// the range before it raised the floor; Epoch.Term is the fence's
+	// the range, or of another copier's floor over it, before it raised
+	// the floor; Epoch.Term is the fence's
 	// term; Counted is false when the source itself still receives part
 	// of the range (it then raised nothing).
 	MsgFenced
@@ -93,7 +96,7 @@ func (t MsgType) String() string {
 // Records for promise (all the replica holds) and accept (exactly one);
 // Version for accepted and accept-nack, and the base version for
 // accept-delta; Round for check and checked; Promised and Floor for
-// refuse; Delta, the edit, for accept-delta.
+// refuse; Promised, when set, for prepare; Delta, the edit, for accept-delta.
 // Counted is set by a replica that may count toward a quorum (it is not
 // still receiving its range). Range, Cursor, Limit and Done belong to the
 // catch-up messages: MsgSyncRequest, MsgSyncChunk, MsgSyncIndexRequest

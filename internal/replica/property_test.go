@@ -1,7 +1,9 @@
 package replica
 
 import (
+	"fmt"
 	"math/rand/v2"
+	"os"
 	"slices"
 	"testing"
 	"time"
@@ -83,6 +85,9 @@ func runSchedule(tb fataler, n int, level replication.Level, seed uint64, weaken
 			register{k, Slot{Kind: KindContinuity, Name: "req-2"}})
 	}
 	s := newSim(tb, n, level, keys)
+	if os.Getenv("REPLICA_SIM_TRACE") != "" {
+		s.trace = func(format string, args ...any) { fmt.Printf(format+"\n", args...) }
+	}
 	if weaken != nil {
 		weaken(s)
 	}
@@ -157,6 +162,7 @@ func runSchedule(tb fataler, n int, level replication.Level, seed uint64, weaken
 			}
 		case op < 87:
 			node.paused = !node.paused
+			s.tracef("paused %s = %v", node.id.Addr, node.paused)
 		case op < 96:
 			s.takeOver(keys[pick(len(keys))], pick, 200)
 		case op < 98:

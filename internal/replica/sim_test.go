@@ -116,6 +116,27 @@ type sim struct {
 	written map[writtenKey][]byte
 	// deltas and nacks count the delta accepts and nacks delivered.
 	deltas, nacks int
+	// trace, when set, is told what the schedule does (debugging).
+	trace func(format string, args ...any)
+}
+
+func (s *sim) tracef(format string, args ...any) {
+	if s.trace != nil {
+		s.trace("%4d "+format, append([]any{s.now}, args...)...)
+	}
+}
+
+func recsString(rs []Record) string {
+	var b strings.Builder
+	for _, r := range rs {
+		fmt.Fprintf(&b, "[%v/%v t%d/%s v%d =%d]", r.Key.ID, r.Slot(), r.Epoch.Term, r.Epoch.Node.Addr, r.Version, decodeValue(r, true))
+	}
+	return b.String()
+}
+
+func msgString(m Message) string {
+	return fmt.Sprintf("%s %s->%s key=%s ep=t%d/%s prom=t%d/%s floor=%v v=%d round=%d counted=%v range=%v recs=%s",
+		m.Type, m.From.Addr, m.To.Addr, m.Key.ID, m.Epoch.Term, m.Epoch.Node.Addr, m.Promised.Term, m.Promised.Node.Addr, m.Floor, m.Version, m.Round, m.Counted, m.Range, recsString(m.Records))
 }
 
 // writtenKey names the record of one write.
@@ -197,6 +218,27 @@ func (s *sim) node(id ring.NodeID) *simNode {
 // requires and checks that promises never go back.
 func (s *sim) apply(n *simNode) {
 	rd := n.core.Ready()
+	if s.trace != nil {
+		for _, ch := range rd.Changes {
+			s.tracef("  %s change %v serving=%v epoch=t%d/%s", n.id.Addr, ch.Key.ID, ch.Serving, ch.Epoch.Term, ch.Epoch.Node.Addr)
+		}
+		for _, t := range rd.Done {
+			if op := n.ops[t]; op != nil {
+				s.tracef("  %s done ticket %d %v", n.id.Addr, t, lincheck.Model[register]().DescribeOperation(op.in, op.out))
+			}
+		}
+		for _, t := range rd.Failed {
+			if op := n.ops[t]; op != nil {
+				s.tracef("  %s failed ticket %d %v", n.id.Addr, t, lincheck.Model[register]().DescribeOperation(op.in, op.out))
+			}
+		}
+		if rd.Floors != nil {
+			s.tracef("  %s floors %v", n.id.Addr, rd.Floors)
+		}
+		for _, r := range rd.Persist {
+			s.tracef("  %s persist %s", n.id.Addr, recsString([]Record{r}))
+		}
+	}
 	for _, r := range rd.Persist {
 		if want, ok := s.written[writtenKey{r.Key, r.Slot(), r.Epoch, r.Version}]; ok && !r.Tombstone && !bytes.Equal(r.Value, want) {
 			s.tb.Fatalf("%s persisted %v version %d at %v as %d bytes that differ from the %d written", n.id, r.Slot(), r.Version, r.Epoch, len(r.Value), len(want))
@@ -294,6 +336,7 @@ func (s *sim) deliver(i int, keep bool) {
 	case MsgAcceptNack:
 		s.nacks++
 	}
+	s.tracef("deliver %s", msgString(m))
 	to.core.Step(m)
 	s.apply(to)
 }
@@ -323,6 +366,9 @@ func (s *sim) acquire(n *simNode, k Key) {
 	if err := n.core.AcquireWith(k, s.replicas[k], s.level, opts); err != nil {
 		s.tb.Fatalf("acquire %v on %s: %v", k, n.id, err)
 	}
+	if o := n.core.owned[k]; o != nil {
+		s.tracef("acquire %v on %s set=%v prev=%v epoch=t%d", k.ID, n.id.Addr, o.replicas, o.previous, o.epoch.Term)
+	}
 	s.apply(n)
 }
 
@@ -347,6 +393,7 @@ func (s *sim) changeSet(k Key, pick func(int) int) {
 	s.previous[k] = slices.Clone(set)
 	joined := outside[pick(len(outside))]
 	s.replicas[k] = append([]ring.NodeID{joined}, set[:len(set)-1]...)
+	s.tracef("changeSet %v from %v to %v", k.ID, set, s.replicas[k])
 	// Half the time the member that joined the set fences the key's
 	// range, as a hand-off's copy does: owners of the previous set below
 	// the floor step down, owners of the new one acquire again above it.
@@ -358,6 +405,7 @@ func (s *sim) changeSet(k Key, pick func(int) int) {
 // crash restarts n from what it persisted: everything in memory is lost,
 // and what waited there has an unknown outcome.
 func (s *sim) crash(n *simNode) {
+	s.tracef("crash %s", n.id)
 	tickets := make([]Ticket, 0, len(n.ops))
 	for t := range n.ops {
 		tickets = append(tickets, t)
@@ -396,6 +444,7 @@ func (s *sim) fence(n *simNode, k Key, pick func(int) int) {
 	t := k.Token()
 	rng := ring.Range{Start: t - 1, End: t}
 	term := n.core.HighestTerm(rng) + 1 + uint64(pick(3))
+	s.tracef("fence %v by %s at t%d sources %v", k.ID, n.id.Addr, term, set)
 	for _, r := range set {
 		s.net = append(s.net, Message{Type: MsgFence, From: n.id, To: r, Range: rng, Round: 1, Epoch: Epoch{Term: term}})
 	}
@@ -407,6 +456,7 @@ func (s *sim) fence(n *simNode, k Key, pick func(int) int) {
 func (s *sim) wipe(n *simNode) {
 	old := n.id
 	n.id.Incarnation++
+	s.tracef("wipe %s", old)
 	for _, sets := range []map[Key][]ring.NodeID{s.replicas, s.previous} {
 		for _, set := range sets {
 			if i := slices.Index(set, old); i >= 0 {
@@ -569,6 +619,7 @@ func (s *sim) issue(n *simNode, reg register, kind lincheck.Op, casOld int) {
 		s.written[writtenKey{reg.key, reg.slot, r.Epoch, r.Version}] = r.Value
 	}
 	n.ops[t] = op
+	s.tracef("issue %s ticket %d %v", n.id.Addr, t, lincheck.Model[register]().DescribeOperation(op.in, op.out))
 	s.apply(n)
 }
 
@@ -692,6 +743,7 @@ func (s *sim) takeOver(k Key, pick func(int) int, deliveries int) {
 	s.cut = make(map[[2]string]bool)
 	a := s.nodes[i]
 	a.paused = true
+	s.tracef("takeOver %v: paused %s", k.ID, a.id.Addr)
 	var others []*simNode
 	for _, id := range s.replicas[k] {
 		if n := s.node(id); n != nil && n != a && !n.paused {
@@ -712,6 +764,7 @@ func (s *sim) takeOver(k Key, pick func(int) int, deliveries int) {
 		s.deliverSome(pick, deliveries)
 	}
 	a.paused = false
+	s.tracef("takeOver %v: resumed %s", k.ID, a.id.Addr)
 	s.issue(a, register{k, Slot{Kind: KindState}}, lincheck.Op(pick(2)), 0)
 }
 
