@@ -21,8 +21,12 @@ import (
 // which the copy, read after the fence, meets.
 
 // fence answers a fence of m.Range at m.Epoch.Term: it reports the
-// highest term promised, or held in a record, for a key of the range
-// before the fence, then raises the range's floor to that term and the
+// highest term promised, or held in a record, for a key of the range, or
+// of a floor another copier raised over part of it, before the fence (so
+// that the fencing ends above every earlier floor and its copier, which
+// is in the range's current set, is the one refusals name; the copier's
+// own floors are left out, so that a fence sent again does not start a
+// new round), then raises the range's floor to that term and the
 // copier, m.From (to be persisted before the answer leaves:
 // Ready.Floors). A replica still receiving part of the
 // range raises nothing and answers not counted: what it holds does not
@@ -38,6 +42,7 @@ func (c *Core) fence(m Message) {
 			high = max(high, r.Epoch.Term)
 		}
 	}
+	high = max(high, c.floors.highest(m.Range, m.From))
 	counted := !slices.ContainsFunc(c.receiving, func(g ring.Range) bool { return Overlap(g, m.Range) })
 	if counted {
 		var changed bool

@@ -110,6 +110,20 @@ func (fs floors) raiseSpan(s span, e Epoch) (floors, bool) {
 	return out.merged(), changed
 }
 
+// highest returns the highest term of a floor over a token of g that
+// a copier other than except raised.
+func (fs floors) highest(g ring.Range, except ring.NodeID) uint64 {
+	var high uint64
+	for _, s := range spans(g) {
+		for _, f := range fs {
+			if f.hi >= s.lo && f.lo <= s.hi && f.epoch.Node != except {
+				high = max(high, f.epoch.Term)
+			}
+		}
+	}
+	return high
+}
+
 // merged joins adjacent spans of one epoch.
 func (fs floors) merged() floors {
 	out := fs[:0]
