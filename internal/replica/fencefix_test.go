@@ -16,7 +16,7 @@ import (
 // called, even though the owner's latest view (with its own write in
 // flight) holds the value that owner wrote: the re-acquisition adopts a
 // record of an epoch newer than the refused one, and steps down.
-func TestReviewAHeldReadIsNotConfirmedAfterAnotherOwnerWrote(t *testing.T) {
+func TestAHeldReadIsNotConfirmedAfterAnotherOwnerWrote(t *testing.T) {
 	s := newSim(t, 3, replication.Majority, []Key{keyA})
 	serve(t, s, 0)
 	owner := s.nodes[0]
@@ -67,7 +67,7 @@ func TestReviewAHeldReadIsNotConfirmedAfterAnotherOwnerWrote(t *testing.T) {
 // increment was computed from a view another owner had overwritten, and
 // its re-acquisition above the floor steps down although the values
 // match.
-func TestReviewAHeldIncrementIsNotAcknowledgedAfterAnotherOwnerIncremented(t *testing.T) {
+func TestAHeldIncrementIsNotAcknowledgedAfterAnotherOwnerIncremented(t *testing.T) {
 	s := newSim(t, 3, replication.Majority, []Key{keyA})
 	serve(t, s, 0)
 	owner := s.nodes[0]
@@ -112,7 +112,7 @@ func TestReviewAHeldIncrementIsNotAcknowledgedAfterAnotherOwnerIncremented(t *te
 // a node whose own replica was not fenced is refused by the floor. Having
 // served nothing, it acquires again above the floor instead of stepping
 // down, so a new key does not fail its first ask on such a node.
-func TestReviewAFreshKeyInAnOldFloorIsAcquiredAtOnce(t *testing.T) {
+func TestAFreshKeyInAnOldFloorIsAcquiredAtOnce(t *testing.T) {
 	s := newSim(t, 3, replication.Majority, []Key{keyA})
 	for _, n := range s.nodes[1:] {
 		n.core.Step(Message{Type: MsgFence, From: nodeX, To: n.id, Range: keyRange(keyA), Round: 1, Epoch: Epoch{Term: 9}})
@@ -156,5 +156,32 @@ func TestAFenceReportsAnotherCopiersFloor(t *testing.T) {
 	b.Step(Message{Type: MsgFence, From: nodeC, To: nodeB, Range: wide, Round: 2, Epoch: Epoch{Term: 10}})
 	if m := messagesOf(b.Ready(), MsgFenced); len(m) != 1 || m[0].Promised.Term != 0 {
 		t.Fatalf("c's fence at 10 sent again was answered %v, want promised 0", m)
+	}
+}
+
+// An acquisition that has not served acquires again above a floor a few
+// times in a row, then steps down: a fencing that keeps raising the
+// floor is met by the caller's backoff.
+func TestAnAcquisitionRefusedByFloorsAgainAndAgainStepsDown(t *testing.T) {
+	a := New(nodeA, Counting)
+	if err := a.Acquire(keyA, []ring.NodeID{nodeA, nodeB, nodeC}, replication.Majority); err != nil {
+		t.Fatal(err)
+	}
+	for i := range maxRestarts + 1 {
+		rd := a.Ready()
+		prepares := messagesOf(rd, MsgPrepare)
+		if i > 0 && len(rd.Changes) > 0 {
+			t.Fatalf("refused by a floor %d times, the acquisition reported %v", i, rd.Changes)
+		}
+		if len(prepares) != 2 {
+			t.Fatalf("after %d refusals the acquisition sent %v, want prepares to b and c", i, rd.Messages)
+		}
+		e := prepares[0].Epoch
+		// The floor of a copier outside the set, raised above each epoch.
+		a.Step(Message{Type: MsgRefuse, From: nodeB, To: nodeA, Key: keyA, Epoch: e, Promised: Epoch{Term: e.Term + 5, Node: nodeX}, Floor: true})
+	}
+	rd := a.Ready()
+	if a.Holds(keyA, []ring.NodeID{nodeA, nodeB, nodeC}, AcquireOptions{}) || len(rd.Changes) != 1 || rd.Changes[0].Serving {
+		t.Fatalf("refused by floors %d times, the acquisition holds the key %v and reported %v: want it stepped down", maxRestarts+1, a.Holds(keyA, []ring.NodeID{nodeA, nodeB, nodeC}, AcquireOptions{}), rd.Changes)
 	}
 }
