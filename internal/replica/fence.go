@@ -22,17 +22,21 @@ import (
 
 // fence answers a fence of m.Range at m.Epoch.Term: it reports the
 // highest term promised, or held in a record, for a key of the range, or
-// of a floor another copier raised over part of it, before the fence (so
-// that the fencing ends above every earlier floor and its copier, which
-// is in the range's current set, is the one refusals name; the copier's
-// own floors are left out, so that a fence sent again does not start a
-// new round), then raises the range's floor to that term and the
-// copier, m.From (to be persisted before the answer leaves:
-// Ready.Floors). A replica still receiving part of the
-// range raises nothing and answers not counted: what it holds does not
-// stand for a quorum.
+// of a floor of another copier over a token of it, before the fence,
+// then raises the range's floor to that term and the copier, m.From (to
+// be persisted before the answer leaves: Ready.Floors). A replica still
+// receiving part of the range raises nothing and answers not counted:
+// what it holds does not stand for a quorum.
+//
+// Another copier's floor counts because a floor names its copier: an
+// earlier hand-off's floor above the fence's term would stay where the
+// fence raised nothing, naming a copier that an owner of the previous
+// set may hold in its set, and such an owner acquires again above it
+// instead of stepping down (see Floor). The copier's next round is above
+// it. Its own floors (a fence sent again, an earlier round) name it
+// already.
 func (c *Core) fence(m Message) {
-	var high uint64
+	high := c.floors.highest(m.Range, m.From)
 	for _, ks := range c.keys {
 		if !m.Range.Contains(ks.token) {
 			continue
@@ -42,7 +46,6 @@ func (c *Core) fence(m Message) {
 			high = max(high, r.Epoch.Term)
 		}
 	}
-	high = max(high, c.floors.highest(m.Range, m.From))
 	counted := !slices.ContainsFunc(c.receiving, func(g ring.Range) bool { return Overlap(g, m.Range) })
 	if counted {
 		var changed bool

@@ -111,12 +111,12 @@ func (fs floors) raiseSpan(s span, e Epoch) (floors, bool) {
 }
 
 // highest returns the highest term of a floor over a token of g that
-// a copier other than except raised.
-func (fs floors) highest(g ring.Range, except ring.NodeID) uint64 {
+// names another copier than x.
+func (fs floors) highest(g ring.Range, x ring.NodeID) uint64 {
 	var high uint64
 	for _, s := range spans(g) {
 		for _, f := range fs {
-			if f.hi >= s.lo && f.lo <= s.hi && f.epoch.Node != except {
+			if f.hi >= s.lo && f.lo <= s.hi && f.epoch.Node != x {
 				high = max(high, f.epoch.Term)
 			}
 		}
