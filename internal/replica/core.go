@@ -506,6 +506,8 @@ type ownership struct {
 	refreshing bool
 	seen, view map[Slot]Record
 	floor      Epoch
+	// seenAt is the epoch at which seen was served: the refused one.
+	seenAt Epoch
 	// served is set once the key was served: from then on it takes
 	// writes and reads while it is acquired again after a floor.
 	served bool
@@ -636,14 +638,16 @@ const maxRestarts = 3
 // refresh prepares a served key refused by a floor to be acquired again
 // without failing what waits on it. What the owner served, its writes in
 // flight included, is set aside; the writes and reads made meanwhile
-// wait. If the new acquisition adopts exactly those records (no other
-// owner wrote), its write-back is every waiting write's commit and the
-// reads are confirmed by a check round at the new epoch: each waiting
-// operation is then linearized at that commit, within its call. If it
-// adopts anything else, everything waiting fails and the owner steps down.
+// wait. If the new acquisition adopts exactly those records and none
+// written by another owner (see unchanged), its write-back is every
+// waiting write's commit and the reads are confirmed by a check round at
+// the new epoch: each waiting operation is then linearized at that
+// commit, within its call. If it adopts anything else, everything waiting
+// fails and the owner steps down.
 func (o *ownership) refresh(floor Epoch) {
 	o.refreshing = true
 	o.floor = floor
+	o.seenAt = o.epoch
 	o.seen = maps.Clone(o.current)
 	o.view = maps.Clone(o.current)
 	o.reads = append(o.reads, readWaitsOf(o.roundReads)...)
@@ -656,6 +660,31 @@ func readWaitsOf(ts []Ticket) []readWait {
 		out[i] = readWait{ticket: t}
 	}
 	return out
+}
+
+// unchanged reports whether adopted, the newest records a refresh's
+// quorum holds, show that no other owner served since the refused epoch
+// seenAt: every record is of seenAt or older, and they hold the values
+// the owner set aside (seen).
+//
+// Equal values alone do not say it: another owner may have acquired,
+// written and been acknowledged in between (a floor's refusal does not
+// name it), leaving the values the owner holds but having served others
+// that came after what waits here (a read of a value overwritten since,
+// an increment computed from a stale value). Any owner that served after
+// seenAt did so at a newer epoch and wrote back every slot at it on a
+// quorum first; a replica replaces a record only by a newer one and
+// keeps tombstones, so the refresh's quorum, which meets that one,
+// adopts a record newer than seenAt. An owner that served a key with no
+// records and wrote nothing left none, but changed nothing either: what
+// waits here is linearized after it.
+func (o *ownership) unchanged(adopted map[Slot]Record) bool {
+	for _, r := range adopted {
+		if r.Epoch.Compare(o.seenAt) > 0 {
+			return false
+		}
+	}
+	return sameRecords(adopted, o.seen)
 }
 
 // sameRecords reports whether a and b hold the same slots with the same
@@ -1020,14 +1049,17 @@ func (c *Core) ownerStep(o *ownership, m Message) {
 			return
 		}
 		// A floor names no newer owner but the copier that fenced the
-		// key's range at a hand-off. An owner whose set holds the copier
-		// acquired on a view that shows the change: it acquires again
-		// above the floor, unseen by the caller, a few times in a row (a
+		// key's range at a hand-off. An acquisition that has not served
+		// yet holds nothing a client waits on: it acquires again above
+		// the floor, unseen by the caller, a few times in a row (a
 		// fencing that keeps raising it is met by the caller's backoff
-		// instead; see refresh). One whose set does not may be on a view
-		// that lags the change, which the floor is there to stop: it
-		// steps down.
-		if m.Floor && slices.Contains(o.replicas, m.Promised.Node) && o.restarts < maxRestarts {
+		// instead), so that an old floor does not fail the first ask of
+		// a key. A served owner whose set holds the copier acquired on a
+		// view that shows the change: it acquires again above the floor
+		// too, keeping what waits on it (see refresh). One whose set
+		// does not may be on a view that lags the change, which the
+		// floor is there to stop: it steps down.
+		if m.Floor && o.restarts < maxRestarts && (!o.served || slices.Contains(o.replicas, m.Promised.Node)) {
 			// Refused again before it adopted, it keeps what it set aside.
 			if !o.refreshing && o.served {
 				o.refresh(m.Promised)
@@ -1117,7 +1149,7 @@ func (c *Core) adopt(o *ownership) {
 	}
 	o.promises = nil
 	if o.refreshing {
-		if !sameRecords(newest, o.seen) {
+		if !o.unchanged(newest) {
 			// Another owner wrote since: what waited is lost to it.
 			c.stepDown(o, o.floor)
 			return
@@ -1142,7 +1174,7 @@ func (c *Core) adopt(o *ownership) {
 		for i := range o.reads {
 			o.reads[i].version = o.serveAt
 		}
-		o.refreshing, o.seen, o.view = false, nil, nil
+		o.refreshing, o.seen, o.view, o.seenAt = false, nil, nil, Epoch{}
 	}
 	c.advance(o)
 }
