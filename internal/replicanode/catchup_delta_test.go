@@ -285,21 +285,10 @@ func (e *requestSpy) Post(to ring.NodeID, st transport.StreamID, key uint64, pay
 // only; a member that holds the range asks both for an index.
 func TestAnEmptyMemberAsksForWholeRecordsWithoutAnIndex(t *testing.T) {
 	spy := &requestSpy{t: t, sent: map[string][]string{}}
-	c := &testCluster{t: t, net: transport.NewMemNetwork()}
-	c.wrap = func(m *member, ep transport.Endpoint) transport.Endpoint {
-		if m != c.members[2] {
-			return ep
-		}
+	c := newWrappedCluster(t, 3, false, 2, func(ep transport.Endpoint) transport.Endpoint {
 		spy.Endpoint = ep
 		return spy
-	}
-	for i := range 3 {
-		c.members = append(c.members, &member{addr: fmt.Sprintf("n%d", i), store: replicastore.NewMemory()})
-	}
-	for _, m := range c.members {
-		c.start(m)
-	}
-	t.Cleanup(c.stopAll)
+	})
 	ctx := bounded(t)
 	a, b, w := c.members[0], c.members[1], c.members[2]
 	fill(ctx, t, c, a, 8, 64)

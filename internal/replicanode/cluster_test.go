@@ -213,3 +213,24 @@ func readState(ctx context.Context, m *member, k replica.Key) (string, error) {
 	}
 	return string(r.Value), nil
 }
+
+// newWrappedCluster is newCluster in memory whose member wrapped sends
+// through wrap(endpoint): a test that watches or filters what it posts.
+// manual clusters tick by hand.
+func newWrappedCluster(t testing.TB, n int, manual bool, wrapped int, wrap func(transport.Endpoint) transport.Endpoint) *testCluster {
+	c := &testCluster{t: t, net: transport.NewMemNetwork(), manual: manual}
+	c.wrap = func(m *member, ep transport.Endpoint) transport.Endpoint {
+		if m != c.members[wrapped] {
+			return ep
+		}
+		return wrap(ep)
+	}
+	for i := range n {
+		c.members = append(c.members, &member{addr: fmt.Sprintf("n%d", i), store: replicastore.NewMemory()})
+	}
+	for _, m := range c.members {
+		c.start(m)
+	}
+	t.Cleanup(c.stopAll)
+	return c
+}

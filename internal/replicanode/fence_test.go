@@ -27,55 +27,14 @@ func keyRange(k replica.Key) ring.Range {
 // fails (the copy fenced the range at b) or the acquisition reads it:
 // an acknowledged v2 must not be lost.
 func TestACopyFencesAnOwnerOfThePreviousSetWhoseViewLags(t *testing.T) {
-	c := newCluster(t, 5, false)
-	ctx := bounded(t)
-	k := key("lagging")
-	rng := keyRange(k)
-	a, b, cc, x, d := c.members[0], c.members[1], c.members[2], c.members[3], c.members[4]
-	P, R1, R2 := c.ids(a, b, cc), c.ids(x, a, cc), c.ids(x, cc, d)
-	if err := a.node.Acquire(ctx, k, P, replication.Majority); err != nil {
-		t.Fatal(err)
-	}
-	if err := a.node.Write(ctx, k, stateSlot, []byte("v1")); err != nil {
-		t.Fatal(err)
-	}
-
-	c.net.Partition(a.addr, x.addr)
-	if err := x.node.SetReceiving(rng); err != nil {
-		t.Fatal(err)
-	}
-	if err := x.node.CopyFenced(ctx, rng, P, 2); err != nil {
-		t.Fatalf("x's copy from b and c: %v", err)
-	}
-	if err := x.node.EndReceiving(ctx, rng); err != nil {
-		t.Fatal(err)
-	}
-
-	c.net.Partition(a.addr, cc.addr)
-	wctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+	l := newLaggingOwner(t)
+	wctx, cancel := context.WithTimeout(l.ctx, 500*time.Millisecond)
 	defer cancel()
-	werr := a.node.Write(wctx, k, stateSlot, []byte("v2"))
-	if err := a.node.Resign(k); err != nil {
+	werr := l.a.node.Write(wctx, l.k, stateSlot, []byte("v2"))
+	if err := l.a.node.Resign(l.k); err != nil {
 		t.Fatal(err)
 	}
-
-	c.net.Partition(a.addr, d.addr)
-	if err := d.node.SetReceiving(rng); err != nil {
-		t.Fatal(err)
-	}
-	if err := d.node.CopyFenced(ctx, rng, R1, 2); err != nil {
-		t.Fatalf("d's copy from x and c: %v", err)
-	}
-	if err := d.node.EndReceiving(ctx, rng); err != nil {
-		t.Fatal(err)
-	}
-	if err := d.node.AcquireFrom(ctx, k, R2, R1, replication.Majority); err != nil {
-		t.Fatalf("the joint acquisition from R1 to R2: %v", err)
-	}
-	got, err := readState(ctx, d, k)
-	if err != nil {
-		t.Fatal(err)
-	}
+	got := l.moveOnToR2(t)
 	if werr == nil && got != "v2" {
 		t.Fatalf("a's write of v2 was acknowledged, then the owner on R2 read %q: an acknowledged write was lost", got)
 	}
@@ -133,4 +92,70 @@ func TestCopyFencedNeedsSourcesThatCount(t *testing.T) {
 	if floors, _ := b.store.Floors(ctx); len(floors) != 0 {
 		t.Fatalf("the receiving source raised floors %v", floors)
 	}
+}
+
+// laggingOwner is the reviewer's schedule up to a's first write after
+// the fence: 5 members a,b,c,x,d, replicas 3 at Majority; a owns k on
+// P={a,b,c} and wrote v1; x copied the range from b and c (fenced) while
+// a was cut off from it; a is now cut off from c too, its view still
+// showing P. The next sets are R1={x,a,c} and R2={x,c,d}.
+type laggingOwner struct {
+	c           *testCluster
+	ctx         context.Context
+	k           replica.Key
+	rng         ring.Range
+	a, x, cc, d *member
+	P, R1, R2   []ring.NodeID
+}
+
+func newLaggingOwner(t *testing.T) *laggingOwner {
+	t.Helper()
+	c := newCluster(t, 5, false)
+	l := &laggingOwner{c: c, ctx: bounded(t), k: key("lagging")}
+	l.rng = keyRange(l.k)
+	a, b, cc, x, d := c.members[0], c.members[1], c.members[2], c.members[3], c.members[4]
+	l.a, l.x, l.cc, l.d = a, x, cc, d
+	l.P, l.R1, l.R2 = c.ids(a, b, cc), c.ids(x, a, cc), c.ids(x, cc, d)
+	if err := a.node.Acquire(l.ctx, l.k, l.P, replication.Majority); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.node.Write(l.ctx, l.k, stateSlot, []byte("v1")); err != nil {
+		t.Fatal(err)
+	}
+	c.net.Partition(a.addr, x.addr)
+	if err := x.node.SetReceiving(l.rng); err != nil {
+		t.Fatal(err)
+	}
+	if err := x.node.CopyFenced(l.ctx, l.rng, l.P, 2); err != nil {
+		t.Fatalf("x's copy from b and c: %v", err)
+	}
+	if err := x.node.EndReceiving(l.ctx, l.rng); err != nil {
+		t.Fatal(err)
+	}
+	c.net.Partition(a.addr, cc.addr)
+	return l
+}
+
+// moveOnToR2 has d, cut off from a, receive the range from x and c
+// (fenced), acquire k jointly from R1 to R2 and read it.
+func (l *laggingOwner) moveOnToR2(t *testing.T) string {
+	t.Helper()
+	l.c.net.Partition(l.a.addr, l.d.addr)
+	if err := l.d.node.SetReceiving(l.rng); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.d.node.CopyFenced(l.ctx, l.rng, l.R1, 2); err != nil {
+		t.Fatalf("d's copy from x and c: %v", err)
+	}
+	if err := l.d.node.EndReceiving(l.ctx, l.rng); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.d.node.AcquireFrom(l.ctx, l.k, l.R2, l.R1, replication.Majority); err != nil {
+		t.Fatalf("the joint acquisition from R1 to R2: %v", err)
+	}
+	got, err := readState(l.ctx, l.d, l.k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
 }

@@ -125,21 +125,10 @@ func TestAPausedOwnerIsFenced(t *testing.T) {
 	// Ticks by hand, so that the old owner posts only what the test asks
 	// of it, and the test can tell when its requests went out.
 	counting := &countingEndpoint{notify: make(chan struct{}, 64)}
-	c := &testCluster{t: t, net: transport.NewMemNetwork(), manual: true}
-	c.wrap = func(m *member, ep transport.Endpoint) transport.Endpoint {
-		if m != c.members[0] {
-			return ep
-		}
+	c := newWrappedCluster(t, 3, true, 0, func(ep transport.Endpoint) transport.Endpoint {
 		counting.Endpoint = ep
 		return counting
-	}
-	for i := range 3 {
-		c.members = append(c.members, &member{addr: fmt.Sprintf("n%d", i), store: replicastore.NewMemory()})
-	}
-	for _, m := range c.members {
-		c.start(m)
-	}
-	t.Cleanup(c.stopAll)
+	})
 	ctx := bounded(t)
 	k := key("a")
 	old, next := c.members[0], c.members[1]
@@ -232,21 +221,10 @@ func (e *lossyEndpoint) Post(to ring.NodeID, st transport.StreamID, key uint64, 
 func TestATickSendsAgainWhatWasLost(t *testing.T) {
 	lossy := &lossyEndpoint{dropped: make(chan ring.NodeID, 16)}
 	lossy.drop.Store(true)
-	c := &testCluster{t: t, net: transport.NewMemNetwork(), manual: true}
-	c.wrap = func(m *member, ep transport.Endpoint) transport.Endpoint {
-		if m != c.members[0] {
-			return ep
-		}
+	c := newWrappedCluster(t, 3, true, 0, func(ep transport.Endpoint) transport.Endpoint {
 		lossy.Endpoint = ep
 		return lossy
-	}
-	for i := range 3 {
-		c.members = append(c.members, &member{addr: fmt.Sprintf("n%d", i), store: replicastore.NewMemory()})
-	}
-	for _, m := range c.members {
-		c.start(m)
-	}
-	t.Cleanup(c.stopAll)
+	})
 	ctx := bounded(t)
 	k := key("a")
 	owner := c.members[0]
