@@ -128,6 +128,13 @@ type Config struct {
 	// A node whose seeds name other addresses never starts a cluster
 	// alone: it waits, up to JoinTimeout, for one of them to answer or
 	// to join it. Default none: the node starts a cluster of its own.
+	//
+	// Members started together need one founder: only a node with no
+	// seeds besides itself, or the smallest address of a seed list that
+	// names it, takes keys before it knows a member that does; the others
+	// join and wait for one (up to JoinTimeout). So start every member
+	// with the same list, its own address included, or start the first
+	// with none: lists that each name only the others have no founder.
 	Seeds []string
 	// ActorTypes are the actor type names this node hosts, announced in
 	// its record. Default none.

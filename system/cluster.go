@@ -199,7 +199,31 @@ func Start(ctx context.Context, cfg Config) (*System, error) {
 	// other's entry after their own or before it, never both before.
 	m.refresh()
 	go s.follow()
+	if err := waitRoutable(ctx, node, cc); err != nil {
+		cctx, cancel := context.WithTimeout(context.Background(), cfg.withDefaults().LeaveTimeout)
+		defer cancel()
+		_ = s.Close(cctx)
+		return nil, fmt.Errorf("troupe: start: %w", err)
+	}
 	return s, nil
+}
+
+// waitRoutable waits, up to JoinTimeout more, until the member
+// takes keys: a member joined to others that all wait too (none of them
+// is the first of the seed list) would otherwise be returned serving
+// nothing.
+func waitRoutable(ctx context.Context, node *membership.Node, cc cluster.Config) error {
+	ctx, cancel := context.WithTimeout(ctx, cc.WithDefaults().JoinTimeout)
+	defer cancel()
+	err := node.WaitRoutable(ctx)
+	if err == nil || !errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	first := ""
+	if len(cc.Seeds) > 0 {
+		first = slices.Min(cc.Seeds)
+	}
+	return fmt.Errorf("%w: joined, but no member takes keys yet: a new cluster starts at the smallest address of the seed list (%s), and the others wait for it", cluster.ErrJoinTimeout, first)
 }
 
 // refresh gives placement the node's current view.

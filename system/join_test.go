@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"net"
+	"slices"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/troupe-go/troupe/actor"
 	"github.com/troupe-go/troupe/cluster"
 	"github.com/troupe-go/troupe/internal/systemtest"
 	"github.com/troupe-go/troupe/system"
@@ -84,6 +87,70 @@ func TestMembersListsOneRecordPerAddressAfterAMemberRestarts(t *testing.T) {
 		}
 		if len(ms) != 3 {
 			t.Fatalf("%s: expected exactly 3 members after the restart; got %v", s.Addr(), ms)
+		}
+	}
+}
+
+var together = actor.Define("together", func(*actor.Context[int, int], int) error { return nil })
+
+// startTogether starts one member per listener at once, each with the
+// seed list seedsOf gives it, and returns each Start's system and error.
+func startTogether(t *testing.T, joinTimeout time.Duration, seedsOf func(i int, addrs []string) []string, n int) ([]*system.System, []error) {
+	t.Helper()
+	lns := make([]net.Listener, n)
+	addrs := make([]string, n)
+	for i := range lns {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		lns[i], addrs[i] = ln, ln.Addr().String()
+	}
+	systems, errs := make([]*system.System, n), make([]error, n)
+	done := make(chan struct{})
+	for i := range n {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			cc := cluster.FastConfig(addrs[i])
+			cc.ClusterName = "together"
+			cc.Seeds = seedsOf(i, addrs)
+			cc.JoinTimeout = joinTimeout
+			systems[i], errs[i] = system.Start(systemtest.Ctx(t), system.Config{Actors: []actor.Definition{together}, Cluster: &cc, Listener: lns[i]})
+		}()
+	}
+	for range n {
+		<-done
+	}
+	t.Cleanup(func() {
+		for _, s := range systems {
+			if s != nil {
+				s.Close(context.Background())
+			}
+		}
+	})
+	return systems, errs
+}
+
+func TestMembersStartedTogetherWithOneSeedListAllStartAndAgree(t *testing.T) {
+	systems, errs := startTogether(t, time.Minute, func(_ int, addrs []string) []string { return addrs }, 3)
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("member %d: %v", i, err)
+		}
+	}
+	systemtest.WaitAlive(t, systems, 3)
+}
+
+// Lists that each name only the other members have no founder: every
+// member joins and waits for one that takes keys, and Start says so
+// rather than return a member that serves nothing.
+func TestMembersWhoseSeedsNameOnlyTheOthersFailToStartSayingWhy(t *testing.T) {
+	_, errs := startTogether(t, time.Second, func(i int, addrs []string) []string {
+		return slices.Delete(slices.Clone(addrs), i, i+1)
+	}, 2)
+	for i, err := range errs {
+		if !errors.Is(err, cluster.ErrJoinTimeout) || !strings.Contains(err.Error(), "no member takes keys") {
+			t.Fatalf("member %d: expected ErrJoinTimeout saying no member takes keys; got %v", i, err)
 		}
 	}
 }

@@ -104,13 +104,9 @@ func startLabCluster(t *testing.T) *labCluster {
 
 // start starts member i in its host, on its data directory.
 func (lc *labCluster) start(i int) {
-	var seeds []string
-	for j, a := range lc.addrs {
-		if j != i {
-			seeds = append(seeds, a)
-		}
-	}
-	env := []string{envAddr + "=" + lc.addrs[i], envSeeds + "=" + strings.Join(seeds, ","), envDataDir + "=" + lc.dirs[i]}
+	// One seed list for every member: its smallest address starts the
+	// cluster, the others wait for it (see cluster.Config.Seeds).
+	env := []string{envAddr + "=" + lc.addrs[i], envSeeds + "=" + strings.Join(lc.addrs, ","), envDataDir + "=" + lc.dirs[i]}
 	if os.Getenv(envLog) != "" {
 		env = append(env, envLog+"=1")
 	}

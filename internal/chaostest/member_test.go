@@ -6,7 +6,10 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"os/signal"
+	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/troupe-go/troupe/actor"
@@ -90,6 +93,10 @@ const (
 	// "probe <op> <call> <return> <value> <ok>" (times in Unix
 	// nanoseconds; a write's value is unique to this member).
 	envProbe = "TROUPE_CHAOS_PROBE"
+	// envSettle lists member counts (comma-separated): the member prints
+	// "settled <n>" once its own view holds n members ready, for each in
+	// turn.
+	envSettle = "TROUPE_CHAOS_SETTLE"
 )
 
 const clusterName = "chaos"
@@ -130,12 +137,39 @@ func runMember() int {
 	if err != nil {
 		return fail(err)
 	}
+	// A prober waits for SIGUSR1, registered before "ready" so that the
+	// parent's signal is never lost.
+	start := make(chan os.Signal, 1)
+	key := os.Getenv(envProbe)
+	if key != "" {
+		signal.Notify(start, syscall.SIGUSR1)
+	}
 	fmt.Printf("ready %s\n", s.Addr())
+	if settle := os.Getenv(envSettle); settle != "" {
+		go func() {
+			for f := range strings.SplitSeq(settle, ",") {
+				n, _ := strconv.Atoi(f)
+				wctx, wcancel := context.WithTimeout(context.Background(), time.Minute)
+				_, err := s.WaitAlive(wctx, n)
+				wcancel()
+				if err != nil {
+					fmt.Fprintln(os.Stderr, "member: waiting for the others:", err)
+					return
+				}
+				fmt.Printf("settled %d\n", n)
+			}
+		}()
+	}
 	stopProbe := make(chan struct{})
 	probed := make(chan struct{})
-	if key := os.Getenv(envProbe); key != "" {
+	if key != "" {
 		go func() {
 			defer close(probed)
+			select {
+			case <-start:
+			case <-stopProbe:
+				return
+			}
 			probe(s, key, stopProbe)
 		}()
 	} else {
@@ -178,7 +212,7 @@ func probe(s *system.System, key string, stop <-chan struct{}) {
 		}
 		cancel()
 		fmt.Printf("probe %s %d %d %d %v\n", op, call, time.Now().UnixNano(), v, err == nil)
-		pause := time.NewTimer(10 * time.Millisecond)
+		pause := time.NewTimer(20 * time.Millisecond)
 		select {
 		case <-stop:
 			pause.Stop()

@@ -23,15 +23,21 @@ import (
 // it held before the pause. Porcupine checks the probes' and the client's
 // operations together (times are the machine's wall clock, shared by the
 // processes).
+//
+// A fourth member joins once the first three see one another ready: rings
+// of one or two members, which a cluster passes through as it forms, stay
+// needed for keys' joint acquisitions until the ring changes again (the
+// formation gap of docs/replication.md), and pausing one of their members
+// then holds new activations; that is not what this test checks.
 func TestAPausedOwnerGetsNoWriteAcknowledgedAndServesNoStaleRead(t *testing.T) {
-	const members = 3
+	const members = 4
 	const key = "paused"
 	// Times are unix nanoseconds, not the history's clock: the members
 	// report their probes' times from their own processes.
 	h := lincheck.NewHistory[string]()
 	record := h.Add
 	var resumed, afterResume sync.Map // member -> unix nanos; member -> probes called after it
-	lc := &loopCluster{probe: key}
+	lc := &loopCluster{probe: key, late: 1}
 	lc.onProbe = func(member int, line string) {
 		f := strings.Fields(line) // probe op call return value ok
 		if len(f) != 6 {
@@ -125,7 +131,7 @@ func TestAPausedOwnerGetsNoWriteAcknowledgedAndServesNoStaleRead(t *testing.T) {
 	}
 	ops := h.Ops()
 	t.Logf("owner %s paused; it probed %d times after resuming; %d operations in all", where, *n.(*int), len(ops))
-	res, info := porcupine.CheckOperationsVerbose(lincheck.Model[string](), ops, time.Minute)
+	res, info := porcupine.CheckOperationsVerbose(lincheck.Model[string](), ops, 3*time.Minute)
 	switch res {
 	case porcupine.Ok:
 	case porcupine.Illegal:

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -28,8 +29,10 @@ type loopCluster struct {
 	// onProbe gets each probe line with the member's index.
 	probe   string
 	onProbe func(member int, line string)
-	procs   []*proctest.Proc
-	c       *client.Client
+	// late members start once the others each see one another ready.
+	late  int
+	procs []*proctest.Proc
+	c     *client.Client
 }
 
 func startLoopCluster(t *testing.T, n int, sync bool) *loopCluster {
@@ -45,11 +48,26 @@ func startLoopClusterWith(t *testing.T, lc *loopCluster, n int) *loopCluster {
 	for i := range n {
 		lc.dirs = append(lc.dirs, filepath.Join(t.TempDir(), "member"+strconv.Itoa(i)))
 	}
-	for i := range n {
+	// The late members have the largest addresses, so that the founder
+	// (the smallest: see cluster.Config.Seeds) starts first.
+	slices.Sort(lc.addrs)
+	early := n - lc.late
+	for i := range early {
 		lc.start(i)
 	}
-	for i := range n {
+	for i := range early {
 		lc.procs[i].WaitLine(t, "ready ", time.Minute)
+	}
+	if lc.late > 0 {
+		for i := range early {
+			lc.procs[i].WaitLine(t, "settled "+strconv.Itoa(early), time.Minute)
+		}
+		for i := early; i < n; i++ {
+			lc.start(i)
+		}
+		for i := early; i < n; i++ {
+			lc.procs[i].WaitLine(t, "ready ", time.Minute)
+		}
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
@@ -60,18 +78,35 @@ func startLoopClusterWith(t *testing.T, lc *loopCluster, n int) *loopCluster {
 	lc.c = c
 	t.Cleanup(func() { c.Close() })
 	lc.waitAlive(n)
+	if lc.probe != "" {
+		// The history starts once every member's own view holds every
+		// member ready, not while the first rings grow.
+		for i := range n {
+			lc.procs[i].WaitLine(t, "settled "+strconv.Itoa(n), time.Minute)
+		}
+		for i := range n {
+			if err := lc.procs[i].Signal(syscall.SIGUSR1); err != nil {
+				t.Fatal(err)
+			}
+		}
+
+	}
 	return lc
 }
 
 func (lc *loopCluster) start(i int) {
-	seeds := slices.Delete(slices.Clone(lc.addrs), i, i+1)
-	env := []string{envAddr + "=" + lc.addrs[i], envSeeds + "=" + strings.Join(seeds, ","), envDataDir + "=" + lc.dirs[i]}
+	// One seed list for every member (see labCluster.start).
+	env := []string{envAddr + "=" + lc.addrs[i], envSeeds + "=" + strings.Join(lc.addrs, ","), envDataDir + "=" + lc.dirs[i]}
 	if lc.sync {
 		env = append(env, envSync+"=1")
 	}
 	spec := proctest.Spec{Role: "member", Env: env}
 	if lc.probe != "" {
-		spec.Env = append(spec.Env, envProbe+"="+lc.probe)
+		settle := strconv.Itoa(len(lc.addrs))
+		if i < len(lc.addrs)-lc.late {
+			settle = strconv.Itoa(len(lc.addrs)-lc.late) + "," + settle
+		}
+		spec.Env = append(spec.Env, envProbe+"="+lc.probe, envSettle+"="+settle)
 		spec.OnLine = func(line string) {
 			if strings.HasPrefix(line, "probe ") {
 				lc.onProbe(i, line)

@@ -41,9 +41,12 @@ type Core struct {
 	seedsAsked bool // a join went to every seed at least once
 
 	// Readiness and meeting (joining.go).
-	gateReady      bool // HoldUntilReady was called
-	readyAsked     bool // MarkReady was called
-	lastKnownProbe map[string]time.Time
+	gateReady  bool // HoldUntilReady was called
+	readyAsked bool // MarkReady was called
+	// founder: this node may take keys while it knows no other member
+	// that does (see mayFound); waitLogged: it said once that it waits.
+	founder, waitLogged bool
+	lastKnownProbe      map[string]time.Time
 
 	// Liveness evidence.
 	lastFrame map[ring.NodeID]time.Time // last membership message from the process
@@ -140,6 +143,7 @@ func NewCore(cfg Config, incarnation uint64, now time.Time) (*Core, error) {
 		}
 	}
 	c.joined = len(c.seeds) == 0
+	c.founder = mayFound(cfg.Advertise, cfg.Seeds)
 	if c.joined {
 		c.log.Info("no seeds besides this node: starting a new cluster")
 	}

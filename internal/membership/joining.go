@@ -22,8 +22,9 @@ func (c *Core) HoldUntilReady() {
 
 // MarkReady tells the core that the runtime has installed the view the
 // core published and may take keys. The record stops saying Joining as
-// soon as the node has also joined and sees a majority, at a new
-// membership incarnation gossiped like any announcement.
+// soon as the node has also joined, sees a majority and knows another
+// member that takes keys (unless it founds the cluster: see mayFound), at
+// a new membership incarnation gossiped like any announcement.
 func (c *Core) MarkReady() error {
 	if c.removed {
 		return ErrRemoved
@@ -42,9 +43,58 @@ func (c *Core) maybeReady() {
 	if !c.self.Joining || !c.readyAsked || !c.joined || !c.owning || c.removed {
 		return
 	}
+	if !c.founder && !c.seesPlacedMember() {
+		if !c.waitLogged {
+			c.waitLogged = true
+			c.log.Info("joined; taking no keys until a member that takes them is known: a new cluster starts at the smallest address of the seed list",
+				"first", firstSeed(c.cfg.Seeds))
+		}
+		return
+	}
 	c.self.Joining = false
 	c.updateSelf(c.self.Status)
 	c.log.Info("ready: taking keys", "record", c.self.String())
+}
+
+// mayFound reports whether a node advertising addr with seeds may be the
+// first member of a cluster to take keys: with no seeds besides itself, or
+// as the smallest address of a seed list that names it. Every other node
+// takes keys only once it knows a member that already does.
+//
+// Why: members that start together each join whichever seed answers, so
+// for a while each may know only some of the others. Were every member
+// free to take keys while it saw no other member doing so, two of them
+// could each place every key on a ring of their own and acknowledge
+// replicated writes the other never sees (two quorums of one). With one
+// founder per seed list the rings grow from one member, a step at a time,
+// as for any join (TestMembersStartedTogetherAgreeOnOneFirstRing).
+func mayFound(addr string, seeds []string) bool {
+	others := false
+	for _, s := range seeds {
+		others = others || s != addr
+	}
+	return !others || (slices.Contains(seeds, addr) && firstSeed(seeds) == addr)
+}
+
+// firstSeed is the smallest address of seeds: the one that starts a new
+// cluster whatever order each member lists them in.
+func firstSeed(seeds []string) string {
+	if len(seeds) == 0 {
+		return ""
+	}
+	return slices.Min(seeds)
+}
+
+// seesPlacedMember reports whether the table holds a member, other than
+// this process, that takes keys or did (dead members stay in the rings).
+func (c *Core) seesPlacedMember() bool {
+	found := false
+	c.table.each(func(m Member) {
+		if m.ID.Addr != c.self.ID.Addr && !m.Joining && m.Status != StatusLeft && m.Status != StatusLeaving {
+			found = true
+		}
+	})
+	return found
 }
 
 // knownProbeEvery is how often one address is probed by probeKnown.

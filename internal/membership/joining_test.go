@@ -254,3 +254,70 @@ func TestAJoinedNodeWithoutAMajorityStaysJoining(t *testing.T) {
 		t.Fatalf("expected a node that sees 2 of 4 members alive to own nothing and keep saying Joining; owning %v, record %v", c.Owning(), c.Self())
 	}
 }
+
+// Members started together with one seed list each join whichever seed
+// answers first, so for a while each knows only some of the others. The
+// rings placement builds must still grow from one member: exactly one
+// member (the smallest address of the list) takes keys while it knows no
+// other member that does, and every other one becomes ready only once it
+// knows a member that already is. Without the rule two members could
+// each take every key on a ring of their own (two quorums of one: the
+// chaos test's paused-owner run read 0 after a write was acknowledged).
+func TestMembersStartedTogetherAgreeOnOneFirstRing(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		seed := rapid.Uint64().Draw(rt, "seed")
+		n := rapid.IntRange(2, 6).Draw(rt, "n")
+		s := newSim(t, simOptions{seed: seed, gate: true, mem: MemOptions{MinDelay: time.Millisecond, MaxDelay: 20 * time.Millisecond}})
+		addrs := make([]string, n)
+		for i := range addrs {
+			addrs[i] = addr(n - 1 - i) // the smallest address starts last
+		}
+		var alone []string
+		s.onReady = func(nd *simNode) {
+			if !nd.core.seesPlacedMember() {
+				alone = append(alone, nd.addr)
+			}
+		}
+		for i, a := range addrs {
+			seeds := slices.Clone(addrs)
+			rand := rapid.Permutation(seeds).Draw(rt, "order"+a) // any order in each member's list
+			s.start(a, rand...)
+			if gap := rapid.IntRange(0, 30).Draw(rt, "gap"+a); gap > 0 && i < n-1 {
+				s.run(time.Duration(gap) * time.Millisecond)
+			}
+		}
+		allReady := func() bool {
+			for _, a := range addrs {
+				if !s.nodes[a].ready {
+					return false
+				}
+			}
+			return true
+		}
+		if d, ok := s.until(20*time.Second, allReady); !ok {
+			rt.Fatalf("expected every member ready; not after %v", d)
+		}
+		if len(alone) != 1 || alone[0] != slices.Min(addrs) {
+			rt.Fatalf("expected only %s, the smallest seed, to take keys knowing no member that did; got %v", slices.Min(addrs), alone)
+		}
+	})
+}
+
+func TestOnlyTheSmallestOfASeedListThatNamesItMayFoundACluster(t *testing.T) {
+	for _, tc := range []struct {
+		addr  string
+		seeds []string
+		want  bool
+	}{
+		{"a:1", nil, true},
+		{"a:1", []string{"a:1"}, true},
+		{"a:1", []string{"c:1", "a:1", "b:1"}, true},
+		{"b:1", []string{"c:1", "a:1", "b:1"}, false},
+		{"a:1", []string{"b:1"}, false}, // every member lists only the others: none founds
+		{"b:1", []string{"a:1"}, false},
+	} {
+		if got := mayFound(tc.addr, tc.seeds); got != tc.want {
+			t.Errorf("mayFound(%s, %v) = %v; want %v", tc.addr, tc.seeds, got, tc.want)
+		}
+	}
+}

@@ -50,6 +50,10 @@ type Node struct {
 	closeOnce  sync.Once
 	joined     chan struct{} // closed when the core first reports joined
 	joinedOnce sync.Once
+	// routable is closed when the core's record first stops saying
+	// Joining (see WaitRoutable).
+	routable     chan struct{}
+	routableOnce sync.Once
 
 	mu   sync.Mutex // guards view and subs
 	view nodeView
@@ -237,6 +241,21 @@ func otherSeeds(cfg Config) []string {
 // WithReadyGate).
 func (n *Node) MarkReady(ctx context.Context) error { return n.call(ctx, (*Core).MarkReady) }
 
+// WaitRoutable waits until the node's record stops saying Joining: after
+// MarkReady, once the node has joined, sees a majority and knows a member
+// that takes keys (or founds the cluster: see Core.MarkReady). It returns
+// ErrNodeClosed if the node closes first, or ctx's error.
+func (n *Node) WaitRoutable(ctx context.Context) error {
+	select {
+	case <-n.routable:
+		return nil
+	case <-n.done:
+		return ErrNodeClosed
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
 func newNode(cfg Config, tr Transport, opts ...NodeOption) (*Node, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -275,22 +294,23 @@ func newNode(cfg Config, tr Transport, opts ...NodeOption) (*Node, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	n := &Node{
-		cfg:     cfg,
-		tr:      tr,
-		log:     cfg.Logger.With("node", core.ID().String()),
-		opts:    o,
-		id:      core.ID(),
-		core:    core,
-		peers:   make(map[ring.NodeID]struct{}),
-		inbox:   make(chan Message, o.inbox),
-		unreach: make(chan unreachableReport, unreachBacklog),
-		calls:   make(chan nodeCall),
-		stop:    make(chan struct{}),
-		done:    make(chan struct{}),
-		ctx:     ctx,
-		cancel:  cancel,
-		joined:  make(chan struct{}),
-		subs:    make(map[*Subscription]struct{}),
+		cfg:      cfg,
+		tr:       tr,
+		log:      cfg.Logger.With("node", core.ID().String()),
+		opts:     o,
+		id:       core.ID(),
+		core:     core,
+		peers:    make(map[ring.NodeID]struct{}),
+		inbox:    make(chan Message, o.inbox),
+		unreach:  make(chan unreachableReport, unreachBacklog),
+		calls:    make(chan nodeCall),
+		stop:     make(chan struct{}),
+		done:     make(chan struct{}),
+		ctx:      ctx,
+		cancel:   cancel,
+		joined:   make(chan struct{}),
+		routable: make(chan struct{}),
+		subs:     make(map[*Subscription]struct{}),
 	}
 	if in, ok := tr.(Inbound); ok {
 		in.SetReceiver(n.Deliver)
@@ -578,6 +598,9 @@ func (n *Node) feedHeard() {
 // apply does what r lists: send, forward verdicts to the transport,
 // publish.
 func (n *Node) apply(r Ready) {
+	if n.core.Routable() {
+		n.routableOnce.Do(func() { close(n.routable) })
+	}
 	for _, env := range r.Messages {
 		if err := n.tr.Send(n.ctx, env.To, env.Msg); err != nil {
 			n.log.Debug("membership send failed", "to", env.To, "type", env.Msg.Type.String(), "err", err)

@@ -25,6 +25,11 @@ type sim struct {
 	// which the node neither ticks nor receives.
 	stall func(n *simNode) time.Duration
 	pinc  uint64
+	// gate: nodes start held (HoldUntilReady) and marked ready at once,
+	// as the runtime does; onReady, if set, is called when a node's
+	// record first stops saying Joining.
+	gate    bool
+	onReady func(n *simNode)
 }
 
 type simNode struct {
@@ -35,6 +40,7 @@ type simNode struct {
 	gen    int // bumped on pause, kill and restart to stop the old tick chain
 	down   bool
 	paused bool
+	ready  bool
 }
 
 type simOptions struct {
@@ -43,6 +49,7 @@ type simOptions struct {
 	mem     MemOptions
 	tick    time.Duration // default Heartbeat/4
 	config  func(*Config)
+	gate    bool // see sim.gate
 }
 
 func newSim(tb testing.TB, o simOptions) *sim {
@@ -54,7 +61,7 @@ func newSim(tb testing.TB, o simOptions) *sim {
 		o.tick = o.timings.Heartbeat / 4
 	}
 	o.mem.Seed = o.seed
-	s := &sim{tb: tb, net: NewMemNetwork(o.mem), nodes: make(map[string]*simNode), tick: o.tick, pinc: 100}
+	s := &sim{tb: tb, net: NewMemNetwork(o.mem), nodes: make(map[string]*simNode), tick: o.tick, pinc: 100, gate: o.gate}
 	s.cfg = func(addr string) Config {
 		c := Config{Advertise: addr, Timings: o.timings, RandSeed: o.seed*7919 + uint64(len(s.order)) + 1}
 		if o.config != nil {
@@ -84,8 +91,14 @@ func (s *sim) start(a string, seeds ...string) *simNode {
 		s.nodes[a] = n
 		s.order = append(s.order, a)
 	}
+	if s.gate {
+		core.HoldUntilReady()
+		if err := core.MarkReady(); err != nil {
+			s.tb.Fatalf("MarkReady(%s): %v", a, err)
+		}
+	}
 	n.gen++
-	n.core, n.down, n.paused, n.events = core, false, false, nil
+	n.core, n.down, n.paused, n.events, n.ready = core, false, false, nil, false
 	n.ep = s.net.Endpoint(a, func(from string, m Message) {
 		n.core.Step(m)
 		s.drain(n)
@@ -120,6 +133,12 @@ func (s *sim) scheduleTick(n *simNode, gen int, at time.Time) {
 }
 
 func (s *sim) drain(n *simNode) {
+	if !n.ready && n.core.Routable() {
+		n.ready = true
+		if s.onReady != nil {
+			s.onReady(n)
+		}
+	}
 	r := n.core.Ready()
 	for _, env := range r.Messages {
 		if err := n.ep.Send(context.Background(), env.To, env.Msg); err != nil {
