@@ -108,8 +108,9 @@
 //     fails with actor.ErrAskCycle instead of waiting out the timeout.
 //   - Delivery is at most once while the owner is stable, not across
 //     failures: an ask that failed with ErrUnavailable because its owner
-//     was declared dead may have run there, and an ask still unanswered
-//     when its owner left in order is sent once to the new owner, so it
+//     was declared dead (or retired by a newer process at its address)
+//     may have run there, and an ask still unanswered when its owner left
+//     in order (said leaving, then left) is sent once to the new owner, so it
 //     can run twice if the leaver abandoned it mid-handler (at
 //     LeaveTimeout). Effects outside the actor's own state need an
 //     idempotency key until replication's continuity records exist; a
@@ -142,7 +143,12 @@
 //     cluster.ErrJoinRefused and the seeds' *wire.Refused.
 //   - A member starting or rejoining gets no keys until it has joined and
 //     installed its own view: its record says Joining until then, and
-//     members and clients route only to members that do not.
+//     members and clients route only to members that do not. Of members
+//     started together only the founder (no seeds besides itself, or the
+//     smallest address of a seed list that names it) takes keys before it
+//     knows another member that does; Start returns once the member takes
+//     keys, and fails after Cluster.JoinTimeout when no member ever does
+//     (see cluster.Config.Seeds).
 //   - Members lists the current members as this one places keys on them,
 //     one per address (the newest process there; none that left);
 //     WaitAlive(ctx, n) waits until n of them are alive and none is

@@ -82,6 +82,13 @@ func leftView(alive []*testNode, left *testNode) []cluster.Member {
 	return ms
 }
 
+// leavingView is leftView while the member still leaves.
+func leavingView(alive []*testNode, leaving *testNode) []cluster.Member {
+	ms := viewOf(alive...)
+	ms = append(ms, cluster.Member{ID: leaving.id, Status: cluster.StatusLeaving, ActorTypes: []string{"counter", "seq"}})
+	return ms
+}
+
 func TestAskPlacedJustBeforeItsOwnerLeftGoesToTheNewOwner(t *testing.T) {
 	net := transport.NewMemNetwork()
 	ns := newTestNodesOn(t, net, "a:1", "b:1", "l:1")

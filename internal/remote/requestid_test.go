@@ -98,9 +98,38 @@ func TestAskSentAgainAfterItsOwnerLeftKeepsItsRequestID(t *testing.T) {
 		done <- answer{id, err}
 	}()
 	pollUntil(t, "the ask to wait on l", func() bool { return a.r.waiting() == 1 })
+	a.r.Update(a.id, true, leavingView([]*testNode{a, b}, l))
 	a.r.Update(a.id, true, leftView([]*testNode{a, b}, l))
 	got := <-done
 	if got.err != nil || got.id != "sent-again" {
 		t.Fatalf("got %q, %v: want b to see the id of the ask sent again", got.id, got.err)
+	}
+}
+
+// A member whose record says left without having said leaving died (a
+// newer process at its address retired it, or it was removed): it may
+// have run the request without answering, so the ask fails, its outcome
+// unknown, rather than run a second time at the new owner.
+func TestAskUnansweredByAMemberThatLeftWithoutLeavingIsNotSentAgain(t *testing.T) {
+	net := transport.NewMemNetwork()
+	ns := newTestNodesOn(t, net, "a:1", "b:1", "l:1")
+	a, b, l := ns[0], ns[1], ns[2]
+	key := keyWhere(t, func(k string) bool { return ownerIn(k, a, b, l) == l.id && ownerIn(k, a, b) == b.id })
+	for _, n := range ns {
+		n.setView(a, b, l)
+	}
+	b.r.Update(b.id, true, leftView([]*testNode{a, b}, l))
+	net.Partition(a.id.Addr, l.id.Addr)
+	ctx, cancel := context.WithTimeout(ctxT(t), 5*time.Second)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		_, err := actor.Ask(ctx, counter.Ref(a, key), whoAsks{})
+		done <- err
+	}()
+	pollUntil(t, "the ask to wait on l", func() bool { return a.r.waiting() == 1 })
+	a.r.Update(a.id, true, leftView([]*testNode{a, b}, l))
+	if err := <-done; !errors.Is(err, actor.ErrUnavailable) {
+		t.Fatalf("expected ErrUnavailable (the outcome unknown), not a second run at b; got %v", err)
 	}
 }

@@ -332,11 +332,14 @@ func (r *Router) Update(self ring.NodeID, owning bool, members []cluster.Member)
 		if !v.gone(p.to) {
 			continue
 		}
-		if v.status[p.to] == cluster.StatusLeft && p.retries < maxRetries {
+		if v.status[p.to] == cluster.StatusLeft && leftInOrder(old.status[p.to]) && p.retries < maxRetries {
 			// A member that left in order answered what it accepted; a
 			// request still unanswered most likely reached it after it
 			// stopped serving (this view lagged): place it again. It
-			// stays withdrawable meanwhile (see redispatch).
+			// stays withdrawable meanwhile (see redispatch). A process
+			// that died and whose address a newer one took is "left"
+			// too, but may have run the request: that one fails below,
+			// its outcome unknown.
 			p.retries++
 			again, againTo = append(again, p), append(againTo, p.to)
 			p.to = ring.NodeID{}
@@ -354,7 +357,7 @@ func (r *Router) Update(self ring.NodeID, owning bool, members []cluster.Member)
 		stop()
 	}
 	for _, p := range failed {
-		p.done.Reply(nil, fmt.Errorf("%w: owner %v is down", fault.ErrUnavailable, p.to))
+		p.done.Reply(nil, fmt.Errorf("%w: owner %v is down; the request may have run", fault.ErrUnavailable, p.to))
 		// Should the owner be alive after all (a partition), it drops the
 		// request when the cancel gets through.
 		r.send(p.to, p.out.Token, &envelope{kind: kindCancel, id: p.id}, false)
@@ -507,6 +510,15 @@ func (p *pending) Withdraw() { p.r.withdraw(p.id) }
 
 // dispatch sends (or serves here) the ask p under id.
 func (r *Router) dispatch(id uint64, p *pending) error { return r.dispatchAs(id, p, false) }
+
+// leftInOrder reports whether a member whose record now says left was
+// last seen leaving (or left): it left in order, draining what it had
+// accepted, rather than died, or was removed, or was retired by a newer
+// process at its address, any of which may follow a request it ran
+// without answering (the chaos run's write applied twice).
+func leftInOrder(before cluster.Status) bool {
+	return before == cluster.StatusLeaving || before == cluster.StatusLeft
+}
 
 // redispatch sends the ask p under id again. p waits in r.pending
 // meanwhile (with no destination), so that a withdraw at any moment
