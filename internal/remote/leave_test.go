@@ -89,19 +89,27 @@ func leavingView(alive []*testNode, leaving *testNode) []cluster.Member {
 	return ms
 }
 
-func TestAskPlacedJustBeforeItsOwnerLeftGoesToTheNewOwner(t *testing.T) {
+// leaverOwns starts a, b and l, all seeing the three, and picks a key l
+// owns and b owns once l is gone; b already sees l left, and a reaches l
+// no more (what a sends it is never answered).
+func leaverOwns(t *testing.T) (a, b, l *testNode, key string) {
+	t.Helper()
 	net := transport.NewMemNetwork()
 	ns := newTestNodesOn(t, net, "a:1", "b:1", "l:1")
-	a, b, l := ns[0], ns[1], ns[2]
-	key := keyWhere(t, func(k string) bool { return ownerIn(k, a, b, l) == l.id && ownerIn(k, a, b) == b.id })
+	a, b, l = ns[0], ns[1], ns[2]
+	key = keyWhere(t, func(k string) bool { return ownerIn(k, a, b, l) == l.id && ownerIn(k, a, b) == b.id })
 	for _, n := range ns {
 		n.setView(a, b, l)
 	}
 	b.r.Update(b.id, true, leftView([]*testNode{a, b}, l))
-	// l left: what a sends it is never answered. The view that says so
-	// reaches a while it places the ask, after it read the view where l
-	// owns the key.
 	net.Partition(a.id.Addr, l.id.Addr)
+	return a, b, l, key
+}
+
+func TestAskPlacedJustBeforeItsOwnerLeftGoesToTheNewOwner(t *testing.T) {
+	a, b, l, key := leaverOwns(t)
+	// l left: the view that says so reaches a while it places the ask,
+	// after it read the view where l owns the key.
 	ks := lookThrough(t, a)
 	ks["counter"].arm(1, func() { a.r.Update(a.id, true, leftView([]*testNode{a, b}, l)) })
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/troupe-go/troupe/actor"
-	"github.com/troupe-go/troupe/internal/transport"
 )
 
 // An ask's request id reaches its handler on every way the router takes
@@ -75,17 +74,9 @@ func TestRelayedAskKeepsItsRequestID(t *testing.T) {
 }
 
 func TestAskSentAgainAfterItsOwnerLeftKeepsItsRequestID(t *testing.T) {
-	net := transport.NewMemNetwork()
-	ns := newTestNodesOn(t, net, "a:1", "b:1", "l:1")
-	a, b, l := ns[0], ns[1], ns[2]
-	key := keyWhere(t, func(k string) bool { return ownerIn(k, a, b, l) == l.id && ownerIn(k, a, b) == b.id })
-	for _, n := range ns {
-		n.setView(a, b, l)
-	}
-	b.r.Update(b.id, true, leftView([]*testNode{a, b}, l))
+	a, b, l, key := leaverOwns(t)
 	// l never answers what a sends it; then a learns l left in order,
 	// and sends the unanswered ask again, to b.
-	net.Partition(a.id.Addr, l.id.Addr)
 	ctx, cancel := context.WithTimeout(actor.WithRequestID(ctxT(t), "sent-again"), 5*time.Second)
 	defer cancel()
 	type answer struct {
@@ -111,15 +102,7 @@ func TestAskSentAgainAfterItsOwnerLeftKeepsItsRequestID(t *testing.T) {
 // have run the request without answering, so the ask fails, its outcome
 // unknown, rather than run a second time at the new owner.
 func TestAskUnansweredByAMemberThatLeftWithoutLeavingIsNotSentAgain(t *testing.T) {
-	net := transport.NewMemNetwork()
-	ns := newTestNodesOn(t, net, "a:1", "b:1", "l:1")
-	a, b, l := ns[0], ns[1], ns[2]
-	key := keyWhere(t, func(k string) bool { return ownerIn(k, a, b, l) == l.id && ownerIn(k, a, b) == b.id })
-	for _, n := range ns {
-		n.setView(a, b, l)
-	}
-	b.r.Update(b.id, true, leftView([]*testNode{a, b}, l))
-	net.Partition(a.id.Addr, l.id.Addr)
+	a, b, l, key := leaverOwns(t)
 	ctx, cancel := context.WithTimeout(ctxT(t), 5*time.Second)
 	defer cancel()
 	done := make(chan error, 1)
