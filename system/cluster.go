@@ -205,6 +205,7 @@ func Start(ctx context.Context, cfg Config) (*System, error) {
 		_ = s.Close(cctx)
 		return nil, fmt.Errorf("troupe: start: %w", err)
 	}
+	m.refresh() // a member that waited takes its own place in placement now, as the founder did above
 	return s, nil
 }
 
@@ -213,11 +214,11 @@ func Start(ctx context.Context, cfg Config) (*System, error) {
 // is the first of the seed list) would otherwise be returned serving
 // nothing.
 func waitRoutable(ctx context.Context, node *membership.Node, cc cluster.Config) error {
-	ctx, cancel := context.WithTimeout(ctx, cc.WithDefaults().JoinTimeout)
+	wctx, cancel := context.WithTimeout(ctx, cc.WithDefaults().JoinTimeout)
 	defer cancel()
-	err := node.WaitRoutable(ctx)
-	if err == nil || !errors.Is(err, context.DeadlineExceeded) {
-		return err
+	err := node.WaitRoutable(wctx)
+	if err == nil || ctx.Err() != nil || !errors.Is(err, context.DeadlineExceeded) {
+		return err // done, the caller's context ended, or the node closed
 	}
 	first := ""
 	if len(cc.Seeds) > 0 {

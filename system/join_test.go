@@ -131,7 +131,7 @@ func startTogether(t *testing.T, joinTimeout time.Duration, seedsOf func(i int, 
 	return systems, errs
 }
 
-func TestMembersStartedTogetherWithOneSeedListAllStartAndAgree(t *testing.T) {
+func TestMembersStartedTogetherWithOneSeedListAllStart(t *testing.T) {
 	systems, errs := startTogether(t, time.Minute, func(_ int, addrs []string) []string { return addrs }, 3)
 	for i, err := range errs {
 		if err != nil {

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -36,7 +37,10 @@ func TestAPausedOwnerGetsNoWriteAcknowledgedAndServesNoStaleRead(t *testing.T) {
 	// report their probes' times from their own processes.
 	h := lincheck.NewHistory[string]()
 	record := h.Add
-	var resumed, afterResume sync.Map // member -> unix nanos; member -> probes called after it
+	var resumed, afterResume sync.Map     // member -> unix nanos; member -> probes called after it
+	var ownerAt, ownerProbes atomic.Int64 // the owner's index (-1 until known); its probes
+	ownerAt.Store(-1)
+	ownerProbed := make(chan struct{}) // closed at the owner's fifth probe
 	lc := &loopCluster{probe: key, late: 1}
 	lc.onProbe = func(member int, line string) {
 		f := strings.Fields(line) // probe op call return value ok
@@ -47,6 +51,9 @@ func TestAPausedOwnerGetsNoWriteAcknowledgedAndServesNoStaleRead(t *testing.T) {
 		ret, _ := strconv.ParseInt(f[3], 10, 64)
 		v, _ := strconv.Atoi(f[4])
 		ok := f[5] == "true"
+		if int64(member) == ownerAt.Load() && ownerProbes.Add(1) == 5 {
+			close(ownerProbed)
+		}
 		if at, was := resumed.Load(member); was && call > at.(int64) {
 			n, _ := afterResume.LoadOrStore(member, new(int))
 			*n.(*int)++
@@ -91,6 +98,16 @@ func TestAPausedOwnerGetsNoWriteAcknowledgedAndServesNoStaleRead(t *testing.T) {
 	}
 	if owner < 0 {
 		t.Fatalf("the register is served by %q, not one of %v", where, lc.addrs)
+	}
+	// The owner probes, and one other member: every prober's write that
+	// fails stays pending in the history, which porcupine pays for in
+	// time; probes from every member made it give up under CI's load.
+	ownerAt.Store(int64(owner))
+	lc.startProbes(owner, (owner+1)%members)
+	select {
+	case <-ownerProbed:
+	case <-time.After(time.Minute):
+		t.Fatal("the owner did not probe")
 	}
 	if err := lc.procs[owner].Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)

@@ -79,19 +79,23 @@ func startLoopClusterWith(t *testing.T, lc *loopCluster, n int) *loopCluster {
 	t.Cleanup(func() { c.Close() })
 	lc.waitAlive(n)
 	if lc.probe != "" {
-		// The history starts once every member's own view holds every
-		// member ready, not while the first rings grow.
+		// Probes start (startProbes) once every member's own view holds
+		// every member ready, not while the first rings grow.
 		for i := range n {
 			lc.procs[i].WaitLine(t, "settled "+strconv.Itoa(n), time.Minute)
 		}
-		for i := range n {
-			if err := lc.procs[i].Signal(syscall.SIGUSR1); err != nil {
-				t.Fatal(err)
-			}
-		}
-
 	}
 	return lc
+}
+
+// startProbes has the members named probe the register lc.probe.
+func (lc *loopCluster) startProbes(members ...int) {
+	lc.t.Helper()
+	for _, i := range members {
+		if err := lc.procs[i].Signal(syscall.SIGUSR1); err != nil {
+			lc.t.Fatal(err)
+		}
+	}
 }
 
 func (lc *loopCluster) start(i int) {

@@ -144,6 +144,12 @@ func NewCore(cfg Config, incarnation uint64, now time.Time) (*Core, error) {
 	}
 	c.joined = len(c.seeds) == 0
 	c.founder = mayFound(cfg.Advertise, cfg.Seeds)
+	if !c.founder && len(c.seeds) > 0 && !slices.Contains(cfg.Seeds, cfg.Advertise) {
+		// Addresses compare as written: a list that names this member
+		// by another spelling (a host name, say) makes no founder of it.
+		c.log.Info("the seed list does not name this member's advertised address: it founds no cluster and waits for a member that takes keys",
+			"advertise", cfg.Advertise, "seeds", cfg.Seeds)
+	}
 	if c.joined {
 		c.log.Info("no seeds besides this node: starting a new cluster")
 	}

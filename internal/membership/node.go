@@ -247,6 +247,11 @@ func (n *Node) MarkReady(ctx context.Context) error { return n.call(ctx, (*Core)
 // ErrNodeClosed if the node closes first, or ctx's error.
 func (n *Node) WaitRoutable(ctx context.Context) error {
 	select {
+	case <-n.routable: // first: a routable node is routable whatever ctx says
+		return nil
+	default:
+	}
+	select {
 	case <-n.routable:
 		return nil
 	case <-n.done:

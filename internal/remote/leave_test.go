@@ -82,13 +82,6 @@ func leftView(alive []*testNode, left *testNode) []cluster.Member {
 	return ms
 }
 
-// leavingView is leftView while the member still leaves.
-func leavingView(alive []*testNode, leaving *testNode) []cluster.Member {
-	ms := viewOf(alive...)
-	ms = append(ms, cluster.Member{ID: leaving.id, Status: cluster.StatusLeaving, ActorTypes: []string{"counter", "seq"}})
-	return ms
-}
-
 // leaverOwns starts a, b and l, all seeing the three, and picks a key l
 // owns and b owns once l is gone; b already sees l left, and a reaches l
 // no more (what a sends it is never answered).

@@ -332,7 +332,7 @@ func (r *Router) Update(self ring.NodeID, owning bool, members []cluster.Member)
 		if !v.gone(p.to) {
 			continue
 		}
-		if v.status[p.to] == cluster.StatusLeft && leftInOrder(old.status[p.to]) && p.retries < maxRetries {
+		if v.status[p.to] == cluster.StatusLeft && v.leftInOrder(old, p.to) && p.retries < maxRetries {
 			// A member that left in order answered what it accepted; a
 			// request still unanswered most likely reached it after it
 			// stopped serving (this view lagged): place it again. It
@@ -511,13 +511,24 @@ func (p *pending) Withdraw() { p.r.withdraw(p.id) }
 // dispatch sends (or serves here) the ask p under id.
 func (r *Router) dispatch(id uint64, p *pending) error { return r.dispatchAs(id, p, false) }
 
-// leftInOrder reports whether a member whose record now says left was
-// last seen leaving (or left): it left in order, draining what it had
-// accepted, rather than died, or was removed, or was retired by a newer
-// process at its address, any of which may follow a request it ran
-// without answering (the chaos run's write applied twice).
-func leftInOrder(before cluster.Status) bool {
-	return before == cluster.StatusLeaving || before == cluster.StatusLeft
+// leftInOrder reports whether id, whose record in v says left, left in
+// order, draining what it had accepted: the view before said it was
+// leaving, or no newer process took its address. A process retired by a
+// newer one at its address died (it was killed and restarted) and may
+// have run a request without answering it (the chaos run's write
+// applied twice). A view can go from alive to left in one step for an
+// orderly leave too (both records arrived between two updates), hence
+// the second test.
+func (v *view) leftInOrder(before *view, id ring.NodeID) bool {
+	if before.status[id] == cluster.StatusLeaving {
+		return true
+	}
+	for _, m := range v.list {
+		if m.ID.Addr == id.Addr && m.ID.Incarnation > id.Incarnation {
+			return false
+		}
+	}
+	return true
 }
 
 // redispatch sends the ask p under id again. p waits in r.pending
