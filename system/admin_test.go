@@ -20,6 +20,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -234,8 +235,8 @@ func TestStandaloneReadinessChecksOnlyWhatApplies(t *testing.T) {
 func TestTheAdminTokenFailsClosedOverTLSAndIsNeverPrinted(t *testing.T) {
 	const token = "admin-Token.42"
 	cert, pool := selfSignedCert(t)
-	var logs bytes.Buffer
-	cfg := system.Config{Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}
+	logs := new(lockedBuffer) // the admin server logs too, from its own goroutines
+	cfg := system.Config{Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}
 	reg := adminOn(&cfg)
 	cfg.Admin.TLS = &tls.Config{Certificates: []tls.Certificate{cert}}
 	cfg.Admin.Token = token
@@ -271,7 +272,7 @@ func TestTheAdminTokenFailsClosedOverTLSAndIsNeverPrinted(t *testing.T) {
 		t.Fatal(err)
 	}
 	printed := []string{fmt.Sprint(cfg), fmt.Sprintf("%+v", cfg), fmt.Sprintf("%#v", *cfg.Admin), fmt.Sprintf("%v", cfg.Admin), string(dump)}
-	slog.New(slog.NewJSONHandler(&logs, nil)).Info("config", "admin", *cfg.Admin)
+	slog.New(slog.NewJSONHandler(logs, nil)).Info("config", "admin", *cfg.Admin)
 	printed = append(printed, logs.String())
 	for _, p := range printed {
 		if strings.Contains(p, token) {
@@ -501,4 +502,23 @@ func selfSignedCert(t *testing.T) (tls.Certificate, *x509.CertPool) {
 	pool := x509.NewCertPool()
 	pool.AddCert(leaf)
 	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key, Leaf: leaf}, pool
+}
+
+// lockedBuffer is a log sink that several goroutines write while the test
+// reads it.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
