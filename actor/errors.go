@@ -50,6 +50,15 @@ var (
 	// happened (see system's package doc).
 	ErrUnavailable = fault.ErrUnavailable
 
+	// ErrOutcomeUnknown reports an ask whose request reached an owner that
+	// then died (or was replaced by a newer process at its address, or
+	// left without answering) before answering: it may or may not have
+	// run. Errors that carry it match ErrUnavailable too. Only asks whose
+	// message is ReadOnly are sent again to the new owner by themselves;
+	// for the others the caller decides, with an idempotency key of its
+	// own (client/idempotency over HTTP) if it must retry.
+	ErrOutcomeUnknown = fault.ErrOutcomeUnknown
+
 	// ErrAskCycle reports an ask that would wait on an actor already
 	// waiting, up the same call chain, for the asker: A asks B, B asks A.
 	// The *CycleError that carries it lists the chain.

@@ -22,6 +22,19 @@ func (Reply[M, R]) troupeRequest(M, R) {}
 // Request is satisfied by the message types that embed Reply[M, R].
 type Request[M, R any] interface{ troupeRequest(M, R) }
 
+// ReadOnly marks a request whose handling changes nothing (no state, no
+// message with an effect elsewhere), so that running it twice is harmless:
+//
+//	func (Get) ReadOnly() {}
+//
+// When the owner of an ask's key dies (or leaves, or is replaced by a
+// newer process at its address) after the request reached it and before
+// it answered, a ReadOnly ask is sent again to the key's new owner; any
+// other ask fails with ErrOutcomeUnknown, as it may have run. The runtime
+// trusts the marker: a request marked ReadOnly that changes state can
+// change it twice.
+type ReadOnly interface{ ReadOnly() }
+
 // Ask sends the request q to ref and waits for the handler's reply. When ctx
 // has no deadline, the definition's ask timeout applies. If ctx ends first,
 // the request is dropped if still queued, or the handler's context is

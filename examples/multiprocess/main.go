@@ -42,6 +42,11 @@ type Count struct {
 func (Add) counterMsg() {}
 func (Get) counterMsg() {}
 
+// ReadOnly tells the runtime that Get changes nothing: should a counter's
+// member go before answering (a leave, a crash), a Get is asked again of
+// the key's new owner rather than failing with actor.ErrOutcomeUnknown.
+func (Get) ReadOnly() {}
+
 // node is what a counter knows of the process it runs in: its address,
 // known once Start has picked a free port.
 type node struct{ addr atomic.Pointer[string] }

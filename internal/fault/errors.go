@@ -22,7 +22,15 @@ var (
 	ErrUndecodable       = errors.New("troupe: undecodable message")
 	ErrMessageTooLarge   = errors.New("troupe: message exceeds the message limit")
 	ErrInvalidRequestID  = errors.New("troupe: invalid request id")
+	ErrOutcomeUnknown    = errors.New("troupe: outcome unknown")
 )
+
+// OutcomeUnknown wraps ErrOutcomeUnknown and ErrUnavailable with a
+// reason: a request that may or may not have run, which the runtime did
+// not run again.
+func OutcomeUnknown(format string, args ...any) error {
+	return fmt.Errorf("%w: %w: %s", ErrOutcomeUnknown, ErrUnavailable, fmt.Sprintf(format, args...))
+}
 
 // FailedError is the runtime's form of actor.FailedError.
 type FailedError struct {

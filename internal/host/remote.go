@@ -79,6 +79,9 @@ type Outbound struct {
 	Chain []string
 	// RequestID is the ask's id (zero for tells).
 	RequestID RequestID
+	// ReadOnly is set for an ask whose message says it changes nothing
+	// (actor.ReadOnly): it may be sent again after its owner died.
+	ReadOnly bool
 }
 
 // MessageAppender appends a message's encoding to dst. It cannot fail.

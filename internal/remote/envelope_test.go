@@ -134,6 +134,7 @@ func TestErrorsKeepTheirIdentityAcrossNodes(t *testing.T) {
 		{actor.ErrMailboxFull, []error{actor.ErrMailboxFull}},
 		{actor.ErrUnknownActor, []error{actor.ErrUnknownActor}},
 		{actor.ErrUnavailable, []error{actor.ErrUnavailable}},
+		{fault.OutcomeUnknown("owner down"), []error{actor.ErrOutcomeUnknown, actor.ErrUnavailable}},
 		{context.DeadlineExceeded, []error{context.DeadlineExceeded}},
 		{cycle, []error{actor.ErrAskCycle}},
 		{&actor.FailedError{Actor: "a/1", Cause: cycle}, []error{actor.ErrActorFailed, actor.ErrAskCycle}},

@@ -29,6 +29,7 @@ const (
 	codeDeclared // a declared error: name and body travel with its text
 	codeTooLarge
 	codePanic // a failure's cause: the handler panicked
+	codeOutcomeUnknown
 )
 
 // errNotOwner is what a node answers for a key it does not serve; the
@@ -97,6 +98,7 @@ var sentinels = []struct {
 	{fault.ErrUnknownActor, codeUnknownActor},
 	{fault.ErrMailboxFull, codeMailboxFull},
 	{fault.ErrSystemClosed, codeClosed},
+	{fault.ErrOutcomeUnknown, codeOutcomeUnknown}, // before ErrUnavailable, which it matches too
 	{fault.ErrUnavailable, codeUnavailable},
 	{errNotOwner, codeNotOwner},
 	{context.DeadlineExceeded, codeDeadline},
@@ -141,6 +143,8 @@ func fromWire(w *wireError, from string) error {
 		return &fault.CycleError{Chain: w.chain}
 	case codeNotOwner:
 		return &notOwnerError{hint: w.hint}
+	case codeOutcomeUnknown:
+		return fault.OutcomeUnknown("on %s: %s", from, w.msg)
 	case codeClosed:
 		// The owner is closing: to this asker its actors are unavailable,
 		// not its own system closed.

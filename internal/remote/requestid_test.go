@@ -97,25 +97,66 @@ func TestAskSentAgainAfterItsOwnerLeftKeepsItsRequestID(t *testing.T) {
 	}
 }
 
-// A member retired by a newer process at its address (it was killed and
-// restarted) reads as left but died: it may have run the request without
-// answering, so the ask fails, its outcome unknown, rather than run a
-// second time at the new owner.
-func TestAskUnansweredByAMemberRetiredByANewerProcessIsNotSentAgain(t *testing.T) {
+// An ask that may have run (its message is not actor.ReadOnly) is not run
+// a second time when its owner goes before answering: whether the owner
+// left in order (it may have abandoned the request at its leave timeout)
+// or a newer process took its address (it was killed and restarted: the
+// chaos run's write applied twice), the ask fails with ErrOutcomeUnknown,
+// which matches ErrUnavailable too.
+func TestAnAskThatMayHaveRunIsNotSentAgainWhenItsOwnerGoes(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		view func(a, b, l *testNode) []cluster.Member
+	}{
+		{"left", func(a, b, l *testNode) []cluster.Member { return leftView([]*testNode{a, b}, l) }},
+		{"retired", func(a, b, l *testNode) []cluster.Member {
+			restarted := l.id
+			restarted.Incarnation++
+			return append(leftView([]*testNode{a, b}, l),
+				cluster.Member{ID: restarted, Status: cluster.StatusAlive, Joining: true, ActorTypes: []string{"counter", "seq"}})
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a, b, l, key := leaverOwns(t)
+			ctx, cancel := context.WithTimeout(ctxT(t), 5*time.Second)
+			defer cancel()
+			done := make(chan error, 1)
+			go func() {
+				_, err := actor.Ask(ctx, counter.Ref(a, key), incr{})
+				done <- err
+			}()
+			pollUntil(t, "the ask to wait on l", func() bool { return a.r.waiting() == 1 })
+			a.r.Update(a.id, true, tc.view(a, b, l))
+			err := <-done
+			if !errors.Is(err, actor.ErrOutcomeUnknown) || !errors.Is(err, actor.ErrUnavailable) {
+				t.Fatalf("expected ErrOutcomeUnknown (and ErrUnavailable), not a second run at b; got %v", err)
+			}
+			if n, err := actor.Ask(ctx, counter.Ref(b, key), get{}); err != nil || n != 0 {
+				t.Fatalf("expected b never to have counted; got %d, %v", n, err)
+			}
+		})
+	}
+}
+
+// A ReadOnly ask is sent again when its owner dies before answering: it
+// runs on the key's new owner.
+func TestAReadOnlyAskIsSentAgainWhenItsOwnerDies(t *testing.T) {
 	a, b, l, key := leaverOwns(t)
-	ctx, cancel := context.WithTimeout(ctxT(t), 5*time.Second)
+	ctx, cancel := context.WithTimeout(actor.WithRequestID(ctxT(t), "read-again"), 5*time.Second)
 	defer cancel()
-	done := make(chan error, 1)
+	type answer struct {
+		id  string
+		err error
+	}
+	done := make(chan answer, 1)
 	go func() {
-		_, err := actor.Ask(ctx, counter.Ref(a, key), whoAsks{})
-		done <- err
+		id, err := actor.Ask(ctx, counter.Ref(a, key), whoAsks{})
+		done <- answer{id, err}
 	}()
 	pollUntil(t, "the ask to wait on l", func() bool { return a.r.waiting() == 1 })
-	restarted := l.id
-	restarted.Incarnation++
-	a.r.Update(a.id, true, append(leftView([]*testNode{a, b}, l),
-		cluster.Member{ID: restarted, Status: cluster.StatusAlive, Joining: true, ActorTypes: []string{"counter", "seq"}}))
-	if err := <-done; !errors.Is(err, actor.ErrUnavailable) {
-		t.Fatalf("expected ErrUnavailable (the outcome unknown), not a second run at b; got %v", err)
+	dead := append(viewOf(a, b), cluster.Member{ID: l.id, Status: cluster.StatusDead, ActorTypes: []string{"counter", "seq"}})
+	a.r.Update(a.id, true, dead)
+	if got := <-done; got.err != nil || got.id != "read-again" {
+		t.Fatalf("got %q, %v: want the ask answered by b, the new owner", got.id, got.err)
 	}
 }

@@ -332,19 +332,20 @@ func (r *Router) Update(self ring.NodeID, owning bool, members []cluster.Member)
 		if !v.gone(p.to) {
 			continue
 		}
-		if v.status[p.to] == cluster.StatusLeft && v.leftInOrder(old, p.to) && p.retries < maxRetries {
-			// A member that left in order answered what it accepted; a
-			// request still unanswered most likely reached it after it
-			// stopped serving (this view lagged): place it again. It
-			// stays withdrawable meanwhile (see redispatch). A process
-			// that died and whose address a newer one took is "left"
-			// too, but may have run the request: that one fails below,
-			// its outcome unknown.
+		if p.out.ReadOnly && p.retries < maxRetries {
+			// Running it twice is harmless (actor.ReadOnly): place it
+			// again, on the key's new owner. It stays withdrawable
+			// meanwhile (see redispatch).
 			p.retries++
 			again, againTo = append(again, p), append(againTo, p.to)
 			p.to = ring.NodeID{}
 			continue
 		}
+		// Any other ask may have run: a member that left in order
+		// answered what it accepted, but one it abandoned at its leave
+		// timeout, or that was lost with its connection, is as unknown
+		// as one at a member that died, or that a newer process at its
+		// address replaced (the chaos run's write applied twice).
 		delete(r.pending, id)
 		failed = append(failed, p)
 	}
@@ -357,7 +358,7 @@ func (r *Router) Update(self ring.NodeID, owning bool, members []cluster.Member)
 		stop()
 	}
 	for _, p := range failed {
-		p.done.Reply(nil, fmt.Errorf("%w: owner %v is down; the request may have run", fault.ErrUnavailable, p.to))
+		p.done.Reply(nil, fault.OutcomeUnknown("owner %v is down or left before answering; the request may have run", p.to))
 		// Should the owner be alive after all (a partition), it drops the
 		// request when the cancel gets through.
 		r.send(p.to, p.out.Token, &envelope{kind: kindCancel, id: p.id}, false)
@@ -510,26 +511,6 @@ func (p *pending) Withdraw() { p.r.withdraw(p.id) }
 
 // dispatch sends (or serves here) the ask p under id.
 func (r *Router) dispatch(id uint64, p *pending) error { return r.dispatchAs(id, p, false) }
-
-// leftInOrder reports whether id, whose record in v says left, left in
-// order, draining what it had accepted: the view before said it was
-// leaving, or no newer process took its address. A process retired by a
-// newer one at its address died (it was killed and restarted) and may
-// have run a request without answering it (the chaos run's write
-// applied twice). A view can go from alive to left in one step for an
-// orderly leave too (both records arrived between two updates), hence
-// the second test.
-func (v *view) leftInOrder(before *view, id ring.NodeID) bool {
-	if before.status[id] == cluster.StatusLeaving {
-		return true
-	}
-	for _, m := range v.list {
-		if m.ID.Addr == id.Addr && m.ID.Incarnation > id.Incarnation {
-			return false
-		}
-	}
-	return true
-}
 
 // redispatch sends the ask p under id again. p waits in r.pending
 // meanwhile (with no destination), so that a withdraw at any moment

@@ -32,9 +32,18 @@ type whoAsks struct {
 	actor.Reply[msg, string]
 }
 
+// incr adds one and answers the count: running it twice counts twice.
+type incr struct {
+	actor.Reply[msg, int]
+}
+
 func (add) m()     {}
 func (get) m()     {}
 func (whoAsks) m() {}
+func (incr) m()    {}
+
+func (get) ReadOnly()     {}
+func (whoAsks) ReadOnly() {}
 
 var counter = actor.Define("counter", func(c *actor.Context[int, msg], m msg) error {
 	switch m := m.(type) {
@@ -44,9 +53,12 @@ var counter = actor.Define("counter", func(c *actor.Context[int, msg], m msg) er
 		return actor.Respond(c, m, c.State())
 	case whoAsks:
 		return actor.Respond(c, m, c.RequestID())
+	case incr:
+		c.SetState(c.State() + 1)
+		return actor.Respond(c, m, c.State())
 	}
 	return nil
-}).WithMessages(add{}, get{}, whoAsks{})
+}).WithMessages(add{}, get{}, whoAsks{}, incr{})
 
 // testNode is one member: an endpoint, a host running counter, a router.
 type testNode struct {
@@ -244,7 +256,7 @@ func TestAskToAMemberThatDiesFailsWhenTheViewSaysSo(t *testing.T) {
 	net.Partition("a:1", "b:1") // the request waits in the network
 	errc := make(chan error, 1)
 	go func() {
-		_, err := actor.Ask(ctxT(t), counter.Ref(a, key), get{})
+		_, err := actor.Ask(ctxT(t), counter.Ref(a, key), incr{}) // not ReadOnly: not asked again
 		errc <- err
 	}()
 	deadline := time.Now().Add(5 * time.Second)
@@ -261,8 +273,8 @@ func TestAskToAMemberThatDiesFailsWhenTheViewSaysSo(t *testing.T) {
 	})
 	select {
 	case err := <-errc:
-		if !errors.Is(err, actor.ErrUnavailable) {
-			t.Fatalf("err = %v, want ErrUnavailable", err)
+		if !errors.Is(err, actor.ErrOutcomeUnknown) || !errors.Is(err, actor.ErrUnavailable) {
+			t.Fatalf("err = %v, want ErrOutcomeUnknown and ErrUnavailable", err)
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("the ask hangs")

@@ -323,6 +323,7 @@ func (k *kind[S, M, C]) send(ctx context.Context, key string, tok uint64, m M, s
 	out.Deadline, _ = s.deadline()
 	out.Chain = s.asking()
 	out.RequestID = *s.requestID()
+	_, out.ReadOnly = a.(interface{ ReadOnly() }) // actor.ReadOnly
 	cancel, err := k.rem.Ask(ctx, out, s.sentTo(k.h, k.def.Errors))
 	if err != nil {
 		return err
