@@ -74,29 +74,6 @@ func TestRelayedAskKeepsItsRequestID(t *testing.T) {
 	}
 }
 
-func TestAskSentAgainAfterItsOwnerLeftKeepsItsRequestID(t *testing.T) {
-	a, b, l, key := leaverOwns(t)
-	// l never answers what a sends it; then a learns l left in order,
-	// and sends the unanswered ask again, to b.
-	ctx, cancel := context.WithTimeout(actor.WithRequestID(ctxT(t), "sent-again"), 5*time.Second)
-	defer cancel()
-	type answer struct {
-		id  string
-		err error
-	}
-	done := make(chan answer, 1)
-	go func() {
-		id, err := actor.Ask(ctx, counter.Ref(a, key), whoAsks{})
-		done <- answer{id, err}
-	}()
-	pollUntil(t, "the ask to wait on l", func() bool { return a.r.waiting() == 1 })
-	a.r.Update(a.id, true, leftView([]*testNode{a, b}, l))
-	got := <-done
-	if got.err != nil || got.id != "sent-again" {
-		t.Fatalf("got %q, %v: want b to see the id of the ask sent again", got.id, got.err)
-	}
-}
-
 // An ask that may have run (its message is not actor.ReadOnly) is not run
 // a second time when its owner goes before answering: whether the owner
 // left in order (it may have abandoned the request at its leave timeout)
@@ -138,25 +115,31 @@ func TestAnAskThatMayHaveRunIsNotSentAgainWhenItsOwnerGoes(t *testing.T) {
 	}
 }
 
-// A ReadOnly ask is sent again when its owner dies before answering: it
-// runs on the key's new owner.
-func TestAReadOnlyAskIsSentAgainWhenItsOwnerDies(t *testing.T) {
-	a, b, l, key := leaverOwns(t)
-	ctx, cancel := context.WithTimeout(actor.WithRequestID(ctxT(t), "read-again"), 5*time.Second)
-	defer cancel()
-	type answer struct {
-		id  string
-		err error
-	}
-	done := make(chan answer, 1)
-	go func() {
-		id, err := actor.Ask(ctx, counter.Ref(a, key), whoAsks{})
-		done <- answer{id, err}
-	}()
-	pollUntil(t, "the ask to wait on l", func() bool { return a.r.waiting() == 1 })
-	dead := append(viewOf(a, b), cluster.Member{ID: l.id, Status: cluster.StatusDead, ActorTypes: []string{"counter", "seq"}})
-	a.r.Update(a.id, true, dead)
-	if got := <-done; got.err != nil || got.id != "read-again" {
-		t.Fatalf("got %q, %v: want the ask answered by b, the new owner", got.id, got.err)
+// A ReadOnly ask whose owner goes before answering (it left, or died) is
+// asked again of the key's new owner, under its own request id.
+func TestAReadOnlyAskIsSentAgainWhenItsOwnerGoesAndKeepsItsRequestID(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		status cluster.Status
+	}{{"left", cluster.StatusLeft}, {"dead", cluster.StatusDead}} {
+		t.Run(tc.name, func(t *testing.T) {
+			a, b, l, key := leaverOwns(t)
+			ctx, cancel := context.WithTimeout(actor.WithRequestID(ctxT(t), "read-again"), 5*time.Second)
+			defer cancel()
+			type answer struct {
+				id  string
+				err error
+			}
+			done := make(chan answer, 1)
+			go func() {
+				id, err := actor.Ask(ctx, counter.Ref(a, key), whoAsks{})
+				done <- answer{id, err}
+			}()
+			pollUntil(t, "the ask to wait on l", func() bool { return a.r.waiting() == 1 })
+			a.r.Update(a.id, true, append(viewOf(a, b), cluster.Member{ID: l.id, Status: tc.status, ActorTypes: []string{"counter", "seq"}}))
+			if got := <-done; got.err != nil || got.id != "read-again" {
+				t.Fatalf("got %q, %v: want the ask answered by b, the new owner, under its id", got.id, got.err)
+			}
+		})
 	}
 }
