@@ -50,13 +50,14 @@ var (
 	// happened (see system's package doc).
 	ErrUnavailable = fault.ErrUnavailable
 
-	// ErrOutcomeUnknown reports an ask whose request reached an owner that
-	// then died (or was replaced by a newer process at its address, or
-	// left without answering) before answering: it may or may not have
-	// run. Errors that carry it match ErrUnavailable too. Only asks whose
-	// message is ReadOnly are sent again to the new owner by themselves;
+	// ErrOutcomeUnknown reports an ask whose owner died (or was replaced
+	// by a newer process at its address) before answering: it may or may
+	// not have run. Errors that carry it match ErrUnavailable too. Asks
+	// whose message is ReadOnly are sent again to the new owner instead;
 	// for the others the caller decides, with an idempotency key of its
-	// own (client/idempotency over HTTP) if it must retry.
+	// own (client/idempotency over HTTP) if it must retry. (An ask
+	// unanswered by an owner that left in order is sent again whatever
+	// its message: see system's package doc.)
 	ErrOutcomeUnknown = fault.ErrOutcomeUnknown
 
 	// ErrAskCycle reports an ask that would wait on an actor already

@@ -27,12 +27,12 @@ type Request[M, R any] interface{ troupeRequest(M, R) }
 //
 //	func (Get) ReadOnly() {}
 //
-// When the owner of an ask's key dies (or leaves, or is replaced by a
-// newer process at its address) after the request reached it and before
-// it answered, a ReadOnly ask is sent again to the key's new owner; any
-// other ask fails with ErrOutcomeUnknown, as it may have run. The runtime
-// trusts the marker: a request marked ReadOnly that changes state can
-// change it twice.
+// When the owner of an ask's key dies (or is replaced by a newer process
+// at its address) after the request reached it and before it answered, a
+// ReadOnly ask is sent again to the key's new owner; any other ask fails
+// with ErrOutcomeUnknown, as it may have run. The runtime trusts the
+// marker: a request marked ReadOnly that changes state can change it
+// twice.
 type ReadOnly interface{ ReadOnly() }
 
 // Ask sends the request q to ref and waits for the handler's reply. When ctx

@@ -106,12 +106,15 @@
 //     naming the owner it believes in; the asker tries that one once,
 //     then fails with ErrUnavailable. A cycle of asks (A asks B asks A)
 //     fails with actor.ErrAskCycle instead of waiting out the timeout.
-//   - Delivery is at most once: an ask whose owner died, left or was
-//     retired by a newer process at its address before answering fails
-//     with actor.ErrOutcomeUnknown (it may have run there), unless its
-//     message is actor.ReadOnly, which is asked again of the key's new
-//     owner. Effects outside the actor's own state need an idempotency
-//     key until replication's continuity records exist; a
+//   - Delivery is at most once while no owner leaves: an ask whose owner
+//     died or was retired by a newer process at its address before
+//     answering fails with actor.ErrOutcomeUnknown (it may have run
+//     there), unless its message is actor.ReadOnly, which is asked again
+//     of the key's new owner. An ask still unanswered when its owner left
+//     in order is sent once to the new owner whatever its message, so it
+//     can run twice if the leaver abandoned it mid-handler (at
+//     LeaveTimeout). Effects outside the actor's own state need an
+//     idempotency key until replication's continuity records exist; a
 //     replicated actor's own state does not count a run twice only if the
 //     handler makes its change idempotent.
 //   - A member that lost the majority of the cluster (it sees fewer than

@@ -43,7 +43,7 @@ func (Add) counterMsg() {}
 func (Get) counterMsg() {}
 
 // ReadOnly tells the runtime that Get changes nothing: should a counter's
-// member go before answering (a leave, a crash), a Get is asked again of
+// member die before answering, a Get is asked again of
 // the key's new owner rather than failing with actor.ErrOutcomeUnknown.
 func (Get) ReadOnly() {}
 

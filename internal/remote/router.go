@@ -332,20 +332,21 @@ func (r *Router) Update(self ring.NodeID, owning bool, members []cluster.Member)
 		if !v.gone(p.to) {
 			continue
 		}
-		if p.out.ReadOnly && p.retries < maxRetries {
-			// Running it twice is harmless (actor.ReadOnly): place it
-			// again, on the key's new owner. It stays withdrawable
-			// meanwhile (see redispatch).
+		if (p.out.ReadOnly || v.leftInOrder(old, p.to)) && p.retries < maxRetries {
+			// Running it twice is harmless (actor.ReadOnly), or the
+			// member left in order: it answered what it accepted, and
+			// a request still unanswered most likely reached it after
+			// it stopped serving (this view lagged). Place it again, on
+			// the key's new owner; it stays withdrawable meanwhile (see
+			// redispatch).
 			p.retries++
 			again, againTo = append(again, p), append(againTo, p.to)
 			p.to = ring.NodeID{}
 			continue
 		}
-		// Any other ask may have run: a member that left in order
-		// answered what it accepted, but one it abandoned at its leave
-		// timeout, or that was lost with its connection, is as unknown
-		// as one at a member that died, or that a newer process at its
-		// address replaced (the chaos run's write applied twice).
+		// Any other ask may have run: its owner died, or a newer process
+		// at its address replaced it (it was killed and restarted: the
+		// chaos run's write applied twice).
 		delete(r.pending, id)
 		failed = append(failed, p)
 	}
@@ -511,6 +512,28 @@ func (p *pending) Withdraw() { p.r.withdraw(p.id) }
 
 // dispatch sends (or serves here) the ask p under id.
 func (r *Router) dispatch(id uint64, p *pending) error { return r.dispatchAs(id, p, false) }
+
+// leftInOrder reports whether id left in order, draining what it had
+// accepted: its record in v says left, and the view before said it was
+// leaving or no newer process holds its address. One retired by a newer
+// process at its address died. A view can go from alive to left in one
+// step for an orderly leave (both records arrived between two updates),
+// hence the second test. An orderly leaver can still abandon a request
+// it accepted at its leave timeout: that one runs twice.
+func (v *view) leftInOrder(before *view, id ring.NodeID) bool {
+	if v.status[id] != cluster.StatusLeft {
+		return false
+	}
+	if before.status[id] == cluster.StatusLeaving {
+		return true
+	}
+	for _, m := range v.list {
+		if m.ID.Addr == id.Addr && m.ID.Incarnation > id.Incarnation {
+			return false
+		}
+	}
+	return true
+}
 
 // redispatch sends the ask p under id again. p waits in r.pending
 // meanwhile (with no destination), so that a withdraw at any moment
