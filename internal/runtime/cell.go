@@ -580,6 +580,11 @@ func (c *cell[S, M, C]) handleBatch(ctx *Context[S, M, C], work []envelope[M], r
 			}
 			// A recovered panic is a failure whatever its value wraps.
 			refused := err != nil && !panicked && c.k.def.Errors.Declares(err)
+			if err != nil && !refused {
+				// Counted before the asker hears of the failure, so
+				// that Stats.Restarts already says so when Ask returns.
+				c.k.h.Restarts.Add(1)
+			}
 			if e.slot != nil {
 				c.mu.Lock()
 				c.cur = nil
@@ -749,8 +754,7 @@ func (c *cell[S, M, C]) warn(msg string, s replier, err error) {
 // of the batch at the head of the mailbox. rid is the request id of the
 // ask whose handler failed; zero for a tell.
 func (c *cell[S, M, C]) failed(err error, rid host.RequestID, rest []envelope[M]) {
-	h := c.k.h
-	h.Restarts.Add(1)
+	h := c.k.h // the restart was counted where the failure was found, before its reply
 	h.Emit(host.Event{Kind: host.ActivationFailed, Type: c.k.def.Name, Key: c.key, Err: err})
 	if rid.IsZero() {
 		h.Logger.Warn("troupe: actor failed", "actor", c.k.def.Name, "key", c.key, "err", err)
