@@ -605,6 +605,9 @@ func (c *cell[S, M, C]) handleBatch(ctx *Context[S, M, C], work []envelope[M], r
 				err = nil // a declared error is no failure: no restart, no backoff
 			}
 		}
+		if err != nil && ran {
+			h.Restarts.Add(1) // a tell of a batch failed: no asker to tell first
+		}
 		if err != nil {
 			if ctx.release { // released and failed: end it, then back off
 				ctx.release = false
