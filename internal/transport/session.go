@@ -164,11 +164,13 @@ func newSession(t *Transport, key, addr string) (*session, error) {
 // get a grant for what it has in flight, or it waits GrantDelay (2 ms) per
 // window. The flow core's default grant size grows with the auto-tuned
 // window (a sixteenth), which stalled bulk transfers on short paths at
-// 14 MB/s; a fixed 32 KiB keeps grants (the estimator's acknowledgements)
-// frequent. A larger floor keeps that much queued at a slow bottleneck:
-// 64 KiB is 10 ms at 50 Mbit/s, which the head-of-line benchmark showed in
-// the p99 of small envelopes.
-const minCwnd = 32 << 10
+// 14 MB/s; a fixed size keeps grants (the estimator's acknowledgements)
+// frequent. On a short slow path the floor is what stands in the
+// bottleneck's queue in front of a small envelope: 16 KiB is 2.6 ms at 50
+// Mbit/s (32 KiB gave small asks a p99 of 8 to 11 ms beside 4 MiB
+// messages in the lab, 16 KiB 6 to 7 ms; bulk and ask throughput on
+// loopback did not move).
+const minCwnd = 16 << 10
 
 // grantSlack is how many consumed bytes our receivers let wait, with no
 // envelope held, for the next grant without a timer (flow's
@@ -178,7 +180,7 @@ const minCwnd = 32 << 10
 // what it consumed, and the timer was a Reset (a wake-up of another
 // thread) and a firing per GrantDelay on the asker. The peer cannot stall
 // on it: its credit stays within grantSlack of the window, and its
-// in-flight bytes, summed over the NumStreams streams, within 16 KiB,
+// in-flight bytes, summed over the NumStreams streams, within 8 KiB,
 // half its congestion window floor (minCwnd), so it can always send, and
 // what it sends brings the grant (flow's RecvCredit.Deadline argues it
 // in full; its stall property test draws slack under the same rule). A

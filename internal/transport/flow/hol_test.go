@@ -13,7 +13,19 @@ import (
 // link: its arrival minus its enqueue, the one-way delay and its
 // serialisation.
 func holRun(t *testing.T, l link, large int, small StreamID) []time.Duration {
-	m := newSim(t, simConfig(), RecvConfig{}, l.rate, l.rtt)
+	return holRunWith(t, simConfig(), RecvConfig{}, l, large, small, false)
+}
+
+// holRunWith is holRun with the scheduler's and the receiver's settings.
+// With pinged set, the estimator has seen the path's delay before the
+// large envelope starts, as the session's pings on an idle connection show
+// it (the simulation sends no pings; frames alone see the delay plus
+// their own time on the link).
+func holRunWith(t *testing.T, cfg Config, recv RecvConfig, l link, large int, small StreamID, pinged bool) []time.Duration {
+	m := newSim(t, cfg, recv, l.rate, l.rtt)
+	if pinged {
+		m.s.Estimator().OnRTT(l.rtt, m.now)
+	}
 	m.enqueue(stApp, 1, large)
 	enqueued := map[Handle]time.Time{}
 	var waits []time.Duration
@@ -70,5 +82,25 @@ func TestMembershipEnvelopeWaitsAboutOneFrameBehindData(t *testing.T) {
 	t.Logf("%d membership envelopes: wait p50 %v p99 %v max %v; frame time %v", len(waits), quantile(waits, 0.5), p99, worst, frame)
 	if p99 > 2*frame {
 		t.Errorf("p99 wait %v, want at most two frame times (%v)", p99, 2*frame)
+	}
+}
+
+// On a short path (a LAN: 50 Mbit/s, 100 µs) the congestion window's floor,
+// not two bandwidth-delay products, sets what stands in the bottleneck's
+// queue, and a small envelope waits behind that much: a large envelope's
+// frame is cut to fit the window rather than overrunning it. The
+// transport's floor, 16 KiB, is 2.6 ms here. The receiver grants every 4
+// KiB, as the transport's does when its reader drains what arrived.
+func TestSmallEnvelopeWaitsAtMostTheWindowFloorOnAShortSlowPath(t *testing.T) {
+	const floor = 16 << 10
+	l := link{"50Mbit/100us", 6.25e6, 100 * time.Microsecond}
+	cfg := simConfig()
+	cfg.Estimator.MinCwnd = floor
+	waits := holRunWith(t, cfg, RecvConfig{GrantBytes: 4 << 10}, l, 64<<20, stApp, true)
+	bound := time.Duration(float64(floor+frameOverhead) / l.rate * float64(time.Second))
+	p50, p99, worst := quantile(waits, 0.5), quantile(waits, 0.99), waits[len(waits)-1]
+	t.Logf("%d small envelopes: wait p50 %v p99 %v max %v; the floor's time on the link %v", len(waits), p50, p99, worst, bound)
+	if p99 > bound {
+		t.Errorf("p99 wait %v, want at most the window floor's time on the link (%v)", p99, bound)
 	}
 }

@@ -720,3 +720,41 @@ func TestSchedulerLargeFramesGrowWithTheSustainedRate(t *testing.T) {
 		t.Errorf("frame of %d bytes at a sustained %.3g B/s, want %d", n, e.SustainedRate(), want)
 	}
 }
+
+// On a slow path a large envelope's frame is cut to what the congestion
+// window has room for (a whole frame past it would stand in the
+// bottleneck's queue in front of the next small envelope); on a fast path,
+// where frames are sized by FrameTime, it is not.
+func TestSchedulerCutsLargeFramesToTheWindowOnASlowPath(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		size     int // bytes per millisecond fed
+		wantsCut bool
+	}{
+		{"1 MB/s", 1_000, true},
+		{"1 GB/s", 1_000_000, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cfg := simConfig()
+			cfg.Estimator.MinCwnd = 16 << 10
+			s := mustScheduler(t, cfg)
+			e := s.Estimator()
+			now := feed(e, t0, 2000, c.size, time.Millisecond, 100*time.Microsecond, false)
+			const room = 5000
+			in := e.CWnd() - room - e.Inflight()
+			e.OnSend(1, e.stream(1).acked+in, int(in), now)
+			mustEnqueue(t, s, stApp, 1, 1<<20)
+			f, wait, ok := s.Next(now)
+			if !ok && wait > 0 {
+				f, _, ok = s.Next(now.Add(wait))
+			}
+			if !ok {
+				t.Fatalf("no frame: in flight %d, cwnd %d", e.Inflight(), e.CWnd())
+			}
+			if cut := f.Len == room; cut != c.wantsCut {
+				t.Errorf("frame of %d bytes with %d of window left (cwnd %d, sustained %.3g B/s); cut to the window: %v, want %v",
+					f.Len, room, e.CWnd(), e.SustainedRate(), cut, c.wantsCut)
+			}
+		})
+	}
+}
