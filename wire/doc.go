@@ -52,11 +52,11 @@
 //
 // # Known gaps
 //
-//   - The window counts a message that arrived whole but is not yet read
-//     only by its last frame: the earlier frames were credited as they
-//     arrived, so a message larger than the window cannot stall. A
-//     receiver that does not read can so hold more than the window of
-//     messages larger than a frame.
+//   - A message larger than the window must cross, so the bytes of one not
+//     yet whole are credited as they arrive while little waits unread: a
+//     receiver that does not read holds at most two windows of whole
+//     messages, plus those the sender had started on the stream (one per
+//     key at most).
 //   - The send queue is bounded by bytes, not by message count.
 //   - After a message to a newer incarnation of a peer, the older
 //     process's session is dropped even if that process is still up.

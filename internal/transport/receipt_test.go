@@ -3,6 +3,7 @@ package transport
 import (
 	"context"
 	"errors"
+	"github.com/troupe-go/troupe/internal/transport/flow"
 	"testing"
 	"time"
 
@@ -72,7 +73,7 @@ func TestAnEnvelopeInOneFrameIsCopiedAndMustBeWhole(t *testing.T) {
 		t.Fatal(err)
 	}
 	chunk[0] = 'j'
-	if in := s.inbox[StreamApplication]; len(in) != 1 || string(in[0].payload) != "hello" || in[0].held != 5 {
+	if in := s.inbox[StreamApplication]; len(in) != 1 || string(in[0].payload) != "hello" || in[0].held != (flow.Held{Frame: 5, Envelope: 5}) {
 		t.Fatalf("inbox %+v, want one delivery of %q holding 5 bytes", in, "hello")
 	}
 	err := s.applyDataLocked(h, dataFrame{Envelope: 1, Total: 9}, chunk, time.Now(), nil)

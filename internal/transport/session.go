@@ -56,7 +56,7 @@ type partialEnv struct {
 // delivery is a complete envelope waiting for its stream's handler.
 type delivery struct {
 	payload []byte
-	held    int64
+	held    flow.Held
 	epoch   uint64
 }
 
@@ -681,7 +681,13 @@ func (s *session) applyDataLocked(h Header, d dataFrame, chunk []byte, now time.
 		}
 		return frameErr(ErrMalformedFrame, h, "envelope %d started again", d.Envelope)
 	}
-	held, err := s.recv[st].Arrive(int64(len(chunk)), last, now)
+	size := int64(len(chunk)) // a whole envelope's, when last
+	if last && h.Flags&FlagFirst == 0 {
+		if p := s.partial[st][d.Envelope]; p != nil {
+			size = int64(p.total)
+		}
+	}
+	held, err := s.recv[st].Arrive(int64(len(chunk)), last, size, now)
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrCreditOverrun, err)
 	}
@@ -760,7 +766,7 @@ const (
 // and last), read through the frame buffer: it never becomes a partial
 // envelope, which spares small envelopes an allocation and two map
 // operations each. An id above started is never in the partial map.
-func (s *session) applyWholeLocked(h Header, d dataFrame, chunk []byte, held int64) error {
+func (s *session) applyWholeLocked(h Header, d dataFrame, chunk []byte, held flow.Held) error {
 	st := h.Stream
 	if d.Offset != 0 || len(chunk) != int(d.Total) {
 		return frameErr(ErrMalformedFrame, h, "chunk at %d+%d, envelope has 0 of %d", d.Offset, len(chunk), d.Total)

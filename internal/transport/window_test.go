@@ -1,10 +1,15 @@
 package transport
 
 import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/troupe-go/troupe/internal/transport/flow"
+	"github.com/troupe-go/troupe/ring"
 	"github.com/troupe-go/troupe/wire"
 )
 
@@ -24,7 +29,7 @@ func TestAutoTuningNeverTakesTheWindowPastTheAgreedOne(t *testing.T) {
 	room := func() int64 { g := r.Granted(); return g.Consumed + g.Window - r.Received() }
 
 	for range 4096 {
-		if _, err := r.Arrive(min(frame, room()), false, now); err != nil {
+		if _, err := r.Arrive(min(frame, room()), false, 0, now); err != nil {
 			t.Fatal(err)
 		}
 		now = now.Add(time.Microsecond)
@@ -38,14 +43,14 @@ func TestAutoTuningNeverTakesTheWindowPastTheAgreedOne(t *testing.T) {
 	}
 
 	for n := room(); n > 0; n = room() {
-		if _, err := r.Arrive(min(frame, n), true, now); err != nil {
+		if _, err := r.Arrive(min(frame, n), true, min(frame, n), now); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if r.Held() > agreed {
 		t.Fatalf("receiver that stopped reading holds %d bytes unread, want at most the agreed %d", r.Held(), agreed)
 	}
-	if _, err := r.Arrive(1, true, now); err == nil {
+	if _, err := r.Arrive(1, true, 1, now); err == nil {
 		t.Fatalf("a byte past the agreed window was accepted with %d held", r.Held())
 	}
 
@@ -55,5 +60,80 @@ func TestAutoTuningNeverTakesTheWindowPastTheAgreedOne(t *testing.T) {
 	}
 	if cr.Window() > agreed {
 		t.Fatalf("sender took a grant of 8 MiB as a window of %d, want at most the agreed %d", cr.Window(), agreed)
+	}
+}
+
+// A receiver whose handler stops reading holds at most two agreed windows
+// of complete envelopes, plus the envelopes the sender had started,
+// however many large ones the sender queues: complete envelopes used to
+// count against the window by their last frame only, so a reader that
+// blocked took in every queued 512 KiB envelope (20 MiB here) at 16 KiB
+// of credit each.
+func TestAReceiverThatStopsReadingHoldsAtMostTwoWindowsOfLargeEnvelopes(t *testing.T) {
+	const window, size, n = 256 << 10, 512 << 10, 40
+	for _, keys := range []int{1, 4} {
+		t.Run(fmt.Sprintf("%d keys", keys), func(t *testing.T) {
+			lim := func(c *wire.Config) { c.Limits.Window = window }
+			a, b := newTestNode(t, lim), newTestNode(t, lim)
+			blocked, release := make(chan struct{}), make(chan struct{})
+			var releaseOnce sync.Once
+			unblock := func() { releaseOnce.Do(func() { close(release) }) }
+			t.Cleanup(unblock)
+			var first atomic.Bool
+			b.t.Handle(StreamApplication, HandlerFunc(func(ring.NodeID, []byte) {
+				if first.CompareAndSwap(false, true) {
+					close(blocked)
+					<-release
+				}
+			}))
+			var rs []*Receipt
+			for i := range n {
+				r, err := a.t.Send(context.Background(), b.t.Self(), StreamApplication, uint64(i%keys), make([]byte, size))
+				if err != nil {
+					t.Fatal(err)
+				}
+				rs = append(rs, r)
+			}
+			<-blocked
+			// Wait until the sender stopped for want of credit and the
+			// receiver read all it sent, or everything crossed.
+			sa, _ := a.t.sessionFor(b.t.Self(), false)
+			s, _ := b.t.sessionFor(a.t.Self(), false)
+			eventuallyf(t, func() bool {
+				sa.mu.Lock()
+				cr := sa.sched.Credit(flow.StreamID(StreamApplication))
+				sent, stopped, done := cr.Sent(), cr.Available() < 16<<10, sa.queuedBytes == 0
+				sa.mu.Unlock()
+				s.mu.Lock()
+				received := s.recv[StreamApplication].Received()
+				s.mu.Unlock()
+				return done || stopped && received == sent
+			}, func() string { return "the sender neither stopped nor finished" })
+			s.mu.Lock()
+			var unread, partial int64
+			for _, d := range s.inbox[StreamApplication] {
+				unread += int64(len(d.payload))
+			}
+			for _, p := range s.partial[StreamApplication] {
+				partial += int64(len(p.buf))
+			}
+			counted := s.recv[StreamApplication].Unread()
+			s.mu.Unlock()
+			// The envelope being handled counts too (it is not in
+			// the inbox): one more size.
+			bound := int64(2*window + keys*size + size)
+			t.Logf("%d keys: the blocked receiver holds %d bytes of complete envelopes (%d counted unread) and %d of incomplete ones; bound %d",
+				keys, unread+size, counted, partial, bound)
+			if unread+size+partial > bound {
+				t.Errorf("a blocked receiver holds %d bytes unread, want at most two windows (%d) and the envelopes started (%d)",
+					unread+size+partial, 2*window, keys*size)
+			}
+			unblock()
+			for i, r := range rs {
+				if err := waitReceipt(t, r); err != nil {
+					t.Fatalf("receipt %d after the handler resumed: %v", i, err)
+				}
+			}
+		})
 	}
 }

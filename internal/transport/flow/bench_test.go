@@ -109,7 +109,7 @@ func BenchmarkRecvCredit(b *testing.B) {
 	b.ResetTimer()
 	for range b.N {
 		now = now.Add(10 * time.Microsecond)
-		held, err := r.Arrive(16<<10, true, now)
+		held, err := r.Arrive(16<<10, true, 16<<10, now)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -196,7 +196,17 @@ func (c RecvConfig) Validate() error {
 // Bytes of a frame that leaves its envelope incomplete are credited on
 // arrival, so an envelope larger than the window cannot stall; bytes of the
 // frame that completes an envelope are held until the application consumes
-// the envelope, so the window bounds what the peer can make us hold unread.
+// the envelope. While the complete envelopes the application has not
+// consumed total a window or more, the bytes of incomplete ones wait for
+// their credit too, until consumption brings that total below the window:
+// so a peer cannot make us hold more than two windows of complete
+// envelopes unread, plus the rest of the envelopes it had started, however
+// slowly the application reads. Without that rule, complete envelopes
+// counted by their last frame only, and a slow reader could be made to hold
+// any number of them. No deadlock comes of it: while the waiting bytes are
+// withheld, complete envelopes are there for the application to consume,
+// and each consumption looks at the waiting bytes again.
+//
 // The receiver grants credit by sending [Grant]s; [RecvCredit.Grant] says when
 // one is worth sending. The window grows toward the bandwidth-delay product
 // when the peer uses it up within a few round trips (as quic-go does).
@@ -210,14 +220,27 @@ type RecvCredit struct {
 	received int64
 	consumed int64
 	held     int64
-	adv      Grant // last grant handed out (initially the handshake window)
-	forced   bool
+	// unread is the bytes of complete envelopes not yet consumed, whole;
+	// waiting is the bytes of incomplete envelopes that arrived while
+	// unread was a window or more, not yet credited.
+	unread  int64
+	waiting int64
+	adv     Grant // last grant handed out (initially the handshake window)
+	forced  bool
 	// pendingSince is when consumed or received first went past the last
 	// grant.
 	pendingSince time.Time
 	// Auto-tuning epoch: when it started and the consumed count then.
 	epochStart  time.Time
 	epochOffset int64
+}
+
+// Held is what a complete envelope holds of a stream's credit until the
+// application consumes it: its last frame's bytes, and its whole size.
+// [RecvCredit.Arrive] returns it; [RecvCredit.Consume] takes it back.
+type Held struct {
+	Frame    int64
+	Envelope int64
 }
 
 // grantBytes returns the GrantBytes threshold for the current window.
@@ -237,40 +260,62 @@ func NewRecvCredit(cfg RecvConfig) (RecvCredit, error) {
 	return RecvCredit{cfg: cfg, window: cfg.Window, adv: Grant{Window: cfg.Window}}, nil
 }
 
-// Arrive records a data frame of n payload bytes. last says whether the frame
-// completes its envelope. If it does not, its bytes are credited at once and
-// held is 0; if it does, its bytes are held until the application consumes
-// the envelope, and the caller must pass held to [RecvCredit.Consume] then
-// (also when it drops the envelope undelivered). A frame beyond the granted
-// window fails with [ErrCreditOverrun] and is not recorded.
-func (r *RecvCredit) Arrive(n int64, last bool, now time.Time) (held int64, err error) {
+// Arrive records a data frame of n payload bytes. last says whether the
+// frame completes its envelope, of size bytes in all (read only then; at
+// least n). If it does not, its bytes are credited at once, or once the
+// complete envelopes not consumed total less than the window (see
+// [RecvCredit]), and the returned Held is zero; if it does, its bytes are
+// held until the application consumes the envelope, and the caller must
+// pass the returned Held to [RecvCredit.Consume] then (also when it drops
+// the envelope undelivered). A frame beyond the granted window fails with
+// [ErrCreditOverrun] and is not recorded.
+func (r *RecvCredit) Arrive(n int64, last bool, size int64, now time.Time) (Held, error) {
 	if n < 0 {
-		return 0, fmt.Errorf("%w: negative frame length %d", ErrCreditOverrun, n)
+		return Held{}, fmt.Errorf("%w: negative frame length %d", ErrCreditOverrun, n)
 	}
 	if limit := r.adv.Consumed + r.adv.Window; r.received+n > limit {
-		return 0, fmt.Errorf("%w: %d bytes at offset %d, granted up to %d", ErrCreditOverrun, n, r.received, limit)
+		return Held{}, fmt.Errorf("%w: %d bytes at offset %d, granted up to %d", ErrCreditOverrun, n, r.received, limit)
 	}
 	if n > 0 && !r.pending() {
 		r.pendingSince = now
 	}
 	r.received += n
 	if last {
-		r.held += n
-		return n, nil
+		h := Held{Frame: n, Envelope: max(size, n)}
+		r.held += h.Frame
+		r.unread += h.Envelope
+		return h, nil
+	}
+	if r.unread >= r.window {
+		r.waiting += n
+		return Held{}, nil
 	}
 	r.credit(n, now)
-	return 0, nil
+	return Held{}, nil
 }
 
-// Consume credits n held bytes of complete envelopes that the application
-// consumed. It fails with [ErrConsumeUnheld] if fewer bytes are held.
-func (r *RecvCredit) Consume(n int64, now time.Time) error {
-	if n < 0 || n > r.held {
-		return fmt.Errorf("%w: consuming %d with %d held", ErrConsumeUnheld, n, r.held)
+// Consume credits the held bytes of a complete envelope that the
+// application consumed, and the bytes of incomplete envelopes that waited
+// while complete ones were unread, once those total less than the window.
+// It fails with [ErrConsumeUnheld] if fewer bytes are held.
+func (r *RecvCredit) Consume(h Held, now time.Time) error {
+	if h.Frame < 0 || h.Frame > r.held || h.Envelope < h.Frame || h.Envelope > r.unread {
+		return fmt.Errorf("%w: consuming %d (of an envelope of %d) with %d held (%d unread)", ErrConsumeUnheld, h.Frame, h.Envelope, r.held, r.unread)
 	}
-	r.held -= n
-	r.credit(n, now)
+	r.held -= h.Frame
+	r.unread -= h.Envelope
+	r.credit(h.Frame, now)
+	r.release(now)
 	return nil
+}
+
+// release credits the bytes of incomplete envelopes that waited, if the
+// complete envelopes not consumed now total less than the window.
+func (r *RecvCredit) release(now time.Time) {
+	if r.waiting > 0 && r.unread < r.window {
+		r.credit(r.waiting, now)
+		r.waiting = 0
+	}
 }
 
 func (r *RecvCredit) credit(n int64, now time.Time) {
@@ -316,6 +361,9 @@ func (r *RecvCredit) Grant(now time.Time, rtt time.Duration) (g Grant, ok bool) 
 	if delta > 0 {
 		r.autoTune(now, rtt)
 	}
+	// A window grown past what is unread credits what waited; the grant
+	// goes, as for any grown window.
+	r.release(now)
 	if !due && r.window == r.adv.Window {
 		return Grant{}, false
 	}
@@ -382,7 +430,7 @@ func (r *RecvCredit) Deadline() time.Time {
 // grant's received count is at least its consumed count, so the
 // received bytes waiting are no more than the consumed ones.
 func (r *RecvCredit) slack() bool {
-	return !r.forced && r.held == 0 && r.consumed-r.adv.Consumed < r.cfg.Slack && r.window == r.adv.Window
+	return !r.forced && r.held == 0 && r.waiting == 0 && r.consumed-r.adv.Consumed < r.cfg.Slack && r.window == r.adv.Window
 }
 
 // Slack returns the configured [RecvConfig.Slack].
@@ -402,8 +450,16 @@ func (r *RecvCredit) Received() int64 { return r.received }
 // not.
 func (r *RecvCredit) Consumed() int64 { return r.consumed }
 
-// Held returns the bytes of complete envelopes not yet consumed.
+// Held returns the bytes of complete envelopes' last frames not yet
+// consumed: what of them the peer's credit still counts.
 func (r *RecvCredit) Held() int64 { return r.held }
+
+// Unread returns the bytes of complete envelopes not yet consumed, whole.
+func (r *RecvCredit) Unread() int64 { return r.unread }
+
+// Waiting returns the bytes of incomplete envelopes whose credit waits
+// for the application to consume complete ones.
+func (r *RecvCredit) Waiting() int64 { return r.waiting }
 
 // Window returns the current window in bytes (possibly not yet granted).
 func (r *RecvCredit) Window() int64 { return r.window }

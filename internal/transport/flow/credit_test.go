@@ -139,7 +139,7 @@ func TestRecvCreditRejectsOverrun(t *testing.T) {
 			r := mustRecv(t, RecvConfig{Window: 100, MaxWindow: 100})
 			var err error
 			for _, n := range tt.frames {
-				if _, err = r.Arrive(n, tt.last, t0); err != nil {
+				if _, err = r.Arrive(n, tt.last, n, t0); err != nil {
 					break
 				}
 			}
@@ -155,21 +155,21 @@ func TestRecvCreditRejectsOverrun(t *testing.T) {
 
 func TestRecvCreditHoldsCompleteEnvelopeUntilConsumed(t *testing.T) {
 	r := mustRecv(t, RecvConfig{Window: 100, MaxWindow: 100, GrantBytes: 50})
-	held, err := r.Arrive(70, true, t0)
-	if err != nil || held != 70 {
+	held, err := r.Arrive(70, true, 70, t0)
+	if err != nil || held != (Held{70, 70}) {
 		t.Fatalf("Arrive(70, last) = %d, %v; want 70 held", held, err)
 	}
 	if g, _ := r.Grant(t0, 0); g.Consumed != 0 || g.Received != 70 {
 		t.Fatalf("Grant before consumption = %+v; want 70 received acknowledged and nothing credited", g)
 	}
-	if err := r.Consume(70, t0); err != nil {
+	if err := r.Consume(Held{70, 70}, t0); err != nil {
 		t.Fatal(err)
 	}
 	g, ok := r.Grant(t0, 0)
 	if !ok || g.Consumed != 70 {
 		t.Errorf("Grant after consuming 70 = %+v, %v; want consumed 70", g, ok)
 	}
-	if err := r.Consume(1, t0); !errors.Is(err, ErrConsumeUnheld) {
+	if err := r.Consume(Held{1, 1}, t0); !errors.Is(err, ErrConsumeUnheld) {
 		t.Errorf("Consume(1) with nothing held = %v, want ErrConsumeUnheld", err)
 	}
 }
@@ -192,7 +192,7 @@ func TestEnvelopeLargerThanWindowDoesNotStall(t *testing.T) {
 				t.Fatal(err)
 			}
 			written += n
-			if _, err := recv.Arrive(int64(n), written == envelope, now); err != nil {
+			if _, err := recv.Arrive(int64(n), written == envelope, int64(n), now); err != nil {
 				t.Fatalf("Arrive at %d: %v", written, err)
 			}
 		}
@@ -227,7 +227,7 @@ func TestRecvCreditGrantIsDue(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r := mustRecv(t, RecvConfig{Window: 1000, MaxWindow: 1000, GrantBytes: 256})
-			if _, err := r.Arrive(tt.arrive, true, t0); err != nil {
+			if _, err := r.Arrive(tt.arrive, true, tt.arrive, t0); err != nil {
 				t.Fatal(err)
 			}
 			if tt.ackFirst {
@@ -235,7 +235,7 @@ func TestRecvCreditGrantIsDue(t *testing.T) {
 					t.Fatalf("receipt of %d bytes was not acknowledged", tt.arrive)
 				}
 			}
-			if err := r.Consume(tt.consume, t0); err != nil {
+			if err := r.Consume(Held{tt.consume, tt.consume}, t0); err != nil {
 				t.Fatal(err)
 			}
 			g, ok := r.Grant(t0.Add(tt.at), 0)
@@ -251,9 +251,9 @@ func TestRecvCreditDeadlineIsGrantDelayAfterFirstUngrantedByte(t *testing.T) {
 	if !r.Deadline().IsZero() {
 		t.Fatalf("Deadline() with nothing consumed = %v, want zero", r.Deadline())
 	}
-	_, _ = r.Arrive(20, true, t0)
-	_ = r.Consume(10, t0)
-	_ = r.Consume(10, t0.Add(time.Millisecond))
+	_, _ = r.Arrive(20, true, 20, t0)
+	_ = r.Consume(Held{10, 10}, t0)
+	_ = r.Consume(Held{10, 10}, t0.Add(time.Millisecond))
 	if want := t0.Add(DefaultGrantDelay); !r.Deadline().Equal(want) {
 		t.Errorf("Deadline() = %v, want %v (GrantDelay after the first ungranted byte)", r.Deadline(), want)
 	}
@@ -265,27 +265,27 @@ func TestRecvCreditDeadlineIsGrantDelayAfterFirstUngrantedByte(t *testing.T) {
 // that waits; Grant itself is unchanged (due after GrantDelay when asked).
 func TestRecvCreditSlackNeedsNoDeadline(t *testing.T) {
 	r := mustRecv(t, RecvConfig{Window: 1000, MaxWindow: 1000, GrantBytes: 256, Slack: 100})
-	_, _ = r.Arrive(60, true, t0)
+	_, _ = r.Arrive(60, true, 60, t0)
 	if r.Deadline().IsZero() {
 		t.Fatal("Deadline() is zero with an envelope held")
 	}
-	_ = r.Consume(60, t0)
+	_ = r.Consume(Held{60, 60}, t0)
 	if d := r.Deadline(); !d.IsZero() {
 		t.Fatalf("Deadline() = %v with 60 bytes consumed, Slack 100 and nothing held; want zero", d)
 	}
 	if g, ok := r.Grant(t0.Add(DefaultGrantDelay), 0); !ok || g.Consumed != 60 {
 		t.Fatalf("Grant() after GrantDelay = %+v, %v; want the 60 bytes (riding along)", g, ok)
 	}
-	_, _ = r.Arrive(99, true, t0.Add(time.Second))
-	_ = r.Consume(99, t0.Add(time.Second))
+	_, _ = r.Arrive(99, true, 99, t0.Add(time.Second))
+	_ = r.Consume(Held{99, 99}, t0.Add(time.Second))
 	if d := r.Deadline(); !d.IsZero() {
 		t.Fatalf("Deadline() = %v with 99 bytes consumed; want zero", d)
 	}
-	_, _ = r.Arrive(1, true, t0.Add(2*time.Second))
+	_, _ = r.Arrive(1, true, 1, t0.Add(2*time.Second))
 	if want := t0.Add(time.Second + DefaultGrantDelay); !r.Deadline().Equal(want) {
 		t.Fatalf("Deadline() = %v with 1 byte held; want %v", r.Deadline(), want)
 	}
-	_ = r.Consume(1, t0.Add(2*time.Second))
+	_ = r.Consume(Held{1, 1}, t0.Add(2*time.Second))
 	if want := t0.Add(time.Second + DefaultGrantDelay); !r.Deadline().Equal(want) {
 		t.Fatalf("Deadline() = %v with Slack reached; want %v (GrantDelay after the first byte waiting)", r.Deadline(), want)
 	}
@@ -314,7 +314,7 @@ func TestCreditAcrossResume(t *testing.T) {
 	recv := mustRecv(t, RecvConfig{Window: 100, MaxWindow: 100, GrantBytes: 10})
 	_ = send.Spend(100)
 	// 70 bytes arrive on the old connection; 30 are lost with it.
-	if _, err := recv.Arrive(70, false, t0); err != nil {
+	if _, err := recv.Arrive(70, false, 0, t0); err != nil {
 		t.Fatal(err)
 	}
 	if _, ok := recv.Grant(t0, 0); !ok {
@@ -334,7 +334,7 @@ func TestCreditAcrossResume(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The resent 30 bytes were paid for when first sent.
-	if _, err := recv.Arrive(30, true, t0); err != nil {
+	if _, err := recv.Arrive(30, true, 30, t0); err != nil {
 		t.Fatalf("resent bytes overran: %v", err)
 	}
 	if got := send.Available(); got != 70 {
@@ -363,10 +363,10 @@ func TestRecvCreditAutoTunesWindowWhenUsedWithinFewRoundTrips(t *testing.T) {
 			now := t0
 			for range 200 {
 				q := r.Granted().Window / 4
-				if _, err := r.Arrive(q, true, now); err != nil {
+				if _, err := r.Arrive(q, true, q, now); err != nil {
 					t.Fatal(err)
 				}
-				_ = r.Consume(q, now)
+				_ = r.Consume(Held{q, q}, now)
 				r.Grant(now, rtt)
 				now = now.Add(tt.every)
 			}
@@ -404,7 +404,8 @@ func TestCreditPropertyNeverNegativeNeverAboveWindow(t *testing.T) {
 			n    int64
 			last bool
 		}
-		var heldEnvelopes []int64
+		var heldEnvelopes []Held
+		var envelope int64 // bytes of the envelope under way
 		now := t0
 		for range rapid.IntRange(1, 200).Draw(t, "steps") {
 			now = now.Add(time.Duration(rapid.IntRange(0, 3).Draw(t, "tick")) * time.Millisecond)
@@ -427,12 +428,14 @@ func TestCreditPropertyNeverNegativeNeverAboveWindow(t *testing.T) {
 				}
 				f := inflight[0]
 				inflight = inflight[1:]
-				held, err := recv.Arrive(f.n, f.last, now)
+				envelope += f.n
+				held, err := recv.Arrive(f.n, f.last, envelope, now)
 				if err != nil {
 					t.Fatalf("receiver saw an overrun the sender allowed: %v", err)
 				}
-				if held > 0 {
+				if f.last {
 					heldEnvelopes = append(heldEnvelopes, held)
+					envelope = 0
 				}
 			case 2: // the application consumes an envelope
 				if len(heldEnvelopes) == 0 {
@@ -493,15 +496,122 @@ func TestRecvCreditGrantBytesFollowTheWindow(t *testing.T) {
 	}
 	for _, tt := range tests {
 		r := mustRecv(t, RecvConfig{Window: tt.window, MaxWindow: tt.window})
-		if _, err := r.Arrive(tt.every-1, false, t0); err != nil {
+		if _, err := r.Arrive(tt.every-1, false, 0, t0); err != nil {
 			t.Fatal(err)
 		}
 		if g, ok := r.Grant(t0, 0); ok {
 			t.Errorf("window %d: grant %+v after %d bytes, want none before %d", tt.window, g, tt.every-1, tt.every)
 		}
-		_, _ = r.Arrive(1, false, t0)
+		_, _ = r.Arrive(1, false, 0, t0)
 		if _, ok := r.Grant(t0, 0); !ok {
 			t.Errorf("window %d: no grant after %d bytes, want one", tt.window, tt.every)
 		}
 	}
+}
+
+// Whatever the application's pace, a receiver never holds more than two
+// windows of complete envelopes it has not consumed plus the envelope
+// under way, and the sender never stalls for good: once the application
+// consumes, what waited is credited. Envelopes cross one after another, as
+// one key's do.
+func TestRecvCreditBoundsWhatASlowReaderHolds(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		window := rapid.Int64Range(1<<10, 1<<16).Draw(t, "window")
+		maxEnvelope := 4 * window
+		send := NewSendCredit(window, window)
+		recv := mustRecv(t, RecvConfig{Window: window, MaxWindow: window})
+		var unconsumed []Held
+		var size, sent, arrived int64 // the envelope under way: its size, bytes sent, bytes arrived
+		var frames []struct {
+			n    int64
+			last bool
+		}
+		reads := rapid.Bool().Draw(t, "reads") // the application reads at all
+		now := t0
+		for range rapid.IntRange(1, 1000).Draw(t, "steps") {
+			now = now.Add(time.Millisecond)
+			switch rapid.IntRange(0, 3).Draw(t, "op") {
+			case 0: // the sender writes a frame of the envelope under way
+				if size == 0 {
+					size = rapid.Int64Range(1, maxEnvelope).Draw(t, "size")
+				}
+				n := min(send.Available(), size-sent, rapid.Int64Range(1, window).Draw(t, "frame"))
+				if n <= 0 {
+					continue
+				}
+				_ = send.Spend(n)
+				sent += n
+				frames = append(frames, struct {
+					n    int64
+					last bool
+				}{n, sent == size})
+				if sent == size {
+					size, sent = 0, 0
+				}
+			case 1: // a frame arrives
+				if len(frames) == 0 {
+					continue
+				}
+				f := frames[0]
+				frames = frames[1:]
+				arrived += f.n
+				h, err := recv.Arrive(f.n, f.last, arrived, now)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if f.last {
+					unconsumed = append(unconsumed, h)
+					arrived = 0
+				}
+			case 2: // the application consumes, if it reads at all
+				if len(unconsumed) == 0 || !reads {
+					continue
+				}
+				if err := recv.Consume(unconsumed[0], now); err != nil {
+					t.Fatal(err)
+				}
+				unconsumed = unconsumed[1:]
+			case 3: // a grant crosses
+				if g, ok := recv.Grant(now, 0); ok {
+					if _, err := send.Apply(g); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			if held := recv.Unread() + arrived; held > 2*window+maxEnvelope {
+				t.Fatalf("the receiver holds %d bytes unread (%d of complete envelopes), want at most two windows (%d) and an envelope (%d)",
+					held, recv.Unread(), 2*window, maxEnvelope)
+			}
+		}
+		// The application reads everything, and what is on the way
+		// arrives: every byte is credited and the sender has its whole
+		// window again, so nothing waits for good.
+		for _, f := range frames {
+			arrived += f.n
+			h, err := recv.Arrive(f.n, f.last, arrived, now)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if f.last {
+				unconsumed = append(unconsumed, h)
+				arrived = 0
+			}
+		}
+		for _, h := range unconsumed {
+			if err := recv.Consume(h, now); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if recv.Waiting() != 0 || recv.Consumed() != recv.Received() {
+			t.Fatalf("after the reader caught up: %d bytes wait, %d of %d received credited", recv.Waiting(), recv.Consumed(), recv.Received())
+		}
+		if g, ok := recv.Grant(now.Add(time.Second), 0); ok {
+			if _, err := send.Apply(g); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if send.Available() != window {
+			t.Fatalf("sender has %d of credit after the reader caught up, want the whole window %d", send.Available(), window)
+		}
+	})
 }

@@ -41,8 +41,11 @@
 // The receiver credits the bytes of a frame that leaves its envelope
 // incomplete as soon as it arrives, so an envelope larger than the window
 // cannot stall; it holds the bytes of the frame that completes an envelope
-// until the application has consumed the envelope, so the window bounds what
-// a peer can make us hold unread. [RecvCredit.Grant] says when a grant is
+// until the application has consumed the envelope. While complete envelopes
+// of a window or more wait unread, the bytes of incomplete ones wait for
+// their credit too, until the application consumes: a peer can make a
+// receiver hold at most two windows of complete envelopes unread, plus the
+// envelopes it had started ([RecvCredit] argues it). [RecvCredit.Grant] says when a grant is
 // worth a frame: GrantBytes (by default a sixteenth of the window, at least
 // 32 KiB and at most half the window) consumed or received since the last one,
 // anything consumed while the peer has less than GrantBytes of credit left,
@@ -156,8 +159,8 @@
 //
 // On a grant frame: sched.ApplyGrant(stream, grant, now), then run the writer
 // loop. On a data frame read completely: held, err := recv.Arrive(len, last,
-// now); when the application has taken the envelope (or it was dropped):
-// recv.Consume(held, now); after either, and when recv.Deadline() passes:
+// size, now) (size: the whole envelope's, when last); when the application
+// has taken the envelope (or it was dropped): recv.Consume(held, now); after either, and when recv.Deadline() passes:
 // if g, ok := recv.Grant(now, sched.Estimator().MinRTT()); ok, write a credit
 // frame carrying all three of g's counts (Received too: see Credit). On a
 // pong: sched.Estimator().OnRTT(rtt, now).

@@ -39,17 +39,18 @@ func ExampleScheduler() {
 }
 
 // The receiving side of a stream: bytes of an incomplete envelope are
-// credited on arrival, the last frame's bytes when the application has the
-// envelope; grants carry cumulative counts.
+// credited on arrival (unless complete envelopes of a window or more wait
+// unread), the last frame's bytes when the application has the envelope;
+// grants carry cumulative counts.
 func ExampleRecvCredit() {
 	r, err := flow.NewRecvCredit(flow.RecvConfig{Window: 64 << 10})
 	if err != nil {
 		panic(err)
 	}
 	now := time.Unix(0, 0)
-	_, _ = r.Arrive(16<<10, false, now)   // first frame of a 20 KiB envelope
-	held, _ := r.Arrive(4<<10, true, now) // its last frame
-	if g, ok := r.Grant(now, 0); ok {     // not yet: below the threshold
+	_, _ = r.Arrive(16<<10, false, 0, now)        // first frame of a 20 KiB envelope
+	held, _ := r.Arrive(4<<10, true, 20<<10, now) // its last frame
+	if g, ok := r.Grant(now, 0); ok {             // not yet: below the threshold
 		fmt.Println("unexpected grant", g)
 	}
 	_ = r.Consume(held, now)                         // the application took it

@@ -231,11 +231,11 @@ func (m *sim) arrive(f Frame) {
 		return
 	}
 	r := m.recv[f.Stream]
-	held, err := r.Arrive(int64(f.Len), f.Last, m.now)
+	held, err := r.Arrive(int64(f.Len), f.Last, int64(f.Offset+f.Len), m.now)
 	if err != nil {
 		m.t.Fatalf("at %v: %v", m.now.Sub(t0), err)
 	}
-	if held > 0 || f.Last {
+	if f.Last {
 		if m.consumeRate <= 0 {
 			_ = r.Consume(held, m.now)
 		} else {
@@ -243,7 +243,7 @@ func (m *sim) arrive(f Frame) {
 			if m.consumeFree.After(start) {
 				start = m.consumeFree
 			}
-			m.consumeFree = start.Add(time.Duration(float64(held) / m.consumeRate * float64(time.Second)))
+			m.consumeFree = start.Add(time.Duration(float64(held.Frame) / m.consumeRate * float64(time.Second)))
 			m.at(m.consumeFree, func() {
 				_ = r.Consume(held, m.now)
 				m.maybeGrant(f.Stream)
