@@ -20,7 +20,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -28,6 +27,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
 	"github.com/troupe-go/troupe/actor"
 	"github.com/troupe-go/troupe/cluster"
+	"github.com/troupe-go/troupe/internal/proctest"
 	"github.com/troupe-go/troupe/internal/systemtest"
 	"github.com/troupe-go/troupe/system"
 )
@@ -235,7 +235,7 @@ func TestStandaloneReadinessChecksOnlyWhatApplies(t *testing.T) {
 func TestTheAdminTokenFailsClosedOverTLSAndIsNeverPrinted(t *testing.T) {
 	const token = "admin-Token.42"
 	cert, pool := selfSignedCert(t)
-	logs := new(lockedBuffer) // the admin server logs too, from its own goroutines
+	logs := new(proctest.LockedBuffer) // the admin server logs too, from its own goroutines
 	cfg := system.Config{Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}
 	reg := adminOn(&cfg)
 	cfg.Admin.TLS = &tls.Config{Certificates: []tls.Certificate{cert}}
@@ -504,21 +504,3 @@ func selfSignedCert(t *testing.T) (tls.Certificate, *x509.CertPool) {
 	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key, Leaf: leaf}, pool
 }
 
-// lockedBuffer is a log sink that several goroutines write while the test
-// reads it.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}

@@ -63,7 +63,7 @@ type Spec struct {
 type Proc struct {
 	cmd    *exec.Cmd
 	stdin  io.WriteCloser
-	stderr lockedBuffer
+	stderr LockedBuffer
 	done   chan struct{} // closed once stdout is drained and the process reaped
 	err    error         // Wait's error, set before done closes
 
@@ -224,19 +224,20 @@ func FreeLoopback(t testing.TB, n int) []string {
 	return addrs
 }
 
-// lockedBuffer collects a child's stderr while the test may read it.
-type lockedBuffer struct {
+// LockedBuffer is a sink that several goroutines may write (a child's
+// stderr, a logger's output) while the test reads it.
+type LockedBuffer struct {
 	mu sync.Mutex
 	b  strings.Builder
 }
 
-func (b *lockedBuffer) Write(p []byte) (int, error) {
+func (b *LockedBuffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.b.Write(p)
 }
 
-func (b *lockedBuffer) String() string {
+func (b *LockedBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.b.String()

@@ -98,14 +98,10 @@ func TestAnAskThatMayHaveRunIsNotSentAgainWhenItsOwnerGoes(t *testing.T) {
 			a, b, l, key := leaverOwns(t)
 			ctx, cancel := context.WithTimeout(ctxT(t), 5*time.Second)
 			defer cancel()
-			done := make(chan error, 1)
-			go func() {
-				_, err := actor.Ask(ctx, counter.Ref(a, key), incr{})
-				done <- err
-			}()
+			done := async(func() (int, error) { return actor.Ask(ctx, counter.Ref(a, key), incr{}) })
 			pollUntil(t, "the ask to wait on l", func() bool { return a.r.waiting() == 1 })
 			a.r.Update(a.id, true, tc.view(a, b, l))
-			err := <-done
+			err := (<-done).err
 			if !errors.Is(err, actor.ErrOutcomeUnknown) || !errors.Is(err, actor.ErrUnavailable) {
 				t.Fatalf("expected ErrOutcomeUnknown (and ErrUnavailable), not a second run at b; got %v", err)
 			}
@@ -123,19 +119,11 @@ func TestAnAskUnansweredByAMemberThatLeftInOrderRunsOnTheNewOwner(t *testing.T) 
 	a, b, l, key := leaverOwns(t)
 	ctx, cancel := context.WithTimeout(ctxT(t), 5*time.Second)
 	defer cancel()
-	type answer struct {
-		n   int
-		err error
-	}
-	done := make(chan answer, 1)
-	go func() {
-		n, err := actor.Ask(ctx, counter.Ref(a, key), incr{})
-		done <- answer{n, err}
-	}()
+	done := async(func() (int, error) { return actor.Ask(ctx, counter.Ref(a, key), incr{}) })
 	pollUntil(t, "the ask to wait on l", func() bool { return a.r.waiting() == 1 })
 	a.r.Update(a.id, true, leftView([]*testNode{a, b}, l))
-	if got := <-done; got.err != nil || got.n != 1 {
-		t.Fatalf("got %d, %v: want the ask run once, by b", got.n, got.err)
+	if got := <-done; got.err != nil || got.v != 1 {
+		t.Fatalf("got %d, %v: want the ask run once, by b", got.v, got.err)
 	}
 }
 
@@ -150,20 +138,28 @@ func TestAReadOnlyAskIsSentAgainWhenItsOwnerGoesAndKeepsItsRequestID(t *testing.
 			a, b, l, key := leaverOwns(t)
 			ctx, cancel := context.WithTimeout(actor.WithRequestID(ctxT(t), "read-again"), 5*time.Second)
 			defer cancel()
-			type answer struct {
-				id  string
-				err error
-			}
-			done := make(chan answer, 1)
-			go func() {
-				id, err := actor.Ask(ctx, counter.Ref(a, key), whoAsks{})
-				done <- answer{id, err}
-			}()
+			done := async(func() (string, error) { return actor.Ask(ctx, counter.Ref(a, key), whoAsks{}) })
 			pollUntil(t, "the ask to wait on l", func() bool { return a.r.waiting() == 1 })
 			a.r.Update(a.id, true, append(viewOf(a, b), cluster.Member{ID: l.id, Status: tc.status, ActorTypes: []string{"counter", "seq"}}))
-			if got := <-done; got.err != nil || got.id != "read-again" {
-				t.Fatalf("got %q, %v: want the ask answered by b, the new owner, under its id", got.id, got.err)
+			if got := <-done; got.err != nil || got.v != "read-again" {
+				t.Fatalf("got %q, %v: want the ask answered by b, the new owner, under its id", got.v, got.err)
 			}
 		})
 	}
+}
+
+// answer is what an ask run by async returned.
+type answer[R any] struct {
+	v   R
+	err error
+}
+
+// async runs ask in a goroutine; its answer arrives on the channel.
+func async[R any](ask func() (R, error)) <-chan answer[R] {
+	done := make(chan answer[R], 1)
+	go func() {
+		v, err := ask()
+		done <- answer[R]{v, err}
+	}()
+	return done
 }
