@@ -56,7 +56,7 @@
 //     yet whole are credited as they arrive while little waits unread: a
 //     receiver that does not read holds at most two windows of whole
 //     messages, plus those the sender had started on the stream (one per
-//     key at most).
+//     key, within its send queue).
 //   - The send queue is bounded by bytes, not by message count.
 //   - After a message to a newer incarnation of a peer, the older
 //     process's session is dropped even if that process is still up.

@@ -667,6 +667,31 @@ func (p *partialEnv) allocChunk(pool *bufPool, n int) []byte {
 	return p.buf[:n]
 }
 
+// checkDataLocked reports why an n-byte chunk of data frame d does not
+// fit its envelope, before anything of it is counted: a malformed frame
+// breaks the connection, and the session resumes with the stream's credit
+// as it was. It returns the envelope's whole size, which the stream's
+// credit needs of a last chunk.
+func (s *session) checkDataLocked(h Header, d dataFrame, n int) (int64, error) {
+	have, total := 0, int(d.Total)
+	if p := s.partial[h.Stream][d.Envelope]; h.Flags&FlagFirst != 0 {
+		if p != nil {
+			return 0, frameErr(ErrMalformedFrame, h, "envelope %d started twice", d.Envelope)
+		}
+	} else if p == nil {
+		return 0, frameErr(ErrMalformedFrame, h, "chunk of unknown envelope %d", d.Envelope)
+	} else {
+		have, total = len(p.buf), p.total
+	}
+	switch {
+	case int(d.Offset) != have || have+n > total:
+		return 0, frameErr(ErrMalformedFrame, h, "chunk at %d+%d, envelope has %d of %d", d.Offset, n, have, total)
+	case h.Flags&FlagLast != 0 && have+n != total:
+		return 0, frameErr(ErrMalformedFrame, h, "last chunk leaves envelope at %d of %d", have+n, total)
+	}
+	return int64(total), nil
+}
+
 // applyDataLocked records a received data frame (chunk already
 // decompressed). pre, if not nil, is the envelope chunkTargetLocked
 // returned for it, and chunk may already lie in its buffer.
@@ -681,11 +706,9 @@ func (s *session) applyDataLocked(h Header, d dataFrame, chunk []byte, now time.
 		}
 		return frameErr(ErrMalformedFrame, h, "envelope %d started again", d.Envelope)
 	}
-	size := int64(len(chunk)) // a whole envelope's, when last
-	if last && h.Flags&FlagFirst == 0 {
-		if p := s.partial[st][d.Envelope]; p != nil {
-			size = int64(p.total)
-		}
+	size, err := s.checkDataLocked(h, d, len(chunk))
+	if err != nil {
+		return err
 	}
 	held, err := s.recv[st].Arrive(int64(len(chunk)), last, size, now)
 	if err != nil {
@@ -702,9 +725,6 @@ func (s *session) applyDataLocked(h Header, d dataFrame, chunk []byte, now time.
 	parts := s.partial[st]
 	p := parts[d.Envelope]
 	if h.Flags&FlagFirst != 0 {
-		if p != nil {
-			return frameErr(ErrMalformedFrame, h, "envelope %d started twice", d.Envelope)
-		}
 		p = pre
 		if p == nil || p.total != int(d.Total) || p.buf == nil {
 			p = s.newPartialLocked(int(d.Total))
@@ -712,11 +732,6 @@ func (s *session) applyDataLocked(h Header, d dataFrame, chunk []byte, now time.
 		s.reserved += p.reserved
 		parts[d.Envelope] = p
 		s.started[st] = int64(d.Envelope)
-	} else if p == nil {
-		return frameErr(ErrMalformedFrame, h, "chunk of unknown envelope %d", d.Envelope)
-	}
-	if int(d.Offset) != len(p.buf) || len(p.buf)+len(chunk) > p.total {
-		return frameErr(ErrMalformedFrame, h, "chunk at %d+%d, envelope has %d of %d", d.Offset, len(chunk), len(p.buf), p.total)
 	}
 	if n := len(p.buf); len(chunk) > 0 && cap(p.buf)-n >= len(chunk) && &p.buf[n : n+1][0] == &chunk[0] {
 		// Read in place by readDataDirect.
@@ -727,9 +742,6 @@ func (s *session) applyDataLocked(h Header, d dataFrame, chunk []byte, now time.
 		p.buf = append(p.buf, chunk...)
 	}
 	if last {
-		if len(p.buf) != p.total {
-			return frameErr(ErrMalformedFrame, h, "last chunk leaves envelope at %d of %d", len(p.buf), p.total)
-		}
 		delete(parts, d.Envelope)
 		s.reserved -= p.reserved
 		s.deliverLocked(st, delivery{payload: p.buf, held: held, epoch: s.epoch})
@@ -767,10 +779,7 @@ const (
 // envelope, which spares small envelopes an allocation and two map
 // operations each. An id above started is never in the partial map.
 func (s *session) applyWholeLocked(h Header, d dataFrame, chunk []byte, held flow.Held) error {
-	st := h.Stream
-	if d.Offset != 0 || len(chunk) != int(d.Total) {
-		return frameErr(ErrMalformedFrame, h, "chunk at %d+%d, envelope has 0 of %d", d.Offset, len(chunk), d.Total)
-	}
+	st := h.Stream // checkDataLocked saw the chunk is the whole envelope
 	s.started[st] = int64(d.Envelope)
 	var buf []byte
 	switch n := len(chunk); {

@@ -2,6 +2,7 @@ package transport
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -135,5 +136,43 @@ func TestAReceiverThatStopsReadingHoldsAtMostTwoWindowsOfLargeEnvelopes(t *testi
 				}
 			}
 		})
+	}
+}
+
+// A malformed data frame breaks the connection, and the session resumes
+// with the stream's credit: the frame must have counted for nothing there.
+// Counted, a bogus last chunk of a large envelope would leave its size
+// unread for good, and the stream's later large envelopes would wait for
+// credit forever.
+func TestAMalformedDataFrameCountsNothingAgainstTheWindow(t *testing.T) {
+	s := connlessSession(t, wire.Config{ClusterName: "test", Limits: wire.Limits{Window: 256 << 10}})
+	st := StreamApplication
+	r := &s.recv[st]
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	first := Header{Version: ProtocolVersion, Type: FrameData, Flags: FlagFirst, Stream: st}
+	if err := s.applyDataLocked(first, dataFrame{Envelope: 0, Total: 1 << 20}, make([]byte, 16<<10), time.Now(), nil); err != nil {
+		t.Fatal(err)
+	}
+	before := [...]int64{r.Received(), r.Consumed(), r.Unread(), r.Held(), r.Waiting()}
+	last := Header{Version: ProtocolVersion, Type: FrameData, Flags: FlagLast, Stream: st}
+	for _, bad := range []struct {
+		name string
+		h    Header
+		d    dataFrame
+		n    int
+	}{
+		{"a last chunk that leaves the envelope short", last, dataFrame{Envelope: 0, Offset: 16 << 10}, 1000},
+		{"a chunk at the wrong offset", last, dataFrame{Envelope: 0, Offset: 3}, 1000},
+		{"a chunk of an unknown envelope", last, dataFrame{Envelope: 7}, 1000},
+		{"an envelope started twice", first, dataFrame{Envelope: 0, Total: 1 << 20}, 1000},
+	} {
+		err := s.applyDataLocked(bad.h, bad.d, make([]byte, bad.n), time.Now(), nil)
+		if !errors.Is(err, ErrMalformedFrame) {
+			t.Fatalf("%s: %v, want %v", bad.name, err, ErrMalformedFrame)
+		}
+		if after := [...]int64{r.Received(), r.Consumed(), r.Unread(), r.Held(), r.Waiting()}; after != before {
+			t.Fatalf("%s changed the credit (received, consumed, unread, held, waiting) from %v to %v", bad.name, before, after)
+		}
 	}
 }

@@ -398,8 +398,9 @@ func (r *RecvCredit) autoTune(now time.Time, rtt time.Duration) {
 // frame. After [RecvCredit.Resume] the time returned is already past: a
 // grant is due at once.
 //
-// Why a slack grant cannot stall the sender. With nothing held, every
-// byte received was consumed (received = consumed + held), so the sender
+// Why a slack grant cannot stall the sender. With nothing held or
+// waiting, every byte received was consumed (received = consumed + held +
+// waiting), so the sender
 // has had fewer than Slack bytes neither credited nor acknowledged on the
 // stream since its last grant: its credit is at least Window-Slack, which
 // fits a frame (Slack is at most Window/8, and a frame is cut short to
@@ -417,7 +418,10 @@ func (r *RecvCredit) autoTune(now time.Time, rtt time.Duration) {
 // held alone. A receipt the sender waits on is not covered:
 // the session asks for its grant (an ack ping) when its envelope is the
 // last written, and any earlier one lies more than Slack before the end,
-// so its bytes were granted already or are still held.
+// so its bytes were granted already, or are still held or waiting. Bytes
+// waiting (see RecvCredit) are credited as a whole, not by envelope: an
+// envelope consumed while a window of others waits unread has its
+// receipt resolved only once enough of those are consumed too.
 func (r *RecvCredit) Deadline() time.Time {
 	if !r.pending() && !r.forced || r.slack() {
 		return time.Time{}

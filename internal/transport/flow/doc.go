@@ -120,7 +120,7 @@
 // eighth of the window is available, to avoid a trickle of tiny frames.
 // On a slow path (MaxFrame takes more than a millisecond at the sustained
 // rate) a large envelope's frame is also cut to the congestion window's
-// room (at least 2 KiB): a frame that overran the window would stand in
+// room (at least a quarter of MaxFrame): a frame that overran the window would stand in
 // the bottleneck's queue in front of the next small envelope.
 //
 // Frames carry the stream, a per-stream envelope id (assigned when the

@@ -17,10 +17,6 @@ const DefaultMaxFrame = 16 << 10
 // millisecond, a tenth of what a 16 KiB frame takes at 50 Mbit/s.
 const DefaultFrameTime = 250 * time.Microsecond
 
-// minLargeCut is the least frame a large envelope is cut to so that it
-// fits the congestion window.
-const minLargeCut = 2 << 10
-
 // slowFrameTime is how long sending MaxFrame at the sustained rate takes
 // on a path the scheduler treats as slow (below 131 Mbit/s with 16 KiB
 // frames).
@@ -753,9 +749,11 @@ func (s *Scheduler) fits(st *schedStream, e *envelope) (int, bool) {
 			// On a slow path a large envelope's frame fills the
 			// congestion window, not past it: what stands in the
 			// bottleneck's queue is what a small envelope waits behind,
-			// and a whole frame more is 2.6 ms at 50 Mbit/s.
+			// and a whole frame more is 2.6 ms at 50 Mbit/s. A quarter
+			// frame at least: frames are compressed one by one, and
+			// each costs a grant.
 			if room := s.est.CWnd() - s.est.Inflight(); room < int64(limit) {
-				limit = int(max(room, minLargeCut))
+				limit = int(max(room, int64(s.cfg.MaxFrame/4)))
 			}
 		}
 	}
