@@ -11,6 +11,18 @@ func OwnerOf(s *System, typ, key string) string {
 	return id.Addr
 }
 
+// RingOwnerOf returns the address of key's first replica on s's ring of
+// typ: where the key lives once what moved has settled (OwnerOf follows
+// the router, which keeps a moving key on its old owner while that one
+// still runs it).
+func RingOwnerOf(s *System, typ, key string) string {
+	r := s.m.router.Ring(typ)
+	if r == nil {
+		return "no ring of " + typ
+	}
+	return r.AppendReplicas(nil, ring.KeyToken(typ, key), 1)[0].Addr
+}
+
 // ForceRejoin makes a clustered s rejoin with a new incarnation, as if the
 // cluster had removed it.
 func ForceRejoin(s *System) {

@@ -125,7 +125,7 @@ func keysKeepStateOnAJoin(t *testing.T, def *actor.Def[int, CountMsg]) {
 	for i := range keys {
 		key := fmt.Sprint("k", i)
 		add(t, def.Ref(systems[0], key), i+1)
-		before[key] = system.OwnerOf(systems[0], "counter", key)
+		before[key] = system.RingOwnerOf(systems[0], "counter", key)
 	}
 	joined := systemtest.Join(t, []string{systems[0].Addr()}, nil, def)
 	systems = append(systems, joined)
@@ -133,7 +133,7 @@ func keysKeepStateOnAJoin(t *testing.T, def *actor.Def[int, CountMsg]) {
 	moved := 0
 	for i := range keys {
 		key := fmt.Sprint("k", i)
-		if system.OwnerOf(systems[0], "counter", key) != before[key] {
+		if system.RingOwnerOf(systems[0], "counter", key) != before[key] {
 			moved++
 		}
 		got := eventually(t, "read "+key, func(ctx context.Context) (int, error) {
