@@ -16,6 +16,45 @@ type fataler interface {
 	Fatalf(format string, args ...any)
 }
 
+// testFrame is a data frame on its way to a receiver: its bytes, and
+// whether it completes its envelope.
+type testFrame struct {
+	n    int64
+	last bool
+}
+
+// reader feeds frames to a RecvCredit in order, summing each envelope's
+// bytes for its last frame, and keeps what complete envelopes hold until
+// the application consumes them.
+type reader struct {
+	r        *RecvCredit
+	envelope int64 // bytes of the envelope under way
+	held     []Held
+}
+
+func (rd *reader) arrive(f testFrame, now time.Time) error {
+	rd.envelope += f.n
+	h, err := rd.r.Arrive(f.n, f.last, rd.envelope, now)
+	if err != nil {
+		return err
+	}
+	if f.last {
+		rd.held = append(rd.held, h)
+		rd.envelope = 0
+	}
+	return nil
+}
+
+// consume consumes the oldest complete envelope, if any.
+func (rd *reader) consume(now time.Time) error {
+	if len(rd.held) == 0 {
+		return nil
+	}
+	h := rd.held[0]
+	rd.held = rd.held[1:]
+	return rd.r.Consume(h, now)
+}
+
 func mustRecv(t fataler, cfg RecvConfig) RecvCredit {
 	t.Helper()
 	r, err := NewRecvCredit(cfg)
@@ -400,12 +439,8 @@ func TestCreditPropertyNeverNegativeNeverAboveWindow(t *testing.T) {
 		send := NewSendCredit(window, 4*window)
 		recv := mustRecv(t, RecvConfig{Window: window, MaxWindow: 4 * window, GrantBytes: max(1, window/2)})
 		var grants []Grant
-		var inflight []struct {
-			n    int64
-			last bool
-		}
-		var heldEnvelopes []Held
-		var envelope int64 // bytes of the envelope under way
+		var inflight []testFrame
+		rd := reader{r: &recv}
 		now := t0
 		for range rapid.IntRange(1, 200).Draw(t, "steps") {
 			now = now.Add(time.Duration(rapid.IntRange(0, 3).Draw(t, "tick")) * time.Millisecond)
@@ -418,33 +453,20 @@ func TestCreditPropertyNeverNegativeNeverAboveWindow(t *testing.T) {
 				if err := send.Spend(n); err != nil {
 					t.Fatal(err)
 				}
-				inflight = append(inflight, struct {
-					n    int64
-					last bool
-				}{n, rapid.Bool().Draw(t, "last")})
+				inflight = append(inflight, testFrame{n, rapid.Bool().Draw(t, "last")})
 			case 1: // deliver the oldest frame
 				if len(inflight) == 0 {
 					continue
 				}
 				f := inflight[0]
 				inflight = inflight[1:]
-				envelope += f.n
-				held, err := recv.Arrive(f.n, f.last, envelope, now)
-				if err != nil {
+				if err := rd.arrive(f, now); err != nil {
 					t.Fatalf("receiver saw an overrun the sender allowed: %v", err)
 				}
-				if f.last {
-					heldEnvelopes = append(heldEnvelopes, held)
-					envelope = 0
-				}
 			case 2: // the application consumes an envelope
-				if len(heldEnvelopes) == 0 {
-					continue
-				}
-				if err := recv.Consume(heldEnvelopes[0], now); err != nil {
+				if err := rd.consume(now); err != nil {
 					t.Fatal(err)
 				}
-				heldEnvelopes = heldEnvelopes[1:]
 			case 3: // the receiver grants
 				if g, ok := recv.Grant(now, time.Millisecond); ok {
 					grants = append(grants, g)
@@ -469,10 +491,7 @@ func TestCreditPropertyNeverNegativeNeverAboveWindow(t *testing.T) {
 				}
 				// Resend what was lost, as frames that are not last.
 				for left := send.Sent() - from; left > 0; left = 0 {
-					inflight = append(inflight, struct {
-						n    int64
-						last bool
-					}{left, false})
+					inflight = append(inflight, testFrame{left, false})
 				}
 			}
 			if a := send.Available(); a < 0 || a > send.Window() {
@@ -520,12 +539,9 @@ func TestRecvCreditBoundsWhatASlowReaderHolds(t *testing.T) {
 		maxEnvelope := 4 * window
 		send := NewSendCredit(window, window)
 		recv := mustRecv(t, RecvConfig{Window: window, MaxWindow: window})
-		var unconsumed []Held
-		var size, sent, arrived int64 // the envelope under way: its size, bytes sent, bytes arrived
-		var frames []struct {
-			n    int64
-			last bool
-		}
+		rd := reader{r: &recv}
+		var size, sent int64 // the envelope being sent: its size, bytes sent
+		var frames []testFrame
 		reads := rapid.Bool().Draw(t, "reads") // the application reads at all
 		now := t0
 		for range rapid.IntRange(1, 1000).Draw(t, "steps") {
@@ -541,10 +557,7 @@ func TestRecvCreditBoundsWhatASlowReaderHolds(t *testing.T) {
 				}
 				_ = send.Spend(n)
 				sent += n
-				frames = append(frames, struct {
-					n    int64
-					last bool
-				}{n, sent == size})
+				frames = append(frames, testFrame{n, sent == size})
 				if sent == size {
 					size, sent = 0, 0
 				}
@@ -554,23 +567,16 @@ func TestRecvCreditBoundsWhatASlowReaderHolds(t *testing.T) {
 				}
 				f := frames[0]
 				frames = frames[1:]
-				arrived += f.n
-				h, err := recv.Arrive(f.n, f.last, arrived, now)
-				if err != nil {
+				if err := rd.arrive(f, now); err != nil {
 					t.Fatal(err)
-				}
-				if f.last {
-					unconsumed = append(unconsumed, h)
-					arrived = 0
 				}
 			case 2: // the application consumes, if it reads at all
-				if len(unconsumed) == 0 || !reads {
+				if !reads {
 					continue
 				}
-				if err := recv.Consume(unconsumed[0], now); err != nil {
+				if err := rd.consume(now); err != nil {
 					t.Fatal(err)
 				}
-				unconsumed = unconsumed[1:]
 			case 3: // a grant crosses
 				if g, ok := recv.Grant(now, 0); ok {
 					if _, err := send.Apply(g); err != nil {
@@ -578,7 +584,7 @@ func TestRecvCreditBoundsWhatASlowReaderHolds(t *testing.T) {
 					}
 				}
 			}
-			if held := recv.Unread() + arrived; held > 2*window+maxEnvelope {
+			if held := recv.Unread() + rd.envelope; held > 2*window+maxEnvelope {
 				t.Fatalf("the receiver holds %d bytes unread (%d of complete envelopes), want at most two windows (%d) and an envelope (%d)",
 					held, recv.Unread(), 2*window, maxEnvelope)
 			}
@@ -587,18 +593,12 @@ func TestRecvCreditBoundsWhatASlowReaderHolds(t *testing.T) {
 		// arrives: every byte is credited and the sender has its whole
 		// window again, so nothing waits for good.
 		for _, f := range frames {
-			arrived += f.n
-			h, err := recv.Arrive(f.n, f.last, arrived, now)
-			if err != nil {
+			if err := rd.arrive(f, now); err != nil {
 				t.Fatal(err)
 			}
-			if f.last {
-				unconsumed = append(unconsumed, h)
-				arrived = 0
-			}
 		}
-		for _, h := range unconsumed {
-			if err := recv.Consume(h, now); err != nil {
+		for len(rd.held) > 0 {
+			if err := rd.consume(now); err != nil {
 				t.Fatal(err)
 			}
 		}
