@@ -670,26 +670,26 @@ func (p *partialEnv) allocChunk(pool *bufPool, n int) []byte {
 // checkDataLocked reports why an n-byte chunk of data frame d does not
 // fit its envelope, before anything of it is counted: a malformed frame
 // breaks the connection, and the session resumes with the stream's credit
-// as it was. It returns the envelope's whole size, which the stream's
-// credit needs of a last chunk.
-func (s *session) checkDataLocked(h Header, d dataFrame, n int) (int64, error) {
+// as it was. It returns the partial envelope a later chunk belongs to (nil
+// for a first chunk: its id is above started, which the caller checked,
+// so it is in no partial map) and the envelope's whole size, which the
+// stream's credit needs of a last chunk.
+func (s *session) checkDataLocked(h Header, d dataFrame, n int) (*partialEnv, int64, error) {
+	var p *partialEnv
 	have, total := 0, int(d.Total)
-	if p := s.partial[h.Stream][d.Envelope]; h.Flags&FlagFirst != 0 {
-		if p != nil {
-			return 0, frameErr(ErrMalformedFrame, h, "envelope %d started twice", d.Envelope)
+	if h.Flags&FlagFirst == 0 {
+		if p = s.partial[h.Stream][d.Envelope]; p == nil {
+			return nil, 0, frameErr(ErrMalformedFrame, h, "chunk of unknown envelope %d", d.Envelope)
 		}
-	} else if p == nil {
-		return 0, frameErr(ErrMalformedFrame, h, "chunk of unknown envelope %d", d.Envelope)
-	} else {
 		have, total = len(p.buf), p.total
 	}
 	switch {
 	case int(d.Offset) != have || have+n > total:
-		return 0, frameErr(ErrMalformedFrame, h, "chunk at %d+%d, envelope has %d of %d", d.Offset, n, have, total)
+		return nil, 0, frameErr(ErrMalformedFrame, h, "chunk at %d+%d, envelope has %d of %d", d.Offset, n, have, total)
 	case h.Flags&FlagLast != 0 && have+n != total:
-		return 0, frameErr(ErrMalformedFrame, h, "last chunk leaves envelope at %d of %d", have+n, total)
+		return nil, 0, frameErr(ErrMalformedFrame, h, "last chunk leaves envelope at %d of %d", have+n, total)
 	}
-	return int64(total), nil
+	return p, int64(total), nil
 }
 
 // applyDataLocked records a received data frame (chunk already
@@ -706,7 +706,7 @@ func (s *session) applyDataLocked(h Header, d dataFrame, chunk []byte, now time.
 		}
 		return frameErr(ErrMalformedFrame, h, "envelope %d started again", d.Envelope)
 	}
-	size, err := s.checkDataLocked(h, d, len(chunk))
+	p, size, err := s.checkDataLocked(h, d, len(chunk))
 	if err != nil {
 		return err
 	}
@@ -723,7 +723,6 @@ func (s *session) applyDataLocked(h Header, d dataFrame, chunk []byte, now time.
 		return err
 	}
 	parts := s.partial[st]
-	p := parts[d.Envelope]
 	if h.Flags&FlagFirst != 0 {
 		p = pre
 		if p == nil || p.total != int(d.Total) || p.buf == nil {
