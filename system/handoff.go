@@ -24,15 +24,14 @@ import (
 // that range at once (the range is receiving) and copies it from the
 // range's previous replicas: from n-q+1 of the n (q the write level's
 // quorum), which meets every quorum of the previous set, so that it holds
-// what any of them acknowledged before it counts. The copy does not fence
-// the range at its sources (replicanode.Node.CopyFenced) yet: a fence also
-// ends the activations of owners already on the new view, whose writes in
-// flight then fail with ErrUnavailable (seen at joins under load), so an
-// owner whose view lags can still get writes acknowledged by the previous
-// replicas after the copy (docs/replication.md, "Hand-off"). Meanwhile the other
-// replicas, and the previous set through joint acquisition, answer for
-// the range. The copy is paced by the driver's SyncRate so that
-// application traffic keeps flowing.
+// what any of them acknowledged before it counts. The copy fences the
+// range at its sources first (replicanode.Node.CopyFenced): an owner whose
+// view lags the change gets no write acknowledged by them from then on,
+// and owners already on the new view acquire again above the fence,
+// keeping what waited on them (docs/replication.md, "Hand-off").
+// Meanwhile the other replicas, and the previous set through joint
+// acquisition, answer for the range. The copy is paced by the driver's
+// SyncRate so that application traffic keeps flowing.
 //
 // A joining member enters the ring only once it is ready, so its own
 // join is such a change and nothing special: it receives every range it
@@ -339,8 +338,7 @@ func (s *states) receive(ctx context.Context, node *replicanode.Node, h *handoff
 		h.mu.Unlock()
 		var err error
 		if need > 0 {
-			// Not fenced (CopyFenced), see the package comment above.
-			err = node.Copy(actx, j.rng, sources, need)
+			err = node.CopyFenced(actx, j.rng, sources, need)
 		} // else every previous replica is gone: there is nothing to copy
 		<-h.slots
 		stop()

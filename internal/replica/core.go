@@ -664,8 +664,9 @@ func readWaitsOf(ts []Ticket) []readWait {
 
 // unchanged reports whether adopted, the newest records a refresh's
 // quorum holds, show that no other owner served since the refused epoch
-// seenAt: every record is of seenAt or older, and they hold the values
-// the owner set aside (seen).
+// seenAt: every record is of seenAt or older, and each holds the value the
+// owner set aside (seen) or an earlier one it wrote itself at seenAt. A
+// slot the owner holds may be missing only if it wrote it at seenAt.
 //
 // Equal values alone do not say it: another owner may have acquired,
 // written and been acknowledged in between (a floor's refusal does not
@@ -678,24 +679,30 @@ func readWaitsOf(ts []Ticket) []readWait {
 // adopts a record newer than seenAt. An owner that served a key with no
 // records and wrote nothing left none, but changed nothing either: what
 // waits here is linearized after it.
+//
+// Earlier values of its own are what the floor leaves behind: the
+// copier fences every replica of the range, the owner's own included, so
+// the writes in flight when it was raised were refused everywhere and the
+// quorum holds the last one committed (or one of those in flight that a
+// replica took before the fence). Records of seenAt are the owner's
+// alone, and those past its commit point were acknowledged to no one, so
+// writing seen back at the new epoch commits them in their order.
 func (o *ownership) unchanged(adopted map[Slot]Record) bool {
-	for _, r := range adopted {
+	for slot, r := range adopted {
 		if r.Epoch.Compare(o.seenAt) > 0 {
 			return false
 		}
+		s, ok := o.seen[slot]
+		if !ok {
+			return false
+		}
+		same := s.Tombstone == r.Tombstone && bytes.Equal(s.Value, r.Value)
+		if !same && (r.Epoch.Compare(o.seenAt) != 0 || r.Version >= s.Version) {
+			return false
+		}
 	}
-	return sameRecords(adopted, o.seen)
-}
-
-// sameRecords reports whether a and b hold the same slots with the same
-// values and tombstones.
-func sameRecords(a, b map[Slot]Record) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for slot, r := range a {
-		o, ok := b[slot]
-		if !ok || o.Tombstone != r.Tombstone || !bytes.Equal(o.Value, r.Value) {
+	for slot, s := range o.seen {
+		if _, ok := adopted[slot]; !ok && s.Epoch.Compare(o.seenAt) != 0 {
 			return false
 		}
 	}

@@ -217,6 +217,44 @@ func TestAnOwnerFencedByAFloorAcquiresAboveItAndKeepsItsWrite(t *testing.T) {
 	}
 }
 
+// A floor raised on every replica, the owner's own included, refuses the
+// owner's write in flight everywhere, so its new acquisition adopts the
+// value committed before it, not the one the owner set aside. That value
+// is the owner's own, of the refused epoch: no other owner served, and
+// the owner keeps serving with its write done at the new epoch.
+func TestAnOwnerFencedOnEveryReplicaKeepsItsWriteInFlight(t *testing.T) {
+	s := newSim(t, 3, replication.Majority, []Key{keyA})
+	serve(t, s, 0)
+	owner := s.nodes[0]
+	first := write(t, s, 0, 1)
+	s.flush()
+	if !released(s, 0, first) {
+		t.Fatal("the first write was not acknowledged")
+	}
+	term := owner.core.owned[keyA].epoch.Term
+	for _, n := range s.nodes {
+		n.core.Step(Message{Type: MsgFence, From: s.nodes[2].id, To: n.id, Range: keyRange(keyA), Round: 1, Epoch: Epoch{Term: term + 1}})
+		s.apply(n)
+	}
+	s.net = slices.DeleteFunc(s.net, func(m Message) bool { return m.Type == MsgFenced })
+	tk := write(t, s, 0, 2)
+	s.flush()
+	if !owner.core.Serving(keyA) || !released(s, 0, tk) {
+		t.Fatalf("fenced with a write in flight, the owner serves %v and the write is settled %v: want both", owner.core.Serving(keyA), released(s, 0, tk))
+	}
+	for _, op := range s.history {
+		if in := op.Input.(regInput); in.Op == lincheck.Write && in.New == 2 && op.Output.(regOutput).Unknown {
+			t.Fatal("the write in flight failed; want it done at the new epoch")
+		}
+	}
+	owner.core.Resign(keyA)
+	s.apply(owner)
+	serve(t, s, 1)
+	if got := decodeValue(s.nodes[1].core.Current(keyA, stateSlot)); got != 2 {
+		t.Fatalf("the next owner reads %d, want the write that was in flight, 2", got)
+	}
+}
+
 // A served owner refused by a floor whose new acquisition finds another
 // owner's write fails what waited and steps down.
 func TestAnOwnerFencedByAFloorStepsDownWhenAnotherOwnerWrote(t *testing.T) {

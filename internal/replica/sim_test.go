@@ -374,7 +374,8 @@ func (s *sim) acquire(n *simNode, k Key) {
 
 // changeSet moves k's replica set as a joining member would: a member
 // outside the set takes the first place and the last member leaves the
-// set while it lives on (and may still serve k). One change at a time
+// set while it lives on (and may still serve k), or, a third of the time,
+// stays in it. One change at a time
 // per key, as placement moves keys one member per step.
 func (s *sim) changeSet(k Key, pick func(int) int) {
 	set := s.replicas[k]
@@ -392,7 +393,12 @@ func (s *sim) changeSet(k Key, pick func(int) int) {
 	}
 	s.previous[k] = slices.Clone(set)
 	joined := outside[pick(len(outside))]
-	s.replicas[k] = append([]ring.NodeID{joined}, set[:len(set)-1]...)
+	if pick(3) == 0 {
+		// The set grows, as a new cluster's sets do.
+		s.replicas[k] = append([]ring.NodeID{joined}, set...)
+	} else {
+		s.replicas[k] = append([]ring.NodeID{joined}, set[:len(set)-1]...)
+	}
 	s.tracef("changeSet %v from %v to %v", k.ID, set, s.replicas[k])
 	// Half the time the member that joined the set fences the key's
 	// range, as a hand-off's copy does: owners of the previous set below
