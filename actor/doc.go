@@ -71,6 +71,19 @@
 // ask. client/idempotency's middleware names its HTTP request id, so the
 // asks of a guarded handler carry it.
 //
+// # Idempotency keys
+//
+// A request id correlates; an idempotency key deduplicates. An ask made
+// with WithIdempotencyKey(ctx, "pay-7f3a") to a definition that keeps its
+// state (Durable, WithReplicas) runs its handler at most once per key and
+// actor: the owner keeps the answer (reply, declared error, failure) in
+// the actor's stored record, written by the same commit as the state the
+// handler changed and before the answer leaves, so a retry, from the
+// caller or from the runtime when the owner died mid-request, gets that
+// answer without running the handler, and a retry with another request
+// fails with ErrIdempotencyConflict. See WithIdempotencyKey for the rules
+// and bounds.
+//
 // # Handlers and state
 //
 // One message at a time per key, in the order each sender sent them. The

@@ -84,6 +84,24 @@ var (
 	// (WithRequestID) that is empty, longer than 64 bytes or not visible
 	// ASCII. The ask is not sent.
 	ErrInvalidRequestID = fault.ErrInvalidRequestID
+
+	// ErrInvalidIdempotencyKey reports an ask whose context names an
+	// idempotency key (WithIdempotencyKey) that is empty, longer than 255
+	// bytes or not visible ASCII. The ask is not sent.
+	ErrInvalidIdempotencyKey = fault.ErrInvalidIdempotencyKey
+
+	// ErrIdempotencyConflict reports an ask whose idempotency key was
+	// first used, on the same actor, for another request (another message
+	// type or another encoding). The handler does not run. It is
+	// permanent: the key names the first request for as long as its
+	// answer is kept.
+	ErrIdempotencyConflict = fault.ErrIdempotencyConflict
+
+	// ErrIdempotencyUnsupported reports an ask with an idempotency key to
+	// an actor whose definition keeps no state (neither Durable nor
+	// WithReplicas): there is nowhere to keep its answer. The ask is not
+	// sent.
+	ErrIdempotencyUnsupported = fault.ErrIdempotencyUnsupported
 )
 
 // Temporary reports whether retrying what failed with err may succeed:

@@ -71,6 +71,37 @@ func WithRequestID(ctx context.Context, id string) context.Context {
 	return runtime.WithRequestID(ctx, id)
 }
 
+// WithIdempotencyKey returns ctx naming key as the idempotency key of the
+// asks made with it (or with contexts derived from it): an ask with a key
+// runs its handler at most once per key, and every retry gets the first
+// one's answer, however often it is sent and across the death of its
+// owner.
+//
+// The key is scoped by the definition and the actor's key: the same key
+// sent to two actors names two requests. The first ask with a key runs
+// the handler; its answer (the reply, a declared error, a failure, or
+// ErrNoReply) is kept in the actor's stored record, written with the
+// state the handler changed, before the answer leaves. An ask with the
+// same key and an equal request (same message type, same encoding, maps
+// compared by their sorted keys) gets that answer without running the
+// handler; with another request it fails with ErrIdempotencyConflict.
+// When the owner of a keyed ask dies before answering, the ask is sent
+// again to the new owner, which answers from what was kept or runs it if
+// nothing was. A handler that defers its reply (Defer) does not have it
+// kept: a retry fails with ErrOutcomeUnknown.
+//
+// Only definitions that keep their state (Durable, WithReplicas) keep
+// answers; an ask with a key to any other fails with
+// ErrIdempotencyUnsupported. Each actor keeps the answers of its last 128
+// keyed asks, none older than 24 hours: a retry after that runs again.
+// An actor ended with Delete keeps none. key is 1 to 255 visible ASCII
+// bytes (an HTTP Idempotency-Key fits), else such asks fail with
+// ErrInvalidIdempotencyKey. It is kept with the answer: do not put
+// secrets in it.
+func WithIdempotencyKey(ctx context.Context, key string) context.Context {
+	return runtime.WithIdempotencyKey(ctx, key)
+}
+
 // Respond answers the request q that the handler is handling with r. A
 // reply of the wrong type does not compile. Respond after a Tell (nobody
 // waits) does nothing; a second Respond to the same ask is ignored.

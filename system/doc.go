@@ -109,14 +109,15 @@
 //   - Delivery is at most once while no owner leaves: an ask whose owner
 //     died or was retired by a newer process at its address before
 //     answering fails with actor.ErrOutcomeUnknown (it may have run
-//     there), unless its message is actor.ReadOnly, which is asked again
+//     there), unless its message is actor.ReadOnly or the ask carries an
+//     idempotency key (actor.WithIdempotencyKey), which are asked again
 //     of the key's new owner. An ask still unanswered when its owner left
-//     in order is sent once to the new owner whatever its message, so it
-//     can run twice if the leaver abandoned it mid-handler (at
-//     LeaveTimeout). Effects outside the actor's own state need an
-//     idempotency key until replication's continuity records exist; a
-//     replicated actor's own state does not count a run twice only if the
-//     handler makes its change idempotent.
+//     in order is sent once to the new owner whatever its message, so an
+//     unkeyed one can run twice if the leaver abandoned it mid-handler
+//     (at LeaveTimeout). A keyed ask to a durable or replicated actor
+//     runs its handler once per key: the owner keeps its answer in the
+//     actor's stored record, written with the state it changed, and
+//     answers every retry from it.
 //   - A member that lost the majority of the cluster (it sees fewer than
 //     half of the members alive) refuses the keys it would own with ErrUnavailable. Pinned actors
 //     (actor.Pinned, Def.RefAt) ignore placement and majority: they live

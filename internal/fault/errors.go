@@ -23,6 +23,10 @@ var (
 	ErrMessageTooLarge   = errors.New("troupe: message exceeds the message limit")
 	ErrInvalidRequestID  = errors.New("troupe: invalid request id")
 	ErrOutcomeUnknown    = errors.New("troupe: outcome unknown")
+
+	ErrInvalidIdempotencyKey  = errors.New("troupe: invalid idempotency key")
+	ErrIdempotencyConflict    = errors.New("troupe: idempotency key reused for another request")
+	ErrIdempotencyUnsupported = errors.New("troupe: idempotency keys need a definition that keeps its state")
 )
 
 // OutcomeUnknown wraps ErrOutcomeUnknown and ErrUnavailable with a

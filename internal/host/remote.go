@@ -82,6 +82,10 @@ type Outbound struct {
 	// ReadOnly is set for an ask whose message says it changes nothing
 	// (actor.ReadOnly): it may be sent again after its owner died.
 	ReadOnly bool
+	// IdempotencyKey is the ask's idempotency key ("" for none): its
+	// owner answers a retry from what it kept, so it too may be sent
+	// again after its owner died.
+	IdempotencyKey string
 }
 
 // MessageAppender appends a message's encoding to dst. It cannot fail.
@@ -108,6 +112,8 @@ type Inbound struct {
 	Deadline  time.Time
 	Chain     []string
 	RequestID RequestID // the ask's id; zero for tells
+	// IdempotencyKey is the ask's idempotency key, "" for none.
+	IdempotencyKey string
 	// Reply, for asks, receives the outcome exactly once: the encoded
 	// reply, or an error. Nil for tells. The body is valid only during
 	// the call: the replier reuses its buffer.

@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"encoding/hex"
+	"fmt"
 )
 
 // RequestID identifies one ask, for correlation only: the handler reads
@@ -84,4 +85,25 @@ func newRequestPrefix() uint64 {
 // host's prefix and the next of its count, one atomic add.
 func (h *Host) NewRequestID() RequestID {
 	return RequestID{hi: h.reqPrefix, lo: h.reqCount.Add(1)}
+}
+
+// MaxIdempotencyKey is the longest idempotency key, in bytes.
+const MaxIdempotencyKey = 255
+
+// ValidIdempotencyKey reports why s cannot be an ask's idempotency key (""
+// when it can): it must have 1 to MaxIdempotencyKey bytes, each visible
+// ASCII ('!' to '~'), as the HTTP Idempotency-Key header's value.
+func ValidIdempotencyKey(s string) string {
+	if s == "" {
+		return "empty"
+	}
+	if len(s) > MaxIdempotencyKey {
+		return fmt.Sprintf("%d bytes, at most %d", len(s), MaxIdempotencyKey)
+	}
+	for i := range len(s) {
+		if c := s[i]; c < '!' || c > '~' {
+			return fmt.Sprintf("byte %d is not visible ASCII", i)
+		}
+	}
+	return ""
 }

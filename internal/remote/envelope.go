@@ -67,8 +67,9 @@ func (h *tellHead) set(e *envelope) {
 // envelopes of a version it does not know. 2 added the reply codes of
 // declared errors, too-large messages and panics (a declared error's
 // reply carries its name and body), which a node of version 1 would
-// misread. 3 added an ask's request id, after its chain.
-const envelopeVersion = 3
+// misread. 3 added an ask's request id, after its chain; 4 an ask's
+// idempotency key (empty for none), after its request id.
+const envelopeVersion = 4
 
 // Forms of an ask's request id on the wire (see appendRequestID).
 const (
@@ -97,6 +98,7 @@ type envelope struct {
 	hops  uint8  // forwards already taken (tell)
 	chain []string
 	rid   host.RequestID // the ask's request id (ask)
+	idem  string         // the ask's idempotency key, "" for none (ask)
 	err   *wireError     // reply
 	// encoded is the length of the body appendBody last encoded from a
 	// message (not from body): the size the message limit is about.
@@ -230,6 +232,7 @@ func (e *envelope) appendToBody(b []byte, enc host.MessageAppender, m any) []byt
 		b = appendStrings(b, e.chain)
 		if e.kind == kindAsk {
 			b = appendRequestID(b, e.rid)
+			b = appendString(b, e.idem)
 		}
 	case kindCancel, kindDrained:
 		b = binary.AppendUvarint(b, e.id)
@@ -492,6 +495,11 @@ func (e *envelope) decodeAfter(b []byte, prev *tellHead) error {
 		e.chain = d.strings("chain")
 		if e.kind == kindAsk {
 			e.rid = d.requestID()
+			if e.idem = d.string("idempotency key"); e.idem != "" && d.err == nil {
+				if why := host.ValidIdempotencyKey(e.idem); why != "" {
+					d.fail("idempotency key: " + why)
+				}
+			}
 		}
 	case kindCancel, kindSync, kindDrained:
 		e.id = d.uvarint("id")

@@ -1,6 +1,7 @@
 package remote
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -36,6 +37,7 @@ func TestEnvelopeRoundTrips(t *testing.T) {
 				case 2:
 					e.rid = host.NamedRequestID(rapid.StringMatching(`[!-~]{1,64}`).Draw(t, "rid name"))
 				}
+				e.idem = rapid.StringMatching(`[!-~]{0,255}`).Draw(t, "idempotency key")
 			}
 		case kindReply:
 			if rapid.Bool().Draw(t, "failed") {
@@ -80,6 +82,7 @@ func TestEnvelopeRoundTrips(t *testing.T) {
 
 func TestDecodeEnvelopeRefusesBadInput(t *testing.T) {
 	good := (&envelope{kind: kindAsk, id: 7, typ: "t", key: "k", body: []byte("x"), ttl: 5}).encode()
+	head := good[:len(good)-2] // before the request id's form and the empty idempotency key
 	for name, b := range map[string][]byte{
 		"empty":          {},
 		"version":        append([]byte{9}, good[1:]...),
@@ -88,12 +91,15 @@ func TestDecodeEnvelopeRefusesBadInput(t *testing.T) {
 		"trailing bytes": append(append([]byte{}, good...), 0),
 		"huge length":    {envelopeVersion, kindMembers, 1, 0xff, 0xff, 0xff, 0xff, 0x0f},
 		"version 2":      append([]byte{2}, good[1:]...),
-		"rid form":       append(append([]byte{}, good[:len(good)-1]...), 9),
-		"rid made zero":  append(append([]byte{}, good[:len(good)-1]...), append([]byte{ridMade}, make([]byte, 16)...)...),
-		"rid made short": append(append([]byte{}, good[:len(good)-1]...), ridMade, 0, 0, 1),
-		"rid named bad":  append(append([]byte{}, good[:len(good)-1]...), ridNamed, 2, 'a', ' '),
-		"rid named long": append(append(append([]byte{}, good[:len(good)-1]...), ridNamed, 65), make([]byte, 65)...),
-		"rid named none": append(append([]byte{}, good[:len(good)-1]...), ridNamed, 0),
+		"rid form":       append(append([]byte{}, head...), 9, 0),
+		"rid made zero":  append(append(append([]byte{}, head...), append([]byte{ridMade}, make([]byte, 16)...)...), 0),
+		"rid made short": append(append([]byte{}, head...), ridMade, 0, 0, 1),
+		"rid named bad":  append(append([]byte{}, head...), ridNamed, 2, 'a', ' ', 0),
+		"rid named long": append(append(append([]byte{}, head...), ridNamed, 65), append(make([]byte, 65), 0)...),
+		"rid named none": append(append([]byte{}, head...), ridNamed, 0, 0),
+		"idem bad":       append(append([]byte{}, head...), ridNone, 2, 'a', ' '),
+		"idem long":      append(append(append([]byte{}, head...), ridNone, 0x80, 0x02), bytes.Repeat([]byte{'x'}, 256)...),
+		"idem missing":   append(append([]byte{}, head...), ridNone),
 	} {
 		if _, err := decodeEnvelope(b); !errors.Is(err, ErrMalformed) {
 			t.Errorf("%s: err = %v, want ErrMalformed", name, err)
@@ -106,6 +112,7 @@ func FuzzDecodeEnvelope(f *testing.F) {
 	// The request id's forms.
 	f.Add((&envelope{kind: kindAsk, id: 7, typ: "t", key: "k", body: []byte("x"), rid: host.MadeRequestID(1<<63, 42)}).encode())
 	f.Add((&envelope{kind: kindAsk, id: 7, typ: "t", key: "k", body: []byte("x"), rid: host.NamedRequestID("req-1")}).encode())
+	f.Add((&envelope{kind: kindAsk, id: 7, typ: "t", key: "k", body: []byte("x"), idem: "pay-1"}).encode())
 	f.Add((&envelope{kind: kindReply, id: 7, err: &wireError{code: codeFailed, msg: "m", cause: &wireError{code: codeCycle}}}).encode())
 	// The codes whose payload came with declared errors and panics.
 	f.Add((&envelope{kind: kindReply, id: 7, err: &wireError{code: codeDeclared, msg: "w: e", name: "pkg.E", body: []byte{0x81, 0xa1, 'N', 0x07}}}).encode())
@@ -142,6 +149,7 @@ func TestErrorsKeepTheirIdentityAcrossNodes(t *testing.T) {
 		{&notOwnerError{hint: "h:1"}, []error{errNotOwner}},
 		{fmt.Errorf("%w: 20 MiB", actor.ErrMessageTooLarge), []error{actor.ErrMessageTooLarge}},
 		{fmt.Errorf("send: %w", wire.ErrMessageTooLarge), []error{actor.ErrMessageTooLarge}},
+		{fmt.Errorf("%w: key k", actor.ErrIdempotencyConflict), []error{actor.ErrIdempotencyConflict}},
 	} {
 		e := envelope{kind: kindReply, id: 1, err: toWire(c.err)}
 		got, err := decodeEnvelope(e.encode())

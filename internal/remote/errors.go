@@ -30,6 +30,7 @@ const (
 	codeTooLarge
 	codePanic // a failure's cause: the handler panicked
 	codeOutcomeUnknown
+	codeIdempotencyConflict
 )
 
 // errNotOwner is what a node answers for a key it does not serve; the
@@ -106,6 +107,7 @@ var sentinels = []struct {
 	{fault.ErrUndecodable, codeUndecodable},
 	{fault.ErrInvalidRef, codeInvalidRef},
 	{fault.ErrNoReply, codeNoReply},
+	{fault.ErrIdempotencyConflict, codeIdempotencyConflict},
 	{fault.ErrMessageTooLarge, codeTooLarge},
 	{wire.ErrMessageTooLarge, codeTooLarge},
 }

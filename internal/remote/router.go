@@ -332,8 +332,10 @@ func (r *Router) Update(self ring.NodeID, owning bool, members []cluster.Member)
 		if !v.gone(p.to) {
 			continue
 		}
-		if (p.out.ReadOnly || v.leftInOrder(old, p.to)) && p.retries < maxRetries {
-			// Running it twice is harmless (actor.ReadOnly), or the
+		if (p.out.ReadOnly || p.out.IdempotencyKey != "" || v.leftInOrder(old, p.to)) && p.retries < maxRetries {
+			// Running it twice is harmless (actor.ReadOnly), or its
+			// owner answers it again from what it kept (an idempotency
+			// key: see actor.WithIdempotencyKey), or the
 			// member left in order: it answered what it accepted, and
 			// a request still unanswered most likely reached it after
 			// it stopped serving (this view lagged). Place it again, on
@@ -567,7 +569,7 @@ func (r *Router) dispatchIn(v *view, id uint64, p *pending, again bool) error {
 		// that node's view, which changed first.
 		to, here = p.hint, p.hint == v.self
 	}
-	e := &envelope{kind: kindAsk, id: id, token: out.Token, typ: out.Type, key: out.Key, name: out.Name, body: out.Body, chain: out.Chain, rid: out.RequestID}
+	e := &envelope{kind: kindAsk, id: id, token: out.Token, typ: out.Type, key: out.Key, name: out.Name, body: out.Body, chain: out.Chain, rid: out.RequestID, idem: out.IdempotencyKey}
 	if !out.Deadline.IsZero() {
 		e.ttl = max(int64(time.Until(out.Deadline)), 1)
 	}
@@ -907,7 +909,7 @@ func (r *Router) serveAskHold(from ring.NodeID, e *envelope, hold bool, then *fu
 	}
 	r.serving[sk] = s
 	r.mu.Unlock()
-	in := host.Inbound{Key: e.key, Name: e.name, Body: e.body, Chain: e.chain, RequestID: e.rid, Reply: s}
+	in := host.Inbound{Key: e.key, Name: e.name, Body: e.body, Chain: e.chain, RequestID: e.rid, IdempotencyKey: e.idem, Reply: s}
 	var ttl time.Duration
 	if e.ttl > 0 {
 		ttl = time.Duration(e.ttl)

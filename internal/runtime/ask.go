@@ -65,9 +65,12 @@ func Ask[M, R any](ctx context.Context, ref Ref[M], m M) (R, error) {
 	to := ref.to.sink
 	hk, tok := ref.hashes()
 	h := to.host()
-	rid, err := requestIDOf(ctx, h)
+	rid, idem, err := requestOf(ctx, h)
 	if err != nil {
 		return zero, err
+	}
+	if idem != "" && !ref.to.keeps {
+		return zero, askFailed(fmt.Errorf("%w: %s keeps no state", ErrIdempotencyUnsupported, ref.to.typ), rid, nil)
 	}
 	var chain []string
 	if c, ok := ctx.Value(chainKey{}).([]string); ok {
@@ -90,7 +93,7 @@ func Ask[M, R any](ctx context.Context, ref Ref[M], m M) (R, error) {
 		done = make(chan struct{}, 1)
 	}
 	s := newSlot[R](ctx, done)
-	s.chain, s.rid = chain, rid
+	s.chain, s.rid, s.idem = chain, rid, idem
 	listed := false // s waits in the ask timeout's list
 	timed := false  // the deadline needs a timer of its own
 	if s.dl.IsZero() {
@@ -198,6 +201,12 @@ func (e *askError) Unwrap() error { return e.cause }
 func Respond[S, M, C, R any](c *Context[S, M, C], r R) bool {
 	if c.slot == nil {
 		return true
+	}
+	if c.keyed != nil {
+		switch c.slot.(type) {
+		case *slot[R], *slot[any]:
+			c.retainReply(r)
+		}
 	}
 	if c.replyWaits() {
 		// The message's write goes on without the handler; the reply

@@ -227,6 +227,10 @@ type extra[M any] struct {
 	// commits tracks a durable activation's writes in flight (see
 	// asyncCommits).
 	commits *asyncCommits
+	// retained are the answers kept for keyed asks, oldest first (see
+	// continuity.go): written by the cell's goroutine under its
+	// Context's gateMu, read by its commits.
+	retained []retained
 }
 
 // timerEntry is a live timer: when it fires next, its period (0: once)
@@ -576,6 +580,9 @@ func (c *cell[S, M, C]) handleBatch(ctx *Context[S, M, C], work []envelope[M], r
 			}
 			panicked, err = c.invoke(ctx, e, def)
 			if durable {
+				if ctx.keyed != nil {
+					c.keepAnswer(ctx, e, err, panicked)
+				}
 				err = c.settle(ctx, e, err)
 			}
 			// A recovered panic is a failure whatever its value wraps.
@@ -589,7 +596,17 @@ func (c *cell[S, M, C]) handleBatch(ctx *Context[S, M, C], work []envelope[M], r
 				c.mu.Lock()
 				c.cur = nil
 				c.mu.Unlock()
-				if refused {
+				if kept, kerr := ctx.kept, ctx.keptErr; kept != nil || kerr != nil {
+					// After settle's read barrier: this node still owns
+					// the key, and the write that kept the answer met
+					// its level.
+					ctx.kept, ctx.keptErr = nil, nil
+					if kerr != nil {
+						e.slot.fail(kerr)
+					} else {
+						c.answerKept(e.slot, kept)
+					}
+				} else if refused {
 					e.slot.fail(err) // an answer: the asker gets the declared error itself
 				} else if err != nil {
 					rid = *e.slot.requestID()
@@ -685,6 +702,18 @@ func (c *cell[S, M, C]) invoke(ctx *Context[S, M, C], e *envelope[M], def Handle
 		if err := c.activate(ctx); err != nil {
 			ctx.startErr = err
 			return false, err
+		}
+	}
+	if e.slot != nil && e.slot.idempotencyKey() != "" && c.durable() {
+		// A keyed ask runs once: a retry gets the answer kept.
+		kept, err := c.lookupKeyed(ctx, e)
+		if err != nil {
+			ctx.keptErr = err
+			return false, nil
+		}
+		if kept != nil {
+			ctx.kept = kept
+			return false, nil
 		}
 	}
 	hd := c.behavior

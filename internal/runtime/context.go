@@ -35,6 +35,12 @@ type Context[S, M, C any] struct {
 	dirty, confirmed, deleted, erased, unreached bool
 	lost, startErr                               error
 	gateMu                                       sync.Mutex
+	// keyed is the keyed ask being handled, until its answer is kept
+	// (see continuity.go); kept, the answer a keyed ask gets instead, or
+	// keptErr, why it gets none (a conflict).
+	keyed   *keyedAsk
+	kept    *retained
+	keptErr error
 }
 
 // Base is the part of a run's context that Tell and Ask find through the

@@ -35,8 +35,14 @@ import (
 // fails ends the activation, which resigns the key; the next message
 // acquires it again and adopts what the replicas hold.
 
-// recordVersion is the format of a stored record; a newer one is refused.
-const recordVersion = 1
+// The formats of a stored record; a newer one is refused. 2 adds the
+// answers kept for keyed asks (see continuity.go) after the timers; a
+// record that keeps none is still written as 1, which older binaries
+// read.
+const (
+	recordVersion     = 1
+	recordVersionKept = 2
+)
 
 // storedTimer is a timer kept in a key's record: its name, when it fires
 // next (wall clock), its period (0: once) and its message.
@@ -528,15 +534,19 @@ func (c *cell[S, M, C]) load(ctx *Context[S, M, C]) (S, []liveTimer[M], error) {
 		c.mu.Unlock()
 	}
 	if !ok {
+		c.setRetained(ctx, nil)
 		if k.def.Init != nil {
 			return k.def.Init(c.key), nil, nil
 		}
 		return zero, nil, nil
 	}
-	s, stored, err := decodeRecord[S](k.h, v)
+	s, stored, kept, err := decodeRecord[S](k.h, v)
 	var timers []liveTimer[M]
 	if err == nil {
 		timers, err = c.decodeTimers(stored)
+	}
+	if err == nil {
+		c.setRetained(ctx, kept)
 	}
 	if err != nil {
 		st.Resign(k.def.Name, c.key)
@@ -549,7 +559,8 @@ func (c *cell[S, M, C]) load(ctx *Context[S, M, C]) (S, []liveTimer[M], error) {
 }
 
 // record encodes the activation's state and timers as the key's record:
-// a version byte, the state (msgpack), then each timer.
+// a version byte, the state (msgpack), then each timer, then (version 2)
+// the answers kept for keyed asks.
 func (c *cell[S, M, C]) record() ([]byte, error) {
 	buf := codec.GetBuffer()
 	defer codec.PutBuffer(buf)
@@ -558,7 +569,17 @@ func (c *cell[S, M, C]) record() ([]byte, error) {
 		return nil, fmt.Errorf("encode state %T: %w", c.state, err)
 	}
 	out := make([]byte, 0, len(state)+16)
-	out = append(out, recordVersion)
+	var kept []retained
+	c.mu.Lock()
+	if c.x != nil {
+		kept = c.x.retained // under the Context's gateMu, held by every commit
+	}
+	c.mu.Unlock()
+	if len(kept) > 0 {
+		out = append(out, recordVersionKept)
+	} else {
+		out = append(out, recordVersion)
+	}
 	out = binary.AppendUvarint(out, uint64(len(state)))
 	out = append(out, state...)
 	buf.SetBytes(state[:0])
@@ -579,6 +600,9 @@ func (c *cell[S, M, C]) record() ([]byte, error) {
 		out = append(out, mb.Bytes()...)
 		codec.PutBuffer(mb)
 	}
+	if len(kept) > 0 {
+		out = appendRetained(out, kept)
+	}
 	return out, nil
 }
 
@@ -591,22 +615,22 @@ func appendString(b []byte, s string) []byte {
 var errRecord = errors.New("troupe: malformed state record")
 
 // decodeRecord decodes a record that record encoded.
-func decodeRecord[S any](h *host.Host, b []byte) (S, []storedTimer, error) {
+func decodeRecord[S any](h *host.Host, b []byte) (S, []storedTimer, []retained, error) {
 	var s S
 	if len(b) == 0 {
-		return s, nil, fmt.Errorf("%w: empty", errRecord)
+		return s, nil, nil, fmt.Errorf("%w: empty", errRecord)
 	}
-	if b[0] != recordVersion {
-		return s, nil, fmt.Errorf("%w: format %d, this binary reads %d", errRecord, b[0], recordVersion)
+	if b[0] != recordVersion && b[0] != recordVersionKept {
+		return s, nil, nil, fmt.Errorf("%w: format %d, this binary reads %d and %d", errRecord, b[0], recordVersion, recordVersionKept)
 	}
 	r := recordReader{b: b[1:]}
 	state := r.bytes()
 	n := r.uvarint()
 	if r.err != nil {
-		return s, nil, r.err
+		return s, nil, nil, r.err
 	}
 	if err := codec.DecodeState(h, state, &s); err != nil {
-		return s, nil, fmt.Errorf("decode state as %T: %w", s, err)
+		return s, nil, nil, fmt.Errorf("decode state as %T: %w", s, err)
 	}
 	var timers []storedTimer
 	for i := uint64(0); i < n && r.err == nil; i++ {
@@ -618,10 +642,14 @@ func decodeRecord[S any](h *host.Host, b []byte) (S, []storedTimer, error) {
 		t.body = r.bytes()
 		timers = append(timers, t)
 	}
+	var kept []retained
+	if b[0] == recordVersionKept {
+		kept = r.retained()
+	}
 	if r.err == nil && len(r.b) != 0 {
 		r.err = fmt.Errorf("%w: %d trailing bytes", errRecord, len(r.b))
 	}
-	return s, timers, r.err
+	return s, timers, kept, r.err
 }
 
 type recordReader struct {
@@ -638,6 +666,20 @@ func (r *recordReader) uvarint() uint64 {
 		r.err = fmt.Errorf("%w: bad length", errRecord)
 		return 0
 	}
+	r.b = r.b[n:]
+	return v
+}
+
+// fixed reads n bytes.
+func (r *recordReader) fixed(n int) []byte {
+	if r.err != nil {
+		return nil
+	}
+	if n > len(r.b) {
+		r.err = fmt.Errorf("%w: truncated", errRecord)
+		return nil
+	}
+	v := r.b[:n:n]
 	r.b = r.b[n:]
 	return v
 }

@@ -118,7 +118,7 @@ func recv[T any](t *testing.T, ch <-chan T, what string) T {
 // timersIn decodes rec and returns its timers' names.
 func timersIn(t *testing.T, rec []byte) []string {
 	t.Helper()
-	_, timers, err := decodeRecord[int](nil, rec)
+	_, timers, _, err := decodeRecord[int](nil, rec)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -11,9 +13,9 @@ import (
 )
 
 func TestARecordOfANewerFormatIsRefused(t *testing.T) {
-	_, _, err := decodeRecord[int](nil, []byte{recordVersion + 1, 1, 0x05, 0})
+	_, _, _, err := decodeRecord[int](nil, []byte{recordVersionKept + 1, 1, 0x05, 0})
 	if !errors.Is(err, errRecord) {
-		t.Fatalf("a record of format %d: %v, want errRecord", recordVersion+1, err)
+		t.Fatalf("a record of format %d: %v, want errRecord", recordVersionKept+1, err)
 	}
 }
 
@@ -27,7 +29,7 @@ func TestARecordRoundTripsItsStateAndTimers(t *testing.T) {
 	rec = appendVarint(rec, int64(time.Second))
 	rec = appendString(rec, "m")
 	rec = appendString(rec, "\xc0")
-	s, timers, err := decodeRecord[int](nil, rec)
+	s, timers, _, err := decodeRecord[int](nil, rec)
 	if err != nil || s != 42 || len(timers) != 1 {
 		t.Fatalf("decode: %d %v %v", s, timers, err)
 	}
@@ -41,7 +43,7 @@ func TestATruncatedRecordIsRefused(t *testing.T) {
 	rec := []byte{recordVersion}
 	rec = appendString(rec, "\x2a")
 	for i := range len(rec) {
-		if _, _, err := decodeRecord[int](nil, rec[:i]); err == nil {
+		if _, _, _, err := decodeRecord[int](nil, rec[:i]); err == nil {
 			t.Fatalf("a record cut at %d bytes decoded", i)
 		}
 	}
@@ -50,11 +52,64 @@ func TestATruncatedRecordIsRefused(t *testing.T) {
 func FuzzDecodeRecord(f *testing.F) {
 	f.Add([]byte{recordVersion, 1, 0x2a, 0})
 	f.Add([]byte{recordVersion, 1, 0x2a, 1, 1, 't', 2, 2, 1, 'm', 1, 0xc0})
+	f.Add(appendRetained([]byte{recordVersionKept, 1, 0x2a, 0}, []retained{{key: "k", at: time.Unix(1, 0), rid: "r", kind: retainedReply, body: []byte{0x01}}}))
 	h := host.New(host.Settings{})
 	defer h.Close(f.Context())
 	f.Fuzz(func(t *testing.T, b []byte) {
-		_, _, _ = decodeRecord[map[string]int](h, b)
+		_, _, _, _ = decodeRecord[map[string]int](h, b)
 	})
 }
 
 func appendVarint(b []byte, v int64) []byte { return binary.AppendVarint(b, v) }
+
+func TestARecordRoundTripsItsKeptAnswers(t *testing.T) {
+	kept := []retained{
+		{key: "pay-1", hash: [32]byte{1, 2, 3}, at: time.Unix(1700000000, 7), rid: "r1", kind: retainedReply, body: []byte{0x2a}},
+		{key: "pay-2", at: time.Unix(1700000001, 0), rid: "r2", kind: retainedDeclared, name: "declined", body: []byte{0xc0}, text: "declined"},
+		{key: "pay-3", at: time.Unix(1700000002, 0), kind: retainedFailed, text: "boom"},
+	}
+	rec := []byte{recordVersionKept}
+	rec = appendString(rec, "\x2a")
+	rec = append(rec, 0) // no timer
+	rec = appendRetained(rec, kept)
+	s, _, got, err := decodeRecord[int](nil, rec)
+	if err != nil || s != 42 {
+		t.Fatalf("decode: %d %v", s, err)
+	}
+	if len(got) != len(kept) {
+		t.Fatalf("decoded %d kept answers, want %d", len(got), len(kept))
+	}
+	for i := range kept {
+		w, g := kept[i], got[i]
+		if g.key != w.key || g.hash != w.hash || !g.at.Equal(w.at) || g.rid != w.rid || g.kind != w.kind ||
+			!bytes.Equal(g.body, w.body) || g.name != w.name || g.text != w.text {
+			t.Fatalf("kept answer %d decoded as %+v, want %+v", i, g, w)
+		}
+	}
+	for i := 1; i < len(rec); i++ {
+		if _, _, _, err := decodeRecord[int](nil, rec[:i]); err == nil {
+			t.Fatalf("a record with kept answers cut at %d bytes decoded", i)
+		}
+	}
+	bad := slices.Clone(rec)
+	bad = append(bad[:len(bad)-len(appendRetained(nil, kept))], appendRetained(nil, []retained{{key: "k", kind: 9}})...)
+	if _, _, _, err := decodeRecord[int](nil, bad); !errors.Is(err, errRecord) {
+		t.Fatalf("a kept answer of an unknown kind: %v, want errRecord", err)
+	}
+}
+
+func TestKeptAnswersAreBoundedByAgeAndCount(t *testing.T) {
+	now := time.Unix(1700000000, 0)
+	var rs []retained
+	rs = append(rs, retained{key: "old", at: now.Add(-retainFor - time.Second)})
+	for i := range maxRetained + 5 {
+		rs = append(rs, retained{key: fmt.Sprint(i), at: now.Add(time.Duration(i))})
+	}
+	rs = pruneRetained(rs, now.Add(maxRetained+5))
+	if len(rs) != maxRetained {
+		t.Fatalf("kept %d answers, want at most %d", len(rs), maxRetained)
+	}
+	if rs[0].key != "5" || rs[len(rs)-1].key != fmt.Sprint(maxRetained+4) {
+		t.Fatalf("kept %s..%s, want the newest %d (5..%d)", rs[0].key, rs[len(rs)-1].key, maxRetained, maxRetained+4)
+	}
+}

@@ -16,6 +16,10 @@ var (
 	ErrMessageTooLarge  = fault.ErrMessageTooLarge
 	ErrUnavailable      = fault.ErrUnavailable
 	ErrInvalidRequestID = fault.ErrInvalidRequestID
+
+	ErrInvalidIdempotencyKey  = fault.ErrInvalidIdempotencyKey
+	ErrIdempotencyConflict    = fault.ErrIdempotencyConflict
+	ErrIdempotencyUnsupported = fault.ErrIdempotencyUnsupported
 )
 
 type (

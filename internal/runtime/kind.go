@@ -82,7 +82,7 @@ func NewKind[S, M, C any](h *host.Host, d *Spec[S, M, C]) host.Kind {
 	if k.rem != nil {
 		k.rt = k.rem.Route(k)
 	}
-	k.tgt = target[M]{sink: k, typ: d.Name, clustered: k.rem != nil, stores: h.Store != nil}
+	k.tgt = target[M]{sink: k, typ: d.Name, clustered: k.rem != nil, stores: h.Store != nil, keeps: h.Store != nil && d.Durable}
 	return k
 }
 
@@ -323,6 +323,7 @@ func (k *kind[S, M, C]) send(ctx context.Context, key string, tok uint64, m M, s
 	out.Deadline, _ = s.deadline()
 	out.Chain = s.asking()
 	out.RequestID = *s.requestID()
+	out.IdempotencyKey = s.idempotencyKey()
 	_, out.ReadOnly = a.(interface{ ReadOnly() }) // actor.ReadOnly
 	cancel, err := k.rem.Ask(ctx, out, s.sentTo(k.h, k.def.Errors))
 	if err != nil {
@@ -375,7 +376,7 @@ func (k *kind[S, M, C]) DeliverRemote(in host.Inbound) (host.Withdrawer, error) 
 // encodes the outcome and hands it to in.Reply.
 func (k *kind[S, M, C]) remoteSlot(in host.Inbound) *slot[any] {
 	a := &remoteAsk{reply: in.Reply, k: k.failer(), key: in.Key}
-	a.s.dl, a.s.chain, a.s.rid = in.Deadline, in.Chain, in.RequestID
+	a.s.dl, a.s.chain, a.s.rid, a.s.idem = in.Deadline, in.Chain, in.RequestID, in.IdempotencyKey
 	a.s.onDone = a
 	return &a.s
 }
@@ -401,6 +402,10 @@ func (k *kind[S, M, C]) declared() *codec.Errors { return k.def.Errors }
 func (k *kind[S, M, C]) maxMessage() int         { return k.h.MaxMessage }
 
 func (a *remoteAsk) outcome(v any, err error) {
+	if b, ok := v.(retainedBody); ok && err == nil {
+		a.reply.Reply(b, nil) // a kept reply, encoded already
+		return
+	}
 	if err != nil {
 		var fe *FailedError
 		if !errors.As(err, &fe) {

@@ -30,6 +30,9 @@ type target[M any] struct {
 	// stores is set when the system stores actor state: a Tell through a
 	// context derived from a durable handler's looks for that handler.
 	stores bool
+	// keeps is set when the type keeps its state (durable or
+	// replicated): only then may its asks carry an idempotency key.
+	keeps bool
 }
 
 // hashes returns the key's hash and ring token as far as the ref keeps

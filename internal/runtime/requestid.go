@@ -12,10 +12,15 @@ import (
 // *host.RequestID, the id of the ask it handles; nil for a tell).
 type requestIDKey struct{}
 
-// namedRequest is an id a caller named, with why it is refused, if it is.
+// namedRequest is an id a caller named, with why it is refused, if it
+// is, and the idempotency key it named (see WithIdempotencyKey), with why
+// that is refused: one context value for both, so that an ask looks up
+// one.
 type namedRequest struct {
-	id  host.RequestID
-	err error
+	id      host.RequestID
+	err     error
+	idem    string
+	idemErr error
 }
 
 // WithRequestID returns ctx naming id as the request id of the asks made
@@ -24,24 +29,38 @@ type namedRequest struct {
 // ErrInvalidRequestID.
 func WithRequestID(ctx context.Context, id string) context.Context {
 	nr := &namedRequest{id: host.NamedRequestID(id)}
+	if prev, ok := ctx.Value(requestIDKey{}).(*namedRequest); ok {
+		nr.idem, nr.idemErr = prev.idem, prev.idemErr
+	}
 	if why := host.ValidRequestID(id); why != "" {
 		nr.err = fmt.Errorf("%w %q: %s", ErrInvalidRequestID, id, why)
 	}
 	return context.WithValue(ctx, requestIDKey{}, nr)
 }
 
-// requestIDOf returns the request id of an ask made with ctx through h:
-// the one ctx names, or that of the ask its handler handles, or a new one.
-func requestIDOf(ctx context.Context, h *host.Host) (host.RequestID, error) {
+// requestOf returns the request id of an ask made with ctx through h
+// (the one ctx names, or that of the ask its handler handles, or a new
+// one) and the idempotency key ctx names ("" for none): one lookup of
+// ctx for both. err says why either is refused.
+func requestOf(ctx context.Context, h *host.Host) (rid host.RequestID, idem string, err error) {
 	switch v := ctx.Value(requestIDKey{}).(type) {
 	case *host.RequestID:
 		if !v.IsZero() {
-			return *v, nil
+			return *v, "", nil
 		}
 	case *namedRequest:
-		return v.id, v.err
+		if v.err != nil {
+			return v.id, "", v.err
+		}
+		if v.idemErr != nil {
+			return v.id, "", v.idemErr
+		}
+		if !v.id.IsZero() {
+			return v.id, v.idem, nil
+		}
+		return h.NewRequestID(), v.idem, nil
 	}
-	return h.NewRequestID(), nil
+	return h.NewRequestID(), "", nil
 }
 
 // askFailed returns err, the failure of the ask rid on the asker's side,

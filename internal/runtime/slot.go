@@ -51,6 +51,11 @@ type replier interface {
 	sentTo(h *host.Host, errs *codec.Errors) host.Replier
 	// setWithdraw records, once the request left, what withdraws it.
 	setWithdraw(sent host.Withdrawer)
+	// idempotencyKey is the ask's idempotency key, "" for none.
+	idempotencyKey() string
+	// replay answers with an answer kept for a keyed ask: the encoded
+	// reply, or err (see continuity.go).
+	replay(h *host.Host, errs *codec.Errors, body []byte, err error)
 }
 
 // slot carries exactly one outcome from a handler to an asker.
@@ -66,6 +71,7 @@ type slot[R any] struct {
 	err      error
 	chain    []string        // actors waiting on this ask, up the call chain
 	rid      host.RequestID  // the ask's request id
+	idem     string          // the ask's idempotency key, "" for none
 	withdraw host.Withdrawer // cancels the request on another node
 	rh       *host.Host      // decodes a reply from another node (see sentTo)
 	errs     *codec.Errors   // the target's declared errors, to decode them (see sentTo)
@@ -241,6 +247,8 @@ func (s *slot[R]) setDeferred() {
 func (s *slot[R]) asking() []string { return s.chain }
 
 func (s *slot[R]) requestID() *host.RequestID { return &s.rid }
+
+func (s *slot[R]) idempotencyKey() string { return s.idem }
 
 func (s *slot[R]) sentTo(h *host.Host, errs *codec.Errors) host.Replier {
 	s.rh, s.errs = h, errs

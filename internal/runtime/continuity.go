@@ -1,0 +1,312 @@
+package runtime
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"reflect"
+	"slices"
+	"time"
+
+	"github.com/troupe-go/troupe/internal/codec"
+	"github.com/troupe-go/troupe/internal/fault"
+	"github.com/troupe-go/troupe/internal/host"
+	"github.com/vmihailenco/msgpack/v5"
+	"golang.org/x/crypto/blake2b"
+)
+
+// Idempotent asks.
+//
+// An ask made with WithIdempotencyKey to a kind that keeps its state
+// carries the key to the key's owner. There the first ask with that key
+// runs the handler, and its answer (the reply, the declared error, the
+// failure, or that it gave none) is kept in the key's stored record with
+// the hash of the request, written by the same commit as the state the
+// handler changed: the answer leaves only once both met the write level
+// (output commit), so an answer a caller saw is never lost with the
+// state, and the record rides on the state's write rather than a write
+// of its own. An ask with the same key and the same request (hash of its
+// message's type and canonical encoding) gets the kept answer without the
+// handler running, once the owner confirmed it still owns the key (a read
+// barrier, which also waits for a write in flight that holds the answer);
+// the same key with another request fails with ErrIdempotencyConflict.
+// The router sends a keyed ask again when its owner dies before
+// answering, as it does a ReadOnly one.
+//
+// Each key keeps the answers of its last maxRetained keyed asks, none
+// older than retainFor; the oldest go first.
+
+// Retention of kept answers, per actor key.
+const (
+	maxRetained = 128
+	retainFor   = 24 * time.Hour
+)
+
+// How a kept answer answers a retry.
+const (
+	retainedReply    byte = 1 // body: the encoded reply
+	retainedDeclared byte = 2 // name, body, text: a declared error
+	retainedFailed   byte = 3 // text: the handler failed (or panicked)
+	retainedNoReply  byte = 4 // the handler returned without answering
+	retainedDeferred byte = 5 // the handler deferred its reply, which is not kept
+)
+
+// retained is the kept answer of one keyed ask.
+type retained struct {
+	key  string
+	hash [32]byte
+	at   time.Time
+	rid  string
+	kind byte
+	body []byte
+	name string // retainedDeclared
+	text string // retainedDeclared, retainedFailed
+}
+
+// keyedAsk is the keyed ask a Context is handling, before its answer is
+// kept.
+type keyedAsk struct {
+	key   string
+	hash  [32]byte
+	reply []byte // the encoded reply, once Respond gave one
+	err   error  // why the reply could not be encoded
+	given bool   // Respond gave a reply
+}
+
+// WithIdempotencyKey returns ctx naming key as the idempotency key of the
+// asks made with it (or contexts derived from it), keeping the request id
+// ctx names, if any. A key that is not 1 to host.MaxIdempotencyKey visible
+// ASCII bytes makes those asks fail with ErrInvalidIdempotencyKey.
+func WithIdempotencyKey(ctx context.Context, key string) context.Context {
+	nr := &namedRequest{idem: key}
+	if prev, ok := ctx.Value(requestIDKey{}).(*namedRequest); ok {
+		nr.id, nr.err = prev.id, prev.err
+	}
+	if why := host.ValidIdempotencyKey(key); why != "" {
+		nr.idemErr = fmt.Errorf("%w %q: %s", ErrInvalidIdempotencyKey, key, why)
+	}
+	return context.WithValue(ctx, requestIDKey{}, nr)
+}
+
+// requestHash is the hash a kept answer is matched with: the message's Go
+// type and its msgpack encoding with map keys sorted, so that equal
+// requests hash alike on every member whatever their maps' order.
+func requestHash(m any) ([32]byte, error) {
+	var buf bytes.Buffer
+	enc := msgpack.NewEncoder(&buf)
+	enc.SetSortMapKeys(true)
+	if err := enc.Encode(m); err != nil {
+		return [32]byte{}, fmt.Errorf("hash the request %T: %w", m, err)
+	}
+	h, _ := blake2b.New256(nil)
+	name := reflect.TypeOf(m).String()
+	var n [binary.MaxVarintLen64]byte
+	h.Write(n[:binary.PutUvarint(n[:], uint64(len(name)))])
+	h.Write([]byte(name))
+	h.Write(buf.Bytes())
+	var sum [32]byte
+	h.Sum(sum[:0])
+	return sum, nil
+}
+
+// lookupKeyed looks up the keyed ask e at a started durable activation.
+// It returns the kept answer to give instead of running the handler (or
+// the conflict), or nil with ctx.keyed set for the handler to run.
+func (c *cell[S, M, C]) lookupKeyed(ctx *Context[S, M, C], e *envelope[M]) (*retained, error) {
+	key := e.slot.idempotencyKey()
+	sum, err := requestHash(any(e.msg))
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	x := c.x
+	c.mu.Unlock()
+	if x != nil {
+		for i := range x.retained {
+			r := &x.retained[i]
+			if r.key != key {
+				continue
+			}
+			if r.hash != sum {
+				return nil, fmt.Errorf("%w: key %q was first used for another request to %s/%s (request %s)", ErrIdempotencyConflict, key, c.k.def.Name, c.key, r.rid)
+			}
+			return r, nil
+		}
+	}
+	ctx.keyed = &keyedAsk{key: key, hash: sum}
+	return nil, nil
+}
+
+// retainReply keeps r, the reply Respond gives to a keyed ask, encoded.
+func (c *Context[S, M, C]) retainReply(r any) {
+	kd := c.keyed
+	if kd == nil || kd.given {
+		return
+	}
+	kd.given = true
+	b := codec.GetBuffer()
+	defer codec.PutBuffer(b)
+	body, err := codec.AppendReply(b, r)
+	if err != nil {
+		kd.err = fmt.Errorf("encode reply %T: %w", r, err)
+		return
+	}
+	kd.reply = slices.Clone(body)
+	b.SetBytes(body[:0])
+}
+
+// keepAnswer records the answer of the keyed ask ctx handled, whose
+// handler returned err (panicked if it panicked), in the activation's
+// kept answers, for the message's commit to write.
+func (c *cell[S, M, C]) keepAnswer(ctx *Context[S, M, C], e *envelope[M], err error, panicked bool) {
+	kd := ctx.keyed
+	ctx.keyed = nil
+	if kd == nil || ctx.startErr != nil || !c.started {
+		return
+	}
+	r := retained{key: kd.key, hash: kd.hash, at: time.Now(), rid: e.slot.requestID().String()}
+	switch {
+	case kd.given && kd.err == nil:
+		r.kind, r.body = retainedReply, kd.reply
+	case kd.given:
+		r.kind, r.text = retainedFailed, kd.err.Error()
+	case err != nil && !panicked && c.k.def.Errors.Declares(err):
+		de, _ := c.k.def.Errors.Encode(err)
+		r.kind, r.name, r.body, r.text = retainedDeclared, de.Name, de.Body, de.Text
+	case err != nil:
+		r.kind, r.text = retainedFailed, err.Error()
+	case e.slot.settled():
+		r.kind = retainedDeferred
+	default:
+		r.kind = retainedNoReply
+	}
+	c.mu.Lock()
+	x := c.ext()
+	c.mu.Unlock()
+	ctx.gateMu.Lock() // a commit of a goroutine the handler started may be encoding them
+	x.retained = pruneRetained(append(x.retained, r), r.at)
+	ctx.dirty = true
+	ctx.gateMu.Unlock()
+}
+
+// setRetained makes kept, as loaded, the activation's kept answers.
+func (c *cell[S, M, C]) setRetained(ctx *Context[S, M, C], kept []retained) {
+	c.mu.Lock()
+	x := c.x
+	if x == nil && len(kept) > 0 {
+		x = c.ext()
+	}
+	c.mu.Unlock()
+	if x == nil {
+		return
+	}
+	ctx.gateMu.Lock()
+	x.retained = pruneRetained(kept, time.Now())
+	ctx.gateMu.Unlock()
+}
+
+// pruneRetained drops the kept answers older than retainFor at now, and
+// the oldest beyond maxRetained.
+func pruneRetained(rs []retained, now time.Time) []retained {
+	rs = slices.DeleteFunc(rs, func(r retained) bool { return now.Sub(r.at) > retainFor })
+	if n := len(rs) - maxRetained; n > 0 {
+		rs = slices.Delete(rs, 0, n)
+	}
+	return rs
+}
+
+// answerKept answers s with the kept answer r.
+func (c *cell[S, M, C]) answerKept(s replier, r *retained) {
+	switch r.kind {
+	case retainedReply:
+		s.replay(c.k.h, c.k.def.Errors, r.body, nil)
+	case retainedDeclared:
+		s.replay(c.k.h, c.k.def.Errors, nil, &fault.DeclaredError{Name: r.name, Body: r.body, Text: r.text})
+	case retainedFailed:
+		fe := c.k.failure(c.key, errors.New(r.text), false)
+		fe.RequestID = s.requestID().String()
+		s.fail(fe)
+	case retainedNoReply:
+		s.fail(ErrNoReply)
+	default:
+		s.fail(fault.OutcomeUnknown("the first request with idempotency key %q deferred its reply, which is not kept", r.key))
+	}
+}
+
+// appendRetained appends the kept answers rs to a record.
+func appendRetained(b []byte, rs []retained) []byte {
+	b = binary.AppendUvarint(b, uint64(len(rs)))
+	for _, r := range rs {
+		b = appendString(b, r.key)
+		b = append(b, r.hash[:]...)
+		b = binary.AppendVarint(b, r.at.UnixNano())
+		b = appendString(b, r.rid)
+		b = append(b, r.kind)
+		b = binary.AppendUvarint(b, uint64(len(r.body)))
+		b = append(b, r.body...)
+		b = appendString(b, r.name)
+		b = appendString(b, r.text)
+	}
+	return b
+}
+
+// readRetained reads the kept answers appendRetained wrote.
+func (r *recordReader) retained() []retained {
+	n := r.uvarint()
+	if r.err != nil || n > maxRetained {
+		if r.err == nil {
+			r.err = fmt.Errorf("%w: %d kept answers, at most %d", errRecord, n, maxRetained)
+		}
+		return nil
+	}
+	rs := make([]retained, 0, n)
+	for range n {
+		var x retained
+		x.key = string(r.bytes())
+		h := r.fixed(len(x.hash))
+		copy(x.hash[:], h)
+		x.at = time.Unix(0, r.varint())
+		x.rid = string(r.bytes())
+		k := r.fixed(1)
+		if len(k) == 1 {
+			x.kind = k[0]
+		}
+		x.body = slices.Clone(r.bytes())
+		x.name = string(r.bytes())
+		x.text = string(r.bytes())
+		if r.err != nil {
+			return nil
+		}
+		if x.kind < retainedReply || x.kind > retainedDeferred {
+			r.err = fmt.Errorf("%w: kept answer of kind %d", errRecord, x.kind)
+			return nil
+		}
+		rs = append(rs, x)
+	}
+	return rs
+}
+
+// retainedBody is a kept reply, already encoded, on its way to an asker
+// on another member (see remoteAsk.outcome).
+type retainedBody []byte
+
+// replay answers s with a kept answer: the encoded reply body, or err (a
+// declared error as it crosses members). An ask from another member gets
+// them as they are; a local asker decodes them as a reply from another
+// member would be.
+func (s *slot[R]) replay(h *host.Host, errs *codec.Errors, body []byte, err error) {
+	if _, remote := any(s.onDone).(*remoteAsk); remote {
+		var v R
+		if err == nil {
+			v = any(retainedBody(body)).(R)
+		}
+		s.complete(v, err)
+		return
+	}
+	if s.rh == nil {
+		s.rh, s.errs = h, errs
+	}
+	s.Reply(body, err)
+}
