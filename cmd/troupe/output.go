@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -33,7 +34,34 @@ func fetch(ctx context.Context, c *client, path string, q url.Values, raw bool, 
 	return true, nil
 }
 
-func table(out io.Writer) *tabwriter.Writer { return tabwriter.NewWriter(out, 0, 4, 2, ' ', 0) }
+// tabled is a table being written: aligned columns, lines without
+// trailing blanks (an empty last cell would leave some).
+type tabled struct {
+	out io.Writer
+	buf bytes.Buffer
+	tw  *tabwriter.Writer
+}
+
+func table(out io.Writer) *tabled {
+	t := &tabled{out: out}
+	t.tw = tabwriter.NewWriter(&t.buf, 0, 4, 2, ' ', 0)
+	return t
+}
+
+func (t *tabled) Write(p []byte) (int, error) { return t.tw.Write(p) }
+
+// Flush writes the table.
+func (t *tabled) Flush() error {
+	if err := t.tw.Flush(); err != nil {
+		return err
+	}
+	for line := range strings.Lines(t.buf.String()) {
+		if _, err := io.WriteString(t.out, strings.TrimRight(line, " \n")+"\n"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
 
 func status(ctx context.Context, c *client, raw bool, out io.Writer) error {
 	var st adminapi.StatusResponse

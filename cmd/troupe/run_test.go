@@ -163,6 +163,11 @@ func TestMembersTableListsEveryMemberAndFiltersByStatus(t *testing.T) {
 	if !columnsAligned(ls) {
 		t.Errorf("the columns are not aligned:\n%s", out)
 	}
+	for _, l := range ls {
+		if strings.TrimRight(l, " ") != l {
+			t.Errorf("the line %q ends in blanks", l)
+		}
+	}
 	code, out, _ = troupe("members", "--addr", addr, "--status", "suspect")
 	if ls := lines(out); code != 0 || len(ls) != 2 || !strings.HasPrefix(ls[1], "10.0.0.3:7400") {
 		t.Errorf("members --status suspect exited %d with\n%s\nwant only 10.0.0.3", code, out)

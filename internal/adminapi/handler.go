@@ -286,7 +286,7 @@ func (h *handler) where(w http.ResponseWriter, r *http.Request) {
 	}
 	hosted := h.hosted()
 	t, isHosted := hosted[typ]
-	resp := WhereResponse{Meta: s.meta(), PlacementVersion: s.placementVersion(), Type: typ, Key: key, Replicas: []RingMember{}}
+	resp := WhereResponse{Meta: s.meta(), PlacementVersion: s.placementVersion(), Type: typ, Key: key, Replicas: []Replica{}}
 	if !s.clustered {
 		if !isHosted {
 			WriteError(w, http.StatusNotFound, CodeUnknownType, fmt.Sprintf("this system hosts no actor type %q", clip(typ)))
@@ -305,7 +305,7 @@ func (h *handler) where(w http.ResponseWriter, r *http.Request) {
 		addr, _, _ := strings.Cut(key, "/")
 		for _, m := range s.current {
 			if m.ID.Addr == addr && addr != "" {
-				resp.Replicas = append(resp.Replicas, RingMember{Address: addr, Incarnation: m.ID.Incarnation, Status: statusOf(m)})
+				resp.Replicas = append(resp.Replicas, Replica{Address: addr, Incarnation: m.ID.Incarnation, Status: statusOf(m)})
 				if serves(statusOf(m)) {
 					resp.Owner = addr
 				}
@@ -318,7 +318,7 @@ func (h *handler) where(w http.ResponseWriter, r *http.Request) {
 	resp.KeyToken = fmt.Sprintf("%016x", uint64(tok))
 	n := max(t.Replicas, 1)
 	for _, id := range rg.AppendReplicas(nil, tok, n) {
-		resp.Replicas = append(resp.Replicas, RingMember{Address: id.Addr, Incarnation: id.Incarnation, Status: s.statusOf(id)})
+		resp.Replicas = append(resp.Replicas, Replica{Address: id.Addr, Incarnation: id.Incarnation, Status: s.statusOf(id)})
 	}
 	// The owner walks on past the replicas of a type without copies,
 	// as the router does: any member can serve its keys.

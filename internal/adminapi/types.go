@@ -134,11 +134,18 @@ type WhereResponse struct {
 	KeyToken string `json:"key_token,omitempty"`
 	// Replicas are the key's replicas in ring order: the first is its
 	// primary, which owns it while it serves.
-	Replicas []RingMember `json:"replicas"`
+	Replicas []Replica `json:"replicas"`
 	// Owner is the address of the member that serves the key now: the
 	// primary, or the next live member when the primary is dead. Empty
 	// when no member can serve it, and in standalone mode.
 	Owner string `json:"owner"`
+}
+
+// Replica is one replica of a key.
+type Replica struct {
+	Address     string `json:"address"`
+	Incarnation uint64 `json:"incarnation,string"`
+	Status      string `json:"status"`
 }
 
 // TypesResponse is GET /api/v1/types.
