@@ -65,26 +65,7 @@ func TestTheAPIOfThreeMembersAgreesOnMembersPlacementAndOwners(t *testing.T) {
 		})
 	}
 	// They agree on the placement version, and on the revision of the view.
-	systemtest.Await(t, func() error {
-		var versions, revisions []string
-		for _, s := range systems {
-			var st adminapi.StatusResponse
-			if err := apiGet(c, s, "/api/v1/status", &st); err != nil {
-				return err
-			}
-			if st.Mode != adminapi.ModeCluster || st.Member.Address != s.Addr() || st.Cluster.MembersByStatus["alive"] != 3 {
-				return fmt.Errorf("%s's status %+v: want cluster mode, its own address, 3 alive", s.Addr(), st)
-			}
-			versions, revisions = append(versions, st.PlacementVersion), append(revisions, st.Revision)
-		}
-		if versions[0] != versions[1] || versions[1] != versions[2] {
-			return fmt.Errorf("placement versions %v, want one on all three", versions)
-		}
-		if revisions[0] != revisions[1] || revisions[1] != revisions[2] {
-			return fmt.Errorf("revisions %v, want one on all three (same view)", revisions)
-		}
-		return nil
-	})
+	before := agreedVersion(t, c, systems, 3)
 	// where agrees with the ring each member places keys on.
 	for _, s := range systems {
 		for i := range 10 {
@@ -128,6 +109,40 @@ func TestTheAPIOfThreeMembersAgreesOnMembersPlacementAndOwners(t *testing.T) {
 	if len(pr.Types) != 2 || pr.Types[1].Name != replicated.Name() || pr.Types[1].Replicas != 2 {
 		t.Errorf("placement types %+v, want both, %s with 2 replicas", pr.Types, replicated.Name())
 	}
+	// A member leaves: the two others agree on a new placement version.
+	closeNow(t, systems[2])
+	if after := agreedVersion(t, c, systems[:2], 2); after == before {
+		t.Errorf("the placement version stayed %s after a member left, want a new one", after)
+	}
+}
+
+// agreedVersion waits until systems all report n members alive, one
+// placement version and one revision, and returns the version.
+func agreedVersion(t *testing.T, c *http.Client, systems []*system.System, n int) string {
+	t.Helper()
+	var version string
+	systemtest.Await(t, func() error {
+		var versions, revisions []string
+		for _, s := range systems {
+			var st adminapi.StatusResponse
+			if err := apiGet(c, s, "/api/v1/status", &st); err != nil {
+				return err
+			}
+			if st.Mode != adminapi.ModeCluster || st.Member.Address != s.Addr() || st.Cluster.Members != n || st.Cluster.MembersByStatus["alive"] != n {
+				return fmt.Errorf("%s's status %+v: want cluster mode, its own address, %d members alive", s.Addr(), st, n)
+			}
+			versions, revisions = append(versions, st.PlacementVersion), append(revisions, st.Revision)
+		}
+		if len(slices.Compact(versions)) != 1 {
+			return fmt.Errorf("placement versions %v, want one on all", versions)
+		}
+		if len(slices.Compact(revisions)) != 1 {
+			return fmt.Errorf("revisions %v, want one on all (same view)", revisions)
+		}
+		version = versions[0]
+		return nil
+	})
+	return version
 }
 
 func TestTheAPICountsEachTypesActivationsOnAStandaloneSystem(t *testing.T) {
