@@ -167,7 +167,7 @@ func (h *handler) status(w http.ResponseWriter, r *http.Request) {
 		Readiness: Readiness{Ready: n.Ready, Checks: make([]ReadinessCheck, 0, len(n.Checks))},
 		Cluster:   ClusterSummary{MembersByStatus: make(map[string]int, len(statuses))},
 	}
-	if !n.ID.IsZero() {
+	if n.ID.Incarnation != 0 { // a member's first incarnation may not have started yet
 		resp.Member.NodeID = n.ID.String()
 	}
 	for _, c := range n.Checks {
@@ -204,8 +204,8 @@ func (h *handler) members(w http.ResponseWriter, r *http.Request) {
 			continue
 		}
 		resp.Total++
-		if m.ID.Addr <= mq.after && mq.after != "" {
-			continue
+		if mq.after != "" && m.ID.Addr <= mq.after {
+			continue // on an earlier page
 		}
 		if len(resp.Members) == mq.limit {
 			resp.Next = encodeCursor(resp.Members[len(resp.Members)-1].Address)
