@@ -236,12 +236,13 @@ func TestBadUsageExits2(t *testing.T) {
 		{}, {"nope"}, {"status", "extra"}, {"where", "cart"}, {"where"}, {"--bogus", "status"}, {"status", "--timeout", "soon"},
 		{"--addr", "nocolon", "status"}, {"--addr", "ftp://h:1", "status"}, {"--token", "two words", "status"},
 		{"--tls-cert", "c.pem", "status"}, {"--addr", "http://127.0.0.1:1", "--tls-ca", "x", "status"},
+		{"--token", "two-words", "status", "--bogus"}, {"--token", "two-words", "members", "--status"},
 	} {
 		code, out, errOut := troupe(args...)
 		if code != 2 || !strings.Contains(errOut, "usage:") || out != "" {
 			t.Errorf("troupe %q exited %d with stderr %q, want 2 with the usage", args, code, errOut)
 		}
-		if strings.Contains(errOut, "two words") {
+		if strings.Contains(errOut, "two words") || strings.Contains(errOut, "two-words") {
 			t.Errorf("troupe %q: the error repeats the token", args)
 		}
 	}
