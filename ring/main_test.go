@@ -2,7 +2,6 @@ package ring
 
 import (
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"testing"
 
@@ -43,14 +42,7 @@ func seededKeyTokens(k int) []Token {
 
 // shares returns each member's exact fraction of the token space as primary,
 // indexed like r.members.
-func shares(r *Ring) []float64 {
-	s := make([]float64, r.Len())
-	for i, v := range r.vnodes {
-		prev := r.vnodes[(i+len(r.vnodes)-1)%len(r.vnodes)].token
-		s[v.owner] += float64(uint64(v.token-prev)) / math.Exp2(64)
-	}
-	return s
-}
+func shares(r *Ring) []float64 { return r.Shares() }
 
 // ringOfPositions builds a ring whose virtual nodes are exactly the given
 // positions, named by member address, bypassing the digests. It lets a test

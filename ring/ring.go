@@ -2,6 +2,7 @@ package ring
 
 import (
 	"cmp"
+	"math"
 	"slices"
 )
 
@@ -187,6 +188,23 @@ func (r *Ring) Version() Version {
 		return versionOf(nil)
 	}
 	return r.version
+}
+
+// Shares returns each member's fraction of the token space as primary (the
+// arcs that end at its positions), indexed like Members: what an operator
+// reads as "how much of the ring does this member own". The fractions sum to
+// 1, up to rounding; nil for the empty ring. It walks every position, so it
+// is for reports, not for the message path.
+func (r *Ring) Shares() []float64 {
+	if r.Len() == 0 {
+		return nil
+	}
+	s := make([]float64, len(r.members))
+	for i, v := range r.vnodes {
+		prev := r.vnodes[(i+len(r.vnodes)-1)%len(r.vnodes)].token
+		s[v.owner] += float64(uint64(v.token-prev)) / math.Exp2(64)
+	}
+	return s
 }
 
 // successor returns the index of the first virtual node at or clockwise

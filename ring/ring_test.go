@@ -3,6 +3,7 @@ package ring
 import (
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"sync"
 	"testing"
@@ -256,5 +257,43 @@ func TestRingIsSafeForConcurrentLookups(t *testing.T) {
 	close(errs)
 	for e := range errs {
 		t.Error(e)
+	}
+}
+
+func TestSharesAreTheArcsEndingAtEachMembersPositions(t *testing.T) {
+	// Positions 10 (a), 20 (b), 30 (a): b owns (10, 20], a the rest.
+	r := ringOfPositions("a", "b", "a")
+	got := r.Shares()
+	wantB := 10 / math.Exp2(64)
+	if len(got) != 2 || got[1] != wantB || math.Abs(got[0]+got[1]-1) > 1e-12 {
+		t.Errorf("Shares() = %v, want [1-%g %g] (b owns the arc (10, 20])", got, wantB, wantB)
+	}
+	if s := (*Ring)(nil).Shares(); s != nil {
+		t.Errorf("the empty ring's Shares() = %v, want nil", s)
+	}
+	one := New(seededMembers(3, 1))
+	if s := one.Shares(); len(s) != 1 || math.Abs(s[0]-1) > 1e-12 {
+		t.Errorf("a ring of one member: Shares() = %v, want [1]", s)
+	}
+}
+
+func TestSharesMatchTheKeysEachMemberIsPrimaryFor(t *testing.T) {
+	r := New(seededMembers(5, 4))
+	keys := seededKeyTokens(20_000)
+	counts := make(map[NodeID]int)
+	for _, k := range keys {
+		counts[r.AppendReplicas(nil, k, 1)[0]]++
+	}
+	sum := 0.0
+	for i, m := range r.Members() {
+		share := r.Shares()[i]
+		sum += share
+		// 20,000 keys: a share near 0.25 has a standard error of 0.003.
+		if got := float64(counts[m]) / float64(len(keys)); math.Abs(got-share) > 0.02 {
+			t.Errorf("%v: Shares says %.4f of the ring, but it is primary for %.4f of the keys", m, share, got)
+		}
+	}
+	if math.Abs(sum-1) > 1e-9 {
+		t.Errorf("the shares sum to %v, want 1", sum)
 	}
 }

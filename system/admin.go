@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/troupe-go/troupe/internal/admin"
+	"github.com/troupe-go/troupe/internal/adminapi"
 )
 
 // AdminConfig configures a system's administration listener: an HTTP
@@ -37,6 +38,13 @@ type AdminConfig struct {
 	// exposition formats. Needs Gatherer or a Config.Metrics that is
 	// also a prometheus.Gatherer (a *prometheus.Registry is).
 	Metrics bool
+
+	// API serves the management API, read-only JSON under /api/v1/:
+	// this member's status, the members as it sees them, placement (the
+	// share of each ring each member owns, where a key lives) and the
+	// actor types it hosts. docs/operations.md is its reference; within
+	// v1 it only grows. A standalone system serves it too and says so.
+	API bool
 
 	// Gatherer is what /metrics serves. Default: Config.Metrics, when it
 	// is a prometheus.Gatherer.
@@ -71,7 +79,7 @@ func (c AdminConfig) String() string {
 	if c.Listener != nil {
 		fmt.Fprintf(&b, " Listener:%s", c.Listener.Addr())
 	}
-	fmt.Fprintf(&b, " Health:%t Metrics:%t Gatherer:%t TLS:%t", c.Health, c.Metrics, c.Gatherer != nil, c.TLS != nil)
+	fmt.Fprintf(&b, " Health:%t Metrics:%t API:%t Gatherer:%t TLS:%t", c.Health, c.Metrics, c.API, c.Gatherer != nil, c.TLS != nil)
 	if c.Token != "" {
 		b.WriteString(" Token:" + redacted)
 	}
@@ -85,7 +93,7 @@ func (c AdminConfig) GoString() string { return "system.AdminConfig" + c.String(
 // LogValue renders the config for log/slog with its token redacted.
 func (c AdminConfig) LogValue() slog.Value {
 	attrs := []slog.Attr{slog.String("bind", c.Bind), slog.Bool("health", c.Health),
-		slog.Bool("metrics", c.Metrics), slog.Bool("tls", c.TLS != nil)}
+		slog.Bool("metrics", c.Metrics), slog.Bool("api", c.API), slog.Bool("tls", c.TLS != nil)}
 	if c.Listener != nil {
 		attrs = append(attrs, slog.String("listener", c.Listener.Addr().String()))
 	}
@@ -103,10 +111,11 @@ func (c AdminConfig) MarshalJSON() ([]byte, error) {
 		Listener string `json:"listener,omitempty"`
 		Health   bool   `json:"health"`
 		Metrics  bool   `json:"metrics"`
+		API      bool   `json:"api"`
 		Gatherer bool   `json:"gatherer"`
 		TLS      bool   `json:"tls"`
 		Token    string `json:"token,omitempty"`
-	}{Bind: c.Bind, Health: c.Health, Metrics: c.Metrics, Gatherer: c.Gatherer != nil, TLS: c.TLS != nil}
+	}{Bind: c.Bind, Health: c.Health, Metrics: c.Metrics, API: c.API, Gatherer: c.Gatherer != nil, TLS: c.TLS != nil}
 	if c.Listener != nil {
 		v.Listener = c.Listener.Addr().String()
 	}
@@ -123,8 +132,8 @@ func (c *AdminConfig) validate(reg prometheus.Registerer) []error {
 	bad := func(field, format string, args ...any) {
 		errs = append(errs, fmt.Errorf("%w: Admin.%s: %s", ErrInvalidConfig, field, fmt.Sprintf(format, args...)))
 	}
-	if !c.Health && !c.Metrics {
-		bad("Health", "no surface is switched on (Health, Metrics): nothing to serve")
+	if !c.Health && !c.Metrics && !c.API {
+		bad("Health", "no surface is switched on (Health, Metrics, API): nothing to serve")
 	}
 	if c.Listener == nil && c.Bind != "" {
 		if _, _, err := net.SplitHostPort(c.Bind); err != nil {
@@ -194,6 +203,9 @@ func (s *System) startAdmin(cfg Config) error {
 			ErrorHandling: promhttp.ContinueOnError,
 			Timeout:       10 * time.Second,
 		})
+	}
+	if a.API {
+		o.API = adminapi.New(apiSource{s: s, version: moduleVersion()}, adminapi.Options{})
 	}
 	s.admin = admin.Serve(o)
 	return nil

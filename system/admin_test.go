@@ -468,6 +468,9 @@ func TestAdminConfigValidateNamesTheBadField(t *testing.T) {
 			t.Errorf("%s: the error repeats the token: %v", tc.name, err)
 		}
 	}
+	if err := (system.Config{Admin: &system.AdminConfig{}}).Validate(); !strings.Contains(fmt.Sprint(err), "API") {
+		t.Errorf("Validate() of an admin config serving nothing = %v, want it to name API among the surfaces", err)
+	}
 	ok := system.Config{Metrics: prometheus.NewRegistry(), Admin: &system.AdminConfig{Metrics: true, Health: true}}
 	if err := ok.Validate(); err != nil {
 		t.Errorf("Validate() of a registry serving /metrics = %v, want nil", err)

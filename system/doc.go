@@ -59,7 +59,14 @@
 // field: Health serves GET /healthz (200 while the process can answer)
 // and GET /readyz (200 when every readiness check passes, 503 otherwise,
 // with a JSON body naming each check: see Readiness and the ReadyCheck*
-// constants), Metrics serves GET /metrics. A bearer token (Admin.Token),
+// constants), Metrics serves GET /metrics, API serves the read-only
+// management API under /api/v1/ (this member's status, the members as it
+// sees them, placement with each member's share of each ring and where a
+// key lives, the hosted actor types with their activations; a standalone
+// system answers too, in standalone mode). The API's responses carry a
+// schema version, their generation time, the revision of the view they
+// were built from and units in field names; within v1 they only grow.
+// cmd/troupe is a CLI over it. A bearer token (Admin.Token),
 // when set, is required on every path and fails closed with 401; it is
 // compared in constant time and never printed. Admin.TLS serves over
 // TLS, with client certificates if its config asks for them. The

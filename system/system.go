@@ -21,6 +21,9 @@ type System struct {
 	st     *states // nil when no definition keeps state
 	stOnce sync.Once
 
+	// started is when the system started (the API's uptime).
+	started time.Time
+
 	// closing is set when Close starts: readiness fails from then on.
 	closing atomic.Bool
 	// admin is the admin listener (nil without one); unregister removes
@@ -167,7 +170,7 @@ func newSystem(cfg Config, rem host.Remote, st *states) *System {
 	for _, d := range cfg.Actors {
 		h.Register(runtime.Instantiate(d, h))
 	}
-	return &System{handle: runtime.NewHandle(h), h: h, st: st}
+	return &System{handle: runtime.NewHandle(h), h: h, st: st, started: time.Now()}
 }
 
 // handle is the runtime's handle on the system.

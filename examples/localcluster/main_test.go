@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
+	"net/http"
 	"slices"
 	"strings"
 	"testing"
@@ -59,6 +61,18 @@ func TestEveryMembersAdminListenerAnswersReady(t *testing.T) {
 			if code, err := readyz(ctx, s.AdminAddr()); err != nil || code != 200 {
 				t.Errorf("survivor %s's /readyz answered %d (%v) while held, want 200", s.Addr(), code, err)
 			}
+			tr := &http.Transport{}
+			resp, err := (&http.Client{Transport: tr}).Get("http://" + s.AdminAddr() + "/api/v1/members")
+			if err != nil {
+				t.Errorf("survivor %s's API: %v", s.Addr(), err)
+				continue
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			tr.CloseIdleConnections()
+			if resp.StatusCode != 200 || !strings.Contains(string(body), s.Addr()) {
+				t.Errorf("survivor %s's /api/v1/members answered %d %s, want 200 listing it", s.Addr(), resp.StatusCode, body)
+			}
 		}
 	})
 	if err != nil {
@@ -74,8 +88,10 @@ func TestEveryMembersAdminListenerAnswersReady(t *testing.T) {
 		if code != 200 {
 			t.Errorf("member %s's /readyz answered %d, want 200", o.members[i], code)
 		}
-		if want := "http://" + o.admins[i] + "/metrics"; !strings.Contains(out.String(), want) {
-			t.Errorf("output lacks %s", want)
+		for _, path := range []string{"/metrics", "/api/v1/status"} {
+			if want := "http://" + o.admins[i] + path; !strings.Contains(out.String(), want) {
+				t.Errorf("output lacks %s", want)
+			}
 		}
 	}
 }

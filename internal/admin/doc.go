@@ -1,13 +1,14 @@
 // Package admin serves a process's administration surface over HTTP:
-// liveness (/healthz), readiness (/readyz) and Prometheus metrics
-// (/metrics), each enabled on its own, on a listener of its own, apart
-// from the data path.
+// liveness (/healthz), readiness (/readyz), Prometheus metrics
+// (/metrics) and the management API (/api/v1/, package adminapi), each
+// enabled on its own, on a listener of its own, apart from the data path.
 //
 // # Security
 //
 // With a bearer token set, every request must carry it
 // ("Authorization: Bearer <token>"): it is compared in constant time and
-// a request without it, or with another, gets 401 whatever its path. The
+// a request without it, or with another, gets 401 whatever its path,
+// with the API's JSON error (code "unauthorized"). The
 // token is never logged or written to a response. TLS, when configured,
 // wraps the listener; its config decides whether client certificates are
 // asked for and verified.

@@ -12,6 +12,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/troupe-go/troupe/internal/adminapi"
 )
 
 // Options configures a Server.
@@ -28,6 +30,9 @@ type Options struct {
 	Ready func() (ready bool, body any)
 	// Metrics, if set, serves /metrics.
 	Metrics http.Handler
+	// API, if set, serves everything under /api/v1/, whatever the
+	// method: it answers methods it does not serve itself, as JSON.
+	API http.Handler
 	// Logger receives the server's errors (at Debug: they are a
 	// client's, such as a failed TLS handshake). Nil discards them.
 	Logger *slog.Logger
@@ -63,6 +68,9 @@ func Serve(o Options) *Server {
 	}
 	if o.Metrics != nil {
 		mux.Handle("GET /metrics", o.Metrics)
+	}
+	if o.API != nil {
+		mux.Handle(adminapi.Prefix, o.API)
 	}
 	var h http.Handler = mux
 	if o.Token != "" {
@@ -144,9 +152,7 @@ func bearer(token string, next http.Handler) http.Handler {
 		sum := sha256.Sum256([]byte(got))
 		if subtle.ConstantTimeCompare(sum[:], want[:]) != 1 || !ok {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="troupe-admin"`)
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(http.StatusUnauthorized)
-			_, _ = w.Write([]byte(`{"error":"unauthorized"}` + "\n"))
+			adminapi.WriteError(w, http.StatusUnauthorized, adminapi.CodeUnauthorized, "a valid bearer token is required")
 			return
 		}
 		next.ServeHTTP(w, r)

@@ -209,3 +209,48 @@ func selfSigned(t *testing.T) (tls.Certificate, *x509.CertPool) {
 	pool.AddCert(leaf)
 	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key, Leaf: leaf}, pool
 }
+
+// apiStub answers every request under /api/v1/ with its method and path.
+var apiStub = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	_, _ = io.WriteString(w, r.Method+" "+r.URL.Path)
+})
+
+func TestTheAPIServesEverythingUnderItsPrefixWhateverTheMethod(t *testing.T) {
+	c := client(t, nil)
+	base := serve(t, Options{API: apiStub}, "http")
+	if code, body := get(t, c, base+"/api/v1/members", ""); code != http.StatusOK || body != "GET /api/v1/members" {
+		t.Errorf("GET /api/v1/members answered %d %q, want the API's answer", code, body)
+	}
+	// The API answers other methods itself (with a JSON 405).
+	resp, err := c.Post(base+"/api/v1/status", "text/plain", strings.NewReader("x"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if string(b) != "POST /api/v1/status" {
+		t.Errorf("POST /api/v1/status reached %q, want the API handler", b)
+	}
+	if code, _ := get(t, c, base+"/readyz", ""); code != http.StatusNotFound {
+		t.Errorf("/readyz answered %d with only the API on, want 404", code)
+	}
+}
+
+func TestATokenGuardsTheAPIWithAJSONError(t *testing.T) {
+	const token = "api-Token_7"
+	c := client(t, nil)
+	base := serve(t, Options{Token: token, API: apiStub}, "http")
+	code, body := get(t, c, base+"/api/v1/status", "")
+	var e struct {
+		Error struct{ Code, Message string } `json:"error"`
+	}
+	if err := json.Unmarshal([]byte(body), &e); err != nil || code != http.StatusUnauthorized || e.Error.Code != "unauthorized" {
+		t.Errorf("/api/v1/status without the token answered %d %q (%v), want 401 with the JSON error code unauthorized", code, body, err)
+	}
+	if strings.Contains(body, token) {
+		t.Errorf("the 401 body %q repeats the token", body)
+	}
+	if code, _ := get(t, c, base+"/api/v1/status", "Bearer "+token); code != http.StatusOK {
+		t.Errorf("/api/v1/status with the token answered %d, want 200", code)
+	}
+}

@@ -252,6 +252,18 @@ func (r *Router) Ring(typ string) *ring.Ring {
 	return nil
 }
 
+// Snapshot returns the current view's member list and the full ring of
+// each type (dead members included), both from one view, so that a report
+// built from them is consistent. The caller must not modify them.
+func (r *Router) Snapshot() (self ring.NodeID, members []cluster.Member, rings map[string]*ring.Ring) {
+	v := r.view.Load()
+	rings = make(map[string]*ring.Ring, len(v.rings))
+	for typ, tr := range v.rings {
+		rings[typ] = tr.r
+	}
+	return v.self, v.list, rings
+}
+
 // Status returns id's status in the current view; ok is false when the
 // view does not hold id (never known, or removed).
 func (r *Router) Status(id ring.NodeID) (_ cluster.Status, ok bool) {

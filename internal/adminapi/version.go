@@ -1,0 +1,134 @@
+package adminapi
+
+import (
+	"cmp"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"slices"
+
+	"github.com/troupe-go/troupe/cluster"
+	"github.com/troupe-go/troupe/ring"
+)
+
+// Digest domains: a revision is never spelt like a placement version.
+const (
+	tagRevision  = 'R'
+	tagPlacement = 'P'
+)
+
+// digest is an opaque 128-bit token of a canonical encoding.
+type digest struct{ b []byte }
+
+func newDigest(tag byte) *digest { return &digest{b: []byte{tag}} }
+
+func (d *digest) uint(v uint64) { d.b = binary.BigEndian.AppendUint64(d.b, v) }
+
+func (d *digest) str(s string) {
+	d.uint(uint64(len(s)))
+	d.b = append(d.b, s...)
+}
+
+func (d *digest) id(id ring.NodeID) {
+	d.str(id.Addr)
+	d.uint(id.Incarnation)
+}
+
+func (d *digest) sum() string {
+	s := sha256.Sum256(d.b)
+	return hex.EncodeToString(s[:16])
+}
+
+// revision digests every record of the view in canonical order: equal
+// views give equal revisions whatever order the records came in.
+// Accusers are left out: they are the failure detector's, not the view's.
+func revision(records []cluster.Member) string {
+	rs := slices.Clone(records)
+	slices.SortFunc(rs, func(a, b cluster.Member) int { return a.ID.Compare(b.ID) })
+	d := newDigest(tagRevision)
+	d.uint(uint64(len(rs)))
+	for _, m := range rs {
+		d.id(m.ID)
+		d.uint(m.Incarnation)
+		d.uint(uint64(m.Status))
+		joining := uint64(0)
+		if m.Joining {
+			joining = 1
+		}
+		d.uint(joining)
+		d.uint(uint64(len(m.ActorTypes)))
+		for _, t := range m.ActorTypes {
+			d.str(t)
+		}
+	}
+	return d.sum()
+}
+
+// placementVersion digests what decides where keys live: each type's
+// ring (ring.Version, its member set) and which ring members do not
+// serve (dead), since their keys' owner is then the next replica. A
+// suspicion, a join still under way or a new record of a member that
+// changes none of these leaves it as it was.
+func placementVersion(rings map[string]*ring.Ring, status func(ring.NodeID) string) string {
+	d := newDigest(tagPlacement)
+	types := make([]string, 0, len(rings))
+	for t := range rings {
+		types = append(types, t)
+	}
+	slices.Sort(types)
+	d.uint(uint64(len(types)))
+	var down []ring.NodeID
+	for _, t := range types {
+		d.str(t)
+		v := rings[t].Version()
+		d.b = append(d.b, v[:]...)
+		for _, m := range rings[t].Members() {
+			if !serves(status(m)) {
+				down = append(down, m)
+			}
+		}
+	}
+	slices.SortFunc(down, ring.NodeID.Compare)
+	down = slices.Compact(down)
+	d.uint(uint64(len(down)))
+	for _, m := range down {
+		d.id(m)
+	}
+	return d.sum()
+}
+
+// serves reports whether a ring member in status takes keys: alive or
+// merely suspected, as placement reckons it.
+func serves(status string) bool { return status == "alive" || status == "suspect" }
+
+// statusOf returns m's status as the API names it.
+func statusOf(m cluster.Member) string {
+	if m.Joining {
+		return "joining"
+	}
+	return m.Status.String()
+}
+
+// byAddr orders members by address, then incarnation.
+func byAddr(a, b cluster.Member) int {
+	return cmp.Or(cmp.Compare(a.ID.Addr, b.ID.Addr), cmp.Compare(a.ID.Incarnation, b.ID.Incarnation))
+}
+
+// current returns the members as users see them: for each address the
+// record of its newest process, unless it left; sorted by address.
+func current(records []cluster.Member) []cluster.Member {
+	newest := make(map[string]cluster.Member, len(records))
+	for _, m := range records {
+		if cur, ok := newest[m.ID.Addr]; !ok || cur.ID.Incarnation < m.ID.Incarnation {
+			newest[m.ID.Addr] = m
+		}
+	}
+	out := make([]cluster.Member, 0, len(newest))
+	for _, m := range newest {
+		if m.Status != cluster.StatusLeft {
+			out = append(out, m)
+		}
+	}
+	slices.SortFunc(out, byAddr)
+	return out
+}

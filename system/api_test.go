@@ -1,0 +1,225 @@
+package system_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/troupe-go/troupe/actor"
+	"github.com/troupe-go/troupe/internal/adminapi"
+	"github.com/troupe-go/troupe/internal/systemtest"
+	"github.com/troupe-go/troupe/system"
+)
+
+// apiOn switches on the admin listener's API alone, on a free loopback
+// port.
+func apiOn(cfg *system.Config) {
+	cfg.Admin = &system.AdminConfig{Bind: "127.0.0.1:0", API: true}
+}
+
+// apiGet fetches path from s's API into v, wanting 200.
+func apiGet(c *http.Client, s *system.System, path string, v any) error {
+	code, b, err := fetch(c, "http://"+s.AdminAddr()+path, "")
+	if err != nil {
+		return err
+	}
+	if code != http.StatusOK {
+		return fmt.Errorf("GET %s answered %d %s", path, code, b)
+	}
+	return json.Unmarshal(b, v)
+}
+
+func TestTheAPIOfThreeMembersAgreesOnMembersPlacementAndOwners(t *testing.T) {
+	def := counterDef("apicounter", nil)
+	replicated := counterDef("apireplicated", nil, actor.WithReplicas(2, actor.WriteMajority))
+	systems := systemtest.StartCluster(t, 3, func(_ int, cfg *system.Config) { apiOn(cfg) }, def, replicated)
+	var addrs []string
+	for _, s := range systems {
+		addrs = append(addrs, s.Addr())
+	}
+	slices.Sort(addrs)
+	c := httpClient(t, nil)
+	// Each member lists all three alive, by address.
+	for _, s := range systems {
+		systemtest.Await(t, func() error {
+			var mr adminapi.MembersResponse
+			if err := apiGet(c, s, "/api/v1/members?status=alive", &mr); err != nil {
+				return err
+			}
+			var got []string
+			for _, m := range mr.Members {
+				got = append(got, m.Address)
+				if m.Self != (m.Address == s.Addr()) {
+					return fmt.Errorf("%s: self is %t on %s", s.Addr(), m.Self, m.Address)
+				}
+			}
+			if !slices.Equal(got, addrs) || mr.Total != 3 {
+				return fmt.Errorf("%s lists %v alive (total %d), want %v", s.Addr(), got, mr.Total, addrs)
+			}
+			return nil
+		})
+	}
+	// They agree on the placement version, and on the revision of the view.
+	before := agreedVersion(t, c, systems, 3)
+	// where agrees with the ring each member places keys on.
+	for _, s := range systems {
+		for i := range 10 {
+			key := "k" + strconv.Itoa(i)
+			for _, typ := range []string{def.Name(), replicated.Name()} {
+				var wr adminapi.WhereResponse
+				if err := apiGet(c, s, "/api/v1/placement/where?type="+typ+"&key="+key, &wr); err != nil {
+					t.Fatal(err)
+				}
+				want := system.RingOwnerOf(s, typ, key)
+				if len(wr.Replicas) == 0 || wr.Replicas[0].Address != want || wr.Owner != want {
+					t.Errorf("%s: where %s/%s = replicas %+v owner %q, want %s first and owning", s.Addr(), typ, key, wr.Replicas, wr.Owner, want)
+				}
+				if typ == replicated.Name() {
+					reps := system.ReplicasOf(s, typ, key, 2)
+					var got []string
+					for _, r := range wr.Replicas {
+						got = append(got, r.Address)
+					}
+					if !slices.Equal(got, reps) {
+						t.Errorf("%s: where %s/%s = %v, want the replica set %v", s.Addr(), typ, key, got, reps)
+					}
+				}
+			}
+		}
+	}
+	// placement: each type's ring holds the three, their shares sum to 1.
+	var pr adminapi.PlacementResponse
+	if err := apiGet(c, systems[0], "/api/v1/placement", &pr); err != nil {
+		t.Fatal(err)
+	}
+	for _, pt := range pr.Types {
+		sum := 0.0
+		for _, m := range pt.Members {
+			sum += m.ShareRatio
+		}
+		if len(pt.Members) != 3 || sum < 0.999999 || sum > 1.000001 {
+			t.Errorf("%s: %d ring members, shares summing to %v: want 3 and 1", pt.Name, len(pt.Members), sum)
+		}
+	}
+	if len(pr.Types) != 2 || pr.Types[1].Name != replicated.Name() || pr.Types[1].Replicas != 2 {
+		t.Errorf("placement types %+v, want both, %s with 2 replicas", pr.Types, replicated.Name())
+	}
+	// A member leaves: the two others agree on a new placement version.
+	closeNow(t, systems[2])
+	if after := agreedVersion(t, c, systems[:2], 2); after == before {
+		t.Errorf("the placement version stayed %s after a member left, want a new one", after)
+	}
+}
+
+// agreedVersion waits until systems all report n members alive, one
+// placement version and one revision, and returns the version.
+func agreedVersion(t *testing.T, c *http.Client, systems []*system.System, n int) string {
+	t.Helper()
+	var version string
+	systemtest.Await(t, func() error {
+		var versions, revisions []string
+		for _, s := range systems {
+			var st adminapi.StatusResponse
+			if err := apiGet(c, s, "/api/v1/status", &st); err != nil {
+				return err
+			}
+			if st.Mode != adminapi.ModeCluster || st.Member.Address != s.Addr() || st.Cluster.Members != n || st.Cluster.MembersByStatus["alive"] != n {
+				return fmt.Errorf("%s's status %+v: want cluster mode, its own address, %d members alive", s.Addr(), st, n)
+			}
+			versions, revisions = append(versions, st.PlacementVersion), append(revisions, st.Revision)
+		}
+		if len(slices.Compact(versions)) != 1 {
+			return fmt.Errorf("placement versions %v, want one on all", versions)
+		}
+		if len(slices.Compact(revisions)) != 1 {
+			return fmt.Errorf("revisions %v, want one on all (same view)", revisions)
+		}
+		version = versions[0]
+		return nil
+	})
+	return version
+}
+
+func TestTheAPICountsEachTypesActivationsOnAStandaloneSystem(t *testing.T) {
+	cfg := system.Config{}
+	apiOn(&cfg)
+	a, b := counterDef("acnt", nil), counterDef("bcnt", nil)
+	s := newStandalone(t, cfg, a, b)
+	for i := range 5 {
+		add(t, a.Ref(s, "k"+strconv.Itoa(i)), 1)
+	}
+	add(t, b.Ref(s, "x"), 1)
+	c := httpClient(t, nil)
+	var tr adminapi.TypesResponse
+	if err := apiGet(c, s, "/api/v1/types", &tr); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int{}
+	for _, ty := range tr.Types {
+		got[ty.Name] = ty.Activations
+	}
+	if got["acnt"] != 5 || got["bcnt"] != 1 || tr.Mode != adminapi.ModeStandalone {
+		t.Errorf("types %+v (mode %s), want acnt with 5 activations, bcnt with 1, standalone", tr.Types, tr.Mode)
+	}
+	var st adminapi.StatusResponse
+	if err := apiGet(c, s, "/api/v1/status", &st); err != nil {
+		t.Fatal(err)
+	}
+	if st.PlacementVersion != adminapi.StandaloneVersion || !st.Readiness.Ready || st.Member.NodeID != "" {
+		t.Errorf("status %+v, want standalone, ready, no node id", st)
+	}
+	if code, _, _ := fetch(c, "http://"+s.AdminAddr()+"/readyz", ""); code != http.StatusNotFound {
+		t.Errorf("/readyz answered %d with only the API on, want 404", code)
+	}
+}
+
+func TestTheAPIRequiresTheTokenAndNeverPrintsIt(t *testing.T) {
+	const token = "api-Token.9"
+	cfg := system.Config{}
+	apiOn(&cfg)
+	cfg.Admin.Token = token
+	s := newStandalone(t, cfg, counterDef("tokcnt", nil))
+	c := httpClient(t, nil)
+	for _, p := range []string{"/api/v1/status", "/api/v1/members", "/api/v1/nowhere"} {
+		code, body, err := fetch(c, "http://"+s.AdminAddr()+p, "")
+		if err != nil || code != http.StatusUnauthorized || !strings.Contains(string(body), `"unauthorized"`) {
+			t.Errorf("%s without the token: %d %s (%v), want 401 with code unauthorized", p, code, body, err)
+		}
+	}
+	code, body, err := fetch(c, "http://"+s.AdminAddr()+"/api/v1/status", "Bearer "+token)
+	if err != nil || code != http.StatusOK || strings.Contains(string(body), token) {
+		t.Errorf("status with the token: %d (%v), want 200 and a body without the token", code, err)
+	}
+}
+
+func TestTheAPIAloneIsASurfaceAndTheConfigSaysSo(t *testing.T) {
+	cfg := system.Config{Admin: &system.AdminConfig{API: true, Token: "t0k"}}
+	if err := cfg.Validate(); err != nil {
+		t.Errorf("Validate() of an admin config serving the API only = %v, want nil", err)
+	}
+	dump, err := json.Marshal(cfg.Admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs := new(strings.Builder)
+	slog.New(slog.NewJSONHandler(logs, nil)).Info("config", "admin", *cfg.Admin)
+	for _, p := range []string{cfg.Admin.String(), string(dump), logs.String()} {
+		if !strings.Contains(strings.ToLower(p), `api`) || !strings.Contains(p, "true") {
+			t.Errorf("%s does not say the API is on", p)
+		}
+		if strings.Contains(p, "t0k") {
+			t.Errorf("%s prints the token", p)
+		}
+	}
+	if s := cfg.Admin.String(); !strings.Contains(s, "API:true") {
+		t.Errorf("String() = %s, want API:true", s)
+	}
+	if !strings.Contains(string(dump), `"api":true`) || !strings.Contains(logs.String(), `"api":true`) {
+		t.Errorf("MarshalJSON %s / LogValue %s, want \"api\":true", dump, logs)
+	}
+}
