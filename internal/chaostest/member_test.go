@@ -81,6 +81,28 @@ var tally = actor.Define("tally", func(c *actor.Context[int, tallyMsg], m tallyM
 	return nil
 }, actor.WithReplicas(3, actor.WriteMajority)).WithMessages(tallyInc{}, tallyGet{})
 
+// A ledger adds amounts, replicated like a register; keyed asks add each
+// once (actor.WithIdempotencyKey). Each answer is the sum after the add,
+// so the answers of one ledger's adds are distinct.
+type (
+	ledgerMsg interface{ ledgerMsg() }
+	ledgerAdd struct {
+		actor.Reply[ledgerMsg, int]
+		N int
+	}
+)
+
+func (ledgerAdd) ledgerMsg() {}
+
+var ledger = actor.Define("ledger", func(c *actor.Context[int, ledgerMsg], m ledgerMsg) error {
+	switch m := m.(type) {
+	case ledgerAdd:
+		c.SetState(c.State() + m.N)
+		return actor.Respond(c, m, c.State())
+	}
+	return nil
+}, actor.WithReplicas(3, actor.WriteMajority)).WithMessages(ledgerAdd{})
+
 // The member role's parameters.
 const (
 	envAddr    = "TROUPE_CHAOS_ADDR"  // address to listen on and advertise
@@ -128,7 +150,7 @@ func runMember() int {
 	cc.Seeds = strings.Split(os.Getenv(envSeeds), ",")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cfg := system.Config{Actors: []actor.Definition{register, tally}, Cluster: &cc, LeaveTimeout: 2 * time.Second,
+	cfg := system.Config{Actors: []actor.Definition{register, tally, ledger}, Cluster: &cc, LeaveTimeout: 2 * time.Second,
 		DataDir: os.Getenv(envDataDir), Sync: os.Getenv(envSync) == "1"}
 	if os.Getenv(envLog) != "" {
 		cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))

@@ -82,7 +82,7 @@ func NewKind[S, M, C any](h *host.Host, d *Spec[S, M, C]) host.Kind {
 	if k.rem != nil {
 		k.rt = k.rem.Route(k)
 	}
-	k.tgt = target[M]{sink: k, typ: d.Name, clustered: k.rem != nil, stores: h.Store != nil, keeps: h.Store != nil && d.Durable}
+	k.tgt = target[M]{sink: k, typ: d.Name, clustered: k.rem != nil, stores: h.Store != nil, keeps: d.Durable}
 	return k
 }
 

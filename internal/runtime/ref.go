@@ -31,7 +31,8 @@ type target[M any] struct {
 	// context derived from a durable handler's looks for that handler.
 	stores bool
 	// keeps is set when the type keeps its state (durable or
-	// replicated): only then may its asks carry an idempotency key.
+	// replicated), wherever it runs (a client stores nothing, the members
+	// do): only then may its asks carry an idempotency key.
 	keeps bool
 }
 
