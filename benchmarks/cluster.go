@@ -280,3 +280,85 @@ func inParallel(g, n int, f func(i int) error) error {
 	}
 	return err
 }
+
+// continuityResult is what ContinuityAsk measured.
+type continuityResult struct {
+	keyed, replayed []time.Duration // each keyed ask's latency; each replay's
+	plain           float64         // plain replicated asks/s, same cluster, right before
+	plainP50        time.Duration
+}
+
+// ContinuityAsk starts a cluster of nodes processes and has goroutines
+// goroutines, through a client, ask rInc n times in all of keys keys of
+// rrcounter (three replicas, Majority): first plain asks, then asks that
+// each carry an idempotency key of their own (the answer is kept in the
+// key's record, written with the state), then every goroutine's asks
+// again under the same idempotency keys (each answered from what was
+// kept, the handler not run). The keyed asks are timed by clk.
+func (troupePeer) ContinuityAsk(clk *clock, nodes, goroutines, keys, n int) (continuityResult, error) {
+	var res continuityResult
+	ns, err := startCluster(nodes, "")
+	if err != nil {
+		return res, err
+	}
+	defer stopAll(ns)
+	c, err := newClient(ns)
+	if err != nil {
+		return res, err
+	}
+	defer c.Close()
+	refs := make([]actor.Ref[rcMsg], keys)
+	for i := range refs {
+		refs[i] = rrcounter.Ref(c, activationKey(i))
+	}
+	if err := inParallel(goroutines, keys, func(i int) error {
+		_, err := askSettling(context.Background(), refs[i], rGet{})
+		return err
+	}); err != nil {
+		return res, err
+	}
+	per := n / goroutines
+	run := func(clk *clock, idem func(g, i int) string) ([]time.Duration, error) {
+		lat := make([]time.Duration, per*goroutines)
+		if clk != nil {
+			for _, nd := range ns {
+				clk.node(nd.cmd.Process.Pid)
+			}
+			clk.start()
+			defer clk.stop()
+		}
+		err := inParallel(goroutines, goroutines, func(g int) error {
+			mine := lat[g*per : (g+1)*per]
+			for i := range mine {
+				ctx := context.Background()
+				if idem != nil {
+					ctx = actor.WithIdempotencyKey(ctx, idem(g, i))
+				}
+				t0 := time.Now()
+				if _, err := actor.Ask(ctx, refs[(g+i*goroutines)%keys], rInc{}); err != nil {
+					return err
+				}
+				mine[i] = time.Since(t0)
+			}
+			return nil
+		})
+		return lat, err
+	}
+	var pclk clock
+	plain, err := run(&pclk, nil)
+	if err != nil {
+		return res, fmt.Errorf("plain asks: %w", err)
+	}
+	res.plain = pclk.rate(per * goroutines).primary
+	res.plainP50 = percentile(plain, 0.50)
+	key := func(g, i int) string { return "k" + strconv.Itoa(g) + "-" + strconv.Itoa(i) }
+	if res.keyed, err = run(clk, key); err != nil {
+		return res, fmt.Errorf("keyed asks: %w", err)
+	}
+	// The replays: the last asks of each goroutine, whose answers the
+	// keys' records still keep (each record keeps its last 128).
+	if res.replayed, err = run(nil, key); err != nil {
+		return res, fmt.Errorf("replayed asks: %w", err)
+	}
+	return res, nil
+}

@@ -49,7 +49,7 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	var o options
 	fs := flag.NewFlagSet("benchmarks", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	only := fs.String("only", "", "comma-separated workloads to run (default all: tell,tell-many,ask,pingpong,activate,remote-tell,remote-ask,client-ask,replicated-write,replicated-write-sync,handoff-transfer,failover-fast,failover-default)")
+	only := fs.String("only", "", "comma-separated workloads to run (default all: tell,tell-many,ask,pingpong,activate,remote-tell,remote-ask,client-ask,replicated-write,replicated-write-sync,continuity-ask,handoff-transfer,failover-fast,failover-default)")
 	systems := fs.String("systems", "troupe,protoactor", "comma-separated systems to run (one alone prints no ratio; for profiling)")
 	fs.IntVar(&o.rounds, "rounds", 5, "rounds; each measures every workload once on each system")
 	fs.BoolVar(&o.warmup, "warmup", true, "run every workload once at a tenth of its size before the rounds, unreported")
@@ -344,6 +344,7 @@ type summary struct {
 	nodeCPUPerOp, nodeSysPerOp, failed, min, max, base float64
 	mb, secs, upSecs, earlyMB, idleFailed              float64
 	p50, p99, idleP99, streamP99, afterP99             time.Duration
+	replayP50, plainP50                                time.Duration
 }
 
 func summarize(ms []measurement) summary {
@@ -369,6 +370,8 @@ func summarize(ms []measurement) summary {
 	s.idleP99 = time.Duration(median(ms, func(m measurement) float64 { return float64(m.idleP99) }))
 	s.streamP99 = time.Duration(median(ms, func(m measurement) float64 { return float64(m.streamP99) }))
 	s.afterP99 = time.Duration(median(ms, func(m measurement) float64 { return float64(m.afterP99) }))
+	s.replayP50 = time.Duration(median(ms, func(m measurement) float64 { return float64(m.replayP50) }))
+	s.plainP50 = time.Duration(median(ms, func(m measurement) float64 { return float64(m.plainP50) }))
 	return s
 }
 
@@ -388,6 +391,9 @@ func describe(w string, ms []measurement) string {
 	case "client-ask":
 		return fmt.Sprintf("%s asks/s  p50 %v  p99 %v  cpu %s/ask + nodes %s", si(s.primary), s.p50, s.p99, cpu,
 			time.Duration(s.nodeCPUPerOp))
+	case "continuity-ask":
+		return fmt.Sprintf("%s keyed asks/s  p50 %v  p99 %v  cpu %s/ask + nodes %s; plain %s asks/s p50 %v; replayed p50 %v", si(s.primary), s.p50, s.p99, cpu,
+			time.Duration(s.nodeCPUPerOp), si(s.base), s.plainP50, s.replayP50)
 	case "handoff-transfer":
 		failed := ""
 		if s.failed > 0 || s.idleFailed > 0 {
@@ -438,6 +444,10 @@ func report(w io.Writer, o options, peers []peer, results map[string]map[string]
 			// unreplicated one, measured in the same clusters. For
 			// handoff-transfer, the member's rate over bulk TCP's.
 			fmt.Fprintf(w, "ratio %s %.2f\n", wl.name, s.primary/s.base)
+		}
+		if okT && wl.name == "continuity-ask" {
+			s := summarize(tr)
+			fmt.Fprintf(w, "ratio continuity-replay-p50 %.2f\n", float64(s.replayP50)/float64(s.plainP50))
 		}
 		if okT && wl.name == "handoff-transfer" {
 			s := summarize(tr)
@@ -509,6 +519,11 @@ func floors(w io.Writer, o options, results map[string]map[string][]measurement)
 		t := summarize(tr)
 		check("replicated-write >= 25k writes/s", t.primary >= 25_000, si(t.primary))
 		check("replicated-write >= 0.5x unreplicated", t.primary >= 0.5*t.base, fmt.Sprintf("%.2fx", t.primary/t.base))
+	}
+	if tr, ok := results["continuity-ask"]["troupe"]; ok {
+		t := summarize(tr)
+		check("continuity-ask >= 0.7x plain replicated ask", t.primary >= 0.7*t.base, fmt.Sprintf("%.2fx", t.primary/t.base))
+		check("replayed ask p50 <= 1.5x plain ask", t.replayP50 <= t.plainP50*3/2, fmt.Sprintf("%.2fx", float64(t.replayP50)/float64(t.plainP50)))
 	}
 	if tr, ok := results["handoff-transfer"]["troupe"]; ok {
 		t := summarize(tr)

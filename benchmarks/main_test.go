@@ -53,13 +53,16 @@ func TestEveryWorkloadRunsOnEverySystem(t *testing.T) {
 				if m.primary <= 0 || m.cpuPerOp < 0 {
 					t.Errorf("%s on %s measured %v (cpu %v ns/op), want a positive figure", w.name, p.Name(), m.primary, m.cpuPerOp)
 				}
-				if strings.HasPrefix(w.name, "replicated-write") && m.base <= 0 {
+				if (strings.HasPrefix(w.name, "replicated-write") || w.name == "continuity-ask") && m.base <= 0 {
 					t.Errorf("%s measured no unreplicated rate to compare with", w.name)
 				}
 				if w.name == "handoff-transfer" && (m.base <= 0 || m.mb <= 0 || m.idleP99 <= 0) {
 					t.Errorf("%s measured %.3f MB against bulk TCP at %.1f MB/s, idle ask p99 %v; want all positive", w.name, m.mb, m.base, m.idleP99)
 				}
-				if (w.name == "ask" || w.name == "remote-ask" || w.name == "client-ask" || strings.HasPrefix(w.name, "replicated-write") || w.name == "handoff-transfer") && (m.p50 <= 0 || m.p99 < m.p50) {
+				if w.name == "continuity-ask" && (m.replayP50 <= 0 || m.plainP50 <= 0) {
+					t.Errorf("%s measured replayed p50 %v, plain p50 %v; want both positive", w.name, m.replayP50, m.plainP50)
+				}
+				if (w.name == "ask" || w.name == "remote-ask" || w.name == "client-ask" || strings.HasPrefix(w.name, "replicated-write") || w.name == "continuity-ask" || w.name == "handoff-transfer") && (m.p50 <= 0 || m.p99 < m.p50) {
 					t.Errorf("ask on %s: p50 %v, p99 %v; want 0 < p50 <= p99", p.Name(), m.p50, m.p99)
 				}
 			})
@@ -82,7 +85,7 @@ func TestRunPrintsMediansAndARatioPerWorkload(t *testing.T) {
 		"-repl-goroutines", "4", "-repl-keys", "16", "-repl-n", "64",
 		// failover-default waits out the default detection (about 10 s):
 		// TestEveryWorkloadRunsOnEverySystem runs it once.
-		"-only", "tell,tell-many,ask,pingpong,activate,remote-tell,remote-ask,client-ask,replicated-write,failover-fast"}
+		"-only", "tell,tell-many,ask,pingpong,activate,remote-tell,remote-ask,client-ask,replicated-write,continuity-ask,failover-fast"}
 	if code := run(args, &out, &errOut); code != 0 {
 		t.Fatalf("run exited %d; stderr:\n%s", code, errOut.String())
 	}
@@ -99,6 +102,9 @@ func TestRunPrintsMediansAndARatioPerWorkload(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "\nratio replicated-write ") || !strings.Contains(out.String(), "replicated-write >= 25k writes/s") {
 		t.Errorf("output lacks replicated-write's ratio to the unreplicated rate, or its floor:\n%s", out.String())
+	}
+	if !strings.Contains(out.String(), "\nratio continuity-ask ") || !strings.Contains(out.String(), "\nratio continuity-replay-p50 ") {
+		t.Errorf("output lacks continuity-ask's ratios:\n%s", out.String())
 	}
 	for _, w := range []string{"tell", "tell-many", "ask", "pingpong", "activate", "remote-tell", "remote-ask"} {
 		if !strings.Contains(out.String(), "\nratio "+w+" ") {

@@ -101,8 +101,12 @@ type measurement struct {
 	mb, secs, upSecs, earlyMB float64
 	idleFailed                float64
 	// base is the replicated workloads' rate on the unreplicated
-	// definition, measured in the same cluster right before.
+	// definition, measured in the same cluster right before
+	// (continuity-ask: plain replicated asks).
 	base float64
+	// replayP50 and plainP50 are continuity-ask's p50 of a keyed ask
+	// answered from what was kept, and of a plain replicated ask.
+	replayP50, plainP50 time.Duration
 }
 
 // workload is a named benchmark and how to run it on a peer.
@@ -162,6 +166,7 @@ var workloads = []workload{
 	{"replicated-write-sync", func(p peer, clk *clock, sz sizes, _ []string) (measurement, error) {
 		return replicatedWrite(p, clk, sz, true)
 	}},
+	{"continuity-ask", continuityAsk},
 	{"handoff-transfer", handoffTransfer},
 	{"failover-fast", func(p peer, clk *clock, sz sizes, _ []string) (measurement, error) {
 		return failover(p, clk, sz, "fast")
@@ -174,12 +179,26 @@ var workloads = []workload{
 // troupeOnly are the workloads Proto.Actor has no counterpart for here:
 // they run on Troupe alone and print no ratio.
 var troupeOnly = map[string]bool{"client-ask": true, "failover-fast": true, "failover-default": true,
-	"replicated-write": true, "replicated-write-sync": true, "handoff-transfer": true}
+	"replicated-write": true, "replicated-write-sync": true, "handoff-transfer": true, "continuity-ask": true}
 
 // noWarmup are the workloads that build a cluster of node processes for
 // each measurement: the warm-up would only start and stop processes.
 var noWarmup = map[string]bool{"client-ask": true, "failover-fast": true, "failover-default": true,
-	"replicated-write": true, "replicated-write-sync": true, "handoff-transfer": true}
+	"replicated-write": true, "replicated-write-sync": true, "handoff-transfer": true, "continuity-ask": true}
+
+// continuityAsk's primary figure is keyed asks/s, base the plain
+// replicated asks/s in the same cluster; p50 and p99 are the keyed asks',
+// replayP50 the replays' and plainP50 the plain asks'.
+func continuityAsk(p peer, clk *clock, sz sizes, _ []string) (measurement, error) {
+	r, err := p.(troupePeer).ContinuityAsk(clk, sz.ReplNodes, sz.ReplGos, sz.ReplKeys, sz.ReplN)
+	if err != nil {
+		return measurement{}, err
+	}
+	m := latencies(clk, r.keyed)
+	m.base = r.plain
+	m.replayP50, m.plainP50 = percentile(r.replayed, 0.50), r.plainP50
+	return m, nil
+}
 
 func replicatedWrite(p peer, clk *clock, sz sizes, sync bool) (measurement, error) {
 	lat, base, err := p.(troupePeer).ReplicatedWrite(clk, sz.ReplNodes, sz.ReplGos, sz.ReplKeys, sz.ReplN, sync)

@@ -95,20 +95,17 @@ func WithIdempotencyKey(ctx context.Context, key string) context.Context {
 // requests hash alike on every member whatever their maps' order.
 func requestHash(m any) ([32]byte, error) {
 	var buf bytes.Buffer
-	enc := msgpack.NewEncoder(&buf)
+	name := reflect.TypeOf(m).String()
+	buf.Write(binary.AppendUvarint(make([]byte, 0, binary.MaxVarintLen64), uint64(len(name))))
+	buf.WriteString(name)
+	enc := msgpack.GetEncoder()
+	defer msgpack.PutEncoder(enc)
+	enc.Reset(&buf)
 	enc.SetSortMapKeys(true)
 	if err := enc.Encode(m); err != nil {
 		return [32]byte{}, fmt.Errorf("hash the request %T: %w", m, err)
 	}
-	h, _ := blake2b.New256(nil)
-	name := reflect.TypeOf(m).String()
-	var n [binary.MaxVarintLen64]byte
-	h.Write(n[:binary.PutUvarint(n[:], uint64(len(name)))])
-	h.Write([]byte(name))
-	h.Write(buf.Bytes())
-	var sum [32]byte
-	h.Sum(sum[:0])
-	return sum, nil
+	return blake2b.Sum256(buf.Bytes()), nil
 }
 
 // lookupKeyed looks up the keyed ask e at a started durable activation.
