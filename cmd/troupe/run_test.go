@@ -36,8 +36,11 @@ type fakeSource struct {
 }
 
 func (f *fakeSource) Node() adminapi.Node {
-	return adminapi.Node{ID: ring.NodeID{Addr: "10.0.0.2:7400", Incarnation: 2}, Started: time.Now().Add(-time.Hour),
-		BuildVersion: "v0.9.0", Ready: true, Checks: []adminapi.Check{{Name: "joined", OK: true}, {Name: "majority", OK: true}}}
+	return adminapi.Node{Addr: "10.0.0.2:7400", Started: time.Now().Add(-time.Hour), BuildVersion: "v0.9.0"}
+}
+
+func (f *fakeSource) Readiness() (bool, []adminapi.Check) {
+	return true, []adminapi.Check{{Name: "joined", OK: true}, {Name: "majority", OK: true}}
 }
 
 func (f *fakeSource) View() (adminapi.View, bool) {
@@ -50,11 +53,16 @@ func (f *fakeSource) View() (adminapi.View, bool) {
 			ids = append(ids, m.ID)
 		}
 	}
-	return adminapi.View{Records: f.records, Rings: map[string]*ring.Ring{"cart": ring.New(ids)}}, true
+	return adminapi.View{Self: ring.NodeID{Addr: "10.0.0.2:7400", Incarnation: 2}, Owning: true,
+		Records: f.records, Rings: map[string]*ring.Ring{"cart": ring.New(ids)}}, true
 }
 
-func (f *fakeSource) Types() []adminapi.Type {
-	return []adminapi.Type{{Name: "cart", Activations: 12, Queued: 1, Replicas: 2}}
+func (f *fakeSource) Definitions() []adminapi.Definition {
+	return []adminapi.Definition{{Name: "cart", Replicas: 2}}
+}
+
+func (f *fakeSource) Counts() []adminapi.Count {
+	return []adminapi.Count{{Name: "cart", Activations: 12, Queued: 1}}
 }
 
 func cluster3() *fakeSource {
