@@ -699,9 +699,9 @@ func TestWhereOfAPinnedKeyPicksTheProcessTheRouterPicks(t *testing.T) {
 	// 10.0.0.5: leaving, so no owner.
 	leaving := member("10.0.0.5:7400", cluster.StatusLeaving, "session")
 	f.records = append(f.records, old, joining, leaving)
-	// This member's own record says suspect: the router takes its own
+	// This member's own record says leaving: the router takes its own
 	// keys all the same.
-	f.records[2].Status = cluster.StatusSuspect
+	f.records[2].Status = cluster.StatusLeaving
 	for _, tc := range []struct {
 		key, owner string
 		inc        uint64
