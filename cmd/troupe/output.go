@@ -99,7 +99,11 @@ func status(ctx context.Context, c *client, raw bool, out io.Writer) error {
 		}
 		fmt.Fprintf(w, "MEMBERS\t%d: %s\n", st.Cluster.Members, strings.Join(by, ", "))
 	}
-	fmt.Fprintf(w, "PLACEMENT\t%s\n", st.PlacementVersion)
+	placement := st.PlacementVersion
+	if placement == "" {
+		placement = "none yet (not joined)"
+	}
+	fmt.Fprintf(w, "PLACEMENT\t%s\n", placement)
 	fmt.Fprintf(w, "REVISION\t%s\n", st.Revision)
 	return w.Flush()
 }

@@ -339,6 +339,14 @@ func TestA503IsReportedPlainly(t *testing.T) {
 	}
 }
 
+func TestStatusSaysThereIsNoPlacementBeforeJoining(t *testing.T) {
+	addr := serveAPI(t, &fakeSource{clustered: true}, admin.Options{}) // no view yet: joining
+	code, out, errOut := troupe("--addr", addr, "status")
+	if code != 0 || !strings.Contains(out, "not joined") {
+		t.Errorf("status of a joining member: exit %d, stdout %q, stderr %q; want 0 and no placement version yet", code, out, errOut)
+	}
+}
+
 func TestAListenerWithoutTheAPIIsNamed(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -82,6 +82,8 @@ func newView(self ring.NodeID, owning bool, members []cluster.Member) *view {
 			// acquire and catch up from while it still answers.
 			continue
 		}
+		// internal/adminapi's pinnedAt mirrors this choice for the admin
+		// API's where: change both together.
 		if cur, ok := v.byAddr[id.Addr]; !ok || cur.Incarnation < id.Incarnation {
 			v.byAddr[id.Addr] = id
 		}
