@@ -42,7 +42,13 @@ func seededKeyTokens(k int) []Token {
 
 // shares returns each member's exact fraction of the token space as primary,
 // indexed like r.members.
-func shares(r *Ring) []float64 { return r.Shares() }
+func shares(r *Ring) []float64 {
+	var s []float64
+	for _, sh := range r.Shares() {
+		s = append(s, sh.Ratio)
+	}
+	return s
+}
 
 // ringOfPositions builds a ring whose virtual nodes are exactly the given
 // positions, named by member address, bypassing the digests. It lets a test

@@ -190,19 +190,31 @@ func (r *Ring) Version() Version {
 	return r.version
 }
 
-// Shares returns each member's fraction of the token space as primary (the
-// arcs that end at its positions), indexed like Members: what an operator
-// reads as "how much of the ring does this member own". The fractions sum to
-// 1, up to rounding; nil for the empty ring. It walks every position, so it
-// is for reports, not for the message path.
-func (r *Ring) Shares() []float64 {
+// Share is a member's fraction of the token space as primary.
+type Share struct {
+	Node NodeID
+	// Ratio is from 0 to 1: the arcs that end at Node's positions, in
+	// float64 (exact up to its rounding).
+	Ratio float64
+}
+
+// Shares returns each member's share of the token space as primary (the
+// arcs that end at its positions), one per member in the order of
+// Members: what an operator reads as "how much of the ring does this
+// member own". The ratios sum to 1, up to rounding; nil for the empty
+// ring. It walks every position, so it is for reports, not for the
+// message path.
+func (r *Ring) Shares() []Share {
 	if r.Len() == 0 {
 		return nil
 	}
-	s := make([]float64, len(r.members))
+	s := make([]Share, len(r.members))
+	for i, m := range r.members {
+		s[i].Node = m
+	}
 	for i, v := range r.vnodes {
 		prev := r.vnodes[(i+len(r.vnodes)-1)%len(r.vnodes)].token
-		s[v.owner] += float64(uint64(v.token-prev)) / math.Exp2(64)
+		s[v.owner].Ratio += float64(uint64(v.token-prev)) / math.Exp2(64)
 	}
 	return s
 }

@@ -263,7 +263,7 @@ func TestRingIsSafeForConcurrentLookups(t *testing.T) {
 func TestSharesAreTheArcsEndingAtEachMembersPositions(t *testing.T) {
 	// Positions 10 (a), 20 (b), 30 (a): b owns (10, 20], a the rest.
 	r := ringOfPositions("a", "b", "a")
-	got := r.Shares()
+	got := shares(r)
 	wantB := 10 / math.Exp2(64)
 	if len(got) != 2 || got[1] != wantB || math.Abs(got[0]+got[1]-1) > 1e-12 {
 		t.Errorf("Shares() = %v, want [1-%g %g] (b owns the arc (10, 20])", got, wantB, wantB)
@@ -272,7 +272,7 @@ func TestSharesAreTheArcsEndingAtEachMembersPositions(t *testing.T) {
 		t.Errorf("the empty ring's Shares() = %v, want nil", s)
 	}
 	one := New(seededMembers(3, 1))
-	if s := one.Shares(); len(s) != 1 || math.Abs(s[0]-1) > 1e-12 {
+	if s := shares(one); len(s) != 1 || math.Abs(s[0]-1) > 1e-12 {
 		t.Errorf("a ring of one member: Shares() = %v, want [1]", s)
 	}
 }
@@ -285,8 +285,8 @@ func TestSharesMatchTheKeysEachMemberIsPrimaryFor(t *testing.T) {
 		counts[r.AppendReplicas(nil, k, 1)[0]]++
 	}
 	sum := 0.0
-	for i, m := range r.Members() {
-		share := r.Shares()[i]
+	for _, sh := range r.Shares() {
+		m, share := sh.Node, sh.Ratio
 		sum += share
 		// 20,000 keys: a share near 0.25 has a standard error of 0.003.
 		if got := float64(counts[m]) / float64(len(keys)); math.Abs(got-share) > 0.02 {
@@ -295,5 +295,19 @@ func TestSharesMatchTheKeysEachMemberIsPrimaryFor(t *testing.T) {
 	}
 	if math.Abs(sum-1) > 1e-9 {
 		t.Errorf("the shares sum to %v, want 1", sum)
+	}
+}
+
+func TestSharesNameTheirMemberInTheOrderOfMembers(t *testing.T) {
+	r := New(seededMembers(7, 5))
+	got := r.Shares()
+	members := r.Members()
+	if len(got) != len(members) {
+		t.Fatalf("Shares() has %d entries for %d members, want one each", len(got), len(members))
+	}
+	for i, sh := range got {
+		if sh.Node != members[i] {
+			t.Errorf("Shares()[%d] names %v, want %v (the order of Members)", i, sh.Node, members[i])
+		}
 	}
 }

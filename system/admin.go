@@ -205,7 +205,7 @@ func (s *System) startAdmin(cfg Config) error {
 		})
 	}
 	if a.API {
-		o.API = adminapi.New(apiSource{s: s, version: moduleVersion()}, adminapi.Options{})
+		o.API = adminapi.New(newAPISource(s, moduleVersion()), adminapi.Options{})
 	}
 	s.admin = admin.Serve(o)
 	return nil

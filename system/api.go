@@ -3,57 +3,62 @@ package system
 import (
 	"github.com/troupe-go/troupe/internal/adminapi"
 	"github.com/troupe-go/troupe/internal/host"
-	"github.com/troupe-go/troupe/ring"
 )
 
 // apiSource is what the admin API reads of a system: identity and
-// readiness, the router's view (one snapshot: members and rings agree),
+// readiness, the router's view (one snapshot: self, members and rings
+// agree), the hosted types' definitions (read once: they do not change)
 // and per type what the runtime counts anyway. Nothing of it touches the
 // message path.
 type apiSource struct {
-	s       *System
-	version string // the module's, read once
+	s    *System
+	node adminapi.Node         // read once
+	defs []adminapi.Definition // read once
 }
 
-var _ adminapi.Source = apiSource{}
+var _ adminapi.Source = (*apiSource)(nil)
 
-func (a apiSource) Node() adminapi.Node {
-	r := a.s.Readiness()
-	n := adminapi.Node{Started: a.s.started, BuildVersion: a.version, Ready: r.Ready,
-		Checks: make([]adminapi.Check, 0, len(r.Checks))}
-	for _, c := range r.Checks {
-		n.Checks = append(n.Checks, adminapi.Check{Name: c.Name, OK: c.OK, Reason: c.Reason})
+func newAPISource(s *System, version string) *apiSource {
+	a := &apiSource{s: s, node: adminapi.Node{Started: s.started, BuildVersion: version}}
+	if s.m != nil {
+		a.node.Addr = s.m.cfg.Advertise
 	}
-	if m := a.s.m; m != nil {
-		// Before the first incarnation joins, the address alone.
-		n.ID = ring.NodeID{Addr: m.cfg.Advertise}
-		if inc := m.cur.Load(); inc != nil {
-			n.ID = inc.node.ID()
+	for _, k := range s.h.Kinds() {
+		d := adminapi.Definition{Name: k.Name(), Replicas: 1}
+		if rk, ok := k.(host.RemoteKind); ok {
+			d.Replicas, d.Pinned = max(rk.Replicas(), 1), rk.Pinned()
 		}
+		a.defs = append(a.defs, d)
 	}
-	return n
+	return a
 }
 
-func (a apiSource) View() (adminapi.View, bool) {
+func (a *apiSource) Node() adminapi.Node { return a.node }
+
+func (a *apiSource) Readiness() (bool, []adminapi.Check) {
+	r := a.s.Readiness()
+	checks := make([]adminapi.Check, 0, len(r.Checks))
+	for _, c := range r.Checks {
+		checks = append(checks, adminapi.Check{Name: c.Name, OK: c.OK, Reason: c.Reason})
+	}
+	return r.Ready, checks
+}
+
+func (a *apiSource) View() (adminapi.View, bool) {
 	if a.s.m == nil {
 		return adminapi.View{}, false
 	}
-	_, records, rings := a.s.m.router.Snapshot()
-	return adminapi.View{Records: records, Rings: rings}, true
+	self, owning, records, rings := a.s.m.router.Snapshot()
+	return adminapi.View{Self: self, Owning: owning, Records: records, Rings: rings}, true
 }
 
-func (a apiSource) Types() []adminapi.Type {
+func (a *apiSource) Definitions() []adminapi.Definition { return a.defs }
+
+func (a *apiSource) Counts() []adminapi.Count {
 	kinds := a.s.h.Kinds()
-	ts := make([]adminapi.Type, 0, len(kinds))
+	cs := make([]adminapi.Count, 0, len(kinds))
 	for _, k := range kinds {
-		t := adminapi.Type{Name: k.Name(), Queued: k.Queued(), Replicas: 1}
-		if c, ok := k.(host.ActivationCounter); ok {
-			t.Activations = c.Activations()
-		}
-		if rk, ok := k.(host.RemoteKind); ok {
-			t.Replicas, t.Pinned = max(rk.Replicas(), 1), rk.Pinned()
-		}
-		ts = append(ts, t)
+		cs = append(cs, adminapi.Count{Name: k.Name(), Queued: k.Queued(), Activations: k.Activations()})
 	}
-	return ts
+	return cs
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -222,4 +223,130 @@ func TestTheAPIAloneIsASurfaceAndTheConfigSaysSo(t *testing.T) {
 	if !strings.Contains(string(dump), `"api":true`) || !strings.Contains(logs.String(), `"api":true`) {
 		t.Errorf("MarshalJSON %s / LogValue %s, want \"api\":true", dump, logs)
 	}
+}
+
+// whereOwner asks s's API where typ/key lives: the owner, or the error
+// code when it answers one.
+func whereOwner(t *testing.T, c *http.Client, s *system.System, typ, key string) (owner, code string) {
+	t.Helper()
+	status, b, err := fetch(c, "http://"+s.AdminAddr()+"/api/v1/placement/where?type="+typ+"&key="+url.QueryEscape(key), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if status != http.StatusOK {
+		var e adminapi.ErrorResponse
+		if err := json.Unmarshal(b, &e); err != nil {
+			t.Fatalf("where %s/%s answered %d %s", typ, key, status, b)
+		}
+		return "", e.Error.Code
+	}
+	var wr adminapi.WhereResponse
+	if err := json.Unmarshal(b, &wr); err != nil {
+		t.Fatal(err)
+	}
+	return wr.Owner, ""
+}
+
+// A member answers where only for the types it hosts, and then as its
+// router routes: a pinned key to the member it names, a replicated key
+// among its replicas; for the others it sends the client to their hosts.
+func TestTheAPIWhereAgreesWithTheRouterWhenMembersHostDifferentTypes(t *testing.T) {
+	plain := counterDef("whplain", nil)
+	replicated := counterDef("whrep", nil, actor.WithReplicas(2, actor.WriteMajority))
+	pinned := counterDef("whpin", nil, actor.Pinned())
+	hosted := [][]actor.Definition{{plain, pinned}, {plain, replicated}, {plain, replicated, pinned}}
+	systems := systemtest.StartCluster(t, 3, func(i int, cfg *system.Config) {
+		apiOn(cfg)
+		cfg.Actors = hosted[i]
+	})
+	c := httpClient(t, nil)
+	agreedVersion(t, c, systems, 3)
+	hostsOf := func(typ string) []string {
+		var hs []string
+		for i, s := range systems {
+			if slices.ContainsFunc(hosted[i], func(d actor.Definition) bool { return d.Name() == typ }) {
+				hs = append(hs, s.Addr())
+			}
+		}
+		slices.Sort(hs)
+		return hs
+	}
+	var pinnedKeys []string
+	for _, s := range systems {
+		pinnedKeys = append(pinnedKeys, s.Addr()+"/p")
+	}
+	pinnedKeys = append(pinnedKeys, "127.0.0.1:1/nobody")
+	for i, s := range systems {
+		for _, d := range []actor.Definition{plain, replicated, pinned} {
+			typ := d.Name()
+			keys := pinnedKeys
+			if d != actor.Definition(pinned) {
+				keys = []string{"k0", "k1", "k2", "k3", "k4", "k5", "k6", "k7", "k8", "k9"}
+			}
+			isHost := slices.Contains(hosted[i], d)
+			for _, key := range keys {
+				owner, code := whereOwner(t, c, s, typ, key)
+				if !isHost {
+					if code != adminapi.CodeTypeNotHostedHere {
+						t.Errorf("%s (not hosting %s): where %s answered owner %q code %q, want %s", s.Addr(), typ, key, owner, code, adminapi.CodeTypeNotHostedHere)
+					}
+					continue
+				}
+				want := system.OwnerOf(s, typ, key)
+				if strings.HasPrefix(want, "error: ") {
+					want = "" // the router refuses it: no owner
+				}
+				if code != "" || owner != want {
+					t.Errorf("%s: where %s/%s = owner %q (code %q), the router sends it to %q", s.Addr(), typ, key, owner, code, want)
+				}
+			}
+		}
+	}
+	// The error names the members that host the type.
+	_, b, err := fetch(c, "http://"+systems[0].AdminAddr()+"/api/v1/placement/where?type=whrep&key=k", "")
+	var e adminapi.ErrorResponse
+	if err != nil || json.Unmarshal(b, &e) != nil || !slices.Equal(e.Error.Hosts, hostsOf("whrep")) {
+		t.Errorf("where of whrep on a member not hosting it: %s (%v), want hosts %v", b, err, hostsOf("whrep"))
+	}
+	// A pinned key that names no member: the router refuses it, and so
+	// does where.
+	if _, code := whereOwner(t, c, systems[2], "whpin", "nokeyslash"); code != adminapi.CodeBadParameter {
+		t.Errorf("where of a pinned key naming no member answered code %q, want %s", code, adminapi.CodeBadParameter)
+	}
+	if got := system.OwnerOf(systems[2], "whpin", "nokeyslash"); !strings.Contains(got, "names no member") {
+		t.Errorf("the router places a pinned key naming no member at %q, want it refused", got)
+	}
+}
+
+// After a member crashes, the survivors agree on a new placement version
+// once they find it dead.
+func TestTheAPIsPlacementVersionMovesWhenAMemberCrashes(t *testing.T) {
+	var victim systemtest.Net
+	def := counterDef("crashcounter", nil)
+	systems := systemtest.StartCluster(t, 3, func(i int, cfg *system.Config) {
+		apiOn(cfg)
+		if i == 2 {
+			victim.Attach(t, cfg)
+		}
+	}, def)
+	c := httpClient(t, nil)
+	before := agreedVersion(t, c, systems, 3)
+	systemtest.Crash(systems[2], &victim)
+	systemtest.Await(t, func() error {
+		var versions []string
+		for _, s := range systems[:2] {
+			var st adminapi.StatusResponse
+			if err := apiGet(c, s, "/api/v1/status", &st); err != nil {
+				return err
+			}
+			if st.Cluster.MembersByStatus["alive"] != 2 || st.Cluster.MembersByStatus["suspect"] != 0 {
+				return fmt.Errorf("%s counts %v, want 2 alive and none suspect", s.Addr(), st.Cluster.MembersByStatus)
+			}
+			versions = append(versions, st.PlacementVersion)
+		}
+		if versions[0] != versions[1] || versions[0] == before || versions[0] == "" {
+			return fmt.Errorf("survivors' placement versions %v (before the crash %s), want one new version on both", versions, before)
+		}
+		return nil
+	})
 }

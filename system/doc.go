@@ -63,7 +63,10 @@
 // management API under /api/v1/ (this member's status, the members as it
 // sees them, placement with each member's share of each ring and where a
 // key lives, the hosted actor types with their activations; a standalone
-// system answers too, in standalone mode). The API's responses carry a
+// system answers too, in standalone mode). Where a key lives is answered
+// only by a member that hosts the key's type (the definition decides its
+// replicas and pinning); another one answers 409 type_not_hosted_here
+// with the hosts' addresses. The API's responses carry a
 // schema version, their generation time, the revision of the view they
 // were built from and units in field names; within v1 they only grow.
 // cmd/troupe is a CLI over it. A bearer token (Admin.Token),

@@ -41,7 +41,9 @@ func newClient(o *options) (*client, error) {
 	if err != nil {
 		return nil, err
 	}
-	tr := &http.Transport{Proxy: http.ProxyFromEnvironment, ForceAttemptHTTP2: true}
+	// No proxy from the environment: the bearer token goes to the
+	// listener named, not to whatever HTTP_PROXY says.
+	tr := &http.Transport{Proxy: nil, ForceAttemptHTTP2: true}
 	if base.Scheme == "https" {
 		cfg := &tls.Config{MinVersion: tls.VersionTLS12}
 		if o.tlsCA != "" {
@@ -90,6 +92,9 @@ func baseURL(addr string, useTLS bool) (*url.URL, error) {
 	}
 	if u.User != nil {
 		return nil, usagef("--addr must not hold credentials: use --token")
+	}
+	if u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || u.RawFragment != "" {
+		return nil, usagef("--addr must not hold a query or a fragment")
 	}
 	u.Path = strings.TrimSuffix(u.Path, "/")
 	return u, nil
@@ -148,6 +153,8 @@ func (c *client) failure(code int, body []byte) error {
 		return fmt.Errorf("unavailable (503): %s", msg)
 	case code == http.StatusNotFound && !isAPI:
 		return fmt.Errorf("%s serves no /api/v1 (404): is AdminConfig.API on?", c.base.Host)
+	case e.Error.Code == adminapi.CodeTypeNotHostedHere && len(e.Error.Hosts) > 0:
+		return fmt.Errorf("%s (%d %s): %s: --addr one of %s", e.Error.Code, code, http.StatusText(code), msg, strings.Join(e.Error.Hosts, ", "))
 	case isAPI:
 		return fmt.Errorf("%s (%d %s): %s", e.Error.Code, code, http.StatusText(code), msg)
 	}

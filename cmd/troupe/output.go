@@ -99,7 +99,11 @@ func status(ctx context.Context, c *client, raw bool, out io.Writer) error {
 		}
 		fmt.Fprintf(w, "MEMBERS\t%d: %s\n", st.Cluster.Members, strings.Join(by, ", "))
 	}
-	fmt.Fprintf(w, "PLACEMENT\t%s\n", st.PlacementVersion)
+	placement := st.PlacementVersion
+	if placement == "" {
+		placement = "none yet (not joined)"
+	}
+	fmt.Fprintf(w, "PLACEMENT\t%s\n", placement)
 	fmt.Fprintf(w, "REVISION\t%s\n", st.Revision)
 	return w.Flush()
 }
@@ -108,6 +112,7 @@ func status(ctx context.Context, c *client, raw bool, out io.Writer) error {
 func members(ctx context.Context, c *client, q url.Values, raw bool, out io.Writer) error {
 	q.Set("limit", strconv.Itoa(pageSize))
 	var all []adminapi.Member
+	var pages [][]byte
 	mode := ""
 	for {
 		var mr adminapi.MembersResponse
@@ -118,19 +123,18 @@ func members(ctx context.Context, c *client, q url.Values, raw bool, out io.Writ
 		if err := json.Unmarshal(body, &mr); err != nil {
 			return fmt.Errorf("/api/v1/members: the answer is not the API's JSON: %w", err)
 		}
-		if raw {
-			if _, err := out.Write(body); err != nil {
-				return err
-			}
-		}
+		pages = append(pages, body)
 		all, mode = append(all, mr.Members...), mr.Mode
 		if mr.Next == "" {
 			break
 		}
+		if mr.Next == q.Get("after") {
+			return fmt.Errorf("/api/v1/members: the server's next cursor does not advance")
+		}
 		q.Set("after", mr.Next)
 	}
 	if raw {
-		return nil
+		return writeMerged(out, pages)
 	}
 	if mode == adminapi.ModeStandalone {
 		fmt.Fprintln(out, "standalone system: no cluster members")
@@ -146,6 +150,41 @@ func members(ctx context.Context, c *client, q url.Values, raw bool, out io.Writ
 		fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%s\n", m.Address, m.Status, m.Incarnation, strings.Join(m.ActorTypes, ","), self)
 	}
 	return w.Flush()
+}
+
+// writeMerged writes members' pages as one document: the first page's
+// fields, every page's members, and no next. It keeps the fields this
+// CLI does not know, as the API sent them.
+func writeMerged(out io.Writer, pages [][]byte) error {
+	var doc map[string]json.RawMessage
+	if err := json.Unmarshal(pages[0], &doc); err != nil {
+		return fmt.Errorf("/api/v1/members: the answer is not the API's JSON: %w", err)
+	}
+	var members []json.RawMessage
+	for _, p := range pages {
+		var page struct {
+			Members []json.RawMessage `json:"members"`
+		}
+		if err := json.Unmarshal(p, &page); err != nil {
+			return fmt.Errorf("/api/v1/members: the answer is not the API's JSON: %w", err)
+		}
+		members = append(members, page.Members...)
+	}
+	if members == nil {
+		members = []json.RawMessage{}
+	}
+	m, err := json.Marshal(members)
+	if err != nil {
+		return err
+	}
+	doc["members"] = m
+	delete(doc, "next")
+	b, err := json.MarshalIndent(doc, "", "  ")
+	if err != nil {
+		return err
+	}
+	_, err = out.Write(append(b, '\n'))
+	return err
 }
 
 func placement(ctx context.Context, c *client, raw bool, out io.Writer) error {
@@ -207,6 +246,11 @@ func where(ctx context.Context, c *client, typ, key string, raw bool, out io.Wri
 		fmt.Fprintln(out, "owner: none (no replica serves)")
 	case !inSet:
 		fmt.Fprintf(out, "owner: %s (the next live member past the replicas)\n", wr.Owner)
+	}
+	if wr.OwnerRefuses == adminapi.RefusesNoMajority {
+		fmt.Fprintln(out, "the owner, this member, refuses the key now: it lost the majority of the cluster")
+	} else if wr.OwnerRefuses != "" {
+		fmt.Fprintf(out, "the owner refuses the key now: %s\n", wr.OwnerRefuses)
 	}
 	fmt.Fprintf(out, "placement version %s\n", wr.PlacementVersion)
 	return nil

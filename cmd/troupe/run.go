@@ -133,7 +133,9 @@ func command(name string, args []string, o *options, stdout io.Writer) error {
 	case "where":
 		wantArgs = 2
 	default:
-		return usagef("unknown command %q", name)
+		// Not repeated: a misplaced argument may be the token
+		// ("troupe --token status s3cr3t").
+		return usagef("unknown command: the commands are status, members, placement, where and types")
 	}
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
@@ -146,7 +148,10 @@ func command(name string, args []string, o *options, stdout io.Writer) error {
 		if name == "where" {
 			return usagef("where takes TYPE and KEY, got %d arguments", len(pos))
 		}
-		return usagef("%s takes no arguments, got %q", name, pos)
+		return usagef("%s takes no arguments, got %d", name, len(pos)) // not repeated, as above
+	}
+	if o.timeout <= 0 {
+		return usagef("--timeout must be above zero")
 	}
 	if o.token == "" {
 		o.token = os.Getenv(tokenEnv)

@@ -16,9 +16,11 @@ import (
 	"math/big"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -36,8 +38,11 @@ type fakeSource struct {
 }
 
 func (f *fakeSource) Node() adminapi.Node {
-	return adminapi.Node{ID: ring.NodeID{Addr: "10.0.0.2:7400", Incarnation: 2}, Started: time.Now().Add(-time.Hour),
-		BuildVersion: "v0.9.0", Ready: true, Checks: []adminapi.Check{{Name: "joined", OK: true}, {Name: "majority", OK: true}}}
+	return adminapi.Node{Addr: "10.0.0.2:7400", Started: time.Now().Add(-time.Hour), BuildVersion: "v0.9.0"}
+}
+
+func (f *fakeSource) Readiness() (bool, []adminapi.Check) {
+	return true, []adminapi.Check{{Name: "joined", OK: true}, {Name: "majority", OK: true}}
 }
 
 func (f *fakeSource) View() (adminapi.View, bool) {
@@ -50,11 +55,16 @@ func (f *fakeSource) View() (adminapi.View, bool) {
 			ids = append(ids, m.ID)
 		}
 	}
-	return adminapi.View{Records: f.records, Rings: map[string]*ring.Ring{"cart": ring.New(ids)}}, true
+	return adminapi.View{Self: ring.NodeID{Addr: "10.0.0.2:7400", Incarnation: 2}, Owning: true,
+		Records: f.records, Rings: map[string]*ring.Ring{"cart": ring.New(ids)}}, true
 }
 
-func (f *fakeSource) Types() []adminapi.Type {
-	return []adminapi.Type{{Name: "cart", Activations: 12, Queued: 1, Replicas: 2}}
+func (f *fakeSource) Definitions() []adminapi.Definition {
+	return []adminapi.Definition{{Name: "cart", Replicas: 2}}
+}
+
+func (f *fakeSource) Counts() []adminapi.Count {
+	return []adminapi.Count{{Name: "cart", Activations: 12, Queued: 1}}
 }
 
 func cluster3() *fakeSource {
@@ -190,19 +200,63 @@ func TestMembersFollowsEveryPage(t *testing.T) {
 		t.Errorf("members exited %d with %d rows (%s), want all 2500 over three pages", code, n, errOut)
 	}
 	code, out, _ = troupe("members", "--addr", addr, "--json")
-	dec := json.NewDecoder(strings.NewReader(out))
-	var pages, rows int
-	for {
-		var mr adminapi.MembersResponse
-		if err := dec.Decode(&mr); err == io.EOF {
-			break
-		} else if err != nil {
-			t.Fatalf("members --json: %v", err)
-		}
-		pages, rows = pages+1, rows+len(mr.Members)
+	var mr adminapi.MembersResponse
+	if err := json.Unmarshal([]byte(out), &mr); err != nil {
+		t.Fatalf("members --json over three pages is not one JSON document: %v", err)
 	}
-	if code != 0 || pages != 3 || rows != 2500 {
-		t.Errorf("members --json exited %d with %d documents of %d members, want 3 pages of 2500 in all", code, pages, rows)
+	if code != 0 || len(mr.Members) != 2500 || mr.Total != 2500 || mr.Next != "" || mr.SchemaVersion != adminapi.SchemaVersion {
+		t.Errorf("members --json exited %d with %d members (total %d, next %q, schema %d), want one document of all 2500 and no next",
+			code, len(mr.Members), mr.Total, mr.Next, mr.SchemaVersion)
+	}
+}
+
+func TestMembersStopsWhenTheCursorDoesNotAdvance(t *testing.T) {
+	var requests atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if requests.Add(1) > 10 {
+			http.Error(w, "looping", http.StatusTeapot)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"schema_version":1,"mode":"cluster","members":[{"address":"a:1","incarnation":"1"}],"total":9,"next":"a1.stuck"}`)
+	}))
+	t.Cleanup(srv.Close)
+	code, _, errOut := troupe("members", "--addr", srv.URL)
+	if code != 1 || !strings.Contains(errOut, "does not advance") || requests.Load() != 2 {
+		t.Errorf("members against a stuck cursor exited %d after %d requests (%s), want 1 after 2, saying the cursor does not advance",
+			code, requests.Load(), errOut)
+	}
+}
+
+func TestWhereOnAMemberNotHostingTheTypeNamesItsHosts(t *testing.T) {
+	// cluster3's member hosts cart only; another member hosts order too.
+	f := cluster3()
+	f.records[0].ActorTypes = append(f.records[0].ActorTypes, "order")
+	addr := serveAPI(t, f, admin.Options{})
+	code, _, errOut := troupe("where", "--addr", addr, "order", "k1")
+	if code != 1 || !strings.Contains(errOut, "type_not_hosted_here") || !strings.Contains(errOut, "10.0.0.1:7400") || strings.Contains(errOut, "k1") {
+		t.Errorf("where of a type hosted elsewhere exited %d with %q, want 1 naming 10.0.0.1:7400 as a host, not the key", code, errOut)
+	}
+}
+
+func TestAMisplacedTokenIsNeverRepeated(t *testing.T) {
+	for _, args := range [][]string{{"--token", "status", "s3cr3t"}, {"status", "s3cr3t"}, {"--token", "status", "types", "s3cr3t"}} {
+		code, out, errOut := troupe(args...)
+		if code != 2 || strings.Contains(errOut+out, "s3cr3t") {
+			t.Errorf("troupe %q exited %d with stderr %q, want 2 without repeating the argument", args, code, errOut)
+		}
+	}
+}
+
+func TestTheClientIgnoresProxiesFromTheEnvironment(t *testing.T) {
+	t.Setenv("HTTP_PROXY", "http://proxy.invalid:3128")
+	t.Setenv("HTTPS_PROXY", "http://proxy.invalid:3128")
+	c, err := newClient(&options{addr: "10.0.0.1:7401", token: "t0k"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.tr.Proxy != nil {
+		t.Error("the transport takes a proxy from the environment: the bearer token would go to it")
 	}
 }
 
@@ -237,6 +291,8 @@ func TestBadUsageExits2(t *testing.T) {
 		{"--addr", "nocolon", "status"}, {"--addr", "ftp://h:1", "status"}, {"--token", "two words", "status"},
 		{"--tls-cert", "c.pem", "status"}, {"--addr", "http://127.0.0.1:1", "--tls-ca", "x", "status"},
 		{"--token", "two-words", "status", "--bogus"}, {"--token", "two-words", "members", "--status"},
+		{"status", "--timeout", "0s"}, {"--timeout", "-1s", "status"},
+		{"--addr", "http://127.0.0.1:1/?x=1", "status"}, {"--addr", "http://127.0.0.1:1/#frag", "status"}, {"--addr", "http://127.0.0.1:1/?", "status"},
 	} {
 		code, out, errOut := troupe(args...)
 		if code != 2 || !strings.Contains(errOut, "usage:") || out != "" {
@@ -280,6 +336,14 @@ func TestA503IsReportedPlainly(t *testing.T) {
 	code, out, errOut := troupe("--addr", addr, "members")
 	if code != 1 || out != "" || !strings.Contains(errOut, "unavailable (503)") || !strings.Contains(errOut, "joining") {
 		t.Errorf("members of a joining member: exit %d, stdout %q, stderr %q; want 1 and a plain 503", code, out, errOut)
+	}
+}
+
+func TestStatusSaysThereIsNoPlacementBeforeJoining(t *testing.T) {
+	addr := serveAPI(t, &fakeSource{clustered: true}, admin.Options{}) // no view yet: joining
+	code, out, errOut := troupe("--addr", addr, "status")
+	if code != 0 || !strings.Contains(out, "not joined") {
+		t.Errorf("status of a joining member: exit %d, stdout %q, stderr %q; want 0 and no placement version yet", code, out, errOut)
 	}
 }
 

@@ -30,7 +30,7 @@ type Options struct {
 	Ready func() (ready bool, body any)
 	// Metrics, if set, serves /metrics.
 	Metrics http.Handler
-	// API, if set, serves everything under /api/v1/, whatever the
+	// API, if set, serves /api/v1 and everything under /api/v1/, whatever the
 	// method: it answers methods it does not serve itself, as JSON.
 	API http.Handler
 	// Logger receives the server's errors (at Debug: they are a
@@ -71,6 +71,7 @@ func Serve(o Options) *Server {
 	}
 	if o.API != nil {
 		mux.Handle(adminapi.Prefix, o.API)
+		mux.Handle(adminapi.Root, o.API)
 	}
 	var h http.Handler = mux
 	if o.Token != "" {

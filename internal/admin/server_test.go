@@ -236,6 +236,14 @@ func TestTheAPIServesEverythingUnderItsPrefixWhateverTheMethod(t *testing.T) {
 	}
 }
 
+func TestThePrefixWithoutItsSlashReachesTheAPINotARedirect(t *testing.T) {
+	c := client(t, nil)
+	base := serve(t, Options{API: apiStub}, "http")
+	if code, body := get(t, c, base+"/api/v1", ""); code != http.StatusOK || body != "GET /api/v1" {
+		t.Errorf("GET /api/v1 answered %d %q, want the API's answer (not the mux's redirect)", code, body)
+	}
+}
+
 func TestATokenGuardsTheAPIWithAJSONError(t *testing.T) {
 	const token = "api-Token_7"
 	c := client(t, nil)

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	goruntime "runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -17,6 +18,10 @@ import (
 
 // Prefix is the path the API serves under.
 const Prefix = "/api/v1/"
+
+// Root is Prefix without its slash: mounted too, so that it answers the
+// API's JSON 404 rather than a mux's redirect in HTML.
+const Root = "/api/v1"
 
 // Options configures the API's handler.
 type Options struct {
@@ -68,18 +73,37 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, http.StatusMethodNotAllowed, CodeMethodNotAllowed, "the API is read-only: GET and HEAD only")
 		return
 	}
+	if r.Method == http.MethodHead {
+		w = bodyless{w}
+	}
 	serve(w, r)
 }
+
+// bodyless answers HEAD: the headers of GET, Content-Length included,
+// without the body.
+type bodyless struct{ http.ResponseWriter }
+
+func (b bodyless) Write(p []byte) (int, error) { return len(p), nil }
 
 // WriteError writes an error response: status, and a body with code and
 // msg. msg must not hold a secret or a key.
 func WriteError(w http.ResponseWriter, status int, code, msg string) {
-	b, _ := json.Marshal(ErrorResponse{Error: ErrorBody{Code: code, Message: msg}})
+	writeError(w, status, ErrorBody{Code: code, Message: msg})
+}
+
+func writeError(w http.ResponseWriter, status int, e ErrorBody) {
+	b, _ := json.Marshal(ErrorResponse{Error: e})
+	write(w, status, append(b, '\n'))
+}
+
+// write sends a JSON body whole, its length declared.
+func write(w http.ResponseWriter, status int, body []byte) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(status)
-	_, _ = w.Write(append(b, '\n'))
+	_, _ = w.Write(body)
 }
 
 func writeParamError(w http.ResponseWriter, e *paramError) {
@@ -92,10 +116,7 @@ func writeJSON(w http.ResponseWriter, v any) {
 		WriteError(w, http.StatusInternalServerError, CodeInternal, "the response could not be encoded")
 		return
 	}
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	_, _ = w.Write(append(b, '\n'))
+	write(w, http.StatusOK, append(b, '\n'))
 }
 
 // snapshot is one request's reading of the source.
@@ -133,17 +154,26 @@ func (s *snapshot) statusOf(id ring.NodeID) string {
 	return "unknown"
 }
 
+// placementVersion is "" while the member has not joined: the digest of
+// an empty view would look like a version and equal that of every other
+// member not joined yet.
 func (s *snapshot) placementVersion() string {
 	if !s.clustered {
 		return StandaloneVersion
 	}
+	if !s.hasView() {
+		return ""
+	}
 	return placementVersion(s.view.Rings, s.statusOf)
 }
+
+// hasView reports whether a member's view holds anything yet.
+func (s *snapshot) hasView() bool { return !s.clustered || len(s.view.Records) > 0 }
 
 // joined reports whether a member's view holds anything yet; before,
 // the member answers 503 rather than an empty cluster.
 func (s *snapshot) joined(w http.ResponseWriter) bool {
-	if s.clustered && len(s.view.Records) == 0 {
+	if !s.hasView() {
 		WriteError(w, http.StatusServiceUnavailable, CodeUnavailable, "this member has no membership view yet: it is joining")
 		return false
 	}
@@ -156,21 +186,23 @@ func (h *handler) status(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	n := h.src.Node()
+	ready, checks := h.src.Readiness()
 	s := h.snapshot()
+	self := s.view.Self
 	resp := StatusResponse{Meta: s.meta(), PlacementVersion: s.placementVersion(),
 		Member: NodeStatus{
-			Address: n.ID.Addr, Incarnation: n.ID.Incarnation,
+			Address: n.Addr, Incarnation: self.Incarnation,
 			StartTime:     n.Started.UTC().Format(time.RFC3339Nano),
 			UptimeSeconds: math.Round(s.now.Sub(n.Started).Seconds()*1000) / 1000,
 			BuildVersion:  n.BuildVersion, GoVersion: goruntime.Version(),
 		},
-		Readiness: Readiness{Ready: n.Ready, Checks: make([]ReadinessCheck, 0, len(n.Checks))},
+		Readiness: Readiness{Ready: ready, Checks: make([]ReadinessCheck, 0, len(checks))},
 		Cluster:   ClusterSummary{MembersByStatus: make(map[string]int, len(statuses))},
 	}
-	if n.ID.Incarnation != 0 { // a member's first incarnation may not have started yet
-		resp.Member.NodeID = n.ID.String()
+	if self.Incarnation != 0 { // a member's first incarnation may not have started yet
+		resp.Member.NodeID = self.String()
 	}
-	for _, c := range n.Checks {
+	for _, c := range checks {
 		resp.Readiness.Checks = append(resp.Readiness.Checks, ReadinessCheck{Name: c.Name, OK: c.OK, Reason: c.Reason})
 	}
 	for _, st := range statuses {
@@ -193,7 +225,7 @@ func (h *handler) members(w http.ResponseWriter, r *http.Request) {
 	if !s.joined(w) {
 		return
 	}
-	self := h.src.Node().ID
+	self := s.view.Self
 	resp := MembersResponse{Meta: s.meta(), Members: []Member{}}
 	for _, m := range s.current { // by address
 		st := statusOf(m)
@@ -217,12 +249,13 @@ func (h *handler) members(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, resp)
 }
 
-// hosted returns the types this member hosts, by name.
-func (h *handler) hosted() map[string]Type {
-	ts := h.src.Types()
-	m := make(map[string]Type, len(ts))
-	for _, t := range ts {
-		m[t.Name] = t
+// hosted returns the definitions of the types this member hosts, by
+// name.
+func (h *handler) hosted() map[string]Definition {
+	ds := h.src.Definitions()
+	m := make(map[string]Definition, len(ds))
+	for _, d := range ds {
+		m[d.Name] = d
 	}
 	return m
 }
@@ -239,16 +272,23 @@ func (h *handler) placement(w http.ResponseWriter, r *http.Request) {
 	hosted := h.hosted()
 	resp := PlacementResponse{Meta: s.meta(), PlacementVersion: s.placementVersion(), Types: []PlacementType{}}
 	if s.clustered {
+		// Types hosted by the same members share a ring: its shares
+		// are computed once.
+		shared := make(map[*ring.Ring][]ring.Share, len(s.view.Rings))
 		for _, typ := range sortedKeys(s.view.Rings) {
 			rg := s.view.Rings[typ]
 			pt := PlacementType{Name: typ, RingVersion: rg.Version().String(), Members: make([]RingMember, 0, rg.Len())}
 			if t, ok := hosted[typ]; ok {
 				pt.Replicas = max(t.Replicas, 1)
 			}
-			shares := rg.Shares()
-			for i, m := range rg.Members() {
-				pt.Members = append(pt.Members, RingMember{Address: m.Addr, Incarnation: m.Incarnation,
-					Status: s.statusOf(m), ShareRatio: shares[i]})
+			shares, ok := shared[rg]
+			if !ok {
+				shares = rg.Shares()
+				shared[rg] = shares
+			}
+			for _, sh := range shares {
+				pt.Members = append(pt.Members, RingMember{Address: sh.Node.Addr, Incarnation: sh.Node.Incarnation,
+					Status: s.statusOf(sh.Node), ShareRatio: sh.Ratio})
 			}
 			slices.SortFunc(pt.Members, func(a, b RingMember) int {
 				return cmp.Or(cmp.Compare(a.Address, b.Address), cmp.Compare(a.Incarnation, b.Incarnation))
@@ -284,8 +324,7 @@ func (h *handler) where(w http.ResponseWriter, r *http.Request) {
 	if !s.joined(w) {
 		return
 	}
-	hosted := h.hosted()
-	t, isHosted := hosted[typ]
+	t, isHosted := h.hosted()[typ]
 	resp := WhereResponse{Meta: s.meta(), PlacementVersion: s.placementVersion(), Type: typ, Key: key, Replicas: []Replica{}}
 	if !s.clustered {
 		if !isHosted {
@@ -295,23 +334,25 @@ func (h *handler) where(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, resp) // standalone: every key lives here
 		return
 	}
-	rg := s.view.Rings[typ]
-	if rg == nil {
+	if !isHosted {
+		// How a type places its keys (replicas, pinned) is in its
+		// definition, which only the members hosting it have: guessing
+		// would answer with a placement the router does not use.
+		if hosts := s.hosts(typ); len(hosts) > 0 || s.view.Rings[typ] != nil {
+			writeError(w, http.StatusConflict, ErrorBody{Code: CodeTypeNotHostedHere, Hosts: hosts,
+				Message: fmt.Sprintf("this member does not host actor type %q: ask a member that hosts it", clip(typ))})
+			return
+		}
 		WriteError(w, http.StatusNotFound, CodeUnknownType, fmt.Sprintf("no member hosts actor type %q", clip(typ)))
 		return
 	}
-	if isHosted && t.Pinned {
-		// A pinned key names its member: "address/rest".
-		addr, _, _ := strings.Cut(key, "/")
-		for _, m := range s.current {
-			if m.ID.Addr == addr && addr != "" {
-				resp.Replicas = append(resp.Replicas, Replica{Address: addr, Incarnation: m.ID.Incarnation, Status: statusOf(m)})
-				if serves(statusOf(m)) {
-					resp.Owner = addr
-				}
-			}
-		}
-		writeJSON(w, resp)
+	if t.Pinned {
+		s.wherePinned(w, &resp)
+		return
+	}
+	rg := s.view.Rings[typ]
+	if rg == nil {
+		WriteError(w, http.StatusNotFound, CodeUnknownType, fmt.Sprintf("no member hosts actor type %q", clip(typ)))
 		return
 	}
 	tok := ring.KeyToken(typ, key)
@@ -328,8 +369,55 @@ func (h *handler) where(w http.ResponseWriter, r *http.Request) {
 	}
 	if id, err := rg.Owner(tok, walk, func(id ring.NodeID) bool { return serves(s.statusOf(id)) }); err == nil {
 		resp.Owner = id.Addr
+		if id == s.view.Self && !s.view.Owning {
+			resp.OwnerRefuses = RefusesNoMajority
+		}
 	}
 	writeJSON(w, resp)
+}
+
+// wherePinned answers where for a key of a pinned type, which names its
+// member: "address/rest". The owner is chosen as the router chooses it
+// (internal/remote's view.dest): this member for its own address, else
+// the newest process at the address that is neither left, leaving nor
+// joining, if it serves.
+func (s *snapshot) wherePinned(w http.ResponseWriter, resp *WhereResponse) {
+	addr, _, ok := strings.Cut(resp.Key, "/")
+	if !ok || addr == "" {
+		// The router refuses such a key (ErrInvalidRef); the message
+		// does not repeat it.
+		WriteError(w, http.StatusBadRequest, CodeBadParameter, fmt.Sprintf("a key of the pinned actor type %q names its member: address/rest", clip(resp.Type)))
+		return
+	}
+	if self := s.view.Self; addr == self.Addr {
+		resp.Replicas = append(resp.Replicas, Replica{Address: addr, Incarnation: self.Incarnation, Status: s.statusOf(self)})
+		resp.Owner = addr
+		writeJSON(w, resp)
+		return
+	}
+	if id, ok := pinnedAt(s.view.Records, addr); ok {
+		st := s.statusOf(id)
+		resp.Replicas = append(resp.Replicas, Replica{Address: addr, Incarnation: id.Incarnation, Status: st})
+		if serves(st) {
+			resp.Owner = addr
+		}
+	} else if i, ok := slices.BinarySearchFunc(s.current, addr, func(m cluster.Member, a string) int { return cmp.Compare(m.ID.Addr, a) }); ok {
+		m := s.current[i] // there, but leaving or joining: no owner
+		resp.Replicas = append(resp.Replicas, Replica{Address: addr, Incarnation: m.ID.Incarnation, Status: statusOf(m)})
+	}
+	writeJSON(w, resp)
+}
+
+// hosts returns the addresses of the current members that host typ and
+// serve, by address.
+func (s *snapshot) hosts(typ string) []string {
+	var out []string
+	for _, m := range s.current {
+		if serves(statusOf(m)) && slices.Contains(m.ActorTypes, typ) {
+			out = append(out, m.ID.Addr)
+		}
+	}
+	return out
 }
 
 func (h *handler) types(w http.ResponseWriter, r *http.Request) {
@@ -338,12 +426,17 @@ func (h *handler) types(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s := h.snapshot()
-	ts := h.src.Types()
-	slices.SortFunc(ts, func(a, b Type) int { return cmp.Compare(a.Name, b.Name) })
-	resp := TypesResponse{Meta: s.meta(), Types: make([]TypeInfo, 0, len(ts))}
-	for _, t := range ts {
-		resp.Types = append(resp.Types, TypeInfo{Name: t.Name, Activations: t.Activations, QueuedMessages: t.Queued,
-			Replicas: max(t.Replicas, 1), Pinned: t.Pinned, RingMembers: s.view.Rings[t.Name].Len()})
+	counts := make(map[string]Count)
+	for _, c := range h.src.Counts() {
+		counts[c.Name] = c
+	}
+	ds := slices.Clone(h.src.Definitions())
+	slices.SortFunc(ds, func(a, b Definition) int { return cmp.Compare(a.Name, b.Name) })
+	resp := TypesResponse{Meta: s.meta(), Types: make([]TypeInfo, 0, len(ds))}
+	for _, d := range ds {
+		c := counts[d.Name]
+		resp.Types = append(resp.Types, TypeInfo{Name: d.Name, Activations: c.Activations, QueuedMessages: c.Queued,
+			Replicas: max(d.Replicas, 1), Pinned: d.Pinned, RingMembers: s.view.Rings[d.Name].Len()})
 	}
 	writeJSON(w, resp)
 }

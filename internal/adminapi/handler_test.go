@@ -18,17 +18,54 @@ import (
 
 // fake is a Source with a fixed answer.
 type fake struct {
-	node      Node
+	node      fakeNode
 	records   []cluster.Member
 	clustered bool
-	types     []Type
+	notOwning bool // the member lost the majority
+	types     []fakeType
+	// calls counts the calls of each method, by name.
+	calls map[string]int
 }
 
-func (f *fake) Node() Node { return f.node }
+// fakeNode is what the fake says of its process.
+type fakeNode struct {
+	ID           ring.NodeID
+	Started      time.Time
+	BuildVersion string
+	Ready        bool
+	Checks       []Check
+}
+
+// fakeType is a hosted type: its definition and its counts.
+type fakeType struct {
+	Name        string
+	Activations int
+	Queued      int
+	Replicas    int
+	Pinned      bool
+}
+
+func (f *fake) called(name string) {
+	if f.calls == nil {
+		f.calls = map[string]int{}
+	}
+	f.calls[name]++
+}
+
+func (f *fake) Node() Node {
+	f.called("Node")
+	return Node{Addr: f.node.ID.Addr, Started: f.node.Started, BuildVersion: f.node.BuildVersion}
+}
+
+func (f *fake) Readiness() (bool, []Check) {
+	f.called("Readiness")
+	return f.node.Ready, f.node.Checks
+}
 
 // View builds the rings from the records as placement does: every
 // record neither left, leaving nor joining, in the rings of its types.
 func (f *fake) View() (View, bool) {
+	f.called("View")
 	if !f.clustered {
 		return View{}, false
 	}
@@ -45,10 +82,26 @@ func (f *fake) View() (View, bool) {
 	for t, ms := range hosts {
 		rings[t] = ring.New(ms)
 	}
-	return View{Records: f.records, Rings: rings}, true
+	return View{Self: f.node.ID, Owning: !f.notOwning, Records: f.records, Rings: rings}, true
 }
 
-func (f *fake) Types() []Type { return slices.Clone(f.types) }
+func (f *fake) Definitions() []Definition {
+	f.called("Definitions")
+	ds := make([]Definition, 0, len(f.types))
+	for _, t := range f.types {
+		ds = append(ds, Definition{Name: t.Name, Replicas: max(t.Replicas, 1), Pinned: t.Pinned})
+	}
+	return ds
+}
+
+func (f *fake) Counts() []Count {
+	f.called("Counts")
+	cs := make([]Count, 0, len(f.types))
+	for _, t := range f.types {
+		cs = append(cs, Count{Name: t.Name, Activations: t.Activations, Queued: t.Queued})
+	}
+	return cs
+}
 
 var testNow = time.Date(2026, 12, 3, 10, 0, 0, 0, time.UTC)
 
@@ -62,14 +115,14 @@ func member(addr string, st cluster.Status, types ...string) cluster.Member {
 func threeMembers() *fake {
 	return &fake{
 		clustered: true,
-		node: Node{ID: id("10.0.0.2:7400"), Started: testNow.Add(-90 * time.Second), BuildVersion: "v1.2.3", Ready: true,
+		node: fakeNode{ID: id("10.0.0.2:7400"), Started: testNow.Add(-90 * time.Second), BuildVersion: "v1.2.3", Ready: true,
 			Checks: []Check{{Name: "joined", OK: true}, {Name: "not_closing", OK: true}}},
 		records: []cluster.Member{
 			member("10.0.0.3:7400", cluster.StatusSuspect, "cart", "order"),
 			member("10.0.0.1:7400", cluster.StatusAlive, "cart"),
 			member("10.0.0.2:7400", cluster.StatusAlive, "cart", "order"),
 		},
-		types: []Type{{Name: "order", Activations: 7, Queued: 2, Replicas: 3}, {Name: "cart", Activations: 40}},
+		types: []fakeType{{Name: "order", Activations: 7, Queued: 2, Replicas: 3}, {Name: "cart", Activations: 40}},
 	}
 }
 
@@ -116,7 +169,7 @@ func wantError(t *testing.T, src Source, method, path string, status int, code s
 var endpoints = []string{"/api/v1/status", "/api/v1/members", "/api/v1/placement", "/api/v1/placement/where?type=cart&key=k1", "/api/v1/types"}
 
 func TestEveryResponseCarriesSchemaVersionGenerationTimeRevisionAndMode(t *testing.T) {
-	for _, src := range []*fake{threeMembers(), {node: Node{Started: testNow}, types: []Type{{Name: "cart"}}}} {
+	for _, src := range []*fake{threeMembers(), {node: fakeNode{Started: testNow}, types: []fakeType{{Name: "cart"}}}} {
 		for _, p := range endpoints {
 			var m map[string]any
 			getJSON(t, src, p, &m)
@@ -308,10 +361,37 @@ func TestOnlyGETAndHEADAreServed(t *testing.T) {
 				t.Errorf("%s %s: Allow %q, want \"GET, HEAD\"", m, p, h.Get("Allow"))
 			}
 		}
-		if code, _, body := do(t, threeMembers(), http.MethodHead, p); code != http.StatusOK {
-			t.Errorf("HEAD %s answered %d %s, want 200", p, code, body)
+	}
+}
+
+func TestHEADAnswersGETsHeadersWithoutABody(t *testing.T) {
+	srv := httptest.NewServer(New(threeMembers(), Options{Now: func() time.Time { return testNow }}))
+	t.Cleanup(srv.Close)
+	for _, p := range append(endpoints, "/api/v1/nope") {
+		_, _, getBody := do(t, threeMembers(), http.MethodGet, p)
+		resp, err := srv.Client().Head(srv.URL + p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if len(body) != 0 {
+			t.Errorf("HEAD %s sent a body of %d bytes, want none", p, len(body))
+		}
+		if want := fmt.Sprint(len(getBody)); resp.Header.Get("Content-Length") != want {
+			t.Errorf("HEAD %s: Content-Length %q, want %s (GET's body)", p, resp.Header.Get("Content-Length"), want)
+		}
+		if resp.Header.Get("Content-Type") != "application/json" {
+			t.Errorf("HEAD %s: Content-Type %q, want application/json", p, resp.Header.Get("Content-Type"))
 		}
 	}
+	if code, _, _ := do(t, threeMembers(), http.MethodHead, "/api/v1/status"); code != http.StatusOK {
+		t.Errorf("HEAD /api/v1/status answered %d, want 200", code)
+	}
+}
+
+func TestTheRootWithoutItsSlashIsAJSON404(t *testing.T) {
+	wantError(t, threeMembers(), http.MethodGet, "/api/v1", http.StatusNotFound, CodeNotFound)
 }
 
 func TestUnknownPathsAnswerAJSON404(t *testing.T) {
@@ -480,7 +560,7 @@ func TestWhereRefusesAMissingTypeOrKeyAndAnUnknownTypeWithoutRepeatingTheKey(t *
 
 func TestWhereOfAPinnedKeyNamesTheMemberInTheKey(t *testing.T) {
 	f := threeMembers()
-	f.types = append(f.types, Type{Name: "session", Pinned: true})
+	f.types = append(f.types, fakeType{Name: "session", Pinned: true})
 	f.records[0].ActorTypes = append(f.records[0].ActorTypes, "session")
 	var wr WhereResponse
 	getJSON(t, f, "/api/v1/placement/where?type=session&key=10.0.0.3:7400/s1", &wr)
@@ -502,7 +582,7 @@ func TestTypesReportWhatThisMemberHostsWithItsCounts(t *testing.T) {
 }
 
 func TestAStandaloneSystemSaysSoEverywhere(t *testing.T) {
-	f := &fake{node: Node{Started: testNow, Ready: true}, types: []Type{{Name: "cart", Activations: 3}}}
+	f := &fake{node: fakeNode{Started: testNow, Ready: true}, types: []fakeType{{Name: "cart", Activations: 3}}}
 	var st StatusResponse
 	getJSON(t, f, "/api/v1/status", &st)
 	if st.Mode != ModeStandalone || st.PlacementVersion != StandaloneVersion || st.Member.NodeID != "" || st.Cluster.Members != 0 {
@@ -532,10 +612,148 @@ func TestAStandaloneSystemSaysSoEverywhere(t *testing.T) {
 }
 
 func TestAMemberWithoutAViewYetAnswers503(t *testing.T) {
-	f := &fake{clustered: true, node: Node{ID: id("10.0.0.1:7400"), Started: testNow}}
+	f := &fake{clustered: true, node: fakeNode{ID: id("10.0.0.1:7400"), Started: testNow}}
 	for _, p := range []string{"/api/v1/members", "/api/v1/placement", "/api/v1/placement/where?type=cart&key=k"} {
 		wantError(t, f, http.MethodGet, p, http.StatusServiceUnavailable, CodeUnavailable)
 	}
 	var st StatusResponse // status still answers: it is how one learns why
 	getJSON(t, f, "/api/v1/status", &st)
+	if st.Mode != ModeCluster || st.PlacementVersion != "" || st.Cluster.Members != 0 || st.Member.Address != "10.0.0.1:7400" {
+		t.Errorf("status %+v: want cluster mode, no placement version (not joined), no members, the address", st)
+	}
+	if st.Readiness.Ready {
+		t.Errorf("status says ready before the member joined: %+v", st.Readiness)
+	}
+}
+
+func TestStatusHasNoNodeIDBeforeTheFirstIncarnation(t *testing.T) {
+	f := &fake{clustered: true, node: fakeNode{ID: ring.NodeID{Addr: "10.0.0.1:7400"}, Started: testNow}}
+	var st StatusResponse
+	getJSON(t, f, "/api/v1/status", &st)
+	if st.Member.NodeID != "" || st.Member.Incarnation != 0 || st.Member.Address != "10.0.0.1:7400" {
+		t.Errorf("member %+v, want the address alone before the first incarnation", st.Member)
+	}
+}
+
+func TestPlacementAndWhereReadDefinitionsNotCountsOrReadiness(t *testing.T) {
+	for _, p := range []string{"/api/v1/placement", "/api/v1/placement/where?type=cart&key=k1", "/api/v1/members"} {
+		f := threeMembers()
+		do(t, f, http.MethodGet, p)
+		if f.calls["Counts"] != 0 || f.calls["Readiness"] != 0 {
+			t.Errorf("GET %s called Counts %d and Readiness %d times, want neither (they walk every activation and check)",
+				p, f.calls["Counts"], f.calls["Readiness"])
+		}
+	}
+}
+
+// notHostingOrder is a member at 10.0.0.1 that hosts cart only, in a
+// cluster whose other members host order too.
+func notHostingOrder() *fake {
+	f := threeMembers()
+	f.node.ID = id("10.0.0.1:7400")
+	f.types = []fakeType{{Name: "cart"}}
+	return f
+}
+
+func TestWhereOnAMemberNotHostingTheTypeSendsToItsHosts(t *testing.T) {
+	f := notHostingOrder()
+	wantError(t, f, http.MethodGet, "/api/v1/placement/where?type=order&key=k1", http.StatusConflict, CodeTypeNotHostedHere)
+	_, _, body := do(t, f, http.MethodGet, "/api/v1/placement/where?type=order&key=k1")
+	var e ErrorResponse
+	if err := json.Unmarshal([]byte(body), &e); err != nil || !slices.Equal(e.Error.Hosts, []string{"10.0.0.2:7400", "10.0.0.3:7400"}) {
+		t.Errorf("hosts %v (%v), want the members hosting order by address", e.Error.Hosts, err)
+	}
+	if strings.Contains(body, "k1") {
+		t.Errorf("the error repeats the key: %s", body)
+	}
+	// A type no member hosts is still unknown.
+	wantError(t, f, http.MethodGet, "/api/v1/placement/where?type=nope&key=k1", http.StatusNotFound, CodeUnknownType)
+}
+
+// pinnedCluster is threeMembers with a pinned type hosted everywhere.
+func pinnedCluster() *fake {
+	f := threeMembers()
+	f.types = append(f.types, fakeType{Name: "session", Pinned: true})
+	for i := range f.records {
+		f.records[i].ActorTypes = append(f.records[i].ActorTypes, "session")
+	}
+	return f
+}
+
+func TestWhereRefusesAPinnedKeyThatNamesNoMemberWithoutRepeatingIt(t *testing.T) {
+	for _, key := range []string{"nokeyslash", "/s9"} {
+		msg := wantError(t, pinnedCluster(), http.MethodGet, "/api/v1/placement/where?type=session&key="+key, http.StatusBadRequest, CodeBadParameter)
+		if strings.Contains(msg, key) {
+			t.Errorf("the message %q repeats the key %q", msg, key)
+		}
+	}
+}
+
+func TestWhereOfAPinnedKeyPicksTheProcessTheRouterPicks(t *testing.T) {
+	f := pinnedCluster()
+	// 10.0.0.4: a process that serves, and a newer one still joining,
+	// which the router does not pick yet.
+	old := member("10.0.0.4:7400", cluster.StatusAlive, "session")
+	joining := member("10.0.0.4:7400", cluster.StatusAlive, "session")
+	joining.ID.Incarnation, joining.Joining = 2, true
+	// 10.0.0.5: leaving, so no owner.
+	leaving := member("10.0.0.5:7400", cluster.StatusLeaving, "session")
+	f.records = append(f.records, old, joining, leaving)
+	// This member's own record says leaving: the router takes its own
+	// keys all the same.
+	f.records[2].Status = cluster.StatusLeaving
+	for _, tc := range []struct {
+		key, owner string
+		inc        uint64
+	}{
+		{"10.0.0.4:7400/s", "10.0.0.4:7400", 1},
+		{"10.0.0.5:7400/s", "", 1},
+		{"10.0.0.2:7400/s", "10.0.0.2:7400", 1},
+		{"10.0.0.9:7400/s", "", 0},
+	} {
+		var wr WhereResponse
+		getJSON(t, f, "/api/v1/placement/where?type=session&key="+tc.key, &wr)
+		if wr.Owner != tc.owner {
+			t.Errorf("key %s: owner %q, want %q", tc.key, wr.Owner, tc.owner)
+		}
+		if tc.inc != 0 && (len(wr.Replicas) != 1 || wr.Replicas[0].Incarnation != tc.inc) {
+			t.Errorf("key %s: replicas %+v, want the process of incarnation %d", tc.key, wr.Replicas, tc.inc)
+		}
+	}
+}
+
+func TestWhereSaysWhenTheOwnerIsThisMemberAndItLostTheMajority(t *testing.T) {
+	f := threeMembers()
+	f.notOwning = true
+	mine := 0
+	for i := range 64 {
+		var wr WhereResponse
+		getJSON(t, f, fmt.Sprintf("/api/v1/placement/where?type=order&key=k%d", i), &wr)
+		switch {
+		case wr.Owner == "10.0.0.2:7400":
+			mine++
+			if wr.OwnerRefuses != RefusesNoMajority {
+				t.Errorf("key k%d: owner is this member without a majority, owner_refuses %q, want %q", i, wr.OwnerRefuses, RefusesNoMajority)
+			}
+		case wr.OwnerRefuses != "":
+			t.Errorf("key k%d: owner %s is another member, owner_refuses %q, want none", i, wr.Owner, wr.OwnerRefuses)
+		}
+	}
+	if mine == 0 {
+		t.Fatal("no key of 64 is owned by this member: the test proves nothing")
+	}
+}
+
+func TestMembersMarksSelfFromTheViewNotTheReadiness(t *testing.T) {
+	f := threeMembers()
+	var mr MembersResponse
+	getJSON(t, f, "/api/v1/members", &mr)
+	for _, m := range mr.Members {
+		if m.Self != (m.Address == "10.0.0.2:7400") {
+			t.Errorf("member %s: self %t, want it on 10.0.0.2:7400 only", m.Address, m.Self)
+		}
+	}
+	if f.calls["Readiness"] != 0 {
+		t.Errorf("members called Readiness %d times, want 0", f.calls["Readiness"])
+	}
 }

@@ -9,31 +9,37 @@ import (
 
 // Source is what the API reports on: one process. Its methods are called
 // from the HTTP server's goroutines, concurrently; they must be safe for
-// that, must not wait on the message path, and should cost no more than
-// a walk of the view and of the hosted types.
+// that and must not wait on the message path. Node, View and Definitions
+// are cheap (a load of a snapshot or of what was built once); Readiness
+// and Counts cost a walk of the checks and of the hosted types' tables,
+// and only the endpoints that report them call them.
 type Source interface {
-	// Node describes this process: its identity, start and readiness.
+	// Node describes this process: what does not change while it runs.
 	Node() Node
+	// Readiness returns the system's readiness, check by check.
+	Readiness() (ready bool, checks []Check)
 	// View returns the membership view and placement's rings, taken
 	// from one snapshot. clustered is false for a standalone system,
 	// which has neither.
 	View() (v View, clustered bool)
-	// Types returns the actor types this process hosts.
-	Types() []Type
+	// Definitions returns the actor types this process hosts, as
+	// defined: what placement needs of them. It does not change while the
+	// process runs; the caller must not modify it.
+	Definitions() []Definition
+	// Counts returns, per hosted actor type, what runs of it here now.
+	Counts() []Count
 }
 
 // Node describes the process serving the API.
 type Node struct {
-	// ID is the member's identity; zero for a standalone system.
-	ID ring.NodeID
+	// Addr is the member's advertised address; "" for a standalone
+	// system. Its incarnation is the view's (View.Self).
+	Addr string
 	// Started is when the system started.
 	Started time.Time
 	// BuildVersion is the Troupe module's version ("(devel)" when
 	// unknown).
 	BuildVersion string
-	// Ready and Checks are the system's readiness, check by check.
-	Ready  bool
-	Checks []Check
 }
 
 // Check is one readiness check.
@@ -45,6 +51,12 @@ type Check struct {
 
 // View is the cluster as this member places keys on it.
 type View struct {
+	// Self is this member's identity in the view: zero before its first
+	// incarnation has started.
+	Self ring.NodeID
+	// Owning is false while this member lost the majority of the
+	// cluster: the router then refuses the keys the ring gives it.
+	Owning bool
 	// Records are the membership records as the view holds them: older
 	// processes at an address and members that left may be among them.
 	Records []cluster.Member
@@ -53,16 +65,22 @@ type View struct {
 	Rings map[string]*ring.Ring
 }
 
-// Type is an actor type this process hosts.
-type Type struct {
+// Definition is an actor type this process hosts, as its definition
+// places it.
+type Definition struct {
 	Name string
-	// Activations are its activated keys here, idle ones included.
-	Activations int
-	// Queued are the messages waiting in its mailboxes here.
-	Queued int
 	// Replicas is how many copies of each key's state it keeps (1 for a
 	// type without stored state).
 	Replicas int
 	// Pinned is set for a type whose keys name their member.
 	Pinned bool
+}
+
+// Count is what runs of a hosted actor type here.
+type Count struct {
+	Name string
+	// Activations are its activated keys here, idle ones included.
+	Activations int
+	// Queued are the messages waiting in its mailboxes here.
+	Queued int
 }

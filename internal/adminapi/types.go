@@ -33,6 +33,7 @@ type StatusResponse struct {
 	Cluster   ClusterSummary `json:"cluster"`
 	// PlacementVersion changes when where a key lives could change;
 	// compare for equality only.
+	// It is "" while a member has not joined.
 	PlacementVersion string `json:"placement_version"`
 }
 
@@ -139,7 +140,16 @@ type WhereResponse struct {
 	// primary, or the next live member when the primary is dead. Empty
 	// when no member can serve it, and in standalone mode.
 	Owner string `json:"owner"`
+	// OwnerRefuses, when set, says why the owner refuses the key now
+	// although the ring gives it: RefusesNoMajority. Only the owner
+	// itself knows this, so only its own answer carries it.
+	OwnerRefuses string `json:"owner_refuses,omitempty"`
 }
+
+// RefusesNoMajority is OwnerRefuses when the owner, the member
+// answering, lost the majority of the cluster: its router refuses the
+// keys the ring gives it until it regains it.
+const RefusesNoMajority = "no_majority"
 
 // Replica is one replica of a key.
 type Replica struct {
@@ -176,6 +186,9 @@ type ErrorResponse struct {
 type ErrorBody struct {
 	Code    string `json:"code"`
 	Message string `json:"message"`
+	// Hosts, with CodeTypeNotHostedHere, are the addresses of the
+	// members that host the type and serve, by address.
+	Hosts []string `json:"hosts,omitempty"`
 }
 
 // The error codes: stable within v1 (new ones may be added).
@@ -191,6 +204,9 @@ const (
 	CodeNotFound = "not_found"
 	// CodeUnknownType (404): no member hosts the actor type.
 	CodeUnknownType = "unknown_type"
+	// CodeTypeNotHostedHere (409): where was asked of a member that does
+	// not host the type; ask one of the error's hosts.
+	CodeTypeNotHostedHere = "type_not_hosted_here"
 	// CodeMethodNotAllowed (405): only GET and HEAD are served.
 	CodeMethodNotAllowed = "method_not_allowed"
 	// CodeUnavailable (503): this member has no membership view yet.

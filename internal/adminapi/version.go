@@ -109,6 +109,23 @@ func statusOf(m cluster.Member) string {
 	return m.Status.String()
 }
 
+// pinnedAt returns the process that serves the pinned keys of addr as
+// the router picks it (internal/remote's view.byAddr): the newest at addr
+// among the records neither left, leaving nor joining.
+func pinnedAt(records []cluster.Member, addr string) (ring.NodeID, bool) {
+	var id ring.NodeID
+	found := false
+	for _, m := range records {
+		if m.ID.Addr != addr || m.Status == cluster.StatusLeft || m.Status == cluster.StatusLeaving || m.Joining {
+			continue
+		}
+		if !found || id.Incarnation < m.ID.Incarnation {
+			id, found = m.ID, true
+		}
+	}
+	return id, found
+}
+
 // byAddr orders members by address, then incarnation.
 func byAddr(a, b cluster.Member) int {
 	return cmp.Or(cmp.Compare(a.ID.Addr, b.ID.Addr), cmp.Compare(a.ID.Incarnation, b.ID.Incarnation))

@@ -49,6 +49,10 @@ type Kind interface {
 	Abort()
 	// Queued reports the messages waiting in this type's mailboxes.
 	Queued() int
+	// Activations returns the keys activated here, idle ones included.
+	// Like Host.Active it counts an activation until it has ended. It
+	// locks each shard in turn: for reports, not the message path.
+	Activations() int
 }
 
 // Stasher is a goroutine of the runtime that may hold an actor it was

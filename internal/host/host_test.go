@@ -13,12 +13,13 @@ type stubKind struct {
 	stops, aborts int
 }
 
-func (k *stubKind) Name() string    { return k.name }
-func (k *stubKind) Sweep(time.Time) {}
-func (k *stubKind) Deepest() int    { return 0 }
-func (k *stubKind) Stop()           { k.stops++ }
-func (k *stubKind) Abort()          { k.aborts++ }
-func (k *stubKind) Queued() int     { return 0 }
+func (k *stubKind) Name() string     { return k.name }
+func (k *stubKind) Sweep(time.Time)  {}
+func (k *stubKind) Deepest() int     { return 0 }
+func (k *stubKind) Activations() int { return 0 }
+func (k *stubKind) Stop()            { k.stops++ }
+func (k *stubKind) Abort()           { k.aborts++ }
+func (k *stubKind) Queued() int      { return 0 }
 
 func TestRegisterRefusesATakenNameAndKeepsTheOrder(t *testing.T) {
 	h := New(Settings{})

@@ -149,14 +149,6 @@ type Mover interface {
 	Active(key string) bool
 }
 
-// ActivationCounter is implemented by kinds that count their
-// activations cheaply (for the admin API's per-type report).
-type ActivationCounter interface {
-	// Activations returns the keys activated here, idle ones included.
-	// Like Host.Active it counts an activation until it has ended.
-	Activations() int
-}
-
 // QueueLister is implemented by kinds that can name their keys with
 // queued messages (what a leaving node abandons).
 type QueueLister interface {

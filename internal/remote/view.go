@@ -82,6 +82,8 @@ func newView(self ring.NodeID, owning bool, members []cluster.Member) *view {
 			// acquire and catch up from while it still answers.
 			continue
 		}
+		// internal/adminapi's pinnedAt mirrors this choice for the admin
+		// API's where: change both together.
 		if cur, ok := v.byAddr[id.Addr]; !ok || cur.Incarnation < id.Incarnation {
 			v.byAddr[id.Addr] = id
 		}
@@ -252,16 +254,17 @@ func (r *Router) Ring(typ string) *ring.Ring {
 	return nil
 }
 
-// Snapshot returns the current view's member list and the full ring of
-// each type (dead members included), both from one view, so that a report
-// built from them is consistent. The caller must not modify them.
-func (r *Router) Snapshot() (self ring.NodeID, members []cluster.Member, rings map[string]*ring.Ring) {
+// Snapshot returns, from one view so that a report built from them is
+// consistent: this node's identity in it, whether it may own keys (false
+// while it lost the majority), the member list, and the full ring of each
+// type (dead members included). The caller must not modify them.
+func (r *Router) Snapshot() (self ring.NodeID, owning bool, members []cluster.Member, rings map[string]*ring.Ring) {
 	v := r.view.Load()
 	rings = make(map[string]*ring.Ring, len(v.rings))
 	for typ, tr := range v.rings {
 		rings[typ] = tr.r
 	}
-	return v.self, v.list, rings
+	return v.self, v.owning, v.list, rings
 }
 
 // Status returns id's status in the current view; ok is false when the

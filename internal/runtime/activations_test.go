@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"testing"
 	"time"
 
@@ -12,7 +13,12 @@ import (
 // A kind counts its own activations, which add up to the host's count,
 // and an activation stops counting once it has passivated.
 func TestActivationsCountEachKindsKeysUntilTheyPassivate(t *testing.T) {
-	h := host.New(host.Settings{})
+	ended := make(chan host.Event, 16)
+	h := host.New(host.Settings{Observer: func(e host.Event) {
+		if e.Kind == host.ActivationEnded && e.Type == "b" {
+			ended <- e
+		}
+	}})
 	t.Cleanup(func() { h.Close(context.Background()) })
 	a := Define("a", func(c *tctx[int, int], m int) error { c.SetState(m); return nil })
 	b := Define("b", func(c *tctx[int, int], m int) error { c.SetState(m); return nil })
@@ -36,14 +42,37 @@ func TestActivationsCountEachKindsKeysUntilTheyPassivate(t *testing.T) {
 	if sum, all := ka.Activations()+kb.Activations(), h.Active.Load(); int64(sum) != all {
 		t.Errorf("the kinds count %d activations, the host %d: want equal", sum, all)
 	}
-	// Sweeps a day apart passivate b's key once it is idle.
-	now := time.Now()
-	for day, deadline := 1, now.Add(10*time.Second); kb.Activations() != 0; day++ {
-		if time.Now().After(deadline) {
-			t.Fatalf("kind b still counts %d activations after sweeps a day ahead, want 0", kb.Activations())
-		}
+	// Sweeps a day apart passivate b's key once it is idle (its tell may
+	// still be running at the first): the end is reported, then the key
+	// leaves the table, just after, under the shard lock.
+	now, day := time.Now(), 0
+	await(t, 10*time.Second, func() error {
+		day++
 		kb.Sweep(now.Add(time.Duration(day) * 24 * time.Hour))
-		time.Sleep(time.Millisecond) // polls for the goroutine's exit, which has no event
+		select {
+		case <-ended:
+			return nil
+		default:
+			return fmt.Errorf("b's key did not passivate after %d sweeps a day apart; b counts %d activations", day, kb.Activations())
+		}
+	})
+	await(t, 10*time.Second, func() error {
+		if n := kb.Activations(); n != 0 {
+			return fmt.Errorf("kind b still counts %d activations after its key passivated, want 0", n)
+		}
+		return nil
+	})
+}
+
+// await polls check until it returns nil, for a count with no event of
+// its own; it fails the test with check's last error after limit.
+func await(t *testing.T, limit time.Duration, check func() error) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for err := check(); err != nil; err = check() {
+		if time.Now().After(deadline) {
+			t.Fatalf("after %v: %v", limit, err)
+		}
+		runtime.Gosched()
 	}
-	var _ host.ActivationCounter = ka
 }

@@ -767,7 +767,7 @@ func (k *kind[S, M, C]) Active(key string) bool {
 	return false
 }
 
-// Activations implements host.ActivationCounter: the keys in this kind's
+// Activations implements host.Kind: the keys in this kind's
 // table, summed shard by shard from the count each table keeps anyway, so
 // that nothing is added to the message path.
 func (k *kind[S, M, C]) Activations() int {
