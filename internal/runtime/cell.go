@@ -704,7 +704,7 @@ func (c *cell[S, M, C]) invoke(ctx *Context[S, M, C], e *envelope[M], def Handle
 			return false, err
 		}
 	}
-	if e.slot != nil && e.slot.idempotencyKey() != "" && c.durable() {
+	if c.durable() && e.slot != nil && e.slot.idempotencyKey() != "" {
 		// A keyed ask runs once: a retry gets the answer kept.
 		kept, err := c.lookupKeyed(ctx, e)
 		if err != nil {

@@ -6,7 +6,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"reflect"
 	"slices"
 	"time"
 
@@ -36,12 +35,14 @@ import (
 // answering, as it does a ReadOnly one.
 //
 // Each key keeps the answers of its last maxRetained keyed asks, none
-// older than retainFor; the oldest go first.
+// older than retainFor, at most maxRetainedBytes of them (the record is
+// written whole with every change of the state); the oldest go first.
 
 // Retention of kept answers, per actor key.
 const (
-	maxRetained = 128
-	retainFor   = 24 * time.Hour
+	maxRetained      = 128
+	maxRetainedBytes = 64 << 10
+	retainFor        = 24 * time.Hour
 )
 
 // How a kept answer answers a retry.
@@ -51,6 +52,7 @@ const (
 	retainedFailed   byte = 3 // text: the handler failed (or panicked)
 	retainedNoReply  byte = 4 // the handler returned without answering
 	retainedDeferred byte = 5 // the handler deferred its reply, which is not kept
+	retainedTooLarge byte = 6 // the answer was too large to keep (see maxRetainedBytes)
 )
 
 // retained is the kept answer of one keyed ask.
@@ -81,8 +83,13 @@ type keyedAsk struct {
 // ASCII bytes makes those asks fail with ErrInvalidIdempotencyKey.
 func WithIdempotencyKey(ctx context.Context, key string) context.Context {
 	nr := &namedRequest{idem: key}
-	if prev, ok := ctx.Value(requestIDKey{}).(*namedRequest); ok {
+	switch prev := ctx.Value(requestIDKey{}).(type) {
+	case *namedRequest:
 		nr.id, nr.err = prev.id, prev.err
+	case *host.RequestID: // a handler's Context: its asks carry the id of the ask it handles
+		if prev != nil {
+			nr.id = *prev
+		}
 	}
 	if why := host.ValidIdempotencyKey(key); why != "" {
 		nr.idemErr = fmt.Errorf("%w %q: %s", ErrInvalidIdempotencyKey, key, why)
@@ -90,19 +97,35 @@ func WithIdempotencyKey(ctx context.Context, key string) context.Context {
 	return context.WithValue(ctx, requestIDKey{}, nr)
 }
 
-// requestHash is the hash a kept answer is matched with: the message's Go
-// type and its msgpack encoding with map keys sorted, so that equal
-// requests hash alike on every member whatever their maps' order.
-func requestHash(m any) ([32]byte, error) {
+// requestHash is the hash a kept answer is matched with: the message's
+// registered name and its msgpack encoding, map keys sorted, of the
+// message as the owner holds it after one trip through the codec. A
+// message asked here and one that crossed members hash alike: the trip
+// turns the values of fields typed any (int into the smallest integer
+// that holds it, say) as the wire does, and another trip changes nothing.
+func (c *cell[S, M, C]) requestHash(m M) ([32]byte, error) {
+	if any(m) == nil {
+		return [32]byte{}, fmt.Errorf("%w: a nil message", ErrInvalidRef)
+	}
+	k := c.k
+	wire := codec.GetBuffer()
+	defer codec.PutBuffer(wire)
+	name, err := k.def.Codec.EncodeTo(wire, any(m))
+	if err != nil {
+		return [32]byte{}, fmt.Errorf("hash the request %T: %w", m, err)
+	}
+	held, err := codec.DecodeMessage[M](k.def.Codec, k.h, name, wire.Bytes())
+	if err != nil {
+		return [32]byte{}, fmt.Errorf("hash the request %T: %w", m, err)
+	}
 	var buf bytes.Buffer
-	name := reflect.TypeOf(m).String()
 	buf.Write(binary.AppendUvarint(make([]byte, 0, binary.MaxVarintLen64), uint64(len(name))))
 	buf.WriteString(name)
 	enc := msgpack.GetEncoder()
 	defer msgpack.PutEncoder(enc)
 	enc.Reset(&buf)
 	enc.SetSortMapKeys(true)
-	if err := enc.Encode(m); err != nil {
+	if err := enc.Encode(any(held)); err != nil {
 		return [32]byte{}, fmt.Errorf("hash the request %T: %w", m, err)
 	}
 	return blake2b.Sum256(buf.Bytes()), nil
@@ -113,7 +136,7 @@ func requestHash(m any) ([32]byte, error) {
 // the conflict), or nil with ctx.keyed set for the handler to run.
 func (c *cell[S, M, C]) lookupKeyed(ctx *Context[S, M, C], e *envelope[M]) (*retained, error) {
 	key := e.slot.idempotencyKey()
-	sum, err := requestHash(any(e.msg))
+	sum, err := c.requestHash(e.msg)
 	if err != nil {
 		return nil, err
 	}
@@ -136,7 +159,10 @@ func (c *cell[S, M, C]) lookupKeyed(ctx *Context[S, M, C], e *envelope[M]) (*ret
 	return nil, nil
 }
 
-// retainReply keeps r, the reply Respond gives to a keyed ask, encoded.
+// retainReply keeps r, the reply Respond gives to a keyed ask, before
+// the reply may leave: the commit that releases it (Respond's output
+// gate, or the write it waits for) then writes the kept answer with the
+// state.
 func (c *Context[S, M, C]) retainReply(r any) {
 	kd := c.keyed
 	if kd == nil || kd.given {
@@ -150,13 +176,17 @@ func (c *Context[S, M, C]) retainReply(r any) {
 		kd.err = fmt.Errorf("encode reply %T: %w", r, err)
 		return
 	}
-	kd.reply = slices.Clone(body)
+	rec := retained{key: kd.key, hash: kd.hash, at: time.Now(), rid: c.slot.requestID().String(), kind: retainedReply, body: slices.Clone(body)}
 	b.SetBytes(body[:0])
+	c.cell.keep(c, rec)
+	c.keyed = nil // kept: keepAnswer has nothing to add
 }
 
 // keepAnswer records the answer of the keyed ask ctx handled, whose
-// handler returned err (panicked if it panicked), in the activation's
-// kept answers, for the message's commit to write.
+// handler returned err (panicked if it panicked) without a reply kept by
+// Respond, in the activation's kept answers, for the message's commit to
+// write: those answers (a declared error, a failure, no reply) leave only
+// after that commit.
 func (c *cell[S, M, C]) keepAnswer(ctx *Context[S, M, C], e *envelope[M], err error, panicked bool) {
 	kd := ctx.keyed
 	ctx.keyed = nil
@@ -165,8 +195,6 @@ func (c *cell[S, M, C]) keepAnswer(ctx *Context[S, M, C], e *envelope[M], err er
 	}
 	r := retained{key: kd.key, hash: kd.hash, at: time.Now(), rid: e.slot.requestID().String()}
 	switch {
-	case kd.given && kd.err == nil:
-		r.kind, r.body = retainedReply, kd.reply
 	case kd.given:
 		r.kind, r.text = retainedFailed, kd.err.Error()
 	case err != nil && !panicked && c.k.def.Errors.Declares(err):
@@ -179,6 +207,12 @@ func (c *cell[S, M, C]) keepAnswer(ctx *Context[S, M, C], e *envelope[M], err er
 	default:
 		r.kind = retainedNoReply
 	}
+	c.keep(ctx, r)
+}
+
+// keep adds r to the activation's kept answers and marks the message's
+// state dirty, so that its next commit writes them.
+func (c *cell[S, M, C]) keep(ctx *Context[S, M, C], r retained) {
 	c.mu.Lock()
 	x := c.ext()
 	c.mu.Unlock()
@@ -204,14 +238,40 @@ func (c *cell[S, M, C]) setRetained(ctx *Context[S, M, C], kept []retained) {
 	ctx.gateMu.Unlock()
 }
 
-// pruneRetained drops the kept answers older than retainFor at now, and
-// the oldest beyond maxRetained.
+// pruneRetained drops the kept answers older than retainFor at now (or
+// dated after it by more than that: a clock that went back, or a record
+// from elsewhere), then the oldest beyond maxRetained or beyond
+// maxRetainedBytes. The newest stays whatever its size; its body is
+// dropped if it alone exceeds the budget (a retry then gets
+// ErrOutcomeUnknown rather than a record too large to store).
 func pruneRetained(rs []retained, now time.Time) []retained {
-	rs = slices.DeleteFunc(rs, func(r retained) bool { return now.Sub(r.at) > retainFor })
+	rs = slices.DeleteFunc(rs, func(r retained) bool {
+		age := now.Sub(r.at)
+		return age > retainFor || age < -retainFor
+	})
 	if n := len(rs) - maxRetained; n > 0 {
 		rs = slices.Delete(rs, 0, n)
 	}
+	total := 0
+	for _, r := range rs {
+		total += r.size()
+	}
+	drop := 0
+	for drop < len(rs)-1 && total > maxRetainedBytes {
+		total -= rs[drop].size()
+		drop++
+	}
+	rs = slices.Delete(rs, 0, drop)
+	if len(rs) > 0 && total > maxRetainedBytes {
+		last := &rs[len(rs)-1]
+		last.kind, last.body, last.name, last.text = retainedTooLarge, nil, "", ""
+	}
 	return rs
+}
+
+// size is about the bytes r takes in a record.
+func (r retained) size() int {
+	return len(r.key) + len(r.hash) + len(r.rid) + len(r.body) + len(r.name) + len(r.text) + 16
 }
 
 // answerKept answers s with the kept answer r.
@@ -227,6 +287,8 @@ func (c *cell[S, M, C]) answerKept(s replier, r *retained) {
 		s.fail(fe)
 	case retainedNoReply:
 		s.fail(ErrNoReply)
+	case retainedTooLarge:
+		s.fail(fault.OutcomeUnknown("the answer to the first request with idempotency key %q was too large to keep", r.key))
 	default:
 		s.fail(fault.OutcomeUnknown("the first request with idempotency key %q deferred its reply, which is not kept", r.key))
 	}
@@ -276,7 +338,7 @@ func (r *recordReader) retained() []retained {
 		if r.err != nil {
 			return nil
 		}
-		if x.kind < retainedReply || x.kind > retainedDeferred {
+		if x.kind < retainedReply || x.kind > retainedTooLarge {
 			r.err = fmt.Errorf("%w: kept answer of kind %d", errRecord, x.kind)
 			return nil
 		}

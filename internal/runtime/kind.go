@@ -403,7 +403,13 @@ func (k *kind[S, M, C]) maxMessage() int         { return k.h.MaxMessage }
 
 func (a *remoteAsk) outcome(v any, err error) {
 	if b, ok := v.(retainedBody); ok && err == nil {
-		a.reply.Reply(b, nil) // a kept reply, encoded already
+		// A kept reply, encoded already, maybe by a first ask from this
+		// member: the limit of replies to other members holds for it too.
+		if limit := a.k.maxMessage(); limit > 0 && len(b) > limit {
+			a.reply.Reply(nil, fmt.Errorf("%w: kept reply of %d bytes, limit %d", ErrMessageTooLarge, len(b), limit))
+			return
+		}
+		a.reply.Reply(b, nil)
 		return
 	}
 	if err != nil {
