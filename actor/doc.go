@@ -75,7 +75,7 @@
 //
 // A request id correlates; an idempotency key deduplicates. An ask made
 // with WithIdempotencyKey(ctx, "pay-7f3a") to a definition that keeps its
-// state (Durable, WithReplicas) runs its handler at most once per key and
+// state (Durable, WithReplicas) commits its effect once per key and
 // actor: the owner keeps the answer (reply, declared error, failure) in
 // the actor's stored record, written by the same commit as the state the
 // handler changed and before the answer leaves, so a retry, from the

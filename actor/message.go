@@ -72,10 +72,11 @@ func WithRequestID(ctx context.Context, id string) context.Context {
 }
 
 // WithIdempotencyKey returns ctx naming key as the idempotency key of the
-// asks made with it (or with contexts derived from it): an ask with a key
-// runs its handler at most once per key, and every retry gets the first
-// one's answer, however often it is sent and across the death of its
-// owner.
+// asks made with it (or with contexts derived from it): the first answer
+// given under a key, with the state change that came with it, is
+// committed once, and every retry gets that answer, however often it is
+// sent and across the death of its owner. (A run cut off before its
+// commit, by its owner's death say, leaves nothing and runs again.)
 //
 // The key is scoped by the definition and the actor's key: the same key
 // sent to two actors names two requests. The first ask with a key runs
@@ -88,12 +89,15 @@ func WithRequestID(ctx context.Context, id string) context.Context {
 // When the owner of a keyed ask dies before answering, the ask is sent
 // again to the new owner, which answers from what was kept or runs it if
 // nothing was. A handler that defers its reply (Defer) does not have it
-// kept: a retry fails with ErrOutcomeUnknown.
+// kept: a retry fails with ErrOutcomeUnknown, as it does when the answer
+// was too large to keep. A failure is kept as its text: a retry gets a
+// *FailedError with that text, without the identity of its cause.
 //
 // Only definitions that keep their state (Durable, WithReplicas) keep
 // answers; an ask with a key to any other fails with
 // ErrIdempotencyUnsupported. Each actor keeps the answers of its last 128
-// keyed asks, none older than 24 hours: a retry after that runs again.
+// keyed asks, none older than 24 hours and at most 64 KiB of them (the
+// oldest go first): a retry after that runs again.
 // An actor ended with Delete keeps none. key is 1 to 255 visible ASCII
 // bytes (an HTTP Idempotency-Key fits), else such asks fail with
 // ErrInvalidIdempotencyKey. It is kept with the answer: do not put

@@ -125,7 +125,7 @@
 //     in order is sent once to the new owner whatever its message, so an
 //     unkeyed one can run twice if the leaver abandoned it mid-handler
 //     (at LeaveTimeout). A keyed ask to a durable or replicated actor
-//     runs its handler once per key: the owner keeps its answer in the
+//     commits its effect once per key: the owner keeps its answer in the
 //     actor's stored record, written with the state it changed, and
 //     answers every retry from it.
 //   - A member that lost the majority of the cluster (it sees fewer than

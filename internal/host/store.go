@@ -20,8 +20,9 @@ type Store interface {
 	// copy stays here.
 	Acquire(ctx context.Context, typ, key string, replicas int, level replication.Level, pinned bool) error
 	// Read returns the key's stored value once a quorum confirmed that
-	// this node still owns it; ok is false when nothing (or a tombstone)
-	// is stored.
+	// this node still owns it, after every write of the key made before
+	// it met the level (the answers kept for keyed asks rely on it); ok is
+	// false when nothing (or a tombstone) is stored.
 	Read(ctx context.Context, typ, key string) (value []byte, ok bool, err error)
 	// Write stores value as the key's state; Delete stores a tombstone.
 	Write(ctx context.Context, typ, key string, value []byte) error
