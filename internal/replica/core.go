@@ -506,8 +506,10 @@ type ownership struct {
 	refreshing bool
 	seen, view map[Slot]Record
 	floor      Epoch
-	// seenAt is the epoch at which seen was served: the refused one.
-	seenAt Epoch
+	// seenAt is the epoch at which seen was served: the refused one;
+	// seenCommitted the commit point at seenAt when it was refused.
+	seenAt        Epoch
+	seenCommitted uint64
 	// served is set once the key was served: from then on it takes
 	// writes and reads while it is acquired again after a floor.
 	served bool
@@ -647,7 +649,7 @@ const maxRestarts = 3
 func (o *ownership) refresh(floor Epoch) {
 	o.refreshing = true
 	o.floor = floor
-	o.seenAt = o.epoch
+	o.seenAt, o.seenCommitted = o.epoch, o.committed
 	o.seen = maps.Clone(o.current)
 	o.view = maps.Clone(o.current)
 	o.reads = append(o.reads, readWaitsOf(o.roundReads)...)
@@ -665,8 +667,9 @@ func readWaitsOf(ts []Ticket) []readWait {
 // unchanged reports whether adopted, the newest records a refresh's
 // quorum holds, show that no other owner served since the refused epoch
 // seenAt: every record is of seenAt or older, and each holds the value the
-// owner set aside (seen) or an earlier one it wrote itself at seenAt. A
-// slot the owner holds may be missing only if it wrote it at seenAt.
+// owner set aside (seen) or, where what it set aside was past its commit
+// point at seenAt, an earlier record of its own (of an epoch of this
+// ownership: since or later, its node), or none.
 //
 // Equal values alone do not say it: another owner may have acquired,
 // written and been acknowledged in between (a floor's refusal does not
@@ -680,14 +683,21 @@ func readWaitsOf(ts []Ticket) []readWait {
 // records and wrote nothing left none, but changed nothing either: what
 // waits here is linearized after it.
 //
-// Earlier values of its own are what the floor leaves behind: the
-// copier fences every replica of the range, the owner's own included, so
-// the writes in flight when it was raised were refused everywhere and the
-// quorum holds the last one committed (or one of those in flight that a
-// replica took before the fence). Records of seenAt are the owner's
-// alone, and those past its commit point were acknowledged to no one, so
-// writing seen back at the new epoch commits them in their order.
+// Earlier records of its own are what a floor leaves behind: a copier
+// fences the sources it reads, which may include the owner's own
+// replica, so the writes in flight when it rose can be refused
+// everywhere, and the quorum holds the last record committed (or one in
+// flight that a replica took before its fence); a second floor during
+// the write-back of an earlier refresh leaves the records of the epoch
+// before it. The epochs of this ownership are its alone, and what was
+// past the commit point was acknowledged to no one, so writing seen back
+// at the new epoch commits it in order. A record set aside that was
+// committed must be in the quorum as it was: a quorum that lacks it does
+// not meet the one that acknowledged it, and the owner steps down.
 func (o *ownership) unchanged(adopted map[Slot]Record) bool {
+	uncommitted := func(s Record) bool {
+		return s.Epoch.Compare(o.seenAt) == 0 && s.Version > o.seenCommitted
+	}
 	for slot, r := range adopted {
 		if r.Epoch.Compare(o.seenAt) > 0 {
 			return false
@@ -696,13 +706,16 @@ func (o *ownership) unchanged(adopted map[Slot]Record) bool {
 		if !ok {
 			return false
 		}
-		same := s.Tombstone == r.Tombstone && bytes.Equal(s.Value, r.Value)
-		if !same && (r.Epoch.Compare(o.seenAt) != 0 || r.Version >= s.Version) {
+		if s.Tombstone == r.Tombstone && bytes.Equal(s.Value, r.Value) {
+			continue
+		}
+		own := r.Epoch.Node == o.since.Node && r.Epoch.Compare(o.since) >= 0
+		if !own || !uncommitted(s) || (r.Epoch.Compare(o.seenAt) == 0 && r.Version >= s.Version) {
 			return false
 		}
 	}
 	for slot, s := range o.seen {
-		if _, ok := adopted[slot]; !ok && s.Epoch.Compare(o.seenAt) != 0 {
+		if _, ok := adopted[slot]; !ok && !uncommitted(s) {
 			return false
 		}
 	}

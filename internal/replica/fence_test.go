@@ -255,6 +255,56 @@ func TestAnOwnerFencedOnEveryReplicaKeepsItsWriteInFlight(t *testing.T) {
 	}
 }
 
+// A second floor that refuses the write-back of the first refresh leaves
+// the records of the epoch before it on the quorum: they are the owner's
+// own, so it acquires again and keeps its write in flight.
+func TestAnOwnerFencedTwiceKeepsItsWriteInFlight(t *testing.T) {
+	s := newSim(t, 3, replication.Majority, []Key{keyA})
+	serve(t, s, 0)
+	owner := s.nodes[0]
+	first := write(t, s, 0, 1)
+	s.flush()
+	if !released(s, 0, first) {
+		t.Fatal("the first write was not acknowledged")
+	}
+	fence := func(term uint64) {
+		for _, n := range s.nodes {
+			n.core.Step(Message{Type: MsgFence, From: s.nodes[2].id, To: n.id, Range: keyRange(keyA), Round: 1, Epoch: Epoch{Term: term}})
+			s.apply(n)
+		}
+		s.net = slices.DeleteFunc(s.net, func(m Message) bool { return m.Type == MsgFenced })
+	}
+	term := owner.core.owned[keyA].epoch.Term
+	fence(term + 1)
+	tk := write(t, s, 0, 2)
+	// Deliver until the owner writes back at its new epoch, not further.
+	for owner.core.owned[keyA] != nil && !(owner.core.owned[keyA].phase == writingBack && owner.core.owned[keyA].epoch.Term > term+1) {
+		if len(s.net) == 0 {
+			t.Fatal("the owner never acquired again above the first floor")
+		}
+		s.deliver(0, false)
+	}
+	if owner.core.owned[keyA] == nil {
+		t.Fatal("the owner stepped down at the first floor")
+	}
+	fence(owner.core.owned[keyA].epoch.Term + 1)
+	s.flush()
+	if !owner.core.Serving(keyA) || !released(s, 0, tk) {
+		t.Fatalf("fenced twice with a write in flight, the owner serves %v and the write is settled %v: want both", owner.core.Serving(keyA), released(s, 0, tk))
+	}
+	for _, op := range s.history {
+		if in := op.Input.(regInput); in.Op == lincheck.Write && in.New == 2 && op.Output.(regOutput).Unknown {
+			t.Fatal("the write in flight failed; want it done at the newest epoch")
+		}
+	}
+	owner.core.Resign(keyA)
+	s.apply(owner)
+	serve(t, s, 1)
+	if got := decodeValue(s.nodes[1].core.Current(keyA, stateSlot)); got != 2 {
+		t.Fatalf("the next owner reads %d, want 2", got)
+	}
+}
+
 // A served owner refused by a floor whose new acquisition finds another
 // owner's write fails what waited and steps down.
 func TestAnOwnerFencedByAFloorStepsDownWhenAnotherOwnerWrote(t *testing.T) {
