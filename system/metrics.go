@@ -7,11 +7,14 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/troupe-go/troupe/cluster"
+	"github.com/troupe-go/troupe/internal/host"
 )
 
-// collector exposes a system's counters to Prometheus. It reads them at
+// collector exposes a system's counters to Prometheus. Most it reads at
 // scrape time from what the runtime counts anyway (Stats, the membership
-// view, Readiness), so that metrics cost nothing on the message path.
+// view, the transport, Readiness), at no cost on the message path; the
+// outcomes of tells and asks and the durations of asks, which no
+// snapshot can give, the runtime counts as it goes (meters).
 // Every series it reports is fixed by the system's kind (member or not,
 // with a store or not): no label takes a key, an address or an error.
 type collector struct {
@@ -50,6 +53,47 @@ var (
 		"Bytes of stored state received from other members catching up.", nil, nil)
 )
 
+// meters are the metrics the runtime updates on the message path, for
+// what no snapshot can tell afterwards (outcomes, durations): counters
+// and histograms resolved once per actor type, so that a message costs
+// an atomic add, not a lookup by label. Their label values come from the
+// registered definitions and fixed sets only.
+type meters struct {
+	messages   *prometheus.CounterVec
+	askSeconds *prometheus.HistogramVec
+}
+
+// askBuckets are troupe_ask_duration_seconds's upper bounds: 50 µs (a
+// local ask takes a few) to 10 s (the default ask timeout).
+var askBuckets = []float64{50e-6, 100e-6, 250e-6, 500e-6, 1e-3, 2.5e-3, 5e-3, 10e-3, 25e-3, 50e-3, 100e-3, 250e-3, 500e-3, 1, 2.5, 5, 10}
+
+func newMeters() *meters {
+	return &meters{
+		messages: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "troupe_messages_total",
+			Help: "Tells and asks made through this system's refs, by actor type, kind (tell, ask) and outcome (ok, failed, refused, timeout, undelivered), counted by the caller.",
+		}, []string{"type", "kind", "outcome"}),
+		askSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "troupe_ask_duration_seconds",
+			Help:    "Asks made through this system's refs, by actor type: seconds from the call to its return, as the caller waited, whatever the outcome.",
+			Buckets: askBuckets,
+		}, []string{"type"}),
+	}
+}
+
+// typeMeter resolves the series of actor type typ (host.Settings.Meter).
+// Every series is made here, zero included, so that they stay the same.
+func (m *meters) typeMeter(typ string) *host.TypeMeter {
+	tm := &host.TypeMeter{AskSeconds: m.askSeconds.WithLabelValues(typ)}
+	for o := range host.NumOutcomes {
+		tm.Asks[o] = m.messages.WithLabelValues(typ, "ask", o.String())
+		if o != host.OutcomeFailed { // a tell's handler answers nobody
+			tm.Tells[o] = m.messages.WithLabelValues(typ, "tell", o.String())
+		}
+	}
+	return tm
+}
+
 // memberStatuses are the values of troupe_members's status label, every
 // one reported (zero included) so that the series stay the same.
 var memberStatuses = [...]string{"alive", "suspect", "dead", "leaving", "joining"}
@@ -87,6 +131,10 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range c.descs() {
 		ch <- d
 	}
+	if m := c.s.met; m != nil {
+		m.messages.Describe(ch)
+		m.askSeconds.Describe(ch)
+	}
 }
 
 func (c *collector) descs() []*prometheus.Desc {
@@ -107,6 +155,10 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	counter := func(d *prometheus.Desc, v float64) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v)
+	}
+	if m := c.s.met; m != nil {
+		m.messages.Collect(ch)
+		m.askSeconds.Collect(ch)
 	}
 	st := c.s.Stats()
 	gauge(descBuildInfo, 1, c.version, runtime.Version())

@@ -20,6 +20,21 @@ func (r Ref[M]) Tell(ctx context.Context, msg M) error {
 	if r.to == nil {
 		return r.tellUnbound(ctx, msg)
 	}
+	if r.to.met != nil {
+		return r.tellCounted(ctx, msg)
+	}
+	return r.tell(ctx, msg)
+}
+
+// tellCounted is Tell for a system with metrics: it counts the outcome.
+func (r Ref[M]) tellCounted(ctx context.Context, msg M) error {
+	err := r.tell(ctx, msg)
+	r.to.met.Tells[tellOutcome(err)].Inc()
+	return err
+}
+
+// tell is Tell for a bound ref.
+func (r Ref[M]) tell(ctx context.Context, msg M) error {
 	// What the handler telling changed is stored first, whether ctx is
 	// its Context or derived from it; in a system that stores no state
 	// the lookup of the latter is skipped: it would cost every plain
@@ -57,11 +72,30 @@ func (r Ref[M]) tellUnbound(ctx context.Context, msg M) error {
 // ignores its context delays only its actor, and its late reply is
 // dropped.
 func Ask[M, R any](ctx context.Context, ref Ref[M], m M) (R, error) {
-	var zero R
 	ref, err := ref.resolve(ctx)
 	if err != nil {
+		var zero R
 		return zero, err
 	}
+	if met := ref.to.met; met != nil {
+		return askCounted[M, R](ctx, ref, m, met)
+	}
+	return ask[M, R](ctx, ref, m)
+}
+
+// askCounted is Ask for a system with metrics: it counts the outcome and
+// times the ask.
+func askCounted[M, R any](ctx context.Context, ref Ref[M], m M, met *host.TypeMeter) (R, error) {
+	start := time.Now()
+	v, err := ask[M, R](ctx, ref, m)
+	met.Asks[askResult(err, ref.to.sink)].Inc()
+	met.AskSeconds.Observe(time.Since(start).Seconds())
+	return v, err
+}
+
+// ask is Ask for a bound ref.
+func ask[M, R any](ctx context.Context, ref Ref[M], m M) (R, error) {
+	var zero R
 	to := ref.to.sink
 	hk, tok := ref.hashes()
 	h := to.host()
@@ -404,6 +438,15 @@ func Pipe[S, M, C, M2, R any](c *Context[S, M, C], ref Ref[M2], m2 M2, invalid e
 		return
 	}
 	to := ref.to.sink
+	if met := ref.to.met; met != nil {
+		// Counted as Ask counts, when the answer (or failure) arrives.
+		start, deliver := time.Now(), back
+		back = func(r R, err error) {
+			met.Asks[askResult(err, to)].Inc()
+			met.AskSeconds.Observe(time.Since(start).Seconds())
+			deliver(r, err)
+		}
+	}
 	d := to.askTimeout()
 	// One request, one id: the pipe carries the id of the ask being
 	// handled, if any.

@@ -30,6 +30,9 @@ type target[M any] struct {
 	// stores is set when the system stores actor state: a Tell through a
 	// context derived from a durable handler's looks for that handler.
 	stores bool
+	// met counts the tells and asks made through the refs; nil when the
+	// system has no metrics.
+	met *host.TypeMeter
 }
 
 // hashes returns the key's hash and ring token as far as the ref keeps
