@@ -1016,7 +1016,7 @@ func (c *liveConn) writeLoop() {
 	// and wrapped connections would write each piece separately.
 	_, writev := c.hsConn.Conn.(*net.TCPConn)
 	minBytes := compressMinBytes(t.cfg.Compression)
-	mine := false // the writer holds the turn (c.writing) for its last write
+	mine := false     // the writer holds the turn (c.writing) for its last write
 	var tally traffic // frames encoded since the session last counted them
 	for {
 		s.mu.Lock()
