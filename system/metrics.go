@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/troupe-go/troupe/cluster"
 	"github.com/troupe-go/troupe/internal/host"
+	"github.com/troupe-go/troupe/internal/transport"
 )
 
 // collector exposes a system's counters to Prometheus. Most it reads at
@@ -51,7 +52,47 @@ var (
 		"Ranges of the ring this member is still receiving (catching up) before its copies count.", nil, nil)
 	descReceived = prometheus.NewDesc("troupe_replication_received_bytes_total",
 		"Bytes of stored state received from other members catching up.", nil, nil)
+	descWrites = prometheus.NewDesc("troupe_replication_writes_total",
+		"Writes and deletes of actor state this member made as the owner, by outcome: ok (met the write level), refused (over the value limit, nothing written), failed (level not met, a newer owner, resigned, closed: it may or may not have happened).",
+		[]string{"outcome"}, nil)
+
+	descSuspicions = prometheus.NewDesc("troupe_membership_suspicions_total",
+		"Accusations this member made: a member it found silent, or failed to dial, became suspect with this member among its accusers.", nil, nil)
+	descRefutations = prometheus.NewDesc("troupe_membership_refutations_total",
+		"Verdicts about this member (suspect, dead) it refuted by raising its incarnation.", nil, nil)
+	descDeaths = prometheus.NewDesc("troupe_membership_deaths_total",
+		"Members this member declared dead.", nil, nil)
+
+	descSentFrames = prometheus.NewDesc("troupe_wire_sent_frames_total",
+		"Frames written to other members and clients after the handshake, by stream (connection frames count on control).",
+		[]string{"stream"}, nil)
+	descSentBytes = prometheus.NewDesc("troupe_wire_sent_bytes_total",
+		"Bytes of the frames written, headers included, after compression, by stream.",
+		[]string{"stream"}, nil)
+	descReceivedFrames = prometheus.NewDesc("troupe_wire_received_frames_total",
+		"Frames read from other members and clients after the handshake, by stream.",
+		[]string{"stream"}, nil)
+	descReceivedBytes = prometheus.NewDesc("troupe_wire_received_bytes_total",
+		"Bytes of the frames read, headers included, as they came (compressed), by stream.",
+		[]string{"stream"}, nil)
+	descResumes = prometheus.NewDesc("troupe_wire_resumes_total",
+		"Sessions with a peer that continued on a new connection after one broke, resending what the peer had not received.", nil, nil)
+	descConnected = prometheus.NewDesc("troupe_wire_connected_peers",
+		"Peers (members and clients) with a connection now.", nil, nil)
+	descRTT = prometheus.NewDesc("troupe_wire_rtt_max_seconds",
+		"The largest round-trip time over the connected peers: the pacing estimator's minimum round trip to each, measured from credits and pings; 0 before any.", nil, nil)
+	descPacing = prometheus.NewDesc("troupe_wire_pacing_rate_bytes_per_second",
+		"The sum over connected peers of the rate data is paced at: what the transport would send at most, not what it sends.", nil, nil)
 )
+
+// streams are the values of the troupe_wire_* metrics' stream label,
+// indexed by transport.StreamID.
+var streams = func() (names [transport.NumStreams]string) {
+	for i := range names {
+		names[i] = transport.StreamID(i).String()
+	}
+	return names
+}()
 
 // meters are the metrics the runtime updates on the message path, for
 // what no snapshot can tell afterwards (outcomes, durations): counters
@@ -140,10 +181,11 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 func (c *collector) descs() []*prometheus.Desc {
 	d := []*prometheus.Desc{descBuildInfo, descUptime, descReady, descActivations, descQueued, descDeepest, descAsks, descRestarts}
 	if c.s.m != nil {
-		d = append(d, descRejoins, descMembers)
+		d = append(d, descRejoins, descMembers, descSuspicions, descRefutations, descDeaths,
+			descSentFrames, descSentBytes, descReceivedFrames, descReceivedBytes, descResumes, descConnected, descRTT, descPacing)
 	}
 	if c.s.st != nil {
-		d = append(d, descReceiving, descReceived)
+		d = append(d, descReceiving, descReceived, descWrites)
 	}
 	return d
 }
@@ -153,8 +195,8 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
 	}
-	counter := func(d *prometheus.Desc, v float64) {
-		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v)
+	counter := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, labels...)
 	}
 	if m := c.s.met; m != nil {
 		m.messages.Collect(ch)
@@ -182,10 +224,27 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		for i, status := range memberStatuses {
 			gauge(descMembers, float64(n[i]), status)
 		}
+		total, now := c.s.m.counts()
+		counter(descSuspicions, float64(total.detector.Suspicions))
+		counter(descRefutations, float64(total.detector.Refutations))
+		counter(descDeaths, float64(total.detector.Deaths))
+		for i, stream := range streams {
+			counter(descSentFrames, float64(total.wire.Sent[i].Frames), stream)
+			counter(descSentBytes, float64(total.wire.Sent[i].Bytes), stream)
+			counter(descReceivedFrames, float64(total.wire.Received[i].Frames), stream)
+			counter(descReceivedBytes, float64(total.wire.Received[i].Bytes), stream)
+		}
+		counter(descResumes, float64(total.wire.Resumes))
+		gauge(descConnected, float64(now.Connected))
+		gauge(descRTT, now.MaxRTT.Seconds())
+		gauge(descPacing, now.PacingRate)
 	}
 	if c.s.st != nil {
 		gauge(descReceiving, float64(st.Receiving))
 		counter(descReceived, float64(st.ReceivedBytes))
+		for i, outcome := range writeOutcomes {
+			counter(descWrites, float64(c.s.st.writes[i].Load()), outcome)
+		}
 	}
 }
 
