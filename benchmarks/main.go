@@ -49,7 +49,7 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	var o options
 	fs := flag.NewFlagSet("benchmarks", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	only := fs.String("only", "", "comma-separated workloads to run (default all: tell,tell-many,ask,pingpong,activate,remote-tell,remote-ask,client-ask,replicated-write,replicated-write-sync,handoff-transfer,failover-fast,failover-default)")
+	only := fs.String("only", "", "comma-separated workloads to run (default all: tell,tell-many,ask,pingpong,activate,remote-tell,remote-ask,client-ask,replicated-write,replicated-write-sync,handoff-transfer,tell-metrics,ask-metrics,failover-fast,failover-default)")
 	systems := fs.String("systems", "troupe,protoactor", "comma-separated systems to run (one alone prints no ratio; for profiling)")
 	fs.IntVar(&o.rounds, "rounds", 5, "rounds; each measures every workload once on each system")
 	fs.BoolVar(&o.warmup, "warmup", true, "run every workload once at a tenth of its size before the rounds, unreported")
@@ -342,6 +342,7 @@ func header(w io.Writer, o options) {
 type summary struct {
 	primary, cpuPerOp, perActr, gcCycles, gcCPU        float64
 	nodeCPUPerOp, nodeSysPerOp, failed, min, max, base float64
+	baseCPU                                            float64
 	mb, secs, upSecs, earlyMB, idleFailed              float64
 	p50, p99, idleP99, streamP99, afterP99             time.Duration
 }
@@ -361,6 +362,7 @@ func summarize(ms []measurement) summary {
 	s.p50 = time.Duration(median(ms, func(m measurement) float64 { return float64(m.p50) }))
 	s.p99 = time.Duration(median(ms, func(m measurement) float64 { return float64(m.p99) }))
 	s.base = median(ms, func(m measurement) float64 { return m.base })
+	s.baseCPU = median(ms, func(m measurement) float64 { return m.baseCPU })
 	s.mb = median(ms, func(m measurement) float64 { return m.mb })
 	s.secs = median(ms, func(m measurement) float64 { return m.secs })
 	s.upSecs = median(ms, func(m measurement) float64 { return m.upSecs })
@@ -399,6 +401,12 @@ func describe(w string, ms []measurement) string {
 	case "failover-fast", "failover-default":
 		return fmt.Sprintf("%.3f s from kill -9 to the new owner's answer (min %.3f, max %.3f; %.0f asks failed meanwhile)",
 			s.primary, s.min, s.max, s.failed)
+	case "tell-metrics":
+		return fmt.Sprintf("%s msgs/s with metrics, %s without; cpu %s/msg with, %s without", si(s.primary), si(s.base),
+			cpu, time.Duration(s.baseCPU))
+	case "ask-metrics":
+		return fmt.Sprintf("%s asks/s with metrics, %s without; p50 %v, p99 %v with; cpu %s/ask with, %s without", si(s.primary), si(s.base),
+			s.p50, s.p99, cpu, time.Duration(s.baseCPU))
 	case "remote-tell":
 		return fmt.Sprintf("%s msgs/s  cpu %s/msg + node %s", si(s.primary), cpu, time.Duration(s.nodeCPUPerOp))
 	case "activate":
@@ -509,6 +517,12 @@ func floors(w io.Writer, o options, results map[string]map[string][]measurement)
 		t := summarize(tr)
 		check("replicated-write >= 25k writes/s", t.primary >= 25_000, si(t.primary))
 		check("replicated-write >= 0.5x unreplicated", t.primary >= 0.5*t.base, fmt.Sprintf("%.2fx", t.primary/t.base))
+	}
+	for _, wl := range []string{"tell-metrics", "ask-metrics"} {
+		if tr, ok := results[wl]["troupe"]; ok {
+			t := summarize(tr)
+			check(wl+" >= 0.95x metrics off", t.primary >= 0.95*t.base, fmt.Sprintf("%.2fx", t.primary/t.base))
+		}
 	}
 	if tr, ok := results["handoff-transfer"]["troupe"]; ok {
 		t := summarize(tr)

@@ -101,8 +101,11 @@ type measurement struct {
 	mb, secs, upSecs, earlyMB float64
 	idleFailed                float64
 	// base is the replicated workloads' rate on the unreplicated
-	// definition, measured in the same cluster right before.
-	base float64
+	// definition, measured in the same cluster right before; for the
+	// *-metrics workloads, the rate with metrics off, and baseCPU its
+	// CPU per operation.
+	base    float64
+	baseCPU float64
 }
 
 // workload is a named benchmark and how to run it on a peer.
@@ -163,6 +166,21 @@ var workloads = []workload{
 		return replicatedWrite(p, clk, sz, true)
 	}},
 	{"handoff-transfer", handoffTransfer},
+	{"tell-metrics", func(p peer, _ *clock, sz sizes, _ []string) (measurement, error) {
+		return metricsPair(p, func(tp troupePeer, clk *clock) (measurement, error) {
+			err := tp.Tell(clk, sz.TellN)
+			return clk.rate(sz.TellN), err
+		})
+	}},
+	{"ask-metrics", func(p peer, _ *clock, sz sizes, _ []string) (measurement, error) {
+		return metricsPair(p, func(tp troupePeer, clk *clock) (measurement, error) {
+			lat, err := tp.Ask(clk, sz.AskN)
+			if err != nil {
+				return measurement{}, err
+			}
+			return latencies(clk, lat), nil
+		})
+	}},
 	{"failover-fast", func(p peer, clk *clock, sz sizes, _ []string) (measurement, error) {
 		return failover(p, clk, sz, "fast")
 	}},
@@ -174,7 +192,8 @@ var workloads = []workload{
 // troupeOnly are the workloads Proto.Actor has no counterpart for here:
 // they run on Troupe alone and print no ratio.
 var troupeOnly = map[string]bool{"client-ask": true, "failover-fast": true, "failover-default": true,
-	"replicated-write": true, "replicated-write-sync": true, "handoff-transfer": true}
+	"replicated-write": true, "replicated-write-sync": true, "handoff-transfer": true,
+	"tell-metrics": true, "ask-metrics": true}
 
 // noWarmup are the workloads that build a cluster of node processes for
 // each measurement: the warm-up would only start and stop processes.

@@ -3,6 +3,7 @@ package system
 import (
 	"runtime"
 	"runtime/debug"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -94,45 +95,71 @@ var streams = func() (names [transport.NumStreams]string) {
 	return names
 }()
 
-// meters are the metrics the runtime updates on the message path, for
-// what no snapshot can tell afterwards (outcomes, durations): counters
-// and histograms resolved once per actor type, so that a message costs
-// an atomic add, not a lookup by label. Their label values come from the
-// registered definitions and fixed sets only.
+// meters are the counts the runtime keeps on the message path, for what
+// no snapshot can tell afterwards (outcomes, durations): one
+// host.TypeMeter per registered actor type, which the type's runtime
+// holds, so that a message costs an atomic add at most, never a lookup
+// by label. Their label values come from the registered definitions and
+// fixed sets only.
 type meters struct {
-	messages   *prometheus.CounterVec
-	askSeconds *prometheus.HistogramVec
+	mu    sync.Mutex // guards types, appended to as types register
+	types []typeMeter
 }
 
-// askBuckets are troupe_ask_duration_seconds's upper bounds: 50 µs (a
-// local ask takes a few) to 10 s (the default ask timeout).
-var askBuckets = []float64{50e-6, 100e-6, 250e-6, 500e-6, 1e-3, 2.5e-3, 5e-3, 10e-3, 25e-3, 50e-3, 100e-3, 250e-3, 500e-3, 1, 2.5, 5, 10}
+type typeMeter struct {
+	name string
+	m    *host.TypeMeter
+}
 
-func newMeters() *meters {
-	return &meters{
-		messages: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "troupe_messages_total",
-			Help: "Tells and asks made through this system's refs, by actor type, kind (tell, ask) and outcome (ok, failed, refused, timeout, undelivered), counted by the caller.",
-		}, []string{"type", "kind", "outcome"}),
-		askSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "troupe_ask_duration_seconds",
-			Help:    "Asks made through this system's refs, by actor type: seconds from the call to its return, as the caller waited, whatever the outcome.",
-			Buckets: askBuckets,
-		}, []string{"type"}),
+var (
+	descMessages = prometheus.NewDesc("troupe_messages_total",
+		"Tells and asks by actor type, kind (tell, ask) and outcome (ok, failed, refused, timeout, undelivered). Asks are counted where they are made; tells that succeed where they are handled (tells, timer messages and piped answers the actors here took from their mailboxes), tells that fail where they were made.",
+		[]string{"type", "kind", "outcome"}, nil)
+	descAskSeconds = prometheus.NewDesc("troupe_ask_duration_seconds",
+		"Asks made here by actor type: seconds from the call to its return, as the caller waited, whatever the outcome.",
+		[]string{"type"}, nil)
+)
+
+// askBuckets are host.AskBounds in seconds.
+var askBuckets = func() (b [len(host.AskBounds)]float64) {
+	for i, d := range host.AskBounds {
+		b[i] = d.Seconds()
 	}
-}
+	return b
+}()
 
-// typeMeter resolves the series of actor type typ (host.Settings.Meter).
-// Every series is made here, zero included, so that they stay the same.
+// typeMeter makes the meter of actor type typ (host.Settings.Meter).
 func (m *meters) typeMeter(typ string) *host.TypeMeter {
-	tm := &host.TypeMeter{AskSeconds: m.askSeconds.WithLabelValues(typ)}
-	for o := range host.NumOutcomes {
-		tm.Asks[o] = m.messages.WithLabelValues(typ, "ask", o.String())
-		if o != host.OutcomeFailed { // a tell's handler answers nobody
-			tm.Tells[o] = m.messages.WithLabelValues(typ, "tell", o.String())
-		}
-	}
+	tm := new(host.TypeMeter)
+	m.mu.Lock()
+	m.types = append(m.types, typeMeter{name: typ, m: tm})
+	m.mu.Unlock()
 	return tm
+}
+
+// collect reports every type's series, zero included, so that they stay
+// the same.
+func (m *meters) collect(ch chan<- prometheus.Metric) {
+	m.mu.Lock()
+	types := m.types
+	m.mu.Unlock()
+	for _, t := range types {
+		for o := range host.NumOutcomes {
+			ch <- prometheus.MustNewConstMetric(descMessages, prometheus.CounterValue, float64(t.m.Asks(o)), t.name, "ask", o.String())
+			if o != host.OutcomeFailed { // a tell's handler answers nobody
+				ch <- prometheus.MustNewConstMetric(descMessages, prometheus.CounterValue, float64(t.m.Tells[o].Load()), t.name, "tell", o.String())
+			}
+		}
+		var count uint64
+		buckets := make(map[float64]uint64, len(askBuckets))
+		for i, le := range askBuckets {
+			count += t.m.AskBuckets[0][i].Load() + t.m.AskBuckets[1][i].Load()
+			buckets[le] = count
+		}
+		count += t.m.AskBuckets[0][len(askBuckets)].Load() + t.m.AskBuckets[1][len(askBuckets)].Load()
+		sum := time.Duration(t.m.AskNanos.Load()).Seconds()
+		ch <- prometheus.MustNewConstHistogram(descAskSeconds, count, sum, buckets, t.name)
+	}
 }
 
 // memberStatuses are the values of troupe_members's status label, every
@@ -172,9 +199,9 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range c.descs() {
 		ch <- d
 	}
-	if m := c.s.met; m != nil {
-		m.messages.Describe(ch)
-		m.askSeconds.Describe(ch)
+	if c.s.met != nil {
+		ch <- descMessages
+		ch <- descAskSeconds
 	}
 }
 
@@ -199,8 +226,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, labels...)
 	}
 	if m := c.s.met; m != nil {
-		m.messages.Collect(ch)
-		m.askSeconds.Collect(ch)
+		m.collect(ch)
 	}
 	st := c.s.Stats()
 	gauge(descBuildInfo, 1, c.version, runtime.Version())

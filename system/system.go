@@ -168,7 +168,7 @@ func newSystem(cfg Config, rem host.Remote, st *states) *System {
 	}
 	var met *meters
 	if cfg.Metrics != nil {
-		met = newMeters()
+		met = new(meters)
 		settings.Meter = met.typeMeter
 	}
 	h := host.New(settings)

@@ -26,10 +26,13 @@ func (r Ref[M]) Tell(ctx context.Context, msg M) error {
 	return r.tell(ctx, msg)
 }
 
-// tellCounted is Tell for a system with metrics: it counts the outcome.
+// tellCounted is Tell for a system with metrics: it counts a failure
+// (a success is counted where the tell is handled, see host.TypeMeter).
 func (r Ref[M]) tellCounted(ctx context.Context, msg M) error {
 	err := r.tell(ctx, msg)
-	r.to.met.Tells[tellOutcome(err)].Inc()
+	if err != nil {
+		r.to.met.Tells[tellOutcome(err)].Add(1)
+	}
 	return err
 }
 
@@ -80,21 +83,26 @@ func Ask[M, R any](ctx context.Context, ref Ref[M], m M) (R, error) {
 	if met := ref.to.met; met != nil {
 		return askCounted[M, R](ctx, ref, m, met)
 	}
-	return ask[M, R](ctx, ref, m)
+	return ask[M, R](ctx, ref, m, nil)
 }
 
 // askCounted is Ask for a system with metrics: it counts the outcome and
 // times the ask.
 func askCounted[M, R any](ctx context.Context, ref Ref[M], m M, met *host.TypeMeter) (R, error) {
-	start := time.Now()
-	v, err := ask[M, R](ctx, ref, m)
-	met.Asks[askResult(err, ref.to.sink)].Inc()
-	met.AskSeconds.Observe(time.Since(start).Seconds())
+	var start time.Time
+	v, err := ask[M, R](ctx, ref, m, &start)
+	var took time.Duration
+	if !start.IsZero() { // zero: refused before it waited
+		took = time.Since(start)
+	}
+	met.ObserveAsk(took, askResult(err, ref.to.sink))
 	return v, err
 }
 
-// ask is Ask for a bound ref.
-func ask[M, R any](ctx context.Context, ref Ref[M], m M) (R, error) {
+// ask is Ask for a bound ref. When start is not nil, it is set to the
+// time the ask began waiting: the clock read that makes its deadline,
+// which a clock read costs as much as the counts (see host.TypeMeter).
+func ask[M, R any](ctx context.Context, ref Ref[M], m M, start *time.Time) (R, error) {
 	var zero R
 	to := ref.to.sink
 	hk, tok := ref.hashes()
@@ -128,11 +136,20 @@ func ask[M, R any](ctx context.Context, ref Ref[M], m M) (R, error) {
 	listed := false // s waits in the ask timeout's list
 	timed := false  // the deadline needs a timer of its own
 	if s.dl.IsZero() {
-		s.dl = time.Now().Add(to.askTimeout())
+		now := time.Now()
+		s.dl = now.Add(to.askTimeout())
 		listed = waits != nil
 		timed = !listed
-	} else if chain != nil {
-		timed = endsLate(ctx, s.dl)
+		if start != nil {
+			*start = now
+		}
+	} else {
+		if chain != nil {
+			timed = endsLate(ctx, s.dl)
+		}
+		if start != nil {
+			*start = time.Now()
+		}
 	}
 	if err := to.deliver(ctx, ref.key, hk, tok, m, s); err != nil {
 		return zero, askFailed(err, rid, nil)
@@ -442,8 +459,7 @@ func Pipe[S, M, C, M2, R any](c *Context[S, M, C], ref Ref[M2], m2 M2, invalid e
 		// Counted as Ask counts, when the answer (or failure) arrives.
 		start, deliver := time.Now(), back
 		back = func(r R, err error) {
-			met.Asks[askResult(err, to)].Inc()
-			met.AskSeconds.Observe(time.Since(start).Seconds())
+			met.ObserveAsk(time.Since(start), askResult(err, to))
 			deliver(r, err)
 		}
 	}

@@ -535,6 +535,18 @@ func (c *cell[S, M, C]) handleBatch(ctx *Context[S, M, C], work []envelope[M], r
 	if durable {
 		last = 0 // each message commits its state: the full path
 	}
+	if met := c.k.tgt.met; met != nil {
+		// Tells succeed here, counted once per batch (host.TypeMeter).
+		n := 0
+		for i := range work {
+			if work[i].slot == nil {
+				n++
+			}
+		}
+		if n > 0 {
+			met.Tells[host.OutcomeOK].Add(uint64(n))
+		}
+	}
 	for i := 0; i < len(work); i++ {
 		var ran bool
 		var err error
