@@ -165,8 +165,15 @@ func waitSeen(b *testing.B, ctx context.Context, ref actor.Ref[sinkMsg], n int) 
 }
 
 // BenchmarkTell: one sender, one actor.
-func BenchmarkTell(b *testing.B) {
-	sys := newBenchSystem(b)
+func BenchmarkTell(b *testing.B) { benchTell(b, newBenchSystem(b)) }
+
+// BenchmarkTellMetrics is BenchmarkTell in a system with metrics
+// (system.Config.Metrics): what counting each tell costs.
+func BenchmarkTellMetrics(b *testing.B) {
+	benchTell(b, newBenchSystemWith(b, system.Config{Metrics: prometheus.NewRegistry()}))
+}
+
+func benchTell(b *testing.B, sys *system.System) {
 	ctx := context.Background()
 	ref := benchSink.Ref(sys, "one")
 	b.ReportAllocs()

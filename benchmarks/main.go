@@ -446,6 +446,19 @@ func report(w io.Writer, o options, peers []peer, results map[string]map[string]
 			// unreplicated one, measured in the same clusters. For
 			// handoff-transfer, the member's rate over bulk TCP's.
 			fmt.Fprintf(w, "ratio %s %.2f\n", wl.name, s.primary/s.base)
+			if strings.HasSuffix(wl.name, "-metrics") {
+				// Each round's pair was measured back to back: their
+				// spread shows the machine's noise.
+				var per []string
+				var paired []measurement
+				for _, m := range tr {
+					per = append(per, strconv.FormatFloat(m.primary/m.base, 'f', 2, 64))
+					paired = append(paired, measurement{primary: m.primary / m.base})
+				}
+				fmt.Fprintf(w, "  cpu per op off/on %.2f\n", s.baseCPU/s.cpuPerOp)
+				fmt.Fprintf(w, "  per round %s (median %.2f)\n", strings.Join(per, " "),
+					median(paired, func(m measurement) float64 { return m.primary }))
+			}
 		}
 		if okT && wl.name == "handoff-transfer" {
 			s := summarize(tr)
