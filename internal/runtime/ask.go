@@ -20,38 +20,34 @@ func (r Ref[M]) Tell(ctx context.Context, msg M) error {
 	if r.to == nil {
 		return r.tellUnbound(ctx, msg)
 	}
-	if r.to.met != nil {
-		return r.tellCounted(ctx, msg)
-	}
-	return r.tell(ctx, msg)
-}
-
-// tellCounted is Tell for a system with metrics: it counts a failure
-// (a success is counted where the tell is handled, see host.TypeMeter).
-func (r Ref[M]) tellCounted(ctx context.Context, msg M) error {
-	err := r.tell(ctx, msg)
-	if err != nil {
-		r.to.met.Tells[tellOutcome(err)].Add(1)
-	}
-	return err
-}
-
-// tell is Tell for a bound ref.
-func (r Ref[M]) tell(ctx context.Context, msg M) error {
 	// What the handler telling changed is stored first, whether ctx is
 	// its Context or derived from it; in a system that stores no state
 	// the lookup of the latter is skipped: it would cost every plain
 	// tell about 6 ns, a tenth of its cost.
 	if g, ok := ctx.(outputGated); ok {
 		if err := g.gateOutput(); err != nil {
-			return err
+			return r.tellFailed(err)
 		}
 	} else if r.to.stores {
 		if err := gateDerived(ctx); err != nil {
-			return err
+			return r.tellFailed(err)
 		}
 	}
-	return r.to.sink.tell(ctx, r.key, r.w, msg)
+	// A failure is counted here, a success where the tell is taken (see
+	// host.TypeMeter): a tell that succeeds pays one test of err.
+	if err := r.to.sink.tell(ctx, r.key, r.w, msg); err != nil {
+		return r.tellFailed(err)
+	}
+	return nil
+}
+
+// tellFailed counts err, a tell's failure, if the system has metrics, and
+// returns it.
+func (r Ref[M]) tellFailed(err error) error {
+	if r.to.met != nil {
+		r.to.met.Tells[tellOutcome(err)].Add(1)
+	}
+	return err
 }
 
 // tellUnbound is Tell for a ref bound to no system.
