@@ -69,10 +69,11 @@ var AskBounds = [...]time.Duration{
 // ask, so the hot paths count as little as their outcome needs:
 //
 //   - A tell's success is counted where the message is handled, by the
-//     goroutine of its actor, once per batch it takes from the mailbox
-//     (Tells[OutcomeOK]): the tells, timer messages and piped answers
-//     its actors took, from whichever sender. Its failures are counted
-//     where the tell was made: they cost far more than a count.
+//     goroutine of its actor as it takes it from the mailbox, added to
+//     Tells[OutcomeOK] every thousand tells and when the goroutine parks
+//     or ends its run: the tells, timer messages and piped answers its
+//     actors took, from whichever sender. Its failures are counted where
+//     the tell was made: they cost far more than a count.
 //   - An ask is counted where it is made, whatever its outcome, with its
 //     duration, as the caller waited. An answered ask costs two atomic
 //     adds: its duration's bucket, which counts it, and the sum.
