@@ -209,3 +209,46 @@ func TestAPipedAskIsCountedWhenItsAnswerArrives(t *testing.T) {
 		t.Errorf("troupe_ask_duration_seconds{type=ptarget} counts %d asks, want 1", n)
 	}
 }
+
+// familyValues returns every series of the counter family name, by its
+// labels' text.
+func familyValues(t *testing.T, reg prometheus.Gatherer, name string) map[string]float64 {
+	t.Helper()
+	out := map[string]float64{}
+	for _, m := range family(t, reg, name).GetMetric() {
+		out[fmt.Sprint(m.GetLabel())] = m.GetCounter().GetValue()
+	}
+	return out
+}
+
+func TestMemberCountersKeepWhatEarlierIncarnationsCounted(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	systems := startClusterTweaked(t, 2, func(i int, cfg *system.Config) {
+		if i == 0 {
+			cfg.Metrics = reg
+		}
+	})
+	ctx := systemtest.Ctx(t)
+	key := remoteKey(t, systems[0], systems[1])
+	if _, err := actor.Ask(ctx, ccounter.Ref(systems[0], key), Get{}); err != nil {
+		t.Fatal(err)
+	}
+	counters := []string{"troupe_wire_sent_frames_total", "troupe_wire_sent_bytes_total",
+		"troupe_wire_received_frames_total", "troupe_wire_received_bytes_total"}
+	before := map[string]map[string]float64{}
+	for _, name := range counters {
+		before[name] = familyValues(t, reg, name)
+	}
+	if sent := before["troupe_wire_sent_frames_total"]; sent[fmt.Sprint(sample(t, reg, "troupe_wire_sent_frames_total", "stream", "application").GetLabel())] == 0 {
+		t.Fatal("no application frame sent for an ask to a key on the other member")
+	}
+	system.ForceRejoin(systems[0])
+	systemtest.WaitUntil(t, "the rejoin", func() bool { return systems[0].Stats().Rejoins == 1 })
+	for _, name := range counters {
+		for labels, v := range familyValues(t, reg, name) {
+			if v < before[name][labels] {
+				t.Errorf("%s%s went back from %v to %v when the member rejoined", name, labels, before[name][labels], v)
+			}
+		}
+	}
+}
