@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/troupe-go/troupe/actor"
 	"github.com/troupe-go/troupe/system"
 )
@@ -138,7 +139,14 @@ var benchIdle = actor.Define("bench-idle", func(c *actor.Context[struct{}, idleM
 
 func newBenchSystem(b *testing.B) *system.System {
 	b.Helper()
-	sys, err := system.New(system.Config{Actors: []actor.Definition{benchSink, benchEcho, benchBall, benchIdle, benchGate}})
+	return newBenchSystemWith(b, system.Config{})
+}
+
+// newBenchSystemWith is newBenchSystem with cfg (its Actors replaced).
+func newBenchSystemWith(b *testing.B, cfg system.Config) *system.System {
+	b.Helper()
+	cfg.Actors = []actor.Definition{benchSink, benchEcho, benchBall, benchIdle, benchGate}
+	sys, err := system.New(cfg)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -157,8 +165,15 @@ func waitSeen(b *testing.B, ctx context.Context, ref actor.Ref[sinkMsg], n int) 
 }
 
 // BenchmarkTell: one sender, one actor.
-func BenchmarkTell(b *testing.B) {
-	sys := newBenchSystem(b)
+func BenchmarkTell(b *testing.B) { benchTell(b, newBenchSystem(b)) }
+
+// BenchmarkTellMetrics is BenchmarkTell in a system with metrics
+// (system.Config.Metrics): what counting each tell costs.
+func BenchmarkTellMetrics(b *testing.B) {
+	benchTell(b, newBenchSystemWith(b, system.Config{Metrics: prometheus.NewRegistry()}))
+}
+
+func benchTell(b *testing.B, sys *system.System) {
 	ctx := context.Background()
 	ref := benchSink.Ref(sys, "one")
 	b.ReportAllocs()
@@ -235,8 +250,15 @@ func BenchmarkTellMany(b *testing.B) {
 }
 
 // BenchmarkAsk: sequential asks from outside the system.
-func BenchmarkAsk(b *testing.B) {
-	sys := newBenchSystem(b)
+func BenchmarkAsk(b *testing.B) { benchAsk(b, newBenchSystem(b)) }
+
+// BenchmarkAskMetrics is BenchmarkAsk in a system with metrics
+// (system.Config.Metrics): what counting and timing each ask costs.
+func BenchmarkAskMetrics(b *testing.B) {
+	benchAsk(b, newBenchSystemWith(b, system.Config{Metrics: prometheus.NewRegistry()}))
+}
+
+func benchAsk(b *testing.B, sys *system.System) {
 	ctx := context.Background()
 	ref := benchEcho.Ref(sys, "echo")
 	lat := make([]time.Duration, 0, b.N)

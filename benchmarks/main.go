@@ -49,7 +49,7 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	var o options
 	fs := flag.NewFlagSet("benchmarks", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	only := fs.String("only", "", "comma-separated workloads to run (default all: tell,tell-many,ask,pingpong,activate,remote-tell,remote-ask,client-ask,replicated-write,replicated-write-sync,continuity-ask,handoff-transfer,failover-fast,failover-default)")
+	only := fs.String("only", "", "comma-separated workloads to run (default all: tell,tell-many,ask,pingpong,activate,remote-tell,remote-ask,client-ask,replicated-write,replicated-write-sync,continuity-ask,handoff-transfer,tell-metrics,ask-metrics,failover-fast,failover-default)")
 	systems := fs.String("systems", "troupe,protoactor", "comma-separated systems to run (one alone prints no ratio; for profiling)")
 	fs.IntVar(&o.rounds, "rounds", 5, "rounds; each measures every workload once on each system")
 	fs.BoolVar(&o.warmup, "warmup", true, "run every workload once at a tenth of its size before the rounds, unreported")
@@ -342,6 +342,7 @@ func header(w io.Writer, o options) {
 type summary struct {
 	primary, cpuPerOp, perActr, gcCycles, gcCPU        float64
 	nodeCPUPerOp, nodeSysPerOp, failed, min, max, base float64
+	baseCPU                                            float64
 	mb, secs, upSecs, earlyMB, idleFailed              float64
 	p50, p99, idleP99, streamP99, afterP99             time.Duration
 	replayP50, plainP50                                time.Duration
@@ -362,6 +363,7 @@ func summarize(ms []measurement) summary {
 	s.p50 = time.Duration(median(ms, func(m measurement) float64 { return float64(m.p50) }))
 	s.p99 = time.Duration(median(ms, func(m measurement) float64 { return float64(m.p99) }))
 	s.base = median(ms, func(m measurement) float64 { return m.base })
+	s.baseCPU = median(ms, func(m measurement) float64 { return m.baseCPU })
 	s.mb = median(ms, func(m measurement) float64 { return m.mb })
 	s.secs = median(ms, func(m measurement) float64 { return m.secs })
 	s.upSecs = median(ms, func(m measurement) float64 { return m.upSecs })
@@ -405,6 +407,12 @@ func describe(w string, ms []measurement) string {
 	case "failover-fast", "failover-default":
 		return fmt.Sprintf("%.3f s from kill -9 to the new owner's answer (min %.3f, max %.3f; %.0f asks failed meanwhile)",
 			s.primary, s.min, s.max, s.failed)
+	case "tell-metrics":
+		return fmt.Sprintf("%s msgs/s with metrics, %s without; cpu %s/msg with, %s without", si(s.primary), si(s.base),
+			cpu, time.Duration(s.baseCPU))
+	case "ask-metrics":
+		return fmt.Sprintf("%s asks/s with metrics, %s without; p50 %v, p99 %v with; cpu %s/ask with, %s without", si(s.primary), si(s.base),
+			s.p50, s.p99, cpu, time.Duration(s.baseCPU))
 	case "remote-tell":
 		return fmt.Sprintf("%s msgs/s  cpu %s/msg + node %s", si(s.primary), cpu, time.Duration(s.nodeCPUPerOp))
 	case "activate":
@@ -444,6 +452,19 @@ func report(w io.Writer, o options, peers []peer, results map[string]map[string]
 			// unreplicated one, measured in the same clusters. For
 			// handoff-transfer, the member's rate over bulk TCP's.
 			fmt.Fprintf(w, "ratio %s %.2f\n", wl.name, s.primary/s.base)
+			if strings.HasSuffix(wl.name, "-metrics") {
+				// Each round's pair was measured back to back: their
+				// spread shows the machine's noise.
+				var per []string
+				var paired []measurement
+				for _, m := range tr {
+					per = append(per, strconv.FormatFloat(m.primary/m.base, 'f', 2, 64))
+					paired = append(paired, measurement{primary: m.primary / m.base})
+				}
+				fmt.Fprintf(w, "  cpu per op off/on %.2f\n", s.baseCPU/s.cpuPerOp)
+				fmt.Fprintf(w, "  per round %s (median %.2f)\n", strings.Join(per, " "),
+					median(paired, func(m measurement) float64 { return m.primary }))
+			}
 		}
 		if okT && wl.name == "continuity-ask" {
 			s := summarize(tr)
@@ -524,6 +545,12 @@ func floors(w io.Writer, o options, results map[string]map[string][]measurement)
 		t := summarize(tr)
 		check("continuity-ask >= 0.7x plain replicated ask", t.primary >= 0.7*t.base, fmt.Sprintf("%.2fx", t.primary/t.base))
 		check("replayed ask p50 <= 1.5x plain ask", t.replayP50 <= t.plainP50*3/2, fmt.Sprintf("%.2fx", float64(t.replayP50)/float64(t.plainP50)))
+	}
+	for _, wl := range []string{"tell-metrics", "ask-metrics"} {
+		if tr, ok := results[wl]["troupe"]; ok {
+			t := summarize(tr)
+			check(wl+" >= 0.95x metrics off", t.primary >= 0.95*t.base, fmt.Sprintf("%.2fx", t.primary/t.base))
+		}
 	}
 	if tr, ok := results["handoff-transfer"]["troupe"]; ok {
 		t := summarize(tr)

@@ -56,13 +56,16 @@ func TestEveryWorkloadRunsOnEverySystem(t *testing.T) {
 				if (strings.HasPrefix(w.name, "replicated-write") || w.name == "continuity-ask") && m.base <= 0 {
 					t.Errorf("%s measured no unreplicated rate to compare with", w.name)
 				}
+				if strings.HasSuffix(w.name, "-metrics") && (m.base <= 0 || m.baseCPU <= 0) {
+					t.Errorf("%s measured no rate (%v) or CPU (%v) with metrics off to compare with", w.name, m.base, m.baseCPU)
+				}
 				if w.name == "handoff-transfer" && (m.base <= 0 || m.mb <= 0 || m.idleP99 <= 0) {
 					t.Errorf("%s measured %.3f MB against bulk TCP at %.1f MB/s, idle ask p99 %v; want all positive", w.name, m.mb, m.base, m.idleP99)
 				}
 				if w.name == "continuity-ask" && (m.replayP50 <= 0 || m.plainP50 <= 0) {
 					t.Errorf("%s measured replayed p50 %v, plain p50 %v; want both positive", w.name, m.replayP50, m.plainP50)
 				}
-				if (w.name == "ask" || w.name == "remote-ask" || w.name == "client-ask" || strings.HasPrefix(w.name, "replicated-write") || w.name == "continuity-ask" || w.name == "handoff-transfer") && (m.p50 <= 0 || m.p99 < m.p50) {
+				if (w.name == "ask" || w.name == "ask-metrics" || w.name == "remote-ask" || w.name == "client-ask" || strings.HasPrefix(w.name, "replicated-write") || w.name == "continuity-ask" || w.name == "handoff-transfer") && (m.p50 <= 0 || m.p99 < m.p50) {
 					t.Errorf("ask on %s: p50 %v, p99 %v; want 0 < p50 <= p99", p.Name(), m.p50, m.p99)
 				}
 			})

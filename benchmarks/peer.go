@@ -102,8 +102,11 @@ type measurement struct {
 	idleFailed                float64
 	// base is the replicated workloads' rate on the unreplicated
 	// definition, measured in the same cluster right before
-	// (continuity-ask: plain replicated asks).
-	base float64
+	// (continuity-ask: plain replicated asks); for the *-metrics
+	// workloads, the rate with metrics off, and baseCPU its CPU per
+	// operation.
+	base    float64
+	baseCPU float64
 	// replayP50 and plainP50 are continuity-ask's p50 of a keyed ask
 	// answered from what was kept, and of a plain replicated ask.
 	replayP50, plainP50 time.Duration
@@ -168,6 +171,21 @@ var workloads = []workload{
 	}},
 	{"continuity-ask", continuityAsk},
 	{"handoff-transfer", handoffTransfer},
+	{"tell-metrics", func(p peer, _ *clock, sz sizes, _ []string) (measurement, error) {
+		return metricsPair(p, func(tp troupePeer, clk *clock) (measurement, error) {
+			err := tp.Tell(clk, sz.TellN)
+			return clk.rate(sz.TellN), err
+		})
+	}},
+	{"ask-metrics", func(p peer, _ *clock, sz sizes, _ []string) (measurement, error) {
+		return metricsPair(p, func(tp troupePeer, clk *clock) (measurement, error) {
+			lat, err := tp.Ask(clk, sz.AskN)
+			if err != nil {
+				return measurement{}, err
+			}
+			return latencies(clk, lat), nil
+		})
+	}},
 	{"failover-fast", func(p peer, clk *clock, sz sizes, _ []string) (measurement, error) {
 		return failover(p, clk, sz, "fast")
 	}},
@@ -179,7 +197,8 @@ var workloads = []workload{
 // troupeOnly are the workloads Proto.Actor has no counterpart for here:
 // they run on Troupe alone and print no ratio.
 var troupeOnly = map[string]bool{"client-ask": true, "failover-fast": true, "failover-default": true,
-	"replicated-write": true, "replicated-write-sync": true, "handoff-transfer": true, "continuity-ask": true}
+	"replicated-write": true, "replicated-write-sync": true, "handoff-transfer": true, "continuity-ask": true,
+	"tell-metrics": true, "ask-metrics": true}
 
 // noWarmup are the workloads that build a cluster of node processes for
 // each measurement: the warm-up would only start and stop processes.

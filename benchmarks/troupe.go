@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/troupe-go/troupe/actor"
 	"github.com/troupe-go/troupe/system"
 )
@@ -40,6 +41,9 @@ func (touch) touchMsg() {}
 type troupePeer struct {
 	mailbox int        // bound of the throughput workloads' mailboxes
 	rem     *remoteEnv // nodes of the remote workloads
+	// metrics gives the systems of tell and ask a Prometheus registry
+	// (system.Config.Metrics): the *-metrics workloads.
+	metrics bool
 }
 
 func (troupePeer) Name() string { return "troupe" }
@@ -66,6 +70,42 @@ func newTroupe(defs ...actor.Definition) (*system.System, error) {
 	return system.New(system.Config{Actors: defs})
 }
 
+// newSystem is newTroupe with metrics on a registry of its own when p
+// says so.
+func (p troupePeer) newSystem(defs ...actor.Definition) (*system.System, error) {
+	cfg := system.Config{Actors: defs}
+	if p.metrics {
+		cfg.Metrics = prometheus.NewRegistry()
+	}
+	return system.New(cfg)
+}
+
+// metricsPair measures run on Troupe with metrics off and on, in the
+// order off, on, on, off, so that drift in the machine's load falls on
+// both: primary (and the latencies, CPU) are the means with metrics,
+// base and baseCPU without.
+func metricsPair(p peer, run func(tp troupePeer, clk *clock) (measurement, error)) (measurement, error) {
+	tp := p.(troupePeer)
+	var on, off measurement
+	for _, metrics := range []bool{false, true, true, false} {
+		tp.metrics = metrics
+		m, err := run(tp, &clock{})
+		if err != nil {
+			return measurement{}, err
+		}
+		into := &off
+		if metrics {
+			into = &on
+		}
+		into.primary += m.primary / 2
+		into.cpuPerOp += m.cpuPerOp / 2
+		into.p50 += m.p50 / 2
+		into.p99 += m.p99 / 2
+	}
+	on.base, on.baseCPU = off.primary, off.cpuPerOp
+	return on, nil
+}
+
 func closeTroupe(sys *system.System) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -75,7 +115,7 @@ func closeTroupe(sys *system.System) error {
 func (p troupePeer) Tell(clk *clock, n int) (err error) {
 	done := make(chan struct{})
 	def := p.counterDef(n, func() { close(done) })
-	sys, err := newTroupe(def)
+	sys, err := p.newSystem(def)
 	if err != nil {
 		return err
 	}
@@ -134,7 +174,7 @@ func (p troupePeer) TellMany(clk *clock, senders, keys, per int) (err error) {
 
 func (p troupePeer) Ask(clk *clock, n int) (lat []time.Duration, err error) {
 	def := p.counterDef(-1, nil)
-	sys, err := newTroupe(def)
+	sys, err := p.newSystem(def)
 	if err != nil {
 		return nil, err
 	}

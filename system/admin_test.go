@@ -26,6 +26,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
 	"github.com/troupe-go/troupe/actor"
+	"github.com/troupe-go/troupe/client"
 	"github.com/troupe-go/troupe/cluster"
 	"github.com/troupe-go/troupe/internal/proctest"
 	"github.com/troupe-go/troupe/internal/systemtest"
@@ -315,6 +316,12 @@ func TestMetricsPassPromlintAndCountWhatTheMembersDo(t *testing.T) {
 			"troupe_mailbox_queued_messages 0", "troupe_mailbox_deepest_messages 0", "troupe_asks_in_flight 0",
 			"troupe_restarts_total 0", "troupe_rejoins_total 0", `troupe_members{status="alive"} 2`,
 			`troupe_members{status="joining"} 0`, "troupe_replication_receiving_ranges 0", "troupe_replication_received_bytes_total ",
+			`troupe_messages_total{kind="ask",outcome="ok",type="mcounter"} 10`, `troupe_messages_total{kind="tell",outcome="refused",type="mcounter"} 0`,
+			`troupe_ask_duration_seconds_bucket{type="mcounter",le="10"} 10`, `troupe_ask_duration_seconds_count{type="mcounter"} 10`,
+			`troupe_replication_writes_total{outcome="ok"} `, `troupe_replication_writes_total{outcome="failed"} 0`,
+			"troupe_membership_suspicions_total 0", "troupe_membership_refutations_total 0", "troupe_membership_deaths_total 0",
+			`troupe_wire_sent_frames_total{stream="membership"} `, `troupe_wire_received_bytes_total{stream="replication"} `,
+			"troupe_wire_resumes_total 0", "troupe_wire_connected_peers 1", "troupe_wire_rtt_max_seconds ", "troupe_wire_pacing_rate_bytes_per_second ",
 		} {
 			if !strings.Contains(text, want) {
 				t.Errorf("%s: /metrics lacks %q:\n%s", s.Addr(), want, text)
@@ -326,6 +333,22 @@ func TestMetricsPassPromlintAndCountWhatTheMembersDo(t *testing.T) {
 	}
 	if sum := activations(t, regs[0]) + activations(t, regs[1]); sum != 20 {
 		t.Errorf("troupe_activations sum to %v over the members, want the 20 keys", sum)
+	}
+	// Each add is one write, made by the key's owner.
+	ok := counterValue(t, regs[0], "troupe_replication_writes_total", "outcome", "ok") +
+		counterValue(t, regs[1], "troupe_replication_writes_total", "outcome", "ok")
+	if ok != 20 {
+		t.Errorf("troupe_replication_writes_total{outcome=ok} sum to %v over the members, want the 20 adds", ok)
+	}
+	// What one member sent on a stream, the other received.
+	for _, stream := range []string{"membership", "replication"} {
+		sent := counterValue(t, regs[0], "troupe_wire_sent_frames_total", "stream", stream)
+		if sent == 0 {
+			t.Errorf("troupe_wire_sent_frames_total{stream=%q} = 0 on a member of a replicated cluster", stream)
+		}
+		if got := counterValue(t, regs[1], "troupe_wire_received_frames_total", "stream", stream); got == 0 {
+			t.Errorf("troupe_wire_received_frames_total{stream=%q} = 0 on the other member", stream)
+		}
 	}
 }
 
@@ -359,38 +382,79 @@ func series(t *testing.T, reg prometheus.Gatherer) int {
 	return n
 }
 
-func TestMetricSeriesStayFixedWithManyKeysAndMembers(t *testing.T) {
+func TestMetricSeriesStayFixedWithManyKeysAndPeers(t *testing.T) {
 	def := counterDef("scounter", nil)
 	rep := counterDef("srep", nil, actor.WithReplicas(3, actor.WriteMajority)) // replication metrics too
-	first := systemtest.StartCluster(t, 1, nil, def, rep)
+	// Timings that a loaded machine does not turn into false suspicions:
+	// five members and six clients in one process share two cores here.
+	steady := func(cfg *system.Config) { cfg.Cluster.Timings = steadyTimings() }
+	first := systemtest.StartCluster(t, 1, func(_ int, cfg *system.Config) { steady(cfg) }, def, rep)
 	reg := prometheus.NewRegistry()
-	// The first member's metrics on a registry, taken before anything
-	// happened; then members join and keys are used.
-	s := systemtest.Join(t, []string{first[0].Addr()}, func(cfg *system.Config) { cfg.Metrics = reg }, def, rep)
+	// One member's metrics on a registry, taken when it knows one other
+	// member and nothing was sent yet; then peers come and keys are used.
+	s := systemtest.Join(t, []string{first[0].Addr()}, func(cfg *system.Config) { steady(cfg); cfg.Metrics = reg }, def, rep)
 	systemtest.WaitAlive(t, []*system.System{first[0], s}, 2)
 	before := series(t, reg)
 	systems := []*system.System{first[0], s}
+	waitCaughtUp(t, systems)
+	for i := range 200 { // writes of stored state
+		add(t, rep.Ref(s, "rkey-"+strconv.Itoa(i)), 1)
+	}
 	for range 3 {
-		systems = append(systems, systemtest.Join(t, []string{first[0].Addr()}, nil, def, rep))
+		systems = append(systems, systemtest.Join(t, []string{first[0].Addr()}, steady, def, rep))
 	}
 	systemtest.WaitAlive(t, systems, len(systems))
-	const keys = 5000
 	ctx := systemtest.Ctx(t)
+	// Six clients that learn the cluster from s: with the other four
+	// members, s has ten peers.
+	for i := range 6 {
+		c, err := client.New(ctx, client.Config{ClusterName: "test", Seeds: []string{s.Addr()}})
+		if err != nil {
+			t.Fatalf("client %d: %v", i, err)
+		}
+		t.Cleanup(func() { c.Close() })
+		for k := range 20 {
+			add(t, def.Ref(c, "ckey-"+strconv.Itoa(i)+"-"+strconv.Itoa(k)), 1)
+		}
+	}
+	const keys = 100_000
 	for i := range keys {
 		if err := def.Ref(systems[i%len(systems)], "key-"+strconv.Itoa(i)).Tell(ctx, DTick{}); err != nil {
 			t.Fatal(err)
 		}
+	}
+	for i := range 500 { // asks from s of many keys
+		add(t, def.Ref(s, "key-"+strconv.Itoa(i)), 1)
 	}
 	systemtest.WaitUntil(t, "every key active", func() bool {
 		n := 0
 		for _, s := range systems {
 			n += s.Stats().Active
 		}
-		return n == keys
+		return n >= keys+120 // the stored keys may have moved away and ended since
 	})
-	if after := series(t, reg); after != before {
-		t.Errorf("%d series with 2 members and no keys, %d with %d members and %d keys: want the same", before, after, len(systems), keys)
+	if peers := gaugeValue(t, reg, "troupe_wire_connected_peers"); peers != 10 {
+		t.Errorf("troupe_wire_connected_peers = %v, want the 4 other members and the 6 clients", peers)
 	}
+	if after := series(t, reg); after != before {
+		t.Errorf("%d series with 1 peer and no keys, %d with 10 peers and %d keys: want the same", before, after, keys)
+	}
+	for _, want := range []struct {
+		typ, kind string
+		n         float64
+		what      string
+	}{{"scounter", "tell", keys / 10, "of the tells its actors took (about a fifth of the keys live on s)"},
+		{"scounter", "ask", 500, "asks made through s"}, {"srep", "ask", 200, "asks made through s"}} {
+		if got := messages(t, reg, want.typ, want.kind, "ok"); got < want.n {
+			t.Errorf("troupe_messages_total{type=%q,kind=%q,outcome=ok} = %v, want at least %v %s", want.typ, want.kind, got, want.n, want.what)
+		}
+	}
+}
+
+// gaugeValue is the value of a gauge series (see sample).
+func gaugeValue(t *testing.T, reg prometheus.Gatherer, name string, labels ...string) float64 {
+	t.Helper()
+	return sample(t, reg, name, labels...).GetGauge().GetValue()
 }
 
 func TestMetricsUseOnlyTheRegistryPassedAndLeaveItOnClose(t *testing.T) {

@@ -54,6 +54,56 @@ type member struct {
 	rejoins      atomic.Int64
 	removed      atomic.Bool
 	replaced     atomic.Bool // a newer process has the address: no rejoin
+
+	// countsMu guards past, what the incarnations that rejoins closed
+	// counted: the metrics add the current one's, so that the counters
+	// never go back.
+	countsMu sync.Mutex
+	past     memberCounts
+}
+
+// memberCounts is what the membership and transport of a member counted.
+type memberCounts struct {
+	detector membership.Counts
+	wire     transport.Stats // only the counters add up across incarnations
+}
+
+// counts returns what this member's incarnations counted so far, and
+// the current one's transport snapshot (for its gauges; zero if none).
+func (m *member) counts() (memberCounts, transport.Stats) {
+	m.countsMu.Lock()
+	defer m.countsMu.Unlock()
+	c := m.past
+	inc := m.cur.Load()
+	if inc == nil || inc.closed.Load() {
+		return c, transport.Stats{}
+	}
+	now := inc.tr.Stats()
+	c.add(inc.node.Counts(), now)
+	return c, now
+}
+
+// add adds an incarnation's counts to c.
+func (c *memberCounts) add(d membership.Counts, w transport.Stats) {
+	c.detector.Suspicions += d.Suspicions
+	c.detector.Refutations += d.Refutations
+	c.detector.Deaths += d.Deaths
+	c.wire.Resumes += w.Resumes
+	for i := range transport.NumStreams {
+		c.wire.Sent[i].Frames += w.Sent[i].Frames
+		c.wire.Sent[i].Bytes += w.Sent[i].Bytes
+		c.wire.Received[i].Frames += w.Received[i].Frames
+		c.wire.Received[i].Bytes += w.Received[i].Bytes
+	}
+}
+
+// retire closes the books of old, an incarnation a rejoin replaces: its
+// counts join past and the metrics no longer read it.
+func (m *member) retire(old *incarnation) {
+	m.countsMu.Lock()
+	defer m.countsMu.Unlock()
+	m.past.add(old.node.Counts(), old.tr.Stats())
+	old.closed.Store(true)
 }
 
 // incarnation is one life of the member in the cluster: its transport
@@ -340,7 +390,7 @@ func (s *System) rejoin(old *incarnation) {
 	m.log.Warn("troupe: the cluster removed this member; rejoining with a new incarnation", "member", self, "seeds", seeds)
 	// The removed identity is done: stop its membership and transport
 	// (the listener stays, for the next one).
-	old.closed.Store(true)
+	m.retire(old)
 	old.sub.Close()
 	old.node.Close()
 	old.wt.Close()

@@ -110,7 +110,9 @@ type Config struct {
 
 	// Metrics, if set, is the Prometheus registry the system registers
 	// its metrics on (troupe_*: see docs/operations.md), collected at
-	// scrape time from its counters. Never the global default registry
+	// scrape time from its counters; tells and asks by type and outcome
+	// and ask durations the runtime counts as messages go, at a cost
+	// docs/operations.md measures. Never the global default registry
 	// unless passed here. One system per registry (wrap it with
 	// prometheus.WrapRegistererWith to put several on one). Close
 	// unregisters them. Nil: no metrics.

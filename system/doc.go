@@ -76,10 +76,13 @@
 // listener answers from before a member joins until the end of Close.
 //
 // Config.Metrics is the Prometheus registry the system registers its
-// troupe_* metrics on (never the global default unless passed): gauges
-// and counters read at scrape time from Stats, the membership view and
-// Readiness, with labels from fixed sets only. docs/operations.md lists
-// the endpoints, the JSON and the metrics with their units.
+// troupe_* metrics on (never the global default unless passed), with
+// labels from fixed sets only: gauges and counters read at scrape time
+// from Stats, the membership view, the failure detector, the transport
+// and Readiness, and tells and asks by actor type and outcome and ask
+// durations, which the runtime counts as messages go (without
+// Config.Metrics, a nil check per message). docs/operations.md lists the
+// endpoints, the JSON and the metrics with their units.
 //
 // # Shutdown
 //

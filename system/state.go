@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/troupe-go/troupe/actor"
@@ -73,6 +74,36 @@ type states struct {
 
 	mu   sync.Mutex
 	node *replicanode.Node // nil between incarnations
+
+	// writes counts the writes and deletes by writeOutcome, for metrics.
+	writes [numWriteOutcomes]atomic.Uint64
+}
+
+// The outcomes of a write or delete of stored state, as the metrics
+// label them (writeOutcomes).
+const (
+	writeOK      = iota // met its write level
+	writeRefused        // over the value limit: nothing written
+	writeFailed         // level not met, a newer owner, resigned, closed: it may or may not have happened
+	numWriteOutcomes
+)
+
+// writeOutcomes are the values of troupe_replication_writes_total's
+// outcome label.
+var writeOutcomes = [numWriteOutcomes]string{"ok", "refused", "failed"}
+
+// counted counts the outcome of a write that returned err (stateErr's),
+// and returns err.
+func (s *states) counted(err error) error {
+	switch {
+	case err == nil:
+		s.writes[writeOK].Add(1)
+	case errors.Is(err, actor.ErrMessageTooLarge):
+		s.writes[writeRefused].Add(1)
+	default:
+		s.writes[writeFailed].Add(1)
+	}
+	return err
 }
 
 var _ host.Store = (*states)(nil)
@@ -384,9 +415,9 @@ func (s *states) Read(ctx context.Context, typ, key string) ([]byte, bool, error
 func (s *states) Write(ctx context.Context, typ, key string, value []byte) error {
 	node, err := s.current()
 	if err != nil {
-		return err
+		return s.counted(err)
 	}
-	return stateErr(node.Write(ctx, replica.Key{Type: typ, ID: key}, stateSlot, value))
+	return s.counted(stateErr(node.Write(ctx, replica.Key{Type: typ, ID: key}, stateSlot, value)))
 }
 
 // WriteAsync is Write without waiting: done gets what Write would have
@@ -394,18 +425,22 @@ func (s *states) Write(ctx context.Context, typ, key string, value []byte) error
 func (s *states) WriteAsync(typ, key string, value []byte, done func(error)) error {
 	node, err := s.current()
 	if err != nil {
-		return err
+		return s.counted(err)
 	}
-	return stateErr(node.WriteAsync(replica.Key{Type: typ, ID: key}, stateSlot, value, func(err error) { done(stateErr(err)) }))
+	err = stateErr(node.WriteAsync(replica.Key{Type: typ, ID: key}, stateSlot, value, func(err error) { done(s.counted(stateErr(err))) }))
+	if err != nil {
+		return s.counted(err)
+	}
+	return nil
 }
 
 // Delete implements host.Store.
 func (s *states) Delete(ctx context.Context, typ, key string) error {
 	node, err := s.current()
 	if err != nil {
-		return err
+		return s.counted(err)
 	}
-	return stateErr(node.Delete(ctx, replica.Key{Type: typ, ID: key}, stateSlot))
+	return s.counted(stateErr(node.Delete(ctx, replica.Key{Type: typ, ID: key}, stateSlot)))
 }
 
 // Resign implements host.Store.

@@ -31,6 +31,9 @@ type System struct {
 	admin      *admin.Server
 	unregister func()
 	adminOnce  sync.Once
+	// met holds the metrics the runtime updates as it goes (nil without
+	// Config.Metrics); the collector reports them with the rest.
+	met *meters
 }
 
 // EventKind says what an Event reports.
@@ -166,11 +169,16 @@ func newSystem(cfg Config, rem host.Remote, st *states) *System {
 			obs(Event{Kind: eventKind(e.Kind), Actor: actor.ID{Type: e.Type, Key: e.Key}, Reason: e.Reason, Err: e.Err})
 		}
 	}
+	var met *meters
+	if cfg.Metrics != nil {
+		met = new(meters)
+		settings.Meter = met.typeMeter
+	}
 	h := host.New(settings)
 	for _, d := range cfg.Actors {
 		h.Register(runtime.Instantiate(d, h))
 	}
-	return &System{handle: runtime.NewHandle(h), h: h, st: st, started: time.Now()}
+	return &System{handle: runtime.NewHandle(h), h: h, st: st, started: time.Now(), met: met}
 }
 
 // handle is the runtime's handle on the system.

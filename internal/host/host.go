@@ -90,6 +90,9 @@ type Settings struct {
 	// Store keeps the state of durable and replicated actor types; nil
 	// when the system hosts none.
 	Store Store
+	// Meter, if set, returns the meter of an actor type, called once per
+	// type as it is registered; nil: messages are not counted.
+	Meter func(typ string) *TypeMeter
 }
 
 // registry is an immutable snapshot of the registered kinds.

@@ -31,6 +31,7 @@ type Core struct {
 	table   *Table
 	since   map[ring.NodeID]time.Time // when this node saw the record take its status
 	removed bool
+	counts  Counts
 
 	now, started, lastTick time.Time
 	nextHeartbeat          time.Time
@@ -177,6 +178,23 @@ func (c *Core) Member(id ring.NodeID) (Member, bool) {
 
 // Members returns every record, tombstones included, sorted by NodeID.
 func (c *Core) Members() []Member { return c.table.Records() }
+
+// Counts are what a core's failure detector did since it started, for
+// metrics: each counts this node's own acts, not the verdicts it learned.
+type Counts struct {
+	// Suspicions counts the accusations this node made: a member it found
+	// silent (or a dial to it failed) became suspect with this node among
+	// its accusers.
+	Suspicions uint64
+	// Refutations counts the verdicts about this node (suspect, dead) it
+	// refuted by raising its incarnation.
+	Refutations uint64
+	// Deaths counts the members this node declared dead.
+	Deaths uint64
+}
+
+// Counts returns what the failure detector did so far.
+func (c *Core) Counts() Counts { return c.counts }
 
 // MemberSet returns the current target member set (every member not left),
 // sorted by NodeID.
@@ -469,6 +487,7 @@ func (c *Core) applySelf(r Member) {
 		c.self.Incarnation = r.Incarnation
 		c.updateSelf(c.self.Status)
 		c.emit(Event{Kind: EventRefuted, Member: c.self.Clone()})
+		c.counts.Refutations++
 		c.log.Info("refuted a verdict about this node", "verdict", r.String(), "now", c.self.String())
 	}
 }

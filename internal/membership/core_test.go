@@ -358,3 +358,26 @@ func TestStepDownIsNotStretchedByLocalHealth(t *testing.T) {
 		t.Fatal("expected ownership to resume once the members are heard again")
 	}
 }
+
+func TestCountsTallyThisNodesSuspicionsDeathsAndRefutations(t *testing.T) {
+	c := newTestCore(t, "a:1")
+	b := peer("b:1")
+	befriend(c, b)
+	for now := t0; statusIn(c, b.ID) != StatusDead && now.Sub(t0) < 10*(fast.SuspectAfter+fast.DeadAfter); now = now.Add(fast.Heartbeat / 4) {
+		c.Heard("x:1", now) // bytes from somewhere: a node that hears nobody accuses no one
+		c.Tick(now)
+		c.Ready()
+	}
+	if st := statusIn(c, b.ID); st != StatusDead {
+		t.Fatalf("expected a silent neighbour to be declared dead; it is %v", st)
+	}
+	if got, want := c.Counts(), (Counts{Suspicions: 1, Deaths: 1}); got != want {
+		t.Fatalf("Counts after suspecting and declaring one silent neighbour dead = %+v, want %+v", got, want)
+	}
+	verdict := c.Self()
+	verdict.Status = StatusSuspect
+	c.Step(Message{Type: MsgGossip, From: b.ID, Records: []Member{verdict}})
+	if got := c.Counts().Refutations; got != 1 {
+		t.Fatalf("Counts().Refutations after refuting one suspicion = %d, want 1", got)
+	}
+}

@@ -92,6 +92,7 @@ func (c *Core) detect() {
 		if s >= suspectAfter+deadAfter && m.Status == StatusSuspect && len(m.Accusers) >= c.needed(id) {
 			rec := m.Clone()
 			rec.Status = StatusDead
+			c.counts.Deaths++
 			c.log.Info("declaring member dead", "member", id.String(), "silence", s, "accusers", m.Accusers)
 			c.applyLocal(rec)
 		}
@@ -142,6 +143,7 @@ func (c *Core) accuse(m Member, why any) Member {
 	rec := m.Clone()
 	rec.Status = StatusSuspect
 	rec.Accusers = append(rec.Accusers, c.self.ID.Addr)
+	c.counts.Suspicions++
 	c.log.Info("suspecting member", "member", m.ID.String(), "evidence", why)
 	c.applyLocal(rec)
 	c.demoteSuspect(m.ID)
@@ -168,6 +170,7 @@ func (c *Core) detectUnreachable(deadAfter time.Duration) {
 		if c.now.Sub(at) >= deadAfter && len(m.Accusers) >= c.needed(id) {
 			rec := m.Clone()
 			rec.Status = StatusDead
+			c.counts.Deaths++
 			c.log.Info("declaring member dead", "member", id.String(), "unreachable_for", c.now.Sub(at), "accusers", m.Accusers)
 			delete(c.unreachable, id)
 			c.applyLocal(rec)

@@ -55,6 +55,9 @@ type Node struct {
 	routable     chan struct{}
 	routableOnce sync.Once
 
+	// counts is the core's Counts as of the loop's last change.
+	counts atomic.Pointer[Counts]
+
 	mu   sync.Mutex // guards view and subs
 	view nodeView
 	subs map[*Subscription]struct{}
@@ -372,6 +375,15 @@ func (n *Node) Unreachable(id ring.NodeID, at time.Time) {
 	}
 }
 
+// Counts returns what this node's failure detector did so far (see
+// Core.Counts), as of the loop's last change.
+func (n *Node) Counts() Counts {
+	if c := n.counts.Load(); c != nil {
+		return *c
+	}
+	return Counts{}
+}
+
 // Members returns every record this node holds, tombstones included,
 // sorted by NodeID, as of the loop's last change.
 func (n *Node) Members() []Member {
@@ -603,6 +615,9 @@ func (n *Node) feedHeard() {
 // apply does what r lists: send, forward verdicts to the transport,
 // publish.
 func (n *Node) apply(r Ready) {
+	if c := n.core.Counts(); n.counts.Load() == nil || *n.counts.Load() != c {
+		n.counts.Store(&c)
+	}
 	if n.core.Routable() {
 		n.routableOnce.Do(func() { close(n.routable) })
 	}

@@ -26,14 +26,28 @@ func (r Ref[M]) Tell(ctx context.Context, msg M) error {
 	// tell about 6 ns, a tenth of its cost.
 	if g, ok := ctx.(outputGated); ok {
 		if err := g.gateOutput(); err != nil {
-			return err
+			return r.tellFailed(err)
 		}
 	} else if r.to.stores {
 		if err := gateDerived(ctx); err != nil {
-			return err
+			return r.tellFailed(err)
 		}
 	}
-	return r.to.sink.tell(ctx, r.key, r.w, msg)
+	// A failure is counted here, a success where the tell is taken (see
+	// host.TypeMeter): a tell that succeeds pays one test of err.
+	if err := r.to.sink.tell(ctx, r.key, r.w, msg); err != nil {
+		return r.tellFailed(err)
+	}
+	return nil
+}
+
+// tellFailed counts err, a tell's failure, if the system has metrics, and
+// returns it.
+func (r Ref[M]) tellFailed(err error) error {
+	if r.to.met != nil {
+		r.to.met.Tells[tellOutcome(err)].Add(1)
+	}
+	return err
 }
 
 // tellUnbound is Tell for a ref bound to no system.
@@ -57,11 +71,35 @@ func (r Ref[M]) tellUnbound(ctx context.Context, msg M) error {
 // ignores its context delays only its actor, and its late reply is
 // dropped.
 func Ask[M, R any](ctx context.Context, ref Ref[M], m M) (R, error) {
-	var zero R
 	ref, err := ref.resolve(ctx)
 	if err != nil {
+		var zero R
 		return zero, err
 	}
+	if met := ref.to.met; met != nil {
+		return askCounted[M, R](ctx, ref, m, met)
+	}
+	return ask[M, R](ctx, ref, m, nil)
+}
+
+// askCounted is Ask for a system with metrics: it counts the outcome and
+// times the ask.
+func askCounted[M, R any](ctx context.Context, ref Ref[M], m M, met *host.TypeMeter) (R, error) {
+	var start time.Time
+	v, err := ask[M, R](ctx, ref, m, &start)
+	var took time.Duration
+	if !start.IsZero() { // zero: refused before it waited
+		took = time.Since(start)
+	}
+	met.ObserveAsk(took, askResult(err, ref.to.sink))
+	return v, err
+}
+
+// ask is Ask for a bound ref. When start is not nil, it is set to the
+// time the ask began waiting: the clock read that makes its deadline,
+// which a clock read costs as much as the counts (see host.TypeMeter).
+func ask[M, R any](ctx context.Context, ref Ref[M], m M, start *time.Time) (R, error) {
+	var zero R
 	to := ref.to.sink
 	hk, tok := ref.hashes()
 	h := to.host()
@@ -97,11 +135,20 @@ func Ask[M, R any](ctx context.Context, ref Ref[M], m M) (R, error) {
 	listed := false // s waits in the ask timeout's list
 	timed := false  // the deadline needs a timer of its own
 	if s.dl.IsZero() {
-		s.dl = time.Now().Add(to.askTimeout())
+		now := time.Now()
+		s.dl = now.Add(to.askTimeout())
 		listed = waits != nil
 		timed = !listed
-	} else if chain != nil {
-		timed = endsLate(ctx, s.dl)
+		if start != nil {
+			*start = now
+		}
+	} else {
+		if chain != nil {
+			timed = endsLate(ctx, s.dl)
+		}
+		if start != nil {
+			*start = time.Now()
+		}
 	}
 	if err := to.deliver(ctx, ref.key, hk, tok, m, s); err != nil {
 		return zero, askFailed(err, rid, nil)
@@ -413,6 +460,14 @@ func Pipe[S, M, C, M2, R any](c *Context[S, M, C], ref Ref[M2], m2 M2, invalid e
 		return
 	}
 	to := ref.to.sink
+	if met := ref.to.met; met != nil {
+		// Counted as Ask counts, when the answer (or failure) arrives.
+		start, deliver := time.Now(), back
+		back = func(r R, err error) {
+			met.ObserveAsk(time.Since(start), askResult(err, to))
+			deliver(r, err)
+		}
+	}
 	d := to.askTimeout()
 	// One request, one id: the pipe carries the id of the ask being
 	// handled, if any.

@@ -418,10 +418,27 @@ func (c *cell[S, M, C]) runWith(r *runner, ls *loopState[S, M, C]) runnable {
 	}
 	idle := 0
 	handled := 0 // batches handled in this run
+	// Tells succeed where they are taken (host.TypeMeter): counted here,
+	// and added to the meter when the run ends, when it parks, and every
+	// tellFlush tells, so that a busy actor costs an atomic add per
+	// thousand tells rather than per batch.
+	met := c.k.tgt.met
+	var told uint64
+	if met != nil {
+		defer func() {
+			if told > 0 {
+				met.Tells[host.OutcomeOK].Add(told)
+			}
+		}()
+	}
 	c.mu.Lock()
 	warm := c.warm()
 	for {
 		if len(c.in) == 0 {
+			if told > 0 {
+				met.Tells[host.OutcomeOK].Add(told)
+				told = 0
+			}
 			if !warm || idle >= lingerTicks || h.Closed() || !c.started || c.shed {
 				c.shed = false
 				ls.work = work
@@ -458,6 +475,13 @@ func (c *cell[S, M, C]) runWith(r *runner, ls *loopState[S, M, C]) runnable {
 		c.batchLen = int32(len(work))
 		c.remaining.Store(int32(len(work)))
 		c.mu.Unlock()
+		if met != nil {
+			told += tells(work)
+			if told >= tellFlush {
+				met.Tells[host.OutcomeOK].Add(told)
+				told = 0
+			}
+		}
 		ok := c.handleBatch(ctx, work, r)
 		clear(work)
 		var next runnable
@@ -498,6 +522,21 @@ func (c *cell[S, M, C]) runWith(r *runner, ls *loopState[S, M, C]) runnable {
 		go next.loop()
 		c.mu.Lock()
 	}
+}
+
+// tellFlush bounds the tells a busy actor's goroutine counts before it
+// adds them to its type's meter: how far behind a scrape may see it.
+const tellFlush = 1024
+
+// tells counts the tells in work: the envelopes no asker waits on.
+func tells[M any](work []envelope[M]) uint64 {
+	var n uint64
+	for i := range work {
+		if work[i].slot == nil {
+			n++
+		}
+	}
+	return n
 }
 
 // idle lets c go idle: no goroutine runs it any more. The caller holds c.mu;

@@ -119,6 +119,9 @@ func (c *cell[S, M, C]) runClaimed(m M, s replier, relieve func()) {
 	ls.ctx.relieve = relieve
 	work := ls.one[:]
 	work[0] = envelope[M]{msg: m, slot: s}
+	if met := k.tgt.met; met != nil && s == nil {
+		met.Tells[host.OutcomeOK].Add(1)
+	}
 	ok := c.handleBatch(&ls.ctx, work, nil)
 	k.putCold(ls)
 	if ok {

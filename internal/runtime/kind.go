@@ -83,6 +83,9 @@ func NewKind[S, M, C any](h *host.Host, d *Spec[S, M, C]) host.Kind {
 		k.rt = k.rem.Route(k)
 	}
 	k.tgt = target[M]{sink: k, typ: d.Name, clustered: k.rem != nil, stores: h.Store != nil, keeps: d.Durable}
+	if h.Meter != nil {
+		k.tgt.met = h.Meter(d.Name)
+	}
 	return k
 }
 

@@ -34,6 +34,9 @@ type target[M any] struct {
 	// replicated), wherever it runs (a client stores nothing, the members
 	// do): only then may its asks carry an idempotency key.
 	keeps bool
+	// met counts the tells and asks made through the refs; nil when the
+	// system has no metrics.
+	met *host.TypeMeter
 }
 
 // hashes returns the key's hash and ring token as far as the ref keeps

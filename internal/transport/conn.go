@@ -904,6 +904,7 @@ var errGoodbye = errors.New("troupe: peer said goodbye")
 // prepared for it.
 func (c *liveConn) handleLocked(f frame, d dataFrame, chunk []byte, now time.Time, p *partialEnv) error {
 	s := c.s
+	s.traffic.received[f.Stream%NumStreams].count(HeaderSize + int(f.Length))
 	switch f.Type {
 	case FrameData:
 		return s.applyDataLocked(f.Header, d, chunk, now, p)
@@ -1015,9 +1016,12 @@ func (c *liveConn) writeLoop() {
 	// and wrapped connections would write each piece separately.
 	_, writev := c.hsConn.Conn.(*net.TCPConn)
 	minBytes := compressMinBytes(t.cfg.Compression)
-	mine := false // the writer holds the turn (c.writing) for its last write
+	mine := false     // the writer holds the turn (c.writing) for its last write
+	var tally traffic // frames encoded since the session last counted them
 	for {
 		s.mu.Lock()
+		s.traffic.add(&tally)
+		tally = traffic{}
 		if s.gen != c.gen {
 			s.mu.Unlock()
 			return
@@ -1073,7 +1077,9 @@ func (c *liveConn) writeLoop() {
 			mark := 0
 			for i := range frames {
 				var chunk []byte
+				at := len(buf)
 				buf, chunk = c.encode(buf, &frames[i], minBytes)
+				tally.sent[frames[i].stream%NumStreams].count(len(buf) - at + len(chunk))
 				switch {
 				case len(chunk) == 0:
 				case !writev:
@@ -1226,13 +1232,16 @@ func (c *liveConn) writeInlineLocked(budget int) {
 	buf := c.ibuf[:0]
 	c.zbuf = c.zbuf[:0] // the last write's chunks are out
 	size := 0           // as the budget counts: uncompressed, with headers
+	var tally traffic
 	for i := range frames {
 		if frames[i].typ == FrameData {
 			size += len(frames[i].data.payload) + HeaderSize
 		}
+		at := len(buf)
 		var chunk []byte
 		buf, chunk = c.encode(buf, &frames[i], minBytes)
 		buf = append(buf, chunk...)
+		tally.sent[frames[i].stream%NumStreams].count(len(buf) - at)
 	}
 	if s.t.tune.wrote != nil {
 		s.t.tune.wrote(countData(frames))
@@ -1241,6 +1250,7 @@ func (c *liveConn) writeInlineLocked(budget int) {
 	c.iframes = frames[:0]
 	n, err := c.writeNow(buf)
 	s.mu.Lock()
+	s.traffic.add(&tally)
 	switch {
 	case err != nil && err != syscall.EAGAIN:
 		// The reader notices the break; the frames are in the resend

@@ -95,6 +95,12 @@ type session struct {
 	inbox       [NumStreams][]delivery
 	busy        [NumStreams]bool // a handler of the stream is running (deliverer or reader)
 	small       []byte           // the slab small one-frame envelopes are copied into (applyWholeLocked)
+	// traffic counts the frames and bytes written and read on this
+	// session's connections, for Transport.Stats; folded is what it was
+	// when the session was removed, the transport's foldSeq-th removal.
+	traffic traffic
+	folded  traffic
+	foldSeq uint64
 
 	// Set by the reader around handleLocked: a complete envelope of a
 	// stream whose handler is idle and inbox empty is taken for the
@@ -1138,6 +1144,9 @@ func (s *session) resumeLocked(peer ring.NodeID, fresh bool, theirs resumeCounts
 			s.sched.Resume(now)
 			for i := range s.recv {
 				s.recv[i].Resume()
+			}
+			if !s.id.IsZero() {
+				s.t.resumes.Add(1)
 			}
 			s.id = peer
 			return true

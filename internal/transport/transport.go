@@ -113,6 +113,13 @@ type Transport struct {
 	// every send; holds has them with the sessions waiting for a release.
 	holding atomic.Int32
 	holds   holds
+
+	// resumes counts the sessions that resumed on a new connection;
+	// departed holds the traffic of the sessions removed, removals
+	// counts them (both under mu; see Stats).
+	resumes  atomic.Uint64
+	departed traffic
+	removals uint64
 }
 
 // New returns a transport for cfg. Handlers must be set with Handle before
@@ -332,6 +339,9 @@ func (s *session) removeLocked() {
 	t.mu.Lock()
 	if t.sessions[s.key] == s {
 		delete(t.sessions, s.key)
+		t.departed.add(&s.traffic)
+		t.removals++
+		s.folded, s.foldSeq = s.traffic, t.removals
 	}
 	t.last.CompareAndSwap(s, nil)
 	t.lastClient.CompareAndSwap(s, nil)

@@ -646,6 +646,10 @@ func (e *Estimator) MinRTT() time.Duration {
 	return e.cfg.InitialRTT
 }
 
+// RTTSampled reports whether MinRTT comes from a sample rather than
+// InitialRTT.
+func (e *Estimator) RTTSampled() bool { return e.minRTT != 0 }
+
 // BDP returns the bandwidth-delay product in bytes (InitialCwnd before the
 // first bandwidth sample).
 func (e *Estimator) BDP() int64 {
