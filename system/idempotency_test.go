@@ -190,31 +190,20 @@ func TestAKeyedAskInFlightWhenItsOwnerCrashesRunsOnTheNewOwner(t *testing.T) {
 	systems, nets := replicatedCluster(t, 3, def)
 	owner, i := byAddr(t, systems, system.OwnerOf(systems[0], "slow", "k"))
 	rest := without(systems, owner)
-	done := async(func() (int, error) {
-		return actor.Ask(keyed(t, "pay"), def.Ref(rest[0], "k"), SlowAdd{N: 4})
-	})
+	var got int
+	var err error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		got, err = actor.Ask(keyed(t, "pay"), def.Ref(rest[0], "k"), SlowAdd{N: 4})
+	}()
 	<-entered
 	systemtest.Crash(owner, nets[i])
-	if got := <-done; got.err != nil || got.v != 4 {
-		t.Fatalf("a keyed ask in flight when its owner crashed: %d, %v; want 4, run again on the new owner", got.v, got.err)
+	<-done
+	if err != nil || got != 4 {
+		t.Fatalf("a keyed ask in flight when its owner crashed: %d, %v; want 4, run again on the new owner", got, err)
 	}
 	if n := runs.Load(); n != 2 {
 		t.Fatalf("the handler ran %d times, want 2: once abandoned by the crash, once on the new owner", n)
 	}
-}
-
-// answer is what an ask run by async returned.
-type answer[R any] struct {
-	v   R
-	err error
-}
-
-// async runs ask in a goroutine; its answer arrives on the channel.
-func async[R any](ask func() (R, error)) <-chan answer[R] {
-	done := make(chan answer[R], 1)
-	go func() {
-		v, err := ask()
-		done <- answer[R]{v, err}
-	}()
-	return done
 }
