@@ -20,6 +20,9 @@ func (e *WaitError) Error() string {
 		parts := make([]string, len(e.Seen))
 		for i, m := range e.Seen {
 			parts[i] = m.ID.String() + " " + m.Status.String()
+			if m.Joining {
+				parts[i] += " (joining)"
+			}
 		}
 		seen = strings.Join(parts, ", ")
 	}

@@ -450,6 +450,28 @@ func (s *states) Resign(typ, key string) {
 	}
 }
 
+// Retry implements host.Store: an acquisition lost before anything ran
+// on it is made again, up to acquireAttempts times in all: one a newer
+// epoch refused (a hand-off's fence, or another member that acquired the
+// key while views disagreed), acquired again above that epoch, or one
+// resigned meanwhile (its set changed with the ring). The driver's
+// randomised backoff comes first, so that two members that both think
+// they own the key do not keep fencing each other.
+func (s *states) Retry(err error, attempt int) (time.Duration, bool) {
+	lost := errors.Is(err, replicanode.ErrStaleOwner) || errors.Is(err, replicanode.ErrResigned) || errors.Is(err, replica.ErrNotServing)
+	if attempt >= acquireAttempts || !lost {
+		return 0, false
+	}
+	node, cerr := s.current()
+	if cerr != nil {
+		return 0, false
+	}
+	return node.AcquireBackoff(attempt), true
+}
+
+// acquireAttempts bounds the acquisitions of one activation's start.
+const acquireAttempts = 4
+
 // MaxValue implements host.Store: the driver's limit, less the key.
 func (s *states) MaxValue(typ, key string) int {
 	return s.maxValue - len(typ) - len(key)

@@ -69,6 +69,8 @@ type labCluster struct {
 	dirs  []string
 	procs []*proctest.Proc
 	c     *client.Client
+	// started counts the member processes started, naming their logs.
+	started atomic.Int32
 }
 
 const members = 5
@@ -110,8 +112,22 @@ func (lc *labCluster) start(i int) {
 	if os.Getenv(envLog) != "" {
 		env = append(env, envLog+"=1")
 	}
-	lc.procs[i] = proctest.Start(lc.t, proctest.Spec{Role: "member", Env: env,
+	p := proctest.Start(lc.t, proctest.Spec{Role: "member", Env: env,
 		Prefix: []string{"ip", "netns", "exec", lc.lab.Host(i).NS}})
+	lc.procs[i] = p
+	if os.Getenv(envLog) != "" {
+		// What a failed run's members logged is kept for reading after.
+		name := fmt.Sprintf("member%d-%d.log", i, lc.started.Add(1))
+		lc.t.Cleanup(func() {
+			if !lc.t.Failed() {
+				return
+			}
+			path := filepath.Join(os.TempDir(), "troupe-chaos-"+strconv.FormatInt(time.Now().Unix(), 10)+"-"+name)
+			if err := os.WriteFile(path, []byte(p.Stderr()), 0o644); err == nil {
+				lc.t.Logf("member %d's log: %s", i, path)
+			}
+		})
+	}
 }
 
 // TestRegistersStayLinearizableUnderANemesis runs clients over a few

@@ -501,7 +501,9 @@ func (c *cell[S, M, C]) releaseHeld(err error) {
 }
 
 // load acquires the key of a starting activation and reads its stored
-// state and timers; with nothing stored, the state is WithInit's. A
+// state and timers; with nothing stored, the state is WithInit's. An
+// acquisition that the store says was superseded before the read
+// confirmed it is made again (see host.Store.Retry). A
 // record whose state or a timer's message does not decode fails the
 // activation (as StateFailed makes the error) and stays as it is: an
 // activation that started without the timer would store its record
@@ -516,16 +518,26 @@ func (c *cell[S, M, C]) load(ctx *Context[S, M, C]) (S, []liveTimer[M], error) {
 	if k.def.Pinned || n < 1 {
 		n = 1
 	}
-	if err := st.Acquire(sctx, k.def.Name, c.key, n, k.def.Level, k.def.Pinned); err != nil {
+	var v []byte
+	var ok bool
+	for attempt := 1; ; attempt++ {
+		var err error
+		if err = st.Acquire(sctx, k.def.Name, c.key, n, k.def.Level, k.def.Pinned); err != nil {
+			err = fmt.Errorf("troupe: %s/%s: acquire: %w", k.def.Name, c.key, err)
+		} else if v, ok, err = st.Read(sctx, k.def.Name, c.key); err != nil {
+			err = fmt.Errorf("troupe: %s/%s: read: %w", k.def.Name, c.key, err)
+		}
+		if err == nil {
+			break
+		}
 		st.Resign(k.def.Name, c.key)
+		// Nothing ran on the key yet: an acquisition superseded meanwhile
+		// is tried again, unseen by the message's sender.
+		if wait, again := st.Retry(err, attempt); again && sleepCtx(sctx, wait) {
+			continue
+		}
 		ctx.unreached = true
-		return zero, nil, fmt.Errorf("troupe: %s/%s: acquire: %w", k.def.Name, c.key, err)
-	}
-	v, ok, err := st.Read(sctx, k.def.Name, c.key)
-	if err != nil {
-		st.Resign(k.def.Name, c.key)
-		ctx.unreached = true
-		return zero, nil, fmt.Errorf("troupe: %s/%s: read: %w", k.def.Name, c.key, err)
+		return zero, nil, err
 	}
 	ctx.confirmed = true
 	if _, async := st.(asyncStore); async {
@@ -761,5 +773,17 @@ func (c *cell[S, M, C]) rearm(timers []liveTimer[M]) {
 	now := time.Now()
 	for _, t := range timers {
 		c.armTimer(t.name, max(t.due.Sub(now), 0), t.period, t.m)
+	}
+}
+
+// sleepCtx waits d, reporting false if ctx ends first.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
 	}
 }

@@ -20,6 +20,9 @@ type memStore struct {
 	writes  chan []byte // each record written, if not nil
 	refuses error       // what Acquire fails with, if not nil
 	loses   error       // what Write fails with, if not nil
+	// superseded is how many Reads from now fail with errSuperseded;
+	// acquired counts Acquire's calls.
+	superseded, acquired int
 }
 
 func newMemStore() *memStore {
@@ -29,12 +32,17 @@ func newMemStore() *memStore {
 func (s *memStore) Acquire(context.Context, string, string, int, replication.Level, bool) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.acquired++
 	return s.refuses
 }
 
 func (s *memStore) Read(_ context.Context, typ, key string) ([]byte, bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.superseded > 0 {
+		s.superseded--
+		return nil, false, errSuperseded
+	}
 	v, ok := s.recs[typ+"/"+key]
 	return v, ok, nil
 }
@@ -59,6 +67,12 @@ func (s *memStore) Delete(_ context.Context, typ, key string) error {
 }
 
 func (s *memStore) Resign(string, string)       {}
+func (s *memStore) Retry(err error, attempt int) (time.Duration, bool) {
+	return time.Millisecond, attempt < 3 && errors.Is(err, errSuperseded)
+}
+
+// errSuperseded is what memStore's Retry tries again after.
+var errSuperseded = errors.New("superseded")
 func (s *memStore) MaxValue(string, string) int { return 1 << 20 }
 
 type durMsg interface{ durMsg() }
@@ -230,6 +244,38 @@ func TestAnActivationWhoseStoreIsUnreachableFailsItsMessageWithoutACrash(t *test
 	st.mu.Unlock()
 	if _, err := Ask[durMsg, int](context.Background(), k.ref("a"), dTick{}); !errors.Is(err, ErrNoReply) {
 		t.Fatalf("an ask once the store is back: %v, want the handler's ErrNoReply", err)
+	}
+}
+
+func TestAnActivationSupersededBeforeItRanAcquiresAgain(t *testing.T) {
+	for _, tc := range []struct {
+		superseded, acquired int
+		want                 error
+	}{
+		{superseded: 2, acquired: 3, want: ErrNoReply},   // the handler ran, once
+		{superseded: 5, acquired: 3, want: errSuperseded}, // memStore.Retry gives up at its third
+	} {
+		st := newMemStore()
+		st.superseded = tc.superseded
+		started, release := make(chan struct{}, 4), make(chan struct{})
+		close(release)
+		h, k := durableKind(t, st, started, release)
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_, err := Ask[durMsg, int](ctx, k.ref("a"), dSlow{})
+		cancel()
+		h.Close(context.Background())
+		if !errors.Is(err, tc.want) {
+			t.Fatalf("an ask whose read was superseded %d times: %v, want %v", tc.superseded, err, tc.want)
+		}
+		if ran := len(started); (tc.want == ErrNoReply) != (ran == 1) || ran > 1 {
+			t.Fatalf("an ask whose read was superseded %d times ran its handler %d times", tc.superseded, ran)
+		}
+		st.mu.Lock()
+		acquired := st.acquired
+		st.mu.Unlock()
+		if acquired != tc.acquired {
+			t.Fatalf("an ask whose read was superseded %d times acquired the key %d times, want %d", tc.superseded, acquired, tc.acquired)
+		}
 	}
 }
 
