@@ -55,9 +55,10 @@ var (
 	// not have run. Errors that carry it match ErrUnavailable too. Asks
 	// whose message is ReadOnly are sent again to the new owner instead;
 	// for the others the caller decides, with an idempotency key of its
-	// own (client/idempotency over HTTP) if it must retry. (An ask
-	// unanswered by an owner that left in order is sent again whatever
-	// its message: see system's package doc.)
+	// own (client/idempotency over HTTP) if it must retry. An owner that
+	// leaves in order answers what it accepted and says what it never
+	// ran, which goes to the new owner; an ask it abandoned at its leave
+	// timeout fails so too (see system's package doc).
 	ErrOutcomeUnknown = fault.ErrOutcomeUnknown
 
 	// ErrAskCycle reports an ask that would wait on an actor already

@@ -503,6 +503,13 @@ func (s *System) handover(ctx context.Context) error {
 	for {
 		st := s.Stats()
 		if st.Queued == 0 {
+			// No ask of another node runs here from now on, and its
+			// askers learn it before they learn the leave: what they
+			// still wait on here never ran, and goes elsewhere (see
+			// remote.Router.Retire).
+			if err := m.router.Retire(ctx); err != nil {
+				s.h.Logger.Warn("troupe: leave: asks of other nodes still running at the leave timeout; their askers get ErrOutcomeUnknown", "err", err)
+			}
 			if s.st != nil {
 				hb := m.cfg.Timings.Heartbeat
 				if hb <= 0 {

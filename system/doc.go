@@ -119,15 +119,17 @@
 //     naming the owner it believes in; the asker tries that one once,
 //     then fails with ErrUnavailable. A cycle of asks (A asks B asks A)
 //     fails with actor.ErrAskCycle instead of waiting out the timeout.
-//   - Delivery is at most once while no owner leaves: an ask whose owner
-//     died or was retired by a newer process at its address before
-//     answering fails with actor.ErrOutcomeUnknown (it may have run
-//     there), unless its message is actor.ReadOnly or the ask carries an
-//     idempotency key (actor.WithIdempotencyKey), which are asked again
-//     of the key's new owner. An ask still unanswered when its owner left
-//     in order is sent once to the new owner whatever its message, so an
-//     unkeyed one can run twice if the leaver abandoned it mid-handler
-//     (at LeaveTimeout). A keyed ask to a durable or replicated actor
+//   - Delivery is at most once: an ask whose owner died or was retired by
+//     a newer process at its address before answering fails with
+//     actor.ErrOutcomeUnknown (it may have run there), unless its message
+//     is actor.ReadOnly or the ask carries an idempotency key
+//     (actor.WithIdempotencyKey), which are asked again of the key's new
+//     owner. A member that leaves in order answers every ask it accepted,
+//     then tells its askers that it runs no more before it announces the
+//     leave: an ask it never ran goes to the new owner, whatever its
+//     message; one still running when its LeaveTimeout ended fails with
+//     ErrOutcomeUnknown (and so does an ask whose handler runs when its
+//     own system closes). A keyed ask to a durable or replicated actor
 //     commits its effect once per key: the owner keeps its answer in the
 //     actor's stored record, written with the state it changed, and
 //     answers every retry from it.

@@ -24,6 +24,10 @@ const (
 	kindTellNext uint8 = 7
 	kindDrain    uint8 = 8 // a new owner asks the previous one to answer id once typ/key has no activation there
 	kindDrained  uint8 = 9 // the answer to drain id: typ/key is not active on the sender
+	// kindRetired says, on lane id, that the leaving sender answered every
+	// ask of the receiver it accepted (the answers went before it on that
+	// lane) and runs no more: see Router.Retire.
+	kindRetired uint8 = 10
 )
 
 // Flags of a kindTellNext.
@@ -234,7 +238,7 @@ func (e *envelope) appendToBody(b []byte, enc host.MessageAppender, m any) []byt
 			b = appendRequestID(b, e.rid)
 			b = appendString(b, e.idem)
 		}
-	case kindCancel, kindDrained:
+	case kindCancel, kindDrained, kindRetired:
 		b = binary.AppendUvarint(b, e.id)
 	case kindReply:
 		b = binary.AppendUvarint(b, e.id)
@@ -501,7 +505,7 @@ func (e *envelope) decodeAfter(b []byte, prev *tellHead) error {
 				}
 			}
 		}
-	case kindCancel, kindSync, kindDrained:
+	case kindCancel, kindSync, kindDrained, kindRetired:
 		e.id = d.uvarint("id")
 	case kindReply:
 		e.id = d.uvarint("id")

@@ -18,7 +18,7 @@ import (
 
 func TestEnvelopeRoundTrips(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		e := envelope{kind: rapid.SampledFrom([]uint8{kindTell, kindAsk, kindCancel, kindReply, kindSync, kindMembers, kindDrain, kindDrained}).Draw(t, "kind")}
+		e := envelope{kind: rapid.SampledFrom([]uint8{kindTell, kindAsk, kindCancel, kindReply, kindSync, kindMembers, kindDrain, kindDrained, kindRetired}).Draw(t, "kind")}
 		e.id = rapid.Uint64().Draw(t, "id")
 		switch e.kind {
 		case kindTell, kindAsk, kindDrain:

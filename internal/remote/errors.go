@@ -98,8 +98,10 @@ var sentinels = []struct {
 }{
 	{fault.ErrUnknownActor, codeUnknownActor},
 	{fault.ErrMailboxFull, codeMailboxFull},
+	// Before ErrSystemClosed (a handler cut by its system's close matches
+	// both) and ErrUnavailable, which it matches too.
+	{fault.ErrOutcomeUnknown, codeOutcomeUnknown},
 	{fault.ErrSystemClosed, codeClosed},
-	{fault.ErrOutcomeUnknown, codeOutcomeUnknown}, // before ErrUnavailable, which it matches too
 	{fault.ErrUnavailable, codeUnavailable},
 	{errNotOwner, codeNotOwner},
 	{context.DeadlineExceeded, codeDeadline},

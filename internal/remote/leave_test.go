@@ -87,7 +87,14 @@ func leftView(alive []*testNode, left *testNode) []cluster.Member {
 // no more (what a sends it is never answered).
 func leaverOwns(t *testing.T) (a, b, l *testNode, key string) {
 	t.Helper()
-	net := transport.NewMemNetwork()
+	a, b, l, key, _ = leaverOwnsOn(t)
+	return a, b, l, key
+}
+
+// leaverOwnsOn is leaverOwns, with the network.
+func leaverOwnsOn(t *testing.T) (a, b, l *testNode, key string, net *transport.MemNetwork) {
+	t.Helper()
+	net = transport.NewMemNetwork()
 	ns := newTestNodesOn(t, net, "a:1", "b:1", "l:1")
 	a, b, l = ns[0], ns[1], ns[2]
 	key = keyWhere(t, func(k string) bool { return ownerIn(k, a, b, l) == l.id && ownerIn(k, a, b) == b.id })
@@ -96,7 +103,7 @@ func leaverOwns(t *testing.T) (a, b, l *testNode, key string) {
 	}
 	b.r.Update(b.id, true, leftView([]*testNode{a, b}, l))
 	net.Partition(a.id.Addr, l.id.Addr)
-	return a, b, l, key
+	return a, b, l, key, net
 }
 
 func TestAskPlacedJustBeforeItsOwnerLeftGoesToTheNewOwner(t *testing.T) {

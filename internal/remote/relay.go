@@ -154,10 +154,7 @@ func (r *Router) relayAsk(from ring.NodeID, e *envelope) {
 	s := &served{}
 	p := &pending{id: id, r: r, out: out, direct: true}
 	p.done = host.ReplyFunc(func(body []byte, err error) {
-		var u unsent
-		if r.finishServed(sk, s, err == nil && len(body) > largeEnvelope, &u) {
-			r.answerAs(from, askerID, body, err, u)
-		}
+		r.replyServed(sk, s, askerID, body, err)
 	})
 	r.mu.Lock()
 	if r.closed {

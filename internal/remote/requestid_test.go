@@ -113,17 +113,64 @@ func TestAnAskThatMayHaveRunIsNotSentAgainWhenItsOwnerGoes(t *testing.T) {
 }
 
 // An ask unanswered by a member that left in order is placed again, on
-// the key's new owner, even when the view goes from alive to left in one
-// step (the leaving record came and went between two updates).
-func TestAnAskUnansweredByAMemberThatLeftInOrderRunsOnTheNewOwner(t *testing.T) {
-	a, b, l, key := leaverOwns(t)
+// the key's new owner, only if the member retired first (it said, after
+// its answers, that it runs no more asks): the ask never ran there. One
+// whose owner left without retiring on its lane may have run there, and
+// fails with ErrOutcomeUnknown once retireGrace is over. Either way the
+// view may go from alive to left in one step (the leaving record came
+// and went between two updates).
+func TestAnAskUnansweredByAMemberThatLeftInOrderRunsOnTheNewOwnerOnlyIfItRetired(t *testing.T) {
+	t.Run("retired", func(t *testing.T) {
+		a, b, l, key, net := leaverOwnsOn(t)
+		ctx, cancel := context.WithTimeout(ctxT(t), 5*time.Second)
+		defer cancel()
+		done := async(func() (int, error) { return actor.Ask(ctx, counter.Ref(a, key), incr{}) })
+		pollUntil(t, "the ask to wait on l", func() bool { return a.r.waiting() == 1 })
+		net.Heal(a.id.Addr, l.id.Addr)
+		if err := l.r.Retire(ctx); err != nil {
+			t.Fatal(err)
+		}
+		a.r.Update(a.id, true, leftView([]*testNode{a, b}, l))
+		if got := <-done; got.err != nil || got.v != 1 {
+			t.Fatalf("got %d, %v: want the ask run once, by b", got.v, got.err)
+		}
+	})
+	t.Run("not retired", func(t *testing.T) {
+		a, b, l, key, _ := leaverOwnsOn(t)
+		ctx, cancel := context.WithTimeout(ctxT(t), 5*time.Second)
+		defer cancel()
+		done := async(func() (int, error) { return actor.Ask(ctx, counter.Ref(a, key), incr{}) })
+		pollUntil(t, "the ask to wait on l", func() bool { return a.r.waiting() == 1 })
+		a.r.Update(a.id, true, leftView([]*testNode{a, b}, l))
+		if err := (<-done).err; !errors.Is(err, actor.ErrOutcomeUnknown) {
+			t.Fatalf("an ask whose owner left without retiring: %v, want ErrOutcomeUnknown", err)
+		}
+		if n, err := actor.Ask(ctx, counter.Ref(b, key), get{}); err != nil || n != 0 {
+			t.Fatalf("expected b never to have counted; got %d, %v", n, err)
+		}
+	})
+}
+
+// A member that retired answers every later ask "not the owner", so that
+// its asker places it again; its retirement waits for the asks it runs.
+func TestARetiringMemberAnswersWhatItRunsThenRefusesTheRest(t *testing.T) {
+	a, b, l, key, net := leaverOwnsOn(t)
+	net.Heal(a.id.Addr, l.id.Addr)
 	ctx, cancel := context.WithTimeout(ctxT(t), 5*time.Second)
 	defer cancel()
+	if err := l.r.Retire(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// a's view still places the key on l: l refuses, and the ask runs on
+	// b once a's view changes.
 	done := async(func() (int, error) { return actor.Ask(ctx, counter.Ref(a, key), incr{}) })
-	pollUntil(t, "the ask to wait on l", func() bool { return a.r.waiting() == 1 })
+	pollUntil(t, "the ask to wait for a's view to change", func() bool { return a.r.waiting() == 1 })
 	a.r.Update(a.id, true, leftView([]*testNode{a, b}, l))
 	if got := <-done; got.err != nil || got.v != 1 {
 		t.Fatalf("got %d, %v: want the ask run once, by b", got.v, got.err)
+	}
+	if n, err := actor.Ask(ctx, counter.Ref(b, key), get{}); err != nil || n != 1 {
+		t.Fatalf("expected b to have counted the ask that l refused; got %d, %v", n, err)
 	}
 }
 

@@ -115,6 +115,16 @@ type Router struct {
 	// (see largeEnvelope) and that the asker has not taken yet: a cancel
 	// drops what of them was not written.
 	replying map[servedKey]*replyOut
+	// answering counts the answers of served asks not yet queued for
+	// their askers; retired is set once Retire told the peers that this
+	// node runs no more of their asks.
+	answering int
+	retired   bool
+	// retiredLanes holds, per peer, the lanes on which it said it retired
+	// (bit i: lane i), until the view no longer holds it; graces the
+	// timers of the peers that left before saying so on every lane.
+	retiredLanes map[ring.NodeID]uint16
+	graces       map[ring.NodeID]*time.Timer
 }
 
 // maxRetries bounds how often an ask is sent again after a member said
@@ -194,7 +204,7 @@ func New(cfg Config) *Router {
 		pending: map[uint64]*pending{}, serving: map[servedKey]*served{}, clients: map[ring.NodeID]time.Time{},
 		changed: make(chan struct{}),
 		holds:   map[holdKey]*hold{}, drains: map[uint64]holdKey{}, confirmed: map[holdKey]struct{}{},
-		replying: map[servedKey]*replyOut{}}
+		replying: map[servedKey]*replyOut{}, retiredLanes: map[ring.NodeID]uint16{}, graces: map[ring.NodeID]*time.Timer{}}
 	r.view.Store(newView(cfg.Endpoint.Self(), false, nil))
 	r.ep.Store(&endpoint{cfg.Endpoint})
 	r.silent.Store(new(map[ring.NodeID]time.Time))
@@ -332,18 +342,27 @@ func (r *Router) Update(self ring.NodeID, owning bool, members []cluster.Member)
 		if !v.gone(p.to) {
 			continue
 		}
-		if (p.out.ReadOnly || p.out.IdempotencyKey != "" || v.leftInOrder(old, p.to)) && p.retries < maxRetries {
+		safe := p.out.ReadOnly || p.out.IdempotencyKey != "" || r.retiredLanes[p.to]&(1<<laneOf(id)) != 0
+		if safe && p.retries < maxRetries {
 			// Running it twice is harmless (actor.ReadOnly), or its
 			// owner answers it again from what it kept (an idempotency
-			// key: see actor.WithIdempotencyKey), or the
-			// member left in order: it answered what it accepted, and
-			// a request still unanswered most likely reached it after
-			// it stopped serving (this view lagged). Place it again, on
-			// the key's new owner; it stays withdrawable meanwhile (see
-			// redispatch).
+			// key: see actor.WithIdempotencyKey), or the member retired
+			// before it left: it never ran the ask (see Retire). Place
+			// it again, on the key's new owner; it stays withdrawable
+			// meanwhile (see redispatch).
 			p.retries++
 			again, againTo = append(again, p), append(againTo, p.to)
 			p.to = ring.NodeID{}
+			continue
+		}
+		if v.leftInOrder(old, p.to) {
+			// It left in order, so it says it retired, on every lane,
+			// before it leaves: that may still be on its way. The ask
+			// waits for it, briefly (see retireGrace).
+			if r.graces[p.to] == nil {
+				to := p.to
+				r.graces[to] = time.AfterFunc(retireGrace, func() { r.graceOver(to) })
+			}
 			continue
 		}
 		// Any other ask may have run: its owner died, or a newer process
@@ -351,6 +370,11 @@ func (r *Router) Update(self ring.NodeID, owning bool, members []cluster.Member)
 		// chaos run's write applied twice).
 		delete(r.pending, id)
 		failed = append(failed, p)
+	}
+	for id := range r.retiredLanes {
+		if _, ok := v.status[id]; !ok {
+			delete(r.retiredLanes, id)
+		}
 	}
 	clients := make([]ring.NodeID, 0, len(r.clients))
 	for c := range r.clients {
@@ -442,6 +466,9 @@ func (r *Router) Close() {
 		return
 	}
 	r.closed = true
+	for _, t := range r.graces {
+		t.Stop()
+	}
 	pend := r.pending
 	var stops []func()
 	for _, sv := range r.serving {
@@ -520,8 +547,8 @@ func (r *Router) dispatch(id uint64, p *pending) error { return r.dispatchAs(id,
 // leaving or no newer process holds its address. One retired by a newer
 // process at its address died. A view can go from alive to left in one
 // step for an orderly leave (both records arrived between two updates),
-// hence the second test. An orderly leaver can still abandon a request
-// it accepted at its leave timeout: that one runs twice.
+// hence the second test. What such a leaver never ran, it says (see
+// Retire).
 func (v *view) leftInOrder(before *view, id ring.NodeID) bool {
 	if v.status[id] != cluster.StatusLeft {
 		return false
@@ -781,6 +808,8 @@ func (r *Router) receiveOther(from ring.NodeID, e *envelope) {
 		}
 	case kindDrained:
 		r.drained(from, e)
+	case kindRetired:
+		r.retiredOn(from, e.id)
 	case kindMembers:
 		if r.cfg.OnMembers != nil {
 			var ms []cluster.Member
@@ -907,6 +936,13 @@ func (r *Router) serveAskHold(from ring.NodeID, e *envelope, hold bool, then *fu
 		fail(fault.ErrSystemClosed)
 		return
 	}
+	if r.retired {
+		// Leaving, it told its askers it runs nothing more: "not the
+		// owner" has the asker place the ask again, elsewhere.
+		r.mu.Unlock()
+		fail(&notOwnerError{})
+		return
+	}
 	r.serving[sk] = s
 	r.mu.Unlock()
 	in := host.Inbound{Key: e.key, Name: e.name, Body: e.body, Chain: e.chain, RequestID: e.rid, IdempotencyKey: e.idem, Reply: s}
@@ -969,12 +1005,21 @@ func (r *Router) serveAskHold(from ring.NodeID, e *envelope, hold bool, then *fu
 
 // Reply implements host.Replier: the outcome of the ask s serves goes
 // back to the asker. A withdrawn ask gets none: its asker waits no more.
-func (s *served) Reply(body []byte, err error) {
+func (s *served) Reply(body []byte, err error) { s.r.replyServed(s.sk, s, s.sk.id, body, err) }
+
+// replyServed answers s, served for sk, under the asker's id, unless it
+// was withdrawn. Until the answer is queued for the asker, answering
+// counts it: Retire waits for it, so that the answer goes before the
+// retirement on its lane.
+func (r *Router) replyServed(sk servedKey, s *served, id uint64, body []byte, err error) {
 	var u unsent
-	if !s.r.finishServed(s.sk, s, err == nil && len(body) > largeEnvelope, &u) {
+	if !r.finishServed(sk, s, err == nil && len(body) > largeEnvelope, &u) {
 		return
 	}
-	s.r.answerAs(s.sk.from, s.sk.id, body, err, u)
+	r.answerAs(sk.from, id, body, err, u)
+	r.mu.Lock()
+	r.answering--
+	r.mu.Unlock()
 }
 
 // finishServed forgets s, served for sk, once its outcome is known. It
@@ -994,6 +1039,7 @@ func (r *Router) finishServed(sk servedKey, s *served, alone bool, u *unsent) bo
 	if s.cancelled {
 		return false
 	}
+	r.answering++
 	if alone && !r.closed {
 		ro := &replyOut{}
 		u.ctx, ro.unsend = context.WithCancel(context.Background())

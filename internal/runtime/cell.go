@@ -1120,7 +1120,7 @@ func (c *cell[S, M, C]) stop() {
 		// Nothing will answer them: their answers would come as messages,
 		// which the closed system refuses.
 		for _, d := range deferred {
-			d.abort(ErrSystemClosed)
+			d.abort(errClosedWhileRunning)
 		}
 	}()
 	c.haltTimersLocked()
@@ -1170,6 +1170,6 @@ func (c *cell[S, M, C]) abort() {
 	c.drainLocked(ErrSystemClosed)
 	c.mu.Unlock()
 	if cur != nil {
-		cur.abort(ErrSystemClosed)
+		cur.abort(errClosedWhileRunning)
 	}
 }

@@ -66,13 +66,14 @@ func (s *memStore) Delete(_ context.Context, typ, key string) error {
 	return nil
 }
 
-func (s *memStore) Resign(string, string)       {}
+func (s *memStore) Resign(string, string) {}
 func (s *memStore) Retry(err error, attempt int) (time.Duration, bool) {
 	return time.Millisecond, attempt < 3 && errors.Is(err, errSuperseded)
 }
 
 // errSuperseded is what memStore's Retry tries again after.
 var errSuperseded = errors.New("superseded")
+
 func (s *memStore) MaxValue(string, string) int { return 1 << 20 }
 
 type durMsg interface{ durMsg() }
@@ -252,7 +253,7 @@ func TestAnActivationSupersededBeforeItRanAcquiresAgain(t *testing.T) {
 		superseded, acquired int
 		want                 error
 	}{
-		{superseded: 2, acquired: 3, want: ErrNoReply},   // the handler ran, once
+		{superseded: 2, acquired: 3, want: ErrNoReply},    // the handler ran, once
 		{superseded: 5, acquired: 3, want: errSuperseded}, // memStore.Retry gives up at its third
 	} {
 		st := newMemStore()

@@ -1,6 +1,10 @@
 package runtime
 
-import "github.com/troupe-go/troupe/internal/fault"
+import (
+	"fmt"
+
+	"github.com/troupe-go/troupe/internal/fault"
+)
 
 // The errors the engine reports, under the names its code uses.
 var (
@@ -21,6 +25,13 @@ var (
 	ErrIdempotencyConflict    = fault.ErrIdempotencyConflict
 	ErrIdempotencyUnsupported = fault.ErrIdempotencyUnsupported
 )
+
+// errClosedWhileRunning fails an ask whose handler had started (or
+// deferred its reply) when its system closed: the system closed, and the
+// request may have had its effects (ErrOutcomeUnknown, which matches
+// ErrUnavailable too), which an asker on another node must learn rather
+// than a plain "closed" that reads as "never ran".
+var errClosedWhileRunning = fmt.Errorf("%w: %w", ErrSystemClosed, fault.OutcomeUnknown("the system closed while the handler ran"))
 
 type (
 	FailedError     = fault.FailedError
