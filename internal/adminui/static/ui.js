@@ -351,9 +351,9 @@
       parts.push(el("ol", { id: "where-replicas" }, ...w.replicas.map((r, i) => el("li", { "data-member": r.address, "data-status": r.status },
         r.address + " ", el("span", { class: "status status-" + r.status }, r.status), i === 0 ? " (primary)" : ""))));
     }
-    if (w.key_token) {
-      parts.push(el("p", { class: "note" }, "Key token " + w.key_token + ", placement version " + w.placement_version + "."));
-    }
+    // A lookup is not refreshed: say when it was answered.
+    parts.push(el("p", { class: "note" }, "Answered at " + clock(new Date()) +
+      (w.key_token ? "; key token " + w.key_token + ", placement version " + w.placement_version : "") + "."));
     out.replaceChildren(...parts);
   }
 
