@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/troupe-go/troupe/internal/admin"
 	"github.com/troupe-go/troupe/internal/adminapi"
+	"github.com/troupe-go/troupe/internal/adminui"
 )
 
 // AdminConfig configures a system's administration listener: an HTTP
@@ -45,6 +46,17 @@ type AdminConfig struct {
 	// actor types it hosts. docs/operations.md is its reference; within
 	// v1 it only grows. A standalone system serves it too and says so.
 	API bool
+
+	// UI serves the operator's page at GET / (its script and style under
+	// /ui/): the members with their status, each member's share of each
+	// ring, this member's readiness and counters and a key lookup,
+	// refreshed every second, the last data kept and marked stale when a
+	// refresh fails. The page is a client of the API and of nothing else,
+	// so UI needs API: Validate refuses UI without it rather than switch
+	// the API on unasked. Embedded in the binary; nothing is fetched from
+	// elsewhere. With a Token the page is behind it too: the browser must
+	// send the header (an authenticating proxy in front, say).
+	UI bool
 
 	// Gatherer is what /metrics serves. Default: Config.Metrics, when it
 	// is a prometheus.Gatherer.
@@ -79,7 +91,7 @@ func (c AdminConfig) String() string {
 	if c.Listener != nil {
 		fmt.Fprintf(&b, " Listener:%s", c.Listener.Addr())
 	}
-	fmt.Fprintf(&b, " Health:%t Metrics:%t API:%t Gatherer:%t TLS:%t", c.Health, c.Metrics, c.API, c.Gatherer != nil, c.TLS != nil)
+	fmt.Fprintf(&b, " Health:%t Metrics:%t API:%t UI:%t Gatherer:%t TLS:%t", c.Health, c.Metrics, c.API, c.UI, c.Gatherer != nil, c.TLS != nil)
 	if c.Token != "" {
 		b.WriteString(" Token:" + redacted)
 	}
@@ -93,7 +105,7 @@ func (c AdminConfig) GoString() string { return "system.AdminConfig" + c.String(
 // LogValue renders the config for log/slog with its token redacted.
 func (c AdminConfig) LogValue() slog.Value {
 	attrs := []slog.Attr{slog.String("bind", c.Bind), slog.Bool("health", c.Health),
-		slog.Bool("metrics", c.Metrics), slog.Bool("api", c.API), slog.Bool("tls", c.TLS != nil)}
+		slog.Bool("metrics", c.Metrics), slog.Bool("api", c.API), slog.Bool("ui", c.UI), slog.Bool("tls", c.TLS != nil)}
 	if c.Listener != nil {
 		attrs = append(attrs, slog.String("listener", c.Listener.Addr().String()))
 	}
@@ -112,10 +124,11 @@ func (c AdminConfig) MarshalJSON() ([]byte, error) {
 		Health   bool   `json:"health"`
 		Metrics  bool   `json:"metrics"`
 		API      bool   `json:"api"`
+		UI       bool   `json:"ui"`
 		Gatherer bool   `json:"gatherer"`
 		TLS      bool   `json:"tls"`
 		Token    string `json:"token,omitempty"`
-	}{Bind: c.Bind, Health: c.Health, Metrics: c.Metrics, API: c.API, Gatherer: c.Gatherer != nil, TLS: c.TLS != nil}
+	}{Bind: c.Bind, Health: c.Health, Metrics: c.Metrics, API: c.API, UI: c.UI, Gatherer: c.Gatherer != nil, TLS: c.TLS != nil}
 	if c.Listener != nil {
 		v.Listener = c.Listener.Addr().String()
 	}
@@ -132,8 +145,11 @@ func (c *AdminConfig) validate(reg prometheus.Registerer) []error {
 	bad := func(field, format string, args ...any) {
 		errs = append(errs, fmt.Errorf("%w: Admin.%s: %s", ErrInvalidConfig, field, fmt.Sprintf(format, args...)))
 	}
-	if !c.Health && !c.Metrics && !c.API {
-		bad("Health", "no surface is switched on (Health, Metrics, API): nothing to serve")
+	if !c.Health && !c.Metrics && !c.API && !c.UI {
+		bad("Health", "no surface is switched on (Health, Metrics, API, UI): nothing to serve")
+	}
+	if c.UI && !c.API {
+		bad("UI", "the UI reads the management API: switch API on too")
 	}
 	if c.Listener == nil && c.Bind != "" {
 		if _, _, err := net.SplitHostPort(c.Bind); err != nil {
@@ -206,6 +222,9 @@ func (s *System) startAdmin(cfg Config) error {
 	}
 	if a.API {
 		o.API = adminapi.New(newAPISource(s, moduleVersion()), adminapi.Options{})
+	}
+	if a.UI {
+		o.UI = adminui.Handler()
 	}
 	s.admin = admin.Serve(o)
 	return nil

@@ -69,7 +69,9 @@
 // with the hosts' addresses. The API's responses carry a
 // schema version, their generation time, the revision of the view they
 // were built from and units in field names; within v1 they only grow.
-// cmd/troupe is a CLI over it. A bearer token (Admin.Token),
+// cmd/troupe is a CLI over it, and UI serves a page for a browser over it
+// at / (needs API): the members, each one's share of each ring, a key
+// lookup, refreshed every second and marked stale when a refresh fails. A bearer token (Admin.Token),
 // when set, is required on every path and fails closed with 401; it is
 // compared in constant time and never printed. Admin.TLS serves over
 // TLS, with client certificates if its config asks for them. The

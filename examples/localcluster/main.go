@@ -4,10 +4,10 @@
 // (Close: it leaves the cluster) and shows its keys served by the others.
 //
 // Each member has an admin listener on a free loopback port (health,
-// readiness, Prometheus metrics and the management API, see
-// docs/operations.md); the example prints its URLs. With -serve the
-// survivors stay up, so that a person can open them, or ask them with the
-// troupe CLI, until Ctrl-C.
+// readiness, Prometheus metrics, the management API and the operator's
+// page in a browser, see docs/operations.md); the example prints its
+// URLs. With -serve the survivors stay up, so that a person can open
+// them, or ask them with the troupe CLI, until Ctrl-C.
 //
 //	go run ./examples/localcluster
 //	go run ./examples/localcluster -serve
@@ -149,6 +149,7 @@ func runCluster(ctx context.Context, out io.Writer, hold func(survivors []*syste
 		o.readyz = append(o.readyz, code)
 		base := "http://" + s.AdminAddr()
 		fmt.Fprintf(out, "  %s admin: %s/healthz %s/readyz (%d) %s/metrics %s/api/v1/status\n", s.Addr(), base, base, code, base, base)
+		fmt.Fprintf(out, "  %s UI, for a browser: %s/\n", s.Addr(), base)
 	}
 	perNode, err := spread(ctx, systems, o.served)
 	if err != nil {
@@ -214,7 +215,7 @@ func startMembers(ctx context.Context, n int) ([]*system.System, error) {
 		// Each member its own registry: one process, three members.
 		sys, err := system.Start(ctx, system.Config{Actors: []actor.Definition{counterOn(me)}, Cluster: &cc,
 			Metrics: prometheus.NewRegistry(),
-			Admin:   &system.AdminConfig{Bind: "127.0.0.1:0", Health: true, Metrics: true, API: true}})
+			Admin:   &system.AdminConfig{Bind: "127.0.0.1:0", Health: true, Metrics: true, API: true, UI: true}})
 		if err != nil {
 			return systems, err
 		}

@@ -73,6 +73,17 @@ func TestEveryMembersAdminListenerAnswersReady(t *testing.T) {
 			if resp.StatusCode != 200 || !strings.Contains(string(body), s.Addr()) {
 				t.Errorf("survivor %s's /api/v1/members answered %d %s, want 200 listing it", s.Addr(), resp.StatusCode, body)
 			}
+			resp, err = (&http.Client{Transport: tr}).Get("http://" + s.AdminAddr() + "/")
+			if err != nil {
+				t.Errorf("survivor %s's UI: %v", s.Addr(), err)
+				continue
+			}
+			body, _ = io.ReadAll(resp.Body)
+			resp.Body.Close()
+			tr.CloseIdleConnections()
+			if resp.StatusCode != 200 || !strings.Contains(string(body), `<table id="members">`) {
+				t.Errorf("survivor %s's UI answered %d %s, want 200 with the page", s.Addr(), resp.StatusCode, body)
+			}
 		}
 	})
 	if err != nil {
@@ -87,6 +98,9 @@ func TestEveryMembersAdminListenerAnswersReady(t *testing.T) {
 	for i, code := range o.readyz {
 		if code != 200 {
 			t.Errorf("member %s's /readyz answered %d, want 200", o.members[i], code)
+		}
+		if want := "UI, for a browser: http://" + o.admins[i] + "/\n"; !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks the UI's URL %q", want)
 		}
 		for _, path := range []string{"/metrics", "/api/v1/status"} {
 			if want := "http://" + o.admins[i] + path; !strings.Contains(out.String(), want) {

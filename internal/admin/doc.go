@@ -1,7 +1,8 @@
 // Package admin serves a process's administration surface over HTTP:
 // liveness (/healthz), readiness (/readyz), Prometheus metrics
-// (/metrics) and the management API (/api/v1/, package adminapi), each
-// enabled on its own, on a listener of its own, apart from the data path.
+// (/metrics), the management API (/api/v1/, package adminapi) and the
+// operator's page over it (/ and /ui/, package adminui), each enabled on
+// its own, on a listener of its own, apart from the data path.
 //
 // # Security
 //

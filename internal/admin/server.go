@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/troupe-go/troupe/internal/adminapi"
+	"github.com/troupe-go/troupe/internal/adminui"
 )
 
 // Options configures a Server.
@@ -33,6 +34,9 @@ type Options struct {
 	// API, if set, serves /api/v1 and everything under /api/v1/, whatever the
 	// method: it answers methods it does not serve itself, as JSON.
 	API http.Handler
+	// UI, if set, serves GET / and everything under /ui/ (package
+	// adminui): the operator's page, which reads API.
+	UI http.Handler
 	// Logger receives the server's errors (at Debug: they are a
 	// client's, such as a failed TLS handshake). Nil discards them.
 	Logger *slog.Logger
@@ -72,6 +76,11 @@ func Serve(o Options) *Server {
 	if o.API != nil {
 		mux.Handle(adminapi.Prefix, o.API)
 		mux.Handle(adminapi.Root, o.API)
+	}
+	if o.UI != nil {
+		// "/{$}" is the root alone: other paths stay 404.
+		mux.Handle("GET /{$}", o.UI)
+		mux.Handle("GET "+adminui.Prefix, o.UI)
 	}
 	var h http.Handler = mux
 	if o.Token != "" {

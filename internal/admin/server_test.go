@@ -262,3 +262,48 @@ func TestATokenGuardsTheAPIWithAJSONError(t *testing.T) {
 		t.Errorf("/api/v1/status with the token answered %d, want 200", code)
 	}
 }
+
+// uiStub answers every request it gets with its method and path.
+var uiStub = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	_, _ = io.WriteString(w, "ui "+r.Method+" "+r.URL.Path)
+})
+
+func TestTheUIServesTheRootAndItsPrefixOnlyAndOnlyGET(t *testing.T) {
+	c := client(t, nil)
+	base := serve(t, Options{API: apiStub, UI: uiStub}, "http")
+	for _, p := range []string{"/", "/ui/ui.js"} {
+		if code, body := get(t, c, base+p, ""); code != http.StatusOK || body != "ui GET "+p {
+			t.Errorf("GET %s answered %d %q, want the UI's answer", p, code, body)
+		}
+	}
+	for _, p := range []string{"/index.html", "/uix"} {
+		if code, _ := get(t, c, base+p, ""); code != http.StatusNotFound {
+			t.Errorf("GET %s answered %d with the UI on, want 404: the UI has / and /ui/ only", p, code)
+		}
+	}
+	resp, err := c.Post(base+"/", "text/plain", strings.NewReader("x"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusMethodNotAllowed {
+		t.Errorf("POST / answered %d, want 405", resp.StatusCode)
+	}
+	if code, body := get(t, c, base+"/api/v1/status", ""); code != http.StatusOK || body != "GET /api/v1/status" {
+		t.Errorf("/api/v1/status answered %d %q with the UI on, want the API's answer", code, body)
+	}
+}
+
+func TestATokenGuardsTheUIToo(t *testing.T) {
+	const token = "ui-Token_3"
+	c := client(t, nil)
+	base := serve(t, Options{Token: token, API: apiStub, UI: uiStub}, "http")
+	for _, p := range []string{"/", "/ui/ui.js"} {
+		if code, body := get(t, c, base+p, ""); code != http.StatusUnauthorized || strings.HasPrefix(body, "ui ") {
+			t.Errorf("GET %s without the token answered %d %q, want 401 before the UI", p, code, body)
+		}
+		if code, _ := get(t, c, base+p, "Bearer "+token); code != http.StatusOK {
+			t.Errorf("GET %s with the token answered %d, want 200", p, code)
+		}
+	}
+}
