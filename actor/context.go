@@ -52,6 +52,14 @@ func (c *Context[S, M]) Logger() *slog.Logger { return c.runContext.Logger() }
 // context derived from it) carry the same id, unless it names another.
 func (c *Context[S, M]) RequestID() string { return c.runContext.RequestID() }
 
+// Attempt returns which execution of its request the message being
+// handled is, from 1. It is more than 1 only for a keyed ask to an actor
+// under StrictDurability whose earlier executions were admitted and never
+// answered (their member died or lost the key mid-handler): their
+// effects outside the actor's state (a call to another service, say) may
+// have happened, and the handler may want to check before it acts again.
+func (c *Context[S, M]) Attempt() int { return c.runContext.Attempt() }
+
 // State returns the actor's current state. Treat it as a value: to change
 // it, build a new value and SetState it (see the package doc on state).
 func (c *Context[S, M]) State() S { return c.runContext.State() }

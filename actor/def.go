@@ -113,6 +113,7 @@ type settings struct {
 	write       WriteLevel
 	pinned      bool
 	durable     bool
+	strict      bool
 	errors      []error
 	problems    []*DefinitionError
 	mailboxSet  bool
@@ -238,6 +239,21 @@ func Pinned() Option { return func(s *settings) { s.pinned = true } }
 // stored with its state.
 func Durable() Option { return func(s *settings) { s.durable = true } }
 
+// StrictDurability admits each message of a Durable or replicated actor
+// only once its key's write level is met for it, before the handler runs:
+// a message that cannot be admitted (too few replicas answer, or this
+// member no longer owns the key) fails with ErrNotAdmitted and does not
+// run, rather than run with weaker durability and fail at its commit. A
+// keyed ask (WithIdempotencyKey) is admitted by storing its request as
+// pending on the replicas; should its owner die or lose the key
+// mid-handler, a retry runs the handler again as its next attempt
+// (Context.Attempt), and the earlier attempt can no longer complete. Any
+// other message is admitted by a quorum confirming that this member
+// still owns the key. Each admission is one more round trip to the
+// replicas (a write for a keyed ask). system.Config.StrictDurability
+// sets it for every durable definition a system hosts.
+func StrictDurability() Option { return func(s *settings) { s.strict = true } }
+
 // Def is an actor type: a stable name, a state type S, a message type M
 // (usually a sealed interface) and a handler. Declare it once, at package
 // scope, and register it with every system that hosts it.
@@ -284,7 +300,7 @@ func Define[S, M any](name string, handler Handler[S, M], opts ...Option) *Def[S
 		Idle: d.s.idle, AskTimeout: d.s.askTimeout, BackoffMin: d.s.backoffMin, BackoffMax: d.s.backoffMax,
 		IdleSet: d.s.idleSet, AskSet: d.s.askSet, BackoffSet: d.s.backoffSet,
 		Pinned: d.s.pinned, Replicas: d.s.replicas, Codec: codec.New[M](),
-		Durable: d.s.durable || d.s.replicas > 1, Level: d.s.write.level(),
+		Durable: d.s.durable || d.s.replicas > 1, Level: d.s.write.level(), Strict: d.s.strict,
 		StateFailed: func(key string, err error) error {
 			return &StateError{Definition: name, Key: key, Err: err}
 		},
@@ -376,6 +392,9 @@ func (d *Def[S, M]) validate() error {
 	probs = append(probs, d.s.problems...)
 	if d.s.pinned && d.s.replicasSet && d.s.replicas > 1 {
 		probs = append(probs, &DefinitionError{Field: "Pinned", Problem: "a pinned actor has exactly one copy; drop WithReplicas"})
+	}
+	if d.s.strict && !d.spec.Durable {
+		probs = append(probs, &DefinitionError{Field: "StrictDurability", Problem: "only a Durable or replicated actor keeps what admission needs"})
 	}
 	if field, typ := codec.Unencodable(reflect.TypeFor[S](), "state"); field != "" {
 		probs = append(probs, &DefinitionError{Field: field, Problem: fmt.Sprintf("type %s cannot be encoded", typ)})

@@ -98,6 +98,13 @@ var (
 	// answer is kept.
 	ErrIdempotencyConflict = fault.ErrIdempotencyConflict
 
+	// ErrNotAdmitted reports a message to an actor under StrictDurability
+	// that could not be admitted: its key's write level could not be met
+	// for it before the deadline (too few replicas answered, or the member
+	// no longer owns the key). The handler did not run. It matches
+	// ErrUnavailable too: retry later.
+	ErrNotAdmitted = fault.ErrNotAdmitted
+
 	// ErrIdempotencyUnsupported reports an ask with an idempotency key to
 	// an actor whose definition keeps no state (neither Durable nor
 	// WithReplicas): there is nowhere to keep its answer. The ask is not

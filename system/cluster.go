@@ -188,6 +188,10 @@ func Start(ctx context.Context, cfg Config) (*System, error) {
 	if durableTypes(cfg.Actors) {
 		if st, err = openStates(cfg, log); err == nil {
 			st.replicas, st.previous, st.gone = m.router.Replicas, m.router.PreviousReplicas, m.router.Gone
+			st.placed = func(typ, key string) bool {
+				_, here, err := m.router.Dest(typ, key, uint64(ring.KeyToken(typ, key)))
+				return err == nil && here
+			}
 			st.alive, st.hosts = aliveHosts(m.router, cfg.Actors), anyHosts(m.router, cfg.Actors)
 			st.stored, st.ring, st.status = storedTypes(cfg.Actors), m.router.Ring, m.router.Status
 			m.st = st

@@ -88,6 +88,13 @@ type Config struct {
 	// (tests, embedded use). One System at a time may use a directory.
 	DataDir string
 
+	// StrictDurability admits every message of the Durable and replicated
+	// actors this system hosts as actor.StrictDurability does for one
+	// definition: only once its key's write level is met for it, before
+	// the handler runs; otherwise it fails with actor.ErrNotAdmitted and
+	// does not run.
+	StrictDurability bool
+
 	// Sync makes the store fsync each batch of writes (group commit)
 	// before they are acknowledged, so that an acknowledged state survives
 	// a power loss, even of the whole cluster. Without it a write survives

@@ -135,6 +135,14 @@
 //     commits its effect once per key: the owner keeps its answer in the
 //     actor's stored record, written with the state it changed, and
 //     answers every retry from it.
+//   - Under strict durability (actor.StrictDurability, or
+//     Config.StrictDurability for every durable definition) a message
+//     runs only once its key's write level is met for it: a keyed ask's
+//     request is stored as pending on the replicas first, any other
+//     message waits for a quorum to confirm the owner; otherwise it fails
+//     with actor.ErrNotAdmitted and its handler does not run. A keyed ask
+//     whose owner died mid-handler runs again on the new owner as its
+//     next attempt (actor.Context.Attempt).
 //   - A member that lost the majority of the cluster (it sees fewer than
 //     half of the members alive) refuses the keys it would own with ErrUnavailable. Pinned actors
 //     (actor.Pinned, Def.RefAt) ignore placement and majority: they live

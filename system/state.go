@@ -40,6 +40,9 @@ type states struct {
 	previous func(dst []ring.NodeID, typ string, tok uint64, n int) (_ []ring.NodeID, ok bool)
 	// gone reports a member the view holds dead or left; nil standalone.
 	gone func(ring.NodeID) bool
+	// placed reports whether the view places typ/key on this member; nil
+	// standalone.
+	placed func(typ, key string) bool
 	// status returns a member's status in the view (ok false when the
 	// view does not hold it); nil standalone.
 	status func(ring.NodeID) (cluster.Status, bool)
@@ -451,15 +454,17 @@ func (s *states) Resign(typ, key string) {
 }
 
 // Retry implements host.Store: an acquisition lost before anything ran
-// on it is made again, up to acquireAttempts times in all: one a newer
-// epoch refused (a hand-off's fence, or another member that acquired the
-// key while views disagreed), acquired again above that epoch, or one
-// resigned meanwhile (its set changed with the ring). The driver's
-// randomised backoff comes first, so that two members that both think
-// they own the key do not keep fencing each other.
-func (s *states) Retry(err error, attempt int) (time.Duration, bool) {
+// on it is made again, up to acquireAttempts times in all, while this
+// member's view still places the key here: one a newer epoch refused (a
+// hand-off's fence, or another member that acquired the key while views
+// disagreed), acquired again above that epoch, or one resigned meanwhile
+// (its set changed with the ring). A key placed elsewhere now is left to
+// its owner: the message fails, and its sender's next try goes there.
+// The driver's randomised backoff comes first, so that two members that
+// both think they own the key do not keep fencing each other.
+func (s *states) Retry(typ, key string, err error, attempt int) (time.Duration, bool) {
 	lost := errors.Is(err, replicanode.ErrStaleOwner) || errors.Is(err, replicanode.ErrResigned) || errors.Is(err, replica.ErrNotServing)
-	if attempt >= acquireAttempts || !lost {
+	if attempt >= acquireAttempts || !lost || (s.placed != nil && !s.placed(typ, key)) {
 		return 0, false
 	}
 	node, cerr := s.current()

@@ -36,7 +36,7 @@ func TestOnlyAnAcquisitionLostBeforeItRanIsMadeAgain(t *testing.T) {
 		{errors.New("a store failure"), false},
 	} {
 		for attempt := 1; attempt <= acquireAttempts; attempt++ {
-			wait, again := s.Retry(fmt.Errorf("troupe: t/k: read: %w", tc.err), attempt)
+			wait, again := s.Retry("t", "k", fmt.Errorf("troupe: t/k: read: %w", tc.err), attempt)
 			if want := tc.again && attempt < acquireAttempts; again != want {
 				t.Fatalf("Retry(%v, %d) = %v, want %v", tc.err, attempt, again, want)
 			}
@@ -47,5 +47,10 @@ func TestOnlyAnAcquisitionLostBeforeItRanIsMadeAgain(t *testing.T) {
 		if !errors.Is(tc.err, actor.ErrUnavailable) && tc.again {
 			t.Fatalf("%v does not match ErrUnavailable", tc.err)
 		}
+	}
+	// A key the view now places elsewhere is left to its owner.
+	s.placed = func(typ, key string) bool { return false }
+	if _, again := s.Retry("t", "k", stateErr(&replicanode.StaleOwnerError{Key: k, Newer: replica.Epoch{Term: 2}}), 1); again {
+		t.Fatal("Retry acquires again a key placed on another member")
 	}
 }

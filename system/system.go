@@ -158,7 +158,7 @@ func newSystem(cfg Config, rem host.Remote, st *states) *System {
 		BackoffMin: c.BackoffMin, BackoffMax: c.BackoffMax, Linger: c.Linger, Remote: rem,
 	}
 	if st != nil {
-		settings.Store = st
+		settings.Store, settings.Strict = st, c.StrictDurability
 	}
 	if rem != nil {
 		settings.MaxMessage = c.MaxMessage

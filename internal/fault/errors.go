@@ -27,6 +27,7 @@ var (
 	ErrInvalidIdempotencyKey  = errors.New("troupe: invalid idempotency key")
 	ErrIdempotencyConflict    = errors.New("troupe: idempotency key reused for another request")
 	ErrIdempotencyUnsupported = errors.New("troupe: idempotency keys need a definition that keeps its state")
+	ErrNotAdmitted            = errors.New("troupe: request not admitted: its durability could not be met, and it did not run")
 )
 
 // OutcomeUnknown wraps ErrOutcomeUnknown and ErrUnavailable with a

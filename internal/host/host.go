@@ -90,6 +90,9 @@ type Settings struct {
 	// Store keeps the state of durable and replicated actor types; nil
 	// when the system hosts none.
 	Store Store
+	// Strict admits the messages of every durable kind as Spec.Strict
+	// does.
+	Strict bool
 	// Meter, if set, returns the meter of an actor type, called once per
 	// type as it is registered; nil: messages are not counted.
 	Meter func(typ string) *TypeMeter

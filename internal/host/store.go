@@ -32,10 +32,12 @@ type Store interface {
 	Resign(typ, key string)
 	// MaxValue is the largest value Write accepts, in bytes.
 	MaxValue(typ, key string) int
-	// Retry reports whether err, the attempt-th failure (from 1) of an
-	// activation's Acquire or Read, is worth acquiring again for, and
-	// after how long: another acquisition superseded this node's before
-	// anything ran on it (a hand-off's fence, another member that
-	// acquired the key meanwhile on a view that disagrees for a moment).
-	Retry(err error, attempt int) (wait time.Duration, ok bool)
+	// Retry reports whether err, the attempt-th failure (from 1) of the
+	// Acquire or Read of typ/key at an activation's start, is worth
+	// acquiring again for, and after how long: another acquisition
+	// superseded this node's before anything ran on it (a hand-off's
+	// fence, another member that acquired the key meanwhile on a view
+	// that disagrees for a moment) while this node still places the key
+	// on itself.
+	Retry(typ, key string, err error, attempt int) (wait time.Duration, ok bool)
 }

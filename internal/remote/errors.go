@@ -31,6 +31,7 @@ const (
 	codePanic // a failure's cause: the handler panicked
 	codeOutcomeUnknown
 	codeIdempotencyConflict
+	codeNotAdmitted
 )
 
 // errNotOwner is what a node answers for a key it does not serve; the
@@ -101,6 +102,7 @@ var sentinels = []struct {
 	// Before ErrSystemClosed (a handler cut by its system's close matches
 	// both) and ErrUnavailable, which it matches too.
 	{fault.ErrOutcomeUnknown, codeOutcomeUnknown},
+	{fault.ErrNotAdmitted, codeNotAdmitted}, // before ErrUnavailable, which it matches too
 	{fault.ErrSystemClosed, codeClosed},
 	{fault.ErrUnavailable, codeUnavailable},
 	{errNotOwner, codeNotOwner},
@@ -149,6 +151,8 @@ func fromWire(w *wireError, from string) error {
 		return &notOwnerError{hint: w.hint}
 	case codeOutcomeUnknown:
 		return fault.OutcomeUnknown("on %s: %s", from, w.msg)
+	case codeNotAdmitted:
+		return fmt.Errorf("%w: %w (on %s: %s)", fault.ErrNotAdmitted, fault.ErrUnavailable, from, w.msg)
 	case codeClosed:
 		// The owner is closing: to this asker its actors are unavailable,
 		// not its own system closed.

@@ -162,6 +162,13 @@ func (r *Router) relayAsk(from ring.NodeID, e *envelope) {
 		r.answer(from, askerID, nil, fault.ErrSystemClosed)
 		return
 	}
+	if r.retired.Load() {
+		// It told its askers it runs nothing more, relays included (see
+		// Retire): the asker places the ask again.
+		r.mu.Unlock()
+		r.answer(from, askerID, nil, &notOwnerError{})
+		return
+	}
 	s.cancel = p // withdraws it
 	r.serving[sk] = s
 	if ttl > 0 {

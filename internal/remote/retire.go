@@ -3,6 +3,7 @@ package remote
 import (
 	"context"
 	"fmt"
+	"maps"
 	"time"
 
 	"github.com/troupe-go/troupe/cluster"
@@ -50,7 +51,7 @@ func (r *Router) Retire(ctx context.Context) error {
 			return fault.ErrSystemClosed
 		}
 		if len(r.serving) == 0 && len(r.replying) == 0 && r.answering == 0 {
-			r.retired = true
+			r.retired.Store(true)
 			r.mu.Unlock()
 			break
 		}
@@ -76,9 +77,17 @@ func (r *Router) Retire(ctx context.Context) error {
 		}
 	}
 	delete(peers, r.self())
+	r.mu.Lock()
+	unanswered := maps.Clone(r.unanswered)
+	r.mu.Unlock()
 	for peer := range peers {
 		for lane := range uint64(numLanes) {
-			r.send(peer, lane, &envelope{kind: kindRetired, id: lane}, true)
+			if unanswered[peer]&(1<<lane) != 0 {
+				continue // a reply on it was lost: what waits there may have run
+			}
+			if err := r.send(peer, lane, &envelope{kind: kindRetired, id: lane}, true); err != nil {
+				r.log.Debug("troupe: retirement not sent", "to", peer, "lane", lane, "err", err)
+			}
 		}
 	}
 	return nil

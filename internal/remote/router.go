@@ -119,12 +119,15 @@ type Router struct {
 	// their askers; retired is set once Retire told the peers that this
 	// node runs no more of their asks.
 	answering int
-	retired   bool
+	retired   atomic.Bool // set under mu
 	// retiredLanes holds, per peer, the lanes on which it said it retired
 	// (bit i: lane i), until the view no longer holds it; graces the
 	// timers of the peers that left before saying so on every lane.
 	retiredLanes map[ring.NodeID]uint16
 	graces       map[ring.NodeID]*time.Timer
+	// unanswered holds, per asker, the lanes on which a reply to it could
+	// not be sent: Retire says nothing on them.
+	unanswered map[ring.NodeID]uint16
 }
 
 // maxRetries bounds how often an ask is sent again after a member said
@@ -204,7 +207,7 @@ func New(cfg Config) *Router {
 		pending: map[uint64]*pending{}, serving: map[servedKey]*served{}, clients: map[ring.NodeID]time.Time{},
 		changed: make(chan struct{}),
 		holds:   map[holdKey]*hold{}, drains: map[uint64]holdKey{}, confirmed: map[holdKey]struct{}{},
-		replying: map[servedKey]*replyOut{}, retiredLanes: map[ring.NodeID]uint16{}, graces: map[ring.NodeID]*time.Timer{}}
+		replying: map[servedKey]*replyOut{}, retiredLanes: map[ring.NodeID]uint16{}, graces: map[ring.NodeID]*time.Timer{}, unanswered: map[ring.NodeID]uint16{}}
 	r.view.Store(newView(cfg.Endpoint.Self(), false, nil))
 	r.ep.Store(&endpoint{cfg.Endpoint})
 	r.silent.Store(new(map[ring.NodeID]time.Time))
@@ -338,11 +341,13 @@ func (r *Router) Update(self ring.NodeID, owning bool, members []cluster.Member)
 		}
 	}
 	var againTo []ring.NodeID
+	var refused []*pending
 	for id, p := range r.pending {
-		if !v.gone(p.to) {
-			continue
+		if !v.gone(p.to) || r.graces[p.to] != nil {
+			continue // alive, or waiting for the retirement of a leaver
 		}
-		safe := p.out.ReadOnly || p.out.IdempotencyKey != "" || r.retiredLanes[p.to]&(1<<laneOf(id)) != 0
+		retired := r.retiredLanes[p.to]&(1<<laneOf(id)) != 0
+		safe := p.out.ReadOnly || p.out.IdempotencyKey != "" || retired
 		if safe && p.retries < maxRetries {
 			// Running it twice is harmless (actor.ReadOnly), or its
 			// owner answers it again from what it kept (an idempotency
@@ -353,6 +358,12 @@ func (r *Router) Update(self ring.NodeID, owning bool, members []cluster.Member)
 			p.retries++
 			again, againTo = append(again, p), append(againTo, p.to)
 			p.to = ring.NodeID{}
+			continue
+		}
+		if retired {
+			// It never ran there, but it was placed too often already.
+			delete(r.pending, id)
+			refused = append(refused, p)
 			continue
 		}
 		if v.leftInOrder(old, p.to) {
@@ -383,6 +394,9 @@ func (r *Router) Update(self ring.NodeID, owning bool, members []cluster.Member)
 	r.mu.Unlock()
 	for _, stop := range orphans {
 		stop()
+	}
+	for _, p := range refused {
+		p.done.Reply(nil, fmt.Errorf("%w: %s/%s: %d members in turn would not serve it", fault.ErrUnavailable, p.out.Type, p.out.Key, maxRetries+1))
 	}
 	for _, p := range failed {
 		p.done.Reply(nil, fault.OutcomeUnknown("owner %v is down or left before answering; the request may have run", p.to))
@@ -912,6 +926,13 @@ func (r *Router) serveAskHold(from ring.NodeID, e *envelope, hold bool, then *fu
 		fail(&notOwnerError{})
 		return
 	}
+	if r.retired.Load() {
+		// Leaving, it told its askers it runs nothing more (relays and
+		// held asks included): "not the owner" has the asker place the
+		// ask again, elsewhere. (Checked again below, under r.mu.)
+		fail(&notOwnerError{})
+		return
+	}
 	to, here, err := v.dest(k, e.typ, e.key, e.token)
 	if err != nil {
 		fail(err)
@@ -936,7 +957,7 @@ func (r *Router) serveAskHold(from ring.NodeID, e *envelope, hold bool, then *fu
 		fail(fault.ErrSystemClosed)
 		return
 	}
-	if r.retired {
+	if r.retired.Load() {
 		// Leaving, it told its askers it runs nothing more: "not the
 		// owner" has the asker place the ask again, elsewhere.
 		r.mu.Unlock()
@@ -1100,6 +1121,11 @@ func (r *Router) answerAs(from ring.NodeID, id uint64, body []byte, err error, u
 	}
 	if serr := r.outboxFor(from).enqueueBody(id, e, nil, nil, true, u); serr != nil {
 		r.log.Debug("troupe: reply not sent", "to", from, "err", serr)
+		// The asker may wait on it still: a retirement on its lane would
+		// tell it that the ask never ran (see Retire).
+		r.mu.Lock()
+		r.unanswered[from] |= 1 << laneOf(id)
+		r.mu.Unlock()
 		if u.done != nil {
 			u.done()
 		}

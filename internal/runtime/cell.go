@@ -737,12 +737,19 @@ func (c *cell[S, M, C]) invoke(ctx *Context[S, M, C], e *envelope[M], def Handle
 			panicked, err = true, c.k.panicked(r, debug.Stack())
 		}
 	}()
-	if !c.started {
+	fresh := !c.started
+	if fresh {
 		if err := c.activate(ctx); err != nil {
+			if ctx.unreached && c.strict() {
+				// The key could not be acquired: nor can the message be
+				// admitted.
+				err = fmt.Errorf("%w: %w", ErrNotAdmitted, err)
+			}
 			ctx.startErr = err
 			return false, err
 		}
 	}
+	ctx.attempt = 1
 	if c.durable() && e.slot != nil && e.slot.idempotencyKey() != "" {
 		// A keyed ask runs once: a retry gets the answer kept.
 		kept, err := c.lookupKeyed(ctx, e)
@@ -754,6 +761,23 @@ func (c *cell[S, M, C]) invoke(ctx *Context[S, M, C], e *envelope[M], def Handle
 			ctx.kept = kept
 			return false, nil
 		}
+	}
+	if c.strict() {
+		if err := c.admit(ctx, fresh); err != nil {
+			// Refused: the handler does not run.
+			ctx.keyed = nil
+			if e.slot == nil {
+				c.k.h.Emit(host.Event{Kind: host.MessageDropped, Type: c.k.def.Name, Key: c.key, Reason: "not admitted", Err: err})
+				return false, nil
+			}
+			// Answered now: settle then fails to commit, as the admission
+			// did, and ends the activation.
+			e.slot.fail(err)
+			return false, nil
+		}
+	}
+	if ctx.keyed != nil {
+		ctx.attempt = int(ctx.keyed.attempt)
 	}
 	hd := c.behavior
 	if hd == nil {
@@ -1166,10 +1190,14 @@ func (c *cell[S, M, C]) takeDeferredLocked() []replier {
 // abort cancels the running ask and fails what is queued.
 func (c *cell[S, M, C]) abort() {
 	c.mu.Lock()
-	cur := c.cur
+	cur, started := c.cur, c.started
 	c.drainLocked(ErrSystemClosed)
 	c.mu.Unlock()
 	if cur != nil {
-		cur.abort(errClosedWhileRunning)
+		err := errClosedWhileRunning
+		if !started {
+			err = ErrSystemClosed // still starting (its load): the handler never ran
+		}
+		cur.abort(err)
 	}
 }

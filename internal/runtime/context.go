@@ -41,6 +41,9 @@ type Context[S, M, C any] struct {
 	keyed   *keyedAsk
 	kept    *retained
 	keptErr error
+	// attempt is the execution of the message being handled, from 1 (see
+	// Attempt).
+	attempt int
 }
 
 // Base is the part of a run's context that Tell and Ask find through the
@@ -99,6 +102,13 @@ func (c *Context[S, M, C]) RequestID() string {
 	}
 	return c.slot.requestID().String()
 }
+
+// Attempt returns which execution of its request the message being
+// handled is, from 1: more only for a keyed ask under strict durability
+// whose earlier executions were admitted and never answered (their owner
+// died or lost the key mid-handler), so that their effects outside the
+// actor's state may have happened.
+func (c *Context[S, M, C]) Attempt() int { return max(c.attempt, 1) }
 
 // State returns the actor's current state. Treat it as a value: to change
 // it, build a new value and SetState it (see the package doc on state).

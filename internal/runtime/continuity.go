@@ -37,12 +37,28 @@ import (
 // Each key keeps the answers of its last maxRetained keyed asks, none
 // older than retainFor, at most maxRetainedBytes of them (the record is
 // written whole with every change of the state); the oldest go first.
+//
+// Strict durability (Spec.Strict, or the host's Strict for every durable
+// kind) admits a message only once its key's write level is met for it,
+// before the handler runs; otherwise the message is refused with
+// ErrNotAdmitted and does not run. A keyed ask is admitted by writing
+// its request to the record as pending (the request's hash, its attempt)
+// at the level; its answer, kept when it ends, replaces the entry. A
+// pending entry that a retry finds was left by an attempt that never
+// completed (its owner died, or lost the key, mid-handler): the retry
+// runs the handler again as the next attempt (Context.Attempt), and the
+// older attempt cannot complete any more, since its owner's epoch is
+// fenced by the acquisition that found the entry. Pending entries are
+// never pruned; at most maxPending wait per key, and a keyed ask beyond
+// that is refused. Any other message is admitted by a read barrier: a
+// quorum at the level confirms that this node still owns the key.
 
 // Retention of kept answers, per actor key.
 const (
 	maxRetained      = 128
 	maxRetainedBytes = 64 << 10
 	retainFor        = 24 * time.Hour
+	maxPending       = 32
 )
 
 // How a kept answer answers a retry.
@@ -53,6 +69,7 @@ const (
 	retainedNoReply  byte = 4 // the handler returned without answering
 	retainedDeferred byte = 5 // the handler deferred its reply, which is not kept
 	retainedTooLarge byte = 6 // the answer was too large to keep (see maxRetainedBytes)
+	retainedPending  byte = 7 // body: the attempt (uvarint), admitted and not answered yet (strict durability)
 )
 
 // retained is the kept answer of one keyed ask.
@@ -65,7 +82,12 @@ type retained struct {
 	body []byte
 	name string // retainedDeclared
 	text string // retainedDeclared, retainedFailed
+	// attempt numbers a pending request's executions, from 1.
+	attempt uint64
 }
+
+// pending reports whether r is a request admitted and not answered yet.
+func (r retained) pending() bool { return r.kind == retainedPending }
 
 // keyedAsk is the keyed ask a Context is handling, before its answer is
 // kept.
@@ -75,6 +97,9 @@ type keyedAsk struct {
 	reply []byte // the encoded reply, once Respond gave one
 	err   error  // why the reply could not be encoded
 	given bool   // Respond gave a reply
+	// attempt is the execution this is of the request, from 1: more when
+	// an earlier one was admitted and never answered (strict durability).
+	attempt uint64
 }
 
 // WithIdempotencyKey returns ctx naming key as the idempotency key of the
@@ -152,11 +177,68 @@ func (c *cell[S, M, C]) lookupKeyed(ctx *Context[S, M, C], e *envelope[M]) (*ret
 			if r.hash != sum {
 				return nil, fmt.Errorf("%w: key %q was first used for another request to %s/%s (request %s)", ErrIdempotencyConflict, key, c.k.def.Name, c.key, r.rid)
 			}
+			if r.pending() {
+				// Admitted and never answered: this runs it again.
+				ctx.keyed = &keyedAsk{key: key, hash: sum, attempt: r.attempt + 1}
+				return nil, nil
+			}
 			return r, nil
 		}
 	}
-	ctx.keyed = &keyedAsk{key: key, hash: sum}
+	ctx.keyed = &keyedAsk{key: key, hash: sum, attempt: 1}
 	return nil, nil
+}
+
+// strict reports whether the kind admits its messages under strict
+// durability.
+func (c *cell[S, M, C]) strict() bool { return c.durable() && (c.k.def.Strict || c.k.h.Strict) }
+
+// admit admits the message ctx handles under strict durability, before
+// its handler runs: a keyed ask's request is written to the record as
+// pending at the write level, any other message waits for a read
+// barrier (but the first of an activation, whose start confirmed the
+// key: fresh). A message that cannot be admitted gets ErrNotAdmitted and
+// does not run; a failed write or barrier also loses the activation (as
+// any failed commit does), whose next message acquires the key again.
+func (c *cell[S, M, C]) admit(ctx *Context[S, M, C], fresh bool) error {
+	kd := ctx.keyed
+	if kd == nil {
+		if !fresh {
+			ctx.confirmed = false // confirmed for this message, not an earlier one
+		}
+		if err := ctx.commit(true); err != nil {
+			return fmt.Errorf("%w: %s/%s: %w", ErrNotAdmitted, c.k.def.Name, c.key, err)
+		}
+		return nil
+	}
+	c.mu.Lock()
+	x := c.ext()
+	c.mu.Unlock()
+	ctx.gateMu.Lock()
+	waiting := 0
+	for _, r := range x.retained {
+		if r.pending() && r.key != kd.key {
+			waiting++
+		}
+	}
+	if waiting >= maxPending {
+		ctx.gateMu.Unlock()
+		return fmt.Errorf("%w: %w: %s/%s: %d keyed requests admitted and not answered, at most %d", ErrNotAdmitted, ErrUnavailable, c.k.def.Name, c.key, waiting, maxPending)
+	}
+	r := retained{key: kd.key, hash: kd.hash, at: time.Now(), rid: ctx.slot.requestID().String(), kind: retainedPending, attempt: kd.attempt}
+	x.retained = pruneRetained(append(withoutKey(x.retained, kd.key), r), r.at)
+	ctx.dirty = true
+	err := ctx.commitLocked(false)
+	ctx.gateMu.Unlock()
+	if err != nil {
+		return fmt.Errorf("%w: %s/%s: %w", ErrNotAdmitted, c.k.def.Name, c.key, err)
+	}
+	return nil
+}
+
+// withoutKey returns rs without the entry of idempotency key key.
+func withoutKey(rs []retained, key string) []retained {
+	return slices.DeleteFunc(rs, func(r retained) bool { return r.key == key })
 }
 
 // retainReply keeps r, the reply Respond gives to a keyed ask, before
@@ -217,7 +299,7 @@ func (c *cell[S, M, C]) keep(ctx *Context[S, M, C], r retained) {
 	x := c.ext()
 	c.mu.Unlock()
 	ctx.gateMu.Lock() // a commit of a goroutine the handler started may be encoding them
-	x.retained = pruneRetained(append(x.retained, r), r.at)
+	x.retained = pruneRetained(append(withoutKey(x.retained, r.key), r), r.at)
 	ctx.dirty = true
 	ctx.gateMu.Unlock()
 }
@@ -243,16 +325,26 @@ func (c *cell[S, M, C]) setRetained(ctx *Context[S, M, C], kept []retained) {
 // from elsewhere), then the oldest beyond maxRetained or beyond
 // maxRetainedBytes. The newest stays whatever its size; its body is
 // dropped if it alone exceeds the budget (a retry then gets
-// ErrOutcomeUnknown rather than a record too large to store).
+// ErrOutcomeUnknown rather than a record too large to store). Pending
+// requests are never dropped (admit bounds them) and count toward the
+// budgets first.
 func pruneRetained(rs []retained, now time.Time) []retained {
+	var pending []retained
 	rs = slices.DeleteFunc(rs, func(r retained) bool {
+		if r.pending() {
+			pending = append(pending, r)
+			return true
+		}
 		age := now.Sub(r.at)
 		return age > retainFor || age < -retainFor
 	})
-	if n := len(rs) - maxRetained; n > 0 {
-		rs = slices.Delete(rs, 0, n)
+	if n := len(rs) + len(pending) - maxRetained; n > 0 {
+		rs = slices.Delete(rs, 0, min(n, len(rs)))
 	}
 	total := 0
+	for _, r := range pending {
+		total += r.size()
+	}
 	for _, r := range rs {
 		total += r.size()
 	}
@@ -266,7 +358,7 @@ func pruneRetained(rs []retained, now time.Time) []retained {
 		last := &rs[len(rs)-1]
 		last.kind, last.body, last.name, last.text = retainedTooLarge, nil, "", ""
 	}
-	return rs
+	return append(pending, rs...)
 }
 
 // size is about the bytes r takes in a record.
@@ -303,16 +395,21 @@ func appendRetained(b []byte, rs []retained) []byte {
 		b = binary.AppendVarint(b, r.at.UnixNano())
 		b = appendString(b, r.rid)
 		b = append(b, r.kind)
-		b = binary.AppendUvarint(b, uint64(len(r.body)))
-		b = append(b, r.body...)
+		body := r.body
+		if r.pending() {
+			body = binary.AppendUvarint(nil, r.attempt)
+		}
+		b = binary.AppendUvarint(b, uint64(len(body)))
+		b = append(b, body...)
 		b = appendString(b, r.name)
 		b = appendString(b, r.text)
 	}
 	return b
 }
 
-// readRetained reads the kept answers appendRetained wrote.
-func (r *recordReader) retained() []retained {
+// readRetained reads the kept answers appendRetained wrote; with pending,
+// requests admitted and not answered too (format 3).
+func (r *recordReader) retained(pending bool) []retained {
 	n := r.uvarint()
 	if r.err != nil || n > maxRetained {
 		if r.err == nil {
@@ -338,9 +435,21 @@ func (r *recordReader) retained() []retained {
 		if r.err != nil {
 			return nil
 		}
-		if x.kind < retainedReply || x.kind > retainedTooLarge {
+		last := retainedTooLarge
+		if pending {
+			last = retainedPending
+		}
+		if x.kind < retainedReply || x.kind > last {
 			r.err = fmt.Errorf("%w: kept answer of kind %d", errRecord, x.kind)
 			return nil
+		}
+		if x.pending() {
+			n, used := binary.Uvarint(x.body)
+			if used <= 0 || used != len(x.body) || n == 0 {
+				r.err = fmt.Errorf("%w: a pending request's attempt", errRecord)
+				return nil
+			}
+			x.attempt, x.body = n, nil
 		}
 		rs = append(rs, x)
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -36,12 +37,14 @@ import (
 // acquires it again and adopts what the replicas hold.
 
 // The formats of a stored record; a newer one is refused. 2 adds the
-// answers kept for keyed asks (see continuity.go) after the timers; a
-// record that keeps none is still written as 1, which older binaries
-// read.
+// answers kept for keyed asks (see continuity.go) after the timers; 3
+// lets them hold pending requests (strict durability), whose body is the
+// attempt. A record is written in the oldest format that holds it, which
+// older binaries read.
 const (
-	recordVersion     = 1
-	recordVersionKept = 2
+	recordVersion        = 1
+	recordVersionKept    = 2
+	recordVersionPending = 3
 )
 
 // storedTimer is a timer kept in a key's record: its name, when it fires
@@ -533,7 +536,7 @@ func (c *cell[S, M, C]) load(ctx *Context[S, M, C]) (S, []liveTimer[M], error) {
 		st.Resign(k.def.Name, c.key)
 		// Nothing ran on the key yet: an acquisition superseded meanwhile
 		// is tried again, unseen by the message's sender.
-		if wait, again := st.Retry(err, attempt); again && sleepCtx(sctx, wait) {
+		if wait, again := st.Retry(k.def.Name, c.key, err, attempt); again && sleepCtx(sctx, wait) {
 			continue
 		}
 		ctx.unreached = true
@@ -587,9 +590,12 @@ func (c *cell[S, M, C]) record() ([]byte, error) {
 		kept = c.x.retained // under the Context's gateMu, held by every commit
 	}
 	c.mu.Unlock()
-	if len(kept) > 0 {
+	switch {
+	case slices.ContainsFunc(kept, retained.pending):
+		out = append(out, recordVersionPending)
+	case len(kept) > 0:
 		out = append(out, recordVersionKept)
-	} else {
+	default:
 		out = append(out, recordVersion)
 	}
 	out = binary.AppendUvarint(out, uint64(len(state)))
@@ -632,8 +638,8 @@ func decodeRecord[S any](h *host.Host, b []byte) (S, []storedTimer, []retained, 
 	if len(b) == 0 {
 		return s, nil, nil, fmt.Errorf("%w: empty", errRecord)
 	}
-	if b[0] != recordVersion && b[0] != recordVersionKept {
-		return s, nil, nil, fmt.Errorf("%w: format %d, this binary reads %d and %d", errRecord, b[0], recordVersion, recordVersionKept)
+	if b[0] < recordVersion || b[0] > recordVersionPending {
+		return s, nil, nil, fmt.Errorf("%w: format %d, this binary reads %d to %d", errRecord, b[0], recordVersion, recordVersionPending)
 	}
 	r := recordReader{b: b[1:]}
 	state := r.bytes()
@@ -655,8 +661,8 @@ func decodeRecord[S any](h *host.Host, b []byte) (S, []storedTimer, []retained, 
 		timers = append(timers, t)
 	}
 	var kept []retained
-	if b[0] == recordVersionKept {
-		kept = r.retained()
+	if b[0] >= recordVersionKept {
+		kept = r.retained(b[0] == recordVersionPending)
 	}
 	if r.err == nil && len(r.b) != 0 {
 		r.err = fmt.Errorf("%w: %d trailing bytes", errRecord, len(r.b))

@@ -67,7 +67,7 @@ func (s *memStore) Delete(_ context.Context, typ, key string) error {
 }
 
 func (s *memStore) Resign(string, string) {}
-func (s *memStore) Retry(err error, attempt int) (time.Duration, bool) {
+func (s *memStore) Retry(_, _ string, err error, attempt int) (time.Duration, bool) {
 	return time.Millisecond, attempt < 3 && errors.Is(err, errSuperseded)
 }
 

@@ -13,9 +13,9 @@ import (
 )
 
 func TestARecordOfANewerFormatIsRefused(t *testing.T) {
-	_, _, _, err := decodeRecord[int](nil, []byte{recordVersionKept + 1, 1, 0x05, 0})
+	_, _, _, err := decodeRecord[int](nil, []byte{recordVersionPending + 1, 1, 0x05, 0})
 	if !errors.Is(err, errRecord) {
-		t.Fatalf("a record of format %d: %v, want errRecord", recordVersionKept+1, err)
+		t.Fatalf("a record of format %d: %v, want errRecord", recordVersionPending+1, err)
 	}
 }
 
@@ -53,6 +53,7 @@ func FuzzDecodeRecord(f *testing.F) {
 	f.Add([]byte{recordVersion, 1, 0x2a, 0})
 	f.Add([]byte{recordVersion, 1, 0x2a, 1, 1, 't', 2, 2, 1, 'm', 1, 0xc0})
 	f.Add(appendRetained([]byte{recordVersionKept, 1, 0x2a, 0}, []retained{{key: "k", at: time.Unix(1, 0), rid: "r", kind: retainedReply, body: []byte{0x01}}}))
+	f.Add(appendRetained([]byte{recordVersionPending, 1, 0x2a, 0}, []retained{{key: "k", at: time.Unix(1, 0), rid: "r", kind: retainedPending, attempt: 2}}))
 	h := host.New(host.Settings{})
 	defer h.Close(f.Context())
 	f.Fuzz(func(t *testing.T, b []byte) {
@@ -111,5 +112,60 @@ func TestKeptAnswersAreBoundedByAgeAndCount(t *testing.T) {
 	}
 	if rs[0].key != "5" || rs[len(rs)-1].key != fmt.Sprint(maxRetained+4) {
 		t.Fatalf("kept %s..%s, want the newest %d (5..%d)", rs[0].key, rs[len(rs)-1].key, maxRetained, maxRetained+4)
+	}
+}
+
+func TestARecordRoundTripsItsPendingRequests(t *testing.T) {
+	kept := []retained{
+		{key: "pay-1", hash: [32]byte{9}, at: time.Unix(1700000000, 0), rid: "r1", kind: retainedPending, attempt: 3},
+		{key: "pay-2", at: time.Unix(1700000001, 0), rid: "r2", kind: retainedReply, body: []byte{0x2a}},
+	}
+	body := appendRetained(nil, kept)
+	rec := append(appendString([]byte{recordVersionPending}, "\x2a"), 0)
+	_, _, got, err := decodeRecord[int](nil, append(rec, body...))
+	if err != nil || len(got) != 2 {
+		t.Fatalf("decode: %v %v", got, err)
+	}
+	if g := got[0]; !g.pending() || g.attempt != 3 || g.key != "pay-1" || g.hash != kept[0].hash || len(g.body) != 0 {
+		t.Fatalf("the pending request decoded as %+v", g)
+	}
+	// Format 2 holds no pending request, and an attempt must be a
+	// positive uvarint, whole.
+	rec2 := append(appendString([]byte{recordVersionKept}, "\x2a"), 0)
+	if _, _, _, err := decodeRecord[int](nil, append(rec2, body...)); !errors.Is(err, errRecord) {
+		t.Fatalf("a pending request in a format 2 record: %v, want errRecord", err)
+	}
+	for _, attempt := range [][]byte{{}, {0}, {1, 1}, {0x80}} {
+		bad := binary.AppendUvarint(nil, 1)
+		bad = appendString(bad, "k")
+		bad = append(bad, make([]byte, 32)...)
+		bad = binary.AppendVarint(bad, 1)
+		bad = appendString(bad, "")
+		bad = append(bad, retainedPending)
+		bad = appendString(bad, string(attempt))
+		bad = appendString(bad, "")
+		bad = appendString(bad, "")
+		if _, _, _, err := decodeRecord[int](nil, append(slices.Clone(rec), bad...)); !errors.Is(err, errRecord) {
+			t.Fatalf("a pending request whose attempt is % x: %v, want errRecord", attempt, err)
+		}
+	}
+}
+
+func TestPendingRequestsAreNeverPruned(t *testing.T) {
+	now := time.Unix(1700000000, 0)
+	rs := []retained{{key: "pending", at: now.Add(-2 * retainFor), kind: retainedPending, attempt: 1}}
+	for i := range maxRetained + 5 {
+		rs = append(rs, retained{key: fmt.Sprint(i), at: now.Add(time.Duration(i)), kind: retainedReply, body: make([]byte, 1024)})
+	}
+	rs = pruneRetained(rs, now.Add(maxRetained+5))
+	if !slices.ContainsFunc(rs, func(r retained) bool { return r.key == "pending" && r.pending() }) {
+		t.Fatal("a pending request older than retainFor, beyond the count and byte budgets, was pruned")
+	}
+	total := 0
+	for _, r := range rs {
+		total += r.size()
+	}
+	if len(rs) > maxRetained || total > maxRetainedBytes+rs[len(rs)-1].size() {
+		t.Fatalf("kept %d answers of %d bytes; the budgets are %d and %d", len(rs), total, maxRetained, maxRetainedBytes)
 	}
 }

@@ -24,6 +24,7 @@ var (
 	ErrInvalidIdempotencyKey  = fault.ErrInvalidIdempotencyKey
 	ErrIdempotencyConflict    = fault.ErrIdempotencyConflict
 	ErrIdempotencyUnsupported = fault.ErrIdempotencyUnsupported
+	ErrNotAdmitted            = fault.ErrNotAdmitted
 )
 
 // errClosedWhileRunning fails an ask whose handler had started (or

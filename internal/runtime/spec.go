@@ -37,6 +37,9 @@ type Spec[S, M, C any] struct {
 	// written at Level on Replicas copies (see durable.go).
 	Durable bool
 	Level   replication.Level
+	// Strict admits each message only once its key's write level is met
+	// for it, before its handler runs (see continuity.go).
+	Strict bool
 	// StateFailed makes the error of a stored state that does not decode
 	// (nil: a plain error), so that the typed API's StateError reaches
 	// askers.
