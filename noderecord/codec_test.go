@@ -158,7 +158,7 @@ func TestDecodeRefusesMalformedInput(t *testing.T) {
 }
 
 func TestDecodeReportsAFieldOverItsLimitAsTooLargeAndMalformed(t *testing.T) {
-	b := ordered(t, "v", 1, "cluster", "c", "node", strings.Repeat("n", MaxIDBytes+1), "role", "r", "incarnation", "i", "seq", 0)
+	b := ordered(t, "v", 1, "cluster", "c", "node", strings.Repeat("n", MaxFieldBytes+1), "role", "r", "incarnation", "i", "seq", 0)
 	_, err := Decode(b)
 	var fe *FieldError
 	if !errors.Is(err, ErrMalformed) || !errors.Is(err, ErrTooLarge) || !errors.As(err, &fe) || fe.Field != "Node" {

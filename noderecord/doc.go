@@ -9,7 +9,7 @@
 // chosen at start), says where to reach it (data and admin addresses),
 // what it runs (build version, start time), how it is (Health, and a
 // separate Ready flag), a few cumulative counters and at most 16
-// labels. Every field has a limit (MaxIDBytes and the rest); Validate
+// labels. Every field has a limit (MaxFieldBytes and the rest); Validate
 // refuses a record over one with a *FieldError matching ErrTooLarge.
 // Records hold no secrets and nothing per actor: they are rebuilt from
 // the live processes whenever a store loses them.

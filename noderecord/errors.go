@@ -26,10 +26,6 @@ var ErrUnsupportedVersion = errors.New("troupe: node record format too new")
 // the *ConfigError it comes in names the field.
 var ErrInvalidConfig = errors.New("troupe: invalid node record config")
 
-// ErrInvalidTTL is returned by Store.Put for a lease TTL that is not
-// positive.
-var ErrInvalidTTL = errors.New("troupe: node record lease TTL must be positive")
-
 // ErrNotFound is returned by Store.Get when no live record has the key:
 // none was put, it was removed, or its lease lapsed.
 var ErrNotFound = errors.New("troupe: node record not found")

@@ -28,13 +28,13 @@ func full() Record {
 // largest returns a record with every field at its limit.
 func largest() Record {
 	r := full()
-	r.Cluster, r.Node, r.Role, r.Incarnation = strings.Repeat("c", MaxIDBytes), strings.Repeat("n", MaxIDBytes), strings.Repeat("r", MaxIDBytes), strings.Repeat("i", MaxIDBytes)
-	r.DataAddr, r.AdminAddr = strings.Repeat("d", MaxAddrBytes), strings.Repeat("a", MaxAddrBytes)
-	r.BuildVersion = strings.Repeat("v", MaxVersionBytes)
+	r.Cluster, r.Node, r.Role, r.Incarnation = strings.Repeat("c", MaxFieldBytes), strings.Repeat("n", MaxFieldBytes), strings.Repeat("r", MaxFieldBytes), strings.Repeat("i", MaxFieldBytes)
+	r.DataAddr, r.AdminAddr = strings.Repeat("d", MaxFieldBytes), strings.Repeat("a", MaxFieldBytes)
+	r.BuildVersion = strings.Repeat("v", MaxFieldBytes)
 	r.Labels = map[string]string{}
 	for i := range MaxLabels {
 		k := strings.Repeat(string(rune('a'+i)), MaxLabelKeyBytes)
-		r.Labels[k] = strings.Repeat("x", MaxLabelValueBytes)
+		r.Labels[k] = strings.Repeat("x", MaxFieldBytes)
 	}
 	return r
 }

@@ -14,18 +14,14 @@ import (
 // *FieldError that matches ErrTooLarge; Decode refuses input over
 // MaxEncodedBytes before it reads a field.
 const (
-	// MaxIDBytes bounds Cluster, Node, Role and Incarnation.
-	MaxIDBytes = 256
-	// MaxAddrBytes bounds DataAddr and AdminAddr.
-	MaxAddrBytes = 256
-	// MaxVersionBytes bounds BuildVersion.
-	MaxVersionBytes = 256
+	// MaxFieldBytes bounds each string field: the ids (Cluster, Node,
+	// Role, Incarnation), the addresses, BuildVersion and a label's
+	// value.
+	MaxFieldBytes = 256
 	// MaxLabels bounds the number of labels.
 	MaxLabels = 16
 	// MaxLabelKeyBytes bounds a label's key.
 	MaxLabelKeyBytes = 63
-	// MaxLabelValueBytes bounds a label's value.
-	MaxLabelValueBytes = 256
 	// MaxEncodedBytes bounds a whole encoded record. A record within the
 	// field limits encodes to well under it; the bound is for input.
 	MaxEncodedBytes = 16 << 10
@@ -157,10 +153,10 @@ func (r Record) Validate() error {
 		name, v string
 		limit   int
 	}{
-		{"Incarnation", r.Incarnation, MaxIDBytes},
-		{"DataAddr", r.DataAddr, MaxAddrBytes},
-		{"AdminAddr", r.AdminAddr, MaxAddrBytes},
-		{"BuildVersion", r.BuildVersion, MaxVersionBytes},
+		{"Incarnation", r.Incarnation, MaxFieldBytes},
+		{"DataAddr", r.DataAddr, MaxFieldBytes},
+		{"AdminAddr", r.AdminAddr, MaxFieldBytes},
+		{"BuildVersion", r.BuildVersion, MaxFieldBytes},
 	} {
 		if err := checkText(f.name, f.v, f.limit); err != nil {
 			return err
@@ -183,7 +179,7 @@ func (r Record) Validate() error {
 		if err := checkText("Labels key "+quote(k), k, MaxLabelKeyBytes); err != nil {
 			return err
 		}
-		if err := checkText("Labels["+quote(k)+"]", r.Labels[k], MaxLabelValueBytes); err != nil {
+		if err := checkText("Labels["+quote(k)+"]", r.Labels[k], MaxFieldBytes); err != nil {
 			return err
 		}
 	}
@@ -194,7 +190,7 @@ func checkID(field, v string) error {
 	if v == "" {
 		return &FieldError{Field: field, Reason: "is empty"}
 	}
-	if err := checkText(field, v, MaxIDBytes); err != nil {
+	if err := checkText(field, v, MaxFieldBytes); err != nil {
 		return err
 	}
 	if strings.Contains(v, "/") {

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/troupe-go/troupe/internal/membership"
 )
 
 func TestValidateAcceptsAFullRecordAndOneAtEveryLimit(t *testing.T) {
@@ -16,17 +18,17 @@ func TestValidateAcceptsAFullRecordAndOneAtEveryLimit(t *testing.T) {
 
 func TestValidateRefusesEachFieldOverItsLimitAsTooLarge(t *testing.T) {
 	cases := map[string]func(*Record){
-		"Cluster":      func(r *Record) { r.Cluster = strings.Repeat("c", MaxIDBytes+1) },
-		"Node":         func(r *Record) { r.Node = strings.Repeat("n", MaxIDBytes+1) },
-		"Role":         func(r *Record) { r.Role = strings.Repeat("r", MaxIDBytes+1) },
-		"Incarnation":  func(r *Record) { r.Incarnation = strings.Repeat("i", MaxIDBytes+1) },
-		"DataAddr":     func(r *Record) { r.DataAddr = strings.Repeat("d", MaxAddrBytes+1) },
-		"AdminAddr":    func(r *Record) { r.AdminAddr = strings.Repeat("a", MaxAddrBytes+1) },
-		"BuildVersion": func(r *Record) { r.BuildVersion = strings.Repeat("v", MaxVersionBytes+1) },
+		"Cluster":      func(r *Record) { r.Cluster = strings.Repeat("c", MaxFieldBytes+1) },
+		"Node":         func(r *Record) { r.Node = strings.Repeat("n", MaxFieldBytes+1) },
+		"Role":         func(r *Record) { r.Role = strings.Repeat("r", MaxFieldBytes+1) },
+		"Incarnation":  func(r *Record) { r.Incarnation = strings.Repeat("i", MaxFieldBytes+1) },
+		"DataAddr":     func(r *Record) { r.DataAddr = strings.Repeat("d", MaxFieldBytes+1) },
+		"AdminAddr":    func(r *Record) { r.AdminAddr = strings.Repeat("a", MaxFieldBytes+1) },
+		"BuildVersion": func(r *Record) { r.BuildVersion = strings.Repeat("v", MaxFieldBytes+1) },
 		"Labels":       func(r *Record) { r.Labels = largest().Labels; r.Labels["one-more"] = "x" },
 		"Labels key":   func(r *Record) { r.Labels = map[string]string{strings.Repeat("k", MaxLabelKeyBytes+1): "v"} },
 		`Labels["zone"]`: func(r *Record) {
-			r.Labels = map[string]string{"zone": strings.Repeat("v", MaxLabelValueBytes+1)}
+			r.Labels = map[string]string{"zone": strings.Repeat("v", MaxFieldBytes+1)}
 		},
 	}
 	for field, breakIt := range cases {
@@ -93,5 +95,11 @@ func TestHealthAndDecisionNameThemselves(t *testing.T) {
 		if d.String() != want {
 			t.Errorf("Decision(%d).String() = %q, want %q", uint8(d), d.String(), want)
 		}
+	}
+}
+
+func TestEveryMembersAddressFitsARecord(t *testing.T) {
+	if MaxFieldBytes < membership.MaxAddrLen {
+		t.Errorf("MaxFieldBytes = %d, below membership's MaxAddrLen %d: a member's address could not be its Node", MaxFieldBytes, membership.MaxAddrLen)
 	}
 }

@@ -15,10 +15,11 @@ type Store interface {
 	// Put applies the ordering rule (Decide) to r against the record
 	// stored under r.Key(), atomically, and on acceptance stores r with
 	// Observed set to now, on a lease of ttl that the next accepted
-	// update renews. An ignored update (Duplicate, Stale) is not an
-	// error and changes nothing, its lease included. A backend may round
-	// ttl up (etcd: to whole seconds). It returns ErrInvalidRecord for a
-	// record Validate refuses and ErrInvalidTTL for ttl <= 0.
+	// update renews; a ttl of zero or less means the default,
+	// DefaultTimings().LeaseTTL. An ignored update (Duplicate, Stale) is
+	// not an error and changes nothing, its lease included. A backend may
+	// round ttl up (etcd: to whole seconds). It returns ErrInvalidRecord
+	// for a record Validate refuses.
 	Put(ctx context.Context, r Record, ttl time.Duration) (PutResult, error)
 	// Get returns the live record under k, or ErrNotFound.
 	Get(ctx context.Context, k Key) (Record, error)
@@ -76,6 +77,10 @@ type Snapshot struct {
 	// Observed: the time to measure heartbeat age against
 	// (Timings.Health).
 	At time.Time
+	// Unreadable counts the records the store holds that this binary
+	// cannot read (written in a newer format, say), left out of Records
+	// rather than failing the whole snapshot during an upgrade.
+	Unreadable int
 }
 
 // EventKind says what changed.

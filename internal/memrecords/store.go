@@ -83,7 +83,7 @@ func (s *Store) Put(ctx context.Context, r noderecord.Record, ttl time.Duration)
 		return noderecord.PutResult{}, opError("put", ctxError(err))
 	}
 	if ttl <= 0 {
-		return noderecord.PutResult{}, opError("put", fmt.Errorf("%w: %v", noderecord.ErrInvalidTTL, ttl))
+		ttl = noderecord.DefaultTimings().LeaseTTL
 	}
 	if err := r.Validate(); err != nil {
 		return noderecord.PutResult{}, opError("put", err)

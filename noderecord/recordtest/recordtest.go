@@ -51,6 +51,7 @@ func Run(t *testing.T, newHarness func(t *testing.T) Harness) {
 		{"RemoveByAnOldIncarnationKeepsTheNewRecord", testRemoveOldIncarnation},
 		{"ConcurrentWriters", testConcurrentWriters},
 		{"LeaseExpiry", testLeaseExpiry},
+		{"ZeroTTLMeansTheDefaultLease", testDefaultTTL},
 		{"Removal", testRemoval},
 		{"SnapshotIsConsistentWithAnOpaqueRevision", testSnapshot},
 		{"WatchResume", testWatchResume},
@@ -321,6 +322,22 @@ func testLeaseExpiry(t *testing.T, h Harness) {
 	put(t, h.Store, r, time.Minute, noderecord.Inserted)
 }
 
+func testDefaultTTL(t *testing.T, h Harness) {
+	r := record(cluster(t), "n1", "inc-a", 0)
+	put(t, h.Store, r, 0, noderecord.Inserted)
+	if h.Advance == nil {
+		get(t, h.Store, r.Key())
+		return
+	}
+	ttl := noderecord.DefaultTimings().LeaseTTL
+	h.Advance(ttl - time.Millisecond)
+	get(t, h.Store, r.Key())
+	h.Advance(time.Millisecond)
+	if _, err := h.Store.Get(bounded(t), r.Key()); !errors.Is(err, noderecord.ErrNotFound) {
+		t.Errorf("Get once the default lease of %v lapsed = %v, want ErrNotFound", ttl, err)
+	}
+}
+
 func testRemoval(t *testing.T, h Harness) {
 	r := record(cluster(t), "n1", "inc-a", 0)
 	res := put(t, h.Store, r, time.Minute, noderecord.Inserted)
@@ -500,7 +517,7 @@ func testUnavailable(t *testing.T, h Harness) {
 	defer s.Close()
 	c := cluster(t)
 	r := record(c, "n1", "inc-a", 0)
-	const deadline = 2 * time.Second
+	const deadline = time.Second
 	for _, op := range []struct {
 		name string
 		call func(ctx context.Context) error
@@ -538,9 +555,6 @@ func testInvalidInput(t *testing.T, h Harness) {
 	bad.Labels = map[string]string{strings.Repeat("k", noderecord.MaxLabelKeyBytes+1): "v"}
 	if _, err := h.Store.Put(bounded(t), bad, time.Minute); !errors.Is(err, noderecord.ErrTooLarge) {
 		t.Errorf("Put of an oversized label = %v, want ErrTooLarge", err)
-	}
-	if _, err := h.Store.Put(bounded(t), record(c, "n1", "inc-a", 0), 0); !errors.Is(err, noderecord.ErrInvalidTTL) {
-		t.Errorf("Put with no TTL = %v, want ErrInvalidTTL", err)
 	}
 	if _, err := h.Store.Get(bounded(t), noderecord.Key{Cluster: c, Role: "member", Node: "a/b"}); !errors.Is(err, noderecord.ErrInvalidRecord) {
 		t.Errorf("Get of a key with '/' = %v, want ErrInvalidRecord", err)
