@@ -1,0 +1,38 @@
+// Package etcdrecords keeps Troupe's node records in etcd: a
+// noderecord.Store for deployments that want the cluster's records in a
+// strongly consistent store of their own, outside the processes. It is a
+// module of its own, so that the core does not depend on etcd.
+//
+// # Layout
+//
+// Each record is one key,
+//
+//	<Prefix>/clusters/<cluster>/nodes/<role>/<node>
+//
+// (Prefix defaults to /troupe), whose value is the record as
+// noderecord.Encode writes it, attached to an etcd lease of the TTL the
+// writer asked for, rounded up to whole seconds. The lease lapses when
+// no accepted update renews it, and etcd deletes the key.
+//
+// # Ordering
+//
+// Put reads the key, applies noderecord.Decide to the stored record,
+// and writes in a transaction that compares the key's mod revision
+// with the one it read (or its absence), so that no other writer came
+// between; when one did, it reads again. Each accepted update takes a
+// new lease and revokes the one it replaced; a duplicate or stale
+// update writes nothing and renews nothing.
+//
+// # Reading
+//
+// Snapshot is one linearizable range read of the cluster's prefix: its
+// records and the response's revision. Watch follows the prefix from a
+// revision; when etcd compacted it, the watcher reports
+// noderecord.ErrCompacted and the reader relists. A record this binary
+// cannot read (a newer format) is left out of snapshots and watches and
+// counted in Snapshot's Unreadable.
+//
+// Revisions are etcd's, as decimal strings; callers treat them as
+// opaque. Observed is set from the writer's clock, as etcd has none to
+// offer.
+package etcdrecords

@@ -1,0 +1,440 @@
+package etcdrecords
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/troupe-go/troupe/noderecord"
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// DefaultPrefix is the Config.Prefix of a zero Config.
+const DefaultPrefix = "/troupe"
+
+// Config configures a Store. The zero value is the default.
+type Config struct {
+	// Prefix is where the records live in etcd's key space, without a
+	// trailing '/'. Default DefaultPrefix.
+	Prefix string
+	// Now sets Observed. Default time.Now.
+	Now func() time.Time
+}
+
+// Store is a noderecord.Store in etcd. Create it with New.
+type Store struct {
+	client *clientv3.Client
+	prefix string
+	now    func() time.Time
+
+	// closing ends at Close, and with it every watch.
+	closing context.Context
+	close   context.CancelFunc
+	mu      sync.Mutex
+	closed  bool
+}
+
+var _ noderecord.Store = (*Store)(nil)
+
+// New returns a store over client, which carries the endpoints, TLS
+// and credentials. The store does not close the client.
+func New(client *clientv3.Client, cfg Config) (*Store, error) {
+	if client == nil {
+		return nil, errors.New("troupe: etcdrecords: nil client")
+	}
+	if cfg.Prefix == "" {
+		cfg.Prefix = DefaultPrefix
+	}
+	if !strings.HasPrefix(cfg.Prefix, "/") || strings.HasSuffix(cfg.Prefix, "/") {
+		return nil, fmt.Errorf("troupe: etcdrecords: Config.Prefix %q must start with '/' and not end with one", cfg.Prefix)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	closing, cancel := context.WithCancel(context.Background())
+	return &Store{client: client, prefix: cfg.Prefix, now: cfg.Now, closing: closing, close: cancel}, nil
+}
+
+// Key returns the etcd key of a record.
+func (s *Store) Key(k noderecord.Key) string {
+	return s.clusterPrefix(k.Cluster) + k.Role + "/" + k.Node
+}
+
+func (s *Store) clusterPrefix(cluster string) string {
+	return s.prefix + "/clusters/" + cluster + "/nodes/"
+}
+
+// Put implements noderecord.Store.
+func (s *Store) Put(ctx context.Context, r noderecord.Record, ttl time.Duration) (noderecord.PutResult, error) {
+	if err := s.begin(ctx); err != nil {
+		return noderecord.PutResult{}, opError("put", err)
+	}
+	if ttl <= 0 {
+		ttl = noderecord.DefaultTimings().LeaseTTL
+	}
+	if err := r.Validate(); err != nil {
+		return noderecord.PutResult{}, opError("put", err)
+	}
+	key := s.Key(r.Key())
+	// Whole seconds, rounded up: etcd's unit.
+	seconds := int64((ttl + time.Second - 1) / time.Second)
+	var lease clientv3.LeaseID // granted once, kept across retries
+	defer func() {
+		if lease != 0 {
+			s.revoke(ctx, lease) // granted, then not used
+		}
+	}()
+	for {
+		got, err := s.client.Get(ctx, key)
+		if err != nil {
+			return noderecord.PutResult{}, opError("put", s.backendError(ctx, err))
+		}
+		var stored *noderecord.Record
+		var modRev int64
+		var oldLease clientv3.LeaseID
+		if len(got.Kvs) == 1 {
+			kv := got.Kvs[0]
+			modRev, oldLease = kv.ModRevision, clientv3.LeaseID(kv.Lease)
+			// A record this binary cannot read is replaced, as a restart.
+			if prev, err := noderecord.Decode(kv.Value); err == nil {
+				stored = &prev
+			} else {
+				stored = &noderecord.Record{}
+			}
+		}
+		d := noderecord.Decide(stored, r)
+		if !d.Accepted() {
+			return noderecord.PutResult{Decision: d, Revision: revision(got.Header.Revision)}, nil
+		}
+		if lease == 0 {
+			g, err := s.client.Grant(ctx, seconds)
+			if err != nil {
+				return noderecord.PutResult{}, opError("put", s.backendError(ctx, err))
+			}
+			lease = g.ID
+		}
+		r.Observed = s.now()
+		data, err := noderecord.Encode(r)
+		if err != nil {
+			return noderecord.PutResult{}, opError("put", err)
+		}
+		// Mod revision 0 is a key that does not exist.
+		txn, err := s.client.Txn(ctx).
+			If(clientv3.Compare(clientv3.ModRevision(key), "=", modRev)).
+			Then(clientv3.OpPut(key, string(data), clientv3.WithLease(lease))).
+			Commit()
+		if err != nil {
+			return noderecord.PutResult{}, opError("put", s.backendError(ctx, err))
+		}
+		if txn.Succeeded {
+			used := lease
+			lease = 0
+			if oldLease != 0 && oldLease != used {
+				s.revoke(ctx, oldLease)
+			}
+			return noderecord.PutResult{Decision: d, Revision: revision(txn.Header.Revision)}, nil
+		}
+		// Another writer came between the read and the write: decide
+		// again on what it wrote.
+	}
+}
+
+// revoke drops a lease that holds no record any more. It is tidiness:
+// a lease left over lapses on its own, holding nothing.
+func (s *Store) revoke(ctx context.Context, id clientv3.LeaseID) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+	defer cancel()
+	s.client.Revoke(ctx, id) //nolint:errcheck // see above
+}
+
+// Get implements noderecord.Store.
+func (s *Store) Get(ctx context.Context, k noderecord.Key) (noderecord.Record, error) {
+	if err := s.begin(ctx); err != nil {
+		return noderecord.Record{}, opError("get", err)
+	}
+	if err := k.Validate(); err != nil {
+		return noderecord.Record{}, opError("get", err)
+	}
+	got, err := s.client.Get(ctx, s.Key(k))
+	if err != nil {
+		return noderecord.Record{}, opError("get", s.backendError(ctx, err))
+	}
+	if len(got.Kvs) == 0 {
+		return noderecord.Record{}, fmt.Errorf("troupe: get node record %s: %w", k, noderecord.ErrNotFound)
+	}
+	r, err := noderecord.Decode(got.Kvs[0].Value)
+	if err != nil {
+		return noderecord.Record{}, fmt.Errorf("troupe: get node record %s: %w", k, err)
+	}
+	return r, nil
+}
+
+// Remove implements noderecord.Store.
+func (s *Store) Remove(ctx context.Context, k noderecord.Key, incarnation string) (bool, error) {
+	if err := s.begin(ctx); err != nil {
+		return false, opError("remove", err)
+	}
+	if err := k.Validate(); err != nil {
+		return false, opError("remove", err)
+	}
+	key := s.Key(k)
+	for {
+		got, err := s.client.Get(ctx, key)
+		if err != nil {
+			return false, opError("remove", s.backendError(ctx, err))
+		}
+		if len(got.Kvs) == 0 {
+			return false, nil
+		}
+		kv := got.Kvs[0]
+		if r, err := noderecord.Decode(kv.Value); err != nil || r.Incarnation != incarnation {
+			return false, nil
+		}
+		txn, err := s.client.Txn(ctx).
+			If(clientv3.Compare(clientv3.ModRevision(key), "=", kv.ModRevision)).
+			Then(clientv3.OpDelete(key)).
+			Commit()
+		if err != nil {
+			return false, opError("remove", s.backendError(ctx, err))
+		}
+		if txn.Succeeded {
+			if kv.Lease != 0 {
+				s.revoke(ctx, clientv3.LeaseID(kv.Lease))
+			}
+			return true, nil
+		}
+	}
+}
+
+// Snapshot implements noderecord.Store: one linearizable range read.
+func (s *Store) Snapshot(ctx context.Context, cluster string) (noderecord.Snapshot, error) {
+	if err := s.begin(ctx); err != nil {
+		return noderecord.Snapshot{}, opError("snapshot", err)
+	}
+	if err := noderecord.ValidateCluster(cluster); err != nil {
+		return noderecord.Snapshot{}, opError("snapshot", err)
+	}
+	got, err := s.client.Get(ctx, s.clusterPrefix(cluster), clientv3.WithPrefix())
+	if err != nil {
+		return noderecord.Snapshot{}, opError("snapshot", s.backendError(ctx, err))
+	}
+	snap := noderecord.Snapshot{Revision: revision(got.Header.Revision), At: s.now()}
+	for _, kv := range got.Kvs {
+		r, ok := s.decode(kv)
+		if !ok {
+			snap.Unreadable++
+			continue
+		}
+		snap.Records = append(snap.Records, r)
+	}
+	// etcd orders by bytes, where "a-b/x" sorts before "a/x".
+	slices.SortFunc(snap.Records, func(a, b noderecord.Record) int {
+		return cmp.Or(cmp.Compare(a.Role, b.Role), cmp.Compare(a.Node, b.Node))
+	})
+	return snap, nil
+}
+
+// decode reads a stored record, and checks that it lives under its own
+// key.
+func (s *Store) decode(kv *mvccpb.KeyValue) (noderecord.Record, bool) {
+	r, err := noderecord.Decode(kv.Value)
+	if err != nil || s.Key(r.Key()) != string(kv.Key) {
+		return noderecord.Record{}, false
+	}
+	return r, true
+}
+
+// keyOf parses an etcd key under a cluster's prefix.
+func (s *Store) keyOf(cluster, key string) (noderecord.Key, bool) {
+	rest, ok := strings.CutPrefix(key, s.clusterPrefix(cluster))
+	if !ok {
+		return noderecord.Key{}, false
+	}
+	role, node, ok := strings.Cut(rest, "/")
+	return noderecord.Key{Cluster: cluster, Role: role, Node: node}, ok
+}
+
+// Watch implements noderecord.Store.
+func (s *Store) Watch(ctx context.Context, cluster string, after noderecord.Revision) (noderecord.Watcher, error) {
+	if err := s.begin(ctx); err != nil {
+		return nil, opError("watch", err)
+	}
+	if err := noderecord.ValidateCluster(cluster); err != nil {
+		return nil, opError("watch", err)
+	}
+	var from int64 = -1
+	if after != "" {
+		n, err := strconv.ParseInt(string(after), 10, 64)
+		if err != nil || n < 0 {
+			return nil, fmt.Errorf("troupe: watch node records from %q: %w", after, noderecord.ErrInvalidRevision)
+		}
+		from = n
+	}
+	// A linearizable read, for the current revision, and so that an
+	// unreachable backend fails here and not in the first Next.
+	prefix := s.clusterPrefix(cluster)
+	got, err := s.client.Get(ctx, prefix, clientv3.WithPrefix(), clientv3.WithCountOnly())
+	if err != nil {
+		return nil, opError("watch", s.backendError(ctx, err))
+	}
+	if from > got.Header.Revision {
+		return nil, fmt.Errorf("troupe: watch node records from %s: %w: the store is at %d", after, noderecord.ErrInvalidRevision, got.Header.Revision)
+	}
+	if from < 0 {
+		from = got.Header.Revision
+	}
+	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
+	stop := context.AfterFunc(s.closing, cancel)
+	w := &watcher{
+		s: s, cluster: cluster, ctx: wctx,
+		cancel: func() { stop(); cancel() },
+		ch:     s.client.Watch(wctx, prefix, clientv3.WithPrefix(), clientv3.WithRev(from+1)),
+	}
+	return w, nil
+}
+
+// Close implements noderecord.Store: it ends every watch and makes every
+// later call return noderecord.ErrClosed. It does not close the client.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed = true
+	s.close()
+	return nil
+}
+
+func (s *Store) begin(ctx context.Context) error {
+	s.mu.Lock()
+	closed := s.closed
+	s.mu.Unlock()
+	if closed {
+		return noderecord.ErrClosed
+	}
+	if err := ctx.Err(); err != nil {
+		return ctxError(err, nil)
+	}
+	return nil
+}
+
+// backendError classes an etcd client error: the caller's deadline is
+// ErrTimeout, a closed store ErrClosed, and anything else the backend
+// did not serve is ErrUnavailable, so that callers fail closed.
+func (s *Store) backendError(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return ctxError(ctx.Err(), err)
+	}
+	if s.closing.Err() != nil {
+		return noderecord.ErrClosed
+	}
+	if errors.Is(err, rpctypes.ErrCompacted) {
+		return fmt.Errorf("%w: %w", noderecord.ErrCompacted, err)
+	}
+	if errors.Is(err, context.DeadlineExceeded) || status.Code(err) == codes.DeadlineExceeded {
+		return fmt.Errorf("%w: %w", noderecord.ErrTimeout, err)
+	}
+	return fmt.Errorf("%w: %w", noderecord.ErrUnavailable, err)
+}
+
+func ctxError(ctxErr, err error) error {
+	if errors.Is(ctxErr, context.DeadlineExceeded) {
+		if err != nil {
+			return fmt.Errorf("%w: %w (%w)", noderecord.ErrTimeout, ctxErr, err)
+		}
+		return fmt.Errorf("%w: %w", noderecord.ErrTimeout, ctxErr)
+	}
+	return ctxErr
+}
+
+func opError(op string, err error) error {
+	return fmt.Errorf("troupe: %s node record: %w", op, err)
+}
+
+func revision(r int64) noderecord.Revision { return noderecord.Revision(strconv.FormatInt(r, 10)) }
+
+type watcher struct {
+	s       *Store
+	cluster string
+	ctx     context.Context // the watch's own
+	cancel  func()
+	ch      clientv3.WatchChan
+
+	mu      sync.Mutex // one Next at a time
+	pending []noderecord.Event
+}
+
+// Next implements noderecord.Watcher.
+func (w *watcher) Next(ctx context.Context) (noderecord.Event, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for len(w.pending) == 0 {
+		if err := ctx.Err(); err != nil {
+			return noderecord.Event{}, opError("watch", ctxError(err, nil))
+		}
+		select {
+		case resp, ok := <-w.ch:
+			if !ok {
+				return noderecord.Event{}, w.ended()
+			}
+			if resp.CompactRevision != 0 {
+				return noderecord.Event{}, fmt.Errorf("troupe: watch node records: %w (etcd compacted up to %d)", noderecord.ErrCompacted, resp.CompactRevision)
+			}
+			if err := resp.Err(); err != nil {
+				if w.ctx.Err() != nil {
+					return noderecord.Event{}, w.ended()
+				}
+				return noderecord.Event{}, opError("watch", w.s.backendError(ctx, err))
+			}
+			for _, ev := range resp.Events {
+				if e, ok := w.event(ev); ok {
+					w.pending = append(w.pending, e)
+				}
+			}
+		case <-ctx.Done():
+			return noderecord.Event{}, opError("watch", ctxError(ctx.Err(), nil))
+		}
+	}
+	e := w.pending[0]
+	w.pending = w.pending[1:]
+	return e, nil
+}
+
+func (w *watcher) ended() error {
+	if err := w.ctx.Err(); err != nil {
+		return fmt.Errorf("troupe: watch node records: %w: %w", noderecord.ErrClosed, err)
+	}
+	return fmt.Errorf("troupe: watch node records: %w", noderecord.ErrClosed)
+}
+
+func (w *watcher) event(ev *clientv3.Event) (noderecord.Event, bool) {
+	k, ok := w.s.keyOf(w.cluster, string(ev.Kv.Key))
+	if !ok {
+		return noderecord.Event{}, false
+	}
+	e := noderecord.Event{Key: k, Revision: revision(ev.Kv.ModRevision)}
+	if ev.Type == clientv3.EventTypeDelete {
+		e.Kind = noderecord.EventDelete
+		return e, true
+	}
+	r, ok := w.s.decode(ev.Kv)
+	if !ok {
+		return noderecord.Event{}, false
+	}
+	e.Kind, e.Record = noderecord.EventPut, r
+	return e, true
+}
+
+// Close implements noderecord.Watcher.
+func (w *watcher) Close() error {
+	w.cancel()
+	return nil
+}
