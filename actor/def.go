@@ -247,11 +247,21 @@ func Durable() Option { return func(s *settings) { s.durable = true } }
 // keyed ask (WithIdempotencyKey) is admitted by storing its request as
 // pending on the replicas; should its owner die or lose the key
 // mid-handler, a retry runs the handler again as its next attempt
-// (Context.Attempt), and the earlier attempt can no longer complete. Any
-// other message is admitted by a quorum confirming that this member
-// still owns the key. Each admission is one more round trip to the
-// replicas (a write for a keyed ask). system.Config.StrictDurability
-// sets it for every durable definition a system hosts.
+// (Context.Attempt), and the earlier attempt can no longer store its
+// state or answer (what it sent before is not recalled). A keyed ask
+// whose handler deferred its reply keeps no answer: a retry after its
+// owner died gets ErrOutcomeUnknown. Any other message is admitted by a
+// quorum confirming that this member still owns the key. Each admission
+// is one more round trip to the replicas (a write for a keyed ask).
+//
+// The pending request lives where the key's copies do: with
+// WithReplicas(n > 1) at Majority or All, on a quorum; WriteOne promises
+// no more than the owner's copy and is refused with it. A single copy
+// (Durable alone) survives a restart of its member with the same DataDir,
+// but not a move of the key to another member. system.Config.
+// StrictDurability sets it for every durable definition a system hosts
+// (but those written at WriteOne). Turn it on once every member runs a
+// version that reads the records it writes (format 3).
 func StrictDurability() Option { return func(s *settings) { s.strict = true } }
 
 // Def is an actor type: a stable name, a state type S, a message type M
@@ -395,6 +405,9 @@ func (d *Def[S, M]) validate() error {
 	}
 	if d.s.strict && !d.spec.Durable {
 		probs = append(probs, &DefinitionError{Field: "StrictDurability", Problem: "only a Durable or replicated actor keeps what admission needs"})
+	}
+	if d.s.strict && d.s.replicas > 1 && d.s.write == WriteOne {
+		probs = append(probs, &DefinitionError{Field: "StrictDurability", Problem: "WriteOne keeps an admitted request on the owner alone: use WriteMajority or WriteAll"})
 	}
 	if field, typ := codec.Unencodable(reflect.TypeFor[S](), "state"); field != "" {
 		probs = append(probs, &DefinitionError{Field: field, Problem: fmt.Sprintf("type %s cannot be encoded", typ)})

@@ -134,6 +134,10 @@ func (s *Store) Put(ctx context.Context, r noderecord.Record, ttl time.Duration)
 			Then(clientv3.OpPut(key, string(data), clientv3.WithLease(lease))).
 			Commit()
 		if err != nil {
+			// It may have committed (a deadline or a broken connection
+			// mid-commit): revoking the lease would delete the record it
+			// put. The lease lapses by itself if it went unused.
+			lease = 0
 			return noderecord.PutResult{}, opError("put", s.backendError(ctx, err))
 		}
 		if txn.Succeeded {
@@ -427,7 +431,11 @@ func (w *watcher) event(ev *clientv3.Event) (noderecord.Event, bool) {
 	}
 	r, ok := w.s.decode(ev.Kv)
 	if !ok {
-		return noderecord.Event{}, false
+		// A record this binary cannot read (a newer format, mid-upgrade)
+		// replaced the one the watcher had: that one is gone, as a
+		// Snapshot leaves it out.
+		e.Kind = noderecord.EventDelete
+		return e, true
 	}
 	e.Kind, e.Record = noderecord.EventPut, r
 	return e, true

@@ -48,8 +48,10 @@ type Store interface {
 type Watcher interface {
 	// Next returns the next event, waiting for one until ctx ends. It
 	// returns ErrCompacted when the watcher fell behind the store's
-	// history (relist), ErrClosed after Close, and ErrUnavailable or
-	// ErrTimeout as every call does.
+	// history, ErrClosed after Close, and ErrUnavailable or ErrTimeout as
+	// every call does. Any error but ctx's may end the watch (a backend
+	// may close it): the caller takes a Snapshot again and watches from
+	// its revision.
 	Next(ctx context.Context) (Event, error)
 	// Close ends the watch.
 	Close() error

@@ -3,6 +3,7 @@ package system_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -97,12 +98,24 @@ func refused(t *testing.T, def *actor.Def[int, StrictMsg], runs *atomic.Int32, c
 		nets[i].Cut()
 	}
 	before := runs.Load()
-	for _, ctx := range []context.Context{context.Background(), actor.WithIdempotencyKey(context.Background(), "k2")} {
+	// Asked on the owner, and through a member that is no replica (the
+	// refusal crosses the wire).
+	var other *system.System
+	for _, s := range systems {
+		if !slices.Contains(replicas, s.Addr()) {
+			other = s
+		}
+	}
+	for i, ctx := range []context.Context{context.Background(), actor.WithIdempotencyKey(context.Background(), "k2"), context.Background()} {
+		at := ref
+		if i == 2 {
+			at = def.Ref(other, key)
+		}
 		ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		got, err := actor.Ask(ctx, ref, SAdd{N: 1})
+		got, err := actor.Ask(ctx, at, SAdd{N: 1})
 		cancel()
 		if !errors.Is(err, actor.ErrNotAdmitted) || !errors.Is(err, actor.ErrUnavailable) {
-			t.Fatalf("an add to a strict actor whose replicas are cut off: %d, %v; want ErrNotAdmitted", got, err)
+			t.Fatalf("add %d to a strict actor whose replicas are cut off: %d, %v; want ErrNotAdmitted", i, got, err)
 		}
 	}
 	if n := runs.Load(); n != before {
@@ -147,5 +160,10 @@ func TestStrictDurabilityNeedsAnActorThatKeepsItsState(t *testing.T) {
 	var de *actor.DefinitionError
 	if err := def.Err(); !errors.As(err, &de) || de.Field != "StrictDurability" {
 		t.Fatalf("StrictDurability on an actor that keeps no state: %v, want a *DefinitionError naming it", err)
+	}
+	one := actor.Define("one", func(c *actor.Context[int, SAdd], m SAdd) error { return nil },
+		actor.WithReplicas(3, actor.WriteOne), actor.StrictDurability())
+	if err := one.Err(); !errors.As(err, &de) || de.Field != "StrictDurability" {
+		t.Fatalf("StrictDurability at WriteOne: %v, want a *DefinitionError naming it", err)
 	}
 }

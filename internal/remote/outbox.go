@@ -114,7 +114,7 @@ func (o *outbox) enqueue(key uint64, e *envelope, now bool) error {
 // if set, runs once the peer took it or it was dropped.
 type unsent struct {
 	ctx  context.Context
-	done func()
+	done func(err error) // with why it was not delivered, or nil
 }
 
 // enqueueBody is enqueue with e's body given as for appendBody: a tell's
@@ -208,7 +208,7 @@ func (o *outbox) alone(i int, l *lane, key uint64, e *envelope, enc host.Message
 		}
 		l.mu.Unlock()
 		if u.done != nil {
-			u.done()
+			u.done(rc.Err())
 		}
 	}()
 	return nil

@@ -387,6 +387,12 @@ func (r *Router) Update(self ring.NodeID, owning bool, members []cluster.Member)
 			delete(r.retiredLanes, id)
 		}
 	}
+	for id := range r.unanswered {
+		_, member := v.status[id]
+		if _, client := r.clients[id]; !member && !client {
+			delete(r.unanswered, id) // gone: nothing of it waits
+		}
+	}
 	clients := make([]ring.NodeID, 0, len(r.clients))
 	for c := range r.clients {
 		clients = append(clients, c)
@@ -1063,12 +1069,17 @@ func (r *Router) finishServed(sk servedKey, s *served, alone bool, u *unsent) bo
 	r.answering++
 	if alone && !r.closed {
 		ro := &replyOut{}
-		u.ctx, ro.unsend = context.WithCancel(context.Background())
+		ctx, unsend := context.WithCancel(context.Background())
+		u.ctx, ro.unsend = ctx, unsend
 		r.replying[sk] = ro
-		u.done = func() {
+		u.done = func(err error) {
 			r.mu.Lock()
 			if r.replying[sk] == ro {
 				delete(r.replying, sk)
+			}
+			if err != nil && ctx.Err() == nil {
+				// Lost, not withdrawn by its asker: see Retire.
+				r.unanswered[sk.from] |= 1 << laneOf(sk.id)
 			}
 			r.mu.Unlock()
 		}
@@ -1115,7 +1126,7 @@ func (r *Router) answerAs(from ring.NodeID, id uint64, body []byte, err error, u
 		// the previous one, whose ask reply drops): never over the wire.
 		r.reply(from, e)
 		if u.done != nil {
-			u.done()
+			u.done(nil)
 		}
 		return
 	}
@@ -1127,7 +1138,7 @@ func (r *Router) answerAs(from ring.NodeID, id uint64, body []byte, err error, u
 		r.unanswered[from] |= 1 << laneOf(id)
 		r.mu.Unlock()
 		if u.done != nil {
-			u.done()
+			u.done(nil) // marked already
 		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/troupe-go/troupe/internal/codec"
 	"github.com/troupe-go/troupe/internal/fault"
 	"github.com/troupe-go/troupe/internal/host"
+	"github.com/troupe-go/troupe/replication"
 	"github.com/vmihailenco/msgpack/v5"
 	"golang.org/x/crypto/blake2b"
 )
@@ -48,10 +49,15 @@ import (
 // completed (its owner died, or lost the key, mid-handler): the retry
 // runs the handler again as the next attempt (Context.Attempt), and the
 // older attempt cannot complete any more, since its owner's epoch is
-// fenced by the acquisition that found the entry. Pending entries are
-// never pruned; at most maxPending wait per key, and a keyed ask beyond
-// that is refused. Any other message is admitted by a read barrier: a
-// quorum at the level confirms that this node still owns the key.
+// fenced by the acquisition that found the entry (it can no longer store
+// its state or answer; outputs it sent before are not recalled). A
+// pending entry stays until its request is answered, for retainFor at
+// most (then it is forgotten, as a kept answer is), whatever the other
+// budgets; when maxPending would wait besides the request being
+// admitted, the oldest of them (an orphan: nobody retried it) becomes
+// lost, a kept answer whose retry gets ErrOutcomeUnknown. Any
+// other message is admitted by a read barrier: a quorum at the level
+// confirms that this node still owns the key.
 
 // Retention of kept answers, per actor key.
 const (
@@ -70,6 +76,7 @@ const (
 	retainedDeferred byte = 5 // the handler deferred its reply, which is not kept
 	retainedTooLarge byte = 6 // the answer was too large to keep (see maxRetainedBytes)
 	retainedPending  byte = 7 // body: the attempt (uvarint), admitted and not answered yet (strict durability)
+	retainedLost     byte = 8 // admitted, never answered, and no longer waited for: its outcome is unknown
 )
 
 // retained is the kept answer of one keyed ask.
@@ -88,6 +95,10 @@ type retained struct {
 
 // pending reports whether r is a request admitted and not answered yet.
 func (r retained) pending() bool { return r.kind == retainedPending }
+
+// strict reports whether r is of a kind only strict durability makes,
+// which a record of format 3 holds.
+func (r retained) strict() bool { return r.kind >= retainedPending }
 
 // keyedAsk is the keyed ask a Context is handling, before its answer is
 // kept.
@@ -190,8 +201,11 @@ func (c *cell[S, M, C]) lookupKeyed(ctx *Context[S, M, C], e *envelope[M]) (*ret
 }
 
 // strict reports whether the kind admits its messages under strict
-// durability.
-func (c *cell[S, M, C]) strict() bool { return c.durable() && (c.k.def.Strict || c.k.h.Strict) }
+// durability. The host's setting leaves out kinds written at One, whose
+// copies promise no more than the owner's own (replication.One).
+func (c *cell[S, M, C]) strict() bool {
+	return c.durable() && (c.k.def.Strict || (c.k.h.Strict && (c.k.def.Replicas <= 1 || c.k.def.Level != replication.One)))
+}
 
 // admit admits the message ctx handles under strict durability, before
 // its handler runs: a keyed ask's request is written to the record as
@@ -215,18 +229,28 @@ func (c *cell[S, M, C]) admit(ctx *Context[S, M, C], fresh bool) error {
 	x := c.ext()
 	c.mu.Unlock()
 	ctx.gateMu.Lock()
-	waiting := 0
-	for _, r := range x.retained {
-		if r.pending() && r.key != kd.key {
-			waiting++
+	rs := withoutKey(x.retained, kd.key)
+	// One message runs at a time: every other pending request is an
+	// orphan (its owner died or lost the key, and nobody retried yet).
+	// Beyond maxPending - 1 of them the oldest is given up as lost.
+	for waiting := 0; ; {
+		oldest := -1
+		waiting = 0
+		for i, r := range rs {
+			if r.pending() {
+				waiting++
+				if oldest < 0 || r.at.Before(rs[oldest].at) {
+					oldest = i
+				}
+			}
 		}
-	}
-	if waiting >= maxPending {
-		ctx.gateMu.Unlock()
-		return fmt.Errorf("%w: %w: %s/%s: %d keyed requests admitted and not answered, at most %d", ErrNotAdmitted, ErrUnavailable, c.k.def.Name, c.key, waiting, maxPending)
+		if waiting < maxPending {
+			break
+		}
+		rs[oldest].kind = retainedLost
 	}
 	r := retained{key: kd.key, hash: kd.hash, at: time.Now(), rid: ctx.slot.requestID().String(), kind: retainedPending, attempt: kd.attempt}
-	x.retained = pruneRetained(append(withoutKey(x.retained, kd.key), r), r.at)
+	x.retained = pruneRetained(append(rs, r), r.at)
 	ctx.dirty = true
 	err := ctx.commitLocked(false)
 	ctx.gateMu.Unlock()
@@ -326,17 +350,18 @@ func (c *cell[S, M, C]) setRetained(ctx *Context[S, M, C], kept []retained) {
 // maxRetainedBytes. The newest stays whatever its size; its body is
 // dropped if it alone exceeds the budget (a retry then gets
 // ErrOutcomeUnknown rather than a record too large to store). Pending
-// requests are never dropped (admit bounds them) and count toward the
-// budgets first.
+// requests are dropped only past retainFor (admit bounds their number)
+// and count toward the budgets first.
 func pruneRetained(rs []retained, now time.Time) []retained {
 	var pending []retained
 	rs = slices.DeleteFunc(rs, func(r retained) bool {
-		if r.pending() {
+		age := now.Sub(r.at)
+		old := age > retainFor || age < -retainFor
+		if r.pending() && !old {
 			pending = append(pending, r)
 			return true
 		}
-		age := now.Sub(r.at)
-		return age > retainFor || age < -retainFor
+		return old // a pending request this old is forgotten too
 	})
 	if n := len(rs) + len(pending) - maxRetained; n > 0 {
 		rs = slices.Delete(rs, 0, min(n, len(rs)))
@@ -381,6 +406,8 @@ func (c *cell[S, M, C]) answerKept(s replier, r *retained) {
 		s.fail(ErrNoReply)
 	case retainedTooLarge:
 		s.fail(fault.OutcomeUnknown("the answer to the first request with idempotency key %q was too large to keep", r.key))
+	case retainedLost:
+		s.fail(fault.OutcomeUnknown("the first request with idempotency key %q was admitted and never answered (its member died or lost the key mid-handler), and is no longer tracked", r.key))
 	default:
 		s.fail(fault.OutcomeUnknown("the first request with idempotency key %q deferred its reply, which is not kept", r.key))
 	}
@@ -437,7 +464,7 @@ func (r *recordReader) retained(pending bool) []retained {
 		}
 		last := retainedTooLarge
 		if pending {
-			last = retainedPending
+			last = retainedLost
 		}
 		if x.kind < retainedReply || x.kind > last {
 			r.err = fmt.Errorf("%w: kept answer of kind %d", errRecord, x.kind)

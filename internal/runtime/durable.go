@@ -38,8 +38,8 @@ import (
 
 // The formats of a stored record; a newer one is refused. 2 adds the
 // answers kept for keyed asks (see continuity.go) after the timers; 3
-// lets them hold pending requests (strict durability), whose body is the
-// attempt. A record is written in the oldest format that holds it, which
+// lets them hold requests pending (whose body is the attempt) and lost,
+// which only strict durability makes. A record is written in the oldest format that holds it, which
 // older binaries read.
 const (
 	recordVersion        = 1
@@ -591,7 +591,7 @@ func (c *cell[S, M, C]) record() ([]byte, error) {
 	}
 	c.mu.Unlock()
 	switch {
-	case slices.ContainsFunc(kept, retained.pending):
+	case slices.ContainsFunc(kept, retained.strict):
 		out = append(out, recordVersionPending)
 	case len(kept) > 0:
 		out = append(out, recordVersionKept)

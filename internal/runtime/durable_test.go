@@ -151,15 +151,21 @@ func TestARecordRoundTripsItsPendingRequests(t *testing.T) {
 	}
 }
 
-func TestPendingRequestsAreNeverPruned(t *testing.T) {
+func TestPendingRequestsArePrunedOnlyByAge(t *testing.T) {
 	now := time.Unix(1700000000, 0)
-	rs := []retained{{key: "pending", at: now.Add(-2 * retainFor), kind: retainedPending, attempt: 1}}
+	rs := []retained{
+		{key: "pending", at: now.Add(-retainFor / 2), kind: retainedPending, attempt: 1},
+		{key: "forgotten", at: now.Add(-retainFor - time.Second), kind: retainedPending, attempt: 1},
+	}
 	for i := range maxRetained + 5 {
 		rs = append(rs, retained{key: fmt.Sprint(i), at: now.Add(time.Duration(i)), kind: retainedReply, body: make([]byte, 1024)})
 	}
 	rs = pruneRetained(rs, now.Add(maxRetained+5))
 	if !slices.ContainsFunc(rs, func(r retained) bool { return r.key == "pending" && r.pending() }) {
-		t.Fatal("a pending request older than retainFor, beyond the count and byte budgets, was pruned")
+		t.Fatal("a pending request beyond the count and byte budgets was pruned")
+	}
+	if slices.ContainsFunc(rs, func(r retained) bool { return r.key == "forgotten" }) {
+		t.Fatal("a pending request older than retainFor was kept")
 	}
 	total := 0
 	for _, r := range rs {
