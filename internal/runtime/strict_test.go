@@ -101,5 +101,3 @@ func TestTheOldestOrphanIsGivenUpWhenTooManyRequestsArePending(t *testing.T) {
 		t.Fatalf("the retried request is kept as %+v, want its answer", kept["o1"])
 	}
 }
-
-
