@@ -25,8 +25,8 @@ import (
 // was lost, and the answers of one ledger are its sums 1 to n, each once.
 //
 // It runs when TROUPE_CHAOS_KEYED is set: a key the nemesis left
-// unacquirable for minutes (seed 7002, a known gap: docs/roadmap.md)
-// fails it on liveness, not on a duplicate.
+// unacquirable takes up to RemoveAfter (5 minutes here) to come back (a
+// known gap: docs/roadmap.md), too long for every CI run.
 func TestKeyedAsksRunOnceUnderANemesis(t *testing.T) {
 	if os.Getenv("TROUPE_CHAOS_KEYED") == "" {
 		t.Skip("set TROUPE_CHAOS_KEYED=1 to run it")
@@ -43,7 +43,9 @@ func TestKeyedAsksRunOnceUnderANemesis(t *testing.T) {
 	for i := range refs {
 		refs[i] = ledger.Ref(lc.c, fmt.Sprintf("ledger-%d", i))
 	}
-	deadline := time.Now().Add(d + 3*time.Minute)
+	// A key the nemesis left unacquirable comes back by RemoveAfter at the
+	// latest (see TestRegistersStayLinearizableUnderANemesis).
+	deadline := time.Now().Add(d + timings().RemoveAfter + 2*time.Minute)
 	// ask sends q under key until it is answered, or fails the test at
 	// the deadline; a conflict is an answer too.
 	ask := func(key string, i int, q ledgerAdd) (int, error) {
