@@ -41,7 +41,8 @@ type AdminConfig struct {
 	Metrics bool
 
 	// API serves the management API, read-only JSON under /api/v1/:
-	// this member's status, the members as it sees them, placement (the
+	// this member's status, the members as it sees them, the cluster's
+	// node records (see Config.Records), placement (the
 	// share of each ring each member owns, where a key lives) and the
 	// actor types it hosts. docs/operations.md is its reference; within
 	// v1 it only grows. A standalone system serves it too and says so.

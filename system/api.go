@@ -1,6 +1,8 @@
 package system
 
 import (
+	"context"
+
 	"github.com/troupe-go/troupe/internal/adminapi"
 	"github.com/troupe-go/troupe/internal/host"
 )
@@ -61,4 +63,16 @@ func (a *apiSource) Counts() []adminapi.Count {
 		cs = append(cs, adminapi.Count{Name: k.Name(), Queued: k.Queued(), Activations: k.Activations()})
 	}
 	return cs
+}
+
+func (a *apiSource) Records(ctx context.Context) (adminapi.Records, bool, error) {
+	if a.s.m == nil {
+		return adminapi.Records{}, false, nil
+	}
+	p := a.s.m.rec
+	snap, err := p.snapshot(ctx)
+	if err != nil {
+		return adminapi.Records{}, true, err
+	}
+	return adminapi.Records{Snapshot: snap, Timings: p.timings, Self: p.key(), Derived: !p.external}, true, nil
 }

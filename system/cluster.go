@@ -36,6 +36,7 @@ type member struct {
 	refreshMu   sync.Mutex // one placement update at a time: st sees each ring change once
 	cur         atomic.Pointer[incarnation]
 	leave       time.Duration
+	rec         *publisher    // the node record: set before the admin listener opens
 	done        chan struct{} // closed when the view loop ends
 	once        sync.Once
 	// leaveErr is what the handover abandoned; written by the handover,
@@ -215,6 +216,7 @@ func Start(ctx context.Context, cfg Config) (*System, error) {
 	cfg.Cluster = &cc // with Advertise fixed: the member's name in handlers and failures
 	s := newSystem(cfg, m.router, st)
 	s.m = m
+	m.rec = newPublisher(cfg, cc, s.started)
 	m.router.SetHost(s.h)
 	// The admin listener answers while the member joins: not ready yet.
 	err = s.startAdmin(cfg)
@@ -225,6 +227,7 @@ func Start(ctx context.Context, cfg Config) (*System, error) {
 	}
 	if err != nil {
 		s.stopAdmin(ctx)
+		m.rec.halt(log)
 		m.cancelRejoin()
 		m.router.Close()
 		s.h.Close(ctx)
@@ -253,6 +256,7 @@ func Start(ctx context.Context, cfg Config) (*System, error) {
 	// other's entry after their own or before it, never both before.
 	m.refresh()
 	go s.follow()
+	m.rec.start(s)
 	if err := waitRoutable(ctx, node, cc); err != nil {
 		cctx, cancel := context.WithTimeout(context.Background(), cfg.withDefaults().LeaveTimeout)
 		defer cancel()
@@ -604,6 +608,8 @@ func (s *System) closeMember(ctx context.Context, closeRuntime func(context.Cont
 		if m.leaveErr != nil {
 			errs = append(errs, m.leaveErr)
 		}
+		// Out of the cluster: its record goes too.
+		m.rec.halt(m.log)
 		if err := closeRuntime(ctx); err != nil {
 			errs = append(errs, err)
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/troupe-go/troupe/actor"
 	"github.com/troupe-go/troupe/cluster"
+	"github.com/troupe-go/troupe/noderecord"
 	"github.com/troupe-go/troupe/replication"
 	"github.com/troupe-go/troupe/wire"
 )
@@ -125,6 +126,24 @@ type Config struct {
 	// unregisters them. Nil: no metrics.
 	Metrics prometheus.Registerer
 
+	// Records, if set, is the node record store a cluster member
+	// publishes its record to, once a RecordTimings.Heartbeat, and reads
+	// the cluster's records from (/api/v1/records): a store every member
+	// shares, such as etcdrecords, so that each sees what every process
+	// published. A call that fails or takes over 2 s fails the
+	// readiness check "records" until a heartbeat succeeds again, and
+	// the API answers 503. The system does not close it. Nil: each
+	// member keeps an in-process store that holds its own record and
+	// those it derives from its membership view for the others (address,
+	// incarnation, status; no counters); it never fails. See
+	// docs/records.md. Only for a cluster member.
+	Records noderecord.Store
+
+	// RecordTimings are the node records' heartbeat, unhealthy and lease
+	// times. Zero fields take noderecord.DefaultTimings (5 s, 15 s, 30 s);
+	// Validate requires Heartbeat < UnhealthyAfter < LeaseTTL.
+	RecordTimings noderecord.Timings
+
 	// Admin, if set, opens the administration listener: health,
 	// readiness and metrics over HTTP, each switched on by its own
 	// field. Nil: no listener.
@@ -177,6 +196,17 @@ func (cfg Config) Validate() error {
 	}
 	if cfg.Admin != nil {
 		errs = append(errs, cfg.Admin.validate(cfg.Metrics)...)
+	}
+	if err := cfg.RecordTimings.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("%w: RecordTimings: %w", ErrInvalidConfig, err))
+	}
+	if cfg.Records != nil && cfg.Cluster == nil {
+		bad("Records", "only a cluster member publishes node records: set Cluster too")
+	}
+	if cfg.Cluster != nil {
+		if err := noderecord.ValidateCluster(cfg.Cluster.WithDefaults().ClusterName); err != nil {
+			errs = append(errs, fmt.Errorf("%w: Cluster.ClusterName: names the node records' key: %w", ErrInvalidConfig, err))
+		}
 	}
 	c := cfg.withDefaults()
 	if c.BackoffMax < c.BackoffMin {

@@ -43,6 +43,10 @@ const (
 	// ReadyCheckMajority: the member sees a majority of the cluster alive,
 	// so it serves the keys it owns rather than refusing them.
 	ReadyCheckMajority = "majority"
+	// ReadyCheckRecords: the last heartbeat put this member's node
+	// record in Config.Records and read a snapshot back in time (members
+	// with a Config.Records only: the in-process store cannot fail).
+	ReadyCheckRecords = "records"
 	// ReadyCheckNotClosing: Close has not been called, and the member is
 	// not leaving the cluster.
 	ReadyCheckNotClosing = "not_closing"
@@ -93,6 +97,10 @@ func (s *System) Readiness() Readiness {
 	}
 	if s.m != nil {
 		add(ReadyCheckMajority, known && inc.node.Owning(), "sees no majority of the cluster alive")
+		if p := s.m.rec; p.external {
+			ok, reason := p.check()
+			add(ReadyCheckRecords, ok, reason)
+		}
 	}
 	switch {
 	case s.closing.Load():

@@ -67,6 +67,10 @@ func (f *fakeSource) Counts() []adminapi.Count {
 	return []adminapi.Count{{Name: "cart", Activations: 12, Queued: 1}}
 }
 
+func (f *fakeSource) Records(context.Context) (adminapi.Records, bool, error) {
+	return adminapi.Records{}, false, nil
+}
+
 func cluster3() *fakeSource {
 	f := &fakeSource{clustered: true}
 	for i, st := range []cluster.Status{cluster.StatusAlive, cluster.StatusAlive, cluster.StatusSuspect} {

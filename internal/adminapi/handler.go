@@ -3,6 +3,7 @@ package adminapi
 import (
 	"cmp"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"net/http"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/troupe-go/troupe/cluster"
+	"github.com/troupe-go/troupe/noderecord"
 	"github.com/troupe-go/troupe/ring"
 )
 
@@ -58,6 +60,8 @@ func (h *handler) endpoint(path string) func(http.ResponseWriter, *http.Request)
 		return h.where
 	case Prefix + "types":
 		return h.types
+	case Prefix + "records":
+		return h.records
 	}
 	return nil
 }
@@ -65,7 +69,7 @@ func (h *handler) endpoint(path string) func(http.ResponseWriter, *http.Request)
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	serve := h.endpoint(r.URL.Path)
 	if serve == nil {
-		WriteError(w, http.StatusNotFound, CodeNotFound, "no such endpoint; /api/v1 has status, members, placement, placement/where and types")
+		WriteError(w, http.StatusNotFound, CodeNotFound, "no such endpoint; /api/v1 has status, members, records, placement, placement/where and types")
 		return
 	}
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
@@ -448,4 +452,56 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	slices.Sort(keys)
 	return keys
+}
+
+func (h *handler) records(w http.ResponseWriter, r *http.Request) {
+	if _, perr := query(r.URL.RawQuery); perr != nil {
+		writeParamError(w, perr)
+		return
+	}
+	rs, ok, err := h.src.Records(r.Context())
+	if !ok {
+		WriteError(w, http.StatusNotFound, CodeNotFound, "a standalone system publishes no node records")
+		return
+	}
+	if err != nil {
+		// The store's error may name its endpoints: not repeated.
+		msg := "the node record store failed to give a snapshot"
+		switch {
+		case errors.Is(err, noderecord.ErrTimeout):
+			msg = "the node record store did not give a snapshot in time"
+		case errors.Is(err, noderecord.ErrUnavailable):
+			msg = "the node record store is unavailable"
+		}
+		WriteError(w, http.StatusServiceUnavailable, CodeRecordsUnavailable, msg)
+		return
+	}
+	snap, t := rs.Snapshot, rs.Timings.WithDefaults()
+	resp := RecordsResponse{
+		Meta: Meta{SchemaVersion: SchemaVersion, GeneratedAt: h.now().UTC().Format(time.RFC3339Nano),
+			Revision: string(snap.Revision), Mode: ModeCluster},
+		Store: StoreExternal, SnapshotAt: snap.At.UTC().Format(time.RFC3339Nano),
+		HeartbeatMs: t.Heartbeat.Milliseconds(), UnhealthyAfterMs: t.UnhealthyAfter.Milliseconds(), LeaseTTLMs: t.LeaseTTL.Milliseconds(),
+		Records: make([]NodeRecord, 0, len(snap.Records)), Unreadable: snap.Unreadable,
+	}
+	if rs.Derived {
+		resp.Store = StoreMembership
+	}
+	for _, rec := range snap.Records {
+		nr := NodeRecord{Cluster: rec.Cluster, Role: rec.Role, Node: rec.Node, Incarnation: rec.Incarnation,
+			DataAddr: rec.DataAddr, AdminAddr: rec.AdminAddr, BuildVersion: rec.BuildVersion, Seq: rec.Seq,
+			ObservedAt: rec.Observed.UTC().Format(time.RFC3339Nano), HeartbeatAgeMs: max(snap.At.Sub(rec.Observed).Milliseconds(), 0),
+			Health: t.Health(rec, snap.At).String(), ReportedHealth: rec.Health.String(), Ready: rec.Ready,
+			Counters: RecordCounters{Messages: rec.Counters.Messages, Errors: rec.Counters.Errors, Activations: rec.Counters.Activations,
+				Bytes: rec.Counters.Bytes, ReplicationLagMs: rec.Counters.ReplicationLag.Milliseconds()},
+			Labels: rec.Labels, Self: rec.Key() == rs.Self, Source: SourcePublished}
+		if !rec.Started.IsZero() {
+			nr.StartTime = rec.Started.UTC().Format(time.RFC3339Nano)
+		}
+		if rs.Derived && !nr.Self {
+			nr.Source = SourceMembership
+		}
+		resp.Records = append(resp.Records, nr)
+	}
+	writeJSON(w, resp)
 }

@@ -1,6 +1,7 @@
 package adminapi
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -92,6 +93,11 @@ func (f *fake) Definitions() []Definition {
 		ds = append(ds, Definition{Name: t.Name, Replicas: max(t.Replicas, 1), Pinned: t.Pinned})
 	}
 	return ds
+}
+
+func (f *fake) Records(context.Context) (Records, bool, error) {
+	f.called("Records")
+	return Records{}, false, nil
 }
 
 func (f *fake) Counts() []Count {

@@ -1,9 +1,11 @@
 package adminapi
 
 import (
+	"context"
 	"time"
 
 	"github.com/troupe-go/troupe/cluster"
+	"github.com/troupe-go/troupe/noderecord"
 	"github.com/troupe-go/troupe/ring"
 )
 
@@ -28,6 +30,23 @@ type Source interface {
 	Definitions() []Definition
 	// Counts returns, per hosted actor type, what runs of it here now.
 	Counts() []Count
+	// Records reads the node records of this member's cluster from its
+	// record store, waiting within ctx. ok is false for a process that
+	// keeps none (a standalone system). An error means the store could
+	// not give a snapshot: the API fails closed.
+	Records(ctx context.Context) (r Records, ok bool, err error)
+}
+
+// Records is a snapshot of a cluster's node records, and how to read it.
+type Records struct {
+	Snapshot noderecord.Snapshot
+	Timings  noderecord.Timings
+	// Self is the key of the answering member's own record.
+	Self noderecord.Key
+	// Derived is set when the records other than Self's were derived by
+	// this member from its membership view (the in-process store) rather
+	// than published by their processes.
+	Derived bool
 }
 
 // Node describes the process serving the API.

@@ -177,6 +177,87 @@ type TypeInfo struct {
 	RingMembers int `json:"ring_members"`
 }
 
+// RecordsResponse is GET /api/v1/records: the node records of the
+// cluster, as the record store holds them. Its Revision is the store's
+// snapshot revision (not the membership view's, as elsewhere); compare
+// for equality only.
+type RecordsResponse struct {
+	Meta
+	// Store is StoreMembership (each member's in-process store: its own
+	// record, and the others' derived from its view) or StoreExternal (a
+	// store every member shares).
+	Store string `json:"store"`
+	// SnapshotAt is when the store read the snapshot, RFC 3339 in UTC:
+	// what heartbeat ages are measured against.
+	SnapshotAt string `json:"snapshot_at"`
+	// The records' timings, in milliseconds.
+	HeartbeatMs      int64 `json:"heartbeat_ms"`
+	UnhealthyAfterMs int64 `json:"unhealthy_after_ms"`
+	LeaseTTLMs       int64 `json:"lease_ttl_ms"`
+	// Records are ordered by role, then node.
+	Records []NodeRecord `json:"records"`
+	// Unreadable counts the records this binary cannot read (a newer
+	// format), left out of Records.
+	Unreadable int `json:"unreadable"`
+}
+
+// The values of RecordsResponse.Store.
+const (
+	StoreMembership = "membership"
+	StoreExternal   = "external"
+)
+
+// The values of NodeRecord.Source.
+const (
+	// SourcePublished: the process put the record itself.
+	SourcePublished = "published"
+	// SourceMembership: the answering member derived it from its
+	// membership view: address, incarnation, health and readiness from
+	// the member's status; no counters, no admin address or version.
+	SourceMembership = "membership"
+)
+
+// NodeRecord is one process's node record (docs/records.md).
+type NodeRecord struct {
+	Cluster string `json:"cluster"`
+	Role    string `json:"role"`
+	Node    string `json:"node"`
+	// Incarnation is the process's incarnation, as published (a decimal
+	// string for a member).
+	Incarnation  string `json:"incarnation"`
+	DataAddr     string `json:"data_addr,omitempty"`
+	AdminAddr    string `json:"admin_addr,omitempty"`
+	BuildVersion string `json:"build_version,omitempty"`
+	// StartTime is RFC 3339 in UTC; omitted when unknown.
+	StartTime string `json:"start_time,omitempty"`
+	// Seq is the heartbeat sequence of the incarnation.
+	Seq uint64 `json:"seq"`
+	// ObservedAt is when the store accepted the record, RFC 3339 in UTC;
+	// HeartbeatAgeMs is the snapshot's time since then.
+	ObservedAt     string `json:"observed_at"`
+	HeartbeatAgeMs int64  `json:"heartbeat_age_ms"`
+	// Health is as read: unhealthy once the record went unhealthy_after_ms
+	// without an update, else ReportedHealth, what the record says.
+	Health         string            `json:"health"`
+	ReportedHealth string            `json:"reported_health"`
+	Ready          bool              `json:"ready"`
+	Counters       RecordCounters    `json:"counters"`
+	Labels         map[string]string `json:"labels,omitempty"`
+	// Self is set on the answering member's own record.
+	Self bool `json:"self"`
+	// Source is SourcePublished or SourceMembership.
+	Source string `json:"source"`
+}
+
+// RecordCounters are a record's counters, cumulative since its start.
+type RecordCounters struct {
+	Messages         uint64 `json:"messages"`
+	Errors           uint64 `json:"errors"`
+	Activations      uint64 `json:"activations"`
+	Bytes            uint64 `json:"bytes"`
+	ReplicationLagMs int64  `json:"replication_lag_ms"`
+}
+
 // ErrorResponse is the body of every error.
 type ErrorResponse struct {
 	Error ErrorBody `json:"error"`
@@ -211,6 +292,9 @@ const (
 	CodeMethodNotAllowed = "method_not_allowed"
 	// CodeUnavailable (503): this member has no membership view yet.
 	CodeUnavailable = "unavailable"
+	// CodeRecordsUnavailable (503): the node record store could not
+	// give a snapshot in time; nothing older is served in its place.
+	CodeRecordsUnavailable = "records_unavailable"
 	// CodeInternal (500): the response could not be built.
 	CodeInternal = "internal"
 )

@@ -143,6 +143,9 @@ type Host struct {
 	Active   atomic.Int64
 	AsksOut  atomic.Int64
 	Restarts atomic.Int64
+	// Activated counts the keys activated since the host started: a
+	// cell's creation, not a message's delivery.
+	Activated atomic.Uint64
 }
 
 // New returns a running Host. Call Stop and Wait to end it.

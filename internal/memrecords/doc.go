@@ -19,6 +19,6 @@
 // # Failing closed
 //
 // SetUnavailable makes every call fail with noderecord.ErrUnavailable
-// until it is called with nil: the feeder says so while its view is not
-// one to answer from (not joined, no majority).
+// until it is called with nil: for tests of callers that must fail
+// closed. The system's own use never calls it.
 package memrecords

@@ -169,6 +169,7 @@ func (k *kind[S, M, C]) cellLocked(h uint64, key string, own bool) *cell[S, M, C
 		c = &cell[S, M, C]{k: k, key: key}
 		sh.t.put(h, c)
 		k.h.Active.Add(1)
+		k.h.Activated.Add(1)
 	}
 	sh.mu.Unlock()
 	return c
