@@ -6,6 +6,7 @@
 //
 //	troupe [flags] status
 //	troupe [flags] members [--status alive,suspect] [--type T]
+//	troupe [flags] records
 //	troupe [flags] placement
 //	troupe [flags] where TYPE KEY
 //	troupe [flags] types

@@ -268,3 +268,28 @@ func types(ctx context.Context, c *client, raw bool, out io.Writer) error {
 	}
 	return w.Flush()
 }
+
+func records(ctx context.Context, c *client, raw bool, out io.Writer) error {
+	var rr adminapi.RecordsResponse
+	if ok, err := fetch(ctx, c, "/api/v1/records", nil, raw, out, &rr); !ok {
+		return err
+	}
+	fmt.Fprintf(out, "%s store, snapshot at %s; unhealthy after %s without a heartbeat\n", rr.Store, rr.SnapshotAt, time.Duration(rr.UnhealthyAfterMs)*time.Millisecond)
+	w := table(out)
+	fmt.Fprintln(w, "ROLE\tNODE\tINCARNATION\tSEQ\tAGE\tHEALTH\tREADY\tVERSION\tSOURCE")
+	for _, r := range rr.Records {
+		node := r.Node
+		if r.Self {
+			node += " (self)"
+		}
+		age := (time.Duration(r.HeartbeatAgeMs) * time.Millisecond).Round(time.Millisecond)
+		fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%s\t%s\t%t\t%s\t%s\n", r.Role, node, r.Incarnation, r.Seq, age, r.Health, r.Ready, r.BuildVersion, r.Source)
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	if rr.Unreadable > 0 {
+		fmt.Fprintf(out, "%d records of a newer format left out\n", rr.Unreadable)
+	}
+	return nil
+}

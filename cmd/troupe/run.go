@@ -26,6 +26,7 @@ commands:
   members                the members as this member sees them
       --status s[,s]     only these statuses (alive, suspect, dead, leaving, joining)
       --type T           only members hosting actor type T
+  records                the node records: heartbeat age, health, readiness, version
   placement              each actor type's ring: the share each member owns
   where TYPE KEY         the replicas and the owner of one key
   types                  the actor types this member hosts, with their activations
@@ -123,7 +124,7 @@ func command(name string, args []string, o *options, stdout io.Writer) error {
 	var mf memberFlags
 	wantArgs := 0
 	switch name {
-	case "status", "placement", "types":
+	case "status", "placement", "types", "records":
 	case "members":
 		fs.Func("status", "only these statuses (a comma list; repeatable)", func(v string) error {
 			mf.statuses = append(mf.statuses, v)
@@ -135,7 +136,7 @@ func command(name string, args []string, o *options, stdout io.Writer) error {
 	default:
 		// Not repeated: a misplaced argument may be the token
 		// ("troupe --token status s3cr3t").
-		return usagef("unknown command: the commands are status, members, placement, where and types")
+		return usagef("unknown command: the commands are status, members, records, placement, where and types")
 	}
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
@@ -179,6 +180,8 @@ func command(name string, args []string, o *options, stdout io.Writer) error {
 		return placement(ctx, c, o.json, stdout)
 	case "where":
 		return where(ctx, c, pos[0], pos[1], o.json, stdout)
+	case "records":
+		return records(ctx, c, o.json, stdout)
 	default:
 		return types(ctx, c, o.json, stdout)
 	}

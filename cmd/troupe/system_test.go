@@ -43,4 +43,11 @@ func TestTheCLIReadsARealMember(t *testing.T) {
 	if code, out, errOut = troupe(append(base, "status")...); code != 0 || !strings.Contains(out, "READY") || !strings.Contains(out, s.Addr()) {
 		t.Errorf("status exited %d with\n%s%s", code, out, errOut)
 	}
+	systemtest.Await(t, func() error {
+		code, out, errOut := troupe(append(base, "records")...)
+		if code != 0 || !strings.Contains(out, s.Addr()+" (self)") || !strings.Contains(out, "healthy") || !strings.Contains(out, "membership store") {
+			return fmt.Errorf("records exited %d with\n%s%s\nwant this member's own record, healthy, from the membership store", code, out, errOut)
+		}
+		return nil
+	})
 }
