@@ -199,11 +199,13 @@ func TestMembersFollowsEveryPage(t *testing.T) {
 			ActorTypes: []string{"cart"}})
 	}
 	addr := serveAPI(t, f, admin.Options{})
-	code, out, errOut := troupe("members", "--addr", addr)
+	// Three pages of 2,500 under -race on a busy machine: the default
+	// timeout is an operator's, not this test's.
+	code, out, errOut := troupe("members", "--addr", addr, "--timeout", "2m")
 	if n := len(lines(out)) - 1; code != 0 || n != 2500 {
 		t.Errorf("members exited %d with %d rows (%s), want all 2500 over three pages", code, n, errOut)
 	}
-	code, out, _ = troupe("members", "--addr", addr, "--json")
+	code, out, _ = troupe("members", "--addr", addr, "--json", "--timeout", "2m")
 	var mr adminapi.MembersResponse
 	if err := json.Unmarshal([]byte(out), &mr); err != nil {
 		t.Fatalf("members --json over three pages is not one JSON document: %v", err)
