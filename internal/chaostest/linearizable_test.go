@@ -112,7 +112,7 @@ func (lc *labCluster) start(i int) {
 	if os.Getenv(envLog) != "" {
 		env = append(env, envLog+"=1")
 	}
-	p := proctest.Start(lc.t, proctest.Spec{Role: "member", Env: env,
+	p := proctest.Start(lc.t, proctest.Spec{Role: "member", Env: env, Exe: memberBinary(lc.t),
 		Prefix: []string{"ip", "netns", "exec", lc.lab.Host(i).NS}})
 	lc.procs[i] = p
 	if os.Getenv(envLog) != "" {
@@ -160,6 +160,7 @@ func runTrial(t *testing.T, d time.Duration, seed uint64) {
 	h := lincheck.NewHistory[string]()
 	var acked atomic.Int64 // operations that completed with an answer
 	var next atomic.Int64  // distinct written values
+	var lastErr atomic.Pointer[error]
 	op := func(r *rand.Rand, i int, kind lincheck.Op) bool {
 		ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 		defer cancel()
@@ -178,6 +179,7 @@ func runTrial(t *testing.T, d time.Duration, seed uint64) {
 			out.OK, err = actor.Ask(ctx, refs[i], regCAS{Old: in.Old, New: in.New})
 		}
 		if err != nil {
+			lastErr.Store(&err)
 			if kind == lincheck.Read {
 				return false // a failed read has no effect to check
 			}
@@ -244,7 +246,11 @@ func runTrial(t *testing.T, d time.Duration, seed uint64) {
 	for i := range refs {
 		for !op(rng, i, lincheck.Read) {
 			if ctx.Err() != nil {
-				t.Fatalf("register %d could not be read on the healed cluster within %v (seed %d, faults %v)", i, time.Since(healed), seed, faults)
+				var last error
+				if e := lastErr.Load(); e != nil {
+					last = *e
+				}
+				t.Fatalf("register %d could not be read on the healed cluster within %v (seed %d, faults %v): %v", i, time.Since(healed), seed, faults, last)
 			}
 		}
 	}

@@ -1,6 +1,8 @@
 package chaostest
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/troupe-go/troupe/internal/proctest"
@@ -9,5 +11,9 @@ import (
 
 func TestMain(m *testing.M) {
 	proctest.Roles{"member": runMember}.RunIfChild()
-	goleak.VerifyTestMain(m)
+	goleak.VerifyTestMain(m, goleak.Cleanup(func(int) {
+		if memberExe.path != "" {
+			os.RemoveAll(filepath.Dir(memberExe.path))
+		}
+	}))
 }

@@ -57,6 +57,10 @@ type Spec struct {
 	// in its own process, as ip netns exec does, so that Kill and Signal
 	// reach the child itself.
 	Prefix []string
+	// Exe, if set, is the test binary the child runs instead of this
+	// one (the same package's, built otherwise: without the race
+	// detector, say).
+	Exe string
 }
 
 // Proc is a child process as its parent sees it.
@@ -79,6 +83,9 @@ func Start(t testing.TB, spec Spec) *Proc {
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatalf("start a %s process: %v", spec.Role, err)
+	}
+	if spec.Exe != "" {
+		exe = spec.Exe
 	}
 	args := append([]string{exe, "-test.run=^$", "-test.count=1"}, spec.Args...)
 	if len(spec.Prefix) > 0 {

@@ -1,0 +1,6 @@
+//go:build race
+
+package chaostest
+
+// raceOn reports that this binary runs under the race detector.
+const raceOn = true
