@@ -343,8 +343,8 @@ func (r *Router) Update(self ring.NodeID, owning bool, members []cluster.Member)
 	var againTo []ring.NodeID
 	var refused []*pending
 	for id, p := range r.pending {
-		if !v.gone(p.to) || r.graces[p.to] != nil {
-			continue // alive, or waiting for the retirement of a leaver
+		if !v.gone(p.to) {
+			continue
 		}
 		retired := r.retiredLanes[p.to]&(1<<laneOf(id)) != 0
 		safe := p.out.ReadOnly || p.out.IdempotencyKey != "" || retired
@@ -365,6 +365,9 @@ func (r *Router) Update(self ring.NodeID, owning bool, members []cluster.Member)
 			delete(r.pending, id)
 			refused = append(refused, p)
 			continue
+		}
+		if r.graces[p.to] != nil {
+			continue // waiting for the leaver's retirement (a later view may not say it left in order)
 		}
 		if v.leftInOrder(old, p.to) {
 			// It left in order, so it says it retired, on every lane,
