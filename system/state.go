@@ -248,13 +248,15 @@ func (s *states) receivingStats() (ranges int, bytes int64) {
 }
 
 // catchUpRetry is the pause between two attempts of a catch-up that
-// could not complete (a source unreachable, or still receiving itself).
+// could not complete (a source unreachable).
 const catchUpRetry = time.Second
 
 // catchUp copies the whole ring from every other member alive until one
 // attempt completes or ctx ends. All the others, not a quorum of them:
 // which members are a key's other replicas depends on the key, and every
-// key's are among them.
+// key's are among them. Reading all of them, it needs none caught up
+// (replicanode.Node.CatchUpFromAll), so members restarted together catch
+// up from each other.
 func (s *states) catchUp(ctx context.Context, n *replicanode.Node) {
 	s.log.Warn("troupe: the store stopped uncleanly without Sync (or before a catch-up ended): its copies count again once caught up from the other members")
 	if s.viewed != nil {
@@ -279,7 +281,7 @@ func (s *states) catchUp(ctx context.Context, n *replicanode.Node) {
 			}
 		}
 		if len(sources) > 0 {
-			err := n.CatchUp(ctx, ring.Range{}, sources, len(sources))
+			err := n.CatchUpFromAll(ctx, ring.Range{}, sources)
 			if err == nil {
 				s.log.Info("troupe: caught up from the other members; this member's copies count", "sources", len(sources))
 				return

@@ -16,12 +16,16 @@ import (
 // and a prepare that names an epoch (Promised: an acquisition again above
 // a floor, which a replica that ignored the epoch would let pass), so a
 // binary that knows an older version refuses the newer
-// messages with ErrUnsupportedVersion. A decoder refuses a version above
+// messages with ErrUnsupportedVersion, and version 5 for a partial
+// catch-up request (Partial) and an answer from a source recovering
+// (Recovering). A decoder refuses a version above
 // FormatVersion, and a message in a version other than its own.
-const FormatVersion = 4
+const FormatVersion = 5
 
 func versionOf(m Message) byte {
 	switch {
+	case (m.Partial && m.Type.isSyncRequest()) || (m.Recovering && m.Type.isSyncAnswer()):
+		return 5
 	case m.Type.isFence() || (m.Type == MsgRefuse && m.Floor) || (m.Type == MsgPrepare && !m.Promised.IsZero()):
 		return 4
 	case m.Type.isDelta() || m.Type == MsgSyncIndexRequest || m.Type == MsgSyncIndex:
@@ -60,11 +64,20 @@ func versionOf(m Message) byte {
 // without records (their count is 0); its flags byte has bit 2 for Floor,
 // set on every refusal of version 4; a prepare of version 4 has a
 // Promised that is not zero, one of version 1 a zero one.
+//
+// Version 5 (a partial catch-up request: MsgSyncRequest or
+// MsgSyncIndexRequest with Partial; an answer, MsgSyncChunk or
+// MsgSyncIndex, with Recovering) has the layout of version 2 (of version
+// 3 for the index messages); its flags byte has bit 3 for Partial, set on
+// every request of version 5, and bit 4 for Recovering, set on every
+// answer of version 5.
 
 const (
 	flagCounted   = 1
 	flagDone      = 2
 	flagFloor     = 4
+	flagPartial   = 8
+	flagRecover   = 16
 	flagTombstone = 1
 )
 
@@ -95,6 +108,12 @@ func AppendEncode(b []byte, m Message) []byte {
 	}
 	if m.Type == MsgRefuse && m.Floor {
 		flags |= flagFloor
+	}
+	if m.Partial && m.Type.isSyncRequest() {
+		flags |= flagPartial
+	}
+	if m.Recovering && m.Type.isSyncAnswer() {
+		flags |= flagRecover
 	}
 	v := versionOf(m)
 	b = append(b, v, byte(m.Type), flags)
@@ -208,7 +227,9 @@ func DecodeNames(b []byte, names *Names) (Message, error) {
 	// its version.
 	floorRefusal := m.Type == MsgRefuse && v == 4
 	sincePrepare := m.Type == MsgPrepare && v == 4
-	if d.err == nil && v != versionOf(Message{Type: m.Type, Floor: floorRefusal}) && !sincePrepare {
+	partial := m.Type.isSyncRequest() && v == 5
+	recovering := m.Type.isSyncAnswer() && v == 5
+	if d.err == nil && v != versionOf(Message{Type: m.Type, Floor: floorRefusal, Partial: partial, Recovering: recovering}) && !sincePrepare {
 		d.off--
 		d.fail(ErrMalformed, "type of another version")
 	}
@@ -220,6 +241,12 @@ func DecodeNames(b []byte, names *Names) (Message, error) {
 	if floorRefusal {
 		allowed |= flagFloor
 	}
+	if partial {
+		allowed |= flagPartial
+	}
+	if recovering {
+		allowed |= flagRecover
+	}
 	flags := d.byte("flags")
 	if d.err == nil && flags&^allowed != 0 {
 		d.fail(ErrMalformed, "flags")
@@ -227,9 +254,19 @@ func DecodeNames(b []byte, names *Names) (Message, error) {
 	m.Counted = flags&flagCounted != 0
 	m.Done = flags&flagDone != 0
 	m.Floor = flags&flagFloor != 0
+	m.Partial = flags&flagPartial != 0
+	m.Recovering = flags&flagRecover != 0
 	if d.err == nil && floorRefusal && !m.Floor {
 		d.off--
 		d.fail(ErrMalformed, "refusal in version 4 without a floor")
+	}
+	if d.err == nil && partial && !m.Partial {
+		d.off--
+		d.fail(ErrMalformed, "catch-up request in version 5 that is not partial")
+	}
+	if d.err == nil && recovering && !m.Recovering {
+		d.off--
+		d.fail(ErrMalformed, "catch-up answer in version 5 from a source not recovering")
 	}
 	m.From = d.node("from")
 	m.To = d.node("to")

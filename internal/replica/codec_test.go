@@ -53,13 +53,24 @@ func sampleMessages() []Message {
 		{Type: MsgFenced, From: b, To: a, Round: 4, Range: ring.Range{Start: 1 << 40, End: 7}, Epoch: Epoch{Term: 12}, Promised: Epoch{Term: 11}, Counted: true},
 		// An acquisition again above a floor names its first epoch.
 		{Type: MsgPrepare, From: a, To: b, Key: k, Epoch: e, Promised: Epoch{Term: 3, Node: a}},
+		// A catch-up from every member reads sources still receiving.
+		{Type: MsgSyncRequest, From: a, To: b, Round: 6, Range: ring.Range{Start: 1 << 40, End: 7}, Limit: 1 << 20, Partial: true},
+		{Type: MsgSyncIndexRequest, From: a, To: b, Round: 7, Range: ring.Range{Start: 1 << 40, End: 7}, Limit: 1 << 20, Partial: true},
+		{Type: MsgSyncRequest, From: a, To: b, Round: 8, Range: ring.Range{Start: 1 << 40, End: 7}, Cursor: 1<<40 + 99, Limit: 1 << 20, Done: true, Partial: true, Records: []Record{
+			{Key: k, Kind: KindState},
+		}},
+		{Type: MsgSyncChunk, From: b, To: a, Round: 6, Cursor: 1 << 41, Recovering: true, Records: []Record{
+			{Key: k, Kind: KindState, Epoch: e, Version: 42, Value: []byte("state")},
+		}},
+		{Type: MsgSyncIndex, From: b, To: a, Round: 7, Done: true, Recovering: true},
 	}
 }
 
 // A message is encoded in its type's version only: the catch-up messages
 // in version 2, the delta accept path and the index messages of a
 // catch-up in version 3, the fence messages, a refusal naming a floor and
-// a prepare naming an epoch in version 4, the others in version 1, so a binary that knows an older
+// a prepare naming an epoch in version 4, a partial catch-up request and
+// an answer from a recovering source in version 5, the others in version 1, so a binary that knows an older
 // version refuses a newer message as newer and one message has one
 // encoding.
 func TestEachTypeHasItsOwnFormatVersion(t *testing.T) {
@@ -67,6 +78,8 @@ func TestEachTypeHasItsOwnFormatVersion(t *testing.T) {
 		b := AppendEncode(nil, m)
 		want := byte(1)
 		switch {
+		case m.Partial || m.Recovering:
+			want = 5
 		case m.Type == MsgSyncRequest || m.Type == MsgSyncChunk:
 			want = 2
 		case m.Type == MsgFence || m.Type == MsgFenced || m.Floor || (m.Type == MsgPrepare && !m.Promised.IsZero()):

@@ -121,6 +121,15 @@ type Message struct {
 	Cursor ring.Token
 	Limit  uint64
 	Done   bool
+	// Partial, on a catch-up request, asks a source still receiving part
+	// of the range to send what it holds anyway (its answer is not
+	// Counted): for a catch-up that reads every member, which needs none
+	// of them caught up (see replicanode.Node.CatchUpFromAll).
+	Partial bool
+	// Recovering, on a catch-up answer, says that the source receives
+	// the whole ring (it stopped uncleanly, or joined with an empty
+	// store): nothing it holds is known to be all it acknowledged.
+	Recovering bool
 }
 
 // isSync reports whether t is a catch-up message type, which needs format
@@ -128,6 +137,12 @@ type Message struct {
 func (t MsgType) isSync() bool {
 	return t == MsgSyncRequest || t == MsgSyncChunk || t == MsgSyncIndexRequest || t == MsgSyncIndex
 }
+
+// isSyncRequest reports whether t asks a catch-up source for records.
+func (t MsgType) isSyncRequest() bool { return t == MsgSyncRequest || t == MsgSyncIndexRequest }
+
+// isSyncAnswer reports whether t is a catch-up source's answer.
+func (t MsgType) isSyncAnswer() bool { return t == MsgSyncChunk || t == MsgSyncIndex }
 
 // isDelta reports whether t is a message of the delta accept path, which
 // needs format version 3.

@@ -88,11 +88,33 @@ func (n *Node) CatchUp(ctx context.Context, rng ring.Range, sources []ring.NodeI
 	return n.call(ctx, &request{op: opReceived, ranges: []ring.Range{rng}})
 }
 
+// CatchUpFromAll is CatchUp from every source, for a node that may have
+// lost its last writes and reads every other member alive (the replicas
+// of each key in rng are among them): all of them must deliver, and a
+// source still receiving part of rng delivers what its store holds
+// instead of failing with ErrSourceReceiving. None of them needs to be
+// caught up itself: what a source still receives it copies from other
+// members, which this node reads too, so the union of their stores
+// already holds what any of them holds once caught up, and what any
+// quorum acknowledged, unless every member of that quorum lost it. Two
+// members that stopped uncleanly together so catch up from each other
+// instead of waiting for each other for good. When every source itself
+// receives the whole ring (a whole-cluster loss without Sync) the
+// catch-up fails with ErrSourceReceiving: accepting that loss is the
+// operator's decision (CountEverywhere).
+func (n *Node) CatchUpFromAll(ctx context.Context, rng ring.Range, sources []ring.NodeID) error {
+	sources = slices.Compact(slices.SortedFunc(slices.Values(sources), ring.NodeID.Compare))
+	if err := n.copyRange(ctx, rng, sources, len(sources), copyPartial); err != nil {
+		return err
+	}
+	return n.call(ctx, &request{op: opReceived, ranges: []ring.Range{rng}})
+}
+
 // Copy is CatchUp without its end: the node keeps receiving rng, for a
 // caller that ends receiving (EndReceiving) what no other catch-up of
 // its own still covers.
 func (n *Node) Copy(ctx context.Context, rng ring.Range, sources []ring.NodeID, quorum int) error {
-	return n.copyRange(ctx, rng, sources, quorum, false)
+	return n.copyRange(ctx, rng, sources, quorum, copyPlain)
 }
 
 // CopyFenced is Copy for a hand-off: before it reads rng from a source,
@@ -104,10 +126,19 @@ func (n *Node) Copy(ctx context.Context, rng ring.Range, sources []ring.NodeID, 
 // source still receiving part of rng fails the fencing with
 // ErrSourceReceiving, as it fails a copy.
 func (n *Node) CopyFenced(ctx context.Context, rng ring.Range, sources []ring.NodeID, quorum int) error {
-	return n.copyRange(ctx, rng, sources, quorum, true)
+	return n.copyRange(ctx, rng, sources, quorum, copyFenced)
 }
 
-func (n *Node) copyRange(ctx context.Context, rng ring.Range, sources []ring.NodeID, quorum int, fence bool) error {
+// copyMode says how a copy treats its sources.
+type copyMode int
+
+const (
+	copyPlain   copyMode = iota // only sources that count deliver
+	copyFenced                  // fenced first (CopyFenced)
+	copyPartial                 // sources still receiving deliver what they hold (CatchUpFromAll)
+)
+
+func (n *Node) copyRange(ctx context.Context, rng ring.Range, sources []ring.NodeID, quorum int, mode copyMode) error {
 	sources = slices.Clone(sources)
 	slices.SortFunc(sources, ring.NodeID.Compare)
 	sources = slices.Compact(sources)
@@ -117,7 +148,7 @@ func (n *Node) copyRange(ctx context.Context, rng ring.Range, sources []ring.Nod
 	if quorum < 1 || quorum > len(sources) {
 		return fmt.Errorf("%w: quorum %d of %d sources", ErrCatchUpQuorum, quorum, len(sources))
 	}
-	if fence {
+	if mode == copyFenced {
 		fenced, err := n.fence(ctx, rng, sources, quorum)
 		if err != nil {
 			return err
@@ -132,12 +163,14 @@ func (n *Node) copyRange(ctx context.Context, rng ring.Range, sources []ring.Nod
 	defer cancel()
 	lead := newCopyLead(rng)
 	results := make(chan error, len(sources))
+	copies := make([]*copySource, len(sources))
 	var wg sync.WaitGroup
 	for i, src := range sources {
+		s := &copySource{n: n, rng: rng, src: src, lead: lead, leads: i == 0, full: i == 0 && empty, partial: mode == copyPartial}
+		copies[i] = s
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			s := &copySource{n: n, rng: rng, src: src, lead: lead, leads: i == 0, full: i == 0 && empty}
 			err := s.run(sctx)
 			if s.leads {
 				lead.release()
@@ -163,6 +196,13 @@ func (n *Node) copyRange(ctx context.Context, rng ring.Range, sources []ring.Nod
 			return fmt.Errorf("%w: catch-up of %v: %w", ErrUnavailable, rng, err)
 		}
 		return fmt.Errorf("troupe: catch-up of %v: %d of %d sources delivered, %d needed: %w", rng, delivered, len(sources), quorum, errors.Join(errs...))
+	}
+	if mode == copyPartial && !slices.ContainsFunc(copies, func(s *copySource) bool { return !s.recovering }) {
+		// Every member recovers: the loss of writes that all the members
+		// of their quorums lost would go unnoticed (a whole-cluster power
+		// loss without Sync). That is the operator's call
+		// (CountEverywhere).
+		return fmt.Errorf("%w: catch-up of %v: every source receives the whole ring too", ErrSourceReceiving, rng)
 	}
 	return nil
 }
@@ -254,7 +294,11 @@ type copySource struct {
 	lead  *copyLead
 	leads bool // the value source
 	full  bool // ask for whole records, not an index
-	retry *time.Timer
+	// partial asks a source still receiving rng for what it holds;
+	// recovering notes that the source said it receives the whole ring.
+	partial    bool
+	recovering bool
+	retry      *time.Timer
 }
 
 // run copies rng from the source, a chunk (and the values its index
@@ -417,7 +461,7 @@ func (s *copySource) ask(ctx context.Context, req replica.Message, want replica.
 	n.mu.Lock()
 	n.syncs[id] = w
 	n.mu.Unlock()
-	req.From, req.To, req.Round, req.Limit = n.self, s.src, id, uint64(n.cfg.SyncChunk)
+	req.From, req.To, req.Round, req.Limit, req.Partial = n.self, s.src, id, uint64(n.cfg.SyncChunk), s.partial
 	c, err := s.await(ctx, req, w)
 	n.mu.Lock()
 	delete(n.syncs, id)
@@ -425,9 +469,10 @@ func (s *copySource) ask(ctx context.Context, req replica.Message, want replica.
 	if err != nil {
 		return replica.Message{}, err
 	}
-	if !c.msg.Counted {
+	if !c.msg.Counted && !s.partial {
 		return replica.Message{}, fmt.Errorf("%w: %v for %v", ErrSourceReceiving, s.src, s.rng)
 	}
+	s.recovering = s.recovering || c.msg.Recovering
 	n.synced.Add(int64(c.size))
 	n.pace.charge(c.size)
 	if c.msg.Type != want {
@@ -562,14 +607,17 @@ func (n *Node) serveSyncs() {
 // (a fetch) the records of those slots only. A chunk ends only between
 // ring tokens, so that the next request can resume after the last token
 // sent. The store holds everything this node acknowledged, since the
-// loop persists before it answers.
+// loop persists before it answers. A node still receiving part of the
+// range answers that it does not count, without records, unless the
+// request is partial (see CatchUpFromAll).
 func (n *Node) answerSync(m replica.Message) {
 	limit := n.cfg.SyncChunk
 	if m.Limit > 0 && m.Limit < uint64(limit) {
 		limit = int(m.Limit)
 	}
 	counted := true
-	for _, r := range n.Receiving() {
+	receiving := n.Receiving()
+	for _, r := range receiving {
 		counted = counted && !replica.Overlap(r, m.Range)
 	}
 	typ := replica.MsgSyncChunk
@@ -577,8 +625,11 @@ func (n *Node) answerSync(m replica.Message) {
 		typ = replica.MsgSyncIndex
 	}
 	reply := replica.Message{Type: typ, From: n.self, To: m.From, Round: m.Round, Counted: counted, Cursor: m.Cursor, Done: true}
+	if m.Partial {
+		reply.Recovering = len(receiving) == 1 && receiving[0].Start == receiving[0].End
+	}
 	fetch := m.Type == replica.MsgSyncRequest && len(m.Records) > 0
-	if counted {
+	if counted || m.Partial {
 		b := chunkBuilder{reply: &reply, limit: limit, index: typ == replica.MsgSyncIndex}
 		after := ring.Range{Start: m.Cursor, End: m.Range.End}
 		var err error

@@ -291,6 +291,71 @@ func TestACatchUpNeedsCaughtUpSources(t *testing.T) {
 	}
 }
 
+// Two members that may both have lost their last writes (a and b: a
+// wiped, b stopped uncleanly) catch up the whole ring from every other
+// member at once. A catch-up that needs its sources caught up waits for
+// good, each on the other; one from every member takes what each holds,
+// and a gets the write that only b, still receiving, held. One from
+// members that all receive the whole ring fails.
+func TestMembersThatLostTheirLastWritesTogetherCatchUpFromEachOther(t *testing.T) {
+	c := newCluster(t, 3, false)
+	ctx := bounded(t)
+	a, b, w := c.members[0], c.members[1], c.members[2]
+	k := key("a")
+	// Only a and b acknowledge the write: w is down meanwhile.
+	c.crash(w)
+	if err := b.node.Acquire(ctx, k, c.ids(), replication.Majority); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.node.Write(ctx, k, stateSlot, []byte("acked")); err != nil {
+		t.Fatal(err)
+	}
+	c.start(w)
+	c.wipe(a)
+	if err := b.node.SetReceiving(ring.Range{}); err != nil {
+		t.Fatal(err)
+	}
+	for !wholeRing(b.node.Receiving()) {
+		if ctx.Err() != nil {
+			t.Fatal("b never started receiving")
+		}
+		runtime.Gosched()
+	}
+	if err := a.node.CatchUp(ctx, ring.Range{}, c.ids(b, w), 2); !errors.Is(err, ErrSourceReceiving) {
+		t.Fatalf("a catch-up needing caught-up sources returned %v, want ErrSourceReceiving", err)
+	}
+	// From b alone, which receives the whole ring too, nothing is known
+	// to be complete (a whole-cluster loss): no catch-up, the operator
+	// decides.
+	if err := a.node.CatchUpFromAll(ctx, ring.Range{}, c.ids(b)); !errors.Is(err, ErrSourceReceiving) {
+		t.Fatalf("a catch-up from members that all receive the whole ring returned %v, want ErrSourceReceiving", err)
+	}
+	if !wholeRing(a.node.Receiving()) {
+		t.Fatal("a failed catch-up stopped receiving")
+	}
+	errs := make(chan error, 2)
+	go func() { errs <- a.node.CatchUpFromAll(ctx, ring.Range{}, c.ids(b, w)) }()
+	go func() { errs <- b.node.CatchUpFromAll(ctx, ring.Range{}, c.ids(a, w)) }()
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Fatalf("a catch-up from every member: %v", err)
+		}
+	}
+	for _, m := range []*member{a, b} {
+		if got := m.node.Receiving(); len(got) != 0 {
+			t.Fatalf("%s still receives %v after catching up", m.addr, got)
+		}
+	}
+	// Without b, {a, w} is a quorum: a must hold what b held.
+	c.crash(b)
+	if err := w.node.Acquire(ctx, k, c.ids(), replication.Majority); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := readState(ctx, w, k); err != nil || got != "acked" {
+		t.Fatalf("the next owner read %q, %v; want the write only b held", got, err)
+	}
+}
+
 // The catch-up's byte rate is bounded: with SyncRate R, B bytes take at
 // least (B - one chunk) / R.
 func TestACatchUpKeepsToItsRate(t *testing.T) {
