@@ -135,8 +135,17 @@ func (s *states) changed(before map[string]*ring.Ring) {
 	h := s.handoffsOf(node)
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	for _, j := range h.jobs {
-		s.review(h, j, self, after[j.typ])
+	var narrowed []*rangeJob
+	for _, j := range slices.Collect(maps.Values(h.jobs)) {
+		narrowed = append(narrowed, s.review(h, j, self, after[j.typ])...)
+	}
+	for _, j := range narrowed {
+		if !s.goCatchUp(node, func(ctx context.Context) { s.receive(ctx, node, h, j) }, &j.cancel) {
+			for _, o := range narrowed {
+				delete(h.jobs, handoffKey{typ: o.typ, rng: o.rng})
+			}
+			return // detached meanwhile
+		}
 	}
 	existing := slices.Collect(maps.Values(h.jobs))
 	var gained []*rangeJob
@@ -190,22 +199,30 @@ func (s *states) changed(before map[string]*ring.Ring) {
 // review updates a running catch-up after a ring change: it ends when
 // this member no longer replicates the range (the range stays receiving,
 // and a later gain starts it again), and forgets sources now gone, which
-// will never answer. h.mu is held.
-func (s *states) review(h *handoffs, j *rangeJob, self ring.NodeID, r *ring.Ring) {
+// will never answer. A job whose member still replicates only part of its
+// range is replaced by one per part, returned to be started (already in
+// h.jobs), and the rest ends receiving: a copy fences its whole range at
+// its sources, and fencing keys whose sets no longer hold this member
+// would make their owners step down for nothing. h.mu is held.
+func (s *states) review(h *handoffs, j *rangeJob, self ring.NodeID, r *ring.Ring) []*rangeJob {
 	var t *storedType
 	for i := range s.stored {
 		if s.stored[i].name == j.typ {
 			t = &s.stored[i]
 		}
 	}
-	if t == nil || r == nil || !replicatesAny(r, t.n, self, j.rng) {
+	var kept, dropped []ring.Range
+	if t != nil && r != nil {
+		kept, dropped = replicated(r, t.n, self, j.rng)
+	}
+	if len(kept) == 0 {
 		// No longer a replica of any of the range: nothing to wait for.
 		// Its receiving ends, but for what another catch-up covers (a
 		// later gain receives it again).
 		j.cancel()
 		delete(h.jobs, handoffKey{typ: j.typ, rng: j.rng})
 		s.endReceiving(h, j.rng)
-		return
+		return nil
 	}
 	if next := s.sourcesOf(j.prev); !slices.Equal(next, j.sources) {
 		j.sources = next
@@ -219,20 +236,43 @@ func (s *states) review(h *handoffs, j *rangeJob, self ring.NodeID, r *ring.Ring
 		default:
 		}
 	}
+	if len(dropped) == 0 {
+		return nil
+	}
+	j.cancel()
+	delete(h.jobs, handoffKey{typ: j.typ, rng: j.rng})
+	parts := make([]*rangeJob, 0, len(kept))
+	for _, g := range kept {
+		k := handoffKey{typ: j.typ, rng: g}
+		if h.jobs[k] != nil {
+			continue
+		}
+		p := &rangeJob{typ: j.typ, rng: g, prev: j.prev, sources: slices.Clone(j.sources), need: j.need, retry: make(chan struct{}, 1)}
+		h.jobs[k] = p
+		parts = append(parts, p)
+	}
+	s.endReceiving(h, j.rng)
+	return parts
 }
 
-// replicatesAny reports whether self is among the first n replicas of
-// some token of rng on r.
-func replicatesAny(r *ring.Ring, n int, self ring.NodeID, rng ring.Range) bool {
+// replicated splits rng into the parts where self is among the first n
+// replicas on r, and the others.
+func replicated(r *ring.Ring, n int, self ring.NodeID, rng ring.Range) (kept, dropped []ring.Range) {
+	whole := []ring.Range{rng}
 	if !r.Contains(self) {
-		return false
+		return nil, whole
 	}
+	var mine []ring.Range
 	for _, mv := range ring.Moves(r.Without(self), r, n) {
-		if slices.Contains(mv.After, self) && replica.Overlap(mv.Range, rng) {
-			return true
+		if slices.Contains(mv.After, self) {
+			mine = append(mine, mv.Range)
 		}
 	}
-	return false
+	dropped = replica.Subtract(whole, mine...)
+	if len(dropped) == 0 {
+		return whole, nil
+	}
+	return replica.Subtract(whole, dropped...), dropped
 }
 
 // endReceiving makes the node count for rng again, but for the ranges

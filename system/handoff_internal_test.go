@@ -163,6 +163,67 @@ func TestARangeWhoseCatchUpAChangeEndedDoesNotStayReceiving(t *testing.T) {
 	t.Logf("%d of %d second changes leave ranges receiving for ever", stuck, len(seconds))
 }
 
+// A catch-up under way whose range this member replicates only in part
+// after the next change goes on for that part only: its copy fences its
+// whole range at the sources, and fencing keys whose sets no longer hold
+// this member makes their owners step down for nothing. The parts it no
+// longer replicates stop receiving.
+func TestAHandOffJobNarrowsToWhatItsMemberStillReplicates(t *testing.T) {
+	const n = 3
+	self := nid(100)
+	base := []ring.NodeID{nid(1), nid(2), nid(3), nid(4)}
+	r0 := ring.New(base)
+	r1 := r0.With(self)
+	narrowed := 0
+	for i := 10; i < 14; i++ {
+		r2 := r1.With(nid(i))
+		g := newHandoffRig(t, n, r0, self)
+		g.change(r1)
+		h := g.s.handoffsOf(g.node)
+		h.mu.Lock()
+		before := len(h.jobs)
+		h.mu.Unlock()
+		g.change(r2) // before the catch-ups ended: sources never answer
+		h.mu.Lock()
+		var jobs []ring.Range
+		for k := range h.jobs {
+			jobs = append(jobs, k.rng)
+		}
+		h.mu.Unlock()
+		if len(jobs) != before {
+			narrowed++
+		}
+		var replicas []ring.NodeID
+		for _, tok := range boundaries() {
+			if !slices.ContainsFunc(jobs, func(x ring.Range) bool { return x.Contains(tok) }) {
+				continue
+			}
+			replicas = r2.AppendReplicas(replicas[:0], tok, n)
+			if !slices.Contains(replicas, self) {
+				t.Fatalf("after the join of %v, a catch-up still covers token %d, whose replicas %v do not hold this member", nid(i), tok, replicas)
+			}
+		}
+		recv := g.node.Receiving()
+		for deadline := time.Now().Add(5 * time.Second); ; {
+			stale := slices.ContainsFunc(boundaries(), func(tok ring.Token) bool {
+				return slices.ContainsFunc(recv, func(x ring.Range) bool { return x.Contains(tok) }) &&
+					!slices.ContainsFunc(jobs, func(x ring.Range) bool { return x.Contains(tok) })
+			})
+			if !stale {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("after the join of %v, ranges this member no longer replicates still receive", nid(i))
+			}
+			time.Sleep(time.Millisecond) // poll: EndReceiving is queued
+			recv = g.node.Receiving()
+		}
+	}
+	if narrowed == 0 {
+		t.Fatal("no second join narrowed a catch-up: the test exercises nothing")
+	}
+}
+
 // boundaries returns tokens spread over the ring (fixed, so that runs
 // agree), enough to hit every segment of a few rings of 128 virtual nodes
 // a member.
