@@ -78,8 +78,9 @@ func WithRequestID(ctx context.Context, id string) context.Context {
 // sent and across the death of its owner. (A run cut off before its
 // commit, by its owner's death say, leaves nothing and runs again.)
 //
-// The key is scoped by the definition and the actor's key: the same key
-// sent to two actors names two requests. The first ask with a key runs
+// The key is scoped by the definition, the actor's key and the tenant,
+// if the context names one (WithTenant): the same key sent to two actors
+// names two requests. The first ask with a key runs
 // the handler; its answer (the reply, a declared error, a failure, or
 // ErrNoReply) is kept in the actor's stored record, written with the
 // state the handler changed, before the answer leaves. An ask with the
@@ -104,6 +105,17 @@ func WithRequestID(ctx context.Context, id string) context.Context {
 // secrets in it.
 func WithIdempotencyKey(ctx context.Context, key string) context.Context {
 	return runtime.WithIdempotencyKey(ctx, key)
+}
+
+// WithTenant returns ctx naming tenant as the scope of the idempotency
+// keys of the asks made with it (or with contexts derived from it), for a
+// service that serves several tenants: a key is scoped by the definition,
+// the actor's key and the tenant, so the same key under two tenants names
+// two requests. Without it keys have no tenant. tenant is 1 to 64 visible
+// ASCII bytes, else keyed asks fail with ErrInvalidIdempotencyKey; asks
+// without a key ignore it.
+func WithTenant(ctx context.Context, tenant string) context.Context {
+	return runtime.WithTenant(ctx, tenant)
 }
 
 // Respond answers the request q that the handler is handling with r. A

@@ -39,6 +39,47 @@ func TestAKeyedAskRunsOnceAndItsRetriesGetItsAnswer(t *testing.T) {
 	}
 }
 
+// A tenant scopes keys: the same key under two tenants names two
+// requests, under one the same request, also across members, where the
+// scoped key crosses the wire. A tenant that cannot be one is refused.
+func TestATenantScopesIdempotencyKeys(t *testing.T) {
+	def := counterDef("counter", nil, actor.WithReplicas(3, actor.WriteMajority))
+	systems, _ := replicatedCluster(t, 3, def)
+	owner, _ := byAddr(t, systems, system.OwnerOf(systems[0], "counter", "k"))
+	other := without(systems, owner)[0]
+	for _, sys := range []*system.System{owner, other} {
+		ref := def.Ref(sys, "k")
+		before := get(t, ref)
+		in := func(tenant string) context.Context { return actor.WithTenant(keyed(t, "pay-"+sys.Addr()), tenant) }
+		for _, tenant := range []string{"acme", "acme", "globex"} {
+			if _, err := actor.Ask(in(tenant), ref, DAdd{N: 1}); err != nil {
+				t.Fatalf("keyed add for tenant %s: %v", tenant, err)
+			}
+		}
+		// Without a tenant, the key names a request of its own.
+		if _, err := actor.Ask(keyed(t, "pay-"+sys.Addr()), ref, DAdd{N: 1}); err != nil {
+			t.Fatal(err)
+		}
+		if got := get(t, ref) - before; got != 3 {
+			t.Fatalf("through %s: adds under tenants acme, acme, globex and none with one key added %d, want 3", sys.Addr(), got)
+		}
+		// A key's conflict is per tenant.
+		if _, err := actor.Ask(in("acme"), ref, DAdd{N: 2}); !errors.Is(err, actor.ErrIdempotencyConflict) {
+			t.Fatalf("the key reused for another add under its tenant: %v, want ErrIdempotencyConflict", err)
+		}
+	}
+	for _, bad := range []string{"", "has space", strings.Repeat("t", 65)} {
+		ctx := actor.WithTenant(keyed(t, "pay-bad"), bad)
+		if _, err := actor.Ask(ctx, def.Ref(other, "k"), DAdd{N: 1}); !errors.Is(err, actor.ErrInvalidIdempotencyKey) {
+			t.Fatalf("tenant %q: %v, want ErrInvalidIdempotencyKey", bad, err)
+		}
+		// An ask without a key ignores the tenant.
+		if _, err := actor.Ask(actor.WithTenant(systemtest.Ctx(t), bad), def.Ref(other, "k"), DGet{}); err != nil {
+			t.Fatalf("an ask without a key under tenant %q: %v", bad, err)
+		}
+	}
+}
+
 func TestAKeyReusedForAnotherRequestFailsWithAConflict(t *testing.T) {
 	def := counterDef("idem", nil, actor.Durable())
 	sys := newStandalone(t, system.Config{}, def)

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
+	"strings"
 )
 
 // RequestID identifies one ask, for correlation only: the handler reads
@@ -90,6 +91,45 @@ func (h *Host) NewRequestID() RequestID {
 // MaxIdempotencyKey is the longest idempotency key, in bytes.
 const MaxIdempotencyKey = 255
 
+// MaxTenant is the longest tenant that scopes idempotency keys, in bytes.
+const MaxTenant = 64
+
+// ScopedIdempotencyKey returns the idempotency key an ask carries and its
+// owner keeps: key alone without a tenant, else the tenant, a space, and
+// key. A key has no space, so no two (tenant, key) pairs give one string.
+func ScopedIdempotencyKey(tenant, key string) string {
+	if tenant == "" {
+		return key
+	}
+	return tenant + " " + key
+}
+
+// ValidTenant reports why s cannot be a tenant ("" when it can): 1 to
+// MaxTenant visible ASCII bytes.
+func ValidTenant(s string) string {
+	if s == "" {
+		return "empty"
+	}
+	if len(s) > MaxTenant {
+		return fmt.Sprintf("%d bytes, at most %d", len(s), MaxTenant)
+	}
+	return visibleASCII(s)
+}
+
+// ValidScopedIdempotencyKey reports why s cannot be what an ask carries as
+// its idempotency key ("" when it can): a valid key, or a valid tenant, a
+// space and a valid key (see ScopedIdempotencyKey).
+func ValidScopedIdempotencyKey(s string) string {
+	tenant, key, scoped := strings.Cut(s, " ")
+	if !scoped {
+		return ValidIdempotencyKey(s)
+	}
+	if why := ValidTenant(tenant); why != "" {
+		return "tenant: " + why
+	}
+	return ValidIdempotencyKey(key)
+}
+
 // ValidIdempotencyKey reports why s cannot be an ask's idempotency key (""
 // when it can): it must have 1 to MaxIdempotencyKey bytes, each visible
 // ASCII ('!' to '~'), as the HTTP Idempotency-Key header's value.
@@ -100,6 +140,12 @@ func ValidIdempotencyKey(s string) string {
 	if len(s) > MaxIdempotencyKey {
 		return fmt.Sprintf("%d bytes, at most %d", len(s), MaxIdempotencyKey)
 	}
+	return visibleASCII(s)
+}
+
+// visibleASCII reports the first byte of s that is not visible ASCII ('!'
+// to '~'), "" when there is none.
+func visibleASCII(s string) string {
 	for i := range len(s) {
 		if c := s[i]; c < '!' || c > '~' {
 			return fmt.Sprintf("byte %d is not visible ASCII", i)

@@ -40,3 +40,24 @@ func TestValidRequestIDsAreVisibleASCIIOf1To64Bytes(t *testing.T) {
 		}
 	}
 }
+
+// A scoped key is a key, or a tenant, one space and a key: no two
+// (tenant, key) pairs give one string, and each part keeps its limits.
+func TestScopedIdempotencyKeysKeepTenantsApart(t *testing.T) {
+	seen := map[string][2]string{}
+	for _, p := range [][2]string{{"", "a:b"}, {"a", "b"}, {"a:b", "c"}, {"a", "b:c"}, {"", "x"}, {"x", "x"}} {
+		s := ScopedIdempotencyKey(p[0], p[1])
+		if prev, ok := seen[s]; ok {
+			t.Fatalf("tenant %q key %q and tenant %q key %q scope to one key %q", prev[0], prev[1], p[0], p[1], s)
+		}
+		seen[s] = p
+		if why := ValidScopedIdempotencyKey(s); why != "" {
+			t.Errorf("%q refused (%s), want accepted", s, why)
+		}
+	}
+	for _, bad := range []string{"", " k", "t ", "t  k", "t k k", strings.Repeat("t", 65) + " k", "t " + strings.Repeat("k", 256), "t\tk"} {
+		if ValidScopedIdempotencyKey(bad) == "" {
+			t.Errorf("%q accepted, want refused", bad)
+		}
+	}
+}

@@ -500,7 +500,7 @@ func (e *envelope) decodeAfter(b []byte, prev *tellHead) error {
 		if e.kind == kindAsk {
 			e.rid = d.requestID()
 			if e.idem = d.string("idempotency key"); e.idem != "" && d.err == nil {
-				if why := host.ValidIdempotencyKey(e.idem); why != "" {
+				if why := host.ValidScopedIdempotencyKey(e.idem); why != "" {
 					d.fail("idempotency key: " + why)
 				}
 			}

@@ -118,19 +118,42 @@ type keyedAsk struct {
 // ctx names, if any. A key that is not 1 to host.MaxIdempotencyKey visible
 // ASCII bytes makes those asks fail with ErrInvalidIdempotencyKey.
 func WithIdempotencyKey(ctx context.Context, key string) context.Context {
-	nr := &namedRequest{idem: key}
-	switch prev := ctx.Value(requestIDKey{}).(type) {
-	case *namedRequest:
-		nr.id, nr.err = prev.id, prev.err
-	case *host.RequestID: // a handler's Context: its asks carry the id of the ask it handles
-		if prev != nil {
-			nr.id = *prev
-		}
-	}
+	nr := inherit(ctx)
+	nr.idem, nr.idemErr = key, nil
 	if why := host.ValidIdempotencyKey(key); why != "" {
 		nr.idemErr = fmt.Errorf("%w %q: %s", ErrInvalidIdempotencyKey, key, why)
 	}
 	return context.WithValue(ctx, requestIDKey{}, nr)
+}
+
+// WithTenant returns ctx naming tenant as the scope of the idempotency
+// keys of the asks made with it (or contexts derived from it): the same
+// key under two tenants names two requests. A tenant that is not 1 to
+// host.MaxTenant visible ASCII bytes makes those keyed asks fail with
+// ErrInvalidIdempotencyKey.
+func WithTenant(ctx context.Context, tenant string) context.Context {
+	nr := inherit(ctx)
+	nr.tenant, nr.tenantErr = tenant, nil
+	if why := host.ValidTenant(tenant); why != "" {
+		nr.tenantErr = fmt.Errorf("%w: tenant %q: %s", ErrInvalidIdempotencyKey, tenant, why)
+	}
+	return context.WithValue(ctx, requestIDKey{}, nr)
+}
+
+// inherit returns a copy of what ctx names about its asks' requests: a
+// caller's names, or a handler's request id (its asks carry the id of the
+// ask it handles).
+func inherit(ctx context.Context) *namedRequest {
+	switch prev := ctx.Value(requestIDKey{}).(type) {
+	case *namedRequest:
+		nr := *prev
+		return &nr
+	case *host.RequestID:
+		if prev != nil {
+			return &namedRequest{id: *prev}
+		}
+	}
+	return &namedRequest{}
 }
 
 // requestHash is the hash a kept answer is matched with: the message's

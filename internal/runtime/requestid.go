@@ -21,6 +21,25 @@ type namedRequest struct {
 	err     error
 	idem    string
 	idemErr error
+	// tenant scopes idem (see WithTenant); tenantErr says why it is
+	// refused.
+	tenant    string
+	tenantErr error
+}
+
+// scopedKey returns the idempotency key the ask carries (the tenant's
+// scope included), or why it is refused.
+func (nr *namedRequest) scopedKey() (string, error) {
+	if nr.idemErr != nil {
+		return "", nr.idemErr
+	}
+	if nr.idem == "" {
+		return "", nil
+	}
+	if nr.tenantErr != nil {
+		return "", nr.tenantErr
+	}
+	return host.ScopedIdempotencyKey(nr.tenant, nr.idem), nil
 }
 
 // WithRequestID returns ctx naming id as the request id of the asks made
@@ -28,10 +47,8 @@ type namedRequest struct {
 // host.MaxRequestID visible ASCII bytes makes those asks fail with
 // ErrInvalidRequestID.
 func WithRequestID(ctx context.Context, id string) context.Context {
-	nr := &namedRequest{id: host.NamedRequestID(id)}
-	if prev, ok := ctx.Value(requestIDKey{}).(*namedRequest); ok {
-		nr.idem, nr.idemErr = prev.idem, prev.idemErr
-	}
+	nr := inherit(ctx)
+	nr.id, nr.err = host.NamedRequestID(id), nil
 	if why := host.ValidRequestID(id); why != "" {
 		nr.err = fmt.Errorf("%w %q: %s", ErrInvalidRequestID, id, why)
 	}
@@ -52,13 +69,14 @@ func requestOf(ctx context.Context, h *host.Host) (rid host.RequestID, idem stri
 		if v.err != nil {
 			return v.id, "", v.err
 		}
-		if v.idemErr != nil {
-			return v.id, "", v.idemErr
+		idem, err := v.scopedKey()
+		if err != nil {
+			return v.id, "", err
 		}
 		if !v.id.IsZero() {
-			return v.id, v.idem, nil
+			return v.id, idem, nil
 		}
-		return h.NewRequestID(), v.idem, nil
+		return h.NewRequestID(), idem, nil
 	}
 	return h.NewRequestID(), "", nil
 }
