@@ -2,6 +2,7 @@ package system
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"slices"
 	"sync"
@@ -390,7 +391,8 @@ func (s *states) receive(ctx context.Context, node *replicanode.Node, h *handoff
 			return
 		}
 		if attempt%20 == 19 {
-			s.log.Warn("troupe: catching up a range this member now replicates", "type", j.typ, "range", j.rng, "err", err, "attempt", attempt+1)
+			s.log.Warn("troupe: catching up a range this member now replicates", "type", j.typ, "range", j.rng,
+				"previous", fmt.Sprint(j.prev), "sources", fmt.Sprint(sources), "need", need, "err", err, "attempt", attempt+1)
 		}
 		t := time.NewTimer(wait)
 		select {

@@ -12,10 +12,11 @@ import (
 // tests do (the README's test command runs everything under -race): under
 // it each member is several times slower, so that the nemesis's next
 // fault lands while the previous one's restarts still catch up, which
-// trips a known liveness gap (restarted members whose catch-ups wait on
-// each other: docs/roadmap.md) far more often than the schedules the
-// nemesis means to test. The race detector still covers every in-process
-// test of the same code.
+// trips a known liveness gap (hand-offs that wait on each other:
+// docs/roadmap.md) far more often than the schedules the nemesis means to
+// test. The race detector still covers every in-process test of the same
+// code. TROUPE_CHAOS_RACE_MEMBERS=1 runs them under it anyway, to
+// reproduce that gap.
 var memberExe struct {
 	once sync.Once
 	path string
@@ -26,7 +27,7 @@ var memberExe struct {
 // or under -race one built without it, once per test binary.
 func memberBinary(t *testing.T) string {
 	t.Helper()
-	if !raceOn {
+	if !raceOn || os.Getenv("TROUPE_CHAOS_RACE_MEMBERS") == "1" {
 		return ""
 	}
 	memberExe.once.Do(func() {
