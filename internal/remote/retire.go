@@ -27,12 +27,19 @@ import (
 
 // retireGrace is how long an ask waits, after its owner left in order,
 // for the owner's retirement on its lane: the owner sent it before it
-// announced the leave, so it is normally there first or just behind.
-const retireGrace = 2 * time.Second
+// announced the leave, so it is normally there first or just behind. A
+// lane that stays silent longer than Config.Silence counts as broken (see
+// relay.go), so that is the grace where it is set; defaultRetireGrace
+// where it is not.
+func (r *Router) retireGrace() time.Duration {
+	if r.cfg.Silence > 0 {
+		return r.cfg.Silence
+	}
+	return defaultRetireGrace
+}
 
-// retirePoll bounds the wait between two looks at the asks Retire waits
-// for.
-const retirePoll = 2 * time.Millisecond
+// defaultRetireGrace is retireGrace without Config.Silence.
+const defaultRetireGrace = 2 * time.Second
 
 // Retire ends this node's service of other nodes' asks, for an orderly
 // leave, once every ask it accepted from another node has been answered
@@ -42,25 +49,27 @@ const retirePoll = 2 * time.Millisecond
 // first: the askers then treat what they still wait on here as of
 // unknown outcome.
 func (r *Router) Retire(ctx context.Context) error {
-	t := time.NewTicker(retirePoll)
-	defer t.Stop()
 	for {
 		r.mu.Lock()
 		if r.closed {
 			r.mu.Unlock()
 			return fault.ErrSystemClosed
 		}
-		if len(r.serving) == 0 && len(r.replying) == 0 && r.answering == 0 {
+		if r.idleNowLocked() {
 			r.retired.Store(true)
 			r.mu.Unlock()
 			break
 		}
 		n := len(r.serving) + len(r.replying) + r.answering
+		if r.idle == nil {
+			r.idle = make(chan struct{})
+		}
+		idle := r.idle
 		r.mu.Unlock()
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("troupe: retire: %d asks of other nodes still unanswered: %w", n, ctx.Err())
-		case <-t.C:
+		case <-idle:
 		}
 	}
 	// The members this node sees, and the peers it has a link to (the
@@ -91,6 +100,21 @@ func (r *Router) Retire(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// idleNowLocked reports whether no ask of another node is served or
+// answered here. r.mu is held.
+func (r *Router) idleNowLocked() bool {
+	return len(r.serving) == 0 && len(r.replying) == 0 && r.answering == 0
+}
+
+// idleLocked wakes a Retire waiting for the asks of other nodes once
+// none is left. r.mu is held.
+func (r *Router) idleLocked() {
+	if r.idle != nil && r.idleNowLocked() {
+		close(r.idle)
+		r.idle = nil
+	}
 }
 
 // retiredOn handles a peer's retirement on a lane: the asks this node

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/troupe-go/troupe/actor"
+	"github.com/troupe-go/troupe/ring"
 )
 
 // A retired member relays nothing: an ask that would cross it to the
@@ -62,5 +63,55 @@ func TestAReadOnlyAskDoesNotWaitForARetirement(t *testing.T) {
 			t.Fatalf("the unsafe ask whose owner left without retiring: %v, want ErrOutcomeUnknown", got.err)
 		}
 		cancel()
+	}
+}
+
+// Retire waits for the asks of other nodes it serves: it returns once
+// the last is answered, and with ErrSystemClosed when its router closes
+// while it waits.
+func TestRetireWaitsForTheAsksItServes(t *testing.T) {
+	for _, end := range []string{"answered", "closed"} {
+		t.Run(end, func(t *testing.T) {
+			ns := newTestNodes(t, "a:1", "l:1")
+			a, l := ns[0], ns[1]
+			for _, n := range ns {
+				n.setView(a, l)
+			}
+			key := keyWhere(t, func(k string) bool {
+				o, _ := ring.New([]ring.NodeID{a.id, l.id}).Owner(ring.KeyToken("blob", k), 2, nil)
+				return o == l.id
+			})
+			actx, stopAsk := context.WithCancel(ctxT(t))
+			defer stopAsk()
+			asked := async(func() ([]byte, error) { return actor.Ask(actx, blob.Ref(a, key), blobWait{Size: 1}) })
+			pollUntil(t, "l to serve the ask", func() bool {
+				l.r.mu.Lock()
+				defer l.r.mu.Unlock()
+				return len(l.r.serving) == 1
+			})
+			retired := async(func() (bool, error) { return true, l.r.Retire(ctxT(t)) })
+			pollUntil(t, "Retire to wait", func() bool {
+				l.r.mu.Lock()
+				defer l.r.mu.Unlock()
+				return l.r.idle != nil
+			})
+			select {
+			case got := <-retired:
+				t.Fatalf("Retire returned (%v) while an ask it serves runs", got.err)
+			default:
+			}
+			if end == "answered" {
+				stopAsk() // the handler returns, its answer goes
+				if got := <-retired; got.err != nil {
+					t.Fatalf("Retire once the served ask ended: %v", got.err)
+				}
+				<-asked
+				return
+			}
+			l.r.Close()
+			if got := <-retired; !errors.Is(got.err, actor.ErrSystemClosed) {
+				t.Fatalf("Retire when its router closed: %v, want ErrSystemClosed", got.err)
+			}
+		})
 	}
 }

@@ -120,6 +120,9 @@ type Router struct {
 	// node runs no more of their asks.
 	answering int
 	retired   atomic.Bool // set under mu
+	// idle, while Retire waits, is closed once serving, replying and
+	// answering are all empty (idleLocked).
+	idle chan struct{}
 	// retiredLanes holds, per peer, the lanes on which it said it retired
 	// (bit i: lane i), until the view no longer holds it; graces the
 	// timers of the peers that left before saying so on every lane.
@@ -340,6 +343,7 @@ func (r *Router) Update(self ring.NodeID, owning bool, members []cluster.Member)
 			orphans = append(orphans, sv.stopLocked())
 		}
 	}
+	r.idleLocked()
 	var againTo []ring.NodeID
 	var refused []*pending
 	for id, p := range r.pending {
@@ -375,7 +379,7 @@ func (r *Router) Update(self ring.NodeID, owning bool, members []cluster.Member)
 			// waits for it, briefly (see retireGrace).
 			if r.graces[p.to] == nil {
 				to := p.to
-				r.graces[to] = time.AfterFunc(retireGrace, func() { r.graceOver(to) })
+				r.graces[to] = time.AfterFunc(r.retireGrace(), func() { r.graceOver(to) })
 			}
 			continue
 		}
@@ -489,6 +493,10 @@ func (r *Router) Close() {
 		return
 	}
 	r.closed = true
+	if r.idle != nil { // a Retire waiting sees the close
+		close(r.idle)
+		r.idle = nil
+	}
 	for _, t := range r.graces {
 		t.Stop()
 	}
@@ -991,6 +999,7 @@ func (r *Router) serveAskHold(from ring.NodeID, e *envelope, hold bool, then *fu
 	if err != nil {
 		r.mu.Lock()
 		delete(r.serving, sk)
+		r.idleLocked()
 		r.mu.Unlock()
 		fail(err)
 		return
@@ -1049,6 +1058,7 @@ func (r *Router) replyServed(sk servedKey, s *served, id uint64, body []byte, er
 	r.answerAs(sk.from, id, body, err, u)
 	r.mu.Lock()
 	r.answering--
+	r.idleLocked()
 	r.mu.Unlock()
 }
 
@@ -1067,6 +1077,7 @@ func (r *Router) finishServed(sk servedKey, s *served, alone bool, u *unsent) bo
 		s.timer.Stop()
 	}
 	if s.cancelled {
+		r.idleLocked()
 		return false
 	}
 	r.answering++
@@ -1084,6 +1095,7 @@ func (r *Router) finishServed(sk servedKey, s *served, alone bool, u *unsent) bo
 				// Lost, not withdrawn by its asker: see Retire.
 				r.unanswered[sk.from] |= 1 << laneOf(sk.id)
 			}
+			r.idleLocked()
 			r.mu.Unlock()
 		}
 	}
@@ -1101,6 +1113,7 @@ func (r *Router) cancelServed(sk servedKey) {
 	}
 	ro := r.replying[sk]
 	delete(r.replying, sk)
+	r.idleLocked()
 	r.mu.Unlock()
 	if ro != nil {
 		ro.unsend() // the answer, on its way: what was not written stays here
