@@ -53,6 +53,20 @@ func silentLinkNodes(t *testing.T) (net *transport.MemNetwork, ns []*testNode, e
 	return net, ns, eps, atB, atA
 }
 
+// silenceAtA has a (ns[0]) count its link to b (ns[1]) silent, not heard
+// for two seconds, and its link to c (ns[2]) not, heard just now.
+func silenceAtA(t *testing.T, ns []*testNode, eps []*heardEndpoint) {
+	t.Helper()
+	a, b, c := ns[0], ns[1], ns[2]
+	now := time.Now()
+	eps[0].set(b.id, now.Add(-2*time.Second))
+	eps[0].set(c.id, now)
+	a.r.markSilent(now, time.Second)
+	if !a.r.isSilent(b.id) || a.r.isSilent(c.id) {
+		t.Fatalf("expected a to count its link to b silent and to c not; b %v c %v", a.r.isSilent(b.id), a.r.isSilent(c.id))
+	}
+}
+
 func TestAsksAndTellsAcrossASilentLinkGoThroughAnotherMember(t *testing.T) {
 	_, ns, eps, atB, atA := silentLinkNodes(t)
 	a, b, c := ns[0], ns[1], ns[2]
@@ -97,10 +111,7 @@ func TestAsksAndTellsAcrossASilentLinkGoThroughAnotherMember(t *testing.T) {
 func TestRelayedAskWithdrawnByTheAskerIsWithdrawnByTheRelay(t *testing.T) {
 	net, ns, eps, atB, _ := silentLinkNodes(t)
 	a, b, c := ns[0], ns[1], ns[2]
-	now := time.Now()
-	eps[0].set(b.id, now.Add(-2*time.Second))
-	eps[0].set(c.id, now)
-	a.r.markSilent(now, time.Second)
+	silenceAtA(t, ns, eps)
 	// c cannot reach b either: the ask c relays waits there, until the
 	// asker gives up.
 	net.Partition(c.id.Addr, b.id.Addr)

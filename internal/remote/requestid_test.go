@@ -57,14 +57,8 @@ func TestUnavailableNamesTheRequestID(t *testing.T) {
 
 func TestRelayedAskKeepsItsRequestID(t *testing.T) {
 	_, ns, eps, atB, _ := silentLinkNodes(t)
-	a, b, c := ns[0], ns[1], ns[2]
-	now := time.Now()
-	eps[0].set(b.id, now.Add(-2*time.Second))
-	eps[0].set(c.id, now)
-	a.r.markSilent(now, time.Second)
-	if !a.r.isSilent(b.id) {
-		t.Fatal("expected a to count its link to b silent")
-	}
+	a, c := ns[0], ns[2]
+	silenceAtA(t, ns, eps)
 	got, err := actor.Ask(actor.WithRequestID(ctxT(t), "relayed"), counter.Ref(a, atB), whoAsks{})
 	if err != nil || got != "relayed" {
 		t.Fatalf("got %q, %v: want b, reached through c, to see the id a named", got, err)

@@ -16,13 +16,7 @@ import (
 func TestARetiredMemberRelaysNoAsk(t *testing.T) {
 	_, ns, eps, atB, _ := silentLinkNodes(t)
 	a, b, c := ns[0], ns[1], ns[2]
-	now := time.Now()
-	eps[0].set(b.id, now.Add(-2*time.Second))
-	eps[0].set(c.id, now)
-	a.r.markSilent(now, time.Second)
-	if !a.r.isSilent(b.id) {
-		t.Fatal("expected a to count its link to b silent")
-	}
+	silenceAtA(t, ns, eps)
 	ctx, cancel := context.WithTimeout(ctxT(t), 5*time.Second)
 	defer cancel()
 	if err := c.r.Retire(ctx); err != nil {
