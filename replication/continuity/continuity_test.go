@@ -199,4 +199,3 @@ func TestARecordOutlivesItsOwnersCrash(t *testing.T) {
 		t.Fatalf("ending the completed record again on the new owner: %v, want ErrStaleAttempt", err)
 	}
 }
-
