@@ -138,7 +138,7 @@ func (s *states) changed(before map[string]*ring.Ring) {
 	defer h.mu.Unlock()
 	var narrowed []*rangeJob
 	for _, j := range slices.Collect(maps.Values(h.jobs)) {
-		narrowed = append(narrowed, s.review(h, j, self, after[j.typ])...)
+		narrowed = append(narrowed, s.review(node, h, j, self, after[j.typ])...)
 	}
 	for _, j := range narrowed {
 		if !s.goCatchUp(node, func(ctx context.Context) { s.receive(ctx, node, h, j) }, &j.cancel) {
@@ -172,6 +172,7 @@ func (s *states) changed(before map[string]*ring.Ring) {
 			j.need = need
 			j.sources = s.sourcesOf(j.prev)
 			s.trimNeed(j)
+			node.Awaiting(j.typ, j.rng, j.sources)
 			gained = append(gained, j)
 		}
 	}
@@ -205,7 +206,7 @@ func (s *states) changed(before map[string]*ring.Ring) {
 // h.jobs), and the rest ends receiving: a copy fences its whole range at
 // its sources, and fencing keys whose sets no longer hold this member
 // would make their owners step down for nothing. h.mu is held.
-func (s *states) review(h *handoffs, j *rangeJob, self ring.NodeID, r *ring.Ring) []*rangeJob {
+func (s *states) review(node *replicanode.Node, h *handoffs, j *rangeJob, self ring.NodeID, r *ring.Ring) []*rangeJob {
 	var t *storedType
 	for i := range s.stored {
 		if s.stored[i].name == j.typ {
@@ -222,12 +223,14 @@ func (s *states) review(h *handoffs, j *rangeJob, self ring.NodeID, r *ring.Ring
 		// later gain receives it again).
 		j.cancel()
 		delete(h.jobs, handoffKey{typ: j.typ, rng: j.rng})
+		node.Awaiting(j.typ, j.rng, nil)
 		s.endReceiving(h, j.rng)
 		return nil
 	}
 	if next := s.sourcesOf(j.prev); !slices.Equal(next, j.sources) {
 		j.sources = next
 		s.trimNeed(j)
+		node.Awaiting(j.typ, j.rng, j.sources)
 		// An attempt under way would wait on the gone sources for ever.
 		if j.stop != nil {
 			j.stop()
@@ -242,6 +245,7 @@ func (s *states) review(h *handoffs, j *rangeJob, self ring.NodeID, r *ring.Ring
 	}
 	j.cancel()
 	delete(h.jobs, handoffKey{typ: j.typ, rng: j.rng})
+	node.Awaiting(j.typ, j.rng, nil)
 	parts := make([]*rangeJob, 0, len(kept))
 	for _, g := range kept {
 		k := handoffKey{typ: j.typ, rng: g}
@@ -250,6 +254,7 @@ func (s *states) review(h *handoffs, j *rangeJob, self ring.NodeID, r *ring.Ring
 		}
 		p := &rangeJob{typ: j.typ, rng: g, prev: j.prev, sources: slices.Clone(j.sources), need: j.need, retry: make(chan struct{}, 1)}
 		h.jobs[k] = p
+		node.Awaiting(j.typ, g, p.sources)
 		parts = append(parts, p)
 	}
 	s.endReceiving(h, j.rng)
@@ -350,6 +355,7 @@ func (s *states) receive(ctx context.Context, node *replicanode.Node, h *handoff
 		h.mu.Lock()
 		if h.jobs[handoffKey{typ: j.typ, rng: j.rng}] == j {
 			delete(h.jobs, handoffKey{typ: j.typ, rng: j.rng})
+			node.Awaiting(j.typ, j.rng, nil)
 		}
 		h.mu.Unlock()
 	}()
@@ -361,6 +367,7 @@ func (s *states) receive(ctx context.Context, node *replicanode.Node, h *handoff
 			return // ended by a ring change meanwhile
 		}
 		delete(h.jobs, handoffKey{typ: j.typ, rng: j.rng})
+		node.Awaiting(j.typ, j.rng, nil)
 		s.endReceiving(h, j.rng)
 	}
 	wait := handoffRetryMin

@@ -17,14 +17,15 @@ import (
 // a floor, which a replica that ignored the epoch would let pass), so a
 // binary that knows an older version refuses the newer
 // messages with ErrUnsupportedVersion, and version 5 for a partial
-// catch-up request (Partial) and an answer from a source recovering
-// (Recovering). A decoder refuses a version above
+// catch-up request (Partial), an answer from a source recovering
+// (Recovering) and an answer or fenced from a source that waits on its
+// requester alone (Cycle). A decoder refuses a version above
 // FormatVersion, and a message in a version other than its own.
 const FormatVersion = 5
 
 func versionOf(m Message) byte {
 	switch {
-	case (m.Partial && m.Type.isSyncRequest()) || (m.Recovering && m.Type.isSyncAnswer()):
+	case (m.Partial && m.Type.isSyncRequest()) || ((m.Recovering || m.Cycle) && m.Type.isSyncAnswer()) || (m.Cycle && m.Type == MsgFenced):
 		return 5
 	case m.Type.isFence() || (m.Type == MsgRefuse && m.Floor) || (m.Type == MsgPrepare && !m.Promised.IsZero()):
 		return 4
@@ -68,9 +69,10 @@ func versionOf(m Message) byte {
 // Version 5 (a partial catch-up request: MsgSyncRequest or
 // MsgSyncIndexRequest with Partial; an answer, MsgSyncChunk or
 // MsgSyncIndex, with Recovering) has the layout of version 2 (of version
-// 3 for the index messages); its flags byte has bit 3 for Partial, set on
-// every request of version 5, and bit 4 for Recovering, set on every
-// answer of version 5.
+// 3 for the index messages; of version 4 for a fenced with Cycle); its
+// flags byte has bit 3 for Partial, set on every request of version 5,
+// bit 4 for Recovering and bit 5 for Cycle, one of which is set on every
+// answer of version 5, and Cycle on every fenced of version 5.
 
 const (
 	flagCounted   = 1
@@ -78,6 +80,7 @@ const (
 	flagFloor     = 4
 	flagPartial   = 8
 	flagRecover   = 16
+	flagCycle     = 32
 	flagTombstone = 1
 )
 
@@ -115,6 +118,9 @@ func AppendEncode(b []byte, m Message) []byte {
 	if m.Recovering && m.Type.isSyncAnswer() {
 		flags |= flagRecover
 	}
+	if m.Cycle && (m.Type.isSyncAnswer() || m.Type == MsgFenced) {
+		flags |= flagCycle
+	}
 	v := versionOf(m)
 	b = append(b, v, byte(m.Type), flags)
 	b = appendNode(b, m.From)
@@ -129,7 +135,7 @@ func AppendEncode(b []byte, m Message) []byte {
 		b = binary.AppendUvarint(b, uint64(len(m.Delta)))
 		b = append(b, m.Delta...)
 	}
-	if sync || v == 4 {
+	if sync || v >= 4 {
 		b = binary.AppendUvarint(b, uint64(m.Range.Start))
 		b = binary.AppendUvarint(b, uint64(m.Range.End))
 		b = binary.AppendUvarint(b, uint64(m.Cursor))
@@ -223,29 +229,19 @@ func DecodeNames(b []byte, names *Names) (Message, error) {
 	if d.err == nil && !m.Type.known() {
 		d.fail(ErrMalformed, "type")
 	}
-	// One message, one encoding: its type (and a refusal's Floor) fixes
-	// its version.
-	floorRefusal := m.Type == MsgRefuse && v == 4
-	sincePrepare := m.Type == MsgPrepare && v == 4
-	partial := m.Type.isSyncRequest() && v == 5
-	recovering := m.Type.isSyncAnswer() && v == 5
-	if d.err == nil && v != versionOf(Message{Type: m.Type, Floor: floorRefusal, Partial: partial, Recovering: recovering}) && !sincePrepare {
-		d.off--
-		d.fail(ErrMalformed, "type of another version")
-	}
+	// Each type allows some flags; one message, one encoding: its type and
+	// flags fix its version.
 	sync := m.Type.isSync()
 	allowed := byte(flagCounted)
-	if sync {
-		allowed |= flagDone
-	}
-	if floorRefusal {
+	switch {
+	case sync && m.Type.isSyncRequest():
+		allowed |= flagDone | flagPartial
+	case sync:
+		allowed |= flagDone | flagRecover | flagCycle
+	case m.Type == MsgRefuse:
 		allowed |= flagFloor
-	}
-	if partial {
-		allowed |= flagPartial
-	}
-	if recovering {
-		allowed |= flagRecover
+	case m.Type == MsgFenced:
+		allowed |= flagCycle
 	}
 	flags := d.byte("flags")
 	if d.err == nil && flags&^allowed != 0 {
@@ -256,17 +252,12 @@ func DecodeNames(b []byte, names *Names) (Message, error) {
 	m.Floor = flags&flagFloor != 0
 	m.Partial = flags&flagPartial != 0
 	m.Recovering = flags&flagRecover != 0
-	if d.err == nil && floorRefusal && !m.Floor {
-		d.off--
-		d.fail(ErrMalformed, "refusal in version 4 without a floor")
-	}
-	if d.err == nil && partial && !m.Partial {
-		d.off--
-		d.fail(ErrMalformed, "catch-up request in version 5 that is not partial")
-	}
-	if d.err == nil && recovering && !m.Recovering {
-		d.off--
-		d.fail(ErrMalformed, "catch-up answer in version 5 from a source not recovering")
+	m.Cycle = flags&flagCycle != 0
+	// A prepare's version depends on its epoch, read below.
+	sincePrepare := m.Type == MsgPrepare && v == 4
+	if d.err == nil && v != versionOf(m) && !sincePrepare {
+		d.off -= 2
+		d.fail(ErrMalformed, "type or flags of another version")
 	}
 	m.From = d.node("from")
 	m.To = d.node("to")
@@ -284,14 +275,14 @@ func DecodeNames(b []byte, names *Names) (Message, error) {
 			m.Delta = append([]byte(nil), e...)
 		}
 	}
-	if sync || v == 4 {
+	if sync || v >= 4 {
 		m.Range.Start = ring.Token(d.uvarint("range start"))
 		m.Range.End = ring.Token(d.uvarint("range end"))
 		m.Cursor = ring.Token(d.uvarint("cursor"))
 		m.Limit = d.uvarint("limit")
 	}
 	n := d.uvarint("record count")
-	if d.err == nil && (n > uint64(len(d.b)-d.off)/minRecordLen || (n > 0 && v == 4)) {
+	if d.err == nil && (n > uint64(len(d.b)-d.off)/minRecordLen || (n > 0 && !sync && v >= 4)) {
 		d.fail(ErrMalformed, "record count")
 	}
 	if d.err == nil && n > 0 && m.Type == MsgSyncIndexRequest {

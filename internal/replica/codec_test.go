@@ -63,6 +63,12 @@ func sampleMessages() []Message {
 			{Key: k, Kind: KindState, Epoch: e, Version: 42, Value: []byte("state")},
 		}},
 		{Type: MsgSyncIndex, From: b, To: a, Round: 7, Done: true, Recovering: true},
+		// A source that waits on its requester alone answers anyway.
+		{Type: MsgSyncChunk, From: b, To: a, Round: 9, Cursor: 1 << 41, Cycle: true, Records: []Record{
+			{Key: k, Kind: KindState, Epoch: e, Version: 42, Value: []byte("state")},
+		}},
+		{Type: MsgSyncIndex, From: b, To: a, Round: 10, Done: true, Cycle: true},
+		{Type: MsgFenced, From: b, To: a, Round: 5, Range: ring.Range{Start: 1 << 40, End: 7}, Epoch: Epoch{Term: 12}, Promised: Epoch{Term: 11}, Cycle: true},
 	}
 }
 
@@ -78,7 +84,7 @@ func TestEachTypeHasItsOwnFormatVersion(t *testing.T) {
 		b := AppendEncode(nil, m)
 		want := byte(1)
 		switch {
-		case m.Partial || m.Recovering:
+		case m.Partial || m.Recovering || m.Cycle:
 			want = 5
 		case m.Type == MsgSyncRequest || m.Type == MsgSyncChunk:
 			want = 2

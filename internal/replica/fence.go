@@ -26,7 +26,9 @@ import (
 // then raises the range's floor to that term and the copier, m.From (to
 // be persisted before the answer leaves: Ready.Floors). A replica still
 // receiving part of the range raises nothing and answers not counted:
-// what it holds does not stand for a quorum.
+// what it holds does not stand for a quorum; unless the driver marked the
+// fence Cycle (the replica waits for the range on the copier alone), when
+// it fences and answers so (see Message.Cycle).
 //
 // Another copier's floor counts because a floor names its copier: an
 // earlier hand-off's floor above the fence's term would stay where the
@@ -47,19 +49,23 @@ func (c *Core) fence(m Message) {
 		}
 	}
 	counted := !slices.ContainsFunc(c.receiving, func(g ring.Range) bool { return Overlap(g, m.Range) })
-	if counted {
+	cycle := !counted && m.Cycle
+	if counted || cycle {
 		var changed bool
 		if c.floors, changed = c.floors.raise(m.Range, Epoch{Term: m.Epoch.Term, Node: m.From}); changed {
 			c.ready.Floors = c.floors.list()
 		}
 	}
-	c.send(Message{Type: MsgFenced, To: m.From, Range: m.Range, Round: m.Round, Epoch: Epoch{Term: m.Epoch.Term}, Promised: Epoch{Term: high}, Counted: counted})
+	c.send(Message{Type: MsgFenced, To: m.From, Range: m.Range, Round: m.Round, Epoch: Epoch{Term: m.Epoch.Term}, Promised: Epoch{Term: high}, Counted: counted, Cycle: cycle})
 }
 
 // Fencer is a copier's side of fencing a range at its sources, rounds of
 // MsgFence and their answers, without goroutines or clocks: the driver
 // sends Messages, steps the answers in, and sends Messages again when a
 // round changes or nothing came back for a while.
+//
+// A source that waits for the range on this copier alone (Cycle) counts
+// as fenced: what it holds is all the copy will ever get from it.
 //
 // A round fences every source at one term G. A source that reports a
 // term at or above G may have promised an owner that G does not fence, so
@@ -128,7 +134,7 @@ func (f *Fencer) Step(m Message) (newRound bool) {
 		return false
 	}
 	switch {
-	case !m.Counted:
+	case !m.Counted && !m.Cycle:
 		f.receiving = append(f.receiving, m.From)
 	case m.Promised.Term >= f.term:
 		if m.Promised.Term == math.MaxUint64 {

@@ -130,6 +130,14 @@ type Message struct {
 	// the whole ring (it stopped uncleanly, or joined with an empty
 	// store): nothing it holds is known to be all it acknowledged.
 	Recovering bool
+	// Cycle, on a catch-up answer or a fenced, says that the source still
+	// receives part of the range but waits for it on the requester alone
+	// (its other previous replicas are gone): what it holds is all it
+	// will ever give the requester, so the requester need not wait for
+	// it, which would wait on the requester in turn. The driver sets it on
+	// a fence it receives, for the core to fence such a range (it never
+	// crosses the wire on a fence).
+	Cycle bool
 }
 
 // isSync reports whether t is a catch-up message type, which needs format

@@ -272,6 +272,59 @@ func (n *Node) fence(ctx context.Context, rng ring.Range, sources []ring.NodeID,
 	}
 }
 
+// Awaiting records the sources the hand-off job receiving rng waits on (its
+// previous replicas still alive), or forgets rng when sources is nil. A
+// node that receives part of a range waits for it on others, so it
+// answers another node's catch-up and fence of it as not counting;
+// except when every part it receives waits on that node alone (the
+// others of its previous set gone): what it holds is then all it will
+// ever give that node, which would otherwise wait on it in turn, for
+// good. It answers that one (Message.Cycle).
+// job names the hand-off among those of the same range (a type's).
+func (n *Node) Awaiting(job string, rng ring.Range, sources []ring.NodeID) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	k := awaitKey{job, rng}
+	if sources == nil {
+		delete(n.awaits, k)
+		return
+	}
+	if n.awaits == nil {
+		n.awaits = map[awaitKey][]ring.NodeID{}
+	}
+	n.awaits[k] = slices.Clone(sources)
+}
+
+// awaitKey names a hand-off's wait (see Awaiting).
+type awaitKey struct {
+	job string
+	rng ring.Range
+}
+
+// waitsOnlyOnLocked reports whether every part of rng this node receives
+// waits on from alone: recorded by Awaiting with no other source. n.mu is
+// held.
+func (n *Node) waitsOnlyOnLocked(rng ring.Range, from ring.NodeID) bool {
+	whole := []ring.Range{rng}
+	inside := replica.Subtract(n.receiving, replica.Subtract(n.receiving, whole...)...)
+	if len(inside) == 0 {
+		return false // it counts: nothing to excuse
+	}
+	var alone []ring.Range
+	for k, srcs := range n.awaits {
+		only := len(srcs) > 0 && !slices.ContainsFunc(srcs, func(s ring.NodeID) bool { return s != from })
+		overlaps := slices.ContainsFunc(inside, func(x ring.Range) bool { return replica.Overlap(x, k.rng) })
+		switch {
+		case !overlaps:
+		case only:
+			alone = append(alone, k.rng)
+		default:
+			return false
+		}
+	}
+	return len(replica.Subtract(inside, alone...)) == 0
+}
+
 // EndReceiving makes the node count for ranges again: after Copy, or
 // without copying where nothing is left to copy or the node no longer
 // replicates a range.
@@ -469,7 +522,7 @@ func (s *copySource) ask(ctx context.Context, req replica.Message, want replica.
 	if err != nil {
 		return replica.Message{}, err
 	}
-	if !c.msg.Counted && !s.partial {
+	if !c.msg.Counted && !s.partial && !c.msg.Cycle {
 		return replica.Message{}, fmt.Errorf("%w: %v for %v", ErrSourceReceiving, s.src, s.rng)
 	}
 	s.recovering = s.recovering || c.msg.Recovering
@@ -609,14 +662,18 @@ func (n *Node) serveSyncs() {
 // sent. The store holds everything this node acknowledged, since the
 // loop persists before it answers. A node still receiving part of the
 // range answers that it does not count, without records, unless the
-// request is partial (see CatchUpFromAll).
+// request is partial (see CatchUpFromAll) or the node waits for the
+// range on the requester alone (see Awaiting).
 func (n *Node) answerSync(m replica.Message) {
 	limit := n.cfg.SyncChunk
 	if m.Limit > 0 && m.Limit < uint64(limit) {
 		limit = int(m.Limit)
 	}
 	counted := true
-	receiving := n.Receiving()
+	n.mu.Lock()
+	receiving := slices.Clone(n.receiving)
+	cycle := n.waitsOnlyOnLocked(m.Range, m.From)
+	n.mu.Unlock()
 	for _, r := range receiving {
 		counted = counted && !replica.Overlap(r, m.Range)
 	}
@@ -624,12 +681,12 @@ func (n *Node) answerSync(m replica.Message) {
 	if m.Type == replica.MsgSyncIndexRequest {
 		typ = replica.MsgSyncIndex
 	}
-	reply := replica.Message{Type: typ, From: n.self, To: m.From, Round: m.Round, Counted: counted, Cursor: m.Cursor, Done: true}
+	reply := replica.Message{Type: typ, From: n.self, To: m.From, Round: m.Round, Counted: counted, Cycle: !counted && cycle, Cursor: m.Cursor, Done: true}
 	if m.Partial {
 		reply.Recovering = len(receiving) == 1 && receiving[0].Start == receiving[0].End
 	}
 	fetch := m.Type == replica.MsgSyncRequest && len(m.Records) > 0
-	if counted || m.Partial {
+	if counted || m.Partial || reply.Cycle {
 		b := chunkBuilder{reply: &reply, limit: limit, index: typ == replica.MsgSyncIndex}
 		after := ring.Range{Start: m.Cursor, End: m.Range.End}
 		var err error

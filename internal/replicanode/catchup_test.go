@@ -356,6 +356,56 @@ func TestMembersThatLostTheirLastWritesTogetherCatchUpFromEachOther(t *testing.T
 	}
 }
 
+// Two members that each receive a range and wait for it on the other
+// alone (the rest of their previous sets gone) copy it from each other
+// instead of waiting for good: each answers the other's fence and copy
+// with what it holds. One that waits on a third member too answers as
+// not counting.
+func TestMembersThatWaitForARangeOnEachOtherAloneCopyFromEachOther(t *testing.T) {
+	c := newCluster(t, 3, false)
+	ctx := bounded(t)
+	r, s, o := c.members[0], c.members[1], c.members[2]
+	k := key("a")
+	// Only s holds the write: a set of one.
+	if err := s.node.Acquire(ctx, k, c.ids(s), replication.Majority); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.node.Write(ctx, k, stateSlot, []byte("acked")); err != nil {
+		t.Fatal(err)
+	}
+	tok := k.Token()
+	g := ring.Range{Start: tok - 10, End: tok + 10}
+	for _, m := range []*member{r, s} {
+		if err := m.node.SetReceiving(g); err != nil {
+			t.Fatal(err)
+		}
+		for len(m.node.Receiving()) == 0 {
+			if ctx.Err() != nil {
+				t.Fatal("never started receiving")
+			}
+			runtime.Gosched()
+		}
+	}
+	s.node.Awaiting("t", g, c.ids(r, o))
+	if err := r.node.CopyFenced(ctx, g, c.ids(s), 1); !errors.Is(err, ErrSourceReceiving) {
+		t.Fatalf("a copy from a source that waits on a third member too: %v, want ErrSourceReceiving", err)
+	}
+	r.node.Awaiting("t", g, c.ids(s))
+	s.node.Awaiting("t", g, c.ids(r))
+	errs := make(chan error, 2)
+	go func() { errs <- r.node.CopyFenced(ctx, g, c.ids(s), 1) }()
+	go func() { errs <- s.node.CopyFenced(ctx, g, c.ids(r), 1) }()
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Fatalf("copies of members waiting on each other alone: %v", err)
+		}
+	}
+	got, ok, err := r.store.Get(ctx, k, stateSlot)
+	if err != nil || !ok || string(got.Value) != "acked" {
+		t.Fatalf("r holds %q (%v, %v) after copying from s, want the write s held", got.Value, ok, err)
+	}
+}
+
 // The catch-up's byte rate is bounded: with SyncRate R, B bytes take at
 // least (B - one chunk) / R.
 func TestACatchUpKeepsToItsRate(t *testing.T) {

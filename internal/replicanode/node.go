@@ -53,6 +53,9 @@ type Node struct {
 	syncs map[uint64]*syncWait
 	// fences holds the fencings waiting for their answers, by id.
 	fences map[uint64]chan replica.Message
+	// awaits holds, per range this node's hand-offs receive, the sources
+	// they wait on (Awaiting).
+	awaits map[awaitKey][]ring.NodeID
 
 	syncID atomic.Uint64
 	// syncReqs queues the catch-up requests this node answers as a
@@ -296,6 +299,9 @@ func (n *Node) receive(from ring.NodeID, payload []byte) {
 			default:
 				// The requester asks again later.
 			}
+		case replica.MsgFence:
+			m.Cycle = n.waitsOnlyOnLocked(m.Range, m.From)
+			n.queue = append(n.queue, input{msg: m})
 		case replica.MsgFenced:
 			if ch := n.fences[m.Round]; ch != nil {
 				select {
