@@ -111,6 +111,17 @@ func awaitReadyz(t *testing.T, c *http.Client, addr string, code int, want ...st
 	return last
 }
 
+// causeOf returns the cause of r's check name ("" when it passes or is
+// absent).
+func causeOf(r system.Readiness, name string) system.ReadyCause {
+	for _, c := range r.Checks {
+		if c.Name == name {
+			return c.Cause
+		}
+	}
+	return ""
+}
+
 func checkNames(r system.Readiness) []string {
 	var names []string
 	for _, c := range r.Checks {
@@ -147,6 +158,9 @@ func TestReadyzTurnsFromNotJoinedToReadyWhenTheMemberJoins(t *testing.T) {
 	r := awaitReadyz(t, c, addr, http.StatusServiceUnavailable, system.ReadyCheckJoined, system.ReadyCheckMajority)
 	if want := []string{"joined", "majority", "not_closing"}; !slices.Equal(checkNames(r), want) {
 		t.Errorf("a member without stored state lists the checks %v, want %v", checkNames(r), want)
+	}
+	if got := causeOf(r, system.ReadyCheckJoined); got != system.ReadyCauseNotJoined {
+		t.Errorf("the joined check of a member waiting for its seed has cause %q, want %q", got, system.ReadyCauseNotJoined)
 	}
 	if code, _, err := fetch(c, "http://"+addr+"/healthz", ""); err != nil || code != http.StatusOK {
 		t.Errorf("/healthz of a joining member answered %d (%v), want 200: the process serves", code, err)
@@ -185,8 +199,8 @@ func TestReadyzTurnsUnreadyAsSoonAsAMemberCloses(t *testing.T) {
 		closed <- s.Close(ctx)
 	}()
 	r := awaitReadyz(t, c, s.AdminAddr(), http.StatusServiceUnavailable, system.ReadyCheckNotClosing)
-	if r.Checks[len(r.Checks)-1].Reason == "" {
-		t.Errorf("the failing check %+v gives no reason", r.Checks[len(r.Checks)-1])
+	if last := r.Checks[len(r.Checks)-1]; last.Reason == "" || last.Cause != system.ReadyCauseClosing {
+		t.Errorf("the failing check %+v gives no reason or not the cause %q", last, system.ReadyCauseClosing)
 	}
 	close(g.open)
 	if err := systemtest.Recv(t, closed, "Close"); err != nil {
@@ -214,6 +228,9 @@ func TestReadyzIsUnreadyWhileAJoiningMemberCatchesUp(t *testing.T) {
 	r := awaitReadyz(t, c, s.AdminAddr(), http.StatusServiceUnavailable, system.ReadyCheckCaughtUp)
 	if want := []string{"joined", "store_open", "caught_up", "majority", "not_closing"}; !slices.Equal(checkNames(r), want) {
 		t.Errorf("a member with stored state lists the checks %v, want %v", checkNames(r), want)
+	}
+	if got := causeOf(r, system.ReadyCheckCaughtUp); got != system.ReadyCauseReceiving {
+		t.Errorf("the caught_up check of a member catching up has cause %q, want %q", got, system.ReadyCauseReceiving)
 	}
 	awaitReadyz(t, c, s.AdminAddr(), http.StatusOK)
 }

@@ -207,7 +207,7 @@ func (h *handler) status(w http.ResponseWriter, r *http.Request) {
 		resp.Member.NodeID = self.String()
 	}
 	for _, c := range checks {
-		resp.Readiness.Checks = append(resp.Readiness.Checks, ReadinessCheck{Name: c.Name, OK: c.OK, Reason: c.Reason})
+		resp.Readiness.Checks = append(resp.Readiness.Checks, ReadinessCheck{Name: c.Name, OK: c.OK, Cause: c.Cause, Reason: c.Reason})
 	}
 	for _, st := range statuses {
 		resp.Cluster.MembersByStatus[st] = 0

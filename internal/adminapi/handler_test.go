@@ -220,6 +220,21 @@ func TestStatusDescribesTheMemberItsReadinessAndTheClusterBySize(t *testing.T) {
 	}
 }
 
+func TestStatusCarriesAFailingChecksCauseAndReason(t *testing.T) {
+	f := threeMembers()
+	f.node.Ready = false
+	f.node.Checks = []Check{{Name: "joined", OK: true}, {Name: "majority", Cause: "no_majority", Reason: "sees no majority"}}
+	_, _, body := do(t, f, http.MethodGet, "/api/v1/status")
+	if !strings.Contains(body, `"cause": "no_majority"`) || strings.Count(body, `"cause"`) != 1 {
+		t.Errorf("status body:\n%s\nwant the failing check's cause no_majority, and no cause on the passing one", body)
+	}
+	var st StatusResponse
+	getJSON(t, f, "/api/v1/status", &st)
+	if c := st.Readiness.Checks[1]; st.Readiness.Ready || c.Cause != "no_majority" || c.Reason != "sees no majority" {
+		t.Errorf("readiness %+v, want unready, majority failing with its cause and reason", st.Readiness)
+	}
+}
+
 func TestIncarnationsTravelAsDecimalStrings(t *testing.T) {
 	f := threeMembers()
 	big := uint64(1<<63 + 12345) // beyond a float64's exact integers

@@ -63,8 +63,10 @@ type Node struct {
 
 // Check is one readiness check.
 type Check struct {
-	Name   string
-	OK     bool
+	Name string
+	OK   bool
+	// Cause is why it fails, as a stable code ("" when it passes).
+	Cause  string
 	Reason string
 }
 

@@ -59,8 +59,11 @@ type Readiness struct {
 
 // ReadinessCheck is one readiness check.
 type ReadinessCheck struct {
-	Name   string `json:"name"`
-	OK     bool   `json:"ok"`
+	Name string `json:"name"`
+	OK   bool   `json:"ok"`
+	// Cause is why the check fails, as a stable code (docs/operations.md
+	// lists them); omitted when it passes.
+	Cause  string `json:"cause,omitempty"`
 	Reason string `json:"reason,omitempty"`
 }
 
