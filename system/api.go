@@ -21,7 +21,7 @@ type apiSource struct {
 var _ adminapi.Source = (*apiSource)(nil)
 
 func newAPISource(s *System, version string) *apiSource {
-	a := &apiSource{s: s, node: adminapi.Node{Started: s.started, BuildVersion: version}}
+	a := &apiSource{s: s, node: adminapi.Node{Started: s.started, BuildVersion: version, Role: RecordRole}}
 	if s.m != nil {
 		a.node.Addr = s.m.cfg.Advertise
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"maps"
 	"strconv"
 	"sync"
 	"time"
@@ -42,6 +43,7 @@ type publisher struct {
 	node     string // the advertised address
 	started  time.Time
 	version  string
+	labels   map[string]string // the user's, copied; never written
 
 	ctx    context.Context // ends at halt: cuts a heartbeat short
 	cancel context.CancelFunc
@@ -66,7 +68,7 @@ type derivedRecord struct {
 func newPublisher(cfg Config, cc cluster.Config, started time.Time) *publisher {
 	p := &publisher{store: cfg.Records, external: cfg.Records != nil, timings: cfg.RecordTimings.WithDefaults(),
 		cluster: cc.WithDefaults().ClusterName, node: cc.Advertise, started: started, version: recordVersion(),
-		derived: map[noderecord.Key]derivedRecord{}}
+		labels: maps.Clone(cfg.RecordLabels), derived: map[noderecord.Key]derivedRecord{}}
 	if p.store == nil {
 		p.store = memrecords.New(memrecords.Config{})
 	}
@@ -152,7 +154,7 @@ func (p *publisher) putOwn(ctx context.Context, s *System, self ring.NodeID) err
 	health, ready := recordHealth(s.Readiness())
 	r := noderecord.Record{Cluster: p.cluster, Node: p.node, Role: RecordRole, Incarnation: inc,
 		DataAddr: p.node, AdminAddr: s.AdminAddr(), BuildVersion: p.version, Started: p.started,
-		Seq: p.seq, Health: health, Ready: ready, Counters: s.recordCounters()}
+		Seq: p.seq, Health: health, Ready: ready, Counters: s.recordCounters(), Labels: p.labels}
 	_, err := p.store.Put(ctx, r, p.timings.LeaseTTL)
 	return err
 }

@@ -59,6 +59,9 @@ type Node struct {
 	// BuildVersion is the Troupe module's version ("(devel)" when
 	// unknown).
 	BuildVersion string
+	// Role is the role of the cluster's members: the role their node
+	// records are published under (system.RecordRole).
+	Role string
 }
 
 // Check is one readiness check.

@@ -93,6 +93,9 @@ type Member struct {
 	Incarnation uint64   `json:"incarnation,string"`
 	Status      string   `json:"status"`
 	ActorTypes  []string `json:"actor_types"`
+	// Role is the role of its node record: every member of the view
+	// has the members' role ("member").
+	Role string `json:"role"`
 	// Self is set on the member answering.
 	Self bool `json:"self"`
 }
