@@ -50,8 +50,9 @@ type AdminConfig struct {
 	API bool
 
 	// UI serves the operator's page at GET / (its script and style under
-	// /ui/): the members with their status, each member's share of each
-	// ring, this member's readiness and counters and a key lookup,
+	// /ui/): the members with their status, their node records (health,
+	// readiness, heartbeat age, counters, labels), each member's share of
+	// each ring, this member's readiness and counters and a key lookup,
 	// refreshed every second, the last data kept and marked stale when a
 	// refresh fails. The page is a client of the API and of nothing else,
 	// so UI needs API: Validate refuses UI without it rather than switch
