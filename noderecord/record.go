@@ -168,22 +168,34 @@ func (r Record) Validate() error {
 	if r.Counters.ReplicationLag < 0 {
 		return &FieldError{Field: "Counters.ReplicationLag", Reason: "is negative"}
 	}
-	if len(r.Labels) > MaxLabels {
-		return &FieldError{Field: "Labels", Reason: "entries", Size: len(r.Labels), Limit: MaxLabels}
+	return ValidateLabels(r.Labels)
+}
+
+// ValidateLabels checks labels as Validate checks Record.Labels: at most
+// MaxLabels, keys not empty and within MaxLabelKeyBytes, values within
+// MaxFieldBytes, all UTF-8 without control characters.
+func ValidateLabels(labels map[string]string) error {
+	if len(labels) > MaxLabels {
+		return &FieldError{Field: "Labels", Reason: "entries", Size: len(labels), Limit: MaxLabels}
 	}
-	// Sorted, so that the same record always reports the same field.
-	for _, k := range slices.Sorted(maps.Keys(r.Labels)) {
-		if k == "" {
-			return &FieldError{Field: "Labels", Reason: "a key is empty"}
-		}
-		if err := checkText("Labels key "+quote(k), k, MaxLabelKeyBytes); err != nil {
-			return err
-		}
-		if err := checkText("Labels["+quote(k)+"]", r.Labels[k], MaxFieldBytes); err != nil {
+	// Sorted, so that the same labels always report the same field.
+	for _, k := range slices.Sorted(maps.Keys(labels)) {
+		if err := ValidateLabel(k, labels[k]); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// ValidateLabel checks one label as ValidateLabels does.
+func ValidateLabel(key, value string) error {
+	if key == "" {
+		return &FieldError{Field: "Labels", Reason: "a key is empty"}
+	}
+	if err := checkText("Labels key "+quote(key), key, MaxLabelKeyBytes); err != nil {
+		return err
+	}
+	return checkText("Labels["+quote(key)+"]", value, MaxFieldBytes)
 }
 
 func checkID(field, v string) error {
@@ -224,3 +236,6 @@ func quote(k string) string {
 
 // ValidateCluster checks a cluster id as Validate checks Record.Cluster.
 func ValidateCluster(cluster string) error { return checkID("Cluster", cluster) }
+
+// ValidateRole checks a role as Validate checks Record.Role.
+func ValidateRole(role string) error { return checkID("Role", role) }

@@ -85,6 +85,37 @@ func TestKeyValidateAndValidateClusterCheckIDsAsTheRecordDoes(t *testing.T) {
 	}
 }
 
+func TestValidateRoleAndLabelsCheckAsTheRecordDoes(t *testing.T) {
+	if err := ValidateRole("member"); err != nil {
+		t.Errorf("role member: %v", err)
+	}
+	for _, role := range []string{"", "a/b", "a\nb", strings.Repeat("r", MaxFieldBytes+1)} {
+		if err := ValidateRole(role); !errors.Is(err, ErrInvalidRecord) {
+			t.Errorf("role %q: %v, want ErrInvalidRecord", role, err)
+		}
+	}
+	many := map[string]string{}
+	for i := range MaxLabels + 1 {
+		many[strings.Repeat("k", i+1)] = "v"
+	}
+	for name, labels := range map[string]map[string]string{
+		"too many":   many,
+		"empty key":  {"": "v"},
+		"long key":   {strings.Repeat("k", MaxLabelKeyBytes+1): "v"},
+		"long value": {"zone": strings.Repeat("v", MaxFieldBytes+1)},
+		"control":    {"zone": "a\x00"},
+	} {
+		err := ValidateLabels(labels)
+		r := Record{Cluster: "c", Node: "n", Role: "r", Incarnation: "i", Labels: labels}
+		if !errors.Is(err, ErrInvalidRecord) || errors.Is(err, ErrTooLarge) != errors.Is(r.Validate(), ErrTooLarge) || err.Error() != r.Validate().Error() {
+			t.Errorf("%s: ValidateLabels = %v, Validate = %v; want the same ErrInvalidRecord", name, err, r.Validate())
+		}
+	}
+	if err := ValidateLabels(map[string]string{"zone": "", "region": "eu"}); err != nil {
+		t.Errorf("an empty value: %v, want nil", err)
+	}
+}
+
 func TestHealthAndDecisionNameThemselves(t *testing.T) {
 	for h, want := range map[Health]string{HealthUnknown: "unknown", Healthy: "healthy", Degraded: "degraded", Unhealthy: "unhealthy", 9: "health(9)"} {
 		if h.String() != want {

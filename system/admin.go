@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"strings"
 	"time"
 
@@ -49,8 +50,9 @@ type AdminConfig struct {
 	API bool
 
 	// UI serves the operator's page at GET / (its script and style under
-	// /ui/): the members with their status, each member's share of each
-	// ring, this member's readiness and counters and a key lookup,
+	// /ui/): the members with their status, their node records (health,
+	// readiness, heartbeat age, counters, labels), each member's share of
+	// each ring, this member's readiness and counters and a key lookup,
 	// refreshed every second, the last data kept and marked stale when a
 	// refresh fails. The page is a client of the API and of nothing else,
 	// so UI needs API: Validate refuses UI without it rather than switch
@@ -75,6 +77,29 @@ type AdminConfig struct {
 	// only. It is never logged; String and LogValue redact it. Send it
 	// over TLS or on a trusted network only.
 	Token string
+
+	// TrustedProxies are the networks of the reverse proxies in front
+	// of the listener whose identity headers it believes: a request
+	// whose TCP peer is in one of them names its client in
+	// X-Forwarded-For (the nearest address that is not a trusted proxy
+	// is the client the logs name) and its user in ProxyUserHeader.
+	// From any other peer both headers are removed, never believed.
+	// Trusting a proxy does not waive the token: with Token set, every
+	// request needs it, proxied or not. Networks, not hosts with bits
+	// past the mask (10.0.0.0/8, not 10.0.0.5/8). Default none.
+	TrustedProxies []netip.Prefix
+
+	// ProxyUserHeader names the header a trusted proxy puts the user
+	// it authenticated in; not a header of credentials or addresses
+	// (Authorization, Cookie, X-Forwarded-For, ...). Default
+	// "X-Forwarded-User". Needs TrustedProxies.
+	ProxyUserHeader string
+
+	// RequireProxyUser serves only the requests a trusted proxy sent
+	// naming a user; the others get 401, on every path (fail closed:
+	// for a listener that only an authenticating proxy should reach).
+	// Needs TrustedProxies.
+	RequireProxyUser bool
 }
 
 // DefaultAdminBind is the admin listener's default address: loopback, so
@@ -96,6 +121,15 @@ func (c AdminConfig) String() string {
 	if c.Token != "" {
 		b.WriteString(" Token:" + redacted)
 	}
+	if len(c.TrustedProxies) > 0 {
+		fmt.Fprintf(&b, " TrustedProxies:%v", c.TrustedProxies)
+	}
+	if c.ProxyUserHeader != "" {
+		b.WriteString(" ProxyUserHeader:" + c.ProxyUserHeader)
+	}
+	if c.RequireProxyUser {
+		b.WriteString(" RequireProxyUser:true")
+	}
 	b.WriteString("}")
 	return b.String()
 }
@@ -113,6 +147,15 @@ func (c AdminConfig) LogValue() slog.Value {
 	if c.Token != "" {
 		attrs = append(attrs, slog.String("token", redacted))
 	}
+	if len(c.TrustedProxies) > 0 {
+		attrs = append(attrs, slog.Any("trusted_proxies", c.proxyTexts()))
+	}
+	if c.ProxyUserHeader != "" {
+		attrs = append(attrs, slog.String("proxy_user_header", c.ProxyUserHeader))
+	}
+	if c.RequireProxyUser {
+		attrs = append(attrs, slog.Bool("require_proxy_user", true))
+	}
 	return slog.GroupValue(attrs...)
 }
 
@@ -129,7 +172,12 @@ func (c AdminConfig) MarshalJSON() ([]byte, error) {
 		Gatherer bool   `json:"gatherer"`
 		TLS      bool   `json:"tls"`
 		Token    string `json:"token,omitempty"`
-	}{Bind: c.Bind, Health: c.Health, Metrics: c.Metrics, API: c.API, UI: c.UI, Gatherer: c.Gatherer != nil, TLS: c.TLS != nil}
+
+		TrustedProxies   []string `json:"trusted_proxies,omitempty"`
+		ProxyUserHeader  string   `json:"proxy_user_header,omitempty"`
+		RequireProxyUser bool     `json:"require_proxy_user,omitempty"`
+	}{Bind: c.Bind, Health: c.Health, Metrics: c.Metrics, API: c.API, UI: c.UI, Gatherer: c.Gatherer != nil, TLS: c.TLS != nil,
+		TrustedProxies: c.proxyTexts(), ProxyUserHeader: c.ProxyUserHeader, RequireProxyUser: c.RequireProxyUser}
 	if c.Listener != nil {
 		v.Listener = c.Listener.Addr().String()
 	}
@@ -137,6 +185,15 @@ func (c AdminConfig) MarshalJSON() ([]byte, error) {
 		v.Token = redacted
 	}
 	return json.Marshal(v)
+}
+
+// proxyTexts returns TrustedProxies as text, nil if none.
+func (c AdminConfig) proxyTexts() []string {
+	var ps []string
+	for _, p := range c.TrustedProxies {
+		ps = append(ps, p.String())
+	}
+	return ps
 }
 
 // validate reports the problems of c, a Config's Admin, whose Metrics
@@ -165,6 +222,25 @@ func (c *AdminConfig) validate(reg prometheus.Registerer) []error {
 	}
 	if err := admin.ValidToken(c.Token); err != nil {
 		bad("Token", "%v", err)
+	}
+	for i, p := range c.TrustedProxies {
+		switch {
+		case !p.IsValid():
+			bad("TrustedProxies", "entry %d is not a network", i)
+		case p != p.Masked():
+			bad("TrustedProxies", "%s has bits set past its mask: the network is %s", p, p.Masked())
+		}
+	}
+	if c.ProxyUserHeader != "" {
+		if err := admin.ValidUserHeader(c.ProxyUserHeader); err != nil {
+			bad("ProxyUserHeader", "%q: %v", c.ProxyUserHeader, err)
+		}
+		if len(c.TrustedProxies) == 0 {
+			bad("ProxyUserHeader", "no proxy is trusted to send it: set TrustedProxies")
+		}
+	}
+	if c.RequireProxyUser && len(c.TrustedProxies) == 0 {
+		bad("RequireProxyUser", "no proxy is trusted to name a user, so every request would be refused: set TrustedProxies")
 	}
 	return errs
 }
@@ -207,7 +283,8 @@ func (s *System) startAdmin(cfg Config) error {
 		}
 	}
 	log := cfg.withDefaults().Logger
-	o := admin.Options{Listener: ln, TLS: a.TLS, Token: a.Token, Logger: log}
+	o := admin.Options{Listener: ln, TLS: a.TLS, Token: a.Token, Logger: log, Proxies: admin.Proxies{
+		Trusted: a.TrustedProxies, UserHeader: a.ProxyUserHeader, RequireUser: a.RequireProxyUser}}
 	if a.Health {
 		o.Ready = func() (bool, any) {
 			r := s.Readiness()

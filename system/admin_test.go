@@ -12,11 +12,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"math/big"
 	"net"
 	"net/http"
+	"net/netip"
 	"slices"
 	"strconv"
 	"strings"
@@ -50,22 +50,18 @@ func httpClient(t *testing.T, tlsCfg *tls.Config) *http.Client {
 	return &http.Client{Transport: tr, Timeout: 5 * time.Second}
 }
 
-// fetch sends GET url with the Authorization header auth (none if empty).
+// fetch sends GET url with the Authorization header auth (none if
+// empty), through systemtest.Get.
 func fetch(c *http.Client, url, auth string) (int, []byte, error) {
-	req, err := http.NewRequest(http.MethodGet, url, nil)
-	if err != nil {
-		return 0, nil, err
-	}
+	var h http.Header
 	if auth != "" {
-		req.Header.Set("Authorization", auth)
+		h = systemtest.Header("Authorization", auth)
 	}
-	resp, err := c.Do(req)
+	resp, b, err := systemtest.Get(context.Background(), c, url, h)
 	if err != nil {
 		return 0, nil, err
 	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	return resp.StatusCode, b, err
+	return resp.StatusCode, b, nil
 }
 
 // readyz fetches http://addr/readyz and decodes its body.
@@ -111,6 +107,17 @@ func awaitReadyz(t *testing.T, c *http.Client, addr string, code int, want ...st
 	return last
 }
 
+// causeOf returns the cause of r's check name ("" when it passes or is
+// absent).
+func causeOf(r system.Readiness, name string) system.ReadyCause {
+	for _, c := range r.Checks {
+		if c.Name == name {
+			return c.Cause
+		}
+	}
+	return ""
+}
+
 func checkNames(r system.Readiness) []string {
 	var names []string
 	for _, c := range r.Checks {
@@ -147,6 +154,9 @@ func TestReadyzTurnsFromNotJoinedToReadyWhenTheMemberJoins(t *testing.T) {
 	r := awaitReadyz(t, c, addr, http.StatusServiceUnavailable, system.ReadyCheckJoined, system.ReadyCheckMajority)
 	if want := []string{"joined", "majority", "not_closing"}; !slices.Equal(checkNames(r), want) {
 		t.Errorf("a member without stored state lists the checks %v, want %v", checkNames(r), want)
+	}
+	if got := causeOf(r, system.ReadyCheckJoined); got != system.ReadyCauseNotJoined {
+		t.Errorf("the joined check of a member waiting for its seed has cause %q, want %q", got, system.ReadyCauseNotJoined)
 	}
 	if code, _, err := fetch(c, "http://"+addr+"/healthz", ""); err != nil || code != http.StatusOK {
 		t.Errorf("/healthz of a joining member answered %d (%v), want 200: the process serves", code, err)
@@ -185,8 +195,8 @@ func TestReadyzTurnsUnreadyAsSoonAsAMemberCloses(t *testing.T) {
 		closed <- s.Close(ctx)
 	}()
 	r := awaitReadyz(t, c, s.AdminAddr(), http.StatusServiceUnavailable, system.ReadyCheckNotClosing)
-	if r.Checks[len(r.Checks)-1].Reason == "" {
-		t.Errorf("the failing check %+v gives no reason", r.Checks[len(r.Checks)-1])
+	if last := r.Checks[len(r.Checks)-1]; last.Reason == "" || last.Cause != system.ReadyCauseClosing {
+		t.Errorf("the failing check %+v gives no reason or not the cause %q", last, system.ReadyCauseClosing)
 	}
 	close(g.open)
 	if err := systemtest.Recv(t, closed, "Close"); err != nil {
@@ -214,6 +224,9 @@ func TestReadyzIsUnreadyWhileAJoiningMemberCatchesUp(t *testing.T) {
 	r := awaitReadyz(t, c, s.AdminAddr(), http.StatusServiceUnavailable, system.ReadyCheckCaughtUp)
 	if want := []string{"joined", "store_open", "caught_up", "majority", "not_closing"}; !slices.Equal(checkNames(r), want) {
 		t.Errorf("a member with stored state lists the checks %v, want %v", checkNames(r), want)
+	}
+	if got := causeOf(r, system.ReadyCheckCaughtUp); got != system.ReadyCauseReceiving {
+		t.Errorf("the caught_up check of a member catching up has cause %q, want %q", got, system.ReadyCauseReceiving)
 	}
 	awaitReadyz(t, c, s.AdminAddr(), http.StatusOK)
 }
@@ -510,6 +523,77 @@ func TestAnAdminListenerThatCannotBindFailsNewAndLeavesNothing(t *testing.T) {
 	}
 }
 
+func TestOnlyTrustedProxiesNameTheUserAndTheTokenStaysRequired(t *testing.T) {
+	const token = "proxy-Token.8"
+	logs := new(proctest.LockedBuffer)
+	start := func(trusted string) *system.System {
+		cfg := system.Config{Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}
+		apiOn(&cfg)
+		cfg.Admin.Token = token
+		cfg.Admin.TrustedProxies = []netip.Prefix{netip.MustParsePrefix(trusted)}
+		cfg.Admin.ProxyUserHeader = "X-Auth-Request-User"
+		cfg.Admin.RequireProxyUser = true
+		return newStandalone(t, cfg, counterDef("proxied", nil))
+	}
+	behind := start("127.0.0.0/8") // the test's requests come from a trusted proxy
+	direct := start("192.0.2.0/24")
+	c := httpClient(t, nil)
+	for _, tc := range []struct {
+		name string
+		s    *system.System
+		h    http.Header
+		want int
+	}{
+		{"token and user via a trusted proxy", behind, systemtest.Header("Authorization", "Bearer "+token, "X-Auth-Request-User", "alice",
+			"X-Forwarded-For", "203.0.113.9"), http.StatusOK},
+		{"user via a trusted proxy, no token", behind, systemtest.Header("X-Auth-Request-User", "alice"), http.StatusUnauthorized},
+		{"token via a trusted proxy, no user", behind, systemtest.Header("Authorization", "Bearer "+token), http.StatusUnauthorized},
+		{"token, user in another header", behind, systemtest.Header("Authorization", "Bearer "+token, "X-Forwarded-User", "alice"), http.StatusUnauthorized},
+		{"token and user, not from a trusted proxy", direct, systemtest.Header("Authorization", "Bearer "+token, "X-Auth-Request-User", "mallory",
+			"X-Forwarded-For", "198.51.100.66"), http.StatusUnauthorized},
+	} {
+		resp, body, err := systemtest.Get(t.Context(), c, "http://"+tc.s.AdminAddr()+"/api/v1/status", tc.h)
+		if err != nil || resp.StatusCode != tc.want {
+			t.Fatalf("%s: %v (%v), want %d", tc.name, resp, err, tc.want)
+		}
+		if resp.StatusCode == http.StatusUnauthorized && !bytes.Contains(body, []byte(`"code":"unauthorized"`)) {
+			t.Errorf("%s: the 401 body %s is not the API's unauthorized error", tc.name, body)
+		}
+	}
+	out := logs.String()
+	if want := "peer.client=203.0.113.9 peer.proxy=127.0.0.1 peer.user=alice"; !strings.Contains(out, want) {
+		t.Errorf("the log does not name the proxied client and user (%s):\n%s", want, out)
+	}
+	for _, never := range []string{token, "mallory", "198.51.100.66"} {
+		if strings.Contains(out, never) {
+			t.Errorf("the log holds %q, which only an untrusted peer sent or is a secret:\n%s", never, out)
+		}
+	}
+}
+
+func TestTheProxySettingsArePrintedAndTheTokenNever(t *testing.T) {
+	const token = "dump-Token.3"
+	a := system.AdminConfig{Bind: "10.0.0.1:7401", API: true, Token: token, RequireProxyUser: true, ProxyUserHeader: "X-Auth-Request-User",
+		TrustedProxies: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("fd00::/8")}}
+	var logged bytes.Buffer
+	slog.New(slog.NewTextHandler(&logged, nil)).Info("config", "admin", a)
+	dump, err := json.Marshal(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{a.String(), fmt.Sprintf("%#v", a), fmt.Sprintf("%+v", a), logged.String(), string(dump)} {
+		if strings.Contains(p, token) || !strings.Contains(p, "[redacted]") {
+			t.Errorf("the token is printed, or not marked redacted: %s", p)
+		}
+		if !strings.Contains(p, "10.0.0.0/8") || !strings.Contains(p, "fd00::/8") || !strings.Contains(p, "X-Auth-Request-User") {
+			t.Errorf("the trusted proxies or the user header are not printed: %s", p)
+		}
+		if !strings.Contains(strings.ToLower(p), "require") {
+			t.Errorf("RequireProxyUser is not printed: %s", p)
+		}
+	}
+}
+
 func TestAdminConfigValidateNamesTheBadField(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
@@ -523,6 +607,15 @@ func TestAdminConfigValidateNamesTheBadField(t *testing.T) {
 			Admin: &system.AdminConfig{Metrics: true}}, "Admin.Gatherer"},
 		{"TLS without a certificate", system.Config{Admin: &system.AdminConfig{Health: true, TLS: &tls.Config{}}}, "Admin.TLS"},
 		{"token with a space", system.Config{Admin: &system.AdminConfig{Health: true, Token: "two words"}}, "Admin.Token"},
+		{"a zero network", system.Config{Admin: &system.AdminConfig{Health: true, TrustedProxies: []netip.Prefix{{}}}}, "Admin.TrustedProxies"},
+		{"a host for a network", system.Config{Admin: &system.AdminConfig{Health: true,
+			TrustedProxies: []netip.Prefix{netip.MustParsePrefix("10.0.0.5/8")}}}, "Admin.TrustedProxies"},
+		{"a user header without a proxy", system.Config{Admin: &system.AdminConfig{Health: true, ProxyUserHeader: "X-User"}}, "Admin.ProxyUserHeader"},
+		{"the token's header for the user", system.Config{Admin: &system.AdminConfig{Health: true, ProxyUserHeader: "Authorization",
+			TrustedProxies: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}}}, "Admin.ProxyUserHeader"},
+		{"a user header with a space", system.Config{Admin: &system.AdminConfig{Health: true, ProxyUserHeader: "X User",
+			TrustedProxies: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}}}, "Admin.ProxyUserHeader"},
+		{"a user required, no proxy", system.Config{Admin: &system.AdminConfig{Health: true, RequireProxyUser: true}}, "Admin.RequireProxyUser"},
 	} {
 		err := tc.cfg.Validate()
 		if !errors.Is(err, system.ErrInvalidConfig) || !strings.Contains(fmt.Sprint(err), tc.field) {

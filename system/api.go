@@ -21,7 +21,7 @@ type apiSource struct {
 var _ adminapi.Source = (*apiSource)(nil)
 
 func newAPISource(s *System, version string) *apiSource {
-	a := &apiSource{s: s, node: adminapi.Node{Started: s.started, BuildVersion: version}}
+	a := &apiSource{s: s, node: adminapi.Node{Started: s.started, BuildVersion: version, Role: RecordRole}}
 	if s.m != nil {
 		a.node.Addr = s.m.cfg.Advertise
 	}
@@ -41,7 +41,7 @@ func (a *apiSource) Readiness() (bool, []adminapi.Check) {
 	r := a.s.Readiness()
 	checks := make([]adminapi.Check, 0, len(r.Checks))
 	for _, c := range r.Checks {
-		checks = append(checks, adminapi.Check{Name: c.Name, OK: c.OK, Reason: c.Reason})
+		checks = append(checks, adminapi.Check{Name: c.Name, OK: c.OK, Cause: string(c.Cause), Reason: c.Reason})
 	}
 	return r.Ready, checks
 }

@@ -2,6 +2,7 @@ package system_test
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/troupe-go/troupe/actor"
 	"github.com/troupe-go/troupe/internal/adminapi"
+	"github.com/troupe-go/troupe/internal/memrecords"
 	"github.com/troupe-go/troupe/internal/systemtest"
 	"github.com/troupe-go/troupe/system"
 )
@@ -349,4 +351,96 @@ func TestTheAPIsPlacementVersionMovesWhenAMemberCrashes(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// membersOf fetches s's /api/v1/members?query and returns the
+// addresses, in the answer's order.
+func membersOf(c *http.Client, s *system.System, query string) ([]string, error) {
+	var mr adminapi.MembersResponse
+	if err := apiGet(c, s, "/api/v1/members?"+query, &mr); err != nil {
+		return nil, err
+	}
+	var addrs []string
+	for _, m := range mr.Members {
+		if m.Role != system.RecordRole {
+			return nil, fmt.Errorf("?%s: %s has role %q, want %q", query, m.Address, m.Role, system.RecordRole)
+		}
+		addrs = append(addrs, m.Address)
+	}
+	return addrs, nil
+}
+
+func TestTheAPIFiltersMembersByTheRoleAndLabelsOfTheirRecords(t *testing.T) {
+	store := memrecords.New(memrecords.Config{})
+	t.Cleanup(func() { store.Close() }) // after the members
+	zones := []string{"a", "a", "b"}
+	systems := systemtest.StartCluster(t, 3, func(i int, cfg *system.Config) {
+		apiOn(cfg)
+		cfg.Records = store
+		cfg.RecordTimings = fastRecords
+		cfg.RecordLabels = map[string]string{"zone": zones[i], "host": "h" + strconv.Itoa(i)}
+	})
+	c := httpClient(t, nil)
+	zoneA := sortedAddrs(systems[0], systems[1])
+	for _, tc := range []struct {
+		query string
+		want  []string
+	}{
+		{"label=zone=a", zoneA},
+		{"label=zone=b", []string{systems[2].Addr()}},
+		{"label=zone=a&label=host=h1", []string{systems[1].Addr()}},
+		{"label=zone=b&label=host=h1", nil},
+		{"role=member&label=zone=a&status=alive", zoneA},
+		{"role=member", sortedAddrs(systems...)},
+		{"role=client", nil},
+	} {
+		for _, s := range systems { // every member reads the one store: all agree
+			systemtest.Await(t, func() error {
+				got, err := membersOf(c, s, tc.query)
+				if err != nil {
+					return err
+				}
+				if !slices.Equal(got, tc.want) {
+					return fmt.Errorf("%s ?%s lists %v, want %v", s.Addr(), tc.query, got, tc.want)
+				}
+				return nil
+			})
+		}
+	}
+	code, body, err := fetch(c, "http://"+systems[0].AdminAddr()+"/api/v1/members?label=zone", "")
+	if err != nil || code != http.StatusBadRequest || !strings.Contains(string(body), `"code":"bad_parameter"`) {
+		t.Errorf("?label=zone answered %d %s (%v), want 400 bad_parameter", code, body, err)
+	}
+	store.SetUnavailable(errors.New("down for the test"))
+	systemtest.Await(t, func() error {
+		code, body, err := fetch(c, "http://"+systems[0].AdminAddr()+"/api/v1/members?label=zone=a", "")
+		if err != nil || code != http.StatusServiceUnavailable || !strings.Contains(string(body), adminapi.CodeRecordsUnavailable) {
+			return fmt.Errorf("?label=zone=a with the store down answered %d %s (%v), want 503 %s", code, body, err, adminapi.CodeRecordsUnavailable)
+		}
+		return nil
+	})
+	store.SetUnavailable(nil)
+}
+
+func TestWithTheInProcessStoreAMemberKnowsOnlyItsOwnLabels(t *testing.T) {
+	systems := systemtest.StartCluster(t, 2, func(i int, cfg *system.Config) {
+		apiOn(cfg)
+		cfg.RecordTimings = fastRecords
+		cfg.RecordLabels = map[string]string{"zone": "a"}
+	})
+	c := httpClient(t, nil)
+	for _, s := range systems {
+		// The other's record is derived from the view, which carries no
+		// labels: only the member itself matches.
+		systemtest.Await(t, func() error {
+			got, err := membersOf(c, s, "label=zone=a")
+			if err != nil {
+				return err
+			}
+			if !slices.Equal(got, []string{s.Addr()}) {
+				return fmt.Errorf("%s ?label=zone=a lists %v, want itself only", s.Addr(), got)
+			}
+			return nil
+		})
+	}
 }

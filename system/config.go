@@ -144,6 +144,14 @@ type Config struct {
 	// Validate requires Heartbeat < UnhealthyAfter < LeaseTTL.
 	RecordTimings noderecord.Timings
 
+	// RecordLabels are the labels this member's node record carries:
+	// where it runs (region, zone, host), for operators and for the
+	// API's label filters (/api/v1/members?label=zone=a). At most 16,
+	// keys up to 63 bytes, values up to 256 (noderecord.ValidateLabels);
+	// no secrets: every reader of the records sees them. The system
+	// copies the map. Nil: none. Only for a cluster member.
+	RecordLabels map[string]string
+
 	// Admin, if set, opens the administration listener: health,
 	// readiness and metrics over HTTP, each switched on by its own
 	// field. Nil: no listener.
@@ -202,6 +210,12 @@ func (cfg Config) Validate() error {
 	}
 	if cfg.Records != nil && cfg.Cluster == nil {
 		bad("Records", "only a cluster member publishes node records: set Cluster too")
+	}
+	if len(cfg.RecordLabels) > 0 && cfg.Cluster == nil {
+		bad("RecordLabels", "only a cluster member publishes node records: set Cluster too")
+	}
+	if err := noderecord.ValidateLabels(cfg.RecordLabels); err != nil {
+		errs = append(errs, fmt.Errorf("%w: RecordLabels: %w", ErrInvalidConfig, err))
 	}
 	if cfg.Cluster != nil {
 		if err := noderecord.ValidateCluster(cfg.Cluster.WithDefaults().ClusterName); err != nil {

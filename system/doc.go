@@ -74,8 +74,15 @@
 // lookup, refreshed every second and marked stale when a refresh fails. A bearer token (Admin.Token),
 // when set, is required on every path and fails closed with 401; it is
 // compared in constant time and never printed. Admin.TLS serves over
-// TLS, with client certificates if its config asks for them. The
+// TLS, with client certificates if its config asks for them. Behind a
+// reverse proxy, Admin.TrustedProxies names the proxies whose
+// X-Forwarded-For and user header (Admin.ProxyUserHeader) the listener
+// believes; from any other peer they are dropped, and
+// Admin.RequireProxyUser refuses every request a trusted proxy did not
+// send naming a user, the token still required when set. The
 // listener answers from before a member joins until the end of Close.
+// The members the API lists can be filtered by status, hosted type, and
+// by the role and labels of their node records (Config.RecordLabels).
 //
 // Config.Metrics is the Prometheus registry the system registers its
 // troupe_* metrics on (never the global default unless passed), with

@@ -20,9 +20,66 @@ type ReadinessCheck struct {
 	Name string `json:"name"`
 	// OK is true when the check passes.
 	OK bool `json:"ok"`
+	// Cause says why it fails as a stable code, one of the ReadyCause*
+	// constants (empty when it passes): what programs test, where Reason
+	// is for people and may change.
+	Cause ReadyCause `json:"cause,omitempty"`
 	// Reason says why it fails (empty when it passes). It names no key,
 	// address or secret.
 	Reason string `json:"reason,omitempty"`
+}
+
+// ReadyCause is why a readiness check fails, as a stable code; the
+// ReadyCause* constants list them, each under its check. New causes may
+// be added.
+type ReadyCause string
+
+// The causes of failing checks, by check.
+const (
+	// ReadyCheckJoined: the member has not joined the cluster yet.
+	ReadyCauseNotJoined ReadyCause = "not_joined"
+	// ReadyCheckJoined: the member is in the cluster but has not
+	// announced itself ready (its record says joining).
+	ReadyCauseJoining ReadyCause = "joining"
+	// ReadyCheckJoined: the cluster removed the member, which rejoins.
+	ReadyCauseRemoved ReadyCause = "removed"
+	// ReadyCheckJoined: the cluster removed the member because a newer
+	// process took its address; it does not rejoin.
+	ReadyCauseReplaced ReadyCause = "replaced"
+	// ReadyCheckStoreOpen: there is no replication node (not joined,
+	// between incarnations, or closed).
+	ReadyCauseNoReplicationNode ReadyCause = "no_replication_node"
+	// ReadyCheckStoreOpen: the replication node stopped.
+	ReadyCauseReplicationStopped ReadyCause = "replication_stopped"
+	// ReadyCheckCaughtUp: the member receives ranges of the ring.
+	ReadyCauseReceiving ReadyCause = "receiving"
+	// ReadyCheckMajority: the member sees no majority of the cluster
+	// alive.
+	ReadyCauseNoMajority ReadyCause = "no_majority"
+	// ReadyCheckRecords: no heartbeat has reached the record store yet.
+	ReadyCauseRecordsNoHeartbeat ReadyCause = "records_no_heartbeat"
+	// ReadyCheckRecords: the record store did not answer in time.
+	ReadyCauseRecordsTimeout ReadyCause = "records_timeout"
+	// ReadyCheckRecords: the record store is unavailable.
+	ReadyCauseRecordsUnavailable ReadyCause = "records_unavailable"
+	// ReadyCheckRecords: the record store failed otherwise.
+	ReadyCauseRecordsFailed ReadyCause = "records_failed"
+	// ReadyCheckNotClosing: Close has been called.
+	ReadyCauseClosing ReadyCause = "closing"
+	// ReadyCheckNotClosing: the member is leaving the cluster.
+	ReadyCauseLeaving ReadyCause = "leaving"
+)
+
+// Serves reports whether the failure of c leaves the system able to
+// serve the keys it owns: it does for a member still joining, catching
+// up or closing, and not once the cluster removed it or it lost the
+// majority. A passing check serves.
+func (c ReadinessCheck) Serves() bool {
+	switch c.Cause {
+	case ReadyCauseRemoved, ReadyCauseReplaced, ReadyCauseNoMajority:
+		return false
+	}
+	return true
 }
 
 // The readiness checks, in the order Readiness lists them. A standalone
@@ -56,11 +113,11 @@ const (
 // It is what the admin listener's /readyz answers.
 func (s *System) Readiness() Readiness {
 	var checks []ReadinessCheck
-	add := func(name string, ok bool, reason string) {
+	add := func(name string, ok bool, cause ReadyCause, reason string) {
 		if ok {
-			reason = ""
+			cause, reason = "", ""
 		}
-		checks = append(checks, ReadinessCheck{Name: name, OK: ok, Reason: reason})
+		checks = append(checks, ReadinessCheck{Name: name, OK: ok, Cause: cause, Reason: reason})
 	}
 	var inc *incarnation
 	var self cluster.Member
@@ -72,43 +129,43 @@ func (s *System) Readiness() Readiness {
 		}
 		switch {
 		case s.Removed() && s.m.replaced.Load():
-			add(ReadyCheckJoined, false, "removed by the cluster: a newer process took this member's address")
+			add(ReadyCheckJoined, false, ReadyCauseReplaced, "removed by the cluster: a newer process took this member's address")
 		case s.Removed():
-			add(ReadyCheckJoined, false, "removed by the cluster; rejoining")
+			add(ReadyCheckJoined, false, ReadyCauseRemoved, "removed by the cluster; rejoining")
 		case !known:
-			add(ReadyCheckJoined, false, "not joined yet")
+			add(ReadyCheckJoined, false, ReadyCauseNotJoined, "not joined yet")
 		case self.Joining:
-			add(ReadyCheckJoined, false, "joining")
+			add(ReadyCheckJoined, false, ReadyCauseJoining, "joining")
 		default:
-			add(ReadyCheckJoined, true, "")
+			add(ReadyCheckJoined, true, "", "")
 		}
 	}
 	if s.st != nil {
 		switch n, _ := s.st.current(); {
 		case n == nil:
-			add(ReadyCheckStoreOpen, false, "no replication node (not joined, between incarnations or closed)")
+			add(ReadyCheckStoreOpen, false, ReadyCauseNoReplicationNode, "no replication node (not joined, between incarnations or closed)")
 		case n.Err() != nil:
-			add(ReadyCheckStoreOpen, false, "the replication node stopped")
+			add(ReadyCheckStoreOpen, false, ReadyCauseReplicationStopped, "the replication node stopped")
 		default:
-			add(ReadyCheckStoreOpen, true, "")
+			add(ReadyCheckStoreOpen, true, "", "")
 		}
 		r, _ := s.st.receivingStats()
-		add(ReadyCheckCaughtUp, r == 0, fmt.Sprintf("receiving %d ranges", r))
+		add(ReadyCheckCaughtUp, r == 0, ReadyCauseReceiving, fmt.Sprintf("receiving %d ranges", r))
 	}
 	if s.m != nil {
-		add(ReadyCheckMajority, known && inc.node.Owning(), "sees no majority of the cluster alive")
+		add(ReadyCheckMajority, known && inc.node.Owning(), ReadyCauseNoMajority, "sees no majority of the cluster alive")
 		if p := s.m.rec; p.external {
-			ok, reason := p.check()
-			add(ReadyCheckRecords, ok, reason)
+			ok, cause, reason := p.check()
+			add(ReadyCheckRecords, ok, cause, reason)
 		}
 	}
 	switch {
 	case s.closing.Load():
-		add(ReadyCheckNotClosing, false, "closing")
+		add(ReadyCheckNotClosing, false, ReadyCauseClosing, "closing")
 	case known && self.Status == cluster.StatusLeaving:
-		add(ReadyCheckNotClosing, false, "leaving the cluster")
+		add(ReadyCheckNotClosing, false, ReadyCauseLeaving, "leaving the cluster")
 	default:
-		add(ReadyCheckNotClosing, true, "")
+		add(ReadyCheckNotClosing, true, "", "")
 	}
 	ready := true
 	for _, c := range checks {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"maps"
 	"strconv"
 	"sync"
 	"time"
@@ -42,6 +43,7 @@ type publisher struct {
 	node     string // the advertised address
 	started  time.Time
 	version  string
+	labels   map[string]string // the user's, copied; never written
 
 	ctx    context.Context // ends at halt: cuts a heartbeat short
 	cancel context.CancelFunc
@@ -66,7 +68,7 @@ type derivedRecord struct {
 func newPublisher(cfg Config, cc cluster.Config, started time.Time) *publisher {
 	p := &publisher{store: cfg.Records, external: cfg.Records != nil, timings: cfg.RecordTimings.WithDefaults(),
 		cluster: cc.WithDefaults().ClusterName, node: cc.Advertise, started: started, version: recordVersion(),
-		derived: map[noderecord.Key]derivedRecord{}}
+		labels: maps.Clone(cfg.RecordLabels), derived: map[noderecord.Key]derivedRecord{}}
 	if p.store == nil {
 		p.store = memrecords.New(memrecords.Config{})
 	}
@@ -152,7 +154,7 @@ func (p *publisher) putOwn(ctx context.Context, s *System, self ring.NodeID) err
 	health, ready := recordHealth(s.Readiness())
 	r := noderecord.Record{Cluster: p.cluster, Node: p.node, Role: RecordRole, Incarnation: inc,
 		DataAddr: p.node, AdminAddr: s.AdminAddr(), BuildVersion: p.version, Started: p.started,
-		Seq: p.seq, Health: health, Ready: ready, Counters: s.recordCounters()}
+		Seq: p.seq, Health: health, Ready: ready, Counters: s.recordCounters(), Labels: p.labels}
 	_, err := p.store.Put(ctx, r, p.timings.LeaseTTL)
 	return err
 }
@@ -216,15 +218,16 @@ func derivedHealth(m cluster.Member) noderecord.Health {
 // recordHealth is the health and readiness a member publishes, from its
 // readiness checks (the records check aside: a record that reaches the
 // store says nothing of it). Ready when every other check passes, and
-// then healthy; unhealthy when it cannot serve its keys (removed by
-// the cluster, or no majority); otherwise degraded: joining, catching
-// up, its store not open, or closing.
+// then healthy; unhealthy when a failure keeps it from serving its keys
+// (ReadinessCheck.Serves: removed by the cluster, or no majority);
+// otherwise degraded: joining, catching up, its store not open, or
+// closing.
 func recordHealth(r Readiness) (noderecord.Health, bool) {
 	health, ready := noderecord.Healthy, true
 	for _, c := range r.Checks {
 		switch {
 		case c.OK || c.Name == ReadyCheckRecords:
-		case c.Name == ReadyCheckMajority, c.Name == ReadyCheckJoined && c.Reason != "not joined yet" && c.Reason != "joining":
+		case !c.Serves():
 			health, ready = noderecord.Unhealthy, false
 		default:
 			ready = false
@@ -273,20 +276,20 @@ func (m *meters) messages() uint64 {
 // check is the readiness check of an external store: it passes once a
 // heartbeat reached the store and read it back, and while the last one
 // did.
-func (p *publisher) check() (bool, string) {
+func (p *publisher) check() (bool, ReadyCause, string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	switch {
 	case errors.Is(p.failed, noderecord.ErrTimeout):
-		return false, "the node record store did not answer in time"
+		return false, ReadyCauseRecordsTimeout, "the node record store did not answer in time"
 	case errors.Is(p.failed, noderecord.ErrUnavailable):
-		return false, "the node record store is unavailable"
+		return false, ReadyCauseRecordsUnavailable, "the node record store is unavailable"
 	case p.failed != nil:
-		return false, "the node record store failed"
+		return false, ReadyCauseRecordsFailed, "the node record store failed"
 	case p.beats == 0:
-		return false, "no heartbeat has reached the node record store yet"
+		return false, ReadyCauseRecordsNoHeartbeat, "no heartbeat has reached the node record store yet"
 	}
-	return true, ""
+	return true, "", ""
 }
 
 // snapshot reads the cluster's records for the API, within

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/troupe-go/troupe/cluster"
 	"github.com/troupe-go/troupe/internal/adminapi"
 	"github.com/troupe-go/troupe/internal/memrecords"
 	"github.com/troupe-go/troupe/internal/systemtest"
@@ -220,6 +221,8 @@ func TestRecordConfigValidateNamesTheBadField(t *testing.T) {
 	}{
 		{"timings out of order", system.Config{RecordTimings: noderecord.Timings{Heartbeat: time.Minute}}, "RecordTimings"},
 		{"a store without a cluster", system.Config{Records: memrecords.New(memrecords.Config{})}, "Records"},
+		{"labels without a cluster", system.Config{RecordLabels: map[string]string{"zone": "a"}}, "RecordLabels"},
+		{"a label key too long", system.Config{Cluster: &cluster.Config{}, RecordLabels: map[string]string{strings.Repeat("k", 64): "a"}}, "RecordLabels"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.cfg.Validate()

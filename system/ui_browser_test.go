@@ -3,6 +3,7 @@ package system_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -15,6 +16,7 @@ import (
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 	"github.com/troupe-go/troupe/actor"
+	"github.com/troupe-go/troupe/internal/memrecords"
 	"github.com/troupe-go/troupe/internal/systemtest"
 	"github.com/troupe-go/troupe/system"
 )
@@ -166,6 +168,30 @@ func membersShown(want map[string]string) string {
 	})()`, js(want))
 }
 
+// recordShown is the condition that the records table shows node's
+// record with the health, as its data-health and its health cell's text.
+func recordShown(node, health string) string {
+	return fmt.Sprintf(`(() => {
+		const r = document.querySelector('#records-body tr[data-record=' + CSS.escape(%s) + ']');
+		return r !== null && r.dataset.health === %s && r.querySelector('[data-field="health"]').textContent.startsWith(%s);
+	})()`, js(node), js(health), js(health))
+}
+
+// ownRecordShown is the condition that the records table shows s's own
+// record, published by s: healthy, ready, its labels, a heartbeat age
+// in seconds, its counters as numbers and its version.
+func ownRecordShown(s *system.System, labels string) string {
+	return fmt.Sprintf(`(() => {
+		const r = document.querySelector('#records-body tr[data-record=' + CSS.escape(%s) + ']');
+		if (r === null) return false;
+		const f = (name) => r.querySelector('[data-field="' + name + '"]').textContent;
+		return r.dataset.self !== undefined && r.dataset.source === "published" && r.dataset.role === "member" &&
+			f("health") === "healthy" && f("ready") === "ready" && f("labels") === %s &&
+			/^\d+\.\d s$/.test(f("age")) && ["messages", "errors", "activations", "bytes"].every((c) => /^\d+$/.test(f(c))) &&
+			f("version") !== "–";
+	})()`, js(s.Addr()), js(labels))
+}
+
 func TestTheUIShowsAKilledMemberSuspectThenDeadInABrowser(t *testing.T) {
 	exe := chromium(t)
 	const token = "ui-browser-Token.1"
@@ -176,9 +202,11 @@ func TestTheUIShowsAKilledMemberSuspectThenDeadInABrowser(t *testing.T) {
 		// and the dead stay listed until the test has seen them.
 		cfg.Cluster.Timings.DeadAfter = 3 * time.Second
 		cfg.Cluster.Timings.RemoveAfter = time.Minute
+		cfg.RecordTimings = fastRecords
 		if i == 0 {
 			uiOn(cfg)
 			cfg.Admin.Token = token
+			cfg.RecordLabels = map[string]string{"zone": "a", "host": "h0"}
 		}
 		if i == 2 {
 			victim.Attach(t, cfg)
@@ -190,6 +218,11 @@ func TestTheUIShowsAKilledMemberSuspectThenDeadInABrowser(t *testing.T) {
 		all[s.Addr()] = "alive"
 	}
 	waitPage(t, tab, "three members alive", membersShown(all))
+	waitPage(t, tab, "this member's own record with its fields", ownRecordShown(systems[0], "host=h0, zone=a"))
+	for _, s := range systems[1:] {
+		waitPage(t, tab, s.Addr()+"'s record, healthy, derived from the view", recordShown(s.Addr(), "healthy")+fmt.Sprintf(
+			` && document.querySelector('#records-body tr[data-record=' + CSS.escape(%s) + ']').dataset.source === "membership"`, js(s.Addr())))
+	}
 	waitPage(t, tab, "this member marked as itself", fmt.Sprintf(
 		`document.querySelector('#members-body tr[data-self]')?.dataset.member === %s`, js(systems[0].Addr())))
 	waitPage(t, tab, "the ring of "+def.Name()+" shared by the three members", fmt.Sprintf(`(() => {
@@ -202,6 +235,7 @@ func TestTheUIShowsAKilledMemberSuspectThenDeadInABrowser(t *testing.T) {
 	systemtest.Crash(systems[2], &victim)
 	waitPage(t, tab, killed+" suspect", memberShown(killed, "suspect"))
 	waitPage(t, tab, killed+" dead", memberShown(killed, "dead"))
+	waitPage(t, tab, killed+"'s record unhealthy", recordShown(killed, "unhealthy"))
 	all[killed] = "dead"
 	waitPage(t, tab, "the two others still alive", membersShown(all))
 	noPageProblems(t, tab)
@@ -260,12 +294,37 @@ func lookUp(t *testing.T, tab context.Context, typ, key string) {
 
 func TestTheUIMarksItsLastDataStaleWhenItsMemberStopsAnsweringInABrowser(t *testing.T) {
 	exe := chromium(t)
-	s := systemtest.Join(t, nil, uiOn, counterDef("uistale", nil))
+	store := memrecords.New(memrecords.Config{})
+	t.Cleanup(func() { store.Close() }) // after the member
+	s := systemtest.Join(t, nil, func(cfg *system.Config) {
+		uiOn(cfg)
+		cfg.Records = store
+		cfg.RecordTimings = fastRecords
+	}, counterDef("uistale", nil))
 	systemtest.WaitAlive(t, []*system.System{s}, 1)
 	opened := time.Now()
 	tab := openUI(t, exe, s, "")
 	waitPage(t, tab, "the member alive and the data fresh", memberShown(s.Addr(), "alive")+
 		` && document.getElementById("freshness").dataset.state === "fresh"`)
+	waitPage(t, tab, "its record healthy and the records fresh", recordShown(s.Addr(), "healthy")+
+		` && document.getElementById("records-freshness").dataset.state === "fresh"`)
+
+	// The record store fails: the records go stale, kept on the page,
+	// while the rest of the page, which does not read them, stays fresh.
+	store.SetUnavailable(errors.New("down for the test"))
+	waitPage(t, tab, "the records marked stale", `document.getElementById("records-freshness").dataset.state === "stale" &&
+		document.getElementById("records-section").dataset.stale === "true"`)
+	if text := evaluate[string](t, tab, `document.getElementById("records-freshness").textContent`); !regexp.MustCompile(
+		`^Records stale since \d\d:\d\d:\d\d: .*unavailable`).MatchString(text) {
+		t.Errorf("the records' freshness line says %q, want \"Records stale since HH:MM:SS\" and the store unavailable", text)
+	}
+	if !evaluate[bool](t, tab, recordShown(s.Addr(), "healthy")+` && document.getElementById("freshness").dataset.state === "fresh"`) {
+		t.Errorf("with the record store down, the page no longer shows the last record, or the rest is not fresh; it shows:\n%s", pageText(tab))
+	}
+	store.SetUnavailable(nil)
+	waitPage(t, tab, "the records fresh again", `document.getElementById("records-freshness").dataset.state === "fresh" &&
+		document.getElementById("records-section").dataset.stale === "false"`)
+
 	closeNow(t, s) // its admin listener goes with it: every refresh fails from now on
 	closed := time.Now()
 	waitPage(t, tab, "the data marked stale", `document.getElementById("freshness").dataset.state === "stale"`)

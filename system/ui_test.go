@@ -4,11 +4,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
 
+	"github.com/troupe-go/troupe/internal/systemtest"
 	"github.com/troupe-go/troupe/system"
 )
 
@@ -17,25 +17,18 @@ func uiOn(cfg *system.Config) {
 	cfg.Admin = &system.AdminConfig{Bind: "127.0.0.1:0", API: true, UI: true}
 }
 
-// fetchHeaders sends GET url with the Authorization header auth (none if
-// empty) and returns the response, its body read and closed.
-func fetchHeaders(t *testing.T, c *http.Client, url, auth string) (*http.Response, string) {
+// getUI sends GET url with the Authorization header auth (none if
+// empty) and returns the response and its body, failing the test if
+// there is none.
+func getUI(t *testing.T, c *http.Client, url, auth string) (*http.Response, string) {
 	t.Helper()
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, url, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	var h http.Header
 	if auth != "" {
-		req.Header.Set("Authorization", auth)
+		h = systemtest.Header("Authorization", auth)
 	}
-	resp, err := c.Do(req)
+	resp, b, err := systemtest.Get(t.Context(), c, url, h)
 	if err != nil {
 		t.Fatalf("GET %s: %v", url, err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
 	}
 	return resp, string(b)
 }
@@ -46,7 +39,7 @@ func TestTheUIServesItsPageAndAssetsWithTheirTypesAndASelfOnlyPolicy(t *testing.
 	s := newStandalone(t, cfg, counterDef("uipage", nil))
 	c := httpClient(t, nil)
 	base := "http://" + s.AdminAddr()
-	resp, page := fetchHeaders(t, c, base+"/", "")
+	resp, page := getUI(t, c, base+"/", "")
 	if resp.StatusCode != http.StatusOK || !strings.Contains(page, `<table id="members">`) || !strings.Contains(page, `src="ui/ui.js"`) {
 		t.Errorf("GET / answered %d, want 200 with the page (its members table and script); got:\n%s", resp.StatusCode, page)
 	}
@@ -59,7 +52,7 @@ func TestTheUIServesItsPageAndAssetsWithTheirTypesAndASelfOnlyPolicy(t *testing.
 		"/ui/ui.js":  "text/javascript; charset=utf-8",
 		"/ui/ui.css": "text/css; charset=utf-8",
 	} {
-		resp, body := fetchHeaders(t, c, base+path, "")
+		resp, body := getUI(t, c, base+path, "")
 		if resp.StatusCode != http.StatusOK || body == "" || resp.Header.Get("Content-Type") != ctype {
 			t.Errorf("GET %s answered %d, %d bytes of %q; want 200 with %s", path, resp.StatusCode, len(body), resp.Header.Get("Content-Type"), ctype)
 		}
@@ -68,7 +61,7 @@ func TestTheUIServesItsPageAndAssetsWithTheirTypesAndASelfOnlyPolicy(t *testing.
 				resp.Header.Get("X-Content-Type-Options"), resp.Header.Get("Content-Security-Policy"))
 		}
 	}
-	if resp, _ := fetchHeaders(t, c, base+"/api/v1/status", ""); resp.StatusCode != http.StatusOK {
+	if resp, _ := getUI(t, c, base+"/api/v1/status", ""); resp.StatusCode != http.StatusOK {
 		t.Errorf("the API the page reads answered %d, want 200", resp.StatusCode)
 	}
 }
@@ -79,7 +72,7 @@ func TestWithTheUIOffTheRootIs404(t *testing.T) {
 	s := newStandalone(t, cfg, counterDef("uioff", nil))
 	c := httpClient(t, nil)
 	for _, p := range []string{"/", "/ui/ui.js"} {
-		if resp, _ := fetchHeaders(t, c, "http://"+s.AdminAddr()+p, ""); resp.StatusCode != http.StatusNotFound {
+		if resp, _ := getUI(t, c, "http://"+s.AdminAddr()+p, ""); resp.StatusCode != http.StatusNotFound {
 			t.Errorf("GET %s answered %d with the UI off, want 404", p, resp.StatusCode)
 		}
 	}
@@ -93,10 +86,10 @@ func TestTheUIIsBehindTheTokenLikeEveryPath(t *testing.T) {
 	s := newStandalone(t, cfg, counterDef("uitok", nil))
 	c := httpClient(t, nil)
 	for _, p := range []string{"/", "/ui/ui.js"} {
-		if resp, body := fetchHeaders(t, c, "http://"+s.AdminAddr()+p, ""); resp.StatusCode != http.StatusUnauthorized || strings.Contains(body, "<html") {
+		if resp, body := getUI(t, c, "http://"+s.AdminAddr()+p, ""); resp.StatusCode != http.StatusUnauthorized || strings.Contains(body, "<html") {
 			t.Errorf("GET %s without the token answered %d, want 401 and no page", p, resp.StatusCode)
 		}
-		if resp, _ := fetchHeaders(t, c, "http://"+s.AdminAddr()+p, "Bearer "+token); resp.StatusCode != http.StatusOK {
+		if resp, _ := getUI(t, c, "http://"+s.AdminAddr()+p, "Bearer "+token); resp.StatusCode != http.StatusOK {
 			t.Errorf("GET %s with the token answered %d, want 200", p, resp.StatusCode)
 		}
 	}

@@ -26,6 +26,9 @@ commands:
   members                the members as this member sees them
       --status s[,s]     only these statuses (alive, suspect, dead, leaving, joining)
       --type T           only members hosting actor type T
+      --role R           only members whose node record has role R
+      --label k=v        only members whose node record has label k=v
+                         (repeatable: every one must match)
   records                the node records: heartbeat age, health, readiness, version
   placement              each actor type's ring: the share each member owns
   where TYPE KEY         the replicas and the owner of one key
@@ -114,6 +117,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 type memberFlags struct {
 	statuses []string
 	typ      string
+	role     string
+	labels   []string
 }
 
 // command parses the command's flags and arguments, then runs it.
@@ -131,6 +136,11 @@ func command(name string, args []string, o *options, stdout io.Writer) error {
 			return nil
 		})
 		fs.StringVar(&mf.typ, "type", "", "only members hosting this actor type")
+		fs.StringVar(&mf.role, "role", "", "only members whose node record has this role")
+		fs.Func("label", "only members whose node record has this label, key=value (repeatable: all must match)", func(v string) error {
+			mf.labels = append(mf.labels, v)
+			return nil
+		})
 	case "where":
 		wantArgs = 2
 	default:
@@ -150,6 +160,11 @@ func command(name string, args []string, o *options, stdout io.Writer) error {
 			return usagef("where takes TYPE and KEY, got %d arguments", len(pos))
 		}
 		return usagef("%s takes no arguments, got %d", name, len(pos)) // not repeated, as above
+	}
+	for _, l := range mf.labels {
+		if k, _, ok := strings.Cut(l, "="); !ok || k == "" {
+			return usagef("members: --label takes key=value") // not repeated, as above
+		}
 	}
 	if o.timeout <= 0 {
 		return usagef("--timeout must be above zero")
@@ -174,6 +189,12 @@ func command(name string, args []string, o *options, stdout io.Writer) error {
 		}
 		if mf.typ != "" {
 			q.Set("type", mf.typ)
+		}
+		if mf.role != "" {
+			q.Set("role", mf.role)
+		}
+		for _, l := range mf.labels {
+			q.Add("label", l)
 		}
 		return members(ctx, c, q, o.json, stdout)
 	case "placement":

@@ -19,6 +19,8 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -27,6 +29,7 @@ import (
 	"github.com/troupe-go/troupe/cluster"
 	"github.com/troupe-go/troupe/internal/admin"
 	"github.com/troupe-go/troupe/internal/adminapi"
+	"github.com/troupe-go/troupe/noderecord"
 	"github.com/troupe-go/troupe/ring"
 	"github.com/troupe-go/troupe/system"
 )
@@ -35,10 +38,12 @@ import (
 type fakeSource struct {
 	records   []cluster.Member
 	clustered bool
+	// labels are the labels of the members' node records, by address.
+	labels map[string]map[string]string
 }
 
 func (f *fakeSource) Node() adminapi.Node {
-	return adminapi.Node{Addr: "10.0.0.2:7400", Started: time.Now().Add(-time.Hour), BuildVersion: "v0.9.0"}
+	return adminapi.Node{Addr: "10.0.0.2:7400", Started: time.Now().Add(-time.Hour), BuildVersion: "v0.9.0", Role: system.RecordRole}
 }
 
 func (f *fakeSource) Readiness() (bool, []adminapi.Check) {
@@ -68,7 +73,15 @@ func (f *fakeSource) Counts() []adminapi.Count {
 }
 
 func (f *fakeSource) Records(context.Context) (adminapi.Records, bool, error) {
-	return adminapi.Records{}, false, nil
+	if !f.clustered {
+		return adminapi.Records{}, false, nil
+	}
+	var snap noderecord.Snapshot
+	for _, m := range f.records {
+		snap.Records = append(snap.Records, noderecord.Record{Cluster: "c", Role: system.RecordRole, Node: m.ID.Addr,
+			Incarnation: strconv.FormatUint(m.ID.Incarnation, 10), Labels: f.labels[m.ID.Addr]})
+	}
+	return adminapi.Records{Snapshot: snap, Self: noderecord.Key{Cluster: "c", Role: system.RecordRole, Node: "10.0.0.2:7400"}}, true, nil
 }
 
 func cluster3() *fakeSource {
@@ -192,6 +205,48 @@ func TestMembersTableListsEveryMemberAndFiltersByStatus(t *testing.T) {
 	}
 }
 
+func TestMembersFiltersByRoleAndLabelsTheServerANDs(t *testing.T) {
+	f := cluster3()
+	f.labels = map[string]map[string]string{
+		"10.0.0.1:7400": {"zone": "a", "rack": "1"},
+		"10.0.0.2:7400": {"zone": "a", "rack": "2"},
+		"10.0.0.3:7400": {"zone": "b"},
+	}
+	addr := serveAPI(t, f, admin.Options{})
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"--label", "zone=a"}, []string{"10.0.0.1:7400", "10.0.0.2:7400"}},
+		{[]string{"--label", "zone=a", "--label", "rack=2"}, []string{"10.0.0.2:7400"}},
+		{[]string{"--role", "member", "--label", "zone=b", "--status", "suspect"}, []string{"10.0.0.3:7400"}},
+		{[]string{"--role", "member"}, []string{"10.0.0.1:7400", "10.0.0.2:7400", "10.0.0.3:7400"}},
+		{[]string{"--role", "client"}, nil},
+	} {
+		code, out, errOut := troupe(append([]string{"members", "--addr", addr}, tc.args...)...)
+		var got []string
+		for _, l := range lines(out)[1:] {
+			got = append(got, strings.Fields(l)[0])
+		}
+		if code != 0 || !slices.Equal(got, tc.want) {
+			t.Errorf("members %q exited %d listing %v (%s), want %v", tc.args, code, got, errOut, tc.want)
+		}
+	}
+	code, out, _ := troupe("members", "--addr", addr, "--json", "--label", "zone=a", "--label", "rack=1")
+	var mr adminapi.MembersResponse
+	if err := json.Unmarshal([]byte(out), &mr); code != 0 || err != nil || len(mr.Members) != 1 || mr.Members[0].Role != system.RecordRole {
+		t.Errorf("members --json --label zone=a --label rack=1 exited %d with %s, want the one member of role %s", code, out, system.RecordRole)
+	}
+	code, _, errOut := troupe("members", "--addr", addr, "--role", "a/b")
+	if code != 1 || !strings.Contains(errOut, "bad_parameter") {
+		t.Errorf("members --role a/b exited %d (%s), want 1 with the API's bad_parameter", code, errOut)
+	}
+	code, _, errOut = troupe("members", "--addr", addr, "--label", "zone")
+	if code != 2 || !strings.Contains(errOut, "key=value") {
+		t.Errorf("members --label zone exited %d (%s), want 2 saying key=value", code, errOut)
+	}
+}
+
 func TestMembersFollowsEveryPage(t *testing.T) {
 	f := &fakeSource{clustered: true}
 	for i := range 2500 {
@@ -297,6 +352,7 @@ func TestBadUsageExits2(t *testing.T) {
 		{"--addr", "nocolon", "status"}, {"--addr", "ftp://h:1", "status"}, {"--token", "two words", "status"},
 		{"--tls-cert", "c.pem", "status"}, {"--addr", "http://127.0.0.1:1", "--tls-ca", "x", "status"},
 		{"--token", "two-words", "status", "--bogus"}, {"--token", "two-words", "members", "--status"},
+		{"members", "--label", "two-words"}, {"members", "--label", "=two-words"},
 		{"status", "--timeout", "0s"}, {"--timeout", "-1s", "status"},
 		{"--addr", "http://127.0.0.1:1/?x=1", "status"}, {"--addr", "http://127.0.0.1:1/#frag", "status"}, {"--addr", "http://127.0.0.1:1/?", "status"},
 	} {

@@ -18,6 +18,7 @@ func TestTheCLIReadsARealMember(t *testing.T) {
 	def := actor.Define("clipinger", func(c *actor.Context[int, ping], _ ping) error { return nil }).WithMessages(ping{})
 	s := systemtest.Join(t, nil, func(cfg *system.Config) {
 		cfg.Admin = &system.AdminConfig{Bind: "127.0.0.1:0", API: true, Token: "real-Token"}
+		cfg.RecordLabels = map[string]string{"zone": "a"}
 	}, def)
 	if err := def.Ref(s, "k1").Tell(systemtest.Ctx(t), ping{}); err != nil {
 		t.Fatal(err)
@@ -26,6 +27,16 @@ func TestTheCLIReadsARealMember(t *testing.T) {
 	code, out, errOut := troupe(append(base, "members")...)
 	if code != 0 || !strings.Contains(out, s.Addr()) || !strings.Contains(out, "alive") || !strings.Contains(out, "clipinger") {
 		t.Errorf("members exited %d with\n%s%s\nwant this member alive, hosting clipinger", code, out, errOut)
+	}
+	systemtest.Await(t, func() error { // once its first heartbeat put its record
+		code, out, errOut := troupe(append(base, "members", "--role", "member", "--label", "zone=a")...)
+		if code != 0 || !strings.Contains(out, s.Addr()) {
+			return fmt.Errorf("members --role member --label zone=a exited %d with\n%s%s\nwant this member", code, out, errOut)
+		}
+		return nil
+	})
+	if code, out, errOut := troupe(append(base, "members", "--label", "zone=b")...); code != 0 || strings.Contains(out, s.Addr()) {
+		t.Errorf("members --label zone=b exited %d with\n%s%s\nwant no member", code, out, errOut)
 	}
 	code, out, errOut = troupe(append(base, "--json", "where", "clipinger", "k1")...)
 	var wr adminapi.WhereResponse

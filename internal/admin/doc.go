@@ -14,6 +14,19 @@
 // wraps the listener; its config decides whether client certificates are
 // asked for and verified.
 //
+// # Proxies
+//
+// Options.Proxies lists the networks of the reverse proxies the server
+// trusts. Only a request whose TCP peer is in one of them may name its
+// client (X-Forwarded-For, walked from the right past the trusted
+// proxies) and its user (Proxies.UserHeader, default X-Forwarded-User);
+// from any other peer both headers are removed before any handler sees
+// them. Forwarded (RFC 7239) is never read. With Proxies.RequireUser,
+// a request without a user named by a trusted proxy gets 401; a user
+// never stands in for the bearer token, which every request needs when
+// set. Handlers read what the server believes with PeerOf; the server
+// logs each request and each refusal at Debug with that peer.
+//
 // # Readiness
 //
 // The caller computes readiness (package system knows what it means for

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -26,6 +27,10 @@ type Options struct {
 	TLS *tls.Config
 	// Token, if not empty, is the bearer token every request must carry.
 	Token string
+	// Proxies are the trusted reverse proxies in front of the server,
+	// whose X-Forwarded-For and user header it believes; none by
+	// default.
+	Proxies Proxies
 	// Ready, if set, serves /healthz and /readyz: it reports whether the
 	// process is ready and the body that says why (encoded as JSON).
 	Ready func() (ready bool, body any)
@@ -38,7 +43,9 @@ type Options struct {
 	// adminui): the operator's page, which reads API.
 	UI http.Handler
 	// Logger receives the server's errors (at Debug: they are a
-	// client's, such as a failed TLS handshake). Nil discards them.
+	// client's, such as a failed TLS handshake) and, at Debug, each
+	// request and each refusal with its peer (never a credential). Nil
+	// discards them.
 	Logger *slog.Logger
 }
 
@@ -83,9 +90,15 @@ func Serve(o Options) *Server {
 		mux.Handle("GET "+adminui.Prefix, o.UI)
 	}
 	var h http.Handler = mux
-	if o.Token != "" {
-		h = bearer(o.Token, h)
+	if o.Proxies.RequireUser {
+		h = requireUser(log, h)
 	}
+	if o.Token != "" {
+		h = bearer(o.Token, log, h)
+	}
+	proxies := o.Proxies
+	proxies.Trusted = slices.Clone(proxies.Trusted)
+	h = identify(&proxies, log, h)
 	ln := o.Listener
 	if o.TLS != nil {
 		ln = tls.NewListener(ln, o.TLS.Clone())
@@ -152,17 +165,48 @@ func readyz(ready func() (bool, any)) http.HandlerFunc {
 	}
 }
 
+// identify works out the request's peer (Proxies.peer), hands it on in
+// the request's context and logs the request at Debug: the path, never
+// the query (a where's key) or a header.
+func identify(p *Proxies, log *slog.Logger, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		peer := p.peer(r)
+		log.Debug("troupe: admin request", "method", r.Method, "path", r.URL.Path, "peer", peer)
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), peerKey{}, peer)))
+	})
+}
+
+// refuse answers 401 with the API's JSON error, and logs the refusal at
+// Debug with the peer and why (never what credential was sent).
+func refuse(w http.ResponseWriter, r *http.Request, log *slog.Logger, why string) {
+	peer, _ := PeerOf(r.Context())
+	log.Debug("troupe: admin request refused", "path", r.URL.Path, "peer", peer, "why", why)
+	w.Header().Set("WWW-Authenticate", `Bearer realm="troupe-admin"`)
+	adminapi.WriteError(w, http.StatusUnauthorized, adminapi.CodeUnauthorized, why)
+}
+
 // bearer lets through the requests that carry token, and answers 401 to
 // the others. The comparison takes the same time whatever the header
 // holds: both sides are hashed to a fixed length first.
-func bearer(token string, next http.Handler) http.Handler {
+func bearer(token string, log *slog.Logger, next http.Handler) http.Handler {
 	want := sha256.Sum256([]byte(token))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		got, ok := bearerToken(r.Header.Get("Authorization"))
 		sum := sha256.Sum256([]byte(got))
 		if subtle.ConstantTimeCompare(sum[:], want[:]) != 1 || !ok {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="troupe-admin"`)
-			adminapi.WriteError(w, http.StatusUnauthorized, adminapi.CodeUnauthorized, "a valid bearer token is required")
+			refuse(w, r, log, "a valid bearer token is required")
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// requireUser lets through the requests a trusted proxy sent naming a
+// user, and answers 401 to the others.
+func requireUser(log *slog.Logger, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if peer, _ := PeerOf(r.Context()); !peer.Proxied || peer.User == "" {
+			refuse(w, r, log, "only requests from a trusted proxy that names the user are served")
 			return
 		}
 		next.ServeHTTP(w, r)

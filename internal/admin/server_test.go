@@ -39,16 +39,27 @@ func serve(t *testing.T, o Options, scheme string) string {
 }
 
 // get sends GET url with the Authorization header auth (none if empty)
-// and returns the status and body.
+// and returns the status and body. (The tests of package system share
+// systemtest.Get; this package's tests cannot import it: systemtest
+// imports system, which imports this package.)
 func get(t *testing.T, c *http.Client, url, auth string) (int, string) {
+	t.Helper()
+	h := http.Header{}
+	if auth != "" {
+		h.Set("Authorization", auth)
+	}
+	return getHeaders(t, c, url, h)
+}
+
+// getHeaders sends GET url with the headers h and returns the status and
+// body.
+func getHeaders(t *testing.T, c *http.Client, url string, h http.Header) (int, string) {
 	t.Helper()
 	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, url, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if auth != "" {
-		req.Header.Set("Authorization", auth)
-	}
+	req.Header = h.Clone()
 	resp, err := c.Do(req)
 	if err != nil {
 		t.Fatalf("GET %s: %v", url, err)

@@ -1,6 +1,8 @@
 // Package adminapi serves version 1 of the management API, the JSON
 // under /api/v1/ of a process's administration listener: status,
-// members, placement, where a key lives, and the actor types hosted.
+// members (filtered by status, hosted type, and the role and labels of
+// their node records), the node records, placement, where a key lives,
+// and the actor types hosted.
 //
 // It reads everything through a Source, which package system implements
 // over a running system, so that no runtime type reaches the handlers and
@@ -29,5 +31,9 @@
 // # Secrets and keys
 //
 // Nothing here logs. The key of a where request is echoed in that
-// response only; no error message repeats it.
+// response only; no error message repeats it. A record store's error is
+// never repeated either (it may name the store's endpoints): a failed
+// snapshot, for /records or a label filter of /members, is a 503
+// records_unavailable that says only whether it timed out or the store
+// was unavailable.
 package adminapi

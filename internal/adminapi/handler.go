@@ -207,7 +207,7 @@ func (h *handler) status(w http.ResponseWriter, r *http.Request) {
 		resp.Member.NodeID = self.String()
 	}
 	for _, c := range checks {
-		resp.Readiness.Checks = append(resp.Readiness.Checks, ReadinessCheck{Name: c.Name, OK: c.OK, Reason: c.Reason})
+		resp.Readiness.Checks = append(resp.Readiness.Checks, ReadinessCheck{Name: c.Name, OK: c.OK, Cause: c.Cause, Reason: c.Reason})
 	}
 	for _, st := range statuses {
 		resp.Cluster.MembersByStatus[st] = 0
@@ -229,6 +229,14 @@ func (h *handler) members(w http.ResponseWriter, r *http.Request) {
 	if !s.joined(w) {
 		return
 	}
+	role := h.src.Node().Role
+	var labels map[string]map[string]string // by address: the members' records' labels
+	if len(mq.labels) > 0 && s.clustered {
+		var ok bool
+		if labels, ok = h.memberLabels(w, r, role); !ok {
+			return
+		}
+	}
 	self := s.view.Self
 	resp := MembersResponse{Meta: s.meta(), Members: []Member{}}
 	for _, m := range s.current { // by address
@@ -237,6 +245,12 @@ func (h *handler) members(w http.ResponseWriter, r *http.Request) {
 			continue
 		}
 		if mq.typ != "" && !slices.Contains(m.ActorTypes, mq.typ) {
+			continue
+		}
+		if mq.role != "" && mq.role != role {
+			continue
+		}
+		if !hasLabels(labels[m.ID.Addr], mq.labels) {
 			continue
 		}
 		resp.Total++
@@ -248,9 +262,54 @@ func (h *handler) members(w http.ResponseWriter, r *http.Request) {
 			continue
 		}
 		resp.Members = append(resp.Members, Member{NodeID: m.ID.String(), Address: m.ID.Addr, Incarnation: m.ID.Incarnation,
-			Status: st, ActorTypes: append([]string{}, m.ActorTypes...), Self: m.ID == self})
+			Status: st, ActorTypes: append([]string{}, m.ActorTypes...), Role: role, Self: m.ID == self})
 	}
 	writeJSON(w, resp)
+}
+
+// memberLabels reads the node records for /members' label filters and
+// returns the labels of the members' records (those of role), by node.
+// A store that cannot give a snapshot fails the request closed, as
+// /records does: a filter answered without the labels would be wrong.
+func (h *handler) memberLabels(w http.ResponseWriter, r *http.Request, role string) (map[string]map[string]string, bool) {
+	rs, ok, err := h.src.Records(r.Context())
+	if !ok {
+		return nil, true
+	}
+	if err != nil {
+		writeRecordsError(w, err)
+		return nil, false
+	}
+	labels := make(map[string]map[string]string)
+	for _, rec := range rs.Snapshot.Records {
+		if rec.Role == role {
+			labels[rec.Node] = rec.Labels
+		}
+	}
+	return labels, true
+}
+
+// hasLabels reports whether have holds every label of want.
+func hasLabels(have map[string]string, want []label) bool {
+	for _, l := range want {
+		if v, ok := have[l.key]; !ok || v != l.value {
+			return false
+		}
+	}
+	return true
+}
+
+// writeRecordsError answers 503 for a record store that could not give a
+// snapshot. Its error may name the store's endpoints: not repeated.
+func writeRecordsError(w http.ResponseWriter, err error) {
+	msg := "the node record store failed to give a snapshot"
+	switch {
+	case errors.Is(err, noderecord.ErrTimeout):
+		msg = "the node record store did not give a snapshot in time"
+	case errors.Is(err, noderecord.ErrUnavailable):
+		msg = "the node record store is unavailable"
+	}
+	WriteError(w, http.StatusServiceUnavailable, CodeRecordsUnavailable, msg)
 }
 
 // hosted returns the definitions of the types this member hosts, by
@@ -465,15 +524,7 @@ func (h *handler) records(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err != nil {
-		// The store's error may name its endpoints: not repeated.
-		msg := "the node record store failed to give a snapshot"
-		switch {
-		case errors.Is(err, noderecord.ErrTimeout):
-			msg = "the node record store did not give a snapshot in time"
-		case errors.Is(err, noderecord.ErrUnavailable):
-			msg = "the node record store is unavailable"
-		}
-		WriteError(w, http.StatusServiceUnavailable, CodeRecordsUnavailable, msg)
+		writeRecordsError(w, err)
 		return
 	}
 	snap, t := rs.Snapshot, rs.Timings.WithDefaults()

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/troupe-go/troupe/cluster"
+	"github.com/troupe-go/troupe/noderecord"
 	"github.com/troupe-go/troupe/ring"
 )
 
@@ -24,6 +25,10 @@ type fake struct {
 	clustered bool
 	notOwning bool // the member lost the majority
 	types     []fakeType
+	// nodeRecords are the node records Records gives, recordsErr its
+	// error.
+	nodeRecords []noderecord.Record
+	recordsErr  error
 	// calls counts the calls of each method, by name.
 	calls map[string]int
 }
@@ -55,7 +60,7 @@ func (f *fake) called(name string) {
 
 func (f *fake) Node() Node {
 	f.called("Node")
-	return Node{Addr: f.node.ID.Addr, Started: f.node.Started, BuildVersion: f.node.BuildVersion}
+	return Node{Addr: f.node.ID.Addr, Started: f.node.Started, BuildVersion: f.node.BuildVersion, Role: "member"}
 }
 
 func (f *fake) Readiness() (bool, []Check) {
@@ -97,7 +102,13 @@ func (f *fake) Definitions() []Definition {
 
 func (f *fake) Records(context.Context) (Records, bool, error) {
 	f.called("Records")
-	return Records{}, false, nil
+	if !f.clustered {
+		return Records{}, false, nil
+	}
+	if f.recordsErr != nil {
+		return Records{}, true, f.recordsErr
+	}
+	return Records{Snapshot: noderecord.Snapshot{Records: f.nodeRecords, At: testNow}, Self: noderecord.Key{Cluster: "c", Role: "member", Node: f.node.ID.Addr}}, true, nil
 }
 
 func (f *fake) Counts() []Count {
@@ -220,6 +231,21 @@ func TestStatusDescribesTheMemberItsReadinessAndTheClusterBySize(t *testing.T) {
 	}
 }
 
+func TestStatusCarriesAFailingChecksCauseAndReason(t *testing.T) {
+	f := threeMembers()
+	f.node.Ready = false
+	f.node.Checks = []Check{{Name: "joined", OK: true}, {Name: "majority", Cause: "no_majority", Reason: "sees no majority"}}
+	_, _, body := do(t, f, http.MethodGet, "/api/v1/status")
+	if !strings.Contains(body, `"cause": "no_majority"`) || strings.Count(body, `"cause"`) != 1 {
+		t.Errorf("status body:\n%s\nwant the failing check's cause no_majority, and no cause on the passing one", body)
+	}
+	var st StatusResponse
+	getJSON(t, f, "/api/v1/status", &st)
+	if c := st.Readiness.Checks[1]; st.Readiness.Ready || c.Cause != "no_majority" || c.Reason != "sees no majority" {
+		t.Errorf("readiness %+v, want unready, majority failing with its cause and reason", st.Readiness)
+	}
+}
+
 func TestIncarnationsTravelAsDecimalStrings(t *testing.T) {
 	f := threeMembers()
 	big := uint64(1<<63 + 12345) // beyond a float64's exact integers
@@ -293,6 +319,102 @@ func TestMembersFilterByStatusRepeatedOrListedAndByHostedType(t *testing.T) {
 	}
 }
 
+// labelled is threeMembers with node records: 10.0.0.1 and .2 in zone
+// a (racks 1 and 2), .3 in zone b, and a client's record at .3's
+// address in zone a, which says nothing of the member there.
+func labelled() *fake {
+	f := threeMembers()
+	rec := func(role, node string, labels map[string]string) noderecord.Record {
+		return noderecord.Record{Cluster: "c", Role: role, Node: node, Incarnation: "1", Labels: labels}
+	}
+	f.nodeRecords = []noderecord.Record{
+		rec("client", "10.0.0.3:7400", map[string]string{"zone": "a"}),
+		rec("member", "10.0.0.1:7400", map[string]string{"zone": "a", "rack": "1"}),
+		rec("member", "10.0.0.2:7400", map[string]string{"zone": "a", "rack": "2"}),
+		rec("member", "10.0.0.3:7400", map[string]string{"zone": "b"}),
+	}
+	return f
+}
+
+func TestMembersFilterByRoleAndByLabelsANDedWithTheOtherFilters(t *testing.T) {
+	f := labelled()
+	for _, tc := range []struct {
+		query string
+		want  []string
+	}{
+		{"role=member", []string{"10.0.0.1:7400", "10.0.0.2:7400", "10.0.0.3:7400"}},
+		{"role=client", nil},
+		{"label=zone=a", []string{"10.0.0.1:7400", "10.0.0.2:7400"}},
+		{"label=zone=a&label=rack=2", []string{"10.0.0.2:7400"}},
+		{"label=rack=2&label=zone=b", nil},
+		{"label=zone=b", []string{"10.0.0.3:7400"}},
+		{"label=zone=a&status=suspect", nil},
+		{"label=zone=a&type=order&role=member", []string{"10.0.0.2:7400"}},
+		{"label=rack=1&label=rack=1", []string{"10.0.0.1:7400"}},
+		{"label=zone=", nil},
+		{"label=zone=c", nil},
+		{"label=zone%3Da", []string{"10.0.0.1:7400", "10.0.0.2:7400"}},
+	} {
+		var mr MembersResponse
+		getJSON(t, f, "/api/v1/members?"+tc.query, &mr)
+		if got := addresses(mr.Members); !slices.Equal(got, tc.want) || mr.Total != len(tc.want) {
+			t.Errorf("?%s: %v (total %d), want %v", tc.query, got, mr.Total, tc.want)
+		}
+		for _, m := range mr.Members {
+			if m.Role != "member" {
+				t.Errorf("?%s: %s has role %q, want member", tc.query, m.Address, m.Role)
+			}
+		}
+	}
+}
+
+func TestMembersReadTheRecordsOnlyForALabelFilter(t *testing.T) {
+	f := labelled()
+	getJSON(t, f, "/api/v1/members?role=member&status=alive", new(MembersResponse))
+	if f.calls["Records"] != 0 {
+		t.Errorf("members without a label filter read the records %d times, want 0", f.calls["Records"])
+	}
+	getJSON(t, f, "/api/v1/members?label=zone=a", new(MembersResponse))
+	if f.calls["Records"] != 1 {
+		t.Errorf("members with a label filter read the records %d times, want once", f.calls["Records"])
+	}
+}
+
+func TestMembersPageThroughALabelFilterInAddressOrder(t *testing.T) {
+	f := labelled()
+	var got []string
+	path := "/api/v1/members?limit=1&label=zone=a"
+	for range 3 {
+		var mr MembersResponse
+		getJSON(t, f, path, &mr)
+		if mr.Total != 2 {
+			t.Errorf("%s: total %d, want 2", path, mr.Total)
+		}
+		got = append(got, addresses(mr.Members)...)
+		if mr.Next == "" {
+			break
+		}
+		path = "/api/v1/members?limit=1&label=zone=a&after=" + mr.Next
+	}
+	if want := []string{"10.0.0.1:7400", "10.0.0.2:7400"}; !slices.Equal(got, want) {
+		t.Errorf("pages of one gave %v, want %v", got, want)
+	}
+}
+
+func TestMembersWithALabelFilterFailClosedWhenTheRecordsCannotBeRead(t *testing.T) {
+	f := labelled()
+	f.recordsErr = fmt.Errorf("etcd at 10.9.9.9:2379: %w", noderecord.ErrTimeout)
+	msg := wantError(t, f, http.MethodGet, "/api/v1/members?label=zone=a", http.StatusServiceUnavailable, CodeRecordsUnavailable)
+	if strings.Contains(msg, "10.9.9.9") || !strings.Contains(msg, "in time") {
+		t.Errorf("the 503 says %q: want the timeout told, the store's error not repeated", msg)
+	}
+	var mr MembersResponse
+	getJSON(t, f, "/api/v1/members?role=member", &mr)
+	if len(mr.Members) != 3 {
+		t.Errorf("?role=member with the records unreadable: %v, want the three members (the role needs no record)", addresses(mr.Members))
+	}
+}
+
 func TestMembersPageThroughTheCursorUntilNoNextRemains(t *testing.T) {
 	f := threeMembers()
 	f.records = nil
@@ -351,12 +473,27 @@ func TestMembersDefaultToPagesOf100(t *testing.T) {
 func TestMembersRefuseBadParametersWith400(t *testing.T) {
 	for _, q := range []string{"limit=0", "limit=-1", "limit=1001", "limit=ten", "limit=", "limit=1&limit=2",
 		"status=bogus", "status=alive,", "status=", "type=", "type=a&type=b", "after=", "after=xyz", "after=a1.%21%21",
-		"after=" + encodeCursor("x") + "%0A", "nosuch=1", "%zz"} {
+		"after=" + encodeCursor("x") + "%0A", "nosuch=1", "%zz",
+		"role=", "role=a/b", "role=member&role=client", "role=%07",
+		"label=", "label=zone", "label==a", "label=zone%00=a", "label=zone=a%0A",
+		"label=" + strings.Repeat("k", noderecord.MaxLabelKeyBytes+1) + "=v",
+		"label=zone=" + strings.Repeat("v", noderecord.MaxFieldBytes+1),
+		seventeenLabels()} {
 		wantError(t, threeMembers(), http.MethodGet, "/api/v1/members?"+q, http.StatusBadRequest, CodeBadParameter)
 	}
 	for _, p := range []string{"/api/v1/status?x=1", "/api/v1/placement?type=cart", "/api/v1/types?limit=1"} {
 		wantError(t, threeMembers(), http.MethodGet, p, http.StatusBadRequest, CodeBadParameter)
 	}
+}
+
+// seventeenLabels is a query of more distinct label filters than a
+// record has labels.
+func seventeenLabels() string {
+	var q []string
+	for i := range noderecord.MaxLabels + 1 {
+		q = append(q, fmt.Sprintf("label=k%d=v", i))
+	}
+	return strings.Join(q, "&")
 }
 
 func TestOnlyGETAndHEADAreServed(t *testing.T) {

@@ -2,12 +2,15 @@ package adminapi
 
 import (
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"net/url"
 	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/troupe-go/troupe/noderecord"
 )
 
 // statuses are the values of a member's status: a member still joining
@@ -87,14 +90,19 @@ func single(q url.Values, name string) (string, *paramError) {
 type membersQuery struct {
 	statuses []string // empty: any
 	typ      string   // empty: any
+	role     string   // empty: any
+	labels   []label  // every one must match; empty: any
 	limit    int
 	after    string // the address after which the page starts; "" from the first
 }
 
+// label is a label filter: key=value.
+type label struct{ key, value string }
+
 // parseMembersQuery parses the query of /members.
 func parseMembersQuery(raw string) (membersQuery, *paramError) {
 	mq := membersQuery{limit: defaultLimit}
-	q, perr := query(raw, "status", "type", "limit", "after")
+	q, perr := query(raw, "status", "type", "role", "label", "limit", "after")
 	if perr != nil {
 		return mq, perr
 	}
@@ -114,6 +122,17 @@ func parseMembersQuery(raw string) (membersQuery, *paramError) {
 	}
 	if _, ok := q["type"]; ok && mq.typ == "" {
 		return mq, badParam("parameter \"type\" is empty")
+	}
+	if mq.role, err = single(q, "role"); err != nil {
+		return mq, err
+	}
+	if _, ok := q["role"]; ok {
+		if verr := noderecord.ValidateRole(mq.role); verr != nil {
+			return mq, badParam("role %q is not a record's role: it %s", clip(mq.role), why(verr))
+		}
+	}
+	if mq.labels, err = parseLabels(q["label"]); err != nil {
+		return mq, err
 	}
 	lim, err := single(q, "limit")
 	if err != nil {
@@ -138,6 +157,45 @@ func parseMembersQuery(raw string) (membersQuery, *paramError) {
 		mq.after = addr
 	}
 	return mq, nil
+}
+
+// parseLabels parses label filters, each "key=value" (the value may be
+// empty or hold '='), repeats dropped. More distinct filters than a
+// record has labels could never match: refused.
+func parseLabels(vs []string) ([]label, *paramError) {
+	var ls []label
+	for _, v := range vs {
+		k, val, ok := strings.Cut(v, "=")
+		if !ok {
+			return nil, badParam("label %q is not key=value", clip(v))
+		}
+		if err := noderecord.ValidateLabel(k, ""); err != nil {
+			return nil, badParam("label %q: the key %s", clip(v), why(err))
+		}
+		if err := noderecord.ValidateLabel(k, val); err != nil {
+			return nil, badParam("label %q: the value %s", clip(v), why(err))
+		}
+		if l := (label{k, val}); !slices.Contains(ls, l) {
+			ls = append(ls, l)
+		}
+	}
+	if len(ls) > noderecord.MaxLabels {
+		return nil, badParam("%d label filters: a record has at most %d labels", len(ls), noderecord.MaxLabels)
+	}
+	return ls, nil
+}
+
+// why is what a record's validation error says of the field, without
+// naming it: "is empty", "is over its limit (70 bytes, limit 63)".
+func why(err error) string {
+	var fe *noderecord.FieldError
+	switch {
+	case !errors.As(err, &fe):
+		return "is not valid"
+	case fe.Limit > 0:
+		return fmt.Sprintf("is over its limit (%d %s, limit %d)", fe.Size, fe.Reason, fe.Limit)
+	}
+	return fe.Reason
 }
 
 // encodeCursor returns the cursor of the page after addr. It is opaque

@@ -59,12 +59,17 @@ type Node struct {
 	// BuildVersion is the Troupe module's version ("(devel)" when
 	// unknown).
 	BuildVersion string
+	// Role is the role of the cluster's members: the role their node
+	// records are published under (system.RecordRole).
+	Role string
 }
 
 // Check is one readiness check.
 type Check struct {
-	Name   string
-	OK     bool
+	Name string
+	OK   bool
+	// Cause is why it fails, as a stable code ("" when it passes).
+	Cause  string
 	Reason string
 }
 

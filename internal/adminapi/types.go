@@ -59,8 +59,11 @@ type Readiness struct {
 
 // ReadinessCheck is one readiness check.
 type ReadinessCheck struct {
-	Name   string `json:"name"`
-	OK     bool   `json:"ok"`
+	Name string `json:"name"`
+	OK   bool   `json:"ok"`
+	// Cause is why the check fails, as a stable code (docs/operations.md
+	// lists them); omitted when it passes.
+	Cause  string `json:"cause,omitempty"`
 	Reason string `json:"reason,omitempty"`
 }
 
@@ -90,6 +93,9 @@ type Member struct {
 	Incarnation uint64   `json:"incarnation,string"`
 	Status      string   `json:"status"`
 	ActorTypes  []string `json:"actor_types"`
+	// Role is the role of its node record: every member of the view
+	// has the members' role ("member").
+	Role string `json:"role"`
 	// Self is set on the member answering.
 	Self bool `json:"self"`
 }

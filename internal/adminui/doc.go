@@ -6,12 +6,13 @@
 // # What the page reads
 //
 // The page is a client of the management API (package adminapi) and of
-// nothing else: its script polls /api/v1/status, members, placement and
-// types every second, relative to the page's own URL (so that it works
-// behind a proxy that mounts the listener under a path), and asks
-// placement/where for the key lookup. It needs the API switched on.
-// When a poll fails the page keeps the last data it had and says since
-// when it is stale.
+// nothing else: its script polls /api/v1/status, members, placement,
+// types and records every second, relative to the page's own URL (so
+// that it works behind a proxy that mounts the listener under a path),
+// and asks placement/where for the key lookup. It needs the API switched
+// on. When a poll fails the page keeps the last data it had and says
+// since when it is stale; the node records, which come from a store that
+// can fail on its own, are kept and marked stale apart from the rest.
 //
 // # Security
 //

@@ -214,6 +214,83 @@
     more.textContent = members.next ? "Showing " + members.members.length + " of " + members.total + " members." : "";
   }
 
+  // --- Node records ----------------------------------------------------
+
+  let recordsGood = null; // when the records were last drawn
+
+  const seconds = (ms) => (ms / 1000).toFixed(1) + " s";
+
+  function drawRecords(rr) {
+    const derived = "derived by this member from its membership view: the member's own counters are on its own admin listener";
+    const rows = rr.records.map((r) => {
+      const own = r.source !== "membership"; // published by its process: counters and version are its own
+      const health = r.health === r.reported_health ? r.health : r.health + " (says " + r.reported_health + ")";
+      const labels = Object.keys(r.labels || {}).sort().map((k) => k + "=" + r.labels[k]).join(", ");
+      const counter = (field, v) => el("td", { class: "num", "data-field": field, title: own ? null : derived }, own ? v : "–");
+      return el("tr", { "data-record": r.node, "data-role": r.role, "data-health": r.health, "data-ready": String(r.ready),
+        "data-source": r.source, "data-self": r.self },
+      el("td", { class: "address" }, r.node, r.self ? el("span", { class: "tag" }, "this member") : null),
+      el("td", { "data-field": "role" }, r.role),
+      el("td", { "data-field": "health" }, el("span", { class: "health-" + r.health }, health)),
+      el("td", { "data-field": "ready" }, r.ready ? "ready" : "not ready"),
+      el("td", { class: "num", "data-field": "age", title: "heartbeat " + seq(r) }, seconds(r.heartbeat_age_ms)),
+      counter("messages", r.counters.messages),
+      counter("errors", r.counters.errors),
+      counter("activations", r.counters.activations),
+      counter("bytes", r.counters.bytes),
+      el("td", { "data-field": "labels" }, labels || "–"),
+      el("td", { "data-field": "version" }, r.build_version || "–"));
+    });
+    if (rows.length === 0) {
+      rows.push(el("tr", {}, el("td", { colspan: 11, class: "note" }, "No records.")));
+    }
+    byId("records-body").replaceChildren(...rows);
+  }
+
+  const seq = (r) => "#" + r.seq + " of incarnation " + r.incarnation;
+
+  function markRecordsFresh(rr) {
+    recordsGood = new Date();
+    const f = byId("records-freshness");
+    f.dataset.state = "fresh";
+    f.dataset.since = "";
+    f.textContent = (rr.store === "external" ? "From the shared record store" : "From this member's own store (the others' derived from its view)") +
+      "; heartbeat every " + seconds(rr.heartbeat_ms) + ", unhealthy after " + seconds(rr.unhealthy_after_ms) + ".";
+    byId("records-section").dataset.stale = "false";
+  }
+
+  // markRecordsStale keeps the records shown and says since when they
+  // are old: the store may fail while the rest of the API answers.
+  function markRecordsStale(err) {
+    const f = byId("records-freshness");
+    if (recordsGood === null) {
+      f.dataset.state = "error";
+      f.textContent = "No records yet: " + describe(err) + ".";
+      return;
+    }
+    f.dataset.state = "stale";
+    f.dataset.since = recordsGood.toISOString();
+    f.textContent = "Records stale since " + clock(recordsGood) + ": " + describe(err) + ".";
+    byId("records-section").dataset.stale = "true";
+  }
+
+  async function refreshRecords() {
+    try {
+      const rr = await get("records");
+      drawRecords(rr);
+      markRecordsFresh(rr);
+    } catch (err) {
+      if (err instanceof APIError && err.status === 404 && err.code === "not_found") {
+        const f = byId("records-freshness");
+        f.dataset.state = "none";
+        f.textContent = "A standalone system publishes no node records.";
+        byId("records-body").replaceChildren();
+        return;
+      }
+      markRecordsStale(err);
+    }
+  }
+
   // arc is the path of a ring segment from fraction a to fraction b of
   // the circle, between radii inner and outer, centred on (c, c).
   function arc(c, inner, outer, a, b) {
@@ -310,6 +387,13 @@
   // --- Refresh ---------------------------------------------------------
 
   async function refresh() {
+    // The records come from the record store, which can fail on its own:
+    // they are drawn, or marked stale, apart from the rest.
+    await Promise.all([refreshView(), refreshRecords()]);
+    setTimeout(refresh, refreshMs);
+  }
+
+  async function refreshView() {
     try {
       // One round of four requests: drawn together or not at all, so
       // that the page never mixes two rounds.
@@ -324,8 +408,6 @@
       markFresh();
     } catch (err) {
       markStale(err);
-    } finally {
-      setTimeout(refresh, refreshMs);
     }
   }
 
