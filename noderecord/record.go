@@ -180,15 +180,15 @@ func ValidateLabels(labels map[string]string) error {
 	}
 	// Sorted, so that the same labels always report the same field.
 	for _, k := range slices.Sorted(maps.Keys(labels)) {
-		if err := ValidateLabel(k, labels[k]); err != nil {
+		if err := validateLabel(k, labels[k]); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// ValidateLabel checks one label as ValidateLabels does.
-func ValidateLabel(key, value string) error {
+// validateLabel checks one label as ValidateLabels does.
+func validateLabel(key, value string) error {
 	if key == "" {
 		return &FieldError{Field: "Labels", Reason: "a key is empty"}
 	}

@@ -20,63 +20,47 @@ type ReadinessCheck struct {
 	Name string `json:"name"`
 	// OK is true when the check passes.
 	OK bool `json:"ok"`
-	// Cause says why it fails as a stable code, one of the ReadyCause*
-	// constants (empty when it passes): what programs test, where Reason
-	// is for people and may change.
-	Cause ReadyCause `json:"cause,omitempty"`
+	// Cause says why it fails as a stable code (empty when it passes):
+	// what programs test, where Reason is for people and may change. The
+	// codes, by check: joined: "not_joined", "joining" (in the cluster,
+	// not announced ready), "removed" (the cluster removed the member,
+	// which rejoins), "replaced" (a newer process took its address; it
+	// does not rejoin); store_open: "no_replication_node",
+	// "replication_stopped"; caught_up: "receiving"; majority:
+	// "no_majority"; records: "records_no_heartbeat", "records_timeout",
+	// "records_unavailable", "records_failed"; not_closing: "closing",
+	// "leaving". New codes may be added.
+	Cause string `json:"cause,omitempty"`
 	// Reason says why it fails (empty when it passes). It names no key,
 	// address or secret.
 	Reason string `json:"reason,omitempty"`
 }
 
-// ReadyCause is why a readiness check fails, as a stable code; the
-// ReadyCause* constants list them, each under its check. New causes may
-// be added.
-type ReadyCause string
-
-// The causes of failing checks, by check.
+// The causes of failing checks (ReadinessCheck.Cause).
 const (
-	// ReadyCheckJoined: the member has not joined the cluster yet.
-	ReadyCauseNotJoined ReadyCause = "not_joined"
-	// ReadyCheckJoined: the member is in the cluster but has not
-	// announced itself ready (its record says joining).
-	ReadyCauseJoining ReadyCause = "joining"
-	// ReadyCheckJoined: the cluster removed the member, which rejoins.
-	ReadyCauseRemoved ReadyCause = "removed"
-	// ReadyCheckJoined: the cluster removed the member because a newer
-	// process took its address; it does not rejoin.
-	ReadyCauseReplaced ReadyCause = "replaced"
-	// ReadyCheckStoreOpen: there is no replication node (not joined,
-	// between incarnations, or closed).
-	ReadyCauseNoReplicationNode ReadyCause = "no_replication_node"
-	// ReadyCheckStoreOpen: the replication node stopped.
-	ReadyCauseReplicationStopped ReadyCause = "replication_stopped"
-	// ReadyCheckCaughtUp: the member receives ranges of the ring.
-	ReadyCauseReceiving ReadyCause = "receiving"
-	// ReadyCheckMajority: the member sees no majority of the cluster
-	// alive.
-	ReadyCauseNoMajority ReadyCause = "no_majority"
-	// ReadyCheckRecords: no heartbeat has reached the record store yet.
-	ReadyCauseRecordsNoHeartbeat ReadyCause = "records_no_heartbeat"
-	// ReadyCheckRecords: the record store did not answer in time.
-	ReadyCauseRecordsTimeout ReadyCause = "records_timeout"
-	// ReadyCheckRecords: the record store is unavailable.
-	ReadyCauseRecordsUnavailable ReadyCause = "records_unavailable"
-	// ReadyCheckRecords: the record store failed otherwise.
-	ReadyCauseRecordsFailed ReadyCause = "records_failed"
-	// ReadyCheckNotClosing: Close has been called.
-	ReadyCauseClosing ReadyCause = "closing"
-	// ReadyCheckNotClosing: the member is leaving the cluster.
-	ReadyCauseLeaving ReadyCause = "leaving"
+	causeNotJoined          = "not_joined"
+	causeJoining            = "joining"
+	causeRemoved            = "removed"
+	causeReplaced           = "replaced"
+	causeNoReplicationNode  = "no_replication_node"
+	causeReplicationStopped = "replication_stopped"
+	causeReceiving          = "receiving"
+	causeNoMajority         = "no_majority"
+	causeRecordsNoHeartbeat = "records_no_heartbeat"
+	causeRecordsTimeout     = "records_timeout"
+	causeRecordsUnavailable = "records_unavailable"
+	causeRecordsFailed      = "records_failed"
+	causeClosing            = "closing"
+	causeLeaving            = "leaving"
 )
 
-// Serves reports whether the failure of c leaves the system able to
+// serves reports whether the failure of c leaves the system able to
 // serve the keys it owns: it does for a member still joining, catching
 // up or closing, and not once the cluster removed it or it lost the
 // majority. A passing check serves.
-func (c ReadinessCheck) Serves() bool {
+func (c ReadinessCheck) serves() bool {
 	switch c.Cause {
-	case ReadyCauseRemoved, ReadyCauseReplaced, ReadyCauseNoMajority:
+	case causeRemoved, causeReplaced, causeNoMajority:
 		return false
 	}
 	return true
@@ -113,7 +97,7 @@ const (
 // It is what the admin listener's /readyz answers.
 func (s *System) Readiness() Readiness {
 	var checks []ReadinessCheck
-	add := func(name string, ok bool, cause ReadyCause, reason string) {
+	add := func(name string, ok bool, cause, reason string) {
 		if ok {
 			cause, reason = "", ""
 		}
@@ -129,13 +113,13 @@ func (s *System) Readiness() Readiness {
 		}
 		switch {
 		case s.Removed() && s.m.replaced.Load():
-			add(ReadyCheckJoined, false, ReadyCauseReplaced, "removed by the cluster: a newer process took this member's address")
+			add(ReadyCheckJoined, false, causeReplaced, "removed by the cluster: a newer process took this member's address")
 		case s.Removed():
-			add(ReadyCheckJoined, false, ReadyCauseRemoved, "removed by the cluster; rejoining")
+			add(ReadyCheckJoined, false, causeRemoved, "removed by the cluster; rejoining")
 		case !known:
-			add(ReadyCheckJoined, false, ReadyCauseNotJoined, "not joined yet")
+			add(ReadyCheckJoined, false, causeNotJoined, "not joined yet")
 		case self.Joining:
-			add(ReadyCheckJoined, false, ReadyCauseJoining, "joining")
+			add(ReadyCheckJoined, false, causeJoining, "joining")
 		default:
 			add(ReadyCheckJoined, true, "", "")
 		}
@@ -143,17 +127,17 @@ func (s *System) Readiness() Readiness {
 	if s.st != nil {
 		switch n, _ := s.st.current(); {
 		case n == nil:
-			add(ReadyCheckStoreOpen, false, ReadyCauseNoReplicationNode, "no replication node (not joined, between incarnations or closed)")
+			add(ReadyCheckStoreOpen, false, causeNoReplicationNode, "no replication node (not joined, between incarnations or closed)")
 		case n.Err() != nil:
-			add(ReadyCheckStoreOpen, false, ReadyCauseReplicationStopped, "the replication node stopped")
+			add(ReadyCheckStoreOpen, false, causeReplicationStopped, "the replication node stopped")
 		default:
 			add(ReadyCheckStoreOpen, true, "", "")
 		}
 		r, _ := s.st.receivingStats()
-		add(ReadyCheckCaughtUp, r == 0, ReadyCauseReceiving, fmt.Sprintf("receiving %d ranges", r))
+		add(ReadyCheckCaughtUp, r == 0, causeReceiving, fmt.Sprintf("receiving %d ranges", r))
 	}
 	if s.m != nil {
-		add(ReadyCheckMajority, known && inc.node.Owning(), ReadyCauseNoMajority, "sees no majority of the cluster alive")
+		add(ReadyCheckMajority, known && inc.node.Owning(), causeNoMajority, "sees no majority of the cluster alive")
 		if p := s.m.rec; p.external {
 			ok, cause, reason := p.check()
 			add(ReadyCheckRecords, ok, cause, reason)
@@ -161,9 +145,9 @@ func (s *System) Readiness() Readiness {
 	}
 	switch {
 	case s.closing.Load():
-		add(ReadyCheckNotClosing, false, ReadyCauseClosing, "closing")
+		add(ReadyCheckNotClosing, false, causeClosing, "closing")
 	case known && self.Status == cluster.StatusLeaving:
-		add(ReadyCheckNotClosing, false, ReadyCauseLeaving, "leaving the cluster")
+		add(ReadyCheckNotClosing, false, causeLeaving, "leaving the cluster")
 	default:
 		add(ReadyCheckNotClosing, true, "", "")
 	}

@@ -12,16 +12,16 @@ func TestRecordHealthFollowsEachFailingChecksCauseNotItsWording(t *testing.T) {
 		failing ReadinessCheck
 		health  noderecord.Health
 	}{
-		{ReadinessCheck{Name: ReadyCheckJoined, Cause: ReadyCauseNotJoined}, noderecord.Degraded},
-		{ReadinessCheck{Name: ReadyCheckJoined, Cause: ReadyCauseJoining}, noderecord.Degraded},
-		{ReadinessCheck{Name: ReadyCheckJoined, Cause: ReadyCauseRemoved}, noderecord.Unhealthy},
-		{ReadinessCheck{Name: ReadyCheckJoined, Cause: ReadyCauseReplaced}, noderecord.Unhealthy},
-		{ReadinessCheck{Name: ReadyCheckStoreOpen, Cause: ReadyCauseNoReplicationNode}, noderecord.Degraded},
-		{ReadinessCheck{Name: ReadyCheckStoreOpen, Cause: ReadyCauseReplicationStopped}, noderecord.Degraded},
-		{ReadinessCheck{Name: ReadyCheckCaughtUp, Cause: ReadyCauseReceiving}, noderecord.Degraded},
-		{ReadinessCheck{Name: ReadyCheckMajority, Cause: ReadyCauseNoMajority}, noderecord.Unhealthy},
-		{ReadinessCheck{Name: ReadyCheckNotClosing, Cause: ReadyCauseClosing}, noderecord.Degraded},
-		{ReadinessCheck{Name: ReadyCheckNotClosing, Cause: ReadyCauseLeaving}, noderecord.Degraded},
+		{ReadinessCheck{Name: ReadyCheckJoined, Cause: causeNotJoined}, noderecord.Degraded},
+		{ReadinessCheck{Name: ReadyCheckJoined, Cause: causeJoining}, noderecord.Degraded},
+		{ReadinessCheck{Name: ReadyCheckJoined, Cause: causeRemoved}, noderecord.Unhealthy},
+		{ReadinessCheck{Name: ReadyCheckJoined, Cause: causeReplaced}, noderecord.Unhealthy},
+		{ReadinessCheck{Name: ReadyCheckStoreOpen, Cause: causeNoReplicationNode}, noderecord.Degraded},
+		{ReadinessCheck{Name: ReadyCheckStoreOpen, Cause: causeReplicationStopped}, noderecord.Degraded},
+		{ReadinessCheck{Name: ReadyCheckCaughtUp, Cause: causeReceiving}, noderecord.Degraded},
+		{ReadinessCheck{Name: ReadyCheckMajority, Cause: causeNoMajority}, noderecord.Unhealthy},
+		{ReadinessCheck{Name: ReadyCheckNotClosing, Cause: causeClosing}, noderecord.Degraded},
+		{ReadinessCheck{Name: ReadyCheckNotClosing, Cause: causeLeaving}, noderecord.Degraded},
 	}
 	for _, tc := range cases {
 		for _, reason := range []string{"", "joining", "not joined yet", "removed by the cluster; rejoining"} {
@@ -36,7 +36,7 @@ func TestRecordHealthFollowsEachFailingChecksCauseNotItsWording(t *testing.T) {
 	}
 	// The records check says nothing of the member: its record reached
 	// the store.
-	r := Readiness{Checks: []ReadinessCheck{pass(ReadyCheckJoined), {Name: ReadyCheckRecords, Cause: ReadyCauseRecordsTimeout}}}
+	r := Readiness{Checks: []ReadinessCheck{pass(ReadyCheckJoined), {Name: ReadyCheckRecords, Cause: causeRecordsTimeout}}}
 	if h, ready := recordHealth(r); h != noderecord.Healthy || !ready {
 		t.Errorf("only the records check failing: health %s, ready %t; want healthy and ready", h, ready)
 	}

@@ -227,7 +227,7 @@ func recordHealth(r Readiness) (noderecord.Health, bool) {
 	for _, c := range r.Checks {
 		switch {
 		case c.OK || c.Name == ReadyCheckRecords:
-		case !c.Serves():
+		case !c.serves():
 			health, ready = noderecord.Unhealthy, false
 		default:
 			ready = false
@@ -276,18 +276,18 @@ func (m *meters) messages() uint64 {
 // check is the readiness check of an external store: it passes once a
 // heartbeat reached the store and read it back, and while the last one
 // did.
-func (p *publisher) check() (bool, ReadyCause, string) {
+func (p *publisher) check() (bool, string, string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	switch {
 	case errors.Is(p.failed, noderecord.ErrTimeout):
-		return false, ReadyCauseRecordsTimeout, "the node record store did not answer in time"
+		return false, causeRecordsTimeout, "the node record store did not answer in time"
 	case errors.Is(p.failed, noderecord.ErrUnavailable):
-		return false, ReadyCauseRecordsUnavailable, "the node record store is unavailable"
+		return false, causeRecordsUnavailable, "the node record store is unavailable"
 	case p.failed != nil:
-		return false, ReadyCauseRecordsFailed, "the node record store failed"
+		return false, causeRecordsFailed, "the node record store failed"
 	case p.beats == 0:
-		return false, ReadyCauseRecordsNoHeartbeat, "no heartbeat has reached the node record store yet"
+		return false, causeRecordsNoHeartbeat, "no heartbeat has reached the node record store yet"
 	}
 	return true, "", ""
 }

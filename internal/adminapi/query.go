@@ -169,10 +169,10 @@ func parseLabels(vs []string) ([]label, *paramError) {
 		if !ok {
 			return nil, badParam("label %q is not key=value", clip(v))
 		}
-		if err := noderecord.ValidateLabel(k, ""); err != nil {
+		if err := noderecord.ValidateLabels(map[string]string{k: ""}); err != nil {
 			return nil, badParam("label %q: the key %s", clip(v), why(err))
 		}
-		if err := noderecord.ValidateLabel(k, val); err != nil {
+		if err := noderecord.ValidateLabels(map[string]string{k: val}); err != nil {
 			return nil, badParam("label %q: the value %s", clip(v), why(err))
 		}
 		if l := (label{k, val}); !slices.Contains(ls, l) {
