@@ -200,10 +200,12 @@ func TestATimerOfAReplicatedKeyFiresOnceOnTheNewOwner(t *testing.T) {
 	owner, _ := byAddr(t, systems, system.OwnerOf(systems[0], "counter", "k"))
 	closeNow(t, owner) // before the timer fires: its timers stop with it
 	rest := without(systems, owner)
+	// The new owner's first read comes before the timer's second, or
+	// after it when the move took longer (a loaded machine): 5 or 6.
 	if got := eventually(t, "activate the key on its new owner", func(ctx context.Context) (int, error) {
 		return actor.Ask(ctx, def.Ref(rest[0], "k"), DGet{})
-	}); got != 5 {
-		t.Fatalf("count %d on the new owner, want 5", got)
+	}); got != 5 && got != 6 {
+		t.Fatalf("count %d on the new owner, want 5 (or 6 once the timer fired)", got)
 	}
 	if got := systemtest.Recv(t, ticks, "the timer on the new owner"); got != 6 {
 		t.Fatalf("the timer's tick made the count %d, want 6", got)
