@@ -28,7 +28,13 @@
 // Snapshot is one linearizable range read of the cluster's prefix: its
 // records and the response's revision. Watch follows the prefix from a
 // revision; when etcd compacted it, the watcher reports
-// noderecord.ErrCompacted and the reader relists. A record this binary
+// noderecord.ErrCompacted and the reader relists. When etcd's watch
+// fails otherwise (cancelled by the server, no leader, its client
+// closed, its channel ended), the watcher ends with
+// noderecord.ErrUnavailable, returned by every later Next, and cancels
+// etcd's watch. While etcd is unreachable its client reconnects and
+// resumes the watch from where it was: Next waits meanwhile, bounded by
+// its context. A record this binary
 // cannot read (a newer format) is left out of snapshots and watches and
 // counted in Snapshot's Unreadable.
 //

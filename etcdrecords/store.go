@@ -374,29 +374,33 @@ type watcher struct {
 
 	mu      sync.Mutex // one Next at a time
 	pending []noderecord.Event
+	ended   error // the error that ended the watch; every later Next returns it
 }
 
-// Next implements noderecord.Watcher.
+// Next implements noderecord.Watcher. Every error but ctx's ends the
+// watch, and cancels etcd's.
 func (w *watcher) Next(ctx context.Context) (noderecord.Event, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for len(w.pending) == 0 {
+		if w.ended != nil {
+			return noderecord.Event{}, w.ended
+		}
 		if err := ctx.Err(); err != nil {
 			return noderecord.Event{}, opError("watch", ctxError(err, nil))
 		}
 		select {
 		case resp, ok := <-w.ch:
 			if !ok {
-				return noderecord.Event{}, w.ended()
-			}
-			if resp.CompactRevision != 0 {
-				return noderecord.Event{}, fmt.Errorf("troupe: watch node records: %w (etcd compacted up to %d)", noderecord.ErrCompacted, resp.CompactRevision)
+				w.end(nil)
+				continue
 			}
 			if err := resp.Err(); err != nil {
-				if w.ctx.Err() != nil {
-					return noderecord.Event{}, w.ended()
+				if resp.CompactRevision != 0 {
+					err = fmt.Errorf("%w (etcd compacted up to %d)", err, resp.CompactRevision)
 				}
-				return noderecord.Event{}, opError("watch", w.s.backendError(ctx, err))
+				w.end(err)
+				continue
 			}
 			for _, ev := range resp.Events {
 				if e, ok := w.event(ev); ok {
@@ -412,11 +416,24 @@ func (w *watcher) Next(ctx context.Context) (noderecord.Event, error) {
 	return e, nil
 }
 
-func (w *watcher) ended() error {
-	if err := w.ctx.Err(); err != nil {
-		return fmt.Errorf("troupe: watch node records: %w: %w", noderecord.ErrClosed, err)
+// end ends the watch with what ended etcd's: err, the error of its last
+// response, or nil when its channel closed. Closed by the caller (Close,
+// Watch's context, the store's Close), the watch ends with ErrClosed;
+// otherwise etcd's watch failed: ErrCompacted when etcd compacted past
+// it, ErrUnavailable for anything else (cancelled by the server, lost
+// its leader, its client closed), never a silent stop.
+func (w *watcher) end(err error) {
+	switch {
+	case w.ctx.Err() != nil:
+		w.ended = fmt.Errorf("troupe: watch node records: %w: %w", noderecord.ErrClosed, w.ctx.Err())
+	case errors.Is(err, rpctypes.ErrCompacted):
+		w.ended = fmt.Errorf("troupe: watch node records: %w: %w", noderecord.ErrCompacted, err)
+	case err != nil:
+		w.ended = fmt.Errorf("troupe: watch node records: %w: etcd's watch failed: %w", noderecord.ErrUnavailable, err)
+	default:
+		w.ended = fmt.Errorf("troupe: watch node records: %w: etcd's watch ended", noderecord.ErrUnavailable)
 	}
-	return fmt.Errorf("troupe: watch node records: %w", noderecord.ErrClosed)
+	w.cancel()
 }
 
 func (w *watcher) event(ev *clientv3.Event) (noderecord.Event, bool) {
