@@ -11,10 +11,12 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/troupe-go/troupe/actor"
 	"github.com/troupe-go/troupe/cluster"
 	"github.com/troupe-go/troupe/internal/host"
 	"github.com/troupe-go/troupe/internal/membership"
+	"github.com/troupe-go/troupe/internal/metrics"
 	"github.com/troupe-go/troupe/internal/remote"
 	"github.com/troupe-go/troupe/internal/runtime"
 	"github.com/troupe-go/troupe/internal/transport"
@@ -63,6 +65,13 @@ type Config struct {
 	Compression wire.Compression
 	// Logger receives connection problems. Nil discards them.
 	Logger *slog.Logger
+	// Metrics, if set, is where the client registers its troupe_*
+	// metrics (New fails if it cannot, with the registry's error, such
+	// as a prometheus.AlreadyRegisteredError for a second client on one
+	// registry); Close unregisters them. Nil: no metrics, and a message
+	// pays one nil check. Never the global default registry unless it is
+	// passed here. docs/operations.md lists the series.
+	Metrics prometheus.Registerer
 	// JoinTimeout bounds how long New waits for the first member list,
 	// whatever its context allows: past it New fails with a
 	// *cluster.JoinError naming each seed's last error. New fails at once
@@ -119,6 +128,8 @@ type Client struct {
 	stop      chan struct{}
 	done      chan struct{}
 	closeOnce sync.Once
+	// unregister removes the metrics from Config.Metrics; nil without.
+	unregister func()
 }
 
 func (cfg Config) validate() error {
@@ -166,6 +177,7 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 	if cfg.JoinTimeout == 0 {
 		cfg.JoinTimeout = cluster.DefaultJoinTimeout
 	}
+	started := time.Now()
 	wcfg := wire.Config{ClusterName: cfg.ClusterName, Incarnation: uint64(time.Now().UnixNano()),
 		TLS: cfg.TLS, AddressMap: cfg.AddressMap, Dialer: cfg.Dialer, Logger: cfg.Logger,
 		Limits: remote.WireLimits(cfg.MaxMessage), Compression: cfg.Compression}
@@ -183,9 +195,20 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 	}
 	c := &Client{cfg: cfg, tr: tr, learned: make(chan struct{}), changed: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 	c.router = remote.New(remote.Config{Endpoint: tr, Logger: cfg.Logger, OnMembers: c.onMembers, Silence: silence})
-	c.h = host.New(host.Settings{Logger: cfg.Logger, AskTimeout: cfg.AskTimeout, Remote: c.router, RemoteOnly: true, MaxMessage: cfg.MaxMessage})
+	settings := host.Settings{Logger: cfg.Logger, AskTimeout: cfg.AskTimeout, Remote: c.router, RemoteOnly: true, MaxMessage: cfg.MaxMessage}
+	var met *metrics.Meters
+	if cfg.Metrics != nil {
+		met = new(metrics.Meters)
+		settings.Meter = met.TypeMeter
+	}
+	c.h = host.New(settings)
 	c.router.SetHost(c.h)
 	c.handle = runtime.NewHandle(c.h)
+	if err := c.startMetrics(started, met); err != nil {
+		close(c.done) // no loop to wait for
+		c.Close()
+		return nil, fmt.Errorf("troupe: client: register the metrics: %w", err)
+	}
 	c.syncSeeds()
 	go c.loop()
 	if err := c.awaitList(ctx); err != nil {
@@ -390,6 +413,9 @@ func (c *Client) Close() error {
 		c.h.Close(ctx)
 		cancel()
 		c.tr.Close()
+		if c.unregister != nil {
+			c.unregister()
+		}
 	})
 	return nil
 }

@@ -48,4 +48,23 @@
 // as soon as the members' push reports it dead (with the fast timings,
 // about a second after a crash); later sends go to the key's new owner.
 // Connections that break are redialed by the transport.
+//
+// # Metrics and readiness
+//
+// With Config.Metrics set (a *prometheus.Registry of the caller's; never
+// the global default unless passed), the client registers the troupe_*
+// metrics a member reports where they mean the same for a client: tells
+// and asks by actor type and outcome, the ask duration histogram, asks
+// in flight, the members it knows by status, the transport's bytes and
+// frames by stream, resumes, round trip and pacing, relaying, build,
+// uptime and readiness. Its tells that succeed count with outcome
+// "sent" (the member that handles one counts it again as "ok"). Every
+// label comes from a fixed set: series grow with the actor types the
+// client takes refs of, never with keys or members. docs/operations.md
+// lists them. Close unregisters them.
+//
+// A client has no admin listener: the process around it serves its own
+// HTTP. Mount promhttp.HandlerFor(registry, ...) there for /metrics, and
+// answer its /readyz with Ready, which reports whether the client is
+// open and knows an alive member.
 package client

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/troupe-go/troupe/actor"
 	"github.com/troupe-go/troupe/client"
 	"github.com/troupe-go/troupe/internal/faultnet"
@@ -64,8 +65,9 @@ func TestClientRelaysAroundABrokenLinkToOneMember(t *testing.T) {
 	for _, s := range systems {
 		hostAddr.Store(hostID(s), s.Addr())
 	}
+	reg := prometheus.NewRegistry()
 	c, err := client.New(ctx, client.Config{ClusterName: "test", Seeds: []string{systems[0].Addr()},
-		SyncInterval: 200 * time.Millisecond, Silence: 600 * time.Millisecond, Dialer: fn.Dialer("client")})
+		SyncInterval: 200 * time.Millisecond, Silence: 600 * time.Millisecond, Dialer: fn.Dialer("client"), Metrics: reg})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,6 +103,13 @@ func TestClientRelaysAroundABrokenLinkToOneMember(t *testing.T) {
 		}
 		return true
 	})
+	if n := systemtest.GaugeValue(t, reg, "troupe_relay_silent_members"); n != 1 {
+		t.Errorf("troupe_relay_silent_members = %v with the link to %s cut, want 1", n, cut)
+	}
+	relayed := systemtest.CounterValue(t, reg, "troupe_relay_sent_messages_total")
+	if relayed < float64(count[cut]) {
+		t.Errorf("troupe_relay_sent_messages_total = %v, want at least the %d asks to %s's keys", relayed, count[cut], cut)
+	}
 	// Tells take the same detour, each delivered once.
 	for _, k := range keys {
 		if err := Located.Ref(c, k).Tell(ctx, Add{N: 1}); err != nil {
@@ -115,4 +124,7 @@ func TestClientRelaysAroundABrokenLinkToOneMember(t *testing.T) {
 		}
 		return true
 	})
+	if n := systemtest.CounterValue(t, reg, "troupe_relay_sent_messages_total"); n < relayed+float64(count[cut]) {
+		t.Errorf("troupe_relay_sent_messages_total = %v after the tells, want at least %v before them and the %d tells to %s's keys", n, relayed, count[cut], cut)
+	}
 }

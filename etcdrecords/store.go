@@ -42,6 +42,18 @@ type Store struct {
 	close   context.CancelFunc
 	mu      sync.Mutex
 	closed  bool
+
+	// leases holds, by etcd key, the lease this store last attached to
+	// the key and its TTL in seconds: the next accepted update of the
+	// key renews it with one keep-alive instead of granting another.
+	leasesMu sync.Mutex
+	leases   map[string]heldLease
+}
+
+// heldLease is a lease this store attached to a key.
+type heldLease struct {
+	id      clientv3.LeaseID
+	seconds int64
 }
 
 var _ noderecord.Store = (*Store)(nil)
@@ -62,7 +74,7 @@ func New(client *clientv3.Client, cfg Config) (*Store, error) {
 		cfg.Now = time.Now
 	}
 	closing, cancel := context.WithCancel(context.Background())
-	return &Store{client: client, prefix: cfg.Prefix, now: cfg.Now, closing: closing, close: cancel}, nil
+	return &Store{client: client, prefix: cfg.Prefix, now: cfg.Now, closing: closing, close: cancel, leases: map[string]heldLease{}}, nil
 }
 
 // Key returns the etcd key of a record.
@@ -88,10 +100,10 @@ func (s *Store) Put(ctx context.Context, r noderecord.Record, ttl time.Duration)
 	key := s.Key(r.Key())
 	// Whole seconds, rounded up: etcd's unit.
 	seconds := int64((ttl + time.Second - 1) / time.Second)
-	var lease clientv3.LeaseID // granted once, kept across retries
+	var granted clientv3.LeaseID // granted by this call and not attached yet
 	defer func() {
-		if lease != 0 {
-			s.revoke(ctx, lease) // granted, then not used
+		if granted != 0 {
+			s.revoke(ctx, granted) // granted, then not used
 		}
 	}()
 	for {
@@ -116,12 +128,19 @@ func (s *Store) Put(ctx context.Context, r noderecord.Record, ttl time.Duration)
 		if !d.Accepted() {
 			return noderecord.PutResult{Decision: d, Revision: revision(got.Header.Revision)}, nil
 		}
+		lease, err := s.renew(ctx, key, oldLease, seconds)
+		if err != nil {
+			return noderecord.PutResult{}, opError("put", s.backendError(ctx, err))
+		}
 		if lease == 0 {
-			g, err := s.client.Grant(ctx, seconds)
-			if err != nil {
-				return noderecord.PutResult{}, opError("put", s.backendError(ctx, err))
+			if granted == 0 {
+				g, err := s.client.Grant(ctx, seconds)
+				if err != nil {
+					return noderecord.PutResult{}, opError("put", s.backendError(ctx, err))
+				}
+				granted = g.ID
 			}
-			lease = g.ID
+			lease = granted
 		}
 		r.Observed = s.now()
 		data, err := noderecord.Encode(r)
@@ -136,21 +155,59 @@ func (s *Store) Put(ctx context.Context, r noderecord.Record, ttl time.Duration)
 		if err != nil {
 			// It may have committed (a deadline or a broken connection
 			// mid-commit): revoking the lease would delete the record it
-			// put. The lease lapses by itself if it went unused.
-			lease = 0
+			// put. A lease left unused lapses by itself.
+			granted = 0
+			s.forget(key)
 			return noderecord.PutResult{}, opError("put", s.backendError(ctx, err))
 		}
 		if txn.Succeeded {
-			used := lease
-			lease = 0
-			if oldLease != 0 && oldLease != used {
+			if lease == granted {
+				granted = 0
+			}
+			if oldLease != 0 && oldLease != lease {
 				s.revoke(ctx, oldLease)
 			}
+			s.remember(key, heldLease{id: lease, seconds: seconds})
 			return noderecord.PutResult{Decision: d, Revision: revision(txn.Header.Revision)}, nil
 		}
 		// Another writer came between the read and the write: decide
 		// again on what it wrote.
 	}
+}
+
+// renew renews with one keep-alive the lease that holds key, onto which
+// an accepted update goes next, when this store attached it with the
+// same TTL, and returns it; 0 when the update needs a lease of its own
+// (no record, another writer's lease, another TTL, or the lease lapsed
+// meanwhile). Renewed first, the lease cannot lapse between the write
+// and its renewal.
+func (s *Store) renew(ctx context.Context, key string, onKey clientv3.LeaseID, seconds int64) (clientv3.LeaseID, error) {
+	s.leasesMu.Lock()
+	held, ok := s.leases[key]
+	s.leasesMu.Unlock()
+	if !ok || onKey == 0 || held.id != onKey || held.seconds != seconds {
+		return 0, nil
+	}
+	if _, err := s.client.KeepAliveOnce(ctx, onKey); err != nil {
+		if errors.Is(err, rpctypes.ErrLeaseNotFound) {
+			s.forget(key)
+			return 0, nil
+		}
+		return 0, err
+	}
+	return onKey, nil
+}
+
+func (s *Store) remember(key string, l heldLease) {
+	s.leasesMu.Lock()
+	s.leases[key] = l
+	s.leasesMu.Unlock()
+}
+
+func (s *Store) forget(key string) {
+	s.leasesMu.Lock()
+	delete(s.leases, key)
+	s.leasesMu.Unlock()
 }
 
 // revoke drops a lease that holds no record any more. It is tidiness:
@@ -212,6 +269,7 @@ func (s *Store) Remove(ctx context.Context, k noderecord.Key, incarnation string
 			return false, opError("remove", s.backendError(ctx, err))
 		}
 		if txn.Succeeded {
+			s.forget(key)
 			if kv.Lease != 0 {
 				s.revoke(ctx, clientv3.LeaseID(kv.Lease))
 			}
@@ -374,29 +432,33 @@ type watcher struct {
 
 	mu      sync.Mutex // one Next at a time
 	pending []noderecord.Event
+	ended   error // the error that ended the watch; every later Next returns it
 }
 
-// Next implements noderecord.Watcher.
+// Next implements noderecord.Watcher. Every error but ctx's ends the
+// watch, and cancels etcd's.
 func (w *watcher) Next(ctx context.Context) (noderecord.Event, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for len(w.pending) == 0 {
+		if w.ended != nil {
+			return noderecord.Event{}, w.ended
+		}
 		if err := ctx.Err(); err != nil {
 			return noderecord.Event{}, opError("watch", ctxError(err, nil))
 		}
 		select {
 		case resp, ok := <-w.ch:
 			if !ok {
-				return noderecord.Event{}, w.ended()
-			}
-			if resp.CompactRevision != 0 {
-				return noderecord.Event{}, fmt.Errorf("troupe: watch node records: %w (etcd compacted up to %d)", noderecord.ErrCompacted, resp.CompactRevision)
+				w.end(nil)
+				continue
 			}
 			if err := resp.Err(); err != nil {
-				if w.ctx.Err() != nil {
-					return noderecord.Event{}, w.ended()
+				if resp.CompactRevision != 0 {
+					err = fmt.Errorf("%w (etcd compacted up to %d)", err, resp.CompactRevision)
 				}
-				return noderecord.Event{}, opError("watch", w.s.backendError(ctx, err))
+				w.end(err)
+				continue
 			}
 			for _, ev := range resp.Events {
 				if e, ok := w.event(ev); ok {
@@ -412,11 +474,24 @@ func (w *watcher) Next(ctx context.Context) (noderecord.Event, error) {
 	return e, nil
 }
 
-func (w *watcher) ended() error {
-	if err := w.ctx.Err(); err != nil {
-		return fmt.Errorf("troupe: watch node records: %w: %w", noderecord.ErrClosed, err)
+// end ends the watch with what ended etcd's: err, the error of its last
+// response, or nil when its channel closed. Closed by the caller (Close,
+// Watch's context, the store's Close), the watch ends with ErrClosed;
+// otherwise etcd's watch failed: ErrCompacted when etcd compacted past
+// it, ErrUnavailable for anything else (cancelled by the server, lost
+// its leader, its client closed), never a silent stop.
+func (w *watcher) end(err error) {
+	switch {
+	case w.ctx.Err() != nil:
+		w.ended = fmt.Errorf("troupe: watch node records: %w: %w", noderecord.ErrClosed, w.ctx.Err())
+	case errors.Is(err, rpctypes.ErrCompacted):
+		w.ended = fmt.Errorf("troupe: watch node records: %w: %w", noderecord.ErrCompacted, err)
+	case err != nil:
+		w.ended = fmt.Errorf("troupe: watch node records: %w: etcd's watch failed: %w", noderecord.ErrUnavailable, err)
+	default:
+		w.ended = fmt.Errorf("troupe: watch node records: %w: etcd's watch ended", noderecord.ErrUnavailable)
 	}
-	return fmt.Errorf("troupe: watch node records: %w", noderecord.ErrClosed)
+	w.cancel()
 }
 
 func (w *watcher) event(ev *clientv3.Event) (noderecord.Event, bool) {

@@ -89,8 +89,13 @@ func TestContract(t *testing.T) {
 				t.Errorf("clean up: %v", err)
 			}
 		})
+		c := newClient(t, endpoint)
+		breaker := breakable(c)
 		return recordtest.Harness{
-			Store:    newStore(t, newClient(t, endpoint)),
+			Store: newStore(t, c),
+			BreakWatches: func(*testing.T) {
+				breaker.breakAll(&clientv3.WatchResponse{Canceled: true, CancelReason: "the test broke the watch"})
+			},
 			ShortTTL: time.Second,
 			Compact: func(ctx context.Context) error {
 				got, err := admin.Get(ctx, "compact")

@@ -35,6 +35,28 @@
 // Before that, Timings.Health shows a record unhealthy once it has gone
 // UnhealthyAfter without an update, whatever it says of itself.
 //
+// # Clocks
+//
+// A record's times come from different clocks. Started is the writing
+// process's. Observed is set by Store.Put when the store accepts an
+// update, by the clock of the process that runs the Store's code: for
+// the in-process store, the process that holds it (which also derives
+// and puts the other members' records, so every time in it is its own);
+// for etcd, which has no clock to offer, the writing process's.
+// Snapshot.At is the reading process's clock at the read. Lease TTLs are
+// durations the store times itself (etcd's leader, the in-process
+// store's timer), so skew between wall clocks never changes when a
+// record lapses.
+//
+// Timings.Health compares Observed with Snapshot.At. With one clock (the
+// in-process store) skew does nothing. With etcd, a writer whose clock
+// runs behind the reader's by d looks d older to that reader: once d
+// reaches UnhealthyAfter - Heartbeat (10 s with the defaults) a process
+// that heartbeats on time reads unhealthy. A writer ahead by d looks d
+// younger: after it falls silent it reads healthy for up to d longer,
+// never past its lease, which still lapses on time. Keep the processes'
+// clocks synchronised (NTP) well within UnhealthyAfter - Heartbeat.
+//
 // # Stores
 //
 // Store is the contract every backend meets: Put applies Decide

@@ -106,9 +106,9 @@ type Record struct {
 	// incarnation, and greater in each later one.
 	Seq uint64
 	// Observed is when the store accepted this record, by the clock of
-	// the store (the memory backend) or of the writing process (etcd).
-	// Put sets it; what the caller puts there is replaced. Stored in
-	// milliseconds.
+	// the store (the memory backend) or of the writing process (etcd):
+	// see the package doc, "Clocks". Put sets it; what the caller puts
+	// there is replaced. Stored in milliseconds.
 	Observed time.Time
 	// Health is what the process says of itself; ready is separate.
 	Health Health

@@ -37,7 +37,8 @@ type Store interface {
 	// nothing. When after is no longer in the store's history, Watch or
 	// the watcher's first Next returns ErrCompacted, and the caller
 	// relists (Snapshot, then Watch from its revision). The watch ends
-	// with ctx or Close, whichever comes first.
+	// with ctx or Close, whichever comes first, and when the backend's
+	// own watch fails (see Watcher.Next).
 	Watch(ctx context.Context, cluster string, after Revision) (Watcher, error)
 	// Close releases the store; calls after it return ErrClosed.
 	Close() error
@@ -46,11 +47,21 @@ type Store interface {
 // Watcher is one watch's stream of events. Next and Close may be called
 // from different goroutines; Next from one goroutine at a time.
 type Watcher interface {
-	// Next returns the next event, waiting for one until ctx ends. It
-	// returns ErrCompacted when the watcher fell behind the store's
-	// history, ErrClosed after Close, and ErrUnavailable or ErrTimeout as
-	// every call does. Any error but ctx's may end the watch (a backend
-	// may close it): the caller takes a Snapshot again and watches from
+	// Next returns the next event, waiting for one until ctx ends; ctx's
+	// end (ErrTimeout for its deadline) leaves the watch open, and Next
+	// may be called again.
+	//
+	// Any other error ends the watch, and every later Next returns an
+	// error too, never an event: ErrCompacted when the watcher fell
+	// behind the store's history; ErrClosed after Close (the watcher's
+	// or the store's) or once Watch's context ended; ErrUnavailable when
+	// the backend's own watch failed (it reported an error, was
+	// cancelled, or ended without the caller closing it) or the backend
+	// cannot serve. A watch never stops silently: when the backend's
+	// watch fails, Next returns the error at once rather than wait for
+	// ctx. (A backend that is still resuming its watch, such as etcd's
+	// client reconnecting, is not failing: Next waits, and ctx bounds
+	// the wait.) The caller then takes a Snapshot again and watches from
 	// its revision.
 	Next(ctx context.Context) (Event, error)
 	// Close ends the watch.

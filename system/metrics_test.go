@@ -8,65 +8,20 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
 	"github.com/troupe-go/troupe/actor"
 	"github.com/troupe-go/troupe/internal/systemtest"
 	"github.com/troupe-go/troupe/system"
 )
 
-// family returns the metric family name in reg, failing the test if it
-// has none.
-func family(t *testing.T, reg prometheus.Gatherer, name string) *dto.MetricFamily {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() == name {
-			return mf
-		}
-	}
-	t.Fatalf("no %s on the registry", name)
-	return nil
-}
-
-// sample returns the series of family name whose labels are the pairs
-// given (name, value, name, value...), failing the test if none is.
-func sample(t *testing.T, reg prometheus.Gatherer, name string, labels ...string) *dto.Metric {
-	t.Helper()
-	for _, m := range family(t, reg, name).GetMetric() {
-		if hasLabels(m, labels) {
-			return m
-		}
-	}
-	t.Fatalf("no %s%v on the registry", name, labels)
-	return nil
-}
-
-func hasLabels(m *dto.Metric, pairs []string) bool {
-	if len(m.GetLabel()) != len(pairs)/2 {
-		return false
-	}
-	for i := 0; i < len(pairs); i += 2 {
-		found := false
-		for _, l := range m.GetLabel() {
-			if l.GetName() == pairs[i] && l.GetValue() == pairs[i+1] {
-				found = true
-			}
-		}
-		if !found {
-			return false
-		}
-	}
-	return true
-}
-
-// counterValue is the value of a counter series (see sample).
-func counterValue(t *testing.T, reg prometheus.Gatherer, name string, labels ...string) float64 {
-	t.Helper()
-	return sample(t, reg, name, labels...).GetCounter().GetValue()
-}
+// The metric helpers the tests of systems and clients share.
+var (
+	family       = systemtest.Family
+	sample       = systemtest.Sample
+	hasLabels    = systemtest.HasLabels
+	counterValue = systemtest.CounterValue
+	gaugeValue   = systemtest.GaugeValue
+	series       = systemtest.Series
+)
 
 // messages is troupe_messages_total of typ, kind and outcome.
 func messages(t *testing.T, reg prometheus.Gatherer, typ, kind, outcome string) float64 {

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/troupe-go/troupe/cluster"
-	"github.com/troupe-go/troupe/internal/host"
 	"github.com/troupe-go/troupe/internal/membership"
 	"github.com/troupe-go/troupe/internal/memrecords"
 	"github.com/troupe-go/troupe/noderecord"
@@ -245,7 +244,7 @@ func recordHealth(r Readiness) (noderecord.Health, bool) {
 func (s *System) recordCounters() noderecord.Counters {
 	c := noderecord.Counters{Errors: uint64(max(s.h.Restarts.Load(), 0)), Activations: s.h.Activated.Load()}
 	if m := s.met; m != nil {
-		c.Messages = m.messages()
+		c.Messages = m.Total()
 	}
 	if s.m != nil {
 		total, _ := s.m.counts()
@@ -257,20 +256,6 @@ func (s *System) recordCounters() noderecord.Counters {
 		}
 	}
 	return c
-}
-
-// messages sums the tells and asks every type counted, all outcomes.
-func (m *meters) messages() uint64 {
-	m.mu.Lock()
-	types := m.types
-	m.mu.Unlock()
-	var n uint64
-	for _, t := range types {
-		for o := range host.NumOutcomes {
-			n += t.m.Tells[o].Load() + t.m.Asks(o)
-		}
-	}
-	return n
 }
 
 // check is the readiness check of an external store: it passes once a

@@ -10,6 +10,7 @@ import (
 	"github.com/troupe-go/troupe/actor"
 	"github.com/troupe-go/troupe/internal/admin"
 	"github.com/troupe-go/troupe/internal/host"
+	"github.com/troupe-go/troupe/internal/metrics"
 	"github.com/troupe-go/troupe/internal/runtime"
 )
 
@@ -33,7 +34,7 @@ type System struct {
 	adminOnce  sync.Once
 	// met holds the metrics the runtime updates as it goes (nil without
 	// Config.Metrics); the collector reports them with the rest.
-	met *meters
+	met *metrics.Meters
 }
 
 // EventKind says what an Event reports.
@@ -169,10 +170,10 @@ func newSystem(cfg Config, rem host.Remote, st *states) *System {
 			obs(Event{Kind: eventKind(e.Kind), Actor: actor.ID{Type: e.Type, Key: e.Key}, Reason: e.Reason, Err: e.Err})
 		}
 	}
-	var met *meters
+	var met *metrics.Meters
 	if cfg.Metrics != nil {
-		met = new(meters)
-		settings.Meter = met.typeMeter
+		met = new(metrics.Meters)
+		settings.Meter = met.TypeMeter
 	}
 	h := host.New(settings)
 	for _, d := range cfg.Actors {

@@ -73,7 +73,11 @@ var AskBounds = [...]time.Duration{
 //     Tells[OutcomeOK] every thousand tells and when the goroutine parks
 //     or ends its run: the tells, timer messages and piped answers its
 //     actors took, from whichever sender. Its failures are counted where
-//     the tell was made: they cost far more than a count.
+//     the tell was made: they cost far more than a count. A host that
+//     serves no keys (a client, Settings.RemoteOnly) takes no tells: it
+//     counts a tell's success in Tells[OutcomeOK] as it sends it, which
+//     costs an atomic add beside the encoding and queueing of a remote
+//     tell.
 //   - An ask is counted where it is made, whatever its outcome, with its
 //     duration, as the caller waited. An answered ask costs two atomic
 //     adds: its duration's bucket, which counts it, and the sum.

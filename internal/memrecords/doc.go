@@ -19,6 +19,9 @@
 // # Failing closed
 //
 // SetUnavailable makes every call fail with noderecord.ErrUnavailable
-// until it is called with nil: for tests of callers that must fail
-// closed. The system's own use never calls it.
+// until it is called with nil, and ends every watch (an error other than
+// its context's ends a watch, whatever the backend); FailWatches ends
+// the watches open now and nothing else, as a backend whose own watch
+// failed would. Both are for tests of callers that must fail closed;
+// the system's own use calls neither.
 package memrecords

@@ -41,9 +41,14 @@ type Store struct {
 	// availability change and at Close: it wakes the watchers.
 	changed     chan struct{}
 	unavailable error
-	closed      bool
-	stopTimer   func() bool
-	timerAt     time.Time
+	// watches counts the watchers made; those numbered below failBelow
+	// fail with failed (see FailWatches).
+	watches   uint64
+	failBelow uint64
+	failed    error
+	closed    bool
+	stopTimer func() bool
+	timerAt   time.Time
 }
 
 type entry struct {
@@ -211,7 +216,8 @@ func (s *Store) Watch(ctx context.Context, cluster string, after noderecord.Revi
 		}
 		cursor = n
 	}
-	return &watcher{s: s, cluster: cluster, cursor: cursor, ctx: ctx, closed: make(chan struct{})}, nil
+	s.watches++
+	return &watcher{s: s, id: s.watches, cluster: cluster, cursor: cursor, ctx: ctx, closed: make(chan struct{})}, nil
 }
 
 // Close implements noderecord.Store: every call after it, and every
@@ -248,6 +254,17 @@ func (s *Store) SetUnavailable(reason error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.unavailable = reason
+	s.wakeLocked()
+}
+
+// FailWatches ends every watch open now with noderecord.ErrUnavailable
+// wrapping reason, as a backend's own watch that fails would; the store
+// and later watches keep serving. For the tests of callers, and the
+// contract suite's (recordtest.Harness.BreakWatches).
+func (s *Store) FailWatches(reason error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.failBelow, s.failed = s.watches+1, reason
 	s.wakeLocked()
 }
 
@@ -337,6 +354,7 @@ func (s *Store) revision() noderecord.Revision {
 
 type watcher struct {
 	s       *Store
+	id      uint64 // in the order of Watch calls, from 1
 	cluster string
 	ctx     context.Context // the watch's own
 	closed  chan struct{}
@@ -344,25 +362,36 @@ type watcher struct {
 
 	mu     sync.Mutex // one Next at a time
 	cursor uint64     // the last revision delivered or skipped
+	ended  error      // the error that ended the watch; every later Next returns it
 }
 
-// Next implements noderecord.Watcher.
+// Next implements noderecord.Watcher. Every error but ctx's ends the
+// watch.
 func (w *watcher) Next(ctx context.Context) (noderecord.Event, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if w.ended != nil {
+		return noderecord.Event{}, w.ended
+	}
 	for {
 		ev, wait, err := w.poll()
-		if err != nil || wait == nil {
-			return ev, err
+		if err != nil {
+			w.ended = err
+			return noderecord.Event{}, err
+		}
+		if wait == nil {
+			return ev, nil
 		}
 		select {
 		case <-wait:
 		case <-ctx.Done():
 			return noderecord.Event{}, opError("watch", ctxError(ctx.Err()))
 		case <-w.ctx.Done():
-			return noderecord.Event{}, fmt.Errorf("troupe: watch node records: %w: %w", noderecord.ErrClosed, w.ctx.Err())
+			w.ended = fmt.Errorf("troupe: watch node records: %w: %w", noderecord.ErrClosed, w.ctx.Err())
+			return noderecord.Event{}, w.ended
 		case <-w.closed:
-			return noderecord.Event{}, fmt.Errorf("troupe: watch node records: %w", noderecord.ErrClosed)
+			w.ended = fmt.Errorf("troupe: watch node records: %w", noderecord.ErrClosed)
+			return noderecord.Event{}, w.ended
 		}
 	}
 }
@@ -379,6 +408,9 @@ func (w *watcher) poll() (noderecord.Event, <-chan struct{}, error) {
 	defer s.mu.Unlock()
 	if _, err := s.beginLocked(); err != nil {
 		return noderecord.Event{}, nil, opError("watch", err)
+	}
+	if w.id < s.failBelow {
+		return noderecord.Event{}, nil, fmt.Errorf("troupe: watch node records: %w: %w", noderecord.ErrUnavailable, s.failed)
 	}
 	if w.cursor < s.compacted {
 		return noderecord.Event{}, nil, fmt.Errorf("troupe: watch node records after %d: %w (history starts after %d)", w.cursor, noderecord.ErrCompacted, s.compacted)

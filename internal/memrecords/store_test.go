@@ -17,9 +17,10 @@ func TestContract(t *testing.T) {
 		s := New(Config{Clock: clock})
 		t.Cleanup(func() { s.Close() })
 		return recordtest.Harness{
-			Store:   s,
-			Advance: clock.Advance,
-			Compact: func(context.Context) error { s.Compact(); return nil },
+			Store:        s,
+			Advance:      clock.Advance,
+			Compact:      func(context.Context) error { s.Compact(); return nil },
+			BreakWatches: func(*testing.T) { s.FailWatches(errors.New("the test broke it")) },
 			Unavailable: func(t *testing.T) noderecord.Store {
 				u := New(Config{Clock: clock})
 				u.SetUnavailable(errors.New("not joined"))
@@ -38,9 +39,10 @@ func TestContractOnTheRealClock(t *testing.T) {
 		s := New(Config{})
 		t.Cleanup(func() { s.Close() })
 		return recordtest.Harness{
-			Store:    s,
-			ShortTTL: 50 * time.Millisecond,
-			Compact:  func(context.Context) error { s.Compact(); return nil },
+			Store:        s,
+			ShortTTL:     50 * time.Millisecond,
+			Compact:      func(context.Context) error { s.Compact(); return nil },
+			BreakWatches: func(*testing.T) { s.FailWatches(errors.New("the test broke it")) },
 			Unavailable: func(t *testing.T) noderecord.Store {
 				u := New(Config{})
 				u.SetUnavailable(errors.New("not joined"))
@@ -113,7 +115,7 @@ func TestALeaseLapsesOnItsTimerWithoutAnotherCall(t *testing.T) {
 	}
 }
 
-func TestSetUnavailableFailsCallsAndWatchersUntilCleared(t *testing.T) {
+func TestSetUnavailableFailsCallsUntilClearedAndEndsWatches(t *testing.T) {
 	s := New(Config{Clock: newFakeClock()})
 	defer s.Close()
 	ctx := t.Context()
@@ -134,6 +136,10 @@ func TestSetUnavailableFailsCallsAndWatchersUntilCleared(t *testing.T) {
 	snap, err := s.Snapshot(ctx, "c")
 	if err != nil || len(snap.Records) != 1 {
 		t.Errorf("Snapshot once available again = %d records, %v; want the record kept meanwhile", len(snap.Records), err)
+	}
+	s.Put(ctx, rec("a", 1), time.Minute)
+	if ev, err := w.Next(ctx); !errors.Is(err, noderecord.ErrUnavailable) {
+		t.Errorf("the watcher's Next once available again = %v %v, want ErrUnavailable still: the error ended its watch", ev, err)
 	}
 }
 

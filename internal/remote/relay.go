@@ -110,6 +110,20 @@ func (r *Router) isSilent(id ring.NodeID) bool {
 	return ok
 }
 
+// RelayStats are what relaying did, for the metrics.
+type RelayStats struct {
+	// Sent counts the tells and asks this node sent through another
+	// member because its link to the key's owner was silent.
+	Sent uint64
+	// Silent is the number of members whose link counts as broken now.
+	Silent int
+}
+
+// Relays returns what relaying did so far.
+func (r *Router) Relays() RelayStats {
+	return RelayStats{Sent: r.relayed.Load(), Silent: len(*r.silent.Load())}
+}
+
 // relayFor returns the member through which to reach to, silent, for the
 // key of token, of type typ: an alive member hosting typ (it must know
 // the type to route it), other than this node and to, not silent itself,

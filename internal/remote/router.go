@@ -73,6 +73,8 @@ type Router struct {
 	// silent holds the members whose links are silent, with the last
 	// time they were heard (see relay.go); never nil.
 	silent atomic.Pointer[map[ring.NodeID]time.Time]
+	// relayed counts the messages sent through a relay (see Relays).
+	relayed atomic.Uint64
 
 	// Hand-off (see handoff.go): the view before the last change, the
 	// keys held for their previous owners (by holdID), the drain requests
@@ -549,6 +551,7 @@ func (r *Router) tellTo(to ring.NodeID, here bool, out host.Outbound) error {
 	if r.isSilent(to) {
 		if via, ok := r.relayFor(r.view.Load(), to, out.Type, out.Token); ok {
 			to = via // a non-owner: it forwards the tell once
+			r.relayed.Add(1)
 		}
 	}
 	// The message outlives the caller's context: a tell is done once
@@ -634,6 +637,7 @@ func (r *Router) dispatchIn(v *view, id uint64, p *pending, again bool) error {
 	if !here && !p.direct && r.isSilent(to) {
 		if via, ok := r.relayFor(v, to, out.Type, out.Token); ok {
 			to, e.hops = via, 1 // the relay answers: see relay.go
+			r.relayed.Add(1)
 		}
 	}
 	var u unsent

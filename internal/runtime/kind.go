@@ -54,6 +54,10 @@ type kind[S, M, C any] struct {
 	asks askWaits
 	// tgt is what this kind's refs point to.
 	tgt target[M]
+	// sent counts the tells that succeed as they are sent, in a host
+	// that serves no keys (a client): no actor here takes them (see
+	// host.TypeMeter). Nil elsewhere, or without metrics.
+	sent *host.TypeMeter
 }
 
 type shard[S, M, C any] struct {
@@ -85,6 +89,9 @@ func NewKind[S, M, C any](h *host.Host, d *Spec[S, M, C]) host.Kind {
 	k.tgt = target[M]{sink: k, typ: d.Name, clustered: k.rem != nil, stores: h.Store != nil, keeps: d.Durable}
 	if h.Meter != nil {
 		k.tgt.met = h.Meter(d.Name)
+		if h.RemoteOnly {
+			k.sent = k.tgt.met
+		}
 	}
 	return k
 }
@@ -242,7 +249,11 @@ func (k *kind[S, M, C]) tell(ctx context.Context, key string, w uint64, m M) err
 		}
 		return k.tellHere(ctx, key, h, m)
 	}
-	return k.deliver(ctx, key, 0, w, m, nil)
+	err := k.deliver(ctx, key, 0, w, m, nil)
+	if err == nil && k.sent != nil {
+		k.sent.Tells[host.OutcomeOK].Add(1)
+	}
+	return err
 }
 
 // tellHere queues the tell m for key, whose hash is h (0 if unknown), in

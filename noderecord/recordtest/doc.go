@@ -1,8 +1,9 @@
 // Package recordtest is the contract suite every noderecord.Store
 // backend passes: the ordering rule under retries, restarts and
 // concurrent writers, leases, removal, snapshots at one revision,
-// watches that resume and recover from compaction, and the errors for
-// timeouts and an unavailable backend.
+// watches that resume, recover from compaction and end with an error
+// when the backend's own watch fails, and the errors for timeouts and an
+// unavailable backend.
 //
 // A backend's test calls Run with a function that returns a fresh
 // Harness for each subtest:
@@ -11,7 +12,7 @@
 //		recordtest.Run(t, func(t *testing.T) recordtest.Harness {
 //			s := mybackend.New(...)
 //			t.Cleanup(func() { s.Close() })
-//			return recordtest.Harness{Store: s, Compact: ..., Unavailable: ...}
+//			return recordtest.Harness{Store: s, Compact: ..., Unavailable: ..., BreakWatches: ...}
 //		})
 //	}
 //

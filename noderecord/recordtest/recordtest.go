@@ -30,6 +30,13 @@ type Harness struct {
 	// Unavailable returns a store whose backend cannot answer (stopped,
 	// unreachable, refusing).
 	Unavailable func(t *testing.T) noderecord.Store
+	// BreakWatches makes the backend's own watch fail under every
+	// watcher open on Store now (it reports an error, is cancelled, or
+	// ends), as a failing backend would, without closing the watchers;
+	// the store keeps serving other calls and later watches. The suite
+	// expects each such watcher's Next to end its watch with an error at
+	// once, not wait for its context.
+	BreakWatches func(t *testing.T)
 }
 
 // wait bounds every wait of the suite; it is long, as only a broken
@@ -58,6 +65,7 @@ func Run(t *testing.T, newHarness func(t *testing.T) Harness) {
 		{"WatchSeesOnlyItsCluster", testWatchScope},
 		{"WatchEndsWithItsContext", testWatchContext},
 		{"CompactionRecoveryByRelisting", testCompaction},
+		{"AFailedBackendWatchEndsTheWatch", testWatchFailure},
 		{"Timeouts", testTimeouts},
 		{"UnavailableBackend", testUnavailable},
 		{"InvalidInput", testInvalidInput},
@@ -492,6 +500,57 @@ func testCompaction(t *testing.T, h Harness) {
 	put(t, h.Store, r, time.Minute, noderecord.Advanced)
 	if ev := next(t, w2); ev.Record.Seq != 3 {
 		t.Errorf("after the relist the watch saw seq %d, want 3", ev.Record.Seq)
+	}
+}
+
+// failWithin bounds how long a watcher may take to report that its
+// backend's watch failed: far less than wait, so that a watcher that
+// hangs until its context ends fails the test as one.
+const failWithin = 10 * time.Second
+
+func testWatchFailure(t *testing.T, h Harness) {
+	if h.BreakWatches == nil {
+		t.Fatal("Harness.BreakWatches is nil: every backend must say how its watches fail")
+	}
+	c := cluster(t)
+	r := record(c, "n1", "inc-a", 0)
+	w := watch(t, h.Store, c, snapshot(t, h.Store, c).Revision)
+	put(t, h.Store, r, time.Minute, noderecord.Inserted)
+	if ev := next(t, w); ev.Key != r.Key() {
+		t.Fatalf("the watch saw %s first, want the put of %s", ev.Key, r.Key())
+	}
+	h.BreakWatches(t)
+	ended := func(when string) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(t.Context(), failWithin)
+		defer cancel()
+		ev, err := w.Next(ctx)
+		switch {
+		case err == nil:
+			t.Fatalf("Next %s returned the %v of %s seq %d, want an error: the backend's watch failed", when, ev.Kind, ev.Key, ev.Record.Seq)
+		case errors.Is(err, noderecord.ErrTimeout), ctx.Err() != nil:
+			t.Fatalf("Next %s waited for its context (%v), want the failure reported at once", when, err)
+		case errors.Is(err, noderecord.ErrClosed):
+			t.Fatalf("Next %s = %v, want ErrUnavailable or ErrCompacted: nobody closed the watch", when, err)
+		case !errors.Is(err, noderecord.ErrUnavailable) && !errors.Is(err, noderecord.ErrCompacted):
+			t.Fatalf("Next %s = %v, want ErrUnavailable or ErrCompacted", when, err)
+		}
+	}
+	ended("once the backend's watch failed")
+	// The watch stays ended, whatever the store does since.
+	r.Seq = 1
+	put(t, h.Store, r, time.Minute, noderecord.Advanced)
+	ended("again, after a put")
+	// The caller relists and watches again.
+	snap := snapshot(t, h.Store, c)
+	if len(snap.Records) != 1 || snap.Records[0].Seq != 1 {
+		t.Fatalf("the relist shows %+v, want n1 at seq 1", snap.Records)
+	}
+	again := watch(t, h.Store, c, snap.Revision)
+	r.Seq = 2
+	put(t, h.Store, r, time.Minute, noderecord.Advanced)
+	if ev := next(t, again); ev.Record.Seq != 2 {
+		t.Errorf("a new watch after the relist saw seq %d, want 2", ev.Record.Seq)
 	}
 }
 
