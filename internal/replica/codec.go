@@ -25,7 +25,8 @@ const FormatVersion = 5
 
 func versionOf(m Message) byte {
 	switch {
-	case (m.Partial && m.Type.isSyncRequest()) || ((m.Recovering || m.Cycle) && m.Type.isSyncAnswer()) || (m.Cycle && m.Type == MsgFenced):
+	case ((m.Partial || len(m.Reads) > 0) && m.Type.isSyncRequest()) || ((m.Recovering || m.Cycle) && m.Type.isSyncAnswer()) ||
+		(m.Cycle && m.Type == MsgFenced) || (len(m.Reads) > 0 && m.Type == MsgFence):
 		return 5
 	case m.Type.isFence() || (m.Type == MsgRefuse && m.Floor) || (m.Type == MsgPrepare && !m.Promised.IsZero()):
 		return 4
@@ -72,7 +73,9 @@ func versionOf(m Message) byte {
 // 3 for the index messages; of version 4 for a fenced with Cycle); its
 // flags byte has bit 3 for Partial, set on every request of version 5,
 // bit 4 for Recovering and bit 5 for Cycle, one of which is set on every
-// answer of version 5, and Cycle on every fenced of version 5.
+// answer of version 5, and Cycle on every fenced of version 5. A request
+// or a fence of version 5 may carry Reads (bit 6): after Limit, a uvarint
+// count (at least 1) and the nodes; a fence of version 5 always does.
 
 const (
 	flagCounted   = 1
@@ -81,6 +84,7 @@ const (
 	flagPartial   = 8
 	flagRecover   = 16
 	flagCycle     = 32
+	flagReads     = 64
 	flagTombstone = 1
 )
 
@@ -121,6 +125,10 @@ func AppendEncode(b []byte, m Message) []byte {
 	if m.Cycle && (m.Type.isSyncAnswer() || m.Type == MsgFenced) {
 		flags |= flagCycle
 	}
+	reads := len(m.Reads) > 0 && (m.Type.isSyncRequest() || m.Type == MsgFence)
+	if reads {
+		flags |= flagReads
+	}
 	v := versionOf(m)
 	b = append(b, v, byte(m.Type), flags)
 	b = appendNode(b, m.From)
@@ -140,6 +148,12 @@ func AppendEncode(b []byte, m Message) []byte {
 		b = binary.AppendUvarint(b, uint64(m.Range.End))
 		b = binary.AppendUvarint(b, uint64(m.Cursor))
 		b = binary.AppendUvarint(b, m.Limit)
+	}
+	if reads {
+		b = binary.AppendUvarint(b, uint64(len(m.Reads)))
+		for _, id := range m.Reads {
+			b = appendNode(b, id)
+		}
 	}
 	b = binary.AppendUvarint(b, uint64(len(m.Records)))
 	for _, r := range m.Records {
@@ -235,13 +249,15 @@ func DecodeNames(b []byte, names *Names) (Message, error) {
 	allowed := byte(flagCounted)
 	switch {
 	case sync && m.Type.isSyncRequest():
-		allowed |= flagDone | flagPartial
+		allowed |= flagDone | flagPartial | flagReads
 	case sync:
 		allowed |= flagDone | flagRecover | flagCycle
 	case m.Type == MsgRefuse:
 		allowed |= flagFloor
 	case m.Type == MsgFenced:
 		allowed |= flagCycle
+	case m.Type == MsgFence:
+		allowed |= flagReads
 	}
 	flags := d.byte("flags")
 	if d.err == nil && flags&^allowed != 0 {
@@ -253,9 +269,15 @@ func DecodeNames(b []byte, names *Names) (Message, error) {
 	m.Partial = flags&flagPartial != 0
 	m.Recovering = flags&flagRecover != 0
 	m.Cycle = flags&flagCycle != 0
-	// A prepare's version depends on its epoch, read below.
+	// A prepare's version depends on its epoch, and the flag of Reads
+	// stands for the list, both read below.
 	sincePrepare := m.Type == MsgPrepare && v == 4
-	if d.err == nil && v != versionOf(m) && !sincePrepare {
+	reads := flags&flagReads != 0
+	probe := m
+	if reads {
+		probe.Reads = []ring.NodeID{{}}
+	}
+	if d.err == nil && v != versionOf(probe) && !sincePrepare {
 		d.off -= 2
 		d.fail(ErrMalformed, "type or flags of another version")
 	}
@@ -280,6 +302,28 @@ func DecodeNames(b []byte, names *Names) (Message, error) {
 		m.Range.End = ring.Token(d.uvarint("range end"))
 		m.Cursor = ring.Token(d.uvarint("cursor"))
 		m.Limit = d.uvarint("limit")
+	}
+	if reads && d.err == nil {
+		// Each node takes two bytes at least: the count is checked
+		// against the bytes left before anything is allocated.
+		n := d.uvarint("reads count")
+		if d.err == nil && (n == 0 || n > uint64(len(d.b)-d.off)/2) {
+			d.fail(ErrMalformed, "reads count")
+		}
+		if d.err == nil && n > maxPresize {
+			start := d.off
+			for i := uint64(0); d.err == nil && i < n; i++ {
+				d.bytes("read")
+				d.uvarint("read")
+			}
+			d.off = start
+		}
+		if d.err == nil {
+			m.Reads = make([]ring.NodeID, 0, n)
+		}
+		for i := uint64(0); d.err == nil && i < n; i++ {
+			m.Reads = append(m.Reads, d.node("read"))
+		}
 	}
 	n := d.uvarint("record count")
 	if d.err == nil && (n > uint64(len(d.b)-d.off)/minRecordLen || (n > 0 && !sync && v >= 4)) {

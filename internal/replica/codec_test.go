@@ -69,6 +69,10 @@ func sampleMessages() []Message {
 		}},
 		{Type: MsgSyncIndex, From: b, To: a, Round: 10, Done: true, Cycle: true},
 		{Type: MsgFenced, From: b, To: a, Round: 5, Range: ring.Range{Start: 1 << 40, End: 7}, Epoch: Epoch{Term: 12}, Promised: Epoch{Term: 11}, Cycle: true},
+		// A copy that reads all its sources names them.
+		{Type: MsgFence, From: a, To: b, Round: 6, Range: ring.Range{Start: 1 << 40, End: 7}, Epoch: Epoch{Term: 12, Node: a}, Reads: []ring.NodeID{a, b}},
+		{Type: MsgSyncIndexRequest, From: a, To: b, Round: 11, Range: ring.Range{Start: 1 << 40, End: 7}, Limit: 1 << 20, Reads: []ring.NodeID{b}},
+		{Type: MsgSyncRequest, From: a, To: b, Round: 12, Range: ring.Range{Start: 1 << 40, End: 7}, Limit: 1 << 20, Partial: true, Reads: []ring.NodeID{a, b, {Addr: "c", Incarnation: 1}, {Addr: "d"}, {Addr: "e"}}},
 	}
 }
 
@@ -84,7 +88,7 @@ func TestEachTypeHasItsOwnFormatVersion(t *testing.T) {
 		b := AppendEncode(nil, m)
 		want := byte(1)
 		switch {
-		case m.Partial || m.Recovering || m.Cycle:
+		case m.Partial || m.Recovering || m.Cycle || len(m.Reads) > 0:
 			want = 5
 		case m.Type == MsgSyncRequest || m.Type == MsgSyncChunk:
 			want = 2

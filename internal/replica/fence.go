@@ -120,7 +120,11 @@ func (f *Fencer) Messages() []Message {
 		if slices.Contains(f.fenced, s) || slices.Contains(f.receiving, s) {
 			continue
 		}
-		out = append(out, Message{Type: MsgFence, From: f.self, To: s, Range: f.rng, Round: f.id, Epoch: Epoch{Term: f.term, Node: f.self}})
+		m := Message{Type: MsgFence, From: f.self, To: s, Range: f.rng, Round: f.id, Epoch: Epoch{Term: f.term, Node: f.self}}
+		if f.quorum == len(f.sources) {
+			m.Reads = f.sources // the copy reads them all (see Message.Reads)
+		}
+		out = append(out, m)
 	}
 	return out
 }

@@ -138,6 +138,11 @@ type Message struct {
 	// a fence it receives, for the core to fence such a range (it never
 	// crosses the wire on a fence).
 	Cycle bool
+	// Reads, on a catch-up request or a fence, lists every source the
+	// requester's copy reads, when it needs them all: a source that
+	// waits for the range only on the requester and on those answers too
+	// (Cycle), since the requester reads whatever it would have given.
+	Reads []ring.NodeID
 }
 
 // isSync reports whether t is a catch-up message type, which needs format

@@ -167,6 +167,9 @@ func (n *Node) copyRange(ctx context.Context, rng ring.Range, sources []ring.Nod
 	var wg sync.WaitGroup
 	for i, src := range sources {
 		s := &copySource{n: n, rng: rng, src: src, lead: lead, leads: i == 0, full: i == 0 && empty, partial: mode == copyPartial}
+		if quorum == len(sources) {
+			s.reads = sources // the copy reads them all (see replica.Message.Reads)
+		}
 		copies[i] = s
 		wg.Add(1)
 		go func() {
@@ -279,7 +282,8 @@ func (n *Node) fence(ctx context.Context, rng ring.Range, sources []ring.NodeID,
 // except when every part it receives waits on that node alone (the
 // others of its previous set gone): what it holds is then all it will
 // ever give that node, which would otherwise wait on it in turn, for
-// good. It answers that one (Message.Cycle).
+// good. It answers that one (Message.Cycle), and one that reads every
+// other source it waits on too (Message.Reads).
 // job names the hand-off among those of the same range (a type's).
 func (n *Node) Awaiting(job string, rng ring.Range, sources []ring.NodeID) {
 	n.mu.Lock()
@@ -302,9 +306,10 @@ type awaitKey struct {
 }
 
 // waitsOnlyOnLocked reports whether every part of rng this node receives
-// waits on from alone: recorded by Awaiting with no other source. n.mu is
-// held.
-func (n *Node) waitsOnlyOnLocked(rng ring.Range, from ring.NodeID) bool {
+// waits on from alone, or on from and sources it reads too (reads: see
+// replica.Message.Reads): recorded by Awaiting with no other source. n.mu
+// is held.
+func (n *Node) waitsOnlyOnLocked(rng ring.Range, from ring.NodeID, reads []ring.NodeID) bool {
 	whole := []ring.Range{rng}
 	inside := replica.Subtract(n.receiving, replica.Subtract(n.receiving, whole...)...)
 	if len(inside) == 0 {
@@ -312,7 +317,7 @@ func (n *Node) waitsOnlyOnLocked(rng ring.Range, from ring.NodeID) bool {
 	}
 	var alone []ring.Range
 	for k, srcs := range n.awaits {
-		only := len(srcs) > 0 && !slices.ContainsFunc(srcs, func(s ring.NodeID) bool { return s != from })
+		only := len(srcs) > 0 && !slices.ContainsFunc(srcs, func(s ring.NodeID) bool { return s != from && !slices.Contains(reads, s) })
 		overlaps := slices.ContainsFunc(inside, func(x ring.Range) bool { return replica.Overlap(x, k.rng) })
 		switch {
 		case !overlaps:
@@ -351,7 +356,10 @@ type copySource struct {
 	// recovering notes that the source said it receives the whole ring.
 	partial    bool
 	recovering bool
-	retry      *time.Timer
+	// reads, when the copy needs every source, lists them for the
+	// source (see replica.Message.Reads).
+	reads []ring.NodeID
+	retry *time.Timer
 }
 
 // run copies rng from the source, a chunk (and the values its index
@@ -514,7 +522,7 @@ func (s *copySource) ask(ctx context.Context, req replica.Message, want replica.
 	n.mu.Lock()
 	n.syncs[id] = w
 	n.mu.Unlock()
-	req.From, req.To, req.Round, req.Limit, req.Partial = n.self, s.src, id, uint64(n.cfg.SyncChunk), s.partial
+	req.From, req.To, req.Round, req.Limit, req.Partial, req.Reads = n.self, s.src, id, uint64(n.cfg.SyncChunk), s.partial, s.reads
 	c, err := s.await(ctx, req, w)
 	n.mu.Lock()
 	delete(n.syncs, id)
@@ -672,7 +680,7 @@ func (n *Node) answerSync(m replica.Message) {
 	counted := true
 	n.mu.Lock()
 	receiving := slices.Clone(n.receiving)
-	cycle := n.waitsOnlyOnLocked(m.Range, m.From)
+	cycle := n.waitsOnlyOnLocked(m.Range, m.From, m.Reads)
 	n.mu.Unlock()
 	for _, r := range receiving {
 		counted = counted && !replica.Overlap(r, m.Range)

@@ -360,7 +360,7 @@ func TestMembersThatLostTheirLastWritesTogetherCatchUpFromEachOther(t *testing.T
 // alone (the rest of their previous sets gone) copy it from each other
 // instead of waiting for good: each answers the other's fence and copy
 // with what it holds. One that waits on a third member too answers as
-// not counting.
+// not counting, unless the requester reads that member as well.
 func TestMembersThatWaitForARangeOnEachOtherAloneCopyFromEachOther(t *testing.T) {
 	c := newCluster(t, 3, false)
 	ctx := bounded(t)
@@ -403,6 +403,29 @@ func TestMembersThatWaitForARangeOnEachOtherAloneCopyFromEachOther(t *testing.T)
 	got, ok, err := r.store.Get(ctx, k, stateSlot)
 	if err != nil || !ok || string(got.Value) != "acked" {
 		t.Fatalf("r holds %q (%v, %v) after copying from s, want the write s held", got.Value, ok, err)
+	}
+	// Waiting on each other and on a third, o, that each reads too: the
+	// same, when each copy needs all its sources (and says so).
+	g2 := ring.Range{Start: tok + 100, End: tok + 200}
+	for _, m := range []*member{r, s} {
+		if err := m.node.SetReceiving(g2); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for len(r.node.Receiving()) < 2 || len(s.node.Receiving()) < 2 {
+		if ctx.Err() != nil {
+			t.Fatal("never started receiving the second range")
+		}
+		runtime.Gosched()
+	}
+	r.node.Awaiting("t", g2, c.ids(s, o))
+	s.node.Awaiting("t", g2, c.ids(r, o))
+	go func() { errs <- r.node.CopyFenced(ctx, g2, c.ids(s, o), 2) }()
+	go func() { errs <- s.node.CopyFenced(ctx, g2, c.ids(r, o), 2) }()
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Fatalf("copies of members waiting on each other and a source both read: %v", err)
+		}
 	}
 }
 

@@ -300,7 +300,7 @@ func (n *Node) receive(from ring.NodeID, payload []byte) {
 				// The requester asks again later.
 			}
 		case replica.MsgFence:
-			m.Cycle = n.waitsOnlyOnLocked(m.Range, m.From)
+			m.Cycle = n.waitsOnlyOnLocked(m.Range, m.From, m.Reads)
 			n.queue = append(n.queue, input{msg: m})
 		case replica.MsgFenced:
 			if ch := n.fences[m.Round]; ch != nil {
