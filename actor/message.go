@@ -111,9 +111,10 @@ func WithIdempotencyKey(ctx context.Context, key string) context.Context {
 // keys of the asks made with it (or with contexts derived from it), for a
 // service that serves several tenants: a key is scoped by the definition,
 // the actor's key and the tenant, so the same key under two tenants names
-// two requests. Without it keys have no tenant. tenant is 1 to 64 visible
-// ASCII bytes, else keyed asks fail with ErrInvalidIdempotencyKey; asks
-// without a key ignore it.
+// two requests. Without it keys have no tenant; a handler's own asks do
+// not carry on the tenant of the ask it handles (name it again). tenant
+// is 1 to 64 visible ASCII bytes, else keyed asks fail with
+// ErrInvalidIdempotencyKey; asks without a key ignore it.
 func WithTenant(ctx context.Context, tenant string) context.Context {
 	return runtime.WithTenant(ctx, tenant)
 }

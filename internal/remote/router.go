@@ -287,6 +287,7 @@ func (r *Router) SetEndpoint(ep transport.Endpoint) {
 			stops = append(stops, sv.stopLocked())
 		}
 		r.pending, r.serving = map[uint64]*pending{}, map[servedKey]*served{}
+		r.idleLocked()
 	} else {
 		pend = nil
 	}

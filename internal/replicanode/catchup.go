@@ -310,6 +310,9 @@ type awaitKey struct {
 // replica.Message.Reads): recorded by Awaiting with no other source. n.mu
 // is held.
 func (n *Node) waitsOnlyOnLocked(rng ring.Range, from ring.NodeID, reads []ring.NodeID) bool {
+	if n.lostLocked(rng) {
+		return false // what it holds there stands for nothing
+	}
 	whole := []ring.Range{rng}
 	inside := replica.Subtract(n.receiving, replica.Subtract(n.receiving, whole...)...)
 	if len(inside) == 0 {
@@ -328,6 +331,12 @@ func (n *Node) waitsOnlyOnLocked(rng ring.Range, from ring.NodeID, reads []ring.
 		}
 	}
 	return len(replica.Subtract(inside, alone...)) == 0
+}
+
+// lostLocked reports whether this node's store may lack what it
+// acknowledged in part of rng (see Node.lost). n.mu is held.
+func (n *Node) lostLocked(rng ring.Range) bool {
+	return slices.ContainsFunc(n.lost, func(g ring.Range) bool { return replica.Overlap(g, rng) })
 }
 
 // EndReceiving makes the node count for ranges again: after Copy, or
@@ -530,7 +539,10 @@ func (s *copySource) ask(ctx context.Context, req replica.Message, want replica.
 	if err != nil {
 		return replica.Message{}, err
 	}
-	if !c.msg.Counted && !s.partial && !c.msg.Cycle {
+	// A source that does not count sends what it holds only when that
+	// does: it waits on this node and sources this node reads (Cycle),
+	// or, to a partial copy, it lost its last writes (Recovering).
+	if !c.msg.Counted && !c.msg.Cycle && !(s.partial && c.msg.Recovering) {
 		return replica.Message{}, fmt.Errorf("%w: %v for %v", ErrSourceReceiving, s.src, s.rng)
 	}
 	s.recovering = s.recovering || c.msg.Recovering
@@ -681,6 +693,7 @@ func (n *Node) answerSync(m replica.Message) {
 	n.mu.Lock()
 	receiving := slices.Clone(n.receiving)
 	cycle := n.waitsOnlyOnLocked(m.Range, m.From, m.Reads)
+	lost := n.lostLocked(m.Range)
 	n.mu.Unlock()
 	for _, r := range receiving {
 		counted = counted && !replica.Overlap(r, m.Range)
@@ -690,11 +703,15 @@ func (n *Node) answerSync(m replica.Message) {
 		typ = replica.MsgSyncIndex
 	}
 	reply := replica.Message{Type: typ, From: n.self, To: m.From, Round: m.Round, Counted: counted, Cycle: !counted && cycle, Cursor: m.Cursor, Done: true}
-	if m.Partial {
-		reply.Recovering = len(receiving) == 1 && receiving[0].Start == receiving[0].End
-	}
+	// To a partial request (CatchUpFromAll) a node that may have lost its
+	// last writes there sends what it holds, saying so; one that receives
+	// the range at a hand-off sends it only as it would to a copier it
+	// waits on (Cycle): what it will still receive may come from members
+	// the requester does not read (a member leaving).
+	partial := m.Partial && (lost || cycle)
+	reply.Recovering = m.Partial && lost
 	fetch := m.Type == replica.MsgSyncRequest && len(m.Records) > 0
-	if counted || m.Partial || reply.Cycle {
+	if counted || partial || reply.Cycle {
 		b := chunkBuilder{reply: &reply, limit: limit, index: typ == replica.MsgSyncIndex}
 		after := ring.Range{Start: m.Cursor, End: m.Range.End}
 		var err error

@@ -298,7 +298,7 @@ func TestACatchUpNeedsCaughtUpSources(t *testing.T) {
 // and a gets the write that only b, still receiving, held. One from
 // members that all receive the whole ring fails.
 func TestMembersThatLostTheirLastWritesTogetherCatchUpFromEachOther(t *testing.T) {
-	c := newCluster(t, 3, false)
+	c := newCluster(t, 3, true)
 	ctx := bounded(t)
 	a, b, w := c.members[0], c.members[1], c.members[2]
 	k := key("a")
@@ -312,14 +312,14 @@ func TestMembersThatLostTheirLastWritesTogetherCatchUpFromEachOther(t *testing.T
 	}
 	c.start(w)
 	c.wipe(a)
-	if err := b.node.SetReceiving(ring.Range{}); err != nil {
-		t.Fatal(err)
-	}
-	for !wholeRing(b.node.Receiving()) {
-		if ctx.Err() != nil {
-			t.Fatal("b never started receiving")
-		}
-		runtime.Gosched()
+	// b stops uncleanly: it restarts from a copy of its store taken while
+	// it ran, which says so.
+	dirty := copyDir(t, b.dir)
+	c.crash(b)
+	b.dir = dirty
+	c.start(b)
+	if !wholeRing(b.node.Receiving()) {
+		t.Fatalf("b restarted uncleanly receives %v, want the whole ring", b.node.Receiving())
 	}
 	if err := a.node.CatchUp(ctx, ring.Range{}, c.ids(b, w), 2); !errors.Is(err, ErrSourceReceiving) {
 		t.Fatalf("a catch-up needing caught-up sources returned %v, want ErrSourceReceiving", err)
@@ -353,6 +353,35 @@ func TestMembersThatLostTheirLastWritesTogetherCatchUpFromEachOther(t *testing.T
 	}
 	if got, err := readState(ctx, w, k); err != nil || got != "acked" {
 		t.Fatalf("the next owner read %q, %v; want the write only b held", got, err)
+	}
+}
+
+// A catch-up from every member does not take what a source still
+// receiving at a hand-off holds, when that source waits on a member the
+// catch-up does not read (one leaving, say): what the source would still
+// get from it would be missed. It does when the source waits only on
+// members the catch-up reads.
+func TestACatchUpFromAllWaitsForASourceThatReceivesFromAMemberItDoesNotRead(t *testing.T) {
+	c := newCluster(t, 4, false)
+	ctx := bounded(t)
+	x, y, s, l := c.members[0], c.members[1], c.members[2], c.members[3]
+	g := ring.Range{Start: 1000, End: 2000}
+	if err := s.node.SetReceiving(g); err != nil {
+		t.Fatal(err)
+	}
+	for len(s.node.Receiving()) == 0 {
+		if ctx.Err() != nil {
+			t.Fatal("s never started receiving")
+		}
+		runtime.Gosched()
+	}
+	s.node.Awaiting("t", g, c.ids(l))
+	if err := x.node.CatchUpFromAll(ctx, g, c.ids(y, s)); !errors.Is(err, ErrSourceReceiving) {
+		t.Fatalf("a catch-up from every member when a source waits on one it does not read: %v, want ErrSourceReceiving", err)
+	}
+	s.node.Awaiting("t", g, c.ids(y))
+	if err := x.node.CatchUpFromAll(ctx, g, c.ids(y, s)); err != nil {
+		t.Fatalf("a catch-up from every member when a source waits only on one it reads: %v", err)
 	}
 }
 

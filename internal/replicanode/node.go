@@ -56,6 +56,10 @@ type Node struct {
 	// awaits holds, per range this node's hand-offs receive, the sources
 	// they wait on (Awaiting).
 	awaits map[awaitKey][]ring.NodeID
+	// lost holds the ranges where this node's store may lack what it
+	// acknowledged (it stopped uncleanly, or joined empty) and that it
+	// still receives: what it holds there stands for nothing.
+	lost []ring.Range
 
 	syncID atomic.Uint64
 	// syncReqs queues the catch-up requests this node answers as a
@@ -231,6 +235,9 @@ func Open(ctx context.Context, cfg Config) (*Node, error) {
 	n.core.Restore(recs...)
 	n.core.RestoreFloors(floors...)
 	n.receiving = n.core.Receiving()
+	if len(n.receiving) == 1 && n.receiving[0].Start == n.receiving[0].End {
+		n.lost = n.receiving
+	}
 	// What the node receives is recorded before its first answer, so a
 	// restart before its catch-up ends still receives.
 	if !slices.Equal(n.receiving, stored) {
@@ -808,6 +815,8 @@ func (n *Node) flush() error {
 		}
 		n.mu.Lock()
 		n.receiving = r
+		// What it received since is no longer lost.
+		n.lost = replica.Subtract(n.lost, replica.Subtract(n.lost, r...)...)
 		n.mu.Unlock()
 	}
 	if n.out.Floors != nil {

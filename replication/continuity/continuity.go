@@ -149,8 +149,10 @@ type Ticket struct {
 type Options struct {
 	// Lease is how long an attempt owns its record before a Submit may
 	// start the next one. Default 30 s. Choose it longer than the work
-	// takes: a lease that ends under a live worker lets a retry run the
-	// work again (the older worker then fails to end the record).
+	// takes, plus the clock skew between members (the owner that admits
+	// a retry may not be the one that set the lease): a lease that ends
+	// under a live worker lets a retry run the work again (the older
+	// worker then fails to end the record).
 	Lease time.Duration
 	// Retain is how long the record is kept once ended. Default 24 h.
 	Retain time.Duration
@@ -274,6 +276,12 @@ var Definition = actor.Define("troupe.continuity", handle,
 func handle(c *actor.Context[Record, msg], m msg) error {
 	r := c.State()
 	now := time.Now()
+	if r.Done() && now.After(r.Updated.Add(r.Retain)) {
+		// Past its retention, its timer not fired yet (its owner failed
+		// since, and timers are set again at the next activation): gone.
+		c.Delete()
+		r = Record{}
+	}
 	switch m := m.(type) {
 	case submit:
 		switch {
