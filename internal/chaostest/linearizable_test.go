@@ -112,7 +112,7 @@ func (lc *labCluster) start(i int) {
 	if os.Getenv(envLog) != "" {
 		env = append(env, envLog+"=1")
 	}
-	p := proctest.Start(lc.t, proctest.Spec{Role: "member", Env: env, Exe: memberBinary(lc.t),
+	p := proctest.Start(lc.t, proctest.Spec{Role: "member", Env: env,
 		Prefix: []string{"ip", "netns", "exec", lc.lab.Host(i).NS}})
 	lc.procs[i] = p
 	if os.Getenv(envLog) != "" {

@@ -1,8 +1,6 @@
 package chaostest
 
 import (
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/troupe-go/troupe/internal/proctest"
@@ -11,9 +9,5 @@ import (
 
 func TestMain(m *testing.M) {
 	proctest.Roles{"member": runMember}.RunIfChild()
-	goleak.VerifyTestMain(m, goleak.Cleanup(func(int) {
-		if memberExe.path != "" {
-			os.RemoveAll(filepath.Dir(memberExe.path))
-		}
-	}))
+	goleak.VerifyTestMain(m)
 }
