@@ -17,6 +17,7 @@ import (
 type envelope[M any] struct {
 	msg  M
 	slot replier
+	tr   *host.Trace // its trace context; nil for none
 }
 
 // cell is one key's activation: mailbox, state and scheduling. A
@@ -251,16 +252,16 @@ func (c *cell[S, M, C]) ext() *extra[M] {
 
 // push queues a message; force ignores the mailbox bound. retry means the cell was passivated meanwhile and
 // the caller must look the key up again.
-func (c *cell[S, M, C]) push(ctx context.Context, m M, s replier, force bool) (err error, retry bool) {
+func (c *cell[S, M, C]) push(ctx context.Context, m M, s replier, force bool, tr *host.Trace) (err error, retry bool) {
 	if s != nil {
 		flushStash(ctx) // an asking handler blocks: what it stashed must not wait for it
 	}
 	c.mu.Lock()
-	return c.pushLocked(ctx, m, s, force)
+	return c.pushLocked(ctx, m, s, force, tr)
 }
 
 // pushLocked is push after taking c.mu, which it releases.
-func (c *cell[S, M, C]) pushLocked(ctx context.Context, m M, s replier, force bool) (err error, retry bool) {
+func (c *cell[S, M, C]) pushLocked(ctx context.Context, m M, s replier, force bool, tr *host.Trace) (err error, retry bool) {
 	k := c.k
 	for {
 		if c.gone {
@@ -321,7 +322,7 @@ func (c *cell[S, M, C]) pushLocked(ctx context.Context, m M, s replier, force bo
 		}
 		c.mu.Lock()
 	}
-	c.put(envelope[M]{msg: m, slot: s})
+	c.put(envelope[M]{msg: m, slot: s, tr: tr})
 	idlePeer := c.parked
 	// wake is taken under the lock: failed and an exiting loop reset c.wake.
 	start, wake := c.claimLocked()
@@ -352,7 +353,7 @@ func (c *cell[S, M, C]) tell(ctx context.Context, m M) (err error, retry bool) {
 		q += c.seg.n
 	}
 	if !c.running || c.parked || c.gone || n == 0 || n >= cap(c.in) || n >= segSize || q >= k.bound || k.h.Closed() {
-		return c.pushLocked(ctx, m, nil, false)
+		return c.pushLocked(ctx, m, nil, false, nil)
 	}
 	c.in = c.in[:n+1]
 	c.in[n] = envelope[M]{msg: m}
@@ -656,7 +657,7 @@ func (c *cell[S, M, C]) handleBatch(ctx *Context[S, M, C], work []envelope[M], r
 					e.slot.fail(ErrNoReply)
 				}
 			}
-			ctx.slot = nil
+			ctx.slot, ctx.trace = nil, nil
 			if refused {
 				err = nil // a declared error is no failure: no restart, no backoff
 			}
@@ -699,13 +700,14 @@ func (c *cell[S, M, C]) runTells(ctx *Context[S, M, C], work []envelope[M], i, l
 	}()
 	h := c.k.h
 	// Read once: started lies on the senders' line, and nothing in the
-	// loop changes it (activate and end run outside it).
-	if !c.started {
+	// loop changes it (activate and end run outside it). A host with a
+	// tracer takes the full path, which calls it.
+	if !c.started || h.Tracer != nil {
 		return j, false, nil
 	}
 	for ; j < len(work); j++ {
 		e := &work[j]
-		if j >= last || e.slot != nil || h.Closed() {
+		if j >= last || e.slot != nil || e.tr != nil || h.Closed() {
 			return j, false, nil
 		}
 		c.took(len(work) - j - 1)
@@ -731,10 +733,14 @@ func (c *cell[S, M, C]) runTells(ctx *Context[S, M, C], work []envelope[M], i, l
 // invoke runs the current behaviour, or def, on e; panicked reports
 // that err is the handler's recovered panic.
 func (c *cell[S, M, C]) invoke(ctx *Context[S, M, C], e *envelope[M], def Handler[S, M, C]) (panicked bool, err error) {
-	ctx.slot = e.slot
+	ctx.slot, ctx.trace = e.slot, e.tr
+	var traced func(error) // the tracer's, once it was called
 	defer func() {
 		if r := recover(); r != nil {
 			panicked, err = true, c.k.panicked(r, debug.Stack())
+		}
+		if traced != nil {
+			traced(err)
 		}
 	}()
 	fresh := !c.started
@@ -782,6 +788,9 @@ func (c *cell[S, M, C]) invoke(ctx *Context[S, M, C], e *envelope[M], def Handle
 	hd := c.behavior
 	if hd == nil {
 		hd = def
+	}
+	if tracer := c.k.h.Tracer; tracer != nil {
+		traced = ctx.startTrace(tracer)
 	}
 	return false, hd(&ctx.user, e.msg)
 }
@@ -1015,7 +1024,7 @@ func (c *cell[S, M, C]) fire(name string, e *timerEntry[M]) {
 	}
 	msg := e.msg
 	c.mu.Unlock()
-	if err := c.k.push(context.Background(), c.key, 0, msg, nil, false); err != nil { // timers belong to this activation: never routed
+	if err := c.k.push(context.Background(), c.key, 0, msg, nil, false, nil); err != nil { // timers belong to this activation: never routed
 		c.k.h.Emit(host.Event{Kind: host.MessageDropped, Type: c.k.def.Name, Key: c.key, Reason: "timer " + name + ": " + err.Error(), Err: err})
 	}
 }
