@@ -13,11 +13,29 @@ import (
 	"github.com/troupe-go/troupe/internal/host"
 )
 
-// envelope is one queued message and, for asks, where its reply goes.
+// envelope is one queued message and, for asks, where its reply goes;
+// a tell with a trace context has it there (a *tracedTell): an envelope
+// is kept to a message and an interface, since a word more on every
+// queued message would cost the tells without one.
 type envelope[M any] struct {
 	msg  M
 	slot replier
-	tr   *host.Trace // its trace context; nil for none
+}
+
+// ask returns e's reply slot; nil for a tell.
+func (e *envelope[M]) ask() replier {
+	if _, ok := e.slot.(*tracedTell); ok {
+		return nil
+	}
+	return e.slot
+}
+
+// trace returns e's trace context; nil for none.
+func (e *envelope[M]) trace() *host.Trace {
+	if e.slot == nil {
+		return nil
+	}
+	return e.slot.trace()
 }
 
 // cell is one key's activation: mailbox, state and scheduling. A
@@ -322,7 +340,10 @@ func (c *cell[S, M, C]) pushLocked(ctx context.Context, m M, s replier, force bo
 		}
 		c.mu.Lock()
 	}
-	c.put(envelope[M]{msg: m, slot: s, tr: tr})
+	if s == nil && tr != nil {
+		s = (*tracedTell)(tr) // what the envelope carries; not the replier of an ask
+	}
+	c.put(envelope[M]{msg: m, slot: s})
 	idlePeer := c.parked
 	// wake is taken under the lock: failed and an exiting loop reset c.wake.
 	start, wake := c.claimLocked()
@@ -533,7 +554,7 @@ const tellFlush = 1024
 func tells[M any](work []envelope[M]) uint64 {
 	var n uint64
 	for i := range work {
-		if work[i].slot == nil {
+		if work[i].slot == nil || work[i].ask() == nil {
 			n++
 		}
 	}
@@ -590,6 +611,7 @@ func (c *cell[S, M, C]) handleBatch(ctx *Context[S, M, C], work []envelope[M], r
 		e := &work[i]
 		var rid host.RequestID // the failed message's, when an ask
 		if !ran {
+			s := e.ask()
 			if r != nil && i == len(work)-1 && c.tells.Load() && !c.hasIn.Load() {
 				r.open() // c may go idle after this one: its tells may hand off
 			}
@@ -605,13 +627,13 @@ func (c *cell[S, M, C]) handleBatch(ctx *Context[S, M, C], work []envelope[M], r
 				}
 			}
 			c.took(len(work) - i - 1)
-			if e.slot != nil {
-				if !e.slot.begin() {
+			if s != nil {
+				if !s.begin() {
 					h.Emit(host.Event{Kind: host.MessageDropped, Type: c.k.def.Name, Key: c.key, Reason: "asker stopped waiting"})
 					continue
 				}
 				c.mu.Lock()
-				c.cur = e.slot
+				c.cur = s
 				c.mu.Unlock()
 			}
 			var panicked bool
@@ -632,7 +654,7 @@ func (c *cell[S, M, C]) handleBatch(ctx *Context[S, M, C], work []envelope[M], r
 				// that Stats.Restarts already says so when Ask returns.
 				c.k.h.Restarts.Add(1)
 			}
-			if e.slot != nil {
+			if s != nil {
 				c.mu.Lock()
 				c.cur = nil
 				c.mu.Unlock()
@@ -642,19 +664,19 @@ func (c *cell[S, M, C]) handleBatch(ctx *Context[S, M, C], work []envelope[M], r
 					// its level.
 					ctx.kept, ctx.keptErr = nil, nil
 					if kerr != nil {
-						e.slot.fail(kerr)
+						s.fail(kerr)
 					} else {
-						c.answerKept(e.slot, kept)
+						c.answerKept(s, kept)
 					}
 				} else if refused {
-					e.slot.fail(err) // an answer: the asker gets the declared error itself
+					s.fail(err) // an answer: the asker gets the declared error itself
 				} else if err != nil {
-					rid = *e.slot.requestID()
+					rid = *s.requestID()
 					fe := c.k.failure(c.key, err, panicked)
 					fe.RequestID = rid.String()
-					e.slot.fail(fe)
-				} else if !e.slot.settled() {
-					e.slot.fail(ErrNoReply)
+					s.fail(fe)
+				} else if !s.settled() {
+					s.fail(ErrNoReply)
 				}
 			}
 			ctx.slot, ctx.trace = nil, nil
@@ -707,7 +729,7 @@ func (c *cell[S, M, C]) runTells(ctx *Context[S, M, C], work []envelope[M], i, l
 	}
 	for ; j < len(work); j++ {
 		e := &work[j]
-		if j >= last || e.slot != nil || e.tr != nil || h.Closed() {
+		if j >= last || e.slot != nil || h.Closed() { // an ask, or a tell with a trace context
 			return j, false, nil
 		}
 		c.took(len(work) - j - 1)
@@ -733,7 +755,7 @@ func (c *cell[S, M, C]) runTells(ctx *Context[S, M, C], work []envelope[M], i, l
 // invoke runs the current behaviour, or def, on e; panicked reports
 // that err is the handler's recovered panic.
 func (c *cell[S, M, C]) invoke(ctx *Context[S, M, C], e *envelope[M], def Handler[S, M, C]) (panicked bool, err error) {
-	ctx.slot, ctx.trace = e.slot, e.tr
+	ctx.slot, ctx.trace = e.ask(), e.trace()
 	var traced func(error) // the tracer's, once it was called
 	defer func() {
 		if r := recover(); r != nil {
@@ -756,7 +778,7 @@ func (c *cell[S, M, C]) invoke(ctx *Context[S, M, C], e *envelope[M], def Handle
 		}
 	}
 	ctx.attempt = 1
-	if c.durable() && e.slot != nil && e.slot.idempotencyKey() != "" {
+	if c.durable() && ctx.slot != nil && ctx.slot.idempotencyKey() != "" {
 		// A keyed ask runs once: a retry gets the answer kept.
 		kept, err := c.lookupKeyed(ctx, e)
 		if err != nil {
@@ -772,13 +794,13 @@ func (c *cell[S, M, C]) invoke(ctx *Context[S, M, C], e *envelope[M], def Handle
 		if err := c.admit(ctx, fresh); err != nil {
 			// Refused: the handler does not run.
 			ctx.keyed = nil
-			if e.slot == nil {
+			if ctx.slot == nil {
 				c.k.h.Emit(host.Event{Kind: host.MessageDropped, Type: c.k.def.Name, Key: c.key, Reason: "not admitted", Err: err})
 				return false, nil
 			}
 			// Answered now: settle then fails to commit, as the admission
 			// did, and ends the activation.
-			e.slot.fail(err)
+			ctx.slot.fail(err)
 			return false, nil
 		}
 	}
@@ -948,8 +970,8 @@ func (c *cell[S, M, C]) drainLocked(err error) {
 
 func (c *cell[S, M, C]) failAll(es []envelope[M], err error) {
 	for _, e := range es {
-		if e.slot != nil {
-			e.slot.abort(err)
+		if s := e.ask(); s != nil {
+			s.abort(err)
 		}
 		c.k.h.Emit(host.Event{Kind: host.MessageDropped, Type: c.k.def.Name, Key: c.key, Reason: err.Error()})
 	}

@@ -46,8 +46,7 @@ func (k *kind[S, M, C]) DeliverRemoteInline(in host.Inbound) (cancel host.Withdr
 	s := k.remoteSlot(in)
 	cancel = s
 	if c := k.claim(in.Key, k.hash(in.Key)); c != nil {
-		tr := in.Trace
-		return cancel, func(relieve func()) { c.runClaimed(m, s, tr, relieve) }, nil
+		return cancel, func(relieve func()) { c.runClaimed(m, s, relieve) }, nil
 	}
 	if err := k.push(noWait, in.Key, 0, m, s, false, in.Trace); err != nil {
 		return nil, nil, err
@@ -108,7 +107,7 @@ func (c *cell[S, M, C]) claimIdle() bool {
 // runClaimed handles m, the message c was claimed for, on the calling
 // goroutine (the transport's reader, whose relieve hands reading on), then lets c
 // go idle, or starts a goroutine for the mail that arrived meanwhile.
-func (c *cell[S, M, C]) runClaimed(m M, s replier, tr *host.Trace, relieve func()) {
+func (c *cell[S, M, C]) runClaimed(m M, s replier, relieve func()) {
 	k := c.k
 	defer k.h.Leave() // deferred: a handler may end the goroutine (Goexit)
 	if c.run.Load() != nil {
@@ -119,7 +118,7 @@ func (c *cell[S, M, C]) runClaimed(m M, s replier, tr *host.Trace, relieve func(
 	ls := k.coldState(c)
 	ls.ctx.relieve = relieve
 	work := ls.one[:]
-	work[0] = envelope[M]{msg: m, slot: s, tr: tr}
+	work[0] = envelope[M]{msg: m, slot: s}
 	if met := k.tgt.met; met != nil && s == nil {
 		met.Tells[host.OutcomeOK].Add(1)
 	}

@@ -56,6 +56,8 @@ type replier interface {
 	// replay answers with an answer kept for a keyed ask: the encoded
 	// reply, or err (see continuity.go).
 	replay(h *host.Host, errs *codec.Errors, body []byte, err error)
+	// trace returns the message's trace context, nil for none.
+	trace() *host.Trace
 }
 
 // slot carries exactly one outcome from a handler to an asker.
@@ -72,6 +74,7 @@ type slot[R any] struct {
 	chain    []string        // actors waiting on this ask, up the call chain
 	rid      host.RequestID  // the ask's request id
 	idem     string          // the ask's idempotency key, "" for none
+	tr       *host.Trace     // the ask's trace context, nil for none
 	withdraw host.Withdrawer // cancels the request on another node
 	rh       *host.Host      // decodes a reply from another node (see sentTo)
 	errs     *codec.Errors   // the target's declared errors, to decode them (see sentTo)
@@ -249,6 +252,8 @@ func (s *slot[R]) asking() []string { return s.chain }
 func (s *slot[R]) requestID() *host.RequestID { return &s.rid }
 
 func (s *slot[R]) idempotencyKey() string { return s.idem }
+
+func (s *slot[R]) trace() *host.Trace { return s.tr }
 
 func (s *slot[R]) sentTo(h *host.Host, errs *codec.Errors) host.Replier {
 	s.rh, s.errs = h, errs

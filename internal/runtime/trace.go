@@ -3,7 +3,9 @@ package runtime
 import (
 	"context"
 	"fmt"
+	"time"
 
+	"github.com/troupe-go/troupe/internal/codec"
 	"github.com/troupe-go/troupe/internal/fault"
 	"github.com/troupe-go/troupe/internal/host"
 )
@@ -109,3 +111,27 @@ func (c *Context[S, M, C]) startTrace(tracer host.Tracer) func(error) {
 	}
 	return end
 }
+
+// tracedTell is the trace context of a tell, in its envelope's slot (see
+// envelope): a replier that no asker waits on, whose methods are those of
+// a tell's absent slot. The runtime asks an envelope for its ask
+// (envelope.ask), so none of them runs but trace.
+type tracedTell host.Trace
+
+func (t *tracedTell) trace() *host.Trace                              { return (*host.Trace)(t) }
+func (t *tracedTell) begin() bool                                     { return true }
+func (t *tracedTell) fail(error)                                      {}
+func (t *tracedTell) settled() bool                                   { return true }
+func (t *tracedTell) stopped(parent context.Context) context.Context  { return parent }
+func (t *tracedTell) stoppedIfMade() context.Context                  { return nil }
+func (t *tracedTell) finished() bool                                  { return true }
+func (t *tracedTell) cancelled() bool                                 { return false }
+func (t *tracedTell) deadline() (time.Time, bool)                     { return time.Time{}, false }
+func (t *tracedTell) abort(error)                                     {}
+func (t *tracedTell) setDeferred()                                    {}
+func (t *tracedTell) asking() []string                                { return nil }
+func (t *tracedTell) requestID() *host.RequestID                      { return new(host.RequestID) }
+func (t *tracedTell) sentTo(*host.Host, *codec.Errors) host.Replier   { return nil }
+func (t *tracedTell) setWithdraw(host.Withdrawer)                     {}
+func (t *tracedTell) idempotencyKey() string                          { return "" }
+func (t *tracedTell) replay(*host.Host, *codec.Errors, []byte, error) {}
