@@ -156,7 +156,7 @@ func ask[M, R any](ctx context.Context, ref Ref[M], m M, start *time.Time) (R, e
 		done = make(chan struct{}, 1)
 	}
 	s := newSlot[R](ctx, done)
-	s.chain, s.rid, s.idem, s.tr = chain, rid, idem, tr
+	s.chain, s.rid, s.opt = chain, rid, withOptions(idem, tr)
 	listed := false // s waits in the ask timeout's list
 	timed := false  // the deadline needs a timer of its own
 	if s.dl.IsZero() {
@@ -504,7 +504,7 @@ func Pipe[S, M, C, M2, R any](c *Context[S, M, C], ref Ref[M2], m2 M2, invalid e
 	} else {
 		rid = to.host().NewRequestID()
 	}
-	s := &slot[R]{dl: time.Now().Add(d), rid: rid, tr: tr}
+	s := &slot[R]{dl: time.Now().Add(d), rid: rid, opt: withOptions("", tr)}
 	t := time.AfterFunc(d, func() {
 		if s.cancel() {
 			back(zero, askFailed(&askError{ref: ref.String(), cause: context.DeadlineExceeded}, s.rid, nil))

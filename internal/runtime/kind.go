@@ -381,7 +381,7 @@ func (k *kind[S, M, C]) DeliverRemote(in host.Inbound) (host.Withdrawer, error) 
 // encodes the outcome and hands it to in.Reply.
 func (k *kind[S, M, C]) remoteSlot(in host.Inbound) *slot[any] {
 	a := &remoteAsk{reply: in.Reply, k: k.failer(), key: in.Key}
-	a.s.dl, a.s.chain, a.s.rid, a.s.idem, a.s.tr = in.Deadline, in.Chain, in.RequestID, in.IdempotencyKey, in.Trace
+	a.s.dl, a.s.chain, a.s.rid, a.s.opt = in.Deadline, in.Chain, in.RequestID, withOptions(in.IdempotencyKey, in.Trace)
 	a.s.onDone = a
 	return &a.s
 }
