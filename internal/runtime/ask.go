@@ -36,9 +36,11 @@ func (r Ref[M]) Tell(ctx context.Context, msg M) error {
 				return r.tellFailed(err)
 			}
 		}
-		var err error
-		if tr, err = traceOf(ctx); err != nil {
-			return r.tellFailed(err)
+		if traceInUse.Load() {
+			var err error
+			if tr, err = traceOf(ctx); err != nil {
+				return r.tellFailed(err)
+			}
 		}
 	}
 	if tr != nil {

@@ -756,6 +756,9 @@ func (c *cell[S, M, C]) runTells(ctx *Context[S, M, C], work []envelope[M], i, l
 // that err is the handler's recovered panic.
 func (c *cell[S, M, C]) invoke(ctx *Context[S, M, C], e *envelope[M], def Handler[S, M, C]) (panicked bool, err error) {
 	ctx.slot, ctx.trace = e.ask(), e.trace()
+	if ctx.trace != nil {
+		useTrace() // its handler's derived contexts carry it
+	}
 	var traced func(error) // the tracer's, once it was called
 	defer func() {
 		if r := recover(); r != nil {

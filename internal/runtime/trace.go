@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/troupe-go/troupe/internal/codec"
@@ -18,6 +19,21 @@ var ErrInvalidTraceContext = fault.ErrInvalidTraceContext
 // Context's (the *host.Trace of the message it handles; nil for none).
 type traceKey struct{}
 
+// traceInUse is set once this process attached a trace context to a
+// context (WithTrace) or handled a message with one: until then a tell
+// looks for none. It only ever goes from false to true and changes no
+// outcome, only whether a tell pays a Value lookup of its context (a
+// tenth of a local tell's cost), so it is the one piece of state this
+// package keeps outside a host.
+var traceInUse atomic.Bool
+
+// useTrace notes that a trace context is in use (see traceInUse).
+func useTrace() {
+	if !traceInUse.Load() {
+		traceInUse.Store(true)
+	}
+}
+
 // namedTrace is a trace context a caller attached, with why it is
 // refused, if it is.
 type namedTrace struct {
@@ -32,6 +48,7 @@ type namedTrace struct {
 func WithTrace(ctx context.Context, t host.Trace) context.Context {
 	nt := &namedTrace{t: t}
 	if t != (host.Trace{}) {
+		useTrace()
 		if why := host.ValidTrace(t); why != "" {
 			nt.err = fmt.Errorf("%w: %s", ErrInvalidTraceContext, why)
 		}
@@ -76,6 +93,9 @@ func sendTrace(ctx context.Context) (*host.Trace, error) {
 	if r, ok := ctx.(handlerRun); ok {
 		return r.handlerTrace(), nil
 	}
+	if !traceInUse.Load() {
+		return nil, nil
+	}
 	return traceOf(ctx)
 }
 
@@ -107,6 +127,7 @@ func (b *Base) handlerTrace() *host.Trace { return b.trace }
 func (c *Context[S, M, C]) startTrace(tracer host.Tracer) func(error) {
 	t, end := tracer(c, host.Handling{Type: c.cell.k.def.Name, Key: c.cell.key, Ask: c.slot != nil})
 	if t != (host.Trace{}) && (c.trace == nil || t != *c.trace) && host.ValidTrace(t) == "" {
+		useTrace()
 		c.trace = &t
 	}
 	return end
