@@ -52,6 +52,15 @@ func (c *Context[S, M]) Logger() *slog.Logger { return c.runContext.Logger() }
 // context derived from it) carry the same id, unless it names another.
 func (c *Context[S, M]) RequestID() string { return c.runContext.RequestID() }
 
+// TraceContext returns the trace context of the message being handled
+// (see WithTraceContext), or the one the system's Tracer gave the
+// handler; the zero TraceContext for none. The tells and asks this
+// handler makes with its Context (or a context derived from it) carry
+// it, unless their context attaches another.
+func (c *Context[S, M]) TraceContext() TraceContext {
+	return TraceContext(c.runContext.Trace())
+}
+
 // Attempt returns which execution of its request the message being
 // handled is, from 1. It is more than 1 only for a keyed ask to an actor
 // under StrictDurability whose earlier executions were admitted and never

@@ -71,6 +71,24 @@
 // ask. client/idempotency's middleware names its HTTP request id, so the
 // asks of a guarded handler carry it.
 //
+// # Trace contexts
+//
+// A tell or an ask carries a W3C trace context (traceparent, tracestate)
+// when its context has one: WithTraceContext(ctx, TraceContext{Parent:
+// "00-…-…-01"}), or the client/idempotency middleware's, taken from the
+// HTTP request's headers. It travels with the message to its handler,
+// locally, to another member or from a client, and the handler reads it
+// with Context.TraceContext (or TraceContextFrom on its Context); the
+// tells, asks and pipes the handler makes with its Context carry it on,
+// unless their context attaches another (the zero TraceContext: none).
+// A timer's message carries none. An invalid one fails the tell or ask at
+// once with ErrInvalidTraceContext; TraceContext.Validate checks a value
+// first. Troupe makes no spans: a Tracer (system.Config.Tracer) is
+// called around each message a handler handles and gives the handler the
+// trace context of its span, so that an OpenTelemetry adapter lives
+// outside Troupe. A message without a trace context costs nothing extra
+// on the wire, and a system without a Tracer calls none.
+//
 // # Idempotency keys
 //
 // A request id correlates; an idempotency key deduplicates. An ask made

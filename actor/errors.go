@@ -86,6 +86,11 @@ var (
 	// ASCII. The ask is not sent.
 	ErrInvalidRequestID = fault.ErrInvalidRequestID
 
+	// ErrInvalidTraceContext reports a tell or an ask whose context
+	// carries a trace context (WithTraceContext) that is not valid (see
+	// TraceContext.Validate). The message is not sent.
+	ErrInvalidTraceContext = fault.ErrInvalidTraceContext
+
 	// ErrInvalidIdempotencyKey reports an ask whose context names an
 	// idempotency key (WithIdempotencyKey) that is empty, longer than 255
 	// bytes or not visible ASCII. The ask is not sent.

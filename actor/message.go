@@ -159,6 +159,8 @@ func (d Deferred[R]) Fail(err error) bool { return d.d.Fail(err) }
 // it. wrap runs on whichever goroutine completes the ask: keep it to
 // building the message. The target's ask timeout bounds the wait. Pipe
 // never blocks: a target with a full mailbox refuses the ask at once.
+// The ask carries the request id and the trace context of the message
+// being handled; the answer's message, that trace context.
 func Pipe[S, M, M2 any, Q Request[M2, R], R any](c *Context[S, M], ref Ref[M2], q Q, wrap func(R, error) M) {
 	m2, ok := any(q).(M2)
 	var invalid error

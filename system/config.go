@@ -126,6 +126,14 @@ type Config struct {
 	// unregisters them. Nil: no metrics.
 	Metrics prometheus.Registerer
 
+	// Tracer, if set, is called around every message a handler of this
+	// system handles, with the message's W3C trace context (see
+	// actor.WithTraceContext), and gives the handler its own: the hook
+	// for an OpenTelemetry adapter (see actor.Tracer). It must be fast
+	// and must not block. Trace contexts travel with tells and asks
+	// whether it is set or not. Nil: none is called, at no cost.
+	Tracer actor.Tracer
+
 	// Records, if set, is the node record store a cluster member
 	// publishes its record to, once a RecordTimings.Heartbeat, and reads
 	// the cluster's records from (/api/v1/records): a store every member

@@ -170,6 +170,12 @@ func newSystem(cfg Config, rem host.Remote, st *states) *System {
 			obs(Event{Kind: eventKind(e.Kind), Actor: actor.ID{Type: e.Type, Key: e.Key}, Reason: e.Reason, Err: e.Err})
 		}
 	}
+	if tr := cfg.Tracer; tr != nil {
+		settings.Tracer = func(ctx context.Context, m host.Handling) (host.Trace, func(error)) {
+			t, end := tr.Handle(ctx, actor.Handling(m))
+			return host.Trace(t), end
+		}
+	}
 	var met *metrics.Meters
 	if cfg.Metrics != nil {
 		met = new(metrics.Meters)

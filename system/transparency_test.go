@@ -94,6 +94,75 @@ type HopWho struct {
 	Target string
 }
 
+// WhoTraces answers the trace context the handler sees.
+type WhoTraces struct {
+	actor.Reply[BankMsg, actor.TraceContext]
+}
+
+// NoteTrace, a tell, records the trace context the handler sees under
+// ID (see traceNotes).
+type NoteTrace struct{ ID string }
+
+// HopTrace, from the handler, asks WhoTraces of the bank key Target (or,
+// with Tell, tells it NoteTrace{ID} and answers nothing: the note says),
+// with the handler's Context, or with Set attached when not zero, and
+// answers what Target saw.
+type HopTrace struct {
+	actor.Reply[BankMsg, actor.TraceContext]
+	Target, ID string
+	Tell       bool
+	Set        actor.TraceContext
+}
+
+// TellHop, a tell, tells NoteTrace{ID} to the bank key Target with the
+// handler's Context.
+type TellHop struct{ Target, ID string }
+
+// LogTrace, a tell, appends N and the trace context the handler sees
+// to the key's entry in traceLogs.
+type LogTrace struct{ N int }
+
+// loggedTrace is what a LogTrace handler saw.
+type loggedTrace struct {
+	N  int
+	TC actor.TraceContext
+}
+
+// traceLogs holds, per bank key, what its LogTrace handlers saw:
+// key -> *traceLog.
+var traceLogs sync.Map
+
+type traceLog struct {
+	mu   sync.Mutex
+	seen []loggedTrace
+}
+
+func traceLogOf(key string) *traceLog {
+	l, _ := traceLogs.LoadOrStore(key, new(traceLog))
+	return l.(*traceLog)
+}
+
+func (l *traceLog) add(e loggedTrace) {
+	l.mu.Lock()
+	l.seen = append(l.seen, e)
+	l.mu.Unlock()
+}
+
+func (l *traceLog) get() []loggedTrace {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.seen)
+}
+
+// traceNotes connects NoteTrace handlers, on whichever member, with the
+// test: ID -> chan actor.TraceContext.
+var traceNotes sync.Map
+
+func traceNote(id string) chan actor.TraceContext {
+	ch, _ := traceNotes.LoadOrStore(id, make(chan actor.TraceContext, 1))
+	return ch.(chan actor.TraceContext)
+}
+
 // piped is the piped answer, told to the piping actor itself (never
 // encoded: it stays in its process).
 type piped struct {
@@ -118,6 +187,11 @@ func (HereProbe) bankMsg()  {}
 func (piped) bankMsg()      {}
 func (WhoAsks) bankMsg()    {}
 func (HopWho) bankMsg()     {}
+func (WhoTraces) bankMsg()  {}
+func (NoteTrace) bankMsg()  {}
+func (HopTrace) bankMsg()   {}
+func (TellHop) bankMsg()    {}
+func (LogTrace) bankMsg()   {}
 
 var ErrInsufficientFunds = errors.New("bank: insufficient funds")
 
@@ -211,11 +285,35 @@ func init() {
 				return err
 			}
 			return actor.Respond(c, m, id)
+		case WhoTraces:
+			if got := actor.TraceContextFrom(c); got != c.TraceContext() {
+				return fmt.Errorf("TraceContextFrom %v, Context.TraceContext %v", got, c.TraceContext())
+			}
+			return actor.Respond(c, m, c.TraceContext())
+		case NoteTrace:
+			traceNote(m.ID) <- c.TraceContext()
+		case LogTrace:
+			traceLogOf(c.Key()).add(loggedTrace{N: m.N, TC: c.TraceContext()})
+		case TellHop:
+			return Bank.Ref(c.System(), m.Target).Tell(c, NoteTrace{ID: m.ID})
+		case HopTrace:
+			var hc context.Context = c
+			if !m.Set.IsZero() {
+				hc = actor.WithTraceContext(c, m.Set)
+			}
+			if m.Tell {
+				return Bank.Ref(c.System(), m.Target).Tell(hc, NoteTrace{ID: m.ID})
+			}
+			got, err := actor.Ask(hc, Bank.Ref(c.System(), m.Target), WhoTraces{})
+			if err != nil {
+				return err
+			}
+			return actor.Respond(c, m, got)
 		}
 		return nil
 	}, actor.WithErrors(ErrInsufficientFunds, (*InsufficientFundsError)(nil)),
 		actor.WithBackoff(time.Second, 10*time.Second)).
-		WithMessages(Refuse{}, Deposit{}, Balance{}, Big{}, Sleep{}, Seq{}, Log{}, WhereAmI{}, PipeRefuse{}, Fill{}, PassOn{}, HereProbe{}, WhoAsks{}, HopWho{}).
+		WithMessages(Refuse{}, Deposit{}, Balance{}, Big{}, Sleep{}, Seq{}, Log{}, WhereAmI{}, PipeRefuse{}, Fill{}, PassOn{}, HereProbe{}, WhoAsks{}, HopWho{}, WhoTraces{}, NoteTrace{}, HopTrace{}, TellHop{}, LogTrace{}).
 		WithInit(func(string) BankState { return BankState{Balance: 3} })
 }
 
@@ -556,6 +654,76 @@ func TestTransparencySuite(t *testing.T) {
 			default:
 			}
 		}},
+		{"the handler sees the trace context its asker attached", func(t *testing.T, w way) {
+			ref := Bank.Ref(w.from, w.key("trace"))
+			for _, tc := range []actor.TraceContext{traced, tracedWithState, {Parent: futureParent}} {
+				got, err := actor.Ask(actor.WithTraceContext(ctx(t), tc), ref, WhoTraces{})
+				if err != nil || got != tc {
+					t.Fatalf("got %+v, %v: want the handler to see %+v", got, err, tc)
+				}
+			}
+			if got, err := actor.Ask(ctx(t), ref, WhoTraces{}); err != nil || !got.IsZero() {
+				t.Fatalf("without one: got %+v, %v: want none", got, err)
+			}
+		}},
+		{"a tell carries its trace context", func(t *testing.T, w way) {
+			id := fmt.Sprintf("tell-%s-%d", w.name, sleeperIDs.Add(1))
+			ref := Bank.Ref(w.from, w.key("tracetell"))
+			if err := ref.Tell(actor.WithTraceContext(ctx(t), tracedWithState), NoteTrace{ID: id}); err != nil {
+				t.Fatal(err)
+			}
+			if got := systemtest.Recv(t, traceNote(id), "the note of the traced tell"); got != tracedWithState {
+				t.Fatalf("the handler saw %+v, want %+v", got, tracedWithState)
+			}
+			id = fmt.Sprintf("untraced-%s-%d", w.name, sleeperIDs.Add(1))
+			if err := ref.Tell(ctx(t), NoteTrace{ID: id}); err != nil {
+				t.Fatal(err)
+			}
+			if got := systemtest.Recv(t, traceNote(id), "the note of the untraced tell"); !got.IsZero() {
+				t.Fatalf("an untraced tell's handler saw %+v, want none", got)
+			}
+		}},
+		{"the trace context survives a hop, wherever the next actor lives", func(t *testing.T, w way) {
+			for _, on := range []*system.System{a, b} {
+				target := keyOn(on)(w.name + "-trace-target")
+				ref := Bank.Ref(w.from, w.key("tracehop"))
+				got, err := actor.Ask(actor.WithTraceContext(ctx(t), traced), ref, HopTrace{Target: target})
+				if err != nil || got != traced {
+					t.Fatalf("ask on to %s: got %+v, %v: want %+v", on.Addr(), got, err, traced)
+				}
+				got, err = actor.Ask(actor.WithTraceContext(ctx(t), traced), ref, HopTrace{Target: target, Set: tracedWithState})
+				if err != nil || got != tracedWithState {
+					t.Fatalf("ask on to %s with another attached: got %+v, %v: want %+v", on.Addr(), got, err, tracedWithState)
+				}
+				id := fmt.Sprintf("hop-%s-%s-%d", w.name, on.Addr(), sleeperIDs.Add(1))
+				if _, err := actor.Ask(actor.WithTraceContext(ctx(t), tracedWithState), ref, HopTrace{Target: target, ID: id, Tell: true}); !errors.Is(err, actor.ErrNoReply) {
+					t.Fatalf("tell on to %s: %v, want ErrNoReply (the note answers)", on.Addr(), err)
+				}
+				if got := systemtest.Recv(t, traceNote(id), "the note of the tell on"); got != tracedWithState {
+					t.Fatalf("tell on to %s: the next actor saw %+v, want %+v", on.Addr(), got, tracedWithState)
+				}
+				id = fmt.Sprintf("tellhop-%s-%s-%d", w.name, on.Addr(), sleeperIDs.Add(1))
+				if err := ref.Tell(actor.WithTraceContext(ctx(t), traced), TellHop{Target: target, ID: id}); err != nil {
+					t.Fatal(err)
+				}
+				if got := systemtest.Recv(t, traceNote(id), "the note of a tell told on"); got != traced {
+					t.Fatalf("tell of a tell on to %s: the next actor saw %+v, want %+v", on.Addr(), got, traced)
+				}
+			}
+		}},
+		{"an invalid trace context fails the message unsent", func(t *testing.T, w way) {
+			bad := actor.WithTraceContext(ctx(t), actor.TraceContext{Parent: "00-0af7651916cd43dd8448eb211c80319c-0000000000000000-01"})
+			id := fmt.Sprintf("bad-%s-%d", w.name, sleeperIDs.Add(1))
+			if err := Bank.Ref(w.from, w.key("badtrace")).Tell(bad, NoteTrace{ID: id}); !errors.Is(err, actor.ErrInvalidTraceContext) {
+				t.Fatalf("tell: got %v, want ErrInvalidTraceContext", err)
+			}
+			if _, err := actor.Ask(bad, Bank.Ref(w.from, w.key("badtrace")), WhoTraces{}); !errors.Is(err, actor.ErrInvalidTraceContext) {
+				t.Fatalf("ask: got %v, want ErrInvalidTraceContext", err)
+			}
+			if _, ok := traceNotes.Load(id); ok {
+				t.Fatal("the invalid tell was handled")
+			}
+		}},
 		{"declared errors through Pipe and Defer", func(t *testing.T, w way) {
 			target := keyOn(a)(w.name + "-pipe-target") // its own: a failure backs it off
 			ref := Bank.Ref(w.from, w.key("pipe"))
@@ -588,6 +756,14 @@ func TestTransparencySuite(t *testing.T) {
 }
 
 func ctx(t *testing.T) context.Context { return systemtest.Ctx(t) }
+
+// Trace contexts of the examples of the W3C specification, and one of a
+// later version, which travels as it is.
+var (
+	traced          = actor.TraceContext{Parent: "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}
+	tracedWithState = actor.TraceContext{Parent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00", State: "congo=t61rcWkgMzE,rojo=00f067aa0ba902b7"}
+	futureParent    = "cc-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01-what-the-future-adds"
+)
 
 // bigOverhead is what Big's encoding adds to its Data's length, for Data
 // of at least 64 KiB (a bin 32 header).

@@ -9,7 +9,12 @@
 // the middleware puts in the response header (X-Request-Id unless
 // configured otherwise) and in the request's context (RequestID), named
 // there with actor.WithRequestID too: the asks the handler makes with the
-// request's context carry it to their handlers, failures and logs. For the
+// request's context carry it to their handlers, failures and logs. A
+// request with a valid W3C traceparent header (and tracestate, kept if
+// valid) has that trace context attached to its context with
+// actor.WithTraceContext, so that the tells and asks its handler makes
+// carry it to theirs; an invalid one is ignored, as the specification
+// asks. For the
 // methods it guards (POST and PATCH unless configured otherwise) the
 // request must carry an Idempotency-Key header: a string of 1 to 255
 // visible ASCII characters, bare or as a quoted structured-field string

@@ -129,7 +129,11 @@ type middleware struct {
 func (m *middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	id := newRequestID()
 	w.Header().Set(m.cfg.RequestIDHeader, id)
-	r = r.WithContext(actor.WithRequestID(context.WithValue(r.Context(), requestIDKey{}, id), id)) // its asks carry it
+	ctx := actor.WithRequestID(context.WithValue(r.Context(), requestIDKey{}, id), id) // its asks carry it
+	if tc, ok := traceContext(r.Header); ok {
+		ctx = actor.WithTraceContext(ctx, tc) // its tells and asks carry it
+	}
+	r = r.WithContext(ctx)
 	if !slices.Contains(m.cfg.Methods, r.Method) {
 		m.next.ServeHTTP(w, r)
 		return
@@ -234,6 +238,34 @@ func (m *middleware) run(w http.ResponseWriter, r *http.Request, scope Scope, ke
 	if panicked {
 		panic(recovered)
 	}
+}
+
+// The W3C trace context headers.
+const (
+	traceParentHeader = "Traceparent"
+	traceStateHeader  = "Tracestate"
+)
+
+// traceContext returns the W3C trace context that h carries, taken as
+// the specification asks a receiver to: none unless there is exactly one
+// traceparent and it is valid; its tracestate (the headers' values
+// joined with commas) only if valid.
+func traceContext(h http.Header) (actor.TraceContext, bool) {
+	parents := h.Values(traceParentHeader)
+	if len(parents) != 1 {
+		return actor.TraceContext{}, false
+	}
+	tc := actor.TraceContext{Parent: parents[0]}
+	if tc.Validate() != nil {
+		return actor.TraceContext{}, false
+	}
+	if states := h.Values(traceStateHeader); len(states) > 0 {
+		tc.State = strings.Join(states, ",")
+		if tc.Validate() != nil {
+			tc.State = ""
+		}
+	}
+	return tc, true
 }
 
 func newRequestID() string {

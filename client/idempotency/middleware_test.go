@@ -404,3 +404,56 @@ func TestAnAskFromAGuardedHandlerCarriesTheHTTPRequestID(t *testing.T) {
 		t.Fatalf("status %d, the actor saw request id %q, the response names %q: want 201 and the same id", w.Code, seen, id)
 	}
 }
+
+// seeTrace is an actor that answers the trace context its handler sees.
+type seeTrace struct {
+	actor.Reply[whoAsksMsg, actor.TraceContext]
+}
+
+func (seeTrace) whoAsksMsg() {}
+
+var seeTraceDef = actor.Define("see-trace", func(c *actor.Context[int, whoAsksMsg], m whoAsksMsg) error {
+	return actor.Respond(c, m.(seeTrace), c.TraceContext())
+}).WithMessages(seeTrace{})
+
+func TestTheTraceContextHeadersReachTheActorsTheHandlerAsks(t *testing.T) {
+	sys := systemtest.NewSystem(t, system.Config{}, seeTraceDef)
+	var seen actor.TraceContext
+	h := newMiddleware(t, idempotency.Config{}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		tc, err := actor.Ask(r.Context(), seeTraceDef.Ref(sys, "a"), seeTrace{})
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		seen = tc
+	}))
+	const parent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+	for _, tc := range []struct {
+		name    string
+		parents []string
+		states  []string
+		want    actor.TraceContext
+	}{
+		{"both", []string{parent}, []string{"congo=t61rcWkgMzE"}, actor.TraceContext{Parent: parent, State: "congo=t61rcWkgMzE"}},
+		{"tracestate headers joined", []string{parent}, []string{"rojo=1", "congo=2"}, actor.TraceContext{Parent: parent, State: "rojo=1,congo=2"}},
+		{"traceparent alone", []string{parent}, nil, actor.TraceContext{Parent: parent}},
+		{"invalid tracestate dropped", []string{parent}, []string{"Not Valid"}, actor.TraceContext{Parent: parent}},
+		{"invalid traceparent ignored", []string{"00-xyz"}, []string{"rojo=1"}, actor.TraceContext{}},
+		{"two traceparents ignored", []string{parent, parent}, nil, actor.TraceContext{}},
+		{"none", nil, nil, actor.TraceContext{}},
+	} {
+		r := httptest.NewRequest(http.MethodGet, "/trace", nil)
+		for _, p := range tc.parents {
+			r.Header.Add("traceparent", p)
+		}
+		for _, s := range tc.states {
+			r.Header.Add("tracestate", s)
+		}
+		w := httptest.NewRecorder()
+		seen = actor.TraceContext{Parent: "unset"}
+		h.ServeHTTP(w, r)
+		if w.Code != http.StatusOK || seen != tc.want {
+			t.Errorf("%s: status %d, the actor saw %+v: want 200 and %+v", tc.name, w.Code, seen, tc.want)
+		}
+	}
+}

@@ -24,6 +24,8 @@ var (
 	ErrInvalidRequestID  = errors.New("troupe: invalid request id")
 	ErrOutcomeUnknown    = errors.New("troupe: outcome unknown")
 
+	ErrInvalidTraceContext = errors.New("troupe: invalid trace context")
+
 	ErrInvalidIdempotencyKey  = errors.New("troupe: invalid idempotency key")
 	ErrIdempotencyConflict    = errors.New("troupe: idempotency key reused for another request")
 	ErrIdempotencyUnsupported = errors.New("troupe: idempotency keys need a definition that keeps its state")

@@ -96,6 +96,9 @@ type Settings struct {
 	// Meter, if set, returns the meter of an actor type, called once per
 	// type as it is registered; nil: messages are not counted.
 	Meter func(typ string) *TypeMeter
+	// Tracer, if set, is called around each message a handler handles
+	// (see Tracer); nil: none is, at no cost.
+	Tracer Tracer
 }
 
 // registry is an immutable snapshot of the registered kinds.

@@ -86,6 +86,9 @@ type Outbound struct {
 	// owner answers a retry from what it kept, so it too may be sent
 	// again after its owner died.
 	IdempotencyKey string
+	// Trace is the message's trace context (tells and asks); nil for
+	// none.
+	Trace *Trace
 }
 
 // MessageAppender appends a message's encoding to dst. It cannot fail.
@@ -114,6 +117,8 @@ type Inbound struct {
 	RequestID RequestID // the ask's id; zero for tells
 	// IdempotencyKey is the ask's idempotency key, "" for none.
 	IdempotencyKey string
+	// Trace is the message's trace context; nil for none.
+	Trace *Trace
 	// Reply, for asks, receives the outcome exactly once: the encoded
 	// reply, or an error. Nil for tells. The body is valid only during
 	// the call: the replier reuses its buffer.

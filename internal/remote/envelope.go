@@ -28,6 +28,12 @@ const (
 	// ask of the receiver it accepted (the answers went before it on that
 	// lane) and runs no more: see Router.Retire.
 	kindRetired uint8 = 10
+
+	// traced, on the kind byte of a tell or an ask (kinds 1 and 2), says
+	// that a trace context follows the kind's fields: a traceparent and
+	// a tracestate, as strings. A message without one is encoded as if
+	// tracing did not exist.
+	traced uint8 = 0x80
 )
 
 // Flags of a kindTellNext.
@@ -72,7 +78,10 @@ func (h *tellHead) set(e *envelope) {
 // declared errors, too-large messages and panics (a declared error's
 // reply carries its name and body), which a node of version 1 would
 // misread. 3 added an ask's request id, after its chain; 4 an ask's
-// idempotency key (empty for none), after its request id.
+// idempotency key (empty for none), after its request id. Optional
+// additions since take a kind of their own (kindTellNext) or a flag on
+// the kind byte (traced), so that an envelope without them is as it was
+// and only a node that does not know them drops them, as an unknown kind.
 const envelopeVersion = 4
 
 // Forms of an ask's request id on the wire (see appendRequestID).
@@ -103,6 +112,7 @@ type envelope struct {
 	chain []string
 	rid   host.RequestID // the ask's request id (ask)
 	idem  string         // the ask's idempotency key, "" for none (ask)
+	trace *host.Trace    // the message's trace context, nil for none (tell, ask)
 	err   *wireError     // reply
 	// encoded is the length of the body appendBody last encoded from a
 	// message (not from body): the size the message limit is about.
@@ -182,6 +192,9 @@ func (e *envelope) encode() []byte {
 	for _, c := range e.chain {
 		n += len(c) + 2
 	}
+	if e.trace != nil {
+		n += len(e.trace.Parent) + len(e.trace.State) + 4
+	}
 	return e.appendTo(make([]byte, 0, n))
 }
 
@@ -192,7 +205,7 @@ func (e *envelope) appendNextBody(b []byte, prev *tellHead, enc host.MessageAppe
 	if prev == nil {
 		return e.appendToBody(b, enc, m)
 	}
-	if !prev.ok || e.kind != kindTell || e.typ != prev.typ || e.id != 0 || e.ttl != 0 || len(e.chain) > 0 {
+	if !prev.ok || e.kind != kindTell || e.typ != prev.typ || e.id != 0 || e.ttl != 0 || len(e.chain) > 0 || e.trace != nil {
 		prev.set(e)
 		return e.appendToBody(b, enc, m)
 	}
@@ -222,7 +235,11 @@ func (e *envelope) appendTo(b []byte) []byte { return e.appendToBody(b, nil, nil
 
 // appendToBody is appendTo with e's body given as for appendBody.
 func (e *envelope) appendToBody(b []byte, enc host.MessageAppender, m any) []byte {
-	b = append(b, envelopeVersion, e.kind)
+	kind := e.kind
+	if e.trace != nil && (kind == kindTell || kind == kindAsk) {
+		kind |= traced
+	}
+	b = append(b, envelopeVersion, kind)
 	switch e.kind {
 	case kindTell, kindAsk, kindDrain:
 		b = binary.AppendUvarint(b, e.id)
@@ -237,6 +254,10 @@ func (e *envelope) appendToBody(b []byte, enc host.MessageAppender, m any) []byt
 		if e.kind == kindAsk {
 			b = appendRequestID(b, e.rid)
 			b = appendString(b, e.idem)
+		}
+		if kind&traced != 0 {
+			b = appendString(b, e.trace.Parent)
+			b = appendString(b, e.trace.State)
 		}
 	case kindCancel, kindDrained, kindRetired:
 		b = binary.AppendUvarint(b, e.id)
@@ -295,6 +316,20 @@ func (d *decoder) requestID() host.RequestID {
 		d.fail("request id form")
 	}
 	return host.RequestID{}
+}
+
+// trace reads the trace context of a traced tell or ask: a traceparent
+// and a tracestate, both valid (host.ValidTrace).
+func (d *decoder) trace() *host.Trace {
+	t := &host.Trace{Parent: d.string("traceparent"), State: d.string("tracestate")}
+	if d.err != nil {
+		return nil
+	}
+	if why := host.ValidTrace(*t); why != "" {
+		d.fail("trace context: " + why)
+		return nil
+	}
+	return t
 }
 
 func appendString(b []byte, s string) []byte {
@@ -486,6 +521,11 @@ func (e *envelope) decodeAfter(b []byte, prev *tellHead) error {
 		return fmt.Errorf("%w: version %d, want %d", ErrMalformed, v, envelopeVersion)
 	}
 	e.kind = d.byte("kind")
+	withTrace := false
+	if e.kind == kindTell|traced || e.kind == kindAsk|traced {
+		e.kind &^= traced
+		withTrace = true
+	}
 	switch e.kind {
 	case kindTell, kindAsk, kindDrain:
 		e.id = d.uvarint("id")
@@ -504,6 +544,9 @@ func (e *envelope) decodeAfter(b []byte, prev *tellHead) error {
 					d.fail("idempotency key: " + why)
 				}
 			}
+		}
+		if withTrace {
+			e.trace = d.trace()
 		}
 	case kindCancel, kindSync, kindDrained, kindRetired:
 		e.id = d.uvarint("id")

@@ -39,6 +39,10 @@ func TestEnvelopeRoundTrips(t *testing.T) {
 				}
 				e.idem = rapid.StringMatching(`[!-~]{0,255}`).Draw(t, "idempotency key")
 			}
+			if e.kind != kindDrain && rapid.Bool().Draw(t, "traced") {
+				e.trace = &host.Trace{Parent: rapid.SampledFrom([]string{testParent, testFutureParent}).Draw(t, "traceparent"),
+					State: rapid.SampledFrom([]string{"", "congo=t61rcWkgMzE", "rojo=00f067aa0ba902b7,congo=t61rcWkgMzE"}).Draw(t, "tracestate")}
+			}
 		case kindReply:
 			if rapid.Bool().Draw(t, "failed") {
 				e.err = &wireError{code: rapid.Uint8Range(1, 20).Draw(t, "code"), msg: rapid.String().Draw(t, "msg"),
@@ -80,9 +84,50 @@ func TestEnvelopeRoundTrips(t *testing.T) {
 	})
 }
 
+// Trace contexts for the tests: one of the W3C specification's
+// examples, and one of a later version, which travels as it is.
+const (
+	testParent       = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+	testFutureParent = "cc-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01-more"
+)
+
+// A trace context is an optional addition: a tell or an ask without one
+// is encoded byte for byte as before it existed, and one with it costs
+// its two strings and nothing else.
+func TestATraceContextCostsNothingToTheEnvelopesWithoutOne(t *testing.T) {
+	for _, e := range []envelope{
+		{kind: kindTell, token: 9, typ: "t", key: "k", name: "n", body: []byte("x")},
+		{kind: kindAsk, id: 7, token: 9, typ: "t", key: "k", name: "n", body: []byte("x"), ttl: 5, rid: host.MadeRequestID(1, 2)},
+	} {
+		plain := e.encode()
+		// The layout before trace contexts: version, kind, then the
+		// fields, the ask's ending with its request id and idempotency key.
+		want := []byte{envelopeVersion, e.kind, byte(e.id), 0, 0, 0, 0, 0, 0, 0, 9, 1, 't', 1, 'k', 1, 'n', 1, 'x', byte(e.ttl * 2), 0, 0}
+		if e.kind == kindAsk {
+			want = append(append(want, ridMade, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 2), 0)
+		}
+		if !bytes.Equal(plain, want) {
+			t.Fatalf("kind %d without a trace context: % x, want % x", e.kind, plain, want)
+		}
+		e.trace = &host.Trace{Parent: testParent, State: "rojo=1"}
+		withTrace := e.encode()
+		if withTrace[1] != e.kind|traced || len(withTrace) != len(plain)+1+len(testParent)+1+len("rojo=1") {
+			t.Fatalf("kind %d with a trace context: kind byte %#x and %d bytes, want %#x and %d", e.kind, withTrace[1], len(withTrace),
+				e.kind|traced, len(plain)+2+len(testParent)+len("rojo=1"))
+		}
+		got, err := decodeEnvelope(withTrace)
+		if err != nil || got.kind != e.kind || got.trace == nil || *got.trace != *e.trace {
+			t.Fatalf("kind %d: decoded %+v (trace %+v), %v: want the kind and trace context back", e.kind, got, got.trace, err)
+		}
+	}
+}
+
 func TestDecodeEnvelopeRefusesBadInput(t *testing.T) {
 	good := (&envelope{kind: kindAsk, id: 7, typ: "t", key: "k", body: []byte("x"), ttl: 5}).encode()
 	head := good[:len(good)-2] // before the request id's form and the empty idempotency key
+	tracedHead := append([]byte{}, head...)
+	tracedHead[1] |= traced
+	zeroParent := "00-00000000000000000000000000000000-b7ad6b7169203331-01"
 	for name, b := range map[string][]byte{
 		"empty":          {},
 		"version":        append([]byte{9}, good[1:]...),
@@ -100,6 +145,15 @@ func TestDecodeEnvelopeRefusesBadInput(t *testing.T) {
 		"idem bad":       append(append([]byte{}, head...), ridNone, 2, 'a', ' '),
 		"idem long":      append(append(append([]byte{}, head...), ridNone, 0x80, 0x02), bytes.Repeat([]byte{'x'}, 256)...),
 		"idem missing":   append(append([]byte{}, head...), ridNone),
+		"trace missing":  append(append([]byte{}, tracedHead...), ridNone, 0),
+		"trace bad":      append(append(append([]byte{}, tracedHead...), ridNone, 0, 3), "abc\x00"...),
+		"trace zero id": append(append(append([]byte{}, tracedHead...), ridNone, 0, byte(len(zeroParent))),
+			append([]byte(zeroParent), 0)...),
+		"state alone": append(append([]byte{}, tracedHead...), ridNone, 0, 0, 6, 'r', 'o', 'j', 'o', '=', '1'),
+		"state bad": append(append(append([]byte{}, tracedHead...), ridNone, 0, byte(len(testParent))),
+			append([]byte(testParent), 4, 'R', 'O', '=', '1')...),
+		"traced drain":  {envelopeVersion, kindDrain | traced, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+		"traced cancel": {envelopeVersion, kindCancel | traced, 1},
 	} {
 		if _, err := decodeEnvelope(b); !errors.Is(err, ErrMalformed) {
 			t.Errorf("%s: err = %v, want ErrMalformed", name, err)
@@ -113,6 +167,9 @@ func FuzzDecodeEnvelope(f *testing.F) {
 	f.Add((&envelope{kind: kindAsk, id: 7, typ: "t", key: "k", body: []byte("x"), rid: host.MadeRequestID(1<<63, 42)}).encode())
 	f.Add((&envelope{kind: kindAsk, id: 7, typ: "t", key: "k", body: []byte("x"), rid: host.NamedRequestID("req-1")}).encode())
 	f.Add((&envelope{kind: kindAsk, id: 7, typ: "t", key: "k", body: []byte("x"), idem: "pay-1"}).encode())
+	// Trace contexts, on an ask and a tell.
+	f.Add((&envelope{kind: kindAsk, id: 7, typ: "t", key: "k", body: []byte("x"), trace: &host.Trace{Parent: testParent, State: "rojo=00f067aa0ba902b7,congo=t61rcWkgMzE"}}).encode())
+	f.Add((&envelope{kind: kindTell, typ: "t", key: "k", body: []byte("x"), trace: &host.Trace{Parent: testFutureParent}}).encode())
 	f.Add((&envelope{kind: kindReply, id: 7, err: &wireError{code: codeFailed, msg: "m", cause: &wireError{code: codeCycle}}}).encode())
 	// The codes whose payload came with declared errors and panics.
 	f.Add((&envelope{kind: kindReply, id: 7, err: &wireError{code: codeDeclared, msg: "w: e", name: "pkg.E", body: []byte{0x81, 0xa1, 'N', 0x07}}}).encode())
@@ -126,7 +183,8 @@ func FuzzDecodeEnvelope(f *testing.F) {
 		}
 		// What decodes encodes back to something that decodes the same.
 		again, err := decodeEnvelope(e.encode())
-		if err != nil || again.kind != e.kind || again.id != e.id || again.key != e.key || again.rid != e.rid {
+		if err != nil || again.kind != e.kind || again.id != e.id || again.key != e.key || again.rid != e.rid ||
+			(again.trace == nil) != (e.trace == nil) || (e.trace != nil && *again.trace != *e.trace) {
 			t.Fatalf("re-decode: %+v, %v", again, err)
 		}
 	})
@@ -310,6 +368,11 @@ func TestBatchedTellsRoundTrip(t *testing.T) {
 				e.hops = rapid.Uint8Range(0, 1).Draw(t, "hops")
 				if e.kind == kindAsk {
 					e.id, e.ttl = uint64(i+1), 5
+				}
+				if rapid.IntRange(0, 3).Draw(t, "traced") == 0 {
+					// A traced tell is never continued, and the tell after
+					// it may be, without its trace context.
+					e.trace = &host.Trace{Parent: testParent}
 				}
 			case kindCancel, kindReply:
 				e.id = uint64(i + 1)

@@ -353,7 +353,7 @@ func (r *Router) deliverHeld(it *heldItem) {
 	switch e.kind {
 	case kindTell:
 		if k, ok := r.tellHereHold(it.from, e, r.routeOf(e.typ), false, nil); ok {
-			if _, err := k.DeliverRemote(host.Inbound{Key: e.key, Name: e.name, Body: e.body}); err != nil {
+			if _, err := k.DeliverRemote(host.Inbound{Key: e.key, Name: e.name, Body: e.body, Trace: e.trace}); err != nil {
 				r.dropped(e, err)
 			}
 		}

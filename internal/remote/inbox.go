@@ -4,6 +4,7 @@ import (
 	"runtime"
 	"sync/atomic"
 
+	"github.com/troupe-go/troupe/internal/host"
 	"github.com/troupe-go/troupe/ring"
 )
 
@@ -250,8 +251,16 @@ func (b *inbox) serve(items []inItem) {
 			i++
 			continue
 		}
+		if it.e.trace != nil {
+			// A run carries no trace contexts: this one goes alone.
+			if _, err := it.rt.k.DeliverRemote(host.Inbound{Key: it.e.key, Name: it.e.name, Body: it.e.body, Trace: it.e.trace}); err != nil {
+				b.r.dropped(&it.e, err)
+			}
+			i++
+			continue
+		}
 		j := i + 1
-		for j < len(items) && items[j].e.kind == kindTell && items[j].rt == it.rt {
+		for j < len(items) && items[j].e.kind == kindTell && items[j].e.trace == nil && items[j].rt == it.rt {
 			j++
 		}
 		b.run = tellRun{r: b.r, from: b.from, items: items[i:j]}

@@ -158,7 +158,7 @@ func (r *Router) relayAsk(from ring.NodeID, e *envelope) {
 	askerID := e.id
 	// Copied whole: the ask outlives the batch it came in.
 	c := cloneEnvelope(e)
-	out := host.Outbound{Type: c.typ, Key: c.key, Token: c.token, Name: c.name, Body: c.body, Chain: c.chain, RequestID: c.rid, IdempotencyKey: c.idem}
+	out := host.Outbound{Type: c.typ, Key: c.key, Token: c.token, Name: c.name, Body: c.body, Chain: c.chain, RequestID: c.rid, IdempotencyKey: c.idem, Trace: c.trace}
 	var ttl time.Duration
 	if e.ttl > 0 {
 		ttl = time.Duration(e.ttl)

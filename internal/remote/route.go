@@ -122,6 +122,6 @@ func (rt *route) tellTo(to ring.NodeID, here bool, out *host.Outbound) error {
 		o = rt.r.outboxFor(to)
 		rt.out.Store(o)
 	}
-	e := envelope{kind: kindTell, token: out.Token, typ: out.Type, key: out.Key, name: out.Name, body: out.Body}
+	e := envelope{kind: kindTell, token: out.Token, typ: out.Type, key: out.Key, name: out.Name, body: out.Body, trace: out.Trace}
 	return o.enqueueBody(out.Token, &e, out.Enc, out.Msg, false, unsent{})
 }

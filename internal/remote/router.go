@@ -545,7 +545,7 @@ func (r *Router) Dest(typ, key string, tok uint64) (ring.NodeID, bool, error) {
 
 // tellTo sends a tell to the member to, or serves it here.
 func (r *Router) tellTo(to ring.NodeID, here bool, out host.Outbound) error {
-	e := envelope{kind: kindTell, token: out.Token, typ: out.Type, key: out.Key, name: out.Name, body: out.Body}
+	e := envelope{kind: kindTell, token: out.Token, typ: out.Type, key: out.Key, name: out.Name, body: out.Body, trace: out.Trace}
 	if here { // placement changed since the caller looked
 		return r.serveTell(r.self(), &e)
 	}
@@ -631,7 +631,7 @@ func (r *Router) dispatchIn(v *view, id uint64, p *pending, again bool) error {
 		// that node's view, which changed first.
 		to, here = p.hint, p.hint == v.self
 	}
-	e := &envelope{kind: kindAsk, id: id, token: out.Token, typ: out.Type, key: out.Key, name: out.Name, body: out.Body, chain: out.Chain, rid: out.RequestID, idem: out.IdempotencyKey}
+	e := &envelope{kind: kindAsk, id: id, token: out.Token, typ: out.Type, key: out.Key, name: out.Name, body: out.Body, chain: out.Chain, rid: out.RequestID, idem: out.IdempotencyKey, trace: out.Trace}
 	if !out.Deadline.IsZero() {
 		e.ttl = max(int64(time.Until(out.Deadline)), 1)
 	}
@@ -759,7 +759,7 @@ func (r *Router) receive(from ring.NodeID, payload []byte, then *func(relieve fu
 			break
 		}
 		end := len(payload) - len(rest)
-		if len(p) < 2 || p[0] != envelopeVersion || (p[1] != kindTell && p[1] != kindTellNext) {
+		if len(p) < 2 || p[0] != envelopeVersion || (p[1] != kindTell && p[1] != kindTellNext && p[1] != kindTell|traced) {
 			tells = false
 		}
 		if r.sort(b, p, seg >= 0, then) {
@@ -784,9 +784,9 @@ func (r *Router) receive(from ring.NodeID, payload []byte, then *func(relieve fu
 func (r *Router) sort(b *inbox, p []byte, more bool, then *func(relieve func())) bool {
 	if len(p) >= 2 && p[0] == envelopeVersion {
 		switch p[1] {
-		case kindTell, kindTellNext:
+		case kindTell, kindTellNext, kindTell | traced:
 			return true
-		case kindAsk, kindCancel:
+		case kindAsk, kindCancel, kindAsk | traced:
 			if more || b.busy() {
 				return true
 			}
@@ -865,7 +865,7 @@ func (r *Router) serveTell(from ring.NodeID, e *envelope) error {
 	if !ok {
 		return nil
 	}
-	if _, err := k.DeliverRemote(host.Inbound{Key: e.key, Name: e.name, Body: e.body}); err != nil {
+	if _, err := k.DeliverRemote(host.Inbound{Key: e.key, Name: e.name, Body: e.body, Trace: e.trace}); err != nil {
 		return r.dropped(e, err)
 	}
 	return nil
@@ -988,7 +988,7 @@ func (r *Router) serveAskHold(from ring.NodeID, e *envelope, hold bool, then *fu
 	}
 	r.serving[sk] = s
 	r.mu.Unlock()
-	in := host.Inbound{Key: e.key, Name: e.name, Body: e.body, Chain: e.chain, RequestID: e.rid, IdempotencyKey: e.idem, Reply: s}
+	in := host.Inbound{Key: e.key, Name: e.name, Body: e.body, Chain: e.chain, RequestID: e.rid, IdempotencyKey: e.idem, Trace: e.trace, Reply: s}
 	var ttl time.Duration
 	if e.ttl > 0 {
 		ttl = time.Duration(e.ttl)

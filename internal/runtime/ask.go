@@ -24,18 +24,41 @@ func (r Ref[M]) Tell(ctx context.Context, msg M) error {
 	// its Context or derived from it; in a system that stores no state
 	// the lookup of the latter is skipped: it would cost every plain
 	// tell about 6 ns, a tenth of its cost.
-	if g, ok := ctx.(outputGated); ok {
+	var tr *host.Trace // the trace context the tell carries
+	if g, ok := ctx.(handlerRun); ok {
 		if err := g.gateOutput(); err != nil {
 			return r.tellFailed(err)
 		}
-	} else if r.to.stores {
-		if err := gateDerived(ctx); err != nil {
-			return r.tellFailed(err)
+		tr = g.handlerTrace()
+	} else {
+		if r.to.stores {
+			if err := gateDerived(ctx); err != nil {
+				return r.tellFailed(err)
+			}
 		}
+		if mayCarryTrace(ctx) {
+			var err error
+			if tr, err = traceOf(ctx); err != nil {
+				return r.tellFailed(err)
+			}
+		}
+	}
+	if tr != nil {
+		return r.tellTraced(ctx, msg, tr)
 	}
 	// A failure is counted here, a success where the tell is taken (see
 	// host.TypeMeter): a tell that succeeds pays one test of err.
 	if err := r.to.sink.tell(ctx, r.key, r.w, msg); err != nil {
+		return r.tellFailed(err)
+	}
+	return nil
+}
+
+// tellTraced is Tell for a tell that carries the trace context tr: off
+// the fast path, which has no room for it.
+func (r Ref[M]) tellTraced(ctx context.Context, msg M, tr *host.Trace) error {
+	hk, tok := r.hashes()
+	if err := r.to.sink.deliver(ctx, r.key, hk, tok, msg, nil, tr); err != nil {
 		return r.tellFailed(err)
 	}
 	return nil
@@ -107,6 +130,10 @@ func ask[M, R any](ctx context.Context, ref Ref[M], m M, start *time.Time) (R, e
 	if err != nil {
 		return zero, err
 	}
+	tr, err := sendTrace(ctx)
+	if err != nil {
+		return zero, err
+	}
 	if idem != "" && !ref.to.keeps {
 		return zero, askFailed(fmt.Errorf("%w: %s keeps no state", ErrIdempotencyUnsupported, ref.to.typ), rid, nil)
 	}
@@ -131,7 +158,7 @@ func ask[M, R any](ctx context.Context, ref Ref[M], m M, start *time.Time) (R, e
 		done = make(chan struct{}, 1)
 	}
 	s := newSlot[R](ctx, done)
-	s.chain, s.rid, s.idem = chain, rid, idem
+	s.chain, s.rid, s.opt = chain, rid, withOptions(idem, tr)
 	listed := false // s waits in the ask timeout's list
 	timed := false  // the deadline needs a timer of its own
 	if s.dl.IsZero() {
@@ -150,7 +177,7 @@ func ask[M, R any](ctx context.Context, ref Ref[M], m M, start *time.Time) (R, e
 			*start = time.Now()
 		}
 	}
-	if err := to.deliver(ctx, ref.key, hk, tok, m, s); err != nil {
+	if err := to.deliver(ctx, ref.key, hk, tok, m, s, tr); err != nil {
 		return zero, askFailed(err, rid, nil)
 	}
 	if listed && !waits.add(&s.wait, s, s.dl) {
@@ -431,6 +458,9 @@ func (d Deferred[R]) failNow(ferr error) bool {
 func Pipe[S, M, C, M2, R any](c *Context[S, M, C], ref Ref[M2], m2 M2, invalid error, wrap func(R, error) M) {
 	k, key := c.cell.k, c.cell.key
 	var rid host.RequestID // the pipe's, once made
+	// The pipe, and the answer it brings back, carry the trace context of
+	// the message being handled: one request, one trace.
+	tr := c.trace
 	back := func(r R, err error) {
 		// wrap may run on a timer's goroutine: its panic must not crash
 		// the process, nor fail the actor that answered.
@@ -441,7 +471,7 @@ func Pipe[S, M, C, M2, R any](c *Context[S, M, C], ref Ref[M2], m2 M2, invalid e
 				k.h.Logger.Warn("troupe: piped answer dropped", "actor", k.def.Name, "key", key, "request_id", rid.String(), "err", perr)
 			}
 		}()
-		if terr := k.deliverAnswer(key, wrap(r, err)); terr != nil && !errors.Is(terr, ErrSystemClosed) {
+		if terr := k.deliverAnswer(key, wrap(r, err), tr); terr != nil && !errors.Is(terr, ErrSystemClosed) {
 			k.h.Logger.Warn("troupe: piped answer not delivered", "actor", k.def.Name, "key", key, "request_id", rid.String(), "err", terr)
 		}
 	}
@@ -476,7 +506,7 @@ func Pipe[S, M, C, M2, R any](c *Context[S, M, C], ref Ref[M2], m2 M2, invalid e
 	} else {
 		rid = to.host().NewRequestID()
 	}
-	s := &slot[R]{dl: time.Now().Add(d), rid: rid}
+	s := &slot[R]{dl: time.Now().Add(d), rid: rid, opt: withOptions("", tr)}
 	t := time.AfterFunc(d, func() {
 		if s.cancel() {
 			back(zero, askFailed(&askError{ref: ref.String(), cause: context.DeadlineExceeded}, s.rid, nil))
@@ -490,7 +520,7 @@ func Pipe[S, M, C, M2, R any](c *Context[S, M, C], ref Ref[M2], m2 M2, invalid e
 		back(r, err)
 	})
 	hk, tok := ref.hashes()
-	if err := to.deliver(noWait, ref.key, hk, tok, m2, s); err != nil {
+	if err := to.deliver(noWait, ref.key, hk, tok, m2, s, tr); err != nil {
 		t.Stop()
 		back(zero, askFailed(err, s.rid, nil))
 	}

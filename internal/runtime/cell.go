@@ -13,10 +13,29 @@ import (
 	"github.com/troupe-go/troupe/internal/host"
 )
 
-// envelope is one queued message and, for asks, where its reply goes.
+// envelope is one queued message and, for asks, where its reply goes;
+// a tell with a trace context has it there (a *tracedTell): an envelope
+// is kept to a message and an interface, since a word more on every
+// queued message would cost the tells without one.
 type envelope[M any] struct {
 	msg  M
 	slot replier
+}
+
+// ask returns e's reply slot; nil for a tell.
+func (e *envelope[M]) ask() replier {
+	if _, ok := e.slot.(*tracedTell); ok {
+		return nil
+	}
+	return e.slot
+}
+
+// trace returns e's trace context; nil for none.
+func (e *envelope[M]) trace() *host.Trace {
+	if e.slot == nil {
+		return nil
+	}
+	return e.slot.trace()
 }
 
 // cell is one key's activation: mailbox, state and scheduling. A
@@ -251,16 +270,16 @@ func (c *cell[S, M, C]) ext() *extra[M] {
 
 // push queues a message; force ignores the mailbox bound. retry means the cell was passivated meanwhile and
 // the caller must look the key up again.
-func (c *cell[S, M, C]) push(ctx context.Context, m M, s replier, force bool) (err error, retry bool) {
+func (c *cell[S, M, C]) push(ctx context.Context, m M, s replier, force bool, tr *host.Trace) (err error, retry bool) {
 	if s != nil {
 		flushStash(ctx) // an asking handler blocks: what it stashed must not wait for it
 	}
 	c.mu.Lock()
-	return c.pushLocked(ctx, m, s, force)
+	return c.pushLocked(ctx, m, s, force, tr)
 }
 
 // pushLocked is push after taking c.mu, which it releases.
-func (c *cell[S, M, C]) pushLocked(ctx context.Context, m M, s replier, force bool) (err error, retry bool) {
+func (c *cell[S, M, C]) pushLocked(ctx context.Context, m M, s replier, force bool, tr *host.Trace) (err error, retry bool) {
 	k := c.k
 	for {
 		if c.gone {
@@ -321,6 +340,9 @@ func (c *cell[S, M, C]) pushLocked(ctx context.Context, m M, s replier, force bo
 		}
 		c.mu.Lock()
 	}
+	if s == nil && tr != nil {
+		s = (*tracedTell)(tr) // what the envelope carries; not the replier of an ask
+	}
 	c.put(envelope[M]{msg: m, slot: s})
 	idlePeer := c.parked
 	// wake is taken under the lock: failed and an exiting loop reset c.wake.
@@ -352,7 +374,7 @@ func (c *cell[S, M, C]) tell(ctx context.Context, m M) (err error, retry bool) {
 		q += c.seg.n
 	}
 	if !c.running || c.parked || c.gone || n == 0 || n >= cap(c.in) || n >= segSize || q >= k.bound || k.h.Closed() {
-		return c.pushLocked(ctx, m, nil, false)
+		return c.pushLocked(ctx, m, nil, false, nil)
 	}
 	c.in = c.in[:n+1]
 	c.in[n] = envelope[M]{msg: m}
@@ -532,7 +554,7 @@ const tellFlush = 1024
 func tells[M any](work []envelope[M]) uint64 {
 	var n uint64
 	for i := range work {
-		if work[i].slot == nil {
+		if work[i].slot == nil || work[i].ask() == nil {
 			n++
 		}
 	}
@@ -589,6 +611,7 @@ func (c *cell[S, M, C]) handleBatch(ctx *Context[S, M, C], work []envelope[M], r
 		e := &work[i]
 		var rid host.RequestID // the failed message's, when an ask
 		if !ran {
+			s := e.ask()
 			if r != nil && i == len(work)-1 && c.tells.Load() && !c.hasIn.Load() {
 				r.open() // c may go idle after this one: its tells may hand off
 			}
@@ -604,13 +627,13 @@ func (c *cell[S, M, C]) handleBatch(ctx *Context[S, M, C], work []envelope[M], r
 				}
 			}
 			c.took(len(work) - i - 1)
-			if e.slot != nil {
-				if !e.slot.begin() {
+			if s != nil {
+				if !s.begin() {
 					h.Emit(host.Event{Kind: host.MessageDropped, Type: c.k.def.Name, Key: c.key, Reason: "asker stopped waiting"})
 					continue
 				}
 				c.mu.Lock()
-				c.cur = e.slot
+				c.cur = s
 				c.mu.Unlock()
 			}
 			var panicked bool
@@ -631,7 +654,7 @@ func (c *cell[S, M, C]) handleBatch(ctx *Context[S, M, C], work []envelope[M], r
 				// that Stats.Restarts already says so when Ask returns.
 				c.k.h.Restarts.Add(1)
 			}
-			if e.slot != nil {
+			if s != nil {
 				c.mu.Lock()
 				c.cur = nil
 				c.mu.Unlock()
@@ -641,22 +664,22 @@ func (c *cell[S, M, C]) handleBatch(ctx *Context[S, M, C], work []envelope[M], r
 					// its level.
 					ctx.kept, ctx.keptErr = nil, nil
 					if kerr != nil {
-						e.slot.fail(kerr)
+						s.fail(kerr)
 					} else {
-						c.answerKept(e.slot, kept)
+						c.answerKept(s, kept)
 					}
 				} else if refused {
-					e.slot.fail(err) // an answer: the asker gets the declared error itself
+					s.fail(err) // an answer: the asker gets the declared error itself
 				} else if err != nil {
-					rid = *e.slot.requestID()
+					rid = *s.requestID()
 					fe := c.k.failure(c.key, err, panicked)
 					fe.RequestID = rid.String()
-					e.slot.fail(fe)
-				} else if !e.slot.settled() {
-					e.slot.fail(ErrNoReply)
+					s.fail(fe)
+				} else if !s.settled() {
+					s.fail(ErrNoReply)
 				}
 			}
-			ctx.slot = nil
+			ctx.slot, ctx.trace = nil, nil
 			if refused {
 				err = nil // a declared error is no failure: no restart, no backoff
 			}
@@ -699,13 +722,14 @@ func (c *cell[S, M, C]) runTells(ctx *Context[S, M, C], work []envelope[M], i, l
 	}()
 	h := c.k.h
 	// Read once: started lies on the senders' line, and nothing in the
-	// loop changes it (activate and end run outside it).
-	if !c.started {
+	// loop changes it (activate and end run outside it). A host with a
+	// tracer takes the full path, which calls it.
+	if !c.started || h.Tracer != nil {
 		return j, false, nil
 	}
 	for ; j < len(work); j++ {
 		e := &work[j]
-		if j >= last || e.slot != nil || h.Closed() {
+		if j >= last || e.slot != nil || h.Closed() { // an ask, or a tell with a trace context
 			return j, false, nil
 		}
 		c.took(len(work) - j - 1)
@@ -731,10 +755,14 @@ func (c *cell[S, M, C]) runTells(ctx *Context[S, M, C], work []envelope[M], i, l
 // invoke runs the current behaviour, or def, on e; panicked reports
 // that err is the handler's recovered panic.
 func (c *cell[S, M, C]) invoke(ctx *Context[S, M, C], e *envelope[M], def Handler[S, M, C]) (panicked bool, err error) {
-	ctx.slot = e.slot
+	ctx.slot, ctx.trace = e.ask(), e.trace()
+	var traced func(error) // the tracer's, once it was called
 	defer func() {
 		if r := recover(); r != nil {
 			panicked, err = true, c.k.panicked(r, debug.Stack())
+		}
+		if traced != nil {
+			traced(err)
 		}
 	}()
 	fresh := !c.started
@@ -750,7 +778,7 @@ func (c *cell[S, M, C]) invoke(ctx *Context[S, M, C], e *envelope[M], def Handle
 		}
 	}
 	ctx.attempt = 1
-	if c.durable() && e.slot != nil && e.slot.idempotencyKey() != "" {
+	if c.durable() && ctx.slot != nil && ctx.slot.idempotencyKey() != "" {
 		// A keyed ask runs once: a retry gets the answer kept.
 		kept, err := c.lookupKeyed(ctx, e)
 		if err != nil {
@@ -766,13 +794,13 @@ func (c *cell[S, M, C]) invoke(ctx *Context[S, M, C], e *envelope[M], def Handle
 		if err := c.admit(ctx, fresh); err != nil {
 			// Refused: the handler does not run.
 			ctx.keyed = nil
-			if e.slot == nil {
+			if ctx.slot == nil {
 				c.k.h.Emit(host.Event{Kind: host.MessageDropped, Type: c.k.def.Name, Key: c.key, Reason: "not admitted", Err: err})
 				return false, nil
 			}
 			// Answered now: settle then fails to commit, as the admission
 			// did, and ends the activation.
-			e.slot.fail(err)
+			ctx.slot.fail(err)
 			return false, nil
 		}
 	}
@@ -782,6 +810,9 @@ func (c *cell[S, M, C]) invoke(ctx *Context[S, M, C], e *envelope[M], def Handle
 	hd := c.behavior
 	if hd == nil {
 		hd = def
+	}
+	if tracer := c.k.h.Tracer; tracer != nil {
+		traced = ctx.startTrace(tracer)
 	}
 	return false, hd(&ctx.user, e.msg)
 }
@@ -939,8 +970,8 @@ func (c *cell[S, M, C]) drainLocked(err error) {
 
 func (c *cell[S, M, C]) failAll(es []envelope[M], err error) {
 	for _, e := range es {
-		if e.slot != nil {
-			e.slot.abort(err)
+		if s := e.ask(); s != nil {
+			s.abort(err)
 		}
 		c.k.h.Emit(host.Event{Kind: host.MessageDropped, Type: c.k.def.Name, Key: c.key, Reason: err.Error()})
 	}
@@ -1015,7 +1046,7 @@ func (c *cell[S, M, C]) fire(name string, e *timerEntry[M]) {
 	}
 	msg := e.msg
 	c.mu.Unlock()
-	if err := c.k.push(context.Background(), c.key, 0, msg, nil, false); err != nil { // timers belong to this activation: never routed
+	if err := c.k.push(context.Background(), c.key, 0, msg, nil, false, nil); err != nil { // timers belong to this activation: never routed
 		c.k.h.Emit(host.Event{Kind: host.MessageDropped, Type: c.k.def.Name, Key: c.key, Reason: "timer " + name + ": " + err.Error(), Err: err})
 	}
 }

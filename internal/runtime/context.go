@@ -6,6 +6,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/troupe-go/troupe/internal/host"
 )
 
 // Context is what a handler gets with each message: the actor's identity,
@@ -55,6 +57,9 @@ type Base struct {
 	run     *atomic.Pointer[runner] // the cell's: see cell.run
 	relieve func()                  // an inline run's (see inline.go); nil otherwise
 	gate    committer               // the run's Context when its kind is durable; nil otherwise
+	// trace is the trace context of the message being handled (see
+	// trace.go), which the handler's sends carry on; nil for none.
+	trace *host.Trace
 }
 
 // setCell points c at cl, the cell its next run is of.
@@ -214,6 +219,11 @@ func (c *Context[S, M, C]) Value(key any) any {
 		return c.cell.k.h
 	case handlerKey:
 		return c
+	case traceKey:
+		if c.trace == nil {
+			return nil // not a nil *host.Trace
+		}
+		return c.trace
 	case requestIDKey:
 		// The asks this handler makes carry the id of the ask it
 		// handles: one request, one id, across hops.

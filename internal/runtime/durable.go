@@ -193,10 +193,11 @@ const answerMargin = 50 * time.Millisecond
 // error. err is the handler's error, returned as it is unless the
 // activation could not start.
 func (c *cell[S, M, C]) settle(ctx *Context[S, M, C], e *envelope[M], err error) error {
+	s := e.ask()
 	if serr := ctx.startErr; serr != nil {
 		ctx.startErr = nil
-		if e.slot != nil {
-			e.slot.fail(serr)
+		if s != nil {
+			s.fail(serr)
 		}
 		c.releaseHeld(serr)
 		if ctx.unreached {
@@ -216,28 +217,28 @@ func (c *cell[S, M, C]) settle(ctx *Context[S, M, C], e *envelope[M], err error)
 	// An answer still to leave (a declared error, a failure, a held
 	// deferred reply) is an output like a reply given with Respond: it
 	// first confirms that this node still owns the key.
-	answer := e.slot != nil && !e.slot.settled()
+	answer := s != nil && !s.settled()
 	if err == nil && !answer && !ctx.release && !ctx.deleted {
 		if ok, cerr := c.settleAsync(ctx); ok {
 			ctx.dirty, ctx.confirmed = false, false
 			if cerr != nil {
 				ctx.lost = nil
-				c.warn("troupe: actor state not stored; the activation ends", e.slot, cerr)
+				c.warn("troupe: actor state not stored; the activation ends", s, cerr)
 				c.end("unavailable")
 			}
 			return nil
 		}
 	}
 	cerr := ctx.commit(answer || c.holds())
-	if cerr != nil && e.slot != nil {
-		e.slot.fail(cerr)
+	if cerr != nil && s != nil {
+		s.fail(cerr)
 	}
 	c.releaseHeld(cerr)
 	deleted := ctx.deleted
 	ctx.dirty, ctx.confirmed, ctx.deleted, ctx.erased, ctx.lost = false, false, false, false, nil
 	switch {
 	case cerr != nil:
-		c.warn("troupe: actor state not stored; the activation ends", e.slot, cerr)
+		c.warn("troupe: actor state not stored; the activation ends", s, cerr)
 		ctx.release = false
 		c.end("unavailable")
 	case deleted:

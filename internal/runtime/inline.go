@@ -48,7 +48,7 @@ func (k *kind[S, M, C]) DeliverRemoteInline(in host.Inbound) (cancel host.Withdr
 	if c := k.claim(in.Key, k.hash(in.Key)); c != nil {
 		return cancel, func(relieve func()) { c.runClaimed(m, s, relieve) }, nil
 	}
-	if err := k.push(noWait, in.Key, 0, m, s, false); err != nil {
+	if err := k.push(noWait, in.Key, 0, m, s, false, in.Trace); err != nil {
 		return nil, nil, err
 	}
 	return cancel, nil, nil

@@ -91,7 +91,7 @@ func (f *inlineFixture) claim(t *testing.T, key string, m inlMsg, out chan<- err
 
 func (f *inlineFixture) tell(t *testing.T, key, tag string) {
 	t.Helper()
-	if err := f.k.push(context.Background(), key, 0, inlMsg{Tag: tag}, nil, false); err != nil {
+	if err := f.k.push(context.Background(), key, 0, inlMsg{Tag: tag}, nil, false, nil); err != nil {
 		t.Fatal(err)
 	}
 }

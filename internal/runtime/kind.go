@@ -182,7 +182,7 @@ func (k *kind[S, M, C]) cellLocked(h uint64, key string, own bool) *cell[S, M, C
 	return c
 }
 
-func (k *kind[S, M, C]) deliver(ctx context.Context, key string, h, tok uint64, m M, s replier) error {
+func (k *kind[S, M, C]) deliver(ctx context.Context, key string, h, tok uint64, m M, s replier, tr *host.Trace) error {
 	if k.rem != nil {
 		if key == "" {
 			return ErrInvalidRef
@@ -193,7 +193,7 @@ func (k *kind[S, M, C]) deliver(ctx context.Context, key string, h, tok uint64, 
 		if tok == 0 {
 			tok = k.token(key)
 		}
-		if s == nil && !k.def.Codec.Concrete() {
+		if s == nil && tr == nil && !k.def.Codec.Concrete() {
 			// A tell whose type encodes by its plan alone is encoded
 			// straight into the batch that carries it, and placed with one
 			// look at the ring. (Only for an interface M: boxing a
@@ -215,16 +215,16 @@ func (k *kind[S, M, C]) deliver(ctx context.Context, key string, h, tok uint64, 
 			return err
 		}
 		if !here {
-			return k.send(ctx, key, tok, m, s)
+			return k.send(ctx, key, tok, m, s, tr)
 		}
 		if err := k.fits(m); err != nil {
 			return err
 		}
 	}
-	if s == nil {
+	if s == nil && tr == nil {
 		return k.tellHere(ctx, key, h, m)
 	}
-	return k.pushKey(ctx, key, h, true, m, s, false)
+	return k.pushKey(ctx, key, h, true, m, s, false, tr)
 }
 
 // tell implements sink.tell: w is key's hash here, its token in a
@@ -249,7 +249,7 @@ func (k *kind[S, M, C]) tell(ctx context.Context, key string, w uint64, m M) err
 		}
 		return k.tellHere(ctx, key, h, m)
 	}
-	err := k.deliver(ctx, key, 0, w, m, nil)
+	err := k.deliver(ctx, key, 0, w, m, nil, nil)
 	if err == nil && k.sent != nil {
 		k.sent.Tells[host.OutcomeOK].Add(1)
 	}
@@ -260,7 +260,7 @@ func (k *kind[S, M, C]) tell(ctx context.Context, key string, w uint64, m M) err
 // this system.
 func (k *kind[S, M, C]) tellHere(ctx context.Context, key string, h uint64, m M) error {
 	if h == 0 || key == "" {
-		return k.pushKey(ctx, key, h, true, m, nil, false)
+		return k.pushKey(ctx, key, h, true, m, nil, false, nil)
 	}
 	// pushKey's loop, with the first lookup shared with the busy-cell
 	// case: a miss (a new activation) goes straight to the locked lookup.
@@ -311,14 +311,15 @@ func tooLarge(m any, n, limit int) error {
 	return nil
 }
 
-// send carries m to the member that serves key.
-func (k *kind[S, M, C]) send(ctx context.Context, key string, tok uint64, m M, s replier) error {
+// send carries m, with its trace context tr (nil: none), to the member
+// that serves key.
+func (k *kind[S, M, C]) send(ctx context.Context, key string, tok uint64, m M, s replier, tr *host.Trace) error {
 	a := any(m) // boxed once: boxing a concrete M allocates
 	if s == nil {
 		// A tell whose type encodes by its plan alone is encoded straight
 		// into the batch that carries it.
 		if tn := k.def.Codec.Appender(a); tn != nil {
-			return k.rt.Tell(ctx, host.Outbound{Type: k.def.Name, Key: key, Token: tok, Name: tn.Name(), Enc: tn, Msg: a})
+			return k.rt.Tell(ctx, host.Outbound{Type: k.def.Name, Key: key, Token: tok, Name: tn.Name(), Enc: tn, Msg: a, Trace: tr})
 		}
 	}
 	buf := codec.GetBuffer()
@@ -330,7 +331,7 @@ func (k *kind[S, M, C]) send(ctx context.Context, key string, tok uint64, m M, s
 	if err := tooLarge(a, len(buf.Bytes()), k.h.MaxMessage); err != nil {
 		return err
 	}
-	out := host.Outbound{Type: k.def.Name, Key: key, Token: tok, Name: name, Body: buf.Bytes()}
+	out := host.Outbound{Type: k.def.Name, Key: key, Token: tok, Name: name, Body: buf.Bytes(), Trace: tr}
 	if s == nil {
 		return k.rt.Tell(ctx, out)
 	}
@@ -358,10 +359,10 @@ type holdKey struct{}
 // the overflow policy. Its credit stops the sender's node from sending
 // more on it.
 // TODO(backpressure): refuse per key rather than hold the stream.
-func (k *kind[S, M, C]) tellRemote(key string, m M) error {
-	err := k.push(noWait, key, 0, m, nil, false)
+func (k *kind[S, M, C]) tellRemote(key string, m M, tr *host.Trace) error {
+	err := k.push(noWait, key, 0, m, nil, false, tr)
 	if errors.Is(err, ErrMailboxFull) {
-		err = k.hold(key, m)
+		err = k.hold(key, m, tr)
 	}
 	return err
 }
@@ -378,10 +379,10 @@ func (k *kind[S, M, C]) DeliverRemote(in host.Inbound) (host.Withdrawer, error) 
 		return nil, err
 	}
 	if in.Reply == nil {
-		return nil, k.tellRemote(in.Key, m)
+		return nil, k.tellRemote(in.Key, m, in.Trace)
 	}
 	s := k.remoteSlot(in)
-	if err := k.push(noWait, in.Key, 0, m, s, false); err != nil {
+	if err := k.push(noWait, in.Key, 0, m, s, false, in.Trace); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -391,7 +392,7 @@ func (k *kind[S, M, C]) DeliverRemote(in host.Inbound) (host.Withdrawer, error) 
 // encodes the outcome and hands it to in.Reply.
 func (k *kind[S, M, C]) remoteSlot(in host.Inbound) *slot[any] {
 	a := &remoteAsk{reply: in.Reply, k: k.failer(), key: in.Key}
-	a.s.dl, a.s.chain, a.s.rid, a.s.idem = in.Deadline, in.Chain, in.RequestID, in.IdempotencyKey
+	a.s.dl, a.s.chain, a.s.rid, a.s.opt = in.Deadline, in.Chain, in.RequestID, withOptions(in.IdempotencyKey, in.Trace)
 	a.s.onDone = a
 	return &a.s
 }
@@ -458,7 +459,7 @@ func (a *remoteAsk) outcome(v any, err error) {
 
 // hold queues a tell from another node into a full mailbox: it waits for
 // room until the system stops hard.
-func (k *kind[S, M, C]) hold(key string, m M) error {
+func (k *kind[S, M, C]) hold(key string, m M, tr *host.Trace) error {
 	ctx, cancel := context.WithCancel(context.WithValue(context.Background(), holdKey{}, true))
 	defer cancel()
 	go func() {
@@ -468,7 +469,7 @@ func (k *kind[S, M, C]) hold(key string, m M) error {
 		case <-ctx.Done():
 		}
 	}()
-	return k.push(ctx, key, 0, m, nil, false)
+	return k.push(ctx, key, 0, m, nil, false, tr)
 }
 
 // DeliverTells implements host.RemoteKind: DeliverRemote for a run of
@@ -538,7 +539,7 @@ func (k *kind[S, M, C]) queueTells(run *tellsToKey[S, M, C], b host.TellBatch) {
 		}
 	}
 	for j := run.n - len(msgs); j < run.n; j++ {
-		if err := k.tellRemote(run.key, run.msgs[j]); err != nil {
+		if err := k.tellRemote(run.key, run.msgs[j], nil); err != nil {
 			b.Dropped(run.idx[j], err)
 		}
 	}
@@ -585,19 +586,20 @@ func (c *cell[S, M, C]) pushTells(ms []M) (n int, retry bool, err error) {
 
 // deliverAnswer queues a piped answer whatever the mailbox bound: the
 // actor asked for it, and the goroutine delivering it must not block.
-func (k *kind[S, M, C]) deliverAnswer(key string, m M) error {
-	return k.push(context.Background(), key, 0, m, nil, true)
+// It carries tr, the trace context of the message whose handler piped.
+func (k *kind[S, M, C]) deliverAnswer(key string, m M, tr *host.Trace) error {
+	return k.push(context.Background(), key, 0, m, nil, true, tr)
 }
 
-// push queues m for key; h is key's hash, or 0 to compute it. key may
-// alias a network buffer.
-func (k *kind[S, M, C]) push(ctx context.Context, key string, h uint64, m M, s replier, force bool) error {
-	return k.pushKey(ctx, key, h, false, m, s, force)
+// push queues m, with its trace context tr (nil: none), for key; h is
+// key's hash, or 0 to compute it. key may alias a network buffer.
+func (k *kind[S, M, C]) push(ctx context.Context, key string, h uint64, m M, s replier, force bool, tr *host.Trace) error {
+	return k.pushKey(ctx, key, h, false, m, s, force, tr)
 }
 
 // pushKey is push; own says key is the program's string (a bound ref's),
 // which a new cell may share.
-func (k *kind[S, M, C]) pushKey(ctx context.Context, key string, h uint64, own bool, m M, s replier, force bool) error {
+func (k *kind[S, M, C]) pushKey(ctx context.Context, key string, h uint64, own bool, m M, s replier, force bool, tr *host.Trace) error {
 	if key == "" {
 		return ErrInvalidRef
 	}
@@ -609,7 +611,7 @@ func (k *kind[S, M, C]) pushKey(ctx context.Context, key string, h uint64, own b
 			h = k.hash(key)
 		}
 		c := k.cellAt(h, key, own)
-		err, retry := c.push(ctx, m, s, force)
+		err, retry := c.push(ctx, m, s, force, tr)
 		if !retry {
 			return err
 		}

@@ -51,8 +51,9 @@ func (r Ref[M]) hashes() (h, tok uint64) {
 // sink is the runtime that delivers messages to one actor type.
 type sink[M any] interface {
 	// deliver routes m to key: queued here, or sent to the member that
-	// serves key; h and tok are the key's hash and ring token.
-	deliver(ctx context.Context, key string, h, tok uint64, m M, s replier) error
+	// serves key; h and tok are the key's hash and ring token, tr the
+	// message's trace context (nil: none).
+	deliver(ctx context.Context, key string, h, tok uint64, m M, s replier, tr *host.Trace) error
 	// tell is deliver without a replier, in few enough words for the
 	// call to pass them all (the generic body's dictionary included) in
 	// registers: Tell's path. w is the key's ring token in a cluster (0:
@@ -276,7 +277,7 @@ func (u unknownSink[M]) ref(key string) Ref[M] {
 	return Ref[M]{to: t, key: key}
 }
 
-func (u unknownSink[M]) deliver(context.Context, string, uint64, uint64, M, replier) error {
+func (u unknownSink[M]) deliver(context.Context, string, uint64, uint64, M, replier, *host.Trace) error {
 	return ErrUnknownActor
 }
 func (u unknownSink[M]) tell(context.Context, string, uint64, M) error {

@@ -56,6 +56,8 @@ type replier interface {
 	// replay answers with an answer kept for a keyed ask: the encoded
 	// reply, or err (see continuity.go).
 	replay(h *host.Host, errs *codec.Errors, body []byte, err error)
+	// trace returns the message's trace context, nil for none.
+	trace() *host.Trace
 }
 
 // slot carries exactly one outcome from a handler to an asker.
@@ -71,12 +73,28 @@ type slot[R any] struct {
 	err      error
 	chain    []string        // actors waiting on this ask, up the call chain
 	rid      host.RequestID  // the ask's request id
-	idem     string          // the ask's idempotency key, "" for none
+	opt      *askOptions     // what few asks carry; nil for none
 	withdraw host.Withdrawer // cancels the request on another node
 	rh       *host.Host      // decodes a reply from another node (see sentTo)
 	errs     *codec.Errors   // the target's declared errors, to decode them (see sentTo)
 	expired  bool            // cancelled by its ask timeout (see askWaits), which sent done its token
 	wait     askWait         // its entry in the kind's askWaits, while its asker waits
+}
+
+// askOptions is what few asks carry, beside their slot: a slot with
+// them inline would cost every ask more memory.
+type askOptions struct {
+	idem string      // the ask's idempotency key, "" for none
+	tr   *host.Trace // the ask's trace context, nil for none
+}
+
+// withOptions returns the options of an ask with idempotency key idem
+// and trace context tr: nil when it has neither.
+func withOptions(idem string, tr *host.Trace) *askOptions {
+	if idem == "" && tr == nil {
+		return nil
+	}
+	return &askOptions{idem: idem, tr: tr}
 }
 
 // outcomeTo takes a slot's outcome when nobody waits on the slot: an
@@ -248,7 +266,19 @@ func (s *slot[R]) asking() []string { return s.chain }
 
 func (s *slot[R]) requestID() *host.RequestID { return &s.rid }
 
-func (s *slot[R]) idempotencyKey() string { return s.idem }
+func (s *slot[R]) idempotencyKey() string {
+	if s.opt == nil {
+		return ""
+	}
+	return s.opt.idem
+}
+
+func (s *slot[R]) trace() *host.Trace {
+	if s.opt == nil {
+		return nil
+	}
+	return s.opt.tr
+}
 
 func (s *slot[R]) sentTo(h *host.Host, errs *codec.Errors) host.Replier {
 	s.rh, s.errs = h, errs
