@@ -491,15 +491,23 @@ func testCompaction(t *testing.T, h Harness) {
 		t.Fatalf("a watch from a compacted revision = %v, want ErrCompacted", err)
 	}
 	// The caller relists, then watches from the snapshot.
-	snap := snapshot(t, h.Store, c)
-	if len(snap.Records) != 1 || snap.Records[0].Seq != 2 {
-		t.Fatalf("the relist shows %+v, want n1 at seq 2", snap.Records)
+	relistAndWatch(t, h, r)
+}
+
+// relistAndWatch relists r's cluster, which must hold r alone at its
+// sequence, watches from the snapshot's revision and checks that the
+// watch sees r's next update.
+func relistAndWatch(t *testing.T, h Harness, r noderecord.Record) {
+	t.Helper()
+	snap := snapshot(t, h.Store, r.Cluster)
+	if len(snap.Records) != 1 || snap.Records[0].Seq != r.Seq {
+		t.Fatalf("the relist shows %+v, want n1 at seq %d", snap.Records, r.Seq)
 	}
-	w2 := watch(t, h.Store, c, snap.Revision)
-	r.Seq = 3
+	w := watch(t, h.Store, r.Cluster, snap.Revision)
+	r.Seq++
 	put(t, h.Store, r, time.Minute, noderecord.Advanced)
-	if ev := next(t, w2); ev.Record.Seq != 3 {
-		t.Errorf("after the relist the watch saw seq %d, want 3", ev.Record.Seq)
+	if ev := next(t, w); ev.Record.Seq != r.Seq {
+		t.Errorf("a watch from the relist saw seq %d, want %d", ev.Record.Seq, r.Seq)
 	}
 }
 
@@ -542,16 +550,7 @@ func testWatchFailure(t *testing.T, h Harness) {
 	put(t, h.Store, r, time.Minute, noderecord.Advanced)
 	ended("again, after a put")
 	// The caller relists and watches again.
-	snap := snapshot(t, h.Store, c)
-	if len(snap.Records) != 1 || snap.Records[0].Seq != 1 {
-		t.Fatalf("the relist shows %+v, want n1 at seq 1", snap.Records)
-	}
-	again := watch(t, h.Store, c, snap.Revision)
-	r.Seq = 2
-	put(t, h.Store, r, time.Minute, noderecord.Advanced)
-	if ev := next(t, again); ev.Record.Seq != 2 {
-		t.Errorf("a new watch after the relist saw seq %d, want 2", ev.Record.Seq)
-	}
+	relistAndWatch(t, h, r)
 }
 
 func testTimeouts(t *testing.T, h Harness) {
