@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/troupe-go/troupe/actor"
+	"github.com/troupe-go/troupe/internal/transport"
 	"github.com/troupe-go/troupe/ring"
 )
 
@@ -61,12 +62,14 @@ func TestAReadOnlyAskDoesNotWaitForARetirement(t *testing.T) {
 }
 
 // Retire waits for the asks of other nodes it serves: it returns once
-// the last is answered, and with ErrSystemClosed when its router closes
-// while it waits.
+// the last is answered, once a new endpoint (the member rejoined)
+// cancelled the ones it served, and with ErrSystemClosed when its router
+// closes while it waits.
 func TestRetireWaitsForTheAsksItServes(t *testing.T) {
-	for _, end := range []string{"answered", "closed"} {
+	for _, end := range []string{"answered", "rejoined", "closed"} {
 		t.Run(end, func(t *testing.T) {
-			ns := newTestNodes(t, "a:1", "l:1")
+			mn := transport.NewMemNetwork()
+			ns := newTestNodesOn(t, mn, "a:1", "l:1")
 			a, l := ns[0], ns[1]
 			for _, n := range ns {
 				n.setView(a, l)
@@ -99,6 +102,22 @@ func TestRetireWaitsForTheAsksItServes(t *testing.T) {
 				if got := <-retired; got.err != nil {
 					t.Fatalf("Retire once the served ask ended: %v", got.err)
 				}
+				<-asked
+				return
+			}
+			if end == "rejoined" {
+				old, _ := l.r.endpoint().(*transport.MemEndpoint)
+				old.Close()
+				ep, err := mn.Join(ring.NodeID{Addr: l.id.Addr, Incarnation: l.id.Incarnation + 1})
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { ep.Close() })
+				l.r.SetEndpoint(ep) // cancels the served ask, which wakes Retire
+				if got := <-retired; got.err != nil {
+					t.Fatalf("Retire once a new endpoint dropped the served ask: %v", got.err)
+				}
+				stopAsk()
 				<-asked
 				return
 			}
