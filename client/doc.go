@@ -63,8 +63,10 @@
 // client takes refs of, never with keys or members. docs/operations.md
 // lists them. Close unregisters them.
 //
-// A client has no admin listener: the process around it serves its own
-// HTTP. Mount promhttp.HandlerFor(registry, ...) there for /metrics, and
-// answer its /readyz with Ready, which reports whether the client is
-// open and knows an alive member.
+// A client opens no listener of its own: the process around it serves
+// HTTP already. Handler gives that server the client's /healthz, /readyz
+// (open and knowing an alive member, as Ready reports, with a JSON body
+// shaped as a member's) and /metrics (when Config.Metrics is also a
+// Gatherer), to mount under a prefix behind the server's own
+// authentication.
 package client

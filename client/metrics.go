@@ -57,15 +57,14 @@ func (col *collector) Collect(ch chan<- prometheus.Metric) {
 
 // Ready reports whether the client can send: it is open and its member
 // list holds an alive member. It is what the troupe_ready metric
-// reports; a process that serves its own /readyz can answer with it (a
-// client has no admin listener of its own).
+// reports, and what Handler's /readyz answers.
 func (c *Client) Ready() bool { return c.readyWith(c.Members()) }
 
 // readyWith is Ready with ms, the client's member list.
-func (c *Client) readyWith(ms []cluster.Member) bool {
-	if c.h.Closed() {
-		return false
-	}
+func (c *Client) readyWith(ms []cluster.Member) bool { return !c.h.Closed() && aliveIn(ms) }
+
+// aliveIn reports whether ms holds an alive member that finished joining.
+func aliveIn(ms []cluster.Member) bool {
 	for _, m := range ms {
 		if m.Status == cluster.StatusAlive && !m.Joining {
 			return true

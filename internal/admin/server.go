@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"crypto/tls"
-	"encoding/json"
 	"errors"
 	"log/slog"
 	"net"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/troupe-go/troupe/internal/adminapi"
 	"github.com/troupe-go/troupe/internal/adminui"
+	"github.com/troupe-go/troupe/internal/probe"
 )
 
 // Options configures a Server.
@@ -74,8 +74,8 @@ func Serve(o Options) *Server {
 	}
 	mux := http.NewServeMux()
 	if o.Ready != nil {
-		mux.HandleFunc("GET /healthz", healthz)
-		mux.HandleFunc("GET /readyz", readyz(o.Ready))
+		mux.HandleFunc("GET /healthz", probe.Healthz)
+		mux.HandleFunc("GET /readyz", probe.Readyz(o.Ready))
 	}
 	if o.Metrics != nil {
 		mux.Handle("GET /metrics", o.Metrics)
@@ -138,31 +138,6 @@ func (s *Server) Close(ctx context.Context) error {
 	}
 	<-s.done
 	return err
-}
-
-func healthz(w http.ResponseWriter, _ *http.Request) {
-	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	w.Header().Set("Cache-Control", "no-store")
-	_, _ = w.Write([]byte("ok\n"))
-}
-
-func readyz(ready func() (bool, any)) http.HandlerFunc {
-	return func(w http.ResponseWriter, _ *http.Request) {
-		ok, body := ready()
-		b, err := json.MarshalIndent(body, "", "  ")
-		if err != nil {
-			// Fail closed: a readiness that cannot be told is none.
-			ok, b = false, []byte(`{"ready":false}`)
-		}
-		w.Header().Set("Content-Type", "application/json")
-		w.Header().Set("Cache-Control", "no-store")
-		if ok {
-			w.WriteHeader(http.StatusOK)
-		} else {
-			w.WriteHeader(http.StatusServiceUnavailable)
-		}
-		_, _ = w.Write(append(b, '\n'))
-	}
 }
 
 // identify works out the request's peer (Proxies.peer), hands it on in
