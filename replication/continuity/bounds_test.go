@@ -177,6 +177,10 @@ func TestEachMemberOfAClusterKeepsItsEndedRecordsWithinItsBounds(t *testing.T) {
 			if u.Records > bound {
 				return fmt.Errorf("member %s's ledger counts %d records, over its bound of %d", s.Addr(), u.Records, bound)
 			}
+			// In a cluster a record's bytes count at its three copies.
+			if least := int64(3 * u.Records * continuity.RecordOverhead); u.Bytes < least || u.Bytes%3 != 0 {
+				return fmt.Errorf("member %s's ledger counts %d bytes for %d records; want a multiple of 3, at least %d", s.Addr(), u.Bytes, u.Records, least)
+			}
 			counted += u.Records
 		}
 		if len(kept) != counted || len(kept) > members*bound {
