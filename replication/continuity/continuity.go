@@ -1,33 +1,3 @@
-// Package continuity keeps continuity records for work that is not an
-// ask: a side effect an application runs itself (a call to a payment
-// provider, a message to another system) that a retry must not run
-// twice. An ask with an idempotency key gets the same guarantee from the
-// actor runtime (actor.WithIdempotencyKey); this package is for the work
-// around it.
-//
-// A record is named by a scope (what kind of work: "payments.charge"), an
-// optional tenant and a key (the caller's idempotency key). Submit admits
-// the work: the first Submit of a key creates the record as submitted,
-// attempt 1, with the hash of the request, and the caller runs the work
-// and then Completes (or Rejects) the record with the response it wants
-// retries to get. A Submit of the same key and request finds the record:
-// completed or rejected, it returns it and the caller answers from it;
-// submitted and still leased to its attempt, it fails with ErrInProgress;
-// submitted and leased no more (its worker died or hung), it starts the
-// next attempt, which fences the previous one: that attempt's Complete or
-// Reject fails with ErrStaleAttempt from then on. The same key with
-// another request fails with ErrConflict.
-//
-// Records are the keys of one actor definition, Definition, which every
-// member of the cluster (or the standalone system) must host: each record
-// is kept on three replicas and written at a majority before Submit,
-// Complete or Reject returns, and its ownership epochs fence an owner
-// that a partition or a pause left behind, as for any replicated actor
-// (docs/replication.md). A completed or rejected record is forgotten
-// after its retention (Options.Retain, 24 hours by default), leaving a
-// tombstone, by a timer of its key: one whose owner failed meanwhile is
-// forgotten when the key is next used. A submitted record is never
-// forgotten by expiry.
 package continuity
 
 import (
@@ -181,7 +151,7 @@ func Submit(ctx context.Context, sys actor.System, n Name, request []byte, opts 
 	if opts.Retain <= 0 {
 		opts.Retain = DefaultRetain
 	}
-	got, err := actor.Ask(ctx, Definition.Ref(sys, key), submit{Hash: sha256.Sum256(request), Lease: opts.Lease, Retain: opts.Retain})
+	got, err := actor.Ask(ctx, records.Ref(sys, key), submit{Hash: sha256.Sum256(request), Lease: opts.Lease, Retain: opts.Retain})
 	if err != nil {
 		return Ticket{}, got.Record, err
 	}
@@ -214,7 +184,7 @@ func end(ctx context.Context, sys actor.System, t Ticket, m finish) (Record, err
 	if t.Attempt == 0 {
 		return Record{}, fmt.Errorf("%w: a ticket without an attempt (the record had ended when submitted)", ErrStaleAttempt)
 	}
-	return actor.Ask(ctx, Definition.Ref(sys, key), m)
+	return actor.Ask(ctx, records.Ref(sys, key), m)
 }
 
 // Get returns n's record; ok is false when there is none.
@@ -223,7 +193,7 @@ func Get(ctx context.Context, sys actor.System, n Name) (rec Record, ok bool, er
 	if err != nil {
 		return Record{}, false, err
 	}
-	got, err := actor.Ask(ctx, Definition.Ref(sys, key), get{})
+	got, err := actor.Ask(ctx, records.Ref(sys, key), get{})
 	return got.Record, got.Found, err
 }
 
@@ -256,31 +226,53 @@ type (
 		Found  bool
 	}
 	expire struct{}
+	// evict deletes the record if it is still the ended one its member's
+	// ledger counted, ended at Ended.
+	evict struct {
+		Ended time.Time
+	}
 )
 
 func (submit) continuity() {}
 func (finish) continuity() {}
 func (get) continuity()    {}
 func (expire) continuity() {}
+func (evict) continuity()  {}
 
 func (get) ReadOnly() {}
 
-// Definition holds the records, one key each. Register it on every member
-// that may own one (system.Config.Actors).
-var Definition = actor.Define("troupe.continuity", handle,
-	actor.WithReplicas(3, actor.WriteMajority),
-	actor.WithErrors(ErrConflict, ErrInProgress, ErrStaleAttempt, ErrNotFound),
-).WithMessages(submit{}, finish{}, get{}, expire{})
+// replicas is how many copies of each record a cluster keeps.
+const replicas = 3
 
-// handle runs a record's messages; the zero Record (Phase 0) is none.
+// records holds the records, one key each; Actors returns it with the
+// member's ledger.
+var records = actor.Define("troupe.continuity", handle,
+	actor.WithReplicas(replicas, actor.WriteMajority),
+	actor.WithErrors(ErrConflict, ErrInProgress, ErrStaleAttempt, ErrNotFound),
+).WithMessages(submit{}, finish{}, get{}, expire{}, evict{})
+
+// handle runs the first message of an activation: a record found ended
+// is counted by this member's ledger (it ended under another owner, or
+// before this activation), then the activation goes on with handleActive.
 func handle(c *actor.Context[Record, msg], m msg) error {
+	c.Become(handleActive)
+	return step(c, m, true)
+}
+
+func handleActive(c *actor.Context[Record, msg], m msg) error { return step(c, m, false) }
+
+// step runs a record's messages; the zero Record (Phase 0) is none.
+func step(c *actor.Context[Record, msg], m msg, fresh bool) error {
 	r := c.State()
 	now := time.Now()
 	if r.Done() && now.After(r.Updated.Add(r.Retain)) {
 		// Past its retention, its timer not fired yet (its owner failed
 		// since, and timers are set again at the next activation): gone.
-		c.Delete()
+		forget(c, r)
 		r = Record{}
+	}
+	if fresh && r.Done() {
+		tellLedger(c, ended{Key: c.Key(), Ended: r.Updated, Size: footprint(c, r)})
 	}
 	switch m := m.(type) {
 	case submit:
@@ -315,13 +307,46 @@ func handle(c *actor.Context[Record, msg], m msg) error {
 		r.Phase, r.Response, r.Reason, r.Updated = m.Phase, m.Response, m.Reason, now
 		c.SetState(r)
 		c.After("expire", r.Retain, expire{})
+		tellLedger(c, ended{Key: c.Key(), Ended: r.Updated, Size: footprint(c, r)})
 		return actor.Respond(c, m, r)
 	case get:
 		return actor.Respond(c, m, found{Record: r, Found: r.Phase != 0})
 	case expire:
 		if r.Done() {
-			c.Delete()
+			forget(c, r)
+		}
+	case evict:
+		// Only the ended record the ledger counted: never a submitted
+		// one, nor a later record under the key.
+		if r.Done() && r.Updated.Equal(m.Ended) {
+			forget(c, r)
 		}
 	}
 	return nil
+}
+
+// forget deletes the ended record r, leaving a tombstone, and uncounts it.
+func forget(c *actor.Context[Record, msg], r Record) {
+	c.Delete()
+	tellLedger(c, forgotten{Key: c.Key(), Ended: r.Updated})
+}
+
+// footprint is what r takes as Bounds.MaxBytes counts it.
+func footprint(c *actor.Context[Record, msg], r Record) int64 {
+	copies := int64(replicas)
+	if c.Member() == "" {
+		copies = 1 // a standalone system keeps one
+	}
+	return copies * int64(RecordOverhead+2*len(c.Key())+len(r.Response)+len(r.Reason)+len(r.RequestID)) // the key: the record's and the promise's
+}
+
+// tellLedger tells this member's ledger m. The ledger is on this member
+// and never waits on a record, so the tell does not wait either: one it
+// refuses leaves the record bounded by its retention only, until its
+// next activation counts it again.
+func tellLedger(c *actor.Context[Record, msg], m ledgerMsg) {
+	if err := ledgerAt(c.System(), c.Member()).Tell(c, m); err != nil {
+		c.Logger().Warn("troupe: continuity: the member's ledger missed a record; its retention bounds it",
+			"record", c.Key(), "err", err)
+	}
 }

@@ -13,7 +13,19 @@ import (
 )
 
 func standalone(t *testing.T) *system.System {
-	return systemtest.NewSystem(t, system.Config{}, continuity.Definition)
+	return standaloneWithin(t, continuity.Bounds{})
+}
+
+func standaloneWithin(t *testing.T, b continuity.Bounds) *system.System {
+	return systemtest.NewSystem(t, system.Config{}, actors(t, b)...)
+}
+
+func actors(t *testing.T, b continuity.Bounds) []actor.Definition {
+	defs, err := continuity.Actors(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return defs
 }
 
 var charge = continuity.Name{Scope: "payments.charge", Tenant: "acme", Key: "pay-7f3a"}
@@ -162,7 +174,7 @@ func TestARecordOutlivesItsOwnersCrash(t *testing.T) {
 	for i := range nets {
 		nets[i] = &systemtest.Net{}
 	}
-	systems := systemtest.StartCluster(t, 3, func(i int, cfg *system.Config) { nets[i].Attach(t, cfg) }, continuity.Definition)
+	systems := systemtest.StartCluster(t, 3, func(i int, cfg *system.Config) { nets[i].Attach(t, cfg) }, actors(t, continuity.Bounds{})...)
 	ctx := systemtest.Ctx(t)
 	tk, _, err := continuity.Submit(ctx, systems[0], charge, []byte("r"), continuity.Options{})
 	if err != nil {

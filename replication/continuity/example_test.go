@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/troupe-go/troupe/actor"
 	"github.com/troupe-go/troupe/replication/continuity"
 	"github.com/troupe-go/troupe/system"
 )
@@ -12,7 +11,13 @@ import (
 // A charge that a retry must not run twice: the work runs under the
 // ticket Submit gives, and a retry gets the response Complete kept.
 func Example() {
-	sys, err := system.New(system.Config{Actors: []actor.Definition{continuity.Definition}})
+	// The records and this node's ledger, which keeps at most
+	// DefaultMaxRecords ended records here (and DefaultMaxBytes).
+	defs, err := continuity.Actors(continuity.Bounds{})
+	if err != nil {
+		panic(err)
+	}
+	sys, err := system.New(system.Config{Actors: defs})
 	if err != nil {
 		panic(err)
 	}

@@ -1,0 +1,80 @@
+// Package continuity keeps continuity records for work that is not an
+// ask: a side effect an application runs itself (a call to a payment
+// provider, a message to another system) that a retry must not run
+// twice. An ask with an idempotency key gets the same guarantee from the
+// actor runtime (actor.WithIdempotencyKey); this package is for the work
+// around it.
+//
+// # Records and attempts
+//
+// A record is named by a scope (what kind of work: "payments.charge"), an
+// optional tenant and a key (the caller's idempotency key). Submit admits
+// the work: the first Submit of a key creates the record as submitted,
+// attempt 1, with the hash of the request, and the caller runs the work
+// and then Completes (or Rejects) the record with the response it wants
+// retries to get. A Submit of the same key and request finds the record:
+// completed or rejected, it returns it and the caller answers from it;
+// submitted and still leased to its attempt, it fails with ErrInProgress;
+// submitted and leased no more (its worker died or hung), it starts the
+// next attempt, which fences the previous one: that attempt's Complete or
+// Reject fails with ErrStaleAttempt from then on. The same key with
+// another request fails with ErrConflict.
+//
+// # Hosting
+//
+// Records are the keys of one actor definition, which every member of the
+// cluster (or the standalone system) hosts with its ledger: put what
+// Actors returns in system.Config.Actors. Each record is kept on three
+// replicas and written at a majority before Submit, Complete or Reject
+// returns, and its ownership epochs fence an owner that a partition or a
+// pause left behind, as for any replicated actor (docs/replication.md).
+// There is no way to host the records without a ledger, so no member
+// keeps ended records without a bound.
+//
+// # Retention and bounds
+//
+// A completed or rejected record is forgotten after its retention
+// (Options.Retain, 24 hours by default) by a timer of its key; one whose
+// owner failed meanwhile is forgotten when the key is next used (a stored
+// timer is set again only at the key's next activation). A submitted
+// record is never forgotten, neither by expiry nor by a bound.
+//
+// Each member also bounds the ended records it owns (Bounds: by default
+// 1,000,000 records and 8 GiB, counted at every copy). Its ledger, a
+// pinned actor of one key per member, indexes the records whose owner on
+// the member ended them, or found them ended on activation (after a
+// failover, a restart or a passivation): key, end and size. Past a bound
+// the ledger tells the records that ended first to evict themselves; the
+// evict goes to each record's current owner, which deletes the record
+// only if it is still ended and is the one the ledger counted (a record
+// submitted again under the key since is not). The ledger's entries are
+// hints, and the bound is per member, not per cluster:
+//
+//   - Under a steady stream a member holds at most its bounds once the
+//     evicts it sent are handled; in between, a few records more (those
+//     in flight).
+//   - A record that moved to another member (its owner failed, or the
+//     ring changed) is counted by the new owner once it is used again;
+//     until then it is bounded by its retention, if its timer fires, and
+//     by the old owner's ledger, whose evict reaches it wherever it lives
+//     (a record counted by two ledgers is evicted by the first to need
+//     room: sooner, never later).
+//     A restarted member's ledger starts empty and counts the records it
+//     owns as they are used.
+//   - A tell to a ledger that its mailbox refuses, or an evict that cannot
+//     be sent (the record's owner is down), is logged at Warn: the record
+//     is bounded by its retention only, until its next activation.
+//   - The ledger keeps its index in memory, not the records: about the
+//     key's length plus 120 bytes per record counted.
+//
+// UsageOf reports what a member's ledger counts.
+//
+// A forgotten record, whether by expiry or by eviction, leaves a tombstone
+// (its key, with an empty record and the key's ownership promise) on each
+// replica, so that a stale replica cannot bring it back. The replica store
+// does not collect tombstones yet, at any age, and no option changes that:
+// they are not counted by Bounds, and a key used again reuses its
+// tombstone. Budget for them, at each copy, on disk and in the replica's
+// memory (docs/replication.md), about 100 bytes plus twice the key's
+// length per key ever used (the tombstone and the promise).
+package continuity
