@@ -39,10 +39,11 @@ type Config struct {
 	// Dialer opens the client's connections. Default: a *net.Dialer.
 	Dialer wire.Dialer
 	// SyncInterval is how often the client asks the members it follows
-	// for the member list, besides the pushes they send when it changes.
-	// Default 5 s; the client asks at least every 20 s whatever it says,
-	// since a member stops pushing to a client a minute after its last
-	// request.
+	// for the member list, besides the pushes they send when it changes
+	// (a member whose list is the one it last sent answers with a few
+	// bytes). Default 5 s; the client asks at least every 20 s whatever
+	// it says, since a member stops pushing to a client a minute after
+	// its last request.
 	SyncInterval time.Duration
 	// AskTimeout bounds asks whose context has no deadline, for
 	// definitions that do not set their own. Default 10 s.
@@ -262,6 +263,13 @@ func (c *Client) Members() []cluster.Member {
 	defer c.mu.Unlock()
 	return membership.Current(c.members)
 }
+
+// PlacementVersion returns the placement version of the client's view:
+// an opaque token of each actor type's ring membership and of which ring
+// members do not serve, equal to the placement_version of a member's
+// admin API (/api/v1/placement) that sees the same placement. Compare it
+// for equality only. It is "" before the first member list.
+func (c *Client) PlacementVersion() string { return c.router.PlacementVersion() }
 
 // onMembers merges a member list from a member into the client's view.
 // A record both know is kept at its later state. A member the list does

@@ -18,6 +18,21 @@
 //	...
 //	n, err := actor.Ask(r.Context(), Counter.Ref(c, path), Get{})
 //
+// # The placement version
+//
+// PlacementVersion is an opaque token of where keys live in the client's
+// view: each actor type's ring membership and which ring members do not
+// serve. A member that sees the same placement has the same token (its
+// admin API reports it as placement_version): compare them for equality
+// only. Members send theirs with each list, and a member that receives
+// from the client a message for a key it does not own sends the client
+// its version (at most once per 100 ms): a client whose version differs
+// asks that member for its list at once, rather than at the next
+// SyncInterval. A sync names the list the client last had from the
+// member; a member whose list is still that one answers with its version
+// alone, which refreshes the client as the list would, so a steady
+// cluster costs each sync a few bytes instead of the list.
+//
 // WaitAlive(ctx, n) waits until the client sees n members alive and none
 // suspect or still joining, after New for instance, before the first
 // sends. Members lists the current members: one per address, the newest

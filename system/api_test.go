@@ -11,8 +11,10 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/troupe-go/troupe/actor"
+	"github.com/troupe-go/troupe/client"
 	"github.com/troupe-go/troupe/internal/adminapi"
 	"github.com/troupe-go/troupe/internal/memrecords"
 	"github.com/troupe-go/troupe/internal/systemtest"
@@ -322,6 +324,28 @@ func TestTheAPIWhereAgreesWithTheRouterWhenMembersHostDifferentTypes(t *testing.
 
 // After a member crashes, the survivors agree on a new placement version
 // once they find it dead.
+// A client computes its placement version from its own view: once the
+// members agree after a join, it reports theirs, long before its
+// SyncInterval (the members push their lists when they change).
+func TestAClientsPlacementVersionIsTheAPIsAfterAJoin(t *testing.T) {
+	def := counterDef("pvcounter", nil)
+	systems := systemtest.StartCluster(t, 2, func(_ int, cfg *system.Config) { apiOn(cfg) }, def)
+	cl, err := client.New(systemtest.Ctx(t), client.Config{ClusterName: "test", Seeds: []string{systems[0].Addr()}, SyncInterval: time.Hour})
+	if err != nil {
+		t.Fatalf("client.New: %v", err)
+	}
+	defer cl.Close()
+	c := httpClient(t, nil)
+	before := agreedVersion(t, c, systems, 2)
+	systemtest.WaitUntil(t, "the client's placement version is the members' "+before, func() bool { return cl.PlacementVersion() == before })
+	joined := systemtest.Join(t, []string{systems[0].Addr()}, apiOn, def)
+	after := agreedVersion(t, c, append(systems, joined), 3)
+	if after == before {
+		t.Fatalf("the placement version stayed %s after a join, want another", after)
+	}
+	systemtest.WaitUntil(t, "the client's placement version is the members' "+after, func() bool { return cl.PlacementVersion() == after })
+}
+
 func TestTheAPIsPlacementVersionMovesWhenAMemberCrashes(t *testing.T) {
 	var victim systemtest.Net
 	def := counterDef("crashcounter", nil)

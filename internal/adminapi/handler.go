@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/troupe-go/troupe/cluster"
+	"github.com/troupe-go/troupe/internal/placement"
 	"github.com/troupe-go/troupe/noderecord"
 	"github.com/troupe-go/troupe/ring"
 )
@@ -168,7 +169,7 @@ func (s *snapshot) placementVersion() string {
 	if !s.hasView() {
 		return ""
 	}
-	return placementVersion(s.view.Rings, s.statusOf)
+	return placement.Version(s.view.Rings, func(id ring.NodeID) bool { return serves(s.statusOf(id)) })
 }
 
 // hasView reports whether a member's view holds anything yet.

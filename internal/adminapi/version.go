@@ -2,20 +2,17 @@ package adminapi
 
 import (
 	"cmp"
-	"crypto/sha256"
 	"encoding/binary"
-	"encoding/hex"
 	"slices"
 
 	"github.com/troupe-go/troupe/cluster"
+	"github.com/troupe-go/troupe/internal/placement"
 	"github.com/troupe-go/troupe/ring"
 )
 
-// Digest domains: a revision is never spelt like a placement version.
-const (
-	tagRevision  = 'R'
-	tagPlacement = 'P'
-)
+// tagRevision starts a revision's digested bytes: a placement version
+// (internal/placement) starts with 'P', so the two are never spelt alike.
+const tagRevision = 'R'
 
 // digest is an opaque 128-bit token of a canonical encoding.
 type digest struct{ b []byte }
@@ -34,10 +31,7 @@ func (d *digest) id(id ring.NodeID) {
 	d.uint(id.Incarnation)
 }
 
-func (d *digest) sum() string {
-	s := sha256.Sum256(d.b)
-	return hex.EncodeToString(s[:16])
-}
+func (d *digest) sum() string { return placement.Digest(d.b) }
 
 // revision digests every record of the view in canonical order: equal
 // views give equal revisions whatever order the records came in.
@@ -60,39 +54,6 @@ func revision(records []cluster.Member) string {
 		for _, t := range m.ActorTypes {
 			d.str(t)
 		}
-	}
-	return d.sum()
-}
-
-// placementVersion digests what decides where keys live: each type's
-// ring (ring.Version, its member set) and which ring members do not
-// serve (dead), since their keys' owner is then the next replica. A
-// suspicion, a join still under way or a new record of a member that
-// changes none of these leaves it as it was.
-func placementVersion(rings map[string]*ring.Ring, status func(ring.NodeID) string) string {
-	d := newDigest(tagPlacement)
-	types := make([]string, 0, len(rings))
-	for t := range rings {
-		types = append(types, t)
-	}
-	slices.Sort(types)
-	d.uint(uint64(len(types)))
-	var down []ring.NodeID
-	for _, t := range types {
-		d.str(t)
-		v := rings[t].Version()
-		d.b = append(d.b, v[:]...)
-		for _, m := range rings[t].Members() {
-			if !serves(status(m)) {
-				down = append(down, m)
-			}
-		}
-	}
-	slices.SortFunc(down, ring.NodeID.Compare)
-	down = slices.Compact(down)
-	d.uint(uint64(len(down)))
-	for _, m := range down {
-		d.id(m)
 	}
 	return d.sum()
 }

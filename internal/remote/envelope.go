@@ -28,6 +28,17 @@ const (
 	// ask of the receiver it accepted (the answers went before it on that
 	// lane) and runs no more: see Router.Retire.
 	kindRetired uint8 = 10
+	// Member lists with versions (see sync.go): kindSyncSince is a
+	// client's sync naming the digest of the list it last had from the
+	// receiver ("" for none); kindMembersV is the member list with the
+	// sender's placement version, the answer to it or a push;
+	// kindVersion is the sender's placement version and list digest
+	// without the list: the answer to a sync whose digest is the
+	// sender's, or (id 0) a notice to a client that sent here for a key
+	// this member does not own.
+	kindSyncSince uint8 = 11
+	kindMembersV  uint8 = 12
+	kindVersion   uint8 = 13
 
 	// traced, on the kind byte of a tell or an ask (kinds 1 and 2), says
 	// that a trace context follows the kind's fields: a traceparent and
@@ -114,6 +125,11 @@ type envelope struct {
 	idem  string         // the ask's idempotency key, "" for none (ask)
 	trace *host.Trace    // the message's trace context, nil for none (tell, ask)
 	err   *wireError     // reply
+	// version is the sender's placement version (members, version), and
+	// digest the digest of a member list (sync since, version): opaque
+	// tokens, compared for equality only.
+	version string
+	digest  string
 	// encoded is the length of the body appendBody last encoded from a
 	// message (not from body): the size the message limit is about.
 	encoded int
@@ -195,6 +211,7 @@ func (e *envelope) encode() []byte {
 	if e.trace != nil {
 		n += len(e.trace.Parent) + len(e.trace.State) + 4
 	}
+	n += len(e.version) + len(e.digest)
 	return e.appendTo(make([]byte, 0, n))
 }
 
@@ -274,6 +291,17 @@ func (e *envelope) appendToBody(b []byte, enc host.MessageAppender, m any) []byt
 	case kindMembers:
 		b = binary.AppendUvarint(b, e.id)
 		b = appendBytes(b, e.body)
+	case kindSyncSince:
+		b = binary.AppendUvarint(b, e.id)
+		b = appendString(b, e.digest)
+	case kindMembersV:
+		b = binary.AppendUvarint(b, e.id)
+		b = appendString(b, e.version)
+		b = appendBytes(b, e.body)
+	case kindVersion:
+		b = binary.AppendUvarint(b, e.id)
+		b = appendString(b, e.version)
+		b = appendString(b, e.digest)
 	}
 	return b
 }
@@ -449,6 +477,30 @@ func (d *decoder) stringAs(what, same string) string {
 	return string(b)
 }
 
+// maxToken bounds a placement version or a list digest on the wire
+// (they are 32 hex digits now).
+const maxToken = 64
+
+// token reads a placement version or a list digest: empty, or at most
+// maxToken visible ASCII bytes.
+func (d *decoder) token(what string) string {
+	b := d.bytes(what)
+	if d.err != nil {
+		return ""
+	}
+	if len(b) > maxToken {
+		d.fail(what + ": too long")
+		return ""
+	}
+	for _, c := range b {
+		if c <= ' ' || c > '~' {
+			d.fail(what + ": not visible ASCII")
+			return ""
+		}
+	}
+	return string(b)
+}
+
 func (d *decoder) strings(what string) []string {
 	n := d.uvarint(what)
 	if d.err != nil {
@@ -560,6 +612,17 @@ func (e *envelope) decodeAfter(b []byte, prev *tellHead) error {
 	case kindMembers:
 		e.id = d.uvarint("id")
 		e.body = d.bytes("members")
+	case kindSyncSince:
+		e.id = d.uvarint("id")
+		e.digest = d.token("list digest")
+	case kindMembersV:
+		e.id = d.uvarint("id")
+		e.version = d.token("placement version")
+		e.body = d.bytes("members")
+	case kindVersion:
+		e.id = d.uvarint("id")
+		e.version = d.token("placement version")
+		e.digest = d.token("list digest")
 	case kindTellNext:
 		if prev == nil || !prev.ok {
 			e.kind = 0

@@ -18,7 +18,7 @@ import (
 
 func TestEnvelopeRoundTrips(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		e := envelope{kind: rapid.SampledFrom([]uint8{kindTell, kindAsk, kindCancel, kindReply, kindSync, kindMembers, kindDrain, kindDrained, kindRetired}).Draw(t, "kind")}
+		e := envelope{kind: rapid.SampledFrom([]uint8{kindTell, kindAsk, kindCancel, kindReply, kindSync, kindMembers, kindDrain, kindDrained, kindRetired, kindSyncSince, kindMembersV, kindVersion}).Draw(t, "kind")}
 		e.id = rapid.Uint64().Draw(t, "id")
 		switch e.kind {
 		case kindTell, kindAsk, kindDrain:
@@ -58,6 +58,14 @@ func TestEnvelopeRoundTrips(t *testing.T) {
 			}
 		case kindMembers:
 			e.body = rapid.SliceOf(rapid.Byte()).Draw(t, "body")
+		case kindSyncSince:
+			e.digest = rapid.StringMatching(`[!-~]{0,64}`).Draw(t, "digest")
+		case kindMembersV:
+			e.version = rapid.StringMatching(`[!-~]{0,64}`).Draw(t, "version")
+			e.body = rapid.SliceOf(rapid.Byte()).Draw(t, "body")
+		case kindVersion:
+			e.version = rapid.StringMatching(`[!-~]{0,64}`).Draw(t, "version")
+			e.digest = rapid.StringMatching(`[!-~]{0,64}`).Draw(t, "digest")
 		}
 		got, err := decodeEnvelope(e.encode())
 		if err != nil {
@@ -154,6 +162,15 @@ func TestDecodeEnvelopeRefusesBadInput(t *testing.T) {
 			append([]byte(testParent), 4, 'R', 'O', '=', '1')...),
 		"traced drain":  {envelopeVersion, kindDrain | traced, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
 		"traced cancel": {envelopeVersion, kindCancel | traced, 1},
+		// Placement versions and list digests are short visible ASCII.
+		"sync since, no digest":  {envelopeVersion, kindSyncSince, 1},
+		"sync since, bad digest": {envelopeVersion, kindSyncSince, 1, 2, 'a', ' '},
+		"sync since, long":       append([]byte{envelopeVersion, kindSyncSince, 1, 65}, bytes.Repeat([]byte{'a'}, 65)...),
+		"members v, no body":     {envelopeVersion, kindMembersV, 1, 1, 'v'},
+		"members v, bad version": {envelopeVersion, kindMembersV, 1, 1, 0x7f, 0},
+		"version, no digest":     {envelopeVersion, kindVersion, 0, 1, 'v'},
+		"version, bad digest":    {envelopeVersion, kindVersion, 0, 1, 'v', 1, 0xc3},
+		"traced version":         {envelopeVersion, kindVersion | traced, 0, 0, 0},
 	} {
 		if _, err := decodeEnvelope(b); !errors.Is(err, ErrMalformed) {
 			t.Errorf("%s: err = %v, want ErrMalformed", name, err)
@@ -176,14 +193,22 @@ func FuzzDecodeEnvelope(f *testing.F) {
 	f.Add((&envelope{kind: kindReply, id: 7, err: &wireError{code: codeFailed, msg: "panic: torn", actor: "a/1", hint: "m:1", cause: &wireError{code: codePanic, msg: "panic: torn"}}}).encode())
 	f.Add((&envelope{kind: kindReply, id: 7, err: &wireError{code: codeFailed, msg: "m", cause: &wireError{code: codeDeclared, name: "e", msg: "e"}}}).encode())
 	f.Add((&envelope{kind: kindReply, id: 7, err: &wireError{code: codeTooLarge, msg: "too large"}}).encode())
+	// Member lists and versions.
+	f.Add((&envelope{kind: kindSyncSince, id: 3, digest: "0123456789abcdef0123456789abcdef"}).encode())
+	f.Add((&envelope{kind: kindMembersV, id: 3, version: "0123456789abcdef0123456789abcdef", body: []byte{0x90}}).encode())
+	f.Add((&envelope{kind: kindVersion, version: "0123456789abcdef0123456789abcdef", digest: "fedcba9876543210fedcba9876543210"}).encode())
 	f.Fuzz(func(t *testing.T, b []byte) {
 		e, err := decodeEnvelope(b)
 		if err != nil {
 			return
 		}
+		if len(e.version) > maxToken || len(e.digest) > maxToken {
+			t.Fatalf("decoded a token over %d bytes: version %q, digest %q", maxToken, e.version, e.digest)
+		}
 		// What decodes encodes back to something that decodes the same.
 		again, err := decodeEnvelope(e.encode())
 		if err != nil || again.kind != e.kind || again.id != e.id || again.key != e.key || again.rid != e.rid ||
+			again.version != e.version || again.digest != e.digest || !bytes.Equal(again.body, e.body) ||
 			(again.trace == nil) != (e.trace == nil) || (e.trace != nil && *again.trace != *e.trace) {
 			t.Fatalf("re-decode: %+v, %v", again, err)
 		}

@@ -53,6 +53,10 @@ type inbox struct {
 	// askFree is the freeKey of the asks served, by stage one or the
 	// worker (see holdIfNeededShared).
 	askFree atomic.Pointer[freeKey]
+	// noticed is when this member last sent the peer, a client, its
+	// placement version unasked (see noticeStale): nanoseconds since the
+	// router started, 0 for never.
+	noticed atomic.Int64
 }
 
 // segment is a run of a batch's envelopes, framed as in the batch, for

@@ -24,7 +24,6 @@ import (
 	"github.com/troupe-go/troupe/internal/transport"
 	"github.com/troupe-go/troupe/ring"
 	"github.com/troupe-go/troupe/wire"
-	"github.com/vmihailenco/msgpack/v5"
 )
 
 // Config configures a Router.
@@ -37,7 +36,9 @@ type Config struct {
 	Serve  bool
 	Logger *slog.Logger
 	// OnMembers, for clients, receives the member lists that members
-	// send in answer to Sync and when membership changes.
+	// send in answer to Sync and when membership changes (see sync.go).
+	// It may be given the same list again, when the member says its list
+	// is unchanged: it must not modify members.
 	OnMembers func(from ring.NodeID, members []cluster.Member)
 	// Silence, when set, is how long a member's link may stay silent (no
 	// byte heard) before this node relays what it sends that member
@@ -68,7 +69,8 @@ type Router struct {
 	ctx    context.Context // ends at Close
 	cancel context.CancelFunc
 
-	nextID atomic.Uint64
+	nextID  atomic.Uint64
+	started time.Time // for monotonic durations kept as integers
 
 	// silent holds the members whose links are silent, with the last
 	// time they were heard (see relay.go); never nil.
@@ -108,10 +110,17 @@ type Router struct {
 
 	mu      sync.Mutex
 	closed  bool
-	pending map[uint64]*pending       // asks sent from here
-	serving map[servedKey]*served     // asks other nodes sent here
-	clients map[ring.NodeID]time.Time // clients to push member lists to, and their last sync
-	changed chan struct{}             // closed and replaced when the view changes
+	pending map[uint64]*pending        // asks sent from here
+	serving map[servedKey]*served      // asks other nodes sent here
+	clients map[ring.NodeID]subscriber // clients to push member lists to
+	// heard holds, on a client, the list last had from each member
+	// (see sync.go).
+	heard map[ring.NodeID]heardList
+	// listsDecoded counts the member lists decoded here (ListsDecoded),
+	// noticesSent the placement versions sent to clients unasked (for
+	// tests).
+	listsDecoded, noticesSent atomic.Uint64
+	changed                   chan struct{} // closed and replaced when the view changes
 
 	// replying holds the replies to asks of other nodes that went alone
 	// (see largeEnvelope) and that the asker has not taken yet: a cancel
@@ -209,7 +218,7 @@ func New(cfg Config) *Router {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &Router{cfg: cfg, h: cfg.Host, log: cfg.Logger, ctx: ctx, cancel: cancel,
-		pending: map[uint64]*pending{}, serving: map[servedKey]*served{}, clients: map[ring.NodeID]time.Time{},
+		pending: map[uint64]*pending{}, serving: map[servedKey]*served{}, clients: map[ring.NodeID]subscriber{}, heard: map[ring.NodeID]heardList{}, started: time.Now(),
 		changed: make(chan struct{}),
 		holds:   map[holdKey]*hold{}, drains: map[uint64]holdKey{}, confirmed: map[holdKey]struct{}{},
 		replying: map[servedKey]*replyOut{}, retiredLanes: map[ring.NodeID]uint16{}, graces: map[ring.NodeID]*time.Timer{}, unanswered: map[ring.NodeID]uint16{}}
@@ -332,9 +341,14 @@ func (r *Router) Update(self ring.NodeID, owning bool, members []cluster.Member)
 	r.mu.Lock()
 	close(r.changed)
 	r.changed = make(chan struct{})
-	for c, at := range r.clients {
-		if now.Sub(at) > clientExpiry {
+	for c, sub := range r.clients {
+		if now.Sub(sub.at) > clientExpiry {
 			delete(r.clients, c)
+		}
+	}
+	for id := range r.heard {
+		if _, ok := v.status[id]; !ok {
+			delete(r.heard, id) // no longer in the view: nothing comes from it
 		}
 	}
 	var orphans []func()
@@ -404,8 +418,9 @@ func (r *Router) Update(self ring.NodeID, owning bool, members []cluster.Member)
 		}
 	}
 	clients := make([]ring.NodeID, 0, len(r.clients))
-	for c := range r.clients {
-		clients = append(clients, c)
+	versioned := make([]bool, 0, len(r.clients))
+	for c, sub := range r.clients {
+		clients, versioned = append(clients, c), append(versioned, sub.versioned)
 	}
 	r.mu.Unlock()
 	for _, stop := range orphans {
@@ -428,16 +443,7 @@ func (r *Router) Update(self ring.NodeID, owning bool, members []cluster.Member)
 		}
 	}
 	if len(clients) > 0 && r.cfg.Serve {
-		body, err := msgpack.Marshal(members)
-		if err == nil {
-			for _, c := range clients {
-				if err := r.send(c, 0, &envelope{kind: kindMembers, body: body}, true); err != nil {
-					r.mu.Lock()
-					delete(r.clients, c)
-					r.mu.Unlock()
-				}
-			}
-		}
+		r.push(v, clients, versioned)
 	}
 	return true
 }
@@ -476,12 +482,6 @@ func (r *Router) MoveOut() {
 			return true
 		})
 	}
-}
-
-// Sync asks the member at to for its member list, and for pushes of the
-// list when it changes; the answer reaches Config.OnMembers.
-func (r *Router) Sync(to ring.NodeID) error {
-	return r.send(to, 0, &envelope{kind: kindSync, id: r.nextID.Add(1)}, true)
 }
 
 // Members returns the member list of the current view.
@@ -828,15 +828,9 @@ func (r *Router) receiveOther(from ring.NodeID, e *envelope) {
 	switch e.kind {
 	case kindReply:
 		r.reply(from, e)
-	case kindSync:
+	case kindSync, kindSyncSince:
 		if r.cfg.Serve {
-			r.mu.Lock()
-			r.clients[from] = time.Now()
-			r.mu.Unlock()
-			body, err := msgpack.Marshal(r.view.Load().list)
-			if err == nil {
-				r.send(from, e.id, &envelope{kind: kindMembers, id: e.id, body: body}, true)
-			}
+			r.serveSync(from, e)
 		}
 	case kindDrain:
 		if r.cfg.Serve {
@@ -846,14 +840,13 @@ func (r *Router) receiveOther(from ring.NodeID, e *envelope) {
 		r.drained(from, e)
 	case kindRetired:
 		r.retiredOn(from, e.id)
-	case kindMembers:
+	case kindMembers, kindMembersV:
 		if r.cfg.OnMembers != nil {
-			var ms []cluster.Member
-			if err := msgpack.Unmarshal(e.body, &ms); err != nil {
-				r.log.Warn("troupe: undecodable member list", "from", from, "err", err)
-				return
-			}
-			r.cfg.OnMembers(from, ms)
+			r.membersFrom(from, e)
+		}
+	case kindVersion:
+		if r.cfg.OnMembers != nil {
+			r.versionFrom(from, e)
 		}
 	}
 }
@@ -902,6 +895,7 @@ func (r *Router) tellHereHold(from ring.NodeID, e *envelope, rt *route, hold boo
 		r.dropped(e, fmt.Errorf("%w: forwarded once already; owner now %v", fault.ErrUnavailable, to))
 		return nil, false
 	}
+	r.noticeStale(from) // a client's view may be stale
 	e.hops++
 	if err := r.send(to, e.token, e, false); err != nil {
 		r.log.Debug("troupe: tell not forwarded", "from", from, "to", to, "err", err)
@@ -966,6 +960,7 @@ func (r *Router) serveAskHold(from ring.NodeID, e *envelope, hold bool, then *fu
 			return
 		}
 		fail(&notOwnerError{hint: to.String()})
+		r.noticeStale(from) // a client's view may be stale
 		return
 	}
 	if hold && r.holdIfNeededShared(from, k, e, free) {

@@ -10,6 +10,7 @@ import (
 	"github.com/troupe-go/troupe/cluster"
 	"github.com/troupe-go/troupe/internal/fault"
 	"github.com/troupe-go/troupe/internal/host"
+	"github.com/troupe-go/troupe/internal/placement"
 	"github.com/troupe-go/troupe/ring"
 )
 
@@ -21,6 +22,11 @@ type view struct {
 	byAddr map[string]ring.NodeID // the newest non-left process at each address
 	rings  map[string]*typeRing   // by actor type
 	list   []cluster.Member
+	// placement is the placement version of the rings (see
+	// internal/placement): computed once per view; "" with no list.
+	placement string
+	// sentList is the list as members send it to clients (see sent).
+	sentList atomic.Pointer[sentList]
 }
 
 // typeRing places the keys of the actor types hosted by one member set.
@@ -113,6 +119,13 @@ func newView(self ring.NodeID, owning bool, members []cluster.Member) *view {
 			shared[sig.String()] = tr
 		}
 		v.rings[t] = tr
+	}
+	if len(members) > 0 {
+		full := make(map[string]*ring.Ring, len(v.rings))
+		for t, tr := range v.rings {
+			full[t] = tr.r
+		}
+		v.placement = placement.Version(full, live)
 	}
 	return v
 }
