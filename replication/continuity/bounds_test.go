@@ -3,8 +3,10 @@ package continuity_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/troupe-go/troupe/internal/systemtest"
@@ -196,11 +198,19 @@ func TestEachMemberOfAClusterKeepsItsEndedRecordsWithinItsBounds(t *testing.T) {
 	checkPending(t, ctx, systems[1], pending)
 }
 
-func TestBoundsRefuseNegativeValues(t *testing.T) {
-	for _, b := range []continuity.Bounds{{MaxRecords: -1}, {MaxBytes: -1}} {
-		if _, err := continuity.Actors(b); err == nil {
-			t.Errorf("Actors(%+v) succeeded; want an error naming the field", b)
+func TestBoundsRefuseValuesThatCannotBeMet(t *testing.T) {
+	for _, c := range []struct {
+		b     continuity.Bounds
+		field string
+	}{{continuity.Bounds{MaxRecords: -1}, "MaxRecords"}, {continuity.Bounds{MaxBytes: -1}, "MaxBytes"},
+		// Less than one record's overhead: every record would go as it ended.
+		{continuity.Bounds{MaxBytes: 3*continuity.RecordOverhead - 1}, "MaxBytes"}} {
+		if _, err := continuity.Actors(c.b); !errors.Is(err, continuity.ErrInvalidBounds) || !strings.Contains(err.Error(), c.field) {
+			t.Errorf("Actors(%+v) = %v; want ErrInvalidBounds naming %s", c.b, err, c.field)
 		}
+	}
+	if err := (continuity.Bounds{MaxBytes: 3 * continuity.RecordOverhead}).Validate(); err != nil {
+		t.Errorf("Bounds of one record's overhead: %v", err)
 	}
 	if err := (continuity.Bounds{}).Validate(); err != nil {
 		t.Errorf("the zero Bounds (the defaults): %v", err)

@@ -64,7 +64,7 @@ type Name struct {
 	Key    string // the idempotency key, 1 to 255 bytes
 }
 
-// actorKey returns the key of n's record in Definition: its parts cannot
+// actorKey returns the actor key of n's record: its parts cannot
 // hold spaces, so no two names give one key.
 func (n Name) actorKey() (string, error) {
 	for _, p := range []struct {
@@ -197,7 +197,7 @@ func Get(ctx context.Context, sys actor.System, n Name) (rec Record, ok bool, er
 	return got.Record, got.Found, err
 }
 
-// Messages of Definition.
+// Messages of a record.
 type (
 	msg interface{ continuity() }
 
@@ -264,15 +264,23 @@ func handleActive(c *actor.Context[Record, msg], m msg) error { return step(c, m
 // step runs a record's messages; the zero Record (Phase 0) is none.
 func step(c *actor.Context[Record, msg], m msg, fresh bool) error {
 	r := c.State()
-	now := time.Now()
+	// Wall clock only: ends are compared with ends read back from the
+	// store and with the ledger's, across members and clock steps.
+	now := time.Now().Round(0)
 	if r.Done() && now.After(r.Updated.Add(r.Retain)) {
-		// Past its retention, its timer not fired yet (its owner failed
-		// since, and timers are set again at the next activation): gone.
-		forget(c, r)
-		r = Record{}
+		// Past its retention, its ledger's evict not arrived (the ledger
+		// is on a member that failed or restarted since): gone. A submit
+		// makes a new record in its place, which must not be deleted.
+		if _, again := m.(submit); again {
+			tellLedger(c, forgotten{Key: c.Key(), Ended: r.Updated})
+		} else {
+			forget(c, r)
+		}
+		r, fresh = Record{}, false
 	}
-	if fresh && r.Done() {
-		tellLedger(c, ended{Key: c.Key(), Ended: r.Updated, Size: footprint(c, r)})
+	if e, ok := m.(evict); fresh && r.Done() && (!ok || !e.Ended.Equal(r.Updated)) {
+		// Counted here from now on; not when the evict deletes it anyway.
+		tellLedger(c, endedOf(c, r))
 	}
 	switch m := m.(type) {
 	case submit:
@@ -306,12 +314,17 @@ func step(c *actor.Context[Record, msg], m msg, fresh bool) error {
 		}
 		r.Phase, r.Response, r.Reason, r.Updated = m.Phase, m.Response, m.Reason, now
 		c.SetState(r)
-		c.After("expire", r.Retain, expire{})
-		tellLedger(c, ended{Key: c.Key(), Ended: r.Updated, Size: footprint(c, r)})
-		return actor.Respond(c, m, r)
+		// The reply first: it may leave once the write met its level
+		// while the activation goes on, where an output before it would
+		// wait for the write in the handler.
+		err := actor.Respond(c, m, r)
+		tellLedger(c, endedOf(c, r))
+		return err
 	case get:
 		return actor.Respond(c, m, found{Record: r, Found: r.Phase != 0})
 	case expire:
+		// A timer that records ended before their ledger kept their
+		// retention set; the ledger's evicts do it now.
 		if r.Done() {
 			forget(c, r)
 		}
@@ -331,6 +344,11 @@ func forget(c *actor.Context[Record, msg], r Record) {
 	tellLedger(c, forgotten{Key: c.Key(), Ended: r.Updated})
 }
 
+// endedOf is the ledger's entry of the ended record r.
+func endedOf(c *actor.Context[Record, msg], r Record) ended {
+	return ended{Key: c.Key(), Ended: r.Updated, Expires: r.Updated.Add(r.Retain), Size: footprint(c, r)}
+}
+
 // footprint is what r takes as Bounds.MaxBytes counts it.
 func footprint(c *actor.Context[Record, msg], r Record) int64 {
 	copies := int64(replicas)
@@ -341,12 +359,19 @@ func footprint(c *actor.Context[Record, msg], r Record) int64 {
 }
 
 // tellLedger tells this member's ledger m. The ledger is on this member
-// and never waits on a record, so the tell does not wait either: one it
-// refuses leaves the record bounded by its retention only, until its
-// next activation counts it again.
+// and never waits on a record, so the tell does not wait for room
+// either: one its mailbox refuses leaves the record uncounted until its
+// next activation counts it again. A tell that fails otherwise failed
+// the record's write (the tell is an output, which waits for it): the
+// activation is lost, and its asker hears why.
 func tellLedger(c *actor.Context[Record, msg], m ledgerMsg) {
-	if err := ledgerAt(c.System(), c.Member()).Tell(c, m); err != nil {
-		c.Logger().Warn("troupe: continuity: the member's ledger missed a record; its retention bounds it",
+	err := ledgerAt(c.System(), c.Member()).Tell(c, m)
+	switch {
+	case err == nil:
+	case errors.Is(err, actor.ErrMailboxFull):
+		c.Logger().Warn("troupe: continuity: the member's ledger is full and missed a record until its next use",
 			"record", c.Key(), "err", err)
+	default:
+		c.Logger().Debug("troupe: continuity: the ledger not told", "record", c.Key(), "err", err)
 	}
 }

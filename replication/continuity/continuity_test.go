@@ -211,3 +211,75 @@ func TestARecordOutlivesItsOwnersCrash(t *testing.T) {
 		t.Fatalf("ending the completed record again on the new owner: %v, want ErrStaleAttempt", err)
 	}
 }
+
+// An ended record holds no timer of its own: it passivates like any idle
+// key, and its member's ledger, not a timer of the record, forgets it
+// when its retention ends, without the record being used again.
+func TestAnEndedRecordPassivatesAndItsLedgerForgetsItAfterItsRetention(t *testing.T) {
+	sys := systemtest.NewSystem(t, system.Config{IdleTimeout: 50 * time.Millisecond}, actors(t, continuity.Bounds{})...)
+	ctx := systemtest.Ctx(t)
+	long, short := charge, charge
+	long.Key, short.Key = "kept-a-day", "kept-briefly"
+	for _, c := range []struct {
+		n      continuity.Name
+		retain time.Duration
+	}{{long, continuity.DefaultRetain}, {short, 200 * time.Millisecond}} {
+		tk, _, err := continuity.Submit(ctx, sys, c.n, []byte("r"), continuity.Options{Retain: c.retain})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := continuity.Complete(ctx, sys, tk, []byte("ok")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Only the ledger stays active: both records passivated or were forgotten.
+	systemtest.WaitUntil(t, "the ended records to leave memory and the brief one its ledger", func() bool {
+		u, err := continuity.UsageOf(ctx, sys, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sys.Stats().Active == 1 && u.Records == 1
+	})
+	if _, ok, err := continuity.Get(ctx, sys, short); err != nil || ok {
+		t.Fatalf("the record past its retention: found %v, %v; want it forgotten", ok, err)
+	}
+	if rec, ok, err := continuity.Get(ctx, sys, long); err != nil || !ok || rec.Phase != continuity.Completed {
+		t.Fatalf("the record within its retention: %+v, %v, %v; want it completed", rec, ok, err)
+	}
+}
+
+// A Submit that finds an ended record past its retention (its ledger
+// gone with a restart, so nobody evicted it) makes a new record in its
+// place: stored, so that the work it admits can complete it.
+func TestASubmitAfterARestartPastTheRetentionStoresTheNewRecord(t *testing.T) {
+	dir := t.TempDir()
+	ctx := systemtest.Ctx(t)
+	const retain = 50 * time.Millisecond
+	first, err := system.New(system.Config{DataDir: dir, Actors: actors(t, continuity.Bounds{})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tk, _, err := continuity.Submit(ctx, first, charge, []byte("r"), continuity.Options{Retain: retain})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done, err := continuity.Complete(ctx, first, tk, []byte("ok"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := first.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	systemtest.WaitUntil(t, "the retention to pass", func() bool { return time.Since(done.Updated) > retain })
+	again := systemtest.NewSystem(t, system.Config{DataDir: dir}, actors(t, continuity.Bounds{})...)
+	tk, rec, err := continuity.Submit(ctx, again, charge, []byte("r"), continuity.Options{})
+	if err != nil || tk.Attempt != 1 || rec.Phase != continuity.Submitted {
+		t.Fatalf("a Submit of the forgotten key: %+v, %+v, %v; want attempt 1 to run", tk, rec, err)
+	}
+	if got, ok, err := continuity.Get(ctx, again, charge); err != nil || !ok || got.Phase != continuity.Submitted {
+		t.Fatalf("the new record: %+v, found %v, %v; want it stored as submitted", got, ok, err)
+	}
+	if _, err := continuity.Complete(ctx, again, tk, []byte("ok")); err != nil {
+		t.Fatalf("completing the new record: %v", err)
+	}
+}

@@ -34,20 +34,22 @@
 // # Retention and bounds
 //
 // A completed or rejected record is forgotten after its retention
-// (Options.Retain, 24 hours by default) by a timer of its key; one whose
-// owner failed meanwhile is forgotten when the key is next used (a stored
-// timer is set again only at the key's next activation). A submitted
-// record is never forgotten, neither by expiry nor by a bound.
+// (Options.Retain, 24 hours by default). A submitted record is never
+// forgotten, neither by expiry nor by a bound.
 //
-// Each member also bounds the ended records it owns (Bounds: by default
-// 1,000,000 records and 8 GiB, counted at every copy). Its ledger, a
-// pinned actor of one key per member, indexes the records whose owner on
-// the member ended them, or found them ended on activation (after a
-// failover, a restart or a passivation): key, end and size. Past a bound
-// the ledger tells the records that ended first to evict themselves; the
-// evict goes to each record's current owner, which deletes the record
-// only if it is still ended and is the one the ledger counted (a record
-// submitted again under the key since is not). The ledger's entries are
+// Each member keeps a ledger, a pinned actor of one key, that indexes
+// the ended records its member owns: those whose owner on the member
+// ended them, or found them ended on activation (after a failover, a
+// restart or a passivation), each with its end, the end of its retention
+// and its size. The ledger forgets them: when a record's retention ends,
+// and past the member's bounds (Bounds: by default 1,000,000 records and
+// 8 GiB, counted at every copy), where the records that ended first go
+// first, it tells the record to evict itself. The evict goes to the
+// record's current owner, which deletes the record only if it is still
+// ended and is the one the ledger counted (a record submitted again
+// under the key since is not). An ended record holds no timer of its
+// own, so it leaves memory when its key idles out like any other; the
+// ledger's one timer stands for all of them. The ledger's entries are
 // hints, and the bound is per member, not per cluster:
 //
 //   - Under a steady stream a member holds at most its bounds once the
@@ -55,17 +57,20 @@
 //     in flight).
 //   - A record that moved to another member (its owner failed, or the
 //     ring changed) is counted by the new owner once it is used again;
-//     until then it is bounded by its retention, if its timer fires, and
-//     by the old owner's ledger, whose evict reaches it wherever it lives
-//     (a record counted by two ledgers is evicted by the first to need
-//     room: sooner, never later).
-//     A restarted member's ledger starts empty and counts the records it
-//     owns as they are used.
+//     until then the old owner's ledger, if that member lives, evicts it
+//     wherever it is (a record counted by two ledgers is evicted by the
+//     first to need room: sooner, never later). A restarted member's
+//     ledger starts empty and counts the records it owns as they are
+//     used: one past its retention is forgotten then, and a record never
+//     used again stays in the store until it is.
 //   - A tell to a ledger that its mailbox refuses, or an evict that cannot
 //     be sent (the record's owner is down), is logged at Warn: the record
-//     is bounded by its retention only, until its next activation.
+//     is forgotten at its next use past its retention.
 //   - The ledger keeps its index in memory, not the records: about the
-//     key's length plus 120 bytes per record counted.
+//     key's length plus 150 bytes per record counted.
+//   - A retry of a record that was evicted or forgotten is new work: its
+//     Submit starts attempt 1. Size the bounds and the retention to
+//     outlast the retries.
 //
 // UsageOf reports what a member's ledger counts.
 //

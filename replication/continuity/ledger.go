@@ -40,13 +40,22 @@ const (
 	RecordOverhead = 384
 )
 
-// Validate reports a bound that cannot be met.
+// ErrInvalidBounds reports Bounds that Validate refuses.
+var ErrInvalidBounds = errors.New("troupe: continuity: invalid bounds")
+
+// minMaxBytes is the smallest MaxBytes: one record's overhead at every
+// copy. Below it every record would be evicted as it ended, and every
+// retry would run its work again.
+const minMaxBytes = replicas * RecordOverhead
+
+// Validate reports a bound that cannot be met, naming the field.
 func (b Bounds) Validate() error {
 	if b.MaxRecords < 0 {
-		return fmt.Errorf("troupe: continuity: Bounds.MaxRecords is %d, want 0 (the default, %d) or more", b.MaxRecords, DefaultMaxRecords)
+		return fmt.Errorf("%w: MaxRecords is %d, want 0 (the default, %d) or more", ErrInvalidBounds, b.MaxRecords, DefaultMaxRecords)
 	}
-	if b.MaxBytes < 0 {
-		return fmt.Errorf("troupe: continuity: Bounds.MaxBytes is %d, want 0 (the default, %d) or more", b.MaxBytes, int64(DefaultMaxBytes))
+	if b.MaxBytes < 0 || (b.MaxBytes > 0 && b.MaxBytes < minMaxBytes) {
+		return fmt.Errorf("%w: MaxBytes is %d, want 0 (the default, %d) or at least %d (one record's overhead at its %d copies)",
+			ErrInvalidBounds, b.MaxBytes, int64(DefaultMaxBytes), minMaxBytes, replicas)
 	}
 	return nil
 }
@@ -88,13 +97,17 @@ func UsageOf(ctx context.Context, sys actor.System, member string) (Usage, error
 type (
 	ledgerMsg interface{ ledger() }
 
-	// ended counts Key's record, which ended at Ended and takes Size
-	// bytes (re-sent by each activation of the record that finds it ended).
+	// ended counts Key's record, which ended at Ended, is kept until
+	// Expires and takes Size bytes (re-sent by each activation of the
+	// record that finds it ended).
 	ended struct {
-		Key   string
-		Ended time.Time
-		Size  int64
+		Key     string
+		Ended   time.Time
+		Expires time.Time
+		Size    int64
 	}
+	// sweep evicts the records whose retention ended: the ledger's timer.
+	sweep struct{}
 	// forgotten uncounts Key's record that ended at Ended: it was deleted.
 	forgotten struct {
 		Key   string
@@ -106,6 +119,7 @@ type (
 )
 
 func (ended) ledger()     {}
+func (sweep) ledger()     {}
 func (forgotten) ledger() {}
 func (usage) ledger()     {}
 
@@ -129,15 +143,20 @@ func defineLedger(h actor.Handler[*index, ledgerMsg]) *actor.Def[*index, ledgerM
 		actor.Pinned(),
 		actor.WithIdleTimeout(actor.Never),
 		actor.WithMailbox(ledgerMailbox, actor.Refuse),
-	).WithMessages(ended{}, forgotten{}, usage{}).WithInit(func(string) *index { return newIndex() })
+	).WithMessages(ended{}, sweep{}, forgotten{}, usage{}).WithInit(func(string) *index { return newIndex() })
 }
+
+// sweepLate is how late past its time a sweep counts as lost.
+const sweepLate = time.Minute
+
+// errUnhosted answers a message to a ledger hosted from ledgers rather
+// than from Actors (which never happens: ledgers only makes refs).
+var errUnhosted = errors.New("troupe: continuity: a ledger hosted without Actors")
 
 // ledgers addresses the members' ledgers. A ref goes by the definition's
 // name and types, so it reaches the ledger Actors defined with the
 // member's bounds; this definition is never hosted.
-var ledgers = defineLedger(func(*actor.Context[*index, ledgerMsg], ledgerMsg) error {
-	return errors.New("troupe: continuity: a ledger hosted without Actors")
-})
+var ledgers = defineLedger(func(*actor.Context[*index, ledgerMsg], ledgerMsg) error { return errUnhosted })
 
 func ledgerAt(sys actor.System, member string) actor.Ref[ledgerMsg] {
 	if member == "" {
@@ -146,21 +165,32 @@ func ledgerAt(sys actor.System, member string) actor.Ref[ledgerMsg] {
 	return ledgers.RefAt(sys, member, ledgerKey)
 }
 
-// ledgerHandler keeps a member's index within b, telling the oldest
-// records past it to evict themselves. An evict is routed to the record's
-// current owner, which deletes the record only if it is still the ended
-// one the index counted.
+// ledgerHandler keeps a member's index within b and its records within
+// their retention, telling the oldest records past b, and those whose
+// retention ended, to evict themselves. An evict is routed to the
+// record's current owner, which deletes the record only if it is still
+// the ended one the index counted. One timer, set to the earliest end of
+// retention, stands for every record's: a record holds no timer of its
+// own, so that it can passivate once ended.
 func ledgerHandler(b Bounds) actor.Handler[*index, ledgerMsg] {
 	return func(c *actor.Context[*index, ledgerMsg], m ledgerMsg) error {
 		x := c.State()
 		switch m := m.(type) {
 		case ended:
-			x.add(m.Key, m.Ended, m.Size)
-			for _, e := range x.over(b) {
-				if err := records.Ref(c.System(), e.key).Tell(c, evict{Ended: e.ended}); err != nil {
-					c.Logger().Warn("troupe: continuity: a record past the member's bounds could not be evicted; its retention bounds it",
-						"record", e.key, "err", err)
-				}
+			x.add(m.Key, m.Ended, m.Expires, m.Size)
+			evictAll(c, x.over(b))
+			// Set the timer when none is (or the one set should have
+			// fired by now: its sweep was lost), or sooner.
+			if next, ok := x.nextExpiry(); ok && (x.sweepAt.IsZero() || next.Before(x.sweepAt) || time.Since(x.sweepAt) > sweepLate) {
+				x.sweepAt = next
+				c.After("sweep", time.Until(next), sweep{})
+			}
+		case sweep:
+			x.sweepAt = time.Time{}
+			evictAll(c, x.expired(time.Now()))
+			if next, ok := x.nextExpiry(); ok {
+				x.sweepAt = next
+				c.After("sweep", time.Until(next), sweep{})
 			}
 		case forgotten:
 			x.remove(m.Key, m.Ended)
@@ -168,5 +198,15 @@ func ledgerHandler(b Bounds) actor.Handler[*index, ledgerMsg] {
 			return actor.Respond(c, m, x.usage())
 		}
 		return nil
+	}
+}
+
+// evictAll tells the records of es to evict themselves.
+func evictAll(c *actor.Context[*index, ledgerMsg], es []entry) {
+	for _, e := range es {
+		if err := records.Ref(c.System(), e.key).Tell(c, evict{Ended: e.ended}); err != nil {
+			c.Logger().Warn("troupe: continuity: a record to evict could not be told; it goes when next used past its retention, or by a later bound",
+				"record", e.key, "err", err)
+		}
 	}
 }
