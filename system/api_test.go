@@ -322,8 +322,6 @@ func TestTheAPIWhereAgreesWithTheRouterWhenMembersHostDifferentTypes(t *testing.
 	}
 }
 
-// After a member crashes, the survivors agree on a new placement version
-// once they find it dead.
 // A client computes its placement version from its own view: once the
 // members agree after a join, it reports theirs, long before its
 // SyncInterval (the members push their lists when they change).
@@ -346,6 +344,8 @@ func TestAClientsPlacementVersionIsTheAPIsAfterAJoin(t *testing.T) {
 	systemtest.WaitUntil(t, "the client's placement version is the members' "+after, func() bool { return cl.PlacementVersion() == after })
 }
 
+// After a member crashes, the survivors agree on a new placement version
+// once they find it dead.
 func TestTheAPIsPlacementVersionMovesWhenAMemberCrashes(t *testing.T) {
 	var victim systemtest.Net
 	def := counterDef("crashcounter", nil)

@@ -501,7 +501,7 @@ func relistAndWatch(t *testing.T, h Harness, r noderecord.Record) {
 	t.Helper()
 	snap := snapshot(t, h.Store, r.Cluster)
 	if len(snap.Records) != 1 || snap.Records[0].Seq != r.Seq {
-		t.Fatalf("the relist shows %+v, want n1 at seq %d", snap.Records, r.Seq)
+		t.Fatalf("the relist shows %+v, want %s at seq %d", snap.Records, r.Key(), r.Seq)
 	}
 	w := watch(t, h.Store, r.Cluster, snap.Revision)
 	r.Seq++
