@@ -137,8 +137,9 @@ func (s *states) changed(before map[string]*ring.Ring) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	var narrowed []*rangeJob
+	mine := map[string][]ring.Range{} // by type: the ranges self replicates, shared by its jobs
 	for _, j := range slices.Collect(maps.Values(h.jobs)) {
-		narrowed = append(narrowed, s.review(node, h, j, self, after[j.typ])...)
+		narrowed = append(narrowed, s.review(node, h, j, self, after[j.typ], mine)...)
 	}
 	for _, j := range narrowed {
 		if !s.goCatchUp(node, func(ctx context.Context) { s.receive(ctx, node, h, j) }, &j.cancel) {
@@ -206,7 +207,7 @@ func (s *states) changed(before map[string]*ring.Ring) {
 // h.jobs), and the rest ends receiving: a copy fences its whole range at
 // its sources, and fencing keys whose sets no longer hold this member
 // would make their owners step down for nothing. h.mu is held.
-func (s *states) review(node *replicanode.Node, h *handoffs, j *rangeJob, self ring.NodeID, r *ring.Ring) []*rangeJob {
+func (s *states) review(node *replicanode.Node, h *handoffs, j *rangeJob, self ring.NodeID, r *ring.Ring, mine map[string][]ring.Range) []*rangeJob {
 	var t *storedType
 	for i := range s.stored {
 		if s.stored[i].name == j.typ {
@@ -215,7 +216,12 @@ func (s *states) review(node *replicanode.Node, h *handoffs, j *rangeJob, self r
 	}
 	var kept, dropped []ring.Range
 	if t != nil && r != nil {
-		kept, dropped = replicated(r, t.n, self, j.rng)
+		m, ok := mine[j.typ]
+		if !ok {
+			m = replicatedBy(r, t.n, self)
+			mine[j.typ] = m
+		}
+		kept, dropped = split(m, j.rng)
 	}
 	if len(kept) == 0 {
 		// No longer a replica of any of the range: nothing to wait for.
@@ -261,12 +267,12 @@ func (s *states) review(node *replicanode.Node, h *handoffs, j *rangeJob, self r
 	return parts
 }
 
-// replicated splits rng into the parts where self is among the first n
-// replicas on r, and the others.
-func replicated(r *ring.Ring, n int, self ring.NodeID, rng ring.Range) (kept, dropped []ring.Range) {
-	whole := []ring.Range{rng}
+// replicatedBy returns the ranges where self is among the first n
+// replicas on r: a pass over the ring, which review makes once per type
+// for all of its jobs.
+func replicatedBy(r *ring.Ring, n int, self ring.NodeID) []ring.Range {
 	if !r.Contains(self) {
-		return nil, whole
+		return nil
 	}
 	var mine []ring.Range
 	for _, mv := range ring.Moves(r.Without(self), r, n) {
@@ -274,6 +280,12 @@ func replicated(r *ring.Ring, n int, self ring.NodeID, rng ring.Range) (kept, dr
 			mine = append(mine, mv.Range)
 		}
 	}
+	return mine
+}
+
+// split splits rng into the parts in mine and the others.
+func split(mine []ring.Range, rng ring.Range) (kept, dropped []ring.Range) {
+	whole := []ring.Range{rng}
 	dropped = replica.Subtract(whole, mine...)
 	if len(dropped) == 0 {
 		return whole, nil

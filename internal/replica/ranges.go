@@ -75,6 +75,26 @@ func Subtract(ranges []ring.Range, cut ...ring.Range) []ring.Range {
 	return ranges
 }
 
+// Intersect returns the tokens of ranges that are also in one of with,
+// as ranges: Subtract(ranges, Subtract(ranges, with...)...) in one pass
+// over the pairs, where that costs a pass over ranges per range of it
+// (a node receiving hundreds of ranges asks this of each request).
+func Intersect(ranges []ring.Range, with ...ring.Range) []ring.Range {
+	var out []ring.Range
+	for _, r := range ranges {
+		for _, x := range spans(r) {
+			for _, w := range with {
+				for _, y := range spans(w) {
+					if lo, hi := max(x.lo, y.lo), min(x.hi, y.hi); lo <= hi {
+						out = append(out, rangeOf(span{lo, hi}))
+					}
+				}
+			}
+		}
+	}
+	return out
+}
+
 // Overlap reports whether ranges a and b share a token.
 func Overlap(a, b ring.Range) bool {
 	for _, x := range spans(a) {

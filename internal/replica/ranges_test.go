@@ -42,6 +42,39 @@ func TestReceivedRangeStopsOnlyItsTokens(t *testing.T) {
 	})
 }
 
+// TestIntersectKeepsTheTokensInBoth checks Intersect against Contains: a
+// token is in the result exactly when it is in one of ranges and in one
+// of with.
+func TestIntersectKeepsTheTokensInBoth(t *testing.T) {
+	edges := []ring.Token{0, 1, 100, 200, math.MaxUint64 - 1, math.MaxUint64}
+	token := rapid.Custom(func(t *rapid.T) ring.Token {
+		if rapid.Bool().Draw(t, "edge") {
+			return rapid.SampledFrom(edges).Draw(t, "e")
+		}
+		return ring.Token(rapid.Uint64().Draw(t, "t"))
+	})
+	rng := rapid.Custom(func(t *rapid.T) ring.Range {
+		return ring.Range{Start: token.Draw(t, "start"), End: token.Draw(t, "end")}
+	})
+	rapid.Check(t, func(t *rapid.T) {
+		a := rapid.SliceOfN(rng, 0, 3).Draw(t, "ranges")
+		b := rapid.SliceOfN(rng, 0, 3).Draw(t, "with")
+		got := Intersect(a, b...)
+		probes := append(slices.Clone(edges), token.Draw(t, "probe"))
+		for _, r := range append(slices.Clone(a), b...) {
+			probes = append(probes, r.Start, r.End, r.Start+1, r.End+1)
+		}
+		in := func(rs []ring.Range, p ring.Token) bool {
+			return slices.ContainsFunc(rs, func(r ring.Range) bool { return r.Contains(p) })
+		}
+		for _, p := range probes {
+			if want := in(a, p) && in(b, p); in(got, p) != want {
+				t.Fatalf("token %d: in %v ∩ %v = %v is %v, want %v", p, a, b, got, in(got, p), want)
+			}
+		}
+	})
+}
+
 func TestReceivingTheWholeRingAndCatchingUpOnItCounts(t *testing.T) {
 	c := New(ring.NodeID{Addr: "a", Incarnation: 1}, Receiving)
 	k := Key{Type: "t", ID: "x"}

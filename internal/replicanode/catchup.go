@@ -313,8 +313,7 @@ func (n *Node) waitsOnlyOnLocked(rng ring.Range, from ring.NodeID, reads []ring.
 	if n.lostLocked(rng) {
 		return false // what it holds there stands for nothing
 	}
-	whole := []ring.Range{rng}
-	inside := replica.Subtract(n.receiving, replica.Subtract(n.receiving, whole...)...)
+	inside := replica.Intersect(n.receiving, rng)
 	if len(inside) == 0 {
 		return false // it counts: nothing to excuse
 	}

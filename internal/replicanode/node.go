@@ -816,7 +816,7 @@ func (n *Node) flush() error {
 		n.mu.Lock()
 		n.receiving = r
 		// What it received since is no longer lost.
-		n.lost = replica.Subtract(n.lost, replica.Subtract(n.lost, r...)...)
+		n.lost = replica.Intersect(n.lost, r...)
 		n.mu.Unlock()
 	}
 	if n.out.Floors != nil {
