@@ -36,6 +36,27 @@ import (
 // The router sends a keyed ask again when its owner dies before
 // answering, as it does a ReadOnly one.
 //
+// A handler that defers its reply (Defer) leaves its answer kept as
+// retainedDeferred, marked open (in memory: the deferredKept its Deferred
+// shares) while this activation holds it: a retry meanwhile fails with
+// ErrInProgress and does not run. When the reply is given (Resolve, or
+// Fail: a declared error or a failure), its answer replaces that entry
+// before the reply leaves, with no format of its own. Given while the cell
+// handles a message (the usual case: a later message resolves it, or
+// another goroutine does meanwhile), the entry is replaced under that
+// message's gateMu and the record marked changed (recordChanged: not the
+// Context's dirty, which the handler writes unlocked), and the reply
+// waits for the message's commit, as holdReply holds one; the commit
+// and the end of the hold happen under one gateMu, so a reply given
+// after the commit is not released by it. Given while the cell handles
+// none, a keptStep queued in its mailbox (forced past its bound) does
+// the same as a message of its own whose handler does not run. A reply
+// given after the cell left its table (passivated) or its system closed,
+// or whose step finds the activation ended (a failed commit), leaves at
+// once unkept; so does, in effect, one never given before its owner
+// died: the entry an adopting owner loads is not open, and a retry gets
+// ErrOutcomeUnknown.
+//
 // Each key keeps the answers of its last maxRetained keyed asks, none
 // older than retainFor, at most maxRetainedBytes of them (the record is
 // written whole with every change of the state); the oldest go first.
@@ -612,7 +633,7 @@ func (c *cell[S, M, C]) answerKept(s replier, r *retained) {
 	case retainedLost:
 		s.fail(fault.OutcomeUnknown("the first request with idempotency key %q was admitted and never answered (its member died or lost the key mid-handler), and is no longer tracked", r.key))
 	default:
-		s.fail(fault.OutcomeUnknown("the first request with idempotency key %q deferred its reply, which is not kept", r.key))
+		s.fail(fault.OutcomeUnknown("the first request with idempotency key %q deferred its reply, whose answer was not kept: its member died, or lost or left the key, before giving it", r.key))
 	}
 }
 
