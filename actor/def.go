@@ -249,8 +249,9 @@ func Durable() Option { return func(s *settings) { s.durable = true } }
 // mid-handler, a retry runs the handler again as its next attempt
 // (Context.Attempt), and the earlier attempt can no longer store its
 // state or answer (what it sent before is not recalled). A keyed ask
-// whose handler deferred its reply keeps no answer: a retry after its
-// owner died gets ErrOutcomeUnknown. Any other message is admitted by a
+// whose handler deferred its reply keeps the reply once given (see
+// WithIdempotencyKey); should its owner die before giving it, a retry
+// gets ErrOutcomeUnknown. Any other message is admitted by a
 // quorum confirming that this member still owns the key. Each admission
 // is one more round trip to the replicas (a write for a keyed ask).
 //

@@ -110,6 +110,13 @@ var (
 	// ErrUnavailable too: retry later.
 	ErrNotAdmitted = fault.ErrNotAdmitted
 
+	// ErrInProgress reports a keyed ask (WithIdempotencyKey) whose first
+	// request's handler deferred its reply (Defer), which the member that
+	// holds it has not given yet. The handler does not run again: retry
+	// later, and the retry gets the reply once it was given (and kept).
+	// It is temporary (see Temporary).
+	ErrInProgress = fault.ErrInProgress
+
 	// ErrIdempotencyUnsupported reports an ask with an idempotency key to
 	// an actor whose definition keeps no state (neither Durable nor
 	// WithReplicas): there is nowhere to keep its answer. The ask is not
@@ -118,7 +125,7 @@ var (
 )
 
 // Temporary reports whether retrying what failed with err may succeed:
-// true when err matches ErrUnavailable, ErrMailboxFull,
+// true when err matches ErrUnavailable, ErrMailboxFull, ErrInProgress,
 // context.DeadlineExceeded (an ask that timed out: the handler may have
 // run) or ErrSystemClosed of another node (which matches ErrUnavailable);
 // false for nil and every other error, among them ErrMessageTooLarge,
@@ -136,7 +143,7 @@ func Temporary(err error) bool {
 	if errors.As(err, &fe) {
 		return false
 	}
-	return errors.Is(err, ErrUnavailable) || errors.Is(err, ErrMailboxFull) || errors.Is(err, context.DeadlineExceeded)
+	return errors.Is(err, ErrUnavailable) || errors.Is(err, ErrMailboxFull) || errors.Is(err, ErrInProgress) || errors.Is(err, context.DeadlineExceeded)
 }
 
 // FailedError is the error an asker receives when the handler failed:

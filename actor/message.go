@@ -89,10 +89,16 @@ func WithRequestID(ctx context.Context, id string) context.Context {
 // handler; with another request it fails with ErrIdempotencyConflict.
 // When the owner of a keyed ask dies before answering, the ask is sent
 // again to the new owner, which answers from what was kept or runs it if
-// nothing was. A handler that defers its reply (Defer) does not have it
-// kept: a retry fails with ErrOutcomeUnknown, as it does when the answer
-// was too large to keep. A failure is kept as its text: a retry gets a
-// *FailedError with that text, without the identity of its cause.
+// nothing was. A handler that defers its reply (Defer) has it kept when
+// it is given (Resolve, or Fail with a declared error or a failure),
+// written before it leaves: by the commit of the message being handled
+// when it is given, else by a step of the actor's own, queued as a
+// message is. A retry while the reply is open fails with ErrInProgress
+// (try again later). A reply given after the actor was passivated, or
+// never given before its owner died, is not kept: a retry fails with
+// ErrOutcomeUnknown, as it does when the answer was too large to keep. A
+// failure is kept as its text: a retry gets a *FailedError with that
+// text, without the identity of its cause.
 //
 // Only definitions that keep their state (Durable, WithReplicas) keep
 // answers; an ask with a key to any other fails with
@@ -144,7 +150,8 @@ func Defer[S, M any, Q Request[M, R], R any](c *Context[S, M], q Q) Deferred[R] 
 }
 
 // Resolve answers the deferred request; it reports whether the asker
-// still waited.
+// still waited. The reply to an ask with an idempotency key is kept for
+// its retries (see WithIdempotencyKey), written before the reply leaves.
 func (d Deferred[R]) Resolve(r R) bool { return d.d.Resolve(r) }
 
 // Fail answers the deferred request with err: as it is when the

@@ -141,7 +141,8 @@
 //     own system closes). A keyed ask to a durable or replicated actor
 //     commits its effect once per key: the owner keeps its answer in the
 //     actor's stored record, written with the state it changed, and
-//     answers every retry from it.
+//     answers every retry from it (a deferred reply once it was given;
+//     until then a retry fails with actor.ErrInProgress).
 //   - Under strict durability (actor.StrictDurability, or
 //     Config.StrictDurability for every durable definition) a message
 //     runs only once its key's write level is met for it: a keyed ask's

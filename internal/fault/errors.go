@@ -30,6 +30,7 @@ var (
 	ErrIdempotencyConflict    = errors.New("troupe: idempotency key reused for another request")
 	ErrIdempotencyUnsupported = errors.New("troupe: idempotency keys need a definition that keeps its state")
 	ErrNotAdmitted            = errors.New("troupe: request not admitted: its durability could not be met, and it did not run")
+	ErrInProgress             = errors.New("troupe: request in progress")
 )
 
 // OutcomeUnknown wraps ErrOutcomeUnknown and ErrUnavailable with a

@@ -32,6 +32,7 @@ const (
 	codeOutcomeUnknown
 	codeIdempotencyConflict
 	codeNotAdmitted
+	codeInProgress
 )
 
 // errNotOwner is what a node answers for a key it does not serve; the
@@ -112,6 +113,7 @@ var sentinels = []struct {
 	{fault.ErrInvalidRef, codeInvalidRef},
 	{fault.ErrNoReply, codeNoReply},
 	{fault.ErrIdempotencyConflict, codeIdempotencyConflict},
+	{fault.ErrInProgress, codeInProgress},
 	{fault.ErrMessageTooLarge, codeTooLarge},
 	{wire.ErrMessageTooLarge, codeTooLarge},
 }

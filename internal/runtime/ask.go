@@ -319,12 +319,18 @@ type Deferred[R any] struct {
 	k    failer
 	key  string
 	hold replyHolder // a durable cell's: holds the reply until its state is stored; nil otherwise
+	// kept is the keyed ask whose reply this is, whose answer is kept
+	// before it leaves; nil for an ask without an idempotency key.
+	kept *deferredKept
 }
 
 // replyHolder is a durable cell: while it handles a message, a deferred
-// reply waits for that message's commit (see cell.holdReply).
+// reply waits for that message's commit (see cell.holdReply); the reply
+// of a keyed ask waits for the commit that keeps its answer (see
+// cell.holdKept).
 type replyHolder interface {
 	holdReply(r heldReply) bool
+	holdKept(dk *deferredKept, a retained, r heldReply) bool
 }
 
 // Defer takes over the reply to the request q being handled: the ask stays
@@ -345,6 +351,9 @@ func Defer[S, M, C, R any](c *Context[S, M, C]) Deferred[R] {
 	c.cell.trackDeferred(c.slot)
 	if c.cell.durable() {
 		d.hold = c.cell
+		if c.keyed != nil {
+			d.kept = c.keyed.deferReply(c.slot.requestID().String())
+		}
 	}
 	return d
 }
@@ -353,11 +362,21 @@ func Defer[S, M, C, R any](c *Context[S, M, C]) Deferred[R] {
 // still waited.
 func (d Deferred[R]) Resolve(r R) bool {
 	if d.hold != nil && (d.s != nil || d.a != nil) {
-		if d.hold.holdReply(heldReply{answer: func() { d.resolve(r) }, fail: d.failNow}) {
+		if d.held(heldReply{answer: func() { d.resolve(r) }, fail: d.failNow}, func() retained { return d.kept.replied(r) }) {
 			return d.open()
 		}
 	}
 	return d.resolve(r)
+}
+
+// held holds r, the deferred reply, for the commit it waits for (see
+// replyHolder), with its kept answer, which answer makes, for a keyed
+// ask. It reports false when r must leave now.
+func (d Deferred[R]) held(r heldReply, answer func() retained) bool {
+	if d.kept == nil {
+		return d.hold.holdReply(r)
+	}
+	return d.hold.holdKept(d.kept, answer(), r)
 }
 
 // resolve answers the deferred request with r now.
@@ -415,7 +434,7 @@ func (d Deferred[R]) Fail(err error) bool {
 		ferr = d.k.failure(d.key, err, false)
 	}
 	if d.hold != nil && (d.s != nil || d.a != nil) {
-		if d.hold.holdReply(heldReply{answer: func() { d.failNow(ferr) }, fail: d.failNow}) {
+		if d.held(heldReply{answer: func() { d.failNow(ferr) }, fail: d.failNow}, func() retained { return d.kept.failed(d.k.declared(), err) }) {
 			return d.open()
 		}
 	}

@@ -22,9 +22,10 @@ type envelope[M any] struct {
 	slot replier
 }
 
-// ask returns e's reply slot; nil for a tell.
+// ask returns e's reply slot; nil for a tell (or a keptStep).
 func (e *envelope[M]) ask() replier {
-	if _, ok := e.slot.(*tracedTell); ok {
+	switch e.slot.(type) {
+	case *tracedTell, *keptStep:
 		return nil
 	}
 	return e.slot
@@ -219,9 +220,10 @@ func (c *cell[S, M, C]) queued() int {
 // extra holds what few cells need, to keep idle cells small.
 type extra[M any] struct {
 	timers map[string]*timerEntry[M]
-	// timersChanged is set when a timer fired once and left the record
-	// of a durable key: the next commit writes it.
-	timersChanged bool
+	// recordChanged is set when the record of a durable key changed
+	// besides its state: a timer fired once and left it, or a deferred
+	// reply's answer was kept (see holdKept). The next commit writes it.
+	recordChanged bool
 	// timersStopped is set when Close or a move stopped a durable key's
 	// timers: they no longer fire, but stay in the record that a message
 	// still handled commits.
@@ -239,9 +241,11 @@ type extra[M any] struct {
 	// can fail those still open.
 	deferred []replier
 
-	// handling is set while a durable cell handles a message; held are
-	// the deferred replies given meanwhile, which wait for its commit.
+	// handling is set while a durable cell handles a message, whose
+	// Context's gateMu is gate; held are the deferred replies given
+	// meanwhile, which wait for its commit.
 	handling bool
+	gate     *sync.Mutex
 	held     []heldReply
 	// commits tracks a durable activation's writes in flight (see
 	// asyncCommits).
@@ -554,7 +558,9 @@ const tellFlush = 1024
 func tells[M any](work []envelope[M]) uint64 {
 	var n uint64
 	for i := range work {
-		if work[i].slot == nil || work[i].ask() == nil {
+		if work[i].slot == nil {
+			n++
+		} else if _, step := work[i].slot.(*keptStep); !step && work[i].ask() == nil {
 			n++
 		}
 	}
@@ -627,6 +633,12 @@ func (c *cell[S, M, C]) handleBatch(ctx *Context[S, M, C], work []envelope[M], r
 				}
 			}
 			c.took(len(work) - i - 1)
+			if durable {
+				if st, ok := e.slot.(*keptStep); ok {
+					c.keepGiven(ctx, st)
+					continue
+				}
+			}
 			if s != nil {
 				if !s.begin() {
 					h.Emit(host.Event{Kind: host.MessageDropped, Type: c.k.def.Name, Key: c.key, Reason: "asker stopped waiting"})
@@ -638,7 +650,7 @@ func (c *cell[S, M, C]) handleBatch(ctx *Context[S, M, C], work []envelope[M], r
 			}
 			var panicked bool
 			if durable {
-				c.handling()
+				c.handling(ctx)
 			}
 			panicked, err = c.invoke(ctx, e, def)
 			if durable {
@@ -972,6 +984,8 @@ func (c *cell[S, M, C]) failAll(es []envelope[M], err error) {
 	for _, e := range es {
 		if s := e.ask(); s != nil {
 			s.abort(err)
+		} else if st, ok := e.slot.(*keptStep); ok {
+			st.abort(err)
 		}
 		c.k.h.Emit(host.Event{Kind: host.MessageDropped, Type: c.k.def.Name, Key: c.key, Reason: err.Error()})
 	}
@@ -1042,7 +1056,7 @@ func (c *cell[S, M, C]) fire(name string, e *timerEntry[M]) {
 		e.t.Reset(e.period)
 	} else {
 		delete(c.x.timers, name)
-		c.x.timersChanged = true
+		c.x.recordChanged = true
 	}
 	msg := e.msg
 	c.mu.Unlock()

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/troupe-go/troupe/internal/codec"
@@ -34,6 +35,27 @@ import (
 // the same key with another request fails with ErrIdempotencyConflict.
 // The router sends a keyed ask again when its owner dies before
 // answering, as it does a ReadOnly one.
+//
+// A handler that defers its reply (Defer) leaves its answer kept as
+// retainedDeferred, marked open (in memory: the deferredKept its Deferred
+// shares) while this activation holds it: a retry meanwhile fails with
+// ErrInProgress and does not run. When the reply is given (Resolve, or
+// Fail: a declared error or a failure), its answer replaces that entry
+// before the reply leaves, with no format of its own. Given while the cell
+// handles a message (the usual case: a later message resolves it, or
+// another goroutine does meanwhile), the entry is replaced under that
+// message's gateMu and the record marked changed (recordChanged: not the
+// Context's dirty, which the handler writes unlocked), and the reply
+// waits for the message's commit, as holdReply holds one; the commit
+// and the end of the hold happen under one gateMu, so a reply given
+// after the commit is not released by it. Given while the cell handles
+// none, a keptStep queued in its mailbox (forced past its bound) does
+// the same as a message of its own whose handler does not run. A reply
+// given after the cell left its table (passivated) or its system closed,
+// or whose step finds the activation ended (a failed commit), leaves at
+// once unkept; so does, in effect, one never given before its owner
+// died: the entry an adopting owner loads is not open, and a retry gets
+// ErrOutcomeUnknown.
 //
 // Each key keeps the answers of its last maxRetained keyed asks, none
 // older than retainFor, at most maxRetainedBytes of them (the record is
@@ -73,7 +95,7 @@ const (
 	retainedDeclared byte = 2 // name, body, text: a declared error
 	retainedFailed   byte = 3 // text: the handler failed (or panicked)
 	retainedNoReply  byte = 4 // the handler returned without answering
-	retainedDeferred byte = 5 // the handler deferred its reply, which is not kept
+	retainedDeferred byte = 5 // the handler deferred its reply, not kept yet (see deferredKept)
 	retainedTooLarge byte = 6 // the answer was too large to keep (see maxRetainedBytes)
 	retainedPending  byte = 7 // body: the attempt (uvarint), admitted and not answered yet (strict durability)
 	retainedLost     byte = 8 // admitted, never answered, and no longer waited for: its outcome is unknown
@@ -91,6 +113,9 @@ type retained struct {
 	text string // retainedDeclared, retainedFailed
 	// attempt numbers a pending request's executions, from 1.
 	attempt uint64
+	// open is, for retainedDeferred, the deferred reply this activation
+	// still holds (never stored): a retry meanwhile is in progress.
+	open *deferredKept
 }
 
 // pending reports whether r is a request admitted and not answered yet.
@@ -111,6 +136,60 @@ type keyedAsk struct {
 	// attempt is the execution this is of the request, from 1: more when
 	// an earlier one was admitted and never answered (strict durability).
 	attempt uint64
+	// deferred is the reply the handler deferred, if it did (Defer).
+	deferred *deferredKept
+}
+
+// deferredKept is the reply a handler deferred to a keyed ask, shared by
+// its Deferred and the activation's kept answers: once given, its answer
+// replaces the entry that says the reply was deferred (see
+// cell.holdKept). Its fields after rid are written and read under the
+// gateMu of the Context handling a message of the cell.
+type deferredKept struct {
+	key  string
+	hash [32]byte
+	rid  string
+	// answer is the reply given, once given says so: the handler that
+	// deferred it may still run, before its kept answer is made.
+	answer retained
+	given  bool
+}
+
+// deferReply makes kd's reply deferred: the Deferred keeps its answer
+// through what this returns.
+func (kd *keyedAsk) deferReply(rid string) *deferredKept {
+	if kd.deferred == nil {
+		kd.deferred = &deferredKept{key: kd.key, hash: kd.hash, rid: rid}
+	}
+	return kd.deferred
+}
+
+// replied is the kept answer of dk's reply r: encoded as retainReply
+// encodes one, or a failure when it does not encode.
+func (dk *deferredKept) replied(r any) retained {
+	a := retained{key: dk.key, hash: dk.hash, at: time.Now(), rid: dk.rid, kind: retainedReply}
+	b := codec.GetBuffer()
+	defer codec.PutBuffer(b)
+	body, err := codec.AppendReply(b, r)
+	if err != nil {
+		a.kind, a.text = retainedFailed, fmt.Sprintf("encode reply %T: %v", r, err)
+		return a
+	}
+	a.body = slices.Clone(body)
+	b.SetBytes(body[:0])
+	return a
+}
+
+// failed is the kept answer of dk's reply failed with err: the declared
+// error when errs declares it (as keepAnswer keeps one), else a failure.
+func (dk *deferredKept) failed(errs *codec.Errors, err error) retained {
+	a := retained{key: dk.key, hash: dk.hash, at: time.Now(), rid: dk.rid, kind: retainedFailed, text: err.Error()}
+	if errs.Declares(err) {
+		if de, ok := errs.Encode(err); ok {
+			a.kind, a.name, a.body, a.text = retainedDeclared, de.Name, de.Body, de.Text
+		}
+	}
+	return a
 }
 
 // WithIdempotencyKey returns ctx naming key as the idempotency key of the
@@ -203,6 +282,10 @@ func (c *cell[S, M, C]) lookupKeyed(ctx *Context[S, M, C], e *envelope[M]) (*ret
 	x := c.x
 	c.mu.Unlock()
 	if x != nil {
+		// A deferred reply given on another goroutine may be replacing
+		// its entry (holdKept).
+		ctx.gateMu.Lock()
+		defer ctx.gateMu.Unlock()
 		for i := range x.retained {
 			r := &x.retained[i]
 			if r.key != key {
@@ -211,12 +294,16 @@ func (c *cell[S, M, C]) lookupKeyed(ctx *Context[S, M, C], e *envelope[M]) (*ret
 			if r.hash != sum {
 				return nil, fmt.Errorf("%w: key %q was first used for another request to %s/%s (request %s)", ErrIdempotencyConflict, key, c.k.def.Name, c.key, r.rid)
 			}
-			if r.pending() {
+			switch {
+			case r.pending():
 				// Admitted and never answered: this runs it again.
 				ctx.keyed = &keyedAsk{key: key, hash: sum, attempt: r.attempt + 1}
 				return nil, nil
+			case r.kind == retainedDeferred && r.open != nil:
+				return nil, fmt.Errorf("%w: the first request with idempotency key %q to %s/%s (request %s) deferred its reply, not given yet", ErrInProgress, key, c.k.def.Name, c.key, r.rid)
 			}
-			return r, nil
+			kept := *r // a copy: the entry may change once the lock is let go
+			return &kept, nil
 		}
 	}
 	ctx.keyed = &keyedAsk{key: key, hash: sum, attempt: 1}
@@ -336,20 +423,134 @@ func (c *cell[S, M, C]) keepAnswer(ctx *Context[S, M, C], e *envelope[M], err er
 	default:
 		r.kind = retainedNoReply
 	}
+	r.open = kd.deferred
 	c.keep(ctx, r)
 }
 
 // keep adds r to the activation's kept answers and marks the message's
-// state dirty, so that its next commit writes them.
+// state dirty, so that its next commit writes them. An answer with a
+// deferred reply is that reply's, when it was given already (while its
+// handler ran: the reply waits for this message's commit, see
+// holdKept); one still open says so, for a retry meanwhile.
 func (c *cell[S, M, C]) keep(ctx *Context[S, M, C], r retained) {
 	c.mu.Lock()
 	x := c.ext()
 	c.mu.Unlock()
 	ctx.gateMu.Lock() // a commit of a goroutine the handler started may be encoding them
+	if dk := r.open; dk != nil {
+		switch {
+		case dk.given:
+			r = dk.answer
+		case r.kind != retainedDeferred:
+			r.open = nil // failed as the handler returned: no reply to come
+		}
+	}
 	x.retained = pruneRetained(append(withoutKey(x.retained, r.key), r), r.at)
 	ctx.dirty = true
 	ctx.gateMu.Unlock()
 }
+
+// holdKept implements replyHolder for r, the deferred reply of the keyed
+// ask dk, whose answer is a: the answer is kept before the reply leaves.
+// While the cell handles a message, a replaces the entry that says dk's
+// reply was deferred (or waits in dk for the handler that deferred it,
+// still running, to keep it) and r waits for the message's commit,
+// which writes it. Otherwise a step queued in the cell's mailbox does
+// the same (see keepGiven). It reports false when neither can be, the
+// cell having left its table (passivated) or its system closed: r then
+// leaves at once, its answer not kept.
+func (c *cell[S, M, C]) holdKept(dk *deferredKept, a retained, r heldReply) bool {
+	for {
+		c.mu.Lock()
+		var gate *sync.Mutex
+		if x := c.x; x != nil && x.handling {
+			gate = x.gate
+		}
+		c.mu.Unlock()
+		if gate == nil {
+			break
+		}
+		gate.Lock() // before c.mu, as a commit takes them
+		held := c.keepGivenLocked(gate, dk, a, r)
+		gate.Unlock()
+		if held {
+			return true
+		}
+		// That message ended meanwhile: look again.
+	}
+	var none M
+	err, retry := c.push(context.Background(), none, &keptStep{dk: dk, answer: a, reply: r}, true, nil)
+	return err == nil && !retry
+}
+
+// keepGivenLocked keeps a, the answer of dk's reply r, for the message
+// that the Context whose gateMu is gate handles, and holds r for its
+// commit; gate is held. It reports false when that message is no longer
+// being handled.
+func (c *cell[S, M, C]) keepGivenLocked(gate *sync.Mutex, dk *deferredKept, a retained, r heldReply) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	x := c.x
+	if x == nil || !x.handling || x.gate != gate {
+		return false
+	}
+	dk.answer, dk.given = a, true
+	// Only this activation's entry: one loaded since says the reply of
+	// an activation that no longer holds the key was deferred.
+	if i := slices.IndexFunc(x.retained, func(e retained) bool { return e.open == dk }); i >= 0 {
+		x.retained = pruneRetained(append(slices.Delete(x.retained, i, i+1), a), a.at)
+		x.recordChanged = true
+	}
+	x.held = append(x.held, r)
+	return true
+}
+
+// keptStep is a deferred reply of a keyed ask given while its cell
+// handled no message: queued in the cell's mailbox, in an envelope's slot
+// as a tracedTell is, it makes the cell keep the answer and write it
+// before the reply leaves (keepGiven). Its handler does not run.
+type keptStep struct {
+	dk     *deferredKept
+	answer retained
+	reply  heldReply
+}
+
+// keepGiven runs st on the cell's goroutine, as a message of its own:
+// its answer replaces the entry that says the reply was deferred, and
+// the reply leaves once the commit that writes it met the write level
+// (or fails with that commit's error). An activation that ended since
+// (a commit of it failed, say) holds no key to write to: the reply
+// leaves at once, its answer not kept.
+func (c *cell[S, M, C]) keepGiven(ctx *Context[S, M, C], st *keptStep) {
+	if !c.started {
+		st.reply.answer()
+		return
+	}
+	c.handling(ctx)
+	ctx.gateMu.Lock()
+	c.keepGivenLocked(&ctx.gateMu, st.dk, st.answer, st.reply)
+	ctx.gateMu.Unlock()
+	var e envelope[M]
+	c.settle(ctx, &e, nil)
+}
+
+func (t *keptStep) trace() *host.Trace                              { return nil }
+func (t *keptStep) begin() bool                                     { return true }
+func (t *keptStep) fail(err error)                                  { t.reply.fail(err) }
+func (t *keptStep) settled() bool                                   { return true }
+func (t *keptStep) stopped(parent context.Context) context.Context  { return parent }
+func (t *keptStep) stoppedIfMade() context.Context                  { return nil }
+func (t *keptStep) finished() bool                                  { return true }
+func (t *keptStep) cancelled() bool                                 { return false }
+func (t *keptStep) deadline() (time.Time, bool)                     { return time.Time{}, false }
+func (t *keptStep) abort(err error)                                 { t.reply.fail(err) }
+func (t *keptStep) setDeferred()                                    {}
+func (t *keptStep) asking() []string                                { return nil }
+func (t *keptStep) requestID() *host.RequestID                      { return new(host.RequestID) }
+func (t *keptStep) sentTo(*host.Host, *codec.Errors) host.Replier   { return nil }
+func (t *keptStep) setWithdraw(host.Withdrawer)                     {}
+func (t *keptStep) idempotencyKey() string                          { return "" }
+func (t *keptStep) replay(*host.Host, *codec.Errors, []byte, error) {}
 
 // setRetained makes kept, as loaded, the activation's kept answers.
 func (c *cell[S, M, C]) setRetained(ctx *Context[S, M, C], kept []retained) {
@@ -432,7 +633,7 @@ func (c *cell[S, M, C]) answerKept(s replier, r *retained) {
 	case retainedLost:
 		s.fail(fault.OutcomeUnknown("the first request with idempotency key %q was admitted and never answered (its member died or lost the key mid-handler), and is no longer tracked", r.key))
 	default:
-		s.fail(fault.OutcomeUnknown("the first request with idempotency key %q deferred its reply, which is not kept", r.key))
+		s.fail(fault.OutcomeUnknown("the first request with idempotency key %q deferred its reply, whose answer was not kept: its member died, or lost or left the key, before giving it", r.key))
 	}
 }
 

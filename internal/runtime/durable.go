@@ -132,7 +132,7 @@ func (c *Context[S, M, C]) commitLocked(barrier bool) error {
 		err = st.Delete(ctx, k.def.Name, cl.key)
 		cancel()
 		c.erased = err == nil
-	case c.dirty || cl.timersChanged():
+	case c.dirty || cl.recordChanged():
 		var rec []byte
 		rec, err = cl.record()
 		if err == nil {
@@ -231,11 +231,17 @@ func (c *cell[S, M, C]) settle(ctx *Context[S, M, C], e *envelope[M], err error)
 			return nil
 		}
 	}
-	cerr := ctx.commit(answer || c.holds())
+	// The hold ends with the commit, under its lock: a deferred reply of
+	// a keyed ask given after it would leave without its kept answer
+	// written (see holdKept).
+	ctx.gateMu.Lock()
+	cerr := ctx.commitLocked(answer || c.holds())
+	held := c.takeHeld()
+	ctx.gateMu.Unlock()
 	if cerr != nil && s != nil {
 		s.fail(cerr)
 	}
-	c.releaseHeld(cerr)
+	releaseReplies(held, cerr)
 	deleted := ctx.deleted
 	ctx.dirty, ctx.confirmed, ctx.deleted, ctx.erased, ctx.lost = false, false, false, false, nil
 	switch {
@@ -362,7 +368,7 @@ func (c *cell[S, M, C]) settleAsync(ctx *Context[S, M, C]) (ok bool, cerr error)
 	ctx.gateMu.Lock()
 	defer ctx.gateMu.Unlock()
 	a := c.commits()
-	if ctx.lost != nil || a == nil || !(ctx.dirty || c.timersChanged()) {
+	if ctx.lost != nil || a == nil || !(ctx.dirty || c.recordChanged()) {
 		return false, nil
 	}
 	a.mu.Lock()
@@ -466,11 +472,12 @@ type heldReply struct {
 	fail   func(error) bool
 }
 
-// handling marks the start of a durable message: deferred replies given
-// until settle wait for its commit.
-func (c *cell[S, M, C]) handling() {
+// handling marks the start of a durable message, which ctx handles:
+// deferred replies given until settle wait for its commit.
+func (c *cell[S, M, C]) handling(ctx *Context[S, M, C]) {
 	c.mu.Lock()
-	c.ext().handling = true
+	x := c.ext()
+	x.handling, x.gate = true, &ctx.gateMu
 	c.mu.Unlock()
 }
 
@@ -497,13 +504,18 @@ func (c *cell[S, M, C]) holds() bool {
 // releaseHeld ends the message's hold: its held replies leave, or with
 // err fail with it.
 func (c *cell[S, M, C]) releaseHeld(err error) {
+	releaseReplies(c.takeHeld(), err)
+}
+
+// takeHeld ends the message's hold and returns its held replies.
+func (c *cell[S, M, C]) takeHeld() []heldReply {
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	var held []heldReply
 	if x := c.x; x != nil {
 		held, x.held, x.handling = x.held, nil, false
 	}
-	c.mu.Unlock()
-	releaseReplies(held, err)
+	return held
 }
 
 // load acquires the key of a starting activation and reads its stored
@@ -740,14 +752,15 @@ type liveTimer[M any] struct {
 	m      M
 }
 
-// storedTimers returns the activation's live timers.
+// storedTimers returns the activation's live timers, for the record
+// being made, which holds what changed besides the state.
 func (c *cell[S, M, C]) storedTimers() []liveTimer[M] {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.x == nil {
 		return nil
 	}
-	c.x.timersChanged = false
+	c.x.recordChanged = false
 	ts := make([]liveTimer[M], 0, len(c.x.timers))
 	for name, e := range c.x.timers {
 		ts = append(ts, liveTimer[M]{name: name, due: e.due, period: e.period, m: e.msg})
@@ -755,12 +768,12 @@ func (c *cell[S, M, C]) storedTimers() []liveTimer[M] {
 	return ts
 }
 
-// timersChanged reports whether a timer fired once (and so left the
-// record) since the record was last written.
-func (c *cell[S, M, C]) timersChanged() bool {
+// recordChanged reports whether the record changed besides the state
+// (see extra.recordChanged) since it was last written.
+func (c *cell[S, M, C]) recordChanged() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.x != nil && c.x.timersChanged
+	return c.x != nil && c.x.recordChanged
 }
 
 // decodeTimers decodes the messages of a record's timers.

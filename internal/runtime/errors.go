@@ -25,6 +25,7 @@ var (
 	ErrIdempotencyConflict    = fault.ErrIdempotencyConflict
 	ErrIdempotencyUnsupported = fault.ErrIdempotencyUnsupported
 	ErrNotAdmitted            = fault.ErrNotAdmitted
+	ErrInProgress             = fault.ErrInProgress
 )
 
 // errClosedWhileRunning fails an ask whose handler had started (or
