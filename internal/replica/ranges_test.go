@@ -9,10 +9,9 @@ import (
 	"pgregory.net/rapid"
 )
 
-// TestReceivedRangeStopsOnlyItsTokens checks subtractRange against
-// Contains: a token is still received after Received(g) exactly when it
-// was received before and g does not contain it.
-func TestReceivedRangeStopsOnlyItsTokens(t *testing.T) {
+// rangeGenerators returns the tokens at the ring's edges and around,
+// and generators of tokens (edges often) and of ranges between them.
+func rangeGenerators() ([]ring.Token, *rapid.Generator[ring.Token], *rapid.Generator[ring.Range]) {
 	edges := []ring.Token{0, 1, 100, 200, math.MaxUint64 - 1, math.MaxUint64}
 	token := rapid.Custom(func(t *rapid.T) ring.Token {
 		if rapid.Bool().Draw(t, "edge") {
@@ -23,6 +22,14 @@ func TestReceivedRangeStopsOnlyItsTokens(t *testing.T) {
 	rng := rapid.Custom(func(t *rapid.T) ring.Range {
 		return ring.Range{Start: token.Draw(t, "start"), End: token.Draw(t, "end")}
 	})
+	return edges, token, rng
+}
+
+// TestReceivedRangeStopsOnlyItsTokens checks subtractRange against
+// Contains: a token is still received after Received(g) exactly when it
+// was received before and g does not contain it.
+func TestReceivedRangeStopsOnlyItsTokens(t *testing.T) {
+	edges, token, rng := rangeGenerators()
 	rapid.Check(t, func(t *rapid.T) {
 		before := rapid.SliceOfN(rng, 0, 3).Draw(t, "receiving")
 		g := rng.Draw(t, "received")
@@ -46,16 +53,7 @@ func TestReceivedRangeStopsOnlyItsTokens(t *testing.T) {
 // token is in the result exactly when it is in one of ranges and in one
 // of with.
 func TestIntersectKeepsTheTokensInBoth(t *testing.T) {
-	edges := []ring.Token{0, 1, 100, 200, math.MaxUint64 - 1, math.MaxUint64}
-	token := rapid.Custom(func(t *rapid.T) ring.Token {
-		if rapid.Bool().Draw(t, "edge") {
-			return rapid.SampledFrom(edges).Draw(t, "e")
-		}
-		return ring.Token(rapid.Uint64().Draw(t, "t"))
-	})
-	rng := rapid.Custom(func(t *rapid.T) ring.Range {
-		return ring.Range{Start: token.Draw(t, "start"), End: token.Draw(t, "end")}
-	})
+	edges, token, rng := rangeGenerators()
 	rapid.Check(t, func(t *rapid.T) {
 		a := rapid.SliceOfN(rng, 0, 3).Draw(t, "ranges")
 		b := rapid.SliceOfN(rng, 0, 3).Draw(t, "with")

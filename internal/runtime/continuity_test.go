@@ -62,13 +62,7 @@ func TestAKeyedReplyAfterAnOutputLeavesOnlyWithItsKeptAnswerStored(t *testing.T)
 	}
 	k := def.Instantiate(h).(*kind[int, noteMsg, tctx[int, noteMsg]])
 	h.Register(k)
-	out := make(chan error, 1)
-	go func() {
-		ctx, cancel := context.WithTimeout(WithIdempotencyKey(context.Background(), "pay-1"), 10*time.Second)
-		defer cancel()
-		_, err := Ask[noteMsg, int](ctx, k.ref("a"), nAdd{})
-		out <- err
-	}()
+	out := askPay1(k)
 	recv(t, st.held, "the write after the output's")
 	select {
 	case err := <-out:

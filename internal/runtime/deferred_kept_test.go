@@ -35,6 +35,19 @@ func deferringKind(t *testing.T, st host.Store, deferred chan<- Deferred[int]) *
 	return k
 }
 
+// askPay1 asks key "a" of k to add, with idempotency key pay-1, and
+// returns where its error arrives.
+func askPay1(k *kind[int, noteMsg, tctx[int, noteMsg]]) <-chan error {
+	out := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(WithIdempotencyKey(context.Background(), "pay-1"), 10*time.Second)
+		defer cancel()
+		_, err := Ask[noteMsg, int](ctx, k.ref("a"), nAdd{})
+		out <- err
+	}()
+	return out
+}
+
 // awaitNotHandling waits until the cell of key handles no message (its
 // last one settled).
 func awaitNotHandling(t *testing.T, k *kind[int, noteMsg, tctx[int, noteMsg]], key string) {
@@ -78,13 +91,7 @@ func TestAKeyedDeferredReplyGivenBetweenMessagesLeavesOnlyWithItsKeptAnswerStore
 	st := &heldStore{memStore: newMemStore(), held: make(chan struct{}, 4), release: make(chan struct{})}
 	deferred := make(chan Deferred[int], 1)
 	k := deferringKind(t, st, deferred)
-	out := make(chan error, 1)
-	go func() {
-		ctx, cancel := context.WithTimeout(WithIdempotencyKey(context.Background(), "pay-1"), 10*time.Second)
-		defer cancel()
-		_, err := Ask[noteMsg, int](ctx, k.ref("a"), nAdd{})
-		out <- err
-	}()
+	out := askPay1(k)
 	d := recv(t, deferred, "the deferred reply")
 	awaitNotHandling(t, k, "a")
 	if kept := keptIn(t, st, "a"); len(kept) != 1 || kept[0].kind != retainedDeferred {
@@ -126,13 +133,7 @@ func TestAKeyedDeferredReplyGivenAfterItsCellLeftLeavesUnkept(t *testing.T) {
 	st := newMemStore()
 	deferred := make(chan Deferred[int], 1)
 	k := deferringKind(t, st, deferred)
-	out := make(chan error, 1)
-	go func() {
-		ctx, cancel := context.WithTimeout(WithIdempotencyKey(context.Background(), "pay-1"), 10*time.Second)
-		defer cancel()
-		_, err := Ask[noteMsg, int](ctx, k.ref("a"), nAdd{})
-		out <- err
-	}()
+	out := askPay1(k)
 	d := recv(t, deferred, "the deferred reply")
 	awaitNotHandling(t, k, "a")
 	c := k.cellAt(k.hash("a"), "a", false)
