@@ -825,7 +825,7 @@ func (c *liveConn) readDataDirect(rd *reader, h Header) (fenced bool, tk taking,
 		s.mu.Unlock()
 		return true, tk, nil
 	}
-	p, dst := s.chunkTargetLocked(h, d, int(h.Length)-n)
+	p, dst := s.chunkTargetLocked(h, d, int(h.Length)-n, c.gen)
 	s.mu.Unlock()
 	if p != nil && dst == nil {
 		dst = p.allocChunk(s.t.bufs, int(h.Length)-n)
@@ -848,6 +848,7 @@ func (c *liveConn) readDataDirect(rd *reader, h Header) (fenced bool, tk taking,
 	}
 	now := time.Now()
 	s.mu.Lock()
+	p.filledLocked(c.gen)
 	if s.gen != c.gen {
 		s.mu.Unlock()
 		return true, tk, nil

@@ -51,6 +51,10 @@ type partialEnv struct {
 	total    int
 	reserved int // bytes counted in session.reserved for buf
 	alloc    int // capacity to allocate buf with
+	// filler is the generation of the connection last given buf's spare
+	// bytes to read a chunk into (chunkTargetLocked), until its read
+	// ended; 0 when none.
+	filler uint64
 }
 
 // delivery is a complete envelope waiting for its stream's handler.
@@ -649,21 +653,42 @@ func (p *partialEnv) newBuf(pool *bufPool, n int) []byte {
 // the lock. It changes nothing the session counts, so a frame that never
 // arrives whole leaves no trace. It returns nil for a chunk that does not
 // fit an envelope; applyDataLocked then reports why.
-func (s *session) chunkTargetLocked(h Header, d dataFrame, n int) (*partialEnv, []byte) {
+//
+// gen is the reading connection's generation. A connection that a resume
+// superseded may still be reading a chunk into the spare bytes it was
+// given, outside the lock, and the resumed one is sent that chunk again:
+// the envelope then moves to a buffer of its own, with what it holds,
+// and the old buffer is left to the old reader, which writes into
+// nothing anyone reads (its frame is then fenced off).
+func (s *session) chunkTargetLocked(h Header, d dataFrame, n int, gen uint64) (*partialEnv, []byte) {
 	st := h.Stream
 	if h.Flags&FlagFirst != 0 {
 		if int64(d.Envelope) <= s.started[st] || s.partial[st][d.Envelope] != nil || n > int(d.Total) {
 			return nil, nil
 		}
-		return s.planPartialLocked(int(d.Total)), nil
+		p := s.planPartialLocked(int(d.Total))
+		p.filler = gen
+		return p, nil
 	}
 	p := s.partial[st][d.Envelope]
 	if p == nil || int(d.Offset) != len(p.buf) || len(p.buf)+n > p.total {
 		return nil, nil
 	}
+	if p.filler != 0 && p.filler != gen {
+		p.buf = append(p.newBuf(s.t.bufs, len(p.buf)+n), p.buf...)
+	}
+	p.filler = gen
 	// Growing keeps the content; it changes nothing counted.
 	p.buf = slices.Grow(p.buf, n)
 	return p, p.buf[len(p.buf) : len(p.buf)+n]
+}
+
+// filledLocked ends the read into p's spare bytes that the connection of
+// generation gen was given (see chunkTargetLocked).
+func (p *partialEnv) filledLocked(gen uint64) {
+	if p != nil && p.filler == gen {
+		p.filler = 0
+	}
 }
 
 // allocChunk allocates the buffer of a planned envelope and returns its
