@@ -318,8 +318,15 @@ func (troupePeer) ContinuityAsk(clk *clock, nodes, goroutines, keys, n int) (con
 		return res, err
 	}
 	per := n / goroutines
-	run := func(clk *clock, idem func(g, i int) string) ([]time.Duration, error) {
+	run := func(phase string, clk *clock, idem func(g, i int) string) ([]time.Duration, error) {
 		lat := make([]time.Duration, per*goroutines)
+		if os.Getenv(profEnv) != "" {
+			for _, nd := range ns {
+				if _, err := nd.query("profile continuity-" + phase); err != nil {
+					return nil, err
+				}
+			}
+		}
 		if clk != nil {
 			for _, nd := range ns {
 				clk.node(nd.cmd.Process.Pid)
@@ -345,19 +352,19 @@ func (troupePeer) ContinuityAsk(clk *clock, nodes, goroutines, keys, n int) (con
 		return lat, err
 	}
 	var pclk clock
-	plain, err := run(&pclk, nil)
+	plain, err := run("plain", &pclk, nil)
 	if err != nil {
 		return res, fmt.Errorf("plain asks: %w", err)
 	}
 	res.plain = pclk.rate(per * goroutines).primary
 	res.plainP50 = percentile(plain, 0.50)
 	key := func(g, i int) string { return "k" + strconv.Itoa(g) + "-" + strconv.Itoa(i) }
-	if res.keyed, err = run(clk, key); err != nil {
+	if res.keyed, err = run("keyed", clk, key); err != nil {
 		return res, fmt.Errorf("keyed asks: %w", err)
 	}
 	// The replays: the last asks of each goroutine, whose answers the
 	// keys' records still keep (each record keeps its last 128).
-	if res.replayed, err = run(nil, key); err != nil {
+	if res.replayed, err = run("replayed", nil, key); err != nil {
 		return res, fmt.Errorf("replayed asks: %w", err)
 	}
 	return res, nil

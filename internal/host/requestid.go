@@ -56,6 +56,41 @@ func (id RequestID) String() string {
 	return hex.EncodeToString(b[:])
 }
 
+// Len returns the length of the id as String shows it.
+func (id RequestID) Len() int {
+	if _, _, made := id.Made(); made {
+		return 32
+	}
+	return len(id.name)
+}
+
+// AppendTo appends the id as String shows it to b, without the string.
+func (id RequestID) AppendTo(b []byte) []byte {
+	if _, _, made := id.Made(); !made {
+		return append(b, id.name...)
+	}
+	var n [16]byte
+	binary.BigEndian.PutUint64(n[:8], id.hi)
+	binary.BigEndian.PutUint64(n[8:], id.lo)
+	return hex.AppendEncode(b, n[:])
+}
+
+// ShownRequestID returns the id that String shows as b: a made id for 32
+// lower-case hex digits (not all zero), else the id named b. Either way
+// it shows as b again.
+func ShownRequestID(b []byte) RequestID {
+	if len(b) == 32 {
+		var n [16]byte
+		if _, err := hex.Decode(n[:], b); err == nil {
+			id := RequestID{hi: binary.BigEndian.Uint64(n[:8]), lo: binary.BigEndian.Uint64(n[8:])}
+			if _, _, made := id.Made(); made && string(id.AppendTo(make([]byte, 0, 32))) == string(b) {
+				return id // lower-case, as String shows it
+			}
+		}
+	}
+	return RequestID{name: string(b)}
+}
+
 // ValidRequestID reports why s cannot name a request ("" when it can):
 // it must have 1 to MaxRequestID bytes, each visible ASCII ('!' to '~').
 func ValidRequestID(s string) string {

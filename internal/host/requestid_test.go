@@ -61,3 +61,25 @@ func TestScopedIdempotencyKeysKeepTenantsApart(t *testing.T) {
 		}
 	}
 }
+
+func TestARequestIDReadBackFromHowItShowsShowsTheSame(t *testing.T) {
+	h := New(Settings{})
+	defer h.Close(t.Context())
+	for _, id := range []RequestID{
+		h.NewRequestID(), MadeRequestID(0, 1), MadeRequestID(1<<63, 0),
+		NamedRequestID("order-17"), NamedRequestID("0123456789ABCDEF0123456789ABCDEF"),
+		NamedRequestID("00000000000000000000000000000000"), {},
+	} {
+		shown := id.AppendTo(nil)
+		if string(shown) != id.String() || id.Len() != len(shown) {
+			t.Fatalf("%q appends as %q (%d bytes)", id, shown, id.Len())
+		}
+		back := ShownRequestID(shown)
+		if back.String() != id.String() {
+			t.Fatalf("%q read back as %q", id, back)
+		}
+		if _, _, made := id.Made(); made && back != id {
+			t.Fatalf("made id %q read back as %+v", id, back)
+		}
+	}
+}

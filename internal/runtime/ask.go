@@ -352,7 +352,7 @@ func Defer[S, M, C, R any](c *Context[S, M, C]) Deferred[R] {
 	if c.cell.durable() {
 		d.hold = c.cell
 		if c.keyed != nil {
-			d.kept = c.keyed.deferReply(c.slot.requestID().String())
+			d.kept = c.keyed.deferReply(*c.slot.requestID())
 		}
 	}
 	return d

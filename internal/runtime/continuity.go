@@ -105,8 +105,8 @@ const (
 type retained struct {
 	key  string
 	hash [32]byte
-	at   time.Time
-	rid  string
+	at   int64          // when it was kept, Unix nanoseconds: no pointer for the collector to follow
+	rid  host.RequestID // not its text: a made id is two numbers, nothing to follow
 	kind byte
 	body []byte
 	name string // retainedDeclared
@@ -148,7 +148,7 @@ type keyedAsk struct {
 type deferredKept struct {
 	key  string
 	hash [32]byte
-	rid  string
+	rid  host.RequestID
 	// answer is the reply given, once given says so: the handler that
 	// deferred it may still run, before its kept answer is made.
 	answer retained
@@ -157,7 +157,7 @@ type deferredKept struct {
 
 // deferReply makes kd's reply deferred: the Deferred keeps its answer
 // through what this returns.
-func (kd *keyedAsk) deferReply(rid string) *deferredKept {
+func (kd *keyedAsk) deferReply(rid host.RequestID) *deferredKept {
 	if kd.deferred == nil {
 		kd.deferred = &deferredKept{key: kd.key, hash: kd.hash, rid: rid}
 	}
@@ -167,7 +167,7 @@ func (kd *keyedAsk) deferReply(rid string) *deferredKept {
 // replied is the kept answer of dk's reply r: encoded as retainReply
 // encodes one, or a failure when it does not encode.
 func (dk *deferredKept) replied(r any) retained {
-	a := retained{key: dk.key, hash: dk.hash, at: time.Now(), rid: dk.rid, kind: retainedReply}
+	a := retained{key: dk.key, hash: dk.hash, at: time.Now().UnixNano(), rid: dk.rid, kind: retainedReply}
 	b := codec.GetBuffer()
 	defer codec.PutBuffer(b)
 	body, err := codec.AppendReply(b, r)
@@ -183,7 +183,7 @@ func (dk *deferredKept) replied(r any) retained {
 // failed is the kept answer of dk's reply failed with err: the declared
 // error when errs declares it (as keepAnswer keeps one), else a failure.
 func (dk *deferredKept) failed(errs *codec.Errors, err error) retained {
-	a := retained{key: dk.key, hash: dk.hash, at: time.Now(), rid: dk.rid, kind: retainedFailed, text: err.Error()}
+	a := retained{key: dk.key, hash: dk.hash, at: time.Now().UnixNano(), rid: dk.rid, kind: retainedFailed, text: err.Error()}
 	if errs.Declares(err) {
 		if de, ok := errs.Encode(err); ok {
 			a.kind, a.name, a.body, a.text = retainedDeclared, de.Name, de.Body, de.Text
@@ -286,21 +286,15 @@ func (c *cell[S, M, C]) lookupKeyed(ctx *Context[S, M, C], e *envelope[M]) (*ret
 		// its entry (holdKept).
 		ctx.gateMu.Lock()
 		defer ctx.gateMu.Unlock()
-		for i := range x.retained {
+		if i := findKept(x.retained, key); i >= 0 {
 			r := &x.retained[i]
-			if r.key != key {
-				continue
+			if err := refuseKept(r, &sum, c.k.def.Name, c.key); err != nil {
+				return nil, err
 			}
-			if r.hash != sum {
-				return nil, fmt.Errorf("%w: key %q was first used for another request to %s/%s (request %s)", ErrIdempotencyConflict, key, c.k.def.Name, c.key, r.rid)
-			}
-			switch {
-			case r.pending():
+			if r.pending() {
 				// Admitted and never answered: this runs it again.
 				ctx.keyed = &keyedAsk{key: key, hash: sum, attempt: r.attempt + 1}
 				return nil, nil
-			case r.kind == retainedDeferred && r.open != nil:
-				return nil, fmt.Errorf("%w: the first request with idempotency key %q to %s/%s (request %s) deferred its reply, not given yet", ErrInProgress, key, c.k.def.Name, c.key, r.rid)
 			}
 			kept := *r // a copy: the entry may change once the lock is let go
 			return &kept, nil
@@ -308,6 +302,33 @@ func (c *cell[S, M, C]) lookupKeyed(ctx *Context[S, M, C], e *envelope[M]) (*ret
 	}
 	ctx.keyed = &keyedAsk{key: key, hash: sum, attempt: 1}
 	return nil, nil
+}
+
+// findKept returns the index in rs of the kept answer of idempotency key
+// key, or -1. (Not generic, and the errors in refuseKept: the lookup runs
+// on a cell's goroutine, whose stack it should not grow.)
+func findKept(rs []retained, key string) int {
+	for i := range rs {
+		if rs[i].key == key {
+			return i
+		}
+	}
+	return -1
+}
+
+// refuseKept returns why a request of hash sum gets neither r, the kept
+// answer of its idempotency key at def/key, nor a run of its handler: it
+// is another request (ErrIdempotencyConflict), or the first request's
+// reply is deferred and not given yet (ErrInProgress). It returns nil
+// otherwise.
+func refuseKept(r *retained, sum *[32]byte, def, key string) error {
+	if r.hash != *sum {
+		return fmt.Errorf("%w: key %q was first used for another request to %s/%s (request %s)", ErrIdempotencyConflict, r.key, def, key, r.rid)
+	}
+	if r.kind == retainedDeferred && r.open != nil {
+		return fmt.Errorf("%w: the first request with idempotency key %q to %s/%s (request %s) deferred its reply, not given yet", ErrInProgress, r.key, def, key, r.rid)
+	}
+	return nil
 }
 
 // strict reports whether the kind admits its messages under strict
@@ -349,7 +370,7 @@ func (c *cell[S, M, C]) admit(ctx *Context[S, M, C], fresh bool) error {
 		for i, r := range rs {
 			if r.pending() {
 				waiting++
-				if oldest < 0 || r.at.Before(rs[oldest].at) {
+				if oldest < 0 || r.at < rs[oldest].at {
 					oldest = i
 				}
 			}
@@ -359,8 +380,8 @@ func (c *cell[S, M, C]) admit(ctx *Context[S, M, C], fresh bool) error {
 		}
 		rs[oldest].kind = retainedLost
 	}
-	r := retained{key: kd.key, hash: kd.hash, at: time.Now(), rid: ctx.slot.requestID().String(), kind: retainedPending, attempt: kd.attempt}
-	x.retained = pruneRetained(append(rs, r), r.at)
+	r := retained{key: kd.key, hash: kd.hash, at: time.Now().UnixNano(), rid: *ctx.slot.requestID(), kind: retainedPending, attempt: kd.attempt}
+	x.retained = pruneRetained(append(rs, r), time.Unix(0, r.at))
 	ctx.dirty = true
 	err := ctx.commitLocked(false)
 	ctx.gateMu.Unlock()
@@ -392,7 +413,7 @@ func (c *Context[S, M, C]) retainReply(r any) {
 		kd.err = fmt.Errorf("encode reply %T: %w", r, err)
 		return
 	}
-	rec := retained{key: kd.key, hash: kd.hash, at: time.Now(), rid: c.slot.requestID().String(), kind: retainedReply, body: slices.Clone(body)}
+	rec := retained{key: kd.key, hash: kd.hash, at: time.Now().UnixNano(), rid: *c.slot.requestID(), kind: retainedReply, body: slices.Clone(body)}
 	b.SetBytes(body[:0])
 	c.cell.keep(c, rec)
 	c.keyed = nil // kept: keepAnswer has nothing to add
@@ -409,7 +430,7 @@ func (c *cell[S, M, C]) keepAnswer(ctx *Context[S, M, C], e *envelope[M], err er
 	if kd == nil || ctx.startErr != nil || !c.started {
 		return
 	}
-	r := retained{key: kd.key, hash: kd.hash, at: time.Now(), rid: e.slot.requestID().String()}
+	r := retained{key: kd.key, hash: kd.hash, at: time.Now().UnixNano(), rid: *e.slot.requestID()}
 	switch {
 	case kd.given:
 		r.kind, r.text = retainedFailed, kd.err.Error()
@@ -445,7 +466,7 @@ func (c *cell[S, M, C]) keep(ctx *Context[S, M, C], r retained) {
 			r.open = nil // failed as the handler returned: no reply to come
 		}
 	}
-	x.retained = pruneRetained(append(withoutKey(x.retained, r.key), r), r.at)
+	x.retained = pruneRetained(append(withoutKey(x.retained, r.key), r), time.Unix(0, r.at))
 	ctx.dirty = true
 	ctx.gateMu.Unlock()
 }
@@ -498,7 +519,7 @@ func (c *cell[S, M, C]) keepGivenLocked(gate *sync.Mutex, dk *deferredKept, a re
 	// Only this activation's entry: one loaded since says the reply of
 	// an activation that no longer holds the key was deferred.
 	if i := slices.IndexFunc(x.retained, func(e retained) bool { return e.open == dk }); i >= 0 {
-		x.retained = pruneRetained(append(slices.Delete(x.retained, i, i+1), a), a.at)
+		x.retained = pruneRetained(append(slices.Delete(x.retained, i, i+1), a), time.Unix(0, a.at))
 		x.recordChanged = true
 	}
 	x.held = append(x.held, r)
@@ -577,25 +598,50 @@ func (c *cell[S, M, C]) setRetained(ctx *Context[S, M, C], kept []retained) {
 // requests are dropped only past retainFor (admit bounds their number)
 // and count toward the budgets first.
 func pruneRetained(rs []retained, now time.Time) []retained {
-	var pending []retained
-	rs = slices.DeleteFunc(rs, func(r retained) bool {
-		age := now.Sub(r.at)
-		old := age > retainFor || age < -retainFor
-		if r.pending() && !old {
-			pending = append(pending, r)
-			return true
+	t := now.UnixNano()
+	lo, hi := t-int64(retainFor), t+int64(retainFor)
+	// Most calls add one answer to a list within every budget: a pass
+	// that allocates nothing tells so, and the list stays as it is.
+	if len(rs) <= maxRetained {
+		total, answered := 0, false
+		for i := range rs {
+			r := &rs[i]
+			if r.at < lo || r.at > hi || (answered && r.pending()) {
+				total = maxRetainedBytes + 1
+				break
+			}
+			answered = answered || !r.pending()
+			total += r.size()
 		}
-		return old // a pending request this old is forgotten too
-	})
+		if total <= maxRetainedBytes {
+			return rs
+		}
+	}
+	var pending []retained
+	kept := 0
+	for i := range rs {
+		r := &rs[i]
+		switch {
+		case r.at < lo || r.at > hi:
+			// Too old (a pending request this old is forgotten too).
+		case r.pending():
+			pending = append(pending, *r)
+		default:
+			rs[kept] = *r
+			kept++
+		}
+	}
+	clear(rs[kept:])
+	rs = rs[:kept]
 	if n := len(rs) + len(pending) - maxRetained; n > 0 {
 		rs = slices.Delete(rs, 0, min(n, len(rs)))
 	}
 	total := 0
-	for _, r := range pending {
-		total += r.size()
+	for i := range pending {
+		total += pending[i].size()
 	}
-	for _, r := range rs {
-		total += r.size()
+	for i := range rs {
+		total += rs[i].size()
 	}
 	drop := 0
 	for drop < len(rs)-1 && total > maxRetainedBytes {
@@ -607,12 +653,15 @@ func pruneRetained(rs []retained, now time.Time) []retained {
 		last := &rs[len(rs)-1]
 		last.kind, last.body, last.name, last.text = retainedTooLarge, nil, "", ""
 	}
+	if len(pending) == 0 {
+		return rs
+	}
 	return append(pending, rs...)
 }
 
 // size is about the bytes r takes in a record.
-func (r retained) size() int {
-	return len(r.key) + len(r.hash) + len(r.rid) + len(r.body) + len(r.name) + len(r.text) + 16
+func (r *retained) size() int {
+	return len(r.key) + len(r.hash) + r.rid.Len() + len(r.body) + len(r.name) + len(r.text) + 16
 }
 
 // answerKept answers s with the kept answer r.
@@ -639,12 +688,15 @@ func (c *cell[S, M, C]) answerKept(s replier, r *retained) {
 
 // appendRetained appends the kept answers rs to a record.
 func appendRetained(b []byte, rs []retained) []byte {
+	b = slices.Grow(b, retainedLen(rs)) // once, not as the answers are appended
 	b = binary.AppendUvarint(b, uint64(len(rs)))
-	for _, r := range rs {
+	for i := range rs {
+		r := &rs[i]
 		b = appendString(b, r.key)
 		b = append(b, r.hash[:]...)
-		b = binary.AppendVarint(b, r.at.UnixNano())
-		b = appendString(b, r.rid)
+		b = binary.AppendVarint(b, r.at)
+		b = binary.AppendUvarint(b, uint64(r.rid.Len()))
+		b = r.rid.AppendTo(b)
 		b = append(b, r.kind)
 		body := r.body
 		if r.pending() {
@@ -656,6 +708,15 @@ func appendRetained(b []byte, rs []retained) []byte {
 		b = appendString(b, r.text)
 	}
 	return b
+}
+
+// retainedLen is at least the bytes appendRetained appends for rs.
+func retainedLen(rs []retained) int {
+	n := binary.MaxVarintLen64
+	for i := range rs {
+		n += rs[i].size() + 5*binary.MaxVarintLen64 // size, and the lengths and time
+	}
+	return n
 }
 
 // readRetained reads the kept answers appendRetained wrote; with pending,
@@ -674,8 +735,8 @@ func (r *recordReader) retained(pending bool) []retained {
 		x.key = string(r.bytes())
 		h := r.fixed(len(x.hash))
 		copy(x.hash[:], h)
-		x.at = time.Unix(0, r.varint())
-		x.rid = string(r.bytes())
+		x.at = r.varint()
+		x.rid = host.ShownRequestID(r.bytes())
 		k := r.fixed(1)
 		if len(k) == 1 {
 			x.kind = k[0]

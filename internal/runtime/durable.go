@@ -598,13 +598,17 @@ func (c *cell[S, M, C]) record() ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("encode state %T: %w", c.state, err)
 	}
-	out := make([]byte, 0, len(state)+16)
 	var kept []retained
 	c.mu.Lock()
 	if c.x != nil {
 		kept = c.x.retained // under the Context's gateMu, held by every commit
 	}
 	c.mu.Unlock()
+	size := len(state) + 16
+	if len(kept) > 0 {
+		size += retainedLen(kept)
+	}
+	out := make([]byte, 0, size)
 	switch {
 	case slices.ContainsFunc(kept, retained.strict):
 		out = append(out, recordVersionPending)

@@ -52,8 +52,8 @@ func TestATruncatedRecordIsRefused(t *testing.T) {
 func FuzzDecodeRecord(f *testing.F) {
 	f.Add([]byte{recordVersion, 1, 0x2a, 0})
 	f.Add([]byte{recordVersion, 1, 0x2a, 1, 1, 't', 2, 2, 1, 'm', 1, 0xc0})
-	f.Add(appendRetained([]byte{recordVersionKept, 1, 0x2a, 0}, []retained{{key: "k", at: time.Unix(1, 0), rid: "r", kind: retainedReply, body: []byte{0x01}}}))
-	f.Add(appendRetained([]byte{recordVersionPending, 1, 0x2a, 0}, []retained{{key: "k", at: time.Unix(1, 0), rid: "r", kind: retainedPending, attempt: 2}}))
+	f.Add(appendRetained([]byte{recordVersionKept, 1, 0x2a, 0}, []retained{{key: "k", at: time.Unix(1, 0).UnixNano(), rid: host.NamedRequestID("r"), kind: retainedReply, body: []byte{0x01}}}))
+	f.Add(appendRetained([]byte{recordVersionPending, 1, 0x2a, 0}, []retained{{key: "k", at: time.Unix(1, 0).UnixNano(), rid: host.NamedRequestID("r"), kind: retainedPending, attempt: 2}}))
 	h := host.New(host.Settings{})
 	defer h.Close(f.Context())
 	f.Fuzz(func(t *testing.T, b []byte) {
@@ -65,9 +65,9 @@ func appendVarint(b []byte, v int64) []byte { return binary.AppendVarint(b, v) }
 
 func TestARecordRoundTripsItsKeptAnswers(t *testing.T) {
 	kept := []retained{
-		{key: "pay-1", hash: [32]byte{1, 2, 3}, at: time.Unix(1700000000, 7), rid: "r1", kind: retainedReply, body: []byte{0x2a}},
-		{key: "pay-2", at: time.Unix(1700000001, 0), rid: "r2", kind: retainedDeclared, name: "declined", body: []byte{0xc0}, text: "declined"},
-		{key: "pay-3", at: time.Unix(1700000002, 0), kind: retainedFailed, text: "boom"},
+		{key: "pay-1", hash: [32]byte{1, 2, 3}, at: time.Unix(1700000000, 7).UnixNano(), rid: host.NamedRequestID("r1"), kind: retainedReply, body: []byte{0x2a}},
+		{key: "pay-2", at: time.Unix(1700000001, 0).UnixNano(), rid: host.NamedRequestID("r2"), kind: retainedDeclared, name: "declined", body: []byte{0xc0}, text: "declined"},
+		{key: "pay-3", at: time.Unix(1700000002, 0).UnixNano(), kind: retainedFailed, text: "boom"},
 	}
 	rec := []byte{recordVersionKept}
 	rec = appendString(rec, "\x2a")
@@ -82,7 +82,7 @@ func TestARecordRoundTripsItsKeptAnswers(t *testing.T) {
 	}
 	for i := range kept {
 		w, g := kept[i], got[i]
-		if g.key != w.key || g.hash != w.hash || !g.at.Equal(w.at) || g.rid != w.rid || g.kind != w.kind ||
+		if g.key != w.key || g.hash != w.hash || g.at != w.at || g.rid != w.rid || g.kind != w.kind ||
 			!bytes.Equal(g.body, w.body) || g.name != w.name || g.text != w.text {
 			t.Fatalf("kept answer %d decoded as %+v, want %+v", i, g, w)
 		}
@@ -102,9 +102,9 @@ func TestARecordRoundTripsItsKeptAnswers(t *testing.T) {
 func TestKeptAnswersAreBoundedByAgeAndCount(t *testing.T) {
 	now := time.Unix(1700000000, 0)
 	var rs []retained
-	rs = append(rs, retained{key: "old", at: now.Add(-retainFor - time.Second)})
+	rs = append(rs, retained{key: "old", at: now.Add(-retainFor - time.Second).UnixNano()})
 	for i := range maxRetained + 5 {
-		rs = append(rs, retained{key: fmt.Sprint(i), at: now.Add(time.Duration(i))})
+		rs = append(rs, retained{key: fmt.Sprint(i), at: now.Add(time.Duration(i)).UnixNano()})
 	}
 	rs = pruneRetained(rs, now.Add(maxRetained+5))
 	if len(rs) != maxRetained {
@@ -117,8 +117,8 @@ func TestKeptAnswersAreBoundedByAgeAndCount(t *testing.T) {
 
 func TestARecordRoundTripsItsPendingRequests(t *testing.T) {
 	kept := []retained{
-		{key: "pay-1", hash: [32]byte{9}, at: time.Unix(1700000000, 0), rid: "r1", kind: retainedPending, attempt: 3},
-		{key: "pay-2", at: time.Unix(1700000001, 0), rid: "r2", kind: retainedReply, body: []byte{0x2a}},
+		{key: "pay-1", hash: [32]byte{9}, at: time.Unix(1700000000, 0).UnixNano(), rid: host.NamedRequestID("r1"), kind: retainedPending, attempt: 3},
+		{key: "pay-2", at: time.Unix(1700000001, 0).UnixNano(), rid: host.NamedRequestID("r2"), kind: retainedReply, body: []byte{0x2a}},
 	}
 	body := appendRetained(nil, kept)
 	rec := append(appendString([]byte{recordVersionPending}, "\x2a"), 0)
@@ -154,11 +154,11 @@ func TestARecordRoundTripsItsPendingRequests(t *testing.T) {
 func TestPendingRequestsArePrunedOnlyByAge(t *testing.T) {
 	now := time.Unix(1700000000, 0)
 	rs := []retained{
-		{key: "pending", at: now.Add(-retainFor / 2), kind: retainedPending, attempt: 1},
-		{key: "forgotten", at: now.Add(-retainFor - time.Second), kind: retainedPending, attempt: 1},
+		{key: "pending", at: now.Add(-retainFor / 2).UnixNano(), kind: retainedPending, attempt: 1},
+		{key: "forgotten", at: now.Add(-retainFor - time.Second).UnixNano(), kind: retainedPending, attempt: 1},
 	}
 	for i := range maxRetained + 5 {
-		rs = append(rs, retained{key: fmt.Sprint(i), at: now.Add(time.Duration(i)), kind: retainedReply, body: make([]byte, 1024)})
+		rs = append(rs, retained{key: fmt.Sprint(i), at: now.Add(time.Duration(i)).UnixNano(), kind: retainedReply, body: make([]byte, 1024)})
 	}
 	rs = pruneRetained(rs, now.Add(maxRetained+5))
 	if !slices.ContainsFunc(rs, func(r retained) bool { return r.key == "pending" && r.pending() }) {

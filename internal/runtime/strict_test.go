@@ -63,7 +63,7 @@ func TestTheOldestOrphanIsGivenUpWhenTooManyRequestsArePending(t *testing.T) {
 	}
 	var orphans []retained
 	for i := range maxPending {
-		orphans = append(orphans, retained{key: fmt.Sprintf("o%d", i), hash: sum, at: now.Add(time.Duration(i-maxPending) * time.Second), kind: retainedPending, attempt: 1})
+		orphans = append(orphans, retained{key: fmt.Sprintf("o%d", i), hash: sum, at: now.Add(time.Duration(i-maxPending) * time.Second).UnixNano(), kind: retainedPending, attempt: 1})
 	}
 	rec := append(appendString([]byte{recordVersionPending}, "\x05"), 0) // state 5, no timer
 	st.recs["d/a"] = appendRetained(rec, orphans)

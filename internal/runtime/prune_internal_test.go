@@ -1,0 +1,70 @@
+package runtime
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"pgregory.net/rapid"
+)
+
+// pruneModel is pruneRetained's rule written plainly, without its fast
+// path: drop what is out of retainFor, put pending requests first, then
+// drop the oldest answers beyond the count and byte budgets.
+func pruneModel(rs []retained, now time.Time) []retained {
+	t := now.UnixNano()
+	var pending, answers []retained
+	for _, r := range rs {
+		if r.at < t-int64(retainFor) || r.at > t+int64(retainFor) {
+			continue
+		}
+		if r.pending() {
+			pending = append(pending, r)
+		} else {
+			answers = append(answers, r)
+		}
+	}
+	if n := len(answers) + len(pending) - maxRetained; n > 0 {
+		answers = answers[min(n, len(answers)):]
+	}
+	total := 0
+	for _, r := range slices.Concat(pending, answers) {
+		total += r.size()
+	}
+	for len(answers) > 1 && total > maxRetainedBytes {
+		total -= answers[0].size()
+		answers = answers[1:]
+	}
+	if len(answers) > 0 && total > maxRetainedBytes {
+		last := &answers[len(answers)-1]
+		last.kind, last.body, last.name, last.text = retainedTooLarge, nil, "", ""
+	}
+	return slices.Concat(pending, answers)
+}
+
+func TestPruningKeepsWhatItsRuleKeeps(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		now := time.Unix(1700000000, 0)
+		n := rapid.IntRange(0, maxRetained+8).Draw(t, "n")
+		rs := make([]retained, n)
+		for i := range rs {
+			age := rapid.SampledFrom([]time.Duration{0, time.Second, retainFor / 2, retainFor + time.Second, -retainFor - time.Second}).Draw(t, "age")
+			rs[i] = retained{
+				key:  "k" + string(rune('a'+i%26)) + string(rune('a'+i/26)),
+				at:   now.Add(-age).UnixNano(),
+				kind: rapid.SampledFrom([]byte{retainedReply, retainedPending, retainedNoReply}).Draw(t, "kind"),
+				body: make([]byte, rapid.SampledFrom([]int{0, 100, 4 << 10, 70 << 10}).Draw(t, "body")),
+			}
+			if rs[i].pending() {
+				rs[i].body, rs[i].attempt = nil, 1
+			}
+		}
+		want := pruneModel(slices.Clone(rs), now)
+		got := pruneRetained(rs, now)
+		if !slices.EqualFunc(got, want, func(a, b retained) bool {
+			return a.key == b.key && a.kind == b.kind && len(a.body) == len(b.body) && a.at == b.at
+		}) {
+			t.Fatalf("pruned to %d answers, the rule keeps %d", len(got), len(want))
+		}
+	})
+}
