@@ -15,8 +15,8 @@ import (
 //   - GET /readyz answers 200 when the client is ready (see Ready), 503
 //     otherwise, with a JSON body in the shape of a member's /readyz:
 //     {"ready": bool, "checks": [{"name", "ok", "cause", "reason"}]},
-//     checks "open" (cause "closed") and "member_alive" (cause
-//     "no_alive_member");
+//     checks ReadyCheckOpen (cause "closed") and ReadyCheckMemberAlive
+//     (cause "no_alive_member");
 //   - GET /metrics serves Config.Metrics in Prometheus's formats when it
 //     is also a prometheus.Gatherer (a *prometheus.Registry is); without
 //     one the path is not served (404).
@@ -38,6 +38,15 @@ func (c *Client) Handler() http.Handler {
 	return mux
 }
 
+// The client's readiness checks, in the order /readyz lists them.
+const (
+	// ReadyCheckOpen: Close has not been called.
+	ReadyCheckOpen = "open"
+	// ReadyCheckMemberAlive: the client knows a member that is alive and
+	// finished joining, to route to.
+	ReadyCheckMemberAlive = "member_alive"
+)
+
 // readiness is the body of the client's /readyz.
 type readiness struct {
 	Ready  bool    `json:"ready"`
@@ -54,11 +63,11 @@ type check struct {
 
 // readiness reports the client's checks: open, and an alive member known.
 func (c *Client) readiness() readiness {
-	open := check{Name: "open", OK: !c.h.Closed()}
+	open := check{Name: ReadyCheckOpen, OK: !c.h.Closed()}
 	if !open.OK {
 		open.Cause, open.Reason = "closed", "the client is closed"
 	}
-	alive := check{Name: "member_alive", OK: aliveIn(c.Members())}
+	alive := check{Name: ReadyCheckMemberAlive, OK: aliveIn(c.Members())}
 	if !alive.OK {
 		alive.Cause, alive.Reason = "no_alive_member", "the client knows no alive member that finished joining"
 	}

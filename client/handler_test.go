@@ -71,7 +71,7 @@ func TestAClientsHandlerServesItsProbesAndMetrics(t *testing.T) {
 
 	c.Close()
 	code, rb = readyz(t, srv)
-	if code != http.StatusServiceUnavailable || rb.Ready || rb.Checks[0].Name != "open" || rb.Checks[0].OK || rb.Checks[0].Cause != "closed" {
+	if code != http.StatusServiceUnavailable || rb.Ready || rb.Checks[0].Name != client.ReadyCheckOpen || rb.Checks[0].OK || rb.Checks[0].Cause != "closed" {
 		t.Fatalf("/readyz of a closed client: %d %+v, want 503 with open failing, cause closed", code, rb)
 	}
 	if code, _ := getPath(t, srv, "/troupe/healthz"); code != http.StatusOK {
