@@ -36,3 +36,25 @@ func BenchmarkBadgerPut(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkMemoryPut is a Put of one record into the in-memory store
+// over 10,000 keys, as a replicated write's copy does.
+func BenchmarkMemoryPut(b *testing.B) {
+	s := NewMemory()
+	defer s.Close()
+	value := string(make([]byte, 64))
+	recs := make([]replica.Record, 10_000)
+	for i := range recs {
+		recs[i] = rec(fmt.Sprint(i), replica.KindState, 1, value)
+	}
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		r := recs[i%len(recs)]
+		r.Version = uint64(i)
+		if err := s.Put(context.Background(), r); err != nil {
+			b.Fatal(err)
+		}
+		i++
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/troupe-go/troupe/internal/replica"
@@ -15,16 +16,24 @@ import (
 // The zero value is not usable; use NewMemory.
 type Memory struct {
 	mu        sync.Mutex
-	recs      map[string]replica.Record
+	recs      map[memKey]replica.Record
 	receiving []ring.Range
 	recorded  bool
 	floors    []replica.Floor
 	closed    bool
 }
 
+// memKey names a record in a Memory: its key and slot as they are, so
+// that a Put or Get neither hashes the key onto the ring nor builds the
+// key a disk store would (Range does, for the keys it walks).
+type memKey struct {
+	key  replica.Key
+	slot replica.Slot
+}
+
 // NewMemory returns an empty in-memory store.
 func NewMemory() *Memory {
-	return &Memory{recs: make(map[string]replica.Record)}
+	return &Memory{recs: make(map[memKey]replica.Record)}
 }
 
 var _ Store = (*Memory)(nil)
@@ -36,7 +45,7 @@ func (m *Memory) Get(_ context.Context, key replica.Key, slot replica.Slot) (rep
 	if m.closed {
 		return replica.Record{}, false, replication.ErrClosed
 	}
-	r, ok := m.recs[string(appendKey(nil, key, slot))]
+	r, ok := m.recs[memKey{key, slot}]
 	r.Value = slices.Clone(r.Value)
 	return r, ok, nil
 }
@@ -50,7 +59,7 @@ func (m *Memory) Put(_ context.Context, recs ...replica.Record) error {
 	}
 	for _, r := range recs {
 		r.Value = slices.Clone(r.Value)
-		m.recs[string(appendKey(nil, r.Key, r.Slot()))] = r
+		m.recs[memKey{r.Key, r.Slot()}] = r
 	}
 	return nil
 }
@@ -62,16 +71,20 @@ func (m *Memory) Range(ctx context.Context, g ring.Range, fn func(replica.Record
 		m.mu.Unlock()
 		return replication.ErrClosed
 	}
-	keys := make([]string, 0, len(m.recs))
+	type walked struct {
+		enc string // the key as a disk store orders it: by token first
+		k   memKey
+	}
+	var keys []walked
 	for k, r := range m.recs {
 		if g.Contains(r.Key.Token()) {
-			keys = append(keys, k)
+			keys = append(keys, walked{string(appendKey(nil, k.key, k.slot)), k})
 		}
 	}
-	// The encoded keys sort by token; the walk starts after Start.
-	slices.Sort(keys)
-	i, _ := slices.BinarySearchFunc(keys, g.Start, func(k string, start ring.Token) int {
-		if ring.Token(binary.BigEndian.Uint64([]byte(k[1:9]))) <= start {
+	// The walk goes in the order of the encoded keys, from after Start.
+	slices.SortFunc(keys, func(a, b walked) int { return strings.Compare(a.enc, b.enc) })
+	i, _ := slices.BinarySearchFunc(keys, g.Start, func(w walked, start ring.Token) int {
+		if ring.Token(binary.BigEndian.Uint64([]byte(w.enc[1:9]))) <= start {
 			return -1
 		}
 		return 1
@@ -90,7 +103,7 @@ func (m *Memory) Range(ctx context.Context, g ring.Range, fn func(replica.Record
 			m.mu.Unlock()
 			return replication.ErrClosed
 		}
-		r, ok := m.recs[k]
+		r, ok := m.recs[k.k]
 		r.Value = slices.Clone(r.Value)
 		m.mu.Unlock()
 		if !ok {
