@@ -57,6 +57,14 @@ type inbox struct {
 	// placement version unasked (see noticeStale): nanoseconds since the
 	// router started, 0 for never.
 	noticed atomic.Int64
+	// For the pruner (see prune.go): users counts the stage ones at work
+	// with the inbox (enter), dropped marks it forgotten, heard is set by
+	// a batch and cleared by each pass of the pruner, which notes in
+	// heardAt (its clock) when it last found it set.
+	users   atomic.Int32
+	dropped atomic.Bool
+	heard   atomic.Bool
+	heardAt atomic.Int64
 }
 
 // segment is a run of a batch's envelopes, framed as in the batch, for
@@ -78,11 +86,15 @@ type inItem struct {
 	e  envelope
 }
 
+// inboxFor returns the inbox of from, making it (heard: the pruner keeps
+// it for a clientExpiry at least).
 func (r *Router) inboxFor(from ring.NodeID) *inbox {
 	if b, ok := r.inboxes.Load(from); ok {
 		return b.(*inbox)
 	}
-	b, _ := r.inboxes.LoadOrStore(from, &inbox{r: r, from: from, ch: make(chan segment, inboxDepth)})
+	nb := &inbox{r: r, from: from, ch: make(chan segment, inboxDepth)}
+	nb.heard.Store(true)
+	b, _ := r.inboxes.LoadOrStore(from, nb)
 	return b.(*inbox)
 }
 

@@ -55,6 +55,9 @@ type outbox struct {
 	to      ring.NodeID
 	epoch   uint64      // the router's epoch when it was made
 	running atomic.Bool // a flusher goroutine is at work
+	// dropped: the pruner forgot it (see prune.go), setting it with
+	// every lane locked; sends go to the peer's next outbox.
+	dropped atomic.Bool
 	lanes   [numLanes]lane
 }
 
@@ -66,18 +69,23 @@ type lane struct {
 	// diverted counts, per key, the envelopes sent under the key's
 	// divertKey that the peer has not taken yet; nil while none.
 	diverted map[uint64]int
-	_        [16]byte // to 128 bytes: lanes apart in cache
+	// alone counts the envelopes being encoded to go alone, the lock
+	// released meanwhile (see alone): the outbox is not idle.
+	alone int
+	_     [8]byte // to 128 bytes: lanes apart in cache
 }
 
 // outboxFor returns the outbox of to, creating it.
 func (r *Router) outboxFor(to ring.NodeID) *outbox {
 	// The epoch check: a lookup racing with SetEndpoint may store an
 	// outbox of the old endpoint after SetEndpoint cleared lastOut.
-	if o := r.lastOut.Load(); o != nil && o.to == to && o.epoch == r.epoch.Load() {
+	// A dropped outbox may still be found here for a moment (a map
+	// loaded before the pruner replaced it); under outboxMu, never.
+	if o := r.lastOut.Load(); o != nil && o.to == to && o.epoch == r.epoch.Load() && !o.dropped.Load() {
 		return o
 	}
 	if m := r.outboxes.Load(); m != nil {
-		if o := (*m)[to]; o != nil {
+		if o := (*m)[to]; o != nil && !o.dropped.Load() {
 			r.lastOut.Store(o)
 			return o
 		}
@@ -124,6 +132,12 @@ func (o *outbox) enqueueBody(key uint64, e *envelope, enc host.MessageAppender, 
 	i := laneOf(key)
 	l := &o.lanes[i]
 	l.mu.Lock()
+	if o.dropped.Load() {
+		// Forgotten by the pruner since it was looked up: it sends no
+		// more, so nothing sent through the next one overtakes this.
+		l.mu.Unlock()
+		return o.r.outboxFor(o.to).enqueueBody(key, e, enc, m, now, u)
+	}
 	if enc == nil && (len(e.body) > largeEnvelope || l.diverted[key] > 0) {
 		return o.alone(i, l, key, e, nil, nil, u) // unlocks l.mu
 	}
@@ -174,9 +188,11 @@ func (o *outbox) alone(i int, l *lane, key uint64, e *envelope, enc host.Message
 	// and the lane's other senders would wait. Where it goes is decided
 	// once it is encoded; a sender's own messages keep their order, as
 	// it sends the next one after this one returns.
+	l.alone++ // the outbox is not idle meanwhile: the pruner keeps it
 	l.mu.Unlock()
 	b := e.appendFramedBody(make([]byte, 0, max(len(e.body), e.encoded)+256), nil, enc, m)
 	l.mu.Lock()
+	l.alone--
 	defer l.mu.Unlock()
 	ctx := u.ctx
 	if ctx == nil {

@@ -118,7 +118,7 @@ func (rt *route) tellTo(to ring.NodeID, here bool, out *host.Outbound) error {
 		return rt.r.tellTo(to, here, enc) // holds, or relays (see relay.go)
 	}
 	o := rt.out.Load()
-	if o == nil || o.to != to || o.epoch != rt.r.epoch.Load() {
+	if o == nil || o.to != to || o.epoch != rt.r.epoch.Load() || o.dropped.Load() {
 		o = rt.r.outboxFor(to)
 		rt.out.Store(o)
 	}

@@ -156,7 +156,9 @@ const (
 )
 
 // clientExpiry is how long a client stays subscribed to member-list
-// pushes after its last sync (clients sync every few seconds).
+// pushes after its last sync (clients sync every few seconds), and how
+// long a peer not in the view may stay silent before the router forgets
+// it (see prune.go).
 const clientExpiry = time.Minute
 
 // pending is an ask waiting for its reply.
@@ -229,6 +231,7 @@ func New(cfg Config) *Router {
 	if cfg.Silence > 0 {
 		go r.watchSilence(cfg.Silence)
 	}
+	go r.prune()
 	return r
 }
 
@@ -342,7 +345,7 @@ func (r *Router) Update(self ring.NodeID, owning bool, members []cluster.Member)
 	close(r.changed)
 	r.changed = make(chan struct{})
 	for c, sub := range r.clients {
-		if now.Sub(sub.at) > clientExpiry {
+		if sub.expired(now) {
 			delete(r.clients, c)
 		}
 	}
@@ -748,7 +751,8 @@ func unavailable(to ring.NodeID, err error) error {
 // It is stage one of receiving (see inbox). With then set, the first ask
 // served at once may leave the run of its handler in *then.
 func (r *Router) receive(from ring.NodeID, payload []byte, then *func(relieve func())) {
-	b := r.inboxFor(from)
+	b := r.enter(from)
+	defer b.users.Add(-1)
 	seg := -1 // offset of the envelopes kept for the worker, or -1
 	off := 0
 	tells := true // every envelope so far is a tell

@@ -33,11 +33,20 @@ type testClient struct {
 
 func newTestClient(t *testing.T, net *transport.MemNetwork) *testClient {
 	t.Helper()
-	ep, err := net.Join(ring.NodeID{Addr: "client:1", Incarnation: 1})
+	c, stop := startTestClient(t, net, ring.NodeID{Addr: "client:1", Incarnation: 1})
+	t.Cleanup(stop)
+	return c
+}
+
+// startTestClient starts a client process with identity id; stop closes
+// it (once).
+func startTestClient(t *testing.T, net *transport.MemNetwork, id ring.NodeID) (c *testClient, stop func()) {
+	t.Helper()
+	ep, err := net.Join(id)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &testClient{got: make(chan struct{}, 100)}
+	c = &testClient{got: make(chan struct{}, 100)}
 	c.r = New(Config{Endpoint: ep, OnMembers: func(_ ring.NodeID, ms []cluster.Member) {
 		c.r.Update(ring.NodeID{}, true, ms)
 		c.mu.Lock()
@@ -49,14 +58,16 @@ func newTestClient(t *testing.T, net *transport.MemNetwork) *testClient {
 	h := host.New(host.Settings{Remote: c.r, RemoteOnly: true})
 	c.r.SetHost(h)
 	c.Handle = runtime.NewHandle(h)
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		h.Close(ctx)
-		c.r.Close()
-		ep.Close()
-	})
-	return c
+	var once sync.Once
+	return c, func() {
+		once.Do(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			h.Close(ctx)
+			c.r.Close()
+			ep.Close()
+		})
+	}
 }
 
 // syncWith syncs with m and waits for the list OnMembers gets in answer.

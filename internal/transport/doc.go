@@ -38,7 +38,11 @@
 // broken connection the side that knows the other's address redials, and
 // both rewrite from the byte the other stopped at. A peer that restarted
 // fails what was pending with wire.ErrPeerRestarted; one unreachable past
-// the resume grace, with wire.ErrPeerDead.
+// the resume grace, with wire.ErrPeerDead. Nobody dials a client (a peer
+// without an address), so a client's session ends when the client says
+// goodbye or stays away past the grace, and is then forgotten: sends to
+// that client fail with wire.ErrPeerDead, and a client that connects
+// again starts a session afresh.
 //
 // # Sockets
 //

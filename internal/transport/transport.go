@@ -685,6 +685,26 @@ func (s *session) dropLocked(err error) {
 		s.t.emit(PeerEvent{Peer: s.id, Err: err})
 	}
 	s.id = ring.NodeID{}
+	s.forgetClientLocked()
+}
+
+// forgetClientLocked removes a client's session once nothing can use it
+// again: no connection, none on its way, no identity left to resume. A
+// client is never dialed, and a client that connects again starts a
+// session afresh, so kept it would only hold its deliverers and queue
+// what is sent to it for ever; removed, sends to the client fail at once.
+// Each restart of a client process is a new identity: without this a
+// member would keep a session per client process it ever served. What
+// was queued meanwhile (sent while a first connection was being accepted
+// that then failed) fails as a send to an unknown client would. The
+// caller holds s.mu.
+func (s *session) forgetClientLocked() {
+	if s.addr == "" && !s.removed && s.id.IsZero() && s.conn == nil && s.activating == nil && s.accepting == 0 {
+		if s.queued.n > 0 {
+			s.failAllLocked(fmt.Errorf("%w: client %v gone", wire.ErrPeerDead, s.client))
+		}
+		s.removeLocked()
+	}
 }
 
 // ensureDialLocked starts the dial loop if the peer has an address and no
@@ -930,6 +950,7 @@ func (t *Transport) accept(c net.Conn) {
 	defer func() {
 		s.mu.Lock()
 		s.accepting--
+		s.forgetClientLocked() // a first resume that failed leaves nothing to keep
 		s.mu.Unlock()
 	}()
 	if err := s.resumeAsAcceptor(ctx, hc); err != nil {
