@@ -1,6 +1,11 @@
 package system
 
-import "github.com/troupe-go/troupe/ring"
+import (
+	"context"
+
+	"github.com/troupe-go/troupe/internal/runtime"
+	"github.com/troupe-go/troupe/ring"
+)
 
 // OwnerOf returns the address of the member s believes serves typ/key.
 func OwnerOf(s *System, typ, key string) string {
@@ -49,4 +54,29 @@ func ReplicasOf(s *System, typ, key string, n int) []string {
 		addrs[i] = id.Addr
 	}
 	return addrs
+}
+
+// KeptUsage returns the answers and bytes s's ledger of kept answers
+// counts.
+func KeptUsage(s *System) (answers int, bytes int64) { return s.h.KeptUsage() }
+
+// StoredKept returns the kept answers and pending requests of typ/key's
+// record in s's store (none without a record).
+func StoredKept(ctx context.Context, s *System, typ, key string) (answers, pending int, err error) {
+	rec, ok, err := s.st.Read(ctx, typ, key)
+	if err != nil || !ok {
+		return 0, 0, err
+	}
+	return runtime.KeptIn(s.h, rec)
+}
+
+// PruneKeptAt asks s's runtime of typ, as s's ledger of kept answers
+// does, to prune key's kept answers dated before before.
+func PruneKeptAt(s *System, typ, key string, before int64) {
+	s.h.Kind(typ).(interface{ PruneKept(string, int64) }).PruneKept(key, before)
+}
+
+// ActiveAt reports whether s has an activation of typ/key.
+func ActiveAt(s *System, typ, key string) bool {
+	return s.h.Kind(typ).(interface{ Active(string) bool }).Active(key)
 }
