@@ -3,6 +3,7 @@ package system
 import (
 	"context"
 
+	"github.com/troupe-go/troupe/internal/replica"
 	"github.com/troupe-go/troupe/internal/runtime"
 	"github.com/troupe-go/troupe/ring"
 )
@@ -61,13 +62,14 @@ func ReplicasOf(s *System, typ, key string, n int) []string {
 func KeptUsage(s *System) (answers int, bytes int64) { return s.h.KeptUsage() }
 
 // StoredKept returns the kept answers and pending requests of typ/key's
-// record in s's store (none without a record).
+// record in s's local store (none without a record), read without
+// acquiring the key.
 func StoredKept(ctx context.Context, s *System, typ, key string) (answers, pending int, err error) {
-	rec, ok, err := s.st.Read(ctx, typ, key)
-	if err != nil || !ok {
+	r, ok, err := s.st.store.Get(ctx, replica.Key{Type: typ, ID: key}, stateSlot)
+	if err != nil || !ok || r.Tombstone {
 		return 0, 0, err
 	}
-	return runtime.KeptIn(s.h, rec)
+	return runtime.KeptIn(s.h, r.Value)
 }
 
 // PruneKeptAt asks s's runtime of typ, as s's ledger of kept answers
@@ -76,7 +78,5 @@ func PruneKeptAt(s *System, typ, key string, before int64) {
 	s.h.Kind(typ).(interface{ PruneKept(string, int64) }).PruneKept(key, before)
 }
 
-// ActiveAt reports whether s has an activation of typ/key.
-func ActiveAt(s *System, typ, key string) bool {
-	return s.h.Kind(typ).(interface{ Active(string) bool }).Active(key)
-}
+// ActivatedAt returns how many keys s activated since it started.
+func ActivatedAt(s *System) uint64 { return s.h.Activated.Load() }
