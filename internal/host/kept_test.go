@@ -95,3 +95,19 @@ func TestALedgerForgetsAKeyThatKeepsNone(t *testing.T) {
 		t.Fatalf("after a key noted none the ledger counts %d answers and %d bytes, want none", n, b)
 	}
 }
+
+func TestALedgerPastItsBytesPrunesTheOldestKeys(t *testing.T) {
+	p := newPruneLog()
+	l := newKeptLedger(KeptBounds{MaxBytes: 1000, Retain: time.Hour}, func(string) Kind { return p })
+	defer l.close()
+	base := time.Now().UnixNano()
+	l.note("t", "a", 1, 400, base)
+	l.note("t", "b", 1, 400, base+1)
+	l.note("t", "c", 1, 400, base+2) // 1200 bytes: over; 90% is 900
+	if got := p.await(t, 1); !slices.Equal(got, []string{"a"}) {
+		t.Fatalf("pruned %v, want [a], the key holding the oldest answer", got)
+	}
+	if _, b := l.usage(); b != 800 {
+		t.Fatalf("the ledger counts %d bytes after the prune was sent, want 800", b)
+	}
+}
