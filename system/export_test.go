@@ -1,6 +1,12 @@
 package system
 
-import "github.com/troupe-go/troupe/ring"
+import (
+	"context"
+
+	"github.com/troupe-go/troupe/internal/replica"
+	"github.com/troupe-go/troupe/internal/runtime"
+	"github.com/troupe-go/troupe/ring"
+)
 
 // OwnerOf returns the address of the member s believes serves typ/key.
 func OwnerOf(s *System, typ, key string) string {
@@ -50,3 +56,27 @@ func ReplicasOf(s *System, typ, key string, n int) []string {
 	}
 	return addrs
 }
+
+// KeptUsage returns the answers and bytes s's ledger of kept answers
+// counts.
+func KeptUsage(s *System) (answers int, bytes int64) { return s.h.KeptUsage() }
+
+// StoredKept returns the kept answers and pending requests of typ/key's
+// record in s's local store (none without a record), read without
+// acquiring the key.
+func StoredKept(ctx context.Context, s *System, typ, key string) (answers, pending int, err error) {
+	r, ok, err := s.st.store.Get(ctx, replica.Key{Type: typ, ID: key}, stateSlot)
+	if err != nil || !ok || r.Tombstone {
+		return 0, 0, err
+	}
+	return runtime.KeptIn(s.h, r.Value)
+}
+
+// PruneKeptAt asks s's runtime of typ, as s's ledger of kept answers
+// does, to prune key's kept answers dated before before.
+func PruneKeptAt(s *System, typ, key string, before int64) {
+	s.h.Kind(typ).(interface{ PruneKept(string, int64) }).PruneKept(key, before)
+}
+
+// ActivatedAt returns how many keys s activated since it started.
+func ActivatedAt(s *System) uint64 { return s.h.Activated.Load() }

@@ -99,6 +99,9 @@ type Settings struct {
 	// Tracer, if set, is called around each message a handler handles
 	// (see Tracer); nil: none is, at no cost.
 	Tracer Tracer
+	// Kept bounds the answers this host's durable kinds keep for keyed
+	// asks; zero fields take the defaults.
+	Kept KeptBounds
 }
 
 // registry is an immutable snapshot of the registered kinds.
@@ -143,6 +146,8 @@ type Host struct {
 	reqPrefix uint64
 	reqCount  atomic.Uint64
 
+	kept *keptLedger
+
 	Active   atomic.Int64
 	AsksOut  atomic.Int64
 	Restarts atomic.Int64
@@ -164,6 +169,8 @@ func New(s Settings) *Host {
 		reqPrefix: newRequestPrefix(),
 	}
 	h.hardCtx, h.hardStop = context.WithCancel(context.Background())
+	h.Kept = s.Kept.WithDefaults()
+	h.kept = newKeptLedger(h.Kept, h.Kind)
 	go h.clock()
 	return h
 }
@@ -208,6 +215,21 @@ func (h *Host) Unknown(typ string, mk func() any) any {
 	}
 	return v
 }
+
+// NoteKept counts the answers typ/key keeps for keyed asks, after a
+// commit wrote them or an activation loaded them: answers that are not
+// pending, their bytes at every copy, and the oldest one's time (Unix
+// nanoseconds). No answers forgets the key. Past the host's KeptBounds
+// the keys holding the oldest answers are asked to drop them (see
+// KeptPruner), and so are those whose oldest answer outlived
+// KeptBounds.Retain.
+func (h *Host) NoteKept(typ, key string, answers int, bytes, oldest int64) {
+	h.kept.note(typ, key, answers, bytes, oldest)
+}
+
+// KeptUsage returns the answers and bytes the host's ledger of kept
+// answers counts.
+func (h *Host) KeptUsage() (answers int, bytes int64) { return h.kept.usage() }
 
 // Kind returns the registered kind with that name, or nil.
 func (h *Host) Kind(name string) Kind {
@@ -365,6 +387,7 @@ func (h *Host) Close(ctx context.Context) error {
 		<-h.clockDone
 		return nil
 	}
+	h.kept.close() // before the kinds stop: it queues no work past here
 	for _, k := range h.Kinds() {
 		k.Stop()
 	}

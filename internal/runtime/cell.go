@@ -22,10 +22,11 @@ type envelope[M any] struct {
 	slot replier
 }
 
-// ask returns e's reply slot; nil for a tell (or a keptStep).
+// ask returns e's reply slot; nil for a tell (or a keptStep or a
+// pruneStep).
 func (e *envelope[M]) ask() replier {
 	switch e.slot.(type) {
-	case *tracedTell, *keptStep:
+	case *tracedTell, *keptStep, *pruneStep:
 		return nil
 	}
 	return e.slot
@@ -254,6 +255,9 @@ type extra[M any] struct {
 	// continuity.go): written by the cell's goroutine under its
 	// Context's gateMu, read by its commits.
 	retained []retained
+	// keptNoted is set while the host's ledger counts this key's kept
+	// answers (see noteKept); under the Context's gateMu.
+	keptNoted bool
 }
 
 // timerEntry is a live timer: when it fires next, its period (0: once)
@@ -560,11 +564,21 @@ func tells[M any](work []envelope[M]) uint64 {
 	for i := range work {
 		if work[i].slot == nil {
 			n++
-		} else if _, step := work[i].slot.(*keptStep); !step && work[i].ask() == nil {
+		} else if !isStep(work[i].slot) && work[i].ask() == nil {
 			n++
 		}
 	}
 	return n
+}
+
+// isStep reports whether s is a step of the runtime's own, not a
+// message: no tell to count.
+func isStep(s replier) bool {
+	switch s.(type) {
+	case *keptStep, *pruneStep:
+		return true
+	}
+	return false
 }
 
 // idle lets c go idle: no goroutine runs it any more. The caller holds c.mu;
@@ -636,6 +650,10 @@ func (c *cell[S, M, C]) handleBatch(ctx *Context[S, M, C], work []envelope[M], r
 			if durable {
 				if st, ok := e.slot.(*keptStep); ok {
 					c.keepGiven(ctx, st)
+					continue
+				}
+				if st, ok := e.slot.(*pruneStep); ok {
+					c.pruneKept(ctx, st)
 					continue
 				}
 			}

@@ -58,8 +58,24 @@ import (
 // ErrOutcomeUnknown.
 //
 // Each key keeps the answers of its last maxRetained keyed asks, none
-// older than retainFor, at most maxRetainedBytes of them (the record is
-// written whole with every change of the state); the oldest go first.
+// older than the host's retention (host.KeptBounds.Retain, 24 h by
+// default), at most maxRetainedBytes of them (the record is written
+// whole with every change of the state); the oldest go first. Each
+// member keeps at most KeptBounds.MaxAnswers and MaxBytes of them
+// across its keys (by default 1,000,000 and 8 GiB, the bytes counted
+// at every copy): its host's ledger (internal/host/kept.go) counts each
+// key's answers, noted by the commits that write them and the loads
+// that read them (noteKept), and past a bound asks the keys holding the
+// oldest answers to drop those before a cutoff; one timer asks the keys
+// whose oldest answer outlived the retention. A request is a pruneStep
+// queued in the key's mailbox (activating the key if it is passivated,
+// only where this member owns the key: see PruneKept), which drops them
+// and writes the record as a keptStep does, without the handler
+// running. Pending requests and deferred replies still open are never
+// dropped by a bound, only by age. The ledger's entries are hints: a
+// restarted member's ledger starts empty and counts a key once used, a
+// key that moved is counted by its new owner once used there, and a
+// retry whose answer was dropped runs its handler again.
 //
 // Strict durability (Spec.Strict, or the host's Strict for every durable
 // kind) admits a message only once its key's write level is met for it,
@@ -73,7 +89,7 @@ import (
 // older attempt cannot complete any more, since its owner's epoch is
 // fenced by the acquisition that found the entry (it can no longer store
 // its state or answer; outputs it sent before are not recalled). A
-// pending entry stays until its request is answered, for retainFor at
+// pending entry stays until its request is answered, for the retention at
 // most (then it is forgotten, as a kept answer is), whatever the other
 // budgets; when maxPending would wait besides the request being
 // admitted, the oldest of them (an orphan: nobody retried it) becomes
@@ -81,11 +97,11 @@ import (
 // other message is admitted by a read barrier: a quorum at the level
 // confirms that this node still owns the key.
 
-// Retention of kept answers, per actor key.
+// Retention of kept answers, per actor key (their retention is the
+// host's: host.KeptBounds.Retain).
 const (
 	maxRetained      = 128
 	maxRetainedBytes = 64 << 10
-	retainFor        = 24 * time.Hour
 	maxPending       = 32
 )
 
@@ -381,7 +397,7 @@ func (c *cell[S, M, C]) admit(ctx *Context[S, M, C], fresh bool) error {
 		rs[oldest].kind = retainedLost
 	}
 	r := retained{key: kd.key, hash: kd.hash, at: time.Now().UnixNano(), rid: *ctx.slot.requestID(), kind: retainedPending, attempt: kd.attempt}
-	x.retained = pruneRetained(append(rs, r), time.Unix(0, r.at))
+	x.retained = pruneRetained(append(rs, r), time.Unix(0, r.at), c.k.h.Kept.Retain)
 	ctx.dirty = true
 	err := ctx.commitLocked(false)
 	ctx.gateMu.Unlock()
@@ -466,7 +482,7 @@ func (c *cell[S, M, C]) keep(ctx *Context[S, M, C], r retained) {
 			r.open = nil // failed as the handler returned: no reply to come
 		}
 	}
-	x.retained = pruneRetained(append(withoutKey(x.retained, r.key), r), time.Unix(0, r.at))
+	x.retained = pruneRetained(append(withoutKey(x.retained, r.key), r), time.Unix(0, r.at), c.k.h.Kept.Retain)
 	ctx.dirty = true
 	ctx.gateMu.Unlock()
 }
@@ -519,7 +535,7 @@ func (c *cell[S, M, C]) keepGivenLocked(gate *sync.Mutex, dk *deferredKept, a re
 	// Only this activation's entry: one loaded since says the reply of
 	// an activation that no longer holds the key was deferred.
 	if i := slices.IndexFunc(x.retained, func(e retained) bool { return e.open == dk }); i >= 0 {
-		x.retained = pruneRetained(append(slices.Delete(x.retained, i, i+1), a), time.Unix(0, a.at))
+		x.retained = pruneRetained(append(slices.Delete(x.retained, i, i+1), a), time.Unix(0, a.at), c.k.h.Kept.Retain)
 		x.recordChanged = true
 	}
 	x.held = append(x.held, r)
@@ -585,11 +601,13 @@ func (c *cell[S, M, C]) setRetained(ctx *Context[S, M, C], kept []retained) {
 		return
 	}
 	ctx.gateMu.Lock()
-	x.retained = pruneRetained(kept, time.Now())
+	x.retained = pruneRetained(kept, time.Now(), c.k.h.Kept.Retain)
+	c.noteKept()
 	ctx.gateMu.Unlock()
 }
 
-// pruneRetained drops the kept answers older than retainFor at now (or
+// pruneRetained drops the kept answers older than retainFor (the host's
+// retention) at now (or
 // dated after it by more than that: a clock that went back, or a record
 // from elsewhere), then the oldest beyond maxRetained or beyond
 // maxRetainedBytes. The newest stays whatever its size; its body is
@@ -597,7 +615,7 @@ func (c *cell[S, M, C]) setRetained(ctx *Context[S, M, C], kept []retained) {
 // ErrOutcomeUnknown rather than a record too large to store). Pending
 // requests are dropped only past retainFor (admit bounds their number)
 // and count toward the budgets first.
-func pruneRetained(rs []retained, now time.Time) []retained {
+func pruneRetained(rs []retained, now time.Time, retainFor time.Duration) []retained {
 	t := now.UnixNano()
 	lo, hi := t-int64(retainFor), t+int64(retainFor)
 	// Most calls add one answer to a list within every budget: a pass
@@ -789,4 +807,158 @@ func (s *slot[R]) replay(h *host.Host, errs *codec.Errors, body []byte, err erro
 		s.rh, s.errs = h, errs
 	}
 	s.Reply(body, err)
+}
+
+// noteKept tells the host's ledger of kept answers what the activation
+// keeps, after a commit wrote it or a load read it: the answers that
+// are not pending (nor deferred and still open), their bytes at every
+// copy of the record, and the oldest one's time. The caller holds the
+// Context's gateMu. A key that never kept any is not noted.
+func (c *cell[S, M, C]) noteKept() {
+	c.mu.Lock()
+	x := c.x
+	c.mu.Unlock()
+	if x == nil {
+		return
+	}
+	answers, bytes, oldest := 0, int64(0), int64(0)
+	for i := range x.retained {
+		r := &x.retained[i]
+		if r.pending() || r.open != nil {
+			continue
+		}
+		if answers == 0 || r.at < oldest {
+			oldest = r.at
+		}
+		answers++
+		bytes += int64(r.size())
+	}
+	if answers == 0 && !x.keptNoted {
+		return
+	}
+	x.keptNoted = answers > 0
+	c.k.h.NoteKept(c.k.def.Name, c.key, answers, bytes*int64(c.k.copies()), oldest)
+}
+
+// forgetKept tells the host's ledger that the key keeps no answers: its
+// record was deleted.
+func (c *cell[S, M, C]) forgetKept() {
+	c.mu.Lock()
+	x := c.x
+	c.mu.Unlock()
+	if x != nil && x.keptNoted {
+		x.keptNoted = false
+		c.k.h.NoteKept(c.k.def.Name, c.key, 0, 0, 0)
+	}
+}
+
+// copies is how many copies of a key's record the stores hold: its
+// replicas in a cluster, one otherwise.
+func (k *kind[S, M, C]) copies() int {
+	if k.rem == nil || k.def.Pinned || k.def.Replicas < 1 {
+		return 1
+	}
+	return k.def.Replicas
+}
+
+// PruneKept implements host.KeptPruner: a step queued in key's cell,
+// activating the key if it is passivated, drops its answers dated
+// before before and those past their retention (see pruneKept). Only
+// for a key this member owns now: one that moved is counted by its new
+// owner once used there, and the ledger's hint must not take it back.
+func (k *kind[S, M, C]) PruneKept(key string, before int64) {
+	if !k.def.Durable || k.h.Store == nil || k.h.Closed() {
+		return
+	}
+	if k.rem != nil {
+		if here, err := k.rt.Here(key, k.token(key)); err != nil || !here {
+			return
+		}
+	}
+	var none M
+	if err := k.push(context.Background(), key, 0, none, &pruneStep{before: before}, true, nil); err != nil && !errors.Is(err, ErrSystemClosed) {
+		k.h.Logger.Warn("troupe: kept answers not pruned; they go when the key is next used past their retention, or by a later bound", "actor", k.def.Name, "key", key, "err", err)
+	}
+}
+
+// pruneStep is the host's ledger asking a cell to drop its kept answers
+// dated before before (Unix nanoseconds), and those past their
+// retention: queued in the cell's mailbox as a keptStep is, it writes
+// the record at the kind's level without the handler running. Pending
+// requests are never dropped by it but past their retention.
+type pruneStep struct{ before int64 }
+
+// pruneKept runs st on the cell's goroutine, as a message of its own.
+// A key that cannot be activated (its store is unreachable, say) is
+// left as it is: the ledger counts it again when it is next used.
+func (c *cell[S, M, C]) pruneKept(ctx *Context[S, M, C], st *pruneStep) {
+	// A load prunes what outlived its retention without writing: the
+	// step writes what it loaded.
+	loaded := !c.started
+	if loaded {
+		if err := c.activate(ctx); err != nil {
+			ctx.unreached = false
+			c.k.h.Logger.Warn("troupe: kept answers not pruned: the key could not be activated; they go when it is next used past their retention, or by a later bound",
+				"actor", c.k.def.Name, "key", c.key, "err", err)
+			return
+		}
+	}
+	c.handling(ctx)
+	ctx.gateMu.Lock()
+	c.mu.Lock()
+	x := c.ext()
+	c.mu.Unlock()
+	n := len(x.retained)
+	x.retained = pruneRetained(dropKeptBefore(x.retained, st.before), time.Now(), c.k.h.Kept.Retain)
+	changed := loaded || len(x.retained) != n
+	if changed {
+		c.mu.Lock()
+		x.recordChanged = true
+		c.mu.Unlock()
+	} else {
+		c.noteKept() // no commit to note it: the ledger counts it again
+	}
+	ctx.gateMu.Unlock()
+	var e envelope[M]
+	c.settle(ctx, &e, nil)
+}
+
+// dropKeptBefore drops from rs the answers dated before before, but
+// pending requests and deferred replies still open (neither has an
+// answer yet).
+func dropKeptBefore(rs []retained, before int64) []retained {
+	return slices.DeleteFunc(rs, func(r retained) bool { return r.at < before && !r.pending() && r.open == nil })
+}
+
+func (t *pruneStep) trace() *host.Trace                              { return nil }
+func (t *pruneStep) begin() bool                                     { return true }
+func (t *pruneStep) fail(error)                                      {}
+func (t *pruneStep) settled() bool                                   { return true }
+func (t *pruneStep) stopped(parent context.Context) context.Context  { return parent }
+func (t *pruneStep) stoppedIfMade() context.Context                  { return nil }
+func (t *pruneStep) finished() bool                                  { return true }
+func (t *pruneStep) cancelled() bool                                 { return false }
+func (t *pruneStep) deadline() (time.Time, bool)                     { return time.Time{}, false }
+func (t *pruneStep) abort(error)                                     {}
+func (t *pruneStep) setDeferred()                                    {}
+func (t *pruneStep) asking() []string                                { return nil }
+func (t *pruneStep) requestID() *host.RequestID                      { return new(host.RequestID) }
+func (t *pruneStep) sentTo(*host.Host, *codec.Errors) host.Replier   { return nil }
+func (t *pruneStep) setWithdraw(host.Withdrawer)                     {}
+func (t *pruneStep) idempotencyKey() string                          { return "" }
+func (t *pruneStep) replay(*host.Host, *codec.Errors, []byte, error) {}
+
+// KeptIn returns how many kept answers, and how many requests pending,
+// the stored record rec holds: for tests of their bounds, which read
+// the store.
+func KeptIn(h *host.Host, rec []byte) (answers, pending int, err error) {
+	_, _, kept, err := decodeRecord[any](h, rec)
+	for _, r := range kept {
+		if r.pending() {
+			pending++
+		} else {
+			answers++
+		}
+	}
+	return answers, pending, err
 }

@@ -132,6 +132,9 @@ func (c *Context[S, M, C]) commitLocked(barrier bool) error {
 		err = st.Delete(ctx, k.def.Name, cl.key)
 		cancel()
 		c.erased = err == nil
+		if c.erased {
+			cl.forgetKept()
+		}
 	case c.dirty || cl.recordChanged():
 		var rec []byte
 		rec, err = cl.record()
@@ -147,6 +150,7 @@ func (c *Context[S, M, C]) commitLocked(barrier bool) error {
 		}
 		if err == nil {
 			c.dirty, c.confirmed = false, true
+			cl.noteKept()
 		}
 	case barrier && !c.confirmed:
 		ctx, cancel := c.storeCtx()
@@ -408,6 +412,7 @@ func (c *cell[S, M, C]) settleAsync(ctx *Context[S, M, C]) (ok bool, cerr error)
 		releaseReplies(held, cerr)
 		return true, cerr
 	}
+	c.noteKept() // a hint: a write that fails loses the activation, which notes again when loaded
 	return true, nil
 }
 

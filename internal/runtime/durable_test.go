@@ -106,7 +106,7 @@ func TestKeptAnswersAreBoundedByAgeAndCount(t *testing.T) {
 	for i := range maxRetained + 5 {
 		rs = append(rs, retained{key: fmt.Sprint(i), at: now.Add(time.Duration(i)).UnixNano()})
 	}
-	rs = pruneRetained(rs, now.Add(maxRetained+5))
+	rs = pruneRetained(rs, now.Add(maxRetained+5), retainFor)
 	if len(rs) != maxRetained {
 		t.Fatalf("kept %d answers, want at most %d", len(rs), maxRetained)
 	}
@@ -160,7 +160,7 @@ func TestPendingRequestsArePrunedOnlyByAge(t *testing.T) {
 	for i := range maxRetained + 5 {
 		rs = append(rs, retained{key: fmt.Sprint(i), at: now.Add(time.Duration(i)).UnixNano(), kind: retainedReply, body: make([]byte, 1024)})
 	}
-	rs = pruneRetained(rs, now.Add(maxRetained+5))
+	rs = pruneRetained(rs, now.Add(maxRetained+5), retainFor)
 	if !slices.ContainsFunc(rs, func(r retained) bool { return r.key == "pending" && r.pending() }) {
 		t.Fatal("a pending request beyond the count and byte budgets was pruned")
 	}

@@ -5,8 +5,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/troupe-go/troupe/internal/host"
 	"pgregory.net/rapid"
 )
+
+// retainFor is the default retention of kept answers.
+const retainFor = host.DefaultKeptRetention
 
 // pruneModel is pruneRetained's rule written plainly, without its fast
 // path: drop what is out of retainFor, put pending requests first, then
@@ -60,11 +64,33 @@ func TestPruningKeepsWhatItsRuleKeeps(t *testing.T) {
 			}
 		}
 		want := pruneModel(slices.Clone(rs), now)
-		got := pruneRetained(rs, now)
+		got := pruneRetained(rs, now, retainFor)
 		if !slices.EqualFunc(got, want, func(a, b retained) bool {
 			return a.key == b.key && a.kind == b.kind && len(a.body) == len(b.body) && a.at == b.at
 		}) {
 			t.Fatalf("pruned to %d answers, the rule keeps %d", len(got), len(want))
 		}
 	})
+}
+
+// A prune the ledger asks for drops the answers before its cutoff, never
+// a request pending (strict durability) nor a deferred reply still open:
+// neither has an answer yet.
+func TestAPruneBeforeACutoffKeepsPendingRequestsAndOpenReplies(t *testing.T) {
+	now := time.Now()
+	old := now.Add(-time.Hour).UnixNano()
+	rs := []retained{
+		{key: "pending", at: old, kind: retainedPending, attempt: 1},
+		{key: "open", at: old, kind: retainedDeferred, open: &deferredKept{}},
+		{key: "answered", at: old, kind: retainedReply},
+		{key: "newer", at: now.UnixNano(), kind: retainedReply},
+	}
+	got := dropKeptBefore(rs, now.UnixNano())
+	var keys []string
+	for _, r := range got {
+		keys = append(keys, r.key)
+	}
+	if want := []string{"pending", "open", "newer"}; !slices.Equal(keys, want) {
+		t.Fatalf("a prune before now kept %v, want %v", keys, want)
+	}
 }
