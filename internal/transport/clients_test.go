@@ -70,26 +70,13 @@ func TestTheSessionOfAClientGonePastTheGraceIsForgottenAndAReturnStartsAfresh(t 
 	fp := newFaultPair(t, 13, nil, keepalive(300*time.Millisecond))
 	defer fp.close()
 	node := fp.nodes[1]
-	client, err := New(wire.Config{ClusterName: "test", Incarnation: 78, Dialer: fp.fn.Dialer("client"),
-		RedialMin: 5 * time.Millisecond, RedialMax: 50 * time.Millisecond,
-		KeepaliveAfter: 300 * time.Millisecond, KeepaliveTimeout: 300 * time.Millisecond,
-		Limits: wire.Limits{MaxFrame: 64 << 10, Window: 64 << 10}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer client.Close()
-	replies := make(chan []byte, 16)
-	client.Handle(StreamApplication, HandlerFunc(func(_ ring.NodeID, p []byte) { replies <- p }))
-	r, _ := client.Send(context.Background(), node.Self(), StreamApplication, 1, tagged(9, StreamApplication, 1, 0, 10))
-	if err := waitReceipt(t, r); err != nil {
-		t.Fatal(err)
-	}
+	client := startFaultClient(t, fp, node, 78)
 	before := sessionCount(node)
 	// The client is cut off, without a goodbye: the node waits out the
 	// resume grace, then forgets it.
 	fp.fn.Partition("client", fp.addrs[1], faultnet.Refuse)
 	fp.fn.CutAll()
-	r, _ = node.Send(context.Background(), client.Self(), StreamApplication, 1, []byte("lost"))
+	r, _ := node.Send(context.Background(), client.Self(), StreamApplication, 1, []byte("lost"))
 	if err := waitReceipt(t, r); !errors.Is(err, wire.ErrPeerDead) {
 		t.Fatalf("a client gone past the grace: want wire.ErrPeerDead, got %v", err)
 	}
@@ -110,7 +97,7 @@ func TestTheSessionOfAClientGonePastTheGraceIsForgottenAndAReturnStartsAfresh(t 
 	if err := waitReceipt(t, r); err != nil {
 		t.Fatalf("the client's envelope after it came back: %v", err)
 	}
-	r, err = node.Send(context.Background(), client.Self(), StreamApplication, 1, []byte("welcome back"))
+	r, err := node.Send(context.Background(), client.Self(), StreamApplication, 1, []byte("welcome back"))
 	if err != nil {
 		t.Fatal(err)
 	}

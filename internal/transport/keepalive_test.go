@@ -118,23 +118,10 @@ func TestAClientResumesAfterACutAndIsDroppedAfterTheGrace(t *testing.T) {
 	fp := newFaultPair(t, 12, nil, keepalive(300*time.Millisecond))
 	defer fp.close()
 	node := fp.nodes[1]
-	client, err := New(wire.Config{ClusterName: "test", Incarnation: 77, Dialer: fp.fn.Dialer("client"),
-		RedialMin: 5 * time.Millisecond, RedialMax: 50 * time.Millisecond,
-		KeepaliveAfter: 300 * time.Millisecond, KeepaliveTimeout: 300 * time.Millisecond,
-		Limits: wire.Limits{MaxFrame: 64 << 10, Window: 64 << 10}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer client.Close()
-	replies := make(chan []byte, 16)
-	client.Handle(StreamApplication, HandlerFunc(func(_ ring.NodeID, p []byte) { replies <- p }))
-	r, _ := client.Send(context.Background(), node.Self(), StreamApplication, 1, tagged(9, StreamApplication, 1, 0, 10))
-	if err := waitReceipt(t, r); err != nil {
-		t.Fatal(err)
-	}
+	client := startFaultClient(t, fp, node, 77)
 	// The node answers the client by its identity; nobody can dial it.
 	fp.fn.CutAll()
-	r, err = node.Send(context.Background(), client.Self(), StreamApplication, 1, []byte("reply"))
+	r, err := node.Send(context.Background(), client.Self(), StreamApplication, 1, []byte("reply"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,4 +141,27 @@ func TestAClientResumesAfterACutAndIsDroppedAfterTheGrace(t *testing.T) {
 	if err := waitReceipt(t, r); !errors.Is(err, wire.ErrPeerDead) {
 		t.Fatalf("a client gone past the grace: want wire.ErrPeerDead, got %v", err)
 	}
+}
+
+// startFaultClient starts a client of incarnation inc that dials node
+// through fp's fault network with a 300 ms keepalive, and sends node one
+// envelope, acknowledged; it returns the client, closed at the test's
+// end.
+func startFaultClient(t *testing.T, fp *faultPair, node *Transport, inc uint64) *Transport {
+	t.Helper()
+	client, err := New(wire.Config{ClusterName: "test", Incarnation: inc, Dialer: fp.fn.Dialer("client"),
+		RedialMin: 5 * time.Millisecond, RedialMax: 50 * time.Millisecond,
+		KeepaliveAfter: 300 * time.Millisecond, KeepaliveTimeout: 300 * time.Millisecond,
+		Limits: wire.Limits{MaxFrame: 64 << 10, Window: 64 << 10}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { client.Close() })
+	replies := make(chan []byte, 16)
+	client.Handle(StreamApplication, HandlerFunc(func(_ ring.NodeID, p []byte) { replies <- p }))
+	r, _ := client.Send(context.Background(), node.Self(), StreamApplication, 1, tagged(9, StreamApplication, 1, 0, 10))
+	if err := waitReceipt(t, r); err != nil {
+		t.Fatal(err)
+	}
+	return client
 }
