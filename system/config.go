@@ -299,8 +299,10 @@ func (cfg Config) withDefaults() Config {
 // Durable and replicated actors. Each key keeps the answers of its last
 // 128 keyed asks, at most 64 KiB of them, none older than Retain; a
 // member keeps at most MaxAnswers and MaxBytes of them across its keys:
-// past a bound the oldest answers go first, in batches that bring the
-// member to about 90% of it. A request admitted and not answered yet
+// past a bound the keys holding the oldest answers drop those older than
+// the oldest answer left elsewhere, each such drop a write of the key's
+// record, in rounds that aim at about 90% of the bound (a key holding
+// many of the oldest answers may take several rounds). A request admitted and not answered yet
 // (StrictDurability) is never dropped by a bound, only past Retain. A
 // retry whose answer was dropped runs its handler again. The zero value
 // means the defaults.
@@ -331,6 +333,9 @@ const (
 	DefaultMaxKeptAnswers = host.DefaultMaxKeptAnswers
 	DefaultMaxKeptBytes   = host.DefaultMaxKeptBytes
 	DefaultKeptRetention  = host.DefaultKeptRetention
+	// MaxKeptRetention is the longest Retain: answers are dated in Unix
+	// nanoseconds, and a time that far ahead still fits in them.
+	MaxKeptRetention = 100 * 365 * 24 * time.Hour
 )
 
 // Validate reports a bound that cannot be met, naming the field.
@@ -342,8 +347,8 @@ func (k KeptAnswers) Validate() error {
 	if k.MaxBytes < 0 {
 		errs = append(errs, fmt.Errorf("%w: MaxBytes is %d, want 0 (the default, %d) or more", ErrInvalidKeptAnswers, k.MaxBytes, int64(DefaultMaxKeptBytes)))
 	}
-	if k.Retain < 0 {
-		errs = append(errs, fmt.Errorf("%w: Retain is %v, want 0 (the default, %v) or more", ErrInvalidKeptAnswers, k.Retain, DefaultKeptRetention))
+	if k.Retain < 0 || k.Retain > MaxKeptRetention {
+		errs = append(errs, fmt.Errorf("%w: Retain is %v, want 0 (the default, %v) to %v", ErrInvalidKeptAnswers, k.Retain, DefaultKeptRetention, MaxKeptRetention))
 	}
 	return errors.Join(errs...)
 }

@@ -72,6 +72,13 @@ func StoredKept(ctx context.Context, s *System, typ, key string) (answers, pendi
 	return runtime.KeptIn(s.h, r.Value)
 }
 
+// Stored reports whether s's local store holds a record (not a
+// tombstone) for typ/key's state.
+func Stored(ctx context.Context, s *System, typ, key string) (bool, error) {
+	r, ok, err := s.st.store.Get(ctx, replica.Key{Type: typ, ID: key}, stateSlot)
+	return ok && !r.Tombstone, err
+}
+
 // PruneKeptAt asks s's runtime of typ, as s's ledger of kept answers
 // does, to prune key's kept answers dated before before.
 func PruneKeptAt(s *System, typ, key string, before int64) {

@@ -12,7 +12,7 @@ import (
 	"github.com/troupe-go/troupe/system"
 )
 
-// KAdd adds N and answers the count.
+// KAdd adds N and answers the count (N 0 reads it).
 type KAdd struct {
 	actor.Reply[KAdd, int]
 	N int
@@ -22,7 +22,9 @@ type KAdd struct {
 func keptCounter(runs *atomic.Int32) *actor.Def[int, KAdd] {
 	return actor.Define("kept", func(c *actor.Context[int, KAdd], m KAdd) error {
 		runs.Add(1)
-		c.Update(func(n int) int { return n + m.N })
+		if m.N != 0 { // adding nothing writes nothing: a read
+			c.Update(func(n int) int { return n + m.N })
+		}
 		return actor.Respond(c, m, c.State())
 	}, actor.Durable())
 }
@@ -160,8 +162,39 @@ func TestTheLedgerLeavesAKeyThisMemberDoesNotOwn(t *testing.T) {
 	})
 }
 
+// TestAPruneOfAKeyWithoutARecordWritesNone: the ledger's hint may name a
+// key whose record went since (deleted, say); the prune activates it and
+// must not write its initial state back as a record.
+func TestAPruneOfAKeyWithoutARecordWritesNone(t *testing.T) {
+	var runs atomic.Int32
+	def := keptCounter(&runs)
+	sys := newStandalone(t, system.Config{}, def)
+	if _, err := actor.Ask(keyed(t, "first"), def.Ref(sys, "k"), KAdd{N: 1}); err != nil {
+		t.Fatal(err)
+	}
+	n := system.ActivatedAt(sys)
+	system.PruneKeptAt(sys, "kept", "gone", time.Now().UnixNano())
+	systemtest.Await(t, func() error {
+		if got := system.ActivatedAt(sys); got == n {
+			return errors.New("the prune has not activated the key yet")
+		}
+		return nil
+	})
+	// A message after the prune step in the same mailbox: once it is
+	// answered, the step's commit (if any) is done.
+	if _, err := actor.Ask(systemtest.Ctx(t), def.Ref(sys, "gone"), KAdd{N: 0}); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := system.Stored(systemtest.Ctx(t), sys, "kept", "gone"); err != nil || ok {
+		t.Fatalf("a prune of a key without a record left one: %v (%v)", ok, err)
+	}
+	if runs.Load() != 2 {
+		t.Fatalf("the handler ran %d times, want 2: the prune runs none", runs.Load())
+	}
+}
+
 func TestInvalidKeptAnswersFailNew(t *testing.T) {
-	for _, k := range []system.KeptAnswers{{MaxAnswers: -1}, {MaxBytes: -1}, {Retain: -time.Second}} {
+	for _, k := range []system.KeptAnswers{{MaxAnswers: -1}, {MaxBytes: -1}, {Retain: -time.Second}, {Retain: system.MaxKeptRetention + 1}} {
 		_, err := system.New(system.Config{KeptAnswers: k})
 		if !errors.Is(err, system.ErrInvalidKeptAnswers) || !errors.Is(err, system.ErrInvalidConfig) {
 			t.Fatalf("KeptAnswers %+v: %v, want ErrInvalidKeptAnswers within ErrInvalidConfig", k, err)

@@ -258,6 +258,9 @@ type extra[M any] struct {
 	// keptNoted is set while the host's ledger counts this key's kept
 	// answers (see noteKept); under the Context's gateMu.
 	keptNoted bool
+	// keptLoaded is how many kept answers the activation's load found
+	// in the record, before it pruned those past their retention.
+	keptLoaded int
 }
 
 // timerEntry is a live timer: when it fires next, its period (0: once)

@@ -601,6 +601,7 @@ func (c *cell[S, M, C]) setRetained(ctx *Context[S, M, C], kept []retained) {
 		return
 	}
 	ctx.gateMu.Lock()
+	x.keptLoaded = len(kept)
 	x.retained = pruneRetained(kept, time.Now(), c.k.h.Kept.Retain)
 	c.noteKept()
 	ctx.gateMu.Unlock()
@@ -892,10 +893,15 @@ type pruneStep struct{ before int64 }
 // A key that cannot be activated (its store is unreachable, say) is
 // left as it is: the ledger counts it again when it is next used.
 func (c *cell[S, M, C]) pruneKept(ctx *Context[S, M, C], st *pruneStep) {
-	// A load prunes what outlived its retention without writing: the
-	// step writes what it loaded.
 	loaded := !c.started
 	if loaded {
+		// The key may have moved since the ledger's check (PruneKept):
+		// activating it here would acquire it from its new owner.
+		if k := c.k; k.rem != nil {
+			if here, err := k.rt.Here(c.key, k.token(c.key)); err != nil || !here {
+				return
+			}
+		}
 		if err := c.activate(ctx); err != nil {
 			ctx.unreached = false
 			c.k.h.Logger.Warn("troupe: kept answers not pruned: the key could not be activated; they go when it is next used past their retention, or by a later bound",
@@ -909,8 +915,15 @@ func (c *cell[S, M, C]) pruneKept(ctx *Context[S, M, C], st *pruneStep) {
 	x := c.ext()
 	c.mu.Unlock()
 	n := len(x.retained)
+	if loaded {
+		// A load prunes what outlived its retention without writing:
+		// the step writes that too. A key whose record holds no answer
+		// (deleted since the ledger counted it) is not written: a
+		// record written now would bring it back.
+		n = x.keptLoaded
+	}
 	x.retained = pruneRetained(dropKeptBefore(x.retained, st.before), time.Now(), c.k.h.Kept.Retain)
-	changed := loaded || len(x.retained) != n
+	changed := len(x.retained) != n
 	if changed {
 		c.mu.Lock()
 		x.recordChanged = true
