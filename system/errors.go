@@ -8,5 +8,3 @@ var ErrDuplicateActor = errors.New("troupe: duplicate actor type name")
 // ErrInvalidConfig reports a Config that Validate rejects.
 var ErrInvalidConfig = errors.New("troupe: invalid system config")
 
-// ErrInvalidKeptAnswers reports KeptAnswers that Validate rejects.
-var ErrInvalidKeptAnswers = errors.New("troupe: invalid kept answers bounds")

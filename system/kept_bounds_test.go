@@ -9,6 +9,7 @@ import (
 
 	"github.com/troupe-go/troupe/actor"
 	"github.com/troupe-go/troupe/internal/systemtest"
+	"github.com/troupe-go/troupe/replication"
 	"github.com/troupe-go/troupe/system"
 )
 
@@ -47,7 +48,7 @@ func TestAMemberKeepsAtMostItsBoundOfAnswersTheOldestGoingFirst(t *testing.T) {
 	const bound, keys, rounds = 50, 20, 10
 	var runs atomic.Int32
 	def := keptCounter(&runs)
-	sys := newStandalone(t, system.Config{KeptAnswers: system.KeptAnswers{MaxAnswers: bound}}, def)
+	sys := newStandalone(t, system.Config{KeptAnswers: replication.KeptAnswers{MaxAnswers: bound}}, def)
 	names := make([]string, keys)
 	for k := range names {
 		names[k] = fmt.Sprintf("acct-%d", k)
@@ -96,7 +97,7 @@ func TestAnswersPastTheirRetentionLeaveIdleKeysRecords(t *testing.T) {
 	var ended atomic.Int32
 	def := keptCounter(&runs)
 	cfg := system.Config{
-		KeptAnswers: system.KeptAnswers{Retain: time.Second},
+		KeptAnswers: replication.KeptAnswers{Retain: time.Second},
 		IdleTimeout: 20 * time.Millisecond,
 		Observer: func(e system.Event) {
 			if e.Kind == system.ActivationEnded && e.Reason == "idle" {
@@ -194,10 +195,10 @@ func TestAPruneOfAKeyWithoutARecordWritesNone(t *testing.T) {
 }
 
 func TestInvalidKeptAnswersFailNew(t *testing.T) {
-	for _, k := range []system.KeptAnswers{{MaxAnswers: -1}, {MaxBytes: -1}, {Retain: -time.Second}, {Retain: system.MaxKeptRetention + 1}} {
+	for _, k := range []replication.KeptAnswers{{MaxAnswers: -1}, {MaxBytes: -1}, {Retain: -time.Second}, {Retain: replication.MaxKeptRetention + 1}} {
 		_, err := system.New(system.Config{KeptAnswers: k})
-		if !errors.Is(err, system.ErrInvalidKeptAnswers) || !errors.Is(err, system.ErrInvalidConfig) {
-			t.Fatalf("KeptAnswers %+v: %v, want ErrInvalidKeptAnswers within ErrInvalidConfig", k, err)
+		if !errors.Is(err, replication.ErrInvalidConfig) || !errors.Is(err, system.ErrInvalidConfig) {
+			t.Fatalf("KeptAnswers %+v: %v, want replication.ErrInvalidConfig within system.ErrInvalidConfig", k, err)
 		}
 	}
 }

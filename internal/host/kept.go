@@ -4,6 +4,8 @@ import (
 	"container/heap"
 	"sync"
 	"time"
+
+	"github.com/troupe-go/troupe/replication"
 )
 
 // KeptBounds limit the answers a member keeps for keyed asks (see the
@@ -17,9 +19,9 @@ type KeptBounds struct {
 
 // Defaults of KeptBounds.
 const (
-	DefaultMaxKeptAnswers = 1_000_000
-	DefaultMaxKeptBytes   = 8 << 30 // 8 GiB
-	DefaultKeptRetention  = 24 * time.Hour
+	DefaultMaxKeptAnswers = replication.DefaultMaxKeptAnswers
+	DefaultMaxKeptBytes   = replication.DefaultMaxKeptBytes
+	DefaultKeptRetention  = replication.DefaultKeptRetention
 )
 
 // WithDefaults returns b with its zero fields set to the defaults.
