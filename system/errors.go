@@ -7,4 +7,3 @@ var ErrDuplicateActor = errors.New("troupe: duplicate actor type name")
 
 // ErrInvalidConfig reports a Config that Validate rejects.
 var ErrInvalidConfig = errors.New("troupe: invalid system config")
-
