@@ -50,6 +50,20 @@ const (
 	MaxKeptRetention = 100 * 365 * 24 * time.Hour
 )
 
+// WithDefaults returns k with its zero fields set to the defaults.
+func (k KeptAnswers) WithDefaults() KeptAnswers {
+	if k.MaxAnswers == 0 {
+		k.MaxAnswers = DefaultMaxKeptAnswers
+	}
+	if k.MaxBytes == 0 {
+		k.MaxBytes = DefaultMaxKeptBytes
+	}
+	if k.Retain == 0 {
+		k.Retain = DefaultKeptRetention
+	}
+	return k
+}
+
 // Validate reports a bound that cannot be met, naming the field.
 func (k KeptAnswers) Validate() error {
 	var errs []error

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/troupe-go/troupe/actor"
+	"github.com/troupe-go/troupe/internal/replicastore"
 )
 
 // Msg is the message type of the test actors, which tests build around
@@ -125,6 +126,11 @@ func copyDir(t *testing.T, dir string) string {
 		if err := os.WriteFile(filepath.Join(to, e.Name()), b, 0o600); err != nil {
 			t.Fatal(err)
 		}
+	}
+	// A power loss, not a killed process: nothing vouches any more that
+	// the kernel kept what the store wrote.
+	if err := replicastore.PowerLoss(to); err != nil {
+		t.Fatal(err)
 	}
 	return to
 }

@@ -157,7 +157,7 @@ func newSystem(cfg Config, rem host.Remote, st *states) *System {
 	settings := host.Settings{
 		Logger: c.Logger, IdleTimeout: c.IdleTimeout, AskTimeout: c.AskTimeout,
 		BackoffMin: c.BackoffMin, BackoffMax: c.BackoffMax, Linger: c.Linger, Remote: rem,
-		Kept: host.KeptBounds{MaxAnswers: c.KeptAnswers.MaxAnswers, MaxBytes: c.KeptAnswers.MaxBytes, Retain: c.KeptAnswers.Retain},
+		Kept: c.KeptAnswers,
 	}
 	if st != nil {
 		settings.Store, settings.Strict = st, c.StrictDurability

@@ -9,5 +9,6 @@
 // The tests need root, ip and nft (netns.New skips otherwise, and fails
 // under CI). TROUPE_CHAOS_DURATION sets how long the nemesis runs (default
 // a short run), TROUPE_CHAOS_SEED replays a run, TROUPE_CHAOS_TRIALS runs
-// several trials in a row (for figures).
+// several trials in a row (for figures), TROUPE_CHAOS_FAULTS narrows the
+// nemesis to some kinds of fault (kill, pause, partition).
 package chaostest

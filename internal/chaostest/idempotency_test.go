@@ -100,7 +100,7 @@ func TestKeyedAsksRunOnceUnderANemesis(t *testing.T) {
 			sleepFor(pace / workers)
 		}
 	}()
-	faults := lc.nemesis(rand.New(rand.NewPCG(seed, 0x6964656d)), d)
+	faults := lc.nemesis(rand.New(rand.NewPCG(seed, 0x6964656d)), d, kinds(t))
 	lc.healAll()
 	wg.Wait()
 	t.Logf("seed %d: faults %v", seed, faults)

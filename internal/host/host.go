@@ -12,6 +12,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/troupe-go/troupe/replication"
 )
 
 // EventKind names what an Event reports.
@@ -101,7 +103,7 @@ type Settings struct {
 	Tracer Tracer
 	// Kept bounds the answers this host's durable kinds keep for keyed
 	// asks; zero fields take the defaults.
-	Kept KeptBounds
+	Kept replication.KeptAnswers
 }
 
 // registry is an immutable snapshot of the registered kinds.
@@ -219,10 +221,10 @@ func (h *Host) Unknown(typ string, mk func() any) any {
 // NoteKept counts the answers typ/key keeps for keyed asks, after a
 // commit wrote them or an activation loaded them: answers that are not
 // pending, their bytes at every copy, and the oldest one's time (Unix
-// nanoseconds). No answers forgets the key. Past the host's KeptBounds
-// the keys holding the oldest answers are asked to drop them (see
-// KeptPruner), and so are those whose oldest answer outlived
-// KeptBounds.Retain.
+// nanoseconds). No answers forgets the key. Past the host's bounds
+// (Settings.Kept) the keys holding the oldest answers are asked to drop
+// them (see KeptPruner), and so are those whose oldest answer outlived
+// its Retain.
 func (h *Host) NoteKept(typ, key string, answers int, bytes, oldest int64) {
 	h.kept.note(typ, key, answers, bytes, oldest)
 }

@@ -8,36 +8,6 @@ import (
 	"github.com/troupe-go/troupe/replication"
 )
 
-// KeptBounds limit the answers a member keeps for keyed asks (see the
-// runtime's continuity.go), across every durable kind it hosts. Zero
-// fields take the defaults below.
-type KeptBounds struct {
-	MaxAnswers int           // answers kept, each counted once
-	MaxBytes   int64         // their bytes, at every copy
-	Retain     time.Duration // how long an answer is kept
-}
-
-// Defaults of KeptBounds.
-const (
-	DefaultMaxKeptAnswers = replication.DefaultMaxKeptAnswers
-	DefaultMaxKeptBytes   = replication.DefaultMaxKeptBytes
-	DefaultKeptRetention  = replication.DefaultKeptRetention
-)
-
-// WithDefaults returns b with its zero fields set to the defaults.
-func (b KeptBounds) WithDefaults() KeptBounds {
-	if b.MaxAnswers == 0 {
-		b.MaxAnswers = DefaultMaxKeptAnswers
-	}
-	if b.MaxBytes == 0 {
-		b.MaxBytes = DefaultMaxKeptBytes
-	}
-	if b.Retain == 0 {
-		b.Retain = DefaultKeptRetention
-	}
-	return b
-}
-
 // KeptPruner is a kind whose keys keep answers: PruneKept asks key's
 // activation, if this member owns the key, to drop its answers dated
 // before (Unix nanoseconds) and those past their retention, then to
@@ -47,12 +17,12 @@ type KeptPruner interface {
 }
 
 // keptLedger indexes the answers each key of this member keeps, to hold
-// them within the member's KeptBounds: past a bound the keys holding the
+// them within the member's bounds (Settings.Kept): past a bound the keys holding the
 // oldest answers are asked to drop them, and one timer asks those whose
 // oldest answer's retention ended. Its entries are hints, noted by the
 // keys' commits: a key asked to prune is uncounted until it notes again.
 type keptLedger struct {
-	b    KeptBounds
+	b    replication.KeptAnswers
 	find func(typ string) Kind
 
 	mu      sync.Mutex
@@ -85,7 +55,7 @@ type keptPrune struct {
 	before int64
 }
 
-func newKeptLedger(b KeptBounds, find func(string) Kind) *keptLedger {
+func newKeptLedger(b replication.KeptAnswers, find func(string) Kind) *keptLedger {
 	return &keptLedger{b: b.WithDefaults(), find: find, byKey: make(map[keptID]*keptEntry)}
 }
 

@@ -5,6 +5,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/troupe-go/troupe/replication"
 )
 
 // pruneLog is a kind that records the prunes a ledger asks of it.
@@ -45,7 +47,7 @@ func (p *pruneLog) await(t *testing.T, n int) []string {
 
 func TestALedgerPastItsBoundPrunesTheKeysHoldingTheOldestAnswers(t *testing.T) {
 	p := newPruneLog()
-	l := newKeptLedger(KeptBounds{MaxAnswers: 10, Retain: time.Hour}, func(string) Kind { return p })
+	l := newKeptLedger(replication.KeptAnswers{MaxAnswers: 10, Retain: time.Hour}, func(string) Kind { return p })
 	defer l.close()
 	base := time.Now().UnixNano()
 	for i, k := range []string{"a", "b", "c", "d"} {
@@ -73,7 +75,7 @@ func TestALedgerPastItsBoundPrunesTheKeysHoldingTheOldestAnswers(t *testing.T) {
 
 func TestALedgerPrunesKeysWhoseOldestAnswerOutlivedItsRetention(t *testing.T) {
 	p := newPruneLog()
-	l := newKeptLedger(KeptBounds{Retain: 50 * time.Millisecond}, func(string) Kind { return p })
+	l := newKeptLedger(replication.KeptAnswers{Retain: 50 * time.Millisecond}, func(string) Kind { return p })
 	defer l.close()
 	now := time.Now().UnixNano()
 	l.note("t", "old", 1, 10, now)
@@ -87,7 +89,7 @@ func TestALedgerPrunesKeysWhoseOldestAnswerOutlivedItsRetention(t *testing.T) {
 }
 
 func TestALedgerForgetsAKeyThatKeepsNone(t *testing.T) {
-	l := newKeptLedger(KeptBounds{}, func(string) Kind { return nil })
+	l := newKeptLedger(replication.KeptAnswers{}, func(string) Kind { return nil })
 	defer l.close()
 	l.note("t", "a", 3, 300, 1)
 	l.note("t", "a", 0, 0, 0)
@@ -98,7 +100,7 @@ func TestALedgerForgetsAKeyThatKeepsNone(t *testing.T) {
 
 func TestALedgerPastItsBytesPrunesTheOldestKeys(t *testing.T) {
 	p := newPruneLog()
-	l := newKeptLedger(KeptBounds{MaxBytes: 1000, Retain: time.Hour}, func(string) Kind { return p })
+	l := newKeptLedger(replication.KeptAnswers{MaxBytes: 1000, Retain: time.Hour}, func(string) Kind { return p })
 	defer l.close()
 	base := time.Now().UnixNano()
 	l.note("t", "a", 1, 400, base)

@@ -510,6 +510,11 @@ func copyDir(t *testing.T, from string) string {
 			t.Fatal(err)
 		}
 	}
+	// A power loss, not a killed process: nothing vouches any more that
+	// the kernel kept what the store wrote.
+	if err := replicastore.PowerLoss(to); err != nil {
+		t.Fatal(err)
+	}
 	return to
 }
 

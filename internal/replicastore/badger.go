@@ -1,6 +1,7 @@
 package replicastore
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -25,6 +26,9 @@ type Options struct {
 	Sync bool
 	// Logger receives badger's own messages. Nil logs nothing.
 	Logger *slog.Logger
+
+	// boot replaces the running boot's id (bootID), for tests.
+	boot []byte
 }
 
 // Badger is a Store in a badger database under one directory.
@@ -33,8 +37,11 @@ type Badger struct {
 	dir   string
 	sync  bool
 	group groupCommit
-	// unclean: the store held records but no clean-stop marker at Open.
+	// unclean: the store had been opened before and held no clean-stop
+	// marker this boot accepts at Open.
 	unclean bool
+	// boot is the running boot's id; nil where unknown.
+	boot []byte
 	// format is the store's on-disk format version (see format.go).
 	format atomic.Uint32
 }
@@ -52,20 +59,14 @@ func Open(dir string, opts Options) (*Badger, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	bo := badger.DefaultOptions(dir).
-		WithSyncWrites(opts.Sync).
-		WithLogger(slogAdapter{logger.With("component", "badger", "dir", dir)}).
-		// Records are small: keep them in the LSM tree, and keep the
-		// memory a node reserves for its store modest.
-		WithMemTableSize(16 << 20).
-		WithValueLogFileSize(64 << 20).
-		WithBlockCacheSize(16 << 20).
-		WithNumCompactors(2)
-	db, err := badger.Open(bo)
+	db, err := badger.Open(badgerOptions(dir, opts.Sync, logger))
 	if err != nil {
 		return nil, fmt.Errorf("troupe: open store %s: %w", dir, err)
 	}
-	s := &Badger{db: db, dir: dir, sync: opts.Sync}
+	s := &Badger{db: db, dir: dir, sync: opts.Sync, boot: opts.boot}
+	if s.boot == nil {
+		s.boot = bootID()
+	}
 	existed, err := s.checkFormat()
 	if err != nil {
 		_ = db.Close()
@@ -78,48 +79,88 @@ func Open(dir string, opts Options) (*Badger, error) {
 	return s, nil
 }
 
+// badgerOptions are the options of a store's database.
+func badgerOptions(dir string, sync bool, logger *slog.Logger) badger.Options {
+	return badger.DefaultOptions(dir).
+		WithSyncWrites(sync).
+		WithLogger(slogAdapter{logger.With("component", "badger", "dir", dir)}).
+		// Records are small: keep them in the LSM tree, and keep the
+		// memory a node reserves for its store modest.
+		WithMemTableSize(16 << 20).
+		WithValueLogFileSize(64 << 20).
+		WithBlockCacheSize(16 << 20).
+		WithNumCompactors(2)
+}
+
 // Unclean reports whether this Open found that the store may have lost
-// acknowledged writes: it had been opened before and held no clean-stop
-// marker, so its previous run stopped without Close while it ran without
-// Sync (or the marker was removed), and a power loss may have taken its
-// last writes and promises, or all of them. Open then recorded the whole
-// ring as receiving (see Receiving), durably, so the loss stays known
-// after later stops, clean or not, until the driver records that it
+// acknowledged writes: it had been opened before, and its previous run
+// stopped without Close while it ran without Sync, and either on another
+// boot of the machine (a power loss or a crash of the kernel may have
+// taken its last writes and promises, or all of them) or where the boot
+// is unknown. A run killed on the same boot lost nothing: its Puts
+// returned once the kernel held their records. Open then recorded the
+// whole ring as receiving (see Receiving), durably, so the loss stays
+// known after later stops, clean or not, until the driver records that it
 // caught up.
 func (s *Badger) Unclean() bool { return s.unclean }
 
 // checkStop reads the clean-stop marker and arms it for this run: without
-// Sync it is removed, durably, so that a stop without Close leaves none;
-// with Sync it is kept (written if missing), since every Put of this run
-// returns after an fsync and a crash loses nothing acknowledged. A store
-// opened before (existed) without a marker may have lost acknowledged
-// writes: the whole ring is recorded as receiving in the same
-// transaction, so that a later clean stop does not hide the loss.
+// Sync it becomes this boot's marker (or is removed, where the boot is
+// unknown), durably, so that a stop without Close leaves a marker that
+// only this boot accepts; with Sync it is kept (written if missing),
+// since every Put of this run returns after an fsync and a crash loses
+// nothing acknowledged. A store opened before (existed) without a marker
+// it accepts may have lost acknowledged writes: the whole ring is
+// recorded as receiving in the same transaction, so that a later clean
+// stop does not hide the loss. The first boot marker moves the store to
+// format 6, which a binary that knows only the marker of format 5 (and
+// would take a boot marker for a clean stop) refuses.
 func (s *Badger) checkStop(existed bool) error {
+	boot := s.boot
+	upgrade := !s.sync && len(boot) > 0 && s.format.Load() < bootFormat
 	err := s.db.Update(func(txn *badger.Txn) error {
-		_, err := txn.Get(cleanKey)
+		item, err := txn.Get(cleanKey)
 		switch {
 		case errors.Is(err, badger.ErrKeyNotFound):
 			s.unclean = existed
 		case err != nil:
 			return err
+		default:
+			marker, err := item.ValueCopy(nil)
+			if err != nil {
+				return err
+			}
+			if bytes.HasPrefix(marker, []byte(bootPrefix)) {
+				s.unclean = existed && !keptOnThisBoot(marker, boot)
+			}
 		}
 		if s.unclean {
 			if err := txn.Set(receivingKey, encodeReceiving([]ring.Range{{}})); err != nil {
 				return err
 			}
 		}
-		if s.sync {
+		switch {
+		case s.sync:
 			return txn.Set(cleanKey, []byte("sync"))
+		case len(boot) == 0:
+			return txn.Delete(cleanKey)
 		}
-		return txn.Delete(cleanKey)
+		if upgrade {
+			if err := txn.Set(formatKey, encodeFormat(bootFormat)); err != nil {
+				return err
+			}
+		}
+		return txn.Set(cleanKey, bootMarker(boot))
 	})
 	if err != nil {
 		return err
 	}
-	// The marker's removal and the receiving record must be on disk
-	// before anything is acknowledged, or a power loss could bring the
-	// marker back or lose the record.
+	if upgrade {
+		s.format.Store(bootFormat)
+	}
+	// The marker and the receiving record must be on disk before anything
+	// is acknowledged, or a power loss could bring a clean marker back or
+	// lose the record.
 	return s.db.Sync()
 }
 

@@ -10,7 +10,7 @@ import (
 	"github.com/troupe-go/troupe/ring"
 )
 
-// The on-disk format, version 5.
+// The on-disk format, version 6.
 //
 // The format record, under key "\x00format", is the format version as a
 // big-endian uint32 followed by a CRC-32C of those four bytes.
@@ -25,9 +25,12 @@ import (
 // incarnation), the uvarint version and the value bytes to the end.
 //
 // The clean-stop marker, under key "\x00clean", says the store lost
-// nothing it acknowledged since it was last opened: written at Close
-// after a sync, kept by an Open with Sync, removed at an Open without
-// Sync; its value is informational.
+// nothing it acknowledged since it was last opened: "clean", written at
+// Close after a sync; "sync", written by an Open with Sync; or "boot "
+// and the running boot's id (Linux's boot_id), written by an Open without
+// Sync, which vouches for the store only on that boot (a process killed
+// loses nothing the kernel holds; a restart of the machine may). An Open
+// without Sync where the boot is unknown removes it.
 //
 // The receiving record, under key "\x00receiving", lists the ring ranges
 // the replica is still receiving: a CRC-32C (4 bytes, big-endian) of the
@@ -44,7 +47,10 @@ import (
 // (uvarint term, the copier's address as a uvarint length and bytes, its
 // uvarint incarnation). No record means no floors.
 //
-// Version 5 added the floors record. A version 4 store is read as it is
+// Version 6 added the boot marker: a store moves to 6 in the
+// transaction of the Open that first writes one, so a binary that reads
+// at most version 5, and would take it for a clean stop, refuses the
+// store. Version 5 added the floors record. A version 4 store is read as it is
 // (it has no floors) and becomes version 5 in the transaction that first
 // records floors, so a binary that reads only version 4, and would ignore
 // the floors, refuses a store that has them (replication.ErrNewerFormat).
@@ -52,7 +58,7 @@ import (
 // (replication.ErrOlderFormat), not upgraded, and left as it is.
 
 // formatVersion is the newest on-disk format this binary writes and reads.
-const formatVersion uint32 = 5
+const formatVersion uint32 = 6
 
 // oldestFormat is the oldest on-disk format this binary reads.
 const oldestFormat uint32 = 4
@@ -60,11 +66,14 @@ const oldestFormat uint32 = 4
 // floorsFormat is the first format with the floors record.
 const floorsFormat uint32 = 5
 
+// bootFormat is the first format with the boot marker.
+const bootFormat uint32 = 6
+
 var formatKey = []byte("\x00format")
 
 // cleanKey is the clean-stop marker: present while no acknowledged write
-// can have been lost to a power loss (written at Close, and kept by a
-// store opened with Sync), removed at an Open without Sync.
+// can have been lost (written at Close, kept by a store opened with
+// Sync, a boot marker from an Open without Sync).
 var cleanKey = []byte("\x00clean")
 
 // receivingKey holds the ranges the replica is still receiving.

@@ -22,28 +22,38 @@ func openBadger(t *testing.T, dir string, opts Options) *Badger {
 	return b
 }
 
-// A store without Sync stopped without Close may have lost its last
-// writes to a power loss, all of them if it opens empty: the next Open
-// reports it unclean and records the whole ring as receiving. A clean
-// Close or a run with Sync (every Put fsynced) does not.
-func TestAStopWithoutCloseAndWithoutSyncIsUnclean(t *testing.T) {
+// A store without Sync whose run stopped without Close may have lost its
+// last writes, all of them if it opens empty, if the machine restarted
+// since (a power loss) or where the boot is unknown: the next Open
+// reports it unclean and records the whole ring as receiving. A process
+// killed on the same boot lost nothing (the kernel holds what it wrote),
+// nor did a clean Close or a run with Sync (every Put fsynced).
+func TestAStopWithoutCloseAndWithoutSyncIsUncleanAfterARestartOfTheMachine(t *testing.T) {
 	ctx := context.Background()
+	const (
+		closed = iota
+		killed
+		powerLost
+	)
 	for _, tc := range []struct {
 		name    string
 		sync    bool
 		write   bool
-		close   bool
+		stop    int
+		boot    []byte // the runs' boot; nil: this machine's
 		unclean bool
 	}{
-		{"crash after writes without Sync", false, true, false, true},
-		{"clean close without Sync", false, true, true, false},
-		{"crash after writes with Sync", true, true, false, false},
-		{"crash of a store that holds no records (a power loss may have taken them all)", false, false, false, true},
-		{"crash of an empty store with Sync", true, false, false, false},
+		{"power loss after writes without Sync", false, true, powerLost, nil, true},
+		{"process killed after writes without Sync", false, true, killed, nil, false},
+		{"process killed without Sync where the boot is unknown", false, true, killed, unknownBoot, true},
+		{"clean close without Sync", false, true, closed, nil, false},
+		{"power loss after writes with Sync", true, true, powerLost, nil, false},
+		{"power loss of a store that holds no records (it may have taken them all)", false, false, powerLost, nil, true},
+		{"power loss of an empty store with Sync", true, false, powerLost, nil, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
-			b := openBadger(t, dir, Options{Sync: tc.sync})
+			b := openBadger(t, dir, Options{Sync: tc.sync, boot: tc.boot})
 			if b.Unclean() {
 				t.Fatal("a new store reports an unclean stop")
 			}
@@ -52,14 +62,19 @@ func TestAStopWithoutCloseAndWithoutSyncIsUnclean(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			stop := crash
-			if tc.close {
-				stop = (*Badger).Close
+			switch tc.stop {
+			case closed:
+				if err := b.Close(); err != nil {
+					t.Fatal(err)
+				}
+			case killed:
+				if err := crash(b); err != nil {
+					t.Fatal(err)
+				}
+			case powerLost:
+				powerLoss(t, b)
 			}
-			if err := stop(b); err != nil {
-				t.Fatal(err)
-			}
-			b = openBadger(t, dir, Options{})
+			b = openBadger(t, dir, Options{boot: tc.boot})
 			defer b.Close()
 			if b.Unclean() != tc.unclean {
 				t.Fatalf("reopened after %s: Unclean() = %v, want %v", tc.name, b.Unclean(), tc.unclean)
@@ -71,10 +86,36 @@ func TestAStopWithoutCloseAndWithoutSyncIsUnclean(t *testing.T) {
 	}
 }
 
-// The marker is removed at Open: a crash after a clean stop and a
-// reopen without Sync is unclean again, and the loss stays recorded
-// through a later run with Sync that crashes (its own run lost nothing,
-// but the one before it may have).
+// The boot marker vouches for one boot only: a run killed on one boot
+// and opened on another (the marker names a boot that is not the
+// running one) is unclean.
+func TestABootMarkerOfAnotherBootIsUnclean(t *testing.T) {
+	dir := t.TempDir()
+	b := openBadger(t, dir, Options{boot: []byte("boot-a")})
+	if err := b.Put(context.Background(), rec("a", replica.KindState, 1, "x")); err != nil {
+		t.Fatal(err)
+	}
+	if err := crash(b); err != nil {
+		t.Fatal(err)
+	}
+	b = openBadger(t, dir, Options{boot: []byte("boot-a")})
+	if b.Unclean() {
+		t.Fatal("a run killed and reopened on its own boot was reported unclean")
+	}
+	if err := crash(b); err != nil {
+		t.Fatal(err)
+	}
+	b = openBadger(t, dir, Options{boot: []byte("boot-b")})
+	defer b.Close()
+	if !b.Unclean() {
+		t.Fatal("a run killed on one boot and reopened on another was not reported unclean")
+	}
+}
+
+// Each Open arms the marker for its own run: a power loss after a clean
+// stop and a reopen without Sync is unclean again, and the loss stays
+// recorded through a later run with Sync that crashes (its own run lost
+// nothing, but the one before it may have).
 func TestTheCleanStopMarkerCoversOneRunAndTheLossStaysRecorded(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
@@ -86,20 +127,16 @@ func TestTheCleanStopMarkerCoversOneRunAndTheLossStaysRecorded(t *testing.T) {
 		t.Fatal(err)
 	}
 	b = openBadger(t, dir, Options{})
-	if err := crash(b); err != nil {
-		t.Fatal(err)
-	}
+	powerLoss(t, b)
 	b = openBadger(t, dir, Options{Sync: true})
 	if !b.Unclean() {
-		t.Fatal("a crash of a run without Sync after a clean stop was not reported")
+		t.Fatal("a power loss of a run without Sync after a clean stop was not reported")
 	}
-	if err := crash(b); err != nil {
-		t.Fatal(err)
-	}
+	powerLoss(t, b)
 	b = openBadger(t, dir, Options{})
 	defer b.Close()
 	if b.Unclean() {
-		t.Fatal("a crash of a run with Sync was reported unclean")
+		t.Fatal("a power loss of a run with Sync was reported unclean")
 	}
 	if got := receiving(t, b); !wholeRing(got) {
 		t.Fatalf("after the loss and a run with Sync the store records receiving %v, want the whole ring", got)
@@ -118,12 +155,10 @@ func TestACleanCloseOfAnUncleanRunKeepsTheLossRecorded(t *testing.T) {
 		if err := b.Put(ctx, rec("a", replica.KindState, 1, "x")); err != nil {
 			t.Fatal(err)
 		}
-		if err := crash(b); err != nil {
-			t.Fatal(err)
-		}
+		powerLoss(t, b)
 		b = openBadger(t, dir, Options{Sync: sync})
 		if !b.Unclean() {
-			t.Fatal("the run after the crash did not open unclean")
+			t.Fatal("the run after the power loss did not open unclean")
 		}
 		if err := b.Close(); err != nil {
 			t.Fatal(err)
@@ -258,5 +293,35 @@ func TestMemoryKeepsTheReceivingRanges(t *testing.T) {
 	m.Close()
 	if err := m.SetReceiving(ctx, nil); !errors.Is(err, replication.ErrClosed) {
 		t.Fatalf("SetReceiving on a closed store returned %v, want ErrClosed", err)
+	}
+}
+
+// A format 5 store moves to 6 with its first boot marker, in the
+// transaction that writes it: a binary that reads at most format 5 would
+// take the marker for a clean stop. Opened with Sync (no boot marker) it
+// stays 5.
+func TestTheFirstBootMarkerMovesAStoreToFormat6(t *testing.T) {
+	dir := t.TempDir()
+	b := openBadger(t, dir, Options{})
+	if err := b.Put(context.Background(), rec("a", replica.KindState, 1, "x")); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	rawUpdate(t, dir, func(txn *badger.Txn) error { return txn.Set(formatKey, encodeFormat(5)) })
+	b = openBadger(t, dir, Options{Sync: true})
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if v := formatOf(t, dir); v != 5 {
+		t.Fatalf("a format 5 store opened with Sync has format %d, want 5", v)
+	}
+	b = openBadger(t, dir, Options{boot: []byte("boot-a")})
+	if err := crash(b); err != nil {
+		t.Fatal(err)
+	}
+	if v := formatOf(t, dir); v != 6 {
+		t.Fatalf("a format 5 store opened without Sync on a known boot has format %d, want 6", v)
 	}
 }

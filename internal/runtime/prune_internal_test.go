@@ -5,12 +5,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/troupe-go/troupe/internal/host"
 	"pgregory.net/rapid"
+
+	"github.com/troupe-go/troupe/replication"
 )
 
 // retainFor is the default retention of kept answers.
-const retainFor = host.DefaultKeptRetention
+const retainFor = replication.DefaultKeptRetention
 
 // pruneModel is pruneRetained's rule written plainly, without its fast
 // path: drop what is out of retainFor, put pending requests first, then
