@@ -17,10 +17,11 @@ type KeptPruner interface {
 }
 
 // keptLedger indexes the answers each key of this member keeps, to hold
-// them within the member's bounds (Settings.Kept): past a bound the keys holding the
-// oldest answers are asked to drop them, and one timer asks those whose
-// oldest answer's retention ended. Its entries are hints, noted by the
-// keys' commits: a key asked to prune is uncounted until it notes again.
+// them within the member's bounds (Settings.Kept): past a bound the keys
+// holding the oldest answers are asked to drop them, and one timer asks
+// those whose oldest answer's retention ended. Its entries are hints,
+// noted by the keys' commits: a key asked to prune is uncounted until it
+// notes again.
 type keptLedger struct {
 	b    replication.KeptAnswers
 	find func(typ string) Kind

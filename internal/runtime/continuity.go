@@ -58,10 +58,10 @@ import (
 // ErrOutcomeUnknown.
 //
 // Each key keeps the answers of its last maxRetained keyed asks, none
-// older than the host's retention (replication.KeptAnswers.Retain, 24 h by
-// default), at most maxRetainedBytes of them (the record is written
+// older than the host's retention (replication.KeptAnswers.Retain, 24 h
+// by default), at most maxRetainedBytes of them (the record is written
 // whole with every change of the state); the oldest go first. Each
-// member keeps at most replication.KeptAnswers.MaxAnswers and MaxBytes of them
+// member keeps at most its KeptAnswers' MaxAnswers and MaxBytes of them
 // across its keys (by default 1,000,000 and 8 GiB, the bytes counted
 // at every copy): its host's ledger (internal/host/kept.go) counts each
 // key's answers, noted by the commits that write them and the loads
