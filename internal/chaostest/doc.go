@@ -10,5 +10,7 @@
 // under CI). TROUPE_CHAOS_DURATION sets how long the nemesis runs (default
 // a short run), TROUPE_CHAOS_SEED replays a run, TROUPE_CHAOS_TRIALS runs
 // several trials in a row (for figures), TROUPE_CHAOS_FAULTS narrows the
-// nemesis to some kinds of fault (kill, pause, partition).
+// nemesis to some kinds of fault (kill, pause, partition), and with
+// powerloss its kills are power losses (the store's boot record removed
+// before the restart, so the member restarts receiving the whole ring).
 package chaostest

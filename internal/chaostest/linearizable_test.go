@@ -25,6 +25,7 @@ import (
 	"github.com/troupe-go/troupe/internal/lincheck"
 	"github.com/troupe-go/troupe/internal/netns"
 	"github.com/troupe-go/troupe/internal/proctest"
+	"github.com/troupe-go/troupe/internal/replicastore"
 )
 
 // settings reads the run's length, seed and trials from the environment.
@@ -276,9 +277,14 @@ func runTrial(t *testing.T, d time.Duration, seed uint64) {
 // faultKinds are the nemesis's kinds of fault, in the order of its draw.
 var faultKinds = []string{"kill", "pause", "partition"}
 
+// powerLoss is the kind of fault that replaces kills with power losses:
+// a killed member's store is left as a restart of the machine finds it
+// (replicastore.PowerLoss), so it restarts receiving the whole ring.
+const powerLoss = "powerloss"
+
 // kinds reads TROUPE_CHAOS_FAULTS, a comma-separated subset of
 // faultKinds that narrows a run to the faults it names (to reproduce a
-// rare failure more often); every kind when unset.
+// rare failure more often), or powerLoss; faultKinds when unset.
 func kinds(t *testing.T) []string {
 	s := os.Getenv("TROUPE_CHAOS_FAULTS")
 	if s == "" {
@@ -286,10 +292,13 @@ func kinds(t *testing.T) []string {
 	}
 	var ks []string
 	for k := range strings.SplitSeq(s, ",") {
-		if !slices.Contains(faultKinds, k) {
-			t.Fatalf("TROUPE_CHAOS_FAULTS=%q: %q is not one of %v", s, k, faultKinds)
+		if !slices.Contains(faultKinds, k) && k != powerLoss {
+			t.Fatalf("TROUPE_CHAOS_FAULTS=%q: %q is not one of %v or %s", s, k, faultKinds, powerLoss)
 		}
 		ks = append(ks, k)
+	}
+	if slices.Contains(ks, powerLoss) && !slices.Contains(ks, "kill") {
+		ks = append(ks, "kill")
 	}
 	return ks
 }
@@ -316,9 +325,16 @@ func (lc *labCluster) nemesis(rng *rand.Rand, d time.Duration, kinds []string) m
 			i := rng.IntN(members)
 			lc.procs[i].Kill()
 			<-lc.procs[i].Exited()
+			kind := "kill"
+			if slices.Contains(kinds, powerLoss) {
+				if err := replicastore.PowerLoss(lc.dirs[i]); err != nil {
+					t.Fatal(err)
+				}
+				kind = powerLoss
+			}
 			lc.start(i)
 			lc.procs[i].WaitLine(t, "ready ", time.Minute)
-			faults["kill"]++
+			faults[kind]++
 		case 1: // pause past DeadAfter, then resume
 			i := rng.IntN(members)
 			if err := lc.procs[i].Signal(syscall.SIGSTOP); err != nil {

@@ -152,9 +152,13 @@ func runMember() int {
 	defer cancel()
 	cfg := system.Config{Actors: []actor.Definition{register, tally, ledger}, Cluster: &cc, LeaveTimeout: 2 * time.Second,
 		DataDir: os.Getenv(envDataDir), Sync: os.Getenv(envSync) == "1"}
+	// Warnings always go to stderr, which the parent keeps (tests read
+	// them); TROUPE_CHAOS_LOG adds the rest.
+	level := slog.LevelWarn
 	if os.Getenv(envLog) != "" {
-		cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+		level = slog.LevelInfo
 	}
+	cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 	s, err := system.Start(ctx, cfg)
 	if err != nil {
 		return fail(err)

@@ -15,6 +15,7 @@ import (
 	"github.com/troupe-go/troupe/actor"
 	"github.com/troupe-go/troupe/client"
 	"github.com/troupe-go/troupe/internal/proctest"
+	"github.com/troupe-go/troupe/internal/replicastore"
 )
 
 // loopCluster is member processes on loopback, each with its own data
@@ -273,27 +274,45 @@ func waitProgress(t *testing.T, ts *tallies, n int64) {
 }
 
 // TestAMemberKilledWithoutSyncCatchesUpAndCountsAgain kills a member
-// (SIGKILL, no Sync: its store may have lost its last writes, so it
-// restarts receiving) and restarts it on its data directory; then it
-// stops another member. With three replicas on three members, the keys
-// can only make progress on the two left if the restarted member caught
-// up from the others and counts again.
+// (SIGKILL, no Sync) and restarts it on its data directory twice: once as
+// the process died (the kernel kept what it wrote: it counts at once),
+// once after a power loss (replicastore.PowerLoss: its store may have
+// lost its last writes, so it restarts receiving the whole ring); each
+// time it then stops another member. With three replicas on three
+// members, the keys can only make progress on the two left if the
+// restarted member counts (after the power loss: once it caught up from
+// the others).
 func TestAMemberKilledWithoutSyncCatchesUpAndCountsAgain(t *testing.T) {
 	const members = 3
 	lc := startLoopCluster(t, members, false)
 	ts := runTallies(lc.c, 40, 8)
 	waitProgress(t, ts, 100)
-	lc.procs[0].Kill()
-	<-lc.procs[0].Exited()
-	lc.start(0)
-	lc.procs[0].WaitLine(t, "ready ", time.Minute)
-	lc.waitAlive(members)
-	waitProgress(t, ts, 100)
-	if err := lc.procs[1].Stop(); err != nil {
-		t.Fatalf("member 1 did not close cleanly: %v\n%s", err, lc.procs[1].Stderr())
+	for _, powerLoss := range []bool{false, true} {
+		lc.procs[0].Kill()
+		<-lc.procs[0].Exited()
+		if powerLoss {
+			if err := replicastore.PowerLoss(lc.dirs[0]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		lc.start(0)
+		lc.procs[0].WaitLine(t, "ready ", time.Minute)
+		const lost = "the store was not closed cleanly"
+		if got := strings.Contains(lc.procs[0].Stderr(), lost); got != powerLoss {
+			t.Fatalf("power loss %v: the restarted member logged %q: %v, want %v; it logged:\n%s", powerLoss, lost, got, powerLoss, lc.procs[0].Stderr())
+		}
+		lc.waitAlive(members)
+		waitProgress(t, ts, 100)
+		if err := lc.procs[1].Stop(); err != nil {
+			t.Fatalf("member 1 did not close cleanly: %v\n%s", err, lc.procs[1].Stderr())
+		}
+		lc.waitAlive(members - 1)
+		waitProgress(t, ts, 100)
+		if !powerLoss {
+			lc.start(1)
+			lc.procs[1].WaitLine(t, "ready ", time.Minute)
+		}
 	}
-	lc.waitAlive(members - 1)
-	waitProgress(t, ts, 100)
 	ts.halt()
 	ts.check(t, time.Minute)
 }

@@ -519,8 +519,9 @@ func copyDir(t *testing.T, from string) string {
 }
 
 // A node whose Badger store was not closed cleanly while it ran without
-// Sync may have lost acknowledged writes: it starts receiving the whole
-// ring. With Sync, or after a clean Close, it counts at once.
+// Sync, and lost power since, may have lost acknowledged writes: it
+// starts receiving the whole ring. With Sync, or after a clean Close, it
+// counts at once.
 func TestAnUncleanStopWithoutSyncMakesTheNodeCatchUp(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
@@ -528,8 +529,8 @@ func TestAnUncleanStopWithoutSyncMakesTheNodeCatchUp(t *testing.T) {
 		clean     bool
 		receiving bool
 	}{
-		{"crash without Sync", false, false, true},
-		{"crash with Sync", true, false, false},
+		{"power loss without Sync", false, false, true},
+		{"power loss with Sync", true, false, false},
 		{"clean close without Sync", false, true, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

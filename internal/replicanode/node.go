@@ -158,8 +158,9 @@ func (w *waiter) finish(err error) {
 // records as still receiving (a previous run that had not caught up
 // them), and on the whole ring when it may lack what it acknowledged: its
 // store reports an unclean stop (a Badger store stopped without Close
-// while it ran without Sync, so a power loss may have taken its last
-// writes and promises), or Config.Joining is set and its store holds no
+// while it ran without Sync, and the machine restarted since or its boot
+// is unknown, so a power loss may have taken its last writes and
+// promises), or Config.Joining is set and its store holds no
 // records and never recorded receiving anything. It is decided, and
 // recorded in the store, before the node takes any message; CatchUp ends
 // it.
@@ -224,7 +225,7 @@ func Open(ctx context.Context, cfg Config) (*Node, error) {
 	n.core.SetDeltaMin(cfg.DeltaMin)
 	n.core.AddReceiving(stored...)
 	if u, ok := n.store.(interface{ Unclean() bool }); ok && u.Unclean() {
-		n.log.Warn("the store was not closed cleanly and ran without Sync: it may have lost acknowledged writes and promises, so this node receives the whole ring and does not count until it caught up")
+		n.log.Warn("the store was not closed cleanly, ran without Sync and the machine may have restarted since: it may have lost acknowledged writes and promises, so this node receives the whole ring and does not count until it caught up")
 		n.core.AddReceiving(ring.Range{})
 	} else if cfg.Joining && len(recs) == 0 && !recorded {
 		n.log.Info("joining with an empty store: this node receives the whole ring and does not count until it caught up")

@@ -37,11 +37,15 @@ type Badger struct {
 	dir   string
 	sync  bool
 	group groupCommit
-	// unclean: the store had been opened before and held no clean-stop
-	// marker this boot accepts at Open.
+	// unclean: the store had been opened before, and at Open held no
+	// clean-stop marker and no boot record of the running boot.
 	unclean bool
 	// boot is the running boot's id; nil where unknown.
 	boot []byte
+	// afterKill: the previous run was killed on this boot, and Open made
+	// its files durable.
+	afterKill bool
+	log       *slog.Logger
 	// format is the store's on-disk format version (see format.go).
 	format atomic.Uint32
 }
@@ -63,7 +67,7 @@ func Open(dir string, opts Options) (*Badger, error) {
 	if err != nil {
 		return nil, fmt.Errorf("troupe: open store %s: %w", dir, err)
 	}
-	s := &Badger{db: db, dir: dir, sync: opts.Sync, boot: opts.boot}
+	s := &Badger{db: db, dir: dir, sync: opts.Sync, boot: opts.boot, log: logger}
 	if s.boot == nil {
 		s.boot = bootID()
 	}
@@ -97,70 +101,87 @@ func badgerOptions(dir string, sync bool, logger *slog.Logger) badger.Options {
 // stopped without Close while it ran without Sync, and either on another
 // boot of the machine (a power loss or a crash of the kernel may have
 // taken its last writes and promises, or all of them) or where the boot
-// is unknown. A run killed on the same boot lost nothing: its Puts
-// returned once the kernel held their records. Open then recorded the
-// whole ring as receiving (see Receiving), durably, so the loss stays
-// known after later stops, clean or not, until the driver records that it
-// caught up.
+// is unknown. A run killed on the running boot lost nothing (its Puts
+// returned once the kernel held their records), once Open made what it
+// wrote durable (see checkStop). An unclean Open recorded the whole ring
+// as receiving (see Receiving), durably, so the loss stays known after
+// later stops, clean or not, until the driver records that it caught up.
 func (s *Badger) Unclean() bool { return s.unclean }
 
-// checkStop reads the clean-stop marker and arms it for this run: without
-// Sync it becomes this boot's marker (or is removed, where the boot is
-// unknown), durably, so that a stop without Close leaves a marker that
-// only this boot accepts; with Sync it is kept (written if missing),
-// since every Put of this run returns after an fsync and a crash loses
-// nothing acknowledged. A store opened before (existed) without a marker
-// it accepts may have lost acknowledged writes: the whole ring is
-// recorded as receiving in the same transaction, so that a later clean
-// stop does not hide the loss. The first boot marker moves the store to
-// format 6, which a binary that knows only the marker of format 5 (and
-// would take a boot marker for a clean stop) refuses.
+// checkStop reads the clean-stop marker and the boot record and arms
+// them for this run: without Sync the marker is removed and the boot
+// record names the running boot (or is removed where the boot is
+// unknown), durably, so that a stop without Close leaves no marker and a
+// boot record only this boot accepts; with Sync the marker is kept
+// (written if missing), since every Put of this run returns after an
+// fsync and a crash loses nothing acknowledged.
+//
+// A store opened before (existed) without a marker stopped without Close
+// while it ran without Sync. If its boot record names the running boot,
+// the process was killed and the kernel holds what it wrote; every file
+// of the store is then fsynced before anything is written, so that a
+// power loss from now on cannot take what this run takes as kept (a
+// failure of that makes the store unclean). Otherwise it may have lost
+// acknowledged writes: the whole ring is recorded as receiving in the
+// same transaction that arms the marker, so that a later clean stop does
+// not hide the loss.
 func (s *Badger) checkStop(existed bool) error {
-	boot := s.boot
-	upgrade := !s.sync && len(boot) > 0 && s.format.Load() < bootFormat
-	err := s.db.Update(func(txn *badger.Txn) error {
-		item, err := txn.Get(cleanKey)
+	var clean, killed bool
+	err := s.db.View(func(txn *badger.Txn) error {
+		_, err := txn.Get(cleanKey)
+		switch {
+		case err == nil:
+			clean = true
+			return nil
+		case !errors.Is(err, badger.ErrKeyNotFound):
+			return err
+		}
+		item, err := txn.Get(bootKey)
 		switch {
 		case errors.Is(err, badger.ErrKeyNotFound):
-			s.unclean = existed
+			return nil
 		case err != nil:
 			return err
-		default:
-			marker, err := item.ValueCopy(nil)
-			if err != nil {
-				return err
-			}
-			if bytes.HasPrefix(marker, []byte(bootPrefix)) {
-				s.unclean = existed && !keptOnThisBoot(marker, boot)
-			}
 		}
+		id, err := item.ValueCopy(nil)
+		killed = err == nil && len(s.boot) > 0 && bytes.Equal(id, s.boot)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if existed && !clean && killed {
+		if err := syncFiles(s.dir); err != nil {
+			s.log.Warn("troupe: the store's files could not be made durable after the process was killed: it counts as stopped uncleanly", "err", err)
+			killed = false
+		}
+		s.afterKill = killed
+	}
+	s.unclean = existed && !clean && !killed
+	err = s.db.Update(func(txn *badger.Txn) error {
 		if s.unclean {
 			if err := txn.Set(receivingKey, encodeReceiving([]ring.Range{{}})); err != nil {
 				return err
 			}
 		}
-		switch {
-		case s.sync:
-			return txn.Set(cleanKey, []byte("sync"))
-		case len(boot) == 0:
-			return txn.Delete(cleanKey)
-		}
-		if upgrade {
-			if err := txn.Set(formatKey, encodeFormat(bootFormat)); err != nil {
+		if s.sync || len(s.boot) == 0 {
+			if err := txn.Delete(bootKey); err != nil {
 				return err
 			}
+		} else if err := txn.Set(bootKey, s.boot); err != nil {
+			return err
 		}
-		return txn.Set(cleanKey, bootMarker(boot))
+		if s.sync {
+			return txn.Set(cleanKey, []byte("sync"))
+		}
+		return txn.Delete(cleanKey)
 	})
 	if err != nil {
 		return err
 	}
-	if upgrade {
-		s.format.Store(bootFormat)
-	}
-	// The marker and the receiving record must be on disk before anything
-	// is acknowledged, or a power loss could bring a clean marker back or
-	// lose the record.
+	// The marker's removal, the boot record and the receiving record must
+	// be on disk before anything is acknowledged, or a power loss could
+	// bring the marker back or lose the record.
 	return s.db.Sync()
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 
 	"github.com/dgraph-io/badger/v4"
 )
@@ -29,52 +30,58 @@ func bootID() []byte {
 	return b
 }
 
-// bootMarker is the clean-stop marker of a run without Sync on the boot
-// with the given id: what its Puts returned, the kernel held, so a stop
-// without Close on the same boot (the process killed) lost nothing; only
-// a new boot (a power loss, a crash of the machine) may have.
-func bootMarker(id []byte) []byte {
-	return append([]byte(bootPrefix), id...)
+// syncFiles fsyncs every regular file under dir, then dir itself: what a
+// killed process wrote, which the kernel holds, reaches the disk. (badger
+// syncs only its current log at DB.Sync, and the logs of the run before
+// are written back by the kernel whenever it chooses.)
+func syncFiles(dir string) error {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, e := range entries {
+		if !e.Type().IsRegular() {
+			continue
+		}
+		errs = append(errs, syncPath(filepath.Join(dir, e.Name())))
+	}
+	errs = append(errs, syncPath(dir))
+	return errors.Join(errs...)
 }
 
-const bootPrefix = "boot "
-
-// keptOnThisBoot reports whether marker is the boot marker of the
-// running boot (boot, nil when unknown).
-func keptOnThisBoot(marker, boot []byte) bool {
-	id, ok := bytes.CutPrefix(marker, []byte(bootPrefix))
-	return ok && len(boot) > 0 && bytes.Equal(id, boot)
+// syncPath fsyncs the file or directory at path. One that badger removed
+// meanwhile needs none: it removes a log once what it held is in a table
+// it synced.
+func syncPath(path string) error {
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	err = f.Sync()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // PowerLoss leaves the stopped store under dir as a restart of the
 // machine would find it: if its last run was without Sync and stopped
 // without Close, nothing says any more that the kernel kept what it
-// wrote, and the next Open reports it unclean. A store closed cleanly, or
-// last run with Sync, lost nothing to a power loss and is left as it is.
-// It is for tests of the recovery from such a loss: a store's directory
-// copied while it runs is what a power loss leaves at best.
+// wrote (its boot record is removed), and the next Open reports it
+// unclean. A store closed cleanly, or last run with Sync, lost nothing
+// to a power loss and opens clean as before. It is for tests of the
+// recovery from such a loss: a store's directory copied while it runs is
+// what a power loss leaves at best.
 func PowerLoss(dir string) error {
 	db, err := badger.Open(badgerOptions(dir, false, slog.New(slog.DiscardHandler)))
 	if err != nil {
 		return fmt.Errorf("troupe: open store %s: %w", dir, err)
 	}
-	err = db.Update(func(txn *badger.Txn) error {
-		item, err := txn.Get(cleanKey)
-		if errors.Is(err, badger.ErrKeyNotFound) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		v, err := item.ValueCopy(nil)
-		if err != nil {
-			return err
-		}
-		if !bytes.HasPrefix(v, []byte(bootPrefix)) {
-			return nil
-		}
-		return txn.Delete(cleanKey)
-	})
+	err = db.Update(func(txn *badger.Txn) error { return txn.Delete(bootKey) })
 	if cerr := db.Close(); err == nil {
 		err = cerr
 	}

@@ -59,9 +59,7 @@ func formatOf(t *testing.T, dir string) uint32 {
 func TestAFormat4StoreOpensAndMovesTo5WithItsFirstFloors(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	// Where the boot is unknown, no boot marker moves the store to 6.
-	opts := Options{boot: unknownBoot}
-	b := openBadger(t, dir, opts)
+	b := openBadger(t, dir, Options{})
 	if err := b.Put(ctx, rec("a", replica.KindState, 1, "x")); err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +67,7 @@ func TestAFormat4StoreOpensAndMovesTo5WithItsFirstFloors(t *testing.T) {
 		t.Fatal(err)
 	}
 	rawUpdate(t, dir, func(txn *badger.Txn) error { return txn.Set(formatKey, encodeFormat(4)) })
-	b = openBadger(t, dir, opts)
+	b = openBadger(t, dir, Options{})
 	if got, ok, err := b.Get(ctx, replica.Key{Type: "counter", ID: "a"}, replica.Slot{Kind: replica.KindState}); err != nil || !ok || string(got.Value) != "x" {
 		t.Fatalf("a format 4 store's record read %v, %v, %v", got, ok, err)
 	}
@@ -79,7 +77,7 @@ func TestAFormat4StoreOpensAndMovesTo5WithItsFirstFloors(t *testing.T) {
 	if v := formatOf(t, dir); v != 4 {
 		t.Fatalf("opening a format 4 store without floors made it format %d, want 4 still", v)
 	}
-	b = openBadger(t, dir, opts)
+	b = openBadger(t, dir, Options{})
 	if err := b.SetFloors(ctx, sampleFloors); err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +87,7 @@ func TestAFormat4StoreOpensAndMovesTo5WithItsFirstFloors(t *testing.T) {
 	if v := formatOf(t, dir); v != 5 {
 		t.Fatalf("a store that recorded floors has format %d, want 5", v)
 	}
-	b = openBadger(t, dir, opts)
+	b = openBadger(t, dir, Options{})
 	defer b.Close()
 	if got, err := b.Floors(ctx); err != nil || !slices.Equal(got, sampleFloors) {
 		t.Fatalf("after a crash the floors are %v, %v; want %v", got, err, sampleFloors)

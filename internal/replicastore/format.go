@@ -10,7 +10,7 @@ import (
 	"github.com/troupe-go/troupe/ring"
 )
 
-// The on-disk format, version 6.
+// The on-disk format, version 5.
 //
 // The format record, under key "\x00format", is the format version as a
 // big-endian uint32 followed by a CRC-32C of those four bytes.
@@ -25,18 +25,25 @@ import (
 // incarnation), the uvarint version and the value bytes to the end.
 //
 // The clean-stop marker, under key "\x00clean", says the store lost
-// nothing it acknowledged since it was last opened: "clean", written at
-// Close after a sync; "sync", written by an Open with Sync; or "boot "
-// and the running boot's id (Linux's boot_id), written by an Open without
-// Sync, which vouches for the store only on that boot (a process killed
-// loses nothing the kernel holds; a restart of the machine may). An Open
-// without Sync where the boot is unknown removes it.
+// nothing it acknowledged since it was last opened: written at Close
+// after a sync, kept by an Open with Sync, removed at an Open without
+// Sync; its value is informational.
+//
+// The boot record, under key "\x00boot", is the id of the machine's boot
+// (Linux's boot_id) on which the store was last opened without Sync,
+// written by that Open; an Open with Sync, or where the boot is unknown,
+// removes it. With no marker, it says whether the run that stopped
+// without Close did so on the running boot: a process killed loses
+// nothing the kernel holds, a restart of the machine may. A binary that
+// does not know it sees no marker and takes the stop for a loss, so it
+// needs no new format version.
 //
 // The receiving record, under key "\x00receiving", lists the ring ranges
 // the replica is still receiving: a CRC-32C (4 bytes, big-endian) of the
 // key and what follows, a uvarint count, then each range's Start and End
-// (8 bytes each, big-endian). An Open that finds no marker in a store
-// that was opened before writes the whole ring into it, so a loss stays
+// (8 bytes each, big-endian). An Open that finds neither marker nor boot
+// record of the running boot in a store that was opened before writes
+// the whole ring into it, so a loss stays
 // known, across clean stops too, until the driver records that it caught
 // up. No record means the replica never recorded any.
 //
@@ -47,10 +54,7 @@ import (
 // (uvarint term, the copier's address as a uvarint length and bytes, its
 // uvarint incarnation). No record means no floors.
 //
-// Version 6 added the boot marker: a store moves to 6 in the
-// transaction of the Open that first writes one, so a binary that reads
-// at most version 5, and would take it for a clean stop, refuses the
-// store. Version 5 added the floors record. A version 4 store is read as it is
+// Version 5 added the floors record. A version 4 store is read as it is
 // (it has no floors) and becomes version 5 in the transaction that first
 // records floors, so a binary that reads only version 4, and would ignore
 // the floors, refuses a store that has them (replication.ErrNewerFormat).
@@ -58,7 +62,7 @@ import (
 // (replication.ErrOlderFormat), not upgraded, and left as it is.
 
 // formatVersion is the newest on-disk format this binary writes and reads.
-const formatVersion uint32 = 6
+const formatVersion uint32 = 5
 
 // oldestFormat is the oldest on-disk format this binary reads.
 const oldestFormat uint32 = 4
@@ -66,15 +70,16 @@ const oldestFormat uint32 = 4
 // floorsFormat is the first format with the floors record.
 const floorsFormat uint32 = 5
 
-// bootFormat is the first format with the boot marker.
-const bootFormat uint32 = 6
-
 var formatKey = []byte("\x00format")
 
 // cleanKey is the clean-stop marker: present while no acknowledged write
-// can have been lost (written at Close, kept by a store opened with
-// Sync, a boot marker from an Open without Sync).
+// can have been lost to a power loss (written at Close, and kept by a
+// store opened with Sync), removed at an Open without Sync.
 var cleanKey = []byte("\x00clean")
+
+// bootKey holds the boot record: the id of the boot of the last Open
+// without Sync.
+var bootKey = []byte("\x00boot")
 
 // receivingKey holds the ranges the replica is still receiving.
 var receivingKey = []byte("\x00receiving")
