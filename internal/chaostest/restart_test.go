@@ -233,12 +233,29 @@ func TestARollingRestartLosesNothingAcknowledged(t *testing.T) {
 }
 
 // TestAWholeClusterRestartWithSyncLosesNothingAcknowledged kills every
-// member with SIGKILL at once while clients write, then starts them all
-// again on their data directories (Sync on): every count acknowledged
-// before the crash is there.
+// member with SIGKILL at once while clients write, makes it a power loss
+// (replicastore.PowerLoss), then starts them all again on their data
+// directories (Sync on): every count acknowledged before the crash is
+// there.
 func TestAWholeClusterRestartWithSyncLosesNothingAcknowledged(t *testing.T) {
+	wholeClusterRestart(t, true)
+}
+
+// TestAWholeClusterKilledWithoutSyncLosesNothingAcknowledged kills every
+// member with SIGKILL at once while clients write, without Sync, and
+// starts them all again on the same boot: the kernel kept what each
+// process wrote, so every member counts at once and every count
+// acknowledged before the kill is there.
+func TestAWholeClusterKilledWithoutSyncLosesNothingAcknowledged(t *testing.T) {
+	wholeClusterRestart(t, false)
+}
+
+// wholeClusterRestart kills every member at once, as a power loss with
+// sync, as processes killed without, and checks the counts after the
+// restart.
+func wholeClusterRestart(t *testing.T, sync bool) {
 	const members = 3
-	lc := startLoopCluster(t, members, true)
+	lc := startLoopCluster(t, members, sync)
 	ts := runTallies(lc.c, 40, 8)
 	waitProgress(t, ts, 200)
 	for _, p := range lc.procs {
@@ -249,6 +266,11 @@ func TestAWholeClusterRestartWithSyncLosesNothingAcknowledged(t *testing.T) {
 	}
 	ts.halt()
 	for i := range members {
+		if sync {
+			if err := replicastore.PowerLoss(lc.dirs[i]); err != nil {
+				t.Fatal(err)
+			}
+		}
 		lc.start(i)
 	}
 	for i := range members {
@@ -256,6 +278,11 @@ func TestAWholeClusterRestartWithSyncLosesNothingAcknowledged(t *testing.T) {
 	}
 	lc.waitAlive(members)
 	ts.check(t, time.Minute)
+	for i := range members {
+		if strings.Contains(lc.procs[i].Stderr(), "the store was not closed cleanly") {
+			t.Errorf("member %d restarted unclean:\n%s", i, lc.procs[i].Stderr())
+		}
+	}
 	t.Logf("%d increments acknowledged before the whole cluster was killed", ts.ok.Load())
 }
 
