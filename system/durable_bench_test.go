@@ -16,6 +16,12 @@ import (
 // batches as a loaded server's do.
 
 func benchStoredAdds(b *testing.B, ref func(key string) actor.Ref[CountMsg]) {
+	benchAdds(b, false, ref)
+}
+
+// benchAdds is benchStoredAdds, each ask with an idempotency key of its
+// own if keyed.
+func benchAdds(b *testing.B, keyed bool, ref func(key string) actor.Ref[CountMsg]) {
 	ctx := systemtest.Ctx(b)
 	var next atomic.Int64
 	b.ReportAllocs()
@@ -23,8 +29,13 @@ func benchStoredAdds(b *testing.B, ref func(key string) actor.Ref[CountMsg]) {
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			key := fmt.Sprint("k", next.Add(1)%1024)
-			if _, err := actor.Ask(ctx, ref(key), DAdd{N: 1}); err != nil {
+			n := next.Add(1)
+			key := fmt.Sprint("k", n%1024)
+			actx := ctx
+			if keyed {
+				actx = actor.WithIdempotencyKey(ctx, fmt.Sprint("add-", n))
+			}
+			if _, err := actor.Ask(actx, ref(key), DAdd{N: 1}); err != nil {
 				b.Error(err)
 				return
 			}
@@ -53,6 +64,13 @@ func BenchmarkStoredAsk(b *testing.B) {
 			benchStoredAdds(b, func(key string) actor.Ref[CountMsg] { return def.Ref(sys, key) })
 		})
 	}
+	// An idempotency key on every ask: its answer is kept in the key's
+	// record (continuity.go), against durable-memory above.
+	b.Run("durable-memory-keyed", func(b *testing.B) {
+		def := counterDef("counter", nil, actor.Durable())
+		sys := newStandalone(b, system.Config{}, def)
+		benchAdds(b, true, func(key string) actor.Ref[CountMsg] { return def.Ref(sys, key) })
+	})
 }
 
 // BenchmarkReplicatedAsk: three members in this process over loopback,
