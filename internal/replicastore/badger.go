@@ -24,7 +24,8 @@ type Options struct {
 	// returns once the operating system holds the records: they survive
 	// the process being killed, not a power loss.
 	Sync bool
-	// Logger receives badger's own messages. Nil logs nothing.
+	// Logger receives the store's messages and badger's own. Nil logs
+	// nothing.
 	Logger *slog.Logger
 
 	// boot replaces the running boot's id (bootID), for tests.
@@ -156,6 +157,9 @@ func (s *Badger) checkStop(existed bool) error {
 			killed = false
 		}
 		s.afterKill = killed
+		if killed {
+			s.log.Info("troupe: the store's last run stopped without Close on this boot of the machine: the kernel kept what it wrote, now synced to disk, so nothing acknowledged was lost")
+		}
 	}
 	s.unclean = existed && !clean && !killed
 	err = s.db.Update(func(txn *badger.Txn) error {
