@@ -28,7 +28,8 @@ type Options struct {
 	// nothing.
 	Logger *slog.Logger
 
-	// boot replaces the running boot's id (bootID), for tests.
+	// boot replaces the running boot's id (bootID), for tests: nil reads
+	// it, empty stands for a boot that cannot be read.
 	boot []byte
 }
 
