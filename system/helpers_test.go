@@ -2,8 +2,6 @@ package system_test
 
 import (
 	"errors"
-	"os"
-	"path/filepath"
 	"strconv"
 	"sync"
 	"testing"
@@ -109,27 +107,12 @@ func probe(name string, g *gate, l *opLog, opts ...actor.Option) *actor.Def[int,
 
 func errorsIs(err, target error) bool { return errors.Is(err, target) }
 
-// copyDir copies the files of dir (a badger directory while its store
-// runs: what an unclean stop leaves) into a new directory.
+// copyDir copies a store's directory while its process runs: what a
+// power loss would leave, at best, of a store without Sync.
 func copyDir(t *testing.T, dir string) string {
 	t.Helper()
 	to := t.TempDir()
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range entries {
-		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(to, e.Name()), b, 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	// A power loss, not a killed process: nothing vouches any more that
-	// the kernel kept what the store wrote.
-	if err := replicastore.PowerLoss(to); err != nil {
+	if err := replicastore.CopyAfterPowerLoss(dir, to); err != nil {
 		t.Fatal(err)
 	}
 	return to

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -497,22 +496,7 @@ func TestACatchUpKeepsToItsRate(t *testing.T) {
 func copyDir(t *testing.T, from string) string {
 	t.Helper()
 	to := t.TempDir()
-	entries, err := os.ReadDir(from)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range entries {
-		b, err := os.ReadFile(filepath.Join(from, e.Name()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(to, e.Name()), b, 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	// A power loss, not a killed process: nothing vouches any more that
-	// the kernel kept what the store wrote.
-	if err := replicastore.PowerLoss(to); err != nil {
+	if err := replicastore.CopyAfterPowerLoss(from, to); err != nil {
 		t.Fatal(err)
 	}
 	return to
