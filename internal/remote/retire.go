@@ -126,21 +126,25 @@ func (r *Router) retiredOn(from ring.NodeID, lane uint64) {
 	}
 	r.mu.Lock()
 	r.retiredLanes[from] |= 1 << lane // until the view drops it (Update)
-	var again []*pending
+	var again, refused []*pending
 	for id, p := range r.pending {
-		if p.to == from && uint64(laneOf(id)) == lane {
-			delete(r.pending, id)
-			again = append(again, p)
+		if p.to != from || uint64(laneOf(id)) != lane {
+			continue
 		}
-	}
-	r.mu.Unlock()
-	for _, p := range again {
+		delete(r.pending, id)
 		if p.retries >= maxRetries {
-			p.done.Reply(nil, fmt.Errorf("%w: %s/%s: %d members in turn would not serve it", fault.ErrUnavailable, p.out.Type, p.out.Key, maxRetries+1))
+			refused = append(refused, p)
 			continue
 		}
 		p.retries++
 		p.prev, p.hint = from, ring.NodeID{}
+		again = append(again, p)
+	}
+	r.mu.Unlock()
+	for _, p := range refused {
+		p.done.Reply(nil, fmt.Errorf("%w: %s/%s: %d members in turn would not serve it", fault.ErrUnavailable, p.out.Type, p.out.Key, maxRetries+1))
+	}
+	for _, p := range again {
 		r.retryLater(p.id, p)
 	}
 }

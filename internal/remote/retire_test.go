@@ -3,6 +3,7 @@ package remote
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -126,5 +127,90 @@ func TestRetireWaitsForTheAsksItServes(t *testing.T) {
 				t.Fatalf("Retire when its router closed: %v, want ErrSystemClosed", got.err)
 			}
 		})
+	}
+}
+
+// stalledPosts holds the next Post to one peer, once armed, until
+// released, and then fails it: a send that waited on a slow link while
+// the world moved on.
+type stalledPosts struct {
+	transport.Endpoint
+	mu      sync.Mutex
+	to      ring.NodeID
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (s *stalledPosts) arm(to ring.NodeID) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.to, s.entered, s.release = to, make(chan struct{}), make(chan struct{})
+}
+
+func (s *stalledPosts) Post(to ring.NodeID, st transport.StreamID, key uint64, p []byte) error {
+	s.mu.Lock()
+	armed := !s.to.IsZero() && to == s.to
+	entered, release := s.entered, s.release
+	if armed {
+		s.to = ring.NodeID{}
+	}
+	s.mu.Unlock()
+	if !armed {
+		return s.Endpoint.Post(to, st, key, p)
+	}
+	close(entered)
+	<-release
+	return errors.New("test: the link broke while the ask waited to be written")
+}
+
+// An ask whose first send is stalled while its owner retires on the ask's
+// lane is placed again on the new owner, and that placement answers it:
+// the stalled send failing afterwards neither fails the ask nor takes it
+// from the placement that now serves it (it did, and the asker got a
+// transport error for an ask that ran).
+func TestAStalledSendThatFailsAfterTheAskMovedOnLeavesItToTheNewPlacement(t *testing.T) {
+	net := transport.NewMemNetwork()
+	var stalls []*stalledPosts
+	ns := newTestNodesWith(t, net, func(ep *transport.MemEndpoint) transport.Endpoint {
+		s := &stalledPosts{Endpoint: ep}
+		stalls = append(stalls, s)
+		return s
+	}, "a:1", "b:1", "l:1")
+	a, b, l := ns[0], ns[1], ns[2]
+	key := keyWhere(t, func(k string) bool { return ownerIn(k, a, b, l) == l.id && ownerIn(k, a, b) == b.id })
+	for _, n := range ns {
+		n.setView(a, b, l)
+	}
+	ctx := ctxT(t)
+	stall := stalls[0]
+	stall.arm(l.id)
+	asked := async(func() (int, error) { return actor.Ask(ctx, counter.Ref(a, key), incr{}) })
+	<-stall.entered // placed on l, and being written out
+	if err := l.r.Retire(ctx); err != nil {
+		t.Fatal(err)
+	}
+	pollUntil(t, "l's retirement to reach a and put the ask back", func() bool {
+		a.r.mu.Lock()
+		defer a.r.mu.Unlock()
+		for _, p := range a.r.pending {
+			return p.to.IsZero() && p.retries == 1
+		}
+		return false
+	})
+	b.r.Update(b.id, true, leftView([]*testNode{a, b}, l))
+	a.r.Update(a.id, true, leftView([]*testNode{a, b}, l)) // the retry goes to b now
+	pollUntil(t, "b to answer the ask", func() bool { return a.r.waiting() == 0 })
+	close(stall.release)
+	var got answer[int]
+	select {
+	case got = <-asked:
+	case <-ctx.Done():
+		t.Fatal("the ask never returned")
+	}
+	if got.err != nil || got.v != 1 {
+		t.Fatalf("the ask that b served: %d, %v; want 1, nil", got.v, got.err)
+	}
+	if n, err := actor.Ask(ctx, counter.Ref(b, key), get{}); err != nil || n != 1 {
+		t.Fatalf("b counted %d (%v), want 1", n, err)
 	}
 }

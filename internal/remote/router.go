@@ -163,15 +163,19 @@ const clientExpiry = time.Minute
 
 // pending is an ask waiting for its reply.
 type pending struct {
-	id      uint64
-	to      ring.NodeID
-	out     host.Outbound
-	r       *Router
-	done    host.Replier
+	id     uint64
+	to     ring.NodeID
+	out    host.Outbound
+	r      *Router
+	done   host.Replier
+	direct bool // never relayed: a relay's own ask (see relayAsk)
+	// The fields below are read and written under r.mu: the send that
+	// placed p may still be writing it out when a retirement or an
+	// answer from where it went hands p to a retry (see dispatchIn).
 	retries int         // sends after the first, at most maxRetries
 	prev    ring.NodeID // the node that answered it does not own the key
 	hint    ring.NodeID // ... and the owner it named
-	direct  bool        // never relayed: a relay's own ask (see relayAsk)
+	placed  uint64      // counts the times p was enlisted
 	// unsend drops what was not written of the request, when it went
 	// alone (see largeEnvelope); nil otherwise. Set under r.mu.
 	unsend context.CancelFunc
@@ -629,10 +633,15 @@ func (r *Router) dispatchIn(v *view, id uint64, p *pending, again bool) error {
 		}
 		return err
 	}
-	if p.retries > 0 && to == p.prev && !p.hint.IsZero() && serves(v.statusOr(p.hint, cluster.StatusAlive)) {
-		// This node's view still names the node that said no: believe
-		// that node's view, which changed first.
-		to, here = p.hint, p.hint == v.self
+	if again {
+		r.mu.Lock()
+		retries, prev, hint := p.retries, p.prev, p.hint
+		r.mu.Unlock()
+		if retries > 0 && to == prev && !hint.IsZero() && serves(v.statusOr(hint, cluster.StatusAlive)) {
+			// This node's view still names the node that said no:
+			// believe that node's view, which changed first.
+			to, here = hint, hint == v.self
+		}
 	}
 	e := &envelope{kind: kindAsk, id: id, token: out.Token, typ: out.Type, key: out.Key, name: out.Name, body: out.Body, chain: out.Chain, rid: out.RequestID, idem: out.IdempotencyKey, trace: out.Trace}
 	if !out.Deadline.IsZero() {
@@ -652,7 +661,8 @@ func (r *Router) dispatchIn(v *view, id uint64, p *pending, again bool) error {
 		// collected.)
 		u.ctx, unsend = context.WithCancel(context.Background())
 	}
-	if err := r.enlist(v, id, p, to, again, unsend); err != nil {
+	placed, err := r.enlist(v, id, p, to, again, unsend)
+	if err != nil {
 		if errors.Is(err, errWithdrawn) {
 			return nil
 		}
@@ -663,10 +673,27 @@ func (r *Router) dispatchIn(v *view, id uint64, p *pending, again bool) error {
 		return nil
 	}
 	if err := r.outboxFor(to).enqueueBody(out.Token, e, nil, nil, true, u); err != nil {
-		r.take(id)
+		if !r.takePlaced(id, p, placed) {
+			// While this send waited, to retired on the ask's lane or
+			// was declared gone, and the ask went elsewhere: that
+			// placement answers it.
+			return nil
+		}
 		return err
 	}
 	return nil
+}
+
+// takePlaced takes the ask p out of r.pending if it is still where its
+// placement number placed put it, and reports whether it did.
+func (r *Router) takePlaced(id uint64, p *pending, placed uint64) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.pending[id] != p || p.placed != placed {
+		return false
+	}
+	delete(r.pending, id)
+	return true
 }
 
 // enlist records the ask p as pending at to, placed under view v. Update
@@ -676,23 +703,25 @@ func (r *Router) dispatchIn(v *view, id uint64, p *pending, again bool) error {
 // already, and enlist returns errViewChanged for p to be placed again
 // (an ask enlisted at a member that left meanwhile would wait for an
 // answer that never comes). It returns errWithdrawn if p was withdrawn
-// (or failed) while it waited to be sent again.
-func (r *Router) enlist(v *view, id uint64, p *pending, to ring.NodeID, again bool, unsend context.CancelFunc) error {
+// (or failed) while it waited to be sent again. It returns the
+// placement's number: what p.placed is while p stays placed there.
+func (r *Router) enlist(v *view, id uint64, p *pending, to ring.NodeID, again bool, unsend context.CancelFunc) (uint64, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if again && r.pending[id] != p {
-		return errWithdrawn
+		return 0, errWithdrawn
 	}
 	if r.closed {
 		delete(r.pending, id)
-		return fault.ErrSystemClosed
+		return 0, fault.ErrSystemClosed
 	}
 	if r.view.Load() != v {
-		return errViewChanged
+		return 0, errViewChanged
 	}
 	p.to, p.unsend = to, unsend
+	p.placed++
 	r.pending[id] = p
-	return nil
+	return p.placed, nil
 }
 
 // withdraw is the asker giving up on request id.
@@ -1166,6 +1195,11 @@ func (r *Router) answerAs(from ring.NodeID, id uint64, body []byte, err error, u
 // reply completes the ask id with the outcome e carries. A node that no
 // longer owns the key gets one retry against the fresh view.
 func (r *Router) reply(from ring.NodeID, e *envelope) {
+	notOwner := e.err != nil && e.err.code == codeNotOwner
+	var hint ring.NodeID
+	if notOwner {
+		hint, _ = parseNodeID(e.err.hint)
+	}
 	r.mu.Lock()
 	p := r.pending[e.id]
 	if p == nil || p.to != from {
@@ -1175,20 +1209,22 @@ func (r *Router) reply(from ring.NodeID, e *envelope) {
 		return
 	}
 	delete(r.pending, e.id)
+	retry := notOwner && p.retries < maxRetries
+	if retry {
+		p.retries++
+		p.prev, p.hint = from, hint
+	}
 	r.mu.Unlock()
 	if e.err == nil {
 		p.done.Reply(e.body, nil)
 		return
 	}
-	err := fromWire(e.err, from.String())
-	if e.err.code == codeNotOwner && p.retries < maxRetries {
-		p.retries++
-		p.prev = from
-		p.hint, _ = parseNodeID(e.err.hint)
+	if retry {
 		r.retryLater(e.id, p)
 		return
 	}
-	if e.err.code == codeNotOwner {
+	err := fromWire(e.err, from.String())
+	if notOwner {
 		err = fmt.Errorf("%w: %s/%s: %d members in turn said another owns the key: %w", fault.ErrUnavailable, p.out.Type, p.out.Key, maxRetries+1, err)
 	}
 	p.done.Reply(nil, err)
@@ -1211,8 +1247,8 @@ func (r *Router) retryLater(id uint64, p *pending) {
 	p.to = ring.NodeID{} // nowhere while it waits
 	r.pending[id] = p
 	changed := r.changed
-	r.mu.Unlock()
 	backoff := min(retryBackoff<<(p.retries-1), wait)
+	r.mu.Unlock()
 	go func() {
 		t := time.NewTimer(backoff)
 		select {
