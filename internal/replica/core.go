@@ -97,6 +97,8 @@ type Core struct {
 	floors floors
 
 	keys map[Key]*keyState
+	// tokens lists the keys by token, for the scans of a range.
+	tokens tokenIndex
 
 	owned map[Key]*ownership
 	// waiting lists the owned keys with something unanswered (promises,
@@ -263,6 +265,7 @@ func (c *Core) state(k Key) *keyState {
 	if ks == nil {
 		ks = &keyState{token: k.Token()}
 		c.keys[k] = ks
+		c.tokens.add(ks)
 	}
 	return ks
 }

@@ -39,15 +39,12 @@ import (
 // already.
 func (c *Core) fence(m Message) {
 	high := c.floors.highest(m.Range, m.From)
-	for _, ks := range c.keys {
-		if !m.Range.Contains(ks.token) {
-			continue
-		}
+	c.tokens.each(m.Range, func(ks *keyState) {
 		high = max(high, ks.promised.Term)
 		for _, r := range ks.records {
 			high = max(high, r.Epoch.Term)
 		}
-	}
+	})
 	counted := !slices.ContainsFunc(c.receiving, func(g ring.Range) bool { return Overlap(g, m.Range) })
 	cycle := !counted && m.Cycle
 	if counted || cycle {
@@ -184,14 +181,11 @@ func (f *Fencer) Exhausted() bool { return f.exhausted }
 // starts above it.
 func (c *Core) HighestTerm(rng ring.Range) uint64 {
 	var high uint64
-	for _, ks := range c.keys {
-		if !rng.Contains(ks.token) {
-			continue
-		}
+	c.tokens.each(rng, func(ks *keyState) {
 		high = max(high, ks.maxTerm, ks.promised.Term)
 		for _, r := range ks.records {
 			high = max(high, r.Epoch.Term)
 		}
-	}
+	})
 	return high
 }
