@@ -127,25 +127,29 @@ func (r *Router) retiredOn(from ring.NodeID, lane uint64) {
 	r.mu.Lock()
 	r.retiredLanes[from] |= 1 << lane // until the view drops it (Update)
 	var again, refused []*pending
+	var backoffs []time.Duration
+	var changed <-chan struct{}
 	for id, p := range r.pending {
 		if p.to != from || uint64(laneOf(id)) != lane {
 			continue
 		}
-		delete(r.pending, id)
 		if p.retries >= maxRetries {
+			delete(r.pending, id)
 			refused = append(refused, p)
 			continue
 		}
 		p.retries++
 		p.prev, p.hint = from, ring.NodeID{}
-		again = append(again, p)
+		var backoff time.Duration
+		changed, backoff = r.unplaceLocked(p)
+		again, backoffs = append(again, p), append(backoffs, backoff)
 	}
 	r.mu.Unlock()
 	for _, p := range refused {
 		p.done.Reply(nil, fmt.Errorf("%w: %s/%s: %d members in turn would not serve it", fault.ErrUnavailable, p.out.Type, p.out.Key, maxRetries+1))
 	}
-	for _, p := range again {
-		r.retryLater(p.id, p)
+	for i, p := range again {
+		r.retryLater(p.id, p, changed, backoffs[i])
 	}
 }
 

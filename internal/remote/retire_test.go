@@ -139,12 +139,23 @@ type stalledPosts struct {
 	to      ring.NodeID
 	entered chan struct{}
 	release chan struct{}
+	once    sync.Once
 }
 
-func (s *stalledPosts) arm(to ring.NodeID) {
+// arm stalls the next Post to to; the test's end releases it, if the test
+// did not.
+func (s *stalledPosts) arm(t *testing.T, to ring.NodeID) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.to, s.entered, s.release = to, make(chan struct{}), make(chan struct{})
+	s.to, s.entered, s.release, s.once = to, make(chan struct{}), make(chan struct{}), sync.Once{}
+	t.Cleanup(s.free)
+}
+
+func (s *stalledPosts) free() {
+	s.mu.Lock()
+	release := s.release
+	s.mu.Unlock()
+	s.once.Do(func() { close(release) })
 }
 
 func (s *stalledPosts) Post(to ring.NodeID, st transport.StreamID, key uint64, p []byte) error {
@@ -165,10 +176,17 @@ func (s *stalledPosts) Post(to ring.NodeID, st transport.StreamID, key uint64, p
 
 // An ask whose first send is stalled while its owner retires on the ask's
 // lane is placed again on the new owner, and that placement answers it:
-// the stalled send failing afterwards neither fails the ask nor takes it
-// from the placement that now serves it (it did, and the asker got a
-// transport error for an ask that ran).
+// the stalled send failing, while the ask waits to be placed again or
+// once it was, neither fails the ask nor takes it from the placement that
+// serves it (it did, and the asker got a transport error for an ask that
+// ran).
 func TestAStalledSendThatFailsAfterTheAskMovedOnLeavesItToTheNewPlacement(t *testing.T) {
+	for _, released := range []string{"while the ask waits", "once the new owner answered"} {
+		t.Run(released, func(t *testing.T) { stalledSendFails(t, released == "while the ask waits") })
+	}
+}
+
+func stalledSendFails(t *testing.T, early bool) {
 	net := transport.NewMemNetwork()
 	var stalls []*stalledPosts
 	ns := newTestNodesWith(t, net, func(ep *transport.MemEndpoint) transport.Endpoint {
@@ -183,24 +201,33 @@ func TestAStalledSendThatFailsAfterTheAskMovedOnLeavesItToTheNewPlacement(t *tes
 	}
 	ctx := ctxT(t)
 	stall := stalls[0]
-	stall.arm(l.id)
+	stall.arm(t, l.id)
 	asked := async(func() (int, error) { return actor.Ask(ctx, counter.Ref(a, key), incr{}) })
-	<-stall.entered // placed on l, and being written out
+	select {
+	case <-stall.entered: // placed on l, and being written out
+	case <-ctx.Done():
+		t.Fatal("the ask was never sent")
+	}
 	if err := l.r.Retire(ctx); err != nil {
 		t.Fatal(err)
 	}
-	pollUntil(t, "l's retirement to reach a and put the ask back", func() bool {
+	pollUntil(t, "l's retirement to reach a and take the ask back", func() bool {
 		a.r.mu.Lock()
 		defer a.r.mu.Unlock()
 		for _, p := range a.r.pending {
-			return p.to.IsZero() && p.retries == 1
+			return p.retries >= 1
 		}
 		return false
 	})
+	if early {
+		stall.free()
+	}
 	b.r.Update(b.id, true, leftView([]*testNode{a, b}, l))
 	a.r.Update(a.id, true, leftView([]*testNode{a, b}, l)) // the retry goes to b now
-	pollUntil(t, "b to answer the ask", func() bool { return a.r.waiting() == 0 })
-	close(stall.release)
+	if !early {
+		pollUntil(t, "b to answer the ask", func() bool { return a.r.waiting() == 0 })
+		stall.free()
+	}
 	var got answer[int]
 	select {
 	case got = <-asked:
@@ -212,5 +239,31 @@ func TestAStalledSendThatFailsAfterTheAskMovedOnLeavesItToTheNewPlacement(t *tes
 	}
 	if n, err := actor.Ask(ctx, counter.Ref(b, key), get{}); err != nil || n != 1 {
 		t.Fatalf("b counted %d (%v), want 1", n, err)
+	}
+}
+
+// A send that fails while its ask waits to be placed again (taken back by
+// a retirement or a view change, at no member yet) leaves the ask to that
+// placement; the send that still holds the current placement gives it up.
+func TestAFailedSendGivesUpItsAskOnlyWhileItHoldsItsPlacement(t *testing.T) {
+	r := newTestNodes(t, "a:1")[0].r
+	l := ring.NodeID{Addr: "l:1", Incarnation: 1}
+	p := &pending{id: 7, r: r}
+	r.mu.Lock()
+	p.to, p.placed = l, 1
+	r.pending[p.id] = p
+	p.to = ring.NodeID{} // taken back: waiting to be placed again
+	r.mu.Unlock()
+	if r.takePlaced(p.id, p, l, 1) {
+		t.Fatal("a failed send took back an ask that waits to be placed again")
+	}
+	r.mu.Lock()
+	p.to, p.placed = l, 2 // placed again, at the same member
+	r.mu.Unlock()
+	if r.takePlaced(p.id, p, l, 1) {
+		t.Fatal("a failed send took back an ask placed again since")
+	}
+	if !r.takePlaced(p.id, p, l, 2) || r.waiting() != 0 {
+		t.Fatal("the send that holds the ask's placement could not give it up")
 	}
 }

@@ -673,7 +673,7 @@ func (r *Router) dispatchIn(v *view, id uint64, p *pending, again bool) error {
 		return nil
 	}
 	if err := r.outboxFor(to).enqueueBody(out.Token, e, nil, nil, true, u); err != nil {
-		if !r.takePlaced(id, p, placed) {
+		if !r.takePlaced(id, p, to, placed) {
 			// While this send waited, to retired on the ask's lane or
 			// was declared gone, and the ask went elsewhere: that
 			// placement answers it.
@@ -684,12 +684,13 @@ func (r *Router) dispatchIn(v *view, id uint64, p *pending, again bool) error {
 	return nil
 }
 
-// takePlaced takes the ask p out of r.pending if it is still where its
-// placement number placed put it, and reports whether it did.
-func (r *Router) takePlaced(id uint64, p *pending, placed uint64) bool {
+// takePlaced takes the ask p out of r.pending if it is still at to, where
+// its placement number placed put it, and reports whether it did: not
+// while it waits to be placed again (at no member), nor once placed again.
+func (r *Router) takePlaced(id uint64, p *pending, to ring.NodeID, placed uint64) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.pending[id] != p || p.placed != placed {
+	if r.pending[id] != p || p.to != to || p.placed != placed {
 		return false
 	}
 	delete(r.pending, id)
@@ -1208,19 +1209,18 @@ func (r *Router) reply(from ring.NodeID, e *envelope) {
 		r.mu.Unlock()
 		return
 	}
-	delete(r.pending, e.id)
-	retry := notOwner && p.retries < maxRetries
-	if retry {
+	if notOwner && p.retries < maxRetries {
 		p.retries++
 		p.prev, p.hint = from, hint
+		changed, backoff := r.unplaceLocked(p)
+		r.mu.Unlock()
+		r.retryLater(e.id, p, changed, backoff)
+		return
 	}
+	delete(r.pending, e.id)
 	r.mu.Unlock()
 	if e.err == nil {
 		p.done.Reply(e.body, nil)
-		return
-	}
-	if retry {
-		r.retryLater(e.id, p)
 		return
 	}
 	err := fromWire(e.err, from.String())
@@ -1230,25 +1230,25 @@ func (r *Router) reply(from ring.NodeID, e *envelope) {
 	p.done.Reply(nil, err)
 }
 
+// unplaceLocked takes the pending ask p back from where it was placed, to
+// be placed again: it stays in r.pending, at no member, so that a
+// withdraw meanwhile finds it (see redispatch). It returns what
+// retryLater waits on. r.mu is held, and p.retries counts this retry.
+func (r *Router) unplaceLocked(p *pending) (changed <-chan struct{}, backoff time.Duration) {
+	p.to = ring.NodeID{}
+	return r.changed, retryBackoff << (p.retries - 1)
+}
+
 // retryLater sends the ask p again once this node's view changed (the
 // member that said no saw a change first), or after a short wait, when
-// the hint decides. It stays withdrawable meanwhile.
-func (r *Router) retryLater(id uint64, p *pending) {
+// the hint decides; unplaceLocked took it back. It stays withdrawable
+// meanwhile.
+func (r *Router) retryLater(id uint64, p *pending, changed <-chan struct{}, backoff time.Duration) {
 	wait := retryWait
 	if dl := p.out.Deadline; !dl.IsZero() {
 		wait = min(wait, time.Until(dl)/2)
 	}
-	r.mu.Lock()
-	if r.closed {
-		r.mu.Unlock()
-		p.done.Reply(nil, fault.ErrSystemClosed)
-		return
-	}
-	p.to = ring.NodeID{} // nowhere while it waits
-	r.pending[id] = p
-	changed := r.changed
-	backoff := min(retryBackoff<<(p.retries-1), wait)
-	r.mu.Unlock()
+	backoff = min(backoff, wait)
 	go func() {
 		t := time.NewTimer(backoff)
 		select {

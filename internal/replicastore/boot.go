@@ -103,7 +103,11 @@ func CopyAfterPowerLoss(from, to string) error {
 		if !e.Type().IsRegular() {
 			continue
 		}
-		if err := copySparse(filepath.Join(from, e.Name()), filepath.Join(to, e.Name())); err != nil {
+		err := copySparse(filepath.Join(from, e.Name()), filepath.Join(to, e.Name()))
+		if errors.Is(err, os.ErrNotExist) {
+			continue // gone since it was listed (a flush, a compaction): the store runs
+		}
+		if err != nil {
 			return err
 		}
 	}
@@ -127,12 +131,12 @@ func copySparse(from, to string) (err error) {
 			err = cerr
 		}
 	}()
-	buf := make([]byte, 64<<10)
+	buf, zeros := make([]byte, 64<<10), make([]byte, 64<<10)
 	var size int64
 	for {
 		n, rerr := io.ReadFull(src, buf)
 		if n > 0 {
-			if isZero(buf[:n]) {
+			if bytes.Equal(buf[:n], zeros[:n]) {
 				if _, err := dst.Seek(int64(n), io.SeekCurrent); err != nil {
 					return err
 				}
@@ -150,13 +154,4 @@ func copySparse(from, to string) (err error) {
 	}
 	// A file that ends in a hole gets its length from the truncate.
 	return dst.Truncate(size)
-}
-
-func isZero(b []byte) bool {
-	for _, c := range b {
-		if c != 0 {
-			return false
-		}
-	}
-	return true
 }
