@@ -1,6 +1,7 @@
 package replica
 
 import (
+	"cmp"
 	"slices"
 	"sort"
 
@@ -56,16 +57,7 @@ func (x *tokenIndex) merge() {
 	if len(x.fresh) == 0 {
 		return
 	}
-	byToken := func(a, b *keyState) int {
-		switch {
-		case a.token < b.token:
-			return -1
-		case a.token > b.token:
-			return 1
-		}
-		return 0
-	}
-	slices.SortFunc(x.fresh, byToken)
+	slices.SortFunc(x.fresh, func(a, b *keyState) int { return cmp.Compare(a.token, b.token) })
 	n, m := len(x.sorted), len(x.fresh)
 	x.sorted = slices.Grow(x.sorted, m)[:n+m]
 	i, j := n-1, m-1
