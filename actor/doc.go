@@ -155,7 +155,9 @@
 // whose message type the definition no longer lists, fails the activation
 // with a *StateError and stays stored as it was. Context.Delete ends a key
 // for good: a tombstone replaces its state, and its next message starts
-// from WithInit's state.
+// from WithInit's state. Once the tombstone is older than
+// system.Config.TombstoneAge (48 h), the member that owns the key erases it
+// from every replica, keeping a mark that no older copy can pass.
 //
 // A timer (After, Every) of a durable key is stored with its state (name,
 // when it fires next, period, message) and set again, with what is left of

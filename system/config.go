@@ -103,6 +103,15 @@ type Config struct {
 	// replication.KeptAnswers). Zero fields take the defaults.
 	KeptAnswers replication.KeptAnswers
 
+	// TombstoneAge is how long the tombstone that Context.Delete leaves
+	// stays before the member that owns the key collects it: every
+	// replica of the key stores it again, then erases the key's records,
+	// keeping only its promise with a horizon that voids any older copy
+	// (docs/replication.md, "Collecting tombstones"). A key written again
+	// meanwhile is not collected. Zero means 48 h (seed 000's retention);
+	// negative keeps tombstones for good.
+	TombstoneAge time.Duration
+
 	// Sync makes the store fsync each batch of writes (group commit)
 	// before they are acknowledged, so that an acknowledged state survives
 	// a power loss, even of the whole cluster. Without it a write survives
@@ -185,6 +194,9 @@ const (
 	// MaxMessageLimit bounds MaxMessage.
 	MaxMessageLimit = actor.MaxMessageLimit
 )
+
+// defaultTombstoneAge is Config.TombstoneAge's default.
+const defaultTombstoneAge = 48 * time.Hour
 
 // Validate reports every problem with cfg: negative or inconsistent
 // durations, nil, invalid or duplicate definitions. The error names the
@@ -287,6 +299,9 @@ func (cfg Config) withDefaults() Config {
 	}
 	if cfg.MaxMessage == 0 {
 		cfg.MaxMessage = DefaultMaxMessage
+	}
+	if cfg.TombstoneAge == 0 {
+		cfg.TombstoneAge = defaultTombstoneAge
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)

@@ -40,6 +40,8 @@ var (
 	descWrites = prometheus.NewDesc("troupe_replication_writes_total",
 		"Writes and deletes of actor state this member made as the owner, by outcome: ok (met the write level), refused (over the value limit, nothing written), failed (level not met, a newer owner, resigned, closed: it may or may not have happened).",
 		[]string{"outcome"}, nil)
+	descCollected = prometheus.NewDesc("troupe_replication_tombstones_collected_total",
+		"Deleted keys this member collected as their owner once their tombstones were older than Config.TombstoneAge: only the key's promise stays on its replicas.", nil, nil)
 
 	descSuspicions = prometheus.NewDesc("troupe_membership_suspicions_total",
 		"Accusations this member made: a member it found silent, or failed to dial, became suspect with this member among its accusers.", nil, nil)
@@ -76,7 +78,7 @@ func (c *collector) descs() []*prometheus.Desc {
 		d = append(d, metrics.RelayDescs...)
 	}
 	if c.s.st != nil {
-		d = append(d, descReceiving, descReceived, descWrites)
+		d = append(d, descReceiving, descReceived, descWrites, descCollected)
 	}
 	return d
 }
@@ -112,5 +114,6 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		for i, outcome := range writeOutcomes {
 			counter(descWrites, float64(c.s.st.writes[i].Load()), outcome)
 		}
+		counter(descCollected, float64(c.s.st.collected.Load()))
 	}
 }

@@ -77,6 +77,16 @@ type states struct {
 
 	mu   sync.Mutex
 	node *replicanode.Node // nil between incarnations
+	// held lists the keys the runtime acquired and has not resigned;
+	// under mu.
+	held map[replica.Key]bool
+
+	// tombstoneAge is Config.TombstoneAge; kinds the durable types'
+	// storage, by name, for the collector of tombstones.
+	tombstoneAge time.Duration
+	kinds        map[string]runtime.Storage
+	// collected counts the keys the collector collected, for metrics.
+	collected atomic.Uint64
 
 	// writes counts the writes and deletes by writeOutcome, for metrics.
 	writes [numWriteOutcomes]atomic.Uint64
@@ -156,7 +166,13 @@ func durableTypes(defs []actor.Definition) bool {
 // openStates opens the store that cfg names (badger under DataDir, or
 // memory).
 func openStates(cfg Config, log *slog.Logger) (*states, error) {
-	s := &states{log: log, maxValue: replicanode.DefaultMaxValue, syncRate: cfg.CatchUpRate}
+	s := &states{log: log, maxValue: replicanode.DefaultMaxValue, syncRate: cfg.CatchUpRate,
+		tombstoneAge: cfg.withDefaults().TombstoneAge, kinds: make(map[string]runtime.Storage), held: make(map[replica.Key]bool)}
+	for _, d := range cfg.Actors {
+		if d != nil && runtime.Durable(d) {
+			s.kinds[d.Name()] = runtime.StorageOf(d)
+		}
+	}
 	if cfg.DataDir == "" {
 		s.store = replicastore.NewMemory()
 		return s, nil
@@ -196,6 +212,9 @@ func (s *states) attach(ctx context.Context, ep transport.Endpoint) error {
 	s.mu.Unlock()
 	if len(n.Receiving()) > 0 && s.alive != nil {
 		s.goCatchUp(n, func(ctx context.Context) { s.catchUp(ctx, n) }, nil)
+	}
+	if s.tombstoneAge > 0 {
+		s.goCatchUp(n, func(ctx context.Context) { s.collectTombstones(ctx, n) }, nil)
 	}
 	return nil
 }
@@ -373,6 +392,16 @@ var stateSlot = replica.Slot{Kind: replica.KindState}
 // acquires the new set jointly too.) A key with one copy moves that way:
 // its new owner adopts the copy of the previous one.
 func (s *states) Acquire(ctx context.Context, typ, key string, n int, level replication.Level, pinned bool) error {
+	// Held by the runtime from here to its Resign: the collector of
+	// tombstones leaves the key served when it is done (see
+	// collectTombstones).
+	s.mu.Lock()
+	s.held[replica.Key{Type: typ, ID: key}] = true
+	s.mu.Unlock()
+	return s.acquire(ctx, typ, key, n, level, pinned)
+}
+
+func (s *states) acquire(ctx context.Context, typ, key string, n int, level replication.Level, pinned bool) error {
 	node, err := s.current()
 	if err != nil {
 		return err
@@ -450,6 +479,9 @@ func (s *states) Delete(ctx context.Context, typ, key string) error {
 
 // Resign implements host.Store.
 func (s *states) Resign(typ, key string) {
+	s.mu.Lock()
+	delete(s.held, replica.Key{Type: typ, ID: key})
+	s.mu.Unlock()
 	if node, err := s.current(); err == nil {
 		_ = node.Resign(replica.Key{Type: typ, ID: key})
 	}

@@ -2,6 +2,7 @@ package replica
 
 import (
 	"encoding/binary"
+	"slices"
 
 	"github.com/troupe-go/troupe/ring"
 )
@@ -19,11 +20,26 @@ import (
 // messages with ErrUnsupportedVersion, and version 5 for a partial
 // catch-up request (Partial), an answer from a source recovering
 // (Recovering) and an answer or fenced from a source that waits on its
-// requester alone (Cycle). A decoder refuses a version above
-// FormatVersion, and a message in a version other than its own.
-const FormatVersion = 5
+// requester alone (Cycle), and version 6 for tombstone collection: the
+// forget messages (MsgForget, MsgForgotten), a promise that names a
+// horizon (Promised) and any message with a promise record that carries
+// one (its Value: an accept of an owner's horizon, a catch-up's chunk
+// or index). A decoder refuses a version above FormatVersion, and a
+// message in a version other than its own.
+const FormatVersion = 6
 
+// versionOf returns the version m is encoded in.
 func versionOf(m Message) byte {
+	if m.Type == MsgForget || m.Type == MsgForgotten || (m.Type == MsgPromise && (!m.Promised.IsZero() || m.Version != 0)) ||
+		slices.ContainsFunc(m.Records, func(r Record) bool { return r.Kind == KindPromise && r.Value != nil }) {
+		return 6
+	}
+	return layoutOf(m)
+}
+
+// layoutOf returns the version whose layout m takes: its version, but for
+// version 6, which lays a message out as the version before it would.
+func layoutOf(m Message) byte {
 	switch {
 	case ((m.Partial || len(m.Reads) > 0) && m.Type.isSyncRequest()) || ((m.Recovering || m.Cycle) && m.Type.isSyncAnswer()) ||
 		(m.Cycle && m.Type == MsgFenced) || (len(m.Reads) > 0 && m.Type == MsgFence):
@@ -76,6 +92,14 @@ func versionOf(m Message) byte {
 // answer of version 5, and Cycle on every fenced of version 5. A request
 // or a fence of version 5 may carry Reads (bit 6): after Limit, a uvarint
 // count (at least 1) and the nodes; a fence of version 5 always does.
+//
+// Version 6 lays each message out as the version before it would (the
+// forget messages as version 1). A promise record of version 6 may carry
+// a Value, the horizon (an Epoch, then a uvarint version); in an accept,
+// it stands for the owner's horizon and carries its Epoch and Version as
+// a record does. A promise of version 6 names the replica's horizon in
+// Promised and Version. The forget messages carry no records. An index of version 3 or 6 keeps the values
+// of tombstones and promises (they are whole as listed).
 
 const (
 	flagCounted   = 1
@@ -129,7 +153,7 @@ func AppendEncode(b []byte, m Message) []byte {
 	if reads {
 		flags |= flagReads
 	}
-	v := versionOf(m)
+	v, lv := versionOf(m), layoutOf(m)
 	b = append(b, v, byte(m.Type), flags)
 	b = appendNode(b, m.From)
 	b = appendNode(b, m.To)
@@ -143,7 +167,7 @@ func AppendEncode(b []byte, m Message) []byte {
 		b = binary.AppendUvarint(b, uint64(len(m.Delta)))
 		b = append(b, m.Delta...)
 	}
-	if sync || v >= 4 {
+	if sync || lv >= 4 {
 		b = binary.AppendUvarint(b, uint64(m.Range.Start))
 		b = binary.AppendUvarint(b, uint64(m.Range.End))
 		b = binary.AppendUvarint(b, uint64(m.Cursor))
@@ -271,13 +295,20 @@ func DecodeNames(b []byte, names *Names) (Message, error) {
 	m.Cycle = flags&flagCycle != 0
 	// A prepare's version depends on its epoch, and the flag of Reads
 	// stands for the list, both read below.
-	sincePrepare := m.Type == MsgPrepare && v == 4
 	reads := flags&flagReads != 0
 	probe := m
 	if reads {
 		probe.Reads = []ring.NodeID{{}}
 	}
-	if d.err == nil && v != versionOf(probe) && !sincePrepare {
+	// Version 6 takes the layout of the version before it: which one the
+	// type and flags say. Whether a message needs version 6 shows only
+	// once it is read (its records), and is checked then.
+	lv := v
+	if v == 6 {
+		lv = layoutOf(probe)
+	}
+	sincePrepare := m.Type == MsgPrepare && lv == 4
+	if d.err == nil && v != 6 && v != layoutOf(probe) && !sincePrepare {
 		d.off -= 2
 		d.fail(ErrMalformed, "type or flags of another version")
 	}
@@ -297,7 +328,7 @@ func DecodeNames(b []byte, names *Names) (Message, error) {
 			m.Delta = append([]byte(nil), e...)
 		}
 	}
-	if sync || v >= 4 {
+	if sync || lv >= 4 {
 		m.Range.Start = ring.Token(d.uvarint("range start"))
 		m.Range.End = ring.Token(d.uvarint("range end"))
 		m.Cursor = ring.Token(d.uvarint("cursor"))
@@ -326,7 +357,7 @@ func DecodeNames(b []byte, names *Names) (Message, error) {
 		}
 	}
 	n := d.uvarint("record count")
-	if d.err == nil && (n > uint64(len(d.b)-d.off)/minRecordLen || (n > 0 && !sync && v >= 4)) {
+	if d.err == nil && (n > uint64(len(d.b)-d.off)/minRecordLen || (n > 0 && !sync && lv >= 4)) {
 		d.fail(ErrMalformed, "record count")
 	}
 	if d.err == nil && n > 0 && m.Type == MsgSyncIndexRequest {
@@ -339,7 +370,7 @@ func DecodeNames(b []byte, names *Names) (Message, error) {
 				d.bytes("record key type")
 				d.bytes("record key id")
 			}
-			d.skipRecord(sync)
+			d.skipRecord(sync || m.Type == MsgAccept)
 		}
 		d.off = start
 	}
@@ -352,15 +383,16 @@ func DecodeNames(b []byte, names *Names) (Message, error) {
 				k.ID = d.string("record key id")
 			}
 			start := d.off
-			r := d.record(k, sync)
+			r := d.record(k, sync || m.Type == MsgAccept, m.Type == MsgAccept)
 			if d.err != nil {
 				break
 			}
-			if m.Type == MsgSyncIndex && r.Value != nil {
+			if m.Type == MsgSyncIndex && r.Value != nil && !r.Tombstone && r.Kind != KindPromise {
 				d.off = start
 				d.fail(ErrMalformed, "index record with a value")
 				break
 			}
+
 			m.Records = append(m.Records, r)
 		}
 	}
@@ -370,6 +402,13 @@ func DecodeNames(b []byte, names *Names) (Message, error) {
 	}
 	if d.err == nil && m.Type == MsgAcceptNack && len(m.Records) != 0 {
 		d.fail(ErrMalformed, "accept-nack record")
+	}
+	if d.err == nil && (m.Type == MsgForget || m.Type == MsgForgotten) && len(m.Records) != 0 {
+		d.fail(ErrMalformed, "forget records")
+	}
+	if d.err == nil && (v == 6) != (versionOf(m) == 6) {
+		d.off = 0
+		d.fail(ErrMalformed, "content of another version")
 	}
 	if d.err == nil && d.off != len(d.b) {
 		d.fail(ErrMalformed, "trailing bytes")
@@ -473,8 +512,10 @@ func (d *decoder) skipRecord(promiseOK bool) {
 }
 
 // record parses one record of key k; promiseOK allows a promise (a
-// catch-up chunk carries them), which must have nothing but its epoch.
-func (d *decoder) record(k Key, promiseOK bool) Record {
+// catch-up chunk carries them; an accept, an owner's horizon), which has
+// nothing but its epoch and, optionally, a horizon as its value; an
+// accept's must have a horizon, and may have a version.
+func (d *decoder) record(k Key, promiseOK, accept bool) Record {
 	r := Record{Key: k}
 	start := d.off
 	r.Kind = Kind(d.byte("record kind"))
@@ -482,9 +523,13 @@ func (d *decoder) record(k Key, promiseOK bool) Record {
 		d.fail(ErrMalformed, "record kind")
 	}
 	defer func() {
-		if d.err == nil && r.Kind == KindPromise && (r.Tombstone || r.Name != "" || r.Version != 0 || r.Value != nil) {
+		if d.err != nil || r.Kind != KindPromise {
+			return
+		}
+		_, horizon := HorizonOf(r)
+		if r.Tombstone || r.Name != "" || (r.Version != 0 && !accept) || (r.Value != nil && !horizon) || (accept && !horizon) {
 			d.off = start
-			d.fail(ErrMalformed, "promise record with a value")
+			d.fail(ErrMalformed, "promise record")
 		}
 	}()
 	flags := d.byte("record flags")

@@ -73,14 +73,53 @@ func sampleMessages() []Message {
 		{Type: MsgFence, From: a, To: b, Round: 6, Range: ring.Range{Start: 1 << 40, End: 7}, Epoch: Epoch{Term: 12, Node: a}, Reads: []ring.NodeID{a, b}},
 		{Type: MsgSyncIndexRequest, From: a, To: b, Round: 11, Range: ring.Range{Start: 1 << 40, End: 7}, Limit: 1 << 20, Reads: []ring.NodeID{b}},
 		{Type: MsgSyncRequest, From: a, To: b, Round: 12, Range: ring.Range{Start: 1 << 40, End: 7}, Limit: 1 << 20, Partial: true, Reads: []ring.NodeID{a, b, {Addr: "c", Incarnation: 1}, {Addr: "d"}, {Addr: "e"}}},
+		// Collecting tombstones: the forget messages, a promise naming
+		// the replica's horizon, an owner writing its horizon back, and
+		// a catch-up carrying one (a dated tombstone is whole in an
+		// index).
+		{Type: MsgForget, From: a, To: b, Key: k, Epoch: e, Version: 44},
+		{Type: MsgForgotten, From: b, To: a, Key: k, Epoch: e, Version: 44, Counted: true},
+		{Type: MsgPromise, From: b, To: a, Key: k, Epoch: e, Promised: Epoch{Term: 8, Node: b}, Version: 3, Counted: true, Records: []Record{
+			{Key: k, Kind: KindState, Epoch: Epoch{Term: 8, Node: b}, Version: 4, Tombstone: true, Value: []byte{0, 0, 1, 2, 3, 4, 5, 6}},
+		}},
+		{Type: MsgAccept, From: a, To: b, Key: k, Epoch: e, Records: []Record{horizonRecord(k, e, 2, Horizon{Epoch: Epoch{Term: 8, Node: b}, Version: 3})}},
+		{Type: MsgSyncChunk, From: b, To: a, Round: 13, Cursor: 1 << 41, Done: true, Records: []Record{
+			PromiseRecord(k, e, Horizon{Epoch: Epoch{Term: 8, Node: b}, Version: 3}),
+		}},
+		{Type: MsgSyncIndex, From: b, To: a, Round: 14, Cursor: 1 << 41, Records: []Record{
+			PromiseRecord(k, e, Horizon{Epoch: Epoch{Term: 8, Node: b}, Version: 3}),
+			{Key: k, Kind: KindState, Epoch: e, Version: 5, Tombstone: true, Value: []byte{0, 0, 1, 2, 3, 4, 5, 6}},
+		}},
 	}
+}
+
+// horizonRecord is the record of an owner's accept that writes horizon h
+// back: a promise record at the owner's epoch and version.
+func horizonRecord(k Key, e Epoch, version uint64, h Horizon) Record {
+	r := PromiseRecord(k, e, h)
+	r.Version = version
+	return r
+}
+
+// needsVersion6 reports whether m is a message of tombstone collection.
+func needsVersion6(m Message) bool {
+	if m.Type == MsgForget || m.Type == MsgForgotten || (m.Type == MsgPromise && !m.Promised.IsZero()) {
+		return true
+	}
+	for _, r := range m.Records {
+		if r.Kind == KindPromise && r.Value != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // A message is encoded in its type's version only: the catch-up messages
 // in version 2, the delta accept path and the index messages of a
 // catch-up in version 3, the fence messages, a refusal naming a floor and
 // a prepare naming an epoch in version 4, a partial catch-up request and
-// an answer from a recovering source in version 5, the others in version 1, so a binary that knows an older
+// an answer from a recovering source in version 5, the messages of
+// tombstone collection in version 6, the others in version 1, so a binary that knows an older
 // version refuses a newer message as newer and one message has one
 // encoding.
 func TestEachTypeHasItsOwnFormatVersion(t *testing.T) {
@@ -88,6 +127,8 @@ func TestEachTypeHasItsOwnFormatVersion(t *testing.T) {
 		b := AppendEncode(nil, m)
 		want := byte(1)
 		switch {
+		case needsVersion6(m):
+			want = 6
 		case m.Partial || m.Recovering || m.Cycle || len(m.Reads) > 0:
 			want = 5
 		case m.Type == MsgSyncRequest || m.Type == MsgSyncChunk:
@@ -180,7 +221,22 @@ func TestDecodeRefusesPromisesOutsideAChunkAndPromisesWithValues(t *testing.T) {
 	promise.Value = []byte("v")
 	b = AppendEncode(nil, Message{Type: MsgSyncChunk, Records: []Record{promise}})
 	if _, err := Decode(b); !errors.Is(err, ErrMalformed) {
-		t.Fatalf("a chunk's promise with a value decoded with %v, want ErrMalformed", err)
+		t.Fatalf("a chunk's promise with a value that is no horizon decoded with %v, want ErrMalformed", err)
+	}
+	h := horizonRecord(k, Epoch{Term: 2}, 0, Horizon{Epoch: Epoch{Term: 1}, Version: 4})
+	h.Version = 5
+	b = AppendEncode(nil, Message{Type: MsgSyncChunk, Records: []Record{h}})
+	if _, err := Decode(b); !errors.Is(err, ErrMalformed) {
+		t.Fatalf("a chunk's promise with a version decoded with %v, want ErrMalformed", err)
+	}
+	h.Value = nil
+	b = AppendEncode(nil, Message{Type: MsgAccept, Key: k, Epoch: Epoch{Term: 2}, Records: []Record{h}})
+	if _, err := Decode(b); !errors.Is(err, ErrMalformed) {
+		t.Fatalf("an accept of a promise without a horizon decoded with %v, want ErrMalformed", err)
+	}
+	b = AppendEncode(nil, Message{Type: MsgForget, Key: k, Epoch: Epoch{Term: 2}, Version: 3, Records: []Record{{Key: k, Kind: KindState, Tombstone: true}}})
+	if _, err := Decode(b); !errors.Is(err, ErrMalformed) {
+		t.Fatalf("a forget with a record decoded with %v, want ErrMalformed", err)
 	}
 }
 

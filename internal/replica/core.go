@@ -51,7 +51,10 @@ func (r Ready) IsEmpty() bool {
 // a cache miss).
 type keyState struct {
 	promised Epoch
-	maxTerm  uint64 // the highest term seen for the key
+	// horizon voids every record of the key it covers (see Horizon);
+	// zero when none was raised.
+	horizon Horizon
+	maxTerm uint64 // the highest term seen for the key
 	// token is the key's ring token, kept for the scans of a range (a
 	// fence) that would otherwise hash every key.
 	token ring.Token
@@ -201,9 +204,18 @@ func (c *Core) CatchUp(recs ...Record) {
 	for _, r := range recs {
 		if r.Kind == KindPromise {
 			ks := c.state(r.Key)
-			if r.Epoch.Compare(ks.promised) > 0 {
+			raised := r.Epoch.Compare(ks.promised) > 0
+			if raised {
 				ks.promised = r.Epoch
-				c.ready.Persist = append(c.ready.Persist, Record{Key: r.Key, Kind: KindPromise, Epoch: r.Epoch})
+			}
+			var erased []Record
+			if h, ok := HorizonOf(r); ok {
+				erased = c.raiseHorizon(ks, r.Key, h)
+				raised = raised || erased != nil
+			}
+			if raised {
+				c.ready.Persist = append(c.ready.Persist, ks.promiseRecord(r.Key))
+				c.ready.Persist = append(c.ready.Persist, erased...)
 			}
 			ks.maxTerm = max(ks.maxTerm, r.Epoch.Term)
 			continue
@@ -211,7 +223,8 @@ func (c *Core) CatchUp(recs ...Record) {
 		if r.Kind > maxKind {
 			continue
 		}
-		if c.state(r.Key).store(r) {
+		ks := c.state(r.Key)
+		if !ks.horizon.Covers(r) && ks.store(r) {
 			c.ready.Persist = append(c.ready.Persist, r)
 		}
 	}
@@ -235,10 +248,41 @@ func (c *Core) Restore(recs ...Record) {
 			if r.Epoch.Compare(ks.promised) > 0 {
 				ks.promised = r.Epoch
 			}
+			if h, ok := HorizonOf(r); ok && h.After(ks.horizon) {
+				ks.horizon = h
+			}
 			continue
 		}
 		ks.store(r)
 	}
+	// A record below its key's horizon stays in the store until a
+	// horizon raised here again erases it; adoption ignores it.
+}
+
+// promiseRecord is what the driver persists of ks's promise and horizon.
+func (ks *keyState) promiseRecord(k Key) Record { return PromiseRecord(k, ks.promised, ks.horizon) }
+
+// raiseHorizon raises k's horizon to h if h is newer, and drops the
+// records it covers, void from then on (see Horizon). It returns
+// the records that erase them from the store, to persist after the
+// promise record that carries the horizon; nil when the horizon did not
+// rise. A horizon that rose with nothing to drop returns an empty,
+// non-nil slice.
+func (c *Core) raiseHorizon(ks *keyState, k Key, h Horizon) []Record {
+	if !h.After(ks.horizon) {
+		return nil
+	}
+	ks.horizon = h
+	erased := []Record{}
+	ks.records = slices.DeleteFunc(ks.records, func(r Record) bool {
+		if !h.Covers(r) {
+			return false
+		}
+		r.Key = k
+		erased = append(erased, Erasing(r))
+		return true
+	})
+	return erased
 }
 
 // Promised returns the newest epoch this replica promised for k.
@@ -348,9 +392,9 @@ func (c *Core) step(m Message) {
 	ks := c.state(m.Key)
 	ks.maxTerm = max(ks.maxTerm, m.Epoch.Term)
 	switch m.Type {
-	case MsgPrepare, MsgAccept, MsgAcceptDelta, MsgCheck:
+	case MsgPrepare, MsgAccept, MsgAcceptDelta, MsgCheck, MsgForget:
 		c.replicaStep(ks, m)
-	case MsgPromise, MsgAccepted, MsgAcceptNack, MsgChecked, MsgRefuse:
+	case MsgPromise, MsgAccepted, MsgAcceptNack, MsgChecked, MsgRefuse, MsgForgotten:
 		if m.Type == MsgRefuse {
 			ks.maxTerm = max(ks.maxTerm, m.Promised.Term)
 		}
@@ -380,7 +424,7 @@ func (c *Core) replicaStep(ks *keyState, m Message) {
 	}
 	if m.Epoch.Compare(p) > 0 {
 		ks.promised = m.Epoch
-		c.ready.Persist = append(c.ready.Persist, Record{Key: m.Key, Kind: KindPromise, Epoch: m.Epoch})
+		c.ready.Persist = append(c.ready.Persist, ks.promiseRecord(m.Key))
 	}
 	reply := Message{To: m.From, Key: m.Key, Epoch: m.Epoch, Counted: c.counts(m.Key)}
 	switch m.Type {
@@ -388,15 +432,31 @@ func (c *Core) replicaStep(ks *keyState, m Message) {
 		reply.Type = MsgPromise
 		// A copy: the reply must not change when the records do.
 		reply.Records = slices.Clone(ks.records)
+		reply.Promised, reply.Version = ks.horizon.Epoch, ks.horizon.Version
 	case MsgAccept:
-		if len(m.Records) != 1 || m.Records[0].Epoch != m.Epoch || m.Records[0].Kind == KindPromise || m.Records[0].Kind > maxKind {
+		if len(m.Records) != 1 || m.Records[0].Epoch != m.Epoch || m.Records[0].Kind > maxKind {
 			return
 		}
 		r := m.Records[0]
 		r.Key = m.Key
+		if r.Kind == KindPromise {
+			// An owner's horizon, written back with its adopted records.
+			h, ok := HorizonOf(r)
+			if !ok {
+				return
+			}
+			if erased := c.raiseHorizon(ks, m.Key, h); erased != nil {
+				c.ready.Persist = append(c.ready.Persist, ks.promiseRecord(m.Key))
+				c.ready.Persist = append(c.ready.Persist, erased...)
+			}
+			reply.Type = MsgAccepted
+			reply.Version = r.Version
+			break
+		}
 		// An older record of this epoch arriving late is covered by the
 		// newer one held: the owner's writes replace the whole record.
-		if ks.store(r) {
+		// One the horizon covers was collected (a late copy).
+		if !ks.horizon.Covers(r) && ks.store(r) {
 			c.ready.Persist = append(c.ready.Persist, r)
 		}
 		reply.Type = MsgAccepted
@@ -405,7 +465,10 @@ func (c *Core) replicaStep(ks *keyState, m Message) {
 		if len(m.Records) != 1 {
 			return
 		}
-		if !c.acceptDelta(ks, m) {
+		if r := m.Records[0]; r.Epoch == m.Epoch && ks.horizon.Covers(r) {
+			// A late copy of a collected record: nothing to store.
+			reply.Type = MsgAccepted
+		} else if !c.acceptDelta(ks, m) {
 			reply.Type = MsgAcceptNack
 		} else {
 			reply.Type = MsgAccepted
@@ -414,8 +477,24 @@ func (c *Core) replicaStep(ks *keyState, m Message) {
 	case MsgCheck:
 		reply.Type = MsgChecked
 		reply.Round = m.Round
+	case MsgForget:
+		c.forget(ks, m)
+		reply.Type = MsgForgotten
+		reply.Version = m.Version
 	}
 	c.send(reply)
+}
+
+// forget applies a MsgForget of an epoch the replica promised: the key
+// held only tombstones, on every replica of the set, up to the forget's
+// version, so its horizon rises there, which erases them and voids
+// whatever older record a replica that missed a delete still has, or
+// receives later from one (see Horizon).
+func (c *Core) forget(ks *keyState, m Message) {
+	if erased := c.raiseHorizon(ks, m.Key, Horizon{Epoch: m.Epoch, Version: m.Version}); erased != nil {
+		c.ready.Persist = append(c.ready.Persist, ks.promiseRecord(m.Key))
+		c.ready.Persist = append(c.ready.Persist, erased...)
+	}
 }
 
 // acceptDelta applies the replica's rule for a delta accept of epoch
@@ -480,6 +559,33 @@ type readWait struct {
 	version uint64
 }
 
+// sweep is an owner's collection of its key's tombstones: each is
+// written again (held lists the replicas that stored it), and once every
+// replica of the set holds all of them, each replica is told to forget
+// the key up to them (forgot lists those that did).
+type sweep struct {
+	recs []Record
+	held [][]ring.NodeID
+	// top is the version of the last tombstone written again: the
+	// horizon's.
+	top    uint64
+	forget bool
+	forgot []ring.NodeID
+	sentAt uint64
+	tries  uint8
+	// resent counts the times it was sent again.
+	resent uint8
+}
+
+// maxSweep is the most tombstones of a key one sweep collects, and
+// maxSweepTries how often a sweep sends its writes or forgets again
+// before it gives up (a replica down): the tombstones stay, for the next
+// sweep.
+const (
+	maxSweep      = 32
+	maxSweepTries = 6
+)
+
 type ownership struct {
 	key      Key
 	replicas []ring.NodeID
@@ -541,6 +647,10 @@ type ownership struct {
 	// slot's next write may go to them as a delta. Kept after the
 	// proposal met its level, for the acknowledgements still to come.
 	bases []*proposal
+	// horizon is the newest horizon the promises named (see Horizon),
+	// written back with the adopted records.
+	horizon Horizon
+	sweep   *sweep
 
 	reads      []readWait
 	round      uint64
@@ -707,6 +817,10 @@ func (o *ownership) unchanged(adopted map[Slot]Record) bool {
 		}
 		s, ok := o.seen[slot]
 		if !ok {
+			if r.Tombstone && r.Epoch.Compare(o.seenAt) <= 0 {
+				// A tombstone the owner collected: the same as none.
+				continue
+			}
 			return false
 		}
 		if s.Tombstone == r.Tombstone && bytes.Equal(s.Value, r.Value) {
@@ -752,6 +866,7 @@ func (c *Core) restart(o *ownership) bool {
 	o.current = make(map[Slot]Record)
 	o.version, o.committed, o.serveAt = 0, 0, 0
 	o.inflight = nil
+	o.sweep = nil
 	o.preparedAt, o.prepareTries = c.ticks, 0
 	c.waiting[o.key] = struct{}{}
 	for _, r := range o.prepared {
@@ -845,9 +960,6 @@ func (c *Core) Write(k Key, slot Slot, value []byte, tombstone bool) (Ticket, er
 	if o == nil || !o.served {
 		return 0, ErrNotServing
 	}
-	if tombstone {
-		value = nil
-	}
 	if o.refreshing {
 		// Written back with the rest once the key is acquired again.
 		o.view[slot] = Record{Key: k, Kind: slot.Kind, Name: slot.Name, Tombstone: tombstone, Value: value}
@@ -917,9 +1029,12 @@ func (c *Core) Tick() {
 	}
 	for _, k := range keys {
 		o := c.owned[k]
-		if o == nil || (o.phase != preparing && len(o.inflight) == 0 && !o.roundOpen) {
+		if o == nil || (o.phase != preparing && len(o.inflight) == 0 && !o.roundOpen && o.sweep == nil) {
 			delete(c.waiting, k)
 			continue
+		}
+		if sw := o.sweep; sw != nil && due(&sw.sentAt, &sw.tries) {
+			c.resweep(o, sw)
 		}
 		if o.phase == preparing && due(&o.preparedAt, &o.prepareTries) {
 			for _, r := range o.prepared {
@@ -946,6 +1061,37 @@ func (c *Core) Tick() {
 			}
 		}
 		c.drain()
+	}
+}
+
+// resweep sends o's sweep again to the replicas that have not answered
+// it: the tombstones they have not stored (once their writes met the
+// level; until then they are sent again as writes), or the forget. After
+// maxSweepTries it gives up: what was forgotten stays forgotten, the rest
+// waits for the next sweep.
+func (c *Core) resweep(o *ownership, sw *sweep) {
+	if sw.resent >= maxSweepTries {
+		o.sweep = nil
+		return
+	}
+	sw.resent++
+	if sw.forget {
+		for _, r := range o.replicas {
+			if !slices.Contains(sw.forgot, r) {
+				c.send(Message{Type: MsgForget, To: r, Key: o.key, Epoch: o.epoch, Version: sw.top})
+			}
+		}
+		return
+	}
+	for i, rec := range sw.recs {
+		if rec.Version > o.committed {
+			continue
+		}
+		for _, r := range o.replicas {
+			if !slices.Contains(sw.held[i], r) {
+				c.send(Message{Type: MsgAccept, To: r, Key: o.key, Epoch: o.epoch, Records: []Record{rec}})
+			}
+		}
 	}
 }
 
@@ -977,10 +1123,15 @@ func (c *Core) propose(o *ownership, r Record) {
 	r.Key = o.key
 	r.Epoch = o.epoch
 	r.Version = o.version
-	o.current[r.Slot()] = r
 	p := &proposal{rec: r, acked: make([]ring.NodeID, 0, len(o.replicas)), sentAt: c.ticks}
 	o.inflight = append(o.inflight, p)
 	c.waiting[o.key] = struct{}{}
+	if r.Kind == KindPromise {
+		// A horizon is no record a handler sees.
+		c.broadcast(o, Message{Type: MsgAccept, Key: o.key, Epoch: o.epoch, Records: []Record{r}})
+		return
+	}
+	o.current[r.Slot()] = r
 	base := o.setBase(p, c.deltaMin)
 	full := Message{Type: MsgAccept, Key: o.key, Epoch: o.epoch, Records: []Record{r}}
 	if base == nil || !slices.ContainsFunc(base.acked, func(id ring.NodeID) bool { return id != c.self }) {
@@ -1104,7 +1255,28 @@ func (c *Core) ownerStep(o *ownership, m Message) {
 		if p := o.proposal(m.Version); p != nil && !slices.Contains(p.acked, m.From) {
 			p.acked = append(p.acked, m.From)
 		}
+		if sw := o.sweep; sw != nil && !sw.forget {
+			for i, r := range sw.recs {
+				if r.Version == m.Version && !slices.Contains(sw.held[i], m.From) {
+					sw.held[i] = append(sw.held[i], m.From)
+				}
+			}
+		}
 		c.advance(o)
+		c.maybeForget(o)
+	case MsgForgotten:
+		sw := o.sweep
+		if sw == nil || !sw.forget || m.Version != sw.top || slices.Contains(sw.forgot, m.From) {
+			return
+		}
+		sw.forgot = append(sw.forgot, m.From)
+		if len(sw.forgot) < len(o.replicas) {
+			return
+		}
+		// Every replica erased them: so does the owner's view, but for
+		// what a write put there since.
+		maps.DeleteFunc(o.current, func(_ Slot, r Record) bool { return r.Version <= sw.top })
+		o.sweep = nil
 	case MsgAcceptNack:
 		// The replica lacks the delta's base: the record goes whole at
 		// once, unless the replica acknowledged it meanwhile (a nack of a
@@ -1126,6 +1298,123 @@ func (c *Core) ownerStep(o *ownership, m Message) {
 			c.maybeCheck(o)
 		}
 	}
+}
+
+// Sweep starts collecting the keys served here that hold nothing but
+// tombstones, each of which expired says is old enough, on at most limit
+// keys (in key order) that are not sweeping already: each tombstone is
+// written again at the owner's epoch, and once every replica of the
+// key's set (not only a quorum) stored all of them and counts, each
+// replica is told to forget the key up to the last of them (MsgForget):
+// it raises the key's horizon there, which erases them (see Horizon).
+// A key with a live record keeps its tombstones. Every replica means the
+// set the key is served over: during a change of set, a member only of
+// the previous one may still hold an older record, which the horizon
+// voids when a later owner adopts from it, as it does a former member's.
+// A replica that does not answer keeps what it holds, which a later
+// sweep collects. It returns
+// the number of keys it started on; the driver calls it now and then
+// (the keys are sorted, every call).
+func (c *Core) Sweep(expired func(Record) bool, limit int) int {
+	if limit <= 0 {
+		return 0
+	}
+	keys := make([]Key, 0, len(c.owned))
+	for k, o := range c.owned {
+		if o.collectable(expired) {
+			keys = append(keys, k)
+		}
+	}
+	slices.SortFunc(keys, compareKeys)
+	started := 0
+	for _, k := range keys {
+		c.startSweep(c.owned[k])
+		started++
+		if started == limit {
+			break
+		}
+	}
+	return started
+}
+
+// SweepKey is Sweep for k alone: it reports whether a sweep of k started.
+func (c *Core) SweepKey(k Key, expired func(Record) bool) bool {
+	o := c.owned[k]
+	if o == nil || !o.collectable(expired) {
+		return false
+	}
+	c.startSweep(o)
+	return true
+}
+
+// Sweeping reports whether a sweep of k is under way here.
+func (c *Core) Sweeping(k Key) bool {
+	o := c.owned[k]
+	return o != nil && o.sweep != nil
+}
+
+// Empty reports whether k is served here and holds no record: none was
+// written, or a sweep collected them.
+func (c *Core) Empty(k Key) bool {
+	o := c.owned[k]
+	return o != nil && o.phase == serving && len(o.current) == 0
+}
+
+func (c *Core) startSweep(o *ownership) {
+	old := slices.SortedFunc(maps.Values(o.current), func(a, b Record) int {
+		return cmp.Or(cmp.Compare(a.Kind, b.Kind), strings.Compare(a.Name, b.Name))
+	})
+	sw := &sweep{sentAt: c.ticks}
+	for _, r := range old {
+		c.propose(o, Record{Kind: r.Kind, Name: r.Name, Tombstone: true, Value: r.Value})
+		sw.recs = append(sw.recs, o.current[r.Slot()])
+		sw.held = append(sw.held, nil)
+		sw.top = o.version
+	}
+	o.sweep = sw
+	c.drain()
+}
+
+// collectable reports whether o may start a sweep: served, not
+// sweeping, and every record it holds (at least one, at most
+// maxSweep) a tombstone that met the level and that expired says is old
+// enough.
+func (o *ownership) collectable(expired func(Record) bool) bool {
+	if o.phase != serving || o.refreshing || o.sweep != nil || len(o.current) == 0 || len(o.current) > maxSweep {
+		return false
+	}
+	for _, r := range o.current {
+		if !r.Tombstone || r.Version > o.committed || !expired(r) {
+			return false
+		}
+	}
+	return true
+}
+
+// maybeForget sends o's sweep's forgets once every replica of the set
+// stored each of its tombstones, unless a write since gave the key a
+// record the sweep did not write: the sweep then ends.
+func (c *Core) maybeForget(o *ownership) {
+	sw := o.sweep
+	if sw == nil || sw.forget {
+		return
+	}
+	for i := range sw.recs {
+		if len(sw.held[i]) < len(o.replicas) {
+			return
+		}
+	}
+	for _, r := range o.current {
+		if r.Version > sw.top {
+			o.sweep = nil
+			return
+		}
+	}
+	sw.held = nil
+	sw.forget = true
+	sw.sentAt, sw.tries, sw.resent = c.ticks, 0, 0
+	c.waiting[o.key] = struct{}{}
+	c.broadcast(o, Message{Type: MsgForget, Key: o.key, Epoch: o.epoch, Version: sw.top})
 }
 
 // promisedQuorum reports whether a quorum of the replica set promised,
@@ -1164,12 +1453,18 @@ func (c *Core) adopt(o *ownership) {
 		if !ok {
 			continue
 		}
+		if h := (Horizon{Epoch: m.Promised, Version: m.Version}); h.After(o.horizon) {
+			o.horizon = h
+		}
 		for _, rec := range m.Records {
 			if old, ok := newest[rec.Slot()]; !ok || rec.newer(old) {
 				newest[rec.Slot()] = rec
 			}
 		}
 	}
+	// A record the horizon covers is void: a tombstone collected, or a
+	// record one replaced that a replica missing the delete still has.
+	maps.DeleteFunc(newest, func(_ Slot, r Record) bool { return o.horizon.Covers(r) })
 	o.promises = nil
 	if o.refreshing {
 		if !o.unchanged(newest) {
@@ -1181,6 +1476,11 @@ func (c *Core) adopt(o *ownership) {
 		newest = o.view
 	}
 	o.phase = writingBack
+	if !o.horizon.IsZero() {
+		// A replica of the write-back's quorum that missed the horizon
+		// would give a void record back to a later owner.
+		c.propose(o, PromiseRecord(o.key, Epoch{}, o.horizon))
+	}
 	slots := slices.SortedFunc(maps.Keys(newest), func(a, b Slot) int {
 		return cmp.Or(cmp.Compare(a.Kind, b.Kind), strings.Compare(a.Name, b.Name))
 	})

@@ -70,7 +70,14 @@ const (
 	// the base of the delta accept of Version at Epoch (or could not
 	// apply its edit), so the owner sends that record whole.
 	MsgAcceptNack MsgType = 15
-	maxMsgType            = MsgAcceptNack
+	// MsgForget (owner → replica) collects a key: every replica of the
+	// set stored the key's tombstones, its only records, up to Version at
+	// Epoch, so the replica raises the key's horizon to them (see
+	// Horizon), which erases them.
+	MsgForget MsgType = 16
+	// MsgForgotten (replica → owner) answers the MsgForget of Version.
+	MsgForgotten MsgType = 17
+	maxMsgType           = MsgForgotten
 )
 
 var msgTypeNames = [...]string{
@@ -80,6 +87,7 @@ var msgTypeNames = [...]string{
 	MsgSyncIndexRequest: "sync-index-request", MsgSyncIndex: "sync-index",
 	MsgFence: "fence", MsgFenced: "fenced",
 	MsgAcceptDelta: "accept-delta", MsgAcceptNack: "accept-nack",
+	MsgForget: "forget", MsgForgotten: "forgotten",
 }
 
 // known reports whether t is a message type of this format.
@@ -97,6 +105,9 @@ func (t MsgType) String() string {
 // Version for accepted and accept-nack, and the base version for
 // accept-delta; Round for check and checked; Promised and Floor for
 // refuse; Promised, when set, for prepare; Delta, the edit, for accept-delta.
+// A promise's Promised and Version are the replica's horizon for the key
+// (zero when it has none); an accept whose record is of KindPromise carries an owner's
+// horizon (in its Value) rather than a record.
 // Counted is set by a replica that may count toward a quorum (it is not
 // still receiving its range). Range, Cursor, Limit and Done belong to the
 // catch-up messages: MsgSyncRequest, MsgSyncChunk, MsgSyncIndexRequest

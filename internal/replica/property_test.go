@@ -56,11 +56,14 @@ func randomSchedule(rt *rapid.T) {
 	n := rapid.IntRange(3, 5).Draw(rt, "nodes")
 	level := rapid.SampledFrom([]replication.Level{replication.Majority, replication.All}).Draw(rt, "level")
 	seed := rapid.Uint64().Draw(rt, "seed")
-	var large func(*sim)
-	if rapid.Bool().Draw(rt, "large values") {
-		large = (*sim).withLargeValues
-	}
-	s, res, info := runSchedule(rt, n, level, seed, large)
+	large := rapid.Bool().Draw(rt, "large values")
+	sweeps := rapid.Bool().Draw(rt, "sweeps")
+	s, res, info := runSchedule(rt, n, level, seed, func(s *sim) {
+		if large {
+			s.withLargeValues()
+		}
+		s.sweeps = sweeps
+	})
 	if res != porcupine.Ok {
 		if name, err := lincheck.Draw[register](info, "replica-history-*.html"); err == nil {
 			rt.Logf("history drawn in %s", name)
@@ -90,6 +93,11 @@ func runSchedule(tb fataler, n int, level replication.Level, seed uint64, weaken
 	}
 	if weaken != nil {
 		weaken(s)
+	}
+	if s.sweeps {
+		// Only keys whose records are all tombstones are collected: a
+		// key of one register is, after each of its deletes.
+		regs = slices.DeleteFunc(regs, func(r register) bool { return r.slot.Kind != KindState })
 	}
 	// rapid biases its draws towards small values; the schedule takes
 	// its choices from a seeded generator instead, uniformly.
@@ -235,6 +243,39 @@ func TestRandomSchedulesWithLargeValuesSendDeltasAndNacks(t *testing.T) {
 	if deltas == 0 || nacks == 0 {
 		t.Fatalf("300 schedules with large values delivered %d delta accepts and %d nacks, want some of each", deltas, nacks)
 	}
+}
+
+// TestRandomSchedulesCollectTombstones shows that the schedules collect
+// tombstones (owners sweep every one, as soon as it is written, at each
+// tick) and that their histories stay linearizable: a replica that
+// missed a delete, crashed, lost records, was wiped, or joined the set
+// later never brings the deleted value back.
+func TestRandomSchedulesCollectTombstones(t *testing.T) {
+	forgets := 0
+	for seed := range uint64(400) {
+		s, res, _ := runSchedule(t, 3+int(seed%3), replication.Majority, seed, func(s *sim) {
+			s.sweeps = true
+			if seed%4 == 0 {
+				s.withLargeValues()
+				s.lossy = true
+			}
+		})
+		if res != porcupine.Ok {
+			t.Fatalf("seed %d: the history with sweeps is %s", seed, res)
+		}
+		forgets += s.forgets
+	}
+	t.Logf("%d forgets delivered", forgets)
+	if forgets == 0 {
+		t.Fatal("400 schedules with sweeps delivered no forget")
+	}
+}
+
+// TestRandomSchedulesFindACollectionWithoutHorizons shows that the
+// horizon is needed: with collections whose horizons are lost on the way,
+// some history brings a deleted value back.
+func TestRandomSchedulesFindACollectionWithoutHorizons(t *testing.T) {
+	findIllegal(t, "collections without horizons", func(s *sim) { s.sweeps, s.noHorizon = true, true })
 }
 
 // TestRandomSchedulesFindTheUnfencedSetChange shows that the schedules

@@ -116,6 +116,17 @@ type sim struct {
 	written map[writtenKey][]byte
 	// deltas and nacks count the delta accepts and nacks delivered.
 	deltas, nacks int
+	// sweeps makes owners collect their tombstones, every one at once,
+	// at each tick and when the network heals.
+	sweeps bool
+	// noHorizon drops the horizons on their way (promises name none, an
+	// accept of one is lost): what a collection without them would do.
+	noHorizon bool
+	// forgets counts the forgets delivered.
+	forgets int
+	// settling stops the sweeps at each tick while the network heals:
+	// one sweep per node starts them.
+	settling bool
 	// trace, when set, is told what the schedule does (debugging).
 	trace func(format string, args ...any)
 }
@@ -240,10 +251,20 @@ func (s *sim) apply(n *simNode) {
 		}
 	}
 	for _, r := range rd.Persist {
-		if want, ok := s.written[writtenKey{r.Key, r.Slot(), r.Epoch, r.Version}]; ok && !r.Tombstone && !bytes.Equal(r.Value, want) {
+		if want, ok := s.written[writtenKey{r.Key, r.Slot(), r.Epoch, r.Version}]; ok && !r.Tombstone && !r.Erases() && !bytes.Equal(r.Value, want) {
 			s.tb.Fatalf("%s persisted %v version %d at %v as %d bytes that differ from the %d written", n.id, r.Slot(), r.Version, r.Epoch, len(r.Value), len(want))
 		}
 		rk := recordKey{r.Key, r.Slot()}
+		if r.Erases() {
+			if old, ok := n.stored[rk]; ok {
+				n.replaced[rk] = old
+			}
+			delete(n.stored, rk)
+			continue
+		}
+		if r.Kind == KindPromise && s.noHorizon {
+			r.Value = nil
+		}
 		if r.Kind == KindPromise {
 			if r.Epoch.Compare(n.stored[rk].Epoch) < 0 {
 				s.tb.Fatalf("%s persisted promise %v below its stored %v for %v", n.id, r.Epoch, n.stored[rk].Epoch, r.Key)
@@ -330,7 +351,20 @@ func (s *sim) deliver(i int, keep bool) {
 		}
 		return
 	}
+	if s.noHorizon {
+		switch {
+		case m.Type == MsgPromise:
+			m.Promised, m.Version = Epoch{}, 0
+		case m.Type == MsgAccept && m.Records[0].Kind == KindPromise:
+			// The owner's own promise named its horizon: the replica
+			// is given one older than any epoch, which voids nothing.
+			m.Records = []Record{m.Records[0]}
+			m.Records[0].Value = PromiseRecord(m.Key, Epoch{}, Horizon{Epoch: Epoch{Node: ring.NodeID{Incarnation: 1}}}).Value
+		}
+	}
 	switch m.Type {
+	case MsgForget:
+		s.forgets++
 	case MsgAcceptDelta:
 		s.deltas++
 	case MsgAcceptNack:
@@ -343,6 +377,17 @@ func (s *sim) deliver(i int, keep bool) {
 
 func (s *sim) tick(n *simNode) {
 	n.core.Tick()
+	s.apply(n)
+	if s.sweeps && !s.settling {
+		s.sweep(n)
+	}
+}
+
+// sweep has n collect every tombstone of the keys it serves.
+func (s *sim) sweep(n *simNode) {
+	if k := n.core.Sweep(func(Record) bool { return true }, 8); k > 0 {
+		s.tracef("sweep %s: %d keys", n.id.Addr, k)
+	}
 	s.apply(n)
 }
 
@@ -603,7 +648,7 @@ func (s *sim) issue(n *simNode, reg register, kind lincheck.Op, casOld int) {
 	case lincheck.Write:
 		s.nextVal++
 		op.in.New = s.nextVal
-		if s.nextVal%5 == 0 {
+		if s.nextVal%5 == 0 || (s.sweeps && s.nextVal%5 == 2) {
 			op.in.New = 0 // a delete leaves a tombstone
 		}
 		t, err = n.core.Write(reg.key, reg.slot, s.encode(op.in.New), op.in.New == 0)
@@ -650,6 +695,13 @@ func (s *sim) settle() {
 				s.apply(n)
 			}
 		}
+	}
+	if s.sweeps {
+		for _, n := range s.nodes {
+			s.sweep(n)
+		}
+		s.settling = true
+		defer func() { s.settling = false }()
 	}
 	// Ticks go on while a core waits for an answer: a lost message is
 	// sent again only after its resend period, which doubles up to

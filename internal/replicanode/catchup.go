@@ -463,7 +463,13 @@ func (n *Node) missing(ctx context.Context, listed []replica.Record) (keep, want
 // newerRecord reports whether r was written after o (for promises: r
 // promises a newer epoch).
 func newerRecord(r, o replica.Record) bool {
-	if c := r.Epoch.Compare(o.Epoch); c != 0 || r.Kind == replica.KindPromise {
+	if r.Kind == replica.KindPromise {
+		// Or it names a newer horizon.
+		rh, _ := replica.HorizonOf(r)
+		oh, _ := replica.HorizonOf(o)
+		return r.Epoch.Compare(o.Epoch) > 0 || rh.After(oh)
+	}
+	if c := r.Epoch.Compare(o.Epoch); c != 0 {
 		return c > 0
 	}
 	return r.Version > o.Version
@@ -767,7 +773,9 @@ func (b *chunkBuilder) add(r replica.Record) bool {
 			return false
 		}
 	}
-	if b.index {
+	if b.index && !r.Tombstone && r.Kind != replica.KindPromise {
+		// A promise (its horizon) and a tombstone (its date) are
+		// whole as listed.
 		r.Value = nil
 	}
 	b.group = append(b.group, r)

@@ -78,6 +78,9 @@ type Config struct {
 	SyncRate int
 	// Logger receives the node's and badger's messages. Nil logs nothing.
 	Logger *slog.Logger
+	// Now dates the tombstones this node writes as an owner (see
+	// Collect). Default time.Now.
+	Now func() time.Time
 
 	// ticks, when set (tests, through export_test.go), replaces the
 	// timer: the node ticks once per value received.
@@ -159,6 +162,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Now == nil {
+		c.Now = time.Now
 	}
 	return c
 }

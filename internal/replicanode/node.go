@@ -2,6 +2,7 @@ package replicanode
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -75,8 +76,11 @@ type Node struct {
 	core      *replica.Core
 	waiters   map[replica.Ticket]*waiter
 	acquiring map[replica.Key][]*waiter
-	scratch   []byte
-	ends      []int
+	// collecting holds the callers of Collect waiting for their key's
+	// sweep to end.
+	collecting map[replica.Key][]*waiter
+	scratch    []byte
+	ends       []int
 	// receivingChanged: the core's receiving ranges changed in this
 	// batch and must be recorded before anything leaves.
 	receivingChanged bool
@@ -110,6 +114,7 @@ const (
 	opSync
 	opReceived
 	opHighestTerm
+	opCollect
 )
 
 type request struct {
@@ -128,6 +133,8 @@ type request struct {
 	abandoned opKind
 	// term is opHighestTerm's answer, set before the waiter is answered.
 	term uint64
+	// before is opCollect's: tombstones dated after it are kept.
+	before time.Time
 }
 
 // waiter is a caller waiting for its ticket or acquisition: on done, or
@@ -136,8 +143,10 @@ type waiter struct {
 	key    replica.Key
 	ticket replica.Ticket
 	view   map[replica.Slot]replica.Record
-	done   chan error // buffered: the loop never blocks on it
-	cb     func(error)
+	// collected is Collect's answer, set before the waiter is answered.
+	collected bool
+	done      chan error // buffered: the loop never blocks on it
+	cb        func(error)
 }
 
 // finish answers w once.
@@ -171,21 +180,22 @@ func Open(ctx context.Context, cfg Config) (*Node, error) {
 	cfg = cfg.withDefaults()
 	self := cfg.Endpoint.Self()
 	n := &Node{
-		cfg:       cfg,
-		ep:        cfg.Endpoint,
-		self:      self,
-		store:     cfg.Store,
-		log:       cfg.Logger.With("component", "replication", "node", self.String()),
-		wake:      make(chan struct{}, 1),
-		stop:      make(chan struct{}),
-		done:      make(chan struct{}),
-		syncs:     make(map[uint64]*syncWait),
-		fences:    make(map[uint64]chan replica.Message),
-		syncReqs:  make(chan replica.Message, syncQueue),
-		syncDone:  make(chan struct{}),
-		pace:      pacer{rate: cfg.SyncRate},
-		waiters:   make(map[replica.Ticket]*waiter),
-		acquiring: make(map[replica.Key][]*waiter),
+		cfg:        cfg,
+		ep:         cfg.Endpoint,
+		self:       self,
+		store:      cfg.Store,
+		log:        cfg.Logger.With("component", "replication", "node", self.String()),
+		wake:       make(chan struct{}, 1),
+		stop:       make(chan struct{}),
+		done:       make(chan struct{}),
+		syncs:      make(map[uint64]*syncWait),
+		fences:     make(map[uint64]chan replica.Message),
+		syncReqs:   make(chan replica.Message, syncQueue),
+		syncDone:   make(chan struct{}),
+		pace:       pacer{rate: cfg.SyncRate},
+		waiters:    make(map[replica.Ticket]*waiter),
+		acquiring:  make(map[replica.Key][]*waiter),
+		collecting: make(map[replica.Key][]*waiter),
 	}
 	if n.store == nil {
 		if dir := cfg.Replication.DataDir; dir != "" {
@@ -509,6 +519,77 @@ func (n *Node) Read(ctx context.Context, k replica.Key) (map[replica.Slot]replic
 	return r.w.view, nil
 }
 
+// Collect collects k, served here, if every record it holds is a
+// tombstone deleted at or before before (one written by an older version,
+// undated, counts as old enough): every replica of k's set must store
+// them again and then forget the key, which raises its horizon there
+// (replica.Horizon) so that no replica can bring an older record back.
+// It returns once that ended: collected reports whether k now holds no
+// record. A key with a live record, one deleted after before, or a
+// replica that does not answer (a sweep gives up after a few resends)
+// is not collected; nothing is lost, and a later Collect tries again. A
+// key not served here fails with replica.ErrNotServing. If ctx ends
+// first the sweep goes on and the error matches ErrUnavailable.
+func (n *Node) Collect(ctx context.Context, k replica.Key, before time.Time) (collected bool, err error) {
+	r := &request{op: opCollect, key: k, before: before}
+	if err := n.call(ctx, r); err != nil {
+		return false, err
+	}
+	return r.w.collected, nil
+}
+
+// Collectable lists up to limit keys of the node's store whose records
+// (its promise aside) are all tombstones deleted at or before before, or
+// undated (see Collect), in ring order. It reads the store, not the
+// loop's state: a key written since may be listed, which Collect then
+// leaves as it is.
+func (n *Node) Collectable(ctx context.Context, before time.Time, limit int) ([]replica.Key, error) {
+	var (
+		keys []replica.Key
+		cur  replica.Key
+		seen bool // cur has a record besides its promise
+		ok   bool // and every one is an old enough tombstone
+	)
+	done := func() {
+		if seen && ok {
+			keys = append(keys, cur)
+		}
+	}
+	err := n.store.Range(ctx, ring.Range{}, func(r replica.Record) bool {
+		if r.Key != cur {
+			done()
+			cur, seen, ok = r.Key, false, true
+			if len(keys) >= limit {
+				return false
+			}
+		}
+		if r.Kind == replica.KindPromise {
+			return true
+		}
+		seen = true
+		at, dated := DeletedAt(r)
+		ok = ok && r.Tombstone && (!dated || !at.After(before))
+		return true
+	})
+	if err != nil {
+		return nil, err
+	}
+	if len(keys) < limit {
+		done()
+	}
+	return keys, nil
+}
+
+// DeletedAt returns when the tombstone r was written (to the
+// millisecond, by the owner's clock); ok is false for a record that is
+// not a tombstone or carries no date.
+func DeletedAt(r replica.Record) (at time.Time, ok bool) {
+	if !r.Tombstone || len(r.Value) != 8 {
+		return time.Time{}, false
+	}
+	return time.UnixMilli(int64(binary.BigEndian.Uint64(r.Value))), true
+}
+
 // Resign stops serving k here without waiting; what waited on k fails
 // with ErrResigned. It does nothing on a key not held.
 func (n *Node) Resign(k replica.Key) error {
@@ -604,6 +685,11 @@ func (n *Node) run(tick <-chan time.Time, stopTicker func()) {
 			w.finish(err)
 		}
 	}
+	for _, ws := range n.collecting {
+		for _, w := range ws {
+			w.finish(err)
+		}
+	}
 	if n.ownStore {
 		if cerr := n.store.Close(); cerr != nil {
 			n.log.Warn("closing the store", "err", cerr)
@@ -676,7 +762,12 @@ func (n *Node) apply(r *request) {
 			r.w.finish(fmt.Errorf("%w: %w: %s/%s", ErrUnavailable, ErrTooManyWrites, r.key.Type, r.key.ID))
 			return
 		}
-		t, err := n.core.Write(r.key, r.slot, r.value, r.tombstone)
+		value := r.value
+		if r.tombstone {
+			// A tombstone is dated, for Collect.
+			value = binary.BigEndian.AppendUint64(nil, uint64(n.cfg.Now().UnixMilli()))
+		}
+		t, err := n.core.Write(r.key, r.slot, value, r.tombstone)
 		if err != nil {
 			r.w.finish(fmt.Errorf("troupe: write %s/%s: %w", r.key.Type, r.key.ID, err))
 			return
@@ -720,7 +811,28 @@ func (n *Node) apply(r *request) {
 		n.receivingChanged = true
 		// Answered once the new ranges are recorded.
 		n.answers = append(n.answers, answer{r.w, nil})
+	case opCollect:
+		expired := func(rec replica.Record) bool {
+			at, ok := DeletedAt(rec)
+			return !ok || !at.After(r.before)
+		}
+		switch {
+		case !n.core.Serving(r.key):
+			r.w.finish(fmt.Errorf("troupe: collect %s/%s: %w", r.key.Type, r.key.ID, replica.ErrNotServing))
+		case n.core.Sweeping(r.key) || n.core.SweepKey(r.key, expired):
+			n.collecting[r.key] = append(n.collecting[r.key], r.w)
+		default:
+			r.w.collected = n.core.Empty(r.key)
+			r.w.finish(nil)
+		}
 	case opAbandon:
+		if r.abandoned == opCollect {
+			n.collecting[r.key] = slices.DeleteFunc(n.collecting[r.key], func(w *waiter) bool { return w == r.w })
+			if len(n.collecting[r.key]) == 0 {
+				delete(n.collecting, r.key)
+			}
+			return
+		}
 		if r.abandoned != opAcquire {
 			// A request that failed at once has no ticket: nothing to drop.
 			if r.w.ticket != 0 {
@@ -752,6 +864,7 @@ func (n *Node) apply(r *request) {
 // per input keeps each answer tied to the input that caused it (a key
 // resigned and acquired again in one batch).
 func (n *Node) collect() {
+	n.collected()
 	rd := n.core.Ready()
 	if rd.IsEmpty() {
 		return
@@ -800,6 +913,23 @@ func (n *Node) collect() {
 			n.answers = append(n.answers, answer{w, err})
 		}
 		delete(n.acquiring, c.Key)
+	}
+}
+
+// collected answers the callers of Collect whose key's sweep ended (a
+// sweep that gives up does so on a Tick, with nothing else to do), once
+// the batch is persisted: what the sweep erased here is, then.
+func (n *Node) collected() {
+	for k, ws := range n.collecting {
+		if n.core.Sweeping(k) {
+			continue
+		}
+		empty := n.core.Empty(k)
+		for _, w := range ws {
+			w.collected = empty
+			n.answers = append(n.answers, answer{w, nil})
+		}
+		delete(n.collecting, k)
 	}
 }
 

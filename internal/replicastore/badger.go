@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"slices"
 	"strings"
 	"sync/atomic"
 
@@ -55,8 +56,8 @@ type Badger struct {
 var _ Store = (*Badger)(nil)
 
 // Open opens (or creates) the store under dir, in the newest format; a
-// store of the previous format (4) is opened as it is and moves to the
-// newest when it first records floors. A store written in a newer
+// store of an older format (4 or 5) is opened as it is and moves to 5
+// when it first records floors, to 6 when it first stores a horizon. A store written in a newer
 // on-disk format is refused with a *replication.FormatError (matching
 // replication.ErrNewerFormat) and left as it is; a store whose format
 // record is missing or damaged is refused with replication.ErrCorrupt.
@@ -374,22 +375,44 @@ func (s *Badger) write(recs []replica.Record) error {
 	}
 	txn := s.db.NewTransaction(true)
 	defer func() { txn.Discard() }()
+	// A horizon needs format 6: the first one moves the store there in
+	// its transaction, so a binary that would ignore it no longer opens
+	// the store.
+	upgrade := s.format.Load() < horizonFormat && slices.ContainsFunc(recs, func(r replica.Record) bool {
+		return r.Kind == replica.KindPromise && r.Value != nil
+	})
+	if upgrade {
+		if err := txn.Set(formatKey, encodeFormat(horizonFormat)); err != nil {
+			return err
+		}
+	}
 	for _, r := range recs {
 		k := appendKey(nil, r.Key, r.Slot())
-		v := encodeValue(k, r)
-		err := txn.Set(k, v)
+		set := func() error {
+			if r.Erases() {
+				return txn.Delete(k)
+			}
+			return txn.Set(k, encodeValue(k, r))
+		}
+		err := set()
 		if errors.Is(err, badger.ErrTxnTooBig) {
 			if err := txn.Commit(); err != nil {
 				return err
 			}
 			txn = s.db.NewTransaction(true)
-			err = txn.Set(k, v)
+			err = set()
 		}
 		if err != nil {
 			return err
 		}
 	}
-	return txn.Commit()
+	if err := txn.Commit(); err != nil {
+		return err
+	}
+	if upgrade {
+		s.format.Store(horizonFormat)
+	}
+	return nil
 }
 
 // Range implements Store.

@@ -10,7 +10,7 @@ import (
 	"github.com/troupe-go/troupe/ring"
 )
 
-// The on-disk format, version 5.
+// The on-disk format, version 6.
 //
 // The format record, under key "\x00format", is the format version as a
 // big-endian uint32 followed by a CRC-32C of those four bytes.
@@ -58,17 +58,29 @@ import (
 // (it has no floors) and becomes version 5 in the transaction that first
 // records floors, so a binary that reads only version 4, and would ignore
 // the floors, refuses a store that has them (replication.ErrNewerFormat).
+//
+// Version 6 lets a promise record carry a value: the key's horizon
+// (replica.Horizon), an epoch encoded as above (uvarint term, node address
+// as uvarint length and bytes, uvarint incarnation). A version 5 (or 4)
+// store is read as it is and becomes version 6 in the transaction that
+// first stores a horizon, so a binary that would ignore it refuses the
+// store. Records erased (collected tombstones, records below a horizon)
+// are deleted from the store.
+//
 // Versions 1 to 3 were never released: a store of one of them is refused
 // (replication.ErrOlderFormat), not upgraded, and left as it is.
 
 // formatVersion is the newest on-disk format this binary writes and reads.
-const formatVersion uint32 = 5
+const formatVersion uint32 = 6
 
 // oldestFormat is the oldest on-disk format this binary reads.
 const oldestFormat uint32 = 4
 
 // floorsFormat is the first format with the floors record.
 const floorsFormat uint32 = 5
+
+// horizonFormat is the first format with horizons in promise records.
+const horizonFormat uint32 = 6
 
 var formatKey = []byte("\x00format")
 

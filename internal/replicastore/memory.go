@@ -58,6 +58,10 @@ func (m *Memory) Put(_ context.Context, recs ...replica.Record) error {
 		return replication.ErrClosed
 	}
 	for _, r := range recs {
+		if r.Erases() {
+			delete(m.recs, memKey{r.Key, r.Slot()})
+			continue
+		}
 		r.Value = slices.Clone(r.Value)
 		m.recs[memKey{r.Key, r.Slot()}] = r
 	}

@@ -17,7 +17,8 @@ type Store interface {
 	// Get returns the record in slot stored for key; ok is false when
 	// there is none.
 	Get(ctx context.Context, key replica.Key, slot replica.Slot) (rec replica.Record, ok bool, err error)
-	// Put stores recs, replacing the records of the same key and slot. It
+	// Put stores recs, replacing the records of the same key and slot, in
+	// order; a record that Erases deletes its slot's record instead. It
 	// returns once all are as durable as the store promises; when it fails,
 	// any of them may have been stored.
 	Put(ctx context.Context, recs ...replica.Record) error

@@ -76,10 +76,12 @@
 //
 // A forgotten record, whether by expiry or by eviction, leaves a tombstone
 // (its key, with an empty record and the key's ownership promise) on each
-// replica, so that a stale replica cannot bring it back. The replica store
-// does not collect tombstones yet, at any age, and no option changes that:
-// they are not counted by Bounds, and a key used again reuses its
-// tombstone. Budget for them, at each copy, on disk and in the replica's
-// memory (docs/replication.md), about 100 bytes plus twice the key's
-// length per key ever used (the tombstone and the promise).
+// replica, so that a stale replica cannot bring it back. Once the
+// tombstone is older than system.Config.TombstoneAge (48 h by default),
+// the member that owns the key collects it: every replica erases it and
+// keeps only the key's promise, with a horizon that voids any older copy
+// (docs/replication.md, "Collecting tombstones"). Tombstones are not
+// counted by Bounds. Budget, at each copy, on disk and in the replica's
+// memory, for each key ever used: its promise (the key, an epoch and the
+// horizon) for good, and its tombstone until it is collected.
 package continuity

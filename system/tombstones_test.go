@@ -1,0 +1,128 @@
+package system_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/troupe-go/troupe/actor"
+	"github.com/troupe-go/troupe/internal/replica"
+	"github.com/troupe-go/troupe/internal/replicastore"
+	"github.com/troupe-go/troupe/internal/systemtest"
+	"github.com/troupe-go/troupe/system"
+)
+
+// TestADeletedKeyIsCollectedOnceItsTombstoneIsOld deletes a durable key
+// and lets it passivate: once its tombstone is older than TombstoneAge
+// the member collects it (the store keeps only the key's promise, with a
+// horizon), while a live key and a key deleted and written again keep
+// their state. The collected key starts from its init state again, after
+// a restart too.
+func TestADeletedKeyIsCollectedOnceItsTombstoneIsOld(t *testing.T) {
+	dir := t.TempDir()
+	reg := prometheus.NewRegistry()
+	def := counterDef("counter", nil, actor.Durable(), actor.WithIdleTimeout(20*time.Millisecond))
+	def.WithInit(func(string) int { return 100 })
+	cfg := system.Config{DataDir: dir, TombstoneAge: 50 * time.Millisecond, Metrics: reg}
+	sys := newStandalone(t, cfg, def)
+	add(t, def.Ref(sys, "gone"), 5)
+	add(t, def.Ref(sys, "live"), 7)
+	add(t, def.Ref(sys, "back"), 1)
+	for _, k := range []string{"gone", "back"} {
+		if _, err := actor.Ask(systemtest.Ctx(t), def.Ref(sys, k), DForget{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	add(t, def.Ref(sys, "back"), 2)
+	systemtest.WaitUntil(t, "the deleted key is collected", func() bool {
+		return systemtest.CounterValue(t, reg, "troupe_replication_tombstones_collected_total") >= 1
+	})
+	if got := get(t, def.Ref(sys, "gone")); got != 100 {
+		t.Fatalf("a collected key's count is %d, want WithInit's 100", got)
+	}
+	if got := get(t, def.Ref(sys, "back")); got != 102 {
+		t.Fatalf("a key written again after its delete counts %d, want 102", got)
+	}
+	closeNow(t, sys)
+
+	store, err := replicastore.Open(dir, replicastore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	state := replica.Slot{Kind: replica.KindState}
+	if r, ok, err := store.Get(ctx, replica.Key{Type: "counter", ID: "gone"}, state); err != nil || ok {
+		t.Fatalf("the collected key still stores %+v, %v", r, err)
+	}
+	p, ok, err := store.Get(ctx, replica.Key{Type: "counter", ID: "gone"}, replica.Slot{Kind: replica.KindPromise})
+	if _, horizon := replica.HorizonOf(p); err != nil || !ok || !horizon {
+		t.Fatalf("the collected key's promise is %+v, %v, %v; want one with a horizon", p, ok, err)
+	}
+	for _, k := range []string{"live", "back"} {
+		if r, ok, err := store.Get(ctx, replica.Key{Type: "counter", ID: k}, state); err != nil || !ok || r.Tombstone {
+			t.Fatalf("key %s stores %+v, %v, %v; want its state", k, r, ok, err)
+		}
+	}
+	if err := store.Close(); err != nil {
+		t.Fatal(err)
+	}
+	sys = newStandalone(t, system.Config{DataDir: dir}, def)
+	if got := get(t, def.Ref(sys, "gone")); got != 100 {
+		t.Fatalf("after a restart the collected key counts %d, want 100", got)
+	}
+	if got := get(t, def.Ref(sys, "live")); got != 107 {
+		t.Fatalf("after a restart the live key counts %d, want 107", got)
+	}
+}
+
+// TestAReplicatedDeletedKeyIsCollectedOnEveryReplica deletes a key kept
+// on three members: its owner collects it once the tombstone is old, and
+// each member's store keeps only the key's promise, with its horizon; a
+// key still written is left alone.
+func TestAReplicatedDeletedKeyIsCollectedOnEveryReplica(t *testing.T) {
+	def := counterDef("counter", nil, actor.WithReplicas(3, actor.WriteMajority), actor.WithIdleTimeout(20*time.Millisecond))
+	def.WithInit(func(string) int { return 100 })
+	regs := make([]*prometheus.Registry, 3)
+	dirs := make([]string, 3)
+	systems := systemtest.StartCluster(t, 3, func(i int, cfg *system.Config) {
+		regs[i], dirs[i] = prometheus.NewRegistry(), t.TempDir()
+		cfg.Metrics, cfg.DataDir, cfg.TombstoneAge = regs[i], dirs[i], 50*time.Millisecond
+	}, def)
+	add(t, def.Ref(systems[0], "gone"), 5)
+	add(t, def.Ref(systems[0], "live"), 7)
+	if _, err := actor.Ask(systemtest.Ctx(t), def.Ref(systems[1], "gone"), DForget{}); err != nil {
+		t.Fatal(err)
+	}
+	owner, i := byAddr(t, systems, system.OwnerOf(systems[0], "counter", "gone"))
+	systemtest.WaitUntil(t, "the owner collects the deleted key", func() bool {
+		return systemtest.CounterValue(t, regs[i], "troupe_replication_tombstones_collected_total") >= 1
+	})
+	if got := get(t, def.Ref(systems[2], "gone")); got != 100 {
+		t.Fatalf("a collected key's count is %d, want WithInit's 100", got)
+	}
+	if got := get(t, def.Ref(owner, "live")); got != 107 {
+		t.Fatalf("a live key's count is %d, want 107", got)
+	}
+	for _, s := range systems {
+		closeNow(t, s)
+	}
+	ctx := context.Background()
+	for _, dir := range dirs {
+		store, err := replicastore.Open(dir, replicastore.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r, ok, err := store.Get(ctx, replica.Key{Type: "counter", ID: "gone"}, replica.Slot{Kind: replica.KindState}); err != nil || ok {
+			t.Errorf("%s still stores the collected key: %+v, %v", dir, r, err)
+		}
+		p, _, err := store.Get(ctx, replica.Key{Type: "counter", ID: "gone"}, replica.Slot{Kind: replica.KindPromise})
+		if _, horizon := replica.HorizonOf(p); err != nil || !horizon {
+			t.Errorf("%s's promise for the collected key is %+v, %v; want a horizon", dir, p, err)
+		}
+		if r, ok, err := store.Get(ctx, replica.Key{Type: "counter", ID: "live"}, replica.Slot{Kind: replica.KindState}); err != nil || !ok || r.Tombstone {
+			t.Errorf("%s lost the live key: %+v, %v, %v", dir, r, ok, err)
+		}
+		store.Close()
+	}
+}
