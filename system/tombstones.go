@@ -2,10 +2,12 @@ package system
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/troupe-go/troupe/internal/replica"
 	"github.com/troupe-go/troupe/internal/replicanode"
+	"github.com/troupe-go/troupe/ring"
 )
 
 // collectBatch is the most keys one pass of the collector collects.
@@ -27,6 +29,7 @@ func collectEvery(age time.Duration) time.Duration {
 func (s *states) collectTombstones(ctx context.Context, n *replicanode.Node) {
 	t := time.NewTimer(collectEvery(s.tombstoneAge))
 	defer t.Stop()
+	var cursor ring.Token
 	for {
 		select {
 		case <-ctx.Done():
@@ -34,13 +37,11 @@ func (s *states) collectTombstones(ctx context.Context, n *replicanode.Node) {
 		case <-t.C:
 		}
 		before := time.Now().Add(-s.tombstoneAge)
-		keys, err := n.Collectable(ctx, before, collectBatch)
-		if err != nil {
-			if ctx.Err() == nil {
-				s.log.Warn("troupe: listing tombstones to collect", "err", err)
-			}
-			continue
+		keys, next, err := n.Collectable(ctx, cursor, before, collectBatch, s.collects)
+		if err != nil && ctx.Err() == nil {
+			s.log.Warn("troupe: listing tombstones to collect", "err", err)
 		}
+		cursor = next
 		for _, k := range keys {
 			if ctx.Err() != nil {
 				return
@@ -51,19 +52,37 @@ func (s *states) collectTombstones(ctx context.Context, n *replicanode.Node) {
 	}
 }
 
-// collectKey collects k, held only by tombstones deleted before before,
-// if this member owns it and the runtime does not hold it.
-func (s *states) collectKey(ctx context.Context, n *replicanode.Node, k replica.Key, before time.Time) {
+// collects reports whether the collector would collect k: a durable type
+// this member hosts, a key it owns (placement, or pinned here), that no
+// activation holds, and whose replicas the view holds alive or suspect
+// (a sweep needs every one; one of a member gone would give up after a
+// few seconds, at every pass).
+func (s *states) collects(k replica.Key) bool {
 	st, ok := s.kinds[k.Type]
-	if !ok || (!st.Pinned && s.placed != nil && !s.placed(k.Type, k.ID)) {
-		return
+	if !ok {
+		return false
+	}
+	if !st.Pinned && s.placed != nil && !s.placed(k.Type, k.ID) {
+		return false
+	}
+	if !st.Pinned && st.Replicas > 1 && s.replicas != nil && s.gone != nil {
+		set, err := s.replicas(nil, k.Type, uint64(k.Token()), st.Replicas)
+		if err != nil || slices.ContainsFunc(set, s.gone) {
+			return false
+		}
 	}
 	s.mu.Lock()
-	held := s.held[k]
-	s.mu.Unlock()
-	if held {
+	defer s.mu.Unlock()
+	return !s.held[k]
+}
+
+// collectKey collects k, held only by tombstones deleted before before,
+// if the collector still collects it (see collects).
+func (s *states) collectKey(ctx context.Context, n *replicanode.Node, k replica.Key, before time.Time) {
+	if !s.collects(k) {
 		return
 	}
+	st := s.kinds[k.Type]
 	ctx, cancel := context.WithTimeout(ctx, collectTimeout)
 	defer cancel()
 	if err := s.acquire(ctx, k.Type, k.ID, max(st.Replicas, 1), st.Level, st.Pinned); err != nil {

@@ -1235,6 +1235,12 @@ func (r *Router) reply(from ring.NodeID, e *envelope) {
 // withdraw meanwhile finds it (see redispatch). It returns what
 // retryLater waits on. r.mu is held, and p.retries counts this retry.
 func (r *Router) unplaceLocked(p *pending) (changed <-chan struct{}, backoff time.Duration) {
+	if p.unsend != nil {
+		// A request still being written where it no longer goes: the
+		// rest stays here (the retry sends it whole).
+		p.unsend()
+		p.unsend = nil
+	}
 	p.to = ring.NodeID{}
 	return r.changed, retryBackoff << (p.retries - 1)
 }

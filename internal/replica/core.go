@@ -240,23 +240,33 @@ func (c *Core) counts(k Key) bool {
 }
 
 // Restore loads records read from the store at start. It must be called
-// before anything else.
+// before anything else. A record its key's horizon covers (a crash came
+// between the horizon and its erasures) is not loaded: its erasure waits
+// in Ready.Persist, for the driver's first batch.
 func (c *Core) Restore(recs ...Record) {
 	for _, r := range recs {
+		if r.Kind != KindPromise {
+			continue
+		}
 		ks := c.state(r.Key)
+		if r.Epoch.Compare(ks.promised) > 0 {
+			ks.promised = r.Epoch
+		}
+		if h, ok := HorizonOf(r); ok && h.After(ks.horizon) {
+			ks.horizon = h
+		}
+	}
+	for _, r := range recs {
 		if r.Kind == KindPromise {
-			if r.Epoch.Compare(ks.promised) > 0 {
-				ks.promised = r.Epoch
-			}
-			if h, ok := HorizonOf(r); ok && h.After(ks.horizon) {
-				ks.horizon = h
-			}
+			continue
+		}
+		ks := c.state(r.Key)
+		if ks.horizon.Covers(r) {
+			c.ready.Persist = append(c.ready.Persist, Erasing(r))
 			continue
 		}
 		ks.store(r)
 	}
-	// A record below its key's horizon stays in the store until a
-	// horizon raised here again erases it; adoption ignores it.
 }
 
 // promiseRecord is what the driver persists of ks's promise and horizon.
@@ -1076,11 +1086,7 @@ func (c *Core) resweep(o *ownership, sw *sweep) {
 	}
 	sw.resent++
 	if sw.forget {
-		for _, r := range o.replicas {
-			if !slices.Contains(sw.forgot, r) {
-				c.send(Message{Type: MsgForget, To: r, Key: o.key, Epoch: o.epoch, Version: sw.top})
-			}
-		}
+		c.sendForgets(o, sw)
 		return
 	}
 	for i, rec := range sw.recs {
@@ -1271,6 +1277,7 @@ func (c *Core) ownerStep(o *ownership, m Message) {
 		}
 		sw.forgot = append(sw.forgot, m.From)
 		if len(sw.forgot) < len(o.replicas) {
+			c.sendForgets(o, sw)
 			return
 		}
 		// Every replica erased them: so does the owner's view, but for
@@ -1414,7 +1421,24 @@ func (c *Core) maybeForget(o *ownership) {
 	sw.forget = true
 	sw.sentAt, sw.tries, sw.resent = c.ticks, 0, 0
 	c.waiting[o.key] = struct{}{}
-	c.broadcast(o, Message{Type: MsgForget, Key: o.key, Epoch: o.epoch, Version: sw.top})
+	c.sendForgets(o, sw)
+}
+
+// sendForgets sends o's sweep's forget to the replicas that have not
+// answered it: the others first, the owner's own replica once they all
+// did, so that a sweep that gives up leaves the tombstones in the owner's
+// store too, where its member finds them again (see Collectable).
+func (c *Core) sendForgets(o *ownership, sw *sweep) {
+	others := 0
+	for _, r := range o.replicas {
+		if r != c.self && !slices.Contains(sw.forgot, r) {
+			others++
+			c.send(Message{Type: MsgForget, To: r, Key: o.key, Epoch: o.epoch, Version: sw.top})
+		}
+	}
+	if others == 0 && !slices.Contains(sw.forgot, c.self) {
+		c.send(Message{Type: MsgForget, To: c.self, Key: o.key, Epoch: o.epoch, Version: sw.top})
+	}
 }
 
 // promisedQuorum reports whether a quorum of the replica set promised,
@@ -1467,7 +1491,9 @@ func (c *Core) adopt(o *ownership) {
 	maps.DeleteFunc(newest, func(_ Slot, r Record) bool { return o.horizon.Covers(r) })
 	o.promises = nil
 	if o.refreshing {
-		if !o.unchanged(newest) {
+		// A horizon above seenAt is another owner's collection since:
+		// what it wrote and collected shows nowhere else.
+		if o.horizon.Epoch.Compare(o.seenAt) > 0 || !o.unchanged(newest) {
 			// Another owner wrote since: what waited is lost to it.
 			c.stepDown(o, o.floor)
 			return

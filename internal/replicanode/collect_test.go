@@ -2,12 +2,14 @@ package replicanode
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"testing"
 	"time"
 
 	"github.com/troupe-go/troupe/internal/replica"
 	"github.com/troupe-go/troupe/replication"
+	"github.com/troupe-go/troupe/ring"
 )
 
 // TestACollectedKeyIsGoneFromEveryReplicaAndStaysGone collects a deleted
@@ -124,4 +126,60 @@ func mustGet(ctx context.Context, t *testing.T, m *member, k replica.Key) replic
 		t.Fatal(err)
 	}
 	return r
+}
+
+// TestCollectableListsTombstonedKeysRoundTheRing lists the keys whose
+// records are all old enough tombstones (or lie under the key's horizon),
+// that the filter accepts, a few at a time, resuming where the last call
+// stopped.
+func TestCollectableListsTombstonedKeysRoundTheRing(t *testing.T) {
+	c := newCluster(t, 1, false)
+	ctx := bounded(t)
+	m := c.members[0]
+	e := replica.Epoch{Term: 3, Node: m.node.Self()}
+	old := time.Now().Add(-time.Hour)
+	dated := func(at time.Time) []byte { return binary.BigEndian.AppendUint64(nil, uint64(at.UnixMilli())) }
+	tomb := func(id string, at time.Time) replica.Record {
+		return replica.Record{Key: key(id), Kind: replica.KindState, Epoch: e, Version: 2, Tombstone: true, Value: dated(at)}
+	}
+	recs := []replica.Record{
+		tomb("t1", old), tomb("t2", old), tomb("t3", old), tomb("skip", old),
+		tomb("young", time.Now()),
+		{Key: key("live"), Kind: replica.KindState, Epoch: e, Version: 1, Value: []byte("v")},
+		// A live record under the key's horizon is void: the key holds
+		// only its tombstone.
+		replica.PromiseRecord(key("void"), e, replica.Horizon{Epoch: e, Version: 1}),
+		{Key: key("void"), Kind: replica.KindState, Epoch: e, Version: 1, Value: []byte("v")},
+		{Key: key("void"), Kind: replica.KindContinuity, Name: "r", Epoch: e, Version: 2, Tombstone: true},
+	}
+	if err := m.store.Put(ctx, recs...); err != nil {
+		t.Fatal(err)
+	}
+	want := func(k replica.Key) bool { return k.ID != "skip" }
+	before := time.Now().Add(-time.Minute)
+	seen := map[string]int{}
+	var cursor ring.Token
+	for range 4 {
+		keys, next, err := m.node.Collectable(ctx, cursor, before, 2, want)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(keys) > 2 {
+			t.Fatalf("a call with limit 2 listed %v", keys)
+		}
+		for _, k := range keys {
+			seen[k.ID]++
+		}
+		cursor = next
+	}
+	for _, id := range []string{"t1", "t2", "t3", "void"} {
+		if seen[id] == 0 {
+			t.Errorf("%s was never listed (%v)", id, seen)
+		}
+	}
+	for _, id := range []string{"skip", "young", "live"} {
+		if seen[id] != 0 {
+			t.Errorf("%s was listed (%v)", id, seen)
+		}
+	}
 }

@@ -524,8 +524,8 @@ func (n *Node) Read(ctx context.Context, k replica.Key) (map[replica.Slot]replic
 // undated, counts as old enough): every replica of k's set must store
 // them again and then forget the key, which raises its horizon there
 // (replica.Horizon) so that no replica can bring an older record back.
-// It returns once that ended: collected reports whether k now holds no
-// record. A key with a live record, one deleted after before, or a
+// It returns once that ended: collected reports whether a sweep ran and
+// k holds no record since. A key with a live record, one deleted after before, or a
 // replica that does not answer (a sweep gives up after a few resends)
 // is not collected; nothing is lost, and a later Collect tries again. A
 // key not served here fails with replica.ErrNotServing. If ctx ends
@@ -538,32 +538,41 @@ func (n *Node) Collect(ctx context.Context, k replica.Key, before time.Time) (co
 	return r.w.collected, nil
 }
 
-// Collectable lists up to limit keys of the node's store whose records
-// (its promise aside) are all tombstones deleted at or before before, or
-// undated (see Collect), in ring order. It reads the store, not the
-// loop's state: a key written since may be listed, which Collect then
-// leaves as it is.
-func (n *Node) Collectable(ctx context.Context, before time.Time, limit int) ([]replica.Key, error) {
+// Collectable lists up to limit keys of the node's store that want
+// accepts (nil: every one) and whose records (its promise aside, and
+// those its horizon covers) are all tombstones deleted at or before
+// before, or undated (see Collect). It reads the ring in order from the
+// token after after, and returns the token to pass next time, so that
+// successive calls go round the ring. It reads the store, not the loop's
+// state: a key written since may be listed, which Collect then leaves as
+// it is.
+func (n *Node) Collectable(ctx context.Context, after ring.Token, before time.Time, limit int, want func(replica.Key) bool) (keys []replica.Key, next ring.Token, err error) {
 	var (
-		keys []replica.Key
-		cur  replica.Key
-		seen bool // cur has a record besides its promise
-		ok   bool // and every one is an old enough tombstone
+		cur     replica.Key
+		horizon replica.Horizon
+		seen    bool // cur has a record besides its promise
+		ok      bool // and every one is an old enough tombstone
 	)
+	next = after
 	done := func() {
-		if seen && ok {
+		if seen && ok && (want == nil || want(cur)) {
 			keys = append(keys, cur)
 		}
 	}
-	err := n.store.Range(ctx, ring.Range{}, func(r replica.Record) bool {
+	err = n.store.Range(ctx, ring.Range{Start: after, End: after}, func(r replica.Record) bool {
 		if r.Key != cur {
 			done()
-			cur, seen, ok = r.Key, false, true
 			if len(keys) >= limit {
 				return false
 			}
+			cur, horizon, seen, ok = r.Key, replica.Horizon{}, false, true
+			next = r.Key.Token()
 		}
 		if r.Kind == replica.KindPromise {
+			horizon, _ = replica.HorizonOf(r)
+			return true
+		}
+		if horizon.Covers(r) {
 			return true
 		}
 		seen = true
@@ -572,12 +581,13 @@ func (n *Node) Collectable(ctx context.Context, before time.Time, limit int) ([]
 		return true
 	})
 	if err != nil {
-		return nil, err
+		return nil, after, err
 	}
 	if len(keys) < limit {
 		done()
+		next = after // the whole ring was read: the next call reads it again
 	}
-	return keys, nil
+	return keys, next, nil
 }
 
 // DeletedAt returns when the tombstone r was written (to the
@@ -822,8 +832,7 @@ func (n *Node) apply(r *request) {
 		case n.core.Sweeping(r.key) || n.core.SweepKey(r.key, expired):
 			n.collecting[r.key] = append(n.collecting[r.key], r.w)
 		default:
-			r.w.collected = n.core.Empty(r.key)
-			r.w.finish(nil)
+			r.w.finish(nil) // nothing to collect: collected stays false
 		}
 	case opAbandon:
 		if r.abandoned == opCollect {
