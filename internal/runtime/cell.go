@@ -650,19 +650,12 @@ func (c *cell[S, M, C]) handleBatch(ctx *Context[S, M, C], work []envelope[M], r
 				}
 			}
 			c.took(len(work) - i - 1)
-			if durable {
-				if st, ok := e.slot.(*keptStep); ok {
-					c.keepGiven(ctx, st)
-					continue
-				}
-				if st, ok := e.slot.(*pruneStep); ok {
-					c.pruneKept(ctx, st)
-					continue
-				}
+			if durable && c.ranStep(ctx, e) {
+				continue
 			}
 			if s != nil {
 				if !s.begin() {
-					h.Emit(host.Event{Kind: host.MessageDropped, Type: c.k.def.Name, Key: c.key, Reason: "asker stopped waiting"})
+					c.dropStopped()
 					continue
 				}
 				c.mu.Lock()
@@ -688,29 +681,7 @@ func (c *cell[S, M, C]) handleBatch(ctx *Context[S, M, C], work []envelope[M], r
 				c.k.h.Restarts.Add(1)
 			}
 			if s != nil {
-				c.mu.Lock()
-				c.cur = nil
-				c.mu.Unlock()
-				if kept, kerr := ctx.kept, ctx.keptErr; kept != nil || kerr != nil {
-					// After settle's read barrier: this node still owns
-					// the key, and the write that kept the answer met
-					// its level.
-					ctx.kept, ctx.keptErr = nil, nil
-					if kerr != nil {
-						s.fail(kerr)
-					} else {
-						c.answerKept(s, kept)
-					}
-				} else if refused {
-					s.fail(err) // an answer: the asker gets the declared error itself
-				} else if err != nil {
-					rid = *s.requestID()
-					fe := c.k.failure(c.key, err, panicked)
-					fe.RequestID = rid.String()
-					s.fail(fe)
-				} else if !s.settled() {
-					s.fail(ErrNoReply)
-				}
+				rid = c.answer(ctx, s, err, refused, panicked)
 			}
 			ctx.slot, ctx.trace = nil, nil
 			if refused {
@@ -737,6 +708,67 @@ func (c *cell[S, M, C]) handleBatch(ctx *Context[S, M, C], work []envelope[M], r
 		}
 	}
 	return true
+}
+
+// The cold parts of handleBatch live in functions of their own, kept out
+// of line: their locals (an event, a request id, a failure) would
+// otherwise grow its frame, and with it the stack an activation's
+// goroutine needs before it runs its first message: past the first stack
+// size, every activation copies its stack once (docs/architecture.md,
+// "Performance tricks").
+
+// ranStep runs e if it is a step a durable key queues on itself (a
+// deferred reply to keep, a prune), and reports whether it was.
+//
+//go:noinline
+func (c *cell[S, M, C]) ranStep(ctx *Context[S, M, C], e *envelope[M]) bool {
+	switch st := e.slot.(type) {
+	case *keptStep:
+		c.keepGiven(ctx, st)
+		return true
+	case *pruneStep:
+		c.pruneKept(ctx, st)
+		return true
+	}
+	return false
+}
+
+// dropStopped reports an ask dropped because its asker stopped waiting.
+//
+//go:noinline
+func (c *cell[S, M, C]) dropStopped() {
+	c.k.h.Emit(host.Event{Kind: host.MessageDropped, Type: c.k.def.Name, Key: c.key, Reason: "asker stopped waiting"})
+}
+
+// answer ends the ask s after its handler ran: with the answer kept for
+// its idempotency key, the declared error it refused with, its failure,
+// or ErrNoReply; it returns the ask's request id when it failed.
+//
+//go:noinline
+func (c *cell[S, M, C]) answer(ctx *Context[S, M, C], s replier, err error, refused, panicked bool) (rid host.RequestID) {
+	c.mu.Lock()
+	c.cur = nil
+	c.mu.Unlock()
+	if kept, kerr := ctx.kept, ctx.keptErr; kept != nil || kerr != nil {
+		// After settle's read barrier: this node still owns the key, and
+		// the write that kept the answer met its level.
+		ctx.kept, ctx.keptErr = nil, nil
+		if kerr != nil {
+			s.fail(kerr)
+		} else {
+			c.answerKept(s, kept)
+		}
+	} else if refused {
+		s.fail(err) // an answer: the asker gets the declared error itself
+	} else if err != nil {
+		rid = *s.requestID()
+		fe := c.k.failure(c.key, err, panicked)
+		fe.RequestID = rid.String()
+		s.fail(fe)
+	} else if !s.settled() {
+		s.fail(ErrNoReply)
+	}
+	return rid
 }
 
 // runTells handles the plain tells of work[i:last] to a started
@@ -801,41 +833,15 @@ func (c *cell[S, M, C]) invoke(ctx *Context[S, M, C], e *envelope[M], def Handle
 	fresh := !c.started
 	if fresh {
 		if err := c.activate(ctx); err != nil {
-			if ctx.unreached && c.strict() {
-				// The key could not be acquired: nor can the message be
-				// admitted.
-				err = fmt.Errorf("%w: %w", ErrNotAdmitted, err)
-			}
-			ctx.startErr = err
-			return false, err
+			return false, c.notStarted(ctx, err)
 		}
 	}
 	ctx.attempt = 1
-	if c.durable() && ctx.slot != nil && ctx.slot.idempotencyKey() != "" {
-		// A keyed ask runs once: a retry gets the answer kept.
-		kept, err := c.lookupKeyed(ctx, e)
-		if err != nil {
-			ctx.keptErr = err
-			return false, nil
-		}
-		if kept != nil {
-			ctx.kept = kept
-			return false, nil
-		}
+	if c.durable() && ctx.slot != nil && ctx.slot.idempotencyKey() != "" && c.answeredKept(ctx, e) {
+		return false, nil
 	}
-	if c.strict() {
-		if err := c.admit(ctx, fresh); err != nil {
-			// Refused: the handler does not run.
-			ctx.keyed = nil
-			if ctx.slot == nil {
-				c.k.h.Emit(host.Event{Kind: host.MessageDropped, Type: c.k.def.Name, Key: c.key, Reason: "not admitted", Err: err})
-				return false, nil
-			}
-			// Answered now: settle then fails to commit, as the admission
-			// did, and ends the activation.
-			ctx.slot.fail(err)
-			return false, nil
-		}
+	if c.strict() && !c.admitted(ctx, fresh) {
+		return false, nil
 	}
 	if ctx.keyed != nil {
 		ctx.attempt = int(ctx.keyed.attempt)
@@ -848,6 +854,60 @@ func (c *cell[S, M, C]) invoke(ctx *Context[S, M, C], e *envelope[M], def Handle
 		traced = ctx.startTrace(tracer)
 	}
 	return false, hd(&ctx.user, e.msg)
+}
+
+// The cold paths of invoke live in functions of their own, kept out of
+// line, as handleBatch's do (see ranStep).
+
+// notStarted records why the activation did not start and returns it.
+//
+//go:noinline
+func (c *cell[S, M, C]) notStarted(ctx *Context[S, M, C], err error) error {
+	if ctx.unreached && c.strict() {
+		// The key could not be acquired: nor can the message be
+		// admitted.
+		err = fmt.Errorf("%w: %w", ErrNotAdmitted, err)
+	}
+	ctx.startErr = err
+	return err
+}
+
+// answeredKept looks a keyed ask up: a keyed ask runs once, a retry gets
+// the answer kept. It reports whether the ask is answered (kept, or
+// failed to be looked up) and must not run.
+//
+//go:noinline
+func (c *cell[S, M, C]) answeredKept(ctx *Context[S, M, C], e *envelope[M]) bool {
+	kept, err := c.lookupKeyed(ctx, e)
+	if err != nil {
+		ctx.keptErr = err
+		return true
+	}
+	if kept != nil {
+		ctx.kept = kept
+		return true
+	}
+	return false
+}
+
+// admitted admits the message under strict durability; refused, the
+// handler does not run.
+//
+//go:noinline
+func (c *cell[S, M, C]) admitted(ctx *Context[S, M, C], fresh bool) bool {
+	err := c.admit(ctx, fresh)
+	if err == nil {
+		return true
+	}
+	ctx.keyed = nil
+	if ctx.slot == nil {
+		c.k.h.Emit(host.Event{Kind: host.MessageDropped, Type: c.k.def.Name, Key: c.key, Reason: "not admitted", Err: err})
+		return false
+	}
+	// Answered now: settle then fails to commit, as the admission did,
+	// and ends the activation.
+	ctx.slot.fail(err)
+	return false
 }
 
 // activate starts an activation: initial (or stored) state, event, run
@@ -868,11 +928,18 @@ func (c *cell[S, M, C]) activate(ctx *Context[S, M, C]) error {
 	c.behavior = nil
 	c.started = true
 	c.mu.Unlock()
-	c.k.h.Emit(host.Event{Kind: host.ActivationStarted, Type: c.k.def.Name, Key: c.key})
+	if c.k.h.Observer != nil {
+		// Tested here: Emit is not inlined into activate, and the call
+		// alone would take an activation's goroutine past its first
+		// stack.
+		c.k.h.Emit(host.Event{Kind: host.ActivationStarted, Type: c.k.def.Name, Key: c.key})
+	}
 	if c.k.def.Run != nil {
 		c.startRun()
 	}
-	c.rearm(timers)
+	if len(timers) > 0 {
+		c.rearm(timers)
+	}
 	return nil
 }
 
