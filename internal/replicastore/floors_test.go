@@ -52,22 +52,30 @@ func formatOf(t *testing.T, dir string) uint32 {
 	return v
 }
 
+// storeOfFormat returns the directory of a closed store that holds the
+// record "a" (state "x") and says it is of format v.
+func storeOfFormat(t *testing.T, v uint32) string {
+	t.Helper()
+	dir := t.TempDir()
+	b := openBadger(t, dir, Options{})
+	if err := b.Put(context.Background(), rec("a", replica.KindState, 1, "x")); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	rawUpdate(t, dir, func(txn *badger.Txn) error { return txn.Set(formatKey, encodeFormat(v)) })
+	return dir
+}
+
 // A store of format 4 (no floors) is opened as it is and moves to format
 // 5 in the write that first records floors, so that a binary that reads
 // only format 4, and would ignore the floors, refuses it from then on.
 // Floors survive a crash.
 func TestAFormat4StoreOpensAndMovesTo5WithItsFirstFloors(t *testing.T) {
 	ctx := context.Background()
-	dir := t.TempDir()
+	dir := storeOfFormat(t, 4)
 	b := openBadger(t, dir, Options{})
-	if err := b.Put(ctx, rec("a", replica.KindState, 1, "x")); err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Close(); err != nil {
-		t.Fatal(err)
-	}
-	rawUpdate(t, dir, func(txn *badger.Txn) error { return txn.Set(formatKey, encodeFormat(4)) })
-	b = openBadger(t, dir, Options{})
 	if got, ok, err := b.Get(ctx, replica.Key{Type: "counter", ID: "a"}, replica.Slot{Kind: replica.KindState}); err != nil || !ok || string(got.Value) != "x" {
 		t.Fatalf("a format 4 store's record read %v, %v, %v", got, ok, err)
 	}

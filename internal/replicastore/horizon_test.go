@@ -4,7 +4,6 @@ import (
 	"context"
 	"testing"
 
-	"github.com/dgraph-io/badger/v4"
 	"github.com/troupe-go/troupe/internal/replica"
 	"github.com/troupe-go/troupe/ring"
 )
@@ -48,16 +47,8 @@ func TestAnErasingRecordDeletesItsSlotInOrder(t *testing.T) {
 // a crash.
 func TestAFormat5StoreMovesTo6WithItsFirstHorizon(t *testing.T) {
 	ctx := context.Background()
-	dir := t.TempDir()
+	dir := storeOfFormat(t, 5)
 	b := openBadger(t, dir, Options{})
-	if err := b.Put(ctx, rec("a", replica.KindState, 1, "x")); err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Close(); err != nil {
-		t.Fatal(err)
-	}
-	rawUpdate(t, dir, func(txn *badger.Txn) error { return txn.Set(formatKey, encodeFormat(5)) })
-	b = openBadger(t, dir, Options{})
 	k := replica.Key{Type: "counter", ID: "a"}
 	if err := b.Put(ctx, replica.PromiseRecord(k, replica.Epoch{Term: 4, Node: node}, replica.Horizon{})); err != nil {
 		t.Fatal(err)
