@@ -1307,9 +1307,9 @@ func (c *Core) ownerStep(o *ownership, m Message) {
 	}
 }
 
-// Sweep starts collecting the keys served here that hold nothing but
-// tombstones, each of which expired says is old enough, on at most limit
-// keys (in key order) that are not sweeping already: each tombstone is
+// SweepKey starts collecting k if it is served here, holds nothing but
+// tombstones, each of which expired says is old enough, and is not
+// sweeping already; it reports whether a sweep started. Each tombstone is
 // written again at the owner's epoch, and once every replica of the
 // key's set (not only a quorum) stored all of them and counts, each
 // replica is told to forget the key up to the last of them (MsgForget):
@@ -1319,32 +1319,7 @@ func (c *Core) ownerStep(o *ownership, m Message) {
 // the previous one may still hold an older record, which the horizon
 // voids when a later owner adopts from it, as it does a former member's.
 // A replica that does not answer keeps what it holds, which a later
-// sweep collects. It returns
-// the number of keys it started on; the driver calls it now and then
-// (the keys are sorted, every call).
-func (c *Core) Sweep(expired func(Record) bool, limit int) int {
-	if limit <= 0 {
-		return 0
-	}
-	keys := make([]Key, 0, len(c.owned))
-	for k, o := range c.owned {
-		if o.collectable(expired) {
-			keys = append(keys, k)
-		}
-	}
-	slices.SortFunc(keys, compareKeys)
-	started := 0
-	for _, k := range keys {
-		c.startSweep(c.owned[k])
-		started++
-		if started == limit {
-			break
-		}
-	}
-	return started
-}
-
-// SweepKey is Sweep for k alone: it reports whether a sweep of k started.
+// sweep collects.
 func (c *Core) SweepKey(k Key, expired func(Record) bool) bool {
 	o := c.owned[k]
 	if o == nil || !o.collectable(expired) {
