@@ -208,6 +208,11 @@ func (troupePeer) HandoffTransfer(clk *clock, keys, value, fillers, askers int, 
 
 	for _, n := range ns {
 		clk.node(n.cmd.Process.Pid)
+		if os.Getenv(profEnv) != "" { // the transfer's own profile
+			if _, err := n.query("profile handoff"); err != nil {
+				return r, err
+			}
+		}
 	}
 	clk.start()
 	t0 := time.Now()

@@ -47,7 +47,9 @@ func (n *Node) Receiving() []ring.Range {
 // them delivered the whole range, stops receiving rng: the node counts
 // for its keys from then on.
 //
-// One source, the first in token order of their IDs, is the value source:
+// One source, picked by rng's start among them in token order of their
+// IDs (so that the ranges of one hand-off spread over their sources), is
+// the value source:
 // if this node holds nothing in rng it sends the records of rng in ring
 // order, in chunks of at most Config.SyncChunk bytes (or one key's
 // records); otherwise it sends an index of them (the records without
@@ -165,8 +167,12 @@ func (n *Node) copyRange(ctx context.Context, rng ring.Range, sources []ring.Nod
 	results := make(chan error, len(sources))
 	copies := make([]*copySource, len(sources))
 	var wg sync.WaitGroup
+	// The ranges of a hand-off share their previous sets: a value source
+	// picked by the range spreads the values they send over the sources,
+	// each answering one request at a time, instead of one serving them all.
+	leader := int(uint64(rng.Start) % uint64(len(sources)))
 	for i, src := range sources {
-		s := &copySource{n: n, rng: rng, src: src, lead: lead, leads: i == 0, full: i == 0 && empty, partial: mode == copyPartial}
+		s := &copySource{n: n, rng: rng, src: src, lead: lead, leads: i == leader, full: i == leader && empty, partial: mode == copyPartial}
 		if quorum == len(sources) {
 			s.reads = sources // the copy reads them all (see replica.Message.Reads)
 		}
