@@ -2,6 +2,8 @@ package system
 
 import (
 	"context"
+	"testing"
+	"time"
 
 	"github.com/troupe-go/troupe/internal/replica"
 	"github.com/troupe-go/troupe/internal/runtime"
@@ -87,3 +89,40 @@ func PruneKeptAt(s *System, typ, key string, before int64) {
 
 // ActivatedAt returns how many keys s activated since it started.
 func ActivatedAt(s *System) uint64 { return s.h.Activated.Load() }
+
+// CollectPass runs one pass of s's collector of tombstones, for the
+// tombstones deleted before before, from the ring token after cursor: it
+// returns the keys it tried to collect and whether it ended at a sweep
+// that gave up.
+func CollectPass(ctx context.Context, s *System, cursor uint64, before time.Time) (tried int, gaveUp bool) {
+	s.st.mu.Lock()
+	n := s.st.node
+	s.st.mu.Unlock()
+	p := s.st.collectPass(ctx, n, ring.Token(cursor), before)
+	return p.tried, p.gaveUp
+}
+
+// Collected returns how many keys s's collector collected.
+func Collected(s *System) uint64 { return s.st.collected.Load() }
+
+// ReceiveAll has s's replication node receive the whole ring (its
+// answers stop counting) until the returned func ends it.
+func ReceiveAll(t testing.TB, s *System) (end func()) {
+	s.st.mu.Lock()
+	n := s.st.node
+	s.st.mu.Unlock()
+	if err := n.SetReceiving(ring.Range{}); err != nil {
+		t.Fatal(err)
+	}
+	// SetReceiving queues the change: wait until the node made it.
+	for deadline := time.Now().Add(10 * time.Second); len(n.Receiving()) == 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the node did not start receiving")
+		}
+	}
+	return func() {
+		if err := n.EndReceiving(context.Background(), ring.Range{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package system
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"time"
 
@@ -36,20 +37,51 @@ func (s *states) collectTombstones(ctx context.Context, n *replicanode.Node) {
 			return
 		case <-t.C:
 		}
-		before := time.Now().Add(-s.tombstoneAge)
-		keys, next, err := n.Collectable(ctx, cursor, before, collectBatch, s.collects)
-		if err != nil && ctx.Err() == nil {
-			s.log.Warn("troupe: listing tombstones to collect", "err", err)
-		}
-		cursor = next
-		for _, k := range keys {
-			if ctx.Err() != nil {
-				return
-			}
-			s.collectKey(ctx, n, k, before)
-		}
+		cursor = s.collectPass(ctx, n, cursor, time.Now().Add(-s.tombstoneAge)).next
 		t.Reset(collectEvery(s.tombstoneAge))
 	}
+}
+
+// pass is what one pass of the collector did.
+type pass struct {
+	next   ring.Token // where the next pass goes on from
+	tried  int        // keys it tried to collect
+	gaveUp bool       // it ended at a sweep that gave up
+}
+
+// collectPass is one pass of the collector: it collects up to
+// collectBatch keys holding only tombstones deleted before before, read
+// in ring order after cursor. A sweep that gives up ends the pass.
+func (s *states) collectPass(ctx context.Context, n *replicanode.Node, cursor ring.Token, before time.Time) pass {
+	// A key of a range this member still receives: its own replica's
+	// answers do not count, so a sweep would give up.
+	receiving := n.Receiving()
+	want := func(k replica.Key) bool {
+		t := k.Token()
+		return !slices.ContainsFunc(receiving, func(g ring.Range) bool { return g.Contains(t) }) && s.collects(k)
+	}
+	keys, next, err := n.Collectable(ctx, cursor, before, collectBatch, want)
+	if err != nil && ctx.Err() == nil {
+		s.log.Warn("troupe: listing tombstones to collect", "err", err)
+	}
+	p := pass{next: next}
+	for _, k := range keys {
+		if ctx.Err() != nil {
+			break
+		}
+		p.tried++
+		if !s.collectKey(ctx, n, k, before) {
+			// A replica did not answer (down, cut off, or receiving the
+			// range at a hand-off): the next keys likely share it, and
+			// each would wait out its resends. The pass ends here; the
+			// next goes on after this key (starting from it, a replica
+			// that never answers would hold every pass on it), which
+			// the collector meets again on its next round of the ring.
+			p.next, p.gaveUp = k.Token(), true
+			break
+		}
+	}
+	return p
 }
 
 // collects reports whether the collector would collect k: a durable type
@@ -77,10 +109,11 @@ func (s *states) collects(k replica.Key) bool {
 }
 
 // collectKey collects k, held only by tombstones deleted before before,
-// if the collector still collects it (see collects).
-func (s *states) collectKey(ctx context.Context, n *replicanode.Node, k replica.Key, before time.Time) {
+// if the collector still collects it (see collects). It reports false
+// when the pass should end: the key's sweep gave up.
+func (s *states) collectKey(ctx context.Context, n *replicanode.Node, k replica.Key, before time.Time) bool {
 	if !s.collects(k) {
-		return
+		return true
 	}
 	st := s.kinds[k.Type]
 	ctx, cancel := context.WithTimeout(ctx, collectTimeout)
@@ -88,7 +121,7 @@ func (s *states) collectKey(ctx context.Context, n *replicanode.Node, k replica.
 	if err := s.acquire(ctx, k.Type, k.ID, max(st.Replicas, 1), st.Level, st.Pinned); err != nil {
 		s.log.Debug("troupe: collecting a tombstone: acquire", "type", k.Type, "key", k.ID, "err", err)
 		s.resignUnheld(n, k)
-		return
+		return true
 	}
 	collected, err := n.Collect(ctx, k, before)
 	switch {
@@ -98,6 +131,7 @@ func (s *states) collectKey(ctx context.Context, n *replicanode.Node, k replica.
 		s.collected.Add(1)
 	}
 	s.resignUnheld(n, k)
+	return !errors.Is(err, replicanode.ErrSweepGaveUp)
 }
 
 // collectTimeout bounds the collection of one key.

@@ -2,6 +2,7 @@ package system_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -128,5 +129,71 @@ func TestAReplicatedDeletedKeyIsCollectedOnEveryReplica(t *testing.T) {
 			t.Errorf("%s lost the live key: %+v, %v, %v", dir, r, ok, err)
 		}
 		store.Close()
+	}
+}
+
+// TestACollectionPassEndsAtTheFirstSweepThatGivesUp: while a replica's
+// answers do not count (it receives the whole ring, as at a hand-off),
+// the first sweep of a pass gives up after its resends and the pass ends
+// there instead of waiting out the same resends on every other key. A
+// member that receives the ranges itself tries none. Once every replica
+// counts, a pass collects every key.
+func TestACollectionPassEndsAtTheFirstSweepThatGivesUp(t *testing.T) {
+	def := counterDef("counter", nil, actor.WithReplicas(3, actor.WriteMajority), actor.WithIdleTimeout(20*time.Millisecond))
+	// The default TombstoneAge: the members' own collectors stay idle
+	// (their first pass is hours away); the test runs the passes.
+	systems := systemtest.StartCluster(t, 3, nil, def)
+	waitCaughtUp(t, systems)
+	ctx := systemtest.Ctx(t)
+	owned := map[string][]string{}
+	for i := range 24 {
+		k := fmt.Sprintf("k%d", i)
+		add(t, def.Ref(systems[0], k), 1)
+		if _, err := actor.Ask(ctx, def.Ref(systems[0], k), DForget{}); err != nil {
+			t.Fatal(err)
+		}
+		o := system.OwnerOf(systems[0], "counter", k)
+		owned[o] = append(owned[o], k)
+	}
+	var owner, other *system.System
+	for _, s := range systems {
+		if len(owned[s.Addr()]) >= 3 && owner == nil {
+			owner = s
+		} else if other == nil {
+			other = s
+		}
+	}
+	if owner == nil || other == nil {
+		t.Fatalf("no member owns three of the deleted keys: %v", owned)
+	}
+	keys := owned[owner.Addr()]
+	systemtest.Await(t, func() error { // every deleted key passivated
+		for _, s := range systems {
+			if n := s.Stats().Active; n > 0 {
+				return fmt.Errorf("%s holds %d activations", s.Addr(), n)
+			}
+		}
+		return nil
+	})
+
+	end := system.ReceiveAll(t, other)
+	if tried, gaveUp := system.CollectPass(ctx, owner, 0, time.Now()); tried != 1 || !gaveUp || system.Collected(owner) != 0 {
+		t.Fatalf("a pass with a replica not counting tried %d keys (gave up %v) and collected %d; want one that gave up, none collected", tried, gaveUp, system.Collected(owner))
+	}
+	end()
+
+	end = system.ReceiveAll(t, owner)
+	if tried, gaveUp := system.CollectPass(ctx, owner, 0, time.Now()); tried != 0 || gaveUp {
+		t.Fatalf("a member receiving every range tried to collect %d keys (gave up %v); want none", tried, gaveUp)
+	}
+	end()
+
+	if tried, gaveUp := system.CollectPass(ctx, owner, 0, time.Now()); tried != len(keys) || gaveUp || system.Collected(owner) != uint64(len(keys)) {
+		t.Fatalf("a pass with every replica counting tried %d keys (gave up %v) and collected %d; want all %d", tried, gaveUp, system.Collected(owner), len(keys))
+	}
+	for _, k := range keys {
+		if got := get(t, def.Ref(systems[0], k)); got != 0 {
+			t.Fatalf("collected key %s counts %d, want 0", k, got)
+		}
 	}
 }

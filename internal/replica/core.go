@@ -632,6 +632,9 @@ type ownership struct {
 	// served is set once the key was served: from then on it takes
 	// writes and reads while it is acquired again after a floor.
 	served bool
+	// sweepGaveUp is set when o's last sweep gave up (a replica did not
+	// answer it), cleared when another starts.
+	sweepGaveUp bool
 
 	promises map[ring.NodeID]Message
 	// preparedAt and roundAt are the ticks at which the prepares and the
@@ -1082,6 +1085,7 @@ func (c *Core) Tick() {
 func (c *Core) resweep(o *ownership, sw *sweep) {
 	if sw.resent >= maxSweepTries {
 		o.sweep = nil
+		o.sweepGaveUp = true
 		return
 	}
 	sw.resent++
@@ -1329,6 +1333,14 @@ func (c *Core) SweepKey(k Key, expired func(Record) bool) bool {
 	return true
 }
 
+// SweepGaveUp reports whether the last sweep of k, served here, gave up:
+// a replica of its set did not answer it (down, cut off, or still
+// receiving the key's range, so that its answers do not count).
+func (c *Core) SweepGaveUp(k Key) bool {
+	o := c.owned[k]
+	return o != nil && o.sweepGaveUp
+}
+
 // Sweeping reports whether a sweep of k is under way here.
 func (c *Core) Sweeping(k Key) bool {
 	o := c.owned[k]
@@ -1354,6 +1366,7 @@ func (c *Core) startSweep(o *ownership) {
 		sw.top = o.version
 	}
 	o.sweep = sw
+	o.sweepGaveUp = false
 	c.drain()
 }
 

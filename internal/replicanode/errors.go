@@ -46,6 +46,12 @@ var ErrCatchUpSource = errors.New("troupe: replication: catch-up source is this 
 // holds, so it cannot count as a source.
 var ErrSourceReceiving = errors.New("troupe: replication: catch-up source is still receiving the range")
 
+// ErrSweepGaveUp is matched by the error of a Collect whose sweep gave up:
+// a replica of the key's set did not answer it, or did without counting
+// (it was still receiving the key's range). Nothing is lost; the key
+// holds its tombstones (those not yet forgotten) for a later Collect.
+var ErrSweepGaveUp = errors.New("troupe: replication: a replica did not answer the collection")
+
 // ErrClosed is returned by calls on a closed node, and by calls that were
 // waiting when it closed.
 var ErrClosed = errors.New("troupe: replication node is closed")

@@ -525,11 +525,13 @@ func (n *Node) Read(ctx context.Context, k replica.Key) (map[replica.Slot]replic
 // them again and then forget the key, which raises its horizon there
 // (replica.Horizon) so that no replica can bring an older record back.
 // It returns once that ended: collected reports whether a sweep ran and
-// k holds no record since. A key with a live record, one deleted after before, or a
-// replica that does not answer (a sweep gives up after a few resends)
-// is not collected; nothing is lost, and a later Collect tries again. A
-// key not served here fails with replica.ErrNotServing. If ctx ends
-// first the sweep goes on and the error matches ErrUnavailable.
+// k holds no record since. A key with a live record or one deleted after
+// before is not collected (collected false, no error); nor is one whose
+// sweep a replica did not answer (it gives up after a few resends: the
+// error matches ErrSweepGaveUp). Nothing is lost either way, and a later
+// Collect tries again. A key not served here fails with
+// replica.ErrNotServing. If ctx ends first the sweep goes on and the
+// error matches ErrUnavailable.
 func (n *Node) Collect(ctx context.Context, k replica.Key, before time.Time) (collected bool, err error) {
 	r := &request{op: opCollect, key: k, before: before}
 	if err := n.call(ctx, r); err != nil {
@@ -934,9 +936,13 @@ func (n *Node) collected() {
 			continue
 		}
 		empty := n.core.Empty(k)
+		var err error
+		if !empty && n.core.SweepGaveUp(k) {
+			err = fmt.Errorf("troupe: collect %s/%s: %w", k.Type, k.ID, ErrSweepGaveUp)
+		}
 		for _, w := range ws {
 			w.collected = empty
-			n.answers = append(n.answers, answer{w, nil})
+			n.answers = append(n.answers, answer{w, err})
 		}
 		delete(n.collecting, k)
 	}
