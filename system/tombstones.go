@@ -46,12 +46,13 @@ func (s *states) collectTombstones(ctx context.Context, n *replicanode.Node) {
 type pass struct {
 	next   ring.Token // where the next pass goes on from
 	tried  int        // keys it tried to collect
-	gaveUp bool       // it ended at a sweep that gave up
+	gaveUp bool       // it ended at a key it could not acquire or sweep
 }
 
 // collectPass is one pass of the collector: it collects up to
 // collectBatch keys holding only tombstones deleted before before, read
-// in ring order after cursor. A sweep that gives up ends the pass.
+// in ring order after cursor. A key it cannot acquire, or whose sweep
+// gives up, ends the pass.
 func (s *states) collectPass(ctx context.Context, n *replicanode.Node, cursor ring.Token, before time.Time) pass {
 	// A key of a range this member still receives: its own replica's
 	// answers do not count, so a sweep would give up.
@@ -73,7 +74,8 @@ func (s *states) collectPass(ctx context.Context, n *replicanode.Node, cursor ri
 		if !s.collectKey(ctx, n, k, before) {
 			// A replica did not answer (down, cut off, or receiving the
 			// range at a hand-off): the next keys likely share it, and
-			// each would wait out its resends. The pass ends here; the
+			// each would wait out its resends (or the acquisition its
+			// timeout). The pass ends here; the
 			// next goes on after this key (starting from it, a replica
 			// that never answers would hold every pass on it), which
 			// the collector meets again on its next round of the ring.
@@ -110,7 +112,8 @@ func (s *states) collects(k replica.Key) bool {
 
 // collectKey collects k, held only by tombstones deleted before before,
 // if the collector still collects it (see collects). It reports false
-// when the pass should end: the key's sweep gave up.
+// when the pass should end: the key could not be acquired, or its sweep
+// gave up.
 func (s *states) collectKey(ctx context.Context, n *replicanode.Node, k replica.Key, before time.Time) bool {
 	if !s.collects(k) {
 		return true
@@ -119,9 +122,12 @@ func (s *states) collectKey(ctx context.Context, n *replicanode.Node, k replica.
 	ctx, cancel := context.WithTimeout(ctx, collectTimeout)
 	defer cancel()
 	if err := s.acquire(ctx, k.Type, k.ID, max(st.Replicas, 1), st.Level, st.Pinned); err != nil {
+		// Most likely the same cause as a sweep that gives up, at a higher
+		// cost: a level that needs every replica (All) waits out its
+		// timeout on one that does not count.
 		s.log.Debug("troupe: collecting a tombstone: acquire", "type", k.Type, "key", k.ID, "err", err)
 		s.resignUnheld(n, k)
-		return true
+		return false
 	}
 	collected, err := n.Collect(ctx, k, before)
 	switch {

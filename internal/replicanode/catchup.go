@@ -47,9 +47,9 @@ func (n *Node) Receiving() []ring.Range {
 // them delivered the whole range, stops receiving rng: the node counts
 // for its keys from then on.
 //
-// One source, picked by rng's start among them in token order of their
-// IDs (so that the ranges of one hand-off spread over their sources), is
-// the value source:
+// One source, picked by rng's start (so that the ranges of one hand-off
+// spread over their sources; the first by ID for the whole ring), is the
+// value source:
 // if this node holds nothing in rng it sends the records of rng in ring
 // order, in chunks of at most Config.SyncChunk bytes (or one key's
 // records); otherwise it sends an index of them (the records without
