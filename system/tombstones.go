@@ -46,13 +46,13 @@ func (s *states) collectTombstones(ctx context.Context, n *replicanode.Node) {
 type pass struct {
 	next   ring.Token // where the next pass goes on from
 	tried  int        // keys it tried to collect
-	gaveUp bool       // it ended at a key it could not acquire or sweep
+	gaveUp bool       // it ended at a key whose acquisition timed out or sweep gave up
 }
 
 // collectPass is one pass of the collector: it collects up to
 // collectBatch keys holding only tombstones deleted before before, read
-// in ring order after cursor. A key it cannot acquire, or whose sweep
-// gives up, ends the pass.
+// in ring order after cursor. A key whose acquisition times out, or
+// whose sweep gives up, ends the pass.
 func (s *states) collectPass(ctx context.Context, n *replicanode.Node, cursor ring.Token, before time.Time) pass {
 	// A key of a range this member still receives: its own replica's
 	// answers do not count, so a sweep would give up.
@@ -112,8 +112,8 @@ func (s *states) collects(k replica.Key) bool {
 
 // collectKey collects k, held only by tombstones deleted before before,
 // if the collector still collects it (see collects). It reports false
-// when the pass should end: the key could not be acquired, or its sweep
-// gave up.
+// when the pass should end: the key's acquisition timed out, or its
+// sweep gave up.
 func (s *states) collectKey(ctx context.Context, n *replicanode.Node, k replica.Key, before time.Time) bool {
 	if !s.collects(k) {
 		return true
@@ -122,12 +122,13 @@ func (s *states) collectKey(ctx context.Context, n *replicanode.Node, k replica.
 	ctx, cancel := context.WithTimeout(ctx, collectTimeout)
 	defer cancel()
 	if err := s.acquire(ctx, k.Type, k.ID, max(st.Replicas, 1), st.Level, st.Pinned); err != nil {
-		// Most likely the same cause as a sweep that gives up, at a higher
-		// cost: a level that needs every replica (All) waits out its
-		// timeout on one that does not count.
 		s.log.Debug("troupe: collecting a tombstone: acquire", "type", k.Type, "key", k.ID, "err", err)
 		s.resignUnheld(n, k)
-		return false
+		// One that timed out most likely has the cause of a sweep that
+		// gives up, at a higher cost: a level that needs every replica
+		// (All) waits out its timeout on one that does not count. One
+		// that failed at once costs nothing to the next keys.
+		return !errors.Is(err, context.DeadlineExceeded)
 	}
 	collected, err := n.Collect(ctx, k, before)
 	switch {
