@@ -95,9 +95,10 @@ func ActivatedAt(s *System) uint64 { return s.h.Activated.Load() }
 // returns the keys it tried to collect and whether it ended at a sweep
 // that gave up.
 func CollectPass(ctx context.Context, s *System, cursor uint64, before time.Time) (tried int, gaveUp bool) {
-	s.st.mu.Lock()
-	n := s.st.node
-	s.st.mu.Unlock()
+	n, err := s.st.current()
+	if err != nil {
+		return 0, false
+	}
 	p := s.st.collectPass(ctx, n, ring.Token(cursor), before)
 	return p.tried, p.gaveUp
 }
@@ -108,9 +109,10 @@ func Collected(s *System) uint64 { return s.st.collected.Load() }
 // ReceiveAll has s's replication node receive the whole ring (its
 // answers stop counting) until the returned func ends it.
 func ReceiveAll(t testing.TB, s *System) (end func()) {
-	s.st.mu.Lock()
-	n := s.st.node
-	s.st.mu.Unlock()
+	n, err := s.st.current()
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := n.SetReceiving(ring.Range{}); err != nil {
 		t.Fatal(err)
 	}
