@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"net"
 	"net/netip"
@@ -58,6 +59,7 @@ func labSystems(t *testing.T, lab *netns.Lab, tm cluster.Timings, defs ...actor.
 		addrs = append(addrs, netip.AddrPortFrom(h.Addr, 7400).String())
 	}
 	ctx := systemtest.Ctx(t)
+	logs := keepLogsForFailure(t, 400)
 	systems := make([]*system.System, len(hosts))
 	errs := make([]error, len(hosts))
 	var wg sync.WaitGroup
@@ -71,7 +73,7 @@ func labSystems(t *testing.T, lab *netns.Lab, tm cluster.Timings, defs ...actor.
 		cc.Seeds = addrs[:min(3, len(addrs))]
 		cc.Timings = tm
 		cfg := system.Config{Actors: append([]actor.Definition{ccounter}, defs...), Cluster: &cc, Listener: ln,
-			Dialer: hostDialer{h}, LeaveTimeout: 2 * time.Second}
+			Dialer: hostDialer{h}, LeaveTimeout: 2 * time.Second, Logger: logs.With("node", addrs[i])}
 		wg.Go(func() { systems[i], errs[i] = system.Start(ctx, cfg) })
 	}
 	wg.Wait()
@@ -97,6 +99,35 @@ func labSystems(t *testing.T, lab *netns.Lab, tm cluster.Timings, defs ...actor.
 	systemtest.WaitAlive(t, systems, len(systems))
 	return systems
 }
+
+// keepLogsForFailure returns a logger whose last n lines (Info and
+// above, from every member) the test prints if it fails: a verdict
+// nobody expected is explained by who accused whom, and when.
+func keepLogsForFailure(t *testing.T, n int) *slog.Logger {
+	var mu sync.Mutex
+	var lines []string
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		t.Logf("the members' last %d log lines:\n%s", len(lines), strings.Join(lines, ""))
+	})
+	return slog.New(slog.NewTextHandler(writerFunc(func(p []byte) (int, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if len(lines) == n {
+			lines = slices.Delete(lines, 0, 1)
+		}
+		lines = append(lines, string(p))
+		return len(p), nil
+	}), &slog.HandlerOptions{Level: slog.LevelInfo}))
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
 
 // agreedOwners waits until every system places every key on the same
 // member and returns those owners.
