@@ -97,11 +97,17 @@ func (c *Context[S, M]) Become(h Handler[S, M]) {
 
 // Release ends this activation once the current message is handled: its
 // timers stop, a running body is cancelled, its state is dropped. A later
-// message starts a fresh activation.
+// message starts a fresh activation. A durable actor's stored state keeps
+// its timers: the member activates the key again to fire them (cancel
+// them first to let it rest).
 func (c *Context[S, M]) Release() { c.runContext.Release() }
 
 // After sends msg to this actor once, after d. A timer with the same name
-// is replaced.
+// is replaced. A durable actor's timers are part of its state: they
+// survive restarts and a change of owner, and fire on the key's owner
+// (which activates the key by itself to set them again). Its one-shot
+// timer leaves the state with the commit of the message it sent, so a
+// crash before then sends that message again: at least once.
 func (c *Context[S, M]) After(name string, d time.Duration, msg M) {
 	c.runContext.After(name, d, msg)
 }

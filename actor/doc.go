@@ -162,7 +162,12 @@
 // A timer (After, Every) of a durable key is stored with its state (name,
 // when it fires next, period, message) and set again, with what is left of
 // its time, when the key is next activated, on whichever member owns it
-// then; a timer fires only in the activation that owns the key.
+// then; a timer fires only in the activation that owns the key. The member
+// that owns a key with stored timers activates it by itself, with no
+// message to it, after its owner died, a change moved it, the member
+// restarted or its activation ended. A one-shot timer leaves the state
+// with the commit of the message it sent: a crash before then sends it
+// again (at least once).
 //
 // # Failures
 //
@@ -246,8 +251,9 @@
 //   - The state of a definition neither durable nor replicated is not
 //     kept: a key whose owner changes starts again from its initial state
 //     on the new owner.
-//   - A stored timer is set again only when its key is next activated: a
-//     failover or restart does not itself activate keys with timers.
+//   - A key with stored timers is activated by its new owner only if that
+//     member's copy of its state holds them: one that missed the write
+//     that set them (cut off then) waits for the key's next message.
 //   - Output commit holds a Tell given a context derived from the
 //     handler's Context only when the actor told is of a System that
 //     stores state: one in the same process with no durable definition

@@ -298,6 +298,7 @@ func (m *member) refresh() {
 		m.router.MoveOut()
 		if m.st != nil {
 			m.st.changed(before)
+			m.st.pokeWaker() // keys with timers this member now owns
 		}
 	}
 }

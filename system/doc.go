@@ -161,6 +161,11 @@
 //     key on its new owner, from the initial state, or for a replicated
 //     definition from what its replicas hold. While the views of the
 //     members differ, a tell that reaches a non-owner is forwarded once.
+//   - A durable key's timers are stored with its state and fire on its
+//     owner: after its owner died, a change moved it (or its replica
+//     set), or the member restarted on its DataDir, the member that owns
+//     it activates it by itself, with no message to it, and sets its
+//     timers again with what is left of their time.
 //   - Close leaves the cluster first: placement stops sending this member
 //     keys, and queued work drains for up to LeaveTimeout (a *LeaveError
 //     names the keys abandoned).
@@ -204,7 +209,10 @@
 //     replicas), the new set adopts what a quorum of it holds; until
 //     hand-off transfers state, a write acknowledged by a majority of the
 //     old set that a majority of the new one lacks can be lost.
-//   - A stored timer is set again only when its key is next activated.
+//   - A key whose newest record holds a timer is activated by its new
+//     owner only if that member's own copy holds one too: one that missed
+//     the write setting it (cut off then) waits for the key's next
+//     message.
 //   - A handler run on the transport's reader that blocks holds that
 //     connection for 1-9 ms before another goroutine takes over.
 //

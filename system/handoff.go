@@ -381,6 +381,7 @@ func (s *states) receive(ctx context.Context, node *replicanode.Node, h *handoff
 		delete(h.jobs, handoffKey{typ: j.typ, rng: j.rng})
 		node.Awaiting(j.typ, j.rng, nil)
 		s.endReceiving(h, j.rng)
+		s.pokeWaker() // keys of the range may now be woken
 	}
 	wait := handoffRetryMin
 	for attempt := 0; ; attempt++ {

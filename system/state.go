@@ -90,6 +90,14 @@ type states struct {
 
 	// writes counts the writes and deletes by writeOutcome, for metrics.
 	writes [numWriteOutcomes]atomic.Uint64
+
+	// The waker of keys with stored timers (timers.go): timed is store;
+	// wakeNow asks for a pass; wakeHost (under mu) is the runtime, nil
+	// until it is built.
+	timed    *timedStore
+	wakeNow  chan struct{}
+	wakeSoon chan struct{}
+	wakeHost *host.Host
 }
 
 // The outcomes of a write or delete of stored state, as the metrics
@@ -167,21 +175,24 @@ func durableTypes(defs []actor.Definition) bool {
 // memory).
 func openStates(cfg Config, log *slog.Logger) (*states, error) {
 	s := &states{log: log, maxValue: replicanode.DefaultMaxValue, syncRate: cfg.CatchUpRate,
-		tombstoneAge: cfg.withDefaults().TombstoneAge, kinds: make(map[string]runtime.Storage), held: make(map[replica.Key]bool)}
+		tombstoneAge: cfg.withDefaults().TombstoneAge, kinds: make(map[string]runtime.Storage), held: make(map[replica.Key]bool),
+		wakeNow: make(chan struct{}, 1), wakeSoon: make(chan struct{}, 1)}
 	for _, d := range cfg.Actors {
 		if d != nil && runtime.Durable(d) {
 			s.kinds[d.Name()] = runtime.StorageOf(d)
 		}
 	}
 	if cfg.DataDir == "" {
-		s.store = replicastore.NewMemory()
+		s.timed = newTimedStore(replicastore.NewMemory())
+		s.store = s.timed
 		return s, nil
 	}
 	b, err := replicastore.Open(cfg.DataDir, replicastore.Options{Sync: cfg.Sync, Logger: log})
 	if err != nil {
 		return nil, fmt.Errorf("troupe: open the store under DataDir: %w", err)
 	}
-	s.store = b
+	s.timed = newTimedStore(b)
+	s.store = s.timed
 	return s, nil
 }
 
@@ -216,6 +227,7 @@ func (s *states) attach(ctx context.Context, ep transport.Endpoint) error {
 	if s.tombstoneAge > 0 {
 		s.goCatchUp(n, func(ctx context.Context) { s.collectTombstones(ctx, n) }, nil)
 	}
+	s.goCatchUp(n, s.wakeTimers, nil)
 	return nil
 }
 
@@ -303,6 +315,7 @@ func (s *states) catchUp(ctx context.Context, n *replicanode.Node) {
 			err := n.CatchUpFromAll(ctx, ring.Range{}, sources)
 			if err == nil {
 				s.log.Info("troupe: caught up from the other members; this member's copies count", "sources", len(sources))
+				s.pokeWaker()
 				return
 			}
 			if ctx.Err() != nil {
@@ -482,6 +495,11 @@ func (s *states) Resign(typ, key string) {
 	s.mu.Lock()
 	delete(s.held, replica.Key{Type: typ, ID: key})
 	s.mu.Unlock()
+	if s.timed != nil && s.timed.has(replica.Key{Type: typ, ID: key}) {
+		// An activation of a key with stored timers ended: unless a
+		// message comes, the waker takes it up again.
+		s.pokeWakerSoon()
+	}
 	if node, err := s.current(); err == nil {
 		_ = node.Resign(replica.Key{Type: typ, ID: key})
 	}

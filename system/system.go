@@ -186,6 +186,9 @@ func newSystem(cfg Config, rem host.Remote, st *states) *System {
 	for _, d := range cfg.Actors {
 		h.Register(runtime.Instantiate(d, h))
 	}
+	if st != nil {
+		st.setHost(h)
+	}
 	return &System{handle: runtime.NewHandle(h), h: h, st: st, started: time.Now(), met: met}
 }
 

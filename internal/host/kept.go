@@ -258,3 +258,14 @@ func (h *keptHeap) Pop() any {
 	h.es = h.es[:len(h.es)-1]
 	return e
 }
+
+// TimerWaker is a durable kind whose records keep timers: WakeTimers
+// activates key, if this member owns it and no activation holds it, so
+// that the timers its stored record holds are set again. It must not
+// block: it queues the work, and calls done (when not nil) once the key
+// is active (nil) or could not be activated (the cause). A key this
+// member does not own, or one active already, is done with nil: nothing
+// to wake here.
+type TimerWaker interface {
+	WakeTimers(key string, done func(error))
+}

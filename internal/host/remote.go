@@ -56,6 +56,17 @@ type Route interface {
 	// whose message enc encodes (m, named name): it sends the tell unless
 	// this node serves key, and then sends nothing and reports here.
 	TellOrHere(ctx context.Context, key string, token uint64, name string, enc MessageAppender, m any) (here bool, err error)
+	// Owns reports whether placement puts key on this node, whether or
+	// not a hand-off holds it (see Here).
+	Owns(key string, token uint64) (bool, error)
+	// HoldWake holds wake, in a message's place, while key, which this
+	// node owns, waits for its previous owner to drain it (the hand-off
+	// of a change of owner): wake is called once, when the hold ends, in
+	// order with the messages held for it, with owned reporting whether
+	// the node still owns the key then (false too when the router
+	// closed). It reports false, and holds nothing, when the node does not
+	// own the key or the key waits for no drain.
+	HoldWake(key string, token uint64, wake func(owned bool)) bool
 }
 
 // Outbound is one message leaving this node.

@@ -321,3 +321,53 @@ func TestOnlyTheSmallestOfASeedListThatNamesItMayFoundACluster(t *testing.T) {
 		}
 	}
 }
+
+// A minority must not grow into a majority of its own member set with
+// members it never knew: five members split {a, b} | {c, d, e}, the
+// majority admits f and g (seven members), then two new processes h and
+// i, cut off with the minority, seek it out through a. Taking them in
+// would make a and b see 4 of 7 alive, owning keys that c to g own too.
+func TestAMinorityTakesInNoNewMemberBySync(t *testing.T) {
+	s := newSim(t, simOptions{seed: 7, mem: MemOptions{MinDelay: time.Millisecond, MaxDelay: 5 * time.Millisecond}})
+	a, b, c, d, e, f, g, h, i := addr(0), addr(1), addr(2), addr(3), addr(4), addr(5), addr(6), addr(7), addr(8)
+	first := []string{a, b, c, d, e}
+	for _, x := range first {
+		s.start(x, a, b, c)
+	}
+	if dur, ok := s.until(10*time.Second, func() bool { return s.allSee(first, first, StatusAlive) }); !ok {
+		t.Fatalf("expected the five to form a cluster; not after %v", dur)
+	}
+	s.net.Partition([]string{a, b}, []string{c, d, e, f, g})
+	if dur, ok := s.until(10*time.Second, func() bool {
+		return !s.nodes[a].core.Owning() && !s.nodes[b].core.Owning() && s.nodes[c].core.Owning()
+	}); !ok {
+		t.Fatalf("expected the minority to step down; not after %v", dur)
+	}
+	s.start(f, c)
+	s.start(g, c)
+	major := []string{c, d, e, f, g}
+	if dur, ok := s.until(10*time.Second, func() bool { return s.allSee(major, major, StatusAlive) }); !ok {
+		t.Fatalf("expected the majority to admit f and g; not after %v", dur)
+	}
+	s.net.Partition([]string{a, b, h, i}, major)
+	s.start(h, a)
+	s.start(i, a)
+	for step := range 40 {
+		s.run(fast.SuspectAfter / 4)
+		for _, x := range []string{a, b, h, i} {
+			if s.nodes[x].core.Owning() {
+				t.Fatalf("after %v: %s owns, on the minority side of a seven-member cluster", time.Duration(step+1)*fast.SuspectAfter/4, x)
+			}
+		}
+	}
+	for _, m := range s.nodes[a].core.Members() {
+		if m.ID.Addr == h || m.ID.Addr == i {
+			t.Fatalf("the minority's a took in %s, a process it never knew", m.ID)
+		}
+	}
+	s.net.Heal()
+	all := []string{a, b, c, d, e, f, g, h, i}
+	if dur, ok := s.until(30*time.Second, func() bool { return s.allSee(all, all, StatusAlive) }); !ok {
+		t.Fatalf("expected all nine alive once the cut healed; not after %v", dur)
+	}
+}

@@ -58,6 +58,10 @@ type heldItem struct {
 	from ring.NodeID
 	e    envelope
 	at   time.Time
+	// wake, when set, is a runtime's call held in the message's place
+	// (see route.HoldWake): release calls it instead of delivering e,
+	// and Close with closed set.
+	wake func(closed bool)
 }
 
 // holdKey names a held key: a struct, not a joined string, so that the
@@ -268,6 +272,11 @@ func (r *Router) holdNow(from ring.NodeID, k host.RemoteKind, e *envelope) bool 
 // hold if it has one, or in a new hold that drains the key from prev (zero
 // when only an existing hold may take e). It reports whether it held e.
 func (r *Router) holdFor(prev, from ring.NodeID, e *envelope) bool {
+	return r.holdItem(prev, from, e, nil)
+}
+
+// holdItem is holdFor, holding wake (when not nil) in e's place.
+func (r *Router) holdItem(prev, from ring.NodeID, e *envelope, wake func(closed bool)) bool {
 	hid := holdID(e.typ, e.key)
 	r.hmu.Lock()
 	h := r.holds[hid]
@@ -294,7 +303,7 @@ func (r *Router) holdFor(prev, from ring.NodeID, e *envelope) bool {
 			r.release(hid)
 		})
 	}
-	h.items = append(h.items, heldItem{from: from, e: cloneEnvelope(e), at: time.Now()})
+	h.items = append(h.items, heldItem{from: from, e: cloneEnvelope(e), at: time.Now(), wake: wake})
 	r.hmu.Unlock()
 	if start {
 		d := &envelope{kind: kindDrain, id: h.id, token: e.token, typ: e.typ, key: e.key}
@@ -349,6 +358,10 @@ func (r *Router) release(hid holdKey) {
 // deliverHeld serves a held tell or ask as if it arrived now, without
 // holding it again.
 func (r *Router) deliverHeld(it *heldItem) {
+	if it.wake != nil {
+		it.wake(false)
+		return
+	}
 	e := &it.e
 	switch e.kind {
 	case kindTell:

@@ -96,6 +96,28 @@ func (rt *route) Tell(ctx context.Context, out host.Outbound) error {
 	return rt.tellTo(to, here, &out)
 }
 
+// Owns implements host.Route.
+func (rt *route) Owns(key string, tok uint64) (bool, error) {
+	_, here, err := rt.dest(key, tok)
+	return here && err == nil, err
+}
+
+// HoldWake implements host.Route.
+func (rt *route) HoldWake(key string, tok uint64, wake func(owned bool)) bool {
+	if owned, _ := rt.Owns(key, tok); !owned {
+		return false
+	}
+	prev, maybe := rt.r.mayDrainFrom(rt.k, rt.typ, key, tok)
+	if !maybe {
+		return false
+	}
+	// Released, the key may have moved on meanwhile: wake is told.
+	return rt.r.holdItem(prev, ring.NodeID{}, &envelope{typ: rt.typ, key: key, token: tok}, func(closed bool) {
+		owned, _ := rt.Owns(key, tok)
+		wake(owned && !closed)
+	})
+}
+
 // TellOrHere implements host.Route.
 func (rt *route) TellOrHere(ctx context.Context, key string, tok uint64, name string, enc host.MessageAppender, m any) (bool, error) {
 	to, here, err := rt.dest(key, tok)

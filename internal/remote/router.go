@@ -518,10 +518,19 @@ func (r *Router) Close() {
 	r.pending, r.serving = map[uint64]*pending{}, map[servedKey]*served{}
 	r.mu.Unlock()
 	r.hmu.Lock()
+	var wakes []func(bool)
 	for _, h := range r.holds {
 		h.timer.Stop()
+		for _, it := range h.items {
+			if it.wake != nil {
+				wakes = append(wakes, it.wake)
+			}
+		}
 	}
 	r.hmu.Unlock()
+	for _, w := range wakes {
+		w(true) // a held wake hears of the close: nothing more is served
+	}
 	if ho := r.handoff.Load(); ho != nil && ho.timer != nil {
 		ho.timer.Stop()
 	}

@@ -6,6 +6,7 @@ import (
 	"math"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -22,11 +23,11 @@ type envelope[M any] struct {
 	slot replier
 }
 
-// ask returns e's reply slot; nil for a tell (or a keptStep or a
-// pruneStep).
+// ask returns e's reply slot; nil for a tell (or a keptStep, a
+// pruneStep or a wakeStep).
 func (e *envelope[M]) ask() replier {
 	switch e.slot.(type) {
-	case *tracedTell, *keptStep, *pruneStep:
+	case *tracedTell, *keptStep, *pruneStep, *wakeStep, *firedTimer[M]:
 		return nil
 	}
 	return e.slot
@@ -270,6 +271,9 @@ type timerEntry[M any] struct {
 	due    time.Time
 	period time.Duration
 	msg    M
+	// fired marks a durable key's one-shot timer that fired: it stays in
+	// the record until the message it sent is handled (firedTimer).
+	fired bool
 }
 
 func (c *cell[S, M, C]) ext() *extra[M] {
@@ -578,7 +582,7 @@ func tells[M any](work []envelope[M]) uint64 {
 // message: no tell to count.
 func isStep(s replier) bool {
 	switch s.(type) {
-	case *keptStep, *pruneStep:
+	case *keptStep, *pruneStep, *wakeStep:
 		return true
 	}
 	return false
@@ -718,10 +722,11 @@ func (c *cell[S, M, C]) handleBatch(ctx *Context[S, M, C], work []envelope[M], r
 // "Performance tricks").
 
 // ranStep runs e if it is a step a durable key queues on itself (a
-// deferred reply to keep, a prune), and reports whether it was.
+// deferred reply to keep, a prune, a wake), and reports whether it was.
 //
 //go:noinline
 func (c *cell[S, M, C]) ranStep(ctx *Context[S, M, C], e *envelope[M]) bool {
+	ctx.fired = nil
 	switch st := e.slot.(type) {
 	case *keptStep:
 		c.keepGiven(ctx, st)
@@ -729,6 +734,11 @@ func (c *cell[S, M, C]) ranStep(ctx *Context[S, M, C], e *envelope[M]) bool {
 	case *pruneStep:
 		c.pruneKept(ctx, st)
 		return true
+	case *wakeStep:
+		c.wakeTimers(ctx, st)
+		return true
+	case *firedTimer[M]:
+		c.handledTimer(ctx, st)
 	}
 	return false
 }
@@ -937,10 +947,34 @@ func (c *cell[S, M, C]) activate(ctx *Context[S, M, C]) error {
 	if c.k.def.Run != nil {
 		c.startRun()
 	}
+	if ctx.fired != nil {
+		timers = c.dropFired(ctx, timers)
+	}
 	if len(timers) > 0 {
 		c.rearm(timers)
 	}
 	return nil
+}
+
+// dropFired drops from timers, loaded by an activation that the message
+// of ctx.fired starts, that one-shot timer: it fired (at its due time)
+// in an activation that ended before its message was handled, and this
+// message's commit takes it out of the record.
+//
+//go:noinline
+func (c *cell[S, M, C]) dropFired(ctx *Context[S, M, C], timers []liveTimer[M]) []liveTimer[M] {
+	ft := ctx.fired
+	ctx.fired = nil
+	i := slices.IndexFunc(timers, func(t liveTimer[M]) bool {
+		return t.name == ft.name && t.period == 0 && !t.due.After(ft.e.due)
+	})
+	if i < 0 {
+		return timers
+	}
+	c.mu.Lock()
+	c.ext().recordChanged = true
+	c.mu.Unlock()
+	return slices.Delete(timers, i, i+1)
 }
 
 // durable reports whether the kind keeps its keys' state in the store.
@@ -1074,6 +1108,8 @@ func (c *cell[S, M, C]) failAll(es []envelope[M], err error) {
 			s.abort(err)
 		} else if st, ok := e.slot.(*keptStep); ok {
 			st.abort(err)
+		} else if st, ok := e.slot.(*wakeStep); ok {
+			st.finish(err)
 		}
 		c.k.h.Emit(host.Event{Kind: host.MessageDropped, Type: c.k.def.Name, Key: c.key, Reason: err.Error()})
 	}
@@ -1139,25 +1175,67 @@ func (c *cell[S, M, C]) fire(name string, e *timerEntry[M]) {
 		c.mu.Unlock()
 		return
 	}
-	if e.period > 0 {
+	var slot replier
+	switch {
+	case e.period > 0:
 		e.due = time.Now().Add(e.period)
 		e.t.Reset(e.period)
-	} else {
+	case c.durable():
+		// Kept in the record until its message is handled: a crash
+		// before that commit fires it again on the next activation.
+		e.fired = true
+		slot = &firedTimer[M]{name: name, e: e}
+	default:
 		delete(c.x.timers, name)
-		c.x.recordChanged = true
 	}
 	msg := e.msg
 	c.mu.Unlock()
-	if err := c.k.push(context.Background(), c.key, 0, msg, nil, false, nil); err != nil { // timers belong to this activation: never routed
+	if err := c.k.push(context.Background(), c.key, 0, msg, slot, false, nil); err != nil { // timers belong to this activation: never routed
+		if slot != nil {
+			c.mu.Lock()
+			if c.x != nil && c.x.timers[name] == e {
+				delete(c.x.timers, name)
+				c.x.recordChanged = true
+			}
+			c.mu.Unlock()
+		}
 		c.k.h.Emit(host.Event{Kind: host.MessageDropped, Type: c.k.def.Name, Key: c.key, Reason: "timer " + name + ": " + err.Error(), Err: err})
+	}
+}
+
+// firedTimer rides, in an envelope's slot as a tracedTell does, with the
+// message of a durable key's one-shot timer: handling it takes the timer
+// out of the record, in the commit of the message it sent.
+type firedTimer[M any] struct {
+	pruneStep
+	name string
+	e    *timerEntry[M]
+}
+
+// handledTimer takes the one-shot timer that sent the message being
+// handled out of the record, unless it was set again or cancelled since.
+// The activation that armed it may have ended since (Release) with the
+// record still holding it: the message then activates the key, and the
+// activation drops the timer from what it loads (dropFired) rather than
+// fire it again.
+func (c *cell[S, M, C]) handledTimer(ctx *Context[S, M, C], ft *firedTimer[M]) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.started {
+		ctx.fired = ft
+		return
+	}
+	if c.x != nil && c.x.timers[ft.name] == ft.e {
+		delete(c.x.timers, ft.name)
+		c.x.recordChanged = true
 	}
 }
 
 func (c *cell[S, M, C]) cancelTimer(name string) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.x == nil || c.x.timers[name] == nil {
-		return false
+	if c.x == nil || c.x.timers[name] == nil || c.x.timers[name].fired {
+		return false // a fired one leaves with its message's commit
 	}
 	c.x.timers[name].t.Stop()
 	delete(c.x.timers, name)

@@ -46,6 +46,10 @@ type Context[S, M, C any] struct {
 	// attempt is the execution of the message being handled, from 1 (see
 	// Attempt).
 	attempt int
+	// fired is the one-shot timer that sent the message being handled,
+	// when that message activates the key: the activation drops the
+	// timer from what it loads (see handledTimer).
+	fired *firedTimer[M]
 }
 
 // Base is the part of a run's context that Tell and Ask find through the

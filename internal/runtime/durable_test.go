@@ -57,8 +57,42 @@ func FuzzDecodeRecord(f *testing.F) {
 	h := host.New(host.Settings{})
 	defer h.Close(f.Context())
 	f.Fuzz(func(t *testing.T, b []byte) {
-		_, _, _, _ = decodeRecord[map[string]int](h, b)
+		_, timers, _, err := decodeRecord[map[string]int](h, b)
+		// The header look agrees with the whole decode wherever that
+		// one reads the record.
+		if has := RecordHasTimers(b); err == nil && has != (len(timers) > 0) {
+			t.Fatalf("RecordHasTimers says %v of a record that decodes with %d timers", has, len(timers))
+		}
 	})
+}
+
+func TestRecordHasTimersReadsTheHeaderOnly(t *testing.T) {
+	with := []byte{recordVersion}
+	with = appendString(with, "\x2a")
+	with = append(with, 1)
+	with = appendString(with, "tick")
+	with = appendVarint(with, 1)
+	with = appendVarint(with, 0)
+	with = appendString(with, "m")
+	with = appendString(with, "\xc0")
+	without := append(appendString([]byte{recordVersionKept}, "\x2a"), 0)
+	for _, c := range []struct {
+		name string
+		rec  []byte
+		want bool
+	}{
+		{"a timer", with, true},
+		{"no timer", without, false},
+		{"a timer, the rest cut off", with[:4], true},
+		{"cut inside the state", with[:2], false},
+		{"empty", nil, false},
+		{"a newer format", append([]byte{recordVersionPending + 1}, with[1:]...), false},
+		{"a state longer than the record", []byte{recordVersion, 0x7f, 1}, false},
+	} {
+		if got := RecordHasTimers(c.rec); got != c.want {
+			t.Errorf("%s: %v, want %v", c.name, got, c.want)
+		}
+	}
 }
 
 func appendVarint(b []byte, v int64) []byte { return binary.AppendVarint(b, v) }

@@ -1,0 +1,127 @@
+package runtime
+
+import (
+	"context"
+	"encoding/binary"
+	"sync"
+)
+
+// Waking keys with stored timers.
+//
+// A durable key's timers are part of its record, and an activation sets
+// them again when it loads the record. Timers keep an activation from
+// passivating, so a key with timers stays active while its owner runs it;
+// what ends such an activation without a message to follow is its owner
+// dying or stopping, the key moving (Moved), a failed commit or Release.
+// The host's store then asks the key's owner (a new one, or the same
+// member after a restart) to wake it: WakeTimers queues a wakeStep in
+// the key's cell, which activates it (adopting the newest record of its
+// replicas) and runs no handler.
+
+// WakeTimers implements host.TimerWaker.
+func (k *kind[S, M, C]) WakeTimers(key string, done func(error)) {
+	finish := func(err error) {
+		if done != nil {
+			done(err)
+		}
+	}
+	if !k.def.Durable || k.h.Store == nil || k.h.Closed() {
+		finish(nil)
+		return
+	}
+	st := &wakeStep{done: finish}
+	if k.rem != nil {
+		tok := k.token(key)
+		owned, err := k.rt.Owns(key, tok)
+		if err != nil || !owned {
+			finish(nil) // another member's to wake
+			return
+		}
+		if here, err := k.rt.Here(key, tok); err != nil || !here {
+			// Held for its previous owner (a hand-off): queued once that
+			// owner drained it, as the messages held with it are.
+			st.owned = true
+			if k.rt.HoldWake(key, tok, func(owned bool) {
+				if !owned {
+					st.finish(nil)
+					return
+				}
+				k.queueWake(key, st)
+			}) {
+				return
+			}
+			// The hold ended meanwhile.
+		}
+	}
+	k.queueWake(key, st)
+}
+
+// queueWake queues st in key's cell.
+func (k *kind[S, M, C]) queueWake(key string, st *wakeStep) {
+	var none M
+	if err := k.push(context.Background(), key, 0, none, st, true, nil); err != nil {
+		st.finish(err)
+	}
+}
+
+// wakeStep is a request to activate a key so that its stored timers are
+// set again: queued in the cell's mailbox as a pruneStep is (whose
+// replier methods it shares), it runs no handler. finish calls done
+// once, whether the step ran or was dropped with the mailbox.
+type wakeStep struct {
+	pruneStep
+	once sync.Once
+	done func(error)
+	// owned: queued after a hand-off's hold, which looked whether this
+	// node owns the key; the cell then only looks again at placement.
+	owned bool
+}
+
+func (st *wakeStep) finish(err error) { st.once.Do(func() { st.done(err) }) }
+
+// wakeTimers runs st on the cell's goroutine: an activation that has not
+// started yet starts, unless the key moved since WakeTimers looked.
+func (c *cell[S, M, C]) wakeTimers(ctx *Context[S, M, C], st *wakeStep) {
+	if c.started {
+		st.finish(nil)
+		return
+	}
+	if k := c.k; k.rem != nil {
+		var here bool
+		var err error
+		if st.owned {
+			here, err = k.rt.Owns(c.key, k.token(c.key))
+		} else {
+			here, err = k.rt.Here(c.key, k.token(c.key))
+		}
+		if err != nil || !here {
+			st.finish(nil)
+			return
+		}
+	}
+	if err := c.activate(ctx); err != nil {
+		ctx.unreached = false
+		st.finish(err)
+		return
+	}
+	ctx.confirmed = false // for the activation, not for the next message
+	st.finish(nil)
+}
+
+// RecordHasTimers reports whether b, a record as the runtime stores a
+// durable key's state, holds a timer. It reads the record's header only,
+// without the types that decode its state, and reports false for a
+// record it cannot read (which an activation then reports).
+func RecordHasTimers(b []byte) bool {
+	if len(b) == 0 || b[0] < recordVersion || b[0] > recordVersionPending {
+		return false
+	}
+	b = b[1:]
+	n, w := binary.Uvarint(b)
+	if w <= 0 || n > uint64(len(b)-w) {
+		return false
+	}
+	b = b[w+int(n):]
+	timers, w := binary.Uvarint(b)
+	return w > 0 && timers > 0
+}
