@@ -205,10 +205,9 @@
 //     while its peers still hold it dead. A replicated key's owner is
 //     fenced: once another member acquired the key, the paused one's
 //     writes and outputs fail.
-//   - When a key's replica set changes (a member joins between its
-//     replicas), the new set adopts what a quorum of it holds; until
-//     hand-off transfers state, a write acknowledged by a majority of the
-//     old set that a majority of the new one lacks can be lost.
+//   - While members' views of membership disagree, an owner whose view
+//     lags a hand-off can still get writes acknowledged over the key's
+//     previous replica set (docs/roadmap.md, Known gaps).
 //   - A key whose newest record holds a timer is activated by its new
 //     owner only if that member's own copy holds one too: one that missed
 //     the write setting it (cut off then) waits for the key's next
