@@ -295,3 +295,24 @@ func TestAOneShotTimerThatFiredBeforeARelease(t *testing.T) {
 	case <-time.After(300 * time.Millisecond):
 	}
 }
+
+func TestAStoredTimerFiresOnTheNewOwnerAfterItsOwnerCrashed(t *testing.T) {
+	ticks := make(chan int, 16)
+	def := counterDef("counter", ticks, actor.WithReplicas(3, actor.WriteMajority))
+	systems, nets := replicatedCluster(t, 3, def)
+	ref := def.Ref(systems[0], "k")
+	add(t, ref, 5)
+	if _, err := actor.Ask(systemtest.Ctx(t), ref, DArm{D: time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	owner, i := byAddr(t, systems, system.OwnerOf(systems[0], "counter", "k"))
+	systemtest.Crash(owner, nets[i]) // no leave, no hand-off: found dead by silence
+	if got := systemtest.Recv(t, ticks, "the timer on the new owner, the key not asked"); got != 6 {
+		t.Fatalf("the timer's tick made the count %d, want 6", got)
+	}
+	select {
+	case n := <-ticks:
+		t.Fatalf("the one-shot timer fired twice (count %d)", n)
+	case <-time.After(500 * time.Millisecond):
+	}
+}
