@@ -410,6 +410,7 @@ func (s *System) rejoin(old *incarnation) {
 		dctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		s.st.detach(dctx)
 		cancel()
+		s.endStored()
 	}
 	last := self.Incarnation
 	backoff := rejoinBackoffMin
@@ -439,6 +440,22 @@ func (s *System) rejoin(old *incarnation) {
 			return
 		}
 		backoff = min(2*backoff, rejoinBackoffMax)
+	}
+}
+
+// endStored ends the activations of the durable types, as a move would
+// (host.Mover): the node that acquired their keys went with the removed
+// identity, so their writes could no longer meet a level. The next
+// message of each key activates it afresh, acquiring it on the next
+// node; keys with stored timers are woken again (timers.go).
+func (s *System) endStored() {
+	for _, k := range s.h.Kinds() {
+		if _, durable := s.st.kinds[k.Name()]; !durable {
+			continue
+		}
+		if m, ok := k.(host.Mover); ok {
+			m.Moved(func(string) bool { return false })
+		}
 	}
 }
 

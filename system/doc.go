@@ -174,7 +174,9 @@
 //     new incarnation at the same address and listener, logging at Warn
 //     and counting it in Stats.Rejoins; asks it had waiting fail with
 //     ErrUnavailable, its runtime and the activations of keys it still
-//     owns stay. System.Removed reports the time in between (and failed
+//     owns stay, but those of durable definitions, which end as at a move
+//     (their next message acquires the key again for the new
+//     incarnation). System.Removed reports the time in between (and failed
 //     attempts, logged at Error and retried with backoff until Close).
 //   - A join waits for a seed up to Cluster.JoinTimeout (default 30 s),
 //     whatever ctx allows, and fails with a *cluster.JoinError naming each
