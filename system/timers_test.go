@@ -195,15 +195,27 @@ func (SBlock) slowMsg() {}
 func (STick) slowMsg()  {}
 func (SGet) slowMsg()   {}
 
-func TestAOneShotTimerFiresAgainAfterACrashBeforeItsMessageWasCommitted(t *testing.T) {
-	entered := make(chan string, 4)
-	release := make(chan struct{})
-	def := actor.Define("slow", func(c *actor.Context[int, SlowMsg], m SlowMsg) error {
+// SRelease arms a one-shot timer (STick after 1 ms), adds 1, waits, then
+// releases the activation.
+type SRelease struct{}
+
+func (SRelease) slowMsg() {}
+
+// slowDef defines a durable key whose SBlock, SRelease and STick report
+// their start to entered, then wait for release.
+func slowDef(name string) (def *actor.Def[int, SlowMsg], entered chan string, release chan struct{}) {
+	entered, release = make(chan string, 4), make(chan struct{})
+	def = actor.Define(name, func(c *actor.Context[int, SlowMsg], m SlowMsg) error {
 		switch m := m.(type) {
-		case SBlock:
+		case SBlock, SRelease:
 			c.After("t", time.Millisecond, STick{})
 			c.Update(func(n int) int { return n + 1 })
-			entered <- "block"
+			if _, ok := m.(SRelease); ok {
+				entered <- "release"
+				c.Release()
+			} else {
+				entered <- "block"
+			}
 		case STick:
 			c.Update(func(n int) int { return n + 100 })
 			entered <- "tick"
@@ -212,7 +224,12 @@ func TestAOneShotTimerFiresAgainAfterACrashBeforeItsMessageWasCommitted(t *testi
 		}
 		<-release
 		return nil
-	}, actor.Durable()).WithMessages(SBlock{}, STick{}, SGet{})
+	}, actor.Durable()).WithMessages(SBlock{}, SRelease{}, STick{}, SGet{})
+	return def, entered, release
+}
+
+func TestAOneShotTimerFiresAgainAfterACrashBeforeItsMessageWasCommitted(t *testing.T) {
+	def, entered, release := slowDef("slow")
 	dir := t.TempDir()
 	sys := newStandalone(t, system.Config{DataDir: dir, Sync: true}, def)
 	if err := def.Ref(sys, "k").Tell(systemtest.Ctx(t), SBlock{}); err != nil {
@@ -246,31 +263,8 @@ func TestAOneShotTimerFiresAgainAfterACrashBeforeItsMessageWasCommitted(t *testi
 	}
 }
 
-// SRelease arms a one-shot timer (STick after 1 ms), adds 1, waits, then
-// releases the activation.
-type SRelease struct{}
-
-func (SRelease) slowMsg() {}
-
 func TestAOneShotTimerThatFiredBeforeARelease(t *testing.T) {
-	entered := make(chan string, 4)
-	release := make(chan struct{})
-	def := actor.Define("releasing", func(c *actor.Context[int, SlowMsg], m SlowMsg) error {
-		switch m := m.(type) {
-		case SRelease:
-			c.After("t", time.Millisecond, STick{})
-			c.Update(func(n int) int { return n + 1 })
-			entered <- "release"
-			<-release
-			c.Release()
-		case STick:
-			c.Update(func(n int) int { return n + 100 })
-			entered <- "tick"
-		case SGet:
-			return actor.Respond(c, m, c.State())
-		}
-		return nil
-	}, actor.Durable()).WithMessages(SRelease{}, STick{}, SGet{})
+	def, entered, release := slowDef("releasing")
 	sys := newStandalone(t, system.Config{DataDir: t.TempDir()}, def)
 	if err := def.Ref(sys, "k").Tell(systemtest.Ctx(t), SRelease{}); err != nil {
 		t.Fatal(err)
@@ -286,6 +280,7 @@ func TestAOneShotTimerThatFiredBeforeARelease(t *testing.T) {
 	if got := systemtest.Recv(t, entered, "the timer's STick"); got != "tick" {
 		t.Fatalf("entered %q, want tick", got)
 	}
+	release <- struct{}{}
 	if got, err := actor.Ask(systemtest.Ctx(t), def.Ref(sys, "k"), SGet{}); err != nil || got != 101 {
 		t.Fatalf("after the timer: %d, %v; want 101", got, err)
 	}
