@@ -119,7 +119,17 @@ func TestKeysThatMoveWhenAMemberJoinsKeepTheirState(t *testing.T) {
 }
 
 func keysKeepStateOnAJoin(t *testing.T, def *actor.Def[int, CountMsg]) {
-	systems, _ := replicatedCluster(t, 3, def)
+	// Steady timings: a member judged dead falsely on a loaded machine
+	// would make a one-copy key unreadable, which is not this test's
+	// subject. A failure prints the members' logs (who judged whom).
+	logs := keepLogsForFailure(t, 400)
+	started := 0
+	tweak := func(cfg *system.Config) {
+		cfg.Cluster.Timings = steadyTimings()
+		cfg.Logger = logs.With("member", started)
+		started++
+	}
+	systems := systemtest.StartCluster(t, 3, func(_ int, cfg *system.Config) { tweak(cfg) }, def)
 	const keys = 24
 	before := map[string]string{}
 	for i := range keys {
@@ -127,7 +137,7 @@ func keysKeepStateOnAJoin(t *testing.T, def *actor.Def[int, CountMsg]) {
 		add(t, def.Ref(systems[0], key), i+1)
 		before[key] = system.RingOwnerOf(systems[0], "counter", key)
 	}
-	joined := systemtest.Join(t, []string{systems[0].Addr()}, nil, def)
+	joined := systemtest.Join(t, []string{systems[0].Addr()}, tweak, def)
 	systems = append(systems, joined)
 	systemtest.WaitAlive(t, systems, 4)
 	moved := 0
