@@ -339,9 +339,9 @@ func (s *states) wakePass(ctx context.Context) (left int) {
 	return left
 }
 
-// owns reports whether the waker wakes k: a durable type this member
-// hosts, a key it owns (placement, or pinned here), that no activation
-// holds.
+// owns reports whether k is of a durable type this member hosts, a key
+// it owns (placement, or pinned here), that no activation holds: one the
+// waker wakes, and the collector collects (see collects).
 func (s *states) owns(k replica.Key) bool {
 	st, ok := s.kinds[k.Type]
 	if !ok {

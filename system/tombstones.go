@@ -92,22 +92,17 @@ func (s *states) collectPass(ctx context.Context, n *replicanode.Node, cursor ri
 // (a sweep needs every one; one of a member gone would give up after a
 // few seconds, at every pass).
 func (s *states) collects(k replica.Key) bool {
-	st, ok := s.kinds[k.Type]
-	if !ok {
+	if !s.owns(k) {
 		return false
 	}
-	if !st.Pinned && s.placed != nil && !s.placed(k.Type, k.ID) {
-		return false
-	}
+	st := s.kinds[k.Type]
 	if !st.Pinned && st.Replicas > 1 && s.replicas != nil && s.gone != nil {
 		set, err := s.replicas(nil, k.Type, uint64(k.Token()), st.Replicas)
 		if err != nil || slices.ContainsFunc(set, s.gone) {
 			return false
 		}
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return !s.held[k]
+	return true
 }
 
 // collectKey collects k, held only by tombstones deleted before before,
