@@ -141,8 +141,9 @@ func WithMailbox(size int, overflow Overflow) Option {
 	}
 }
 
-// WithIdleTimeout passivates a key after d without messages, timers or a
-// running body (default 1 minute); Never keeps it active. Passivation ends
+// WithIdleTimeout passivates a key after d without messages, timers (but
+// a durable key's, which wake it when due) or a running body (default 1
+// minute); Never keeps it active. Passivation ends
 // the activation: the state of a definition neither Durable nor
 // replicated is dropped, and the key's next message starts from WithInit's
 // state; a durable key's next message starts from its stored state.

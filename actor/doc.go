@@ -164,10 +164,10 @@
 // its time, when the key is next activated, on whichever member owns it
 // then; a timer fires only in the activation that owns the key. The member
 // that owns a key with stored timers activates it by itself, with no
-// message to it, after its owner died, a change moved it, the member
-// restarted or its activation ended. A one-shot timer leaves the state
-// with the commit of the message it sent: a crash before then sends it
-// again (at least once).
+// message to it, when the first is due: after its owner died, a change
+// moved it, the member restarted, or it passivated (see Passivation).
+// A one-shot timer leaves the state with the commit of the message it
+// sent: a crash before then sends it again (at least once).
 //
 // # Failures
 //
@@ -198,7 +198,11 @@
 // (WithIdleTimeout, default 1 minute) is passivated: its activation ends
 // and, unless the definition is durable or replicated, its state is
 // dropped and the key's next message starts it again from WithInit's
-// state; a durable key's next message starts from its stored state. With
+// state; a durable key's next message starts from its stored state. A
+// durable key's timers do not keep it active: they are stored, and its
+// owner activates the key again when the first is due (an Every timer
+// shorter than the idle timeout keeps its key busy anyway; a longer one
+// stores when its next tick is due at each tick). With
 // WithIdleTimeout(Never) a key stays active until it is released, its key
 // moves to another member, or the system closes.
 //

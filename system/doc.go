@@ -12,7 +12,9 @@
 // goroutine, only its state (about 200 bytes of runtime bookkeeping). A key
 // with no messages, timers or running body for its idle timeout is
 // passivated: its state is dropped and the next message starts it afresh,
-// unless its definition is durable or replicated.
+// unless its definition is durable or replicated. A durable key's timers
+// do not keep it active: they are stored, and its owner wakes it when the
+// first is due.
 //
 // # Stored state
 //
@@ -163,9 +165,9 @@
 //     members differ, a tell that reaches a non-owner is forwarded once.
 //   - A durable key's timers are stored with its state and fire on its
 //     owner: after its owner died, a change moved it (or its replica
-//     set), or the member restarted on its DataDir, the member that owns
-//     it activates it by itself, with no message to it, and sets its
-//     timers again with what is left of their time.
+//     set), the member restarted on its DataDir, or the key passivated,
+//     the member that owns it activates it by itself when the first
+//     timer is due, with no message to it, and sets its timers again.
 //   - Close leaves the cluster first: placement stops sending this member
 //     keys, and queued work drains for up to LeaveTimeout (a *LeaveError
 //     names the keys abandoned).

@@ -34,6 +34,9 @@ type DArm struct {
 	actor.Reply[CountMsg, int]
 	D      time.Duration
 	Repeat bool
+	// Heard: the timer sends DHeard{N: -1}, which changes no state,
+	// instead of DTick.
+	Heard bool
 }
 
 // DRelay adds N, then tells To that it did, after the change.
@@ -73,10 +76,14 @@ func counterDef(name string, ticks chan<- int, opts ...actor.Option) *actor.Def[
 				ticks <- c.State()
 			}
 		case DArm:
+			var tick CountMsg = DTick{}
+			if m.Heard {
+				tick = DHeard{N: -1}
+			}
 			if m.Repeat {
-				c.Every("t", m.D, DTick{})
+				c.Every("t", m.D, tick)
 			} else {
-				c.After("t", m.D, DTick{})
+				c.After("t", m.D, tick)
 			}
 			return actor.Respond(c, m, c.State())
 		case DRelay:

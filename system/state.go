@@ -96,7 +96,6 @@ type states struct {
 	// until it is built.
 	timed    *timedStore
 	wakeNow  chan struct{}
-	wakeSoon chan struct{}
 	wakeHost *host.Host
 }
 
@@ -176,7 +175,7 @@ func durableTypes(defs []actor.Definition) bool {
 func openStates(cfg Config, log *slog.Logger) (*states, error) {
 	s := &states{log: log, maxValue: replicanode.DefaultMaxValue, syncRate: cfg.CatchUpRate,
 		tombstoneAge: cfg.withDefaults().TombstoneAge, kinds: make(map[string]runtime.Storage), held: make(map[replica.Key]bool),
-		wakeNow: make(chan struct{}, 1), wakeSoon: make(chan struct{}, 1)}
+		wakeNow: make(chan struct{}, 1)}
 	for _, d := range cfg.Actors {
 		if d != nil && runtime.Durable(d) {
 			s.kinds[d.Name()] = runtime.StorageOf(d)
@@ -495,10 +494,11 @@ func (s *states) Resign(typ, key string) {
 	s.mu.Lock()
 	delete(s.held, replica.Key{Type: typ, ID: key})
 	s.mu.Unlock()
-	if s.timed != nil && s.timed.has(replica.Key{Type: typ, ID: key}) {
-		// An activation of a key with stored timers ended: unless a
-		// message comes, the waker takes it up again.
-		s.pokeWakerSoon()
+	if s.timed != nil {
+		// An activation of a key with stored timers ended (passivated,
+		// released, failed, moved): unless a message comes, the waker
+		// takes it up again when its first timer is due.
+		s.timed.ended(replica.Key{Type: typ, ID: key}, time.Now().Add(wakeSettle))
 	}
 	if node, err := s.current(); err == nil {
 		_ = node.Resign(replica.Key{Type: typ, ID: key})

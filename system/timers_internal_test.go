@@ -2,9 +2,11 @@ package system
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/troupe-go/troupe/internal/replica"
 	"github.com/troupe-go/troupe/internal/replicastore"
@@ -107,5 +109,102 @@ func TestTheTimedStoreIndexesWhilePutsGoOn(t *testing.T) {
 		if _, err := fmt.Sscanf(k.ID, "k%d", &i); err != nil || i%2 != 0 {
 			t.Fatalf("%s listed with a timer; only even keys keep theirs", k.ID)
 		}
+	}
+}
+
+// timedAt is a runtime record (format 1) with state 42 and one timer due
+// at the Unix second sec.
+func timedAt(sec int64) []byte {
+	b := []byte{1, 1, 0x2a, 1, 1, 't'}
+	b = binary.AppendVarint(b, time.Unix(sec, 0).UnixNano())
+	return append(b, 0, 1, 'm', 1, 0xc0)
+}
+
+func TestTheTimedStoreQueuesKeysByWhenTheirFirstTimerIsDue(t *testing.T) {
+	ctx := context.Background()
+	ts := newTimedStore(replicastore.NewMemory())
+	if err := ts.index(ctx); err != nil {
+		t.Fatal(err)
+	}
+	<-ts.sooner // the index's
+	at := func(sec int64) time.Time { return time.Unix(sec, 0) }
+	take := func(sec int64) []string {
+		var ids []string
+		for _, k := range ts.takeDue(at(sec)) {
+			ids = append(ids, k.ID)
+		}
+		slices.Sort(ids)
+		return ids
+	}
+	if err := ts.Put(ctx, stateRecord("c", 1, timedAt(30)), stateRecord("a", 1, timedAt(10)), stateRecord("b", 1, timedAt(20))); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-ts.sooner:
+	default:
+		t.Fatal("the waker was not told of a key due sooner than any")
+	}
+	if next, ok := ts.next(); !ok || !next.Equal(at(10)) {
+		t.Fatalf("next %v, %v; want %v", next, ok, at(10))
+	}
+	if got := take(5); len(got) != 0 {
+		t.Fatalf("due by 5: %v, want none", got)
+	}
+	if got := take(15); !slices.Equal(got, []string{"a"}) {
+		t.Fatalf("due by 15: %v, want [a]", got)
+	}
+	// "c" stored again, due later: its first entry is stale.
+	if err := ts.Put(ctx, stateRecord("c", 2, timedAt(50))); err != nil {
+		t.Fatal(err)
+	}
+	if got := take(40); !slices.Equal(got, []string{"b"}) {
+		t.Fatalf("due by 40: %v, want [b] (c moved to 50)", got)
+	}
+	// Taken keys leave the queue until their activation ends (ended),
+	// a wake is tried again (retry), or the queue is made again.
+	if got := take(60); !slices.Equal(got, []string{"c"}) {
+		t.Fatalf("due by 60: %v, want [c]", got)
+	}
+	if got := take(60); len(got) != 0 {
+		t.Fatalf("due by 60 again: %v, want none", got)
+	}
+	ts.ended(replica.Key{Type: "t", ID: "a"}, at(70))
+	ts.retry(replica.Key{Type: "t", ID: "b"}, at(80))
+	ts.ended(replica.Key{Type: "t", ID: "none"}, at(0)) // no timers: not queued
+	if got := take(75); !slices.Equal(got, []string{"a"}) {
+		t.Fatalf("due by 75: %v, want [a] (ended, not before 70)", got)
+	}
+	if got := take(85); !slices.Equal(got, []string{"b"}) {
+		t.Fatalf("due by 85: %v, want [b] (retried at 80)", got)
+	}
+	ts.markBroken(replica.Key{Type: "t", ID: "a"})
+	ts.requeue()
+	if got := take(100); !slices.Equal(got, []string{"b", "c"}) {
+		t.Fatalf("due by 100 after a requeue: %v, want [b c] (a is broken)", got)
+	}
+	// Stored again, a broken key is woken again; one whose state lost its
+	// timers is not.
+	if err := ts.Put(ctx, stateRecord("a", 2, timedAt(10)), stateRecord("b", 2, untimedValue)); err != nil {
+		t.Fatal(err)
+	}
+	ts.requeue()
+	if got := take(100); !slices.Equal(got, []string{"a", "c"}) {
+		t.Fatalf("due by 100 after a and b were stored: %v, want [a c]", got)
+	}
+}
+
+func TestTheTimedStoreQueueStaysBoundedAsKeysAreStoredAgain(t *testing.T) {
+	ctx := context.Background()
+	ts := newTimedStore(replicastore.NewMemory())
+	for v := range uint64(10_000) {
+		if err := ts.Put(ctx, stateRecord("k", v+1, timedAt(int64(v))), stateRecord("j", v+1, timedAt(int64(v)))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := len(ts.queue); n > 2*len(ts.due)+1024+1 {
+		t.Fatalf("%d entries queued for %d keys", n, len(ts.due))
+	}
+	if got := ts.takeDue(time.Unix(1<<32, 0)); len(got) != 2 {
+		t.Fatalf("%d keys due, want 2", len(got))
 	}
 }

@@ -311,3 +311,118 @@ func TestAStoredTimerFiresOnTheNewOwnerAfterItsOwnerCrashed(t *testing.T) {
 	case <-time.After(500 * time.Millisecond):
 	}
 }
+
+// A durable key whose timers are all stored passivates when idle, like
+// any other, and its owner wakes it when the first is due.
+
+func TestAnIdleKeyWithAStoredTimerPassivatesAndIsWokenWhenItIsDue(t *testing.T) {
+	evs := systemtest.NewEvents(systemtest.Limit)
+	ticks := make(chan int, 16)
+	def := counterDef("counter", ticks, actor.Durable(), actor.WithIdleTimeout(50*time.Millisecond))
+	sys := newStandalone(t, system.Config{Observer: evs.Observe}, def)
+	ref := def.Ref(sys, "a")
+	add(t, ref, 5)
+	const d = 2 * time.Second // well after the key idles out
+	armed := time.Now()
+	if _, err := actor.Ask(systemtest.Ctx(t), ref, DArm{D: d}); err != nil {
+		t.Fatal(err)
+	}
+	evs.WaitFor(t, "the key with a stored timer to idle out", func(e system.Event) bool {
+		return systemtest.Is(system.ActivationEnded, "a")(e) && e.Reason == "idle"
+	})
+	select {
+	case n := <-ticks:
+		t.Fatalf("the timer fired (count %d) before the key idled out", n)
+	default:
+	}
+	if got := systemtest.Recv(t, ticks, "the timer, its key woken by the store"); got != 6 {
+		t.Fatalf("the timer's tick made the count %d, want 6", got)
+	}
+	if early := d - time.Since(armed); early > 0 {
+		t.Fatalf("the timer fired %v early", early)
+	}
+	if n := evs.Count(systemtest.Is(system.ActivationStarted, "a")); n != 2 {
+		t.Fatalf("%d activations of the key, want 2 (the asks', then the wake's)", n)
+	}
+	if got := get(t, ref); got != 6 {
+		t.Fatalf("count %d after the tick, want 6", got)
+	}
+}
+
+func TestAKeyWithALongEveryTimerSleepsBetweenItsBeats(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		heard bool
+	}{{"beats that change the state", false}, {"beats that change nothing", true}} {
+		t.Run(c.name, func(t *testing.T) {
+			evs := systemtest.NewEvents(systemtest.Limit)
+			ticks := make(chan int, 16)
+			def := counterDef("counter", ticks, actor.Durable(), actor.WithIdleTimeout(50*time.Millisecond))
+			sys := newStandalone(t, system.Config{Observer: evs.Observe}, def)
+			ref := def.Ref(sys, "a")
+			const period = 400 * time.Millisecond
+			if _, err := actor.Ask(systemtest.Ctx(t), ref, DArm{D: period, Repeat: true, Heard: c.heard}); err != nil {
+				t.Fatal(err)
+			}
+			var at []time.Time
+			for range 4 {
+				systemtest.Recv(t, ticks, "a beat")
+				at = append(at, time.Now())
+			}
+			for i := 1; i < len(at); i++ {
+				// Each beat stores when the next is due; a key woken on
+				// a due time its record no longer held would beat as
+				// soon as it was woken.
+				if gap := at[i].Sub(at[i-1]); gap < period/2 {
+					t.Fatalf("beats %d and %d came %v apart, every %v wanted", i-1, i, gap, period)
+				}
+			}
+			if n := evs.Count(func(e system.Event) bool {
+				return systemtest.Is(system.ActivationEnded, "a")(e) && e.Reason == "idle"
+			}); n < 3 {
+				t.Fatalf("the key idled out %d times in 4 beats every %v with a 50ms idle timeout; want it asleep between each", n, period)
+			}
+		})
+	}
+}
+
+func TestAReplicatedKeyAsleepWithAStoredTimerIsWokenByItsOwner(t *testing.T) {
+	const n = 3
+	evs := make([]*systemtest.Events, n)
+	nets := make([]*systemtest.Net, n)
+	for i := range n {
+		evs[i], nets[i] = systemtest.NewEvents(systemtest.Limit), &systemtest.Net{}
+	}
+	ticks := make(chan int, 16)
+	def := counterDef("counter", ticks, actor.WithReplicas(3, actor.WriteMajority), actor.WithIdleTimeout(50*time.Millisecond))
+	systems := systemtest.StartCluster(t, n, func(i int, cfg *system.Config) {
+		nets[i].Attach(t, cfg)
+		cfg.Observer = evs[i].Observe
+	}, def)
+	ref := def.Ref(systems[0], "k")
+	add(t, ref, 5)
+	if _, err := actor.Ask(systemtest.Ctx(t), ref, DArm{D: 2 * time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	_, o := byAddr(t, systems, system.OwnerOf(systems[0], "counter", "k"))
+	evs[o].WaitFor(t, "the key to idle out on its owner", func(e system.Event) bool {
+		return systemtest.Is(system.ActivationEnded, "k")(e) && e.Reason == "idle"
+	})
+	select {
+	case got := <-ticks:
+		t.Fatalf("the timer fired (count %d) before the key idled out", got)
+	default:
+	}
+	if got := systemtest.Recv(t, ticks, "the timer, its key woken by its owner"); got != 6 {
+		t.Fatalf("the timer's tick made the count %d, want 6", got)
+	}
+	for i := range n {
+		want := 0
+		if i == o {
+			want = 2 // the asks', then the wake's
+		}
+		if got := evs[i].Count(systemtest.Is(system.ActivationStarted, "k")); got != want {
+			t.Errorf("member %d (owner %d) activated the key %d times, want %d", i, o, got, want)
+		}
+	}
+}

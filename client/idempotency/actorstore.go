@@ -21,6 +21,10 @@ type BeginRecord struct {
 	// Lease is how long an attempt holds the key before another may
 	// start, in nanoseconds.
 	Lease int64
+	// Retention is how long a record whose attempt never completed is
+	// kept after its lease ends, in nanoseconds (0: until the key is
+	// used again).
+	Retention int64
 }
 
 // CompleteRecord is ActorStore.Complete's request; it answers whether the
@@ -33,8 +37,17 @@ type CompleteRecord struct {
 	Retention int64
 }
 
+// ExpireRecord is the message of a record's own timer, set for when it
+// expires: the record then deletes itself (a tombstone its members
+// collect later). Sent before then, it does nothing.
+type ExpireRecord struct{}
+
 func (BeginRecord) idempotencyRecord()    {}
 func (CompleteRecord) idempotencyRecord() {}
+func (ExpireRecord) idempotencyRecord()   {}
+
+// expireTimer names a record's expiry timer.
+const expireTimer = "expire"
 
 // record is the state of one scoped key.
 type record struct {
@@ -45,6 +58,17 @@ type record struct {
 	Until    int64
 	Done     bool
 	Response Response
+	// Expires is when an attempt that never completed is forgotten
+	// (0: never, before the key is used again).
+	Expires int64
+}
+
+// expired reports whether r may be forgotten at now.
+func (r record) expired(now int64) bool {
+	if r.Done {
+		return now >= r.Until
+	}
+	return r.Expires != 0 && now >= r.Expires
 }
 
 // Records is the actor type of ActorStore's records, one actor per scoped
@@ -52,15 +76,15 @@ type record struct {
 // Every member of a cluster that serves an ActorStore must host it
 // (system.Config.Actors).
 var Records = actor.Define("troupe.idempotency", handleRecord,
-	actor.WithReplicas(3, actor.WriteMajority)).WithMessages(BeginRecord{}, CompleteRecord{})
+	actor.WithReplicas(3, actor.WriteMajority)).WithMessages(BeginRecord{}, CompleteRecord{}, ExpireRecord{})
 
 func handleRecord(c *actor.Context[record, RecordMsg], m RecordMsg) error {
 	now := time.Now().UnixNano()
 	r := c.State()
 	switch m := m.(type) {
 	case BeginRecord:
-		if r.Attempt != 0 && r.Done && now >= r.Until {
-			r = record{} // expired
+		if r.Attempt != 0 && r.expired(now) {
+			r = record{}
 		}
 		switch {
 		case r.Attempt != 0 && r.Hash != m.Hash:
@@ -74,6 +98,10 @@ func handleRecord(c *actor.Context[record, RecordMsg], m RecordMsg) error {
 		// A new key, or an attempt whose lease ended (its server died or
 		// hangs): a new attempt, which fences the old one out.
 		r = record{Hash: m.Hash, Attempt: newAttempt(r.Attempt), Until: now + m.Lease}
+		if m.Retention > 0 {
+			r.Expires = r.Until + m.Retention
+			c.After(expireTimer, time.Duration(r.Expires-now), ExpireRecord{})
+		}
 		c.SetState(r)
 		return actor.Respond(c, m, Claim{Outcome: Started, Attempt: r.Attempt})
 	case CompleteRecord:
@@ -81,8 +109,15 @@ func handleRecord(c *actor.Context[record, RecordMsg], m RecordMsg) error {
 			return actor.Respond(c, m, false)
 		}
 		r.Done, r.Response, r.Until = true, m.Response, now+m.Retention
+		// Stored with the record, the timer lets the key sleep and wakes
+		// it to expire: records leave the stores, not only the answers.
+		c.After(expireTimer, time.Duration(m.Retention), ExpireRecord{})
 		c.SetState(r)
 		return actor.Respond(c, m, true)
+	case ExpireRecord:
+		if r.Attempt != 0 && r.expired(now) {
+			c.Delete()
+		}
 	}
 	return nil
 }
@@ -115,8 +150,11 @@ type ActorConfig struct {
 // scoped key: every web server that reaches the cluster (through a
 // client.Client or as a member) shares them, Begin is atomic per key
 // since one actor owns it, and a record survives the loss of any one
-// member. A record past its retention is treated as absent and replaced
-// when its key is next used; until then it stays in the members' stores.
+// member. A record past its retention is treated as absent, and deletes
+// itself then: its stored timer wakes it (a record waits asleep, in the
+// members' stores, not in memory), and the tombstone it leaves is
+// collected after the members' TombstoneAge. A record whose attempt
+// never completed expires a retention after its lease ends.
 type ActorStore struct {
 	sys actor.System
 	cfg ActorConfig
@@ -155,7 +193,7 @@ func recordKey(s Scope, key string) string {
 
 // Begin implements Store.
 func (a *ActorStore) Begin(ctx context.Context, s Scope, key string, h Hash) (Claim, error) {
-	c, err := actor.Ask(ctx, Records.Ref(a.sys, recordKey(s, key)), BeginRecord{Hash: h, Lease: int64(a.cfg.Lease)})
+	c, err := actor.Ask(ctx, Records.Ref(a.sys, recordKey(s, key)), BeginRecord{Hash: h, Lease: int64(a.cfg.Lease), Retention: int64(a.cfg.Retention)})
 	if err != nil {
 		return Claim{}, fmt.Errorf("troupe: idempotency record %q: %w", key, err)
 	}

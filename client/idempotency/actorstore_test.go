@@ -126,3 +126,37 @@ func TestRetriesThroughAnyWebServerSurviveAMemberCrash(t *testing.T) {
 		t.Fatalf("the handler ran %d times for %d keys", n, keys)
 	}
 }
+
+func TestActorStoreRecordsLeaveTheStoresWhenTheyExpire(t *testing.T) {
+	evs := systemtest.NewEvents(systemtest.Limit)
+	// Records idle out after 50ms: an expiring record sleeps in the
+	// store until its timer wakes it.
+	sys := systemtest.NewSystem(t, system.Config{Observer: evs.Observe, IdleTimeout: 50 * time.Millisecond}, idempotency.Records)
+	const retention = time.Second
+	st, err := idempotency.NewActorStore(sys, idempotency.ActorConfig{Lease: 200 * time.Millisecond, Retention: retention})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ended := func(reason string) func(system.Event) bool {
+		return func(e system.Event) bool {
+			return e.Kind == system.ActivationEnded && e.Actor.Type == idempotency.Records.Name() && e.Reason == reason
+		}
+	}
+	done := time.Now()
+	complete(t, st, "done", begin(t, st, "done", idempotency.Hash{1}), "kept")
+	begin(t, st, "abandoned", idempotency.Hash{2}) // its server died: never completed
+	systemtest.WaitUntil(t, "both records to idle out", func() bool { return evs.Count(ended("idle")) == 2 })
+	if n := evs.Count(ended("deleted")); n != 0 {
+		t.Fatalf("%d records deleted before their retention", n)
+	}
+	systemtest.WaitUntil(t, "both records to delete themselves, no request using them", func() bool { return evs.Count(ended("deleted")) == 2 })
+	if since := time.Since(done); since < retention {
+		t.Fatalf("records deleted %v after completion, before their retention (%v)", since, retention)
+	}
+	// Gone, they start again with any hash.
+	for _, k := range []string{"done", "abandoned"} {
+		if got := begin(t, st, k, idempotency.Hash{3}).Outcome; got != idempotency.Started {
+			t.Fatalf("%s after its expiry: %v, want Started", k, got)
+		}
+	}
+}

@@ -274,6 +274,10 @@ type timerEntry[M any] struct {
 	// fired marks a durable key's one-shot timer that fired: it stays in
 	// the record until the message it sent is handled (firedTimer).
 	fired bool
+	// saved marks a durable key's timer whose due time is the one the
+	// last record made holds: an idle key whose timers are all saved may
+	// passivate, and its owner wakes it when they are due.
+	saved bool
 }
 
 func (c *cell[S, M, C]) ext() *extra[M] {
@@ -1126,7 +1130,7 @@ func (c *cell[S, M, C]) passivatable(idleBefore, now time.Time) bool {
 	if c.gone || c.running || c.backoff || c.queuedLocked() != 0 {
 		return false
 	}
-	if x := c.x; x != nil && ((len(x.timers) > 0 && !x.timersStopped) || x.runActive || x.runT != nil || x.commits.busy()) {
+	if x := c.x; x != nil && ((len(x.timers) > 0 && !x.timersStopped && !c.timersSavedLocked()) || x.runActive || x.runT != nil || x.commits.busy()) {
 		return false
 	}
 	if idleBefore.IsZero() {
@@ -1138,17 +1142,36 @@ func (c *cell[S, M, C]) passivatable(idleBefore, now time.Time) bool {
 	return c.idleSince < idleBefore.UnixNano()
 }
 
+// timersSavedLocked reports whether the activation's timers are all in
+// the key's stored record as they stand: a durable key's, none fired and
+// waiting for its message, nothing of the record left to write. Such a
+// key may passivate with live timers: its owner's store wakes it when
+// the first is due (system's waker, through WakeTimers). c.mu held.
+func (c *cell[S, M, C]) timersSavedLocked() bool {
+	x := c.x
+	if !c.durable() || x.recordChanged {
+		return false
+	}
+	for _, e := range x.timers {
+		if !e.saved || e.fired {
+			return false
+		}
+	}
+	return true
+}
+
 func (c *cell[S, M, C]) setTimer(name string, d time.Duration, msg M, repeat bool) {
 	period := time.Duration(0)
 	if repeat {
 		period = d
 	}
-	c.armTimer(name, d, period, msg)
+	c.armTimer(name, d, period, msg, false)
 }
 
 // armTimer sets the named timer to fire after d, then every period (0:
-// once).
-func (c *cell[S, M, C]) armTimer(name string, d, period time.Duration, msg M) {
+// once); saved says the key's stored record holds it so (see
+// timerEntry.saved).
+func (c *cell[S, M, C]) armTimer(name string, d, period time.Duration, msg M, saved bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.k.h.Closed() {
@@ -1161,7 +1184,7 @@ func (c *cell[S, M, C]) armTimer(name string, d, period time.Duration, msg M) {
 	if old := x.timers[name]; old != nil {
 		old.t.Stop()
 	}
-	e := &timerEntry[M]{due: time.Now().Add(d), period: period, msg: msg}
+	e := &timerEntry[M]{due: time.Now().Add(d), period: period, msg: msg, saved: saved}
 	e.t = time.AfterFunc(d, func() { c.fire(name, e) })
 	if x.timersStopped {
 		e.t.Stop() // kept for the record only
@@ -1180,6 +1203,13 @@ func (c *cell[S, M, C]) fire(name string, e *timerEntry[M]) {
 	case e.period > 0:
 		e.due = time.Now().Add(e.period)
 		e.t.Reset(e.period)
+		e.saved = false
+		if c.durable() && c.k.idle > 0 && e.period >= c.k.idle {
+			// The key may passivate before the next tick: the commit of
+			// this tick's message stores when that one is due, for the
+			// waker (timersSaved). A shorter period keeps it active.
+			c.x.recordChanged = true
+		}
 	case c.durable():
 		// Kept in the record until its message is handled: a crash
 		// before that commit fires it again on the next activation.

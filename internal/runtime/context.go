@@ -159,7 +159,8 @@ func (c *Context[S, M, C]) After(name string, d time.Duration, msg M) {
 }
 
 // Every sends msg to this actor every d until cancelled. A timer with the
-// same name is replaced. A key with live timers does not idle out.
+// same name is replaced. A key with live timers does not idle out, but a
+// durable key whose timers are stored as they stand (timersSavedLocked).
 func (c *Context[S, M, C]) Every(name string, d time.Duration, msg M) {
 	c.cell.setTimer(name, d, msg, true)
 	c.dirty = true

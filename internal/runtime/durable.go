@@ -772,6 +772,7 @@ func (c *cell[S, M, C]) storedTimers() []liveTimer[M] {
 	c.x.recordChanged = false
 	ts := make([]liveTimer[M], 0, len(c.x.timers))
 	for name, e := range c.x.timers {
+		e.saved = true
 		ts = append(ts, liveTimer[M]{name: name, due: e.due, period: e.period, m: e.msg})
 	}
 	return ts
@@ -803,7 +804,7 @@ func (c *cell[S, M, C]) decodeTimers(stored []storedTimer) ([]liveTimer[M], erro
 func (c *cell[S, M, C]) rearm(timers []liveTimer[M]) {
 	now := time.Now()
 	for _, t := range timers {
-		c.armTimer(t.name, max(t.due.Sub(now), 0), t.period, t.m)
+		c.armTimer(t.name, max(t.due.Sub(now), 0), t.period, t.m, true) // as loaded: saved
 	}
 }
 

@@ -60,37 +60,53 @@ func FuzzDecodeRecord(f *testing.F) {
 		_, timers, _, err := decodeRecord[map[string]int](h, b)
 		// The header look agrees with the whole decode wherever that
 		// one reads the record.
-		if has := RecordHasTimers(b); err == nil && has != (len(timers) > 0) {
-			t.Fatalf("RecordHasTimers says %v of a record that decodes with %d timers", has, len(timers))
+		due, has := RecordTimersDue(b)
+		if err != nil {
+			return
+		}
+		if has != (len(timers) > 0) {
+			t.Fatalf("RecordTimersDue says %v of a record that decodes with %d timers", has, len(timers))
+		}
+		if has {
+			first := slices.MinFunc(timers, func(a, b storedTimer) int { return a.due.Compare(b.due) })
+			if !first.due.Equal(due) {
+				t.Fatalf("RecordTimersDue says the first is due at %v; the record's first is %v", due, first.due)
+			}
 		}
 	})
 }
 
-func TestRecordHasTimersReadsTheHeaderOnly(t *testing.T) {
+func TestRecordTimersDueReadsTheTimersOnly(t *testing.T) {
+	timer := func(b []byte, name string, due int64) []byte {
+		b = appendString(b, name)
+		b = appendVarint(b, due)
+		b = appendVarint(b, 0)
+		b = appendString(b, "m")
+		return appendString(b, "\xc0")
+	}
 	with := []byte{recordVersion}
 	with = appendString(with, "\x2a")
-	with = append(with, 1)
-	with = appendString(with, "tick")
-	with = appendVarint(with, 1)
-	with = appendVarint(with, 0)
-	with = appendString(with, "m")
-	with = appendString(with, "\xc0")
+	with = append(with, 2)
+	with = timer(with, "late", 2e9)
+	with = timer(with, "early", 1e9)
 	without := append(appendString([]byte{recordVersionKept}, "\x2a"), 0)
 	for _, c := range []struct {
 		name string
 		rec  []byte
+		due  time.Time
 		want bool
 	}{
-		{"a timer", with, true},
-		{"no timer", without, false},
-		{"a timer, the rest cut off", with[:4], true},
-		{"cut inside the state", with[:2], false},
-		{"empty", nil, false},
-		{"a newer format", append([]byte{recordVersionPending + 1}, with[1:]...), false},
-		{"a state longer than the record", []byte{recordVersion, 0x7f, 1}, false},
+		{"two timers", with, time.Unix(1, 0), true},
+		{"no timer", without, time.Time{}, false},
+		{"a timer, the rest cut off: due at once", with[:6], time.Time{}, true},
+		{"cut inside the state", with[:2], time.Time{}, false},
+		{"empty", nil, time.Time{}, false},
+		{"a newer format", append([]byte{recordVersionPending + 1}, with[1:]...), time.Time{}, false},
+		{"a state longer than the record", []byte{recordVersion, 0x7f, 1}, time.Time{}, false},
 	} {
-		if got := RecordHasTimers(c.rec); got != c.want {
-			t.Errorf("%s: %v, want %v", c.name, got, c.want)
+		due, got := RecordTimersDue(c.rec)
+		if got != c.want || !due.Equal(c.due) {
+			t.Errorf("%s: %v, %v; want %v, %v", c.name, due, got, c.due, c.want)
 		}
 	}
 }

@@ -635,6 +635,7 @@ func (k *kind[S, M, C]) forget(c *cell[S, M, C], reason string, idleBefore, now 
 	}
 	if ok {
 		c.gone = true
+		c.stopTimersLocked() // a durable key's stored ones: its owner wakes it when due
 		if !wasStarted {
 			sh.t.remove(h, c)
 		}

@@ -2,21 +2,22 @@ package runtime
 
 import (
 	"context"
-	"encoding/binary"
+	"math"
 	"sync"
+	"time"
 )
 
 // Waking keys with stored timers.
 //
 // A durable key's timers are part of its record, and an activation sets
-// them again when it loads the record. Timers keep an activation from
-// passivating, so a key with timers stays active while its owner runs it;
-// what ends such an activation without a message to follow is its owner
-// dying or stopping, the key moving (Moved), a failed commit or Release.
-// The host's store then asks the key's owner (a new one, or the same
-// member after a restart) to wake it: WakeTimers queues a wakeStep in
-// the key's cell, which activates it (adopting the newest record of its
-// replicas) and runs no handler.
+// them again when it loads the record. What ends such an activation
+// without a message to follow is its owner dying or stopping, the key
+// moving (Moved), a failed commit, Release, or passivation: an idle key
+// whose timers are all stored as they stand passivates with them
+// (timersSavedLocked). The host's store then asks the key's owner (a new
+// one, or the same member after a restart) to wake it when the first is
+// due: WakeTimers queues a wakeStep in the key's cell, which activates
+// it (adopting the newest record of its replicas) and runs no handler.
 
 // WakeTimers implements host.TimerWaker.
 func (k *kind[S, M, C]) WakeTimers(key string, done func(error)) {
@@ -108,20 +109,34 @@ func (c *cell[S, M, C]) wakeTimers(ctx *Context[S, M, C], st *wakeStep) {
 	st.finish(nil)
 }
 
-// RecordHasTimers reports whether b, a record as the runtime stores a
-// durable key's state, holds a timer. It reads the record's header only,
-// without the types that decode its state, and reports false for a
-// record it cannot read (which an activation then reports).
-func RecordHasTimers(b []byte) bool {
+// RecordTimersDue reports whether b, a record as the runtime stores a
+// durable key's state, holds a timer, and when the first of them is due.
+// It reads the record's header and timers only, without the types that
+// decode its state, and reports false for a record whose header it
+// cannot read (which an activation then reports); a record whose timers
+// it cannot read is due at once (the zero time), so that its activation
+// reports that too.
+func RecordTimersDue(b []byte) (due time.Time, ok bool) {
 	if len(b) == 0 || b[0] < recordVersion || b[0] > recordVersionPending {
-		return false
+		return time.Time{}, false
 	}
-	b = b[1:]
-	n, w := binary.Uvarint(b)
-	if w <= 0 || n > uint64(len(b)-w) {
-		return false
+	r := recordReader{b: b[1:]}
+	r.bytes() // the state
+	n := r.uvarint()
+	if r.err != nil || n == 0 {
+		return time.Time{}, false
 	}
-	b = b[w+int(n):]
-	timers, w := binary.Uvarint(b)
-	return w > 0 && timers > 0
+	first := int64(math.MaxInt64)
+	for range n {
+		r.bytes() // name
+		at := r.varint()
+		r.varint() // period
+		r.bytes()  // message type
+		r.bytes()  // message
+		if r.err != nil {
+			return time.Time{}, true
+		}
+		first = min(first, at)
+	}
+	return time.Unix(0, first), true
 }
