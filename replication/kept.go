@@ -22,8 +22,9 @@ import (
 // The member's ledger of kept answers lives in memory and counts the
 // keys it owns as their records are written or loaded: its entries are
 // hints. A restarted member's ledger starts empty and counts a key once
-// it is used (answers past Retain in a key never used again stay in the
-// store); a key that moved is counted by its new owner once used there;
+// it is used; answers past Retain in a key never used again leave its
+// record when its owner wakes it for them, as it wakes keys with timers;
+// a key that moved is counted by its new owner once used there;
 // under a steady stream the member holds its bounds once the prunes its
 // ledger sent are written, plus the answers kept meanwhile.
 type KeptAnswers struct {

@@ -202,3 +202,35 @@ func TestInvalidKeptAnswersFailNew(t *testing.T) {
 		}
 	}
 }
+
+func TestAnswersPastTheirRetentionLeaveTheRecordsOfKeysNeverUsedAfterARestart(t *testing.T) {
+	const keys = 5
+	var runs atomic.Int32
+	def := keptCounter(&runs)
+	dir := t.TempDir()
+	cfg := system.Config{DataDir: dir, KeptAnswers: replication.KeptAnswers{Retain: time.Second}}
+	sys := newStandalone(t, cfg, def)
+	names := make([]string, keys)
+	for k := range names {
+		names[k] = fmt.Sprintf("acct-%d", k)
+		if _, err := actor.Ask(keyed(t, "once"), def.Ref(sys, names[k]), KAdd{N: 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	closeNow(t, sys)
+	// The restarted member's ledger knows of no answer, and no message
+	// reaches the keys: its store's wake drops them when they are due.
+	sys = newStandalone(t, cfg, def)
+	if stored := storedKept(t, sys, names); stored != keys {
+		t.Fatalf("the store holds %d kept answers after the restart, want %d", stored, keys)
+	}
+	systemtest.Await(t, func() error {
+		if stored := storedKept(t, sys, names); stored != 0 {
+			return fmt.Errorf("the store holds %d kept answers past their retention, want 0", stored)
+		}
+		return nil
+	})
+	if n := runs.Load(); n != keys {
+		t.Fatalf("the handler ran %d times, want %d: the wakes ran it", n, keys)
+	}
+}

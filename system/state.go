@@ -182,7 +182,7 @@ func openStates(cfg Config, log *slog.Logger) (*states, error) {
 		}
 	}
 	if cfg.DataDir == "" {
-		s.timed = newTimedStore(replicastore.NewMemory())
+		s.timed = newTimedStore(replicastore.NewMemory(), cfg.KeptAnswers.WithDefaults().Retain)
 		s.store = s.timed
 		return s, nil
 	}
@@ -190,7 +190,7 @@ func openStates(cfg Config, log *slog.Logger) (*states, error) {
 	if err != nil {
 		return nil, fmt.Errorf("troupe: open the store under DataDir: %w", err)
 	}
-	s.timed = newTimedStore(b)
+	s.timed = newTimedStore(b, cfg.KeptAnswers.WithDefaults().Retain)
 	s.store = s.timed
 	return s, nil
 }

@@ -46,6 +46,7 @@ import (
 // by that time.
 type timedStore struct {
 	replicastore.Store
+	retain time.Duration
 
 	mu  sync.Mutex
 	due map[replica.Key]int64 // Unix nanoseconds
@@ -65,8 +66,15 @@ type timedStore struct {
 	sooner chan struct{}
 }
 
-func newTimedStore(s replicastore.Store) *timedStore {
-	return &timedStore{Store: s, due: make(map[replica.Key]int64), touched: make(map[replica.Key]struct{}),
+// newTimedStore wraps s; retain is how long kept answers are kept
+// (replication.KeptAnswers.Retain): a key whose oldest outlived it is
+// woken to drop it, as if a timer were due then (later by twice the
+// waker's lead, so that the answer has outlived it when the key loads).
+func newTimedStore(s replicastore.Store, retain time.Duration) *timedStore {
+	if retain > 0 {
+		retain += 2 * wakeLead
+	}
+	return &timedStore{Store: s, retain: retain, due: make(map[replica.Key]int64), touched: make(map[replica.Key]struct{}),
 		broken: make(map[replica.Key]struct{}), sooner: make(chan struct{}, 1)}
 }
 
@@ -150,7 +158,7 @@ func (t *timedStore) Put(ctx context.Context, recs ...replica.Record) error {
 		var due time.Time
 		ok := !r.Erases() && !r.Tombstone
 		if ok {
-			due, ok = runtime.RecordTimersDue(r.Value)
+			due, ok = runtime.RecordWakeDue(r.Value, t.retain)
 		}
 		if !ok {
 			delete(t.due, r.Key)
@@ -180,7 +188,7 @@ func (t *timedStore) index(ctx context.Context) error {
 		if r.Kind != replica.KindState || r.Tombstone {
 			return true
 		}
-		if due, ok := runtime.RecordTimersDue(r.Value); ok {
+		if due, ok := runtime.RecordWakeDue(r.Value, t.retain); ok {
 			found[r.Key] = due.UnixNano()
 		}
 		return true

@@ -30,7 +30,7 @@ func TestTheTimedStoreKnowsWhichStoredStatesHoldTimers(t *testing.T) {
 	if err := mem.Put(ctx, stateRecord("before", 1, timedValue), stateRecord("plain", 1, untimedValue)); err != nil {
 		t.Fatal(err)
 	}
-	ts := newTimedStore(mem)
+	ts := newTimedStore(mem, 0)
 	// Stored while the index reads: Put's note stands, whatever copy the
 	// index read ("before" no longer holds a timer).
 	if err := ts.Put(ctx, stateRecord("before", 2, untimedValue), stateRecord("new", 1, timedValue)); err != nil {
@@ -64,7 +64,7 @@ func TestTheTimedStoreKnowsWhichStoredStatesHoldTimers(t *testing.T) {
 	if got := ids(); len(got) != 0 {
 		t.Fatalf("keys with timers %v after a tombstone and an erase, want none", got)
 	}
-	if ts.Unclean() || !newTimedStore(uncleanStore{mem}).Unclean() {
+	if ts.Unclean() || !newTimedStore(uncleanStore{mem}, 0).Unclean() {
 		t.Fatal("the store's Unclean is not passed on (replicanode.Open reads it)")
 	}
 }
@@ -82,7 +82,7 @@ func TestTheTimedStoreIndexesWhilePutsGoOn(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	ts := newTimedStore(mem)
+	ts := newTimedStore(mem, 0)
 	done := make(chan error, 1)
 	go func() {
 		// Every odd key loses its timer while the index reads.
@@ -122,7 +122,7 @@ func timedAt(sec int64) []byte {
 
 func TestTheTimedStoreQueuesKeysByWhenTheirFirstTimerIsDue(t *testing.T) {
 	ctx := context.Background()
-	ts := newTimedStore(replicastore.NewMemory())
+	ts := newTimedStore(replicastore.NewMemory(), 0)
 	if err := ts.index(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -195,7 +195,7 @@ func TestTheTimedStoreQueuesKeysByWhenTheirFirstTimerIsDue(t *testing.T) {
 
 func TestTheTimedStoreQueueStaysBoundedAsKeysAreStoredAgain(t *testing.T) {
 	ctx := context.Background()
-	ts := newTimedStore(replicastore.NewMemory())
+	ts := newTimedStore(replicastore.NewMemory(), 0)
 	for v := range uint64(10_000) {
 		if err := ts.Put(ctx, stateRecord("k", v+1, timedAt(int64(v))), stateRecord("j", v+1, timedAt(int64(v)))); err != nil {
 			t.Fatal(err)

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"testing"
 	"time"
@@ -57,26 +58,30 @@ func FuzzDecodeRecord(f *testing.F) {
 	h := host.New(host.Settings{})
 	defer h.Close(f.Context())
 	f.Fuzz(func(t *testing.T, b []byte) {
-		_, timers, _, err := decodeRecord[map[string]int](h, b)
+		_, timers, kept, err := decodeRecord[map[string]int](h, b)
 		// The header look agrees with the whole decode wherever that
 		// one reads the record.
-		due, has := RecordTimersDue(b)
+		const retain = time.Hour
+		due, has := RecordWakeDue(b, retain)
 		if err != nil {
 			return
 		}
-		if has != (len(timers) > 0) {
-			t.Fatalf("RecordTimersDue says %v of a record that decodes with %d timers", has, len(timers))
+		first := int64(math.MaxInt64)
+		for _, tm := range timers {
+			first = min(first, tm.due.UnixNano())
 		}
-		if has {
-			first := slices.MinFunc(timers, func(a, b storedTimer) int { return a.due.Compare(b.due) })
-			if !first.due.Equal(due) {
-				t.Fatalf("RecordTimersDue says the first is due at %v; the record's first is %v", due, first.due)
+		for _, a := range kept {
+			if a.at < math.MaxInt64-int64(retain) {
+				first = min(first, a.at+int64(retain))
 			}
+		}
+		if want := first != math.MaxInt64; has != want || has && due.UnixNano() != first {
+			t.Fatalf("RecordWakeDue says %v, %v of a record whose timers and kept answers make it %v, %v", due, has, time.Unix(0, first), want)
 		}
 	})
 }
 
-func TestRecordTimersDueReadsTheTimersOnly(t *testing.T) {
+func TestRecordWakeDueReadsTheTimersAndKeptAnswersOnly(t *testing.T) {
 	timer := func(b []byte, name string, due int64) []byte {
 		b = appendString(b, name)
 		b = appendVarint(b, due)
@@ -90,21 +95,33 @@ func TestRecordTimersDueReadsTheTimersOnly(t *testing.T) {
 	with = timer(with, "late", 2e9)
 	with = timer(with, "early", 1e9)
 	without := append(appendString([]byte{recordVersionKept}, "\x2a"), 0)
+	answers := appendRetained(slices.Clone(without), []retained{
+		{key: "k1", at: time.Unix(5, 0).UnixNano(), kind: retainedReply, body: []byte{1}},
+		{key: "k2", at: time.Unix(3, 0).UnixNano(), kind: retainedFailed, text: "boom"},
+	})
+	const retain = 10 * time.Second
+	timerAndAnswers := append([]byte{recordVersionKept}, with[1:]...)
+	timerAndAnswers = appendRetained(timerAndAnswers, []retained{{key: "k", at: time.Unix(0, 0).UnixNano(), kind: retainedNoReply}})
 	for _, c := range []struct {
-		name string
-		rec  []byte
-		due  time.Time
-		want bool
+		name   string
+		rec    []byte
+		retain time.Duration
+		due    time.Time
+		want   bool
 	}{
-		{"two timers", with, time.Unix(1, 0), true},
-		{"no timer", without, time.Time{}, false},
-		{"a timer, the rest cut off: due at once", with[:6], time.Time{}, true},
-		{"cut inside the state", with[:2], time.Time{}, false},
-		{"empty", nil, time.Time{}, false},
-		{"a newer format", append([]byte{recordVersionPending + 1}, with[1:]...), time.Time{}, false},
-		{"a state longer than the record", []byte{recordVersion, 0x7f, 1}, time.Time{}, false},
+		{"kept answers: the oldest past its retention", answers, retain, time.Unix(13, 0), true},
+		{"kept answers, no retention given", answers, 0, time.Time{}, false},
+		{"a timer before the oldest answer's end", timerAndAnswers, retain, time.Unix(1, 0), true},
+		{"kept answers cut off: due at once", answers[:len(answers)-3], retain, time.Time{}, true},
+		{"two timers", with, 0, time.Unix(1, 0), true},
+		{"no timer", without, retain, time.Time{}, false},
+		{"a timer, the rest cut off: due at once", with[:6], 0, time.Time{}, true},
+		{"cut inside the state", with[:2], 0, time.Time{}, false},
+		{"empty", nil, 0, time.Time{}, false},
+		{"a newer format", append([]byte{recordVersionPending + 1}, with[1:]...), 0, time.Time{}, false},
+		{"a state longer than the record", []byte{recordVersion, 0x7f, 1}, 0, time.Time{}, false},
 	} {
-		due, got := RecordTimersDue(c.rec)
+		due, got := RecordWakeDue(c.rec, c.retain)
 		if got != c.want || !due.Equal(c.due) {
 			t.Errorf("%s: %v, %v; want %v, %v", c.name, due, got, c.due, c.want)
 		}

@@ -107,23 +107,46 @@ func (c *cell[S, M, C]) wakeTimers(ctx *Context[S, M, C], st *wakeStep) {
 	}
 	ctx.confirmed = false // for the activation, not for the next message
 	st.finish(nil)
+	// The load dropped the kept answers past their retention, without
+	// writing (a message's commit would): a key woken for them (see
+	// RecordWakeDue) writes its record now, as a pruneStep does.
+	c.mu.Lock()
+	x := c.x
+	c.mu.Unlock()
+	if x == nil {
+		return
+	}
+	ctx.gateMu.Lock()
+	pruned := len(x.retained) != x.keptLoaded
+	ctx.gateMu.Unlock()
+	if !pruned {
+		return
+	}
+	c.handling(ctx)
+	c.mu.Lock()
+	x.recordChanged = true
+	c.mu.Unlock()
+	var e envelope[M]
+	c.settle(ctx, &e, nil)
 }
 
-// RecordTimersDue reports whether b, a record as the runtime stores a
-// durable key's state, holds a timer, and when the first of them is due.
-// It reads the record's header and timers only, without the types that
-// decode its state, and reports false for a record whose header it
-// cannot read (which an activation then reports); a record whose timers
-// it cannot read is due at once (the zero time), so that its activation
-// reports that too.
-func RecordTimersDue(b []byte) (due time.Time, ok bool) {
+// RecordWakeDue reports whether b, a record as the runtime stores a
+// durable key's state, needs its key woken with no message to it, and
+// when: at its first timer, or once its oldest kept answer (of a keyed
+// ask) has outlived retain (none if retain is not positive), when waking
+// drops and writes it. It reads the record's header, timers and kept
+// answers, without the types that decode its state, and reports false
+// for a record whose header it cannot read (which an activation then
+// reports); a record whose timers or answers it cannot read is due at
+// once (the zero time), so that its activation reports that too.
+func RecordWakeDue(b []byte, retain time.Duration) (due time.Time, ok bool) {
 	if len(b) == 0 || b[0] < recordVersion || b[0] > recordVersionPending {
 		return time.Time{}, false
 	}
 	r := recordReader{b: b[1:]}
 	r.bytes() // the state
 	n := r.uvarint()
-	if r.err != nil || n == 0 {
+	if r.err != nil {
 		return time.Time{}, false
 	}
 	first := int64(math.MaxInt64)
@@ -137,6 +160,30 @@ func RecordTimersDue(b []byte) (due time.Time, ok bool) {
 			return time.Time{}, true
 		}
 		first = min(first, at)
+	}
+	if b[0] >= recordVersionKept && retain > 0 {
+		kept := r.uvarint()
+		for range kept {
+			r.bytes() // idempotency key
+			r.fixed(len(retained{}.hash))
+			at := r.varint()
+			r.bytes() // request id
+			r.fixed(1)
+			r.bytes() // body
+			r.bytes() // name
+			r.bytes() // text
+			if r.err != nil {
+				return time.Time{}, true
+			}
+			// pruneRetained drops it then (or at once, dated ahead of
+			// now by more than retain: a clock that went back).
+			if at < math.MaxInt64-int64(retain) {
+				first = min(first, at+int64(retain))
+			}
+		}
+	}
+	if first == math.MaxInt64 {
+		return time.Time{}, false
 	}
 	return time.Unix(0, first), true
 }
