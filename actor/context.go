@@ -114,8 +114,8 @@ func (c *Context[S, M]) After(name string, d time.Duration, msg M) {
 
 // Every sends msg to this actor every d until cancelled. A timer with the
 // same name is replaced. A key with live timers does not idle out, but a
-// durable one: it sleeps between ticks and is woken for each (see
-// Passivation in the package documentation).
+// durable one: with d at least its idle timeout, it sleeps between ticks
+// and is woken for each (see Passivation in the package documentation).
 func (c *Context[S, M]) Every(name string, d time.Duration, msg M) {
 	c.runContext.Every(name, d, msg)
 }

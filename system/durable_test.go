@@ -29,6 +29,9 @@ type DForget struct{ actor.Reply[CountMsg, int] }
 // DTick adds one, from a timer.
 type DTick struct{}
 
+// DRelease releases the activation.
+type DRelease struct{}
+
 // DArm sets the timer "t" to tell DTick after D (every D when Repeat).
 type DArm struct {
 	actor.Reply[CountMsg, int]
@@ -49,13 +52,14 @@ type DRelay struct {
 // DHeard is what DRelay tells.
 type DHeard struct{ N int }
 
-func (DAdd) countMsg()    {}
-func (DGet) countMsg()    {}
-func (DForget) countMsg() {}
-func (DTick) countMsg()   {}
-func (DArm) countMsg()    {}
-func (DRelay) countMsg()  {}
-func (DHeard) countMsg()  {}
+func (DAdd) countMsg()     {}
+func (DGet) countMsg()     {}
+func (DForget) countMsg()  {}
+func (DTick) countMsg()    {}
+func (DRelease) countMsg() {}
+func (DArm) countMsg()     {}
+func (DRelay) countMsg()   {}
+func (DHeard) countMsg()   {}
 
 // counterDef defines a counter under name; ticks, if not nil, hears
 // every DTick handled (the count after it) and heard every DHeard.
@@ -96,9 +100,11 @@ func counterDef(name string, ticks chan<- int, opts ...actor.Option) *actor.Def[
 			if ticks != nil {
 				ticks <- m.N
 			}
+		case DRelease:
+			c.Release()
 		}
 		return nil
-	}, opts...).WithMessages(DAdd{}, DGet{}, DForget{}, DTick{}, DArm{}, DRelay{}, DHeard{})
+	}, opts...).WithMessages(DAdd{}, DGet{}, DForget{}, DTick{}, DArm{}, DRelay{}, DHeard{}, DRelease{})
 }
 
 func add(t testing.TB, ref actor.Ref[CountMsg], n int) int {

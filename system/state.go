@@ -498,7 +498,7 @@ func (s *states) Resign(typ, key string) {
 		// An activation of a key with stored timers ended (passivated,
 		// released, failed, moved): unless a message comes, the waker
 		// takes it up again when its first timer is due.
-		s.timed.ended(replica.Key{Type: typ, ID: key}, time.Now().Add(wakeSettle))
+		s.timed.ended(replica.Key{Type: typ, ID: key}, time.Now())
 	}
 	if node, err := s.current(); err == nil {
 		_ = node.Resign(replica.Key{Type: typ, ID: key})

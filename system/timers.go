@@ -43,16 +43,21 @@ import (
 
 // timedStore is the member's store, keeping for each key whose stored
 // state holds a timer when the first is due, and a queue of those keys
-// by that time.
+// by when to wake them.
 type timedStore struct {
 	replicastore.Store
 	retain time.Duration
 
 	mu  sync.Mutex
 	due map[replica.Key]int64 // Unix nanoseconds
-	// queue orders keys by due time; an entry whose time the key no
-	// longer has in due (it was stored again since) is stale, unless
-	// retry (a wake that failed, tried again then).
+	// back holds, for a key whose wake failed or whose activation ended
+	// soon after it was woken, when it may be woken again and the pause
+	// that gave that; a key stored again (progress) leaves it.
+	back map[replica.Key]backoff
+	// woke holds when each key was last woken, until it is stored again.
+	woke map[replica.Key]int64
+	// queue orders keys by when to wake them: an entry whose time is not
+	// the key's wakeAt (stored again, backed off since) is stale.
 	queue dueQueue
 	// touched lists the keys stored while the first scan (index) reads
 	// the store, whose copy it read may be older; nil once it is done.
@@ -66,6 +71,15 @@ type timedStore struct {
 	sooner chan struct{}
 }
 
+// backoff is a key's: not woken before until; pause grows with each
+// failure, from wakeRetryMin to wakeRetryMax; wake is the wake (its
+// time) the last pause was for, which grows it once.
+type backoff struct {
+	until int64
+	pause time.Duration
+	wake  int64
+}
+
 // newTimedStore wraps s; retain is how long kept answers are kept
 // (replication.KeptAnswers.Retain): a key whose oldest outlived it is
 // woken to drop it, as if a timer were due then (later by twice the
@@ -74,15 +88,15 @@ func newTimedStore(s replicastore.Store, retain time.Duration) *timedStore {
 	if retain > 0 {
 		retain += 2 * wakeLead
 	}
-	return &timedStore{Store: s, retain: retain, due: make(map[replica.Key]int64), touched: make(map[replica.Key]struct{}),
-		broken: make(map[replica.Key]struct{}), sooner: make(chan struct{}, 1)}
+	return &timedStore{Store: s, retain: retain, due: make(map[replica.Key]int64), back: make(map[replica.Key]backoff),
+		woke: make(map[replica.Key]int64), touched: make(map[replica.Key]struct{}), broken: make(map[replica.Key]struct{}),
+		sooner: make(chan struct{}, 1)}
 }
 
 // dueEntry is a key in the queue, with when to wake it.
 type dueEntry struct {
-	at    int64
-	key   replica.Key
-	retry bool
+	at  int64
+	key replica.Key
 }
 
 // dueQueue is a min-heap of entries by time (container/heap).
@@ -95,24 +109,47 @@ func (q *dueQueue) Push(x any)        { *q = append(*q, x.(dueEntry)) }
 func (q *dueQueue) Pop() any {
 	old := *q
 	e := old[len(old)-1]
+	old[len(old)-1] = dueEntry{} // no key kept alive by the spare capacity
 	*q = old[:len(old)-1]
 	return e
 }
 
-// pushLocked queues e, telling the waker if it comes first; t.mu held.
-// A queue grown to more than twice the keys (stale entries of keys
-// stored again) is made again from due.
-func (t *timedStore) pushLocked(e dueEntry) {
+// wakeAtLocked is when k may be woken: when its first timer is due, not
+// before its backoff ends; ok false for a key with no timer, or broken.
+// t.mu held.
+func (t *timedStore) wakeAtLocked(k replica.Key) (at int64, ok bool) {
+	at, ok = t.due[k]
+	if _, broken := t.broken[k]; !ok || broken {
+		return 0, false
+	}
+	if b, backed := t.back[k]; backed {
+		at = max(at, b.until)
+	}
+	return at, true
+}
+
+// queueLocked queues k at its wakeAt, telling the waker if it comes
+// first; t.mu held. A queue grown to more than twice the keys (stale
+// entries of keys stored again) is made again.
+func (t *timedStore) queueLocked(k replica.Key) {
+	at, ok := t.wakeAtLocked(k)
+	if !ok {
+		return
+	}
 	if len(t.queue) > 2*len(t.due)+1024 {
 		t.requeueLocked()
 	}
-	first := len(t.queue) == 0 || e.at < t.queue[0].at
-	heap.Push(&t.queue, e)
+	first := len(t.queue) == 0 || at < t.queue[0].at
+	heap.Push(&t.queue, dueEntry{at: at, key: k})
 	if first {
-		select {
-		case t.sooner <- struct{}{}:
-		default:
-		}
+		t.tellSooner()
+	}
+}
+
+func (t *timedStore) tellSooner() {
+	select {
+	case t.sooner <- struct{}{}:
+	default:
 	}
 }
 
@@ -120,20 +157,18 @@ func (t *timedStore) pushLocked(e dueEntry) {
 // but those marked broken; t.mu held.
 func (t *timedStore) requeueLocked() {
 	t.queue = t.queue[:0]
-	for k, at := range t.due {
-		if _, ok := t.broken[k]; !ok {
+	for k := range t.due {
+		if at, ok := t.wakeAtLocked(k); ok {
 			t.queue = append(t.queue, dueEntry{at: at, key: k})
 		}
 	}
 	heap.Init(&t.queue)
-	select {
-	case t.sooner <- struct{}{}:
-	default:
-	}
+	t.tellSooner()
 }
 
 // requeue queues every key with timers again: the waker looks at each
-// once more (this member may own keys it did not).
+// once more (this member may own keys it did not). It takes time in the
+// number of such keys, under the lock Put takes.
 func (t *timedStore) requeue() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -155,6 +190,9 @@ func (t *timedStore) Put(ctx context.Context, recs ...replica.Record) error {
 			t.touched[r.Key] = struct{}{}
 		}
 		delete(t.broken, r.Key)
+		_, backed := t.back[r.Key]
+		delete(t.back, r.Key) // written: the key made progress
+		delete(t.woke, r.Key)
 		var due time.Time
 		ok := !r.Erases() && !r.Tombstone
 		if ok {
@@ -165,11 +203,11 @@ func (t *timedStore) Put(ctx context.Context, recs ...replica.Record) error {
 			continue
 		}
 		at := due.UnixNano()
-		if was, ok := t.due[r.Key]; ok && was == at {
-			continue // queued already (or dropped as held: see next)
+		if was, ok := t.due[r.Key]; ok && was == at && !backed {
+			continue // queued already (or left out as held: see takeDue)
 		}
 		t.due[r.Key] = at
-		t.pushLocked(dueEntry{at: at, key: r.Key})
+		t.queueLocked(r.Key)
 	}
 	return err
 }
@@ -223,29 +261,56 @@ func (t *timedStore) has(k replica.Key) bool {
 	return ok
 }
 
-// ended queues k, whose activation ended, to be woken when its first
-// timer is due, and not before after: the end of an activation (a
-// failed commit, say) must not drive wakes faster than that.
-func (t *timedStore) ended(k replica.Key, after time.Time) {
+// backOffLocked pushes k's next wake back by a pause that doubles each
+// time (wakeRetryMin to wakeRetryMax) until k is stored again; t.mu held.
+// A wake that both failed and ended an activation (the failed
+// acquisition resigns) counts once.
+func (t *timedStore) backOffLocked(k replica.Key, now time.Time) time.Duration {
+	b := t.back[k]
+	if w, ok := t.woke[k]; ok && b.pause > 0 && b.wake == w {
+		return b.pause
+	}
+	b.pause = min(max(2*b.pause, wakeRetryMin), wakeRetryMax)
+	b.until = now.Add(b.pause).UnixNano()
+	b.wake = t.woke[k]
+	t.back[k] = b
+	return b.pause
+}
+
+// ended queues k, whose activation ended at now, to be woken when its
+// first timer is due, not before wakeSettle; an activation that ended
+// within wakeRetryMin of a wake (its commits fail, say) backs k off, so
+// that such ends do not drive wakes faster than failing wakes would.
+func (t *timedStore) ended(k replica.Key, now time.Time) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	at, ok := t.due[k]
-	if _, broken := t.broken[k]; !ok || broken {
+	if _, ok := t.due[k]; !ok {
 		return
 	}
-	t.pushLocked(dueEntry{at: max(at, after.UnixNano()), key: k, retry: true})
+	if w, ok := t.woke[k]; ok && now.UnixNano()-w < int64(wakeRetryMin) {
+		t.backOffLocked(k, now)
+	} else if b := t.back[k]; b.until < now.Add(wakeSettle).UnixNano() {
+		b.until = now.Add(wakeSettle).UnixNano()
+		t.back[k] = b
+	}
+	t.queueLocked(k)
 }
 
-// retry queues k to be woken again at at, a wake of it having failed.
-func (t *timedStore) retry(k replica.Key, at time.Time) {
+// failed queues k again after its backoff, a wake of it having failed
+// at now, and returns the pause.
+func (t *timedStore) failed(k replica.Key, now time.Time) time.Duration {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if _, ok := t.due[k]; ok {
-		t.pushLocked(dueEntry{at: at.UnixNano(), key: k, retry: true})
+	if _, ok := t.due[k]; !ok {
+		return 0
 	}
+	p := t.backOffLocked(k, now)
+	t.queueLocked(k)
+	return p
 }
 
-// next returns when the queue's first key is due, if any is queued.
+// next returns when the queue's first key may be woken, if any is
+// queued.
 func (t *timedStore) next() (time.Time, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -255,20 +320,19 @@ func (t *timedStore) next() (time.Time, bool) {
 	return time.Unix(0, t.queue[0].at), true
 }
 
-// takeDue takes from the queue the keys due by now, each once, skipping
-// stale entries and keys marked broken.
-func (t *timedStore) takeDue(now time.Time) []replica.Key {
+// takeDue takes from the queue up to limit keys due by by, each once,
+// skipping stale entries, keys marked broken and those skip reports,
+// and notes them woken at now.
+func (t *timedStore) takeDue(by, now time.Time, limit int, skip func(replica.Key) bool) []replica.Key {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	var ks []replica.Key
-	seen := make(map[replica.Key]bool)
-	for len(t.queue) > 0 && t.queue[0].at <= now.UnixNano() {
+	for len(ks) < limit && len(t.queue) > 0 && t.queue[0].at <= by.UnixNano() {
 		e := heap.Pop(&t.queue).(dueEntry)
-		at, ok := t.due[e.key]
-		if _, broken := t.broken[e.key]; !ok || broken || seen[e.key] || !e.retry && at != e.at {
+		if at, ok := t.wakeAtLocked(e.key); !ok || at != e.at || slices.Contains(ks, e.key) || skip != nil && skip(e.key) {
 			continue
 		}
-		seen[e.key] = true
+		t.woke[e.key] = now.UnixNano()
 		ks = append(ks, e.key)
 	}
 	return ks
@@ -319,7 +383,7 @@ const wakeTimeout = 30 * time.Second
 const wakeParallel = 16
 
 // wakeRetryMin and wakeRetryMax bound the pause before a key that could
-// not be woken is tried again; it grows while wakes keep failing.
+// not be woken is tried again; it doubles while its wakes keep failing.
 const (
 	wakeRetryMin = time.Second
 	wakeRetryMax = 30 * time.Second
@@ -342,10 +406,18 @@ func (s *states) setHost(h *host.Host) {
 	s.pokeWaker()
 }
 
+// wakeResult is how one key's wake ended.
+type wakeResult struct {
+	key replica.Key
+	err error
+}
+
 // wakeTimers runs the waker until ctx ends: it indexes the store (again
 // after a pause while that fails), then wakes each key when its first
-// timer is due (wakeLead early), and looks at every key again
-// wakeSettle after each poke.
+// timer is due (wakeLead early), wakeParallel at most at once, and looks
+// at every key again wakeSettle after each poke. It waits for no wake:
+// one that hangs (replicas out of reach, a hand-off's drain) holds its
+// slot until wakeTimeout, not the others.
 func (s *states) wakeTimers(ctx context.Context) {
 	for pause := wakeRetryMin; !s.timed.indexed(); pause = min(2*pause, wakeRetryMax) {
 		err := s.timed.index(ctx)
@@ -360,28 +432,30 @@ func (s *states) wakeTimers(ctx context.Context) {
 			return
 		}
 	}
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	results := make(chan wakeResult, wakeParallel)
+	inFlight := make(map[replica.Key]bool)
 	alarm := time.NewTimer(time.Hour)
 	defer alarm.Stop()
-	var (
-		poked   time.Time     // when to look at every key again; zero: no poke waits
-		pause   time.Duration // before a failed wake is tried again
-		stopped = true        // alarm is stopped (or fired and read)
-	)
+	var poked time.Time // when to look at every key again; zero: no poke waits
 	for {
-		at, queued := s.timed.next()
-		if queued {
-			at = at.Add(-wakeLead)
+		s.mu.Lock()
+		h := s.wakeHost
+		s.mu.Unlock()
+		// The alarm: at the first key's time (a slot free and the
+		// runtime built: setHost pokes), or the poke's.
+		var at time.Time
+		armed := false
+		if next, ok := s.timed.next(); ok && h != nil && len(inFlight) < wakeParallel {
+			at, armed = next.Add(-wakeLead), true
 		}
-		if !poked.IsZero() && (!queued || poked.Before(at)) {
-			at, queued = poked, true
+		if !poked.IsZero() && (!armed || poked.Before(at)) {
+			at, armed = poked, true
 		}
-		if !stopped {
-			alarm.Stop()
-			stopped = true
-		}
-		if queued {
+		alarm.Stop()
+		if armed {
 			alarm.Reset(time.Until(at))
-			stopped = false
 		}
 		select {
 		case <-ctx.Done():
@@ -391,21 +465,62 @@ func (s *states) wakeTimers(ctx context.Context) {
 				poked = time.Now().Add(wakeSettle)
 			}
 		case <-s.timed.sooner:
+		case r := <-results:
+			delete(inFlight, r.key)
+			s.woken(r)
 		case <-alarm.C:
-			stopped = true
 			now := time.Now()
 			if !poked.IsZero() && !now.Before(poked) {
 				poked = time.Time{}
 				s.timed.requeue()
 			}
-			failed := s.wakeDue(ctx, now.Add(wakeLead), pause)
-			switch {
-			case failed > 0:
-				pause = min(max(2*pause, wakeRetryMin), wakeRetryMax)
-			default:
-				pause = 0
+			if h == nil {
+				continue
+			}
+			skip := func(k replica.Key) bool { return inFlight[k] || !s.owns(k) }
+			for _, k := range s.timed.takeDue(now.Add(wakeLead), now, wakeParallel-len(inFlight), skip) {
+				w, ok := h.Kind(k.Type).(host.TimerWaker)
+				if !ok {
+					continue
+				}
+				inFlight[k] = true
+				wg.Go(func() { results <- wakeResult{k, s.wake(ctx, w, k)} })
 			}
 		}
+	}
+}
+
+// wake wakes k through w, waiting at most wakeTimeout.
+func (s *states) wake(ctx context.Context, w host.TimerWaker, k replica.Key) error {
+	done := make(chan error, 1)
+	w.WakeTimers(k.ID, func(err error) { done <- err })
+	t := time.NewTimer(wakeTimeout)
+	defer t.Stop()
+	select {
+	case err := <-done:
+		return err
+	case <-t.C:
+		return context.DeadlineExceeded
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// woken handles how a wake ended: a key out of reach is tried again
+// after its backoff; one that fails otherwise (its state no longer
+// decodes, say) waits until it is written again.
+func (s *states) woken(r wakeResult) {
+	k, err := r.key, r.err
+	switch {
+	case err == nil:
+	case errors.Is(err, actor.ErrUnavailable) || errors.Is(err, context.DeadlineExceeded):
+		pause := s.timed.failed(k, time.Now())
+		s.log.Debug("troupe: a key with stored timers not woken yet; tried again later", "type", k.Type, "key", k.ID, "err", err, "in", pause)
+	case errors.Is(err, context.Canceled):
+	default:
+		// Retrying mends nothing, and the next message reports it.
+		s.log.Warn("troupe: a key with stored timers cannot be activated; its timers wait until it is written again", "type", k.Type, "key", k.ID, "err", err)
+		s.timed.markBroken(k)
 	}
 }
 
@@ -419,75 +534,6 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 	case <-ctx.Done():
 		return false
 	}
-}
-
-// wakeDue wakes the keys with stored timers due by by that this member
-// owns and no activation holds, and returns how many could not be woken:
-// those are queued again after pause (at least wakeRetryMin). A key it
-// does not own, or that an activation holds, leaves the queue until the
-// view changes or that activation ends.
-func (s *states) wakeDue(ctx context.Context, by time.Time, pause time.Duration) (failed int) {
-	s.mu.Lock()
-	h := s.wakeHost
-	s.mu.Unlock()
-	if h == nil {
-		return 0 // setHost pokes once it is
-	}
-	pause = max(pause, wakeRetryMin)
-	var (
-		mu    sync.Mutex
-		wg    sync.WaitGroup
-		slots = make(chan struct{}, wakeParallel)
-	)
-	for _, k := range s.timed.takeDue(by) {
-		if !s.owns(k) {
-			continue
-		}
-		w, ok := h.Kind(k.Type).(host.TimerWaker)
-		if !ok {
-			continue
-		}
-		select {
-		case slots <- struct{}{}:
-		case <-ctx.Done():
-			wg.Wait()
-			return failed
-		}
-		wg.Go(func() {
-			defer func() { <-slots }()
-			done := make(chan error, 1)
-			w.WakeTimers(k.ID, func(err error) { done <- err })
-			t := time.NewTimer(wakeTimeout)
-			defer t.Stop()
-			var err error
-			select {
-			case err = <-done:
-			case <-t.C:
-				err = context.DeadlineExceeded
-			case <-ctx.Done():
-				return
-			}
-			switch {
-			case err == nil:
-			case errors.Is(err, actor.ErrUnavailable) || errors.Is(err, context.DeadlineExceeded):
-				s.log.Debug("troupe: waking a key with stored timers", "type", k.Type, "key", k.ID, "err", err)
-				s.timed.retry(k, time.Now().Add(pause))
-				mu.Lock()
-				failed++
-				mu.Unlock()
-			default:
-				// Its state no longer decodes, say: retrying mends
-				// nothing, and the next message reports it.
-				s.log.Warn("troupe: a key with stored timers cannot be activated; its timers wait until it is written again", "type", k.Type, "key", k.ID, "err", err)
-				s.timed.markBroken(k)
-			}
-		})
-	}
-	wg.Wait()
-	if failed > 0 {
-		s.log.Info("troupe: keys with stored timers not woken yet; tried again later", "keys", failed, "in", pause)
-	}
-	return failed
 }
 
 // owns reports whether k is of a durable type this member hosts, a key

@@ -4,9 +4,14 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"log/slog"
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/troupe-go/troupe/actor"
+	"github.com/troupe-go/troupe/internal/host"
+	"github.com/troupe-go/troupe/internal/runtime"
 
 	"github.com/troupe-go/troupe/internal/replica"
 	"github.com/troupe-go/troupe/internal/replicastore"
@@ -130,7 +135,7 @@ func TestTheTimedStoreQueuesKeysByWhenTheirFirstTimerIsDue(t *testing.T) {
 	at := func(sec int64) time.Time { return time.Unix(sec, 0) }
 	take := func(sec int64) []string {
 		var ids []string
-		for _, k := range ts.takeDue(at(sec)) {
+		for _, k := range ts.takeDue(at(sec), at(sec), wakeParallel, nil) {
 			ids = append(ids, k.ID)
 		}
 		slices.Sort(ids)
@@ -161,7 +166,7 @@ func TestTheTimedStoreQueuesKeysByWhenTheirFirstTimerIsDue(t *testing.T) {
 		t.Fatalf("due by 40: %v, want [b] (c moved to 50)", got)
 	}
 	// Taken keys leave the queue until their activation ends (ended),
-	// a wake is tried again (retry), or the queue is made again.
+	// a wake failed (failed), or the queue is made again.
 	if got := take(60); !slices.Equal(got, []string{"c"}) {
 		t.Fatalf("due by 60: %v, want [c]", got)
 	}
@@ -169,13 +174,59 @@ func TestTheTimedStoreQueuesKeysByWhenTheirFirstTimerIsDue(t *testing.T) {
 		t.Fatalf("due by 60 again: %v, want none", got)
 	}
 	ts.ended(replica.Key{Type: "t", ID: "a"}, at(70))
-	ts.retry(replica.Key{Type: "t", ID: "b"}, at(80))
-	ts.ended(replica.Key{Type: "t", ID: "none"}, at(0)) // no timers: not queued
-	if got := take(75); !slices.Equal(got, []string{"a"}) {
-		t.Fatalf("due by 75: %v, want [a] (ended, not before 70)", got)
+	if p := ts.failed(replica.Key{Type: "t", ID: "b"}, at(80)); p != wakeRetryMin {
+		t.Fatalf("a first failure backs off %v, want %v", p, wakeRetryMin)
 	}
-	if got := take(85); !slices.Equal(got, []string{"b"}) {
-		t.Fatalf("due by 85: %v, want [b] (retried at 80)", got)
+	ts.ended(replica.Key{Type: "t", ID: "none"}, at(0)) // no timers: not queued
+	if got := take(70); len(got) != 0 {
+		t.Fatalf("due by 70: %v, want none (a ended at 70: not before wakeSettle)", got)
+	}
+	if got := take(75); !slices.Equal(got, []string{"a"}) {
+		t.Fatalf("due by 75: %v, want [a] (ended at 70)", got)
+	}
+	if got := take(80); len(got) != 0 {
+		t.Fatalf("due by 80: %v, want none (b failed at 80)", got)
+	}
+	if got := take(81); !slices.Equal(got, []string{"b"}) {
+		t.Fatalf("due by 81: %v, want [b] (failed at 80, a second's pause)", got)
+	}
+	// An activation that ends soon after its wake backs its key off,
+	// more each time, until the key is stored again.
+	a := replica.Key{Type: "t", ID: "a"}
+	for i, want := range []time.Duration{wakeRetryMin, 2 * wakeRetryMin, 4 * wakeRetryMin} {
+		woken := 200 + int64(10*i)
+		if got := ts.takeDue(at(woken), at(woken), wakeParallel, nil); len(got) != 0 && i == 0 {
+			t.Fatalf("due by %d: %v, want none before a is queued again", woken, got)
+		}
+		ts.ended(a, at(woken))
+		ts.mu.Lock()
+		ts.woke[a] = at(woken).UnixNano()
+		ts.mu.Unlock()
+		ts.ended(a, at(woken).Add(100*time.Millisecond))
+		ts.mu.Lock()
+		pause := ts.back[a].pause
+		ts.mu.Unlock()
+		if pause != want {
+			t.Fatalf("ending %d times soon after a wake: a pause of %v, want %v", i+1, pause, want)
+		}
+		if got := ts.takeDue(at(woken).Add(want), at(woken).Add(want), wakeParallel, nil); len(got) != 0 {
+			t.Fatalf("a woken %v after its last end, within its pause: %v", want, got)
+		}
+		if got := ts.takeDue(at(woken).Add(want+time.Second), at(woken).Add(want+time.Second), wakeParallel, nil); !slices.Contains(got, a) {
+			t.Fatalf("a not woken after its pause of %v: %v", want, got)
+		}
+	}
+	if err := ts.Put(ctx, stateRecord("a", 3, timedAt(10))); err != nil {
+		t.Fatal(err)
+	}
+	ts.mu.Lock()
+	_, backed := ts.back[a]
+	ts.mu.Unlock()
+	if backed {
+		t.Fatal("a key stored again is still backed off")
+	}
+	if got := take(250); !slices.Contains(got, "a") {
+		t.Fatalf("due by 250 after a was stored again: %v, want a", got)
 	}
 	ts.markBroken(replica.Key{Type: "t", ID: "a"})
 	ts.requeue()
@@ -204,7 +255,111 @@ func TestTheTimedStoreQueueStaysBoundedAsKeysAreStoredAgain(t *testing.T) {
 	if n := len(ts.queue); n > 2*len(ts.due)+1024+1 {
 		t.Fatalf("%d entries queued for %d keys", n, len(ts.due))
 	}
-	if got := ts.takeDue(time.Unix(1<<32, 0)); len(got) != 2 {
+	if got := ts.takeDue(time.Unix(1<<32, 0), time.Unix(1<<32, 0), wakeParallel, nil); len(got) != 2 {
 		t.Fatalf("%d keys due, want 2", len(got))
+	}
+}
+
+// fakeWaker is a kind whose wakes the test decides: wake answers each.
+type fakeWaker struct {
+	wake func(key string, done func(error))
+}
+
+func (fakeWaker) Name() string                              { return "t" }
+func (fakeWaker) Sweep(time.Time)                           {}
+func (fakeWaker) Deepest() int                              { return 0 }
+func (fakeWaker) Stop()                                     {}
+func (fakeWaker) Abort()                                    {}
+func (fakeWaker) Queued() int                               { return 0 }
+func (fakeWaker) Activations() int                          { return 0 }
+func (f fakeWaker) WakeTimers(key string, done func(error)) { f.wake(key, done) }
+
+// runWaker runs a waker of keys of the pinned durable type "t" over an
+// in-memory store, waking through f, until the test ends.
+func runWaker(t *testing.T, f fakeWaker) *states {
+	t.Helper()
+	s := &states{log: slog.New(slog.DiscardHandler), kinds: map[string]runtime.Storage{"t": {Durable: true, Pinned: true}},
+		held: make(map[replica.Key]bool), wakeNow: make(chan struct{}, 1)}
+	s.timed = newTimedStore(replicastore.NewMemory(), 0)
+	h := host.New(host.Settings{})
+	t.Cleanup(func() { h.Close(context.Background()) })
+	if !h.Register(f) {
+		t.Fatal("register the fake kind")
+	}
+	s.setHost(h)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.wakeTimers(ctx)
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	return s
+}
+
+func TestAWakeThatHangsHoldsUpNoOtherKey(t *testing.T) {
+	woken := make(chan string, 16)
+	hung := make(chan func(error), 1)
+	s := runWaker(t, fakeWaker{wake: func(key string, done func(error)) {
+		if key == "hangs" {
+			hung <- done // answered when the test ends
+			return
+		}
+		woken <- key
+		done(nil)
+	}})
+	t.Cleanup(func() { (<-hung)(context.Canceled) })
+	now := time.Now().Unix()
+	if err := s.timed.Put(context.Background(), stateRecord("hangs", 1, timedAt(now-1))); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case f := <-hung:
+		hung <- f
+	case <-time.After(10 * time.Second):
+		t.Fatal("the first key was not woken")
+	}
+	if err := s.timed.Put(context.Background(), stateRecord("next", 1, timedAt(now))); err != nil {
+		t.Fatal(err)
+	}
+	if got := recv(t, woken, "the next key, while the first one's wake hangs"); got != "next" {
+		t.Fatalf("woke %q, want next", got)
+	}
+}
+
+func TestAKeyWhoseWakesFailIsTriedAgainLessAndLessOften(t *testing.T) {
+	var s *states
+	tries := make(chan time.Time, 64)
+	s = runWaker(t, fakeWaker{wake: func(key string, done func(error)) {
+		tries <- time.Now()
+		// As the runtime does: the failed acquisition resigns the key.
+		s.Resign("t", key)
+		done(fmt.Errorf("%w: no quorum", actor.ErrUnavailable))
+	}})
+	if err := s.timed.Put(context.Background(), stateRecord("k", 1, timedAt(time.Now().Unix()-1))); err != nil {
+		t.Fatal(err)
+	}
+	var at []time.Time
+	for range 3 {
+		at = append(at, recv(t, tries, "a wake"))
+	}
+	// Each pause is at least wakeRetryMin, and doubles (the waker wakes
+	// keys wakeLead early).
+	for i, want := range []time.Duration{wakeRetryMin - wakeLead, 2*wakeRetryMin - wakeLead} {
+		if gap := at[i+1].Sub(at[i]); gap < want {
+			t.Fatalf("wake %d came %v after wake %d, want at least %v", i+2, gap, i+1, want)
+		}
+	}
+}
+
+// recv receives from c, failing the test after 10 s.
+func recv[T any](t *testing.T, c <-chan T, what string) T {
+	t.Helper()
+	select {
+	case v := <-c:
+		return v
+	case <-time.After(10 * time.Second):
+		t.Fatalf("waited 10s for %s", what)
+		panic("unreachable")
 	}
 }

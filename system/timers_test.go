@@ -360,7 +360,7 @@ func TestAKeyWithALongEveryTimerSleepsBetweenItsBeats(t *testing.T) {
 			def := counterDef("counter", ticks, actor.Durable(), actor.WithIdleTimeout(50*time.Millisecond))
 			sys := newStandalone(t, system.Config{Observer: evs.Observe}, def)
 			ref := def.Ref(sys, "a")
-			const period = 400 * time.Millisecond
+			const period = 800 * time.Millisecond
 			if _, err := actor.Ask(systemtest.Ctx(t), ref, DArm{D: period, Repeat: true, Heard: c.heard}); err != nil {
 				t.Fatal(err)
 			}
@@ -424,5 +424,36 @@ func TestAReplicatedKeyAsleepWithAStoredTimerIsWokenByItsOwner(t *testing.T) {
 		if got := evs[i].Count(systemtest.Is(system.ActivationStarted, "k")); got != want {
 			t.Errorf("member %d (owner %d) activated the key %d times, want %d", i, o, got, want)
 		}
+	}
+}
+
+func TestAReleasedKeyWhoseTimerWasDueWhileItRanIsWokenAgain(t *testing.T) {
+	ticks := make(chan int, 64)
+	// Beats shorter than the idle timeout that change nothing: the
+	// record keeps the first due time, which passes while the key runs
+	// (the waker finds the key active then, and leaves it).
+	evs := systemtest.NewEvents(systemtest.Limit)
+	def := counterDef("counter", ticks, actor.Durable())
+	sys := newStandalone(t, system.Config{Observer: evs.Observe}, def)
+	ref := def.Ref(sys, "a")
+	if _, err := actor.Ask(systemtest.Ctx(t), ref, DArm{D: 100 * time.Millisecond, Repeat: true, Heard: true}); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		systemtest.Recv(t, ticks, "a beat")
+	}
+	if err := ref.Tell(systemtest.Ctx(t), DRelease{}); err != nil {
+		t.Fatal(err)
+	}
+	// Its stored timer is overdue once the activation ends: the key is
+	// woken again and beats on, with no message to it.
+	evs.WaitFor(t, "the release", func(e system.Event) bool {
+		return systemtest.Is(system.ActivationEnded, "a")(e) && e.Reason == "released"
+	})
+	for len(ticks) > 0 {
+		<-ticks
+	}
+	for range 3 {
+		systemtest.Recv(t, ticks, "a beat after the release")
 	}
 }

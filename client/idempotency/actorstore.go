@@ -115,8 +115,16 @@ func handleRecord(c *actor.Context[record, RecordMsg], m RecordMsg) error {
 		c.SetState(r)
 		return actor.Respond(c, m, true)
 	case ExpireRecord:
-		if r.Attempt != 0 && r.expired(now) {
+		switch {
+		case r.Attempt == 0:
+		case r.expired(now):
 			c.Delete()
+		case r.Done:
+			// Early (the clock went back, or someone sent it): again
+			// when it is due.
+			c.After(expireTimer, time.Duration(r.Until-now), ExpireRecord{})
+		case r.Expires != 0:
+			c.After(expireTimer, time.Duration(r.Expires-now), ExpireRecord{})
 		}
 	}
 	return nil

@@ -1130,7 +1130,7 @@ func (c *cell[S, M, C]) passivatable(idleBefore, now time.Time) bool {
 	if c.gone || c.running || c.backoff || c.queuedLocked() != 0 {
 		return false
 	}
-	if x := c.x; x != nil && ((len(x.timers) > 0 && !x.timersStopped && !c.timersSavedLocked()) || x.runActive || x.runT != nil || x.commits.busy()) {
+	if x := c.x; x != nil && ((len(x.timers) > 0 && !x.timersStopped && !c.timersSavedLocked(now)) || x.runActive || x.runT != nil || x.commits.busy()) {
 		return false
 	}
 	if idleBefore.IsZero() {
@@ -1144,21 +1144,28 @@ func (c *cell[S, M, C]) passivatable(idleBefore, now time.Time) bool {
 
 // timersSavedLocked reports whether the activation's timers are all in
 // the key's stored record as they stand: a durable key's, none fired and
-// waiting for its message, nothing of the record left to write. Such a
-// key may passivate with live timers: its owner's store wakes it when
-// the first is due (system's waker, through WakeTimers). c.mu held.
-func (c *cell[S, M, C]) timersSavedLocked() bool {
+// waiting for its message, nothing of the record left to write, none due
+// within sleepMargin of now. Such a key may passivate with live timers:
+// its owner's store wakes it when the first is due (system's waker,
+// through WakeTimers). c.mu held.
+func (c *cell[S, M, C]) timersSavedLocked(now time.Time) bool {
 	x := c.x
 	if !c.durable() || x.recordChanged {
 		return false
 	}
 	for _, e := range x.timers {
-		if !e.saved || e.fired {
+		if !e.saved || e.fired || e.due.Sub(now) < sleepMargin {
 			return false
 		}
 	}
 	return true
 }
+
+// sleepMargin is how far off a durable key's first timer must be for the
+// key to passivate with it: one due sooner fires from the activation
+// (the waker wakes a key a little before its timer, and a key about to
+// fire should not leave and come back for it).
+const sleepMargin = 200 * time.Millisecond
 
 func (c *cell[S, M, C]) setTimer(name string, d time.Duration, msg M, repeat bool) {
 	period := time.Duration(0)

@@ -151,6 +151,8 @@ func (c *Context[S, M, C]) commitLocked(barrier bool) error {
 		if err == nil {
 			c.dirty, c.confirmed = false, true
 			cl.noteKept()
+		} else {
+			cl.unsaved()
 		}
 	case barrier && !c.confirmed:
 		ctx, cancel := c.storeCtx()
@@ -392,6 +394,7 @@ func (c *cell[S, M, C]) settleAsync(ctx *Context[S, M, C]) (ok bool, cerr error)
 		a.mu.Lock()
 		a.inFlight--
 		a.mu.Unlock()
+		c.unsaved()       // made, not written
 		return false, nil // the usual commit fails it, with the same error
 	}
 	c.mu.Lock()
@@ -776,6 +779,21 @@ func (c *cell[S, M, C]) storedTimers() []liveTimer[M] {
 		ts = append(ts, liveTimer[M]{name: name, due: e.due, period: e.period, m: e.msg})
 	}
 	return ts
+}
+
+// unsaved undoes what making a record that will not be written did:
+// the record changed still, and the timers are not in the store as they
+// stand (see timerEntry.saved).
+func (c *cell[S, M, C]) unsaved() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.x == nil {
+		return
+	}
+	c.x.recordChanged = true
+	for _, e := range c.x.timers {
+		e.saved = false
+	}
 }
 
 // recordChanged reports whether the record changed besides the state

@@ -138,7 +138,7 @@ func (c *cell[S, M, C]) wakeTimers(ctx *Context[S, M, C], st *wakeStep) {
 // answers, without the types that decode its state, and reports false
 // for a record whose header it cannot read (which an activation then
 // reports); a record whose timers or answers it cannot read is due at
-// once (the zero time), so that its activation reports that too.
+// once (the Unix epoch), so that its activation reports that too.
 func RecordWakeDue(b []byte, retain time.Duration) (due time.Time, ok bool) {
 	if len(b) == 0 || b[0] < recordVersion || b[0] > recordVersionPending {
 		return time.Time{}, false
@@ -157,7 +157,7 @@ func RecordWakeDue(b []byte, retain time.Duration) (due time.Time, ok bool) {
 		r.bytes()  // message type
 		r.bytes()  // message
 		if r.err != nil {
-			return time.Time{}, true
+			return time.Unix(0, 0), true
 		}
 		first = min(first, at)
 	}
@@ -173,7 +173,7 @@ func RecordWakeDue(b []byte, retain time.Duration) (due time.Time, ok bool) {
 			r.bytes() // name
 			r.bytes() // text
 			if r.err != nil {
-				return time.Time{}, true
+				return time.Unix(0, 0), true
 			}
 			// pruneRetained drops it then (or at once, dated ahead of
 			// now by more than retain: a clock that went back).
