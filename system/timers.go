@@ -176,7 +176,7 @@ func (t *timedStore) requeue() {
 }
 
 // Put implements replicastore.Store, noting which records hold timers
-// and when.
+// and when their key is due.
 func (t *timedStore) Put(ctx context.Context, recs ...replica.Record) error {
 	err := t.Store.Put(ctx, recs...)
 	t.mu.Lock()
@@ -196,7 +196,13 @@ func (t *timedStore) Put(ctx context.Context, recs ...replica.Record) error {
 		var due time.Time
 		ok := !r.Erases() && !r.Tombstone
 		if ok {
-			due, ok = runtime.RecordWakeDue(r.Value, t.retain)
+			// Timers only, which is quick for a record without any (the
+			// write path: no kept answers read). The answers of a key
+			// written here are its owner's ledger's to expire; those of
+			// keys not written since this member started, the index's.
+			if due, ok = runtime.RecordWakeDue(r.Value, 0); ok {
+				due, _ = runtime.RecordWakeDue(r.Value, t.retain)
+			}
 		}
 		if !ok {
 			delete(t.due, r.Key)
