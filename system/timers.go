@@ -327,8 +327,8 @@ func (t *timedStore) next() (time.Time, bool) {
 }
 
 // takeDue takes from the queue up to limit keys due by by, each once,
-// skipping stale entries, keys marked broken and those skip reports,
-// and notes them woken at now.
+// skipping stale entries, keys marked broken and those skip reports
+// (called with t.mu held), and notes them woken at now.
 func (t *timedStore) takeDue(by, now time.Time, limit int, skip func(replica.Key) bool) []replica.Key {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -483,10 +483,12 @@ func (s *states) wakeTimers(ctx context.Context) {
 			if h == nil {
 				continue
 			}
-			skip := func(k replica.Key) bool { return inFlight[k] || !s.owns(k) }
+			skip := func(k replica.Key) bool { return inFlight[k] }
 			for _, k := range s.timed.takeDue(now.Add(wakeLead), now, wakeParallel-len(inFlight), skip) {
+				// Looked at outside the store's lock: placement reads the
+				// router's view.
 				w, ok := h.Kind(k.Type).(host.TimerWaker)
-				if !ok {
+				if !ok || !s.owns(k) {
 					continue
 				}
 				inFlight[k] = true
