@@ -190,9 +190,6 @@ func (t *timedStore) Put(ctx context.Context, recs ...replica.Record) error {
 			t.touched[r.Key] = struct{}{}
 		}
 		delete(t.broken, r.Key)
-		_, backed := t.back[r.Key]
-		delete(t.back, r.Key) // written: the key made progress
-		delete(t.woke, r.Key)
 		var due time.Time
 		ok := !r.Erases() && !r.Tombstone
 		if ok {
@@ -206,12 +203,21 @@ func (t *timedStore) Put(ctx context.Context, recs ...replica.Record) error {
 		}
 		if !ok {
 			delete(t.due, r.Key)
+			delete(t.back, r.Key)
+			delete(t.woke, r.Key)
 			continue
 		}
 		at := due.UnixNano()
-		if was, ok := t.due[r.Key]; ok && was == at && !backed {
-			continue // queued already (or left out as held: see takeDue)
+		if was, ok := t.due[r.Key]; ok && was == at {
+			// Queued already (or left out as held: see takeDue). The
+			// same timers are no progress: an acquisition writes back
+			// what it adopted, and a key whose handler fails each time
+			// stays backed off.
+			continue
 		}
+		// Its timers moved: the key made progress.
+		delete(t.back, r.Key)
+		delete(t.woke, r.Key)
 		t.due[r.Key] = at
 		t.queueLocked(r.Key)
 	}
@@ -328,8 +334,8 @@ func (t *timedStore) next() (time.Time, bool) {
 
 // takeDue takes from the queue up to limit keys due by by, each once,
 // skipping stale entries, keys marked broken and those skip reports
-// (called with t.mu held), and notes them woken at now.
-func (t *timedStore) takeDue(by, now time.Time, limit int, skip func(replica.Key) bool) []replica.Key {
+// (called with t.mu held).
+func (t *timedStore) takeDue(by time.Time, limit int, skip func(replica.Key) bool) []replica.Key {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	var ks []replica.Key
@@ -338,10 +344,25 @@ func (t *timedStore) takeDue(by, now time.Time, limit int, skip func(replica.Key
 		if at, ok := t.wakeAtLocked(e.key); !ok || at != e.at || slices.Contains(ks, e.key) || skip != nil && skip(e.key) {
 			continue
 		}
-		t.woke[e.key] = now.UnixNano()
 		ks = append(ks, e.key)
 	}
 	return ks
+}
+
+// waking notes that k is being woken at now (see ended).
+func (t *timedStore) waking(k replica.Key, now time.Time) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if _, ok := t.due[k]; ok {
+		t.woke[k] = now.UnixNano()
+	}
+}
+
+// requeueKey queues k again at its wakeAt.
+func (t *timedStore) requeueKey(k replica.Key) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.queueLocked(k)
 }
 
 // markBroken leaves k asleep until it is stored again.
@@ -442,6 +463,9 @@ func (s *states) wakeTimers(ctx context.Context) {
 	defer wg.Wait()
 	results := make(chan wakeResult, wakeParallel)
 	inFlight := make(map[replica.Key]bool)
+	// skipped lists keys taken from the queue while their wake was in
+	// flight: queued again once it ends, whatever its result.
+	skipped := make(map[replica.Key]bool)
 	alarm := time.NewTimer(time.Hour)
 	defer alarm.Stop()
 	var poked time.Time // when to look at every key again; zero: no poke waits
@@ -474,6 +498,10 @@ func (s *states) wakeTimers(ctx context.Context) {
 		case r := <-results:
 			delete(inFlight, r.key)
 			s.woken(r)
+			if skipped[r.key] {
+				delete(skipped, r.key)
+				s.timed.requeueKey(r.key)
+			}
 		case <-alarm.C:
 			now := time.Now()
 			if !poked.IsZero() && !now.Before(poked) {
@@ -483,14 +511,20 @@ func (s *states) wakeTimers(ctx context.Context) {
 			if h == nil {
 				continue
 			}
-			skip := func(k replica.Key) bool { return inFlight[k] }
-			for _, k := range s.timed.takeDue(now.Add(wakeLead), now, wakeParallel-len(inFlight), skip) {
+			skip := func(k replica.Key) bool {
+				if inFlight[k] {
+					skipped[k] = true
+				}
+				return inFlight[k]
+			}
+			for _, k := range s.timed.takeDue(now.Add(wakeLead), wakeParallel-len(inFlight), skip) {
 				// Looked at outside the store's lock: placement reads the
 				// router's view.
 				w, ok := h.Kind(k.Type).(host.TimerWaker)
 				if !ok || !s.owns(k) {
 					continue
 				}
+				s.timed.waking(k, now)
 				inFlight[k] = true
 				wg.Go(func() { results <- wakeResult{k, s.wake(ctx, w, k)} })
 			}

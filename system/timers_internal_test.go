@@ -135,7 +135,8 @@ func TestTheTimedStoreQueuesKeysByWhenTheirFirstTimerIsDue(t *testing.T) {
 	at := func(sec int64) time.Time { return time.Unix(sec, 0) }
 	take := func(sec int64) []string {
 		var ids []string
-		for _, k := range ts.takeDue(at(sec), at(sec), wakeParallel, nil) {
+		for _, k := range ts.takeDue(at(sec), wakeParallel, nil) {
+			ts.waking(k, at(sec)) // as the waker does
 			ids = append(ids, k.ID)
 		}
 		slices.Sort(ids)
@@ -193,9 +194,16 @@ func TestTheTimedStoreQueuesKeysByWhenTheirFirstTimerIsDue(t *testing.T) {
 	// An activation that ends soon after its wake backs its key off,
 	// more each time, until the key is stored again.
 	a := replica.Key{Type: "t", ID: "a"}
+	takeAt := func(when time.Time) []replica.Key {
+		ks := ts.takeDue(when, wakeParallel, nil)
+		for _, k := range ks {
+			ts.waking(k, when)
+		}
+		return ks
+	}
 	for i, want := range []time.Duration{wakeRetryMin, 2 * wakeRetryMin, 4 * wakeRetryMin} {
 		woken := 200 + int64(10*i)
-		if got := ts.takeDue(at(woken), at(woken), wakeParallel, nil); len(got) != 0 && i == 0 {
+		if got := takeAt(at(woken)); len(got) != 0 && i == 0 {
 			t.Fatalf("due by %d: %v, want none before a is queued again", woken, got)
 		}
 		ts.ended(a, at(woken))
@@ -209,21 +217,32 @@ func TestTheTimedStoreQueuesKeysByWhenTheirFirstTimerIsDue(t *testing.T) {
 		if pause != want {
 			t.Fatalf("ending %d times soon after a wake: a pause of %v, want %v", i+1, pause, want)
 		}
-		if got := ts.takeDue(at(woken).Add(want), at(woken).Add(want), wakeParallel, nil); len(got) != 0 {
+		if got := takeAt(at(woken).Add(want)); len(got) != 0 {
 			t.Fatalf("a woken %v after its last end, within its pause: %v", want, got)
 		}
-		if got := ts.takeDue(at(woken).Add(want+time.Second), at(woken).Add(want+time.Second), wakeParallel, nil); !slices.Contains(got, a) {
+		if got := takeAt(at(woken).Add(want + time.Second)); !slices.Contains(got, a) {
 			t.Fatalf("a not woken after its pause of %v: %v", want, got)
 		}
 	}
+	backedOff := func() bool {
+		ts.mu.Lock()
+		defer ts.mu.Unlock()
+		_, ok := ts.back[a]
+		return ok
+	}
+	// Written again with the same timers (an acquisition writes back what
+	// it adopted): no progress. With its timers moved: progress.
 	if err := ts.Put(ctx, stateRecord("a", 3, timedAt(10))); err != nil {
 		t.Fatal(err)
 	}
-	ts.mu.Lock()
-	_, backed := ts.back[a]
-	ts.mu.Unlock()
-	if backed {
-		t.Fatal("a key stored again is still backed off")
+	if !backedOff() {
+		t.Fatal("a key written again with the same timers is no longer backed off")
+	}
+	if err := ts.Put(ctx, stateRecord("a", 4, timedAt(11))); err != nil {
+		t.Fatal(err)
+	}
+	if backedOff() {
+		t.Fatal("a key whose timers moved is still backed off")
 	}
 	if got := take(250); !slices.Contains(got, "a") {
 		t.Fatalf("due by 250 after a was stored again: %v, want a", got)
@@ -255,7 +274,7 @@ func TestTheTimedStoreQueueStaysBoundedAsKeysAreStoredAgain(t *testing.T) {
 	if n := len(ts.queue); n > 2*len(ts.due)+1024+1 {
 		t.Fatalf("%d entries queued for %d keys", n, len(ts.due))
 	}
-	if got := ts.takeDue(time.Unix(1<<32, 0), time.Unix(1<<32, 0), wakeParallel, nil); len(got) != 2 {
+	if got := ts.takeDue(time.Unix(1<<32, 0), wakeParallel, nil); len(got) != 2 {
 		t.Fatalf("%d keys due, want 2", len(got))
 	}
 }
@@ -328,27 +347,43 @@ func TestAWakeThatHangsHoldsUpNoOtherKey(t *testing.T) {
 }
 
 func TestAKeyWhoseWakesFailIsTriedAgainLessAndLessOften(t *testing.T) {
-	var s *states
-	tries := make(chan time.Time, 64)
-	s = runWaker(t, fakeWaker{wake: func(key string, done func(error)) {
-		tries <- time.Now()
-		// As the runtime does: the failed acquisition resigns the key.
-		s.Resign("t", key)
-		done(fmt.Errorf("%w: no quorum", actor.ErrUnavailable))
-	}})
-	if err := s.timed.Put(context.Background(), stateRecord("k", 1, timedAt(time.Now().Unix()-1))); err != nil {
-		t.Fatal(err)
-	}
-	var at []time.Time
-	for range 3 {
-		at = append(at, recv(t, tries, "a wake"))
-	}
-	// Each pause is at least wakeRetryMin, and doubles (the waker wakes
-	// keys wakeLead early).
-	for i, want := range []time.Duration{wakeRetryMin - wakeLead, 2*wakeRetryMin - wakeLead} {
-		if gap := at[i+1].Sub(at[i]); gap < want {
-			t.Fatalf("wake %d came %v after wake %d, want at least %v", i+2, gap, i+1, want)
-		}
+	for _, c := range []struct {
+		name string
+		err  error
+	}{
+		{"the acquisition fails", fmt.Errorf("%w: no quorum", actor.ErrUnavailable)},
+		{"the activation ends at once (its commit fails, say)", nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var s *states
+			tries := make(chan time.Time, 64)
+			rec := stateRecord("k", 1, timedAt(time.Now().Unix()-1))
+			s = runWaker(t, fakeWaker{wake: func(key string, done func(error)) {
+				tries <- time.Now()
+				// As the runtime does: the acquisition writes back what
+				// it adopted, then the activation ends and resigns the
+				// key.
+				if err := s.timed.Put(context.Background(), rec); err != nil {
+					t.Error(err)
+				}
+				s.Resign("t", key)
+				done(c.err)
+			}})
+			if err := s.timed.Put(context.Background(), rec); err != nil {
+				t.Fatal(err)
+			}
+			var at []time.Time
+			for range 3 {
+				at = append(at, recv(t, tries, "a wake"))
+			}
+			// Each pause is at least wakeRetryMin, and doubles (the
+			// waker wakes keys wakeLead early).
+			for i, want := range []time.Duration{wakeRetryMin - wakeLead, 2*wakeRetryMin - wakeLead} {
+				if gap := at[i+1].Sub(at[i]); gap < want {
+					t.Fatalf("wake %d came %v after wake %d, want at least %v", i+2, gap, i+1, want)
+				}
+			}
+		})
 	}
 }
 
