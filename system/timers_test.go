@@ -327,9 +327,7 @@ func TestAnIdleKeyWithAStoredTimerPassivatesAndIsWokenWhenItIsDue(t *testing.T) 
 	if _, err := actor.Ask(systemtest.Ctx(t), ref, DArm{D: d}); err != nil {
 		t.Fatal(err)
 	}
-	evs.WaitFor(t, "the key with a stored timer to idle out", func(e system.Event) bool {
-		return systemtest.Is(system.ActivationEnded, "a")(e) && e.Reason == "idle"
-	})
+	evs.WaitFor(t, "the key with a stored timer to idle out", endedFor("a", "idle"))
 	select {
 	case n := <-ticks:
 		t.Fatalf("the timer fired (count %d) before the key idled out", n)
@@ -377,9 +375,7 @@ func TestAKeyWithALongEveryTimerSleepsBetweenItsBeats(t *testing.T) {
 					t.Fatalf("beats %d and %d came %v apart, every %v wanted", i-1, i, gap, period)
 				}
 			}
-			if n := evs.Count(func(e system.Event) bool {
-				return systemtest.Is(system.ActivationEnded, "a")(e) && e.Reason == "idle"
-			}); n < 3 {
+			if n := evs.Count(endedFor("a", "idle")); n < 3 {
 				t.Fatalf("the key idled out %d times in 4 beats every %v with a 50ms idle timeout; want it asleep between each", n, period)
 			}
 		})
@@ -405,9 +401,7 @@ func TestAReplicatedKeyAsleepWithAStoredTimerIsWokenByItsOwner(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, o := byAddr(t, systems, system.OwnerOf(systems[0], "counter", "k"))
-	evs[o].WaitFor(t, "the key to idle out on its owner", func(e system.Event) bool {
-		return systemtest.Is(system.ActivationEnded, "k")(e) && e.Reason == "idle"
-	})
+	evs[o].WaitFor(t, "the key to idle out on its owner", endedFor("k", "idle"))
 	select {
 	case got := <-ticks:
 		t.Fatalf("the timer fired (count %d) before the key idled out", got)
@@ -447,13 +441,16 @@ func TestAReleasedKeyWhoseTimerWasDueWhileItRanIsWokenAgain(t *testing.T) {
 	}
 	// Its stored timer is overdue once the activation ends: the key is
 	// woken again and beats on, with no message to it.
-	evs.WaitFor(t, "the release", func(e system.Event) bool {
-		return systemtest.Is(system.ActivationEnded, "a")(e) && e.Reason == "released"
-	})
+	evs.WaitFor(t, "the release", endedFor("a", "released"))
 	for len(ticks) > 0 {
 		<-ticks
 	}
 	for range 3 {
 		systemtest.Recv(t, ticks, "a beat after the release")
 	}
+}
+
+// endedFor matches the end of key's activation for reason.
+func endedFor(key, reason string) func(system.Event) bool {
+	return func(e system.Event) bool { return systemtest.Is(system.ActivationEnded, key)(e) && e.Reason == reason }
 }
