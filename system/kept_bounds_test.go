@@ -30,6 +30,17 @@ func keptCounter(runs *atomic.Int32) *actor.Def[int, KAdd] {
 	}, actor.Durable())
 }
 
+// awaitNoKept waits until the store holds no kept answer for keys.
+func awaitNoKept(t *testing.T, sys *system.System, keys []string) {
+	t.Helper()
+	systemtest.Await(t, func() error {
+		if stored := storedKept(t, sys, keys); stored != 0 {
+			return fmt.Errorf("the store holds %d kept answers past their retention, want 0", stored)
+		}
+		return nil
+	})
+}
+
 // storedKept sums the kept answers the store holds for keys.
 func storedKept(t *testing.T, sys *system.System, keys []string) int {
 	t.Helper()
@@ -123,12 +134,7 @@ func TestAnswersPastTheirRetentionLeaveIdleKeysRecords(t *testing.T) {
 		return nil
 	})
 	// No message reaches the keys again: the ledger's timer prunes them.
-	systemtest.Await(t, func() error {
-		if stored := storedKept(t, sys, names); stored != 0 {
-			return fmt.Errorf("the store holds %d kept answers past their retention, want 0", stored)
-		}
-		return nil
-	})
+	awaitNoKept(t, sys, names)
 	if n := runs.Load(); n != keys {
 		t.Fatalf("the handler ran %d times, want %d: the prunes ran it", n, keys)
 	}
@@ -224,12 +230,7 @@ func TestAnswersPastTheirRetentionLeaveTheRecordsOfKeysNeverUsedAfterARestart(t 
 	if stored := storedKept(t, sys, names); stored != keys {
 		t.Fatalf("the store holds %d kept answers after the restart, want %d", stored, keys)
 	}
-	systemtest.Await(t, func() error {
-		if stored := storedKept(t, sys, names); stored != 0 {
-			return fmt.Errorf("the store holds %d kept answers past their retention, want 0", stored)
-		}
-		return nil
-	})
+	awaitNoKept(t, sys, names)
 	if n := runs.Load(); n != keys {
 		t.Fatalf("the handler ran %d times, want %d: the wakes ran it", n, keys)
 	}

@@ -1,7 +1,6 @@
 package system
 
 import (
-	"cmp"
 	"container/heap"
 	"context"
 	"errors"
@@ -265,14 +264,6 @@ func (t *timedStore) indexed() bool {
 	return t.touched == nil
 }
 
-// has reports whether k's stored state holds a timer.
-func (t *timedStore) has(k replica.Key) bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	_, ok := t.due[k]
-	return ok
-}
-
 // backOffLocked pushes k's next wake back by a pause that doubles each
 // time (wakeRetryMin to wakeRetryMax) until k is stored again; t.mu held.
 // A wake that both failed and ended an activation (the failed
@@ -372,23 +363,6 @@ func (t *timedStore) markBroken(k replica.Key) {
 	if _, ok := t.due[k]; ok {
 		t.broken[k] = struct{}{}
 	}
-}
-
-// keys returns the keys whose stored state holds a timer, in ring order,
-// but those marked broken.
-func (t *timedStore) keys() []replica.Key {
-	t.mu.Lock()
-	ks := make([]replica.Key, 0, len(t.due))
-	for k := range t.due {
-		if _, ok := t.broken[k]; !ok {
-			ks = append(ks, k)
-		}
-	}
-	t.mu.Unlock()
-	slices.SortFunc(ks, func(a, b replica.Key) int {
-		return cmp.Or(cmp.Compare(a.Token(), b.Token()), cmp.Compare(a.Type, b.Type), cmp.Compare(a.ID, b.ID))
-	})
-	return ks
 }
 
 // wakeSettle is how long the waker lets a change settle before it

@@ -46,7 +46,7 @@ func TestTheTimedStoreKnowsWhichStoredStatesHoldTimers(t *testing.T) {
 	}
 	ids := func() []string {
 		var out []string
-		for _, k := range ts.keys() {
+		for _, k := range timedKeys(ts) {
 			out = append(out, k.ID)
 		}
 		slices.Sort(out)
@@ -105,7 +105,7 @@ func TestTheTimedStoreIndexesWhilePutsGoOn(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	got := ts.keys()
+	got := timedKeys(ts)
 	if len(got) != n/2 {
 		t.Fatalf("%d keys with timers, want %d", len(got), n/2)
 	}
@@ -397,4 +397,18 @@ func recv[T any](t *testing.T, c <-chan T, what string) T {
 		t.Fatalf("waited 10s for %s", what)
 		panic("unreachable")
 	}
+}
+
+// timedKeys returns the keys whose stored state ts notes as holding a
+// timer, but those marked broken.
+func timedKeys(ts *timedStore) []replica.Key {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	ks := make([]replica.Key, 0, len(ts.due))
+	for k := range ts.due {
+		if _, ok := ts.broken[k]; !ok {
+			ks = append(ks, k)
+		}
+	}
+	return ks
 }
