@@ -263,7 +263,7 @@ func Durable() Option { return func(s *settings) { s.durable = true } }
 // but not a move of the key to another member. system.Config.
 // StrictDurability sets it for every durable definition a system hosts
 // (but those written at WriteOne). Turn it on once every member runs a
-// version that reads the records it writes (format 3).
+// version that reads the records it writes (format 3 or later).
 func StrictDurability() Option { return func(s *settings) { s.strict = true } }
 
 // Def is an actor type: a stable name, a state type S, a message type M

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"sync"
 	"time"
@@ -120,8 +121,8 @@ const (
 // retained is the kept answer of one keyed ask.
 type retained struct {
 	key  string
-	hash [32]byte
-	at   int64          // when it was kept, Unix nanoseconds: no pointer for the collector to follow
+	hash requestSum
+	at   int64          // when it was kept, Unix nanoseconds to the millisecond (keptNow): no pointer for the collector to follow
 	rid  host.RequestID // not its text: a made id is two numbers, nothing to follow
 	kind byte
 	body []byte
@@ -137,15 +138,11 @@ type retained struct {
 // pending reports whether r is a request admitted and not answered yet.
 func (r retained) pending() bool { return r.kind == retainedPending }
 
-// strict reports whether r is of a kind only strict durability makes,
-// which a record of format 3 holds.
-func (r retained) strict() bool { return r.kind >= retainedPending }
-
 // keyedAsk is the keyed ask a Context is handling, before its answer is
 // kept.
 type keyedAsk struct {
 	key   string
-	hash  [32]byte
+	hash  requestSum
 	reply []byte // the encoded reply, once Respond gave one
 	err   error  // why the reply could not be encoded
 	given bool   // Respond gave a reply
@@ -163,7 +160,7 @@ type keyedAsk struct {
 // gateMu of the Context handling a message of the cell.
 type deferredKept struct {
 	key  string
-	hash [32]byte
+	hash requestSum
 	rid  host.RequestID
 	// answer is the reply given, once given says so: the handler that
 	// deferred it may still run, before its kept answer is made.
@@ -183,7 +180,7 @@ func (kd *keyedAsk) deferReply(rid host.RequestID) *deferredKept {
 // replied is the kept answer of dk's reply r: encoded as retainReply
 // encodes one, or a failure when it does not encode.
 func (dk *deferredKept) replied(r any) retained {
-	a := retained{key: dk.key, hash: dk.hash, at: time.Now().UnixNano(), rid: dk.rid, kind: retainedReply}
+	a := retained{key: dk.key, hash: dk.hash, at: keptNow(), rid: dk.rid, kind: retainedReply}
 	b := codec.GetBuffer()
 	defer codec.PutBuffer(b)
 	body, err := codec.AppendReply(b, r)
@@ -199,7 +196,7 @@ func (dk *deferredKept) replied(r any) retained {
 // failed is the kept answer of dk's reply failed with err: the declared
 // error when errs declares it (as keepAnswer keeps one), else a failure.
 func (dk *deferredKept) failed(errs *codec.Errors, err error) retained {
-	a := retained{key: dk.key, hash: dk.hash, at: time.Now().UnixNano(), rid: dk.rid, kind: retainedFailed, text: err.Error()}
+	a := retained{key: dk.key, hash: dk.hash, at: keptNow(), rid: dk.rid, kind: retainedFailed, text: err.Error()}
 	if errs.Declares(err) {
 		if de, ok := errs.Encode(err); ok {
 			a.kind, a.name, a.body, a.text = retainedDeclared, de.Name, de.Body, de.Text
@@ -257,20 +254,20 @@ func inherit(ctx context.Context) *namedRequest {
 // message asked here and one that crossed members hash alike: the trip
 // turns the values of fields typed any (int into the smallest integer
 // that holds it, say) as the wire does, and another trip changes nothing.
-func (c *cell[S, M, C]) requestHash(m M) ([32]byte, error) {
+func (c *cell[S, M, C]) requestHash(m M) (requestSum, error) {
 	if any(m) == nil {
-		return [32]byte{}, fmt.Errorf("%w: a nil message", ErrInvalidRef)
+		return requestSum{}, fmt.Errorf("%w: a nil message", ErrInvalidRef)
 	}
 	k := c.k
 	wire := codec.GetBuffer()
 	defer codec.PutBuffer(wire)
 	name, err := k.def.Codec.EncodeTo(wire, any(m))
 	if err != nil {
-		return [32]byte{}, fmt.Errorf("hash the request %T: %w", m, err)
+		return requestSum{}, fmt.Errorf("hash the request %T: %w", m, err)
 	}
 	held, err := codec.DecodeMessage[M](k.def.Codec, k.h, name, wire.Bytes())
 	if err != nil {
-		return [32]byte{}, fmt.Errorf("hash the request %T: %w", m, err)
+		return requestSum{}, fmt.Errorf("hash the request %T: %w", m, err)
 	}
 	var buf bytes.Buffer
 	buf.Write(binary.AppendUvarint(make([]byte, 0, binary.MaxVarintLen64), uint64(len(name))))
@@ -280,10 +277,23 @@ func (c *cell[S, M, C]) requestHash(m M) ([32]byte, error) {
 	enc.Reset(&buf)
 	enc.SetSortMapKeys(true)
 	if err := enc.Encode(any(held)); err != nil {
-		return [32]byte{}, fmt.Errorf("hash the request %T: %w", m, err)
+		return requestSum{}, fmt.Errorf("hash the request %T: %w", m, err)
 	}
-	return blake2b.Sum256(buf.Bytes()), nil
+	sum := blake2b.Sum256(buf.Bytes())
+	return requestSum(sum[:len(requestSum{})]), nil
 }
+
+// requestSum is the hash of a request that a kept answer is matched with:
+// the first 16 bytes of its BLAKE2b-256 (formats 2 and 3 of a record kept
+// all 32, of which a match reads these). Two different requests under
+// one idempotency key match by chance with a probability of 2^-128, and
+// making two that match takes about 2^64 hashes and only gets their
+// sender, under its own key and scope, one answer for both.
+type requestSum [16]byte
+
+// keptNow is the time a kept answer is kept at: now, to the
+// millisecond, which is what a record stores.
+func keptNow() int64 { return time.Now().UnixMilli() * int64(time.Millisecond) }
 
 // lookupKeyed looks up the keyed ask e at a started durable activation.
 // It returns the kept answer to give instead of running the handler (or
@@ -337,7 +347,7 @@ func findKept(rs []retained, key string) int {
 // is another request (ErrIdempotencyConflict), or the first request's
 // reply is deferred and not given yet (ErrInProgress). It returns nil
 // otherwise.
-func refuseKept(r *retained, sum *[32]byte, def, key string) error {
+func refuseKept(r *retained, sum *requestSum, def, key string) error {
 	if r.hash != *sum {
 		return fmt.Errorf("%w: key %q was first used for another request to %s/%s (request %s)", ErrIdempotencyConflict, r.key, def, key, r.rid)
 	}
@@ -396,7 +406,7 @@ func (c *cell[S, M, C]) admit(ctx *Context[S, M, C], fresh bool) error {
 		}
 		rs[oldest].kind = retainedLost
 	}
-	r := retained{key: kd.key, hash: kd.hash, at: time.Now().UnixNano(), rid: *ctx.slot.requestID(), kind: retainedPending, attempt: kd.attempt}
+	r := retained{key: kd.key, hash: kd.hash, at: keptNow(), rid: *ctx.slot.requestID(), kind: retainedPending, attempt: kd.attempt}
 	x.retained = pruneRetained(append(rs, r), time.Unix(0, r.at), c.k.h.Kept.Retain)
 	ctx.dirty = true
 	err := ctx.commitLocked(false)
@@ -429,7 +439,7 @@ func (c *Context[S, M, C]) retainReply(r any) {
 		kd.err = fmt.Errorf("encode reply %T: %w", r, err)
 		return
 	}
-	rec := retained{key: kd.key, hash: kd.hash, at: time.Now().UnixNano(), rid: *c.slot.requestID(), kind: retainedReply, body: slices.Clone(body)}
+	rec := retained{key: kd.key, hash: kd.hash, at: keptNow(), rid: *c.slot.requestID(), kind: retainedReply, body: slices.Clone(body)}
 	b.SetBytes(body[:0])
 	c.cell.keep(c, rec)
 	c.keyed = nil // kept: keepAnswer has nothing to add
@@ -446,7 +456,7 @@ func (c *cell[S, M, C]) keepAnswer(ctx *Context[S, M, C], e *envelope[M], err er
 	if kd == nil || ctx.startErr != nil || !c.started {
 		return
 	}
-	r := retained{key: kd.key, hash: kd.hash, at: time.Now().UnixNano(), rid: *e.slot.requestID()}
+	r := retained{key: kd.key, hash: kd.hash, at: keptNow(), rid: *e.slot.requestID()}
 	switch {
 	case kd.given:
 		r.kind, r.text = retainedFailed, kd.err.Error()
@@ -680,7 +690,11 @@ func pruneRetained(rs []retained, now time.Time, retainFor time.Duration) []reta
 
 // size is about the bytes r takes in a record.
 func (r *retained) size() int {
-	return len(r.key) + len(r.hash) + r.rid.Len() + len(r.body) + len(r.name) + len(r.text) + 16
+	rid := len(r.rid.Name())
+	if _, _, made := r.rid.Made(); made {
+		rid = 16
+	}
+	return len(r.key) + len(r.hash) + rid + len(r.body) + len(r.name) + len(r.text) + 16
 }
 
 // answerKept answers s with the kept answer r.
@@ -705,7 +719,13 @@ func (c *cell[S, M, C]) answerKept(s replier, r *retained) {
 	}
 }
 
-// appendRetained appends the kept answers rs to a record.
+// appendRetained appends the kept answers rs to a record of format 4
+// (recordVersionCompact). Each is its idempotency key, its request's sum
+// (16 bytes), when it was kept (varint, Unix milliseconds), its request
+// id (uvarint: 0 none, 1 made and its 16 bytes, else a named id's length
+// plus one and its text), its kind, a byte saying which of body (1), name
+// (2) and text (4) follow, and those (a pending request's body is its
+// attempt, a uvarint).
 func appendRetained(b []byte, rs []retained) []byte {
 	b = slices.Grow(b, retainedLen(rs)) // once, not as the answers are appended
 	b = binary.AppendUvarint(b, uint64(len(rs)))
@@ -713,21 +733,53 @@ func appendRetained(b []byte, rs []retained) []byte {
 		r := &rs[i]
 		b = appendString(b, r.key)
 		b = append(b, r.hash[:]...)
-		b = binary.AppendVarint(b, r.at)
-		b = binary.AppendUvarint(b, uint64(r.rid.Len()))
-		b = r.rid.AppendTo(b)
-		b = append(b, r.kind)
+		b = binary.AppendVarint(b, r.at/int64(time.Millisecond))
+		switch hi, lo, made := r.rid.Made(); {
+		case made:
+			b = append(b, 1)
+			b = binary.BigEndian.AppendUint64(b, hi)
+			b = binary.BigEndian.AppendUint64(b, lo)
+		case r.rid.IsZero():
+			b = append(b, 0)
+		default:
+			b = binary.AppendUvarint(b, uint64(len(r.rid.Name()))+1)
+			b = append(b, r.rid.Name()...)
+		}
 		body := r.body
 		if r.pending() {
 			body = binary.AppendUvarint(nil, r.attempt)
 		}
-		b = binary.AppendUvarint(b, uint64(len(body)))
-		b = append(b, body...)
-		b = appendString(b, r.name)
-		b = appendString(b, r.text)
+		var has byte
+		if len(body) > 0 {
+			has |= keptBody
+		}
+		if r.name != "" {
+			has |= keptName
+		}
+		if r.text != "" {
+			has |= keptText
+		}
+		b = append(b, r.kind, has)
+		if has&keptBody != 0 {
+			b = binary.AppendUvarint(b, uint64(len(body)))
+			b = append(b, body...)
+		}
+		if has&keptName != 0 {
+			b = appendString(b, r.name)
+		}
+		if has&keptText != 0 {
+			b = appendString(b, r.text)
+		}
 	}
 	return b
 }
+
+// Which of a kept answer's fields a record of format 4 holds.
+const (
+	keptBody byte = 1 << iota
+	keptName
+	keptText
+)
 
 // retainedLen is at least the bytes appendRetained appends for rs.
 func retainedLen(rs []retained) int {
@@ -738,9 +790,8 @@ func retainedLen(rs []retained) int {
 	return n
 }
 
-// readRetained reads the kept answers appendRetained wrote; with pending,
-// requests admitted and not answered too (format 3).
-func (r *recordReader) retained(pending bool) []retained {
+// retained reads the kept answers of a record of format f (2 to 4).
+func (r *recordReader) retained(f byte) []retained {
 	n := r.uvarint()
 	if r.err != nil || n > maxRetained {
 		if r.err == nil {
@@ -751,40 +802,104 @@ func (r *recordReader) retained(pending bool) []retained {
 	rs := make([]retained, 0, n)
 	for range n {
 		var x retained
-		x.key = string(r.bytes())
-		h := r.fixed(len(x.hash))
-		copy(x.hash[:], h)
-		x.at = r.varint()
-		x.rid = host.ShownRequestID(r.bytes())
-		k := r.fixed(1)
-		if len(k) == 1 {
-			x.kind = k[0]
-		}
-		x.body = slices.Clone(r.bytes())
-		x.name = string(r.bytes())
-		x.text = string(r.bytes())
+		r.answer(f, &x)
 		if r.err != nil {
 			return nil
-		}
-		last := retainedTooLarge
-		if pending {
-			last = retainedLost
-		}
-		if x.kind < retainedReply || x.kind > last {
-			r.err = fmt.Errorf("%w: kept answer of kind %d", errRecord, x.kind)
-			return nil
-		}
-		if x.pending() {
-			n, used := binary.Uvarint(x.body)
-			if used <= 0 || used != len(x.body) || n == 0 {
-				r.err = fmt.Errorf("%w: a pending request's attempt", errRecord)
-				return nil
-			}
-			x.attempt, x.body = n, nil
 		}
 		rs = append(rs, x)
 	}
 	return rs
+}
+
+// answer reads one kept answer of a record of format f and returns when
+// it was kept; into x unless x is nil (RecordWakeDue reads the time only).
+func (r *recordReader) answer(f byte, x *retained) (at int64) {
+	key := r.bytes()
+	var hash, rid, body, name, text []byte
+	var made, kind []byte
+	named := false // format 4 says a named id is one (older ones showed it)
+	if f < recordVersionCompact {
+		hash = r.fixed(32)
+		at = r.varint()
+		rid = r.bytes()
+		kind = r.fixed(1)
+		body = r.bytes()
+		name = r.bytes()
+		text = r.bytes()
+	} else {
+		hash = r.fixed(len(requestSum{}))
+		ms := r.varint()
+		if r.err == nil && (ms > math.MaxInt64/int64(time.Millisecond) || ms < math.MinInt64/int64(time.Millisecond)) {
+			r.err = fmt.Errorf("%w: a kept answer's time out of range", errRecord)
+		}
+		at = ms * int64(time.Millisecond)
+		switch tag := r.uvarint(); {
+		case tag == 1:
+			made = r.fixed(16)
+		case tag > 1:
+			rid = r.fixed(int(min(tag-1, uint64(len(r.b)+1))))
+			named = true
+		}
+		kind = r.fixed(1)
+		has := r.fixed(1)
+		if r.err == nil && has[0]&^(keptBody|keptName|keptText) != 0 {
+			r.err = fmt.Errorf("%w: a kept answer's fields %#x", errRecord, has[0])
+		}
+		if r.err == nil && has[0]&keptBody != 0 {
+			body = r.bytes()
+		}
+		if r.err == nil && has[0]&keptName != 0 {
+			name = r.bytes()
+		}
+		if r.err == nil && has[0]&keptText != 0 {
+			text = r.bytes()
+		}
+	}
+	if r.err != nil {
+		return 0
+	}
+	last := retainedLost
+	if f == recordVersionKept {
+		last = retainedTooLarge // format 2 holds no pending request
+	}
+	if kind[0] < retainedReply || kind[0] > last {
+		r.err = fmt.Errorf("%w: kept answer of kind %d", errRecord, kind[0])
+		return 0
+	}
+	var attempt uint64
+	if kind[0] == retainedPending {
+		n, used := binary.Uvarint(body)
+		if used <= 0 || used != len(body) || n == 0 {
+			r.err = fmt.Errorf("%w: a pending request's attempt", errRecord)
+			return 0
+		}
+		attempt, body = n, nil
+	}
+	if made != nil {
+		hi, lo := binary.BigEndian.Uint64(made[:8]), binary.BigEndian.Uint64(made[8:])
+		if hi == 0 && lo == 0 {
+			r.err = fmt.Errorf("%w: a made request id of zeros", errRecord)
+			return 0
+		}
+		if x != nil {
+			x.rid = host.MadeRequestID(hi, lo)
+		}
+	} else if x != nil && named {
+		x.rid = host.NamedRequestID(string(rid))
+	} else if x != nil {
+		x.rid = host.ShownRequestID(rid) // "": none
+	}
+	if x != nil {
+		x.key = string(key)
+		copy(x.hash[:], hash) // formats 2 and 3 kept all 32 bytes of the sum
+		x.at = at
+		x.kind = kind[0]
+		x.body = slices.Clone(body)
+		x.name = string(name)
+		x.text = string(text)
+		x.attempt = attempt
+	}
+	return at
 }
 
 // retainedBody is a kept reply, already encoded, on its way to an asker

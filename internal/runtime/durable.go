@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -39,12 +38,17 @@ import (
 // The formats of a stored record; a newer one is refused. 2 adds the
 // answers kept for keyed asks (see continuity.go) after the timers; 3
 // lets them hold requests pending (whose body is the attempt) and lost,
-// which only strict durability makes. A record is written in the oldest format that holds it, which
-// older binaries read.
+// which only strict durability makes; 4 holds the same in about half
+// the bytes (appendRetained), which every write of a keyed ask's record
+// pays at each replica. A record without kept answers is written in
+// format 1, one with them in format 4; 2 and 3 are read, no longer
+// written.
 const (
 	recordVersion        = 1
 	recordVersionKept    = 2
 	recordVersionPending = 3
+	recordVersionCompact = 4
+	recordVersionNewest  = recordVersionCompact
 )
 
 // storedTimer is a timer kept in a key's record: its name, when it fires
@@ -597,7 +601,7 @@ func (c *cell[S, M, C]) load(ctx *Context[S, M, C]) (S, []liveTimer[M], error) {
 }
 
 // record encodes the activation's state and timers as the key's record:
-// a version byte, the state (msgpack), then each timer, then (version 2)
+// a version byte, the state (msgpack), then each timer, then (format 4)
 // the answers kept for keyed asks.
 func (c *cell[S, M, C]) record() ([]byte, error) {
 	buf := codec.GetBuffer()
@@ -617,12 +621,9 @@ func (c *cell[S, M, C]) record() ([]byte, error) {
 		size += retainedLen(kept)
 	}
 	out := make([]byte, 0, size)
-	switch {
-	case slices.ContainsFunc(kept, retained.strict):
-		out = append(out, recordVersionPending)
-	case len(kept) > 0:
-		out = append(out, recordVersionKept)
-	default:
+	if len(kept) > 0 {
+		out = append(out, recordVersionCompact)
+	} else {
 		out = append(out, recordVersion)
 	}
 	out = binary.AppendUvarint(out, uint64(len(state)))
@@ -665,8 +666,8 @@ func decodeRecord[S any](h *host.Host, b []byte) (S, []storedTimer, []retained, 
 	if len(b) == 0 {
 		return s, nil, nil, fmt.Errorf("%w: empty", errRecord)
 	}
-	if b[0] < recordVersion || b[0] > recordVersionPending {
-		return s, nil, nil, fmt.Errorf("%w: format %d, this binary reads %d to %d", errRecord, b[0], recordVersion, recordVersionPending)
+	if b[0] < recordVersion || b[0] > recordVersionNewest {
+		return s, nil, nil, fmt.Errorf("%w: format %d, this binary reads %d to %d", errRecord, b[0], recordVersion, recordVersionNewest)
 	}
 	r := recordReader{b: b[1:]}
 	state := r.bytes()
@@ -689,7 +690,7 @@ func decodeRecord[S any](h *host.Host, b []byte) (S, []storedTimer, []retained, 
 	}
 	var kept []retained
 	if b[0] >= recordVersionKept {
-		kept = r.retained(b[0] == recordVersionPending)
+		kept = r.retained(b[0])
 	}
 	if r.err == nil && len(r.b) != 0 {
 		r.err = fmt.Errorf("%w: %d trailing bytes", errRecord, len(r.b))

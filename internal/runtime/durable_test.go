@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,9 +15,9 @@ import (
 )
 
 func TestARecordOfANewerFormatIsRefused(t *testing.T) {
-	_, _, _, err := decodeRecord[int](nil, []byte{recordVersionPending + 1, 1, 0x05, 0})
+	_, _, _, err := decodeRecord[int](nil, []byte{recordVersionNewest + 1, 1, 0x05, 0})
 	if !errors.Is(err, errRecord) {
-		t.Fatalf("a record of format %d: %v, want errRecord", recordVersionPending+1, err)
+		t.Fatalf("a record of format %d: %v, want errRecord", recordVersionNewest+1, err)
 	}
 }
 
@@ -53,8 +54,15 @@ func TestATruncatedRecordIsRefused(t *testing.T) {
 func FuzzDecodeRecord(f *testing.F) {
 	f.Add([]byte{recordVersion, 1, 0x2a, 0})
 	f.Add([]byte{recordVersion, 1, 0x2a, 1, 1, 't', 2, 2, 1, 'm', 1, 0xc0})
-	f.Add(appendRetained([]byte{recordVersionKept, 1, 0x2a, 0}, []retained{{key: "k", at: time.Unix(1, 0).UnixNano(), rid: host.NamedRequestID("r"), kind: retainedReply, body: []byte{0x01}}}))
-	f.Add(appendRetained([]byte{recordVersionPending, 1, 0x2a, 0}, []retained{{key: "k", at: time.Unix(1, 0).UnixNano(), rid: host.NamedRequestID("r"), kind: retainedPending, attempt: 2}}))
+	answers := []retained{
+		{key: "k", at: time.Unix(1, 0).UnixNano(), rid: host.NamedRequestID("r"), kind: retainedReply, body: []byte{0x01}},
+		{key: "d", at: time.Unix(2, 0).UnixNano(), rid: host.MadeRequestID(7, 9), kind: retainedDeclared, name: "n", text: "t"},
+	}
+	pending := []retained{{key: "k", at: time.Unix(1, 0).UnixNano(), rid: host.NamedRequestID("r"), kind: retainedPending, attempt: 2}}
+	f.Add(appendRetained([]byte{recordVersionCompact, 1, 0x2a, 0}, answers))
+	f.Add(appendRetained([]byte{recordVersionCompact, 1, 0x2a, 0}, pending))
+	f.Add(appendRetainedFormat3([]byte{recordVersionKept, 1, 0x2a, 0}, answers))
+	f.Add(appendRetainedFormat3([]byte{recordVersionPending, 1, 0x2a, 0}, pending))
 	h := host.New(host.Settings{})
 	defer h.Close(f.Context())
 	f.Fuzz(func(t *testing.T, b []byte) {
@@ -94,13 +102,16 @@ func TestRecordWakeDueReadsTheTimersAndKeptAnswersOnly(t *testing.T) {
 	with = append(with, 2)
 	with = timer(with, "late", 2e9)
 	with = timer(with, "early", 1e9)
-	without := append(appendString([]byte{recordVersionKept}, "\x2a"), 0)
+	without := append(appendString([]byte{recordVersionCompact}, "\x2a"), 0)
 	answers := appendRetained(slices.Clone(without), []retained{
 		{key: "k1", at: time.Unix(5, 0).UnixNano(), kind: retainedReply, body: []byte{1}},
 		{key: "k2", at: time.Unix(3, 0).UnixNano(), kind: retainedFailed, text: "boom"},
 	})
 	const retain = 10 * time.Second
-	timerAndAnswers := append([]byte{recordVersionKept}, with[1:]...)
+	legacy := appendRetainedFormat3(append(appendString([]byte{recordVersionKept}, "\x2a"), 0), []retained{
+		{key: "k1", at: time.Unix(4, 0).UnixNano(), kind: retainedReply, body: []byte{1}},
+	})
+	timerAndAnswers := append([]byte{recordVersionCompact}, with[1:]...)
 	timerAndAnswers = appendRetained(timerAndAnswers, []retained{{key: "k", at: time.Unix(0, 0).UnixNano(), kind: retainedNoReply}})
 	for _, c := range []struct {
 		name   string
@@ -111,6 +122,7 @@ func TestRecordWakeDueReadsTheTimersAndKeptAnswersOnly(t *testing.T) {
 	}{
 		{"kept answers: the oldest past its retention", answers, retain, time.Unix(13, 0), true},
 		{"kept answers, no retention given", answers, 0, time.Time{}, false},
+		{"kept answers in format 2", legacy, retain, time.Unix(14, 0), true},
 		{"a timer before the oldest answer's end", timerAndAnswers, retain, time.Unix(1, 0), true},
 		{"kept answers cut off: due at once", answers[:len(answers)-3], retain, time.Unix(0, 0), true},
 		{"two timers", with, 0, time.Unix(1, 0), true},
@@ -118,7 +130,7 @@ func TestRecordWakeDueReadsTheTimersAndKeptAnswersOnly(t *testing.T) {
 		{"a timer, the rest cut off: due at once", with[:6], 0, time.Unix(0, 0), true},
 		{"cut inside the state", with[:2], 0, time.Time{}, false},
 		{"empty", nil, 0, time.Time{}, false},
-		{"a newer format", append([]byte{recordVersionPending + 1}, with[1:]...), 0, time.Time{}, false},
+		{"a newer format", append([]byte{recordVersionNewest + 1}, with[1:]...), 0, time.Time{}, false},
 		{"a state longer than the record", []byte{recordVersion, 0x7f, 1}, 0, time.Time{}, false},
 	} {
 		due, got := RecordWakeDue(c.rec, c.retain)
@@ -132,11 +144,13 @@ func appendVarint(b []byte, v int64) []byte { return binary.AppendVarint(b, v) }
 
 func TestARecordRoundTripsItsKeptAnswers(t *testing.T) {
 	kept := []retained{
-		{key: "pay-1", hash: [32]byte{1, 2, 3}, at: time.Unix(1700000000, 7).UnixNano(), rid: host.NamedRequestID("r1"), kind: retainedReply, body: []byte{0x2a}},
-		{key: "pay-2", at: time.Unix(1700000001, 0).UnixNano(), rid: host.NamedRequestID("r2"), kind: retainedDeclared, name: "declined", body: []byte{0xc0}, text: "declined"},
+		{key: "pay-1", hash: requestSum{1, 2, 3}, at: time.Unix(1700000000, 7e6).UnixNano(), rid: host.NamedRequestID("r1"), kind: retainedReply, body: []byte{0x2a}},
+		{key: "pay-2", at: time.Unix(1700000001, 0).UnixNano(), rid: host.MadeRequestID(1<<63, 5), kind: retainedDeclared, name: "declined", body: []byte{0xc0}, text: "declined"},
 		{key: "pay-3", at: time.Unix(1700000002, 0).UnixNano(), kind: retainedFailed, text: "boom"},
+		// A named id that reads as a made one shows alike, and stays named.
+		{key: "pay-4", at: time.Unix(-2, 0).UnixNano(), rid: host.NamedRequestID(strings.Repeat("0a", 16)), kind: retainedNoReply},
 	}
-	rec := []byte{recordVersionKept}
+	rec := []byte{recordVersionCompact}
 	rec = appendString(rec, "\x2a")
 	rec = append(rec, 0) // no timer
 	rec = appendRetained(rec, kept)
@@ -144,25 +158,117 @@ func TestARecordRoundTripsItsKeptAnswers(t *testing.T) {
 	if err != nil || s != 42 {
 		t.Fatalf("decode: %d %v", s, err)
 	}
-	if len(got) != len(kept) {
-		t.Fatalf("decoded %d kept answers, want %d", len(got), len(kept))
-	}
-	for i := range kept {
-		w, g := kept[i], got[i]
-		if g.key != w.key || g.hash != w.hash || g.at != w.at || g.rid != w.rid || g.kind != w.kind ||
-			!bytes.Equal(g.body, w.body) || g.name != w.name || g.text != w.text {
-			t.Fatalf("kept answer %d decoded as %+v, want %+v", i, g, w)
-		}
-	}
+	sameAnswers(t, got, kept)
 	for i := 1; i < len(rec); i++ {
 		if _, _, _, err := decodeRecord[int](nil, rec[:i]); err == nil {
 			t.Fatalf("a record with kept answers cut at %d bytes decoded", i)
 		}
 	}
-	bad := slices.Clone(rec)
-	bad = append(bad[:len(bad)-len(appendRetained(nil, kept))], appendRetained(nil, []retained{{key: "k", kind: 9}})...)
-	if _, _, _, err := decodeRecord[int](nil, bad); !errors.Is(err, errRecord) {
-		t.Fatalf("a kept answer of an unknown kind: %v, want errRecord", err)
+	header := len(rec) - len(appendRetained(nil, kept))
+	for _, c := range []struct {
+		name string
+		bad  []byte
+	}{
+		{"an unknown kind", appendRetained(nil, []retained{{key: "k", kind: 9}})},
+		// Count, key, sum, time and the id's tag take 21 bytes; then the
+		// id's 16 (the last is the count 1), or the kind and the fields.
+		{"a made request id of zeros", patched(appendRetained(nil, []retained{{key: "k", rid: host.MadeRequestID(0, 1), kind: retainedNoReply}}), 21+15, 0)},
+		{"unknown fields", patched(appendRetained(nil, []retained{{key: "k", kind: retainedNoReply}}), 22, 8)},
+		{"a time out of range", appendRetainedTime(math.MaxInt64)},
+	} {
+		if _, _, _, err := decodeRecord[int](nil, append(slices.Clone(rec[:header]), c.bad...)); !errors.Is(err, errRecord) {
+			t.Errorf("a kept answer with %s: %v, want errRecord", c.name, err)
+		}
+	}
+}
+
+// patched is b with its byte at i set to v.
+func patched(b []byte, i int, v byte) []byte {
+	if b[i] == v {
+		panic("nothing patched")
+	}
+	b[i] = v
+	return b
+}
+
+// appendRetainedTime is one kept answer (no reply) dated ms milliseconds
+// after the epoch, as format 4 writes it.
+func appendRetainedTime(ms int64) []byte {
+	b := []byte{1}
+	b = appendString(b, "k")
+	b = append(b, make([]byte, len(requestSum{}))...)
+	b = binary.AppendVarint(b, ms)
+	return append(b, 0, retainedNoReply, 0)
+}
+
+// sameAnswers fails t unless got are want, field by field.
+func sameAnswers(t *testing.T, got, want []retained) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("decoded %d kept answers, want %d", len(got), len(want))
+	}
+	for i := range want {
+		w, g := want[i], got[i]
+		if g.key != w.key || g.hash != w.hash || g.at != w.at || g.rid != w.rid || g.kind != w.kind ||
+			!bytes.Equal(g.body, w.body) || g.name != w.name || g.text != w.text || g.attempt != w.attempt {
+			t.Fatalf("kept answer %d decoded as %+v, want %+v", i, g, w)
+		}
+	}
+}
+
+// appendRetainedFormat3 appends rs as records of formats 2 and 3 held
+// them, which a binary still reads.
+func appendRetainedFormat3(b []byte, rs []retained) []byte {
+	b = binary.AppendUvarint(b, uint64(len(rs)))
+	for _, r := range rs {
+		b = appendString(b, r.key)
+		b = append(b, r.hash[:]...)
+		b = append(b, make([]byte, 32-len(r.hash))...) // the rest of the sum
+		b = binary.AppendVarint(b, r.at)
+		b = appendString(b, r.rid.String())
+		b = append(b, r.kind)
+		body := r.body
+		if r.pending() {
+			body = binary.AppendUvarint(nil, r.attempt)
+		}
+		b = appendString(b, string(body))
+		b = appendString(b, r.name)
+		b = appendString(b, r.text)
+	}
+	return b
+}
+
+func TestRecordsOfFormatsTwoAndThreeAreStillRead(t *testing.T) {
+	answers := []retained{
+		{key: "pay-1", hash: requestSum{1, 2, 3}, at: time.Unix(1700000000, 7).UnixNano(), rid: host.NamedRequestID("r1"), kind: retainedReply, body: []byte{0x2a}},
+		{key: "pay-2", at: time.Unix(1700000001, 0).UnixNano(), rid: host.MadeRequestID(1<<63, 5), kind: retainedDeclared, name: "declined", body: []byte{0xc0}, text: "declined"},
+		{key: "pay-3", at: time.Unix(1700000002, 0).UnixNano(), kind: retainedFailed, text: "boom"},
+	}
+	pending := append(slices.Clone(answers), retained{key: "pay-4", hash: requestSum{9}, at: time.Unix(1700000003, 0).UnixNano(), rid: host.NamedRequestID("r4"), kind: retainedPending, attempt: 3})
+	for _, c := range []struct {
+		format byte
+		kept   []retained
+	}{{recordVersionKept, answers}, {recordVersionPending, pending}} {
+		rec := append(appendString([]byte{c.format}, "\x2a"), 0)
+		rec = appendRetainedFormat3(rec, c.kept)
+		s, _, got, err := decodeRecord[int](nil, rec)
+		if err != nil || s != 42 {
+			t.Fatalf("format %d: %d %v", c.format, s, err)
+		}
+		sameAnswers(t, got, c.kept)
+		// Written again, it is format 4, and reads as the same.
+		again := appendRetained(append(appendString([]byte{recordVersionCompact}, "\x2a"), 0), got)
+		_, _, got, err = decodeRecord[int](nil, again)
+		if err != nil {
+			t.Fatalf("format %d written again as format 4: %v", c.format, err)
+		}
+		for i := range got {
+			got[i].at = c.kept[i].at // format 4 keeps milliseconds
+		}
+		sameAnswers(t, got, c.kept)
+		if len(again) >= len(rec) {
+			t.Errorf("format %d took %d bytes, format 4 %d: want fewer", c.format, len(rec), len(again))
+		}
 	}
 }
 
@@ -184,24 +290,25 @@ func TestKeptAnswersAreBoundedByAgeAndCount(t *testing.T) {
 
 func TestARecordRoundTripsItsPendingRequests(t *testing.T) {
 	kept := []retained{
-		{key: "pay-1", hash: [32]byte{9}, at: time.Unix(1700000000, 0).UnixNano(), rid: host.NamedRequestID("r1"), kind: retainedPending, attempt: 3},
+		{key: "pay-1", hash: requestSum{9}, at: time.Unix(1700000000, 0).UnixNano(), rid: host.NamedRequestID("r1"), kind: retainedPending, attempt: 3},
 		{key: "pay-2", at: time.Unix(1700000001, 0).UnixNano(), rid: host.NamedRequestID("r2"), kind: retainedReply, body: []byte{0x2a}},
 	}
 	body := appendRetained(nil, kept)
-	rec := append(appendString([]byte{recordVersionPending}, "\x2a"), 0)
-	_, _, got, err := decodeRecord[int](nil, append(rec, body...))
+	rec := append(appendString([]byte{recordVersionCompact}, "\x2a"), 0)
+	_, _, got, err := decodeRecord[int](nil, append(slices.Clone(rec), body...))
 	if err != nil || len(got) != 2 {
 		t.Fatalf("decode: %v %v", got, err)
 	}
 	if g := got[0]; !g.pending() || g.attempt != 3 || g.key != "pay-1" || g.hash != kept[0].hash || len(g.body) != 0 {
 		t.Fatalf("the pending request decoded as %+v", g)
 	}
-	// Format 2 holds no pending request, and an attempt must be a
-	// positive uvarint, whole.
+	// Format 2 holds no pending request.
 	rec2 := append(appendString([]byte{recordVersionKept}, "\x2a"), 0)
-	if _, _, _, err := decodeRecord[int](nil, append(rec2, body...)); !errors.Is(err, errRecord) {
+	if _, _, _, err := decodeRecord[int](nil, appendRetainedFormat3(rec2, kept)); !errors.Is(err, errRecord) {
 		t.Fatalf("a pending request in a format 2 record: %v, want errRecord", err)
 	}
+	// An attempt is a positive uvarint, whole, in every format.
+	rec3 := append(appendString([]byte{recordVersionPending}, "\x2a"), 0)
 	for _, attempt := range [][]byte{{}, {0}, {1, 1}, {0x80}} {
 		bad := binary.AppendUvarint(nil, 1)
 		bad = appendString(bad, "k")
@@ -212,8 +319,17 @@ func TestARecordRoundTripsItsPendingRequests(t *testing.T) {
 		bad = appendString(bad, string(attempt))
 		bad = appendString(bad, "")
 		bad = appendString(bad, "")
+		if _, _, _, err := decodeRecord[int](nil, append(slices.Clone(rec3), bad...)); !errors.Is(err, errRecord) {
+			t.Fatalf("a pending request whose attempt is % x (format 3): %v, want errRecord", attempt, err)
+		}
+		bad = binary.AppendUvarint(nil, 1)
+		bad = appendString(bad, "k")
+		bad = append(bad, make([]byte, len(requestSum{}))...)
+		bad = binary.AppendVarint(bad, 1)
+		bad = append(bad, 0, retainedPending, keptBody)
+		bad = appendString(bad, string(attempt))
 		if _, _, _, err := decodeRecord[int](nil, append(slices.Clone(rec), bad...)); !errors.Is(err, errRecord) {
-			t.Fatalf("a pending request whose attempt is % x: %v, want errRecord", attempt, err)
+			t.Fatalf("a pending request whose attempt is % x (format 4): %v, want errRecord", attempt, err)
 		}
 	}
 }

@@ -140,7 +140,7 @@ func (c *cell[S, M, C]) wakeTimers(ctx *Context[S, M, C], st *wakeStep) {
 // reports); a record whose timers or answers it cannot read is due at
 // once (the Unix epoch), so that its activation reports that too.
 func RecordWakeDue(b []byte, retain time.Duration) (due time.Time, ok bool) {
-	if len(b) == 0 || b[0] < recordVersion || b[0] > recordVersionPending {
+	if len(b) == 0 || b[0] < recordVersion || b[0] > recordVersionNewest {
 		return time.Time{}, false
 	}
 	r := recordReader{b: b[1:]}
@@ -164,14 +164,7 @@ func RecordWakeDue(b []byte, retain time.Duration) (due time.Time, ok bool) {
 	if b[0] >= recordVersionKept && retain > 0 {
 		kept := r.uvarint()
 		for range kept {
-			r.bytes() // idempotency key
-			r.fixed(len(retained{}.hash))
-			at := r.varint()
-			r.bytes() // request id
-			r.fixed(1)
-			r.bytes() // body
-			r.bytes() // name
-			r.bytes() // text
+			at := r.answer(b[0], nil)
 			if r.err != nil {
 				return time.Unix(0, 0), true
 			}
