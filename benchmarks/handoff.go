@@ -85,6 +85,31 @@ type handoffResult struct {
 	// started once it was up.
 	idle, during, streaming, after []time.Duration
 	idleFailed, duringFailed       int
+	// settle is how long the members took to be quiet after the fill.
+	settle time.Duration
+}
+
+// quietNodes waits until the nodes ns use less than a tenth of a core
+// together over half a second, or limit passed, and returns how long
+// that took.
+func quietNodes(ns []*node, limit time.Duration) time.Duration {
+	const window, most = 500 * time.Millisecond, 50 * time.Millisecond
+	cpu := func() (d time.Duration) {
+		for _, n := range ns {
+			d += procCPU(n.cmd.Process.Pid)
+		}
+		return d
+	}
+	start := time.Now()
+	for before := cpu(); time.Since(start) < limit; {
+		time.Sleep(window) // a sample of CPU time, not a synchronisation
+		now := cpu()
+		if now-before < most {
+			break
+		}
+		before = now
+	}
+	return time.Since(start)
 }
 
 // statsAnswer is a member's answer to the query "stats": its Receiving
@@ -166,9 +191,12 @@ func (troupePeer) HandoffTransfer(clk *clock, keys, value, fillers, askers int, 
 		}
 	}
 
+	// The fill leaves badger flushing and compacting for seconds: the
+	// idle window waits until the members are quiet, so that it is idle.
+	r.settle = quietNodes(ns, 60*time.Second)
+
 	// One ask load runs from here to the end of the transfer and idle
-	// more. Its idle window follows a second unmeasured: the stores
-	// settle after the fill (badger flushes its memtables).
+	// more. Its idle window follows a second unmeasured.
 	load := startAskLoad(refs, askers, rate)
 	loading := true
 	defer func() {

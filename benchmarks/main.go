@@ -344,6 +344,7 @@ type summary struct {
 	nodeCPUPerOp, nodeSysPerOp, failed, min, max, base float64
 	baseCPU                                            float64
 	mb, secs, upSecs, earlyMB, idleFailed              float64
+	settleSecs                                         float64
 	p50, p99, idleP99, streamP99, afterP99             time.Duration
 	replayP50, plainP50                                time.Duration
 }
@@ -367,6 +368,7 @@ func summarize(ms []measurement) summary {
 	s.mb = median(ms, func(m measurement) float64 { return m.mb })
 	s.secs = median(ms, func(m measurement) float64 { return m.secs })
 	s.upSecs = median(ms, func(m measurement) float64 { return m.upSecs })
+	s.settleSecs = median(ms, func(m measurement) float64 { return m.settleSecs })
 	s.earlyMB = median(ms, func(m measurement) float64 { return m.earlyMB })
 	s.idleFailed = median(ms, func(m measurement) float64 { return m.idleFailed })
 	s.idleP99 = time.Duration(median(ms, func(m measurement) float64 { return float64(m.idleP99) }))
@@ -401,9 +403,9 @@ func describe(w string, ms []measurement) string {
 		if s.failed > 0 || s.idleFailed > 0 {
 			failed = fmt.Sprintf(" (asks failed: %.0f idle, %.0f during)", s.idleFailed, s.failed)
 		}
-		return fmt.Sprintf("%.1f MB/s to the joining member (%.1f MB in %.2f s), bulk TCP %.1f MB/s; ask p99 idle %v, during %v (once up %v, after %v)%s; member up after %.2f s (%.1f MB received by then); cpu %s/MB + nodes %s",
+		return fmt.Sprintf("%.1f MB/s to the joining member (%.1f MB in %.2f s), bulk TCP %.1f MB/s; ask p99 idle %v, during %v (once up %v, after %v)%s; member up after %.2f s (%.1f MB received by then); cpu %s/MB + nodes %s; members quiet %.1f s after the fill",
 			s.primary, s.mb, s.secs, s.base, short(s.idleP99), short(s.p99), short(s.streamP99), short(s.afterP99), failed, s.upSecs, s.earlyMB,
-			short(time.Duration(s.cpuPerOp)), short(time.Duration(s.nodeCPUPerOp)))
+			short(time.Duration(s.cpuPerOp)), short(time.Duration(s.nodeCPUPerOp)), s.settleSecs)
 	case "failover-fast", "failover-default":
 		return fmt.Sprintf("%.3f s from kill -9 to the new owner's answer (min %.3f, max %.3f; %.0f asks failed meanwhile)",
 			s.primary, s.min, s.max, s.failed)

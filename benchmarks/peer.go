@@ -99,6 +99,7 @@ type measurement struct {
 	idleP99, streamP99        time.Duration
 	afterP99                  time.Duration
 	mb, secs, upSecs, earlyMB float64
+	settleSecs                float64 // handoff-transfer: how long the members took to be quiet after the fill
 	idleFailed                float64
 	// base is the replicated workloads' rate on the unreplicated
 	// definition, measured in the same cluster right before
@@ -247,6 +248,7 @@ func handoffTransfer(p peer, clk *clock, sz sizes, _ []string) (measurement, err
 	m.cpuPerOp, m.nodeCPUPerOp = m.cpuPerOp/all, m.nodeCPUPerOp/all
 	m.primary, m.mb, m.secs = mb/r.transfer.Seconds(), mb, r.transfer.Seconds()
 	m.upSecs, m.earlyMB = r.up.Seconds(), float64(r.early)/1e6
+	m.settleSecs = r.settle.Seconds()
 	m.base = mb / r.bulk.Seconds()
 	m.p50, m.p99 = percentile(r.during, 0.50), percentile(r.during, 0.99)
 	m.idleP99 = percentile(r.idle, 0.99)

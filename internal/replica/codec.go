@@ -190,6 +190,24 @@ func AppendEncode(b []byte, m Message) []byte {
 	return b
 }
 
+// EncodedLenBound returns at least the bytes AppendEncode appends for m,
+// so that a buffer sized by it takes a large message (a catch-up chunk)
+// without growing: each growth copies and clears what is already there.
+func EncodedLenBound(m Message) int {
+	const v = binary.MaxVarintLen64
+	node := func(n ring.NodeID) int { return v + len(n.Addr) + v }
+	epoch := func(e Epoch) int { return v + node(e.Node) }
+	n := 3 + node(m.From) + node(m.To) + 2*v + len(m.Key.Type) + len(m.Key.ID) +
+		epoch(m.Epoch) + epoch(m.Promised) + 2*v + v + len(m.Delta) + 4*v + v + v
+	for _, id := range m.Reads {
+		n += node(id)
+	}
+	for _, r := range m.Records {
+		n += 2*v + len(r.Key.Type) + len(r.Key.ID) + 2 + v + len(r.Name) + epoch(r.Epoch) + 2*v + len(r.Value)
+	}
+	return n
+}
+
 // appendRecordBody appends r without its key.
 func appendRecordBody(b []byte, r Record) []byte {
 	var flags byte

@@ -242,7 +242,11 @@ func TestDecodeRefusesPromisesOutsideAChunkAndPromisesWithValues(t *testing.T) {
 
 func TestMessagesRoundTrip(t *testing.T) {
 	for _, m := range sampleMessages() {
-		got, err := Decode(AppendEncode(nil, m))
+		b := AppendEncode(nil, m)
+		if len(b) > EncodedLenBound(m) {
+			t.Fatalf("%v encodes in %d bytes, EncodedLenBound says at most %d", m.Type, len(b), EncodedLenBound(m))
+		}
+		got, err := Decode(b)
 		if err != nil {
 			t.Fatalf("%v: %v", m.Type, err)
 		}
@@ -312,6 +316,9 @@ func FuzzDecode(f *testing.F) {
 		// encoding per message.
 		if again := AppendEncode(nil, m); !bytes.Equal(again, b) {
 			t.Fatalf("re-encoding differs:\n%x\n%x", b, again)
+		}
+		if len(b) > EncodedLenBound(m) {
+			t.Fatalf("%d bytes decoded to a message EncodedLenBound puts at %d", len(b), EncodedLenBound(m))
 		}
 	})
 }

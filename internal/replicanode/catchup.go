@@ -449,19 +449,18 @@ func (s *copySource) resolve(ctx context.Context, cursor ring.Token, idx replica
 // are whole as listed (promises, tombstones), to keep, and those newer
 // whose values are to be fetched.
 func (n *Node) missing(ctx context.Context, listed []replica.Record) (keep, want []replica.Record, err error) {
-	for _, r := range listed {
-		held, ok, err := n.store.Get(ctx, r.Key, r.Slot())
-		if err != nil {
-			return nil, nil, err
-		}
-		if ok && !newerRecord(r, held) {
-			continue
-		}
-		if r.Kind == replica.KindPromise || r.Tombstone {
+	err = n.store.Held(ctx, listed, func(i int, held replica.Record, ok bool) {
+		r := listed[i]
+		switch {
+		case ok && !newerRecord(r, held):
+		case r.Kind == replica.KindPromise || r.Tombstone:
 			keep = append(keep, r)
-		} else {
+		default:
 			want = append(want, r)
 		}
+	})
+	if err != nil {
+		return nil, nil, err
 	}
 	return keep, want, nil
 }
@@ -655,7 +654,7 @@ func (l *copyLead) wait(ctx context.Context, closed <-chan struct{}, t ring.Toke
 
 // post sends one message in an envelope of its own, from any goroutine.
 func (n *Node) post(m replica.Message) {
-	enc := replica.AppendEncode(nil, m)
+	enc := replica.AppendEncode(make([]byte, 0, replica.EncodedLenBound(m)), m)
 	buf := n.ep.Buffer(len(enc) + 2*10 + 1)
 	buf = appendEnvelope(buf, enc, []int{len(enc)})
 	if err := n.ep.Post(m.To, transport.StreamReplication, 0, buf); err != nil {

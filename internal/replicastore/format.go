@@ -194,6 +194,16 @@ func checksum(key, rest []byte) uint32 {
 // decodeValue decodes the value b stored under key, which decodes as k
 // and slot.
 func decodeValue(key []byte, k replica.Key, slot replica.Slot, b []byte) (replica.Record, error) {
+	return decodeStored(key, k, slot, b, true)
+}
+
+// decodeHead is decodeValue without the record's value, unless it is a
+// promise's (see Store.Held); the checksum is checked all the same.
+func decodeHead(key []byte, k replica.Key, slot replica.Slot, b []byte) (replica.Record, error) {
+	return decodeStored(key, k, slot, b, slot.Kind == replica.KindPromise)
+}
+
+func decodeStored(key []byte, k replica.Key, slot replica.Slot, b []byte, value bool) (replica.Record, error) {
 	bad := func(what string) (replica.Record, error) {
 		return replica.Record{}, fmt.Errorf("%w: %s of %s/%s kind %d %q", replication.ErrCorrupt, what, k.Type, k.ID, slot.Kind, slot.Name)
 	}
@@ -232,7 +242,7 @@ func decodeValue(key []byte, k replica.Key, slot replica.Slot, b []byte) (replic
 	if r.Version, ok = next(); !ok {
 		return bad("version")
 	}
-	if len(rest) > 0 {
+	if len(rest) > 0 && value {
 		r.Value = append([]byte(nil), rest...)
 	}
 	return r, nil

@@ -50,6 +50,31 @@ func (m *Memory) Get(_ context.Context, key replica.Key, slot replica.Slot) (rep
 	return r, ok, nil
 }
 
+// Held implements Store.
+func (m *Memory) Held(_ context.Context, recs []replica.Record, fn func(int, replica.Record, bool)) error {
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return replication.ErrClosed
+	}
+	held := make([]replica.Record, len(recs))
+	found := make([]bool, len(recs))
+	for i, r := range recs {
+		h, ok := m.recs[memKey{r.Key, r.Slot()}]
+		if h.Kind == replica.KindPromise {
+			h.Value = slices.Clone(h.Value)
+		} else {
+			h.Value = nil
+		}
+		held[i], found[i] = h, ok
+	}
+	m.mu.Unlock()
+	for i := range recs {
+		fn(i, held[i], found[i])
+	}
+	return nil
+}
+
 // Put implements Store.
 func (m *Memory) Put(_ context.Context, recs ...replica.Record) error {
 	m.mu.Lock()

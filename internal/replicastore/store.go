@@ -17,6 +17,13 @@ type Store interface {
 	// Get returns the record in slot stored for key; ok is false when
 	// there is none.
 	Get(ctx context.Context, key replica.Key, slot replica.Slot) (rec replica.Record, ok bool, err error)
+	// Held calls fn for each of recs, in order, with the record stored
+	// in its key and slot (ok false when there is none), without its
+	// value unless it is a promise (whose value, its horizon, is
+	// compared): what a catch-up compares with the records a source
+	// lists, in one read of the store and no copy of the values. fn
+	// must not call the store.
+	Held(ctx context.Context, recs []replica.Record, fn func(i int, held replica.Record, ok bool)) error
 	// Put stores recs, replacing the records of the same key and slot, in
 	// order; a record that Erases deletes its slot's record instead. It
 	// returns once all are as durable as the store promises; when it fails,
@@ -33,10 +40,17 @@ type Store interface {
 	// acknowledged writes); recorded is false when none ever was.
 	Receiving(ctx context.Context) (ranges []ring.Range, recorded bool, err error)
 	// SetReceiving records the ranges the replica is still receiving,
-	// replacing the previous ones, and returns once they are as durable
-	// as a Put with Sync would be, whatever the store's options: a
-	// replica that restarts must not count on ranges it had not caught
-	// up.
+	// replacing the previous ones. When they add a token to the
+	// previous ones, it returns once they are as durable as a Put with
+	// Sync would be, whatever the store's options: a replica that
+	// restarts must not count on ranges it had not caught up. When they
+	// only remove tokens (a range received), they are as durable as a
+	// Put: losing them only makes the replica receive those ranges
+	// again, and the records received there are as durable as they
+	// would have been without the removal (kept by the kernel when the
+	// process dies; after a power loss without Sync the store reports
+	// the whole ring receiving anyway, see Badger.Unclean; with Sync
+	// each Put synced them).
 	SetReceiving(ctx context.Context, ranges []ring.Range) error
 	// Floors returns the floors last recorded by SetFloors (none when
 	// none ever was).

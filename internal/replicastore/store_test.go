@@ -81,6 +81,59 @@ func TestRecordsRoundTrip(t *testing.T) {
 	})
 }
 
+func TestHeldGivesEachListedRecordWithoutItsValue(t *testing.T) {
+	stores(t, func(t *testing.T, s Store) {
+		ctx := context.Background()
+		stored := []replica.Record{
+			rec("a", replica.KindState, 7, "state"),
+			rec("a", replica.KindContinuity, 8, "response"),
+			{Key: replica.Key{Type: "counter", ID: "a"}, Kind: replica.KindPromise, Epoch: replica.Epoch{Term: 5, Node: node}, Value: []byte("horizon")},
+			{Key: replica.Key{Type: "counter", ID: "gone"}, Kind: replica.KindState, Epoch: replica.Epoch{Term: 1, Node: node}, Version: 3, Tombstone: true, Value: []byte("date")},
+		}
+		if err := s.Put(ctx, stored...); err != nil {
+			t.Fatal(err)
+		}
+		var sorted []replica.Record
+		if err := s.Range(ctx, ring.Range{}, func(r replica.Record) bool { sorted = append(sorted, r); return true }); err != nil {
+			t.Fatal(err)
+		}
+		// The records as a source lists them (in ring order, values
+		// left out), with one this store lacks in the middle and one at
+		// the end.
+		var listed []replica.Record
+		for i, r := range sorted {
+			if i == 2 {
+				listed = append(listed, rec("b", replica.KindState, 1, ""))
+			}
+			r.Value = nil
+			listed = append(listed, r)
+		}
+		listed = append(listed, rec("zz", replica.KindContinuity, 1, ""))
+		seen := 0
+		err := s.Held(ctx, listed, func(i int, held replica.Record, ok bool) {
+			if i != seen {
+				t.Fatalf("Held gave record %d after %d", i, seen-1)
+			}
+			seen++
+			want, had := replica.Record{}, false
+			for _, r := range stored {
+				if r.Key == listed[i].Key && r.Slot() == listed[i].Slot() {
+					want, had = r, true
+				}
+			}
+			if want.Kind != replica.KindPromise {
+				want.Value = nil
+			}
+			if ok != had || !reflect.DeepEqual(held, want) {
+				t.Fatalf("Held of %v %v: %+v, %v; want %+v, %v", listed[i].Key, listed[i].Slot(), held, ok, want, had)
+			}
+		})
+		if err != nil || seen != len(listed) {
+			t.Fatalf("Held gave %d of %d records: %v", seen, len(listed), err)
+		}
+	})
+}
+
 func TestRangeVisitsTokenRangesInOrder(t *testing.T) {
 	stores(t, func(t *testing.T, s Store) {
 		ctx := context.Background()
@@ -148,6 +201,9 @@ func TestAClosedStoreSaysSo(t *testing.T) {
 			}
 			if err := st.Put(context.Background(), rec("a", replica.KindState, 1, "x")); !errors.Is(err, replication.ErrClosed) {
 				t.Fatalf("Put after Close: %v, want ErrClosed", err)
+			}
+			if err := st.Held(context.Background(), []replica.Record{rec("a", replica.KindState, 1, "")}, func(int, replica.Record, bool) {}); !errors.Is(err, replication.ErrClosed) {
+				t.Fatalf("Held after Close: %v, want ErrClosed", err)
 			}
 		})
 	}
@@ -251,6 +307,9 @@ func TestADamagedRecordIsReportedNotReset(t *testing.T) {
 	}
 	if err := s.Range(ctx, ring.Range{}, func(replica.Record) bool { return true }); !errors.Is(err, replication.ErrCorrupt) {
 		t.Fatalf("Range over a flipped value: %v, want ErrCorrupt", err)
+	}
+	if err := s.Held(ctx, []replica.Record{r}, func(int, replica.Record, bool) {}); !errors.Is(err, replication.ErrCorrupt) {
+		t.Fatalf("Held of a flipped value: %v, want ErrCorrupt", err)
 	}
 }
 

@@ -210,6 +210,32 @@ func TestTheReceivingRangesSurviveACrash(t *testing.T) {
 	}
 }
 
+// A new receiving record that only removes tokens from the one it
+// replaces is not synced; any other is.
+func TestOnlyARecordThatRemovesRangesGoesUnsynced(t *testing.T) {
+	whole := ring.Range{}
+	for _, c := range []struct {
+		name    string
+		old, to []ring.Range
+		removes bool
+	}{
+		{"one range received", []ring.Range{{Start: 10, End: 20}, {Start: 30, End: 40}}, []ring.Range{{Start: 30, End: 40}}, true},
+		{"the last received", []ring.Range{{Start: 10, End: 20}}, nil, true},
+		{"the same", []ring.Range{{Start: 10, End: 20}}, []ring.Range{{Start: 10, End: 20}}, true},
+		{"part of a range received", []ring.Range{{Start: 10, End: 20}}, []ring.Range{{Start: 15, End: 20}}, true},
+		{"part of the whole ring received, across its end", []ring.Range{whole}, []ring.Range{{Start: math.MaxUint64 - 5, End: 3}}, true},
+		{"a range added", []ring.Range{{Start: 10, End: 20}}, []ring.Range{{Start: 10, End: 20}, {Start: 30, End: 40}}, false},
+		{"a range widened", []ring.Range{{Start: 10, End: 20}}, []ring.Range{{Start: 10, End: 21}}, false},
+		{"the first ranges", nil, []ring.Range{{Start: 10, End: 20}}, false},
+		{"the whole ring", []ring.Range{{Start: 10, End: 20}}, []ring.Range{whole}, false},
+		{"one range swapped for another", []ring.Range{{Start: 10, End: 20}}, []ring.Range{{Start: 30, End: 40}}, false},
+	} {
+		if got := onlyRemoves(c.old, c.to); got != c.removes {
+			t.Errorf("%s: onlyRemoves(%v, %v) = %v, want %v", c.name, c.old, c.to, got, c.removes)
+		}
+	}
+}
+
 // A damaged receiving record is ErrCorrupt, not an empty list.
 func TestADamagedReceivingRecordIsCorrupt(t *testing.T) {
 	dir := t.TempDir()
