@@ -68,6 +68,13 @@ type timedStore struct {
 	// sooner is told (without blocking) when the queue's first entry
 	// becomes earlier: the waker's alarm may be set too late.
 	sooner chan struct{}
+	// since holds, while requeue makes the queue again (rebuilding),
+	// the entries queued meanwhile, which the new queue takes too.
+	since      []dueEntry
+	rebuilding bool
+	// betweenBatches, when set (tests), runs between requeue's batches
+	// and after the last, without t.mu.
+	betweenBatches func()
 }
 
 // backoff is a key's: not woken before until; pause grows with each
@@ -140,6 +147,9 @@ func (t *timedStore) queueLocked(k replica.Key) {
 	}
 	first := len(t.queue) == 0 || at < t.queue[0].at
 	heap.Push(&t.queue, dueEntry{at: at, key: k})
+	if t.rebuilding {
+		t.since = append(t.since, dueEntry{at: at, key: k})
+	}
 	if first {
 		t.tellSooner()
 	}
@@ -167,12 +177,44 @@ func (t *timedStore) requeueLocked() {
 
 // requeue queues every key with timers again: the waker looks at each
 // once more (this member may own keys it did not). It takes time in the
-// number of such keys, under the lock Put takes.
+// number of such keys, but holds the lock Put takes (on the replication
+// loop) for requeueBatch keys at a time: it lists the keys in batches,
+// makes the new queue without the lock, and swaps it in with the entries
+// queued meanwhile. An entry listed before its key changed is stale, as
+// in any queue. The waker alone calls it.
 func (t *timedStore) requeue() {
 	t.mu.Lock()
+	t.rebuilding, t.since = true, nil
+	fresh := make(dueQueue, 0, len(t.due))
+	n := 0
+	for k := range t.due { // a map may change while it is ranged over
+		if at, ok := t.wakeAtLocked(k); ok {
+			fresh = append(fresh, dueEntry{at: at, key: k})
+		}
+		if n++; n%requeueBatch == 0 {
+			t.mu.Unlock()
+			if t.betweenBatches != nil {
+				t.betweenBatches()
+			}
+			t.mu.Lock()
+		}
+	}
+	t.mu.Unlock()
+	if t.betweenBatches != nil {
+		t.betweenBatches()
+	}
+	heap.Init(&fresh)
+	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.requeueLocked()
+	for _, e := range t.since {
+		heap.Push(&fresh, e)
+	}
+	t.queue, t.since, t.rebuilding = fresh, nil, false
+	t.tellSooner()
 }
+
+// requeueBatch is how many keys requeue lists under the lock at a time.
+const requeueBatch = 4096
 
 // Put implements replicastore.Store, noting which records hold timers
 // and when their key is due.

@@ -263,6 +263,52 @@ func TestTheTimedStoreQueuesKeysByWhenTheirFirstTimerIsDue(t *testing.T) {
 	}
 }
 
+// A requeue of many keys lets Puts in between its batches (the
+// replication loop's), and its new queue keeps what they queued.
+func TestARequeueLetsPutsInBetweenItsBatchesAndKeepsWhatTheyQueued(t *testing.T) {
+	ctx := context.Background()
+	ts := newTimedStore(replicastore.NewMemory(), 0)
+	if err := ts.index(ctx); err != nil {
+		t.Fatal(err)
+	}
+	n := 3*requeueBatch + 10
+	for i := range n {
+		if err := ts.Put(ctx, stateRecord(fmt.Sprint(i), 1, timedAt(int64(1000+i)))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	batches := 0
+	ts.betweenBatches = func() {
+		// After the last batch: the keys are listed, the queue not made.
+		if batches++; batches != 4 {
+			return
+		}
+		done := make(chan error, 1)
+		go func() {
+			// Key 0 earlier, a new key, and key 1 without timers.
+			done <- ts.Put(ctx, stateRecord("0", 2, timedAt(5)), stateRecord("new", 1, timedAt(6)), stateRecord("1", 2, untimedValue))
+		}()
+		if err := recv(t, done, "a Put in the middle of a requeue"); err != nil {
+			t.Error(err)
+		}
+	}
+	ts.requeue()
+	if batches != 4 {
+		t.Fatalf("%d pauses for %d keys, want 4 (3 between batches, 1 after)", batches, n)
+	}
+	got := ts.takeDue(time.Unix(1<<32, 0), 2*n, nil)
+	if len(got) != n || got[0].ID != "0" || got[1].ID != "new" {
+		t.Fatalf("took %d keys, first %v; want %d (0 and new first)", len(got), got[:2], n)
+	}
+	seen := map[string]bool{}
+	for _, k := range got {
+		if seen[k.ID] || k.ID == "1" {
+			t.Fatalf("took %s twice, or without timers", k.ID)
+		}
+		seen[k.ID] = true
+	}
+}
+
 func TestTheTimedStoreQueueStaysBoundedAsKeysAreStoredAgain(t *testing.T) {
 	ctx := context.Background()
 	ts := newTimedStore(replicastore.NewMemory(), 0)

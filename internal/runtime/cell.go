@@ -1214,7 +1214,7 @@ func (c *cell[S, M, C]) fire(name string, e *timerEntry[M]) {
 		if c.durable() && c.k.idle > 0 && e.period >= c.k.idle {
 			// The key may passivate before the next tick: the commit of
 			// this tick's message stores when that one is due, for the
-			// waker (timersSaved). A shorter period keeps it active.
+			// waker (timersSavedLocked). A shorter period keeps it active.
 			c.x.recordChanged = true
 		}
 	case c.durable():
