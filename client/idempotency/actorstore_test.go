@@ -1,6 +1,7 @@
 package idempotency_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -158,5 +159,31 @@ func TestActorStoreRecordsLeaveTheStoresWhenTheyExpire(t *testing.T) {
 		if got := begin(t, st, k, idempotency.Hash{3}).Outcome; got != idempotency.Started {
 			t.Fatalf("%s after its expiry: %v, want Started", k, got)
 		}
+	}
+}
+
+// An ExpireRecord that comes before the record's retention (sent by
+// someone, or a timer whose clock went back) leaves the record, which
+// expires when its retention ends.
+func TestAnEarlyExpireRecordLeavesTheRecordUntilItsRetention(t *testing.T) {
+	sys := systemtest.NewSystem(t, system.Config{}, idempotency.Records)
+	const retention = 500 * time.Millisecond
+	st, err := idempotency.NewActorStore(sys, idempotency.ActorConfig{Lease: time.Second, Retention: retention})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := time.Now()
+	complete(t, st, "k", begin(t, st, "k", idempotency.Hash{1}), "kept")
+	if err := idempotency.Records.Ref(sys, idempotency.RecordKey(scope, "k")).Tell(context.Background(), idempotency.ExpireRecord{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := begin(t, st, "k", idempotency.Hash{1}).Outcome; got != idempotency.Replay {
+		t.Fatalf("a retry after an early ExpireRecord: %v, want Replay", got)
+	}
+	systemtest.WaitUntil(t, "the record to expire", func() bool {
+		return begin(t, st, "k", idempotency.Hash{2}).Outcome != idempotency.Conflict
+	})
+	if since := time.Since(done); since < retention {
+		t.Fatalf("the record expired %v after completion, before its retention (%v)", since, retention)
 	}
 }
