@@ -262,8 +262,9 @@ func Durable() Option { return func(s *settings) { s.durable = true } }
 // (Durable alone) survives a restart of its member with the same DataDir,
 // but not a move of the key to another member. system.Config.
 // StrictDurability sets it for every durable definition a system hosts
-// (but those written at WriteOne). Turn it on once every member runs a
-// version that reads the records it writes (format 3 or later).
+// (but those written at WriteOne). The members of a cluster run one
+// version: the records of keys that keep answers are written in the
+// runtime's newest format, which older versions refuse to load.
 func StrictDurability() Option { return func(s *settings) { s.strict = true } }
 
 // Def is an actor type: a stable name, a state type S, a message type M

@@ -90,26 +90,34 @@ type handoffResult struct {
 }
 
 // quietNodes waits until the nodes ns use less than a tenth of a core
-// together over half a second, or limit passed, and returns how long
-// that took.
-func quietNodes(ns []*node, limit time.Duration) time.Duration {
+// together over half a second and returns how long that took, or fails
+// once limit passed or a node's CPU time cannot be read.
+func quietNodes(ns []*node, limit time.Duration) (time.Duration, error) {
 	const window, most = 500 * time.Millisecond, 50 * time.Millisecond
-	cpu := func() (d time.Duration) {
+	cpu := func() (d time.Duration, err error) {
 		for _, n := range ns {
-			d += procCPU(n.cmd.Process.Pid)
+			c := procCPU(n.cmd.Process.Pid)
+			if c == 0 {
+				return 0, fmt.Errorf("no CPU time of node %d", n.cmd.Process.Pid)
+			}
+			d += c
 		}
-		return d
+		return d, nil
 	}
 	start := time.Now()
-	for before := cpu(); time.Since(start) < limit; {
+	before, err := cpu()
+	for err == nil {
+		if time.Since(start) > limit {
+			return 0, fmt.Errorf("the members were still busy %v after the fill", limit)
+		}
 		time.Sleep(window) // a sample of CPU time, not a synchronisation
-		now := cpu()
-		if now-before < most {
-			break
+		var now time.Duration
+		if now, err = cpu(); err == nil && now-before < most {
+			return time.Since(start), nil
 		}
 		before = now
 	}
-	return time.Since(start)
+	return 0, err
 }
 
 // statsAnswer is a member's answer to the query "stats": its Receiving
@@ -193,7 +201,9 @@ func (troupePeer) HandoffTransfer(clk *clock, keys, value, fillers, askers int, 
 
 	// The fill leaves badger flushing and compacting for seconds: the
 	// idle window waits until the members are quiet, so that it is idle.
-	r.settle = quietNodes(ns, 60*time.Second)
+	if r.settle, err = quietNodes(ns, 60*time.Second); err != nil {
+		return r, err
+	}
 
 	// One ask load runs from here to the end of the transfer and idle
 	// more. Its idle window follows a second unmeasured.

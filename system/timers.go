@@ -69,12 +69,13 @@ type timedStore struct {
 	// becomes earlier: the waker's alarm may be set too late.
 	sooner chan struct{}
 	// since holds, while requeue makes the queue again (rebuilding),
-	// the entries queued meanwhile, which the new queue takes too.
-	since      []dueEntry
+	// the keys queued meanwhile and when, which the new queue takes too
+	// (and requeue does not list again).
+	since      map[replica.Key]int64
 	rebuilding bool
 	// betweenBatches, when set (tests), runs between requeue's batches
-	// and after the last, without t.mu.
-	betweenBatches func()
+	// and after the last (listed), without t.mu.
+	betweenBatches func(listed bool)
 }
 
 // backoff is a key's: not woken before until; pause grows with each
@@ -142,13 +143,13 @@ func (t *timedStore) queueLocked(k replica.Key) {
 	if !ok {
 		return
 	}
-	if len(t.queue) > 2*len(t.due)+1024 {
+	if len(t.queue) > 2*len(t.due)+1024 && !t.rebuilding { // requeue replaces it anyway
 		t.requeueLocked()
 	}
 	first := len(t.queue) == 0 || at < t.queue[0].at
 	heap.Push(&t.queue, dueEntry{at: at, key: k})
 	if t.rebuilding {
-		t.since = append(t.since, dueEntry{at: at, key: k})
+		t.since[k] = at
 	}
 	if first {
 		t.tellSooner()
@@ -179,35 +180,39 @@ func (t *timedStore) requeueLocked() {
 // once more (this member may own keys it did not). It takes time in the
 // number of such keys, but holds the lock Put takes (on the replication
 // loop) for requeueBatch keys at a time: it lists the keys in batches,
-// makes the new queue without the lock, and swaps it in with the entries
-// queued meanwhile. An entry listed before its key changed is stale, as
-// in any queue. The waker alone calls it.
+// makes the new queue without the lock, and swaps it in with the keys
+// queued meanwhile (not listed again, so each has one entry). An entry
+// listed before its key changed is stale, as in any queue; a key listed
+// and then queued again at the same time (requeueKey) has two, and may
+// be woken twice, the second finding it awake. The waker alone calls
+// it.
 func (t *timedStore) requeue() {
 	t.mu.Lock()
-	t.rebuilding, t.since = true, nil
+	t.rebuilding, t.since = true, make(map[replica.Key]int64)
 	fresh := make(dueQueue, 0, len(t.due))
 	n := 0
 	for k := range t.due { // a map may change while it is ranged over
-		if at, ok := t.wakeAtLocked(k); ok {
+		_, queued := t.since[k] // an entry of since, once
+		if at, ok := t.wakeAtLocked(k); ok && !queued {
 			fresh = append(fresh, dueEntry{at: at, key: k})
 		}
 		if n++; n%requeueBatch == 0 {
 			t.mu.Unlock()
 			if t.betweenBatches != nil {
-				t.betweenBatches()
+				t.betweenBatches(false)
 			}
 			t.mu.Lock()
 		}
 	}
 	t.mu.Unlock()
 	if t.betweenBatches != nil {
-		t.betweenBatches()
+		t.betweenBatches(true)
 	}
 	heap.Init(&fresh)
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	for _, e := range t.since {
-		heap.Push(&fresh, e)
+	for k, at := range t.since {
+		heap.Push(&fresh, dueEntry{at: at, key: k})
 	}
 	t.queue, t.since, t.rebuilding = fresh, nil, false
 	t.tellSooner()
@@ -230,6 +235,7 @@ func (t *timedStore) Put(ctx context.Context, recs ...replica.Record) error {
 		if t.touched != nil {
 			t.touched[r.Key] = struct{}{}
 		}
+		_, wasBroken := t.broken[r.Key]
 		delete(t.broken, r.Key)
 		var due time.Time
 		ok := !r.Erases() && !r.Tombstone
@@ -253,7 +259,10 @@ func (t *timedStore) Put(ctx context.Context, recs ...replica.Record) error {
 			// Queued already (or left out as held: see takeDue). The
 			// same timers are no progress: an acquisition writes back
 			// what it adopted, and a key whose handler fails each time
-			// stays backed off.
+			// stays backed off. A key broken until now is queued again.
+			if wasBroken {
+				t.queueLocked(r.Key)
+			}
 			continue
 		}
 		// Its timers moved: the key made progress.

@@ -264,7 +264,9 @@ func TestTheTimedStoreQueuesKeysByWhenTheirFirstTimerIsDue(t *testing.T) {
 }
 
 // A requeue of many keys lets Puts in between its batches (the
-// replication loop's), and its new queue keeps what they queued.
+// replication loop's), and its new queue keeps what they queued: keys
+// added while the map is ranged over (growing it), keys that lost their
+// timers before they were listed, and changes after the last batch.
 func TestARequeueLetsPutsInBetweenItsBatchesAndKeepsWhatTheyQueued(t *testing.T) {
 	ctx := context.Background()
 	ts := newTimedStore(replicastore.NewMemory(), 0)
@@ -272,40 +274,63 @@ func TestARequeueLetsPutsInBetweenItsBatchesAndKeepsWhatTheyQueued(t *testing.T)
 		t.Fatal(err)
 	}
 	n := 3*requeueBatch + 10
+	want := map[string]bool{}
 	for i := range n {
 		if err := ts.Put(ctx, stateRecord(fmt.Sprint(i), 1, timedAt(int64(1000+i)))); err != nil {
 			t.Fatal(err)
 		}
+		want[fmt.Sprint(i)] = true
 	}
-	batches := 0
-	ts.betweenBatches = func() {
-		// After the last batch: the keys are listed, the queue not made.
-		if batches++; batches != 4 {
-			return
-		}
+	put := func(recs ...replica.Record) {
 		done := make(chan error, 1)
-		go func() {
-			// Key 0 earlier, a new key, and key 1 without timers.
-			done <- ts.Put(ctx, stateRecord("0", 2, timedAt(5)), stateRecord("new", 1, timedAt(6)), stateRecord("1", 2, untimedValue))
-		}()
+		go func() { done <- ts.Put(ctx, recs...) }()
 		if err := recv(t, done, "a Put in the middle of a requeue"); err != nil {
 			t.Error(err)
 		}
 	}
-	ts.requeue()
-	if batches != 4 {
-		t.Fatalf("%d pauses for %d keys, want 4 (3 between batches, 1 after)", batches, n)
-	}
-	got := ts.takeDue(time.Unix(1<<32, 0), 2*n, nil)
-	if len(got) != n || got[0].ID != "0" || got[1].ID != "new" {
-		t.Fatalf("took %d keys, first %v; want %d (0 and new first)", len(got), got[:2], n)
-	}
-	seen := map[string]bool{}
-	for _, k := range got {
-		if seen[k.ID] || k.ID == "1" {
-			t.Fatalf("took %s twice, or without timers", k.ID)
+	batches, listed := 0, false
+	ts.betweenBatches = func(last bool) {
+		switch batches++; {
+		case batches == 1:
+			// More keys than the map held (it grows while ranged over),
+			// and a tenth of the keys without timers.
+			var recs []replica.Record
+			for i := range n {
+				recs = append(recs, stateRecord(fmt.Sprint("m", i), 1, timedAt(int64(1000+i))))
+				want[fmt.Sprint("m", i)] = true
+			}
+			for i := 0; i < n; i += 10 {
+				recs = append(recs, stateRecord(fmt.Sprint(i), 2, untimedValue))
+				delete(want, fmt.Sprint(i))
+			}
+			put(recs...)
+		case last: // the keys are listed, the queue not made
+			listed = true
+			put(stateRecord("1", 2, timedAt(5)), stateRecord("new", 1, timedAt(6)), stateRecord("2", 2, untimedValue))
+			want["1"], want["new"] = true, true
+			delete(want, "2")
 		}
-		seen[k.ID] = true
+	}
+	ts.requeue()
+	if batches < 3 || !listed {
+		t.Fatalf("%d pauses for %d keys and more (listed: %v), want some between batches and one after", batches, n, listed)
+	}
+	var got []string
+	for {
+		k := ts.takeDue(time.Unix(1<<32, 0), 1, nil)
+		if len(k) == 0 {
+			break
+		}
+		got = append(got, k[0].ID)
+	}
+	if len(got) != len(want) || got[0] != "1" || got[1] != "new" {
+		t.Fatalf("took %d keys, first %v; want %d (1 and new first)", len(got), got[:min(2, len(got))], len(want))
+	}
+	for _, id := range got {
+		if !want[id] {
+			t.Fatalf("took %s twice, or without timers", id)
+		}
+		delete(want, id)
 	}
 }
 

@@ -51,6 +51,8 @@ type Badger struct {
 	log       *slog.Logger
 	// format is the store's on-disk format version (see format.go).
 	format atomic.Uint32
+	// receivingSyncs counts the receiving records synced (tests).
+	receivingSyncs atomic.Int64
 }
 
 var _ Store = (*Badger)(nil)
@@ -284,6 +286,7 @@ func (s *Badger) SetReceiving(ctx context.Context, ranges []ring.Range) error {
 		return txn.Set(receivingKey, encodeReceiving(ranges))
 	})
 	if err == nil && !shrinks {
+		s.receivingSyncs.Add(1)
 		err = s.db.Sync()
 	}
 	return s.wrap(err)

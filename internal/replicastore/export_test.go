@@ -20,3 +20,6 @@ func powerLoss(t *testing.T, b *Badger) {
 
 // unknownBoot is Options.boot where the running boot cannot be read.
 var unknownBoot = []byte{}
+
+// receivingSynced is how many receiving records b synced.
+func receivingSynced(b *Badger) int64 { return b.receivingSyncs.Load() }

@@ -234,6 +234,30 @@ func TestOnlyARecordThatRemovesRangesGoesUnsynced(t *testing.T) {
 			t.Errorf("%s: onlyRemoves(%v, %v) = %v, want %v", c.name, c.old, c.to, got, c.removes)
 		}
 	}
+	b := openBadger(t, t.TempDir(), Options{})
+	defer b.Close()
+	ctx := context.Background()
+	for i, c := range []struct {
+		ranges []ring.Range
+		synced bool
+	}{
+		{[]ring.Range{whole}, true},
+		{[]ring.Range{{Start: 10, End: 20}, {Start: 30, End: 40}}, false},
+		{[]ring.Range{{Start: 30, End: 40}}, false},
+		{[]ring.Range{{Start: 30, End: 41}}, true},
+		{nil, false},
+	} {
+		before := receivingSynced(b)
+		if err := b.SetReceiving(ctx, c.ranges); err != nil {
+			t.Fatal(err)
+		}
+		if synced := receivingSynced(b) > before; synced != c.synced {
+			t.Errorf("receiving record %d (%v): synced %v, want %v", i, c.ranges, synced, c.synced)
+		}
+		if got, _, err := b.Receiving(ctx); err != nil || !slices.Equal(got, c.ranges) {
+			t.Errorf("receiving record %d reads as %v, %v; want %v", i, got, err, c.ranges)
+		}
+	}
 }
 
 // A damaged receiving record is ErrCorrupt, not an empty list.

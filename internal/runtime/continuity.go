@@ -854,6 +854,9 @@ func (r *recordReader) answer(f byte, x *retained) (at int64) {
 		if r.err == nil && has[0]&keptText != 0 {
 			text = r.bytes()
 		}
+		if r.err == nil && (has[0]&keptBody != 0 && len(body) == 0 || has[0]&keptName != 0 && len(name) == 0 || has[0]&keptText != 0 && len(text) == 0) {
+			r.err = fmt.Errorf("%w: a kept answer's empty field marked present", errRecord) // one encoding per answer
+		}
 	}
 	if r.err != nil {
 		return 0

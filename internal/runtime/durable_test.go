@@ -174,6 +174,7 @@ func TestARecordRoundTripsItsKeptAnswers(t *testing.T) {
 		// id's 16 (the last is the count 1), or the kind and the fields.
 		{"a made request id of zeros", patched(appendRetained(nil, []retained{{key: "k", rid: host.MadeRequestID(0, 1), kind: retainedNoReply}}), 21+15, 0)},
 		{"unknown fields", patched(appendRetained(nil, []retained{{key: "k", kind: retainedNoReply}}), 22, 8)},
+		{"an empty body marked present", append(patched(appendRetained(nil, []retained{{key: "k", kind: retainedNoReply}}), 22, keptBody), 0)},
 		{"a time out of range", appendRetainedTime(math.MaxInt64)},
 	} {
 		if _, _, _, err := decodeRecord[int](nil, append(slices.Clone(rec[:header]), c.bad...)); !errors.Is(err, errRecord) {
