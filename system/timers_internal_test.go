@@ -261,6 +261,15 @@ func TestTheTimedStoreQueuesKeysByWhenTheirFirstTimerIsDue(t *testing.T) {
 	if got := take(100); !slices.Equal(got, []string{"a", "c"}) {
 		t.Fatalf("due by 100 after a and b were stored: %v, want [a c]", got)
 	}
+	// Stored again with the same timers, a broken key is queued again at
+	// once, not at the next requeue.
+	ts.markBroken(replica.Key{Type: "t", ID: "a"})
+	if err := ts.Put(ctx, stateRecord("a", 3, timedAt(10))); err != nil {
+		t.Fatal(err)
+	}
+	if got := take(100); !slices.Equal(got, []string{"a"}) {
+		t.Fatalf("due by 100 after the broken a was stored with the same timers: %v, want [a]", got)
+	}
 }
 
 // A requeue of many keys lets Puts in between its batches (the
