@@ -124,7 +124,10 @@ type Config struct {
 	// state at when it catches up (the ranges it became a replica of, or
 	// its store after it lost its last writes), so that application
 	// traffic keeps flowing meanwhile. Default 32 MiB/s; negative: no
-	// limit.
+	// limit. It copies in chunks of 1 MiB, or of a thirty-second of the
+	// rate when that is less (at least 64 KiB): at a lower rate each
+	// chunk's burst of work is shorter, and so is the wait of the asks
+	// behind it (BENCHMARKS.md, Hand-off).
 	CatchUpRate int
 
 	// LeaveTimeout bounds how long Close waits, in a cluster, for the

@@ -281,6 +281,25 @@ func TestOpenSurfacesStoreErrors(t *testing.T) {
 	}
 }
 
+// A paced catch-up asks for smaller chunks: a thirty-second of its rate,
+// between 64 KiB and 1 MiB; a chunk size given, or no pacing, stays.
+func TestTheDefaultChunkFollowsTheCatchUpRate(t *testing.T) {
+	for _, c := range []struct {
+		rate, chunk, want int
+	}{
+		{0, 0, DefaultSyncChunk},        // the default rate, 32 MiB/s
+		{-1, 0, DefaultSyncChunk},       // unpaced
+		{64 << 20, 0, DefaultSyncChunk}, // faster
+		{4 << 20, 0, 128 << 10},         // slower
+		{1 << 20, 0, minPacedChunk},     // slower still
+		{4 << 20, 512 << 10, 512 << 10}, // given
+	} {
+		if got := (Config{SyncRate: c.rate, SyncChunk: c.chunk}).withDefaults().SyncChunk; got != c.want {
+			t.Errorf("SyncRate %d, SyncChunk %d: the chunk is %d, want %d", c.rate, c.chunk, got, c.want)
+		}
+	}
+}
+
 func TestValidateNamesTheField(t *testing.T) {
 	net := transport.NewMemNetwork()
 	ep, err := net.Join(ring.NodeID{Addr: "a", Incarnation: 1})
