@@ -53,12 +53,10 @@ func (m *Memory) Get(_ context.Context, key replica.Key, slot replica.Slot) (rep
 // Held implements Store.
 func (m *Memory) Held(_ context.Context, recs []replica.Record, fn func(int, replica.Record, bool)) error {
 	m.mu.Lock()
+	defer m.mu.Unlock() // fn does not call the store
 	if m.closed {
-		m.mu.Unlock()
 		return replication.ErrClosed
 	}
-	held := make([]replica.Record, len(recs))
-	found := make([]bool, len(recs))
 	for i, r := range recs {
 		h, ok := m.recs[memKey{r.Key, r.Slot()}]
 		if h.Kind == replica.KindPromise {
@@ -66,11 +64,7 @@ func (m *Memory) Held(_ context.Context, recs []replica.Record, fn func(int, rep
 		} else {
 			h.Value = nil
 		}
-		held[i], found[i] = h, ok
-	}
-	m.mu.Unlock()
-	for i := range recs {
-		fn(i, held[i], found[i])
+		fn(i, h, ok)
 	}
 	return nil
 }
