@@ -467,7 +467,8 @@ func (s *states) Write(ctx context.Context, typ, key string, value []byte) error
 }
 
 // WriteAsync is Write without waiting: done gets what Write would have
-// returned (the runtime holds the reply of a state change on it).
+// returned (the runtime holds the reply of a state change on it). The
+// node keeps value, which the caller must not change after the call.
 func (s *states) WriteAsync(typ, key string, value []byte, done func(error)) error {
 	node, err := s.current()
 	if err != nil {

@@ -2,6 +2,7 @@ package codec
 
 import (
 	"fmt"
+	"io"
 	"reflect"
 
 	"github.com/troupe-go/troupe/internal/fault"
@@ -58,6 +59,9 @@ func (b *encodeBuffer) Bytes() []byte { return b.w.b }
 
 // SetBytes makes p (b's bytes, maybe grown) b's storage again.
 func (b *encodeBuffer) SetBytes(p []byte) { b.w.b = p }
+
+// Writer appends what is written to it to b's bytes.
+func (b *encodeBuffer) Writer() io.Writer { return &b.w }
 
 // DecodeMessage decodes a message of type name for h.
 func DecodeMessage[M any](c *Codec, h *host.Host, name string, body []byte) (M, error) {

@@ -77,8 +77,12 @@ func (l *keptLedger) note(typ, key string, answers int, bytes int64, oldest int6
 	case ok:
 		l.answers += answers - e.answers
 		l.bytes += bytes - e.bytes
+		moved := e.oldest != oldest
 		e.answers, e.bytes, e.oldest = answers, bytes, oldest
-		heap.Fix(&l.age, e.at)
+		if moved {
+			// Most notes add a newer answer: the oldest stays.
+			heap.Fix(&l.age, e.at)
+		}
 	default:
 		e = &keptEntry{id: id, answers: answers, bytes: bytes, oldest: oldest}
 		l.byKey[id] = e

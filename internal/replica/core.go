@@ -1019,19 +1019,16 @@ func (c *Core) Read(k Key) (map[Slot]Record, Ticket, error) {
 // maxResendTicks. Only keys with something unanswered are visited.
 func (c *Core) Tick() {
 	c.ticks++
-	keys := make([]Key, 0, len(c.waiting))
-	for k := range c.waiting {
-		keys = append(keys, k)
-	}
-	// Map order must not reach the output.
-	slices.SortFunc(keys, compareKeys)
 	// Sent again after 2 ticks, then after twice as long each time up
 	// to maxResendTicks: the transport is reliable and in order, so a
 	// message goes unanswered for long only when a peer restarted or was
 	// declared dead, or when it is large and slow to cross, which a fixed
 	// period would send again and again while it still crosses.
+	late := func(at uint64, tries uint8) bool {
+		return c.ticks-at >= min(uint64(2)<<tries, maxResendTicks)
+	}
 	due := func(at *uint64, tries *uint8) bool {
-		if c.ticks-*at < min(uint64(2)<<*tries, maxResendTicks) {
+		if !late(*at, *tries) {
 			return false
 		}
 		*at = c.ticks
@@ -1040,12 +1037,26 @@ func (c *Core) Tick() {
 		}
 		return true
 	}
-	for _, k := range keys {
+	// Only the keys with something to send again are sorted (map order
+	// must not reach the output): under load most keys waiting have
+	// writes in flight for less than a tick.
+	var keys []Key
+	for k := range c.waiting {
 		o := c.owned[k]
 		if o == nil || (o.phase != preparing && len(o.inflight) == 0 && !o.roundOpen && o.sweep == nil) {
 			delete(c.waiting, k)
 			continue
 		}
+		if (o.sweep != nil && late(o.sweep.sentAt, o.sweep.tries)) ||
+			(o.phase == preparing && late(o.preparedAt, o.prepareTries)) ||
+			(o.roundOpen && late(o.roundAt, o.roundTries)) ||
+			slices.ContainsFunc(o.inflight, func(p *proposal) bool { return late(p.sentAt, p.tries) }) {
+			keys = append(keys, k)
+		}
+	}
+	slices.SortFunc(keys, compareKeys)
+	for _, k := range keys {
+		o := c.owned[k]
 		if sw := o.sweep; sw != nil && due(&sw.sentAt, &sw.tries) {
 			c.resweep(o, sw)
 		}

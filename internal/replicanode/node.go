@@ -486,11 +486,14 @@ func (n *Node) checkSize(k replica.Key, slot replica.Slot, value []byte) error {
 // refused at once (ErrValueTooLarge, or a closed node) returns the error
 // and never calls done. Without a context, the caller that stops waiting
 // at a deadline treats the write as one whose outcome is unknown.
+// Unlike Write's, value is not copied: the node keeps it, and the caller
+// must not change it after the call (the runtime hands over a record it
+// encoded for the write alone).
 func (n *Node) WriteAsync(k replica.Key, slot replica.Slot, value []byte, done func(error)) error {
 	if err := n.checkSize(k, slot, value); err != nil {
 		return err
 	}
-	r := &request{op: opWrite, key: k, slot: slot, value: slices.Clone(value)}
+	r := &request{op: opWrite, key: k, slot: slot, value: value}
 	r.w = &waiter{key: k, cb: done}
 	if !n.enqueue(input{req: r}) {
 		return n.closedErr()

@@ -1,7 +1,6 @@
 package runtime
 
 import (
-	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -269,12 +268,12 @@ func (c *cell[S, M, C]) requestHash(m M) (requestSum, error) {
 	if err != nil {
 		return requestSum{}, fmt.Errorf("hash the request %T: %w", m, err)
 	}
-	var buf bytes.Buffer
-	buf.Write(binary.AppendUvarint(make([]byte, 0, binary.MaxVarintLen64), uint64(len(name))))
-	buf.WriteString(name)
+	buf := codec.GetBuffer()
+	defer codec.PutBuffer(buf)
+	buf.SetBytes(appendString(buf.Bytes()[:0], name))
 	enc := msgpack.GetEncoder()
 	defer msgpack.PutEncoder(enc)
-	enc.Reset(&buf)
+	enc.Reset(buf.Writer())
 	enc.SetSortMapKeys(true)
 	if err := enc.Encode(any(held)); err != nil {
 		return requestSum{}, fmt.Errorf("hash the request %T: %w", m, err)

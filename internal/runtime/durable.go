@@ -272,7 +272,8 @@ func (c *cell[S, M, C]) settle(ctx *Context[S, M, C], e *envelope[M], err error)
 // once, from another goroutine, with what Write would have returned
 // (nil once the write and every earlier one met the key's level). done
 // must not block. A write refused at once returns the error and never
-// calls done.
+// calls done. The store keeps value: the caller must not change it
+// after the call (record returns a fresh one for each write).
 type asyncStore interface {
 	WriteAsync(typ, key string, value []byte, done func(error)) error
 }
