@@ -342,6 +342,7 @@ func header(w io.Writer, o options) {
 type summary struct {
 	primary, cpuPerOp, perActr, gcCycles, gcCPU        float64
 	nodeCPUPerOp, nodeSysPerOp, failed, min, max, base float64
+	nodeWrotePerOp                                     float64
 	baseCPU                                            float64
 	mb, secs, upSecs, earlyMB, idleFailed              float64
 	settleSecs                                         float64
@@ -355,6 +356,7 @@ func summarize(ms []measurement) summary {
 	s.cpuPerOp = median(ms, func(m measurement) float64 { return m.cpuPerOp })
 	s.nodeCPUPerOp = median(ms, func(m measurement) float64 { return m.nodeCPUPerOp })
 	s.nodeSysPerOp = median(ms, func(m measurement) float64 { return m.nodeSysPerOp })
+	s.nodeWrotePerOp = median(ms, func(m measurement) float64 { return m.nodeWrotePerOp })
 	s.failed = median(ms, func(m measurement) float64 { return m.failed })
 	s.min = slices.MinFunc(ms, func(a, b measurement) int { return cmp.Compare(a.primary, b.primary) }).primary
 	s.max = slices.MaxFunc(ms, func(a, b measurement) int { return cmp.Compare(a.primary, b.primary) }).primary
@@ -390,14 +392,14 @@ func describe(w string, ms []measurement) string {
 		return fmt.Sprintf("%s asks/s  p50 %v  p99 %v  cpu %s/ask + node %s", si(s.primary), s.p50, s.p99, cpu,
 			time.Duration(s.nodeCPUPerOp))
 	case "replicated-write", "replicated-write-sync":
-		return fmt.Sprintf("%s writes/s  p50 %v  p99 %v  cpu %s/write + nodes %s (%.1f read/write syscalls); unreplicated %s writes/s", si(s.primary), s.p50, s.p99, cpu,
-			time.Duration(s.nodeCPUPerOp), s.nodeSysPerOp, si(s.base))
+		return fmt.Sprintf("%s writes/s  p50 %v  p99 %v  cpu %s/write + nodes %s (%.1f read/write syscalls, %.0f B written); unreplicated %s writes/s", si(s.primary), s.p50, s.p99, cpu,
+			time.Duration(s.nodeCPUPerOp), s.nodeSysPerOp, s.nodeWrotePerOp, si(s.base))
 	case "client-ask":
 		return fmt.Sprintf("%s asks/s  p50 %v  p99 %v  cpu %s/ask + nodes %s", si(s.primary), s.p50, s.p99, cpu,
 			time.Duration(s.nodeCPUPerOp))
 	case "continuity-ask":
-		return fmt.Sprintf("%s keyed asks/s  p50 %v  p99 %v  cpu %s/ask + nodes %s; plain %s asks/s p50 %v; replayed p50 %v", si(s.primary), s.p50, s.p99, cpu,
-			time.Duration(s.nodeCPUPerOp), si(s.base), s.plainP50, s.replayP50)
+		return fmt.Sprintf("%s keyed asks/s  p50 %v  p99 %v  cpu %s/ask + nodes %s (%.0f B written); plain %s asks/s p50 %v; replayed p50 %v", si(s.primary), s.p50, s.p99, cpu,
+			time.Duration(s.nodeCPUPerOp), s.nodeWrotePerOp, si(s.base), s.plainP50, s.replayP50)
 	case "handoff-transfer":
 		failed := ""
 		if s.failed > 0 || s.idleFailed > 0 {

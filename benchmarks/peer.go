@@ -83,12 +83,15 @@ type measurement struct {
 	// nodeSysPerOp is the nodes' read and write system calls per
 	// operation (replicated-write; Linux).
 	nodeSysPerOp float64
-	failed       float64 // failover: asks that failed before the first answer
-	p50          time.Duration
-	p99          time.Duration
-	perActr      float64 // heap bytes per idle actor (activate)
-	gcCycles     float64 // collections that ended in the measured region
-	gcCPU        float64 // the runtime's estimate of their CPU seconds
+	// nodeWrotePerOp is the bytes they wrote per operation (to sockets
+	// and files).
+	nodeWrotePerOp float64
+	failed         float64 // failover: asks that failed before the first answer
+	p50            time.Duration
+	p99            time.Duration
+	perActr        float64 // heap bytes per idle actor (activate)
+	gcCycles       float64 // collections that ended in the measured region
+	gcCPU          float64 // the runtime's estimate of their CPU seconds
 	// idleP99 is handoff-transfer's ask p99 before the member started
 	// (p50 and p99 are from its start until it received all, streamP99
 	// of the asks that started once it was up, afterP99 of the asks after

@@ -86,9 +86,10 @@ type clock struct {
 	nodePids []int
 	nodeCPU  time.Duration
 	nodeCPU0 time.Duration
-	// nodeSys counts the nodes' read and write system calls (Linux).
-	nodeSys  int64
-	nodeSys0 int64
+	// nodeSys counts the nodes' read and write system calls (Linux),
+	// nodeWrote the bytes they wrote.
+	nodeSys, nodeWrote   int64
+	nodeSys0, nodeWrote0 int64
 }
 
 // node also measures the CPU time of the processes pids (a remote
@@ -103,18 +104,20 @@ func (c *clock) nodesCPU() time.Duration {
 	return d
 }
 
-// nodesSyscalls returns the read and write system calls the nodes made.
-func (c *clock) nodesSyscalls() int64 {
-	var n int64
+// nodesIO returns the read and write system calls the nodes made and the
+// bytes they wrote.
+func (c *clock) nodesIO() (calls, wrote int64) {
 	for _, pid := range c.nodePids {
-		n += procSyscalls(pid)
+		n, w := procIO(pid)
+		calls += n
+		wrote += w
 	}
-	return n
+	return calls, wrote
 }
 
 func (c *clock) start() {
 	c.nodeCPU0 = c.nodesCPU()
-	c.nodeSys0 = c.nodesSyscalls()
+	c.nodeSys0, c.nodeWrote0 = c.nodesIO()
 	c.gc0 = readGC()
 	c.cpu0 = processCPU()
 	c.t0 = time.Now()
@@ -126,25 +129,29 @@ func (c *clock) stop() {
 	gc := readGC()
 	c.gcCycles, c.gcCPU = gc.cycles-c.gc0.cycles, gc.cpu-c.gc0.cpu
 	c.nodeCPU = c.nodesCPU() - c.nodeCPU0
-	c.nodeSys = c.nodesSyscalls() - c.nodeSys0
+	calls, wrote := c.nodesIO()
+	c.nodeSys, c.nodeWrote = calls-c.nodeSys0, wrote-c.nodeWrote0
 }
 
-// procSyscalls reads the read and write system calls of process pid
-// (syscr and syscw of /proc/pid/io); 0 where there are none.
-func procSyscalls(pid int) int64 {
+// procIO reads the read and write system calls of process pid (syscr
+// and syscw of /proc/pid/io) and the bytes it wrote through them
+// (wchar: sockets included); zeros where there are none.
+func procIO(pid int) (calls, wrote int64) {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/io")
 	if err != nil {
-		return 0
+		return 0, 0
 	}
-	var n int64
 	for _, l := range strings.Split(string(b), "\n") {
 		k, v, _ := strings.Cut(l, ": ")
-		if k == "syscr" || k == "syscw" {
-			x, _ := strconv.ParseInt(v, 10, 64)
-			n += x
+		x, _ := strconv.ParseInt(v, 10, 64)
+		switch k {
+		case "syscr", "syscw":
+			calls += x
+		case "wchar":
+			wrote += x
 		}
 	}
-	return n
+	return calls, wrote
 }
 
 // procCPU reads the user and system CPU time of process pid from
@@ -179,6 +186,7 @@ func (c *clock) rate(n int) measurement {
 		m.cpuPerOp = float64(c.cpu.Nanoseconds()) / float64(n)
 		m.nodeCPUPerOp = float64(c.nodeCPU.Nanoseconds()) / float64(n)
 		m.nodeSysPerOp = float64(c.nodeSys) / float64(n)
+		m.nodeWrotePerOp = float64(c.nodeWrote) / float64(n)
 	}
 	return m
 }

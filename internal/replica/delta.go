@@ -24,21 +24,54 @@ const deltaGap = 8
 // appendDelta appends to b an edit that turns base into v if it takes
 // fewer than limit bytes, and reports whether it does; otherwise b is
 // returned unchanged. Two values of one length are compared in place
-// (each changed run is one operation); otherwise the edit replaces what
-// lies between their common prefix and suffix.
+// (each changed run is one operation). Otherwise the edit is the shorter
+// of two: one that replaces what lies between their common prefix and
+// suffix, and one that compares them in place where they overlap and
+// then adds or drops the longer one's end (a value that grew or shrank at
+// its end with changes elsewhere too: a list appended to, and a count
+// before it).
 func appendDelta(b, base, v []byte, limit int) ([]byte, bool) {
 	start := len(b)
 	b = binary.AppendUvarint(b, uint64(len(v)))
 	p := commonPrefix(base, v)
 	s := commonSuffix(base[p:], v[p:])
 	mb, mv := base[p:len(base)-s], v[p:len(v)-s]
-	if len(mb) != len(mv) {
-		b = appendOp(b, p, len(mb), mv)
-		if len(b)-start >= limit {
+	if len(mb) == len(mv) {
+		b, _, ok := appendInPlace(b, mb, mv, p, start+limit)
+		if !ok {
 			return b[:start], false
 		}
 		return b, true
 	}
+	ops := len(b)
+	b = appendOp(b, p, len(mb), mv)
+	one := len(b) - ops
+	// Aligned at their start: in place over the overlap (given up once
+	// as long as the first), then the longer value's end added or the
+	// longer base's dropped.
+	n := min(len(base), len(v))
+	b, cursor, ok := appendInPlace(b, base[p:n], v[p:n], p, ops+2*one)
+	if ok {
+		b = appendOp(b, n-cursor, len(base)-n, v[n:])
+	}
+	if two := len(b) - ops - one; ok && two < one {
+		copy(b[ops:], b[ops+one:])
+		b = b[:ops+two]
+	} else {
+		b = b[:ops+one]
+	}
+	if len(b)-start >= limit {
+		return b[:start], false
+	}
+	return b, true
+}
+
+// appendInPlace appends to b the operations that turn mb into mv, of one
+// length, compared in place; they lie at offset p of their values, the
+// first operation copying from cursor 0. It returns b, the cursor after
+// the last operation (where what is left of the base starts), and false
+// once b would reach max bytes.
+func appendInPlace(b, mb, mv []byte, p, max int) ([]byte, int, bool) {
 	cursor := 0 // in base, where the next operation copies from
 	for i := 0; i < len(mv); {
 		i += commonPrefix(mb[i:], mv[i:])
@@ -57,12 +90,12 @@ func appendDelta(b, base, v []byte, limit int) ([]byte, bool) {
 		}
 		end -= equal
 		b = appendOp(b, p+i-cursor, end-i, mv[i:end])
-		if len(b)-start >= limit {
-			return b[:start], false
+		if len(b) >= max {
+			return b, cursor, false
 		}
 		cursor, i = p+end, end
 	}
-	return b, true
+	return b, cursor, true
 }
 
 func appendOp(b []byte, copied, skipped int, inserted []byte) []byte {

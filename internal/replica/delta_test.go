@@ -36,6 +36,8 @@ func deltaPairs() [][2][]byte {
 		{big, append([]byte("head"), big...)},
 		{big, big[:4000]},
 		{big, append(bytes.Clone(big[:2000]), big[2100:]...)},
+		{big, append(change(5, 2000), "tail"...)},
+		{big, change(5, 3000)[:3500]},
 		{big, bytes.Repeat([]byte{1}, 4096)},
 	}
 }
@@ -74,6 +76,47 @@ func TestADeltaIsSmallForASmallChangeAndRefusedForALargeOne(t *testing.T) {
 	}
 	if edit, ok := appendDelta([]byte("keep"), base, other, len(other)/2); ok || string(edit) != "keep" {
 		t.Fatalf("a value changed everywhere gave a delta (%d bytes, ok %v), want none and the buffer unchanged", len(edit), ok)
+	}
+}
+
+// A value that grew or shrank at its end while a few bytes near its start
+// changed (a list appended to, and its count before it: a record of kept
+// answers) goes as the changes and the end, not as everything between
+// the first change and the end.
+func TestADeltaOfAValueChangedAtItsHeadAndItsEndIsSmall(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	base := make([]byte, 8<<10)
+	for i := range base {
+		base[i] = byte(rng.Uint32())
+	}
+	head := func(v []byte) []byte {
+		v[1] ^= 0x01 // the state
+		v[9] ^= 0x10 // the count
+		return v
+	}
+	tail := make([]byte, 60)
+	for i := range tail {
+		tail[i] = byte(rng.Uint32())
+	}
+	for _, c := range []struct {
+		name string
+		v    []byte
+		most int
+	}{
+		{"grown", append(head(bytes.Clone(base)), tail...), len(tail) + 24},
+		{"shrunk", head(bytes.Clone(base[:len(base)-500])), 24},
+		// Grown at its start: the aligned edit does not help, the
+		// prefix-and-suffix one does.
+		{"grown at its start", append(bytes.Clone(tail), base...), len(tail) + 16},
+	} {
+		edit, ok := appendDelta(nil, base, c.v, len(c.v)/2)
+		if !ok || len(edit) > c.most {
+			t.Errorf("%s: a delta of %d bytes (ok %v), want at most %d", c.name, len(edit), ok, c.most)
+			continue
+		}
+		if got, err := applyDelta(base, edit); err != nil || !bytes.Equal(got, c.v) {
+			t.Errorf("%s: the delta rebuilt %d bytes, %v; want the %d of the value", c.name, len(got), err, len(c.v))
+		}
 	}
 }
 

@@ -54,7 +54,7 @@ type Config struct {
 	// the edit is smaller than half the value (a 64 KiB state with one
 	// field changed crosses as a few bytes); to the others, and when sent
 	// again, whole. Negative sends every write whole. Default
-	// DefaultDeltaMin (1 KiB).
+	// DefaultDeltaMin (256 bytes).
 	DeltaMin int
 	// Joining says that this node joins a cluster that already holds
 	// state. A joining node whose store holds no records and never
@@ -103,7 +103,7 @@ const (
 	// DefaultMaxWritesInFlight is Config.MaxWritesInFlight's default.
 	DefaultMaxWritesInFlight = 1024
 	// DefaultDeltaMin is Config.DeltaMin's default, in bytes.
-	DefaultDeltaMin = 1 << 10
+	DefaultDeltaMin = 1 << 8
 	// DefaultSyncChunk is Config.SyncChunk's default at the default
 	// SyncRate or above.
 	DefaultSyncChunk = 1 << 20

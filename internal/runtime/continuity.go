@@ -99,10 +99,19 @@ import (
 
 // Retention of kept answers, per actor key (their retention is the
 // host's: replication.KeptAnswers.Retain).
+//
+// The budgets are let go over by an eighth before the oldest answers are
+// dropped, down to them: dropping the oldest changes the whole record
+// (the answers after them move up), while adding one appends to it, a
+// write that crosses to the replicas as a small delta (see
+// replicanode's DeltaMin), so a key at its budget stays on deltas for
+// most of its keyed asks instead of none.
 const (
-	maxRetained      = 128
-	maxRetainedBytes = 64 << 10
-	maxPending       = 32
+	maxRetained       = 128
+	maxRetainedHeld   = maxRetained + maxRetained/8
+	maxRetainedBytes  = 64 << 10
+	maxRetainedGrowth = maxRetainedBytes / 8
+	maxPending        = 32
 )
 
 // How a kept answer answers a retry.
@@ -617,11 +626,12 @@ func (c *cell[S, M, C]) setRetained(ctx *Context[S, M, C], kept []retained) {
 }
 
 // pruneRetained drops the kept answers older than retainFor (the host's
-// retention) at now (or
-// dated after it by more than that: a clock that went back, or a record
-// from elsewhere), then the oldest beyond maxRetained or beyond
+// retention) at now (or dated after it by more than that: a clock that
+// went back, or a record from elsewhere), then the oldest once there are
+// more than maxRetainedHeld, down to maxRetained, and once they take
+// more than maxRetainedBytes + maxRetainedGrowth, down to
 // maxRetainedBytes. The newest stays whatever its size; its body is
-// dropped if it alone exceeds the budget (a retry then gets
+// dropped if it alone exceeds maxRetainedBytes then (a retry gets
 // ErrOutcomeUnknown rather than a record too large to store). Pending
 // requests are dropped only past retainFor (admit bounds their number)
 // and count toward the budgets first.
@@ -630,18 +640,18 @@ func pruneRetained(rs []retained, now time.Time, retainFor time.Duration) []reta
 	lo, hi := t-int64(retainFor), t+int64(retainFor)
 	// Most calls add one answer to a list within every budget: a pass
 	// that allocates nothing tells so, and the list stays as it is.
-	if len(rs) <= maxRetained {
+	if len(rs) <= maxRetainedHeld {
 		total, answered := 0, false
 		for i := range rs {
 			r := &rs[i]
 			if r.at < lo || r.at > hi || (answered && r.pending()) {
-				total = maxRetainedBytes + 1
+				total = maxRetainedBytes + maxRetainedGrowth + 1
 				break
 			}
 			answered = answered || !r.pending()
 			total += r.size()
 		}
-		if total <= maxRetainedBytes {
+		if total <= maxRetainedBytes+maxRetainedGrowth {
 			return rs
 		}
 	}
@@ -661,8 +671,8 @@ func pruneRetained(rs []retained, now time.Time, retainFor time.Duration) []reta
 	}
 	clear(rs[kept:])
 	rs = rs[:kept]
-	if n := len(rs) + len(pending) - maxRetained; n > 0 {
-		rs = slices.Delete(rs, 0, min(n, len(rs)))
+	if len(rs)+len(pending) > maxRetainedHeld {
+		rs = slices.Delete(rs, 0, min(len(rs)+len(pending)-maxRetained, len(rs)))
 	}
 	total := 0
 	for i := range pending {
@@ -671,15 +681,17 @@ func pruneRetained(rs []retained, now time.Time, retainFor time.Duration) []reta
 	for i := range rs {
 		total += rs[i].size()
 	}
-	drop := 0
-	for drop < len(rs)-1 && total > maxRetainedBytes {
-		total -= rs[drop].size()
-		drop++
-	}
-	rs = slices.Delete(rs, 0, drop)
-	if len(rs) > 0 && total > maxRetainedBytes {
-		last := &rs[len(rs)-1]
-		last.kind, last.body, last.name, last.text = retainedTooLarge, nil, "", ""
+	if total > maxRetainedBytes+maxRetainedGrowth {
+		drop := 0
+		for drop < len(rs)-1 && total > maxRetainedBytes {
+			total -= rs[drop].size()
+			drop++
+		}
+		rs = slices.Delete(rs, 0, drop)
+		if len(rs) > 0 && total > maxRetainedBytes {
+			last := &rs[len(rs)-1]
+			last.kind, last.body, last.name, last.text = retainedTooLarge, nil, "", ""
+		}
 	}
 	if len(pending) == 0 {
 		return rs
@@ -719,12 +731,13 @@ func (c *cell[S, M, C]) answerKept(s replier, r *retained) {
 }
 
 // appendRetained appends the kept answers rs to a record of format 4
-// (recordVersionCompact). Each is its idempotency key, its request's sum
-// (16 bytes), when it was kept (varint, Unix milliseconds), its request
-// id (uvarint: 0 none, 1 made and its 16 bytes, else a named id's length
-// plus one and its text), its kind, a byte saying which of body (1), name
-// (2) and text (4) follow, and those (a pending request's body is its
-// attempt, a uvarint).
+// (recordVersionCompact) or 5 (recordVersionHeld), which hold them
+// alike. Each is its idempotency key, its request's sum (16 bytes), when
+// it was kept (varint, Unix milliseconds), its request id (uvarint: 0
+// none, 1 made and its 16 bytes, else a named id's length plus one and
+// its text), its kind, a byte saying which of body (1), name (2) and
+// text (4) follow, and those (a pending request's body is its attempt, a
+// uvarint). The oldest comes first, so a new answer is appended.
 func appendRetained(b []byte, rs []retained) []byte {
 	b = slices.Grow(b, retainedLen(rs)) // once, not as the answers are appended
 	b = binary.AppendUvarint(b, uint64(len(rs)))
@@ -789,12 +802,16 @@ func retainedLen(rs []retained) int {
 	return n
 }
 
-// retained reads the kept answers of a record of format f (2 to 4).
+// retained reads the kept answers of a record of format f (2 to 5).
 func (r *recordReader) retained(f byte) []retained {
 	n := r.uvarint()
-	if r.err != nil || n > maxRetained {
+	most := uint64(maxRetained)
+	if f >= recordVersionHeld {
+		most = maxRetainedHeld
+	}
+	if r.err != nil || n > most {
 		if r.err == nil {
-			r.err = fmt.Errorf("%w: %d kept answers, at most %d", errRecord, n, maxRetained)
+			r.err = fmt.Errorf("%w: %d kept answers, at most %d", errRecord, n, most)
 		}
 		return nil
 	}

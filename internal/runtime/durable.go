@@ -40,15 +40,18 @@ import (
 // lets them hold requests pending (whose body is the attempt) and lost,
 // which only strict durability makes; 4 holds the same in about half
 // the bytes (appendRetained), which every write of a keyed ask's record
-// pays at each replica. A record without kept answers is written in
-// format 1, one with them in format 4; 2 and 3 are read, no longer
+// pays at each replica; 5 is 4 holding up to maxRetainedHeld answers, not
+// maxRetained (a binary that reads 4 refuses it as a newer format, not
+// as a malformed record). A record without kept answers is written in
+// format 1, one with them in format 5; 2 to 4 are read, no longer
 // written.
 const (
 	recordVersion        = 1
 	recordVersionKept    = 2
 	recordVersionPending = 3
 	recordVersionCompact = 4
-	recordVersionNewest  = recordVersionCompact
+	recordVersionHeld    = 5
+	recordVersionNewest  = recordVersionHeld
 )
 
 // storedTimer is a timer kept in a key's record: its name, when it fires
@@ -602,7 +605,7 @@ func (c *cell[S, M, C]) load(ctx *Context[S, M, C]) (S, []liveTimer[M], error) {
 }
 
 // record encodes the activation's state and timers as the key's record:
-// a version byte, the state (msgpack), then each timer, then (format 4)
+// a version byte, the state (msgpack), then each timer, then (format 5)
 // the answers kept for keyed asks.
 func (c *cell[S, M, C]) record() ([]byte, error) {
 	buf := codec.GetBuffer()
@@ -623,7 +626,7 @@ func (c *cell[S, M, C]) record() ([]byte, error) {
 	}
 	out := make([]byte, 0, size)
 	if len(kept) > 0 {
-		out = append(out, recordVersionCompact)
+		out = append(out, recordVersionHeld)
 	} else {
 		out = append(out, recordVersion)
 	}

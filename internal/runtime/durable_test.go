@@ -61,6 +61,7 @@ func FuzzDecodeRecord(f *testing.F) {
 	pending := []retained{{key: "k", at: time.Unix(1, 0).UnixNano(), rid: host.NamedRequestID("r"), kind: retainedPending, attempt: 2}}
 	f.Add(appendRetained([]byte{recordVersionCompact, 1, 0x2a, 0}, answers))
 	f.Add(appendRetained([]byte{recordVersionCompact, 1, 0x2a, 0}, pending))
+	f.Add(appendRetained([]byte{recordVersionHeld, 1, 0x2a, 0}, answers))
 	f.Add(appendRetainedFormat3([]byte{recordVersionKept, 1, 0x2a, 0}, answers))
 	f.Add(appendRetainedFormat3([]byte{recordVersionPending, 1, 0x2a, 0}, pending))
 	h := host.New(host.Settings{})
@@ -281,11 +282,20 @@ func TestKeptAnswersAreBoundedByAgeAndCount(t *testing.T) {
 		rs = append(rs, retained{key: fmt.Sprint(i), at: now.Add(time.Duration(i)).UnixNano()})
 	}
 	rs = pruneRetained(rs, now.Add(maxRetained+5), retainFor)
+	// Within the slack, only the old one goes.
+	if len(rs) != maxRetained+5 || rs[0].key != "0" {
+		t.Fatalf("kept %d answers from %s, want the %d within the retention", len(rs), rs[0].key, maxRetained+5)
+	}
+	for i := maxRetained + 5; i <= maxRetainedHeld; i++ {
+		rs = append(rs, retained{key: fmt.Sprint(i), at: now.Add(time.Duration(i)).UnixNano()})
+		rs = pruneRetained(rs, now.Add(time.Duration(i)), retainFor)
+	}
+	// One past the slack: back to the budget, the newest kept.
 	if len(rs) != maxRetained {
 		t.Fatalf("kept %d answers, want at most %d", len(rs), maxRetained)
 	}
-	if rs[0].key != "5" || rs[len(rs)-1].key != fmt.Sprint(maxRetained+4) {
-		t.Fatalf("kept %s..%s, want the newest %d (5..%d)", rs[0].key, rs[len(rs)-1].key, maxRetained, maxRetained+4)
+	if first, last := maxRetainedHeld-maxRetained+1, maxRetainedHeld; rs[0].key != fmt.Sprint(first) || rs[len(rs)-1].key != fmt.Sprint(last) {
+		t.Fatalf("kept %s..%s, want the newest %d (%d..%d)", rs[0].key, rs[len(rs)-1].key, maxRetained, first, last)
 	}
 }
 
@@ -355,7 +365,38 @@ func TestPendingRequestsArePrunedOnlyByAge(t *testing.T) {
 	for _, r := range rs {
 		total += r.size()
 	}
-	if len(rs) > maxRetained || total > maxRetainedBytes+rs[len(rs)-1].size() {
-		t.Fatalf("kept %d answers of %d bytes; the budgets are %d and %d", len(rs), total, maxRetained, maxRetainedBytes)
+	if len(rs) > maxRetainedHeld || total > maxRetainedBytes+maxRetainedGrowth {
+		t.Fatalf("kept %d answers of %d bytes; the budgets are %d and %d with their slack", len(rs), total, maxRetainedHeld, maxRetainedBytes+maxRetainedGrowth)
+	}
+}
+
+// Format 5 holds the answers as format 4 does, up to the budget's slack
+// (maxRetainedHeld); format 4 held at most maxRetained.
+func TestAFormatHoldsAtMostItsCountOfAnswers(t *testing.T) {
+	answers := func(n int) []retained {
+		rs := make([]retained, n)
+		for i := range rs {
+			rs[i] = retained{key: fmt.Sprint(i), at: time.Unix(1700000000, 0).UnixNano(), kind: retainedNoReply}
+		}
+		return rs
+	}
+	for _, c := range []struct {
+		format byte
+		n      int
+		ok     bool
+	}{
+		{recordVersionCompact, maxRetained, true},
+		{recordVersionCompact, maxRetained + 1, false},
+		{recordVersionHeld, maxRetainedHeld, true},
+		{recordVersionHeld, maxRetainedHeld + 1, false},
+	} {
+		rec := appendRetained(append(appendString([]byte{c.format}, "\x2a"), 0), answers(c.n))
+		_, _, got, err := decodeRecord[int](nil, rec)
+		if c.ok && (err != nil || len(got) != c.n) {
+			t.Errorf("format %d with %d answers: %d read, %v", c.format, c.n, len(got), err)
+		}
+		if !c.ok && !errors.Is(err, errRecord) {
+			t.Errorf("format %d with %d answers: %v, want errRecord", c.format, c.n, err)
+		}
 	}
 }

@@ -15,7 +15,8 @@ const retainFor = replication.DefaultKeptRetention
 
 // pruneModel is pruneRetained's rule written plainly, without its fast
 // path: drop what is out of retainFor, put pending requests first, then
-// drop the oldest answers beyond the count and byte budgets.
+// drop the oldest answers once beyond the count and byte budgets and
+// their slack, down to the budgets.
 func pruneModel(rs []retained, now time.Time) []retained {
 	t := now.UnixNano()
 	var pending, answers []retained
@@ -29,12 +30,15 @@ func pruneModel(rs []retained, now time.Time) []retained {
 			answers = append(answers, r)
 		}
 	}
-	if n := len(answers) + len(pending) - maxRetained; n > 0 {
-		answers = answers[min(n, len(answers)):]
+	if len(answers)+len(pending) > maxRetainedHeld {
+		answers = answers[min(len(answers)+len(pending)-maxRetained, len(answers)):]
 	}
 	total := 0
 	for _, r := range slices.Concat(pending, answers) {
 		total += r.size()
+	}
+	if total <= maxRetainedBytes+maxRetainedGrowth {
+		return slices.Concat(pending, answers)
 	}
 	for len(answers) > 1 && total > maxRetainedBytes {
 		total -= answers[0].size()
@@ -50,7 +54,7 @@ func pruneModel(rs []retained, now time.Time) []retained {
 func TestPruningKeepsWhatItsRuleKeeps(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		now := time.Unix(1700000000, 0)
-		n := rapid.IntRange(0, maxRetained+8).Draw(t, "n")
+		n := rapid.IntRange(0, maxRetainedHeld+8).Draw(t, "n")
 		rs := make([]retained, n)
 		for i := range rs {
 			age := rapid.SampledFrom([]time.Duration{0, time.Second, retainFor / 2, retainFor + time.Second, -retainFor - time.Second}).Draw(t, "age")
@@ -58,7 +62,7 @@ func TestPruningKeepsWhatItsRuleKeeps(t *testing.T) {
 				key:  "k" + string(rune('a'+i%26)) + string(rune('a'+i/26)),
 				at:   now.Add(-age).UnixNano(),
 				kind: rapid.SampledFrom([]byte{retainedReply, retainedPending, retainedNoReply}).Draw(t, "kind"),
-				body: make([]byte, rapid.SampledFrom([]int{0, 100, 4 << 10, 70 << 10}).Draw(t, "body")),
+				body: make([]byte, rapid.SampledFrom([]int{0, 100, 4 << 10, 66 << 10, 80 << 10}).Draw(t, "body")),
 			}
 			if rs[i].pending() {
 				rs[i].body, rs[i].attempt = nil, 1
