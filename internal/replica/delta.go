@@ -78,7 +78,10 @@ func appendInPlace(b, mb, mv []byte, p, max int) ([]byte, int, bool) {
 		if i == len(mv) {
 			break
 		}
-		// A changed run ends at deltaGap equal bytes, or at the end.
+		// A changed run ends at deltaGap equal bytes, or at the end. Its
+		// bytes go into the edit, so a run that would take it to max is
+		// not followed further: values shifted against each other differ
+		// everywhere after the shift.
 		end, equal := i, 0
 		for end < len(mv) && equal < deltaGap {
 			if mb[end] == mv[end] {
@@ -87,6 +90,9 @@ func appendInPlace(b, mb, mv []byte, p, max int) ([]byte, int, bool) {
 				equal = 0
 			}
 			end++
+			if len(b)+end-i >= max {
+				return b, cursor, false
+			}
 		}
 		end -= equal
 		b = appendOp(b, p+i-cursor, end-i, mv[i:end])

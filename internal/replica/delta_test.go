@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -117,6 +118,30 @@ func TestADeltaOfAValueChangedAtItsHeadAndItsEndIsSmall(t *testing.T) {
 		if got, err := applyDelta(base, edit); err != nil || !bytes.Equal(got, c.v) {
 			t.Errorf("%s: the delta rebuilt %d bytes, %v; want the %d of the value", c.name, len(got), err, len(c.v))
 		}
+	}
+}
+
+// Looking for a delta costs about what the edit found takes, not what
+// the values take: a value shifted against its base by an insertion in
+// its middle differs in place everywhere after it, which the aligned edit
+// gives up on at the length of the other (a few bytes), without copying
+// the rest into the buffer.
+func TestADeltaOfAShiftedValueCopiesNoMoreThanItsEdit(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	base := make([]byte, 1<<20)
+	for i := range base {
+		base[i] = byte(rng.Uint32())
+	}
+	v := slices.Concat(base[:500_000], []byte("ten bytes!"), base[500_000:])
+	b := make([]byte, 0, 256)
+	allocs := testing.AllocsPerRun(3, func() {
+		edit, ok := appendDelta(b, base, v, len(v)/2)
+		if !ok || len(edit) > 32 {
+			t.Fatalf("an insertion of 10 bytes gave a delta of %d bytes (ok %v), want at most 32", len(edit), ok)
+		}
+	})
+	if allocs != 0 {
+		t.Fatalf("looking for the delta allocated %v times, want none (the buffer has room for the edit)", allocs)
 	}
 }
 

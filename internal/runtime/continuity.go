@@ -60,7 +60,9 @@ import (
 // Each key keeps the answers of its last maxRetained keyed asks, none
 // older than the host's retention (replication.KeptAnswers.Retain, 24 h
 // by default), at most maxRetainedBytes of them (the record is written
-// whole with every change of the state); the oldest go first. Each
+// with every change of the state, mostly as a delta of the one before);
+// the oldest go first, once the budgets' slack is used up (see
+// pruneRetained). Each
 // member keeps at most its KeptAnswers' MaxAnswers and MaxBytes of them
 // across its keys (by default 1,000,000 and 8 GiB, the bytes counted
 // at every copy): its host's ledger (internal/host/kept.go) counts each
@@ -141,6 +143,11 @@ type retained struct {
 	// open is, for retainedDeferred, the deferred reply this activation
 	// still holds (never stored): a retry meanwhile is in progress.
 	open *deferredKept
+	// enc is the entry as appendRetained last wrote it, which the next
+	// records copy instead of encoding it again (a key keeps up to
+	// maxRetainedHeld answers, and each keyed ask writes them all); nil
+	// until then. Code that changes an entry in place sets it to nil.
+	enc []byte
 }
 
 // pending reports whether r is a request admitted and not answered yet.
@@ -395,25 +402,7 @@ func (c *cell[S, M, C]) admit(ctx *Context[S, M, C], fresh bool) error {
 	c.mu.Unlock()
 	ctx.gateMu.Lock()
 	rs := withoutKey(x.retained, kd.key)
-	// One message runs at a time: every other pending request is an
-	// orphan (its owner died or lost the key, and nobody retried yet).
-	// Beyond maxPending - 1 of them the oldest is given up as lost.
-	for waiting := 0; ; {
-		oldest := -1
-		waiting = 0
-		for i, r := range rs {
-			if r.pending() {
-				waiting++
-				if oldest < 0 || r.at < rs[oldest].at {
-					oldest = i
-				}
-			}
-		}
-		if waiting < maxPending {
-			break
-		}
-		rs[oldest].kind = retainedLost
-	}
+	loseOrphans(rs)
 	r := retained{key: kd.key, hash: kd.hash, at: keptNow(), rid: *ctx.slot.requestID(), kind: retainedPending, attempt: kd.attempt}
 	x.retained = pruneRetained(append(rs, r), time.Unix(0, r.at), c.k.h.Kept.Retain)
 	ctx.dirty = true
@@ -423,6 +412,28 @@ func (c *cell[S, M, C]) admit(ctx *Context[S, M, C], fresh bool) error {
 		return fmt.Errorf("%w: %s/%s: %w", ErrNotAdmitted, c.k.def.Name, c.key, err)
 	}
 	return nil
+}
+
+// loseOrphans gives up the oldest requests pending in rs beyond
+// maxPending - 1 as lost. One message runs at a time: every pending
+// request but the one being admitted is an orphan (its owner died or
+// lost the key, and nobody retried yet).
+func loseOrphans(rs []retained) {
+	for {
+		oldest, waiting := -1, 0
+		for i, r := range rs {
+			if r.pending() {
+				waiting++
+				if oldest < 0 || r.at < rs[oldest].at {
+					oldest = i
+				}
+			}
+		}
+		if waiting < maxPending {
+			return
+		}
+		rs[oldest].kind, rs[oldest].enc = retainedLost, nil
+	}
 }
 
 // withoutKey returns rs without the entry of idempotency key key.
@@ -628,30 +639,34 @@ func (c *cell[S, M, C]) setRetained(ctx *Context[S, M, C], kept []retained) {
 // pruneRetained drops the kept answers older than retainFor (the host's
 // retention) at now (or dated after it by more than that: a clock that
 // went back, or a record from elsewhere), then the oldest once there are
-// more than maxRetainedHeld, down to maxRetained, and once they take
-// more than maxRetainedBytes + maxRetainedGrowth, down to
-// maxRetainedBytes. The newest stays whatever its size; its body is
-// dropped if it alone exceeds maxRetainedBytes then (a retry gets
-// ErrOutcomeUnknown rather than a record too large to store). Pending
-// requests are dropped only past retainFor (admit bounds their number)
-// and count toward the budgets first.
+// more than maxRetainedHeld, down to maxRetained. The newest answer stays
+// whatever its size, but its body is dropped when it and the pending
+// requests take more than maxRetainedBytes (a retry gets
+// ErrOutcomeUnknown rather than a record too large to store); then, once
+// they all take more than maxRetainedBytes + maxRetainedGrowth, the
+// oldest answers go, down to maxRetainedBytes. Pending requests are
+// dropped only past retainFor (admit bounds their number) and count
+// toward the budgets first.
 func pruneRetained(rs []retained, now time.Time, retainFor time.Duration) []retained {
 	t := now.UnixNano()
 	lo, hi := t-int64(retainFor), t+int64(retainFor)
 	// Most calls add one answer to a list within every budget: a pass
 	// that allocates nothing tells so, and the list stays as it is.
 	if len(rs) <= maxRetainedHeld {
-		total, answered := 0, false
+		total, waiting, answered, ok := 0, 0, false, true
 		for i := range rs {
 			r := &rs[i]
 			if r.at < lo || r.at > hi || (answered && r.pending()) {
-				total = maxRetainedBytes + maxRetainedGrowth + 1
+				ok = false
 				break
 			}
 			answered = answered || !r.pending()
+			if !answered {
+				waiting += r.size()
+			}
 			total += r.size()
 		}
-		if total <= maxRetainedBytes+maxRetainedGrowth {
+		if ok && total <= maxRetainedBytes+maxRetainedGrowth && (!answered || waiting+rs[len(rs)-1].size() <= maxRetainedBytes) {
 			return rs
 		}
 	}
@@ -674,10 +689,15 @@ func pruneRetained(rs []retained, now time.Time, retainFor time.Duration) []reta
 	if len(rs)+len(pending) > maxRetainedHeld {
 		rs = slices.Delete(rs, 0, min(len(rs)+len(pending)-maxRetained, len(rs)))
 	}
-	total := 0
+	waiting := 0
 	for i := range pending {
-		total += pending[i].size()
+		waiting += pending[i].size()
 	}
+	if len(rs) > 0 && waiting+rs[len(rs)-1].size() > maxRetainedBytes {
+		last := &rs[len(rs)-1]
+		last.kind, last.body, last.name, last.text, last.enc = retainedTooLarge, nil, "", "", nil
+	}
+	total := waiting
 	for i := range rs {
 		total += rs[i].size()
 	}
@@ -688,10 +708,6 @@ func pruneRetained(rs []retained, now time.Time, retainFor time.Duration) []reta
 			drop++
 		}
 		rs = slices.Delete(rs, 0, drop)
-		if len(rs) > 0 && total > maxRetainedBytes {
-			last := &rs[len(rs)-1]
-			last.kind, last.body, last.name, last.text = retainedTooLarge, nil, "", ""
-		}
 	}
 	if len(pending) == 0 {
 		return rs
@@ -743,50 +759,62 @@ func appendRetained(b []byte, rs []retained) []byte {
 	b = binary.AppendUvarint(b, uint64(len(rs)))
 	for i := range rs {
 		r := &rs[i]
-		b = appendString(b, r.key)
-		b = append(b, r.hash[:]...)
-		b = binary.AppendVarint(b, r.at/int64(time.Millisecond))
-		switch hi, lo, made := r.rid.Made(); {
-		case made:
-			b = append(b, 1)
-			b = binary.BigEndian.AppendUint64(b, hi)
-			b = binary.BigEndian.AppendUint64(b, lo)
-		case r.rid.IsZero():
-			b = append(b, 0)
-		default:
-			b = binary.AppendUvarint(b, uint64(len(r.rid.Name()))+1)
-			b = append(b, r.rid.Name()...)
+		if r.enc != nil {
+			b = append(b, r.enc...)
+			continue
 		}
-		body := r.body
-		if r.pending() {
-			body = binary.AppendUvarint(nil, r.attempt)
-		}
-		var has byte
-		if len(body) > 0 {
-			has |= keptBody
-		}
-		if r.name != "" {
-			has |= keptName
-		}
-		if r.text != "" {
-			has |= keptText
-		}
-		b = append(b, r.kind, has)
-		if has&keptBody != 0 {
-			b = binary.AppendUvarint(b, uint64(len(body)))
-			b = append(b, body...)
-		}
-		if has&keptName != 0 {
-			b = appendString(b, r.name)
-		}
-		if has&keptText != 0 {
-			b = appendString(b, r.text)
-		}
+		start := len(b)
+		b = appendAnswer(b, r)
+		r.enc = slices.Clone(b[start:])
 	}
 	return b
 }
 
-// Which of a kept answer's fields a record of format 4 holds.
+// appendAnswer appends r as appendRetained writes it.
+func appendAnswer(b []byte, r *retained) []byte {
+	b = appendString(b, r.key)
+	b = append(b, r.hash[:]...)
+	b = binary.AppendVarint(b, r.at/int64(time.Millisecond))
+	switch hi, lo, made := r.rid.Made(); {
+	case made:
+		b = append(b, 1)
+		b = binary.BigEndian.AppendUint64(b, hi)
+		b = binary.BigEndian.AppendUint64(b, lo)
+	case r.rid.IsZero():
+		b = append(b, 0)
+	default:
+		b = binary.AppendUvarint(b, uint64(len(r.rid.Name()))+1)
+		b = append(b, r.rid.Name()...)
+	}
+	body := r.body
+	if r.pending() {
+		body = binary.AppendUvarint(nil, r.attempt)
+	}
+	var has byte
+	if len(body) > 0 {
+		has |= keptBody
+	}
+	if r.name != "" {
+		has |= keptName
+	}
+	if r.text != "" {
+		has |= keptText
+	}
+	b = append(b, r.kind, has)
+	if has&keptBody != 0 {
+		b = binary.AppendUvarint(b, uint64(len(body)))
+		b = append(b, body...)
+	}
+	if has&keptName != 0 {
+		b = appendString(b, r.name)
+	}
+	if has&keptText != 0 {
+		b = appendString(b, r.text)
+	}
+	return b
+}
+
+// Which of a kept answer's fields a record of format 4 or 5 holds.
 const (
 	keptBody byte = 1 << iota
 	keptName
@@ -797,6 +825,10 @@ const (
 func retainedLen(rs []retained) int {
 	n := binary.MaxVarintLen64
 	for i := range rs {
+		if rs[i].enc != nil {
+			n += len(rs[i].enc)
+			continue
+		}
 		n += rs[i].size() + 5*binary.MaxVarintLen64 // size, and the lengths and time
 	}
 	return n

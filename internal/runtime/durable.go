@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -41,10 +42,10 @@ import (
 // which only strict durability makes; 4 holds the same in about half
 // the bytes (appendRetained), which every write of a keyed ask's record
 // pays at each replica; 5 is 4 holding up to maxRetainedHeld answers, not
-// maxRetained (a binary that reads 4 refuses it as a newer format, not
-// as a malformed record). A record without kept answers is written in
-// format 1, one with them in format 5; 2 to 4 are read, no longer
-// written.
+// maxRetained (a binary that reads no newer than 4 refuses it, its error
+// naming the format). A record without kept answers is written in format
+// 1, one with up to maxRetained of them in format 4, one with more in
+// format 5; 2 and 3 are read, no longer written.
 const (
 	recordVersion        = 1
 	recordVersionKept    = 2
@@ -605,8 +606,8 @@ func (c *cell[S, M, C]) load(ctx *Context[S, M, C]) (S, []liveTimer[M], error) {
 }
 
 // record encodes the activation's state and timers as the key's record:
-// a version byte, the state (msgpack), then each timer, then (format 5)
-// the answers kept for keyed asks.
+// a version byte, the state (msgpack), then each timer, then (formats 4
+// and 5) the answers kept for keyed asks.
 func (c *cell[S, M, C]) record() ([]byte, error) {
 	buf := codec.GetBuffer()
 	defer codec.PutBuffer(buf)
@@ -625,9 +626,13 @@ func (c *cell[S, M, C]) record() ([]byte, error) {
 		size += retainedLen(kept)
 	}
 	out := make([]byte, 0, size)
-	if len(kept) > 0 {
+	switch {
+	case len(kept) > maxRetained:
 		out = append(out, recordVersionHeld)
-	} else {
+	case len(kept) > 0:
+		// Format 4 holds them: a binary that reads no newer reads it.
+		out = append(out, recordVersionCompact)
+	default:
 		out = append(out, recordVersion)
 	}
 	out = binary.AppendUvarint(out, uint64(len(state)))
@@ -652,6 +657,12 @@ func (c *cell[S, M, C]) record() ([]byte, error) {
 	}
 	if len(kept) > 0 {
 		out = appendRetained(out, kept)
+	}
+	if cap(out)-len(out) > len(out)/8 {
+		// The store keeps the record as it is given (WriteAsync), until
+		// the key's next write: not with room that timers grown into, or
+		// the estimate of answers written the first time, left over.
+		out = slices.Clone(out)
 	}
 	return out, nil
 }

@@ -400,3 +400,44 @@ func TestAFormatHoldsAtMostItsCountOfAnswers(t *testing.T) {
 		}
 	}
 }
+
+// A record copies each kept answer as it wrote it the first time; an
+// entry changed in place (a request given up as lost, an answer too
+// large to keep) is written anew.
+func TestARecordWritesAnAnswerChangedInPlaceAnew(t *testing.T) {
+	now := time.Unix(1700000000, 0)
+	kinds := func(rs []retained) map[string]byte {
+		t.Helper()
+		rec := append(append(appendString([]byte{recordVersionHeld}, "\x2a"), 0), appendRetained(nil, rs)...)
+		_, _, got, err := decodeRecord[int](nil, rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]byte{}
+		for _, r := range got {
+			out[r.key] = r.kind
+		}
+		return out
+	}
+	var orphans []retained
+	for i := range maxPending {
+		orphans = append(orphans, retained{key: fmt.Sprintf("o%d", i), at: now.Add(time.Duration(i) * time.Second).UnixNano(), kind: retainedPending, attempt: 1})
+	}
+	first := appendRetained(nil, orphans)
+	if again := appendRetained(nil, orphans); !bytes.Equal(again, first) {
+		t.Fatal("a record written again from its entries differs")
+	}
+	loseOrphans(orphans)
+	if k := kinds(orphans); k["o0"] != retainedLost || k["o1"] != retainedPending {
+		t.Errorf("the oldest orphan reads as kind %d, the next as %d; want lost (%d) and pending (%d)", k["o0"], k["o1"], retainedLost, retainedPending)
+	}
+	big := []retained{
+		{key: "small", at: now.UnixNano(), kind: retainedReply, body: []byte{1}},
+		{key: "big", at: now.UnixNano(), kind: retainedReply, body: make([]byte, maxRetainedBytes+maxRetainedGrowth)},
+	}
+	appendRetained(nil, big)
+	big = pruneRetained(big, now, retainFor)
+	if k := kinds(big); k["big"] != retainedTooLarge {
+		t.Errorf("the answer too large to keep reads as kind %d, want %d", k["big"], retainedTooLarge)
+	}
+}

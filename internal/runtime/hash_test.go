@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/troupe-go/troupe/internal/codec"
@@ -101,4 +102,21 @@ func sameFromTheWire[M any](t *testing.T, k *kind[int, M, tctx[int, M]], c *code
 		t.Fatalf("%+v decoded from the wire hashes to %x, asked here to %x", m, got, want)
 	}
 	return want
+}
+
+// A request's hash is what earlier releases stored: a change to it would
+// turn every retry of a request kept before an upgrade into a conflict.
+func TestARequestsHashIsTheOneEarlierReleasesStored(t *testing.T) {
+	c := codec.New[hMsg]()
+	if probs := c.Register("h", []any{hPay{}, hNote{}}); len(probs) > 0 {
+		t.Fatal(probs)
+	}
+	k := hashKind[hMsg](t, c)
+	got, err := (&cell[int, hMsg, tctx[int, hMsg]]{k: k}).requestHash(hPay{To: "acct-1", Amount: 5, Tags: map[string]any{"b": 2, "a": "x"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "571c7d8c5d7ad6a2cce1826bb1cabb8b"; fmt.Sprintf("%x", got) != want {
+		t.Fatalf("the request hashes to %x, want %s", got, want)
+	}
 }

@@ -14,9 +14,11 @@ import (
 const retainFor = replication.DefaultKeptRetention
 
 // pruneModel is pruneRetained's rule written plainly, without its fast
-// path: drop what is out of retainFor, put pending requests first, then
-// drop the oldest answers once beyond the count and byte budgets and
-// their slack, down to the budgets.
+// path: drop what is out of retainFor, put pending requests first, drop
+// the oldest answers once beyond the count budget and its slack, keep
+// the newest answer's body only if it fits the byte budget with the
+// pending requests, then drop the oldest answers once beyond the byte
+// budget and its slack, down to the budget.
 func pruneModel(rs []retained, now time.Time) []retained {
 	t := now.UnixNano()
 	var pending, answers []retained
@@ -33,20 +35,23 @@ func pruneModel(rs []retained, now time.Time) []retained {
 	if len(answers)+len(pending) > maxRetainedHeld {
 		answers = answers[min(len(answers)+len(pending)-maxRetained, len(answers)):]
 	}
-	total := 0
-	for _, r := range slices.Concat(pending, answers) {
-		total += r.size()
+	waiting := 0
+	for _, r := range pending {
+		waiting += r.size()
 	}
-	if total <= maxRetainedBytes+maxRetainedGrowth {
-		return slices.Concat(pending, answers)
-	}
-	for len(answers) > 1 && total > maxRetainedBytes {
-		total -= answers[0].size()
-		answers = answers[1:]
-	}
-	if len(answers) > 0 && total > maxRetainedBytes {
+	if len(answers) > 0 && waiting+answers[len(answers)-1].size() > maxRetainedBytes {
 		last := &answers[len(answers)-1]
 		last.kind, last.body, last.name, last.text = retainedTooLarge, nil, "", ""
+	}
+	total := waiting
+	for _, r := range answers {
+		total += r.size()
+	}
+	if total > maxRetainedBytes+maxRetainedGrowth {
+		for len(answers) > 1 && total > maxRetainedBytes {
+			total -= answers[0].size()
+			answers = answers[1:]
+		}
 	}
 	return slices.Concat(pending, answers)
 }

@@ -101,3 +101,36 @@ func TestTheOldestOrphanIsGivenUpWhenTooManyRequestsArePending(t *testing.T) {
 		t.Fatalf("the retried request is kept as %+v, want its answer", kept["o1"])
 	}
 }
+
+// A key's record keeps its answers in format 4 while a binary that reads
+// no newer could load it (up to maxRetained), in format 5 beyond.
+func TestAKeysRecordMovesToFormatFiveOnlyBeyondFormatFoursAnswers(t *testing.T) {
+	st := newMemStore()
+	release := make(chan struct{})
+	close(release)
+	h, k := durableKind(t, st, make(chan struct{}, 16), release)
+	t.Cleanup(func() { h.Close(context.Background()) })
+	format := func() byte {
+		st.mu.Lock()
+		defer st.mu.Unlock()
+		return st.recs["d/a"][0]
+	}
+	for i := range maxRetainedHeld {
+		ctx, cancel := context.WithTimeout(WithIdempotencyKey(context.Background(), fmt.Sprint(i)), 5*time.Second)
+		_, err := Ask[durMsg, int](ctx, k.ref("a"), dTick{})
+		cancel()
+		if !errors.Is(err, ErrNoReply) {
+			t.Fatalf("keyed ask %d: %v, want ErrNoReply", i, err)
+		}
+		for len(st.writes) > 0 {
+			<-st.writes
+		}
+		want := byte(recordVersionCompact)
+		if i >= maxRetained {
+			want = recordVersionHeld
+		}
+		if f := format(); f != want {
+			t.Fatalf("with %d answers kept the record is format %d, want %d", i+1, f, want)
+		}
+	}
+}
