@@ -230,12 +230,12 @@ func (c *Core) CatchUp(recs ...Record) {
 	}
 }
 
-// counts reports whether this replica's answers about k may count.
-func (c *Core) counts(k Key) bool {
+// counts reports whether this replica's answers about the key of token
+// t may count.
+func (c *Core) counts(t ring.Token) bool {
 	if len(c.receiving) == 0 {
 		return true
 	}
-	t := k.Token()
 	return !slices.ContainsFunc(c.receiving, func(g ring.Range) bool { return g.Contains(t) })
 }
 
@@ -419,7 +419,7 @@ func (c *Core) step(m Message) {
 // newer; otherwise raise the promise to it (durably, before answering)
 // and answer.
 func (c *Core) replicaStep(ks *keyState, m Message) {
-	if f, below := c.floorOf(m.Key, ks, m.Epoch); below {
+	if f, below := c.floorOf(ks, m.Epoch); below {
 		c.send(Message{Type: MsgRefuse, To: m.From, Key: m.Key, Epoch: m.Epoch, Promised: f, Floor: true})
 		return
 	}
@@ -436,7 +436,7 @@ func (c *Core) replicaStep(ks *keyState, m Message) {
 		ks.promised = m.Epoch
 		c.ready.Persist = append(c.ready.Persist, ks.promiseRecord(m.Key))
 	}
-	reply := Message{To: m.From, Key: m.Key, Epoch: m.Epoch, Counted: c.counts(m.Key)}
+	reply := Message{To: m.From, Key: m.Key, Epoch: m.Epoch, Counted: c.counts(ks.token)}
 	switch m.Type {
 	case MsgPrepare:
 		reply.Type = MsgPromise
@@ -728,7 +728,7 @@ func (c *Core) AcquireWith(k Key, replicas []ring.NodeID, level replication.Leve
 	}
 	ks := c.state(k)
 	// The own replica's floor would refuse a term at or below it.
-	seen := max(ks.maxTerm, ks.promised.Term, c.floorTerm(k))
+	seen := max(ks.maxTerm, ks.promised.Term, c.floorTerm(ks))
 	if seen == math.MaxUint64 {
 		return ErrTermExhausted
 	}
@@ -867,7 +867,7 @@ func (o *ownership) unchanged(adopted map[Slot]Record) bool {
 // steps down.
 func (c *Core) restart(o *ownership) bool {
 	ks := c.state(o.key)
-	seen := max(ks.maxTerm, ks.promised.Term, c.floorTerm(o.key))
+	seen := max(ks.maxTerm, ks.promised.Term, c.floorTerm(ks))
 	if seen == math.MaxUint64 {
 		return false
 	}

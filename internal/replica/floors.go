@@ -156,21 +156,22 @@ func (c *Core) RestoreFloors(fs ...Floor) {
 	}
 }
 
-// floorOf returns the floor of k's token when a message of epoch e about
-// k must be refused for it: its term is above e's and above k's promise
+// floorOf returns the floor of the token of the key ks holds when a
+// message of epoch e about it must be refused for it: its term is above e's and above k's promise
 // (a newer promise is named instead, as any refusal names it).
-func (c *Core) floorOf(k Key, ks *keyState, e Epoch) (Epoch, bool) {
+func (c *Core) floorOf(ks *keyState, e Epoch) (Epoch, bool) {
 	if len(c.floors) == 0 {
 		return Epoch{}, false
 	}
-	f := c.floors.at(k.Token())
+	f := c.floors.at(ks.token)
 	return f, f.Term > e.Term && f.Term > ks.promised.Term
 }
 
-// floorTerm returns the term of the floor of k's token.
-func (c *Core) floorTerm(k Key) uint64 {
+// floorTerm returns the term of the floor of the token of the key ks
+// holds.
+func (c *Core) floorTerm(ks *keyState) uint64 {
 	if len(c.floors) == 0 {
 		return 0
 	}
-	return c.floors.at(k.Token()).Term
+	return c.floors.at(ks.token).Term
 }
