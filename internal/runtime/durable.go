@@ -658,10 +658,11 @@ func (c *cell[S, M, C]) record() ([]byte, error) {
 	if len(kept) > 0 {
 		out = appendRetained(out, kept)
 	}
-	if cap(out)-len(out) > len(out)/8 {
+	if extra := cap(out) - len(out); extra > 256 && extra > len(out)/8 {
 		// The store keeps the record as it is given (WriteAsync), until
-		// the key's next write: not with room that timers grown into, or
-		// the estimate of answers written the first time, left over.
+		// the key's next write: not with much room that timers grew
+		// into, or the estimate of answers written the first time, left
+		// over (a few bytes past a small record are not worth a copy).
 		out = slices.Clone(out)
 	}
 	return out, nil
