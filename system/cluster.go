@@ -195,6 +195,7 @@ func Start(ctx context.Context, cfg Config) (*System, error) {
 			}
 			st.alive, st.hosts = aliveHosts(m.router, cfg.Actors), anyHosts(m.router, cfg.Actors)
 			st.stored, st.ring, st.status = storedTypes(cfg.Actors), m.router.Ring, m.router.Status
+			st.entered, st.viewLag = m.router.Entered, 2*cc.WithDefaults().Timings.AntiEntropy
 			m.st = st
 			st.viewed = make(chan struct{})
 			if st.maxValue > wcfg.Limits.MaxMessage-replicaRoom {
@@ -294,7 +295,11 @@ func (m *member) refresh() {
 	if m.st != nil {
 		before = m.st.rings()
 	}
-	if m.router.Update(inc.node.ID(), inc.node.Owning(), inc.node.Members()) {
+	changed := m.router.Update(inc.node.ID(), inc.node.Owning(), inc.node.Members())
+	if m.st != nil {
+		m.st.viewChanged()
+	}
+	if changed {
 		m.router.MoveOut()
 		if m.st != nil {
 			m.st.changed(before)

@@ -48,6 +48,9 @@ type states struct {
 	status func(ring.NodeID) (cluster.Status, bool)
 	// alive lists the members the view holds alive; nil standalone.
 	alive func() []ring.NodeID
+	// entered reports whether the view shows a member's entry into the
+	// rings (remote.Router.Entered); nil standalone.
+	entered func(ring.NodeID) bool
 	// hosts lists the members the view holds, alive or not (left ones
 	// excepted), that host a durable type; nil standalone.
 	hosts func() []ring.NodeID
@@ -74,6 +77,16 @@ type states struct {
 	// received counts the bytes of state caught up by the nodes before
 	// the current one.
 	received int64
+
+	// The copiers of hand-offs whose floors acquisitions may pass (see
+	// awaitEntered), under mu: shown lists the last few the view showed,
+	// unseen when the view was first found not to show each other one,
+	// viewNext is closed at the next change of the view, and viewLag
+	// bounds how long a view may take to show a member that entered.
+	shown    []ring.NodeID
+	unseen   map[ring.NodeID]time.Time
+	viewNext chan struct{}
+	viewLag  time.Duration
 
 	mu   sync.Mutex
 	node *replicanode.Node // nil between incarnations
@@ -413,15 +426,38 @@ func (s *states) Acquire(ctx context.Context, typ, key string, n int, level repl
 	return s.acquire(ctx, typ, key, n, level, pinned)
 }
 
+// maxFloorWaits is how many times an acquisition waits for the view to
+// show the copier of a floor that refused it before it fails.
+const maxFloorWaits = 3
+
+// acquire acquires the key over the sets the view gives it. A floor whose
+// copier the acquisition did not name (its view may lag the change the
+// copier fenced the range for) makes it wait until the view shows the
+// copier, then acquire again over the sets the view gives then.
 func (s *states) acquire(ctx context.Context, typ, key string, n int, level replication.Level, pinned bool) error {
+	for waits := 0; ; waits++ {
+		copiers := s.shownCopiers()
+		err := s.acquireOnce(ctx, typ, key, n, level, pinned, copiers)
+		var stale *replicanode.StaleOwnerError
+		if !errors.As(err, &stale) || !stale.Floor || s.entered == nil || waits == maxFloorWaits || slices.Contains(copiers, stale.Newer.Node) {
+			return err
+		}
+		if err := s.awaitEntered(ctx, stale.Newer.Node); err != nil {
+			return fmt.Errorf("%w: %s/%s: %w", actor.ErrUnavailable, typ, key, err)
+		}
+	}
+}
+
+func (s *states) acquireOnce(ctx context.Context, typ, key string, n int, level replication.Level, pinned bool, copiers []ring.NodeID) error {
 	node, err := s.current()
 	if err != nil {
 		return err
 	}
 	k := replica.Key{Type: typ, ID: key}
 	set := []ring.NodeID{node.Self()}
+	opts := replicanode.AcquireOptions{Copiers: copiers}
 	if pinned || s.replicas == nil {
-		return stateErr(node.Acquire(ctx, k, set, level))
+		return stateErr(node.AcquireWith(ctx, k, set, level, opts))
 	}
 	tok := uint64(k.Token())
 	if n > 1 {
@@ -435,9 +471,123 @@ func (s *states) acquire(ctx context.Context, typ, key string, n int, level repl
 	// A single copy on a member now dead is out of reach: waiting for it
 	// would only hold the key until the ring changes again.
 	if prev, ok := s.previous(nil, typ, tok, n); ok && len(prev) > 0 && (n > 1 || !s.gone(prev[0])) {
-		return stateErr(node.AcquireFrom(ctx, k, set, prev, level))
+		opts.Previous = prev
 	}
-	return stateErr(node.Acquire(ctx, k, set, level))
+	return stateErr(node.AcquireWith(ctx, k, set, level, opts))
+}
+
+// maxShown is how many copiers the view showed acquisitions name: a
+// floor outlives the hand-off that raised it, so the last few copiers
+// spare the keys of their ranges a refusal each.
+const maxShown = 8
+
+// maxUnseen bounds the copiers awaitEntered remembers waiting for.
+const maxUnseen = 64
+
+// shownCopiers returns the copiers the view showed most recently.
+func (s *states) shownCopiers() []ring.NodeID {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.shown
+}
+
+// awaitEntered returns once the view shows x's entry into the rings (see
+// remote.Router.Entered), or once viewLag passed since the view was first
+// found not to show it: a member that entered and was then forgotten
+// (removed before this member heard of it, or a floor older than a
+// restart of the whole cluster) is never shown, and the view of a live
+// member shows one that entered within that time. It fails when ctx
+// ends first.
+//
+// x's floor refused an acquisition whose caller did not name it: x
+// fenced the key's range for a hand-off, and the sets the view gave may
+// be from before it. Acquiring above the floor over them could get
+// writes acknowledged there that x's copy, read after the fence, never
+// saw (docs/replication.md, "Where views disagree").
+func (s *states) awaitEntered(ctx context.Context, x ring.NodeID) error {
+	for {
+		s.mu.Lock()
+		next := s.viewNext
+		if next == nil {
+			next = make(chan struct{})
+			s.viewNext = next
+		}
+		first, seen := s.unseen[x]
+		named := slices.Contains(s.shown, x)
+		s.mu.Unlock()
+		if named {
+			return nil
+		}
+		now := time.Now()
+		lag := time.Duration(0)
+		if seen {
+			lag = now.Sub(first)
+		}
+		if s.entered(x) || lag >= s.viewLag {
+			s.noteShown(x)
+			return nil
+		}
+		if !seen {
+			s.noteUnseen(x, now)
+		}
+		t := time.NewTimer(s.viewLag - lag)
+		select {
+		case <-next:
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("its range was fenced by a hand-off to %v, which this member's view does not show yet: %w", x, ctx.Err())
+		}
+		t.Stop()
+	}
+}
+
+// noteShown records x among the copiers acquisitions name.
+func (s *states) noteShown(x ring.NodeID) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.unseen, x)
+	if slices.Contains(s.shown, x) {
+		return
+	}
+	// A new slice: callers hold the previous one.
+	shown := append([]ring.NodeID{x}, s.shown...)
+	s.shown = shown[:min(len(shown), maxShown)]
+}
+
+// noteUnseen records when the view was first found not to show x.
+func (s *states) noteUnseen(x ring.NodeID, at time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.unseen == nil {
+		s.unseen = make(map[ring.NodeID]time.Time)
+	}
+	if _, ok := s.unseen[x]; ok {
+		return
+	}
+	// Bounded: those noted longer ago than the lag are taken as
+	// forgotten members already; failing that, any one goes (its next
+	// wait starts over).
+	for id, t := range s.unseen {
+		if len(s.unseen) < maxUnseen {
+			break
+		}
+		if at.Sub(t) >= s.viewLag || len(s.unseen) >= maxUnseen {
+			delete(s.unseen, id)
+		}
+	}
+	s.unseen[x] = at
+}
+
+// viewChanged wakes the acquisitions waiting for the view to show a
+// copier.
+func (s *states) viewChanged() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.viewNext != nil {
+		close(s.viewNext)
+		s.viewNext = nil
+	}
 }
 
 // Read implements host.Store.

@@ -5,6 +5,7 @@ import (
 
 	"github.com/troupe-go/troupe/actor"
 	"github.com/troupe-go/troupe/cluster"
+	"github.com/troupe-go/troupe/ring"
 )
 
 func TestAnAskReachingAMemberNotJoinedYetIsPlacedAgainOnceTheViewChanges(t *testing.T) {
@@ -39,6 +40,40 @@ func TestAMemberThatSaysJoiningGetsNoKeys(t *testing.T) {
 		to, here, err := a.r.view.Load().dest(a.r.kind("counter"), "counter", key, a.r.Token("counter", key))
 		if err != nil || !here || to != a.id {
 			t.Fatalf("expected every key on a while b says Joining; %s goes to %v (%v)", key, to, err)
+		}
+	}
+}
+
+// A view shows a member's entry into the rings once it holds the member
+// past its joining, whatever became of it since, or a newer process at
+// its address that entered: an acquisition refused by a floor of that
+// member's hand-off waits until then (system's awaitEntered).
+func TestAViewShowsAMembersEntryOnceItIsPastItsJoining(t *testing.T) {
+	ns := newTestNodes(t, "a:1")
+	a := ns[0]
+	joining := ring.NodeID{Addr: "j:1", Incarnation: 4}
+	ready := ring.NodeID{Addr: "r:1", Incarnation: 4}
+	dead := ring.NodeID{Addr: "d:1", Incarnation: 4}
+	left := ring.NodeID{Addr: "l:1", Incarnation: 4}
+	older := ring.NodeID{Addr: "r:1", Incarnation: 2}
+	olderThanJoining := ring.NodeID{Addr: "j:1", Incarnation: 2}
+	unknown := ring.NodeID{Addr: "u:1", Incarnation: 4}
+	a.r.Update(a.id, true, []cluster.Member{
+		{ID: a.id, Status: cluster.StatusAlive, ActorTypes: []string{"counter"}},
+		{ID: joining, Status: cluster.StatusAlive, ActorTypes: []string{"counter"}, Joining: true},
+		{ID: ready, Status: cluster.StatusAlive, ActorTypes: []string{"counter"}},
+		{ID: dead, Status: cluster.StatusDead, ActorTypes: []string{"counter"}},
+		{ID: left, Status: cluster.StatusLeft, ActorTypes: []string{"counter"}},
+	})
+	for _, c := range []struct {
+		id   ring.NodeID
+		want bool
+	}{
+		{a.id, true}, {ready, true}, {dead, true}, {left, true}, {older, true},
+		{joining, false}, {olderThanJoining, false}, {unknown, false},
+	} {
+		if got := a.r.Entered(c.id); got != c.want {
+			t.Errorf("Entered(%v) = %v, want %v", c.id, got, c.want)
 		}
 	}
 }

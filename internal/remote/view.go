@@ -19,9 +19,12 @@ type view struct {
 	self   ring.NodeID // zero for a client
 	owning bool        // this node may own non-pinned keys
 	status map[ring.NodeID]cluster.Status
-	byAddr map[string]ring.NodeID // the newest non-left process at each address
-	rings  map[string]*typeRing   // by actor type
-	list   []cluster.Member
+	// joining holds the members still joining: in the member set, not
+	// yet in the rings.
+	joining map[ring.NodeID]bool
+	byAddr  map[string]ring.NodeID // the newest process in the rings at each address
+	rings   map[string]*typeRing   // by actor type
+	list    []cluster.Member
 	// placement is the placement version of the rings (see
 	// internal/placement): computed once per view; "" with no list.
 	placement string
@@ -70,12 +73,15 @@ func (tr *typeRing) owner(tok uint64, n int) (ring.NodeID, error) {
 func serves(s cluster.Status) bool { return s == cluster.StatusAlive || s == cluster.StatusSuspect }
 
 func newView(self ring.NodeID, owning bool, members []cluster.Member) *view {
-	v := &view{self: self, owning: owning, status: map[ring.NodeID]cluster.Status{},
+	v := &view{self: self, owning: owning, status: map[ring.NodeID]cluster.Status{}, joining: map[ring.NodeID]bool{},
 		byAddr: map[string]ring.NodeID{}, rings: map[string]*typeRing{}, list: members}
 	hosts := map[string][]ring.NodeID{}
 	for _, m := range members {
 		id := m.ID
 		v.status[id] = m.Status
+		if m.Joining {
+			v.joining[id] = true
+		}
 		if m.Status == cluster.StatusLeft || m.Joining {
 			// A member still joining has no view to place keys with yet:
 			// nothing is routed to it until its record says it is ready.
@@ -285,6 +291,19 @@ func (r *Router) Snapshot() (self ring.NodeID, owning bool, members []cluster.Me
 func (r *Router) Status(id ring.NodeID) (_ cluster.Status, ok bool) {
 	st, ok := r.view.Load().status[id]
 	return st, ok
+}
+
+// Entered reports whether the current view shows id's entry into the
+// rings: it holds id past its joining, whatever its status since (left
+// included, until its record is forgotten), or a newer incarnation at
+// id's address (which entered after id did).
+func (r *Router) Entered(id ring.NodeID) bool {
+	v := r.view.Load()
+	if st, ok := v.status[id]; ok && (!v.joining[id] || st == cluster.StatusLeft) {
+		return true
+	}
+	cur, ok := v.byAddr[id.Addr]
+	return ok && cur.Incarnation > id.Incarnation
 }
 
 // Gone reports whether the current view holds id dead or left.

@@ -24,12 +24,16 @@ import (
 // forget messages (MsgForget, MsgForgotten), a promise that names a
 // horizon (Promised) and any message with a promise record that carries
 // one (its Value: an accept of an owner's horizon, a catch-up's chunk
-// or index). A decoder refuses a version above FormatVersion, and a
-// message in a version other than its own.
-const FormatVersion = 6
+// or index), and version 7 for a prepare that lists the members whose
+// floors it passes (Reads). A decoder refuses a version above
+// FormatVersion, and a message in a version other than its own.
+const FormatVersion = 7
 
 // versionOf returns the version m is encoded in.
 func versionOf(m Message) byte {
+	if m.Type == MsgPrepare && len(m.Reads) > 0 {
+		return 7
+	}
 	if m.Type == MsgForget || m.Type == MsgForgotten || (m.Type == MsgPromise && (!m.Promised.IsZero() || m.Version != 0)) ||
 		slices.ContainsFunc(m.Records, func(r Record) bool { return r.Kind == KindPromise && r.Value != nil }) {
 		return 6
@@ -38,9 +42,12 @@ func versionOf(m Message) byte {
 }
 
 // layoutOf returns the version whose layout m takes: its version, but for
-// version 6, which lays a message out as the version before it would.
+// version 6, which lays a message out as the version before it would, and
+// version 7, a prepare laid out as version 4 with Reads.
 func layoutOf(m Message) byte {
 	switch {
+	case m.Type == MsgPrepare && len(m.Reads) > 0:
+		return 4
 	case ((m.Partial || len(m.Reads) > 0) && m.Type.isSyncRequest()) || ((m.Recovering || m.Cycle) && m.Type.isSyncAnswer()) ||
 		(m.Cycle && m.Type == MsgFenced) || (len(m.Reads) > 0 && m.Type == MsgFence):
 		return 5
@@ -92,6 +99,10 @@ func layoutOf(m Message) byte {
 // answer of version 5, and Cycle on every fenced of version 5. A request
 // or a fence of version 5 may carry Reads (bit 6): after Limit, a uvarint
 // count (at least 1) and the nodes; a fence of version 5 always does.
+//
+// Version 7 (a prepare that lists the members whose floors it passes)
+// has the layout of version 4 with Reads (bit 6) after Limit, as a
+// fence of version 5 carries them, and a Promised that may be zero.
 //
 // Version 6 lays each message out as the version before it would (the
 // forget messages as version 1). A promise record of version 6 may carry
@@ -149,7 +160,7 @@ func AppendEncode(b []byte, m Message) []byte {
 	if m.Cycle && (m.Type.isSyncAnswer() || m.Type == MsgFenced) {
 		flags |= flagCycle
 	}
-	reads := len(m.Reads) > 0 && (m.Type.isSyncRequest() || m.Type == MsgFence)
+	reads := len(m.Reads) > 0 && (m.Type.isSyncRequest() || m.Type == MsgFence || m.Type == MsgPrepare)
 	if reads {
 		flags |= flagReads
 	}
@@ -298,7 +309,7 @@ func DecodeNames(b []byte, names *Names) (Message, error) {
 		allowed |= flagFloor
 	case m.Type == MsgFenced:
 		allowed |= flagCycle
-	case m.Type == MsgFence:
+	case m.Type == MsgFence, m.Type == MsgPrepare:
 		allowed |= flagReads
 	}
 	flags := d.byte("flags")
@@ -322,11 +333,11 @@ func DecodeNames(b []byte, names *Names) (Message, error) {
 	// type and flags say. Whether a message needs version 6 shows only
 	// once it is read (its records), and is checked then.
 	lv := v
-	if v == 6 {
+	if v >= 6 {
 		lv = layoutOf(probe)
 	}
-	sincePrepare := m.Type == MsgPrepare && lv == 4
-	if d.err == nil && v != 6 && v != layoutOf(probe) && !sincePrepare {
+	sincePrepare := m.Type == MsgPrepare && v == 4
+	if d.err == nil && v < 6 && v != layoutOf(probe) && !sincePrepare {
 		d.off -= 2
 		d.fail(ErrMalformed, "type or flags of another version")
 	}
@@ -336,7 +347,7 @@ func DecodeNames(b []byte, names *Names) (Message, error) {
 	m.Key.ID = d.string("key id")
 	m.Epoch = d.epoch("epoch")
 	m.Promised = d.epoch("promised")
-	if d.err == nil && m.Type == MsgPrepare && sincePrepare == m.Promised.IsZero() {
+	if d.err == nil && m.Type == MsgPrepare && v < 6 && sincePrepare == m.Promised.IsZero() {
 		d.fail(ErrMalformed, "prepare's epoch in another version")
 	}
 	m.Version = d.uvarint("version")
@@ -424,7 +435,7 @@ func DecodeNames(b []byte, names *Names) (Message, error) {
 	if d.err == nil && (m.Type == MsgForget || m.Type == MsgForgotten) && len(m.Records) != 0 {
 		d.fail(ErrMalformed, "forget records")
 	}
-	if d.err == nil && (v == 6) != (versionOf(m) == 6) {
+	if d.err == nil && (v >= 6 || versionOf(m) >= 6) && versionOf(m) != v {
 		d.off = 0
 		d.fail(ErrMalformed, "content of another version")
 	}

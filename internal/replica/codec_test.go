@@ -53,6 +53,11 @@ func sampleMessages() []Message {
 		{Type: MsgFenced, From: b, To: a, Round: 4, Range: ring.Range{Start: 1 << 40, End: 7}, Epoch: Epoch{Term: 12}, Promised: Epoch{Term: 11}, Counted: true},
 		// An acquisition again above a floor names its first epoch.
 		{Type: MsgPrepare, From: a, To: b, Key: k, Epoch: e, Promised: Epoch{Term: 3, Node: a}},
+		// A prepare lists the members whose floors it passes (its sets
+		// and the copiers its caller's view shows), and may name its
+		// first epoch too.
+		{Type: MsgPrepare, From: a, To: b, Key: k, Epoch: e, Reads: []ring.NodeID{a, b, {Addr: "x", Incarnation: 9}}},
+		{Type: MsgPrepare, From: a, To: b, Key: k, Epoch: e, Promised: Epoch{Term: 3, Node: a}, Reads: []ring.NodeID{a}},
 		// A catch-up from every member reads sources still receiving.
 		{Type: MsgSyncRequest, From: a, To: b, Round: 6, Range: ring.Range{Start: 1 << 40, End: 7}, Limit: 1 << 20, Partial: true},
 		{Type: MsgSyncIndexRequest, From: a, To: b, Round: 7, Range: ring.Range{Start: 1 << 40, End: 7}, Limit: 1 << 20, Partial: true},
@@ -119,7 +124,8 @@ func needsVersion6(m Message) bool {
 // catch-up in version 3, the fence messages, a refusal naming a floor and
 // a prepare naming an epoch in version 4, a partial catch-up request and
 // an answer from a recovering source in version 5, the messages of
-// tombstone collection in version 6, the others in version 1, so a binary that knows an older
+// tombstone collection in version 6, a prepare listing the members whose
+// floors it passes in version 7, the others in version 1, so a binary that knows an older
 // version refuses a newer message as newer and one message has one
 // encoding.
 func TestEachTypeHasItsOwnFormatVersion(t *testing.T) {
@@ -127,6 +133,8 @@ func TestEachTypeHasItsOwnFormatVersion(t *testing.T) {
 		b := AppendEncode(nil, m)
 		want := byte(1)
 		switch {
+		case m.Type == MsgPrepare && len(m.Reads) > 0:
+			want = 7
 		case needsVersion6(m):
 			want = 6
 		case m.Partial || m.Recovering || m.Cycle || len(m.Reads) > 0:

@@ -25,6 +25,10 @@ type Change struct {
 	// Epoch is this node's epoch when Serving, otherwise the newer epoch a
 	// replica reported (zero when the driver resigned the key itself).
 	Epoch Epoch
+	// Floor is set when a floor made the node step down: Epoch is the
+	// floor, its Node the copier that fenced the key's range (see
+	// AcquireOptions.Copiers).
+	Floor bool
 }
 
 // Ready is what the driver must do after a call, in field order: persist,
@@ -423,6 +427,17 @@ func (c *Core) replicaStep(ks *keyState, m Message) {
 		c.send(Message{Type: MsgRefuse, To: m.From, Key: m.Key, Epoch: m.Epoch, Promised: f, Floor: true})
 		return
 	}
+	// A prepare passes a floor only if it lists its copier: the owner's
+	// view shows the change the copier fenced the range for. An owner on
+	// a view that lags it would otherwise acquire above the floor over
+	// the previous set and have writes acknowledged there that the
+	// copy, read after the fence, never sees.
+	if m.Type == MsgPrepare && len(c.floors) > 0 {
+		if f := c.floors.at(ks.token); f.Term > 0 && !slices.Contains(m.Reads, f.Node) {
+			c.send(Message{Type: MsgRefuse, To: m.From, Key: m.Key, Epoch: m.Epoch, Promised: f, Floor: true})
+			return
+		}
+	}
 	p := ks.promised
 	// A prepare that names an epoch (Promised) is an owner's acquisition
 	// again above a floor: it must not pass another node's epoch promised
@@ -609,7 +624,10 @@ type ownership struct {
 	prevQuorum int
 	// prepared is replicas and previous together: who is asked to promise.
 	prepared []ring.NodeID
-	epoch    Epoch
+	// shows is prepared and AcquireOptions.Copiers together: the
+	// members whose floors the prepares pass (see prepare).
+	shows []ring.NodeID
+	epoch Epoch
 	// since is the epoch of the caller's acquisition, the first of o:
 	// an acquisition again above a floor, which the caller did not make,
 	// must find no other node's epoch promised after it.
@@ -695,6 +713,17 @@ type AcquireOptions struct {
 	// to that set is fenced, and whatever such an owner had acknowledged
 	// is adopted.
 	Previous []ring.NodeID
+	// Copiers are members whose hand-offs the caller's view shows (they
+	// entered its rings, or left them since). The prepares list them
+	// with the members of the sets, and a replica refuses a prepare
+	// under a floor whose copier it does not list, whatever its term: the
+	// copier may have fenced the range for a change the caller's view
+	// does not show yet, and acquiring above the floor over sets that
+	// lack it would get writes acknowledged that its copy never saw. An
+	// acquisition refused so steps down (Change.Floor, naming the
+	// floor); the caller waits until its view shows the copier and
+	// acquires again naming it.
+	Copiers []ring.NodeID
 }
 
 // AcquireWith is Acquire with options: a joint acquisition when the
@@ -749,6 +778,7 @@ func (c *Core) AcquireWith(k Key, replicas []ring.NodeID, level replication.Leve
 		o.prevQuorum = len(prev) - level.Quorum(len(prev)) + 1
 		o.prepared = sortedSet(append(slices.Clone(set), prev...))
 	}
+	o.shows = sortedSet(append(slices.Clone(o.prepared), opts.Copiers...))
 	c.owned[k] = o
 	o.preparedAt = c.ticks
 	c.waiting[k] = struct{}{}
@@ -888,11 +918,14 @@ func (c *Core) restart(o *ownership) bool {
 	return true
 }
 
-// prepare returns o's prepare to replica r. Once o acquires again above a
-// floor, it names o.since: the replica refuses it if it promised another
-// node's epoch after that one.
+// prepare returns o's prepare to replica r. It lists the members whose
+// floors it passes (Reads): its sets and the copiers its caller's view
+// shows; a replica refuses it under a floor of any other copier,
+// whatever its term. Once o acquires again above a floor, it names
+// o.since: the replica refuses it if it promised another node's epoch
+// after that one.
 func (o *ownership) prepare(r ring.NodeID) Message {
-	m := Message{Type: MsgPrepare, To: r, Key: o.key, Epoch: o.epoch}
+	m := Message{Type: MsgPrepare, To: r, Key: o.key, Epoch: o.epoch, Reads: o.shows}
 	if o.restarts > 0 {
 		m.Promised = o.since
 	}
@@ -1234,6 +1267,13 @@ func (c *Core) ownerStep(o *ownership, m Message) {
 	}
 	switch m.Type {
 	case MsgRefuse:
+		if m.Floor && m.Promised.Compare(o.epoch) <= 0 {
+			// A floor at or below o's epoch refused it for not listing
+			// its copier (see replicaStep): o's caller did not name it.
+			c.stepDown(o, m.Promised)
+			c.ready.Changes[len(c.ready.Changes)-1].Floor = true
+			return
+		}
 		if m.Promised.Compare(o.epoch) <= 0 {
 			// Older than o's epoch, it refuses an acquisition again above
 			// a floor: another node acquired since o's first (see
@@ -1244,17 +1284,19 @@ func (c *Core) ownerStep(o *ownership, m Message) {
 			return
 		}
 		// A floor names no newer owner but the copier that fenced the
-		// key's range at a hand-off. An acquisition that has not served
-		// yet holds nothing a client waits on: it acquires again above
-		// the floor, unseen by the caller, a few times in a row (a
-		// fencing that keeps raising it is met by the caller's backoff
-		// instead), so that an old floor does not fail the first ask of
-		// a key. A served owner whose set holds the copier acquired on a
-		// view that shows the change: it acquires again above the floor
-		// too, keeping what waits on it (see refresh). One whose set
-		// does not may be on a view that lags the change, which the
-		// floor is there to stop: it steps down.
-		if m.Floor && o.restarts < maxRestarts && (!o.served || slices.Contains(o.replicas, m.Promised.Node)) {
+		// key's range at a hand-off. An owner whose set holds the
+		// copier acquired on a view that shows the change: it acquires
+		// again above the floor, a few times in a row (a fencing that
+		// keeps raising it is met by the caller's backoff instead),
+		// keeping what waits on it if it served (see refresh). So does
+		// an acquisition that has not served yet, and holds nothing a
+		// client waits on, when the copier is in its previous set or
+		// its caller's view shows it (AcquireOptions.Copiers): the
+		// floor is from a change it has seen. Otherwise the owner may be on a view that lags the
+		// change, which the floor is there to stop: it steps down, and
+		// its caller acquires again once its view shows the copier.
+		x := m.Promised.Node
+		if m.Floor && o.restarts < maxRestarts && (slices.Contains(o.replicas, x) || (!o.served && slices.Contains(o.shows, x))) {
 			// Refused again before it adopted, it keeps what it set aside.
 			if !o.refreshing && o.served {
 				o.refresh(m.Promised)
@@ -1264,6 +1306,9 @@ func (c *Core) ownerStep(o *ownership, m Message) {
 			}
 		}
 		c.stepDown(o, m.Promised)
+		if m.Floor {
+			c.ready.Changes[len(c.ready.Changes)-1].Floor = true
+		}
 	case MsgPromise:
 		if o.phase != preparing || o.promises[m.From].Type != 0 {
 			return

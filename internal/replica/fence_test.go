@@ -165,15 +165,46 @@ func TestAMessageBelowTheFloorIsRefused(t *testing.T) {
 	}
 	// The floor bounds terms: an owner at its term, whatever its node,
 	// picked its term knowing it.
+	shows := []ring.NodeID{nodeA, nodeB, nodeX}
 	at := Epoch{Term: 5, Node: nodeA}
-	b.Step(Message{Type: MsgPrepare, From: nodeA, To: nodeB, Key: keyA, Epoch: at})
+	b.Step(Message{Type: MsgPrepare, From: nodeA, To: nodeB, Key: keyA, Epoch: at, Reads: shows})
 	if m := messagesOf(b.Ready(), MsgPromise); len(m) != 1 {
 		t.Fatal("an owner at the floor's term was refused")
 	}
-	b.Step(Message{Type: MsgPrepare, From: nodeA, To: nodeB, Key: keyA, Epoch: Epoch{Term: 7, Node: nodeA}})
-	b.Step(Message{Type: MsgPrepare, From: nodeC, To: nodeB, Key: keyA, Epoch: Epoch{Term: 6, Node: nodeC}})
+	b.Step(Message{Type: MsgPrepare, From: nodeA, To: nodeB, Key: keyA, Epoch: Epoch{Term: 7, Node: nodeA}, Reads: shows})
+	b.Step(Message{Type: MsgPrepare, From: nodeC, To: nodeB, Key: keyA, Epoch: Epoch{Term: 6, Node: nodeC}, Reads: shows})
 	if m := messagesOf(b.Ready(), MsgRefuse); len(m) != 1 || m[0].Floor {
 		t.Fatalf("a promise above the floor was answered %v, want a refusal naming the promise, not the floor", m)
+	}
+}
+
+// A prepare passes a floor, whatever its term, only if it lists the
+// floor's copier: its owner's view shows the change the copier fenced the
+// range for. One on a view that lags the change is refused naming the
+// floor, so that it cannot acquire above the floor over the previous set.
+func TestAPrepareThatDoesNotListTheFloorsCopierIsRefused(t *testing.T) {
+	b := New(nodeB, Counting)
+	b.Step(Message{Type: MsgFence, From: nodeX, To: nodeB, Range: keyRange(keyA), Round: 1, Epoch: Epoch{Term: 5}})
+	b.Ready()
+	above := Epoch{Term: 9, Node: nodeA}
+	b.Step(Message{Type: MsgPrepare, From: nodeA, To: nodeB, Key: keyA, Epoch: above, Reads: []ring.NodeID{nodeA, nodeB, nodeC}})
+	rd := b.Ready()
+	refused := messagesOf(rd, MsgRefuse)
+	if len(refused) != 1 || !refused[0].Floor || refused[0].Promised != (Epoch{Term: 5, Node: nodeX}) {
+		t.Fatalf("a prepare above the floor that does not list its copier was answered %v, want a refusal naming the floor", rd.Messages)
+	}
+	if len(rd.Persist) != 0 {
+		t.Fatalf("the refused prepare persisted %v", rd.Persist)
+	}
+	b.Step(Message{Type: MsgPrepare, From: nodeA, To: nodeB, Key: keyA, Epoch: above, Reads: []ring.NodeID{nodeA, nodeB, nodeX}})
+	if m := messagesOf(b.Ready(), MsgPromise); len(m) != 1 {
+		t.Fatal("a prepare above the floor that lists its copier was not promised")
+	}
+	// Accepts and checks at a promised epoch are not prepares: the
+	// promise was given to a prepare that listed the copier.
+	b.Step(Message{Type: MsgAccept, From: nodeA, To: nodeB, Key: keyA, Epoch: above, Records: []Record{{Kind: KindState, Epoch: above, Version: 1, Value: []byte("v")}}})
+	if m := messagesOf(b.Ready(), MsgAccepted); len(m) != 1 {
+		t.Fatal("an accept at the promised epoch was not accepted")
 	}
 }
 
@@ -181,7 +212,8 @@ func TestAMessageBelowTheFloorIsRefused(t *testing.T) {
 // (its view shows the change) acquires again above it without failing
 // what waits on it: its write is done once the new epoch's write-back met
 // the level, and the next owner reads it. An owner whose own replica
-// holds the floor picks a term above it at once.
+// holds the floor picks a term above it at once if its caller names the
+// floor's copier, and steps down at once if not.
 func TestAnOwnerFencedByAFloorAcquiresAboveItAndKeepsItsWrite(t *testing.T) {
 	s := newSim(t, 3, replication.Majority, []Key{keyA})
 	serve(t, s, 0)
@@ -209,11 +241,22 @@ func TestAnOwnerFencedByAFloorAcquiresAboveItAndKeepsItsWrite(t *testing.T) {
 	}
 	c := New(nodeB, Counting)
 	c.RestoreFloors(Floor{Range: keyRange(keyA), Epoch: Epoch{Term: 7, Node: nodeX}})
+	// Its caller's view shows x: the acquisition names it.
+	if err := c.AcquireWith(keyA, []ring.NodeID{nodeB}, replication.Majority, AcquireOptions{Copiers: []ring.NodeID{nodeX}}); err != nil {
+		t.Fatal(err)
+	}
+	if o := c.owned[keyA]; o == nil || o.epoch.Term != 8 {
+		t.Fatalf("an owner whose replica holds floor 7 of a copier its caller named acquired %v, want it at term 8", o)
+	}
+	// Not named, the copier's floor refuses the acquisition whatever
+	// its term.
+	c.Resign(keyA)
+	c.Ready()
 	if err := c.Acquire(keyA, []ring.NodeID{nodeB}, replication.Majority); err != nil {
 		t.Fatal(err)
 	}
-	if got := c.owned[keyA].epoch.Term; got != 8 {
-		t.Fatalf("an owner whose replica holds floor 7 acquired at term %d, want 8", got)
+	if rd := c.Ready(); c.Serving(keyA) || len(rd.Changes) != 1 || !rd.Changes[0].Floor || rd.Changes[0].Epoch != (Epoch{Term: 7, Node: nodeX}) {
+		t.Fatalf("an acquisition that did not name the copier of its own replica's floor serves %v and reported %v, want it stepped down naming the floor", c.Serving(keyA), rd.Changes)
 	}
 }
 

@@ -109,20 +109,48 @@ func TestAHeldIncrementIsNotAcknowledgedAfterAnotherOwnerIncremented(t *testing.
 
 // Floors are never collected: once the copier that raised a floor is no
 // longer in a key's set (a later change moved it out), an acquisition by
-// a node whose own replica was not fenced is refused by the floor. Having
-// served nothing, it acquires again above the floor instead of stepping
-// down, so a new key does not fail its first ask on such a node.
-func TestAFreshKeyInAnOldFloorIsAcquiredAtOnce(t *testing.T) {
+// a node whose own replica was not fenced is refused by the floor. The
+// core cannot tell an old floor from one raised for a change its caller's
+// view does not show yet: it steps down, naming the floor and its copier,
+// and acquires above the floor once the caller names the copier as one
+// its view shows (AcquireOptions.Copiers), so a new key does not fail
+// its first ask on such a node.
+func TestAFreshKeyInAnOldFloorIsAcquiredOnceTheCallerShowsItsCopier(t *testing.T) {
 	s := newSim(t, 3, replication.Majority, []Key{keyA})
 	for _, n := range s.nodes[1:] {
 		n.core.Step(Message{Type: MsgFence, From: nodeX, To: n.id, Range: keyRange(keyA), Round: 1, Epoch: Epoch{Term: 9}})
 		s.apply(n)
 	}
 	s.net = slices.DeleteFunc(s.net, func(m Message) bool { return m.Type == MsgFenced })
-	s.acquire(s.nodes[0], keyA)
+	a := s.nodes[0]
+	if err := a.core.Acquire(keyA, s.replicas[keyA], s.level); err != nil {
+		t.Fatal(err)
+	}
+	var changes []Change
+	for range 10 {
+		rd := a.core.Ready()
+		changes = append(changes, rd.Changes...)
+		for _, m := range rd.Messages {
+			for _, n := range s.nodes {
+				if n.id == m.To {
+					n.core.Step(m)
+					for _, back := range n.core.Ready().Messages {
+						a.core.Step(back)
+					}
+				}
+			}
+		}
+	}
+	if a.core.Serving(keyA) || len(changes) != 1 || changes[0].Serving || !changes[0].Floor || changes[0].Epoch != (Epoch{Term: 9, Node: nodeX}) {
+		t.Fatalf("refused by the floor of a copier its caller did not name, the acquisition serves %v and reported %v: want it stepped down, naming the floor", a.core.Serving(keyA), changes)
+	}
+	if err := a.core.AcquireWith(keyA, s.replicas[keyA], s.level, AcquireOptions{Copiers: []ring.NodeID{nodeX}}); err != nil {
+		t.Fatal(err)
+	}
+	s.apply(a)
 	s.flush()
-	if !s.nodes[0].core.Serving(keyA) {
-		t.Fatalf("the first acquisition of a key with no records, on a view that is up to date, failed: refused by an old floor of a copier no longer in the set")
+	if !a.core.Serving(keyA) {
+		t.Fatalf("the acquisition of a key with no records, whose caller's view shows the floor's copier, failed")
 	}
 }
 
@@ -164,7 +192,7 @@ func TestAFenceReportsAnotherCopiersFloor(t *testing.T) {
 // floor is met by the caller's backoff.
 func TestAnAcquisitionRefusedByFloorsAgainAndAgainStepsDown(t *testing.T) {
 	a := New(nodeA, Counting)
-	if err := a.Acquire(keyA, []ring.NodeID{nodeA, nodeB, nodeC}, replication.Majority); err != nil {
+	if err := a.AcquireWith(keyA, []ring.NodeID{nodeA, nodeB, nodeC}, replication.Majority, AcquireOptions{Copiers: []ring.NodeID{nodeX}}); err != nil {
 		t.Fatal(err)
 	}
 	for i := range maxRestarts + 1 {
@@ -177,7 +205,8 @@ func TestAnAcquisitionRefusedByFloorsAgainAndAgainStepsDown(t *testing.T) {
 			t.Fatalf("after %d refusals the acquisition sent %v, want prepares to b and c", i, rd.Messages)
 		}
 		e := prepares[0].Epoch
-		// The floor of a copier outside the set, raised above each epoch.
+		// The floor of a copier outside the set that the caller's view
+		// shows, raised above each epoch.
 		a.Step(Message{Type: MsgRefuse, From: nodeB, To: nodeA, Key: keyA, Epoch: e, Promised: Epoch{Term: e.Term + 5, Node: nodeX}, Floor: true})
 	}
 	rd := a.Ready()

@@ -404,6 +404,14 @@ func (s *sim) acquire(n *simNode, k Key) {
 	if !s.plain {
 		opts.Previous = s.previous[k]
 	}
+	// The simulation's view is every node's, and shows every change it
+	// makes: each member's floors, those of its earlier incarnations
+	// included, are from changes the caller has seen.
+	for _, m := range s.nodes {
+		for inc := uint64(1); inc <= m.id.Incarnation; inc++ {
+			opts.Copiers = append(opts.Copiers, ring.NodeID{Addr: m.id.Addr, Incarnation: inc})
+		}
+	}
 	// Acquiring a key held as asked does nothing; one held otherwise
 	// steps down first (as the driver does), so that the step-down is
 	// applied before the new acquisition is recorded.

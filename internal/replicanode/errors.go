@@ -59,12 +59,22 @@ var ErrClosed = errors.New("troupe: replication node is closed")
 // StaleOwnerError says that a key's owner was fenced: a replica promised
 // Newer, a later epoch than this node's. What was waiting fails with it; a
 // write that fails so may or may not have happened.
+//
+// With Floor set, Newer is the floor a hand-off's copy raised over the
+// key's range, and its Node the copier, which is neither in the key's
+// sets nor among the copiers the acquisition named (see
+// AcquireOptions.Copiers): acquire again, naming it, once the view shows
+// it.
 type StaleOwnerError struct {
 	Key   replica.Key
 	Newer replica.Epoch
+	Floor bool
 }
 
 func (e *StaleOwnerError) Error() string {
+	if e.Floor {
+		return fmt.Sprintf("%v: %s/%s: its range was fenced at term %d by a hand-off to %v", ErrStaleOwner, e.Key.Type, e.Key.ID, e.Newer.Term, e.Newer.Node)
+	}
 	return fmt.Sprintf("%v: %s/%s is owned at epoch %d by %v", ErrStaleOwner, e.Key.Type, e.Key.ID, e.Newer.Term, e.Newer.Node)
 }
 

@@ -97,18 +97,18 @@ func TestCopyFencedReadsOnlyFromTheSourcesItFenced(t *testing.T) {
 	}
 }
 
-// The gap the fence leaves (docs/replication.md, Hand-off, "Three gaps
-// remain"): the schedule of
+// What the fence left open before acquisitions named the copiers their
+// caller's view shows: the schedule of
 // TestACopyFencesAnOwnerOfThePreviousSetWhoseViewLags, except that a,
 // whose view still shows P, does what its runtime does after a write
 // fails with a newer epoch: it acquires k again over P (no joint
 // acquisition has served on R1, so the Stale views assumption allows
-// it). The floor only pushes its term up: {a,b} promise above it and
-// acknowledge v3, which x never sees, and d's copy from {x,c} and the
-// joint acquisition from R1={x,a,c} (a cut off from d) lose it. This test
-// shows the loss; whoever closes the gap turns it into a test that
-// nothing is lost.
-func TestALaggingOwnerThatAcquiresAgainAfterTheFenceCanLoseAWrite(t *testing.T) {
+// it). Had it acquired above the floor, {a,b} would have acknowledged v3,
+// which x never sees, and d's copy from {x,c} and the joint acquisition
+// from R1={x,a,c} (a cut off from d) would have lost it. The floor names
+// x, which a's view does not show: the acquisition fails, naming x, and
+// writes nothing, and the owner on R2 reads v1.
+func TestALaggingOwnerDoesNotAcquireAgainAboveTheFence(t *testing.T) {
 	l := newLaggingOwner(t)
 	wctx, cancel := context.WithTimeout(l.ctx, 500*time.Millisecond)
 	defer cancel()
@@ -116,15 +116,68 @@ func TestALaggingOwnerThatAcquiresAgainAfterTheFenceCanLoseAWrite(t *testing.T) 
 		t.Fatal("the fenced owner's first write was acknowledged")
 	}
 	// a's view still shows P: it acquires again, as its runtime would.
-	if err := l.a.node.Acquire(l.ctx, l.k, l.P, replication.Majority); err != nil {
-		t.Fatalf("a acquires again over P: %v", err)
+	err := l.a.node.Acquire(l.ctx, l.k, l.P, replication.Majority)
+	var stale *StaleOwnerError
+	if !errors.As(err, &stale) || !stale.Floor || stale.Newer.Node != l.x.node.Self() {
+		t.Fatalf("a's acquisition again over P returned %v, want a StaleOwnerError naming x's floor", err)
 	}
-	werr := l.a.node.Write(l.ctx, l.k, stateSlot, []byte("v3"))
-	if err := l.a.node.Resign(l.k); err != nil {
+	if werr := l.a.node.Write(l.ctx, l.k, stateSlot, []byte("v3")); !errors.Is(werr, replica.ErrNotServing) {
+		t.Fatalf("a's write after its acquisition failed returned %v, want replica.ErrNotServing", werr)
+	}
+	if got := l.moveOnToR2(t); got != "v1" {
+		t.Fatalf("the owner on R2 read %q, want v1", got)
+	}
+}
+
+// A floor lives in its replica's store only, and a store is lost only
+// with its process: the process that starts over an empty store is a new
+// incarnation, and what is addressed to the one before it is dropped. So
+// a fenced source that loses its store, catches up and counts again
+// still answers nothing to an owner of the previous set that acquired
+// before the fence: that owner finds no quorum of P without the other
+// fenced source, and gets no write acknowledged.
+func TestAFencedSourceThatLosesItsStoreStillFencesTheOwnerOfThePreviousSet(t *testing.T) {
+	c := newCluster(t, 4, false)
+	ctx := bounded(t)
+	a, b, cc, x := c.members[0], c.members[1], c.members[2], c.members[3]
+	k := key("wiped-source")
+	rng := keyRange(k)
+	P := c.ids(a, b, cc)
+	if err := a.node.Acquire(ctx, k, P, replication.Majority); err != nil {
 		t.Fatal(err)
 	}
-	got := l.moveOnToR2(t)
-	if werr != nil || got == "v3" {
-		t.Fatalf("a's write of v3 after acquiring again above the floor: %v, and the owner on R2 read %q; the gap this test shows is closed: make it check that no acknowledged write is lost", werr, got)
+	if err := a.node.Write(ctx, k, stateSlot, []byte("v1")); err != nil {
+		t.Fatal(err)
+	}
+	c.net.Partition(a.addr, x.addr)
+	if err := x.node.SetReceiving(rng); err != nil {
+		t.Fatal(err)
+	}
+	if err := x.node.CopyFenced(ctx, rng, P, 2); err != nil {
+		t.Fatalf("x's copy from b and c: %v", err)
+	}
+	if err := x.node.EndReceiving(ctx, rng); err != nil {
+		t.Fatal(err)
+	}
+	c.wipe(cc)
+	if err := cc.node.CatchUpFromAll(ctx, ring.Range{}, c.ids(a, b, x)); err != nil {
+		t.Fatalf("the wiped source's catch-up: %v", err)
+	}
+	// b, the other fenced source, is cut off from a: only a and the
+	// wiped source could make up a quorum of P.
+	c.net.Partition(a.addr, b.addr)
+	wctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancel()
+	if err := a.node.Write(wctx, k, stateSlot, []byte("v2")); err == nil {
+		t.Fatal("the owner of P got a write acknowledged by itself and the wiped source")
+	}
+	// Nor does it acquire P again, even naming x.
+	if err := a.node.Resign(k); err != nil {
+		t.Fatal(err)
+	}
+	actx, cancel2 := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancel2()
+	if err := a.node.AcquireWith(actx, k, P, replication.Majority, AcquireOptions{Copiers: []ring.NodeID{x.node.Self()}}); err == nil {
+		t.Fatal("the owner of P acquired it again from itself and the wiped source")
 	}
 }

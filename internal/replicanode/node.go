@@ -125,6 +125,7 @@ type request struct {
 	tombstone bool
 	replicas  []ring.NodeID
 	previous  []ring.NodeID
+	copiers   []ring.NodeID
 	level     replication.Level
 	ranges    []ring.Range
 	records   []replica.Record
@@ -435,7 +436,9 @@ func unavailable(r *request, cause error) error {
 // set returns at once; one held over another set is resigned (what waited
 // on it fails with ErrResigned) and acquired again over replicas. If ctx ends first the
 // acquisition is abandoned (the key resigned) and the error matches
-// ErrUnavailable; a newer owner's refusal gives a *StaleOwnerError.
+// ErrUnavailable; a newer owner's refusal gives a *StaleOwnerError, and
+// so does the floor of a hand-off whose copier is neither in replicas
+// nor named (AcquireWith), with Floor set.
 func (n *Node) Acquire(ctx context.Context, k replica.Key, replicas []ring.NodeID, level replication.Level) error {
 	return n.call(ctx, &request{op: opAcquire, key: k, replicas: slices.Clone(replicas), level: level})
 }
@@ -452,7 +455,25 @@ func (n *Node) Acquire(ctx context.Context, k replica.Key, replicas []ring.NodeI
 // acquired jointly. Name the previous set in every acquisition of k until
 // one that named it returned; from then replicas alone will do.
 func (n *Node) AcquireFrom(ctx context.Context, k replica.Key, replicas, previous []ring.NodeID, level replication.Level) error {
-	return n.call(ctx, &request{op: opAcquire, key: k, replicas: slices.Clone(replicas), previous: slices.Clone(previous), level: level})
+	return n.AcquireWith(ctx, k, replicas, level, AcquireOptions{Previous: previous})
+}
+
+// AcquireOptions are the optional parts of an acquisition.
+type AcquireOptions struct {
+	// Previous is the key's set before its latest change (see
+	// AcquireFrom).
+	Previous []ring.NodeID
+	// Copiers are members whose hand-offs the caller's view shows (see
+	// replica.AcquireOptions.Copiers): a floor that names one of them
+	// does not make the acquisition fail with a StaleOwnerError whose
+	// Floor is set.
+	Copiers []ring.NodeID
+}
+
+// AcquireWith is Acquire with options: AcquireFrom's previous set, and
+// the copiers whose floors the acquisition may pass.
+func (n *Node) AcquireWith(ctx context.Context, k replica.Key, replicas []ring.NodeID, level replication.Level, opts AcquireOptions) error {
+	return n.call(ctx, &request{op: opAcquire, key: k, replicas: slices.Clone(replicas), previous: slices.Clone(opts.Previous), copiers: slices.Clone(opts.Copiers), level: level})
 }
 
 // Write replaces k's record in slot with value on a served key and
@@ -753,7 +774,7 @@ func (n *Node) loop(tick <-chan time.Time) error {
 func (n *Node) apply(r *request) {
 	switch r.op {
 	case opAcquire:
-		opts := replica.AcquireOptions{Previous: r.previous}
+		opts := replica.AcquireOptions{Previous: r.previous, Copiers: r.copiers}
 		if n.core.Holds(r.key, r.replicas, opts) {
 			if n.core.Serving(r.key) {
 				r.w.finish(nil)
@@ -903,7 +924,7 @@ func (n *Node) collect() {
 		if c.Epoch.IsZero() {
 			down[c.Key] = fmt.Errorf("%w: %s/%s", ErrResigned, c.Key.Type, c.Key.ID)
 		} else {
-			down[c.Key] = &StaleOwnerError{Key: c.Key, Newer: c.Epoch}
+			down[c.Key] = &StaleOwnerError{Key: c.Key, Newer: c.Epoch, Floor: c.Floor}
 		}
 	}
 	for _, t := range rd.Done {

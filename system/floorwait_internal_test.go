@@ -1,0 +1,120 @@
+package system
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/troupe-go/troupe/ring"
+)
+
+// An acquisition refused by the floor of a copier its view does not show
+// waits until the view shows it, and names it from then on; a copier the
+// view never shows (a member forgotten since it entered) is named once
+// the view had the time to show it; a deadline ends the wait with the
+// context's error, naming the copier.
+func TestAnAcquisitionWaitsForTheViewToShowAFloorsCopier(t *testing.T) {
+	x := ring.NodeID{Addr: "x", Incarnation: 7}
+	y := ring.NodeID{Addr: "y", Incarnation: 3}
+	t.Run("shown already", func(t *testing.T) {
+		s := &states{entered: func(id ring.NodeID) bool { return id == x }, viewLag: time.Minute}
+		if err := s.awaitEntered(t.Context(), x); err != nil {
+			t.Fatal(err)
+		}
+		if got := s.shownCopiers(); !slices.Equal(got, []ring.NodeID{x}) {
+			t.Fatalf("the copiers named are %v, want x", got)
+		}
+	})
+	t.Run("shown by a later view", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			var entered atomic.Bool
+			s := &states{entered: func(id ring.NodeID) bool { return id == x && entered.Load() }, viewLag: time.Minute}
+			done := make(chan error, 1)
+			start := time.Now()
+			go func() { done <- s.awaitEntered(context.Background(), x) }()
+			synctest.Wait()
+			s.viewChanged() // a change that does not show x
+			synctest.Wait()
+			select {
+			case err := <-done:
+				t.Fatalf("the wait ended at a view that does not show x: %v", err)
+			default:
+			}
+			time.Sleep(time.Second)
+			entered.Store(true)
+			s.viewChanged()
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+			if waited := time.Since(start); waited != time.Second {
+				t.Fatalf("the wait ended after %v, want at the view that showed x, 1s in", waited)
+			}
+			if got := s.shownCopiers(); !slices.Equal(got, []ring.NodeID{x}) {
+				t.Fatalf("the copiers named are %v, want x", got)
+			}
+		})
+	})
+	t.Run("never shown", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			s := &states{entered: func(ring.NodeID) bool { return false }, viewLag: time.Minute}
+			start := time.Now()
+			if err := s.awaitEntered(context.Background(), y); err != nil {
+				t.Fatal(err)
+			}
+			if waited := time.Since(start); waited != time.Minute {
+				t.Fatalf("a copier the view never shows was named after %v, want the view's lag, 1m", waited)
+			}
+			// Named from then on, without waiting again.
+			start = time.Now()
+			if err := s.awaitEntered(context.Background(), y); err != nil || time.Since(start) != 0 {
+				t.Fatalf("the second wait for y returned %v after %v, want at once", err, time.Since(start))
+			}
+		})
+	})
+	t.Run("deadline", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			s := &states{entered: func(ring.NodeID) bool { return false }, viewLag: time.Minute}
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			defer cancel()
+			err := s.awaitEntered(ctx, y)
+			if !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("the wait past its deadline returned %v, want context.DeadlineExceeded", err)
+			}
+			if len(s.shownCopiers()) != 0 {
+				t.Fatalf("a copier the view did not show was named: %v", s.shownCopiers())
+			}
+			// The time waited counts toward the lag: the next wait is
+			// the rest of it.
+			start := time.Now()
+			if err := s.awaitEntered(context.Background(), y); err != nil {
+				t.Fatal(err)
+			}
+			if waited := time.Since(start); waited != time.Minute-time.Second {
+				t.Fatalf("the next wait took %v, want the rest of the lag, 59s", waited)
+			}
+		})
+	})
+	t.Run("bounded", func(t *testing.T) {
+		s := &states{entered: func(id ring.NodeID) bool { return true }, viewLag: time.Minute}
+		for i := range 2 * maxShown {
+			if err := s.awaitEntered(t.Context(), ring.NodeID{Addr: "m", Incarnation: uint64(i)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		got := s.shownCopiers()
+		if len(got) != maxShown || got[0].Incarnation != 2*maxShown-1 {
+			t.Fatalf("after %d copiers the acquisitions name %v, want the last %d, newest first", 2*maxShown, got, maxShown)
+		}
+		now := time.Now()
+		for i := range 2 * maxUnseen {
+			s.noteUnseen(ring.NodeID{Addr: "u", Incarnation: uint64(i)}, now)
+		}
+		if len(s.unseen) > maxUnseen {
+			t.Fatalf("%d copiers waited for are remembered, want at most %d", len(s.unseen), maxUnseen)
+		}
+	})
+}
