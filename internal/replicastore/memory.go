@@ -16,24 +16,48 @@ import (
 // The zero value is not usable; use NewMemory.
 type Memory struct {
 	mu        sync.Mutex
-	recs      map[memKey]replica.Record
+	keys      map[replica.Key]*memRecs
 	receiving []ring.Range
 	recorded  bool
 	floors    []replica.Floor
 	closed    bool
 }
 
-// memKey names a record in a Memory: its key and slot as they are, so
-// that a Put or Get neither hashes the key onto the ring nor builds the
-// key a disk store would (Range does, for the keys it walks).
-type memKey struct {
-	key  replica.Key
-	slot replica.Slot
+// memRecs holds a key's records in a Memory, one per slot: a key has a
+// handful, so a scan finds one. Keyed by the key as it is, a Put or Get
+// neither hashes the key onto the ring nor builds the key a disk store
+// would (Range does, for the keys it walks), and a Put of a record the
+// store holds writes over it in place: no map assignment, and no
+// allocation while its value fits the buffer of the one it replaces
+// (every read copies under the lock, so nothing outside sees that
+// buffer).
+type memRecs struct{ recs []replica.Record }
+
+func (e *memRecs) find(slot replica.Slot) int {
+	for i := range e.recs {
+		if e.recs[i].Kind == slot.Kind && e.recs[i].Name == slot.Name {
+			return i
+		}
+	}
+	return -1
 }
 
 // NewMemory returns an empty in-memory store.
 func NewMemory() *Memory {
-	return &Memory{recs: make(map[memKey]replica.Record)}
+	return &Memory{keys: make(map[replica.Key]*memRecs)}
+}
+
+// get returns the record held in key's slot; the caller holds mu and
+// copies its value before letting it go.
+func (m *Memory) get(key replica.Key, slot replica.Slot) (replica.Record, bool) {
+	e := m.keys[key]
+	if e == nil {
+		return replica.Record{}, false
+	}
+	if i := e.find(slot); i >= 0 {
+		return e.recs[i], true
+	}
+	return replica.Record{}, false
 }
 
 var _ Store = (*Memory)(nil)
@@ -45,7 +69,7 @@ func (m *Memory) Get(_ context.Context, key replica.Key, slot replica.Slot) (rep
 	if m.closed {
 		return replica.Record{}, false, replication.ErrClosed
 	}
-	r, ok := m.recs[memKey{key, slot}]
+	r, ok := m.get(key, slot)
 	r.Value = slices.Clone(r.Value)
 	return r, ok, nil
 }
@@ -58,7 +82,7 @@ func (m *Memory) Held(_ context.Context, recs []replica.Record, fn func(int, rep
 		return replication.ErrClosed
 	}
 	for i, r := range recs {
-		h, ok := m.recs[memKey{r.Key, r.Slot()}]
+		h, ok := m.get(r.Key, r.Slot())
 		if h.Kind == replica.KindPromise {
 			h.Value = slices.Clone(h.Value)
 		} else {
@@ -77,12 +101,39 @@ func (m *Memory) Put(_ context.Context, recs ...replica.Record) error {
 		return replication.ErrClosed
 	}
 	for _, r := range recs {
-		if r.Erases() {
-			delete(m.recs, memKey{r.Key, r.Slot()})
-			continue
+		e := m.keys[r.Key]
+		i := -1
+		if e != nil {
+			i = e.find(r.Slot())
 		}
-		r.Value = slices.Clone(r.Value)
-		m.recs[memKey{r.Key, r.Slot()}] = r
+		switch {
+		case r.Erases():
+			if i < 0 {
+				continue
+			}
+			e.recs = slices.Delete(e.recs, i, i+1)
+			if len(e.recs) == 0 {
+				delete(m.keys, r.Key)
+			}
+		case i >= 0:
+			// The held value's buffer is the store's own: reused, unless
+			// it is much larger than the value (a shrunk state would
+			// keep it all).
+			old := e.recs[i].Value
+			if r.Value != nil && cap(old) >= len(r.Value) && cap(old) <= 2*len(r.Value)+64 {
+				r.Value = append(old[:0], r.Value...)
+			} else {
+				r.Value = slices.Clone(r.Value)
+			}
+			e.recs[i] = r
+		default:
+			r.Value = slices.Clone(r.Value)
+			if e == nil {
+				e = &memRecs{}
+				m.keys[r.Key] = e
+			}
+			e.recs = append(e.recs, r)
+		}
 	}
 	return nil
 }
@@ -95,13 +146,17 @@ func (m *Memory) Range(ctx context.Context, g ring.Range, fn func(replica.Record
 		return replication.ErrClosed
 	}
 	type walked struct {
-		enc string // the key as a disk store orders it: by token first
-		k   memKey
+		enc  string // the key as a disk store orders it: by token first
+		key  replica.Key
+		slot replica.Slot
 	}
 	var keys []walked
-	for k, r := range m.recs {
-		if g.Contains(r.Key.Token()) {
-			keys = append(keys, walked{string(appendKey(nil, k.key, k.slot)), k})
+	for k, e := range m.keys {
+		if !g.Contains(k.Token()) {
+			continue
+		}
+		for _, r := range e.recs {
+			keys = append(keys, walked{string(appendKey(nil, k, r.Slot())), k, r.Slot()})
 		}
 	}
 	// The walk goes in the order of the encoded keys, from after Start.
@@ -126,7 +181,7 @@ func (m *Memory) Range(ctx context.Context, g ring.Range, fn func(replica.Record
 			m.mu.Unlock()
 			return replication.ErrClosed
 		}
-		r, ok := m.recs[k.k]
+		r, ok := m.get(k.key, k.slot)
 		r.Value = slices.Clone(r.Value)
 		m.mu.Unlock()
 		if !ok {
@@ -186,6 +241,6 @@ func (m *Memory) Close() error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.closed = true
-	m.recs = nil
+	m.keys = nil
 	return nil
 }

@@ -559,3 +559,54 @@ func TestMemoryRangeCopiesOnlyWhatItHandsOut(t *testing.T) {
 		t.Fatalf("a Range that took one record of %d bytes allocated %d bytes (%d records in range)", size, got, records)
 	}
 }
+
+// A Memory writes a record over the one it holds in the same slot, into
+// that one's buffer while the value fits it: what a caller holds (a
+// value it put, one it got) stays as it was, and the store takes what the
+// caller put, not the caller's buffer. Erasing a key's last record
+// forgets the key.
+func TestMemoryReusesOnlyItsOwnBuffers(t *testing.T) {
+	ctx := context.Background()
+	m := NewMemory()
+	put := func(r replica.Record) {
+		t.Helper()
+		if err := m.Put(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	first := rec("a", replica.KindState, 1, "first value")
+	put(first)
+	got, _, _ := m.Get(ctx, first.Key, first.Slot())
+	second := rec("a", replica.KindState, 2, "second")
+	put(second)
+	second.Value[0] = 'X' // the caller's buffer, changed after the Put
+	if string(first.Value) != "first value" || string(got.Value) != "first value" {
+		t.Fatalf("a Put over a record changed what callers held: put %q, got %q", first.Value, got.Value)
+	}
+	if now, _, _ := m.Get(ctx, first.Key, first.Slot()); string(now.Value) != "second" || now.Version != 2 {
+		t.Fatalf("the store holds %q at version %d, want %q at 2", now.Value, now.Version, "second")
+	}
+	if allocs := testing.AllocsPerRun(100, func() { put(second) }); allocs != 0 {
+		t.Fatalf("a Put over a record whose value fits allocated %v times", allocs)
+	}
+	// A value much smaller than the buffer gets its own.
+	big := rec("a", replica.KindState, 3, string(make([]byte, 4096)))
+	put(big)
+	put(rec("a", replica.KindState, 4, "small"))
+	m.mu.Lock()
+	c := cap(m.keys[first.Key].recs[0].Value)
+	m.mu.Unlock()
+	if c > 64+2*len("small") {
+		t.Fatalf("a 5-byte value kept a buffer of %d bytes", c)
+	}
+	other := rec("a", replica.KindContinuity, 1, "answer")
+	put(other)
+	put(replica.Erasing(first))
+	put(replica.Erasing(other))
+	m.mu.Lock()
+	left := len(m.keys)
+	m.mu.Unlock()
+	if left != 0 {
+		t.Fatalf("erasing a key's last record left %d keys", left)
+	}
+}
