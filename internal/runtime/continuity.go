@@ -132,7 +132,7 @@ const (
 type retained struct {
 	key  string
 	hash requestSum
-	at   int64          // when it was kept, Unix nanoseconds to the millisecond (keptNow): no pointer for the collector to follow
+	at   int64          // when it was kept, Unix nanoseconds (keptNow; a record stores milliseconds): no pointer for the collector to follow
 	rid  host.RequestID // not its text: a made id is two numbers, nothing to follow
 	kind byte
 	body []byte
@@ -306,9 +306,13 @@ func (c *cell[S, M, C]) requestHash(m M) (requestSum, error) {
 // sender, under its own key and scope, one answer for both.
 type requestSum [16]byte
 
-// keptNow is the time a kept answer is kept at: now, to the
-// millisecond, which is what a record stores.
-func keptNow() int64 { return time.Now().UnixMilli() * int64(time.Millisecond) }
+// keptNow is the time a kept answer is kept at: now, to the nanosecond,
+// though a record stores milliseconds. The ledger orders a member's
+// answers by it, and a bound drops a key's answers dated before a
+// cutoff, its oldest at least: dated to the millisecond, the many kept
+// in one would tie, and a key whose answers all fell in the oldest's
+// millisecond lost them all, its newest too.
+func keptNow() int64 { return time.Now().UnixNano() }
 
 // lookupKeyed looks up the keyed ask e at a started durable activation.
 // It returns the kept answer to give instead of running the handler (or
