@@ -68,10 +68,20 @@ func TestAnAcquisitionWaitsForTheViewToShowAFloorsCopier(t *testing.T) {
 			if waited := time.Since(start); waited != time.Minute {
 				t.Fatalf("a copier the view never shows was named after %v, want the view's lag, 1m", waited)
 			}
-			// Named from then on, without waiting again.
+			// Named from then on, without waiting again, even once more
+			// copiers than acquisitions name pushed it out of the list.
+			for i := range 2 * maxShown {
+				s.noteShown(ring.NodeID{Addr: "m", Incarnation: uint64(i)})
+			}
+			if slices.Contains(s.shownCopiers(), y) {
+				t.Fatal("y is still named after more copiers than are named")
+			}
 			start = time.Now()
 			if err := s.awaitEntered(context.Background(), y); err != nil || time.Since(start) != 0 {
 				t.Fatalf("the second wait for y returned %v after %v, want at once", err, time.Since(start))
+			}
+			if got := s.shownCopiers(); got[0] != y {
+				t.Fatalf("after its second wait y is not named first: %v", got)
 			}
 		})
 	})
@@ -109,12 +119,23 @@ func TestAnAcquisitionWaitsForTheViewToShowAFloorsCopier(t *testing.T) {
 		if len(got) != maxShown || got[0].Incarnation != 2*maxShown-1 {
 			t.Fatalf("after %d copiers the acquisitions name %v, want the last %d, newest first", 2*maxShown, got, maxShown)
 		}
+		// Used again, a copier named moves first; none is named twice.
+		used := got[maxShown-1]
+		s.noteShown(used)
+		if got := s.shownCopiers(); got[0] != used || len(got) != maxShown || slices.Contains(got[1:], used) {
+			t.Fatalf("after naming %v again the acquisitions name %v, want it first, once", used, got)
+		}
 		now := time.Now()
 		for i := range 2 * maxUnseen {
-			s.noteUnseen(ring.NodeID{Addr: "u", Incarnation: uint64(i)}, now)
+			s.noteUnseen(ring.NodeID{Addr: "u", Incarnation: uint64(i)}, now.Add(time.Duration(i)))
 		}
-		if len(s.unseen) > maxUnseen {
-			t.Fatalf("%d copiers waited for are remembered, want at most %d", len(s.unseen), maxUnseen)
+		if len(s.unseen) != maxUnseen {
+			t.Fatalf("%d copiers waited for are remembered, want %d", len(s.unseen), maxUnseen)
+		}
+		for id := range s.unseen {
+			if id.Incarnation < maxUnseen {
+				t.Fatalf("%v, among the first noted, is remembered and a later one is not", id)
+			}
 		}
 	})
 }

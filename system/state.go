@@ -439,8 +439,14 @@ func (s *states) acquire(ctx context.Context, typ, key string, n int, level repl
 		copiers := s.shownCopiers()
 		err := s.acquireOnce(ctx, typ, key, n, level, pinned, copiers)
 		var stale *replicanode.StaleOwnerError
-		if !errors.As(err, &stale) || !stale.Floor || s.entered == nil || waits == maxFloorWaits || slices.Contains(copiers, stale.Newer.Node) {
+		if !errors.As(err, &stale) || !stale.Floor || waits == maxFloorWaits || slices.Contains(copiers, stale.Newer.Node) {
 			return err
+		}
+		if s.entered == nil {
+			// Standalone over a store a cluster member left behind: no
+			// view to wait for, and no set but this member's.
+			s.noteShown(stale.Newer.Node)
+			continue
 		}
 		if err := s.awaitEntered(ctx, stale.Newer.Node); err != nil {
 			return fmt.Errorf("%w: %s/%s: %w", actor.ErrUnavailable, typ, key, err)
@@ -542,17 +548,24 @@ func (s *states) awaitEntered(ctx context.Context, x ring.NodeID) error {
 	}
 }
 
-// noteShown records x among the copiers acquisitions name.
+// noteShown puts x first among the copiers acquisitions name (the last
+// few used). A copier named once the lag passed keeps its date in
+// unseen: when it has left the list, the next wait for it ends at once.
 func (s *states) noteShown(x ring.NodeID) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	delete(s.unseen, x)
-	if slices.Contains(s.shown, x) {
+	if len(s.shown) > 0 && s.shown[0] == x {
 		return
 	}
 	// A new slice: callers hold the previous one.
-	shown := append([]ring.NodeID{x}, s.shown...)
-	s.shown = shown[:min(len(shown), maxShown)]
+	shown := make([]ring.NodeID, 0, min(len(s.shown)+1, maxShown))
+	shown = append(shown, x)
+	for _, id := range s.shown {
+		if id != x && len(shown) < maxShown {
+			shown = append(shown, id)
+		}
+	}
+	s.shown = shown
 }
 
 // noteUnseen records when the view was first found not to show x.
@@ -565,16 +578,16 @@ func (s *states) noteUnseen(x ring.NodeID, at time.Time) {
 	if _, ok := s.unseen[x]; ok {
 		return
 	}
-	// Bounded: those noted longer ago than the lag are taken as
-	// forgotten members already; failing that, any one goes (its next
-	// wait starts over).
-	for id, t := range s.unseen {
-		if len(s.unseen) < maxUnseen {
-			break
+	// Bounded: the one noted first goes (its next wait starts over).
+	if len(s.unseen) >= maxUnseen {
+		var oldest ring.NodeID
+		var at0 time.Time
+		for id, t := range s.unseen {
+			if at0.IsZero() || t.Before(at0) {
+				oldest, at0 = id, t
+			}
 		}
-		if at.Sub(t) >= s.viewLag || len(s.unseen) >= maxUnseen {
-			delete(s.unseen, id)
-		}
+		delete(s.unseen, oldest)
 	}
 	s.unseen[x] = at
 }

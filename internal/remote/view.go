@@ -295,8 +295,8 @@ func (r *Router) Status(id ring.NodeID) (_ cluster.Status, ok bool) {
 
 // Entered reports whether the current view shows id's entry into the
 // rings: it holds id past its joining, whatever its status since (left
-// included, until its record is forgotten), or a newer incarnation at
-// id's address (which entered after id did).
+// included, until its record is forgotten), or a newer process in the
+// rings at id's address (which entered after id did).
 func (r *Router) Entered(id ring.NodeID) bool {
 	v := r.view.Load()
 	if st, ok := v.status[id]; ok && (!v.joining[id] || st == cluster.StatusLeft) {

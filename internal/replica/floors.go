@@ -8,11 +8,12 @@ import (
 )
 
 // Floor is a range-level promise: this replica refuses, for every key of
-// Range, a message of an epoch whose term is below Epoch.Term (a
-// hand-off's copy fenced the range here, see MsgFence). Epoch's Node is
-// the copier that fenced: a refusal names it, so that an owner whose
-// replica set holds the copier (its view shows the change) acquires again
-// above it, and one whose set does not steps down.
+// Range, a message of an epoch whose term is below Epoch.Term, and a
+// prepare that does not list Epoch.Node, whatever its term (a hand-off's
+// copy fenced the range here, see MsgFence). Epoch's Node is the copier
+// that fenced: a refusal names it, so that an owner whose replica set
+// holds the copier (its view shows the change) acquires again above it,
+// and one whose set does not steps down until its caller names it.
 type Floor struct {
 	Range ring.Range
 	Epoch Epoch

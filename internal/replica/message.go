@@ -153,6 +153,9 @@ type Message struct {
 	// requester's copy reads, when it needs them all: a source that
 	// waits for the range only on the requester and on those answers too
 	// (Cycle), since the requester reads whatever it would have given.
+	// On a prepare it lists the members whose floors the prepare passes:
+	// the owner's sets and the copiers its caller named
+	// (AcquireOptions.Copiers).
 	Reads []ring.NodeID
 }
 
