@@ -129,6 +129,13 @@ type sim struct {
 	settling bool
 	// trace, when set, is told what the schedule does (debugging).
 	trace func(format string, args ...any)
+	// lagging, when set, says whether an acquisition's caller is on a
+	// view that shows none of the copiers: it names none, and a floor's
+	// refusal makes it step down. lags has runSchedule set it.
+	lagging func() bool
+	lags    bool
+	// floorDowns counts the acquisitions a floor made step down.
+	floorDowns int
 }
 
 func (s *sim) tracef(format string, args ...any) {
@@ -229,6 +236,11 @@ func (s *sim) node(id ring.NodeID) *simNode {
 // requires and checks that promises never go back.
 func (s *sim) apply(n *simNode) {
 	rd := n.core.Ready()
+	for _, ch := range rd.Changes {
+		if ch.Floor {
+			s.floorDowns++
+		}
+	}
 	if s.trace != nil {
 		for _, ch := range rd.Changes {
 			s.tracef("  %s change %v serving=%v epoch=t%d/%s", n.id.Addr, ch.Key.ID, ch.Serving, ch.Epoch.Term, ch.Epoch.Node.Addr)
@@ -406,10 +418,13 @@ func (s *sim) acquire(n *simNode, k Key) {
 	}
 	// The simulation's view is every node's, and shows every change it
 	// makes: each member's floors, those of its earlier incarnations
-	// included, are from changes the caller has seen.
-	for _, m := range s.nodes {
-		for inc := uint64(1); inc <= m.id.Incarnation; inc++ {
-			opts.Copiers = append(opts.Copiers, ring.NodeID{Addr: m.id.Addr, Incarnation: inc})
+	// included, are from changes the caller has seen; unless the caller
+	// lags, and names none.
+	if s.lagging == nil || !s.lagging() {
+		for _, m := range s.nodes {
+			for inc := uint64(1); inc <= m.id.Incarnation; inc++ {
+				opts.Copiers = append(opts.Copiers, ring.NodeID{Addr: m.id.Addr, Incarnation: inc})
+			}
 		}
 	}
 	// Acquiring a key held as asked does nothing; one held otherwise
