@@ -81,8 +81,9 @@ type states struct {
 	// The copiers of hand-offs whose floors acquisitions may pass (see
 	// awaitEntered), under mu: shown lists the last few the view showed,
 	// unseen when the view was first found not to show each other one,
-	// viewNext is closed at the next change of the view, and viewLag
-	// bounds how long a view may take to show a member that entered.
+	// and viewNext is closed at the next change of the view. viewLag,
+	// set at start, bounds how long a view may take to show a member
+	// that entered.
 	shown    []ring.NodeID
 	unseen   map[ring.NodeID]time.Time
 	viewNext chan struct{}
