@@ -92,7 +92,13 @@ func serveNode(role string) error {
 			if prof != nil {
 				pprof.StopCPUProfile()
 				prof.Close()
-				if prof, err = startProfile(fmt.Sprintf("%s.%s.%d.%s", os.Getenv(profEnv), role, os.Getpid(), name)); err != nil {
+				path := fmt.Sprintf("%s.%s.%d.%s", os.Getenv(profEnv), role, os.Getpid(), name)
+				// The allocations so far, cumulative: a phase's own are
+				// its file with the one before as -base.
+				if err := writeAllocs(path + ".allocs"); err != nil {
+					return err
+				}
+				if prof, err = startProfile(path); err != nil {
 					return err
 				}
 				a = "on"
@@ -107,8 +113,25 @@ func serveNode(role string) error {
 	if prof != nil {
 		pprof.StopCPUProfile()
 		prof.Close()
+		if err := writeAllocs(fmt.Sprintf("%s.%s.%d.allocs", os.Getenv(profEnv), role, os.Getpid())); err != nil {
+			return err
+		}
 	}
 	return stop()
+}
+
+// writeAllocs writes the allocations profile (cumulative since start)
+// to path.
+func writeAllocs(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // startProfile starts a CPU profile into a new file at path.

@@ -514,8 +514,13 @@ func (n *Node) WriteAsync(k replica.Key, slot replica.Slot, value []byte, done f
 	if err := n.checkSize(k, slot, value); err != nil {
 		return err
 	}
-	r := &request{op: opWrite, key: k, slot: slot, value: value}
-	r.w = &waiter{key: k, cb: done}
+	// One allocation for the request and its waiter.
+	rw := &struct {
+		r request
+		w waiter
+	}{r: request{op: opWrite, key: k, slot: slot, value: value}, w: waiter{key: k, cb: done}}
+	r := &rw.r
+	r.w = &rw.w
 	if !n.enqueue(input{req: r}) {
 		return n.closedErr()
 	}

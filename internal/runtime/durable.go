@@ -289,11 +289,77 @@ const maxAsyncWrites = 64
 
 // asyncCommits tracks the writes of one activation that went on without
 // its handler: how many are in flight, and the first that failed, which
-// loses the activation (its next commit fails and ends it).
+// loses the activation (its next commit fails and ends it). One timer
+// serves the deadlines of all of them, set for the earliest: a timer per
+// write cost every write its allocation and two operations on the
+// runtime's timer heap.
 type asyncCommits struct {
 	mu       sync.Mutex
 	inFlight int
 	err      error
+	// writes are the writes in flight not yet settled; timer fires at
+	// timerAt, the earliest of their deadlines when it was set (zero:
+	// not set).
+	writes  []*asyncWrite
+	timer   *time.Timer
+	timerAt time.Time
+}
+
+// watch adds w to the writes whose deadlines the timer serves.
+func (a *asyncCommits) watch(w *asyncWrite) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.writes = append(a.writes, w)
+	a.armLocked(w.deadline)
+}
+
+// armLocked sets the timer for at unless it is set for sooner.
+func (a *asyncCommits) armLocked(at time.Time) {
+	if !a.timerAt.IsZero() && !at.Before(a.timerAt) {
+		return
+	}
+	a.timerAt = at
+	if a.timer == nil {
+		a.timer = time.AfterFunc(time.Until(at), a.expire)
+		return
+	}
+	a.timer.Reset(time.Until(at))
+}
+
+// unwatchLocked removes w, settled, from the writes the timer serves.
+// The timer stays set: at worst it fires once with nothing to do.
+func (a *asyncCommits) unwatchLocked(w *asyncWrite) {
+	// Writes settle in order, so w is almost always the first.
+	if i := slices.Index(a.writes, w); i >= 0 {
+		a.writes = slices.Delete(a.writes, i, i+1)
+	}
+}
+
+// expire is the timer: the writes past their deadline expire, and the
+// timer is set again for the earliest deadline left.
+func (a *asyncCommits) expire() {
+	now := time.Now()
+	var due []*asyncWrite
+	a.mu.Lock()
+	a.timerAt = time.Time{}
+	var next time.Time
+	a.writes = slices.DeleteFunc(a.writes, func(w *asyncWrite) bool {
+		if !w.deadline.After(now) {
+			due = append(due, w)
+			return true
+		}
+		if next.IsZero() || w.deadline.Before(next) {
+			next = w.deadline
+		}
+		return false
+	})
+	if !next.IsZero() {
+		a.armLocked(next)
+	}
+	a.mu.Unlock()
+	for _, w := range due {
+		w.expired()
+	}
 }
 
 // failed returns why the activation is lost, if a write of it failed; a
@@ -320,10 +386,10 @@ func (a *asyncCommits) busy() bool {
 // asyncWrite is one write in flight: the replies it holds leave once it
 // met the level, or fail at its deadline or with its error.
 type asyncWrite struct {
-	a       *asyncCommits
-	held    []heldReply
-	timer   *time.Timer
-	settled atomic.Bool // the replies were released or failed
+	a        *asyncCommits
+	held     []heldReply
+	deadline time.Time
+	settled  atomic.Bool // the replies were released or failed
 	// store, typ and key name the write's key, for errors and to resign
 	// it at the deadline; kept apart, an error's name and the resign are
 	// only made when needed.
@@ -344,8 +410,8 @@ func (w *asyncWrite) stored(err error) {
 	if err != nil && w.a.err == nil {
 		w.a.err = err
 	}
+	w.a.unwatchLocked(w)
 	w.a.mu.Unlock()
-	w.timer.Stop()
 	if w.settled.CompareAndSwap(false, true) {
 		releaseReplies(w.held, err)
 	}
@@ -412,11 +478,11 @@ func (c *cell[S, M, C]) settleAsync(ctx *Context[S, M, C]) (ok bool, cerr error)
 		held, x.held, x.handling = x.held, nil, false
 	}
 	c.mu.Unlock()
-	w := &asyncWrite{a: a, held: held, store: k.h.Store, typ: k.def.Name, key: c.key}
-	w.timer = time.AfterFunc(time.Until(ctx.storeDeadline()), w.expired)
+	w := &asyncWrite{a: a, held: held, deadline: ctx.storeDeadline(), store: k.h.Store, typ: k.def.Name, key: c.key}
+	a.watch(w)
 	if err := st.WriteAsync(k.def.Name, c.key, rec, w.stored); err != nil {
-		w.timer.Stop()
 		a.mu.Lock()
+		a.unwatchLocked(w)
 		a.inFlight--
 		a.mu.Unlock()
 		w.settled.Store(true)

@@ -181,6 +181,36 @@ func TestAWriteThatMissesTheDeadlineFailsItsReplyWithErrUnavailable(t *testing.T
 	w.done(nil) // late: changes nothing
 }
 
+// Each write in flight fails at its own deadline, though one timer
+// serves them all: a later write with a nearer deadline fails first,
+// while the earlier write, whose deadline is far, still waits.
+func TestWritesInFlightFailEachAtItsOwnDeadline(t *testing.T) {
+	st := newAsyncMemStore()
+	_, k := asyncKind(t, st)
+	far := askInc(k, "a", 10*time.Second)
+	w1 := recv(t, st.pending, "the first write")
+	near := askInc(k, "a", 300*time.Millisecond)
+	w2 := recv(t, st.pending, "the second write")
+	start := time.Now()
+	got := recv(t, near, "the second reply")
+	if !errors.Is(got.err, ErrUnavailable) {
+		t.Fatalf("the reply of the write with the nearer deadline: %+v, want ErrUnavailable", got)
+	}
+	if waited := time.Since(start); waited > 5*time.Second {
+		t.Fatalf("the nearer deadline was kept %v after it", waited)
+	}
+	select {
+	case got := <-far:
+		t.Fatalf("the first reply, whose deadline is 10s away, left with the second's: %+v", got)
+	default:
+	}
+	w1.done(nil)
+	w2.done(nil) // late: changes nothing
+	if got := recv(t, far, "the first reply"); got.err != nil || got.n != 1 {
+		t.Fatalf("the first reply %+v, want 1 once its write met the level", got)
+	}
+}
+
 func TestAnActivationWithAWriteInFlightIsNotPassivated(t *testing.T) {
 	st := newAsyncMemStore()
 	_, k := asyncKind(t, st)
