@@ -327,11 +327,17 @@ func (a *asyncCommits) armLocked(at time.Time) {
 }
 
 // unwatchLocked removes w, settled, from the writes the timer serves.
-// The timer stays set: at worst it fires once with nothing to do.
+// The timer stays set while writes are left (at worst it fires once with
+// nothing due), and stops with the last, so that an activation with
+// nothing in flight leaves no timer behind.
 func (a *asyncCommits) unwatchLocked(w *asyncWrite) {
 	// Writes settle in order, so w is almost always the first.
 	if i := slices.Index(a.writes, w); i >= 0 {
 		a.writes = slices.Delete(a.writes, i, i+1)
+	}
+	if len(a.writes) == 0 && a.timer != nil && !a.timerAt.IsZero() {
+		a.timer.Stop()
+		a.timerAt = time.Time{}
 	}
 }
 
