@@ -1276,8 +1276,7 @@ func (c *Core) ownerStep(o *ownership, m Message) {
 		if m.Floor && m.Promised.Compare(o.epoch) <= 0 {
 			// A floor at or below o's epoch refused it for not listing
 			// its copier (see replicaStep): o's caller did not name it.
-			c.stepDown(o, m.Promised)
-			c.ready.Changes[len(c.ready.Changes)-1].Floor = true
+			c.stepDownAt(o, m.Promised, true)
 			return
 		}
 		if m.Promised.Compare(o.epoch) <= 0 {
@@ -1311,10 +1310,7 @@ func (c *Core) ownerStep(o *ownership, m Message) {
 				return
 			}
 		}
-		c.stepDown(o, m.Promised)
-		if m.Floor {
-			c.ready.Changes[len(c.ready.Changes)-1].Floor = true
-		}
+		c.stepDownAt(o, m.Promised, m.Floor)
 	case MsgPromise:
 		if o.phase != preparing || o.promises[m.From].Type != 0 {
 			return
@@ -1642,7 +1638,11 @@ func (c *Core) maybeCheck(o *ownership) {
 
 // stepDown forgets o: whatever waited fails, and a newer owner (named by
 // newer, when known) is reported.
-func (c *Core) stepDown(o *ownership, newer Epoch) {
+func (c *Core) stepDown(o *ownership, newer Epoch) { c.stepDownAt(o, newer, false) }
+
+// stepDownAt is stepDown, reporting newer as a floor when floor is set
+// (Change.Floor).
+func (c *Core) stepDownAt(o *ownership, newer Epoch, floor bool) {
 	for _, w := range o.writes {
 		c.ready.Failed = append(c.ready.Failed, w.ticket)
 	}
@@ -1652,5 +1652,5 @@ func (c *Core) stepDown(o *ownership, newer Epoch) {
 	c.ready.Failed = append(c.ready.Failed, o.roundReads...)
 	delete(c.owned, o.key)
 	delete(c.waiting, o.key)
-	c.ready.Changes = append(c.ready.Changes, Change{Key: o.key, Epoch: newer})
+	c.ready.Changes = append(c.ready.Changes, Change{Key: o.key, Epoch: newer, Floor: floor})
 }

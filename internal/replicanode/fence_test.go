@@ -53,20 +53,7 @@ func TestAFencedSourceRecordsItsFloorBeforeItAnswers(t *testing.T) {
 	k := key("floored")
 	rng := keyRange(k)
 	a, b, cc, x := c.members[0], c.members[1], c.members[2], c.members[3]
-	P := c.ids(a, b, cc)
-	if err := a.node.Acquire(ctx, k, P, replication.Majority); err != nil {
-		t.Fatal(err)
-	}
-	if err := a.node.Write(ctx, k, stateSlot, []byte("v1")); err != nil {
-		t.Fatal(err)
-	}
-	c.net.Partition(a.addr, x.addr)
-	if err := x.node.SetReceiving(rng); err != nil {
-		t.Fatal(err)
-	}
-	if err := x.node.CopyFenced(ctx, rng, P, 2); err != nil {
-		t.Fatal(err)
-	}
+	ownThenFence(t, ctx, c, a, x, c.ids(a, b, cc), k)
 	for _, m := range []*member{b, cc} {
 		floors, err := m.store.Floors(ctx)
 		if err != nil || len(floors) != 1 || !floors[0].Range.Contains(k.Token()) || floors[0].Epoch.Node != c.ids(x)[0] {
@@ -108,6 +95,27 @@ type laggingOwner struct {
 	P, R1, R2   []ring.NodeID
 }
 
+// ownThenFence has a acquire k over P and write v1 there; then x, cut
+// off from a, fences k's range at P and copies it from two of them (the
+// others than a), staying receiving.
+func ownThenFence(t *testing.T, ctx context.Context, c *testCluster, a, x *member, P []ring.NodeID, k replica.Key) {
+	t.Helper()
+	if err := a.node.Acquire(ctx, k, P, replication.Majority); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.node.Write(ctx, k, stateSlot, []byte("v1")); err != nil {
+		t.Fatal(err)
+	}
+	c.net.Partition(a.addr, x.addr)
+	rng := keyRange(k)
+	if err := x.node.SetReceiving(rng); err != nil {
+		t.Fatal(err)
+	}
+	if err := x.node.CopyFenced(ctx, rng, P, 2); err != nil {
+		t.Fatalf("x's fenced copy from P: %v", err)
+	}
+}
+
 func newLaggingOwner(t *testing.T) *laggingOwner {
 	t.Helper()
 	c := newCluster(t, 5, false)
@@ -116,19 +124,7 @@ func newLaggingOwner(t *testing.T) *laggingOwner {
 	a, b, cc, x, d := c.members[0], c.members[1], c.members[2], c.members[3], c.members[4]
 	l.a, l.x, l.cc, l.d = a, x, cc, d
 	l.P, l.R1, l.R2 = c.ids(a, b, cc), c.ids(x, a, cc), c.ids(x, cc, d)
-	if err := a.node.Acquire(l.ctx, l.k, l.P, replication.Majority); err != nil {
-		t.Fatal(err)
-	}
-	if err := a.node.Write(l.ctx, l.k, stateSlot, []byte("v1")); err != nil {
-		t.Fatal(err)
-	}
-	c.net.Partition(a.addr, x.addr)
-	if err := x.node.SetReceiving(l.rng); err != nil {
-		t.Fatal(err)
-	}
-	if err := x.node.CopyFenced(l.ctx, l.rng, l.P, 2); err != nil {
-		t.Fatalf("x's copy from b and c: %v", err)
-	}
+	ownThenFence(t, l.ctx, c, a, x, l.P, l.k)
 	if err := x.node.EndReceiving(l.ctx, l.rng); err != nil {
 		t.Fatal(err)
 	}

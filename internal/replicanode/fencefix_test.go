@@ -143,19 +143,7 @@ func TestAFencedSourceThatLosesItsStoreStillFencesTheOwnerOfThePreviousSet(t *te
 	k := key("wiped-source")
 	rng := keyRange(k)
 	P := c.ids(a, b, cc)
-	if err := a.node.Acquire(ctx, k, P, replication.Majority); err != nil {
-		t.Fatal(err)
-	}
-	if err := a.node.Write(ctx, k, stateSlot, []byte("v1")); err != nil {
-		t.Fatal(err)
-	}
-	c.net.Partition(a.addr, x.addr)
-	if err := x.node.SetReceiving(rng); err != nil {
-		t.Fatal(err)
-	}
-	if err := x.node.CopyFenced(ctx, rng, P, 2); err != nil {
-		t.Fatalf("x's copy from b and c: %v", err)
-	}
+	ownThenFence(t, ctx, c, a, x, P, k)
 	if err := x.node.EndReceiving(ctx, rng); err != nil {
 		t.Fatal(err)
 	}
