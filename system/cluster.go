@@ -195,7 +195,7 @@ func Start(ctx context.Context, cfg Config) (*System, error) {
 			}
 			st.alive, st.hosts = aliveHosts(m.router, cfg.Actors), anyHosts(m.router, cfg.Actors)
 			st.stored, st.ring, st.status = storedTypes(cfg.Actors), m.router.Ring, m.router.Status
-			st.entered, st.viewLag = m.router.Entered, 2*cc.WithDefaults().Timings.AntiEntropy
+			st.entered, st.departed, st.viewLag = m.router.Entered, m.router.Departed, 2*cc.WithDefaults().Timings.AntiEntropy
 			m.st = st
 			st.viewed = make(chan struct{})
 			if st.maxValue > wcfg.Limits.MaxMessage-replicaRoom {

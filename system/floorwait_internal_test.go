@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -71,7 +72,7 @@ func TestAnAcquisitionWaitsForTheViewToShowAFloorsCopier(t *testing.T) {
 			// Named from then on, without waiting again, even once more
 			// copiers than acquisitions name pushed it out of the list.
 			for i := range 2 * maxShown {
-				s.noteShown(ring.NodeID{Addr: "m", Incarnation: uint64(i)})
+				s.noteShown(viewFact{id: ring.NodeID{Addr: "m", Incarnation: uint64(i)}})
 			}
 			if slices.Contains(s.shownCopiers(), y) {
 				t.Fatal("y is still named after more copiers than are named")
@@ -121,21 +122,72 @@ func TestAnAcquisitionWaitsForTheViewToShowAFloorsCopier(t *testing.T) {
 		}
 		// Used again, a copier named moves first; none is named twice.
 		used := got[maxShown-1]
-		s.noteShown(used)
+		s.noteShown(viewFact{id: used})
 		if got := s.shownCopiers(); got[0] != used || len(got) != maxShown || slices.Contains(got[1:], used) {
 			t.Fatalf("after naming %v again the acquisitions name %v, want it first, once", used, got)
 		}
 		now := time.Now()
 		for i := range 2 * maxUnseen {
-			s.noteUnseen(ring.NodeID{Addr: "u", Incarnation: uint64(i)}, now.Add(time.Duration(i)))
+			s.noteUnseen(viewFact{id: ring.NodeID{Addr: "u", Incarnation: uint64(i)}}, now.Add(time.Duration(i)))
 		}
 		if len(s.unseen) != maxUnseen {
 			t.Fatalf("%d copiers waited for are remembered, want %d", len(s.unseen), maxUnseen)
 		}
-		for id := range s.unseen {
-			if id.Incarnation < maxUnseen {
-				t.Fatalf("%v, among the first noted, is remembered and a later one is not", id)
+		for f := range s.unseen {
+			if f.id.Incarnation < maxUnseen {
+				t.Fatalf("%v, among the first noted, is remembered and a later one is not", f.id)
 			}
+		}
+	})
+}
+
+// An acquisition refused by a floor that names a departure its view does
+// not show waits until the type's ring in the view no longer holds the
+// departed member, and names it gone from then on, apart from the copiers
+// it names; a deadline ends the wait naming the departure.
+func TestAnAcquisitionWaitsForTheViewToShowAFloorsDeparture(t *testing.T) {
+	d := ring.NodeID{Addr: "d", Incarnation: 2}
+	synctest.Test(t, func(t *testing.T) {
+		var left atomic.Bool
+		s := &states{
+			entered:  func(ring.NodeID) bool { return true },
+			departed: func(typ string, id ring.NodeID) bool { return typ == "t" && id == d && left.Load() },
+			viewLag:  time.Minute,
+		}
+		done := make(chan error, 1)
+		start := time.Now()
+		go func() { done <- s.awaitDeparted(context.Background(), "t", d) }()
+		synctest.Wait()
+		s.viewChanged() // a change that still holds d
+		synctest.Wait()
+		select {
+		case err := <-done:
+			t.Fatalf("the wait ended at a view that still holds d: %v", err)
+		default:
+		}
+		time.Sleep(time.Second)
+		left.Store(true)
+		s.viewChanged()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		if waited := time.Since(start); waited != time.Second {
+			t.Fatalf("the wait ended after %v, want at the view that no longer holds d, 1s in", waited)
+		}
+		copiers, gone := s.named()
+		if len(copiers) != 0 || !slices.Equal(gone, []ring.NodeID{d}) {
+			t.Fatalf("the acquisitions name copiers %v and departures %v, want d gone alone", copiers, gone)
+		}
+		// Entered and departed are waited for apart: d's entry is not
+		// named by its departure.
+		if err := s.awaitEntered(context.Background(), d); err != nil || !slices.Equal(s.shownCopiers(), []ring.NodeID{d}) {
+			t.Fatalf("waiting for d's entry returned %v and names copiers %v", err, s.shownCopiers())
+		}
+		e := ring.NodeID{Addr: "e", Incarnation: 1}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		if err := s.awaitDeparted(ctx, "t", e); !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "departure of "+e.String()) {
+			t.Fatalf("the wait past its deadline returned %v, want context.DeadlineExceeded naming e's departure", err)
 		}
 	})
 }

@@ -75,6 +75,12 @@ type rangeJob struct {
 	prev    []ring.NodeID
 	sources []ring.NodeID
 	need    int
+	// departed lists the members of prev gone from the ring since (they
+	// left, were removed or replaced by a newer process): the copy's
+	// fences name them, so that an owner whose view still holds one of
+	// them, and so gives the key prev again, is refused
+	// (docs/replication.md, "Where views disagree").
+	departed []ring.NodeID
 	// retry wakes an attempt waiting to run again; cancel ends the job,
 	// and stop the attempt under way (under handoffs.mu), which a change
 	// of sources restarts.
@@ -170,6 +176,11 @@ func (s *states) changed(before map[string]*ring.Ring) {
 				continue
 			}
 			j := &rangeJob{typ: t.name, rng: mv.Range, prev: mv.Before, retry: make(chan struct{}, 1)}
+			for _, id := range mv.Before {
+				if !after[t.name].Contains(id) {
+					j.departed = append(j.departed, id)
+				}
+			}
 			j.need = need
 			j.sources = s.sourcesOf(j.prev)
 			s.trimNeed(j)
@@ -258,7 +269,7 @@ func (s *states) review(node *replicanode.Node, h *handoffs, j *rangeJob, self r
 		if h.jobs[k] != nil {
 			continue
 		}
-		p := &rangeJob{typ: j.typ, rng: g, prev: j.prev, sources: slices.Clone(j.sources), need: j.need, retry: make(chan struct{}, 1)}
+		p := &rangeJob{typ: j.typ, rng: g, prev: j.prev, sources: slices.Clone(j.sources), need: j.need, departed: j.departed, retry: make(chan struct{}, 1)}
 		h.jobs[k] = p
 		node.Awaiting(j.typ, g, p.sources)
 		parts = append(parts, p)
@@ -399,7 +410,7 @@ func (s *states) receive(ctx context.Context, node *replicanode.Node, h *handoff
 		h.mu.Unlock()
 		var err error
 		if need > 0 {
-			err = node.CopyFenced(actx, j.rng, sources, need)
+			err = node.CopyFenced(actx, j.rng, sources, need, j.departed)
 		} // else every previous replica is gone: there is nothing to copy
 		<-h.slots
 		stop()

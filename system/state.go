@@ -49,8 +49,11 @@ type states struct {
 	// alive lists the members the view holds alive; nil standalone.
 	alive func() []ring.NodeID
 	// entered reports whether the view shows a member's entry into the
-	// rings (remote.Router.Entered); nil standalone.
-	entered func(ring.NodeID) bool
+	// rings (remote.Router.Entered), and departed whether a type's ring
+	// in the view no longer holds a member (remote.Router.Departed); nil
+	// standalone.
+	entered  func(ring.NodeID) bool
+	departed func(typ string, id ring.NodeID) bool
 	// hosts lists the members the view holds, alive or not (left ones
 	// excepted), that host a durable type; nil standalone.
 	hosts func() []ring.NodeID
@@ -78,16 +81,17 @@ type states struct {
 	// the current one.
 	received int64
 
-	// The copiers of hand-offs whose floors acquisitions may pass (see
-	// awaitEntered), under mu: shown lists the last few the view showed,
-	// unseen when the view was first found not to show each other one,
-	// and viewNext is closed at the next change of the view. viewLag,
-	// set at start, bounds how long a view may take to show a member
-	// that entered.
-	shown    []ring.NodeID
-	unseen   map[ring.NodeID]time.Time
-	viewNext chan struct{}
-	viewLag  time.Duration
+	// The copiers and departures of hand-offs whose floors acquisitions
+	// may pass (see awaitView), under mu: shown lists the last few
+	// copiers the view showed, shownGone the last few departures, unseen
+	// when the view was first found not to show each other one, and
+	// viewNext is closed at the next change of the view. viewLag, set at
+	// start, bounds how long a view may take to show a change.
+	shown     []ring.NodeID
+	shownGone []ring.NodeID
+	unseen    map[viewFact]time.Time
+	viewNext  chan struct{}
+	viewLag   time.Duration
 
 	mu   sync.Mutex
 	node *replicanode.Node // nil between incarnations
@@ -432,37 +436,58 @@ func (s *states) Acquire(ctx context.Context, typ, key string, n int, level repl
 const maxFloorWaits = 3
 
 // acquire acquires the key over the sets the view gives it. A floor whose
-// copier the acquisition did not name (its view may lag the change the
-// copier fenced the range for) makes it wait until the view shows the
-// copier, then acquire again over the sets the view gives then.
+// copier or departures the acquisition did not name (its view may lag the
+// change the copier fenced the range for) makes it wait until the view
+// shows the copier entered and the departed members gone, then acquire
+// again, naming them, over the sets the view gives then.
 func (s *states) acquire(ctx context.Context, typ, key string, n int, level replication.Level, pinned bool) error {
 	for waits := 0; ; waits++ {
-		copiers := s.shownCopiers()
-		err := s.acquireOnce(ctx, typ, key, n, level, pinned, copiers)
+		copiers, gone := s.named()
+		err := s.acquireOnce(ctx, typ, key, n, level, pinned, copiers, gone)
 		var stale *replicanode.StaleOwnerError
-		if !errors.As(err, &stale) || !stale.Floor || waits == maxFloorWaits || slices.Contains(copiers, stale.Newer.Node) {
+		if !errors.As(err, &stale) || !stale.Floor || waits == maxFloorWaits {
+			return err
+		}
+		x := stale.Newer.Node
+		var missing []ring.NodeID
+		for _, d := range stale.Departed {
+			if !slices.Contains(gone, d) {
+				missing = append(missing, d)
+			}
+		}
+		if slices.Contains(copiers, x) && len(missing) == 0 {
 			return err
 		}
 		if s.entered == nil {
 			// Standalone over a store a cluster member left behind: no
 			// view to wait for, and no set but this member's.
-			s.noteShown(stale.Newer.Node)
+			s.noteShown(viewFact{id: x})
+			for _, d := range missing {
+				s.noteShown(viewFact{id: d, gone: true})
+			}
 			continue
 		}
-		if err := s.awaitEntered(ctx, stale.Newer.Node); err != nil {
-			return fmt.Errorf("%w: %s/%s: %w", actor.ErrUnavailable, typ, key, err)
+		if !slices.Contains(copiers, x) {
+			if err := s.awaitEntered(ctx, x); err != nil {
+				return fmt.Errorf("%w: %s/%s: %w", actor.ErrUnavailable, typ, key, err)
+			}
+		}
+		for _, d := range missing {
+			if err := s.awaitDeparted(ctx, typ, d); err != nil {
+				return fmt.Errorf("%w: %s/%s: %w", actor.ErrUnavailable, typ, key, err)
+			}
 		}
 	}
 }
 
-func (s *states) acquireOnce(ctx context.Context, typ, key string, n int, level replication.Level, pinned bool, copiers []ring.NodeID) error {
+func (s *states) acquireOnce(ctx context.Context, typ, key string, n int, level replication.Level, pinned bool, copiers, gone []ring.NodeID) error {
 	node, err := s.current()
 	if err != nil {
 		return err
 	}
 	k := replica.Key{Type: typ, ID: key}
 	set := []ring.NodeID{node.Self()}
-	opts := replicanode.AcquireOptions{Copiers: copiers}
+	opts := replicanode.AcquireOptions{Copiers: copiers, Gone: gone}
 	if pinned || s.replicas == nil {
 		return stateErr(node.AcquireWith(ctx, k, set, level, opts))
 	}
@@ -483,28 +508,42 @@ func (s *states) acquireOnce(ctx context.Context, typ, key string, n int, level 
 	return stateErr(node.AcquireWith(ctx, k, set, level, opts))
 }
 
-// maxShown is how many copiers the view showed acquisitions name: a
-// floor outlives the hand-off that raised it, so the last few copiers
-// spare the keys of their ranges a refusal each.
+// maxShown is how many copiers the view showed acquisitions name: a floor
+// outlives the hand-off that raised it, so the last few spare the keys of
+// their ranges a refusal each.
 const maxShown = 8
 
-// maxUnseen bounds the copiers awaitEntered remembers waiting for.
+// maxShownGone is how many departures the view showed acquisitions name:
+// a floor names up to eight (those of the range's last fences), and
+// several ranges' floors name different ones.
+const maxShownGone = 16
+
+// maxUnseen bounds the changes awaitView remembers waiting for.
 const maxUnseen = 64
+
+// viewFact is a change of the view an acquisition names: a member's entry
+// into the rings (a copier), or, with gone set, its departure from them.
+type viewFact struct {
+	id   ring.NodeID
+	gone bool
+}
+
+// named returns the copiers and the departures the view showed most
+// recently.
+func (s *states) named() (copiers, gone []ring.NodeID) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.shown, s.shownGone
+}
 
 // shownCopiers returns the copiers the view showed most recently.
 func (s *states) shownCopiers() []ring.NodeID {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.shown
+	copiers, _ := s.named()
+	return copiers
 }
 
 // awaitEntered returns once the view shows x's entry into the rings (see
-// remote.Router.Entered), or once viewLag passed since the view was first
-// found not to show it: a member that entered and was then forgotten
-// (removed before this member heard of it, or a floor older than a
-// restart of the whole cluster) is never shown, and the view of a live
-// member shows one that entered within that time. It fails when ctx
-// ends first.
+// remote.Router.Entered), or the lag bound passed (see awaitView).
 //
 // x's floor refused an acquisition whose caller did not name it: x
 // fenced the key's range for a hand-off, and the sets the view gave may
@@ -512,6 +551,27 @@ func (s *states) shownCopiers() []ring.NodeID {
 // writes acknowledged there that x's copy, read after the fence, never
 // saw (docs/replication.md, "Where views disagree").
 func (s *states) awaitEntered(ctx context.Context, x ring.NodeID) error {
+	return s.awaitView(ctx, viewFact{id: x}, func() bool { return s.entered(x) })
+}
+
+// awaitDeparted returns once typ's ring in the view no longer holds d
+// (see remote.Router.Departed), or the lag bound passed (see awaitView).
+//
+// A floor naming d's departure refused an acquisition whose caller did
+// not name it: the copier, a member the view may have shown for long,
+// fenced the key's range for d's leave or removal, and a view that still
+// holds d gives the key's set from before it.
+func (s *states) awaitDeparted(ctx context.Context, typ string, d ring.NodeID) error {
+	return s.awaitView(ctx, viewFact{id: d, gone: true}, func() bool { return s.departed(typ, d) })
+}
+
+// awaitView returns once shows reports that the view shows f, or once
+// viewLag passed since the view was first found not to: a member that
+// entered and was then forgotten (removed before this member heard of
+// it, or a floor older than a restart of the whole cluster) is never
+// shown, and the view of a live member shows a change within that time.
+// It names f in later acquisitions. It fails when ctx ends first.
+func (s *states) awaitView(ctx context.Context, f viewFact, shows func() bool) error {
 	for {
 		s.mu.Lock()
 		next := s.viewNext
@@ -519,8 +579,12 @@ func (s *states) awaitEntered(ctx context.Context, x ring.NodeID) error {
 			next = make(chan struct{})
 			s.viewNext = next
 		}
-		first, seen := s.unseen[x]
-		named := slices.Contains(s.shown, x)
+		first, seen := s.unseen[f]
+		list := s.shown
+		if f.gone {
+			list = s.shownGone
+		}
+		named := slices.Contains(list, f.id)
 		s.mu.Unlock()
 		if named {
 			return nil
@@ -530,12 +594,12 @@ func (s *states) awaitEntered(ctx context.Context, x ring.NodeID) error {
 		if seen {
 			lag = now.Sub(first)
 		}
-		if s.entered(x) || lag >= s.viewLag {
-			s.noteShown(x)
+		if shows() || lag >= s.viewLag {
+			s.noteShown(f)
 			return nil
 		}
 		if !seen {
-			s.noteUnseen(x, now)
+			s.noteUnseen(f, now)
 		}
 		t := time.NewTimer(s.viewLag - lag)
 		select {
@@ -543,54 +607,62 @@ func (s *states) awaitEntered(ctx context.Context, x ring.NodeID) error {
 		case <-t.C:
 		case <-ctx.Done():
 			t.Stop()
-			return fmt.Errorf("its range was fenced by a hand-off to %v, which this member's view does not show yet: %w", x, ctx.Err())
+			if f.gone {
+				return fmt.Errorf("its range was fenced by a hand-off for the departure of %v, which this member's view does not show yet: %w", f.id, ctx.Err())
+			}
+			return fmt.Errorf("its range was fenced by a hand-off to %v, which this member's view does not show yet: %w", f.id, ctx.Err())
 		}
 		t.Stop()
 	}
 }
 
-// noteShown puts x first among the copiers acquisitions name (the last
-// few used). A copier named once the lag passed keeps its date in
-// unseen: when it has left the list, the next wait for it ends at once.
-func (s *states) noteShown(x ring.NodeID) {
+// noteShown puts f first among the copiers or departures acquisitions
+// name (the last few used). One named once the lag passed keeps its date
+// in unseen: when it has left the list, the next wait for it ends at
+// once.
+func (s *states) noteShown(f viewFact) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if len(s.shown) > 0 && s.shown[0] == x {
+	list, most := &s.shown, maxShown
+	if f.gone {
+		list, most = &s.shownGone, maxShownGone
+	}
+	if len(*list) > 0 && (*list)[0] == f.id {
 		return
 	}
 	// A new slice: callers hold the previous one.
-	shown := make([]ring.NodeID, 0, min(len(s.shown)+1, maxShown))
-	shown = append(shown, x)
-	for _, id := range s.shown {
-		if id != x && len(shown) < maxShown {
+	shown := make([]ring.NodeID, 0, min(len(*list)+1, most))
+	shown = append(shown, f.id)
+	for _, id := range *list {
+		if id != f.id && len(shown) < most {
 			shown = append(shown, id)
 		}
 	}
-	s.shown = shown
+	*list = shown
 }
 
-// noteUnseen records when the view was first found not to show x.
-func (s *states) noteUnseen(x ring.NodeID, at time.Time) {
+// noteUnseen records when the view was first found not to show f.
+func (s *states) noteUnseen(f viewFact, at time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.unseen == nil {
-		s.unseen = make(map[ring.NodeID]time.Time)
+		s.unseen = make(map[viewFact]time.Time)
 	}
-	if _, ok := s.unseen[x]; ok {
+	if _, ok := s.unseen[f]; ok {
 		return
 	}
 	// Bounded: the one noted first goes (its next wait starts over).
 	if len(s.unseen) >= maxUnseen {
-		var oldest ring.NodeID
+		var oldest viewFact
 		var at0 time.Time
-		for id, t := range s.unseen {
+		for g, t := range s.unseen {
 			if at0.IsZero() || t.Before(at0) {
-				oldest, at0 = id, t
+				oldest, at0 = g, t
 			}
 		}
 		delete(s.unseen, oldest)
 	}
-	s.unseen[x] = at
+	s.unseen[f] = at
 }
 
 // viewChanged wakes the acquisitions waiting for the view to show a

@@ -77,3 +77,41 @@ func TestAViewShowsAMembersEntryOnceItIsPastItsJoining(t *testing.T) {
 		}
 	}
 }
+
+// A view shows a member departed from a type's ring once the ring no
+// longer holds it: it left (or is leaving), a newer process took its
+// address, or the view never held it in the ring (not yet past its
+// joining, unknown, or of another type). A dead member stays in the ring
+// until it is removed, so it has not departed.
+func TestAViewShowsAMemberDepartedOnceItsTypesRingNoLongerHoldsIt(t *testing.T) {
+	ns := newTestNodes(t, "a:1")
+	a := ns[0]
+	ready := ring.NodeID{Addr: "r:1", Incarnation: 4}
+	dead := ring.NodeID{Addr: "d:1", Incarnation: 4}
+	left := ring.NodeID{Addr: "l:1", Incarnation: 4}
+	leaving := ring.NodeID{Addr: "g:1", Incarnation: 4}
+	joining := ring.NodeID{Addr: "j:1", Incarnation: 4}
+	older := ring.NodeID{Addr: "r:1", Incarnation: 2}
+	unknown := ring.NodeID{Addr: "u:1", Incarnation: 4}
+	a.r.Update(a.id, true, []cluster.Member{
+		{ID: a.id, Status: cluster.StatusAlive, ActorTypes: []string{"counter"}},
+		{ID: ready, Status: cluster.StatusAlive, ActorTypes: []string{"counter"}},
+		{ID: dead, Status: cluster.StatusDead, ActorTypes: []string{"counter"}},
+		{ID: left, Status: cluster.StatusLeft, ActorTypes: []string{"counter"}},
+		{ID: leaving, Status: cluster.StatusLeaving, ActorTypes: []string{"counter"}},
+		{ID: joining, Status: cluster.StatusAlive, ActorTypes: []string{"counter"}, Joining: true},
+	})
+	for _, c := range []struct {
+		typ  string
+		id   ring.NodeID
+		want bool
+	}{
+		{"counter", a.id, false}, {"counter", ready, false}, {"counter", dead, false},
+		{"counter", left, true}, {"counter", leaving, true}, {"counter", older, true},
+		{"counter", joining, true}, {"counter", unknown, true}, {"other", a.id, true},
+	} {
+		if got := a.r.Departed(c.typ, c.id); got != c.want {
+			t.Errorf("Departed(%s, %v) = %v, want %v", c.typ, c.id, got, c.want)
+		}
+	}
+}

@@ -306,6 +306,15 @@ func (r *Router) Entered(id ring.NodeID) bool {
 	return ok && cur.Incarnation > id.Incarnation
 }
 
+// Departed reports whether typ's ring in the current view does not hold
+// id: it left (or is leaving), was removed, was replaced by a newer
+// process at its address, or was never known. The sets the view gives
+// keys of typ do not hold it, whatever the view knew of it.
+func (r *Router) Departed(typ string, id ring.NodeID) bool {
+	tr, ok := r.view.Load().rings[typ]
+	return !ok || !tr.r.Contains(id)
+}
+
 // Gone reports whether the current view holds id dead or left.
 func (r *Router) Gone(id ring.NodeID) bool { return r.view.Load().gone(id) }
 

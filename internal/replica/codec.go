@@ -25,12 +25,23 @@ import (
 // horizon (Promised) and any message with a promise record that carries
 // one (its Value: an accept of an owner's horizon, a catch-up's chunk
 // or index), and version 7 for a prepare that lists the members whose
-// floors it passes (Reads). A decoder refuses a version above
-// FormatVersion, and a message in a version other than its own.
-const FormatVersion = 7
+// floors it passes (Reads), and version 8 for floors that name
+// departures (Gone on a fence, a refusal naming a floor and a prepare). A
+// decoder refuses a version above FormatVersion, and a message in a
+// version other than its own.
+const FormatVersion = 8
+
+// carriesGone reports whether m's Gone is encoded: on a fence, a
+// refusal naming a floor and a prepare.
+func carriesGone(m Message) bool {
+	return len(m.Gone) > 0 && (m.Type == MsgFence || m.Type == MsgPrepare || (m.Type == MsgRefuse && m.Floor))
+}
 
 // versionOf returns the version m is encoded in.
 func versionOf(m Message) byte {
+	if carriesGone(m) {
+		return 8
+	}
 	if m.Type == MsgPrepare && len(m.Reads) > 0 {
 		return 7
 	}
@@ -42,8 +53,9 @@ func versionOf(m Message) byte {
 }
 
 // layoutOf returns the version whose layout m takes: its version, but for
-// version 6, which lays a message out as the version before it would, and
-// version 7, a prepare laid out as version 4 with Reads.
+// version 6, which lays a message out as the version before it would,
+// version 7, a prepare laid out as version 4 with Reads, and version 8,
+// laid out as the message without Gone would be.
 func layoutOf(m Message) byte {
 	switch {
 	case m.Type == MsgPrepare && len(m.Reads) > 0:
@@ -104,6 +116,11 @@ func layoutOf(m Message) byte {
 // has the layout of version 4 with Reads (bit 6) after Limit, as a
 // fence of version 5 carries them, and a Promised that may be zero.
 //
+// Version 8 (floors that name departures) lays a fence, a refusal naming
+// a floor or a prepare out as it would be without Gone, with Gone (bit 7,
+// set on every message of version 8) after Reads: a uvarint count (at
+// least 1) and the nodes.
+//
 // Version 6 lays each message out as the version before it would (the
 // forget messages as version 1). A promise record of version 6 may carry
 // a Value, the horizon (an Epoch, then a uvarint version); in an accept,
@@ -120,6 +137,7 @@ const (
 	flagRecover   = 16
 	flagCycle     = 32
 	flagReads     = 64
+	flagGone      = 128
 	flagTombstone = 1
 )
 
@@ -164,6 +182,10 @@ func AppendEncode(b []byte, m Message) []byte {
 	if reads {
 		flags |= flagReads
 	}
+	gone := carriesGone(m)
+	if gone {
+		flags |= flagGone
+	}
 	v, lv := versionOf(m), layoutOf(m)
 	b = append(b, v, byte(m.Type), flags)
 	b = appendNode(b, m.From)
@@ -185,10 +207,10 @@ func AppendEncode(b []byte, m Message) []byte {
 		b = binary.AppendUvarint(b, m.Limit)
 	}
 	if reads {
-		b = binary.AppendUvarint(b, uint64(len(m.Reads)))
-		for _, id := range m.Reads {
-			b = appendNode(b, id)
-		}
+		b = appendNodes(b, m.Reads)
+	}
+	if gone {
+		b = appendNodes(b, m.Gone)
 	}
 	b = binary.AppendUvarint(b, uint64(len(m.Records)))
 	for _, r := range m.Records {
@@ -211,6 +233,10 @@ func EncodedLenBound(m Message) int {
 	n := 3 + node(m.From) + node(m.To) + 2*v + len(m.Key.Type) + len(m.Key.ID) +
 		epoch(m.Epoch) + epoch(m.Promised) + 2*v + v + len(m.Delta) + 4*v + v + v
 	for _, id := range m.Reads {
+		n += node(id)
+	}
+	n += v
+	for _, id := range m.Gone {
 		n += node(id)
 	}
 	for _, r := range m.Records {
@@ -236,6 +262,15 @@ func appendRecordBody(b []byte, r Record) []byte {
 func appendString(b []byte, s string) []byte {
 	b = binary.AppendUvarint(b, uint64(len(s)))
 	return append(b, s...)
+}
+
+// appendNodes appends a uvarint count, then the nodes.
+func appendNodes(b []byte, ids []ring.NodeID) []byte {
+	b = binary.AppendUvarint(b, uint64(len(ids)))
+	for _, id := range ids {
+		b = appendNode(b, id)
+	}
+	return b
 }
 
 func appendNode(b []byte, n ring.NodeID) []byte {
@@ -306,14 +341,14 @@ func DecodeNames(b []byte, names *Names) (Message, error) {
 	case sync:
 		allowed |= flagDone | flagRecover | flagCycle
 	case m.Type == MsgRefuse:
-		allowed |= flagFloor
+		allowed |= flagFloor | flagGone
 	case m.Type == MsgFenced:
 		allowed |= flagCycle
 	case m.Type == MsgFence, m.Type == MsgPrepare:
-		allowed |= flagReads
+		allowed |= flagReads | flagGone
 	}
 	flags := d.byte("flags")
-	if d.err == nil && flags&^allowed != 0 {
+	if d.err == nil && (flags&^allowed != 0 || (flags&flagGone != 0) != (v == 8)) {
 		d.fail(ErrMalformed, "flags")
 	}
 	m.Counted = flags&flagCounted != 0
@@ -363,27 +398,11 @@ func DecodeNames(b []byte, names *Names) (Message, error) {
 		m.Cursor = ring.Token(d.uvarint("cursor"))
 		m.Limit = d.uvarint("limit")
 	}
-	if reads && d.err == nil {
-		// Each node takes two bytes at least: the count is checked
-		// against the bytes left before anything is allocated.
-		n := d.uvarint("reads count")
-		if d.err == nil && (n == 0 || n > uint64(len(d.b)-d.off)/2) {
-			d.fail(ErrMalformed, "reads count")
-		}
-		if d.err == nil && n > maxPresize {
-			start := d.off
-			for i := uint64(0); d.err == nil && i < n; i++ {
-				d.bytes("read")
-				d.uvarint("read")
-			}
-			d.off = start
-		}
-		if d.err == nil {
-			m.Reads = make([]ring.NodeID, 0, n)
-		}
-		for i := uint64(0); d.err == nil && i < n; i++ {
-			m.Reads = append(m.Reads, d.node("read"))
-		}
+	if reads {
+		m.Reads = d.nodes("read")
+	}
+	if flags&flagGone != 0 {
+		m.Gone = d.nodes("gone")
 	}
 	n := d.uvarint("record count")
 	if d.err == nil && (n > uint64(len(d.b)-d.off)/minRecordLen || (n > 0 && !sync && lv >= 4)) {
@@ -510,6 +529,35 @@ func (d *decoder) string(what string) string { return string(d.bytes(what)) }
 
 // name is string for a string messages repeat (see Names).
 func (d *decoder) name(what string) string { return d.names.intern(d.bytes(what)) }
+
+// nodes reads a uvarint count (at least 1), then the nodes.
+func (d *decoder) nodes(what string) []ring.NodeID {
+	if d.err != nil {
+		return nil
+	}
+	// Each node takes two bytes at least: the count is checked against
+	// the bytes left before anything is allocated.
+	n := d.uvarint(what + " count")
+	if d.err == nil && (n == 0 || n > uint64(len(d.b)-d.off)/2) {
+		d.fail(ErrMalformed, what+" count")
+	}
+	if d.err == nil && n > maxPresize {
+		start := d.off
+		for i := uint64(0); d.err == nil && i < n; i++ {
+			d.bytes(what)
+			d.uvarint(what)
+		}
+		d.off = start
+	}
+	if d.err != nil {
+		return nil
+	}
+	out := make([]ring.NodeID, 0, n)
+	for i := uint64(0); d.err == nil && i < n; i++ {
+		out = append(out, d.node(what))
+	}
+	return out
+}
 
 func (d *decoder) node(what string) ring.NodeID {
 	addr := d.name(what)

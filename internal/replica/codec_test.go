@@ -58,6 +58,13 @@ func sampleMessages() []Message {
 		// first epoch too.
 		{Type: MsgPrepare, From: a, To: b, Key: k, Epoch: e, Reads: []ring.NodeID{a, b, {Addr: "x", Incarnation: 9}}},
 		{Type: MsgPrepare, From: a, To: b, Key: k, Epoch: e, Promised: Epoch{Term: 3, Node: a}, Reads: []ring.NodeID{a}},
+		// Floors that name departures: a fence for a leave, a refusal
+		// naming its floor, a prepare that names members gone.
+		{Type: MsgFence, From: a, To: b, Round: 7, Range: ring.Range{Start: 1 << 40, End: 7}, Epoch: Epoch{Term: 12, Node: a}, Gone: []ring.NodeID{{Addr: "c", Incarnation: 4}}},
+		{Type: MsgFence, From: a, To: b, Round: 8, Range: ring.Range{Start: 1 << 40, End: 7}, Epoch: Epoch{Term: 12, Node: a}, Reads: []ring.NodeID{a, b}, Gone: []ring.NodeID{{Addr: "c", Incarnation: 4}, {Addr: "d"}, {Addr: "e"}, {Addr: "f"}, {Addr: "g"}}},
+		{Type: MsgRefuse, From: b, To: a, Key: k, Epoch: e, Promised: Epoch{Term: 12, Node: a}, Floor: true, Gone: []ring.NodeID{{Addr: "c", Incarnation: 4}}},
+		{Type: MsgPrepare, From: a, To: b, Key: k, Epoch: e, Reads: []ring.NodeID{a, b}, Gone: []ring.NodeID{{Addr: "c", Incarnation: 4}}},
+		{Type: MsgPrepare, From: a, To: b, Key: k, Epoch: e, Promised: Epoch{Term: 3, Node: a}, Reads: []ring.NodeID{a}, Gone: []ring.NodeID{{Addr: "c", Incarnation: 4}}},
 		// A catch-up from every member reads sources still receiving.
 		{Type: MsgSyncRequest, From: a, To: b, Round: 6, Range: ring.Range{Start: 1 << 40, End: 7}, Limit: 1 << 20, Partial: true},
 		{Type: MsgSyncIndexRequest, From: a, To: b, Round: 7, Range: ring.Range{Start: 1 << 40, End: 7}, Limit: 1 << 20, Partial: true},
@@ -125,7 +132,8 @@ func needsVersion6(m Message) bool {
 // a prepare naming an epoch in version 4, a partial catch-up request and
 // an answer from a recovering source in version 5, the messages of
 // tombstone collection in version 6, a prepare listing the members whose
-// floors it passes in version 7, the others in version 1, so a binary that knows an older
+// floors it passes in version 7, a message naming departures (Gone) in
+// version 8, the others in version 1, so a binary that knows an older
 // version refuses a newer message as newer and one message has one
 // encoding.
 func TestEachTypeHasItsOwnFormatVersion(t *testing.T) {
@@ -133,6 +141,8 @@ func TestEachTypeHasItsOwnFormatVersion(t *testing.T) {
 		b := AppendEncode(nil, m)
 		want := byte(1)
 		switch {
+		case len(m.Gone) > 0:
+			want = 8
 		case m.Type == MsgPrepare && len(m.Reads) > 0:
 			want = 7
 		case needsVersion6(m):

@@ -27,8 +27,10 @@ type Change struct {
 	Epoch Epoch
 	// Floor is set when a floor made the node step down: Epoch is the
 	// floor, its Node the copier that fenced the key's range (see
-	// AcquireOptions.Copiers).
-	Floor bool
+	// AcquireOptions.Copiers), and Departed the members whose departure
+	// the floor names (see AcquireOptions.Gone).
+	Floor    bool
+	Departed []ring.NodeID
 }
 
 // Ready is what the driver must do after a call, in field order: persist,
@@ -424,17 +426,18 @@ func (c *Core) step(m Message) {
 // and answer.
 func (c *Core) replicaStep(ks *keyState, m Message) {
 	if f, below := c.floorOf(ks, m.Epoch); below {
-		c.send(Message{Type: MsgRefuse, To: m.From, Key: m.Key, Epoch: m.Epoch, Promised: f, Floor: true})
+		c.send(Message{Type: MsgRefuse, To: m.From, Key: m.Key, Epoch: m.Epoch, Promised: f.epoch, Floor: true, Gone: f.departed})
 		return
 	}
-	// A prepare passes a floor only if it lists its copier: the owner's
-	// view shows the change the copier fenced the range for. An owner on
-	// a view that lags it would otherwise acquire above the floor over
-	// the previous set and have writes acknowledged there that the
-	// copy, read after the fence, never sees.
+	// A prepare passes a floor only if it lists its copier and names its
+	// departures gone: the owner's view shows the change the copier
+	// fenced the range for. An owner on a view that lags it would
+	// otherwise acquire above the floor over the previous set and have
+	// writes acknowledged there that the copy, read after the fence,
+	// never sees.
 	if m.Type == MsgPrepare && len(c.floors) > 0 {
-		if f := c.floors.at(ks.token); f.Term > 0 && !slices.Contains(m.Reads, f.Node) {
-			c.send(Message{Type: MsgRefuse, To: m.From, Key: m.Key, Epoch: m.Epoch, Promised: f, Floor: true})
+		if f := c.floors.find(ks.token); f.epoch.Term > 0 && !f.passedBy(m.Reads, m.Gone) {
+			c.send(Message{Type: MsgRefuse, To: m.From, Key: m.Key, Epoch: m.Epoch, Promised: f.epoch, Floor: true, Gone: f.departed})
 			return
 		}
 	}
@@ -632,6 +635,10 @@ type ownership struct {
 	// shows is prepared and AcquireOptions.Copiers together: the
 	// members whose floors the prepares pass (see prepare).
 	shows []ring.NodeID
+	// gone lists the members the prepares name gone from the ring
+	// (AcquireOptions.Gone, and a floor's departures the owner's set
+	// shows it passed: see ownerStep).
+	gone  []ring.NodeID
 	epoch Epoch
 	// since is the epoch of the caller's acquisition, the first of o:
 	// an acquisition again above a floor, which the caller did not make,
@@ -729,6 +736,16 @@ type AcquireOptions struct {
 	// floor); the caller waits until its view shows the copier and
 	// acquires again naming it.
 	Copiers []ring.NodeID
+	// Gone are members the caller's view shows gone from the key's ring
+	// (they left, were removed, or a newer process replaced them). A
+	// floor also names the members whose departure gave the range to its
+	// copier, and a replica refuses a prepare that does not name them
+	// all, whatever its term: a view that shows the copier (a member for
+	// long) may still lag the leave or removal the copier fenced the
+	// range for, and give the set from before it. Refused so, the
+	// acquisition steps down (Change.Departed); the caller waits until
+	// its view shows them gone and acquires again naming them.
+	Gone []ring.NodeID
 }
 
 // AcquireWith is Acquire with options: a joint acquisition when the
@@ -784,6 +801,9 @@ func (c *Core) AcquireWith(k Key, replicas []ring.NodeID, level replication.Leve
 		o.prepared = sortedSet(append(slices.Clone(set), prev...))
 	}
 	o.shows = sortedSet(append(slices.Clone(o.prepared), opts.Copiers...))
+	if len(opts.Gone) > 0 {
+		o.gone = sortedSet(opts.Gone)
+	}
 	c.owned[k] = o
 	o.preparedAt = c.ticks
 	c.waiting[k] = struct{}{}
@@ -930,11 +950,33 @@ func (c *Core) restart(o *ownership) bool {
 // o.since: the replica refuses it if it promised another node's epoch
 // after that one.
 func (o *ownership) prepare(r ring.NodeID) Message {
-	m := Message{Type: MsgPrepare, To: r, Key: o.key, Epoch: o.epoch, Reads: o.shows}
+	m := Message{Type: MsgPrepare, To: r, Key: o.key, Epoch: o.epoch, Reads: o.shows, Gone: o.gone}
 	if o.restarts > 0 {
 		m.Promised = o.since
 	}
 	return m
+}
+
+// passes reports whether o acquired on a view that shows the change a
+// floor of copier x, naming departed, was raised for: its set holds x and
+// none of departed, or it has not served yet and its caller named x
+// (AcquireOptions.Copiers) and every one of departed gone
+// (AcquireOptions.Gone). Such an owner acquires again above the floor.
+func (o *ownership) passes(x ring.NodeID, departed []ring.NodeID) bool {
+	if slices.Contains(o.replicas, x) && !slices.ContainsFunc(departed, func(d ring.NodeID) bool { return slices.Contains(o.replicas, d) }) {
+		return true
+	}
+	return !o.served && slices.Contains(o.shows, x) && subset(departed, o.gone)
+}
+
+// subset reports whether every member of a is in b.
+func subset(a, b []ring.NodeID) bool {
+	for _, id := range a {
+		if !slices.Contains(b, id) {
+			return false
+		}
+	}
+	return true
 }
 
 // covers reports whether o, held over its replica set (and previous set),
@@ -1274,9 +1316,18 @@ func (c *Core) ownerStep(o *ownership, m Message) {
 	switch m.Type {
 	case MsgRefuse:
 		if m.Floor && m.Promised.Compare(o.epoch) <= 0 {
-			// A floor at or below o's epoch refused it for not listing
-			// its copier (see replicaStep): o's caller did not name it.
-			c.stepDownAt(o, m.Promised, true)
+			// A floor at or below o's epoch refused its prepare for not
+			// listing its copier or not naming its departures (see
+			// replicaStep): o's caller did not name them. If o's set
+			// shows the departures (see passes), o names them and
+			// prepares again; otherwise it steps down.
+			if o.restarts < maxRestarts && !subset(m.Gone, o.gone) && o.passes(m.Promised.Node, m.Gone) {
+				o.gone = sortedSet(append(slices.Clone(o.gone), m.Gone...))
+				if c.restart(o) {
+					return
+				}
+			}
+			c.stepDownAt(o, m.Promised, true, m.Gone)
 			return
 		}
 		if m.Promised.Compare(o.epoch) <= 0 {
@@ -1289,19 +1340,24 @@ func (c *Core) ownerStep(o *ownership, m Message) {
 			return
 		}
 		// A floor names no newer owner but the copier that fenced the
-		// key's range at a hand-off. An owner whose set holds the
-		// copier acquired on a view that shows the change: it acquires
-		// again above the floor, a few times in a row (a fencing that
-		// keeps raising it is met by the caller's backoff instead),
+		// key's range at a hand-off, and the departures it fenced it
+		// for. An owner whose set holds the copier and none of them
+		// acquired on a view that shows the change: it acquires again
+		// above the floor, naming them, a few times in a row (a fencing
+		// that keeps raising it is met by the caller's backoff instead),
 		// keeping what waits on it if it served (see refresh). So does
 		// an acquisition that has not served yet, and holds nothing a
 		// client waits on, when the copier is in its previous set or
-		// its caller's view shows it (AcquireOptions.Copiers): the
-		// floor is from a change it has seen. Otherwise the owner may be on a view that lags the
-		// change, which the floor is there to stop: it steps down, and
-		// its caller acquires again once its view shows the copier.
-		x := m.Promised.Node
-		if m.Floor && o.restarts < maxRestarts && (slices.Contains(o.replicas, x) || (!o.served && slices.Contains(o.shows, x))) {
+		// its caller's view shows it and the departures
+		// (AcquireOptions.Copiers, Gone): the floor is from a change it
+		// has seen (see passes). Otherwise the owner may be on a view
+		// that lags the change, which the floor is there to stop: it
+		// steps down, and its caller acquires again once its view shows
+		// the copier and the departures.
+		if m.Floor && o.restarts < maxRestarts && o.passes(m.Promised.Node, m.Gone) {
+			if !subset(m.Gone, o.gone) {
+				o.gone = sortedSet(append(slices.Clone(o.gone), m.Gone...))
+			}
 			// Refused again before it adopted, it keeps what it set aside.
 			if !o.refreshing && o.served {
 				o.refresh(m.Promised)
@@ -1310,7 +1366,7 @@ func (c *Core) ownerStep(o *ownership, m Message) {
 				return
 			}
 		}
-		c.stepDownAt(o, m.Promised, m.Floor)
+		c.stepDownAt(o, m.Promised, m.Floor, m.Gone)
 	case MsgPromise:
 		if o.phase != preparing || o.promises[m.From].Type != 0 {
 			return
@@ -1638,11 +1694,11 @@ func (c *Core) maybeCheck(o *ownership) {
 
 // stepDown forgets o: whatever waited fails, and a newer owner (named by
 // newer, when known) is reported.
-func (c *Core) stepDown(o *ownership, newer Epoch) { c.stepDownAt(o, newer, false) }
+func (c *Core) stepDown(o *ownership, newer Epoch) { c.stepDownAt(o, newer, false, nil) }
 
 // stepDownAt is stepDown, reporting newer as a floor when floor is set
 // (Change.Floor).
-func (c *Core) stepDownAt(o *ownership, newer Epoch, floor bool) {
+func (c *Core) stepDownAt(o *ownership, newer Epoch, floor bool, departed []ring.NodeID) {
 	for _, w := range o.writes {
 		c.ready.Failed = append(c.ready.Failed, w.ticket)
 	}
@@ -1652,5 +1708,9 @@ func (c *Core) stepDownAt(o *ownership, newer Epoch, floor bool) {
 	c.ready.Failed = append(c.ready.Failed, o.roundReads...)
 	delete(c.owned, o.key)
 	delete(c.waiting, o.key)
-	c.ready.Changes = append(c.ready.Changes, Change{Key: o.key, Epoch: newer, Floor: floor})
+	ch := Change{Key: o.key, Epoch: newer, Floor: floor}
+	if floor {
+		ch.Departed = departed
+	}
+	c.ready.Changes = append(c.ready.Changes, ch)
 }

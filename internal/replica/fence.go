@@ -49,7 +49,7 @@ func (c *Core) fence(m Message) {
 	cycle := !counted && m.Cycle
 	if counted || cycle {
 		var changed bool
-		if c.floors, changed = c.floors.raise(m.Range, Epoch{Term: m.Epoch.Term, Node: m.From}); changed {
+		if c.floors, changed = c.floors.raise(m.Range, Epoch{Term: m.Epoch.Term, Node: m.From}, m.Gone); changed {
 			c.ready.Floors = c.floors.list()
 		}
 	}
@@ -85,6 +85,18 @@ type Fencer struct {
 	receiving []ring.NodeID
 	rounds    int
 	exhausted bool
+	// departed are the members whose departure from the ring the copy is
+	// for (see Floor.Departed).
+	departed []ring.NodeID
+}
+
+// Departing names the members whose departure from the ring (a leave,
+// a removal, a process replaced by a newer one at its address) gave the
+// range to this copier: the fences raise floors that refuse a prepare
+// that does not name them gone (see Floor). It returns f.
+func (f *Fencer) Departing(members []ring.NodeID) *Fencer {
+	f.departed = sortedSet(members)
+	return f
 }
 
 // NewFencer returns the fencing of rng at sources (quorum of them must be
@@ -117,7 +129,7 @@ func (f *Fencer) Messages() []Message {
 		if slices.Contains(f.fenced, s) || slices.Contains(f.receiving, s) {
 			continue
 		}
-		m := Message{Type: MsgFence, From: f.self, To: s, Range: f.rng, Round: f.id, Epoch: Epoch{Term: f.term, Node: f.self}}
+		m := Message{Type: MsgFence, From: f.self, To: s, Range: f.rng, Round: f.id, Epoch: Epoch{Term: f.term, Node: f.self}, Gone: f.departed}
 		if f.quorum == len(f.sources) {
 			m.Reads = f.sources // the copy reads them all (see Message.Reads)
 		}

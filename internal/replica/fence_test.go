@@ -2,6 +2,7 @@ package replica
 
 import (
 	"math"
+	"reflect"
 	"slices"
 	"testing"
 
@@ -14,7 +15,8 @@ import (
 
 // TestRaisingFloorsIsAPointwiseMaximum checks floors against a naive
 // model: after raises, a token's floor is the largest term of the raises
-// whose range holds it, and the spans stay sorted, disjoint and merged.
+// whose range holds it, naming the departures of all of them in the order
+// they came, and the spans stay sorted, disjoint and merged.
 func TestRaisingFloorsIsAPointwiseMaximum(t *testing.T) {
 	edges := []ring.Token{0, 1, 100, 200, math.MaxUint64 - 1, math.MaxUint64}
 	token := rapid.Custom(func(t *rapid.T) ring.Token {
@@ -25,8 +27,9 @@ func TestRaisingFloorsIsAPointwiseMaximum(t *testing.T) {
 	})
 	rapid.Check(t, func(t *rapid.T) {
 		type raise struct {
-			g ring.Range
-			e Epoch
+			g        ring.Range
+			e        Epoch
+			departed []ring.NodeID
 		}
 		var raises []raise
 		var fs floors
@@ -36,36 +39,53 @@ func TestRaisingFloorsIsAPointwiseMaximum(t *testing.T) {
 			if rapid.Bool().Draw(t, "fenced") {
 				e.Node = rapid.SampledFrom([]ring.NodeID{nodeA, nodeX}).Draw(t, "fencer")
 			}
-			r := raise{ring.Range{Start: token.Draw(t, "start"), End: token.Draw(t, "end")}, e}
+			var departed []ring.NodeID
+			for _, id := range []ring.NodeID{nodeA, nodeB, nodeC} {
+				if rapid.IntRange(0, 3).Draw(t, "departed") == 0 {
+					departed = append(departed, id)
+				}
+			}
+			r := raise{ring.Range{Start: token.Draw(t, "start"), End: token.Draw(t, "end")}, e, departed}
 			raises = append(raises, r)
-			fs, _ = fs.raise(r.g, r.e)
+			fs, _ = fs.raise(r.g, r.e, r.departed)
 			probes = append(probes, r.g.Start, r.g.End, r.g.Start+1, r.g.End+1)
 		}
 		probes = append(probes, token.Draw(t, "probe"))
 		for _, p := range probes {
 			var want Epoch
+			var wantGone []ring.NodeID
 			for _, r := range raises {
-				if r.g.Contains(p) && r.e.Compare(want) > 0 {
+				if !r.g.Contains(p) || r.e.IsZero() {
+					continue
+				}
+				if r.e.Compare(want) > 0 {
 					want = r.e
 				}
+				for _, d := range r.departed {
+					if !slices.Contains(wantGone, d) {
+						wantGone = append(wantGone, d)
+					}
+				}
 			}
-			if got := fs.at(p); got != want {
-				t.Fatalf("token %d: floor %v after %v, want %v (floors %v)", p, got, raises, want, fs)
+			if got := fs.find(p); got.epoch != want || !slices.Equal(got.departed, wantGone) {
+				t.Fatalf("token %d: floor %v naming %v after %v, want %v naming %v (floors %v)", p, got.epoch, got.departed, raises, want, wantGone, fs)
 			}
 		}
 		for i, f := range fs {
 			if f.lo > f.hi || f.epoch.IsZero() {
 				t.Fatalf("span %d is %+v: empty or of the zero epoch (floors %v)", i, f, fs)
 			}
-			if i > 0 && (fs[i-1].hi >= f.lo || (fs[i-1].hi+1 == f.lo && fs[i-1].epoch == f.epoch)) {
+			if i > 0 && (fs[i-1].hi >= f.lo || (fs[i-1].hi+1 == f.lo && fs[i-1].epoch == f.epoch && slices.Equal(fs[i-1].departed, f.departed))) {
 				t.Fatalf("spans %d and %d overlap, are out of order or unmerged: %v", i-1, i, fs)
 			}
 		}
 		var again floors
 		for _, f := range fs.list() {
-			again, _ = again.raise(f.Range, f.Epoch)
+			again, _ = again.raise(f.Range, f.Epoch, f.Departed)
 		}
-		if !slices.Equal(again, fs) {
+		if !slices.EqualFunc(again, fs, func(a, b floorSpan) bool {
+			return a.span == b.span && a.epoch == b.epoch && slices.Equal(a.departed, b.departed)
+		}) {
 			t.Fatalf("floors %v listed and raised again give %v", fs, again)
 		}
 	})
@@ -73,18 +93,28 @@ func TestRaisingFloorsIsAPointwiseMaximum(t *testing.T) {
 
 func TestRaisingAFloorReportsAChangeOnlyWhenATokenRose(t *testing.T) {
 	g := ring.Range{Start: 10, End: 20}
-	fs, changed := floors(nil).raise(g, Epoch{Term: 3, Node: nodeX})
+	fs, changed := floors(nil).raise(g, Epoch{Term: 3, Node: nodeX}, nil)
 	if !changed {
 		t.Fatal("raising an empty set reported no change")
 	}
-	if _, changed := fs.raise(g, Epoch{Term: 3, Node: nodeX}); changed {
+	if _, changed := fs.raise(g, Epoch{Term: 3, Node: nodeX}, nil); changed {
 		t.Fatal("raising to the same epoch reported a change")
 	}
-	if _, changed := fs.raise(ring.Range{Start: 12, End: 15}, Epoch{Term: 2, Node: nodeX}); changed {
+	if _, changed := fs.raise(ring.Range{Start: 12, End: 15}, Epoch{Term: 2, Node: nodeX}, nil); changed {
 		t.Fatal("raising part of the range to an older epoch reported a change")
 	}
-	if _, changed := fs.raise(ring.Range{Start: 12, End: 25}, Epoch{Term: 2, Node: nodeX}); !changed {
+	if _, changed := fs.raise(ring.Range{Start: 12, End: 25}, Epoch{Term: 2, Node: nodeX}, nil); !changed {
 		t.Fatal("raising past the range reported no change")
+	}
+	named, changed := fs.raise(ring.Range{Start: 12, End: 15}, Epoch{Term: 2, Node: nodeX}, []ring.NodeID{nodeC})
+	if !changed {
+		t.Fatal("naming a departure over part of the range reported no change")
+	}
+	if got := named.find(13); got.epoch != (Epoch{Term: 3, Node: nodeX}) || !slices.Equal(got.departed, []ring.NodeID{nodeC}) {
+		t.Fatalf("an older fence naming a departure left %v naming %v, want the newer epoch naming it", got.epoch, got.departed)
+	}
+	if _, changed := named.raise(ring.Range{Start: 12, End: 15}, Epoch{Term: 3, Node: nodeX}, []ring.NodeID{nodeC}); changed {
+		t.Fatal("naming a departure named already reported a change")
 	}
 }
 
@@ -129,7 +159,7 @@ func TestAFenceAnswersThePromisedTermBeforeRaisingTheFloor(t *testing.T) {
 		t.Fatalf("the fence's answer is %+v, want round 9, term 2, promised 4, counted, to x", m)
 	}
 	want := []Floor{{Range: keyRange(keyA), Epoch: Epoch{Term: 2, Node: nodeX}}}
-	if !slices.Equal(rd.Floors, want) {
+	if !reflect.DeepEqual(rd.Floors, want) {
 		t.Fatalf("Ready.Floors = %v, want %v", rd.Floors, want)
 	}
 	b.Step(Message{Type: MsgFence, From: nodeX, To: nodeB, Range: keyRange(keyA), Round: 10, Epoch: Epoch{Term: 5}})
@@ -648,5 +678,109 @@ func TestAFenceReportsAnotherCopiersFloorNotItsOwn(t *testing.T) {
 		if len(m) != 1 || m[0].Promised.Term != tc.want {
 			t.Fatalf("a fence from %s at %d answered %v, want the term %d", tc.from, tc.term, m, tc.want)
 		}
+	}
+}
+
+// A floor raised by a fence for a departure refuses a prepare that lists
+// its copier but does not name the departed member gone, whatever its
+// term, and names the departure in its refusal: the copier of a leave is a
+// member every view shows, so listing it says nothing of the leave.
+func TestAPrepareThatDoesNotNameTheFloorsDeparturesIsRefused(t *testing.T) {
+	b := New(nodeB, Counting)
+	b.Step(Message{Type: MsgFence, From: nodeX, To: nodeB, Range: keyRange(keyA), Round: 1, Epoch: Epoch{Term: 5}, Gone: []ring.NodeID{nodeC}})
+	if rd := b.Ready(); len(rd.Floors) != 1 || !slices.Equal(rd.Floors[0].Departed, []ring.NodeID{nodeC}) {
+		t.Fatalf("a fence for c's departure left floors %v, want one naming c", rd.Floors)
+	}
+	above := Epoch{Term: 9, Node: nodeA}
+	b.Step(Message{Type: MsgPrepare, From: nodeA, To: nodeB, Key: keyA, Epoch: above, Reads: []ring.NodeID{nodeA, nodeB, nodeC, nodeX}})
+	refused := messagesOf(b.Ready(), MsgRefuse)
+	if len(refused) != 1 || !refused[0].Floor || refused[0].Promised != (Epoch{Term: 5, Node: nodeX}) || !slices.Equal(refused[0].Gone, []ring.NodeID{nodeC}) {
+		t.Fatalf("a prepare that lists the copier but not c gone was answered %v, want a refusal naming the floor and c", refused)
+	}
+	b.Step(Message{Type: MsgPrepare, From: nodeA, To: nodeB, Key: keyA, Epoch: above, Reads: []ring.NodeID{nodeA, nodeB, nodeX}, Gone: []ring.NodeID{nodeC}})
+	if m := messagesOf(b.Ready(), MsgPromise); len(m) != 1 {
+		t.Fatal("a prepare that lists the copier and names c gone was not promised")
+	}
+	// A second fence, for another departure, keeps the first's: a view
+	// that lags both changes is refused by the floor the second leaves.
+	b.Step(Message{Type: MsgFence, From: nodeX, To: nodeB, Range: keyRange(keyA), Round: 2, Epoch: Epoch{Term: 12}, Gone: []ring.NodeID{nodeA}})
+	b.Ready()
+	later := Epoch{Term: 13, Node: nodeX}
+	b.Step(Message{Type: MsgPrepare, From: nodeX, To: nodeB, Key: keyA, Epoch: later, Reads: []ring.NodeID{nodeB, nodeX}, Gone: []ring.NodeID{nodeA}})
+	if refused := messagesOf(b.Ready(), MsgRefuse); len(refused) != 1 || !slices.Equal(refused[0].Gone, []ring.NodeID{nodeC, nodeA}) {
+		t.Fatalf("a prepare naming only the second departure was answered %v, want a refusal naming both", refused)
+	}
+	b.Step(Message{Type: MsgPrepare, From: nodeX, To: nodeB, Key: keyA, Epoch: later, Reads: []ring.NodeID{nodeB, nodeX}, Gone: []ring.NodeID{nodeA, nodeC}})
+	if m := messagesOf(b.Ready(), MsgPromise); len(m) != 1 {
+		t.Fatal("a prepare naming both departures was not promised")
+	}
+}
+
+// exchange delivers the messages of cores among them until none is left,
+// and returns the changes they reported.
+func exchange(cores ...*Core) []Change {
+	byID := make(map[ring.NodeID]*Core, len(cores))
+	for _, c := range cores {
+		byID[c.self] = c
+	}
+	var changes []Change
+	for range 100 {
+		moved := false
+		for _, c := range cores {
+			rd := c.Ready()
+			changes = append(changes, rd.Changes...)
+			for _, m := range rd.Messages {
+				if d := byID[m.To]; d != nil {
+					d.Step(m)
+					moved = true
+				}
+			}
+		}
+		if !moved {
+			break
+		}
+	}
+	return changes
+}
+
+// An owner whose set still holds the member a floor names departed is on a
+// view that lags the leave or removal the floor's copier fenced the range
+// for: it steps down naming the departure, even though its caller named
+// the copier, a member its view shows. One whose set holds the copier and
+// not the departed member acquires again above the floor, naming the
+// departure, and is served.
+func TestAnOwnerWhoseSetHoldsAFloorsDepartedMemberStepsDown(t *testing.T) {
+	fenced := func() *Core {
+		b := New(nodeB, Counting)
+		b.Step(Message{Type: MsgFence, From: nodeX, To: nodeB, Range: keyRange(keyA), Round: 1, Epoch: Epoch{Term: 5}, Gone: []ring.NodeID{nodeC}})
+		b.Ready()
+		return b
+	}
+	// The lagging owner: c left, x took its place in the set, and the
+	// owner's view shows x (a member for long) but not the leave.
+	a := New(nodeA, Counting)
+	if err := a.AcquireWith(keyA, []ring.NodeID{nodeA, nodeB, nodeC}, replication.Majority, AcquireOptions{Copiers: []ring.NodeID{nodeX}}); err != nil {
+		t.Fatal(err)
+	}
+	changes := exchange(a, fenced())
+	if a.Serving(keyA) || len(changes) != 1 || changes[0].Serving || !changes[0].Floor || !slices.Equal(changes[0].Departed, []ring.NodeID{nodeC}) {
+		t.Fatalf("an owner over the set that still holds c reported %+v (serving %v), want a step-down at the floor naming c", changes, a.Serving(keyA))
+	}
+	// Its caller, once its view shows c gone, names it: served.
+	if err := a.AcquireWith(keyA, []ring.NodeID{nodeA, nodeB, nodeC}, replication.Majority, AcquireOptions{Copiers: []ring.NodeID{nodeX}, Gone: []ring.NodeID{nodeC}}); err != nil {
+		t.Fatal(err)
+	}
+	b := fenced()
+	if exchange(a, b); !a.Serving(keyA) {
+		t.Fatal("an acquisition naming the copier and c gone was not served")
+	}
+	// An owner on the view after the leave: its set holds x, not c.
+	n := New(nodeA, Counting)
+	if err := n.AcquireWith(keyA, []ring.NodeID{nodeA, nodeB, nodeX}, replication.Majority, AcquireOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	changes = exchange(n, fenced())
+	if !n.Serving(keyA) || n.owned[keyA].epoch.Term <= 5 || !slices.Equal(n.owned[keyA].gone, []ring.NodeID{nodeC}) {
+		t.Fatalf("an owner over the set after the leave reported %+v (serving %v), want served above the floor naming c gone", changes, n.Serving(keyA))
 	}
 }

@@ -9,20 +9,67 @@ import (
 
 // Floor is a range-level promise: this replica refuses, for every key of
 // Range, a message of an epoch whose term is below Epoch.Term, and a
-// prepare that does not list Epoch.Node, whatever its term (a hand-off's
-// copy fenced the range here, see MsgFence). Epoch's Node is the copier
-// that fenced: a refusal names it, so that an owner whose replica set
-// holds the copier (its view shows the change) acquires again above it,
-// and one whose set does not steps down until its caller names it.
+// prepare that does not list Epoch.Node, or does not name every member
+// of Departed gone, whatever its term (a hand-off's copy fenced the range
+// here, see MsgFence). Epoch's Node is the copier that fenced; Departed
+// the members whose departure from the ring the fences were for (a leave
+// or a removal hands their ranges to the copier). A refusal names both,
+// so that an owner whose replica set holds the copier and none of them
+// (its view shows the change) acquires again above the floor, and one
+// whose set does not steps down until its caller's view shows them.
 type Floor struct {
 	Range ring.Range
 	Epoch Epoch
+	// Departed lists, oldest first, the departures of every fence that
+	// raised the floor over Range, at most maxDeparted of them: a later
+	// fence keeps an earlier one's, so that a view lagging both changes
+	// is refused by the floor the second leaves.
+	Departed []ring.NodeID
 }
+
+// maxDeparted bounds the departures a floor names: the oldest go first.
+// A view lags a change by gossip's propagation time, so the members of
+// the last few changes of a range are all a lagging owner can miss.
+const maxDeparted = 8
 
 // floorSpan is a floor over a span of tokens that does not wrap.
 type floorSpan struct {
 	span
-	epoch Epoch
+	epoch    Epoch
+	departed []ring.NodeID
+}
+
+// passedBy reports whether a prepare that lists reads and names gone
+// passes the floor: it lists the copier and names every departure.
+func (f floorSpan) passedBy(reads, gone []ring.NodeID) bool {
+	if !slices.Contains(reads, f.epoch.Node) {
+		return false
+	}
+	for _, d := range f.departed {
+		if !slices.Contains(gone, d) {
+			return false
+		}
+	}
+	return true
+}
+
+// joinDeparted returns a's departures followed by those of b it lacks,
+// without the oldest beyond maxDeparted; a itself when b adds nothing.
+// It never writes into a or b, which floors share.
+func joinDeparted(a, b []ring.NodeID) []ring.NodeID {
+	out := a
+	for _, d := range b {
+		if !slices.Contains(out, d) {
+			if len(out) == len(a) {
+				out = slices.Clone(a)
+			}
+			out = append(out, d)
+		}
+	}
+	if len(out) > maxDeparted {
+		out = slices.Clone(out[len(out)-maxDeparted:])
+	}
+	return out
 }
 
 // floors is a set of floors: spans sorted by their first token, not
@@ -31,7 +78,10 @@ type floorSpan struct {
 type floors []floorSpan
 
 // at returns the floor of token t.
-func (fs floors) at(t ring.Token) Epoch {
+func (fs floors) at(t ring.Token) Epoch { return fs.find(t).epoch }
+
+// find returns the span of token t, the zero span when it has no floor.
+func (fs floors) find(t ring.Token) floorSpan {
 	i, found := slices.BinarySearchFunc(fs, t, func(f floorSpan, t ring.Token) int {
 		switch {
 		case f.hi < t:
@@ -42,34 +92,36 @@ func (fs floors) at(t ring.Token) Epoch {
 		return 0
 	})
 	if !found {
-		return Epoch{}
+		return floorSpan{}
 	}
-	return fs[i].epoch
+	return fs[i]
 }
 
 // raise returns fs with the floor of every token of g raised to e where
-// it is older (a pointwise maximum), and whether anything changed.
-func (fs floors) raise(g ring.Range, e Epoch) (floors, bool) {
+// it is older (a pointwise maximum) and naming departed too (see
+// Floor.Departed), and whether anything changed.
+func (fs floors) raise(g ring.Range, e Epoch, departed []ring.NodeID) (floors, bool) {
 	if e.IsZero() {
 		return fs, false
 	}
+	departed = joinDeparted(nil, departed)
 	changed := false
 	for _, s := range spans(g) {
 		var ch bool
-		fs, ch = fs.raiseSpan(s, e)
+		fs, ch = fs.raiseSpan(s, e, departed)
 		changed = changed || ch
 	}
 	return fs, changed
 }
 
-func (fs floors) raiseSpan(s span, e Epoch) (floors, bool) {
+func (fs floors) raiseSpan(s span, e Epoch, departed []ring.NodeID) (floors, bool) {
 	out := make(floors, 0, len(fs)+2)
 	changed := false
 	// next is the first token of s not yet covered; past: s is covered.
 	next, past := s.lo, false
 	gapUpTo := func(hi ring.Token) {
 		if !past && next <= hi {
-			out = append(out, floorSpan{span{next, hi}, e})
+			out = append(out, floorSpan{span{next, hi}, e, departed})
 			changed = true
 		}
 	}
@@ -83,7 +135,7 @@ func (fs floors) raiseSpan(s span, e Epoch) (floors, bool) {
 			continue
 		}
 		if f.lo < s.lo {
-			out = append(out, floorSpan{span{f.lo, s.lo - 1}, f.epoch})
+			out = append(out, floorSpan{span{f.lo, s.lo - 1}, f.epoch, f.departed})
 		}
 		lo, hi := max(f.lo, s.lo), min(f.hi, s.hi)
 		if lo > 0 {
@@ -94,14 +146,18 @@ func (fs floors) raiseSpan(s span, e Epoch) (floors, bool) {
 			top = e
 			changed = true
 		}
-		out = append(out, floorSpan{span{lo, hi}, top})
+		joined := joinDeparted(f.departed, departed)
+		if !slices.Equal(joined, f.departed) {
+			changed = true
+		}
+		out = append(out, floorSpan{span{lo, hi}, top, joined})
 		if hi == math.MaxUint64 {
 			past = true
 		} else {
 			next = hi + 1
 		}
 		if f.hi > s.hi {
-			out = append(out, floorSpan{span{s.hi + 1, f.hi}, f.epoch})
+			out = append(out, floorSpan{span{s.hi + 1, f.hi}, f.epoch, f.departed})
 		}
 		if hi == s.hi {
 			past = true
@@ -125,11 +181,11 @@ func (fs floors) highest(g ring.Range, x ring.NodeID) uint64 {
 	return high
 }
 
-// merged joins adjacent spans of one epoch.
+// merged joins adjacent spans of one floor.
 func (fs floors) merged() floors {
 	out := fs[:0]
 	for _, f := range fs {
-		if n := len(out); n > 0 && out[n-1].epoch == f.epoch && out[n-1].hi < math.MaxUint64 && out[n-1].hi+1 == f.lo {
+		if n := len(out); n > 0 && out[n-1].epoch == f.epoch && slices.Equal(out[n-1].departed, f.departed) && out[n-1].hi < math.MaxUint64 && out[n-1].hi+1 == f.lo {
 			out[n-1].hi = f.hi
 			continue
 		}
@@ -142,7 +198,7 @@ func (fs floors) merged() floors {
 func (fs floors) list() []Floor {
 	out := make([]Floor, len(fs))
 	for i, f := range fs {
-		out[i] = Floor{Range: rangeOf(f.span), Epoch: f.epoch}
+		out[i] = Floor{Range: rangeOf(f.span), Epoch: f.epoch, Departed: f.departed}
 	}
 	return out
 }
@@ -153,19 +209,19 @@ func (c *Core) Floors() []Floor { return c.floors.list() }
 // RestoreFloors loads floors read from the store at start, with Restore.
 func (c *Core) RestoreFloors(fs ...Floor) {
 	for _, f := range fs {
-		c.floors, _ = c.floors.raise(f.Range, f.Epoch)
+		c.floors, _ = c.floors.raise(f.Range, f.Epoch, f.Departed)
 	}
 }
 
 // floorOf returns the floor of the token of the key ks holds when a
 // message of epoch e about it must be refused for it: its term is above e's and above k's promise
 // (a newer promise is named instead, as any refusal names it).
-func (c *Core) floorOf(ks *keyState, e Epoch) (Epoch, bool) {
+func (c *Core) floorOf(ks *keyState, e Epoch) (floorSpan, bool) {
 	if len(c.floors) == 0 {
-		return Epoch{}, false
+		return floorSpan{}, false
 	}
-	f := c.floors.at(ks.token)
-	return f, f.Term > e.Term && f.Term > ks.promised.Term
+	f := c.floors.find(ks.token)
+	return f, f.epoch.Term > e.Term && f.epoch.Term > ks.promised.Term
 }
 
 // floorTerm returns the term of the floor of the token of the key ks

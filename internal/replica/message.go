@@ -157,6 +157,12 @@ type Message struct {
 	// the owner's sets and the copiers its caller named
 	// (AcquireOptions.Copiers).
 	Reads []ring.NodeID
+	// Gone, on a fence, lists the members whose departure from the ring
+	// gave the range to the copier (see Floor.Departed); on a refusal
+	// naming a floor, the floor's departures; on a prepare, the members
+	// the owner's caller saw depart (AcquireOptions.Gone) and those the
+	// owner found gone from its set.
+	Gone []ring.NodeID
 }
 
 // isSync reports whether t is a catch-up message type, which needs format

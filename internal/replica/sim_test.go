@@ -134,6 +134,11 @@ type sim struct {
 	// refusal makes it step down. lags has runSchedule set it.
 	lagging func() bool
 	lags    bool
+	// departed lists the members the fences named departed from the
+	// ring: acquisitions name them gone, but for those of a caller whose
+	// view lags (lagging) or lags the departures alone (lagsLeaves).
+	departed   []ring.NodeID
+	lagsLeaves func() bool
 	// floorDowns counts the acquisitions a floor made step down.
 	floorDowns int
 }
@@ -426,6 +431,9 @@ func (s *sim) acquire(n *simNode, k Key) {
 				opts.Copiers = append(opts.Copiers, ring.NodeID{Addr: m.id.Addr, Incarnation: inc})
 			}
 		}
+		if s.lagsLeaves == nil || !s.lagsLeaves() {
+			opts.Gone = slices.Clone(s.departed)
+		}
 	}
 	// Acquiring a key held as asked does nothing; one held otherwise
 	// steps down first (as the driver does), so that the step-down is
@@ -469,18 +477,26 @@ func (s *sim) changeSet(k Key, pick func(int) int) {
 	}
 	s.previous[k] = slices.Clone(set)
 	joined := outside[pick(len(outside))]
+	var departed []ring.NodeID
 	if pick(3) == 0 {
 		// The set grows, as a new cluster's sets do.
 		s.replicas[k] = append([]ring.NodeID{joined}, set...)
 	} else {
 		s.replicas[k] = append([]ring.NodeID{joined}, set[:len(set)-1]...)
+		// With lagging views, the member that left the set is taken as
+		// departed from the ring (a leave or a removal, though it lives
+		// on here): the fence names it, and only acquisitions naming it
+		// gone pass. (Only then: the other schedules stay as they were.)
+		if s.lags {
+			departed = set[len(set)-1:]
+		}
 	}
 	s.tracef("changeSet %v from %v to %v", k.ID, set, s.replicas[k])
 	// Half the time the member that joined the set fences the key's
 	// range, as a hand-off's copy does: owners of the previous set below
 	// the floor step down, owners of the new one acquire again above it.
 	if n := s.node(joined); n != nil && !n.paused && pick(2) == 0 {
-		s.fence(n, k, pick)
+		s.fence(n, k, pick, departed)
 	}
 }
 
@@ -518,7 +534,7 @@ func (s *sim) crash(n *simNode) {
 // set's, during a change) at a term above every term n knows for it, as
 // a hand-off's copy does; the fences and their answers travel like any
 // message. Owners below the floor acquire again above it.
-func (s *sim) fence(n *simNode, k Key, pick func(int) int) {
+func (s *sim) fence(n *simNode, k Key, pick func(int) int, departed []ring.NodeID) {
 	set := slices.Clone(s.replicas[k])
 	if prev, ok := s.previous[k]; ok {
 		set = sortedSet(append(set, prev...))
@@ -526,9 +542,14 @@ func (s *sim) fence(n *simNode, k Key, pick func(int) int) {
 	t := k.Token()
 	rng := ring.Range{Start: t - 1, End: t}
 	term := n.core.HighestTerm(rng) + 1 + uint64(pick(3))
-	s.tracef("fence %v by %s at t%d sources %v", k.ID, n.id.Addr, term, set)
+	s.tracef("fence %v by %s at t%d sources %v departed %v", k.ID, n.id.Addr, term, set, departed)
+	for _, d := range departed {
+		if !slices.Contains(s.departed, d) {
+			s.departed = append(s.departed, d)
+		}
+	}
 	for _, r := range set {
-		s.net = append(s.net, Message{Type: MsgFence, From: n.id, To: r, Range: rng, Round: 1, Epoch: Epoch{Term: term}})
+		s.net = append(s.net, Message{Type: MsgFence, From: n.id, To: r, Range: rng, Round: 1, Epoch: Epoch{Term: term}, Gone: departed})
 	}
 }
 

@@ -106,7 +106,7 @@ func (n *Node) CatchUp(ctx context.Context, rng ring.Range, sources []ring.NodeI
 // operator's decision (CountEverywhere).
 func (n *Node) CatchUpFromAll(ctx context.Context, rng ring.Range, sources []ring.NodeID) error {
 	sources = slices.Compact(slices.SortedFunc(slices.Values(sources), ring.NodeID.Compare))
-	if err := n.copyRange(ctx, rng, sources, len(sources), copyPartial); err != nil {
+	if err := n.copyRange(ctx, rng, sources, len(sources), copyPartial, nil); err != nil {
 		return err
 	}
 	return n.call(ctx, &request{op: opReceived, ranges: []ring.Range{rng}})
@@ -116,7 +116,7 @@ func (n *Node) CatchUpFromAll(ctx context.Context, rng ring.Range, sources []rin
 // caller that ends receiving (EndReceiving) what no other catch-up of
 // its own still covers.
 func (n *Node) Copy(ctx context.Context, rng ring.Range, sources []ring.NodeID, quorum int) error {
-	return n.copyRange(ctx, rng, sources, quorum, copyPlain)
+	return n.copyRange(ctx, rng, sources, quorum, copyPlain, nil)
 }
 
 // CopyFenced is Copy for a hand-off: before it reads rng from a source,
@@ -124,11 +124,14 @@ func (n *Node) Copy(ctx context.Context, rng ring.Range, sources []ring.NodeID, 
 // the previous set acquired before the fence, whose view of membership
 // may lag, gets no write acknowledged by quorum sources from then on;
 // only fenced sources count toward quorum, each once its copy is done.
-// An owner fenced so steps down and acquires again above the fence. A
-// source still receiving part of rng fails the fencing with
-// ErrSourceReceiving, as it fails a copy.
-func (n *Node) CopyFenced(ctx context.Context, rng ring.Range, sources []ring.NodeID, quorum int) error {
-	return n.copyRange(ctx, rng, sources, quorum, copyFenced)
+// An owner fenced so steps down and acquires again above the fence.
+// departed names the members whose departure from the ring gave rng to
+// this node (see replica.Fencer.Departing): the floors name them, and an
+// owner whose view does not show them gone is refused too. A source
+// still receiving part of rng fails the fencing with ErrSourceReceiving,
+// as it fails a copy.
+func (n *Node) CopyFenced(ctx context.Context, rng ring.Range, sources []ring.NodeID, quorum int, departed []ring.NodeID) error {
+	return n.copyRange(ctx, rng, sources, quorum, copyFenced, departed)
 }
 
 // copyMode says how a copy treats its sources.
@@ -140,7 +143,7 @@ const (
 	copyPartial                 // sources still receiving deliver what they hold (CatchUpFromAll)
 )
 
-func (n *Node) copyRange(ctx context.Context, rng ring.Range, sources []ring.NodeID, quorum int, mode copyMode) error {
+func (n *Node) copyRange(ctx context.Context, rng ring.Range, sources []ring.NodeID, quorum int, mode copyMode, departed []ring.NodeID) error {
 	sources = slices.Clone(sources)
 	slices.SortFunc(sources, ring.NodeID.Compare)
 	sources = slices.Compact(sources)
@@ -151,7 +154,7 @@ func (n *Node) copyRange(ctx context.Context, rng ring.Range, sources []ring.Nod
 		return fmt.Errorf("%w: quorum %d of %d sources", ErrCatchUpQuorum, quorum, len(sources))
 	}
 	if mode == copyFenced {
-		fenced, err := n.fence(ctx, rng, sources, quorum)
+		fenced, err := n.fence(ctx, rng, sources, quorum, departed)
 		if err != nil {
 			return err
 		}
@@ -230,7 +233,7 @@ func (n *Node) holdsNothing(ctx context.Context, rng ring.Range) (bool, error) {
 // fence fences rng at sources until quorum of them are fenced (see
 // replica.Fencer) and returns those. A fencing round is sent again to the
 // sources that did not answer it every syncRetryTicks tick periods.
-func (n *Node) fence(ctx context.Context, rng ring.Range, sources []ring.NodeID, quorum int) ([]ring.NodeID, error) {
+func (n *Node) fence(ctx context.Context, rng ring.Range, sources []ring.NodeID, quorum int, departed []ring.NodeID) ([]ring.NodeID, error) {
 	known := &request{op: opHighestTerm, ranges: []ring.Range{rng}}
 	if err := n.call(ctx, known); err != nil {
 		return nil, err
@@ -245,7 +248,7 @@ func (n *Node) fence(ctx context.Context, rng ring.Range, sources []ring.NodeID,
 		delete(n.fences, id)
 		n.mu.Unlock()
 	}()
-	f := replica.NewFencer(n.self, id, rng, sources, quorum, known.term)
+	f := replica.NewFencer(n.self, id, rng, sources, quorum, known.term).Departing(departed)
 	retry := time.NewTimer(time.Hour)
 	defer retry.Stop()
 	for {

@@ -415,14 +415,14 @@ func TestMembersThatWaitForARangeOnEachOtherAloneCopyFromEachOther(t *testing.T)
 		}
 	}
 	s.node.Awaiting("t", g, c.ids(r, o))
-	if err := r.node.CopyFenced(ctx, g, c.ids(s), 1); !errors.Is(err, ErrSourceReceiving) {
+	if err := r.node.CopyFenced(ctx, g, c.ids(s), 1, nil); !errors.Is(err, ErrSourceReceiving) {
 		t.Fatalf("a copy from a source that waits on a third member too: %v, want ErrSourceReceiving", err)
 	}
 	r.node.Awaiting("t", g, c.ids(s))
 	s.node.Awaiting("t", g, c.ids(r))
 	errs := make(chan error, 2)
-	go func() { errs <- r.node.CopyFenced(ctx, g, c.ids(s), 1) }()
-	go func() { errs <- s.node.CopyFenced(ctx, g, c.ids(r), 1) }()
+	go func() { errs <- r.node.CopyFenced(ctx, g, c.ids(s), 1, nil) }()
+	go func() { errs <- s.node.CopyFenced(ctx, g, c.ids(r), 1, nil) }()
 	for range 2 {
 		if err := <-errs; err != nil {
 			t.Fatalf("copies of members waiting on each other alone: %v", err)
@@ -448,8 +448,8 @@ func TestMembersThatWaitForARangeOnEachOtherAloneCopyFromEachOther(t *testing.T)
 	}
 	r.node.Awaiting("t", g2, c.ids(s, o))
 	s.node.Awaiting("t", g2, c.ids(r, o))
-	go func() { errs <- r.node.CopyFenced(ctx, g2, c.ids(s, o), 2) }()
-	go func() { errs <- s.node.CopyFenced(ctx, g2, c.ids(r, o), 2) }()
+	go func() { errs <- r.node.CopyFenced(ctx, g2, c.ids(s, o), 2, nil) }()
+	go func() { errs <- s.node.CopyFenced(ctx, g2, c.ids(r, o), 2, nil) }()
 	for range 2 {
 		if err := <-errs; err != nil {
 			t.Fatalf("copies of members waiting on each other and a source both read: %v", err)

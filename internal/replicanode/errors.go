@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/troupe-go/troupe/internal/replica"
+	"github.com/troupe-go/troupe/ring"
 )
 
 // ErrUnavailable is matched by the error of a call whose level (or read
@@ -61,17 +62,24 @@ var ErrClosed = errors.New("troupe: replication node is closed")
 // write that fails so may or may not have happened.
 //
 // With Floor set, Newer is the floor a hand-off's copy raised over the
-// key's range, and its Node the copier, which is neither in the key's
-// sets nor among the copiers the acquisition named (see
-// AcquireOptions.Copiers): acquire again, naming it, once the view shows
-// it.
+// key's range, and its Node the copier, and Departed the members whose
+// departure from the ring the floor names: the copier is neither in the
+// key's sets nor among the copiers the acquisition named (see
+// AcquireOptions.Copiers), or a departure was not named gone
+// (AcquireOptions.Gone) while the key's set still holds it or the copier
+// is not in it: acquire again, naming them, once the view shows the
+// copier entered and the departed members gone.
 type StaleOwnerError struct {
-	Key   replica.Key
-	Newer replica.Epoch
-	Floor bool
+	Key      replica.Key
+	Newer    replica.Epoch
+	Floor    bool
+	Departed []ring.NodeID
 }
 
 func (e *StaleOwnerError) Error() string {
+	if e.Floor && len(e.Departed) > 0 {
+		return fmt.Sprintf("%v: %s/%s: its range was fenced at term %d by a hand-off to %v for the departure of %v", ErrStaleOwner, e.Key.Type, e.Key.ID, e.Newer.Term, e.Newer.Node, e.Departed)
+	}
 	if e.Floor {
 		return fmt.Sprintf("%v: %s/%s: its range was fenced at term %d by a hand-off to %v", ErrStaleOwner, e.Key.Type, e.Key.ID, e.Newer.Term, e.Newer.Node)
 	}

@@ -73,7 +73,7 @@ func TestCopyFencedNeedsSourcesThatCount(t *testing.T) {
 	if err := b.node.SetReceiving(rng); err != nil {
 		t.Fatal(err)
 	}
-	if err := x.node.CopyFenced(ctx, rng, c.ids(a, b), 2); !errors.Is(err, ErrSourceReceiving) {
+	if err := x.node.CopyFenced(ctx, rng, c.ids(a, b), 2, nil); !errors.Is(err, ErrSourceReceiving) {
 		t.Fatalf("a fenced copy with a receiving source of two needed returned %v, want ErrSourceReceiving", err)
 	}
 	if floors, _ := b.store.Floors(ctx); len(floors) != 0 {
@@ -96,9 +96,9 @@ type laggingOwner struct {
 }
 
 // ownThenFence has a acquire k over P and write v1 there; then x, cut
-// off from a, fences k's range at P and copies it from two of them (the
-// others than a), staying receiving.
-func ownThenFence(t *testing.T, ctx context.Context, c *testCluster, a, x *member, P []ring.NodeID, k replica.Key) {
+// off from a, fences k's range at P for the departure of departed and
+// copies it from two of them (the others than a), staying receiving.
+func ownThenFence(t *testing.T, ctx context.Context, c *testCluster, a, x *member, P []ring.NodeID, k replica.Key, departed ...ring.NodeID) {
 	t.Helper()
 	if err := a.node.Acquire(ctx, k, P, replication.Majority); err != nil {
 		t.Fatal(err)
@@ -111,7 +111,7 @@ func ownThenFence(t *testing.T, ctx context.Context, c *testCluster, a, x *membe
 	if err := x.node.SetReceiving(rng); err != nil {
 		t.Fatal(err)
 	}
-	if err := x.node.CopyFenced(ctx, rng, P, 2); err != nil {
+	if err := x.node.CopyFenced(ctx, rng, P, 2, departed); err != nil {
 		t.Fatalf("x's fenced copy from P: %v", err)
 	}
 }
@@ -140,7 +140,7 @@ func (l *laggingOwner) moveOnToR2(t *testing.T) string {
 	if err := l.d.node.SetReceiving(l.rng); err != nil {
 		t.Fatal(err)
 	}
-	if err := l.d.node.CopyFenced(l.ctx, l.rng, l.R1, 2); err != nil {
+	if err := l.d.node.CopyFenced(l.ctx, l.rng, l.R1, 2, nil); err != nil {
 		t.Fatalf("d's copy from x and c: %v", err)
 	}
 	if err := l.d.node.EndReceiving(l.ctx, l.rng); err != nil {

@@ -3,6 +3,7 @@ package replicanode
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -82,7 +83,7 @@ func TestCopyFencedReadsOnlyFromTheSourcesItFenced(t *testing.T) {
 	// Long enough for a copy from a and b to complete many times over.
 	cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	err := x.node.CopyFenced(cctx, rng, c.ids(a, b, cc), 2)
+	err := x.node.CopyFenced(cctx, rng, c.ids(a, b, cc), 2, nil)
 	if err == nil {
 		t.Fatal("the copy completed with b the only fenced source that answered: it counted a, which it did not fence")
 	}
@@ -167,5 +168,46 @@ func TestAFencedSourceThatLosesItsStoreStillFencesTheOwnerOfThePreviousSet(t *te
 	defer cancel2()
 	if err := a.node.AcquireWith(actx, k, P, replication.Majority, AcquireOptions{Copiers: []ring.NodeID{x.node.Self()}}); !errors.Is(err, ErrUnavailable) {
 		t.Fatalf("the owner of P's acquisition with only the wiped source to answer returned %v, want ErrUnavailable: no quorum", err)
+	}
+}
+
+// The leave the copier check alone let through: c leaves P={a,b,c}, and
+// x, a member every view has shown for long, takes its place (R1 =
+// {a,b,x}) and copies the range fenced for c's departure. a, whose view
+// lags the leave, still gives k the set P and names x among the copiers
+// its view shows: the floor refuses it all the same, naming c's departure,
+// and the acquisition fails, writing nothing (above the floor it would
+// have had {a,b} acknowledge writes of P that x's copy never sees). Once
+// its view shows c gone, a acquires over R1 jointly from P, naming c
+// gone, and reads what it last wrote.
+func TestALaggingOwnerDoesNotAcquireAgainAboveALeavesFence(t *testing.T) {
+	c := newCluster(t, 4, false)
+	ctx := bounded(t)
+	a, b, cc, x := c.members[0], c.members[1], c.members[2], c.members[3]
+	k := key("leave")
+	P, R1 := c.ids(a, b, cc), c.ids(a, b, x)
+	ownThenFence(t, ctx, c, a, x, P, k, cc.node.Self())
+	wctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+	defer cancel()
+	if err := a.node.Write(wctx, k, stateSlot, []byte("v2")); err == nil {
+		t.Fatal("the fenced owner's write was acknowledged")
+	}
+	err := a.node.AcquireWith(ctx, k, P, replication.Majority, AcquireOptions{Copiers: []ring.NodeID{x.node.Self()}})
+	var stale *StaleOwnerError
+	if !errors.As(err, &stale) || !stale.Floor || stale.Newer.Node != x.node.Self() || !slices.Equal(stale.Departed, []ring.NodeID{cc.node.Self()}) {
+		t.Fatalf("a's acquisition again over P naming x returned %v, want a StaleOwnerError naming x's floor and c's departure", err)
+	}
+	if werr := a.node.Write(ctx, k, stateSlot, []byte("v3")); !errors.Is(werr, replica.ErrNotServing) {
+		t.Fatalf("a's write after its acquisition failed returned %v, want replica.ErrNotServing", werr)
+	}
+	opts := AcquireOptions{Previous: P, Copiers: []ring.NodeID{x.node.Self()}, Gone: []ring.NodeID{cc.node.Self()}}
+	if err := a.node.AcquireWith(ctx, k, R1, replication.Majority, opts); err != nil {
+		t.Fatalf("a's acquisition over R1 from P naming c gone: %v", err)
+	}
+	// v2's write failed but reached a's own replica, which the joint
+	// acquisition adopts (a failed write may have happened); v3 was never
+	// sent.
+	if got, err := readState(ctx, a, k); err != nil || got != "v2" {
+		t.Fatalf("the owner on R1 read %q, %v; want v2", got, err)
 	}
 }

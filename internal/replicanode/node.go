@@ -126,6 +126,7 @@ type request struct {
 	replicas  []ring.NodeID
 	previous  []ring.NodeID
 	copiers   []ring.NodeID
+	gone      []ring.NodeID
 	level     replication.Level
 	ranges    []ring.Range
 	records   []replica.Record
@@ -438,7 +439,8 @@ func unavailable(r *request, cause error) error {
 // acquisition is abandoned (the key resigned) and the error matches
 // ErrUnavailable; a newer owner's refusal gives a *StaleOwnerError, and
 // so does the floor of a hand-off whose copier is neither in replicas
-// nor named (AcquireWith), with Floor set.
+// nor named, or whose departures are neither named nor shown by
+// replicas (AcquireWith), with Floor set.
 func (n *Node) Acquire(ctx context.Context, k replica.Key, replicas []ring.NodeID, level replication.Level) error {
 	return n.call(ctx, &request{op: opAcquire, key: k, replicas: slices.Clone(replicas), level: level})
 }
@@ -468,12 +470,18 @@ type AcquireOptions struct {
 	// does not make the acquisition fail with a StaleOwnerError whose
 	// Floor is set.
 	Copiers []ring.NodeID
+	// Gone are members the caller's view shows gone from the key's ring
+	// (see replica.AcquireOptions.Gone): a floor that names only such
+	// departures does not make the acquisition fail with a
+	// StaleOwnerError whose Floor is set.
+	Gone []ring.NodeID
 }
 
 // AcquireWith is Acquire with options: AcquireFrom's previous set, and
-// the copiers whose floors the acquisition may pass.
+// the copiers and departures whose floors the acquisition may pass.
 func (n *Node) AcquireWith(ctx context.Context, k replica.Key, replicas []ring.NodeID, level replication.Level, opts AcquireOptions) error {
-	return n.call(ctx, &request{op: opAcquire, key: k, replicas: slices.Clone(replicas), previous: slices.Clone(opts.Previous), copiers: slices.Clone(opts.Copiers), level: level})
+	return n.call(ctx, &request{op: opAcquire, key: k, replicas: slices.Clone(replicas), previous: slices.Clone(opts.Previous),
+		copiers: slices.Clone(opts.Copiers), gone: slices.Clone(opts.Gone), level: level})
 }
 
 // Write replaces k's record in slot with value on a served key and
@@ -779,7 +787,7 @@ func (n *Node) loop(tick <-chan time.Time) error {
 func (n *Node) apply(r *request) {
 	switch r.op {
 	case opAcquire:
-		opts := replica.AcquireOptions{Previous: r.previous, Copiers: r.copiers}
+		opts := replica.AcquireOptions{Previous: r.previous, Copiers: r.copiers, Gone: r.gone}
 		if n.core.Holds(r.key, r.replicas, opts) {
 			if n.core.Serving(r.key) {
 				r.w.finish(nil)
@@ -929,7 +937,7 @@ func (n *Node) collect() {
 		if c.Epoch.IsZero() {
 			down[c.Key] = fmt.Errorf("%w: %s/%s", ErrResigned, c.Key.Type, c.Key.ID)
 		} else {
-			down[c.Key] = &StaleOwnerError{Key: c.Key, Newer: c.Epoch, Floor: c.Floor}
+			down[c.Key] = &StaleOwnerError{Key: c.Key, Newer: c.Epoch, Floor: c.Floor, Departed: c.Departed}
 		}
 	}
 	for _, t := range rd.Done {

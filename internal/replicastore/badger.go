@@ -9,6 +9,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"github.com/dgraph-io/badger/v4"
@@ -49,8 +50,10 @@ type Badger struct {
 	// its files durable.
 	afterKill bool
 	log       *slog.Logger
-	// format is the store's on-disk format version (see format.go).
-	format atomic.Uint32
+	// format is the store's on-disk format version (see format.go);
+	// upgrading is held while a write moves it forward.
+	format    atomic.Uint32
+	upgrading sync.Mutex
 	// receivingSyncs counts the receiving records synced (tests).
 	receivingSyncs atomic.Int64
 }
@@ -309,8 +312,22 @@ func (s *Badger) Floors(ctx context.Context) ([]replica.Floor, error) {
 		if err != nil {
 			return err
 		}
+		// The layout is the format's, read in the same transaction as
+		// the record that an upgrade writes with it.
+		f, err := txn.Get(formatKey)
+		if err != nil {
+			return err
+		}
+		fb, err := f.ValueCopy(nil)
+		if err != nil {
+			return err
+		}
+		format, err := decodeFormat(fb)
+		if err != nil {
+			return err
+		}
 		return item.Value(func(v []byte) error {
-			floors, err = decodeFloors(v)
+			floors, err = decodeFloors(v, format)
 			return err
 		})
 	})
@@ -319,26 +336,31 @@ func (s *Badger) Floors(ctx context.Context) ([]replica.Floor, error) {
 
 // SetFloors implements Store: the record is written and synced to disk
 // before it returns, with or without Sync. A store of format 4 becomes
-// format 5 in the same transaction, so a binary that would ignore the
+// format 5 in the same transaction, and one older than 7 becomes 7 when
+// a floor names a departure, so a binary that would ignore or misread the
 // floors no longer opens it.
 func (s *Badger) SetFloors(ctx context.Context, floors []replica.Floor) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	upgrade := s.format.Load() < floorsFormat
+	// One change of format at a time (see write): it only moves forward.
+	s.upgrading.Lock()
+	defer s.upgrading.Unlock()
+	from := s.format.Load()
+	to := max(from, floorsLayout(from, floors))
 	err := s.db.Update(func(txn *badger.Txn) error {
-		if upgrade {
-			if err := txn.Set(formatKey, encodeFormat(floorsFormat)); err != nil {
+		if to != from {
+			if err := txn.Set(formatKey, encodeFormat(to)); err != nil {
 				return err
 			}
 		}
-		return txn.Set(floorsKey, encodeFloors(floors))
+		return txn.Set(floorsKey, encodeFloors(floors, to))
 	})
 	if err == nil {
 		err = s.db.Sync()
 	}
-	if err == nil && upgrade {
-		s.format.Store(floorsFormat)
+	if err == nil && to != from {
+		s.format.Store(to)
 	}
 	return s.wrap(err)
 }
@@ -445,6 +467,13 @@ func (s *Badger) write(recs []replica.Record) error {
 	upgrade := s.format.Load() < horizonFormat && slices.ContainsFunc(recs, func(r replica.Record) bool {
 		return r.Kind == replica.KindPromise && r.Value != nil
 	})
+	if upgrade {
+		// One change of format at a time: a concurrent SetFloors's must
+		// not be overwritten by an older version.
+		s.upgrading.Lock()
+		defer s.upgrading.Unlock()
+		upgrade = s.format.Load() < horizonFormat
+	}
 	if upgrade {
 		if err := txn.Set(formatKey, encodeFormat(horizonFormat)); err != nil {
 			return err

@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
-	"slices"
+	"reflect"
 	"testing"
 
 	"github.com/dgraph-io/badger/v4"
@@ -18,17 +18,25 @@ var sampleFloors = []replica.Floor{
 	{Range: ring.Range{Start: math.MaxUint64 - 5, End: 3}, Epoch: replica.Epoch{Term: math.MaxUint64, Node: ring.NodeID{Addr: "x", Incarnation: math.MaxUint64}}},
 }
 
+// departedFloors are floors that name departures, which need format 7.
+var departedFloors = []replica.Floor{
+	{Range: ring.Range{Start: 10, End: 20}, Epoch: replica.Epoch{Term: 3, Node: node}, Departed: []ring.NodeID{{Addr: "c", Incarnation: 2}, {Addr: "", Incarnation: math.MaxUint64}}},
+	{Range: ring.Range{Start: 30, End: 40}, Epoch: replica.Epoch{Term: 4, Node: node}},
+}
+
 func TestFloorsRoundTrip(t *testing.T) {
 	stores(t, func(t *testing.T, s Store) {
 		ctx := context.Background()
 		if got, err := s.Floors(ctx); err != nil || got != nil {
 			t.Fatalf("a new store has floors %v, %v; want none", got, err)
 		}
-		if err := s.SetFloors(ctx, sampleFloors); err != nil {
-			t.Fatal(err)
-		}
-		if got, err := s.Floors(ctx); err != nil || !slices.Equal(got, sampleFloors) {
-			t.Fatalf("floors %v, %v; want %v", got, err, sampleFloors)
+		for _, want := range [][]replica.Floor{sampleFloors, departedFloors} {
+			if err := s.SetFloors(ctx, want); err != nil {
+				t.Fatal(err)
+			}
+			if got, err := s.Floors(ctx); err != nil || !reflect.DeepEqual(got, want) {
+				t.Fatalf("floors %v, %v; want %v", got, err, want)
+			}
 		}
 	})
 }
@@ -97,8 +105,52 @@ func TestAFormat4StoreOpensAndMovesTo5WithItsFirstFloors(t *testing.T) {
 	}
 	b = openBadger(t, dir, Options{})
 	defer b.Close()
-	if got, err := b.Floors(ctx); err != nil || !slices.Equal(got, sampleFloors) {
+	if got, err := b.Floors(ctx); err != nil || !reflect.DeepEqual(got, sampleFloors) {
 		t.Fatalf("after a crash the floors are %v, %v; want %v", got, err, sampleFloors)
+	}
+}
+
+// A store of format 6 keeps its format while its floors name no
+// departure, and moves to format 7, its floors record in version 7's
+// layout, in the write that first records one, so that a binary that would
+// misread the record refuses the store from then on.
+func TestAFormat6StoreMovesTo7WithItsFirstFloorNamingADeparture(t *testing.T) {
+	ctx := context.Background()
+	dir := storeOfFormat(t, 6)
+	b := openBadger(t, dir, Options{})
+	if err := b.SetFloors(ctx, sampleFloors); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if v := formatOf(t, dir); v != 6 {
+		t.Fatalf("floors without departures made a format 6 store format %d, want 6 still", v)
+	}
+	b = openBadger(t, dir, Options{})
+	if got, err := b.Floors(ctx); err != nil || !reflect.DeepEqual(got, sampleFloors) {
+		t.Fatalf("a format 6 store's floors read %v, %v; want %v", got, err, sampleFloors)
+	}
+	if err := b.SetFloors(ctx, departedFloors); err != nil {
+		t.Fatal(err)
+	}
+	if err := crash(b); err != nil {
+		t.Fatal(err)
+	}
+	if v := formatOf(t, dir); v != 7 {
+		t.Fatalf("a store that recorded a departure has format %d, want 7", v)
+	}
+	b = openBadger(t, dir, Options{})
+	defer b.Close()
+	if got, err := b.Floors(ctx); err != nil || !reflect.DeepEqual(got, departedFloors) {
+		t.Fatalf("after a crash the floors are %v, %v; want %v", got, err, departedFloors)
+	}
+	// Later floors without departures keep format 7's layout.
+	if err := b.SetFloors(ctx, sampleFloors); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := b.Floors(ctx); err != nil || !reflect.DeepEqual(got, sampleFloors) {
+		t.Fatalf("format 7's floors without departures read %v, %v; want %v", got, err, sampleFloors)
 	}
 }
 
@@ -112,7 +164,7 @@ func TestADamagedFloorsRecordIsCorrupt(t *testing.T) {
 		t.Fatal(err)
 	}
 	rawUpdate(t, dir, func(txn *badger.Txn) error {
-		v := encodeFloors(sampleFloors)
+		v := encodeFloors(sampleFloors, formatVersion)
 		v[len(v)-1] ^= 1
 		return txn.Set(floorsKey, v)
 	})
@@ -124,19 +176,24 @@ func TestADamagedFloorsRecordIsCorrupt(t *testing.T) {
 }
 
 func FuzzDecodeFloors(f *testing.F) {
-	f.Add(encodeFloors(nil))
-	f.Add(encodeFloors(sampleFloors))
-	f.Add([]byte{0, 0, 0, 0, 1})
-	f.Fuzz(func(t *testing.T, b []byte) {
-		floors, err := decodeFloors(b)
+	f.Add(encodeFloors(nil, floorsFormat), false)
+	f.Add(encodeFloors(sampleFloors, floorsFormat), false)
+	f.Add(encodeFloors(departedFloors, departedFormat), true)
+	f.Add([]byte{0, 0, 0, 0, 1}, true)
+	f.Fuzz(func(t *testing.T, b []byte, departed bool) {
+		v := floorsFormat
+		if departed {
+			v = departedFormat
+		}
+		floors, err := decodeFloors(b, v)
 		if err != nil {
 			if !errors.Is(err, replication.ErrCorrupt) {
 				t.Fatalf("untyped error %v", err)
 			}
 			return
 		}
-		again, err := decodeFloors(encodeFloors(floors))
-		if err != nil || !slices.Equal(again, floors) {
+		again, err := decodeFloors(encodeFloors(floors, v), v)
+		if err != nil || !reflect.DeepEqual(again, floors) {
 			t.Fatalf("decoded floors %v do not round-trip: %v, %v", floors, again, err)
 		}
 	})

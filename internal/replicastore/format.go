@@ -4,13 +4,14 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
+	"slices"
 
 	"github.com/troupe-go/troupe/internal/replica"
 	"github.com/troupe-go/troupe/replication"
 	"github.com/troupe-go/troupe/ring"
 )
 
-// The on-disk format, version 6.
+// The on-disk format, version 7.
 //
 // The format record, under key "\x00format", is the format version as a
 // big-endian uint32 followed by a CRC-32C of those four bytes.
@@ -52,7 +53,10 @@ import (
 // big-endian) of the key and what follows, a uvarint count, then each
 // floor's range Start and End (8 bytes each, big-endian) and its epoch
 // (uvarint term, the copier's address as a uvarint length and bytes, its
-// uvarint incarnation). No record means no floors.
+// uvarint incarnation); from version 7, each floor then lists its
+// departures (replica.Floor.Departed): a uvarint count, then each node as
+// an address (uvarint length and bytes) and a uvarint incarnation. No
+// record means no floors.
 //
 // Version 5 added the floors record. A version 4 store is read as it is
 // (it has no floors) and becomes version 5 in the transaction that first
@@ -67,11 +71,17 @@ import (
 // store. Records erased (collected tombstones, records below a horizon)
 // are deleted from the store.
 //
+// Version 7 lets floors name departures. A version 6 (or older) store is
+// read as it is and becomes version 7 in the transaction that first
+// records a floor that names one, its floors record written in version
+// 7's layout from then on, so a binary that would misread it refuses the
+// store.
+//
 // Versions 1 to 3 were never released: a store of one of them is refused
 // (replication.ErrOlderFormat), not upgraded, and left as it is.
 
 // formatVersion is the newest on-disk format this binary writes and reads.
-const formatVersion uint32 = 6
+const formatVersion uint32 = 7
 
 // oldestFormat is the oldest on-disk format this binary reads.
 const oldestFormat uint32 = 4
@@ -81,6 +91,9 @@ const floorsFormat uint32 = 5
 
 // horizonFormat is the first format with horizons in promise records.
 const horizonFormat uint32 = 6
+
+// departedFormat is the first format whose floors name departures.
+const departedFormat uint32 = 7
 
 var formatKey = []byte("\x00format")
 
@@ -279,22 +292,43 @@ func decodeReceiving(b []byte) ([]ring.Range, error) {
 // minFloorLen is the length of the shortest encoded floor.
 const minFloorLen = 19
 
-func encodeFloors(floors []replica.Floor) []byte {
-	b := make([]byte, 4, 4+binary.MaxVarintLen64+(16+3*binary.MaxVarintLen64)*len(floors))
+// floorsLayout returns the format whose floors layout floors of a store of
+// format v take, once written: version 7's when v is 7 or a floor names a
+// departure, else version 5's.
+func floorsLayout(v uint32, floors []replica.Floor) uint32 {
+	if v >= departedFormat || slices.ContainsFunc(floors, func(f replica.Floor) bool { return len(f.Departed) > 0 }) {
+		return departedFormat
+	}
+	return floorsFormat
+}
+
+// encodeFloors encodes floors in the floors layout of format v.
+func encodeFloors(floors []replica.Floor, v uint32) []byte {
+	b := make([]byte, 4, 4+binary.MaxVarintLen64+(16+4*binary.MaxVarintLen64)*len(floors))
 	b = binary.AppendUvarint(b, uint64(len(floors)))
+	appendNode := func(n ring.NodeID) {
+		b = binary.AppendUvarint(b, uint64(len(n.Addr)))
+		b = append(b, n.Addr...)
+		b = binary.AppendUvarint(b, n.Incarnation)
+	}
 	for _, f := range floors {
 		b = binary.BigEndian.AppendUint64(b, uint64(f.Range.Start))
 		b = binary.BigEndian.AppendUint64(b, uint64(f.Range.End))
 		b = binary.AppendUvarint(b, f.Epoch.Term)
-		b = binary.AppendUvarint(b, uint64(len(f.Epoch.Node.Addr)))
-		b = append(b, f.Epoch.Node.Addr...)
-		b = binary.AppendUvarint(b, f.Epoch.Node.Incarnation)
+		appendNode(f.Epoch.Node)
+		if v >= departedFormat {
+			b = binary.AppendUvarint(b, uint64(len(f.Departed)))
+			for _, d := range f.Departed {
+				appendNode(d)
+			}
+		}
 	}
 	binary.BigEndian.PutUint32(b, checksum(floorsKey, b[4:]))
 	return b
 }
 
-func decodeFloors(b []byte) ([]replica.Floor, error) {
+// decodeFloors decodes a floors record of a store of format v.
+func decodeFloors(b []byte, v uint32) ([]replica.Floor, error) {
 	bad := fmt.Errorf("%w: floors record %x", replication.ErrCorrupt, b)
 	if len(b) < 5 || binary.BigEndian.Uint32(b) != checksum(floorsKey, b[4:]) {
 		return nil, bad
@@ -333,6 +367,25 @@ func decodeFloors(b []byte) ([]replica.Floor, error) {
 		rest = rest[l:]
 		if f.Epoch.Node.Incarnation, ok = uvarint(); !ok {
 			return nil, bad
+		}
+		if v >= departedFormat {
+			// Each node takes two bytes at least.
+			n, ok := uvarint()
+			if !ok || n > uint64(len(rest))/2 {
+				return nil, bad
+			}
+			for range n {
+				l, ok := uvarint()
+				if !ok || l > uint64(len(rest)) {
+					return nil, bad
+				}
+				d := ring.NodeID{Addr: string(rest[:l])}
+				rest = rest[l:]
+				if d.Incarnation, ok = uvarint(); !ok {
+					return nil, bad
+				}
+				f.Departed = append(f.Departed, d)
+			}
 		}
 		floors = append(floors, f)
 	}
