@@ -235,3 +235,46 @@ func boundaries() []ring.Token {
 	}
 	return toks
 }
+
+// A hand-off names, for its fences, the members of its range's previous
+// set that the new ring no longer holds: the one removed, for every range
+// a removal gives this member, and none for a join's ranges (whose cause
+// is the copier's own entry).
+func TestAHandOffNamesTheMembersWhoseDepartureGaveItTheRange(t *testing.T) {
+	const n = 3
+	self := nid(100)
+	base := []ring.NodeID{nid(1), nid(2), nid(3), nid(4), nid(5)}
+	jobsOf := func(g *handoffRig) []*rangeJob {
+		h := g.s.handoffsOf(g.node)
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		var out []*rangeJob
+		for _, j := range h.jobs {
+			out = append(out, j)
+		}
+		return out
+	}
+	joined := newHandoffRig(t, n, ring.New(base), self)
+	joined.change(ring.New(base).With(self))
+	jobs := jobsOf(joined)
+	if len(jobs) == 0 {
+		t.Fatal("a join gave this member no range to receive")
+	}
+	for _, j := range jobs {
+		if len(j.departed) != 0 {
+			t.Fatalf("a join's range %v names departures %v", j.rng, j.departed)
+		}
+	}
+	r := ring.New(append(slices.Clone(base), self))
+	removed := newHandoffRig(t, n, r, self)
+	removed.change(r.Without(nid(4)), nid(4))
+	jobs = jobsOf(removed)
+	if len(jobs) == 0 {
+		t.Fatal("a removal gave this member no range to receive")
+	}
+	for _, j := range jobs {
+		if !slices.Equal(j.departed, []ring.NodeID{nid(4)}) {
+			t.Fatalf("a range %v the removal of %v gave names departures %v (previous set %v)", j.rng, nid(4), j.departed, j.prev)
+		}
+	}
+}
