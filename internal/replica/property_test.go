@@ -211,7 +211,7 @@ func runSchedule(tb fataler, n int, level replication.Level, seed uint64, weaken
 		}
 	}
 	s.settle()
-	s.lagging = nil // the views caught up
+	s.lagging, s.lagsLeaves = nil, nil // the views caught up
 	s.finalReads(regs)
 	s.abandon()
 	res, info := porcupine.CheckOperationsVerbose(lincheck.Model[register](), s.history, 10*time.Second)
