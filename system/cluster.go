@@ -297,7 +297,7 @@ func (m *member) refresh() {
 	}
 	changed := m.router.Update(inc.node.ID(), inc.node.Owning(), inc.node.Members())
 	if m.st != nil {
-		m.st.viewChanged()
+		m.st.viewChanged(before)
 	}
 	if changed {
 		m.router.MoveOut()

@@ -38,7 +38,7 @@ func TestAnAcquisitionWaitsForTheViewToShowAFloorsCopier(t *testing.T) {
 			start := time.Now()
 			go func() { done <- s.awaitEntered(context.Background(), x) }()
 			synctest.Wait()
-			s.viewChanged() // a change that does not show x
+			s.viewChanged(nil) // a change that does not show x
 			synctest.Wait()
 			select {
 			case err := <-done:
@@ -47,7 +47,7 @@ func TestAnAcquisitionWaitsForTheViewToShowAFloorsCopier(t *testing.T) {
 			}
 			time.Sleep(time.Second)
 			entered.Store(true)
-			s.viewChanged()
+			s.viewChanged(nil)
 			if err := <-done; err != nil {
 				t.Fatal(err)
 			}
@@ -142,23 +142,23 @@ func TestAnAcquisitionWaitsForTheViewToShowAFloorsCopier(t *testing.T) {
 }
 
 // An acquisition refused by a floor that names a departure its view does
-// not show waits until the type's ring in the view no longer holds the
-// departed member, and names it gone from then on, apart from the copiers
-// it names; a deadline ends the wait naming the departure.
+// not show waits until the view shows the member gone from the rings for
+// good, and names it gone from then on, apart from the copiers it names; a
+// deadline ends the wait naming the departure.
 func TestAnAcquisitionWaitsForTheViewToShowAFloorsDeparture(t *testing.T) {
 	d := ring.NodeID{Addr: "d", Incarnation: 2}
 	synctest.Test(t, func(t *testing.T) {
 		var left atomic.Bool
 		s := &states{
 			entered:  func(ring.NodeID) bool { return true },
-			departed: func(typ string, id ring.NodeID) bool { return typ == "t" && id == d && left.Load() },
+			departed: func(id ring.NodeID) bool { return id == d && left.Load() },
 			viewLag:  time.Minute,
 		}
 		done := make(chan error, 1)
 		start := time.Now()
-		go func() { done <- s.awaitDeparted(context.Background(), "t", d) }()
+		go func() { done <- s.awaitDeparted(context.Background(), d) }()
 		synctest.Wait()
-		s.viewChanged() // a change that still holds d
+		s.viewChanged(nil) // a change that still holds d
 		synctest.Wait()
 		select {
 		case err := <-done:
@@ -167,7 +167,7 @@ func TestAnAcquisitionWaitsForTheViewToShowAFloorsDeparture(t *testing.T) {
 		}
 		time.Sleep(time.Second)
 		left.Store(true)
-		s.viewChanged()
+		s.viewChanged(nil)
 		if err := <-done; err != nil {
 			t.Fatal(err)
 		}
@@ -186,8 +186,28 @@ func TestAnAcquisitionWaitsForTheViewToShowAFloorsDeparture(t *testing.T) {
 		e := ring.NodeID{Addr: "e", Incarnation: 1}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
-		if err := s.awaitDeparted(ctx, "t", e); !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "departure of "+e.String()) {
+		if err := s.awaitDeparted(ctx, e); !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "departure of "+e.String()) {
 			t.Fatalf("the wait past its deadline returned %v, want context.DeadlineExceeded naming e's departure", err)
 		}
 	})
+}
+
+// A change of the view that takes members out of a stored type's ring for
+// good has every later acquisition name them gone, so that the keys of
+// the ranges their departure moved pass the floors of those hand-offs
+// without a refusal each; a member still in the ring, or out of it but
+// not gone for good (a dead member removed from no view yet is in it
+// still), is not named.
+func TestAViewChangeNamesTheMembersItTookOutOfTheRingsGone(t *testing.T) {
+	a, b, c, d := nid(1), nid(2), nid(3), nid(4)
+	before := ring.New([]ring.NodeID{a, b, c, d})
+	after := before.Without(c).Without(d)
+	s := &states{
+		ring:     func(string) *ring.Ring { return after },
+		departed: func(id ring.NodeID) bool { return id == c },
+	}
+	s.viewChanged(map[string]*ring.Ring{"t": before})
+	if _, gone := s.named(); !slices.Equal(gone, []ring.NodeID{c}) {
+		t.Fatalf("after a change that took c (gone) and d (not gone for good) out of the ring, acquisitions name %v gone, want c", gone)
+	}
 }

@@ -49,11 +49,11 @@ type states struct {
 	// alive lists the members the view holds alive; nil standalone.
 	alive func() []ring.NodeID
 	// entered reports whether the view shows a member's entry into the
-	// rings (remote.Router.Entered), and departed whether a type's ring
-	// in the view no longer holds a member (remote.Router.Departed); nil
+	// rings (remote.Router.Entered), and departed whether it shows a
+	// member gone from them for good (remote.Router.Departed); nil
 	// standalone.
 	entered  func(ring.NodeID) bool
-	departed func(typ string, id ring.NodeID) bool
+	departed func(ring.NodeID) bool
 	// hosts lists the members the view holds, alive or not (left ones
 	// excepted), that host a durable type; nil standalone.
 	hosts func() []ring.NodeID
@@ -467,13 +467,24 @@ func (s *states) acquire(ctx context.Context, typ, key string, n int, level repl
 			}
 			continue
 		}
+		// The lag bound runs for all of them at once, not one after
+		// the other.
+		now := time.Now()
+		if !slices.Contains(copiers, x) && !s.entered(x) {
+			s.noteUnseen(viewFact{id: x}, now)
+		}
+		for _, d := range missing {
+			if !s.departed(d) {
+				s.noteUnseen(viewFact{id: d, gone: true}, now)
+			}
+		}
 		if !slices.Contains(copiers, x) {
 			if err := s.awaitEntered(ctx, x); err != nil {
 				return fmt.Errorf("%w: %s/%s: %w", actor.ErrUnavailable, typ, key, err)
 			}
 		}
 		for _, d := range missing {
-			if err := s.awaitDeparted(ctx, typ, d); err != nil {
+			if err := s.awaitDeparted(ctx, d); err != nil {
 				return fmt.Errorf("%w: %s/%s: %w", actor.ErrUnavailable, typ, key, err)
 			}
 		}
@@ -554,15 +565,15 @@ func (s *states) awaitEntered(ctx context.Context, x ring.NodeID) error {
 	return s.awaitView(ctx, viewFact{id: x}, func() bool { return s.entered(x) })
 }
 
-// awaitDeparted returns once typ's ring in the view no longer holds d
+// awaitDeparted returns once the view shows d gone from the rings for good
 // (see remote.Router.Departed), or the lag bound passed (see awaitView).
 //
 // A floor naming d's departure refused an acquisition whose caller did
 // not name it: the copier, a member the view may have shown for long,
 // fenced the key's range for d's leave or removal, and a view that still
-// holds d gives the key's set from before it.
-func (s *states) awaitDeparted(ctx context.Context, typ string, d ring.NodeID) error {
-	return s.awaitView(ctx, viewFact{id: d, gone: true}, func() bool { return s.departed(typ, d) })
+// holds d in its rings gives the key's set from before it.
+func (s *states) awaitDeparted(ctx context.Context, d ring.NodeID) error {
+	return s.awaitView(ctx, viewFact{id: d, gone: true}, func() bool { return s.departed(d) })
 }
 
 // awaitView returns once shows reports that the view shows f, or once
@@ -665,9 +676,23 @@ func (s *states) noteUnseen(f viewFact, at time.Time) {
 	s.unseen[f] = at
 }
 
-// viewChanged wakes the acquisitions waiting for the view to show a
+// viewChanged notes the members the change took out of the stored types'
+// rings for good (before is the rings before it), to be named gone by
+// every acquisition from then on, so that the keys of the ranges their
+// departure moved pass the floors of those hand-offs without a refusal
+// each; and it wakes the acquisitions waiting for the view to show a
 // copier.
-func (s *states) viewChanged() {
+func (s *states) viewChanged(before map[string]*ring.Ring) {
+	if s.departed != nil && s.ring != nil {
+		for typ, r := range before {
+			after := s.ring(typ)
+			for _, id := range r.Members() {
+				if (after == nil || !after.Contains(id)) && s.departed(id) {
+					s.noteShown(viewFact{id: id, gone: true})
+				}
+			}
+		}
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.viewNext != nil {

@@ -306,13 +306,20 @@ func (r *Router) Entered(id ring.NodeID) bool {
 	return ok && cur.Incarnation > id.Incarnation
 }
 
-// Departed reports whether typ's ring in the current view does not hold
-// id: it left (or is leaving), was removed, was replaced by a newer
-// process at its address, or was never known. The sets the view gives
-// keys of typ do not hold it, whatever the view knew of it.
-func (r *Router) Departed(typ string, id ring.NodeID) bool {
-	tr, ok := r.view.Load().rings[typ]
-	return !ok || !tr.r.Contains(id)
+// Departed reports whether the current view shows id gone from the rings
+// for good: it holds id leaving or left, or a newer process in the rings
+// at its address, or does not hold id at all (removed, or never known).
+// No ring of the view holds it, whatever the type, and none will: a
+// process that comes back does so as a new incarnation. (A member held
+// alive, suspect, dead or still joining has not departed, whether or not
+// a type's ring holds it.)
+func (r *Router) Departed(id ring.NodeID) bool {
+	v := r.view.Load()
+	if cur, ok := v.byAddr[id.Addr]; ok && cur.Incarnation > id.Incarnation {
+		return true
+	}
+	st, ok := v.status[id]
+	return !ok || st == cluster.StatusLeft || st == cluster.StatusLeaving
 }
 
 // Gone reports whether the current view holds id dead or left.

@@ -58,7 +58,7 @@ func versionOf(m Message) byte {
 // laid out as the message without Gone would be.
 func layoutOf(m Message) byte {
 	switch {
-	case m.Type == MsgPrepare && len(m.Reads) > 0:
+	case m.Type == MsgPrepare && (len(m.Reads) > 0 || len(m.Gone) > 0):
 		return 4
 	case ((m.Partial || len(m.Reads) > 0) && m.Type.isSyncRequest()) || ((m.Recovering || m.Cycle) && m.Type.isSyncAnswer()) ||
 		(m.Cycle && m.Type == MsgFenced) || (len(m.Reads) > 0 && m.Type == MsgFence):
@@ -363,6 +363,9 @@ func DecodeNames(b []byte, names *Names) (Message, error) {
 	probe := m
 	if reads {
 		probe.Reads = []ring.NodeID{{}}
+	}
+	if flags&flagGone != 0 {
+		probe.Gone = []ring.NodeID{{}}
 	}
 	// Version 6 takes the layout of the version before it: which one the
 	// type and flags say. Whether a message needs version 6 shows only

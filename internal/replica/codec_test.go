@@ -65,6 +65,8 @@ func sampleMessages() []Message {
 		{Type: MsgRefuse, From: b, To: a, Key: k, Epoch: e, Promised: Epoch{Term: 12, Node: a}, Floor: true, Gone: []ring.NodeID{{Addr: "c", Incarnation: 4}}},
 		{Type: MsgPrepare, From: a, To: b, Key: k, Epoch: e, Reads: []ring.NodeID{a, b}, Gone: []ring.NodeID{{Addr: "c", Incarnation: 4}}},
 		{Type: MsgPrepare, From: a, To: b, Key: k, Epoch: e, Promised: Epoch{Term: 3, Node: a}, Reads: []ring.NodeID{a}, Gone: []ring.NodeID{{Addr: "c", Incarnation: 4}}},
+		{Type: MsgPrepare, From: a, To: b, Key: k, Epoch: e, Gone: []ring.NodeID{{Addr: "c", Incarnation: 4}}},
+		{Type: MsgPrepare, From: a, To: b, Key: k, Epoch: e, Promised: Epoch{Term: 3, Node: a}, Gone: []ring.NodeID{{Addr: "c", Incarnation: 4}}},
 		// A catch-up from every member reads sources still receiving.
 		{Type: MsgSyncRequest, From: a, To: b, Round: 6, Range: ring.Range{Start: 1 << 40, End: 7}, Limit: 1 << 20, Partial: true},
 		{Type: MsgSyncIndexRequest, From: a, To: b, Round: 7, Range: ring.Range{Start: 1 << 40, End: 7}, Limit: 1 << 20, Partial: true},

@@ -757,8 +757,12 @@ func TestAnOwnerWhoseSetHoldsAFloorsDepartedMemberStepsDown(t *testing.T) {
 		return b
 	}
 	// The lagging owner: c left, x took its place in the set, and the
-	// owner's view shows x (a member for long) but not the leave.
+	// owner's view shows x (a member for long) but not the leave. It
+	// acquires above the floor's term (it promised a term above it
+	// already): rule 1 refuses it, not the term.
 	a := New(nodeA, Counting)
+	a.Step(Message{Type: MsgPrepare, From: nodeB, To: nodeA, Key: keyA, Epoch: Epoch{Term: 7, Node: nodeB}})
+	a.Ready()
 	if err := a.AcquireWith(keyA, []ring.NodeID{nodeA, nodeB, nodeC}, replication.Majority, AcquireOptions{Copiers: []ring.NodeID{nodeX}}); err != nil {
 		t.Fatal(err)
 	}

@@ -289,13 +289,18 @@ func TestRandomSchedulesCollectTombstones(t *testing.T) {
 // copier (a fifth of them) reach the floors of fences: those step down,
 // and the histories stay linearizable.
 func TestRandomSchedulesWithLaggingViewsStepDownAtFloors(t *testing.T) {
-	downs := 0
+	downs, refusals := 0, 0
 	for seed := range uint64(300) {
 		s, res, _ := runSchedule(t, 3+int(seed%3), replication.Majority, seed, func(s *sim) { s.lags = true })
 		if res != porcupine.Ok {
 			t.Fatalf("seed %d: the history with lagging views is %s", seed, res)
 		}
 		downs += s.floorDowns
+		refusals += s.departureRefusals
+	}
+	t.Logf("%d prepares above a floor refused for not naming its departures", refusals)
+	if refusals == 0 {
+		t.Fatal("300 schedules with views lagging departures had no prepare refused for not naming one")
 	}
 	t.Logf("%d acquisitions stepped down at a floor", downs)
 	if downs == 0 {

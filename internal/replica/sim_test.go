@@ -139,8 +139,11 @@ type sim struct {
 	// view lags (lagging) or lags the departures alone (lagsLeaves).
 	departed   []ring.NodeID
 	lagsLeaves func() bool
-	// floorDowns counts the acquisitions a floor made step down.
-	floorDowns int
+	// floorDowns counts the acquisitions a floor made step down;
+	// departureRefusals the prepares at or above a floor's term that it
+	// refused for not naming its departures.
+	floorDowns        int
+	departureRefusals int
 }
 
 func (s *sim) tracef(format string, args ...any) {
@@ -359,6 +362,9 @@ func (s *sim) deliver(i int, keep bool) {
 	}
 	if s.cut[[2]string{m.From.Addr, m.To.Addr}] {
 		return
+	}
+	if m.Type == MsgRefuse && m.Floor && len(m.Gone) > 0 && m.Promised.Compare(m.Epoch) <= 0 {
+		s.departureRefusals++
 	}
 	to := s.node(m.To)
 	if to == nil || to.paused {
