@@ -16,7 +16,7 @@ import (
 // TestRaisingFloorsIsAPointwiseMaximum checks floors against a naive
 // model: after raises, a token's floor is the largest term of the raises
 // whose range holds it, naming the departures of all of them in the order
-// they came, and the spans stay sorted, disjoint and merged.
+// they were last named, and the spans stay sorted, disjoint and merged.
 func TestRaisingFloorsIsAPointwiseMaximum(t *testing.T) {
 	edges := []ring.Token{0, 1, 100, 200, math.MaxUint64 - 1, math.MaxUint64}
 	token := rapid.Custom(func(t *rapid.T) ring.Token {
@@ -61,11 +61,8 @@ func TestRaisingFloorsIsAPointwiseMaximum(t *testing.T) {
 				if r.e.Compare(want) > 0 {
 					want = r.e
 				}
-				for _, d := range r.departed {
-					if !slices.Contains(wantGone, d) {
-						wantGone = append(wantGone, d)
-					}
-				}
+				wantGone = slices.DeleteFunc(wantGone, func(d ring.NodeID) bool { return slices.Contains(r.departed, d) })
+				wantGone = append(wantGone, r.departed...)
 			}
 			if got := fs.find(p); got.epoch != want || !slices.Equal(got.departed, wantGone) {
 				t.Fatalf("token %d: floor %v naming %v after %v, want %v naming %v (floors %v)", p, got.epoch, got.departed, raises, want, wantGone, fs)
@@ -786,5 +783,31 @@ func TestAnOwnerWhoseSetHoldsAFloorsDepartedMemberStepsDown(t *testing.T) {
 	changes = exchange(n, fenced())
 	if !n.Serving(keyA) || n.owned[keyA].epoch.Term <= 5 || !slices.Equal(n.owned[keyA].gone, []ring.NodeID{nodeC}) {
 		t.Fatalf("an owner over the set after the leave reported %+v (serving %v), want served above the floor naming c gone", changes, n.Serving(keyA))
+	}
+}
+
+// A floor names at most maxDeparted departures: the one named least
+// recently goes first, and one a fence names again counts as named last.
+func TestAFloorKeepsTheDeparturesNamedLast(t *testing.T) {
+	g := ring.Range{Start: 10, End: 20}
+	member := func(i int) ring.NodeID { return ring.NodeID{Addr: "d", Incarnation: uint64(i)} }
+	var fs floors
+	for i := range maxDeparted + 2 {
+		fs, _ = fs.raise(g, Epoch{Term: uint64(i + 1), Node: nodeX}, []ring.NodeID{member(i)})
+	}
+	var want []ring.NodeID
+	for i := 2; i < maxDeparted+2; i++ {
+		want = append(want, member(i))
+	}
+	if got := fs.find(15).departed; !slices.Equal(got, want) {
+		t.Fatalf("after %d departures the floor names %v, want the last %d: %v", maxDeparted+2, got, maxDeparted, want)
+	}
+	// Named again, the oldest kept moves last, and the next one pushes
+	// out the one after it.
+	fs, _ = fs.raise(g, Epoch{Term: 20, Node: nodeX}, []ring.NodeID{member(2)})
+	fs, _ = fs.raise(g, Epoch{Term: 21, Node: nodeX}, []ring.NodeID{member(50)})
+	want = append(append(want[2:], member(2)), member(50))
+	if got := fs.find(15).departed; !slices.Equal(got, want) {
+		t.Fatalf("after naming %v again and then %v, the floor names %v, want %v", member(2), member(50), got, want)
 	}
 }

@@ -20,8 +20,9 @@ import (
 type Floor struct {
 	Range ring.Range
 	Epoch Epoch
-	// Departed lists, oldest first, the departures of every fence that
-	// raised the floor over Range, at most maxDeparted of them: a later
+	// Departed lists the departures of every fence that raised the floor
+	// over Range, in the order a fence last named them, at most
+	// maxDeparted of them (the least recently named go first): a later
 	// fence keeps an earlier one's, so that a view lagging both changes
 	// is refused by the floor the second leaves.
 	Departed []ring.NodeID
@@ -53,21 +54,30 @@ func (f floorSpan) passedBy(reads, gone []ring.NodeID) bool {
 	return true
 }
 
-// joinDeparted returns a's departures followed by those of b it lacks,
-// without the oldest beyond maxDeparted; a itself when b adds nothing.
-// It never writes into a or b, which floors share.
+// joinDeparted returns a's departures followed by b's, each once, in the
+// order a fence last named them (one b names again moves to the end),
+// without the oldest beyond maxDeparted; a itself when that changes
+// nothing. It never writes into a or b, which floors share.
 func joinDeparted(a, b []ring.NodeID) []ring.NodeID {
-	out := a
+	if len(b) == 0 {
+		return a
+	}
+	if len(a) >= len(b) && slices.Equal(a[len(a)-len(b):], b) {
+		return a // named last already, in this order
+	}
+	out := make([]ring.NodeID, 0, len(a)+len(b))
+	for _, d := range a {
+		if !slices.Contains(b, d) {
+			out = append(out, d)
+		}
+	}
 	for _, d := range b {
 		if !slices.Contains(out, d) {
-			if len(out) == len(a) {
-				out = slices.Clone(a)
-			}
 			out = append(out, d)
 		}
 	}
 	if len(out) > maxDeparted {
-		out = slices.Clone(out[len(out)-maxDeparted:])
+		out = out[len(out)-maxDeparted:]
 	}
 	return out
 }
