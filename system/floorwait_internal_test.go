@@ -192,22 +192,27 @@ func TestAnAcquisitionWaitsForTheViewToShowAFloorsDeparture(t *testing.T) {
 	})
 }
 
-// A change of the view that takes members out of a stored type's ring for
-// good has every later acquisition name them gone, so that the keys of
-// the ranges their departure moved pass the floors of those hand-offs
-// without a refusal each; a member still in the ring, or out of it but
-// not gone for good (a dead member removed from no view yet is in it
-// still), is not named.
-func TestAViewChangeNamesTheMembersItTookOutOfTheRingsGone(t *testing.T) {
-	a, b, c, d := nid(1), nid(2), nid(3), nid(4)
+// A change of the view that brings members into a stored type's ring or
+// takes them out of it for good has every later acquisition name them (as
+// copiers, and gone), so that the keys of the ranges they moved pass the
+// floors of those hand-offs without a refusal each; a member out of the
+// ring but not gone for good (a dead member is in it until removed) is
+// not named gone.
+func TestAViewChangeNamesTheMembersItBroughtInAndTookOutOfTheRings(t *testing.T) {
+	a, b, c, d, e := nid(1), nid(2), nid(3), nid(4), nid(5)
 	before := ring.New([]ring.NodeID{a, b, c, d})
-	after := before.Without(c).Without(d)
+	after := before.Without(c).Without(d).With(e)
 	s := &states{
 		ring:     func(string) *ring.Ring { return after },
+		entered:  func(id ring.NodeID) bool { return id != c && id != d },
 		departed: func(id ring.NodeID) bool { return id == c },
 	}
 	s.viewChanged(map[string]*ring.Ring{"t": before})
-	if _, gone := s.named(); !slices.Equal(gone, []ring.NodeID{c}) {
+	copiers, gone := s.named()
+	if !slices.Equal(gone, []ring.NodeID{c}) {
 		t.Fatalf("after a change that took c (gone) and d (not gone for good) out of the ring, acquisitions name %v gone, want c", gone)
+	}
+	if !slices.Equal(copiers, []ring.NodeID{e}) {
+		t.Fatalf("after a change that brought e into the ring, acquisitions name copiers %v, want e", copiers)
 	}
 }

@@ -448,43 +448,39 @@ func (s *states) acquire(ctx context.Context, typ, key string, n int, level repl
 		if !errors.As(err, &stale) || !stale.Floor || waits == maxFloorWaits {
 			return err
 		}
-		x := stale.Newer.Node
-		var missing []ring.NodeID
-		for _, d := range stale.Departed {
-			if !slices.Contains(gone, d) {
-				missing = append(missing, d)
+		// The changes the floor names that the acquisition did not.
+		var missing []viewFact
+		for _, x := range append([]ring.NodeID{stale.Newer.Node}, stale.Copiers...) {
+			if !slices.Contains(copiers, x) {
+				missing = append(missing, viewFact{id: x})
 			}
 		}
-		if slices.Contains(copiers, x) && len(missing) == 0 {
+		for _, d := range stale.Departed {
+			if !slices.Contains(gone, d) {
+				missing = append(missing, viewFact{id: d, gone: true})
+			}
+		}
+		if len(missing) == 0 {
 			return err
 		}
 		if s.entered == nil {
 			// Standalone over a store a cluster member left behind: no
 			// view to wait for, and no set but this member's.
-			s.noteShown(viewFact{id: x})
-			for _, d := range missing {
-				s.noteShown(viewFact{id: d, gone: true})
+			for _, f := range missing {
+				s.noteShown(f)
 			}
 			continue
 		}
 		// The lag bound runs for all of them at once, not one after
 		// the other.
 		now := time.Now()
-		if !slices.Contains(copiers, x) && !s.entered(x) {
-			s.noteUnseen(viewFact{id: x}, now)
-		}
-		for _, d := range missing {
-			if !s.departed(d) {
-				s.noteUnseen(viewFact{id: d, gone: true}, now)
+		for _, f := range missing {
+			if !s.shows(f) {
+				s.noteUnseen(f, now)
 			}
 		}
-		if !slices.Contains(copiers, x) {
-			if err := s.awaitEntered(ctx, x); err != nil {
-				return fmt.Errorf("%w: %s/%s: %w", actor.ErrUnavailable, typ, key, err)
-			}
-		}
-		for _, d := range missing {
-			if err := s.awaitDeparted(ctx, d); err != nil {
+		for _, f := range missing {
+			if err := s.awaitView(ctx, f, func() bool { return s.shows(f) }); err != nil {
 				return fmt.Errorf("%w: %s/%s: %w", actor.ErrUnavailable, typ, key, err)
 			}
 		}
@@ -521,8 +517,9 @@ func (s *states) acquireOnce(ctx context.Context, typ, key string, n int, level 
 
 // maxShown is how many copiers the view showed acquisitions name: a floor
 // outlives the hand-off that raised it, so the last few spare the keys of
-// their ranges a refusal each.
-const maxShown = 8
+// their ranges a refusal each; a floor names up to nine copiers (the last
+// and eight earlier ones).
+const maxShown = 16
 
 // maxShownGone is how many departures the view showed acquisitions name:
 // a floor names up to eight (those of the range's last fences), and
@@ -553,6 +550,15 @@ func (s *states) shownCopiers() []ring.NodeID {
 	return copiers
 }
 
+// shows reports whether the view shows f: a member's entry into the rings
+// or its departure from them for good.
+func (s *states) shows(f viewFact) bool {
+	if f.gone {
+		return s.departed(f.id)
+	}
+	return s.entered(f.id)
+}
+
 // awaitEntered returns once the view shows x's entry into the rings (see
 // remote.Router.Entered), or the lag bound passed (see awaitView).
 //
@@ -562,7 +568,8 @@ func (s *states) shownCopiers() []ring.NodeID {
 // writes acknowledged there that x's copy, read after the fence, never
 // saw (docs/replication.md, "Where views disagree").
 func (s *states) awaitEntered(ctx context.Context, x ring.NodeID) error {
-	return s.awaitView(ctx, viewFact{id: x}, func() bool { return s.entered(x) })
+	f := viewFact{id: x}
+	return s.awaitView(ctx, f, func() bool { return s.shows(f) })
 }
 
 // awaitDeparted returns once the view shows d gone from the rings for good
@@ -573,7 +580,8 @@ func (s *states) awaitEntered(ctx context.Context, x ring.NodeID) error {
 // fenced the key's range for d's leave or removal, and a view that still
 // holds d in its rings gives the key's set from before it.
 func (s *states) awaitDeparted(ctx context.Context, d ring.NodeID) error {
-	return s.awaitView(ctx, viewFact{id: d, gone: true}, func() bool { return s.departed(d) })
+	f := viewFact{id: d, gone: true}
+	return s.awaitView(ctx, f, func() bool { return s.shows(f) })
 }
 
 // awaitView returns once shows reports that the view shows f, or once
@@ -676,19 +684,28 @@ func (s *states) noteUnseen(f viewFact, at time.Time) {
 	s.unseen[f] = at
 }
 
-// viewChanged notes the members the change took out of the stored types'
-// rings for good (before is the rings before it), to be named gone by
-// every acquisition from then on, so that the keys of the ranges their
-// departure moved pass the floors of those hand-offs without a refusal
-// each; and it wakes the acquisitions waiting for the view to show a
+// viewChanged notes the members the change brought into the stored types'
+// rings and those it took out of them for good (before is the rings
+// before it), to be named by every acquisition from then on (as copiers,
+// and gone), so that the keys of the ranges they moved pass the floors of
+// those hand-offs without a refusal each; and it wakes the acquisitions
+// waiting for the view to show a
 // copier.
 func (s *states) viewChanged(before map[string]*ring.Ring) {
-	if s.departed != nil && s.ring != nil {
+	if s.departed != nil && s.entered != nil && s.ring != nil {
 		for typ, r := range before {
 			after := s.ring(typ)
 			for _, id := range r.Members() {
 				if (after == nil || !after.Contains(id)) && s.departed(id) {
 					s.noteShown(viewFact{id: id, gone: true})
+				}
+			}
+			if after == nil {
+				continue
+			}
+			for _, id := range after.Members() {
+				if (r == nil || !r.Contains(id)) && s.entered(id) {
+					s.noteShown(viewFact{id: id})
 				}
 			}
 		}

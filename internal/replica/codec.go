@@ -26,7 +26,8 @@ import (
 // one (its Value: an accept of an owner's horizon, a catch-up's chunk
 // or index), and version 7 for a prepare that lists the members whose
 // floors it passes (Reads), and version 8 for floors that name
-// departures (Gone on a fence, a refusal naming a floor and a prepare). A
+// departures and earlier copiers (Gone on a fence, a refusal naming a
+// floor and a prepare; Reads on a refusal naming a floor). A
 // decoder refuses a version above FormatVersion, and a message in a
 // version other than its own.
 const FormatVersion = 8
@@ -37,9 +38,15 @@ func carriesGone(m Message) bool {
 	return len(m.Gone) > 0 && (m.Type == MsgFence || m.Type == MsgPrepare || (m.Type == MsgRefuse && m.Floor))
 }
 
+// floorCopiers reports whether m is a refusal naming a floor with earlier
+// copiers (Reads), which needs version 8.
+func floorCopiers(m Message) bool {
+	return m.Type == MsgRefuse && m.Floor && len(m.Reads) > 0
+}
+
 // versionOf returns the version m is encoded in.
 func versionOf(m Message) byte {
-	if carriesGone(m) {
+	if carriesGone(m) || floorCopiers(m) {
 		return 8
 	}
 	if m.Type == MsgPrepare && len(m.Reads) > 0 {
@@ -116,10 +123,11 @@ func layoutOf(m Message) byte {
 // has the layout of version 4 with Reads (bit 6) after Limit, as a
 // fence of version 5 carries them, and a Promised that may be zero.
 //
-// Version 8 (floors that name departures) lays a fence, a refusal naming
-// a floor or a prepare out as it would be without Gone, with Gone (bit 7,
-// set on every message of version 8) after Reads: a uvarint count (at
-// least 1) and the nodes.
+// Version 8 (floors that name departures and earlier copiers) lays a
+// fence, a refusal naming a floor or a prepare out as it would be without
+// Gone, with Gone (bit 7) after Reads: a uvarint count (at least 1) and
+// the nodes; a refusal naming a floor may carry Reads (bit 6), its
+// earlier copiers, too. Every message of version 8 has one of them.
 //
 // Version 6 lays each message out as the version before it would (the
 // forget messages as version 1). A promise record of version 6 may carry
@@ -178,7 +186,7 @@ func AppendEncode(b []byte, m Message) []byte {
 	if m.Cycle && (m.Type.isSyncAnswer() || m.Type == MsgFenced) {
 		flags |= flagCycle
 	}
-	reads := len(m.Reads) > 0 && (m.Type.isSyncRequest() || m.Type == MsgFence || m.Type == MsgPrepare)
+	reads := len(m.Reads) > 0 && (m.Type.isSyncRequest() || m.Type == MsgFence || m.Type == MsgPrepare || floorCopiers(m))
 	if reads {
 		flags |= flagReads
 	}
@@ -341,14 +349,16 @@ func DecodeNames(b []byte, names *Names) (Message, error) {
 	case sync:
 		allowed |= flagDone | flagRecover | flagCycle
 	case m.Type == MsgRefuse:
-		allowed |= flagFloor | flagGone
+		allowed |= flagFloor | flagGone | flagReads
 	case m.Type == MsgFenced:
 		allowed |= flagCycle
 	case m.Type == MsgFence, m.Type == MsgPrepare:
 		allowed |= flagReads | flagGone
 	}
 	flags := d.byte("flags")
-	if d.err == nil && (flags&^allowed != 0 || (flags&flagGone != 0) != (v == 8)) {
+	// Gone needs version 8 (which checks below that it has Gone or a
+	// floor's copiers).
+	if d.err == nil && (flags&^allowed != 0 || (flags&flagGone != 0 && v != 8)) {
 		d.fail(ErrMalformed, "flags")
 	}
 	m.Counted = flags&flagCounted != 0

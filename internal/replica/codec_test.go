@@ -63,6 +63,8 @@ func sampleMessages() []Message {
 		{Type: MsgFence, From: a, To: b, Round: 7, Range: ring.Range{Start: 1 << 40, End: 7}, Epoch: Epoch{Term: 12, Node: a}, Gone: []ring.NodeID{{Addr: "c", Incarnation: 4}}},
 		{Type: MsgFence, From: a, To: b, Round: 8, Range: ring.Range{Start: 1 << 40, End: 7}, Epoch: Epoch{Term: 12, Node: a}, Reads: []ring.NodeID{a, b}, Gone: []ring.NodeID{{Addr: "c", Incarnation: 4}, {Addr: "d"}, {Addr: "e"}, {Addr: "f"}, {Addr: "g"}}},
 		{Type: MsgRefuse, From: b, To: a, Key: k, Epoch: e, Promised: Epoch{Term: 12, Node: a}, Floor: true, Gone: []ring.NodeID{{Addr: "c", Incarnation: 4}}},
+		{Type: MsgRefuse, From: b, To: a, Key: k, Epoch: e, Promised: Epoch{Term: 12, Node: a}, Floor: true, Reads: []ring.NodeID{{Addr: "x1", Incarnation: 2}}},
+		{Type: MsgRefuse, From: b, To: a, Key: k, Epoch: e, Promised: Epoch{Term: 12, Node: a}, Floor: true, Reads: []ring.NodeID{{Addr: "x1", Incarnation: 2}}, Gone: []ring.NodeID{{Addr: "c", Incarnation: 4}}},
 		{Type: MsgPrepare, From: a, To: b, Key: k, Epoch: e, Reads: []ring.NodeID{a, b}, Gone: []ring.NodeID{{Addr: "c", Incarnation: 4}}},
 		{Type: MsgPrepare, From: a, To: b, Key: k, Epoch: e, Promised: Epoch{Term: 3, Node: a}, Reads: []ring.NodeID{a}, Gone: []ring.NodeID{{Addr: "c", Incarnation: 4}}},
 		{Type: MsgPrepare, From: a, To: b, Key: k, Epoch: e, Gone: []ring.NodeID{{Addr: "c", Incarnation: 4}}},
@@ -143,7 +145,7 @@ func TestEachTypeHasItsOwnFormatVersion(t *testing.T) {
 		b := AppendEncode(nil, m)
 		want := byte(1)
 		switch {
-		case len(m.Gone) > 0:
+		case len(m.Gone) > 0 || (m.Type == MsgRefuse && len(m.Reads) > 0):
 			want = 8
 		case m.Type == MsgPrepare && len(m.Reads) > 0:
 			want = 7

@@ -26,10 +26,12 @@ type Change struct {
 	// replica reported (zero when the driver resigned the key itself).
 	Epoch Epoch
 	// Floor is set when a floor made the node step down: Epoch is the
-	// floor, its Node the copier that fenced the key's range (see
-	// AcquireOptions.Copiers), and Departed the members whose departure
-	// the floor names (see AcquireOptions.Gone).
+	// floor, its Node the copier that fenced the key's range last,
+	// Copiers the copiers of earlier fences (see AcquireOptions.Copiers),
+	// and Departed the members whose departure the floor names (see
+	// AcquireOptions.Gone).
 	Floor    bool
+	Copiers  []ring.NodeID
 	Departed []ring.NodeID
 }
 
@@ -426,18 +428,18 @@ func (c *Core) step(m Message) {
 // and answer.
 func (c *Core) replicaStep(ks *keyState, m Message) {
 	if f, below := c.floorOf(ks, m.Epoch); below {
-		c.send(Message{Type: MsgRefuse, To: m.From, Key: m.Key, Epoch: m.Epoch, Promised: f.epoch, Floor: true, Gone: f.departed})
+		c.send(Message{Type: MsgRefuse, To: m.From, Key: m.Key, Epoch: m.Epoch, Promised: f.epoch, Floor: true, Reads: f.copiers, Gone: f.departed})
 		return
 	}
-	// A prepare passes a floor only if it lists its copier and names its
-	// departures gone: the owner's view shows the change the copier
+	// A prepare passes a floor only if it lists its copiers and names its
+	// departures gone: the owner's view shows the changes the copiers
 	// fenced the range for. An owner on a view that lags it would
 	// otherwise acquire above the floor over the previous set and have
 	// writes acknowledged there that the copy, read after the fence,
 	// never sees.
 	if m.Type == MsgPrepare && len(c.floors) > 0 {
 		if f := c.floors.find(ks.token); f.epoch.Term > 0 && !f.passedBy(m.Reads, m.Gone) {
-			c.send(Message{Type: MsgRefuse, To: m.From, Key: m.Key, Epoch: m.Epoch, Promised: f.epoch, Floor: true, Gone: f.departed})
+			c.send(Message{Type: MsgRefuse, To: m.From, Key: m.Key, Epoch: m.Epoch, Promised: f.epoch, Floor: true, Reads: f.copiers, Gone: f.departed})
 			return
 		}
 	}
@@ -957,12 +959,17 @@ func (o *ownership) prepare(r ring.NodeID) Message {
 	return m
 }
 
-// passes reports whether o acquired on a view that shows the change a
-// floor of copier x, naming departed, was raised for: its set holds x and
-// none of departed, or it has not served yet and its caller named x
-// (AcquireOptions.Copiers) and every one of departed gone
-// (AcquireOptions.Gone). Such an owner acquires again above the floor.
-func (o *ownership) passes(x ring.NodeID, departed []ring.NodeID) bool {
+// passes reports whether o acquired on a view that shows the changes a
+// floor of copier x, earlier copiers copiers and departures departed was
+// raised for: its caller named the earlier copiers (or its sets hold
+// them: AcquireOptions.Copiers), and its set holds x and none of
+// departed, or it has not served yet and its caller named x and every one
+// of departed gone (AcquireOptions.Gone). Such an owner acquires again
+// above the floor.
+func (o *ownership) passes(x ring.NodeID, copiers, departed []ring.NodeID) bool {
+	if !subset(copiers, o.shows) {
+		return false
+	}
 	if slices.Contains(o.replicas, x) && !slices.ContainsFunc(departed, func(d ring.NodeID) bool { return slices.Contains(o.replicas, d) }) {
 		return true
 	}
@@ -1321,13 +1328,13 @@ func (c *Core) ownerStep(o *ownership, m Message) {
 			// replicaStep): o's caller did not name them. If o's set
 			// shows the departures (see passes), o names them and
 			// prepares again; otherwise it steps down.
-			if o.restarts < maxRestarts && !subset(m.Gone, o.gone) && o.passes(m.Promised.Node, m.Gone) {
+			if o.restarts < maxRestarts && !subset(m.Gone, o.gone) && o.passes(m.Promised.Node, m.Reads, m.Gone) {
 				o.gone = sortedSet(append(slices.Clone(o.gone), m.Gone...))
 				if c.restart(o) {
 					return
 				}
 			}
-			c.stepDownAt(o, m.Promised, true, m.Gone)
+			c.stepDownAt(o, m, true)
 			return
 		}
 		if m.Promised.Compare(o.epoch) <= 0 {
@@ -1354,7 +1361,7 @@ func (c *Core) ownerStep(o *ownership, m Message) {
 		// that lags the change, which the floor is there to stop: it
 		// steps down, and its caller acquires again once its view shows
 		// the copier and the departures.
-		if m.Floor && o.restarts < maxRestarts && o.passes(m.Promised.Node, m.Gone) {
+		if m.Floor && o.restarts < maxRestarts && o.passes(m.Promised.Node, m.Reads, m.Gone) {
 			if !subset(m.Gone, o.gone) {
 				o.gone = sortedSet(append(slices.Clone(o.gone), m.Gone...))
 			}
@@ -1366,7 +1373,7 @@ func (c *Core) ownerStep(o *ownership, m Message) {
 				return
 			}
 		}
-		c.stepDownAt(o, m.Promised, m.Floor, m.Gone)
+		c.stepDownAt(o, m, m.Floor)
 	case MsgPromise:
 		if o.phase != preparing || o.promises[m.From].Type != 0 {
 			return
@@ -1694,11 +1701,13 @@ func (c *Core) maybeCheck(o *ownership) {
 
 // stepDown forgets o: whatever waited fails, and a newer owner (named by
 // newer, when known) is reported.
-func (c *Core) stepDown(o *ownership, newer Epoch) { c.stepDownAt(o, newer, false, nil) }
+func (c *Core) stepDown(o *ownership, newer Epoch) {
+	c.stepDownAt(o, Message{Promised: newer}, false)
+}
 
 // stepDownAt is stepDown, reporting newer as a floor when floor is set
 // (Change.Floor).
-func (c *Core) stepDownAt(o *ownership, newer Epoch, floor bool, departed []ring.NodeID) {
+func (c *Core) stepDownAt(o *ownership, refusal Message, floor bool) {
 	for _, w := range o.writes {
 		c.ready.Failed = append(c.ready.Failed, w.ticket)
 	}
@@ -1708,9 +1717,9 @@ func (c *Core) stepDownAt(o *ownership, newer Epoch, floor bool, departed []ring
 	c.ready.Failed = append(c.ready.Failed, o.roundReads...)
 	delete(c.owned, o.key)
 	delete(c.waiting, o.key)
-	ch := Change{Key: o.key, Epoch: newer, Floor: floor}
+	ch := Change{Key: o.key, Epoch: refusal.Promised, Floor: floor}
 	if floor {
-		ch.Departed = departed
+		ch.Copiers, ch.Departed = refusal.Reads, refusal.Gone
 	}
 	c.ready.Changes = append(c.ready.Changes, ch)
 }

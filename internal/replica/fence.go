@@ -23,8 +23,10 @@ import (
 // fence answers a fence of m.Range at m.Epoch.Term: it reports the
 // highest term promised, or held in a record, for a key of the range, or
 // of a floor of another copier over a token of it, before the fence,
-// then raises the range's floor to that term and the copier, m.From (to
-// be persisted before the answer leaves: Ready.Floors). A replica still
+// then raises the range's floor to that term and the copier, m.From,
+// keeping the copiers of earlier fences and adding the departures the
+// fence names (see Floor; persisted before the answer leaves:
+// Ready.Floors). A replica still
 // receiving part of the range raises nothing and answers not counted:
 // what it holds does not stand for a quorum; unless the driver marked the
 // fence Cycle (the replica waits for the range on the copier alone), when
@@ -49,7 +51,7 @@ func (c *Core) fence(m Message) {
 	cycle := !counted && m.Cycle
 	if counted || cycle {
 		var changed bool
-		if c.floors, changed = c.floors.raise(m.Range, Epoch{Term: m.Epoch.Term, Node: m.From}, m.Gone); changed {
+		if c.floors, changed = c.floors.raise(m.Range, Epoch{Term: m.Epoch.Term, Node: m.From}, nil, m.Gone); changed {
 			c.ready.Floors = c.floors.list()
 		}
 	}

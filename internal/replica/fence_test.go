@@ -47,13 +47,13 @@ func TestRaisingFloorsIsAPointwiseMaximum(t *testing.T) {
 			}
 			r := raise{ring.Range{Start: token.Draw(t, "start"), End: token.Draw(t, "end")}, e, departed}
 			raises = append(raises, r)
-			fs, _ = fs.raise(r.g, r.e, r.departed)
+			fs, _ = fs.raise(r.g, r.e, nil, r.departed)
 			probes = append(probes, r.g.Start, r.g.End, r.g.Start+1, r.g.End+1)
 		}
 		probes = append(probes, token.Draw(t, "probe"))
 		for _, p := range probes {
 			var want Epoch
-			var wantGone []ring.NodeID
+			var wantGone, wantCopiers []ring.NodeID
 			for _, r := range raises {
 				if !r.g.Contains(p) || r.e.IsZero() {
 					continue
@@ -61,27 +61,36 @@ func TestRaisingFloorsIsAPointwiseMaximum(t *testing.T) {
 				if r.e.Compare(want) > 0 {
 					want = r.e
 				}
+				if !slices.Contains(wantCopiers, r.e.Node) {
+					wantCopiers = append(wantCopiers, r.e.Node)
+				}
 				wantGone = slices.DeleteFunc(wantGone, func(d ring.NodeID) bool { return slices.Contains(r.departed, d) })
 				wantGone = append(wantGone, r.departed...)
 			}
 			if got := fs.find(p); got.epoch != want || !slices.Equal(got.departed, wantGone) {
 				t.Fatalf("token %d: floor %v naming %v after %v, want %v naming %v (floors %v)", p, got.epoch, got.departed, raises, want, wantGone, fs)
 			}
+			// Every copier named, the top one apart (in any order).
+			wantCopiers = slices.DeleteFunc(wantCopiers, func(x ring.NodeID) bool { return x == want.Node })
+			got := slices.SortedFunc(slices.Values(fs.find(p).copiers), ring.NodeID.Compare)
+			if !slices.Equal(got, slices.SortedFunc(slices.Values(wantCopiers), ring.NodeID.Compare)) {
+				t.Fatalf("token %d: floor %v names earlier copiers %v after %v, want %v", p, want, got, raises, wantCopiers)
+			}
 		}
 		for i, f := range fs {
 			if f.lo > f.hi || f.epoch.IsZero() {
 				t.Fatalf("span %d is %+v: empty or of the zero epoch (floors %v)", i, f, fs)
 			}
-			if i > 0 && (fs[i-1].hi >= f.lo || (fs[i-1].hi+1 == f.lo && fs[i-1].epoch == f.epoch && slices.Equal(fs[i-1].departed, f.departed))) {
+			if i > 0 && (fs[i-1].hi >= f.lo || (fs[i-1].hi+1 == f.lo && fs[i-1].same(f))) {
 				t.Fatalf("spans %d and %d overlap, are out of order or unmerged: %v", i-1, i, fs)
 			}
 		}
 		var again floors
 		for _, f := range fs.list() {
-			again, _ = again.raise(f.Range, f.Epoch, f.Departed)
+			again, _ = again.raise(f.Range, f.Epoch, f.Copiers, f.Departed)
 		}
 		if !slices.EqualFunc(again, fs, func(a, b floorSpan) bool {
-			return a.span == b.span && a.epoch == b.epoch && slices.Equal(a.departed, b.departed)
+			return a.span == b.span && a.same(b)
 		}) {
 			t.Fatalf("floors %v listed and raised again give %v", fs, again)
 		}
@@ -90,27 +99,27 @@ func TestRaisingFloorsIsAPointwiseMaximum(t *testing.T) {
 
 func TestRaisingAFloorReportsAChangeOnlyWhenATokenRose(t *testing.T) {
 	g := ring.Range{Start: 10, End: 20}
-	fs, changed := floors(nil).raise(g, Epoch{Term: 3, Node: nodeX}, nil)
+	fs, changed := floors(nil).raise(g, Epoch{Term: 3, Node: nodeX}, nil, nil)
 	if !changed {
 		t.Fatal("raising an empty set reported no change")
 	}
-	if _, changed := fs.raise(g, Epoch{Term: 3, Node: nodeX}, nil); changed {
+	if _, changed := fs.raise(g, Epoch{Term: 3, Node: nodeX}, nil, nil); changed {
 		t.Fatal("raising to the same epoch reported a change")
 	}
-	if _, changed := fs.raise(ring.Range{Start: 12, End: 15}, Epoch{Term: 2, Node: nodeX}, nil); changed {
+	if _, changed := fs.raise(ring.Range{Start: 12, End: 15}, Epoch{Term: 2, Node: nodeX}, nil, nil); changed {
 		t.Fatal("raising part of the range to an older epoch reported a change")
 	}
-	if _, changed := fs.raise(ring.Range{Start: 12, End: 25}, Epoch{Term: 2, Node: nodeX}, nil); !changed {
+	if _, changed := fs.raise(ring.Range{Start: 12, End: 25}, Epoch{Term: 2, Node: nodeX}, nil, nil); !changed {
 		t.Fatal("raising past the range reported no change")
 	}
-	named, changed := fs.raise(ring.Range{Start: 12, End: 15}, Epoch{Term: 2, Node: nodeX}, []ring.NodeID{nodeC})
+	named, changed := fs.raise(ring.Range{Start: 12, End: 15}, Epoch{Term: 2, Node: nodeX}, nil, []ring.NodeID{nodeC})
 	if !changed {
 		t.Fatal("naming a departure over part of the range reported no change")
 	}
 	if got := named.find(13); got.epoch != (Epoch{Term: 3, Node: nodeX}) || !slices.Equal(got.departed, []ring.NodeID{nodeC}) {
 		t.Fatalf("an older fence naming a departure left %v naming %v, want the newer epoch naming it", got.epoch, got.departed)
 	}
-	if _, changed := named.raise(ring.Range{Start: 12, End: 15}, Epoch{Term: 3, Node: nodeX}, []ring.NodeID{nodeC}); changed {
+	if _, changed := named.raise(ring.Range{Start: 12, End: 15}, Epoch{Term: 3, Node: nodeX}, nil, []ring.NodeID{nodeC}); changed {
 		t.Fatal("naming a departure named already reported a change")
 	}
 }
@@ -793,7 +802,7 @@ func TestAFloorKeepsTheDeparturesNamedLast(t *testing.T) {
 	member := func(i int) ring.NodeID { return ring.NodeID{Addr: "d", Incarnation: uint64(i)} }
 	var fs floors
 	for i := range maxDeparted + 2 {
-		fs, _ = fs.raise(g, Epoch{Term: uint64(i + 1), Node: nodeX}, []ring.NodeID{member(i)})
+		fs, _ = fs.raise(g, Epoch{Term: uint64(i + 1), Node: nodeX}, nil, []ring.NodeID{member(i)})
 	}
 	var want []ring.NodeID
 	for i := 2; i < maxDeparted+2; i++ {
@@ -804,10 +813,50 @@ func TestAFloorKeepsTheDeparturesNamedLast(t *testing.T) {
 	}
 	// Named again, the oldest kept moves last, and the next one pushes
 	// out the one after it.
-	fs, _ = fs.raise(g, Epoch{Term: 20, Node: nodeX}, []ring.NodeID{member(2)})
-	fs, _ = fs.raise(g, Epoch{Term: 21, Node: nodeX}, []ring.NodeID{member(50)})
+	fs, _ = fs.raise(g, Epoch{Term: 20, Node: nodeX}, nil, []ring.NodeID{member(2)})
+	fs, _ = fs.raise(g, Epoch{Term: 21, Node: nodeX}, nil, []ring.NodeID{member(50)})
 	want = append(append(want[2:], member(2)), member(50))
 	if got := fs.find(15).departed; !slices.Equal(got, want) {
 		t.Fatalf("after naming %v again and then %v, the floor names %v, want %v", member(2), member(50), got, want)
+	}
+}
+
+// A floor that two fences raised names both copiers: a prepare that lists
+// the last copier but not the earlier one is refused, whatever its term,
+// and the refusal names the earlier one; an acquisition whose caller named
+// the last only steps down naming both, and one naming both is served. A
+// view that shows the second join but lags the first gives the key a set
+// from before the first copy.
+func TestAFloorOfTwoFencesNamesBothCopiers(t *testing.T) {
+	fenced := func() *Core {
+		b := New(nodeB, Counting)
+		b.Step(Message{Type: MsgFence, From: nodeC, To: nodeB, Range: keyRange(keyA), Round: 1, Epoch: Epoch{Term: 5}})
+		b.Step(Message{Type: MsgFence, From: nodeX, To: nodeB, Range: keyRange(keyA), Round: 2, Epoch: Epoch{Term: 6}})
+		b.Ready()
+		return b
+	}
+	b := fenced()
+	if fs := b.Floors(); len(fs) != 1 || fs[0].Epoch != (Epoch{Term: 6, Node: nodeX}) || !slices.Equal(fs[0].Copiers, []ring.NodeID{nodeC}) {
+		t.Fatalf("two fences left floors %+v, want one at x's term naming c among earlier copiers", fs)
+	}
+	above := Epoch{Term: 9, Node: nodeA}
+	b.Step(Message{Type: MsgPrepare, From: nodeA, To: nodeB, Key: keyA, Epoch: above, Reads: []ring.NodeID{nodeA, nodeB, nodeX}})
+	refused := messagesOf(b.Ready(), MsgRefuse)
+	if len(refused) != 1 || !refused[0].Floor || !slices.Equal(refused[0].Reads, []ring.NodeID{nodeC}) {
+		t.Fatalf("a prepare listing x but not c was answered %v, want a refusal naming the floor and c", refused)
+	}
+	a := New(nodeA, Counting)
+	if err := a.AcquireWith(keyA, []ring.NodeID{nodeA, nodeB}, replication.Majority, AcquireOptions{Copiers: []ring.NodeID{nodeX}}); err != nil {
+		t.Fatal(err)
+	}
+	changes := exchange(a, fenced())
+	if a.Serving(keyA) || len(changes) != 1 || !changes[0].Floor || changes[0].Epoch.Node != nodeX || !slices.Equal(changes[0].Copiers, []ring.NodeID{nodeC}) {
+		t.Fatalf("an acquisition naming x only reported %+v, want a step-down at the floor naming c", changes)
+	}
+	if err := a.AcquireWith(keyA, []ring.NodeID{nodeA, nodeB}, replication.Majority, AcquireOptions{Copiers: []ring.NodeID{nodeX, nodeC}}); err != nil {
+		t.Fatal(err)
+	}
+	if exchange(a, fenced()); !a.Serving(keyA) {
+		t.Fatal("an acquisition naming both copiers was not served")
 	}
 }

@@ -9,17 +9,22 @@ import (
 
 // Floor is a range-level promise: this replica refuses, for every key of
 // Range, a message of an epoch whose term is below Epoch.Term, and a
-// prepare that does not list Epoch.Node, or does not name every member
-// of Departed gone, whatever its term (a hand-off's copy fenced the range
-// here, see MsgFence). Epoch's Node is the copier that fenced; Departed
-// the members whose departure from the ring the fences were for (a leave
-// or a removal hands their ranges to the copier). A refusal names both,
-// so that an owner whose replica set holds the copier and none of them
-// (its view shows the change) acquires again above the floor, and one
-// whose set does not steps down until its caller's view shows them.
+// prepare that does not list Epoch.Node and every member of Copiers, or
+// does not name every member of Departed gone, whatever its term (a
+// hand-off's copy fenced the range here, see MsgFence). Epoch's Node is
+// the copier that fenced last; Copiers the copiers of earlier fences;
+// Departed the members whose departure from the ring the fences were for
+// (a leave or a removal hands their ranges to the copier). A refusal
+// names them all, so that an owner whose view shows the changes (see
+// AcquireOptions) acquires again above the floor, and one whose view
+// does not steps down until its caller's view shows them.
 type Floor struct {
 	Range ring.Range
 	Epoch Epoch
+	// Copiers lists the copiers of earlier fences over Range, Epoch.Node
+	// excepted, as Departed lists departures: a view that lags the join
+	// of one of them and shows the last copier's is refused too.
+	Copiers []ring.NodeID
 	// Departed lists the departures of every fence that raised the floor
 	// over Range, in the order a fence last named them, at most
 	// maxDeparted of them (the least recently named go first): a later
@@ -28,30 +33,29 @@ type Floor struct {
 	Departed []ring.NodeID
 }
 
-// maxDeparted bounds the departures a floor names: the oldest go first.
-// A view lags a change by gossip's propagation time, so the members of
-// the last few changes of a range are all a lagging owner can miss.
+// maxDeparted bounds the departures, and the earlier copiers, a floor
+// names: the least recently named go first. A view lags a change by
+// gossip's propagation time, so the members of the last few changes of a
+// range are all a lagging owner can miss.
 const maxDeparted = 8
 
 // floorSpan is a floor over a span of tokens that does not wrap.
 type floorSpan struct {
 	span
 	epoch    Epoch
+	copiers  []ring.NodeID
 	departed []ring.NodeID
 }
 
+// same reports whether f and g are one floor (over any spans).
+func (f floorSpan) same(g floorSpan) bool {
+	return f.epoch == g.epoch && slices.Equal(f.copiers, g.copiers) && slices.Equal(f.departed, g.departed)
+}
+
 // passedBy reports whether a prepare that lists reads and names gone
-// passes the floor: it lists the copier and names every departure.
+// passes the floor: it lists every copier and names every departure.
 func (f floorSpan) passedBy(reads, gone []ring.NodeID) bool {
-	if !slices.Contains(reads, f.epoch.Node) {
-		return false
-	}
-	for _, d := range f.departed {
-		if !slices.Contains(gone, d) {
-			return false
-		}
-	}
-	return true
+	return slices.Contains(reads, f.epoch.Node) && subset(f.copiers, reads) && subset(f.departed, gone)
 }
 
 // joinDeparted returns a's departures followed by b's, each once, in the
@@ -108,30 +112,40 @@ func (fs floors) find(t ring.Token) floorSpan {
 }
 
 // raise returns fs with the floor of every token of g raised to e where
-// it is older (a pointwise maximum) and naming departed too (see
-// Floor.Departed), and whether anything changed.
-func (fs floors) raise(g ring.Range, e Epoch, departed []ring.NodeID) (floors, bool) {
+// it is older (a pointwise maximum), naming e's copier among its copiers
+// (with copiers, earlier ones) and departed among its departures (see
+// Floor), and whether anything changed.
+func (fs floors) raise(g ring.Range, e Epoch, copiers, departed []ring.NodeID) (floors, bool) {
 	if e.IsZero() {
 		return fs, false
 	}
+	copiers = joinDeparted(nil, copiers)
 	departed = joinDeparted(nil, departed)
 	changed := false
 	for _, s := range spans(g) {
 		var ch bool
-		fs, ch = fs.raiseSpan(s, e, departed)
+		fs, ch = fs.raiseSpan(s, e, copiers, departed)
 		changed = changed || ch
 	}
 	return fs, changed
 }
 
-func (fs floors) raiseSpan(s span, e Epoch, departed []ring.NodeID) (floors, bool) {
+// without returns ids without id, a copy when it held it.
+func without(ids []ring.NodeID, id ring.NodeID) []ring.NodeID {
+	if !slices.Contains(ids, id) {
+		return ids
+	}
+	return slices.DeleteFunc(slices.Clone(ids), func(x ring.NodeID) bool { return x == id })
+}
+
+func (fs floors) raiseSpan(s span, e Epoch, copiers, departed []ring.NodeID) (floors, bool) {
 	out := make(floors, 0, len(fs)+2)
 	changed := false
 	// next is the first token of s not yet covered; past: s is covered.
 	next, past := s.lo, false
 	gapUpTo := func(hi ring.Token) {
 		if !past && next <= hi {
-			out = append(out, floorSpan{span{next, hi}, e, departed})
+			out = append(out, floorSpan{span{next, hi}, e, without(copiers, e.Node), departed})
 			changed = true
 		}
 	}
@@ -145,7 +159,7 @@ func (fs floors) raiseSpan(s span, e Epoch, departed []ring.NodeID) (floors, boo
 			continue
 		}
 		if f.lo < s.lo {
-			out = append(out, floorSpan{span{f.lo, s.lo - 1}, f.epoch, f.departed})
+			out = append(out, floorSpan{span{f.lo, s.lo - 1}, f.epoch, f.copiers, f.departed})
 		}
 		lo, hi := max(f.lo, s.lo), min(f.hi, s.hi)
 		if lo > 0 {
@@ -154,20 +168,24 @@ func (fs floors) raiseSpan(s span, e Epoch, departed []ring.NodeID) (floors, boo
 		top := f.epoch
 		if top.Compare(e) < 0 {
 			top = e
+		}
+		// Every copier named, the top one apart.
+		named := f.copiers
+		for _, batch := range [][]ring.NodeID{{f.epoch.Node}, copiers, {e.Node}} {
+			named = joinDeparted(named, batch)
+		}
+		raised := floorSpan{span{lo, hi}, top, without(named, top.Node), joinDeparted(f.departed, departed)}
+		if !raised.same(f) {
 			changed = true
 		}
-		joined := joinDeparted(f.departed, departed)
-		if !slices.Equal(joined, f.departed) {
-			changed = true
-		}
-		out = append(out, floorSpan{span{lo, hi}, top, joined})
+		out = append(out, raised)
 		if hi == math.MaxUint64 {
 			past = true
 		} else {
 			next = hi + 1
 		}
 		if f.hi > s.hi {
-			out = append(out, floorSpan{span{s.hi + 1, f.hi}, f.epoch, f.departed})
+			out = append(out, floorSpan{span{s.hi + 1, f.hi}, f.epoch, f.copiers, f.departed})
 		}
 		if hi == s.hi {
 			past = true
@@ -195,7 +213,7 @@ func (fs floors) highest(g ring.Range, x ring.NodeID) uint64 {
 func (fs floors) merged() floors {
 	out := fs[:0]
 	for _, f := range fs {
-		if n := len(out); n > 0 && out[n-1].epoch == f.epoch && slices.Equal(out[n-1].departed, f.departed) && out[n-1].hi < math.MaxUint64 && out[n-1].hi+1 == f.lo {
+		if n := len(out); n > 0 && out[n-1].same(f) && out[n-1].hi < math.MaxUint64 && out[n-1].hi+1 == f.lo {
 			out[n-1].hi = f.hi
 			continue
 		}
@@ -208,7 +226,7 @@ func (fs floors) merged() floors {
 func (fs floors) list() []Floor {
 	out := make([]Floor, len(fs))
 	for i, f := range fs {
-		out[i] = Floor{Range: rangeOf(f.span), Epoch: f.epoch, Departed: f.departed}
+		out[i] = Floor{Range: rangeOf(f.span), Epoch: f.epoch, Copiers: f.copiers, Departed: f.departed}
 	}
 	return out
 }
@@ -219,7 +237,7 @@ func (c *Core) Floors() []Floor { return c.floors.list() }
 // RestoreFloors loads floors read from the store at start, with Restore.
 func (c *Core) RestoreFloors(fs ...Floor) {
 	for _, f := range fs {
-		c.floors, _ = c.floors.raise(f.Range, f.Epoch, f.Departed)
+		c.floors, _ = c.floors.raise(f.Range, f.Epoch, f.Copiers, f.Departed)
 	}
 }
 

@@ -155,7 +155,8 @@ type Message struct {
 	// (Cycle), since the requester reads whatever it would have given.
 	// On a prepare it lists the members whose floors the prepare passes:
 	// the owner's sets and the copiers its caller named
-	// (AcquireOptions.Copiers).
+	// (AcquireOptions.Copiers). On a refusal naming a floor, the floor's
+	// earlier copiers (see Floor.Copiers).
 	Reads []ring.NodeID
 	// Gone, on a fence, lists the members whose departure from the ring
 	// gave the range to the copier (see Floor.Departed); on a refusal

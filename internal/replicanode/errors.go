@@ -62,26 +62,33 @@ var ErrClosed = errors.New("troupe: replication node is closed")
 // write that fails so may or may not have happened.
 //
 // With Floor set, Newer is the floor a hand-off's copy raised over the
-// key's range, and its Node the copier, and Departed the members whose
-// departure from the ring the floor names: the copier is neither in the
-// key's sets nor among the copiers the acquisition named (see
-// AcquireOptions.Copiers), or a departure was not named gone
-// (AcquireOptions.Gone) while the key's set still holds it or the copier
-// is not in it: acquire again, naming them, once the view shows the
-// copier entered and the departed members gone.
+// key's range, and its Node the copier that fenced last, Copiers the
+// earlier ones, and Departed the members whose departure from the ring
+// the floor names: a copier is neither in the key's sets nor among the
+// copiers the acquisition named (see AcquireOptions.Copiers), or a
+// departure was not named gone (AcquireOptions.Gone) while the key's set
+// still holds it or the copier is not in it: acquire again, naming them,
+// once the view shows the copiers entered and the departed members gone.
 type StaleOwnerError struct {
-	Key      replica.Key
-	Newer    replica.Epoch
-	Floor    bool
+	Key   replica.Key
+	Newer replica.Epoch
+	Floor bool
+	// Copiers are the copiers of the floor's earlier fences, to be named
+	// as Newer.Node is (AcquireOptions.Copiers).
+	Copiers  []ring.NodeID
 	Departed []ring.NodeID
 }
 
 func (e *StaleOwnerError) Error() string {
-	if e.Floor && len(e.Departed) > 0 {
-		return fmt.Sprintf("%v: %s/%s: its range was fenced at term %d by a hand-off to %v for the departure of %v", ErrStaleOwner, e.Key.Type, e.Key.ID, e.Newer.Term, e.Newer.Node, e.Departed)
-	}
 	if e.Floor {
-		return fmt.Sprintf("%v: %s/%s: its range was fenced at term %d by a hand-off to %v", ErrStaleOwner, e.Key.Type, e.Key.ID, e.Newer.Term, e.Newer.Node)
+		var more string
+		if len(e.Copiers) > 0 {
+			more += fmt.Sprintf(" after hand-offs to %v", e.Copiers)
+		}
+		if len(e.Departed) > 0 {
+			more += fmt.Sprintf(" for the departure of %v", e.Departed)
+		}
+		return fmt.Sprintf("%v: %s/%s: its range was fenced at term %d by a hand-off to %v%s", ErrStaleOwner, e.Key.Type, e.Key.ID, e.Newer.Term, e.Newer.Node, more)
 	}
 	return fmt.Sprintf("%v: %s/%s is owned at epoch %d by %v", ErrStaleOwner, e.Key.Type, e.Key.ID, e.Newer.Term, e.Newer.Node)
 }

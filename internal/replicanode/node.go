@@ -937,7 +937,7 @@ func (n *Node) collect() {
 		if c.Epoch.IsZero() {
 			down[c.Key] = fmt.Errorf("%w: %s/%s", ErrResigned, c.Key.Type, c.Key.ID)
 		} else {
-			down[c.Key] = &StaleOwnerError{Key: c.Key, Newer: c.Epoch, Floor: c.Floor, Departed: c.Departed}
+			down[c.Key] = &StaleOwnerError{Key: c.Key, Newer: c.Epoch, Floor: c.Floor, Copiers: c.Copiers, Departed: c.Departed}
 		}
 	}
 	for _, t := range rd.Done {

@@ -18,10 +18,13 @@ var sampleFloors = []replica.Floor{
 	{Range: ring.Range{Start: math.MaxUint64 - 5, End: 3}, Epoch: replica.Epoch{Term: math.MaxUint64, Node: ring.NodeID{Addr: "x", Incarnation: math.MaxUint64}}},
 }
 
-// departedFloors are floors that name departures, which need format 7.
+// departedFloors are floors that name earlier copiers and departures,
+// which need format 7.
 var departedFloors = []replica.Floor{
 	{Range: ring.Range{Start: 10, End: 20}, Epoch: replica.Epoch{Term: 3, Node: node}, Departed: []ring.NodeID{{Addr: "c", Incarnation: 2}, {Addr: "", Incarnation: math.MaxUint64}}},
 	{Range: ring.Range{Start: 30, End: 40}, Epoch: replica.Epoch{Term: 4, Node: node}},
+	{Range: ring.Range{Start: 50, End: 60}, Epoch: replica.Epoch{Term: 5, Node: node}, Copiers: []ring.NodeID{{Addr: "x1", Incarnation: 3}}},
+	{Range: ring.Range{Start: 70, End: 80}, Epoch: replica.Epoch{Term: 6, Node: node}, Copiers: []ring.NodeID{{Addr: "x1", Incarnation: 3}}, Departed: []ring.NodeID{{Addr: "c", Incarnation: 2}}},
 }
 
 func TestFloorsRoundTrip(t *testing.T) {

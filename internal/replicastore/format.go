@@ -53,10 +53,10 @@ import (
 // big-endian) of the key and what follows, a uvarint count, then each
 // floor's range Start and End (8 bytes each, big-endian) and its epoch
 // (uvarint term, the copier's address as a uvarint length and bytes, its
-// uvarint incarnation); from version 7, each floor then lists its
-// departures (replica.Floor.Departed): a uvarint count, then each node as
-// an address (uvarint length and bytes) and a uvarint incarnation. No
-// record means no floors.
+// uvarint incarnation); from version 7, each floor then lists its earlier
+// copiers and its departures (replica.Floor.Copiers, Departed), each list
+// a uvarint count, then each node as an address (uvarint length and
+// bytes) and a uvarint incarnation. No record means no floors.
 //
 // Version 5 added the floors record. A version 4 store is read as it is
 // (it has no floors) and becomes version 5 in the transaction that first
@@ -71,9 +71,9 @@ import (
 // store. Records erased (collected tombstones, records below a horizon)
 // are deleted from the store.
 //
-// Version 7 lets floors name departures. A version 6 (or older) store is
-// read as it is and becomes version 7 in the transaction that first
-// records a floor that names one, its floors record written in version
+// Version 7 lets floors name earlier copiers and departures. A version 6
+// (or older) store is read as it is and becomes version 7 in the
+// transaction that first records a floor that names one, its floors record written in version
 // 7's layout from then on, so a binary that would misread it refuses the
 // store.
 //
@@ -92,7 +92,8 @@ const floorsFormat uint32 = 5
 // horizonFormat is the first format with horizons in promise records.
 const horizonFormat uint32 = 6
 
-// departedFormat is the first format whose floors name departures.
+// departedFormat is the first format whose floors name earlier copiers
+// and departures.
 const departedFormat uint32 = 7
 
 var formatKey = []byte("\x00format")
@@ -293,10 +294,10 @@ func decodeReceiving(b []byte) ([]ring.Range, error) {
 const minFloorLen = 19
 
 // floorsLayout returns the format whose floors layout floors of a store of
-// format v take, once written: version 7's when v is 7 or a floor names a
-// departure, else version 5's.
+// format v take, once written: version 7's when v is 7 or a floor names an
+// earlier copier or a departure, else version 5's.
 func floorsLayout(v uint32, floors []replica.Floor) uint32 {
-	if v >= departedFormat || slices.ContainsFunc(floors, func(f replica.Floor) bool { return len(f.Departed) > 0 }) {
+	if v >= departedFormat || slices.ContainsFunc(floors, func(f replica.Floor) bool { return len(f.Copiers)+len(f.Departed) > 0 }) {
 		return departedFormat
 	}
 	return floorsFormat
@@ -317,9 +318,11 @@ func encodeFloors(floors []replica.Floor, v uint32) []byte {
 		b = binary.AppendUvarint(b, f.Epoch.Term)
 		appendNode(f.Epoch.Node)
 		if v >= departedFormat {
-			b = binary.AppendUvarint(b, uint64(len(f.Departed)))
-			for _, d := range f.Departed {
-				appendNode(d)
+			for _, ids := range [][]ring.NodeID{f.Copiers, f.Departed} {
+				b = binary.AppendUvarint(b, uint64(len(ids)))
+				for _, id := range ids {
+					appendNode(id)
+				}
 			}
 		}
 	}
@@ -369,22 +372,24 @@ func decodeFloors(b []byte, v uint32) ([]replica.Floor, error) {
 			return nil, bad
 		}
 		if v >= departedFormat {
-			// Each node takes two bytes at least.
-			n, ok := uvarint()
-			if !ok || n > uint64(len(rest))/2 {
-				return nil, bad
-			}
-			for range n {
-				l, ok := uvarint()
-				if !ok || l > uint64(len(rest)) {
+			for _, ids := range []*[]ring.NodeID{&f.Copiers, &f.Departed} {
+				// Each node takes two bytes at least.
+				n, ok := uvarint()
+				if !ok || n > uint64(len(rest))/2 {
 					return nil, bad
 				}
-				d := ring.NodeID{Addr: string(rest[:l])}
-				rest = rest[l:]
-				if d.Incarnation, ok = uvarint(); !ok {
-					return nil, bad
+				for range n {
+					l, ok := uvarint()
+					if !ok || l > uint64(len(rest)) {
+						return nil, bad
+					}
+					id := ring.NodeID{Addr: string(rest[:l])}
+					rest = rest[l:]
+					if id.Incarnation, ok = uvarint(); !ok {
+						return nil, bad
+					}
+					*ids = append(*ids, id)
 				}
-				f.Departed = append(f.Departed, d)
 			}
 		}
 		floors = append(floors, f)
