@@ -16,6 +16,7 @@ import (
 	"github.com/troupe-go/troupe/internal/host"
 	"github.com/troupe-go/troupe/internal/membership"
 	"github.com/troupe-go/troupe/internal/remote"
+	"github.com/troupe-go/troupe/internal/replica"
 	"github.com/troupe-go/troupe/internal/transport"
 	"github.com/troupe-go/troupe/ring"
 	"github.com/troupe-go/troupe/wire"
@@ -196,6 +197,10 @@ func Start(ctx context.Context, cfg Config) (*System, error) {
 			st.alive, st.hosts = aliveHosts(m.router, cfg.Actors), anyHosts(m.router, cfg.Actors)
 			st.stored, st.ring, st.status = storedTypes(cfg.Actors), m.router.Ring, m.router.Status
 			st.entered, st.departed, st.viewLag = m.router.Entered, m.router.Departed, 2*cc.WithDefaults().Timings.AntiEntropy
+			st.viewNow = func() replica.View {
+				entered, departed := m.router.ViewNow()
+				return replica.View{Entered: entered, Departed: departed}
+			}
 			m.st = st
 			st.viewed = make(chan struct{})
 			if st.maxValue > wcfg.Limits.MaxMessage-replicaRoom {

@@ -54,6 +54,9 @@ type states struct {
 	// standalone.
 	entered  func(ring.NodeID) bool
 	departed func(ring.NodeID) bool
+	// viewNow returns entered and departed over the current view, which
+	// later changes do not affect; nil standalone.
+	viewNow func() replica.View
 	// hosts lists the members the view holds, alive or not (left ones
 	// excepted), that host a durable type; nil standalone.
 	hosts func() []ring.NodeID
@@ -451,7 +454,10 @@ func (s *states) acquire(ctx context.Context, typ, key string, n int, level repl
 		// The changes the floor names that the acquisition did not.
 		var missing []viewFact
 		for _, x := range append([]ring.NodeID{stale.Newer.Node}, stale.Copiers...) {
-			if !slices.Contains(copiers, x) {
+			// A copier the floor names departed too passes named gone
+			// (below): a view that shows it gone gives sets without it,
+			// whether it saw it enter or has forgotten it since.
+			if !slices.Contains(copiers, x) && !slices.Contains(stale.Departed, x) {
 				missing = append(missing, viewFact{id: x})
 			}
 		}
@@ -495,6 +501,11 @@ func (s *states) acquireOnce(ctx context.Context, typ, key string, n int, level 
 	k := replica.Key{Type: typ, ID: key}
 	set := []ring.NodeID{node.Self()}
 	opts := replicanode.AcquireOptions{Copiers: copiers, Gone: gone}
+	if s.viewNow != nil {
+		// Taken before the sets: the view they come from shows at least
+		// what it shows.
+		opts.View = s.viewNow()
+	}
 	if pinned || s.replicas == nil {
 		return stateErr(node.AcquireWith(ctx, k, set, level, opts))
 	}

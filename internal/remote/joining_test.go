@@ -115,3 +115,26 @@ func TestAViewShowsAMemberDepartedOnceNoRingCanHoldIt(t *testing.T) {
 		}
 	}
 }
+
+// ViewNow answers over the view of the moment it was called: a later
+// update does not change what it shows.
+func TestAViewTakenNowDoesNotFollowLaterChanges(t *testing.T) {
+	ns := newTestNodes(t, "a:1")
+	a := ns[0]
+	b := ring.NodeID{Addr: "b:1", Incarnation: 4}
+	a.r.Update(a.id, true, []cluster.Member{
+		{ID: a.id, Status: cluster.StatusAlive, ActorTypes: []string{"counter"}},
+		{ID: b, Status: cluster.StatusAlive, ActorTypes: []string{"counter"}},
+	})
+	entered, departed := a.r.ViewNow()
+	a.r.Update(a.id, true, []cluster.Member{
+		{ID: a.id, Status: cluster.StatusAlive, ActorTypes: []string{"counter"}},
+		{ID: b, Status: cluster.StatusLeft, ActorTypes: []string{"counter"}},
+	})
+	if !entered(b) || departed(b) {
+		t.Fatalf("the view taken before b left shows it entered %v and departed %v, want entered, not departed", entered(b), departed(b))
+	}
+	if !a.r.Departed(b) {
+		t.Fatal("the current view does not show b departed")
+	}
+}

@@ -297,8 +297,16 @@ func (r *Router) Status(id ring.NodeID) (_ cluster.Status, ok bool) {
 // rings: it holds id past its joining, whatever its status since (left
 // included, until its record is forgotten), or a newer process in the
 // rings at id's address (which entered after id did).
-func (r *Router) Entered(id ring.NodeID) bool {
+func (r *Router) Entered(id ring.NodeID) bool { return r.view.Load().entered(id) }
+
+// ViewNow returns Entered and Departed over the current view, which later
+// changes of the view do not affect.
+func (r *Router) ViewNow() (entered, departed func(ring.NodeID) bool) {
 	v := r.view.Load()
+	return v.entered, v.departed
+}
+
+func (v *view) entered(id ring.NodeID) bool {
 	if st, ok := v.status[id]; ok && (!v.joining[id] || st == cluster.StatusLeft) {
 		return true
 	}
@@ -313,8 +321,9 @@ func (r *Router) Entered(id ring.NodeID) bool {
 // process that comes back does so as a new incarnation. (A member held
 // alive, suspect, dead or still joining has not departed, whether or not
 // a type's ring holds it.)
-func (r *Router) Departed(id ring.NodeID) bool {
-	v := r.view.Load()
+func (r *Router) Departed(id ring.NodeID) bool { return r.view.Load().departed(id) }
+
+func (v *view) departed(id ring.NodeID) bool {
 	if cur, ok := v.byAddr[id.Addr]; ok && cur.Incarnation > id.Incarnation {
 		return true
 	}

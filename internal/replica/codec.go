@@ -356,6 +356,10 @@ func DecodeNames(b []byte, names *Names) (Message, error) {
 		allowed |= flagReads | flagGone
 	}
 	flags := d.byte("flags")
+	// A refusal lists members only when it names a floor (its copiers).
+	if m.Type == MsgRefuse && flags&flagFloor == 0 {
+		allowed &^= flagReads
+	}
 	// Gone needs version 8 (which checks below that it has Gone or a
 	// floor's copiers).
 	if d.err == nil && (flags&^allowed != 0 || (flags&flagGone != 0 && v != 8)) {

@@ -434,3 +434,18 @@ func TestMessagesDecodedWithNamesShareTheirRepeatedNames(t *testing.T) {
 		t.Error("two messages decoded with one Names hold the same names in different strings")
 	}
 }
+
+// A refusal lists members only when it names a floor: one that does not,
+// with the list's flag, is malformed (its encoder would drop the list).
+func TestDecodeRefusesARefusalListingMembersWithoutAFloor(t *testing.T) {
+	m := Message{Type: MsgRefuse, From: ring.NodeID{Addr: "b"}, To: ring.NodeID{Addr: "a"}, Key: Key{Type: "t", ID: "k"},
+		Epoch: Epoch{Term: 2}, Promised: Epoch{Term: 12, Node: ring.NodeID{Addr: "x"}}, Floor: true, Reads: []ring.NodeID{{Addr: "c", Incarnation: 1}}}
+	b := AppendEncode(nil, m)
+	if _, err := Decode(b); err != nil {
+		t.Fatal(err)
+	}
+	b[2] &^= flagFloor
+	if _, err := Decode(b); !errors.Is(err, ErrMalformed) {
+		t.Fatalf("a refusal listing members without a floor decoded with %v, want ErrMalformed", err)
+	}
+}

@@ -640,8 +640,11 @@ type ownership struct {
 	// gone lists the members the prepares name gone from the ring
 	// (AcquireOptions.Gone, and a floor's departures the owner's set
 	// shows it passed: see ownerStep).
-	gone  []ring.NodeID
-	epoch Epoch
+	gone []ring.NodeID
+	// caller is the view the caller chose the sets on
+	// (AcquireOptions.View).
+	caller View
+	epoch  Epoch
 	// since is the epoch of the caller's acquisition, the first of o:
 	// an acquisition again above a floor, which the caller did not make,
 	// must find no other node's epoch promised after it.
@@ -748,6 +751,21 @@ type AcquireOptions struct {
 	// acquisition steps down (Change.Departed); the caller waits until
 	// its view shows them gone and acquires again naming them.
 	Gone []ring.NodeID
+	// View, when set, is what the caller's view showed when it chose the
+	// sets: a floor's copiers it shows entered, and departures it shows
+	// gone, count as named in Copiers and Gone (the acquisition names
+	// them when it acquires again above the floor), so that a floor
+	// naming more changes than the caller names does not make it step
+	// down. It must not change afterwards: a view that shows a change
+	// later says nothing of sets chosen before it.
+	View View
+}
+
+// View is what an acquisition's caller's view of membership showed: a
+// member's entry into the rings, and its departure from them for good.
+// A nil function shows nothing.
+type View struct {
+	Entered, Departed func(ring.NodeID) bool
 }
 
 // AcquireWith is Acquire with options: a joint acquisition when the
@@ -806,6 +824,7 @@ func (c *Core) AcquireWith(k Key, replicas []ring.NodeID, level replication.Leve
 	if len(opts.Gone) > 0 {
 		o.gone = sortedSet(opts.Gone)
 	}
+	o.caller = opts.View
 	c.owned[k] = o
 	o.preparedAt = c.ticks
 	c.waiting[k] = struct{}{}
@@ -961,19 +980,50 @@ func (o *ownership) prepare(r ring.NodeID) Message {
 
 // passes reports whether o acquired on a view that shows the changes a
 // floor of copier x, earlier copiers copiers and departures departed was
-// raised for: its caller named the earlier copiers (or its sets hold
-// them: AcquireOptions.Copiers), and its set holds x and none of
-// departed, or it has not served yet and its caller named x and every one
-// of departed gone (AcquireOptions.Gone). Such an owner acquires again
-// above the floor.
+// raised for: its caller's view showed the earlier copiers (named in
+// AcquireOptions.Copiers, held in its sets, or shown by
+// AcquireOptions.View), and its set holds x and none of departed, or it
+// has not served yet and its caller's view showed x and every one of
+// departed gone (AcquireOptions.Gone, or View). Such an owner acquires
+// again above the floor (see learn).
 func (o *ownership) passes(x ring.NodeID, copiers, departed []ring.NodeID) bool {
-	if !subset(copiers, o.shows) {
-		return false
+	shown := func(y ring.NodeID) bool { return copierShown(y, departed, o.entered, o.departed) }
+	if !slices.ContainsFunc(copiers, func(y ring.NodeID) bool { return !shown(y) }) {
+		if slices.Contains(o.replicas, x) && !slices.ContainsFunc(departed, func(d ring.NodeID) bool { return slices.Contains(o.replicas, d) }) {
+			return true
+		}
+		return !o.served && shown(x) && !slices.ContainsFunc(departed, func(d ring.NodeID) bool { return !o.departed(d) })
 	}
-	if slices.Contains(o.replicas, x) && !slices.ContainsFunc(departed, func(d ring.NodeID) bool { return slices.Contains(o.replicas, d) }) {
-		return true
+	return false
+}
+
+// entered reports whether o's caller's view showed y's entry into the
+// rings: named, held in o's sets, or shown by the view it chose them on.
+func (o *ownership) entered(y ring.NodeID) bool {
+	return slices.Contains(o.shows, y) || (o.caller.Entered != nil && o.caller.Entered(y))
+}
+
+// departed reports whether o's caller's view showed d gone for good.
+func (o *ownership) departed(d ring.NodeID) bool {
+	return slices.Contains(o.gone, d) || (o.caller.Departed != nil && o.caller.Departed(d))
+}
+
+// learn has o's prepares list x and copiers (but those named gone) and
+// name departed gone, which passes found its caller's view showed, and
+// reports whether that added anything.
+func (o *ownership) learn(x ring.NodeID, copiers, departed []ring.NodeID) bool {
+	var named []ring.NodeID
+	for _, y := range append([]ring.NodeID{x}, copiers...) {
+		if o.entered(y) {
+			named = append(named, y)
+		}
 	}
-	return !o.served && slices.Contains(o.shows, x) && subset(departed, o.gone)
+	added := !subset(named, o.shows) || !subset(departed, o.gone)
+	if added {
+		o.shows = sortedSet(append(slices.Clone(o.shows), named...))
+		o.gone = sortedSet(append(slices.Clone(o.gone), departed...))
+	}
+	return added
 }
 
 // subset reports whether every member of a is in b.
@@ -1328,8 +1378,7 @@ func (c *Core) ownerStep(o *ownership, m Message) {
 			// replicaStep): o's caller did not name them. If o's set
 			// shows the departures (see passes), o names them and
 			// prepares again; otherwise it steps down.
-			if o.restarts < maxRestarts && !subset(m.Gone, o.gone) && o.passes(m.Promised.Node, m.Reads, m.Gone) {
-				o.gone = sortedSet(append(slices.Clone(o.gone), m.Gone...))
+			if o.restarts < maxRestarts && o.passes(m.Promised.Node, m.Reads, m.Gone) && o.learn(m.Promised.Node, m.Reads, m.Gone) {
 				if c.restart(o) {
 					return
 				}
@@ -1362,9 +1411,7 @@ func (c *Core) ownerStep(o *ownership, m Message) {
 		// steps down, and its caller acquires again once its view shows
 		// the copier and the departures.
 		if m.Floor && o.restarts < maxRestarts && o.passes(m.Promised.Node, m.Reads, m.Gone) {
-			if !subset(m.Gone, o.gone) {
-				o.gone = sortedSet(append(slices.Clone(o.gone), m.Gone...))
-			}
+			o.learn(m.Promised.Node, m.Reads, m.Gone)
 			// Refused again before it adopted, it keeps what it set aside.
 			if !o.refreshing && o.served {
 				o.refresh(m.Promised)

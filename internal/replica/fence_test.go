@@ -859,4 +859,55 @@ func TestAFloorOfTwoFencesNamesBothCopiers(t *testing.T) {
 	if exchange(a, fenced()); !a.Serving(keyA) {
 		t.Fatal("an acquisition naming both copiers was not served")
 	}
+	// One that names x whose view shows c too (AcquireOptions.View)
+	// acquires again naming c, without stepping down; one whose view does
+	// not show c steps down.
+	for _, shown := range []bool{true, false} {
+		n := New(nodeA, Counting)
+		view := View{Entered: func(y ring.NodeID) bool { return shown && y == nodeC }}
+		if err := n.AcquireWith(keyA, []ring.NodeID{nodeA, nodeB}, replication.Majority, AcquireOptions{Copiers: []ring.NodeID{nodeX}, View: view}); err != nil {
+			t.Fatal(err)
+		}
+		changes := exchange(n, fenced())
+		if n.Serving(keyA) != shown || (shown && !slices.Contains(n.owned[keyA].shows, nodeC)) {
+			t.Fatalf("an acquisition naming x whose view shows c: %v reported %+v, serving %v", shown, changes, n.Serving(keyA))
+		}
+	}
+}
+
+// A floor keeps the copiers of the last maxDeparted fences before its top
+// one, and a prepare passes a copier the floor names departed too when it
+// names it gone (a view that shows it gone gives sets without it, as they
+// are after its departure, whether it saw it enter or not).
+func TestAFloorKeepsTheCopiersOfItsLastFences(t *testing.T) {
+	g := ring.Range{Start: 10, End: 20}
+	copier := func(i int) ring.NodeID { return ring.NodeID{Addr: "x", Incarnation: uint64(i)} }
+	var fs floors
+	for i := range maxDeparted + 3 {
+		fs, _ = fs.raise(g, Epoch{Term: uint64(i + 1), Node: copier(i)}, nil, nil)
+	}
+	f := fs.find(15)
+	var want []ring.NodeID
+	for i := 2; i < maxDeparted+2; i++ {
+		want = append(want, copier(i))
+	}
+	if f.epoch.Node != copier(maxDeparted+2) || !slices.Equal(f.copiers, want) {
+		t.Fatalf("after %d fences the floor is %v with earlier copiers %v, want the last one with the %d before it: %v", maxDeparted+3, f.epoch, f.copiers, maxDeparted, want)
+	}
+	// The same copier fencing again changes nothing but the term.
+	again, _ := fs.raise(g, Epoch{Term: 99, Node: copier(maxDeparted + 2)}, nil, nil)
+	if got := again.find(15).copiers; !slices.Equal(got, want) {
+		t.Fatalf("the top copier fencing again left earlier copiers %v, want %v", got, want)
+	}
+	// A copier that departed since passes when named gone.
+	d := copier(5)
+	fs, _ = fs.raise(g, Epoch{Term: 100, Node: nodeX}, nil, []ring.NodeID{d})
+	f = fs.find(15)
+	reads := append([]ring.NodeID{nodeX}, slices.DeleteFunc(slices.Clone(f.copiers), func(y ring.NodeID) bool { return y == d })...)
+	if f.passedBy(reads, nil) {
+		t.Fatal("a prepare that neither lists nor names gone a departed copier passed")
+	}
+	if !f.passedBy(reads, []ring.NodeID{d}) {
+		t.Fatal("a prepare that names a departed copier gone did not pass")
+	}
 }

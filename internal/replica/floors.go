@@ -53,16 +53,33 @@ func (f floorSpan) same(g floorSpan) bool {
 }
 
 // passedBy reports whether a prepare that lists reads and names gone
-// passes the floor: it lists every copier and names every departure.
+// passes the floor: it lists every copier, or names gone a copier the
+// floor names departed too, and names every departure gone.
 func (f floorSpan) passedBy(reads, gone []ring.NodeID) bool {
-	return slices.Contains(reads, f.epoch.Node) && subset(f.copiers, reads) && subset(f.departed, gone)
+	shown := func(y ring.NodeID) bool {
+		return slices.Contains(reads, y) || (slices.Contains(f.departed, y) && slices.Contains(gone, y))
+	}
+	return shown(f.epoch.Node) && !slices.ContainsFunc(f.copiers, func(y ring.NodeID) bool { return !shown(y) }) && subset(f.departed, gone)
+}
+
+// copierShown reports whether a view that lists reads and names gone
+// shows copier y of a floor naming departed: its entry, or, when y
+// departed since (a floor names it departed), its departure. A view that
+// shows y gone gives sets without y, as they are after y's departure,
+// whether it saw y's entry or not (a process never comes back under its
+// NodeID).
+func copierShown(y ring.NodeID, departed []ring.NodeID, entered, gone func(ring.NodeID) bool) bool {
+	return entered(y) || (slices.Contains(departed, y) && gone(y))
 }
 
 // joinDeparted returns a's departures followed by b's, each once, in the
 // order a fence last named them (one b names again moves to the end),
 // without the oldest beyond maxDeparted; a itself when that changes
 // nothing. It never writes into a or b, which floors share.
-func joinDeparted(a, b []ring.NodeID) []ring.NodeID {
+func joinDeparted(a, b []ring.NodeID) []ring.NodeID { return joinNamed(a, b, maxDeparted) }
+
+// joinNamed is joinDeparted keeping at most most members.
+func joinNamed(a, b []ring.NodeID, most int) []ring.NodeID {
 	if len(b) == 0 {
 		return a
 	}
@@ -80,8 +97,8 @@ func joinDeparted(a, b []ring.NodeID) []ring.NodeID {
 			out = append(out, d)
 		}
 	}
-	if len(out) > maxDeparted {
-		out = out[len(out)-maxDeparted:]
+	if len(out) > most {
+		out = out[len(out)-most:]
 	}
 	return out
 }
@@ -169,10 +186,14 @@ func (fs floors) raiseSpan(s span, e Epoch, copiers, departed []ring.NodeID) (fl
 		if top.Compare(e) < 0 {
 			top = e
 		}
-		// Every copier named, the top one apart.
+		// Every copier named, the top one apart: it is among the last
+		// named, so maxDeparted earlier ones are kept besides it.
 		named := f.copiers
 		for _, batch := range [][]ring.NodeID{{f.epoch.Node}, copiers, {e.Node}} {
-			named = joinDeparted(named, batch)
+			named = joinNamed(named, batch, maxDeparted+1)
+		}
+		if len(named) > maxDeparted && !slices.Contains(named, top.Node) {
+			named = named[len(named)-maxDeparted:]
 		}
 		raised := floorSpan{span{lo, hi}, top, without(named, top.Node), joinDeparted(f.departed, departed)}
 		if !raised.same(f) {

@@ -127,6 +127,7 @@ type request struct {
 	previous  []ring.NodeID
 	copiers   []ring.NodeID
 	gone      []ring.NodeID
+	view      replica.View
 	level     replication.Level
 	ranges    []ring.Range
 	records   []replica.Record
@@ -475,13 +476,17 @@ type AcquireOptions struct {
 	// departures does not make the acquisition fail with a
 	// StaleOwnerError whose Floor is set.
 	Gone []ring.NodeID
+	// View is what the caller's view showed when it chose the sets (see
+	// replica.AcquireOptions.View): a floor's copiers and departures it
+	// shows count as named.
+	View replica.View
 }
 
 // AcquireWith is Acquire with options: AcquireFrom's previous set, and
 // the copiers and departures whose floors the acquisition may pass.
 func (n *Node) AcquireWith(ctx context.Context, k replica.Key, replicas []ring.NodeID, level replication.Level, opts AcquireOptions) error {
 	return n.call(ctx, &request{op: opAcquire, key: k, replicas: slices.Clone(replicas), previous: slices.Clone(opts.Previous),
-		copiers: slices.Clone(opts.Copiers), gone: slices.Clone(opts.Gone), level: level})
+		copiers: slices.Clone(opts.Copiers), gone: slices.Clone(opts.Gone), view: opts.View, level: level})
 }
 
 // Write replaces k's record in slot with value on a served key and
@@ -787,7 +792,7 @@ func (n *Node) loop(tick <-chan time.Time) error {
 func (n *Node) apply(r *request) {
 	switch r.op {
 	case opAcquire:
-		opts := replica.AcquireOptions{Previous: r.previous, Copiers: r.copiers, Gone: r.gone}
+		opts := replica.AcquireOptions{Previous: r.previous, Copiers: r.copiers, Gone: r.gone, View: r.view}
 		if n.core.Holds(r.key, r.replicas, opts) {
 			if n.core.Serving(r.key) {
 				r.w.finish(nil)
