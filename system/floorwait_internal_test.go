@@ -23,7 +23,7 @@ func TestAnAcquisitionWaitsForTheViewToShowAFloorsCopier(t *testing.T) {
 	y := ring.NodeID{Addr: "y", Incarnation: 3}
 	t.Run("shown already", func(t *testing.T) {
 		s := &states{entered: func(id ring.NodeID) bool { return id == x }, viewLag: time.Minute}
-		if err := s.awaitEntered(t.Context(), x); err != nil {
+		if err := s.awaitView(t.Context(), entry(x)); err != nil {
 			t.Fatal(err)
 		}
 		if got := s.shownCopiers(); !slices.Equal(got, []ring.NodeID{x}) {
@@ -36,7 +36,7 @@ func TestAnAcquisitionWaitsForTheViewToShowAFloorsCopier(t *testing.T) {
 			s := &states{entered: func(id ring.NodeID) bool { return id == x && entered.Load() }, viewLag: time.Minute}
 			done := make(chan error, 1)
 			start := time.Now()
-			go func() { done <- s.awaitEntered(context.Background(), x) }()
+			go func() { done <- s.awaitView(context.Background(), entry(x)) }()
 			synctest.Wait()
 			s.viewChanged(nil) // a change that does not show x
 			synctest.Wait()
@@ -63,7 +63,7 @@ func TestAnAcquisitionWaitsForTheViewToShowAFloorsCopier(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			s := &states{entered: func(ring.NodeID) bool { return false }, viewLag: time.Minute}
 			start := time.Now()
-			if err := s.awaitEntered(context.Background(), y); err != nil {
+			if err := s.awaitView(context.Background(), entry(y)); err != nil {
 				t.Fatal(err)
 			}
 			if waited := time.Since(start); waited != time.Minute {
@@ -78,7 +78,7 @@ func TestAnAcquisitionWaitsForTheViewToShowAFloorsCopier(t *testing.T) {
 				t.Fatal("y is still named after more copiers than are named")
 			}
 			start = time.Now()
-			if err := s.awaitEntered(context.Background(), y); err != nil || time.Since(start) != 0 {
+			if err := s.awaitView(context.Background(), entry(y)); err != nil || time.Since(start) != 0 {
 				t.Fatalf("the second wait for y returned %v after %v, want at once", err, time.Since(start))
 			}
 			if got := s.shownCopiers(); got[0] != y {
@@ -91,7 +91,7 @@ func TestAnAcquisitionWaitsForTheViewToShowAFloorsCopier(t *testing.T) {
 			s := &states{entered: func(ring.NodeID) bool { return false }, viewLag: time.Minute}
 			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 			defer cancel()
-			err := s.awaitEntered(ctx, y)
+			err := s.awaitView(ctx, entry(y))
 			if !errors.Is(err, context.DeadlineExceeded) {
 				t.Fatalf("the wait past its deadline returned %v, want context.DeadlineExceeded", err)
 			}
@@ -101,7 +101,7 @@ func TestAnAcquisitionWaitsForTheViewToShowAFloorsCopier(t *testing.T) {
 			// The time waited counts toward the lag: the next wait is
 			// the rest of it.
 			start := time.Now()
-			if err := s.awaitEntered(context.Background(), y); err != nil {
+			if err := s.awaitView(context.Background(), entry(y)); err != nil {
 				t.Fatal(err)
 			}
 			if waited := time.Since(start); waited != time.Minute-time.Second {
@@ -112,7 +112,7 @@ func TestAnAcquisitionWaitsForTheViewToShowAFloorsCopier(t *testing.T) {
 	t.Run("bounded", func(t *testing.T) {
 		s := &states{entered: func(id ring.NodeID) bool { return true }, viewLag: time.Minute}
 		for i := range 2 * maxShown {
-			if err := s.awaitEntered(t.Context(), ring.NodeID{Addr: "m", Incarnation: uint64(i)}); err != nil {
+			if err := s.awaitView(t.Context(), entry(ring.NodeID{Addr: "m", Incarnation: uint64(i)})); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -156,7 +156,7 @@ func TestAnAcquisitionWaitsForTheViewToShowAFloorsDeparture(t *testing.T) {
 		}
 		done := make(chan error, 1)
 		start := time.Now()
-		go func() { done <- s.awaitDeparted(context.Background(), d) }()
+		go func() { done <- s.awaitView(context.Background(), departure(d)) }()
 		synctest.Wait()
 		s.viewChanged(nil) // a change that still holds d
 		synctest.Wait()
@@ -180,13 +180,13 @@ func TestAnAcquisitionWaitsForTheViewToShowAFloorsDeparture(t *testing.T) {
 		}
 		// Entered and departed are waited for apart: d's entry is not
 		// named by its departure.
-		if err := s.awaitEntered(context.Background(), d); err != nil || !slices.Equal(s.shownCopiers(), []ring.NodeID{d}) {
+		if err := s.awaitView(context.Background(), entry(d)); err != nil || !slices.Equal(s.shownCopiers(), []ring.NodeID{d}) {
 			t.Fatalf("waiting for d's entry returned %v and names copiers %v", err, s.shownCopiers())
 		}
 		e := ring.NodeID{Addr: "e", Incarnation: 1}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
-		if err := s.awaitDeparted(ctx, e); !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "departure of "+e.String()) {
+		if err := s.awaitView(ctx, departure(e)); !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "departure of "+e.String()) {
 			t.Fatalf("the wait past its deadline returned %v, want context.DeadlineExceeded naming e's departure", err)
 		}
 	})
@@ -215,4 +215,14 @@ func TestAViewChangeNamesTheMembersItBroughtInAndTookOutOfTheRings(t *testing.T)
 	if !slices.Equal(copiers, []ring.NodeID{e}) {
 		t.Fatalf("after a change that brought e into the ring, acquisitions name copiers %v, want e", copiers)
 	}
+}
+
+// entry and departure are the changes of the view a floor names.
+func entry(id ring.NodeID) viewFact     { return viewFact{id: id} }
+func departure(id ring.NodeID) viewFact { return viewFact{id: id, gone: true} }
+
+// shownCopiers returns the copiers the view showed most recently.
+func (s *states) shownCopiers() []ring.NodeID {
+	copiers, _ := s.named()
+	return copiers
 }

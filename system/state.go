@@ -486,7 +486,7 @@ func (s *states) acquire(ctx context.Context, typ, key string, n int, level repl
 			}
 		}
 		for _, f := range missing {
-			if err := s.awaitView(ctx, f, func() bool { return s.shows(f) }); err != nil {
+			if err := s.awaitView(ctx, f); err != nil {
 				return fmt.Errorf("%w: %s/%s: %w", actor.ErrUnavailable, typ, key, err)
 			}
 		}
@@ -555,12 +555,6 @@ func (s *states) named() (copiers, gone []ring.NodeID) {
 	return s.shown, s.shownGone
 }
 
-// shownCopiers returns the copiers the view showed most recently.
-func (s *states) shownCopiers() []ring.NodeID {
-	copiers, _ := s.named()
-	return copiers
-}
-
 // shows reports whether the view shows f: a member's entry into the rings
 // or its departure from them for good.
 func (s *states) shows(f viewFact) bool {
@@ -570,38 +564,20 @@ func (s *states) shows(f viewFact) bool {
 	return s.entered(f.id)
 }
 
-// awaitEntered returns once the view shows x's entry into the rings (see
-// remote.Router.Entered), or the lag bound passed (see awaitView).
-//
-// x's floor refused an acquisition whose caller did not name it: x
-// fenced the key's range for a hand-off, and the sets the view gave may
-// be from before it. Acquiring above the floor over them could get
-// writes acknowledged there that x's copy, read after the fence, never
-// saw (docs/replication.md, "Where views disagree").
-func (s *states) awaitEntered(ctx context.Context, x ring.NodeID) error {
-	f := viewFact{id: x}
-	return s.awaitView(ctx, f, func() bool { return s.shows(f) })
-}
-
-// awaitDeparted returns once the view shows d gone from the rings for good
-// (see remote.Router.Departed), or the lag bound passed (see awaitView).
-//
-// A floor naming d's departure refused an acquisition whose caller did
-// not name it: the copier, a member the view may have shown for long,
-// fenced the key's range for d's leave or removal, and a view that still
-// holds d in its rings gives the key's set from before it.
-func (s *states) awaitDeparted(ctx context.Context, d ring.NodeID) error {
-	f := viewFact{id: d, gone: true}
-	return s.awaitView(ctx, f, func() bool { return s.shows(f) })
-}
-
-// awaitView returns once shows reports that the view shows f, or once
+// awaitView returns once the view shows f (see shows), or once
 // viewLag passed since the view was first found not to: a member that
 // entered and was then forgotten (removed before this member heard of
 // it, or a floor older than a restart of the whole cluster) is never
 // shown, and the view of a live member shows a change within that time.
 // It names f in later acquisitions. It fails when ctx ends first.
-func (s *states) awaitView(ctx context.Context, f viewFact, shows func() bool) error {
+//
+// A floor that names f refused an acquisition whose caller did not name
+// it: f's member entered and fenced the key's range for a hand-off, or
+// departed and a hand-off fenced the range for its departure, and the
+// sets the view gave may be from before it. Acquiring above the floor over
+// them could get writes acknowledged there that the copy, read after the
+// fence, never saw (docs/replication.md, "Where views disagree").
+func (s *states) awaitView(ctx context.Context, f viewFact) error {
 	for {
 		s.mu.Lock()
 		next := s.viewNext
@@ -624,7 +600,7 @@ func (s *states) awaitView(ctx context.Context, f viewFact, shows func() bool) e
 		if seen {
 			lag = now.Sub(first)
 		}
-		if shows() || lag >= s.viewLag {
+		if s.shows(f) || lag >= s.viewLag {
 			s.noteShown(f)
 			return nil
 		}

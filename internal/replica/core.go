@@ -1374,10 +1374,10 @@ func (c *Core) ownerStep(o *ownership, m Message) {
 	case MsgRefuse:
 		if m.Floor && m.Promised.Compare(o.epoch) <= 0 {
 			// A floor at or below o's epoch refused its prepare for not
-			// listing its copier or not naming its departures (see
-			// replicaStep): o's caller did not name them. If o's set
-			// shows the departures (see passes), o names them and
-			// prepares again; otherwise it steps down.
+			// listing its copiers or not naming its departures (see
+			// replicaStep): o's caller did not name them. If o's set or
+			// its caller's view shows them (see passes), o names them
+			// and prepares again; otherwise it steps down.
 			if o.restarts < maxRestarts && o.passes(m.Promised.Node, m.Reads, m.Gone) && o.learn(m.Promised.Node, m.Reads, m.Gone) {
 				if c.restart(o) {
 					return

@@ -56,15 +56,15 @@ func (f floorSpan) same(g floorSpan) bool {
 // passes the floor: it lists every copier, or names gone a copier the
 // floor names departed too, and names every departure gone.
 func (f floorSpan) passedBy(reads, gone []ring.NodeID) bool {
-	shown := func(y ring.NodeID) bool {
-		return slices.Contains(reads, y) || (slices.Contains(f.departed, y) && slices.Contains(gone, y))
-	}
+	entered := func(y ring.NodeID) bool { return slices.Contains(reads, y) }
+	left := func(y ring.NodeID) bool { return slices.Contains(gone, y) }
+	shown := func(y ring.NodeID) bool { return copierShown(y, f.departed, entered, left) }
 	return shown(f.epoch.Node) && !slices.ContainsFunc(f.copiers, func(y ring.NodeID) bool { return !shown(y) }) && subset(f.departed, gone)
 }
 
-// copierShown reports whether a view that lists reads and names gone
-// shows copier y of a floor naming departed: its entry, or, when y
-// departed since (a floor names it departed), its departure. A view that
+// copierShown reports whether a view that shows what entered and gone
+// report shows copier y of a floor naming departed: its entry, or, when y
+// departed since (the floor names it departed), its departure. A view that
 // shows y gone gives sets without y, as they are after y's departure,
 // whether it saw y's entry or not (a process never comes back under its
 // NodeID).
