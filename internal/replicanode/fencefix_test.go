@@ -211,3 +211,43 @@ func TestALaggingOwnerDoesNotAcquireAgainAboveALeavesFence(t *testing.T) {
 		t.Fatalf("the owner on R1 read %q, %v; want v2", got, err)
 	}
 }
+
+// Two joins in a row: x1 copies the range from P={a,b,c} fencing it, then
+// x2 copies it from b and c, fencing it again. a, whose view lags x1's
+// join but shows x2's, names x2: the floor the second fence left names x1
+// among its earlier copiers, so the acquisition fails naming x1 and writes
+// nothing (before floors kept earlier copiers, x2's fence replaced x1 at
+// b and c and a acquired over P above it). Naming both, a is served.
+func TestALaggingOwnerDoesNotAcquireAgainAboveTheFenceOfALaterJoin(t *testing.T) {
+	c := newCluster(t, 5, false)
+	ctx := bounded(t)
+	a, b, cc, x1, x2 := c.members[0], c.members[1], c.members[2], c.members[3], c.members[4]
+	k := key("two-joins")
+	rng := keyRange(k)
+	P := c.ids(a, b, cc)
+	ownThenFence(t, ctx, c, a, x1, P, k)
+	c.net.Partition(a.addr, x2.addr)
+	if err := x2.node.SetReceiving(rng); err != nil {
+		t.Fatal(err)
+	}
+	if err := x2.node.CopyFenced(ctx, rng, c.ids(b, cc), 2, nil); err != nil {
+		t.Fatalf("x2's fenced copy from b and c: %v", err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+	defer cancel()
+	if err := a.node.Write(wctx, k, stateSlot, []byte("v2")); err == nil {
+		t.Fatal("the fenced owner's write was acknowledged")
+	}
+	err := a.node.AcquireWith(ctx, k, P, replication.Majority, AcquireOptions{Copiers: []ring.NodeID{x2.node.Self()}})
+	var stale *StaleOwnerError
+	if !errors.As(err, &stale) || !stale.Floor || stale.Newer.Node != x2.node.Self() || !slices.Equal(stale.Copiers, []ring.NodeID{x1.node.Self()}) {
+		t.Fatalf("a's acquisition over P naming x2 only returned %v, want a StaleOwnerError naming x2's floor and x1 before it", err)
+	}
+	if werr := a.node.Write(ctx, k, stateSlot, []byte("v3")); !errors.Is(werr, replica.ErrNotServing) {
+		t.Fatalf("a's write after its acquisition failed returned %v, want replica.ErrNotServing", werr)
+	}
+	opts := AcquireOptions{Copiers: []ring.NodeID{x1.node.Self(), x2.node.Self()}}
+	if err := a.node.AcquireWith(ctx, k, P, replication.Majority, opts); err != nil {
+		t.Fatalf("a's acquisition naming both copiers: %v", err)
+	}
+}
