@@ -128,3 +128,23 @@ func ReceiveAll(t testing.TB, s *System) (end func()) {
 		}
 	}
 }
+
+// NodeIDOf returns the identity s, a member, has in the rings (its
+// address and process incarnation).
+func NodeIDOf(s *System) ring.NodeID {
+	node, err := s.m.st.current()
+	if err != nil {
+		return ring.NodeID{}
+	}
+	return node.Self()
+}
+
+// FloorsOf returns the floors s, a member, holds in its store.
+func FloorsOf(t testing.TB, s *System) []replica.Floor {
+	t.Helper()
+	fs, err := s.m.st.store.Floors(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fs
+}

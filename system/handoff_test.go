@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -154,5 +155,46 @@ func TestCatchUpRatePacesAJoiningMembersCopy(t *testing.T) {
 	time.Sleep(time.Until(joined.Add(time.Second))) // the property is a pace: it needs time to pass
 	if st := s.Stats(); st.Receiving == 0 {
 		t.Fatalf("a second after joining at 64 KiB/s the member received everything (%d bytes)", st.ReceivedBytes)
+	}
+}
+
+// A member that leaves in order gives its ranges to others, whose copies
+// fence them at the previous replicas naming its departure: the floors of
+// the members that stay name it, so that an owner whose view still holds
+// the member that left cannot acquire over the set it gave the key
+// (docs/replication.md, "Leaves and removals"). Its keys keep their state.
+func TestTheFloorsOfALeavesHandOffNameTheMemberThatLeft(t *testing.T) {
+	def := counterDef("fcounter", nil, actor.WithReplicas(3, actor.WriteMajority))
+	systems := systemtest.StartCluster(t, 4, nil, def)
+	waitCaughtUp(t, systems)
+	const keys = 40
+	for i := range keys {
+		add(t, def.Ref(systems[i%len(systems)], "k"+strconv.Itoa(i)), i+1)
+	}
+	leaving := systems[3]
+	gone := system.NodeIDOf(leaving)
+	closeNow(t, leaving)
+	systems = systems[:3]
+	systemtest.WaitAlive(t, systems, len(systems))
+	waitCaughtUp(t, systems)
+	named := 0
+	for _, s := range systems {
+		for _, f := range system.FloorsOf(t, s) {
+			if slices.Contains(f.Departed, gone) {
+				named++
+			}
+		}
+	}
+	if named == 0 {
+		t.Fatalf("no floor of the members that stayed names %v, which left", gone)
+	}
+	for i := range keys {
+		ref := def.Ref(systems[i%len(systems)], "k"+strconv.Itoa(i))
+		got := eventually(t, "read "+ref.Key(), func(ctx context.Context) (int, error) {
+			return actor.Ask(ctx, ref, DGet{})
+		})
+		if got != i+1 {
+			t.Errorf("%s: count %d after %v left, want %d", ref.Key(), got, gone, i+1)
+		}
 	}
 }
