@@ -127,7 +127,7 @@ type Config struct {
 	// limit. It copies in chunks of 1 MiB, or of a thirty-second of the
 	// rate when that is less (at least 64 KiB): at a lower rate each
 	// chunk's burst of work is shorter, and so is the wait of the asks
-	// behind it (BENCHMARKS.md, Hand-off).
+	// behind it (BENCHMARKS.md, the hand-off rows).
 	CatchUpRate int
 
 	// LeaveTimeout bounds how long Close waits, in a cluster, for the

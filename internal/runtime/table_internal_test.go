@@ -105,8 +105,8 @@ func TestCellTableReadersNeverSeeAWrongCell(t *testing.T) {
 }
 
 // An idle actor's heap is mostly its cell: with an empty state it must
-// stay in the 160-byte size class (BENCHMARKS.md, "Session 5:
-// activations, second pass"), or every idle actor grows by 16 B.
+// stay in the 160-byte size class (the idle actor row of
+// BENCHMARKS.md), or every idle actor grows by 16 B.
 func TestCellSizeClass(t *testing.T) {
 	if n := unsafe.Sizeof(cell[struct{}, any, any]{}); n > 160 {
 		t.Fatalf("cell is %d bytes, want <= 160", n)
