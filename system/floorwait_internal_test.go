@@ -34,26 +34,7 @@ func TestAnAcquisitionWaitsForTheViewToShowAFloorsCopier(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			var entered atomic.Bool
 			s := &states{entered: func(id ring.NodeID) bool { return id == x && entered.Load() }, viewLag: time.Minute}
-			done := make(chan error, 1)
-			start := time.Now()
-			go func() { done <- s.awaitView(context.Background(), entry(x)) }()
-			synctest.Wait()
-			s.viewChanged(nil) // a change that does not show x
-			synctest.Wait()
-			select {
-			case err := <-done:
-				t.Fatalf("the wait ended at a view that does not show x: %v", err)
-			default:
-			}
-			time.Sleep(time.Second)
-			entered.Store(true)
-			s.viewChanged(nil)
-			if err := <-done; err != nil {
-				t.Fatal(err)
-			}
-			if waited := time.Since(start); waited != time.Second {
-				t.Fatalf("the wait ended after %v, want at the view that showed x, 1s in", waited)
-			}
+			awaitsTheViewThatShows(t, s, entry(x), func() { entered.Store(true) })
 			if got := s.shownCopiers(); !slices.Equal(got, []ring.NodeID{x}) {
 				t.Fatalf("the copiers named are %v, want x", got)
 			}
@@ -154,26 +135,7 @@ func TestAnAcquisitionWaitsForTheViewToShowAFloorsDeparture(t *testing.T) {
 			departed: func(id ring.NodeID) bool { return id == d && left.Load() },
 			viewLag:  time.Minute,
 		}
-		done := make(chan error, 1)
-		start := time.Now()
-		go func() { done <- s.awaitView(context.Background(), departure(d)) }()
-		synctest.Wait()
-		s.viewChanged(nil) // a change that still holds d
-		synctest.Wait()
-		select {
-		case err := <-done:
-			t.Fatalf("the wait ended at a view that still holds d: %v", err)
-		default:
-		}
-		time.Sleep(time.Second)
-		left.Store(true)
-		s.viewChanged(nil)
-		if err := <-done; err != nil {
-			t.Fatal(err)
-		}
-		if waited := time.Since(start); waited != time.Second {
-			t.Fatalf("the wait ended after %v, want at the view that no longer holds d, 1s in", waited)
-		}
+		awaitsTheViewThatShows(t, s, departure(d), func() { left.Store(true) })
 		copiers, gone := s.named()
 		if len(copiers) != 0 || !slices.Equal(gone, []ring.NodeID{d}) {
 			t.Fatalf("the acquisitions name copiers %v and departures %v, want d gone alone", copiers, gone)
@@ -225,4 +187,31 @@ func departure(id ring.NodeID) viewFact { return viewFact{id: id, gone: true} }
 func (s *states) shownCopiers() []ring.NodeID {
 	copiers, _ := s.named()
 	return copiers
+}
+
+// awaitsTheViewThatShows checks, in a synctest bubble, that s's wait for f
+// outlasts a change of the view that does not show f and ends at the one,
+// a second later, that does (show makes the view show f).
+func awaitsTheViewThatShows(t *testing.T, s *states, f viewFact, show func()) {
+	t.Helper()
+	done := make(chan error, 1)
+	start := time.Now()
+	go func() { done <- s.awaitView(context.Background(), f) }()
+	synctest.Wait()
+	s.viewChanged(nil) // a change that does not show f
+	synctest.Wait()
+	select {
+	case err := <-done:
+		t.Fatalf("the wait for %+v ended at a view that does not show it: %v", f, err)
+	default:
+	}
+	time.Sleep(time.Second)
+	show()
+	s.viewChanged(nil)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if waited := time.Since(start); waited != time.Second {
+		t.Fatalf("the wait for %+v ended after %v, want at the view that showed it, 1s in", f, waited)
+	}
 }

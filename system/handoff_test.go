@@ -89,15 +89,7 @@ func TestStateFollowsItsKeysAcrossJoinsAndLeavesWithoutBeingUsed(t *testing.T) {
 		systemtest.WaitAlive(t, systems, len(systems))
 		waitCaughtUp(t, systems)
 	}
-	for i := range keys {
-		ref := def.Ref(systems[i%len(systems)], "k"+strconv.Itoa(i))
-		got := eventually(t, "read "+ref.Key(), func(ctx context.Context) (int, error) {
-			return actor.Ask(ctx, ref, DGet{})
-		})
-		if got != i+1 {
-			t.Errorf("%s: count %d after the ring changed four times, want %d", ref.Key(), got, i+1)
-		}
-	}
+	expectCounts(t, def, systems, keys, "after the ring changed four times")
 }
 
 // An orderly leave hands the copies over before the member goes: keys
@@ -126,15 +118,7 @@ func TestAnOrderlyLeaveHandsItsSingleCopiesOver(t *testing.T) {
 	systems = systems[:2]
 	systemtest.WaitAlive(t, systems, 2)
 	waitCaughtUp(t, systems)
-	for i := range keys {
-		ref := def.Ref(systems[i%2], "k"+strconv.Itoa(i))
-		got := eventually(t, "read "+ref.Key(), func(ctx context.Context) (int, error) {
-			return actor.Ask(ctx, ref, DGet{})
-		})
-		if got != i+1 {
-			t.Errorf("%s: count %d after its only copy's member left, want %d", ref.Key(), got, i+1)
-		}
-	}
+	expectCounts(t, def, systems, keys, "after its only copy's member left")
 	t.Logf("%d of %d keys were held by the member that left", held, keys)
 }
 
@@ -188,13 +172,21 @@ func TestTheFloorsOfALeavesHandOffNameTheMemberThatLeft(t *testing.T) {
 	if named == 0 {
 		t.Fatalf("no floor of the members that stayed names %v, which left", gone)
 	}
+	expectCounts(t, def, systems, keys, fmt.Sprintf("after %v left", gone))
+}
+
+// expectCounts checks that each of keys counters k0, k1, ... asked through
+// the systems in turn reads its index plus one (what the test added to it)
+// once its owner answers; when tells what happened meanwhile.
+func expectCounts(t *testing.T, def *actor.Def[int, CountMsg], systems []*system.System, keys int, when string) {
+	t.Helper()
 	for i := range keys {
 		ref := def.Ref(systems[i%len(systems)], "k"+strconv.Itoa(i))
 		got := eventually(t, "read "+ref.Key(), func(ctx context.Context) (int, error) {
 			return actor.Ask(ctx, ref, DGet{})
 		})
 		if got != i+1 {
-			t.Errorf("%s: count %d after %v left, want %d", ref.Key(), got, gone, i+1)
+			t.Errorf("%s: count %d %s, want %d", ref.Key(), got, when, i+1)
 		}
 	}
 }

@@ -111,19 +111,10 @@ func TestCopyFencedReadsOnlyFromTheSourcesItFenced(t *testing.T) {
 // writes nothing, and the owner on R2 reads v1.
 func TestALaggingOwnerDoesNotAcquireAgainAboveTheFence(t *testing.T) {
 	l := newLaggingOwner(t)
-	wctx, cancel := context.WithTimeout(l.ctx, 500*time.Millisecond)
-	defer cancel()
-	if err := l.a.node.Write(wctx, l.k, stateSlot, []byte("v2")); err == nil {
-		t.Fatal("the fenced owner's first write was acknowledged")
-	}
 	// a's view still shows P: it acquires again, as its runtime would.
-	err := l.a.node.Acquire(l.ctx, l.k, l.P, replication.Majority)
-	var stale *StaleOwnerError
-	if !errors.As(err, &stale) || !stale.Floor || stale.Newer.Node != l.x.node.Self() {
-		t.Fatalf("a's acquisition again over P returned %v, want a StaleOwnerError naming x's floor", err)
-	}
-	if werr := l.a.node.Write(l.ctx, l.k, stateSlot, []byte("v3")); !errors.Is(werr, replica.ErrNotServing) {
-		t.Fatalf("a's write after its acquisition failed returned %v, want replica.ErrNotServing", werr)
+	stale := refusedAtTheFloor(t, l.ctx, l.a, l.k, l.P, AcquireOptions{})
+	if stale.Newer.Node != l.x.node.Self() {
+		t.Fatalf("a's acquisition again over P was refused by %v's floor, want x's", stale.Newer.Node)
 	}
 	if got := l.moveOnToR2(t); got != "v1" {
 		t.Fatalf("the owner on R2 read %q, want v1", got)
@@ -187,18 +178,9 @@ func TestALaggingOwnerDoesNotAcquireAgainAboveALeavesFence(t *testing.T) {
 	k := key("leave")
 	P, R1 := c.ids(a, b, cc), c.ids(a, b, x)
 	ownThenFence(t, ctx, c, a, x, P, k, cc.node.Self())
-	wctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
-	defer cancel()
-	if err := a.node.Write(wctx, k, stateSlot, []byte("v2")); err == nil {
-		t.Fatal("the fenced owner's write was acknowledged")
-	}
-	err := a.node.AcquireWith(ctx, k, P, replication.Majority, AcquireOptions{Copiers: []ring.NodeID{x.node.Self()}})
-	var stale *StaleOwnerError
-	if !errors.As(err, &stale) || !stale.Floor || stale.Newer.Node != x.node.Self() || !slices.Equal(stale.Departed, []ring.NodeID{cc.node.Self()}) {
-		t.Fatalf("a's acquisition again over P naming x returned %v, want a StaleOwnerError naming x's floor and c's departure", err)
-	}
-	if werr := a.node.Write(ctx, k, stateSlot, []byte("v3")); !errors.Is(werr, replica.ErrNotServing) {
-		t.Fatalf("a's write after its acquisition failed returned %v, want replica.ErrNotServing", werr)
+	stale := refusedAtTheFloor(t, ctx, a, k, P, AcquireOptions{Copiers: []ring.NodeID{x.node.Self()}})
+	if stale.Newer.Node != x.node.Self() || !slices.Equal(stale.Departed, []ring.NodeID{cc.node.Self()}) {
+		t.Fatalf("a's acquisition again over P naming x was refused with %v, want x's floor naming c's departure", stale)
 	}
 	opts := AcquireOptions{Previous: P, Copiers: []ring.NodeID{x.node.Self()}, Gone: []ring.NodeID{cc.node.Self()}}
 	if err := a.node.AcquireWith(ctx, k, R1, replication.Majority, opts); err != nil {
@@ -233,21 +215,35 @@ func TestALaggingOwnerDoesNotAcquireAgainAboveTheFenceOfALaterJoin(t *testing.T)
 	if err := x2.node.CopyFenced(ctx, rng, c.ids(b, cc), 2, nil); err != nil {
 		t.Fatalf("x2's fenced copy from b and c: %v", err)
 	}
-	wctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
-	defer cancel()
-	if err := a.node.Write(wctx, k, stateSlot, []byte("v2")); err == nil {
-		t.Fatal("the fenced owner's write was acknowledged")
-	}
-	err := a.node.AcquireWith(ctx, k, P, replication.Majority, AcquireOptions{Copiers: []ring.NodeID{x2.node.Self()}})
-	var stale *StaleOwnerError
-	if !errors.As(err, &stale) || !stale.Floor || stale.Newer.Node != x2.node.Self() || !slices.Equal(stale.Copiers, []ring.NodeID{x1.node.Self()}) {
-		t.Fatalf("a's acquisition over P naming x2 only returned %v, want a StaleOwnerError naming x2's floor and x1 before it", err)
-	}
-	if werr := a.node.Write(ctx, k, stateSlot, []byte("v3")); !errors.Is(werr, replica.ErrNotServing) {
-		t.Fatalf("a's write after its acquisition failed returned %v, want replica.ErrNotServing", werr)
+	stale := refusedAtTheFloor(t, ctx, a, k, P, AcquireOptions{Copiers: []ring.NodeID{x2.node.Self()}})
+	if stale.Newer.Node != x2.node.Self() || !slices.Equal(stale.Copiers, []ring.NodeID{x1.node.Self()}) {
+		t.Fatalf("a's acquisition over P naming x2 only was refused with %v, want x2's floor naming x1 before it", stale)
 	}
 	opts := AcquireOptions{Copiers: []ring.NodeID{x1.node.Self(), x2.node.Self()}}
 	if err := a.node.AcquireWith(ctx, k, P, replication.Majority, opts); err != nil {
 		t.Fatalf("a's acquisition naming both copiers: %v", err)
 	}
+}
+
+// refusedAtTheFloor has a, the owner of k over P whose range a copy
+// fenced since, write v2 (refused: it fails, and a steps down), then
+// acquire k again over P with opts, which must fail with a floor's
+// StaleOwnerError (returned) and leave a serving nothing: its next write,
+// v3, is never sent.
+func refusedAtTheFloor(t *testing.T, ctx context.Context, a *member, k replica.Key, P []ring.NodeID, opts AcquireOptions) *StaleOwnerError {
+	t.Helper()
+	wctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+	defer cancel()
+	if err := a.node.Write(wctx, k, stateSlot, []byte("v2")); err == nil {
+		t.Fatal("the fenced owner's write was acknowledged")
+	}
+	err := a.node.AcquireWith(ctx, k, P, replication.Majority, opts)
+	var stale *StaleOwnerError
+	if !errors.As(err, &stale) || !stale.Floor {
+		t.Fatalf("a's acquisition again over P returned %v, want a StaleOwnerError naming a floor", err)
+	}
+	if werr := a.node.Write(ctx, k, stateSlot, []byte("v3")); !errors.Is(werr, replica.ErrNotServing) {
+		t.Fatalf("a's write after its acquisition failed returned %v, want replica.ErrNotServing", werr)
+	}
+	return stale
 }
