@@ -103,10 +103,12 @@ func WithRequestID(ctx context.Context, id string) context.Context {
 // Only definitions that keep their state (Durable, WithReplicas) keep
 // answers; an ask with a key to any other fails with
 // ErrIdempotencyUnsupported. Each actor keeps the answers of its last
-// 128 keyed asks (requests still pending counted), at most 64 KiB of
-// them, none older than 24 hours: it lets them grow to 144 and 72 KiB
-// before the oldest go, down to 128 and 64 KiB. A retry of an answer no
-// longer kept runs again.
+// keyed asks for 24 hours: about the last 128 in its record, written
+// with its state, and the older ones in pages beside it, on the same
+// replicas, up to 64 pages and 1 MiB (about 8,000 small answers); past
+// that the oldest go first, and so they do past the member's bounds
+// (system.Config.KeptAnswers). A retry of an answer no longer kept runs
+// again.
 // An actor ended with Delete keeps none. key is 1 to 255 visible ASCII
 // bytes (an HTTP Idempotency-Key fits), else such asks fail with
 // ErrInvalidIdempotencyKey. It is kept with the answer: do not put

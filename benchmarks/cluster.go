@@ -363,7 +363,7 @@ func (troupePeer) ContinuityAsk(clk *clock, nodes, goroutines, keys, n int) (con
 		return res, fmt.Errorf("keyed asks: %w", err)
 	}
 	// The replays: the last asks of each goroutine, whose answers the
-	// keys' records still keep (each record keeps at least its last 128).
+	// keys still keep (in their records or their pages).
 	if res.replayed, err = run("replayed", nil, key); err != nil {
 		return res, fmt.Errorf("replayed asks: %w", err)
 	}

@@ -8,8 +8,9 @@ import (
 
 // KeptAnswers bounds the answers a member keeps for keyed asks to its
 // Durable and replicated actors. Each key keeps the answers of its last
-// 128 keyed asks (up to 144 before the oldest go), at most 64 KiB of
-// them (72 KiB before), none older than Retain; a
+// keyed asks, none older than Retain: about the last 128 (at most 64 KiB
+// of them) in its record, the older ones in pages beside it, up to 64
+// pages and 1 MiB, past which the oldest go first; a
 // member keeps at most MaxAnswers and MaxBytes of them across its keys:
 // past a bound the keys holding the oldest answers drop those older than
 // the oldest answer left elsewhere, each such drop a write of the key's

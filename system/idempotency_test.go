@@ -3,6 +3,7 @@ package system_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -246,5 +247,36 @@ func TestAKeyedAskInFlightWhenItsOwnerCrashesRunsOnTheNewOwner(t *testing.T) {
 	}
 	if n := runs.Load(); n != 2 {
 		t.Fatalf("the handler ran %d times, want 2: once abandoned by the crash, once on the new owner", n)
+	}
+}
+
+// A key keeps the answers of far more keyed asks than its record holds
+// (the oldest move to pages of their own, on the same replicas): every
+// retry after its owner crashed gets its first answer from the new
+// owner, and none runs the handler again.
+func TestTheAnswersOfHundredsOfKeyedAsksToOneKeySurviveItsOwnersCrash(t *testing.T) {
+	def := counterDef("counter", nil, actor.WithReplicas(3, actor.WriteMajority))
+	systems, nets := replicatedCluster(t, 3, def)
+	owner, i := byAddr(t, systems, system.OwnerOf(systems[0], "counter", "k"))
+	rest := without(systems, owner)
+	const asks = 600
+	for n := range asks {
+		if got, err := actor.Ask(keyed(t, fmt.Sprint("pay-", n)), def.Ref(rest[0], "k"), DAdd{N: 1}); err != nil || got != n+1 {
+			t.Fatalf("keyed add %d: %d, %v", n, got, err)
+		}
+	}
+	systemtest.Crash(owner, nets[i])
+	for _, n := range []int{0, 1, 200, 470, 471, asks - 1} {
+		got := eventually(t, "retry a keyed add on the new owner", func(ctx context.Context) (int, error) {
+			return actor.Ask(actor.WithIdempotencyKey(ctx, fmt.Sprint("pay-", n)), def.Ref(rest[1], "k"), DAdd{N: 1})
+		})
+		if got != n+1 {
+			t.Fatalf("keyed add %d retried after its owner crashed answered %d, want %d, its first answer", n, got, n+1)
+		}
+	}
+	if got := eventually(t, "read the count", func(ctx context.Context) (int, error) {
+		return actor.Ask(ctx, def.Ref(rest[0], "k"), DGet{})
+	}); got != asks {
+		t.Fatalf("the count is %d after %d keyed adds of 1 and retries, want %d", got, asks, asks)
 	}
 }

@@ -707,19 +707,57 @@ func (s *states) viewChanged(before map[string]*ring.Ring) {
 
 // Read implements host.Store.
 func (s *states) Read(ctx context.Context, typ, key string) ([]byte, bool, error) {
+	v, ok, _, err := s.read(ctx, typ, key, false)
+	return v, ok, err
+}
+
+// ReadAll implements host.Store: the records beside the state are the
+// key's continuity records, by name.
+func (s *states) ReadAll(ctx context.Context, typ, key string) ([]byte, bool, map[string][]byte, error) {
+	return s.read(ctx, typ, key, true)
+}
+
+func (s *states) read(ctx context.Context, typ, key string, all bool) ([]byte, bool, map[string][]byte, error) {
 	node, err := s.current()
 	if err != nil {
-		return nil, false, err
+		return nil, false, nil, err
 	}
 	recs, err := node.Read(ctx, replica.Key{Type: typ, ID: key})
 	if err != nil {
-		return nil, false, stateErr(err)
+		return nil, false, nil, stateErr(err)
+	}
+	var aside map[string][]byte
+	if all {
+		for slot, r := range recs {
+			if slot.Kind != replica.KindContinuity || r.Tombstone {
+				continue
+			}
+			if aside == nil {
+				aside = make(map[string][]byte)
+			}
+			aside[slot.Name] = r.Value
+		}
 	}
 	r, ok := recs[stateSlot]
 	if !ok || r.Tombstone {
-		return nil, false, nil
+		return nil, false, aside, nil
 	}
-	return r.Value, true, nil
+	return r.Value, true, aside, nil
+}
+
+// WriteAside implements host.Store: value goes to the key's continuity
+// record name, nil erases it (a tombstone, collected with the key's
+// others).
+func (s *states) WriteAside(ctx context.Context, typ, key, name string, value []byte) error {
+	node, err := s.current()
+	if err != nil {
+		return s.counted(err)
+	}
+	k, slot := replica.Key{Type: typ, ID: key}, replica.Slot{Kind: replica.KindContinuity, Name: name}
+	if value == nil {
+		return s.counted(stateErr(node.Delete(ctx, k, slot)))
+	}
+	return s.counted(stateErr(node.Write(ctx, k, slot, value)))
 }
 
 // Write implements host.Store.

@@ -25,9 +25,18 @@ type Store interface {
 	// it met the level (the answers kept for keyed asks rely on it); ok is
 	// false when nothing (or a tombstone) is stored.
 	Read(ctx context.Context, typ, key string) (value []byte, ok bool, err error)
+	// ReadAll is Read, with the key's records beside its state (the
+	// pages of answers kept for keyed asks): their values by name,
+	// erased ones left out.
+	ReadAll(ctx context.Context, typ, key string) (value []byte, ok bool, aside map[string][]byte, err error)
 	// Write stores value as the key's state; Delete stores a tombstone.
 	Write(ctx context.Context, typ, key string, value []byte) error
 	Delete(ctx context.Context, typ, key string) error
+	// WriteAside stores value under name beside the key's state, or
+	// erases what is stored there (value nil), and returns once the write
+	// and every earlier write of the key met the write level. Read and
+	// ReadAll confirm it as they confirm the state.
+	WriteAside(ctx context.Context, typ, key, name string, value []byte) error
 	// Resign gives the key up without waiting.
 	Resign(typ, key string)
 	// MaxValue is the largest value Write accepts, in bytes.

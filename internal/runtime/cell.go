@@ -262,6 +262,9 @@ type extra[M any] struct {
 	// keptLoaded is how many kept answers the activation's load found
 	// in the record, before it pruned those past their retention.
 	keptLoaded int
+	// pages are the key's pages of kept answers (see pages.go), nil
+	// when it has none; under the Context's gateMu.
+	pages *keptPages
 }
 
 // timerEntry is a live timer: when it fires next, its period (0: once)
@@ -278,6 +281,13 @@ type timerEntry[M any] struct {
 	// last record made holds: an idle key whose timers are all saved may
 	// passivate, and its owner wakes it when they are due.
 	saved bool
+}
+
+// extIfAny returns the cell's extra, nil when it has none.
+func (c *cell[S, M, C]) extIfAny() *extra[M] {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.x
 }
 
 func (c *cell[S, M, C]) ext() *extra[M] {

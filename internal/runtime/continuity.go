@@ -57,12 +57,13 @@ import (
 // died: the entry an adopting owner loads is not open, and a retry gets
 // ErrOutcomeUnknown.
 //
-// Each key keeps the answers of its last maxRetained keyed asks, none
-// older than the host's retention (replication.KeptAnswers.Retain, 24 h
-// by default), at most maxRetainedBytes of them (the record is written
-// with every change of the state, mostly as a delta of the one before);
-// the oldest go first, once the budgets' slack is used up (see
-// pruneRetained). Each
+// Each key's record keeps the answers of its last maxRetained keyed
+// asks, at most maxRetainedBytes of them (the record is written with
+// every change of the state, mostly as a delta of the one before); the
+// commit moves older ones into pages of their own beside it (pages.go),
+// up to maxPages and maxPagedBytes, past which the oldest go first. None
+// is kept past the host's retention (replication.KeptAnswers.Retain,
+// 24 h by default). Each
 // member keeps at most its KeptAnswers' MaxAnswers and MaxBytes of them
 // across its keys (by default 1,000,000 and 8 GiB, the bytes counted
 // at every copy): its host's ledger (internal/host/kept.go) counts each
@@ -344,6 +345,15 @@ func (c *cell[S, M, C]) lookupKeyed(ctx *Context[S, M, C], e *envelope[M]) (*ret
 			kept := *r // a copy: the entry may change once the lock is let go
 			return &kept, nil
 		}
+		// A paged answer past the retention is gone, whether or not its
+		// page was erased yet.
+		if r := x.pages.find(key, time.Now().UnixNano()-int64(c.k.h.Kept.Retain)); r != nil {
+			if err := refuseKept(r, &sum, c.k.def.Name, c.key); err != nil {
+				return nil, err
+			}
+			kept := *r
+			return &kept, nil
+		}
 	}
 	ctx.keyed = &keyedAsk{key: key, hash: sum, attempt: 1}
 	return nil, nil
@@ -408,7 +418,7 @@ func (c *cell[S, M, C]) admit(ctx *Context[S, M, C], fresh bool) error {
 	rs := withoutKey(x.retained, kd.key)
 	loseOrphans(rs)
 	r := retained{key: kd.key, hash: kd.hash, at: keptNow(), rid: *ctx.slot.requestID(), kind: retainedPending, attempt: kd.attempt}
-	x.retained = pruneRetained(append(rs, r), time.Unix(0, r.at), c.k.h.Kept.Retain)
+	x.retained = pruneRetainedWithin(append(rs, r), time.Unix(0, r.at), c.k.h.Kept.Retain, pagingBudget)
 	ctx.dirty = true
 	err := ctx.commitLocked(false)
 	ctx.gateMu.Unlock()
@@ -515,7 +525,7 @@ func (c *cell[S, M, C]) keep(ctx *Context[S, M, C], r retained) {
 			r.open = nil // failed as the handler returned: no reply to come
 		}
 	}
-	x.retained = pruneRetained(append(withoutKey(x.retained, r.key), r), time.Unix(0, r.at), c.k.h.Kept.Retain)
+	x.retained = pruneRetainedWithin(append(withoutKey(x.retained, r.key), r), time.Unix(0, r.at), c.k.h.Kept.Retain, pagingBudget)
 	ctx.dirty = true
 	ctx.gateMu.Unlock()
 }
@@ -568,7 +578,7 @@ func (c *cell[S, M, C]) keepGivenLocked(gate *sync.Mutex, dk *deferredKept, a re
 	// Only this activation's entry: one loaded since says the reply of
 	// an activation that no longer holds the key was deferred.
 	if i := slices.IndexFunc(x.retained, func(e retained) bool { return e.open == dk }); i >= 0 {
-		x.retained = pruneRetained(append(slices.Delete(x.retained, i, i+1), a), time.Unix(0, a.at), c.k.h.Kept.Retain)
+		x.retained = pruneRetainedWithin(append(slices.Delete(x.retained, i, i+1), a), time.Unix(0, a.at), c.k.h.Kept.Retain, pagingBudget)
 		x.recordChanged = true
 	}
 	x.held = append(x.held, r)
@@ -622,11 +632,12 @@ func (t *keptStep) setWithdraw(host.Withdrawer)                     {}
 func (t *keptStep) idempotencyKey() string                          { return "" }
 func (t *keptStep) replay(*host.Host, *codec.Errors, []byte, error) {}
 
-// setRetained makes kept, as loaded, the activation's kept answers.
-func (c *cell[S, M, C]) setRetained(ctx *Context[S, M, C], kept []retained) {
+// setRetained makes kept and pages, as loaded, the activation's kept
+// answers.
+func (c *cell[S, M, C]) setRetained(ctx *Context[S, M, C], kept []retained, pages *keptPages) {
 	c.mu.Lock()
 	x := c.x
-	if x == nil && len(kept) > 0 {
+	if x == nil && (len(kept) > 0 || pages != nil) {
 		x = c.ext()
 	}
 	c.mu.Unlock()
@@ -635,7 +646,8 @@ func (c *cell[S, M, C]) setRetained(ctx *Context[S, M, C], kept []retained) {
 	}
 	ctx.gateMu.Lock()
 	x.keptLoaded = len(kept)
-	x.retained = pruneRetained(kept, time.Now(), c.k.h.Kept.Retain)
+	x.retained = pruneRetainedWithin(kept, time.Now(), c.k.h.Kept.Retain, pagingBudget)
+	c.loadPages(x, pages)
 	c.noteKept()
 	ctx.gateMu.Unlock()
 }
@@ -652,11 +664,35 @@ func (c *cell[S, M, C]) setRetained(ctx *Context[S, M, C], kept []retained) {
 // dropped only past retainFor (admit bounds their number) and count
 // toward the budgets first.
 func pruneRetained(rs []retained, now time.Time, retainFor time.Duration) []retained {
+	return pruneRetainedWithin(rs, now, retainFor, recordBudget)
+}
+
+// keptBudget is what a list of kept answers may hold before its oldest
+// answers go: held answers, then down to keep; growth bytes over bytes,
+// then down to bytes.
+type keptBudget struct {
+	held, keep    int
+	bytes, growth int
+}
+
+// recordBudget is the budget of the answers a record holds;
+// pagingBudget that of an activation's list between its commits, which
+// move the oldest to pages (see pageOut) before the list reaches the
+// record's budget: the latter only stops a list that pages cannot take
+// (deferred replies still open) from growing without end.
+var (
+	recordBudget = keptBudget{held: maxRetainedHeld, keep: maxRetained, bytes: maxRetainedBytes, growth: maxRetainedGrowth}
+	pagingBudget = keptBudget{held: 4 * maxRetainedHeld, keep: 4 * maxRetained, bytes: 4 * maxRetainedBytes, growth: 4 * maxRetainedGrowth}
+)
+
+// pruneRetainedWithin is pruneRetained with budget b: the newest
+// answer's body is dropped past maxRetainedBytes whatever b.
+func pruneRetainedWithin(rs []retained, now time.Time, retainFor time.Duration, b keptBudget) []retained {
 	t := now.UnixNano()
 	lo, hi := t-int64(retainFor), t+int64(retainFor)
 	// Most calls add one answer to a list within every budget: a pass
 	// that allocates nothing tells so, and the list stays as it is.
-	if len(rs) <= maxRetainedHeld {
+	if len(rs) <= b.held {
 		total, waiting, answered, ok := 0, 0, false, true
 		for i := range rs {
 			r := &rs[i]
@@ -670,7 +706,7 @@ func pruneRetained(rs []retained, now time.Time, retainFor time.Duration) []reta
 			}
 			total += r.size()
 		}
-		if ok && total <= maxRetainedBytes+maxRetainedGrowth && (!answered || waiting+rs[len(rs)-1].size() <= maxRetainedBytes) {
+		if ok && total <= b.bytes+b.growth && (!answered || waiting+rs[len(rs)-1].size() <= maxRetainedBytes) {
 			return rs
 		}
 	}
@@ -690,8 +726,8 @@ func pruneRetained(rs []retained, now time.Time, retainFor time.Duration) []reta
 	}
 	clear(rs[kept:])
 	rs = rs[:kept]
-	if len(rs)+len(pending) > maxRetainedHeld {
-		rs = slices.Delete(rs, 0, min(len(rs)+len(pending)-maxRetained, len(rs)))
+	if len(rs)+len(pending) > b.held {
+		rs = slices.Delete(rs, 0, min(len(rs)+len(pending)-b.keep, len(rs)))
 	}
 	waiting := 0
 	for i := range pending {
@@ -705,9 +741,9 @@ func pruneRetained(rs []retained, now time.Time, retainFor time.Duration) []reta
 	for i := range rs {
 		total += rs[i].size()
 	}
-	if total > maxRetainedBytes+maxRetainedGrowth {
+	if total > b.bytes+b.growth {
 		drop := 0
-		for drop < len(rs)-1 && total > maxRetainedBytes {
+		for drop < len(rs)-1 && total > b.bytes {
 			total -= rs[drop].size()
 			drop++
 		}
@@ -1004,6 +1040,15 @@ func (c *cell[S, M, C]) noteKept() {
 		answers++
 		bytes += int64(r.size())
 	}
+	if p := x.pages; p != nil {
+		for _, pg := range p.list {
+			if len(pg.answers) > 0 && (answers == 0 || pg.answers[0].at < oldest) {
+				oldest = pg.answers[0].at // oldest first
+			}
+		}
+		answers += p.answers
+		bytes += int64(p.bytes)
+	}
 	if answers == 0 && !x.keptNoted {
 		return
 	}
@@ -1092,8 +1137,10 @@ func (c *cell[S, M, C]) pruneKept(ctx *Context[S, M, C], st *pruneStep) {
 		// record written now would bring it back.
 		n = x.keptLoaded
 	}
-	x.retained = pruneRetained(dropKeptBefore(x.retained, st.before), time.Now(), c.k.h.Kept.Retain)
-	changed := len(x.retained) != n
+	now := time.Now()
+	x.retained = pruneRetainedWithin(dropKeptBefore(x.retained, st.before), now, c.k.h.Kept.Retain, pagingBudget)
+	paged := x.pages.dropBefore(st.before)
+	changed := len(x.retained) != n || paged || c.pagesDue(x, now)
 	if changed {
 		c.mu.Lock()
 		x.recordChanged = true
@@ -1132,10 +1179,11 @@ func (t *pruneStep) idempotencyKey() string                          { return ""
 func (t *pruneStep) replay(*host.Host, *codec.Errors, []byte, error) {}
 
 // KeptIn returns how many kept answers, and how many requests pending,
-// the stored record rec holds: for tests of their bounds, which read
-// the store.
+// the stored record rec holds, with the answers it says its pages hold:
+// for tests of their bounds, which read the store.
 func KeptIn(h *host.Host, rec []byte) (answers, pending int, err error) {
-	_, _, kept, err := decodeRecord[any](h, rec)
+	_, _, kept, paged, err := decodeRecordPaged[any](h, rec)
+	answers = int(paged.answers)
 	for _, r := range kept {
 		if r.pending() {
 			pending++

@@ -43,16 +43,19 @@ import (
 // the bytes (appendRetained), which every write of a keyed ask's record
 // pays at each replica; 5 is 4 holding up to maxRetainedHeld answers, not
 // maxRetained (a binary that reads no newer than 4 refuses it, its error
-// naming the format). A record without kept answers is written in format
-// 1, one with up to maxRetained of them in format 4, one with more in
-// format 5; 2 and 3 are read, no longer written.
+// naming the format); 6 is 5 followed by what the key's pages of kept
+// answers hold (see pages.go). A record without kept answers is written
+// in format 1, one with up to maxRetained of them in format 4, one with
+// more in format 5, one whose key has pages in format 6; 2 and 3 are
+// read, no longer written.
 const (
 	recordVersion        = 1
 	recordVersionKept    = 2
 	recordVersionPending = 3
 	recordVersionCompact = 4
 	recordVersionHeld    = 5
-	recordVersionNewest  = recordVersionHeld
+	recordVersionPaged   = 6
+	recordVersionNewest  = recordVersionPaged
 )
 
 // storedTimer is a timer kept in a key's record: its name, when it fires
@@ -136,19 +139,37 @@ func (c *Context[S, M, C]) commitLocked(barrier bool) error {
 		if c.erased {
 			return nil
 		}
-		ctx, cancel := c.storeCtx()
-		err = st.Delete(ctx, k.def.Name, cl.key)
-		cancel()
+		// Its pages first: a record deleted before them would leave
+		// answers to a key that keeps none.
+		if x := cl.extIfAny(); x != nil {
+			err = cl.erasePages(c, x)
+		}
+		if err == nil {
+			ctx, cancel := c.storeCtx()
+			err = st.Delete(ctx, k.def.Name, cl.key)
+			cancel()
+		}
 		c.erased = err == nil
 		if c.erased {
 			cl.forgetKept()
 		}
 	case c.dirty || cl.recordChanged():
+		x := cl.extIfAny()
+		if x != nil {
+			err = cl.pageOut(c, x)
+		}
 		var rec []byte
-		rec, err = cl.record()
 		if err == nil {
-			if limit := st.MaxValue(k.def.Name, cl.key); len(rec) > limit {
-				err = fmt.Errorf("%w: state of %s/%s: %d bytes, limit %d", ErrMessageTooLarge, k.def.Name, cl.key, len(rec), limit)
+			rec, err = cl.record()
+		}
+		limit := st.MaxValue(k.def.Name, cl.key)
+		if err == nil && len(rec) > limit {
+			err = fmt.Errorf("%w: state of %s/%s: %d bytes, limit %d", ErrMessageTooLarge, k.def.Name, cl.key, len(rec), limit)
+		}
+		if err == nil && x != nil && !x.pagesFit(len(rec), limit) {
+			// The pages give way to the state; the record then says so.
+			if err = cl.fitPages(c, x, len(rec), limit); err == nil {
+				rec, err = cl.record()
 			}
 		}
 		if err == nil {
@@ -467,9 +488,17 @@ func (c *cell[S, M, C]) settleAsync(ctx *Context[S, M, C]) (ok bool, cerr error)
 	if !room {
 		return false, nil
 	}
+	if x := c.extIfAny(); x != nil && c.pagesDue(x, time.Now()) {
+		a.mu.Lock()
+		a.inFlight--
+		a.mu.Unlock()
+		return false, nil // pages are written first, by the usual commit
+	}
 	rec, err := c.record()
-	if err == nil && len(rec) > k.h.Store.MaxValue(k.def.Name, c.key) {
+	if limit := k.h.Store.MaxValue(k.def.Name, c.key); err == nil && len(rec) > limit {
 		err = ErrMessageTooLarge
+	} else if x := c.extIfAny(); err == nil && x != nil && !x.pagesFit(len(rec), limit) {
+		err = ErrMessageTooLarge // the usual commit makes room
 	}
 	if err != nil {
 		a.mu.Lock()
@@ -627,11 +656,12 @@ func (c *cell[S, M, C]) load(ctx *Context[S, M, C]) (S, []liveTimer[M], error) {
 	}
 	var v []byte
 	var ok bool
+	var aside map[string][]byte
 	for attempt := 1; ; attempt++ {
 		var err error
 		if err = st.Acquire(sctx, k.def.Name, c.key, n, k.def.Level, k.def.Pinned); err != nil {
 			err = fmt.Errorf("troupe: %s/%s: acquire: %w", k.def.Name, c.key, err)
-		} else if v, ok, err = st.Read(sctx, k.def.Name, c.key); err != nil {
+		} else if v, ok, aside, err = st.ReadAll(sctx, k.def.Name, c.key); err != nil {
 			err = fmt.Errorf("troupe: %s/%s: read: %w", k.def.Name, c.key, err)
 		}
 		if err == nil {
@@ -652,20 +682,31 @@ func (c *cell[S, M, C]) load(ctx *Context[S, M, C]) (S, []liveTimer[M], error) {
 		c.ext().commits = &asyncCommits{}
 		c.mu.Unlock()
 	}
-	if !ok {
-		c.setRetained(ctx, nil)
+	// Pages outlive no record but the one whose write failed after
+	// theirs (see pages.go): read with it or without.
+	pages, err := decodePages(aside)
+	if err != nil {
+		err = fmt.Errorf("kept answers: %w", err)
+	}
+	if !ok && err == nil {
+		c.setRetained(ctx, nil, pages)
 		if k.def.Init != nil {
 			return k.def.Init(c.key), nil, nil
 		}
 		return zero, nil, nil
 	}
-	s, stored, kept, err := decodeRecord[S](k.h, v)
+	var s S
+	var stored []storedTimer
+	var kept []retained
+	if err == nil {
+		s, stored, kept, err = decodeRecord[S](k.h, v)
+	}
 	var timers []liveTimer[M]
 	if err == nil {
 		timers, err = c.decodeTimers(stored)
 	}
 	if err == nil {
-		c.setRetained(ctx, kept)
+		c.setRetained(ctx, kept, pages)
 	}
 	if err != nil {
 		st.Resign(k.def.Name, c.key)
@@ -688,17 +729,23 @@ func (c *cell[S, M, C]) record() ([]byte, error) {
 		return nil, fmt.Errorf("encode state %T: %w", c.state, err)
 	}
 	var kept []retained
+	var pages *keptPages
 	c.mu.Lock()
 	if c.x != nil {
-		kept = c.x.retained // under the Context's gateMu, held by every commit
+		kept, pages = c.x.retained, c.x.pages // under the Context's gateMu, held by every commit
 	}
 	c.mu.Unlock()
+	if pages != nil && pages.answers == 0 {
+		pages = nil
+	}
 	size := len(state) + 16
 	if len(kept) > 0 {
 		size += retainedLen(kept)
 	}
 	out := make([]byte, 0, size)
 	switch {
+	case pages != nil:
+		out = append(out, recordVersionPaged)
 	case len(kept) > maxRetained:
 		out = append(out, recordVersionHeld)
 	case len(kept) > 0:
@@ -727,8 +774,11 @@ func (c *cell[S, M, C]) record() ([]byte, error) {
 		out = append(out, mb.Bytes()...)
 		codec.PutBuffer(mb)
 	}
-	if len(kept) > 0 {
+	if len(kept) > 0 || pages != nil {
 		out = appendRetained(out, kept)
+	}
+	if pages != nil {
+		out = appendPaged(out, pages)
 	}
 	if extra := cap(out) - len(out); extra > 256 && extra > len(out)/8 {
 		// The store keeps the record as it is given (WriteAsync), until
@@ -750,21 +800,36 @@ var errRecord = errors.New("troupe: malformed state record")
 
 // decodeRecord decodes a record that record encoded.
 func decodeRecord[S any](h *host.Host, b []byte) (S, []storedTimer, []retained, error) {
+	s, timers, kept, _, err := decodeRecordPaged[S](h, b)
+	return s, timers, kept, err
+}
+
+// pagesSaid is what a record says of its key's pages: how many answers
+// they hold, and when the next page goes by its age (see appendPaged).
+type pagesSaid struct {
+	answers uint64
+	due     int64
+}
+
+// decodeRecordPaged is decodeRecord, with what the record says of its
+// key's pages.
+func decodeRecordPaged[S any](h *host.Host, b []byte) (S, []storedTimer, []retained, pagesSaid, error) {
 	var s S
+	var paged pagesSaid
 	if len(b) == 0 {
-		return s, nil, nil, fmt.Errorf("%w: empty", errRecord)
+		return s, nil, nil, paged, fmt.Errorf("%w: empty", errRecord)
 	}
 	if b[0] < recordVersion || b[0] > recordVersionNewest {
-		return s, nil, nil, fmt.Errorf("%w: format %d, this binary reads %d to %d", errRecord, b[0], recordVersion, recordVersionNewest)
+		return s, nil, nil, paged, fmt.Errorf("%w: format %d, this binary reads %d to %d", errRecord, b[0], recordVersion, recordVersionNewest)
 	}
 	r := recordReader{b: b[1:]}
 	state := r.bytes()
 	n := r.uvarint()
 	if r.err != nil {
-		return s, nil, nil, r.err
+		return s, nil, nil, paged, r.err
 	}
 	if err := codec.DecodeState(h, state, &s); err != nil {
-		return s, nil, nil, fmt.Errorf("decode state as %T: %w", s, err)
+		return s, nil, nil, paged, fmt.Errorf("decode state as %T: %w", s, err)
 	}
 	var timers []storedTimer
 	for i := uint64(0); i < n && r.err == nil; i++ {
@@ -780,10 +845,13 @@ func decodeRecord[S any](h *host.Host, b []byte) (S, []storedTimer, []retained, 
 	if b[0] >= recordVersionKept {
 		kept = r.retained(b[0])
 	}
+	if b[0] >= recordVersionPaged {
+		paged.answers, paged.due = r.paged()
+	}
 	if r.err == nil && len(r.b) != 0 {
 		r.err = fmt.Errorf("%w: %d trailing bytes", errRecord, len(r.b))
 	}
-	return s, timers, kept, r.err
+	return s, timers, kept, paged, r.err
 }
 
 type recordReader struct {

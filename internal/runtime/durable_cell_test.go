@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"maps"
 	"sync"
 	"testing"
 	"time"
@@ -15,11 +16,14 @@ import (
 
 // memStore is a host.Store in memory that reports each write.
 type memStore struct {
-	mu      sync.Mutex
-	recs    map[string][]byte
-	writes  chan []byte // each record written, if not nil
-	refuses error       // what Acquire fails with, if not nil
-	loses   error       // what Write fails with, if not nil
+	mu    sync.Mutex
+	recs  map[string][]byte
+	aside map[string]map[string][]byte // the records beside a key's state, by name
+	// losesAside is what WriteAside fails with, if not nil.
+	losesAside error
+	writes     chan []byte // each record written, if not nil
+	refuses    error       // what Acquire fails with, if not nil
+	loses      error       // what Write fails with, if not nil
 	// superseded is how many Reads from now fail with errSuperseded;
 	// acquired counts Acquire's calls.
 	superseded, acquired int
@@ -47,6 +51,45 @@ func (s *memStore) Read(_ context.Context, typ, key string) ([]byte, bool, error
 	return v, ok, nil
 }
 
+func (s *memStore) ReadAll(ctx context.Context, typ, key string) ([]byte, bool, map[string][]byte, error) {
+	v, ok, err := s.Read(ctx, typ, key)
+	if err != nil {
+		return nil, false, nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return v, ok, maps.Clone(s.aside[typ+"/"+key]), nil
+}
+
+func (s *memStore) WriteAside(_ context.Context, typ, key, name string, v []byte) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.losesAside != nil {
+		return s.losesAside
+	}
+	if s.aside == nil {
+		s.aside = map[string]map[string][]byte{}
+	}
+	a := s.aside[typ+"/"+key]
+	if a == nil {
+		a = map[string][]byte{}
+		s.aside[typ+"/"+key] = a
+	}
+	if v == nil {
+		delete(a, name)
+	} else {
+		a[name] = v
+	}
+	return nil
+}
+
+// asideOf returns the records beside the state of typ/key.
+func (s *memStore) asideOf(typ, key string) map[string][]byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return maps.Clone(s.aside[typ+"/"+key])
+}
+
 func (s *memStore) Write(_ context.Context, typ, key string, v []byte) error {
 	s.mu.Lock()
 	if s.loses != nil {
@@ -55,7 +98,9 @@ func (s *memStore) Write(_ context.Context, typ, key string, v []byte) error {
 	}
 	s.recs[typ+"/"+key] = v
 	s.mu.Unlock()
-	s.writes <- v
+	if s.writes != nil {
+		s.writes <- v
+	}
 	return nil
 }
 

@@ -62,12 +62,14 @@ func FuzzDecodeRecord(f *testing.F) {
 	f.Add(appendRetained([]byte{recordVersionCompact, 1, 0x2a, 0}, answers))
 	f.Add(appendRetained([]byte{recordVersionCompact, 1, 0x2a, 0}, pending))
 	f.Add(appendRetained([]byte{recordVersionHeld, 1, 0x2a, 0}, answers))
+	f.Add(appendPaged(appendRetained([]byte{recordVersionPaged, 1, 0x2a, 0}, answers), pagesOf(answers)))
+	f.Add(appendPaged(appendRetained([]byte{recordVersionPaged, 1, 0x2a, 0}, nil), pagesOf(answers)))
 	f.Add(appendRetainedFormat3([]byte{recordVersionKept, 1, 0x2a, 0}, answers))
 	f.Add(appendRetainedFormat3([]byte{recordVersionPending, 1, 0x2a, 0}, pending))
 	h := host.New(host.Settings{})
 	defer h.Close(f.Context())
 	f.Fuzz(func(t *testing.T, b []byte) {
-		_, timers, kept, err := decodeRecord[map[string]int](h, b)
+		_, timers, kept, paged, err := decodeRecordPaged[map[string]int](h, b)
 		// The header look agrees with the whole decode wherever that
 		// one reads the record.
 		const retain = time.Hour
@@ -83,6 +85,9 @@ func FuzzDecodeRecord(f *testing.F) {
 			if a.at < math.MaxInt64-int64(retain) {
 				first = min(first, a.at+int64(retain))
 			}
+		}
+		if paged.answers > 0 && paged.due < math.MaxInt64-int64(retain) {
+			first = min(first, paged.due+int64(retain))
 		}
 		if want := first != math.MaxInt64; has != want || has && due.UnixNano() != first {
 			t.Fatalf("RecordWakeDue says %v, %v of a record whose timers and kept answers make it %v, %v", due, has, time.Unix(0, first), want)

@@ -103,8 +103,9 @@ func TestTheOldestOrphanIsGivenUpWhenTooManyRequestsArePending(t *testing.T) {
 }
 
 // A key's record keeps its answers in format 4 while a binary that reads
-// no newer could load it (up to maxRetained), in format 5 beyond.
-func TestAKeysRecordMovesToFormatFiveOnlyBeyondFormatFoursAnswers(t *testing.T) {
+// no newer could load it (up to maxRetained); the next moves the oldest
+// to a page, and the record, in format 6, says so.
+func TestAKeysRecordMovesToFormatSixOnlyOnceItsAnswersArePaged(t *testing.T) {
 	st := newMemStore()
 	release := make(chan struct{})
 	close(release)
@@ -115,7 +116,7 @@ func TestAKeysRecordMovesToFormatFiveOnlyBeyondFormatFoursAnswers(t *testing.T) 
 		defer st.mu.Unlock()
 		return st.recs["d/a"][0]
 	}
-	for i := range maxRetainedHeld {
+	for i := range maxRetained + 1 {
 		ctx, cancel := context.WithTimeout(WithIdempotencyKey(context.Background(), fmt.Sprint(i)), 5*time.Second)
 		_, err := Ask[durMsg, int](ctx, k.ref("a"), dTick{})
 		cancel()
@@ -127,10 +128,13 @@ func TestAKeysRecordMovesToFormatFiveOnlyBeyondFormatFoursAnswers(t *testing.T) 
 		}
 		want := byte(recordVersionCompact)
 		if i >= maxRetained {
-			want = recordVersionHeld
+			want = recordVersionPaged
 		}
 		if f := format(); f != want {
 			t.Fatalf("with %d answers kept the record is format %d, want %d", i+1, f, want)
 		}
+	}
+	if kept, _ := keptOf(t, st); len(kept) != pageKeep || len(st.asideOf("d", "a")) != 1 {
+		t.Fatalf("the record keeps %d answers beside %d pages, want %d and 1", len(kept), len(st.asideOf("d", "a")), pageKeep)
 	}
 }

@@ -117,7 +117,7 @@ func (c *cell[S, M, C]) wakeTimers(ctx *Context[S, M, C], st *wakeStep) {
 		return
 	}
 	ctx.gateMu.Lock()
-	pruned := len(x.retained) != x.keptLoaded
+	pruned := len(x.retained) != x.keptLoaded || c.pagesDue(x, time.Now())
 	ctx.gateMu.Unlock()
 	if !pruned {
 		return
@@ -133,8 +133,8 @@ func (c *cell[S, M, C]) wakeTimers(ctx *Context[S, M, C], st *wakeStep) {
 // RecordWakeDue reports whether b, a record as the runtime stores a
 // durable key's state, needs its key woken with no message to it, and
 // when: at its first timer, or once its oldest kept answer (of a keyed
-// ask) has outlived retain (none if retain is not positive), when waking
-// drops and writes it. It reads the record's header, timers and kept
+// ask) or its first page of them has outlived retain (none if retain is
+// not positive), when waking drops and writes it. It reads the record's header, timers and kept
 // answers, without the types that decode its state, and reports false
 // for a record whose header it cannot read (which an activation then
 // reports); a record whose timers or answers it cannot read is due at
@@ -171,6 +171,14 @@ func RecordWakeDue(b []byte, retain time.Duration) (due time.Time, ok bool) {
 			// pruneRetained drops it then (or at once, dated ahead of
 			// now by more than retain: a clock that went back).
 			if at < math.MaxInt64-int64(retain) {
+				first = min(first, at+int64(retain))
+			}
+		}
+		if b[0] >= recordVersionPaged {
+			// The next page to go by its age.
+			if _, at := r.paged(); r.err != nil {
+				return time.Unix(0, 0), true
+			} else if at < math.MaxInt64-int64(retain) {
 				first = min(first, at+int64(retain))
 			}
 		}

@@ -1,0 +1,370 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/troupe-go/troupe/internal/codec"
+	"github.com/troupe-go/troupe/internal/host"
+	"github.com/troupe-go/troupe/replication"
+)
+
+// waitFor waits, within 10 s, until ok holds.
+func waitFor(t *testing.T, what string, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// pagesOf returns pages holding rs, for encoding tests.
+func pagesOf(rs []retained) *keptPages {
+	p := &keptPages{index: make(map[string]*keptPage)}
+	p.put(&keptPage{answers: rs})
+	return p
+}
+
+type pageMsg interface{ pageMsg() }
+
+// pAdd adds one to the count and answers it, with Pad bytes of padding.
+type pAdd struct{ Pad int }
+
+func (pAdd) pageMsg() {}
+
+type pReply struct {
+	N   int
+	Pad string
+}
+
+// pagedKind starts a durable counter "p" on a new host over st.
+func pagedKind(t *testing.T, st host.Store, kept replication.KeptAnswers) (*host.Host, *kind[int, pageMsg, tctx[int, pageMsg]]) {
+	t.Helper()
+	h := host.New(host.Settings{Kept: kept})
+	h.Store = st
+	def := Define("p", func(c *tctx[int, pageMsg], m pageMsg) error {
+		if a, ok := m.(pAdd); ok {
+			c.Update(func(n int) int { return n + 1 })
+			Respond(c.Context, pReply{N: c.State(), Pad: strings.Repeat("x", a.Pad)})
+		}
+		return nil
+	})
+	def.spec.Durable = true
+	def.spec.Codec = codec.New[pageMsg]()
+	if probs := def.spec.Codec.Register("p", []any{pAdd{}}); len(probs) > 0 {
+		t.Fatal(probs)
+	}
+	k := def.Instantiate(h).(*kind[int, pageMsg, tctx[int, pageMsg]])
+	h.Register(k)
+	return h, k
+}
+
+// askKeyed asks key "a" of k pAdd{pad} with idempotency key ik.
+func askKeyed(t *testing.T, k *kind[int, pageMsg, tctx[int, pageMsg]], ik string, pad int) (pReply, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(WithIdempotencyKey(context.Background(), ik), 10*time.Second)
+	defer cancel()
+	return Ask[pageMsg, pReply](ctx, k.ref("a"), pAdd{Pad: pad})
+}
+
+// storedPaging returns what the stored record of p/a says: the answers
+// it holds, and those its pages hold by its count and by the pages in
+// the store.
+func storedPaging(t *testing.T, st *memStore) (live, said, paged int, format byte) {
+	t.Helper()
+	v, ok, aside, err := st.ReadAll(context.Background(), "p", "a")
+	if err != nil || !ok {
+		t.Fatalf("the record of p/a: %v, %v", ok, err)
+	}
+	_, _, kept, ps, err := decodeRecordPaged[int](nil, v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := decodePages(aside)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p != nil {
+		paged = p.answers
+		if p.bytes > maxPagedBytes || len(p.list) > maxPages {
+			t.Fatalf("the key holds %d pages of %d bytes; at most %d of %d", len(p.list), p.bytes, maxPages, maxPagedBytes)
+		}
+	}
+	return len(kept), int(ps.answers), paged, v[0]
+}
+
+// A key keeps the answers of thousands of keyed asks, far past what its
+// record holds: each retry gets its first answer and the handler never
+// runs again, also after the key is loaded again from the store.
+func TestAKeyKeepsTheAnswersOfThousandsOfKeyedAsksInPages(t *testing.T) {
+	st := newMemStore()
+	st.writes = nil
+	h, k := pagedKind(t, st, replication.KeptAnswers{})
+	const asks = 3000
+	for i := range asks {
+		r, err := askKeyed(t, k, fmt.Sprint("k-", i), 0)
+		if err != nil || r.N != i+1 {
+			t.Fatalf("keyed ask %d: %+v, %v", i, r, err)
+		}
+	}
+	live, said, paged, format := storedPaging(t, st)
+	if format != recordVersionPaged || live > maxRetained || live+paged != asks || said != paged {
+		t.Fatalf("the record (format %d) holds %d answers and says its pages hold %d; they hold %d: want format %d, at most %d in it and %d in all",
+			format, live, said, paged, recordVersionPaged, maxRetained, asks)
+	}
+	retry := func(k *kind[int, pageMsg, tctx[int, pageMsg]]) {
+		t.Helper()
+		for _, i := range []int{0, 1, 17, 128, 129, 1000, 2870, asks - 1} {
+			r, err := askKeyed(t, k, fmt.Sprint("k-", i), 0)
+			if err != nil || r.N != i+1 {
+				t.Fatalf("the retry of keyed ask %d: %+v, %v; want its answer %d", i, r, err, i+1)
+			}
+		}
+		if _, err := askKeyed(t, k, "k-5", 1); !errors.Is(err, ErrIdempotencyConflict) {
+			t.Fatalf("a paged key used for another request: %v, want ErrIdempotencyConflict", err)
+		}
+	}
+	retry(k)
+	h.Close(context.Background())
+	h2, k2 := pagedKind(t, st, replication.KeptAnswers{})
+	defer h2.Close(context.Background())
+	retry(k2)
+	r, err := askKeyed(t, k2, "new", 0)
+	if err != nil || r.N != asks+1 {
+		t.Fatalf("a new keyed ask after the retries: %+v, %v; want %d (no retry ran the handler)", r, err, asks+1)
+	}
+	if answers, _ := h2.KeptUsage(); answers != asks+1 {
+		t.Fatalf("the ledger counts %d answers, want %d", answers, asks+1)
+	}
+}
+
+// Past maxPagedBytes the page holding the oldest answers is written over:
+// their retries run again, the newest are kept.
+func TestAKeysPagesDropTheOldestAnswersPastTheirBudget(t *testing.T) {
+	st := newMemStore()
+	st.writes = nil
+	h, k := pagedKind(t, st, replication.KeptAnswers{})
+	defer h.Close(context.Background())
+	const pad = 4 << 10
+	asks := 2 * maxPagedBytes / pad
+	for i := range asks {
+		if _, err := askKeyed(t, k, fmt.Sprint("k-", i), pad); err != nil {
+			t.Fatal(err)
+		}
+	}
+	live, _, paged, _ := storedPaging(t, st)
+	if live+paged >= asks || paged*pad < maxPagedBytes/2 {
+		t.Fatalf("%d answers kept in the record and %d in pages, of %d of %d bytes each: want the oldest dropped, half the budget paged at least", live, paged, asks, pad)
+	}
+	if r, err := askKeyed(t, k, fmt.Sprint("k-", asks-1), pad); err != nil || r.N != asks {
+		t.Fatalf("the retry of the newest: %+v, %v", r, err)
+	}
+	if r, err := askKeyed(t, k, "k-0", pad); err != nil || r.N != asks+1 {
+		t.Fatalf("the retry of the oldest: %+v, %v; want it run again (%d)", r, err, asks+1)
+	}
+}
+
+// An owner that dies after a page's write and before its record's leaves
+// the page's answers in both: the next activation serves each once, and
+// its next record no longer holds them.
+func TestAnAnswerInAPageAndInTheRecordIsKeptOnce(t *testing.T) {
+	st := newMemStore()
+	st.writes = nil
+	h, k := pagedKind(t, st, replication.KeptAnswers{})
+	for i := range maxRetained {
+		if _, err := askKeyed(t, k, fmt.Sprint("k-", i), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st.mu.Lock()
+	st.loses = errors.New("lost")
+	st.mu.Unlock()
+	if _, err := askKeyed(t, k, "k-last", 0); err == nil {
+		t.Fatal("a keyed ask whose record was not written succeeded")
+	}
+	h.Close(context.Background())
+	st.mu.Lock()
+	st.loses = nil
+	st.mu.Unlock()
+	if len(st.asideOf("p", "a")) == 0 {
+		t.Fatal("no page was written before the record")
+	}
+	live, _, paged, _ := storedPaging(t, st)
+	if live != maxRetained || paged == 0 {
+		t.Fatalf("the record holds %d answers and the pages %d: want the record as before (%d) and its oldest paged too", live, paged, maxRetained)
+	}
+	h2, k2 := pagedKind(t, st, replication.KeptAnswers{})
+	defer h2.Close(context.Background())
+	for _, i := range []int{0, 50, maxRetained - 1} {
+		if r, err := askKeyed(t, k2, fmt.Sprint("k-", i), 0); err != nil || r.N != i+1 {
+			t.Fatalf("the retry of %d: %+v, %v", i, r, err)
+		}
+	}
+	if r, err := askKeyed(t, k2, "k-last", 0); err != nil || r.N != maxRetained+1 {
+		t.Fatalf("the retry of the ask whose record was lost: %+v, %v; want it run (%d)", r, err, maxRetained+1)
+	}
+	live, said, paged, _ := storedPaging(t, st)
+	if live+paged != maxRetained+1 || said != paged {
+		t.Fatalf("the record holds %d answers, its pages %d (it says %d): want %d in all, each once", live, paged, said, maxRetained+1)
+	}
+}
+
+// A page that is not written loses the activation, as a failed commit
+// does: the record keeps the answers it held, and nothing is lost.
+func TestAPageNotWrittenLeavesTheAnswersInTheRecord(t *testing.T) {
+	st := newMemStore()
+	st.writes = nil
+	h, k := pagedKind(t, st, replication.KeptAnswers{})
+	defer h.Close(context.Background())
+	for i := range maxRetained {
+		if _, err := askKeyed(t, k, fmt.Sprint("k-", i), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st.mu.Lock()
+	st.losesAside = errors.New("lost")
+	st.mu.Unlock()
+	if _, err := askKeyed(t, k, "k-last", 0); err == nil {
+		t.Fatal("a keyed ask whose page was not written succeeded")
+	}
+	st.mu.Lock()
+	st.losesAside = nil
+	st.mu.Unlock()
+	if live, _, paged, _ := storedPaging(t, st); live != maxRetained || paged != 0 {
+		t.Fatalf("the record holds %d answers and pages %d, want the %d it held and none", live, paged, maxRetained)
+	}
+	for _, i := range []int{0, maxRetained - 1} {
+		if r, err := askKeyed(t, k, fmt.Sprint("k-", i), 0); err != nil || r.N != i+1 {
+			t.Fatalf("the retry of %d: %+v, %v", i, r, err)
+		}
+	}
+	if r, err := askKeyed(t, k, "k-last", 0); err != nil || r.N != maxRetained+1 {
+		t.Fatalf("the ask whose page was not written, again: %+v, %v; want it run (%d)", r, err, maxRetained+1)
+	}
+}
+
+// Deleting a key erases its pages before its record: a key that keeps
+// no answers leaves none behind.
+func TestDeletingAKeyErasesItsPages(t *testing.T) {
+	st := newMemStore()
+	st.writes = nil
+	h := host.New(host.Settings{})
+	h.Store = st
+	defer h.Close(context.Background())
+	def := Define("p", func(c *tctx[int, pageMsg], m pageMsg) error {
+		if a, ok := m.(pAdd); ok && a.Pad < 0 {
+			c.Delete()
+			return nil
+		}
+		c.Update(func(n int) int { return n + 1 })
+		Respond(c.Context, pReply{N: c.State()})
+		return nil
+	})
+	def.spec.Durable = true
+	def.spec.Codec = codec.New[pageMsg]()
+	if probs := def.spec.Codec.Register("p", []any{pAdd{}}); len(probs) > 0 {
+		t.Fatal(probs)
+	}
+	k := def.Instantiate(h).(*kind[int, pageMsg, tctx[int, pageMsg]])
+	h.Register(k)
+	for i := range 2 * maxRetained {
+		if _, err := askKeyed(t, k, fmt.Sprint("k-", i), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(st.asideOf("p", "a")) == 0 {
+		t.Fatal("no page written")
+	}
+	if err := k.ref("a").Tell(context.Background(), pAdd{Pad: -1}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the key deleted", func() bool {
+		_, ok, _ := st.Read(context.Background(), "p", "a")
+		return !ok
+	})
+	if a := st.asideOf("p", "a"); len(a) != 0 {
+		t.Fatalf("the deleted key keeps %d pages", len(a))
+	}
+	if r, err := askKeyed(t, k, "k-0", 0); err != nil || r.N != 1 {
+		t.Fatalf("a retry after the delete: %+v, %v; want it run on the new key", r, err)
+	}
+}
+
+// The ledger's prune drops paged answers before its cutoff, writing the
+// pages again with the rest.
+func TestThePruneOfTheLedgerDropsPagedAnswers(t *testing.T) {
+	st := newMemStore()
+	st.writes = nil
+	h, k := pagedKind(t, st, replication.KeptAnswers{})
+	defer h.Close(context.Background())
+	for i := range 2 * maxRetained {
+		if _, err := askKeyed(t, k, fmt.Sprint("k-", i), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, _, paged, _ := storedPaging(t, st)
+	k.PruneKept("a", time.Now().Add(time.Hour).UnixNano())
+	waitFor(t, "the pages erased", func() bool { return len(st.asideOf("p", "a")) == 0 })
+	live, said, left, format := storedPaging(t, st)
+	if paged == 0 || live != 0 || said != 0 || left != 0 || format == recordVersionPaged {
+		t.Fatalf("after the prune (%d paged before) the record (format %d) holds %d answers and says %d paged; %d are: want none", paged, format, live, said, left)
+	}
+}
+
+// Pages go whole once their newest answer outlived the retention; the
+// record says when, so that an idle key is woken for it.
+func TestAPageGoesOnceItsNewestAnswerOutlivedTheRetention(t *testing.T) {
+	now := time.Unix(1_000_000, 0)
+	old := []retained{{key: "a", at: now.Add(-3 * time.Hour).UnixNano(), kind: retainedNoReply}, {key: "b", at: now.Add(-2 * time.Hour).UnixNano(), kind: retainedNoReply}}
+	young := []retained{{key: "c", at: now.Add(-2 * time.Hour).UnixNano(), kind: retainedNoReply}, {key: "d", at: now.Add(-time.Minute).UnixNano(), kind: retainedNoReply}}
+	p := &keptPages{index: make(map[string]*keptPage)}
+	p.put(&keptPage{i: 0, answers: old})
+	p.put(&keptPage{i: 1, answers: young})
+	rec := appendPaged(appendRetained([]byte{recordVersionPaged, 1, 0xc0, 0}, nil), p)
+	if due, ok := RecordWakeDue(rec, time.Hour); !ok || !due.Equal(now.Add(-time.Hour)) {
+		t.Fatalf("the record is due %v, %v; want when the old page outlived an hour (%v)", due, ok, now.Add(-time.Hour))
+	}
+	if !p.expire(now, time.Hour) || p.answers != 2 || p.find("b", math.MinInt64) != nil || p.find("c", math.MinInt64) == nil {
+		t.Fatalf("after expiry the pages hold %d answers (b %v, c %v): want only the young page's", p.answers, p.find("b", math.MinInt64), p.find("c", math.MinInt64))
+	}
+	// c is past the retention in a page that stays: a lookup ignores it.
+	if p.find("c", now.Add(-time.Hour).UnixNano()) != nil || p.find("d", now.Add(-time.Hour).UnixNano()) == nil {
+		t.Fatal("a lookup serves an answer past the retention, or misses one within it")
+	}
+	if !p.dropBefore(now.Add(-time.Hour).UnixNano()) || p.answers != 1 || !p.dirty() {
+		t.Fatalf("a drop before the cutoff leaves %d answers (dirty %v), want 1 and the page to write again", p.answers, p.dirty())
+	}
+}
+
+func FuzzDecodePage(f *testing.F) {
+	answers := []retained{
+		{key: "k", at: time.Unix(1, 0).UnixNano(), rid: host.NamedRequestID("r"), kind: retainedReply, body: []byte{0x01}},
+		{key: "d", at: time.Unix(2, 0).UnixNano(), rid: host.MadeRequestID(7, 9), kind: retainedDeclared, name: "n", text: "t"},
+	}
+	f.Add(appendPage(nil, answers))
+	f.Add(appendPage(nil, answers[:1]))
+	f.Add([]byte{pageVersion, 0})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		rs, err := decodePage(b)
+		if err != nil {
+			if !errors.Is(err, errRecord) {
+				t.Fatalf("a page that does not decode: %v, want errRecord", err)
+			}
+			return
+		}
+		// What decodes encodes to a page that decodes the same.
+		again := appendPage(nil, rs)
+		rs2, err := decodePage(again)
+		if err != nil || len(rs2) != len(rs) || string(appendPage(nil, rs2)) != string(again) {
+			t.Fatalf("a page decodes, encodes again as %x and decodes as %d answers (%v), not %d", again, len(rs2), err, len(rs))
+		}
+	})
+}
