@@ -139,15 +139,14 @@ func (c *Context[S, M, C]) commitLocked(barrier bool) error {
 		if c.erased {
 			return nil
 		}
-		// Its pages first: a record deleted before them would leave
-		// answers to a key that keeps none.
-		if x := cl.extIfAny(); x != nil {
+		ctx, cancel := c.storeCtx()
+		err = st.Delete(ctx, k.def.Name, cl.key)
+		cancel()
+		// Then its pages: erased first, a delete that failed after them
+		// would have dropped answers of a key that lives on. Pages left
+		// by a delete cut short are erased by the key's next load.
+		if x := cl.extIfAny(); err == nil && x != nil {
 			err = cl.erasePages(c, x)
-		}
-		if err == nil {
-			ctx, cancel := c.storeCtx()
-			err = st.Delete(ctx, k.def.Name, cl.key)
-			cancel()
 		}
 		c.erased = err == nil
 		if c.erased {
@@ -682,11 +681,26 @@ func (c *cell[S, M, C]) load(ctx *Context[S, M, C]) (S, []liveTimer[M], error) {
 		c.ext().commits = &asyncCommits{}
 		c.mu.Unlock()
 	}
-	// Pages outlive no record but the one whose write failed after
-	// theirs (see pages.go): read with it or without.
 	pages, err := decodePages(aside)
 	if err != nil {
 		err = fmt.Errorf("kept answers: %w", err)
+	}
+	if !ok && err == nil && pages != nil {
+		// Pages without a record are those of a delete cut short (a
+		// record is written before any page): the delete ends now.
+		c.mu.Lock()
+		x := c.ext()
+		c.mu.Unlock()
+		ctx.gateMu.Lock()
+		x.pages = pages
+		err = c.erasePages(ctx, x)
+		ctx.gateMu.Unlock()
+		if err != nil {
+			st.Resign(k.def.Name, c.key)
+			ctx.unreached = true
+			return zero, nil, fmt.Errorf("troupe: %s/%s: erasing the pages of a deleted key: %w", k.def.Name, c.key, err)
+		}
+		pages = nil
 	}
 	if !ok && err == nil {
 		c.setRetained(ctx, nil, pages)

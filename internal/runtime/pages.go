@@ -35,7 +35,9 @@ import (
 // pages first. A page whose newest answer passed the retention is
 // erased by the next commit; the record names when that is due, so that
 // an idle key is woken for it (RecordWakeDue), and how many answers its
-// pages hold (KeptIn).
+// pages hold (KeptIn). Deleting a key erases its pages after its record:
+// a page is never written before the key's first record, so pages found
+// without one are those of a delete cut short, which the load completes.
 const (
 	pageVersion    = 1
 	maxPages       = 64
@@ -443,8 +445,9 @@ func (x *extra[M]) pagesFit(recLen, limit int) bool {
 	return p == nil || p.held() == 0 || recLen+p.bytes+p.held()*pageRoom <= limit
 }
 
-// erasePages erases every page of the key, before its record is
-// deleted.
+// erasePages erases every page of the key, once its record was deleted
+// (or by the load that found pages without a record: the delete was cut
+// short between the two).
 func (c *cell[S, M, C]) erasePages(ctx *Context[S, M, C], x *extra[M]) error {
 	p := x.pages
 	if p == nil {

@@ -251,8 +251,9 @@ func TestAPageNotWrittenLeavesTheAnswersInTheRecord(t *testing.T) {
 	}
 }
 
-// Deleting a key erases its pages before its record: a key that keeps
-// no answers leaves none behind.
+// Deleting a key erases its pages after its record: a key that keeps
+// no answers leaves none behind, also when the delete is cut short
+// between the two (the next load erases them).
 func TestDeletingAKeyErasesItsPages(t *testing.T) {
 	st := newMemStore()
 	st.writes = nil
@@ -295,6 +296,35 @@ func TestDeletingAKeyErasesItsPages(t *testing.T) {
 	}
 	if r, err := askKeyed(t, k, "k-0", 0); err != nil || r.N != 1 {
 		t.Fatalf("a retry after the delete: %+v, %v; want it run on the new key", r, err)
+	}
+
+	// A delete whose pages are not erased after its record.
+	for i := range 2 * maxRetained {
+		if _, err := askKeyed(t, k, fmt.Sprint("j-", i), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st.mu.Lock()
+	st.losesAside = errors.New("lost")
+	st.mu.Unlock()
+	if err := k.ref("a").Tell(context.Background(), pAdd{Pad: -1}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the key's record deleted", func() bool {
+		_, ok, _ := st.Read(context.Background(), "p", "a")
+		return !ok
+	})
+	if len(st.asideOf("p", "a")) == 0 {
+		t.Fatal("the pages went with a delete whose erasures failed")
+	}
+	st.mu.Lock()
+	st.losesAside = nil
+	st.mu.Unlock()
+	if r, err := askKeyed(t, k, "j-0", 0); err != nil || r.N != 1 {
+		t.Fatalf("a retry after the delete cut short: %+v, %v; want it run on the new key", r, err)
+	}
+	if a := st.asideOf("p", "a"); len(a) != 0 {
+		t.Fatalf("the load of the deleted key left %d pages", len(a))
 	}
 }
 
