@@ -2,6 +2,7 @@ package system
 
 import (
 	"context"
+	"strconv"
 	"testing"
 	"time"
 
@@ -72,6 +73,23 @@ func StoredKept(ctx context.Context, s *System, typ, key string) (answers, pendi
 		return 0, 0, err
 	}
 	return runtime.KeptIn(s.h, r.Value)
+}
+
+// StoredPages returns how many pages of kept answers (continuity
+// records "kept.0" to "kept.63" that are not tombstones) s's local store
+// holds for typ/key.
+func StoredPages(ctx context.Context, s *System, typ, key string) (int, error) {
+	n := 0
+	for i := range 64 {
+		r, ok, err := s.st.store.Get(ctx, replica.Key{Type: typ, ID: key}, replica.Slot{Kind: replica.KindContinuity, Name: "kept." + strconv.Itoa(i)})
+		if err != nil {
+			return 0, err
+		}
+		if ok && !r.Tombstone {
+			n++
+		}
+	}
+	return n, nil
 }
 
 // Stored reports whether s's local store holds a record (not a

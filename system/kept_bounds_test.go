@@ -235,3 +235,27 @@ func TestAnswersPastTheirRetentionLeaveTheRecordsOfKeysNeverUsedAfterARestart(t 
 		t.Fatalf("the handler ran %d times, want %d: the wakes ran it", n, keys)
 	}
 }
+
+// The pages of an idle key's older answers leave the store once their
+// answers passed the retention, as the answers in its record do.
+func TestPagesPastTheirRetentionLeaveAnIdleKey(t *testing.T) {
+	var runs atomic.Int32
+	def := keptCounter(&runs)
+	sys := newStandalone(t, system.Config{KeptAnswers: replication.KeptAnswers{Retain: 2 * time.Second}, IdleTimeout: 20 * time.Millisecond}, def)
+	const asks = 300
+	for i := range asks {
+		if _, err := actor.Ask(keyed(t, fmt.Sprint("pay-", i)), def.Ref(sys, "acct"), KAdd{N: 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if pages, err := system.StoredPages(systemtest.Ctx(t), sys, "kept", "acct"); err != nil || pages == 0 {
+		t.Fatalf("%d pages stored after %d keyed asks to one key (%v), want some", pages, asks, err)
+	}
+	awaitNoKept(t, sys, []string{"acct"})
+	if pages, err := system.StoredPages(systemtest.Ctx(t), sys, "kept", "acct"); err != nil || pages != 0 {
+		t.Fatalf("%d pages stored past their retention (%v), want none", pages, err)
+	}
+	if n := runs.Load(); n != asks {
+		t.Fatalf("the handler ran %d times, want %d", n, asks)
+	}
+}

@@ -45,9 +45,10 @@ import (
 // maxRetained (a binary that reads no newer than 4 refuses it, its error
 // naming the format); 6 is 5 followed by what the key's pages of kept
 // answers hold (see pages.go). A record without kept answers is written
-// in format 1, one with up to maxRetained of them in format 4, one with
-// more in format 5, one whose key has pages in format 6; 2 and 3 are
-// read, no longer written.
+// in format 1, one with up to maxRetained of them in format 4, one whose
+// key has pages in format 6, one with more than maxRetained (deferred
+// replies still open, which no page takes) and no pages in format 5; 2
+// and 3 are read, no longer written.
 const (
 	recordVersion        = 1
 	recordVersionKept    = 2
@@ -154,14 +155,14 @@ func (c *Context[S, M, C]) commitLocked(barrier bool) error {
 		}
 	case c.dirty || cl.recordChanged():
 		x := cl.extIfAny()
-		if x != nil {
-			err = cl.pageOut(c, x)
-		}
-		var rec []byte
-		if err == nil {
-			rec, err = cl.record()
-		}
 		limit := st.MaxValue(k.def.Name, cl.key)
+		var rec []byte
+		rec, err = cl.record()
+		if err == nil && x != nil && cl.pagesDue(x, time.Now()) {
+			if err = cl.pageOut(c, x, len(rec), limit); err == nil {
+				rec, err = cl.record()
+			}
+		}
 		if err == nil && len(rec) > limit {
 			err = fmt.Errorf("%w: state of %s/%s: %d bytes, limit %d", ErrMessageTooLarge, k.def.Name, cl.key, len(rec), limit)
 		}

@@ -19,11 +19,14 @@ type memStore struct {
 	mu    sync.Mutex
 	recs  map[string][]byte
 	aside map[string]map[string][]byte // the records beside a key's state, by name
-	// losesAside is what WriteAside fails with, if not nil.
-	losesAside error
-	writes     chan []byte // each record written, if not nil
-	refuses    error       // what Acquire fails with, if not nil
-	loses      error       // what Write fails with, if not nil
+	// losesAside is what WriteAside fails with, if not nil;
+	// losesDelete what Delete fails with.
+	losesAside, losesDelete error
+	// maxValue is MaxValue's answer; 0 means 1 MiB.
+	maxValue int
+	writes   chan []byte // each record written, if not nil
+	refuses  error       // what Acquire fails with, if not nil
+	loses    error       // what Write fails with, if not nil
 	// superseded is how many Reads from now fail with errSuperseded;
 	// acquired counts Acquire's calls.
 	superseded, acquired int
@@ -106,6 +109,10 @@ func (s *memStore) Write(_ context.Context, typ, key string, v []byte) error {
 
 func (s *memStore) Delete(_ context.Context, typ, key string) error {
 	s.mu.Lock()
+	if s.losesDelete != nil {
+		s.mu.Unlock()
+		return s.losesDelete
+	}
 	delete(s.recs, typ+"/"+key)
 	s.mu.Unlock()
 	return nil
@@ -119,7 +126,14 @@ func (s *memStore) Retry(_, _ string, err error, attempt int) (time.Duration, bo
 // errSuperseded is what memStore's Retry tries again after.
 var errSuperseded = errors.New("superseded")
 
-func (s *memStore) MaxValue(string, string) int { return 1 << 20 }
+func (s *memStore) MaxValue(string, string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.maxValue > 0 {
+		return s.maxValue
+	}
+	return 1 << 20
+}
 
 type durMsg interface{ durMsg() }
 

@@ -23,12 +23,16 @@ import (
 // record until its page did, in the page after. A page is written whole
 // and not changed after, but to drop answers from it (their retention
 // passed, or the host's ledger asked: then it is written again with the
-// rest, or erased), so a page needs no delta and moves no answer back.
-// An owner that died between a page's write and the state record's
-// leaves an answer in both: the load keeps the page's.
+// rest, or erased), or, once emptied (or written over by the budget
+// below), to take answers the state record still holds: whichever
+// version of a page a new owner adopts, every answer the state record no
+// longer holds is in a page that met the level, and what is lost is only
+// what a bound dropped. So a page needs no delta, and no write of several
+// records at once. An owner that died between a page's write and the
+// state record's leaves an answer in both: the load keeps the page's.
 //
 // A key keeps up to maxPages pages and maxPagedBytes of them (about
-// 8,000 small answers); past either, the page holding the oldest answers
+// 7,000 small answers); past either, the page holding the oldest answers
 // is written over by the next. Its state record and its pages together
 // stay within what the store takes in one message (the promise of an
 // acquisition carries them all): a state that grows drops the oldest
@@ -177,7 +181,10 @@ func (p *keptPages) put(pg *keptPage) {
 }
 
 // empty drops pg's answers; the next commit erases it, unless answers
-// are put in it again first.
+// are put in it again first. A key another page holds too (its handler
+// ran again once the older answer passed the retention) leaves the index
+// with pg's: the older one is past the retention, so a lookup would
+// ignore it anyway.
 func (p *keptPages) empty(pg *keptPage) {
 	for i := range pg.answers {
 		if k := pg.answers[i].key; p.index[k] == pg {
@@ -329,9 +336,10 @@ func (c *cell[S, M, C]) loadPages(x *extra[M], p *keptPages) {
 
 // pagesDue reports whether the next commit of the activation must write
 // pages: answers to move, pages to write again or erase, or one whose
-// age passed. The caller holds the Context's gateMu.
+// age passed; or hold its list to the record's budget (see pageOut).
+// The caller holds the Context's gateMu.
 func (c *cell[S, M, C]) pagesDue(x *extra[M], now time.Time) bool {
-	if overRecord(x.retained) || x.pages.dirty() {
+	if len(x.retained) > maxRetainedHeld || overRecord(x.retained) || x.pages.dirty() {
 		return true
 	}
 	due, ok := x.pages.nextDue()
@@ -344,11 +352,17 @@ func (c *cell[S, M, C]) pagesDue(x *extra[M], now time.Time) bool {
 // the record moved to new pages once it holds more than maxRetained
 // answered ones or maxRetainedBytes of them (down to pageKeep and
 // pageKeepBytes), pages written over or erased to keep the key within
-// maxPages and maxPagedBytes. Each write meets the key's level before
-// the next; the answers leave the activation's list only once their
-// pages were written. The caller holds the Context's gateMu; an error
-// loses the activation, as a failed commit does.
-func (c *cell[S, M, C]) pageOut(ctx *Context[S, M, C], x *extra[M]) error {
+// maxPages and maxPagedBytes, and with its record (at most recLen bytes,
+// what it takes before any answer moved) within limit, what the store
+// takes in one message: answers that would not fit even without older
+// pages stay in the record. Each write meets the key's level before the
+// next; the answers leave the activation's list only once their pages
+// were written. The list is then held to the record's budget
+// (recordBudget): answers no page can take (deferred replies still open)
+// do not grow it past what a record holds. The caller holds the
+// Context's gateMu; an error loses the activation, as a failed commit
+// does.
+func (c *cell[S, M, C]) pageOut(ctx *Context[S, M, C], x *extra[M], recLen, limit int) error {
 	now := time.Now()
 	if !c.pagesDue(x, now) {
 		return nil
@@ -385,12 +399,15 @@ func (c *cell[S, M, C]) pageOut(ctx *Context[S, M, C], x *extra[M]) error {
 			size += x.retained[moved[k]].size()
 			k++
 		}
+		if recLen+size+pageRoom > limit {
+			break // not even alone beside the record
+		}
 		rs := make([]retained, k)
 		for j, i := range moved[:k] {
 			rs[j] = x.retained[i]
 		}
 		moved = moved[k:]
-		for p.held() > 0 && (p.held() >= maxPages || p.bytes+size > maxPagedBytes) {
+		for p.held() > 0 && (p.held() >= maxPages || p.bytes+size > maxPagedBytes || recLen+p.bytes+size+(p.held()+1)*pageRoom > limit) {
 			p.empty(p.oldest())
 		}
 		pg := p.free()
@@ -404,6 +421,7 @@ func (c *cell[S, M, C]) pageOut(ctx *Context[S, M, C], x *extra[M]) error {
 		q := p.find(r.key, math.MinInt64)
 		return q != nil && pageable(&r) && q.hash == r.hash && q.at == r.at
 	})
+	x.retained = pruneRetained(x.retained, now, c.k.h.Kept.Retain)
 	return nil
 }
 

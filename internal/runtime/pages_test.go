@@ -75,6 +75,17 @@ func askKeyed(t *testing.T, k *kind[int, pageMsg, tctx[int, pageMsg]], ik string
 	return Ask[pageMsg, pReply](ctx, k.ref("a"), pAdd{Pad: pad})
 }
 
+// askAll asks k's key "a" pAdd{pad} under idempotency keys prefix-from
+// to prefix-(to-1), each once.
+func askAll(t *testing.T, k *kind[int, pageMsg, tctx[int, pageMsg]], prefix string, from, to, pad int) {
+	t.Helper()
+	for i := from; i < to; i++ {
+		if _, err := askKeyed(t, k, fmt.Sprint(prefix, i), pad); err != nil {
+			t.Fatalf("keyed ask %s%d: %v", prefix, i, err)
+		}
+	}
+}
+
 // storedPaging returns what the stored record of p/a says: the answers
 // it holds, and those its pages hold by its count and by the pages in
 // the store.
@@ -151,17 +162,14 @@ func TestAKeyKeepsTheAnswersOfThousandsOfKeyedAsksInPages(t *testing.T) {
 func TestAKeysPagesDropTheOldestAnswersPastTheirBudget(t *testing.T) {
 	st := newMemStore()
 	st.writes = nil
+	st.maxValue = 8 << 20 // the pages' own budget binds, not the message's
 	h, k := pagedKind(t, st, replication.KeptAnswers{})
 	defer h.Close(context.Background())
 	const pad = 4 << 10
 	asks := 2 * maxPagedBytes / pad
-	for i := range asks {
-		if _, err := askKeyed(t, k, fmt.Sprint("k-", i), pad); err != nil {
-			t.Fatal(err)
-		}
-	}
+	askAll(t, k, "k-", 0, asks, pad)
 	live, _, paged, _ := storedPaging(t, st)
-	if live+paged >= asks || paged*pad < maxPagedBytes/2 {
+	if live+paged >= asks || paged*pad < maxPagedBytes*3/4 {
 		t.Fatalf("%d answers kept in the record and %d in pages, of %d of %d bytes each: want the oldest dropped, half the budget paged at least", live, paged, asks, pad)
 	}
 	if r, err := askKeyed(t, k, fmt.Sprint("k-", asks-1), pad); err != nil || r.N != asks {
@@ -172,6 +180,59 @@ func TestAKeysPagesDropTheOldestAnswersPastTheirBudget(t *testing.T) {
 	}
 }
 
+// Past maxPages the page holding the oldest answers is written over.
+func TestAKeyKeepsAtMostItsPagesBound(t *testing.T) {
+	st := newMemStore()
+	st.writes = nil
+	h, k := pagedKind(t, st, replication.KeptAnswers{})
+	defer h.Close(context.Background())
+	const asks = 10_000
+	askAll(t, k, "k-", 0, asks, 0)
+	_, _, aside, _ := st.ReadAll(context.Background(), "p", "a")
+	live, _, paged, _ := storedPaging(t, st)
+	if len(aside) != maxPages || live+paged >= asks || live+paged < asks/2 {
+		t.Fatalf("%d pages keep %d answers, the record %d, of %d asks: want %d pages, the oldest answers dropped", len(aside), paged, live, asks, maxPages)
+	}
+	if r, err := askKeyed(t, k, fmt.Sprint("k-", asks-live-paged), 0); err != nil || r.N != asks-live-paged+1 {
+		t.Fatalf("the retry of the oldest answer kept: %+v, %v", r, err)
+	}
+	if r, err := askKeyed(t, k, "k-0", 0); err != nil || r.N != asks+1 {
+		t.Fatalf("the retry of the first: %+v, %v; want it run again (%d)", r, err, asks+1)
+	}
+}
+
+// A key's record and its pages stay within what the store takes in one
+// message: pages give way, and answers no page could take beside the
+// record stay in it.
+func TestAKeysRecordAndPagesStayWithinTheStoresLimit(t *testing.T) {
+	st := newMemStore()
+	st.writes = nil
+	st.maxValue = 96 << 10
+	h, k := pagedKind(t, st, replication.KeptAnswers{})
+	defer h.Close(context.Background())
+	const pad = 1 << 10
+	for i := range 400 {
+		if _, err := askKeyed(t, k, fmt.Sprint("k-", i), pad); err != nil {
+			t.Fatal(err)
+		}
+		v, _, aside, _ := st.ReadAll(context.Background(), "p", "a")
+		total := len(v)
+		for _, pg := range aside {
+			total += len(pg) + pageRoom
+		}
+		if total > st.maxValue {
+			t.Fatalf("after %d asks the record and its %d pages take %d bytes, limit %d", i+1, len(aside), total, st.maxValue)
+		}
+	}
+	live, _, paged, _ := storedPaging(t, st)
+	if live+paged < 32 {
+		t.Fatalf("the key keeps %d answers in its record and %d in pages: want what fits the limit, not a few", live, paged)
+	}
+	if r, err := askKeyed(t, k, "k-399", pad); err != nil || r.N != 400 {
+		t.Fatalf("the retry of the newest: %+v, %v", r, err)
+	}
+}
+
 // An owner that dies after a page's write and before its record's leaves
 // the page's answers in both: the next activation serves each once, and
 // its next record no longer holds them.
@@ -179,11 +240,7 @@ func TestAnAnswerInAPageAndInTheRecordIsKeptOnce(t *testing.T) {
 	st := newMemStore()
 	st.writes = nil
 	h, k := pagedKind(t, st, replication.KeptAnswers{})
-	for i := range maxRetained {
-		if _, err := askKeyed(t, k, fmt.Sprint("k-", i), 0); err != nil {
-			t.Fatal(err)
-		}
-	}
+	askAll(t, k, "k-", 0, maxRetained, 0)
 	st.mu.Lock()
 	st.loses = errors.New("lost")
 	st.mu.Unlock()
@@ -224,11 +281,7 @@ func TestAPageNotWrittenLeavesTheAnswersInTheRecord(t *testing.T) {
 	st.writes = nil
 	h, k := pagedKind(t, st, replication.KeptAnswers{})
 	defer h.Close(context.Background())
-	for i := range maxRetained {
-		if _, err := askKeyed(t, k, fmt.Sprint("k-", i), 0); err != nil {
-			t.Fatal(err)
-		}
-	}
+	askAll(t, k, "k-", 0, maxRetained, 0)
 	st.mu.Lock()
 	st.losesAside = errors.New("lost")
 	st.mu.Unlock()
@@ -276,11 +329,7 @@ func TestDeletingAKeyErasesItsPages(t *testing.T) {
 	}
 	k := def.Instantiate(h).(*kind[int, pageMsg, tctx[int, pageMsg]])
 	h.Register(k)
-	for i := range 2 * maxRetained {
-		if _, err := askKeyed(t, k, fmt.Sprint("k-", i), 0); err != nil {
-			t.Fatal(err)
-		}
-	}
+	askAll(t, k, "k-", 0, 2*maxRetained, 0)
 	if len(st.asideOf("p", "a")) == 0 {
 		t.Fatal("no page written")
 	}
@@ -298,12 +347,34 @@ func TestDeletingAKeyErasesItsPages(t *testing.T) {
 		t.Fatalf("a retry after the delete: %+v, %v; want it run on the new key", r, err)
 	}
 
-	// A delete whose pages are not erased after its record.
-	for i := range 2 * maxRetained {
-		if _, err := askKeyed(t, k, fmt.Sprint("j-", i), 0); err != nil {
-			t.Fatal(err)
-		}
+	// A delete that fails leaves the key with its pages.
+	first, err := askKeyed(t, k, "f-0", 0)
+	if err != nil {
+		t.Fatal(err)
 	}
+	askAll(t, k, "f-", 1, 2*maxRetained, 0)
+	st.mu.Lock()
+	st.losesDelete = errors.New("lost")
+	st.mu.Unlock()
+	if err := k.ref("a").Tell(context.Background(), pAdd{Pad: -1}); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := askKeyed(t, k, "f-0", 0); err != nil || r.N != first.N {
+		t.Fatalf("a retry after a failed delete: %+v, %v; want its first answer (%d)", r, err, first.N)
+	}
+	st.mu.Lock()
+	st.losesDelete = nil
+	st.mu.Unlock()
+	if err := k.ref("a").Tell(context.Background(), pAdd{Pad: -1}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the key deleted", func() bool {
+		_, ok, _ := st.Read(context.Background(), "p", "a")
+		return !ok
+	})
+
+	// A delete whose pages are not erased after its record.
+	askAll(t, k, "j-", 0, 2*maxRetained, 0)
 	st.mu.Lock()
 	st.losesAside = errors.New("lost")
 	st.mu.Unlock()
@@ -335,11 +406,7 @@ func TestThePruneOfTheLedgerDropsPagedAnswers(t *testing.T) {
 	st.writes = nil
 	h, k := pagedKind(t, st, replication.KeptAnswers{})
 	defer h.Close(context.Background())
-	for i := range 2 * maxRetained {
-		if _, err := askKeyed(t, k, fmt.Sprint("k-", i), 0); err != nil {
-			t.Fatal(err)
-		}
-	}
+	askAll(t, k, "k-", 0, 2*maxRetained, 0)
 	_, _, paged, _ := storedPaging(t, st)
 	k.PruneKept("a", time.Now().Add(time.Hour).UnixNano())
 	waitFor(t, "the pages erased", func() bool { return len(st.asideOf("p", "a")) == 0 })
@@ -397,4 +464,120 @@ func FuzzDecodePage(f *testing.F) {
 			t.Fatalf("a page decodes, encodes again as %x and decodes as %d answers (%v), not %d", again, len(rs2), err, len(rs))
 		}
 	})
+}
+
+// Answers no page can take (deferred replies still open) are held to
+// what a record holds: the key's record always loads again.
+func TestOpenDeferredRepliesKeepTheRecordLoadable(t *testing.T) {
+	st := newMemStore()
+	st.writes = nil
+	deferred := make(chan Deferred[int], maxRetainedHeld+8)
+	k := deferringKind(t, st, deferred)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	for i := range maxRetainedHeld + 6 {
+		go func() {
+			_, _ = Ask[noteMsg, int](WithIdempotencyKey(ctx, fmt.Sprint("d-", i)), k.ref("a"), nAdd{})
+		}()
+		recv(t, deferred, "a deferred reply")
+	}
+	awaitNotHandling(t, k, "a")
+	v, _, err := st.Read(context.Background(), "d", "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, kept, err := decodeRecord[int](nil, v); err != nil || len(kept) > maxRetainedHeld {
+		t.Fatalf("the record of %d open deferred replies keeps %d (%v): want it loadable, at most %d", maxRetainedHeld+6, len(kept), err, maxRetainedHeld)
+	}
+}
+
+// gState is the state of a counter whose state also carries Blob.
+type gState struct {
+	N    int
+	Blob []byte
+}
+
+// A state that grows near the store's limit leaves the answers in its
+// record rather than paging them only to erase the page at once: the
+// pages give way to the state, and the record keeps what fits.
+func TestALargeStateKeepsItsAnswersInItsRecordWhenNoPageFits(t *testing.T) {
+	st := newMemStore()
+	st.writes = nil
+	st.maxValue = 160 << 10
+	h := host.New(host.Settings{})
+	h.Store = st
+	defer h.Close(context.Background())
+	def := Define("g", func(c *tctx[gState, pageMsg], m pageMsg) error {
+		a := m.(pAdd)
+		c.Update(func(s gState) gState {
+			s.N++
+			if a.Pad > 0 {
+				s.Blob = make([]byte, a.Pad)
+			}
+			return s
+		})
+		Respond(c.Context, pReply{N: c.State().N})
+		return nil
+	})
+	def.spec.Durable = true
+	def.spec.Codec = codec.New[pageMsg]()
+	if probs := def.spec.Codec.Register("g", []any{pAdd{}}); len(probs) > 0 {
+		t.Fatal(probs)
+	}
+	k := def.Instantiate(h).(*kind[gState, pageMsg, tctx[gState, pageMsg]])
+	h.Register(k)
+	ask := func(ik string, grow int) pReply {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(WithIdempotencyKey(context.Background(), ik), 10*time.Second)
+		defer cancel()
+		r, err := Ask[pageMsg, pReply](ctx, k.ref("a"), pAdd{Pad: grow})
+		if err != nil {
+			t.Fatalf("keyed ask %s: %v", ik, err)
+		}
+		return r
+	}
+	ask("grow", 150<<10)
+	for i := range 2 * maxRetained {
+		ask(fmt.Sprint("k-", i), 0)
+	}
+	v, _, aside, _ := st.ReadAll(context.Background(), "g", "a")
+	_, _, kept, err := decodeRecord[gState](h, v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(aside) != 0 || len(kept) <= pageKeep {
+		t.Fatalf("beside a state of 150 KiB within 160 KiB the key keeps %d answers in its record and %d pages: want them in the record, more than %d", len(kept), len(aside), pageKeep)
+	}
+	if r := ask(fmt.Sprint("k-", 2*maxRetained-1), 0); r.N != 2*maxRetained+1 {
+		t.Fatalf("the retry of the newest answered %d, want %d", r.N, 2*maxRetained+1)
+	}
+}
+
+// Under strict durability each keyed ask is first written pending to the
+// record, then answered: pending requests stay in the record, answered
+// ones move to pages as any do, and every retry gets its first answer.
+func TestStrictKeyedAsksPageTheirAnswers(t *testing.T) {
+	st := newMemStore()
+	st.writes = nil
+	h, k := pagedKind(t, st, replication.KeptAnswers{})
+	defer h.Close(context.Background())
+	k.def.Strict = true
+	const asks = 3 * maxRetained
+	for i := range asks {
+		if r, err := askKeyed(t, k, fmt.Sprint("k-", i), 0); err != nil || r.N != i+1 {
+			t.Fatalf("strict keyed ask %d: %+v, %v", i, r, err)
+		}
+	}
+	if _, _, paged, _ := storedPaging(t, st); paged == 0 {
+		t.Fatal("no answer of a strict key moved to a page")
+	}
+	h.Close(context.Background())
+	h2, k2 := pagedKind(t, st, replication.KeptAnswers{})
+	defer h2.Close(context.Background())
+	k2.def.Strict = true
+	for _, i := range []int{0, maxRetained, asks - 1} {
+		if r, err := askKeyed(t, k2, fmt.Sprint("k-", i), 0); err != nil || r.N != i+1 {
+			t.Fatalf("the retry of strict keyed ask %d: %+v, %v; want %d", i, r, err, i+1)
+		}
+	}
 }
