@@ -19,9 +19,10 @@ type memStore struct {
 	mu    sync.Mutex
 	recs  map[string][]byte
 	aside map[string]map[string][]byte // the records beside a key's state, by name
-	// losesAside is what WriteAside fails with, if not nil;
-	// losesDelete what Delete fails with.
+	// losesAside is what WriteAside fails with, if not nil (counted
+	// in lostAsides); losesDelete what Delete fails with.
 	losesAside, losesDelete error
+	lostAsides              int
 	// maxValue is MaxValue's answer; 0 means 1 MiB.
 	maxValue int
 	writes   chan []byte // each record written, if not nil
@@ -68,6 +69,7 @@ func (s *memStore) WriteAside(_ context.Context, typ, key, name string, v []byte
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.losesAside != nil {
+		s.lostAsides++
 		return s.losesAside
 	}
 	if s.aside == nil {

@@ -41,7 +41,9 @@ import (
 // an idle key is woken for it (RecordWakeDue), and how many answers its
 // pages hold (KeptIn). Deleting a key erases its pages after its record:
 // a page is never written before the key's first record, so pages found
-// without one are those of a delete cut short, which the load completes.
+// without one are those of a delete cut short, which the load completes
+// (a key never used again keeps them: nothing wakes a key without a
+// record).
 const (
 	pageVersion    = 1
 	maxPages       = 64
@@ -79,6 +81,10 @@ type keptPages struct {
 	index map[string]*keptPage
 	// answers and bytes are the pages' totals.
 	answers, bytes int
+	// noRoom is set when the last pageOut left answers in the record
+	// for want of room beside it: the record's budget holds them until
+	// the next pageOut, which the list's growth past it brings.
+	noRoom bool
 }
 
 func pageName(i int) string { return pagePrefix + strconv.Itoa(i) }
@@ -339,7 +345,7 @@ func (c *cell[S, M, C]) loadPages(x *extra[M], p *keptPages) {
 // age passed; or hold its list to the record's budget (see pageOut).
 // The caller holds the Context's gateMu.
 func (c *cell[S, M, C]) pagesDue(x *extra[M], now time.Time) bool {
-	if len(x.retained) > maxRetainedHeld || overRecord(x.retained) || x.pages.dirty() {
+	if len(x.retained) > maxRetainedHeld || (overRecord(x.retained) && (x.pages == nil || !x.pages.noRoom)) || x.pages.dirty() {
 		return true
 	}
 	due, ok := x.pages.nextDue()
@@ -359,7 +365,8 @@ func (c *cell[S, M, C]) pagesDue(x *extra[M], now time.Time) bool {
 // next; the answers leave the activation's list only once their pages
 // were written. The list is then held to the record's budget
 // (recordBudget): answers no page can take (deferred replies still open)
-// do not grow it past what a record holds. The caller holds the
+// do not grow it past what a record holds (past it, the oldest go, and
+// their retries run again, as before pages). The caller holds the
 // Context's gateMu; an error loses the activation, as a failed commit
 // does.
 func (c *cell[S, M, C]) pageOut(ctx *Context[S, M, C], x *extra[M], recLen, limit int) error {
@@ -372,6 +379,7 @@ func (c *cell[S, M, C]) pageOut(ctx *Context[S, M, C], x *extra[M], recLen, limi
 	}
 	p := x.pages
 	p.expire(now, c.k.h.Kept.Retain)
+	p.noRoom = false
 	var moved []int // indices in x.retained, oldest first
 	if overRecord(x.retained) {
 		n, bytes := 0, 0
@@ -399,20 +407,24 @@ func (c *cell[S, M, C]) pageOut(ctx *Context[S, M, C], x *extra[M], recLen, limi
 			size += x.retained[moved[k]].size()
 			k++
 		}
-		if recLen+size+pageRoom > limit {
-			break // not even alone beside the record
+		// Moved, the answers leave the record for the page: the key's
+		// total grows by the page's room only.
+		if recLen+pageRoom > limit {
+			p.noRoom = true // not even alone beside the record
+			break
 		}
 		rs := make([]retained, k)
 		for j, i := range moved[:k] {
 			rs[j] = x.retained[i]
 		}
 		moved = moved[k:]
-		for p.held() > 0 && (p.held() >= maxPages || p.bytes+size > maxPagedBytes || recLen+p.bytes+size+(p.held()+1)*pageRoom > limit) {
+		for p.held() > 0 && (p.held() >= maxPages || p.bytes+size > maxPagedBytes || recLen+p.bytes+(p.held()+1)*pageRoom > limit) {
 			p.empty(p.oldest())
 		}
 		pg := p.free()
 		pg.answers, pg.dirty = rs, true
 		p.put(pg)
+		recLen -= size
 	}
 	if err := c.writePages(ctx, p); err != nil {
 		return err
