@@ -103,9 +103,9 @@ func WithRequestID(ctx context.Context, id string) context.Context {
 // Only definitions that keep their state (Durable, WithReplicas) keep
 // answers; an ask with a key to any other fails with
 // ErrIdempotencyUnsupported. Each actor keeps the answers of its last
-// keyed asks for 24 hours: the last 16 to 128 in its record, written
+// keyed asks for 24 hours: the last 16 to 48 in its record, written
 // with its state, and the older ones in pages beside it, on the same
-// replicas, up to 64 pages and 1 MiB (about 7,000 small answers); past
+// replicas, up to 192 pages and 1 MiB (about 6,000 small answers); past
 // that the oldest go first, and so they do past the member's bounds
 // (system.Config.KeptAnswers). A retry of an answer no longer kept runs
 // again.

@@ -8,9 +8,9 @@ import (
 
 // KeptAnswers bounds the answers a member keeps for keyed asks to its
 // Durable and replicated actors. Each key keeps the answers of its last
-// keyed asks, none older than Retain: about the last 128 (at most 64 KiB
-// of them) in its record, the older ones in pages beside it, up to 64
-// pages and 1 MiB, past which the oldest go first; a
+// keyed asks, none older than Retain: the last 16 to 48 in its record,
+// the older ones in pages beside it, up to 192 pages and 1 MiB, past
+// which the oldest go first; a
 // member keeps at most MaxAnswers and MaxBytes of them across its keys:
 // past a bound the keys holding the oldest answers drop those older than
 // the oldest answer left elsewhere, each such drop a write of the key's

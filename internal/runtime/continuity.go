@@ -57,11 +57,13 @@ import (
 // died: the entry an adopting owner loads is not open, and a retry gets
 // ErrOutcomeUnknown.
 //
-// Each key's record keeps the answers of its last maxRetained keyed
-// asks, at most maxRetainedBytes of them (the record is written with
-// every change of the state, mostly as a delta of the one before); the
-// commit moves older ones into pages of their own beside it (pages.go),
-// up to maxPages and maxPagedBytes, past which the oldest go first. None
+// Each key's record keeps the answers of its last keyed asks (the record
+// is written with every change of the state, mostly as a delta of the
+// one before); past pageAbove of them (or pageAboveBytes) the commit
+// moves the older ones into pages of their own beside it (pages.go), up
+// to maxPages and maxPagedBytes, past which the oldest go first; the
+// record itself holds at most maxRetainedHeld entries (pending requests
+// and deferred replies still open, which no page takes, included). None
 // is kept past the host's retention (replication.KeptAnswers.Retain,
 // 24 h by default). Each
 // member keeps at most its KeptAnswers' MaxAnswers and MaxBytes of them

@@ -14,7 +14,7 @@ import (
 //
 // A key's record holds the answers of its last keyed asks, which every
 // write of the record carries (mostly as a small delta). Once it holds
-// more than maxRetained answered ones, or more than maxRetainedBytes of
+// more than pageAbove answered ones, or more than pageAboveBytes of
 // them, the commit moves the oldest into pages: records of their own
 // beside the key's state (host.Store.WriteAside, named "kept.<i>"), on
 // the same replica set, under the same epochs, written at the key's
@@ -32,7 +32,7 @@ import (
 // state record's leaves an answer in both: the load keeps the page's.
 //
 // A key keeps up to maxPages pages and maxPagedBytes of them (about
-// 7,000 small answers); past either, the page holding the oldest answers
+// 6,000 small answers); past either, the page holding the oldest answers
 // is written over by the next. Its state record and its pages together
 // stay within what the store takes in one message (the promise of an
 // acquisition carries them all): a state that grows drops the oldest
@@ -46,14 +46,18 @@ import (
 // record).
 const (
 	pageVersion    = 1
-	maxPages       = 64
+	maxPages       = 192
 	maxPageAnswers = 512
 	maxPageBytes   = 64 << 10
 	maxPagedBytes  = 1 << 20
-	// A commit that pages leaves pageKeep answers and pageKeepBytes in
-	// the record, so that a page holds about 128 answers.
-	pageKeep      = maxRetained / 8
-	pageKeepBytes = maxRetainedBytes / 8
+	// A commit pages once the record holds more than pageAbove answers
+	// or pageAboveBytes of them, and leaves pageKeep and pageKeepBytes
+	// there: every keyed ask writes the record, so a smaller one costs
+	// less, and a page holds about 32 answers.
+	pageAbove      = 48
+	pageAboveBytes = maxRetainedBytes / 4
+	pageKeep       = maxRetained / 8
+	pageKeepBytes  = maxRetainedBytes / 8
 	// pageRoom is about what a page costs in a message beside its value.
 	pageRoom = 256
 	// pagePrefix names the pages: a store's records beside the state
@@ -323,7 +327,7 @@ func overRecord(rs []retained) bool {
 			bytes += rs[i].size()
 		}
 	}
-	return n > maxRetained || bytes > maxRetainedBytes
+	return n > pageAbove || bytes > pageAboveBytes
 }
 
 // loadPages makes aside's pages the activation's, and drops from its
@@ -355,8 +359,8 @@ func (c *cell[S, M, C]) pagesDue(x *extra[M], now time.Time) bool {
 
 // pageOut writes, before a commit writes the key's record, what its
 // pages need: the pages whose age passed erased, the oldest answers of
-// the record moved to new pages once it holds more than maxRetained
-// answered ones or maxRetainedBytes of them (down to pageKeep and
+// the record moved to new pages once it holds more than pageAbove
+// answered ones or pageAboveBytes of them (down to pageKeep and
 // pageKeepBytes), pages written over or erased to keep the key within
 // maxPages and maxPagedBytes, and with its record (at most recLen bytes,
 // what it takes before any answer moved) within limit, what the store

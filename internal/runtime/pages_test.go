@@ -127,9 +127,9 @@ func TestAKeyKeepsTheAnswersOfThousandsOfKeyedAsksInPages(t *testing.T) {
 		}
 	}
 	live, said, paged, format := storedPaging(t, st)
-	if format != recordVersionPaged || live > maxRetained || live+paged != asks || said != paged {
+	if format != recordVersionPaged || live > pageAbove || live+paged != asks || said != paged {
 		t.Fatalf("the record (format %d) holds %d answers and says its pages hold %d; they hold %d: want format %d, at most %d in it and %d in all",
-			format, live, said, paged, recordVersionPaged, maxRetained, asks)
+			format, live, said, paged, recordVersionPaged, pageAbove, asks)
 	}
 	retry := func(k *kind[int, pageMsg, tctx[int, pageMsg]]) {
 		t.Helper()
@@ -240,7 +240,7 @@ func TestAnAnswerInAPageAndInTheRecordIsKeptOnce(t *testing.T) {
 	st := newMemStore()
 	st.writes = nil
 	h, k := pagedKind(t, st, replication.KeptAnswers{})
-	askAll(t, k, "k-", 0, maxRetained, 0)
+	askAll(t, k, "k-", 0, pageAbove, 0)
 	st.mu.Lock()
 	st.loses = errors.New("lost")
 	st.mu.Unlock()
@@ -255,22 +255,22 @@ func TestAnAnswerInAPageAndInTheRecordIsKeptOnce(t *testing.T) {
 		t.Fatal("no page was written before the record")
 	}
 	live, _, paged, _ := storedPaging(t, st)
-	if live != maxRetained || paged == 0 {
-		t.Fatalf("the record holds %d answers and the pages %d: want the record as before (%d) and its oldest paged too", live, paged, maxRetained)
+	if live != pageAbove || paged == 0 {
+		t.Fatalf("the record holds %d answers and the pages %d: want the record as before (%d) and its oldest paged too", live, paged, pageAbove)
 	}
 	h2, k2 := pagedKind(t, st, replication.KeptAnswers{})
 	defer h2.Close(context.Background())
-	for _, i := range []int{0, 50, maxRetained - 1} {
+	for _, i := range []int{0, pageAbove / 2, pageAbove - 1} {
 		if r, err := askKeyed(t, k2, fmt.Sprint("k-", i), 0); err != nil || r.N != i+1 {
 			t.Fatalf("the retry of %d: %+v, %v", i, r, err)
 		}
 	}
-	if r, err := askKeyed(t, k2, "k-last", 0); err != nil || r.N != maxRetained+1 {
-		t.Fatalf("the retry of the ask whose record was lost: %+v, %v; want it run (%d)", r, err, maxRetained+1)
+	if r, err := askKeyed(t, k2, "k-last", 0); err != nil || r.N != pageAbove+1 {
+		t.Fatalf("the retry of the ask whose record was lost: %+v, %v; want it run (%d)", r, err, pageAbove+1)
 	}
 	live, said, paged, _ := storedPaging(t, st)
-	if live+paged != maxRetained+1 || said != paged {
-		t.Fatalf("the record holds %d answers, its pages %d (it says %d): want %d in all, each once", live, paged, said, maxRetained+1)
+	if live+paged != pageAbove+1 || said != paged {
+		t.Fatalf("the record holds %d answers, its pages %d (it says %d): want %d in all, each once", live, paged, said, pageAbove+1)
 	}
 }
 
@@ -281,7 +281,7 @@ func TestAPageNotWrittenLeavesTheAnswersInTheRecord(t *testing.T) {
 	st.writes = nil
 	h, k := pagedKind(t, st, replication.KeptAnswers{})
 	defer h.Close(context.Background())
-	askAll(t, k, "k-", 0, maxRetained, 0)
+	askAll(t, k, "k-", 0, pageAbove, 0)
 	st.mu.Lock()
 	st.losesAside = errors.New("lost")
 	st.mu.Unlock()
@@ -291,16 +291,16 @@ func TestAPageNotWrittenLeavesTheAnswersInTheRecord(t *testing.T) {
 	st.mu.Lock()
 	st.losesAside = nil
 	st.mu.Unlock()
-	if live, _, paged, _ := storedPaging(t, st); live != maxRetained || paged != 0 {
-		t.Fatalf("the record holds %d answers and pages %d, want the %d it held and none", live, paged, maxRetained)
+	if live, _, paged, _ := storedPaging(t, st); live != pageAbove || paged != 0 {
+		t.Fatalf("the record holds %d answers and pages %d, want the %d it held and none", live, paged, pageAbove)
 	}
-	for _, i := range []int{0, maxRetained - 1} {
+	for _, i := range []int{0, pageAbove - 1} {
 		if r, err := askKeyed(t, k, fmt.Sprint("k-", i), 0); err != nil || r.N != i+1 {
 			t.Fatalf("the retry of %d: %+v, %v", i, r, err)
 		}
 	}
-	if r, err := askKeyed(t, k, "k-last", 0); err != nil || r.N != maxRetained+1 {
-		t.Fatalf("the ask whose page was not written, again: %+v, %v; want it run (%d)", r, err, maxRetained+1)
+	if r, err := askKeyed(t, k, "k-last", 0); err != nil || r.N != pageAbove+1 {
+		t.Fatalf("the ask whose page was not written, again: %+v, %v; want it run (%d)", r, err, pageAbove+1)
 	}
 }
 

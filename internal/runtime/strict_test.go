@@ -102,9 +102,9 @@ func TestTheOldestOrphanIsGivenUpWhenTooManyRequestsArePending(t *testing.T) {
 	}
 }
 
-// A key's record keeps its answers in format 4 while a binary that reads
-// no newer could load it (up to maxRetained); the next moves the oldest
-// to a page, and the record, in format 6, says so.
+// A key's record keeps its answers in format 4 (which a binary that
+// reads no newer loads) up to pageAbove of them; the next moves the
+// oldest to a page, and the record, in format 6, says so.
 func TestAKeysRecordMovesToFormatSixOnlyOnceItsAnswersArePaged(t *testing.T) {
 	st := newMemStore()
 	release := make(chan struct{})
@@ -116,7 +116,7 @@ func TestAKeysRecordMovesToFormatSixOnlyOnceItsAnswersArePaged(t *testing.T) {
 		defer st.mu.Unlock()
 		return st.recs["d/a"][0]
 	}
-	for i := range maxRetained + 1 {
+	for i := range pageAbove + 1 {
 		ctx, cancel := context.WithTimeout(WithIdempotencyKey(context.Background(), fmt.Sprint(i)), 5*time.Second)
 		_, err := Ask[durMsg, int](ctx, k.ref("a"), dTick{})
 		cancel()
@@ -127,7 +127,7 @@ func TestAKeysRecordMovesToFormatSixOnlyOnceItsAnswersArePaged(t *testing.T) {
 			<-st.writes
 		}
 		want := byte(recordVersionCompact)
-		if i >= maxRetained {
+		if i >= pageAbove {
 			want = recordVersionPaged
 		}
 		if f := format(); f != want {
