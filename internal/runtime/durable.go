@@ -488,7 +488,8 @@ func (c *cell[S, M, C]) settleAsync(ctx *Context[S, M, C]) (ok bool, cerr error)
 	if !room {
 		return false, nil
 	}
-	if x := c.extIfAny(); x != nil && c.pagesDue(x, time.Now()) {
+	x := c.extIfAny()
+	if x != nil && c.pagesDue(x, time.Now()) {
 		a.mu.Lock()
 		a.inFlight--
 		a.mu.Unlock()
@@ -497,7 +498,7 @@ func (c *cell[S, M, C]) settleAsync(ctx *Context[S, M, C]) (ok bool, cerr error)
 	rec, err := c.record()
 	if limit := k.h.Store.MaxValue(k.def.Name, c.key); err == nil && len(rec) > limit {
 		err = ErrMessageTooLarge
-	} else if x := c.extIfAny(); err == nil && x != nil && !x.pagesFit(len(rec), limit) {
+	} else if err == nil && x != nil && !x.pagesFit(len(rec), limit) {
 		err = ErrMessageTooLarge // the usual commit makes room
 	}
 	if err != nil {

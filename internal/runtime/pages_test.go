@@ -35,7 +35,8 @@ func pagesOf(rs []retained) *keptPages {
 
 type pageMsg interface{ pageMsg() }
 
-// pAdd adds one to the count and answers it, with Pad bytes of padding.
+// pAdd adds one to the count and answers it, with Pad bytes of padding;
+// with Pad negative it deletes the key instead.
 type pAdd struct{ Pad int }
 
 func (pAdd) pageMsg() {}
@@ -51,10 +52,13 @@ func pagedKind(t *testing.T, st host.Store, kept replication.KeptAnswers) (*host
 	h := host.New(host.Settings{Kept: kept})
 	h.Store = st
 	def := Define("p", func(c *tctx[int, pageMsg], m pageMsg) error {
-		if a, ok := m.(pAdd); ok {
-			c.Update(func(n int) int { return n + 1 })
-			Respond(c.Context, pReply{N: c.State(), Pad: strings.Repeat("x", a.Pad)})
+		a := m.(pAdd)
+		if a.Pad < 0 {
+			c.Delete()
+			return nil
 		}
+		c.Update(func(n int) int { return n + 1 })
+		Respond(c.Context, pReply{N: c.State(), Pad: strings.Repeat("x", a.Pad)})
 		return nil
 	})
 	def.spec.Durable = true
@@ -310,25 +314,8 @@ func TestAPageNotWrittenLeavesTheAnswersInTheRecord(t *testing.T) {
 func TestDeletingAKeyErasesItsPages(t *testing.T) {
 	st := newMemStore()
 	st.writes = nil
-	h := host.New(host.Settings{})
-	h.Store = st
+	h, k := pagedKind(t, st, replication.KeptAnswers{})
 	defer h.Close(context.Background())
-	def := Define("p", func(c *tctx[int, pageMsg], m pageMsg) error {
-		if a, ok := m.(pAdd); ok && a.Pad < 0 {
-			c.Delete()
-			return nil
-		}
-		c.Update(func(n int) int { return n + 1 })
-		Respond(c.Context, pReply{N: c.State()})
-		return nil
-	})
-	def.spec.Durable = true
-	def.spec.Codec = codec.New[pageMsg]()
-	if probs := def.spec.Codec.Register("p", []any{pAdd{}}); len(probs) > 0 {
-		t.Fatal(probs)
-	}
-	k := def.Instantiate(h).(*kind[int, pageMsg, tctx[int, pageMsg]])
-	h.Register(k)
 	askAll(t, k, "k-", 0, 2*maxRetained, 0)
 	if len(st.asideOf("p", "a")) == 0 {
 		t.Fatal("no page written")
