@@ -1142,7 +1142,7 @@ func (c *cell[S, M, C]) pruneKept(ctx *Context[S, M, C], st *pruneStep) {
 	now := time.Now()
 	x.retained = pruneRetainedWithin(dropKeptBefore(x.retained, st.before), now, c.k.h.Kept.Retain, pagingBudget)
 	paged := x.pages.dropBefore(st.before)
-	changed := len(x.retained) != n || paged || c.pagesDue(x, now)
+	changed := len(x.retained) != n || paged || c.pagesDue(x)
 	if changed {
 		c.mu.Lock()
 		x.recordChanged = true

@@ -158,7 +158,7 @@ func (c *Context[S, M, C]) commitLocked(barrier bool) error {
 		limit := st.MaxValue(k.def.Name, cl.key)
 		var rec []byte
 		rec, err = cl.record()
-		if err == nil && x != nil && cl.pagesDue(x, time.Now()) {
+		if err == nil && x != nil && cl.pagesDue(x) {
 			if err = cl.pageOut(c, x, len(rec), limit); err == nil {
 				rec, err = cl.record()
 			}
@@ -489,7 +489,7 @@ func (c *cell[S, M, C]) settleAsync(ctx *Context[S, M, C]) (ok bool, cerr error)
 		return false, nil
 	}
 	x := c.extIfAny()
-	if x != nil && c.pagesDue(x, time.Now()) {
+	if x != nil && c.pagesDue(x) {
 		a.mu.Lock()
 		a.inFlight--
 		a.mu.Unlock()

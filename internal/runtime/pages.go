@@ -348,13 +348,19 @@ func (c *cell[S, M, C]) loadPages(x *extra[M], p *keptPages) {
 // pages: answers to move, pages to write again or erase, or one whose
 // age passed; or hold its list to the record's budget (see pageOut).
 // The caller holds the Context's gateMu.
-func (c *cell[S, M, C]) pagesDue(x *extra[M], now time.Time) bool {
+func (c *cell[S, M, C]) pagesDue(x *extra[M]) bool {
+	if len(x.retained) == 0 && x.pages == nil {
+		return false // most keys: no clock read on their commits
+	}
 	if len(x.retained) > maxRetainedHeld || (overRecord(x.retained) && (x.pages == nil || !x.pages.noRoom)) || x.pages.dirty() {
 		return true
 	}
 	due, ok := x.pages.nextDue()
-	retain := int64(c.k.h.Kept.Retain)
-	return ok && (due < now.UnixNano()-retain || due > now.UnixNano()+retain)
+	if !ok {
+		return false
+	}
+	now, retain := time.Now().UnixNano(), int64(c.k.h.Kept.Retain)
+	return due < now-retain || due > now+retain
 }
 
 // pageOut writes, before a commit writes the key's record, what its
@@ -375,7 +381,7 @@ func (c *cell[S, M, C]) pagesDue(x *extra[M], now time.Time) bool {
 // does.
 func (c *cell[S, M, C]) pageOut(ctx *Context[S, M, C], x *extra[M], recLen, limit int) error {
 	now := time.Now()
-	if !c.pagesDue(x, now) {
+	if !c.pagesDue(x) {
 		return nil
 	}
 	if x.pages == nil {

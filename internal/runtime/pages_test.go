@@ -71,6 +71,24 @@ func pagedKind(t *testing.T, st host.Store, kept replication.KeptAnswers) (*host
 	return h, k
 }
 
+// newPaged starts the counter "p" (pagedKind, default bounds) over a new
+// memStore that reports no writes; the host closes with the test.
+func newPaged(t *testing.T) (*memStore, *host.Host, *kind[int, pageMsg, tctx[int, pageMsg]]) {
+	t.Helper()
+	st := newMemStore()
+	st.writes = nil
+	h, k := pagedKind(t, st, replication.KeptAnswers{})
+	t.Cleanup(func() { h.Close(context.Background()) })
+	return st, h, k
+}
+
+// set changes s's knobs under its lock.
+func (s *memStore) set(f func(s *memStore)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f(s)
+}
+
 // askKeyed asks key "a" of k pAdd{pad} with idempotency key ik.
 func askKeyed(t *testing.T, k *kind[int, pageMsg, tctx[int, pageMsg]], ik string, pad int) (pReply, error) {
 	t.Helper()
@@ -186,10 +204,7 @@ func TestAKeysPagesDropTheOldestAnswersPastTheirBudget(t *testing.T) {
 
 // Past maxPages the page holding the oldest answers is written over.
 func TestAKeyKeepsAtMostItsPagesBound(t *testing.T) {
-	st := newMemStore()
-	st.writes = nil
-	h, k := pagedKind(t, st, replication.KeptAnswers{})
-	defer h.Close(context.Background())
+	st, _, k := newPaged(t)
 	const asks = 10_000
 	askAll(t, k, "k-", 0, asks, 0)
 	_, _, aside, _ := st.ReadAll(context.Background(), "p", "a")
@@ -245,16 +260,12 @@ func TestAnAnswerInAPageAndInTheRecordIsKeptOnce(t *testing.T) {
 	st.writes = nil
 	h, k := pagedKind(t, st, replication.KeptAnswers{})
 	askAll(t, k, "k-", 0, pageAbove, 0)
-	st.mu.Lock()
-	st.loses = errors.New("lost")
-	st.mu.Unlock()
+	st.set(func(s *memStore) { s.loses = errors.New("lost") })
 	if _, err := askKeyed(t, k, "k-last", 0); err == nil {
 		t.Fatal("a keyed ask whose record was not written succeeded")
 	}
 	h.Close(context.Background())
-	st.mu.Lock()
-	st.loses = nil
-	st.mu.Unlock()
+	st.set(func(s *memStore) { s.loses = nil })
 	if len(st.asideOf("p", "a")) == 0 {
 		t.Fatal("no page was written before the record")
 	}
@@ -281,20 +292,13 @@ func TestAnAnswerInAPageAndInTheRecordIsKeptOnce(t *testing.T) {
 // A page that is not written loses the activation, as a failed commit
 // does: the record keeps the answers it held, and nothing is lost.
 func TestAPageNotWrittenLeavesTheAnswersInTheRecord(t *testing.T) {
-	st := newMemStore()
-	st.writes = nil
-	h, k := pagedKind(t, st, replication.KeptAnswers{})
-	defer h.Close(context.Background())
+	st, _, k := newPaged(t)
 	askAll(t, k, "k-", 0, pageAbove, 0)
-	st.mu.Lock()
-	st.losesAside = errors.New("lost")
-	st.mu.Unlock()
+	st.set(func(s *memStore) { s.losesAside = errors.New("lost") })
 	if _, err := askKeyed(t, k, "k-last", 0); err == nil {
 		t.Fatal("a keyed ask whose page was not written succeeded")
 	}
-	st.mu.Lock()
-	st.losesAside = nil
-	st.mu.Unlock()
+	st.set(func(s *memStore) { s.losesAside = nil })
 	if live, _, paged, _ := storedPaging(t, st); live != pageAbove || paged != 0 {
 		t.Fatalf("the record holds %d answers and pages %d, want the %d it held and none", live, paged, pageAbove)
 	}
@@ -312,10 +316,7 @@ func TestAPageNotWrittenLeavesTheAnswersInTheRecord(t *testing.T) {
 // no answers leaves none behind, also when the delete is cut short
 // between the two (the next load erases them).
 func TestDeletingAKeyErasesItsPages(t *testing.T) {
-	st := newMemStore()
-	st.writes = nil
-	h, k := pagedKind(t, st, replication.KeptAnswers{})
-	defer h.Close(context.Background())
+	st, _, k := newPaged(t)
 	askAll(t, k, "k-", 0, 2*maxRetained, 0)
 	if len(st.asideOf("p", "a")) == 0 {
 		t.Fatal("no page written")
@@ -337,18 +338,14 @@ func TestDeletingAKeyErasesItsPages(t *testing.T) {
 		t.Fatal(err)
 	}
 	askAll(t, k, "f-", 1, 2*maxRetained, 0)
-	st.mu.Lock()
-	st.losesDelete = errors.New("lost")
-	st.mu.Unlock()
+	st.set(func(s *memStore) { s.losesDelete = errors.New("lost") })
 	if err := k.ref("a").Tell(context.Background(), pAdd{Pad: -1}); err != nil {
 		t.Fatal(err)
 	}
 	if r, err := askKeyed(t, k, "f-0", 0); err != nil || r.N != first.N {
 		t.Fatalf("a retry after a failed delete: %+v, %v; want its first answer (%d)", r, err, first.N)
 	}
-	st.mu.Lock()
-	st.losesDelete = nil
-	st.mu.Unlock()
+	st.set(func(s *memStore) { s.losesDelete = nil })
 	if err := k.ref("a").Tell(context.Background(), pAdd{Pad: -1}); err != nil {
 		t.Fatal(err)
 	}
@@ -359,9 +356,7 @@ func TestDeletingAKeyErasesItsPages(t *testing.T) {
 
 	// A delete whose pages are not erased after its record.
 	askAll(t, k, "j-", 0, 2*maxRetained, 0)
-	st.mu.Lock()
-	st.losesAside = errors.New("lost")
-	st.mu.Unlock()
+	st.set(func(s *memStore) { s.losesAside = errors.New("lost") })
 	if err := k.ref("a").Tell(context.Background(), pAdd{Pad: -1}); err != nil {
 		t.Fatal(err)
 	}
@@ -374,9 +369,7 @@ func TestDeletingAKeyErasesItsPages(t *testing.T) {
 	if len(st.asideOf("p", "a")) == 0 {
 		t.Fatal("the pages went with a delete whose erasures failed")
 	}
-	st.mu.Lock()
-	st.losesAside = nil
-	st.mu.Unlock()
+	st.set(func(s *memStore) { s.losesAside = nil })
 	if r, err := askKeyed(t, k, "j-0", 0); err != nil || r.N != 1 {
 		t.Fatalf("a retry after the delete cut short: %+v, %v; want it run on the new key", r, err)
 	}
@@ -388,10 +381,7 @@ func TestDeletingAKeyErasesItsPages(t *testing.T) {
 // The ledger's prune drops paged answers before its cutoff, writing the
 // pages again with the rest.
 func TestThePruneOfTheLedgerDropsPagedAnswers(t *testing.T) {
-	st := newMemStore()
-	st.writes = nil
-	h, k := pagedKind(t, st, replication.KeptAnswers{})
-	defer h.Close(context.Background())
+	st, _, k := newPaged(t)
 	askAll(t, k, "k-", 0, 2*maxRetained, 0)
 	_, _, paged, _ := storedPaging(t, st)
 	k.PruneKept("a", time.Now().Add(time.Hour).UnixNano())
@@ -556,10 +546,7 @@ func TestALargeStateKeepsTheAnswersThatFitBesideIt(t *testing.T) {
 // record, then answered: pending requests stay in the record, answered
 // ones move to pages as any do, and every retry gets its first answer.
 func TestStrictKeyedAsksPageTheirAnswers(t *testing.T) {
-	st := newMemStore()
-	st.writes = nil
-	h, k := pagedKind(t, st, replication.KeptAnswers{})
-	defer h.Close(context.Background())
+	st, h, k := newPaged(t)
 	k.def.Strict = true
 	const asks = 3 * maxRetained
 	for i := range asks {

@@ -117,7 +117,7 @@ func (c *cell[S, M, C]) wakeTimers(ctx *Context[S, M, C], st *wakeStep) {
 		return
 	}
 	ctx.gateMu.Lock()
-	pruned := len(x.retained) != x.keptLoaded || c.pagesDue(x, time.Now())
+	pruned := len(x.retained) != x.keptLoaded || c.pagesDue(x)
 	ctx.gateMu.Unlock()
 	if !pruned {
 		return
